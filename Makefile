@@ -1,0 +1,102 @@
+# flashgpt build.
+#   make            build every program (works without a GPU: compile and link only)
+#   make test       build and run every test (GPU tests report SKIPPED without a CUDA device)
+#   make train      prepare tinyshakespeare and train a small GPT on it (TEXT=path to skip the download)
+#   make bench      build and run the benchmarks
+#   make clean
+# CUDA code targets Hopper by default; pick another GPU with e.g. GPU_ARCH="-arch=sm_80".
+
+CC       ?= cc
+NVCC     ?= nvcc
+GPU_ARCH ?= -gencode arch=compute_90a,code=sm_90a
+CFLAGS   ?= -O3 -Wall -Wextra -Wno-unused-parameter
+NVFLAGS  ?= -O3 -std=c++17 $(GPU_ARCH) -Xcompiler -Wall
+CUDA_LIBS = -lcublas -lcublasLt -lnccl
+BUILD    := build
+TEXT     ?= ../shared/data/tinyshakespeare.txt
+
+# Plain C code: everything under tokenizer/ and data/ except the files that hold a main().
+C_PROGRAM_SRC := tokenizer/bpe_cli.c data/prepare_data.c
+C_LIB_SRC := $(filter-out $(C_PROGRAM_SRC), $(wildcard tokenizer/*.c data/*.c))
+C_LIB_OBJ := $(C_LIB_SRC:%.c=$(BUILD)/%.o)
+
+# CUDA code: every layer and both attention implementations.
+CU_LIB_SRC := $(wildcard layers/*.cu attention/*.cu)
+CU_LIB_OBJ := $(CU_LIB_SRC:%.cu=$(BUILD)/%.o)
+
+CPU_TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
+GPU_TESTS   := $(patsubst tests/%.cu,$(BUILD)/tests/%,$(wildcard tests/test_*.cu))
+CPU_BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
+GPU_BENCHES := $(patsubst bench/%.cu,$(BUILD)/bench/%,$(wildcard bench/bench_*.cu))
+
+CPU_PROGRAMS := bpe prepare_data
+GPU_PROGRAMS := train_gpt
+
+# Without nvcc the CUDA programs and GPU tests are left out, and said so.
+HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
+ifeq ($(HAVE_NVCC),)
+GPU_PROGRAMS :=
+GPU_TESTS :=
+GPU_BENCHES :=
+$(info nvcc not found: building the CPU programs only)
+endif
+
+# numpy (test data generation only) comes from python3, or from a local venv made on demand.
+ifeq ($(shell python3 -c 'import numpy' 2>/dev/null && echo yes),yes)
+PYTHON := python3
+PYTHON_DEP :=
+else
+PYTHON := .venv/bin/python3
+PYTHON_DEP := .venv/numpy-installed
+endif
+
+.PHONY: all test train bench clean
+all: $(CPU_PROGRAMS) $(GPU_PROGRAMS)
+
+test: $(CPU_TESTS) $(GPU_TESTS) $(PYTHON_DEP)
+	@PYTHON=$(PYTHON) BUILD=$(BUILD) TEXT=$(TEXT) tests/run_tests.sh $(CPU_TESTS) $(GPU_TESTS)
+
+train: all
+	TEXT=$(TEXT) scripts/train_tinyshakespeare.sh
+
+bench: $(CPU_BENCHES) $(GPU_BENCHES) $(CPU_PROGRAMS)
+	@BUILD=$(BUILD) TEXT=$(TEXT) bench/run_bench.sh $(CPU_BENCHES) $(GPU_BENCHES)
+
+clean:
+	rm -rf $(BUILD) $(CPU_PROGRAMS) train_gpt
+
+$(PYTHON_DEP):
+	python3 -m venv .venv
+	.venv/bin/pip install --quiet numpy
+	touch $@
+
+# -MMD -MP: header dependencies come for free.
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -I. -c $< -o $@
+
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -MMD -MP -I. -c $< -o $@
+
+bpe: $(BUILD)/tokenizer/bpe_cli.o $(C_LIB_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ -lm
+
+prepare_data: $(BUILD)/data/prepare_data.o $(C_LIB_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ -lm
+
+train_gpt: $(BUILD)/train_gpt.o $(CU_LIB_OBJ) $(C_LIB_OBJ)
+	$(NVCC) $(NVFLAGS) $^ -o $@ $(CUDA_LIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(C_LIB_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ -lm
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(C_LIB_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ -lm
+
+# GPU tests and benchmarks link every CUDA object; the patterns above cover the CPU ones.
+$(GPU_TESTS) $(GPU_BENCHES): $(BUILD)/%: $(BUILD)/%.o $(CU_LIB_OBJ) $(C_LIB_OBJ)
+	$(NVCC) $(NVFLAGS) $^ -o $@ $(CUDA_LIBS)
+
+.SECONDARY:
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,45 @@
+// attention/attention.h: the attention interface the model calls. Two implementations:
+//   flash: never stores the T×T matrix; keeps the log-sum-exp L (B, NH, T) fp32 for backward.
+//   naive: the textbook path; stores the probabilities P (B, NH, T, T) bf16 for backward.
+// Both read Q, K, V by strides straight out of the fused activation qkv (B, T, 3, NH, HS)
+// and write O (B, T, NH, HS); backward writes dqkv in the same fused layout.
+#ifndef FLASHGPT_ATTENTION_H
+#define FLASHGPT_ATTENTION_H
+
+#include <stddef.h>
+#include "layers/cuda_common.h"
+
+typedef enum { ATTENTION_FLASH = 0, ATTENTION_NAIVE = 1 } AttentionKind;
+
+typedef struct {
+    int B, T, NH, HS;
+    int causal;     // 1: position t attends to positions <= t only
+    float scale;    // softmax scale; 1/sqrt(HS) for GPT-2
+} AttentionShape;
+
+// NULL when the shape is supported, else a one-line reason (e.g. an unsupported head size).
+const char* attention_unsupported(AttentionKind kind, AttentionShape s);
+
+// Bytes the forward keeps per layer for the backward: L (flash) or P (naive).
+size_t attention_saved_bytes(AttentionKind kind, AttentionShape s);
+// Bytes of scratch one backward call needs (shared by all layers).
+size_t attention_scratch_bytes(AttentionKind kind, AttentionShape s);
+
+void attention_forward(AttentionKind kind, AttentionShape s,
+                       bf16* out,            // (B, T, NH, HS)
+                       void* saved,          // attention_saved_bytes
+                       const bf16* qkv,      // (B, T, 3, NH, HS)
+                       cudaStream_t stream);
+
+// deterministic != 0: the same bits on every run (no floating-point atomics).
+void attention_backward(AttentionKind kind, AttentionShape s,
+                        bf16* dqkv,           // (B, T, 3, NH, HS), overwritten
+                        const bf16* dout,     // (B, T, NH, HS)
+                        const bf16* out,      // (B, T, NH, HS)
+                        const void* saved,
+                        const bf16* qkv,      // (B, T, 3, NH, HS)
+                        void* scratch,        // attention_scratch_bytes
+                        int deterministic,
+                        cudaStream_t stream);
+
+#endif

@@ -1,0 +1,47 @@
+// data/dataloader.h: batches of B×T+1 tokens from one or many shards (a glob).
+// Each batch gives inputs (B, T) and targets (B, T), the targets shifted by one token.
+// Rank r of R reads only its own disjoint part of every epoch; with shuffling, the order of
+// samples and shards changes every epoch, from a seed. The position (DataLoaderState) can be
+// saved and restored so that a resumed run sees exactly the batches it would have seen.
+#ifndef FLASHGPT_DATALOADER_H
+#define FLASHGPT_DATALOADER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "utils.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Everything needed to continue exactly where a loader was: plain integers, written raw
+// into the training state file.
+typedef struct {
+    int64_t epoch;
+    int64_t step_in_epoch;   // batches this rank has taken in the current epoch
+} DataLoaderState;
+
+typedef struct DataLoader DataLoader;
+
+// vocab_size: every token must be < vocab_size (a clear error otherwise).
+// Returns NULL with err for a missing file, a bad header, a truncated file, an id outside the
+// vocabulary, or too little data for one batch per rank.
+DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int world_size,
+                            int shuffle, uint64_t seed, int vocab_size, char* err);
+
+// Fills inputs and targets, each (B, T). Returns 0, or -1 with err (e.g. a shard changed).
+int dataloader_next(DataLoader* dl, int* inputs, int* targets, char* err);
+
+// Batches per epoch for this rank.
+int64_t dataloader_batches_per_epoch(const DataLoader* dl);
+
+void dataloader_reset(DataLoader* dl);   // back to the first batch of epoch 0
+DataLoaderState dataloader_state(const DataLoader* dl);
+int dataloader_restore(DataLoader* dl, DataLoaderState s, char* err);   // 0 on success
+
+void dataloader_close(DataLoader* dl);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

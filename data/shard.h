@@ -1,0 +1,30 @@
+// data/shard.h: the token shard file, compatible with llm.c.
+// Header: 256 int32 = [magic 20240520, version, token count, vocab size or 0, 0...], then the
+// tokens: uint16 for version 1 (vocabularies up to 65 536 ids), uint32 for version 2.
+#ifndef FLASHGPT_SHARD_H
+#define FLASHGPT_SHARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "utils.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SHARD_MAGIC 20240520
+#define SHARD_VERSION_U16 1
+#define SHARD_VERSION_U32 2
+#define SHARD_HEADER_INTS 256
+
+// Writes tokens (each < vocab_size) atomically (temporary name, then rename); 0 on success.
+int shard_write(const char* path, const int* tokens, size_t n, int vocab_size, char* err);
+
+// Reads a whole shard; checks magic, version, size, and that every id < vocab_size
+// (vocab_size <= 0: no id check). Returns a malloc'd array and sets *n, or NULL with err.
+int* shard_read(const char* path, size_t* n, int vocab_size, char* err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs the reference generators (tests/gen_*.py), every test program given as an argument and
+# the Python tests (tests/test_*.py), and counts the PASS / FAIL / SKIPPED lines they print. A program that dies without printing a FAIL line
+# counts as one failure. The last line is "N passed, N failed, N skipped".
+set -u
+BUILD=${BUILD:-build}
+PYTHON=${PYTHON:-python3}
+export FLASHGPT_TESTDATA="$BUILD/testdata"
+export FLASHGPT_TMP="$BUILD/testtmp"
+export FLASHGPT_TEXT="${TEXT:-../shared/data/tinyshakespeare.txt}"
+export PYTHON
+rm -rf "$FLASHGPT_TMP"
+mkdir -p "$FLASHGPT_TESTDATA" "$FLASHGPT_TMP"
+
+passed=0; failed=0; skipped=0
+count() {  # count <log>
+    local p f s
+    p=$(grep -c '^PASS ' "$1"); f=$(grep -c '^FAIL ' "$1"); s=$(grep -c '^SKIPPED ' "$1")
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+    echo "$f"
+}
+
+for gen in tests/gen_*.py; do
+    [ -e "$gen" ] || continue
+    echo "== $gen"
+    if ! "$PYTHON" "$gen" "$FLASHGPT_TESTDATA"; then
+        echo "FAIL $gen: reference generator failed"
+        failed=$((failed + 1))
+    fi
+done
+
+# Test programs: the built binaries given as arguments, then the Python tests (numpy only).
+for t in "$@" tests/test_*.py; do
+    [ -e "$t" ] || continue
+    echo "== $t"
+    log="$FLASHGPT_TMP/$(basename "$t").log"
+    case "$t" in
+        *.py) "$PYTHON" "$t" 2>&1 | tee "$log" ;;
+        *) "$t" 2>&1 | tee "$log" ;;
+    esac
+    status=${PIPESTATUS[0]}
+    f=$(count "$log")
+    if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "FAIL $t: exited with status $status"
+        failed=$((failed + 1))
+    fi
+done
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
