@@ -13,11 +13,10 @@ rm -rf "$FLASHGPT_TMP"
 mkdir -p "$FLASHGPT_TESTDATA" "$FLASHGPT_TMP"
 
 passed=0; failed=0; skipped=0
-count() {  # count <log>
-    local p f s
+count() {  # count <log>: adds its lines to the totals, sets f to its FAIL count
+    local p s
     p=$(grep -c '^PASS ' "$1"); f=$(grep -c '^FAIL ' "$1"); s=$(grep -c '^SKIPPED ' "$1")
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
-    echo "$f"
 }
 
 for gen in tests/gen_*.py; do
@@ -39,7 +38,7 @@ for t in "$@" tests/test_*.py; do
         *) "$t" 2>&1 | tee "$log" ;;
     esac
     status=${PIPESTATUS[0]}
-    f=$(count "$log")
+    count "$log"
     if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
         echo "FAIL $t: exited with status $status"
         failed=$((failed + 1))

@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""tests/test_import_gpt2.py: scripts/import_gpt2.py on tiny fake Hugging Face checkpoints.
+
+Each case writes a config.json and a model.safetensors (L=2, NH=2, C=16, maxT=8, V=100, so
+Vp=128) into $FLASHGPT_TMP, runs the importer with this interpreter and checks the checkpoint it
+writes (header, every parameter in place: Conv1D transposes, wte padding, bf16 rounding), or,
+for bad input, a one-line error and a non-zero exit. Prints PASS / FAIL / SKIPPED lines like
+tests/test.h.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+IMPORTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts",
+                        "import_gpt2.py")
+TMP = os.environ.get("FLASHGPT_TMP") or tempfile.mkdtemp()
+L, NH, C, MAXT, V = 2, 2, 16, 8, 100
+VP = 128
+
+failures = 0
+
+
+class Case:
+    """One named case: PASS when no check failed, else FAIL with every failed check."""
+
+    def __init__(self, name):
+        self.name, self.failed = name, []
+
+    def check(self, cond, why):
+        if not cond:
+            self.failed.append(why)
+
+    def end(self):
+        global failures
+        if self.failed:
+            failures += 1
+            print(f"FAIL {self.name}: " + "\n    also: ".join(self.failed))
+        else:
+            print(f"PASS {self.name}")
+        sys.stdout.flush()
+
+
+def hf_tensors(rng):
+    """Random GPT-2 tensors by Hugging Face name (no prefix), Conv1D weights as (in, out)."""
+    t = {"wte.weight": (V, C), "wpe.weight": (MAXT, C), "ln_f.weight": (C,), "ln_f.bias": (C,)}
+    for l in range(L):
+        t.update({f"h.{l}.ln_1.weight": (C,), f"h.{l}.ln_1.bias": (C,),
+                  f"h.{l}.attn.c_attn.weight": (C, 3 * C), f"h.{l}.attn.c_attn.bias": (3 * C,),
+                  f"h.{l}.attn.c_proj.weight": (C, C), f"h.{l}.attn.c_proj.bias": (C,),
+                  f"h.{l}.ln_2.weight": (C,), f"h.{l}.ln_2.bias": (C,),
+                  f"h.{l}.mlp.c_fc.weight": (C, 4 * C), f"h.{l}.mlp.c_fc.bias": (4 * C,),
+                  f"h.{l}.mlp.c_proj.weight": (4 * C, C), f"h.{l}.mlp.c_proj.bias": (C,)})
+    return {name: rng.normal(0, 1, shape).astype(np.float32) for name, shape in t.items()}
+
+
+def stored(tensor, dtype):
+    """(bytes as safetensors stores them, the float32 values they decode to)."""
+    if dtype == "F32":
+        return tensor.astype("<f4").tobytes(), tensor.astype(np.float32)
+    if dtype == "F16":
+        half = tensor.astype("<f2")
+        return half.tobytes(), half.astype(np.float32)
+    if dtype == "BF16":  # truncation: the test only needs some bf16 values
+        top = (tensor.astype(np.float32).view(np.uint32) >> 16).astype("<u2")
+        return top.tobytes(), (top.astype(np.uint32) << 16).view(np.float32)
+    if dtype == "F64":
+        return tensor.astype("<f8").tobytes(), None
+    raise ValueError(dtype)
+
+
+def write_safetensors(path, tensors, dtypes):
+    """tensors: name -> array; dtypes: name -> safetensors dtype. Returns name -> decoded values."""
+    header, blobs, decoded, offset = {"__metadata__": {"format": "pt"}}, [], {}, 0
+    for name, tensor in tensors.items():
+        data, decoded[name] = stored(tensor, dtypes.get(name, "F32"))
+        header[name] = {"dtype": dtypes.get(name, "F32"), "shape": list(tensor.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little") + text + b"".join(blobs))
+    return decoded
+
+
+def make_checkpoint(name, rng, prefix="", dtype="F32", config=None, edit=None, extras=True):
+    """Writes TMP/name/{config.json, model.safetensors}; edit(tensors, dtypes) may alter them.
+    Returns (dir, decoded float32 tensors by unprefixed name)."""
+    d = os.path.join(TMP, name)
+    os.makedirs(d, exist_ok=True)
+    cfg = {"n_embd": C, "n_layer": L, "n_head": NH, "n_positions": MAXT, "vocab_size": V,
+           "model_type": "gpt2"} if config is None else config
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    tensors = hf_tensors(rng)
+    if extras:  # buffers and the tied head, all to be skipped
+        for l in range(L):
+            tensors[f"h.{l}.attn.bias"] = np.tril(np.ones((1, 1, MAXT, MAXT), np.float32))
+            tensors[f"h.{l}.attn.masked_bias"] = np.array(-1e4, np.float32)
+        tensors["lm_head.weight"] = tensors["wte.weight"] + 1
+    dtypes = {n: dtype for n in tensors}
+    if edit:
+        edit(tensors, dtypes)
+    tensors = {(n if n == "lm_head.weight" else prefix + n): t for n, t in tensors.items()}
+    dtypes = {(n if n == "lm_head.weight" else prefix + n): t for n, t in dtypes.items()}
+    decoded = write_safetensors(os.path.join(d, "model.safetensors"), tensors, dtypes)
+    return d, {n[len(prefix):] if n.startswith(prefix) else n: t for n, t in decoded.items()}
+
+
+def expected_params(hf):
+    """The checkpoint's parameters in order, as float32, built from the HF tensors."""
+    wte = np.zeros((VP, C), np.float32)
+    wte[:V] = hf["wte.weight"]
+    out = [wte, hf["wpe.weight"]]
+    for name, transpose in [("ln_1.weight", 0), ("ln_1.bias", 0),
+                            ("attn.c_attn.weight", 1), ("attn.c_attn.bias", 0),
+                            ("attn.c_proj.weight", 1), ("attn.c_proj.bias", 0),
+                            ("ln_2.weight", 0), ("ln_2.bias", 0),
+                            ("mlp.c_fc.weight", 1), ("mlp.c_fc.bias", 0),
+                            ("mlp.c_proj.weight", 1), ("mlp.c_proj.bias", 0)]:
+        out.append(np.stack([hf[f"h.{l}.{name}"].T if transpose else hf[f"h.{l}.{name}"]
+                             for l in range(L)]))
+    out += [hf["ln_f.weight"], hf["ln_f.bias"]]
+    return out
+
+
+PARAM_NAMES = ["wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
+               "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"]
+
+
+def nearest_bf16_bits(x):
+    """bf16 bits nearest to each float32, ties to the even one, found by comparing the two
+    bf16 neighbours in float64 (independent of the importer's bit trick)."""
+    low = x.astype(np.float32).view(np.uint32) >> 16
+    below = (low.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    above = ((low + 1).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    above = np.where(np.isinf(above), np.copysign(2.0 ** 128, above), above)  # past bf16's largest
+    xd = x.astype(np.float64)
+    to_above, to_below = abs(above - xd), abs(xd - below)
+    up = (to_above < to_below) | ((to_above == to_below) & (low % 2 == 1))
+    return (low + up).astype(np.uint16)
+
+
+def run_importer(*args):
+    return subprocess.run([sys.executable, IMPORTER, *args], capture_output=True, text=True)
+
+
+def check_import(case, hf_dir, hf, bf16):
+    out = os.path.join(hf_dir, "out.bin")
+    result = run_importer(*(["--bf16"] if bf16 else []), hf_dir, out)
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()}")
+    if result.returncode != 0:
+        return None
+    case.check(result.stderr == "", f"unexpected stderr: {result.stderr.strip()}")
+    case.check(len(result.stdout.splitlines()) == 1,
+               f"want one line on stdout, got {result.stdout!r}")
+    data = open(out, "rb").read()
+    params = expected_params(hf)
+    width = 2 if bf16 else 4
+    want_size = 1024 + width * sum(p.size for p in params)
+    case.check(len(data) == want_size, f"file is {len(data)} bytes, expected {want_size}")
+    if len(data) != want_size:
+        return None
+    header = np.frombuffer(data[:1024], "<i4")
+    want_header = [20240326, 5 if bf16 else 3, MAXT, V, L, NH, C, VP]
+    case.check(list(header[:8]) == want_header and not header[8:].any(),
+               f"header {list(header[:8])}, expected {want_header} then zeros")
+    case.check(not os.path.exists(out + ".tmp"), "temporary file left behind")
+    offset = 1024
+    got_all = []
+    for name, want in zip(PARAM_NAMES, params):
+        got = np.frombuffer(data[offset:offset + width * want.size], "<u2" if bf16 else "<f4")
+        got = got.reshape(want.shape)
+        offset += width * want.size
+        got_all.append(got)
+        bad = np.argwhere(got != (nearest_bf16_bits(want) if bf16 else want))
+        case.check(len(bad) == 0, f"{name} differs at {len(bad)} places, first {bad[:1].tolist()}")
+    return got_all
+
+
+def case_import(name, rng, prefix, dtype, bf16):
+    case = Case(name)
+    hf_dir, hf = make_checkpoint(f"import_{dtype}_{'bf16' if bf16 else 'fp32'}", rng,
+                                 prefix=prefix, dtype=dtype)
+    got = check_import(case, hf_dir, hf, bf16)
+    if got is not None:
+        case.check(not got[0][V:].any(), "wte padding rows are not zero")
+    case.end()
+
+
+def case_bf16_rounding(rng):
+    """F32 values on and off the halfway points between bf16 numbers (and one past the largest
+    bf16's, which rounds to infinity), imported with --bf16."""
+    case = Case("import --bf16 rounds to nearest even")
+    ties = np.array([0x3F808000, 0x3F818000, 0xBF808000, 0x3F808001, 0x3F807FFF, 0x7F7FFFFF],
+                    np.uint32).view(np.float32)
+    want = np.array([0x3F80, 0x3F82, 0xBF80, 0x3F81, 0x3F80, 0x7F80], np.uint16)
+
+    def put_ties(tensors, dtypes):
+        tensors["wte.weight"][0, :len(ties)] = ties
+
+    hf_dir, hf = make_checkpoint("bf16_rounding", rng, edit=put_ties)
+    got = check_import(case, hf_dir, hf, bf16=True)
+    if got is not None:
+        case.check(np.array_equal(got[0][0, :len(ties)], want),
+                   f"wte[0, :6] bits {[hex(b) for b in got[0][0, :len(ties)]]}, "
+                   f"expected {[hex(b) for b in want]}")
+    case.end()
+
+
+def case_error(name, hf_dir, must_mention, args=None):
+    """The importer must fail with one stderr line naming must_mention, and write nothing."""
+    case = Case(name)
+    out = os.path.join(TMP, "error_out.bin")
+    if os.path.exists(out):
+        os.remove(out)
+    result = run_importer(*(args if args is not None else [hf_dir, out]))
+    lines = result.stderr.splitlines()
+    case.check(result.returncode != 0, "exit status 0")
+    case.check(len(lines) == 1, f"want one line on stderr, got {result.stderr!r}")
+    case.check(must_mention in result.stderr,
+               f"message {result.stderr.strip()!r} lacks {must_mention!r}")
+    case.check(not os.path.exists(out) and not os.path.exists(out + ".tmp"),
+               "an output file was written")
+    case.end()
+
+
+def drop(name):
+    return lambda tensors, dtypes: tensors.pop(name)
+
+
+def main():
+    rng = np.random.default_rng(5)
+    case_import("import F32 to fp32 (buffers and lm_head skipped)", rng, "", "F32", bf16=False)
+    case_import("import F16 with transformer. prefix to fp32", rng, "transformer.", "F16",
+                bf16=False)
+    case_import("import BF16 with transformer. prefix to bf16", rng, "transformer.", "BF16",
+                bf16=True)
+    case_bf16_rounding(rng)
+
+    case = Case("import --help prints the usage")
+    result = run_importer("--help")
+    case.check(result.returncode == 0 and result.stdout.startswith("usage: "), f"got {result!r}")
+    case.end()
+
+    good_dir, _ = make_checkpoint("good", rng)
+    case_error("error: no arguments", None, "usage", args=[])
+    case_error("error: unknown flag", None, "--fp8", args=["--fp8", good_dir, "x.bin"])
+    case_error("error: missing directory", os.path.join(TMP, "nowhere"), "nowhere")
+
+    d, _ = make_checkpoint("no_config", rng)
+    os.remove(os.path.join(d, "config.json"))
+    case_error("error: missing config.json", d, "config.json")
+
+    config = {"n_embd": C, "n_layer": L, "n_positions": MAXT, "vocab_size": V}
+    d, _ = make_checkpoint("no_head", rng, config=config)
+    case_error("error: config.json without n_head", d, "n_head")
+
+    d, _ = make_checkpoint("no_safetensors", rng)
+    os.remove(os.path.join(d, "model.safetensors"))
+    case_error("error: missing model.safetensors", d, "model.safetensors")
+
+    d, _ = make_checkpoint("missing_tensor", rng, prefix="transformer.",
+                           edit=drop("h.1.mlp.c_fc.bias"))
+    case_error("error: missing tensor", d, "h.1.mlp.c_fc.bias")
+
+    def untransposed(tensors, dtypes):
+        name = "h.0.attn.c_attn.weight"
+        tensors[name] = np.ascontiguousarray(tensors[name].T)
+    d, _ = make_checkpoint("shape_mismatch", rng, edit=untransposed)
+    case_error("error: shape mismatch", d, "h.0.attn.c_attn.weight")
+
+    def f64(tensors, dtypes):
+        dtypes["ln_f.bias"] = "F64"
+    d, _ = make_checkpoint("f64", rng, edit=f64)
+    case_error("error: unsupported dtype", d, "F64")
+
+    d, _ = make_checkpoint("truncated", rng, extras=False)
+    path = os.path.join(d, "model.safetensors")
+    os.truncate(path, os.path.getsize(path) - 10)
+    case_error("error: truncated data", d, "truncated")
+
+    d, _ = make_checkpoint("truncated_header", rng)
+    os.truncate(os.path.join(d, "model.safetensors"), 100)
+    case_error("error: truncated header", d, "truncated")
+
+    d, _ = make_checkpoint("not_json", rng)
+    with open(os.path.join(d, "model.safetensors"), "wb") as f:
+        f.write((16).to_bytes(8, "little") + b"\xff" * 16)
+    case_error("error: header not JSON", d, "model.safetensors")
+
+    case_error("error: unwritable output", good_dir, "cannot write",
+               args=[good_dir, os.path.join(TMP, "nowhere", "out.bin")])
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
