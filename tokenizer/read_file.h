@@ -1,0 +1,11 @@
+// tokenizer/read_file.h: reading a whole file into memory, for the tokenizer's readers and tools.
+#ifndef FLASHGPT_READ_FILE_H
+#define FLASHGPT_READ_FILE_H
+
+#include <stddef.h>
+
+// The file's bytes in a malloc'd buffer (with one extra 0 byte after them) and their count in
+// *len, or NULL with err naming path.
+unsigned char* read_file(const char* path, size_t* len, char* err);
+
+#endif

@@ -1,0 +1,140 @@
+// tokenizer/tokenizer_file.c: the project's tokenizer file, all integers little-endian:
+//
+//   header        8 x int32: magic 0x4B544746 ("FGTK"), version 1, vocab_size V, merges M,
+//                 <|endoftext|> id, token byte total B, 0, 0
+//   token lengths V x uint32: byte length of each token id, in id order
+//   token bytes   B bytes: the tokens' bytes back to back, in id order
+//   merges        M x 3 x int32: (left, right, result) ids, lowest rank first
+//
+// so the file is exactly 32 + 4V + B + 12M bytes. Any tokenizer can be written this way, the
+// ones imported from GPT-2's files included. The reader checks the header, the file size and
+// then, through tokenizer_assemble, every id and every merge's bytes.
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include "tokenizer/bpe.h"
+#include "tokenizer/read_file.h"
+
+#define TOKENIZER_MAGIC 0x4B544746
+#define TOKENIZER_VERSION 1
+#define HEADER_INTS 8
+
+int tokenizer_save(const Tokenizer* t, const char* path, char* err) {
+    // Written under a temporary name and renamed, so a failed save leaves no half file.
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        set_err(err, "%s: path too long", path);
+        return -1;
+    }
+    FILE* f = fopen(tmp, "wb");
+    if (!f) {
+        set_err(err, "%s: cannot create: %s", tmp, strerror(errno));
+        return -1;
+    }
+    int V = t->vocab_size;
+    uint32_t total = t->token_offset[V];
+    int32_t header[HEADER_INTS] = {TOKENIZER_MAGIC, TOKENIZER_VERSION, V, t->n_merges, t->eot,
+                                   (int32_t)total, 0, 0};
+    int ok = fwrite(header, sizeof header, 1, f) == 1;
+    for (int id = 0; id < V && ok; id++) {
+        uint32_t len = t->token_offset[id + 1] - t->token_offset[id];
+        ok = fwrite(&len, sizeof len, 1, f) == 1;
+    }
+    ok = ok && fwrite(t->token_bytes, 1, total, f) == total;
+    for (int r = 0; r < t->n_merges && ok; r++) {
+        int32_t m[3] = {t->merges[r].left, t->merges[r].right, t->merges[r].result};
+        ok = fwrite(m, sizeof m, 1, f) == 1;
+    }
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        set_err(err, "%s: cannot write: %s", path, strerror(errno));
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+Tokenizer* tokenizer_load(const char* path, char* err) {
+    size_t size;
+    unsigned char* file = read_file(path, &size, err);
+    if (!file) return NULL;
+    uint32_t* offset = NULL;
+    unsigned char* bytes = NULL;
+    BpeMerge* merges = NULL;
+
+    int32_t h[HEADER_INTS];
+    if (size < sizeof h) {
+        set_err(err, "%s: truncated: %zu bytes, shorter than the %zu-byte header", path, size, sizeof h);
+        goto fail;
+    }
+    memcpy(h, file, sizeof h);
+    if (h[0] != TOKENIZER_MAGIC) {
+        set_err(err, "%s: not a tokenizer file (magic 0x%08X, expected 0x%08X)", path,
+                (unsigned)h[0], TOKENIZER_MAGIC);
+        goto fail;
+    }
+    if (h[1] != TOKENIZER_VERSION) {
+        set_err(err, "%s: unsupported version %d (this program reads version %d)", path, h[1],
+                TOKENIZER_VERSION);
+        goto fail;
+    }
+    int V = h[2], M = h[3], eot = h[4];
+    if (V < 257 || V > TOKENIZER_MAX_VOCAB) {
+        set_err(err, "%s: vocabulary size %d outside [257, %d]", path, V, TOKENIZER_MAX_VOCAB);
+        goto fail;
+    }
+    if (M < 0 || M > V) {
+        set_err(err, "%s: %d merges for a vocabulary of %d", path, M, V);
+        goto fail;
+    }
+    if (h[5] < 0 || h[6] != 0 || h[7] != 0) {
+        set_err(err, "%s: bad header (token bytes %d, reserved %d %d)", path, h[5], h[6], h[7]);
+        goto fail;
+    }
+    uint32_t total = (uint32_t)h[5];
+    uint64_t expected = sizeof h + 4 * (uint64_t)V + total + 12 * (uint64_t)M;
+    if (size != expected) {
+        set_err(err, "%s: %s: %zu bytes, the header says %llu", path,
+                size < expected ? "truncated" : "trailing bytes", size, (unsigned long long)expected);
+        goto fail;
+    }
+
+    offset = malloc((size_t)(V + 1) * sizeof(uint32_t));
+    bytes = malloc(total ? total : 1);
+    merges = malloc((size_t)(M ? M : 1) * sizeof(BpeMerge));
+    if (!offset || !bytes || !merges) {
+        set_err(err, "%s: out of memory", path);
+        goto fail;
+    }
+    const unsigned char* p = file + sizeof h;
+    offset[0] = 0;
+    for (int id = 0; id < V; id++, p += 4) {
+        uint32_t len;
+        memcpy(&len, p, 4);
+        if (len > total - offset[id]) {
+            set_err(err, "%s: token %d of %u bytes runs past the %u token bytes", path, id, len, total);
+            goto fail;
+        }
+        offset[id + 1] = offset[id] + len;
+    }
+    if (offset[V] != total) {
+        set_err(err, "%s: token lengths add up to %u, the header says %u", path, offset[V], total);
+        goto fail;
+    }
+    memcpy(bytes, p, total);
+    p += total;
+    for (int r = 0; r < M; r++, p += 12) {
+        int32_t m[3];
+        memcpy(m, p, sizeof m);
+        merges[r] = (BpeMerge){m[0], m[1], m[2]};
+    }
+    free(file);
+    return tokenizer_assemble(V, offset, bytes, eot, merges, M, path, err);
+fail:
+    free(file);
+    free(offset);
+    free(bytes);
+    free(merges);
+    return NULL;
+}
