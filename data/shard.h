@@ -24,6 +24,23 @@ int shard_write(const char* path, const int* tokens, size_t n, int vocab_size, c
 // (vocab_size <= 0: no id check). Returns a malloc'd array and sets *n, or NULL with err.
 int* shard_read(const char* path, size_t* n, int vocab_size, char* err);
 
+// What a shard's header says, once checked against the file.
+typedef struct {
+    int version;        // SHARD_VERSION_U16 or SHARD_VERSION_U32
+    int vocab_size;     // header[3]: 0 in llm.c files
+    int64_t n_tokens;
+} ShardHeader;
+
+// Reads and checks the header of the shard open as fd: magic, version, that the file holds
+// exactly n_tokens tokens, and (vocab_size > 0) that the shard's vocabulary is not larger.
+// 0, or -1 with err naming path.
+int shard_read_header(int fd, const char* path, int vocab_size, ShardHeader* h, char* err);
+
+// Reads tokens [start, start + count) of the shard open as fd into out, checking that every id
+// is < vocab_size (vocab_size <= 0: no check). 0, or -1 with err naming path.
+int shard_read_tokens(int fd, const char* path, const ShardHeader* h, int64_t start,
+                      size_t count, int* out, int vocab_size, char* err);
+
 #ifdef __cplusplus
 }
 #endif

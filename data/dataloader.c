@@ -1,0 +1,257 @@
+// data/dataloader.c: batches of inputs (B, T) and targets (B, T) from token shards.
+// The shards matching the pattern, in sorted order, form one token stream of N tokens. Sample i
+// is the tokens [i*T, i*T + T] (T+1 of them, so consecutive samples share one token): inputs are
+// its first T, targets its last T. An epoch holds S = (N-1)/T samples, put in order (or
+// shuffled from seed and epoch); batch k of rank r is the B samples at positions
+// (k*R + r)*B ... (k*R + r)*B + B-1 of that order, so the ranks' samples are disjoint and
+// together cover every target exactly once. The positions past batches_per_epoch*R*B, too few
+// for a batch on every rank, are dropped alike on all ranks.
+// Shards are read with pread per sample, never held in memory; every token id is checked
+// against the vocabulary when the loader opens and again as each batch is read.
+#include "data/dataloader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "data/shard.h"
+
+struct DataLoader {
+    int B, T, rank, world_size, shuffle, vocab_size;
+    uint64_t seed;
+    int n_shards;
+    char** paths;              // (n_shards,)
+    ShardHeader* headers;      // (n_shards,)
+    int64_t* shard_start;      // (n_shards + 1,) stream position of each shard's first token
+    int64_t n_samples;         // S
+    int64_t batches_per_epoch;
+    DataLoaderState state;     // the next batch to read
+    int fd;                    // the shard open now, -1 if none
+    int fd_shard;
+    int* sample;               // (T + 1,) scratch
+};
+
+static uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+// A pseudo-random permutation of [0, n) that needs no memory: a 4-round Feistel network on
+// [0, 2^(2*half)) with 2^(2*half) < 4n, walked until the value lands in [0, n).
+static int64_t shuffled_position(int64_t pos, int64_t n, uint64_t seed, int64_t epoch) {
+    int half = 1;
+    while (((int64_t)1 << (2 * half)) < n) half++;
+    uint64_t mask = ((uint64_t)1 << half) - 1;
+    uint64_t key = splitmix64(seed ^ splitmix64((uint64_t)epoch));
+    uint64_t x = (uint64_t)pos;
+    do {
+        uint64_t left = x >> half, right = x & mask;
+        for (int round = 0; round < 4; round++) {
+            uint64_t f = splitmix64(right ^ splitmix64(key + (uint64_t)round)) & mask;
+            uint64_t next_right = left ^ f;
+            left = right;
+            right = next_right;
+        }
+        x = (left << half) | right;
+    } while (x >= (uint64_t)n);
+    return (int64_t)x;
+}
+
+void dataloader_close(DataLoader* dl) {
+    if (!dl) return;
+    if (dl->fd >= 0) close(dl->fd);
+    for (int i = 0; i < dl->n_shards; i++) free(dl->paths[i]);
+    free(dl->paths);
+    free(dl->headers);
+    free(dl->shard_start);
+    free(dl->sample);
+    free(dl);
+}
+
+// Makes shard s the open one, checking that its header still says what it said at open.
+static int open_shard(DataLoader* dl, int s, char* err) {
+    if (dl->fd >= 0 && dl->fd_shard == s) return 0;
+    if (dl->fd >= 0) close(dl->fd);
+    dl->fd = open(dl->paths[s], O_RDONLY);
+    dl->fd_shard = s;
+    if (dl->fd < 0) {
+        set_err(err, "%s: cannot open: %s", dl->paths[s], strerror(errno));
+        return -1;
+    }
+    ShardHeader h;
+    if (shard_read_header(dl->fd, dl->paths[s], dl->vocab_size, &h, err) != 0) return -1;
+    if (h.version != dl->headers[s].version || h.n_tokens != dl->headers[s].n_tokens) {
+        set_err(err, "%s: the shard changed since the data loader opened it", dl->paths[s]);
+        return -1;
+    }
+    return 0;
+}
+
+// Checks every token of shard s against the vocabulary, a chunk at a time.
+static int check_shard(DataLoader* dl, int s, char* err) {
+    enum { CHUNK = 1 << 20 };
+    int* buf = malloc(CHUNK * sizeof(int));
+    if (!buf) {
+        set_err(err, "%s: out of memory", dl->paths[s]);
+        return -1;
+    }
+    int rc = open_shard(dl, s, err);
+    for (int64_t i = 0; rc == 0 && i < dl->headers[s].n_tokens; i += CHUNK) {
+        int64_t left = dl->headers[s].n_tokens - i;
+        rc = shard_read_tokens(dl->fd, dl->paths[s], &dl->headers[s], i,
+                               (size_t)(left < CHUNK ? left : CHUNK), buf, dl->vocab_size, err);
+    }
+    free(buf);
+    return rc;
+}
+
+DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int world_size,
+                            int shuffle, uint64_t seed, int vocab_size, char* err) {
+    if (B < 1 || T < 1 || (int64_t)B * T > INT32_MAX - 1) {
+        set_err(err, "data loader: bad batch shape B=%d T=%d", B, T);
+        return NULL;
+    }
+    if (world_size < 1 || rank < 0 || rank >= world_size) {
+        set_err(err, "data loader: bad rank %d of world size %d", rank, world_size);
+        return NULL;
+    }
+    if (vocab_size < 1) {
+        set_err(err, "data loader: bad vocabulary size %d", vocab_size);
+        return NULL;
+    }
+    glob_t g;
+    int grc = glob(pattern, 0, NULL, &g);
+    if (grc != 0) {
+        if (grc == GLOB_NOMATCH) set_err(err, "%s: no file matches", pattern);
+        else set_err(err, "%s: cannot list the files that match", pattern);
+        globfree(&g);
+        return NULL;
+    }
+    DataLoader* dl = calloc(1, sizeof(DataLoader));
+    if (!dl) {
+        globfree(&g);
+        set_err(err, "%s: out of memory", pattern);
+        return NULL;
+    }
+    dl->B = B; dl->T = T; dl->rank = rank; dl->world_size = world_size;
+    dl->shuffle = shuffle; dl->seed = seed; dl->vocab_size = vocab_size;
+    dl->fd = -1;
+    dl->fd_shard = -1;
+    int n = (int)g.gl_pathc;
+    dl->paths = calloc((size_t)n, sizeof(char*));
+    dl->headers = calloc((size_t)n, sizeof(ShardHeader));
+    dl->shard_start = calloc((size_t)n + 1, sizeof(int64_t));
+    dl->sample = malloc(((size_t)T + 1) * sizeof(int));
+    if (!dl->paths || !dl->headers || !dl->shard_start || !dl->sample) {
+        globfree(&g);
+        dataloader_close(dl);
+        set_err(err, "%s: out of memory", pattern);
+        return NULL;
+    }
+    for (int s = 0; s < n; s++) {
+        dl->paths[s] = strdup(g.gl_pathv[s]);
+        if (!dl->paths[s]) {
+            globfree(&g);
+            dataloader_close(dl);
+            set_err(err, "%s: out of memory", pattern);
+            return NULL;
+        }
+        dl->n_shards = s + 1;
+    }
+    globfree(&g);
+
+    for (int s = 0; s < n; s++) {
+        int fd = open(dl->paths[s], O_RDONLY);
+        if (fd < 0) {
+            set_err(err, "%s: cannot open: %s", dl->paths[s], strerror(errno));
+            dataloader_close(dl);
+            return NULL;
+        }
+        int rc = shard_read_header(fd, dl->paths[s], vocab_size, &dl->headers[s], err);
+        close(fd);
+        if (rc != 0 || check_shard(dl, s, err) != 0) {
+            dataloader_close(dl);
+            return NULL;
+        }
+        dl->shard_start[s + 1] = dl->shard_start[s] + dl->headers[s].n_tokens;
+    }
+    int64_t n_tokens = dl->shard_start[n];
+    dl->n_samples = n_tokens > 1 ? (n_tokens - 1) / T : 0;
+    dl->batches_per_epoch = dl->n_samples / ((int64_t)B * world_size);
+    if (dl->batches_per_epoch == 0) {
+        set_err(err, "%s: %lld tokens in %d shard(s) make %lld samples of T+1 = %d tokens, fewer "
+                "than one batch of %d for each of %d rank(s)", pattern, (long long)n_tokens, n,
+                (long long)dl->n_samples, T + 1, B, world_size);
+        dataloader_close(dl);
+        return NULL;
+    }
+    return dl;
+}
+
+// Reads the T+1 tokens of sample i into dl->sample; they may span several shards.
+static int read_sample(DataLoader* dl, int64_t i, char* err) {
+    int64_t pos = i * dl->T, end = pos + dl->T + 1;
+    // The last shard that starts at or before pos (binary search; empty shards are skipped).
+    int lo = 0, hi = dl->n_shards - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (dl->shard_start[mid] <= pos) lo = mid;
+        else hi = mid - 1;
+    }
+    int* out = dl->sample;
+    for (int s = lo; pos < end; s++) {
+        int64_t take = dl->shard_start[s + 1] - pos;
+        if (take <= 0) continue;
+        if (take > end - pos) take = end - pos;
+        if (open_shard(dl, s, err) != 0 ||
+            shard_read_tokens(dl->fd, dl->paths[s], &dl->headers[s], pos - dl->shard_start[s],
+                              (size_t)take, out, dl->vocab_size, err) != 0) {
+            return -1;
+        }
+        out += take;
+        pos += take;
+    }
+    return 0;
+}
+
+int dataloader_next(DataLoader* dl, int* inputs, int* targets, char* err) {
+    int B = dl->B, T = dl->T;
+    int64_t first = (dl->state.step_in_epoch * dl->world_size + dl->rank) * B;
+    for (int b = 0; b < B; b++) {
+        int64_t i = first + b;
+        if (dl->shuffle) i = shuffled_position(i, dl->n_samples, dl->seed, dl->state.epoch);
+        if (read_sample(dl, i, err) != 0) return -1;
+        memcpy(inputs + (size_t)b * T, dl->sample, (size_t)T * sizeof(int));
+        memcpy(targets + (size_t)b * T, dl->sample + 1, (size_t)T * sizeof(int));
+    }
+    if (++dl->state.step_in_epoch == dl->batches_per_epoch) {
+        dl->state.step_in_epoch = 0;
+        dl->state.epoch++;
+    }
+    return 0;
+}
+
+int64_t dataloader_batches_per_epoch(const DataLoader* dl) { return dl->batches_per_epoch; }
+
+void dataloader_reset(DataLoader* dl) {
+    dl->state.epoch = 0;
+    dl->state.step_in_epoch = 0;
+}
+
+DataLoaderState dataloader_state(const DataLoader* dl) { return dl->state; }
+
+int dataloader_restore(DataLoader* dl, DataLoaderState s, char* err) {
+    if (s.epoch < 0 || s.step_in_epoch < 0 || s.step_in_epoch >= dl->batches_per_epoch) {
+        set_err(err, "data loader: cannot restore epoch %lld step %lld: this data has %lld "
+                "batches per epoch for B=%d T=%d and %d rank(s)", (long long)s.epoch,
+                (long long)s.step_in_epoch, (long long)dl->batches_per_epoch, dl->B, dl->T,
+                dl->world_size);
+        return -1;
+    }
+    dl->state = s;
+    return 0;
+}

@@ -1,0 +1,362 @@
+// data/prepare_data.c: the prepare_data program: text files in, train and val token shards out.
+// Each document (an input file, or with --split-blank-lines each paragraph ending in a blank
+// line) becomes <|endoftext|> followed by its tokens, as llm.c prepares tinyshakespeare. The
+// last documents, about --val-fraction of them, are held out for validation. The tokenizer is
+// trained on the training documents or loaded. Input files are mapped, not read into memory,
+// and encoded a piece at a time, so memory stays bounded by the shard size.
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "data/shard.h"
+#include "tokenizer/tokenizer.h"
+#include "utils.h"
+
+#define PIECE_BYTES (1 << 20)              // text encoded per tokenizer call
+#define PROGRESS_MIN_BYTES (64LL << 20)    // inputs at least this large show progress
+
+static void usage(FILE* f) {
+    fprintf(f,
+        "usage: prepare_data --out-dir DIR (--vocab-size N | --tokenizer FILE |\n"
+        "                    --gpt2 ENCODER_JSON VOCAB_BPE) [options] TEXT_FILE...\n"
+        "Tokenizes text files into token shards DIR/train_000000.bin ... and DIR/val_000000.bin\n"
+        "... (llm.c format). Every document starts with <|endoftext|>; a document is one input\n"
+        "file, or with --split-blank-lines one paragraph. Older shards of the same names beyond\n"
+        "the ones written are removed.\n"
+        "  --out-dir DIR          where shards (and a trained tokenizer) go; made if missing\n"
+        "  --vocab-size N         train a BPE tokenizer of N ids on the training documents and\n"
+        "                         save it as DIR/tokenizer.bin\n"
+        "  --tokenizer FILE       use a saved tokenizer\n"
+        "  --gpt2 JSON BPE        use GPT-2's encoder.json and vocab.bpe\n"
+        "  --split-blank-lines    each blank-line-separated paragraph is a document\n"
+        "  --val-fraction F       fraction of documents held out, the last ones (default 0.1;\n"
+        "                         0: no validation shards)\n"
+        "  --shard-tokens N       tokens per shard (default 100000000)\n"
+        "  --help                 this text\n"
+        "Prints token counts and the unigram baseline: the validation cross-entropy of a unigram\n"
+        "model fitted on the training tokens, which a trained model should beat.\n");
+}
+
+static long long parse_int(const char* flag, const char* s, long long lo, long long hi) {
+    char* end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        die("%s: '%s' is not an integer in %lld..%lld", flag, s, lo, hi);
+    }
+    return v;
+}
+
+typedef struct {
+    const char* path;
+    const unsigned char* text;
+    size_t len;
+} InputFile;
+
+static InputFile map_input(const char* path) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) die("%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) die("%s: cannot stat: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) die("%s: not a regular file", path);
+    if (st.st_size == 0) die("%s: empty file", path);
+    void* p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) die("%s: cannot map: %s", path, strerror(errno));
+    close(fd);
+    InputFile f = {path, p, (size_t)st.st_size};
+    return f;
+}
+
+// End of the document starting at pos: after the next blank line (the whole run of newlines)
+// when splitting, else the end of the file. Concatenating the documents gives the file back.
+static size_t document_end(const InputFile* f, size_t pos, int split) {
+    if (!split) return f->len;
+    for (size_t i = pos; i + 1 < f->len; i++) {
+        if (f->text[i] == '\n' && f->text[i + 1] == '\n') {
+            i += 2;
+            while (i < f->len && f->text[i] == '\n') i++;
+            return i;
+        }
+    }
+    return f->len;
+}
+
+static int ascii_non_space(unsigned char c) { return c < 0x80 && !isspace(c); }
+
+// Where to cut [start, end) for the next encode call: at most PIECE_BYTES, ending in a newline
+// between two ASCII non-space bytes; GPT-2's pre-tokenizer always splits there, so the pieces
+// encode to the same tokens as the whole. Failing that (one enormous line), before a UTF-8
+// start byte.
+static size_t piece_end(const unsigned char* text, size_t start, size_t end) {
+    if (end - start <= PIECE_BYTES) return end;
+    size_t limit = start + PIECE_BYTES;
+    for (size_t p = limit; p > start + 1; p--) {
+        if (text[p - 1] == '\n' && ascii_non_space(text[p]) && ascii_non_space(text[p - 2])) {
+            return p;
+        }
+    }
+    size_t p = limit;
+    while (p > start + 1 && (text[p] & 0xC0) == 0x80) p--;
+    return p;
+}
+
+// Tokens collected into shards of shard_tokens, written as each fills up.
+typedef struct {
+    const char* dir;
+    const char* split;   // "train" or "val"
+    int vocab_size;
+    int* buf;            // (cap,)
+    size_t n, cap;
+    int n_shards;
+    int64_t n_tokens;
+} ShardSink;
+
+static void shard_name(char* out, size_t size, const ShardSink* s, int index) {
+    if (snprintf(out, size, "%s/%s_%06d.bin", s->dir, s->split, index) >= (int)size) {
+        die("--out-dir %s: path too long", s->dir);
+    }
+}
+
+static void sink_flush(ShardSink* s) {
+    if (s->n == 0) return;
+    char path[4096], err[ERR_LEN];
+    shard_name(path, sizeof(path), s, s->n_shards);
+    if (shard_write(path, s->buf, s->n, s->vocab_size, err) != 0) die("%s", err);
+    s->n_shards++;
+    s->n = 0;
+}
+
+static void sink_push(ShardSink* s, const int* tokens, size_t n) {
+    while (n > 0) {
+        size_t take = s->cap - s->n < n ? s->cap - s->n : n;
+        memcpy(s->buf + s->n, tokens, take * sizeof(int));
+        s->n += take;
+        s->n_tokens += (int64_t)take;
+        tokens += take;
+        n -= take;
+        if (s->n == s->cap) sink_flush(s);
+    }
+}
+
+// Appends tokens to a sink while counting train tokens for the unigram baseline, or adding the
+// val tokens' negative log-likelihood under it (add-one smoothing); every train token comes
+// before the first val token, so the counts are final by then.
+static void add_tokens(ShardSink* sink, const ShardSink* train, int64_t* train_counts,
+                       double* val_nll, const int* tokens, size_t n) {
+    int V = sink->vocab_size;
+    for (size_t j = 0; j < n; j++) {
+        if (tokens[j] < 0 || tokens[j] >= V) {
+            die("the tokenizer produced id %d, outside its vocabulary of %d", tokens[j], V);
+        }
+        if (sink == train) train_counts[tokens[j]]++;
+        else *val_nll -= log((double)(train_counts[tokens[j]] + 1) /
+                             (double)(train->n_tokens + V));
+    }
+    sink_push(sink, tokens, n);
+}
+
+// Removes DIR/split_NNNNNN.bin from index n_shards on, left by an earlier, larger run.
+static void remove_stale_shards(const ShardSink* s) {
+    char path[4096];
+    for (int i = s->n_shards;; i++) {
+        shard_name(path, sizeof(path), s, i);
+        if (unlink(path) != 0) break;
+    }
+}
+
+static void make_dirs(const char* dir) {
+    char path[4096];
+    if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
+        die("--out-dir %s: path too long", dir);
+    }
+    for (char* p = path + 1;; p++) {
+        if (*p == '/' || *p == 0) {
+            char saved = *p;
+            *p = 0;
+            if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+                die("--out-dir %s: cannot create %s: %s", dir, path, strerror(errno));
+            }
+            *p = saved;
+            if (saved == 0) break;
+        }
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) die("--out-dir %s: not a directory", dir);
+}
+
+// Trains on the training documents only: a prefix of the concatenated inputs.
+static Tokenizer* train_tokenizer(const InputFile* files, int n_inputs, int64_t n_train_docs,
+                                  int split, int vocab_size) {
+    size_t total = 0;
+    for (int i = 0; i < n_inputs; i++) total += files[i].len;
+    unsigned char* text = malloc(total);
+    if (!text) die("out of memory for %zu bytes of training text", total);
+    size_t len = 0;
+    int64_t doc = 0;
+    for (int i = 0; i < n_inputs && doc < n_train_docs; i++) {
+        size_t pos = 0;
+        while (pos < files[i].len && doc < n_train_docs) {
+            pos = document_end(&files[i], pos, split);
+            doc++;
+        }
+        memcpy(text + len, files[i].text, pos);
+        len += pos;
+    }
+    fprintf(stderr, "prepare_data: training a tokenizer of %d ids on %zu bytes\n", vocab_size,
+            len);
+    Tokenizer* tok = tokenizer_train(text, len, vocab_size, 1);
+    free(text);
+    if (!tok) die("training a tokenizer of %d ids failed", vocab_size);
+    return tok;
+}
+
+int main(int argc, char** argv) {
+    const char* out_dir = NULL;
+    const char* tokenizer_path = NULL;
+    const char* gpt2_json = NULL;
+    const char* gpt2_bpe = NULL;
+    int vocab_size = 0, split = 0;
+    double val_fraction = 0.1;
+    long long shard_tokens = 100000000;
+    const char** inputs = malloc((size_t)argc * sizeof(char*));
+    int n_inputs = 0;
+    for (int i = 1; i < argc; i++) {
+        const char* a = argv[i];
+        int values = !strcmp(a, "--gpt2") ? 2
+                   : (!strcmp(a, "--out-dir") || !strcmp(a, "--vocab-size") ||
+                      !strcmp(a, "--tokenizer") || !strcmp(a, "--val-fraction") ||
+                      !strcmp(a, "--shard-tokens")) ? 1 : 0;
+        if (i + values >= argc) die("%s needs %d value(s); see --help", a, values);
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        else if (!strcmp(a, "--out-dir")) out_dir = argv[++i];
+        else if (!strcmp(a, "--vocab-size")) {
+            vocab_size = (int)parse_int(a, argv[++i], 257, INT32_MAX);
+        } else if (!strcmp(a, "--tokenizer")) tokenizer_path = argv[++i];
+        else if (!strcmp(a, "--gpt2")) { gpt2_json = argv[++i]; gpt2_bpe = argv[++i]; }
+        else if (!strcmp(a, "--split-blank-lines")) split = 1;
+        else if (!strcmp(a, "--val-fraction")) {
+            char* end;
+            const char* s = argv[++i];
+            val_fraction = strtod(s, &end);
+            if (end == s || *end || !(val_fraction >= 0 && val_fraction < 1)) {
+                die("--val-fraction: '%s' is not a number in [0, 1)", s);
+            }
+        } else if (!strcmp(a, "--shard-tokens")) {
+            shard_tokens = parse_int(a, argv[++i], 1, INT32_MAX);
+        } else if (a[0] == '-' && a[1]) die("unknown flag %s; see --help", a);
+        else inputs[n_inputs++] = a;
+    }
+    if (!out_dir) die("--out-dir is required; see --help");
+    if ((vocab_size > 0) + (tokenizer_path != NULL) + (gpt2_json != NULL) != 1) {
+        die("give exactly one of --vocab-size, --tokenizer, --gpt2; see --help");
+    }
+    if (n_inputs == 0) die("no input text file; see --help");
+
+    InputFile* files = malloc((size_t)n_inputs * sizeof(InputFile));
+    int64_t n_docs = 0, total_bytes = 0;
+    for (int i = 0; i < n_inputs; i++) {
+        files[i] = map_input(inputs[i]);
+        total_bytes += (int64_t)files[i].len;
+        for (size_t pos = 0; pos < files[i].len; n_docs++) {
+            pos = document_end(&files[i], pos, split);
+        }
+    }
+    // The last n_val documents are held out.
+    int64_t n_val = (int64_t)llround(val_fraction * (double)n_docs);
+    if (val_fraction > 0 && n_val == 0) n_val = 1;
+    if (n_val >= n_docs) {
+        die("--val-fraction %g: %lld document(s) are too few to hold some out (split them with "
+            "--split-blank-lines, give more files, or use --val-fraction 0)", val_fraction,
+            (long long)n_docs);
+    }
+    int64_t n_train_docs = n_docs - n_val;
+
+    char err[ERR_LEN];
+    Tokenizer* tok;
+    if (vocab_size > 0) tok = train_tokenizer(files, n_inputs, n_train_docs, split, vocab_size);
+    else if (tokenizer_path) tok = tokenizer_load(tokenizer_path, err);
+    else tok = tokenizer_load_gpt2(gpt2_json, gpt2_bpe, err);
+    if (!tok) die("%s", err);
+    make_dirs(out_dir);
+    if (vocab_size > 0) {
+        char path[4096];
+        if (snprintf(path, sizeof(path), "%s/tokenizer.bin", out_dir) >= (int)sizeof(path)) {
+            die("--out-dir %s: path too long", out_dir);
+        }
+        if (tokenizer_save(tok, path, err) != 0) die("%s", err);
+        fprintf(stderr, "prepare_data: saved the tokenizer to %s\n", path);
+    }
+    int V = tokenizer_vocab_size(tok), eot = tokenizer_eot(tok);
+
+    ShardSink train = {out_dir, "train", V, NULL, 0, (size_t)shard_tokens, 0, 0};
+    ShardSink val = {out_dir, "val", V, NULL, 0, (size_t)shard_tokens, 0, 0};
+    train.buf = malloc((size_t)shard_tokens * sizeof(int));
+    val.buf = malloc((size_t)shard_tokens * sizeof(int));
+    int* piece_tokens = malloc(PIECE_BYTES * sizeof(int));
+    int64_t* train_counts = calloc((size_t)V, sizeof(int64_t));
+    if (!train.buf || !val.buf || !piece_tokens || !train_counts) {
+        die("out of memory for shards of %lld tokens (--shard-tokens)", shard_tokens);
+    }
+    double val_nll = 0;
+
+    int show_progress = total_bytes >= PROGRESS_MIN_BYTES;
+    int64_t done_bytes = 0, doc = 0;
+    int last_percent = -1;
+    for (int i = 0; i < n_inputs; i++) {
+        const InputFile* f = &files[i];
+        for (size_t pos = 0; pos < f->len; doc++) {
+            size_t end = document_end(f, pos, split);
+            ShardSink* sink = doc < n_train_docs ? &train : &val;
+            add_tokens(sink, &train, train_counts, &val_nll, &eot, 1);
+            for (size_t p = pos; p < end;) {
+                size_t q = piece_end(f->text, p, end);
+                size_t n = tokenizer_encode(tok, f->text + p, q - p, piece_tokens);
+                add_tokens(sink, &train, train_counts, &val_nll, piece_tokens, n);
+                p = q;
+            }
+            done_bytes += (int64_t)(end - pos);
+            pos = end;
+            int percent = (int)(100 * done_bytes / total_bytes);
+            if (show_progress && percent != last_percent) {
+                fprintf(stderr, "\rprepare_data: encoded %d%% of %lld MB, %lld tokens", percent,
+                        (long long)(total_bytes >> 20),
+                        (long long)(train.n_tokens + val.n_tokens));
+                last_percent = percent;
+            }
+        }
+    }
+    if (show_progress) fprintf(stderr, "\n");
+    sink_flush(&train);
+    sink_flush(&val);
+    remove_stale_shards(&train);
+    remove_stale_shards(&val);
+
+    printf("documents: %lld train, %lld val (%s)\n", (long long)n_train_docs, (long long)n_val,
+           split ? "paragraphs" : "files");
+    printf("vocabulary: %d ids, <|endoftext|> = %d\n", V, eot);
+    printf("train: %lld tokens in %d shard(s) %s/train_*.bin\n", (long long)train.n_tokens,
+           train.n_shards, out_dir);
+    printf("val: %lld tokens in %d shard(s) %s/val_*.bin\n", (long long)val.n_tokens,
+           val.n_shards, out_dir);
+    printf("bytes per token: %.3f\n",
+           (double)total_bytes / (double)(train.n_tokens + val.n_tokens));
+    if (val.n_tokens > 0) {
+        printf("unigram baseline (add-one, fitted on train): val cross-entropy %.4f nats/token\n",
+               val_nll / (double)val.n_tokens);
+    }
+    tokenizer_free(tok);
+    for (int i = 0; i < n_inputs; i++) munmap((void*)files[i].text, files[i].len);
+    free(files);
+    free(inputs);
+    free(train.buf);
+    free(val.buf);
+    free(piece_tokens);
+    free(train_counts);
+    return 0;
+}
