@@ -1,10 +1,12 @@
 // layers/cuda_common.h: what every CUDA file needs: the bf16 type, error checks on every
 // CUDA / cuBLAS call, and small integer helpers.
+// For kernels: 16-byte packs of bf16 and reductions in a fixed order (deterministic).
 #ifndef FLASHGPT_CUDA_COMMON_H
 #define FLASHGPT_CUDA_COMMON_H
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <cublas_v2.h>
@@ -31,5 +33,75 @@ static inline void cublas_check(cublasStatus_t s, const char* file, int line) {
 #define cudaCheckLaunch() cudaCheck(cudaGetLastError())
 
 static inline __host__ __device__ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+#ifdef __CUDACC__
+// Eight bf16 that move in one 16-byte load or store: memory-bound kernels need that many bytes
+// in flight per thread. The address must be 16-byte aligned (aligned16).
+struct alignas(16) bf16x8 { bf16 v[8]; };
+static inline int aligned16(const void* p) { return (uintptr_t)p % 16 == 0; }
+
+// Reductions with a fixed order (xor butterfly): the same bits on every run, in every lane.
+__device__ inline float warp_reduce_sum(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    return v;
+}
+__device__ inline float warp_reduce_max(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    return v;
+}
+// Sum over the block (blockDim.x a multiple of 32); every thread gets the result.
+__device__ inline float block_reduce_sum(float v) {
+    __shared__ float warp_sums[32];
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    v = warp_reduce_sum(v);
+    __syncthreads();  // an earlier call may still be reading warp_sums
+    if (lane == 0) warp_sums[warp] = v;
+    __syncthreads();
+    return warp_reduce_sum(lane < blockDim.x / 32 ? warp_sums[lane] : 0.0f);
+}
+
+// Deterministic column sums of a row-major (rows, cols) matrix with row stride ld, in two passes
+// with fp32 accumulation in a fixed order. Block (x, y), 32 x 8 threads, sums the rows
+// [y * rows_per_block, (y + 1) * rows_per_block) of the columns [32x, 32x + 32): thread (tx, ty)
+// takes every 8th row, then the 8 partial sums are added in order. The sum of the block goes
+// to partials[y * cols + c], or, in the last pass (add_to != NULL, one block row), into add_to[c].
+#define COLUMN_SUMS_ROWS_PER_BLOCK 256
+template <typename T>
+__global__ void column_sums_kernel(float* partials, bf16* add_to, const T* in, int rows, int cols,
+                                   int ld, int rows_per_block) {
+    __shared__ float sums[8][33];
+    int c = blockIdx.x * 32 + threadIdx.x;
+    int row_begin = blockIdx.y * rows_per_block;
+    int row_end = min(rows, row_begin + rows_per_block);
+    float acc = 0.0f;
+    if (c < cols) {
+        #pragma unroll 8
+        for (int r = row_begin + threadIdx.y; r < row_end; r += 8) acc += (float)in[(size_t)r * ld + c];
+    }
+    sums[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y != 0 || c >= cols) return;
+    for (int y = 1; y < 8; y++) acc += sums[y][threadIdx.x];
+    if (add_to) add_to[c] = (bf16)((float)add_to[c] + acc);
+    else partials[(size_t)blockIdx.y * cols + c] = acc;
+}
+static inline size_t column_sums_scratch_bytes(int rows, int cols) {
+    return (size_t)ceil_div(rows, COLUMN_SUMS_ROWS_PER_BLOCK) * cols * sizeof(float);
+}
+// out (cols) += column sums of in (rows, cols; row stride ld); scratch: column_sums_scratch_bytes.
+template <typename T>
+static void column_sums_add(bf16* out, const T* in, int rows, int cols, int ld, float* scratch,
+                            cudaStream_t stream) {
+    int blocks_x = (int)ceil_div(cols, 32);
+    int blocks_y = (int)ceil_div(rows, COLUMN_SUMS_ROWS_PER_BLOCK);
+    dim3 block(32, 8);
+    column_sums_kernel<T><<<dim3(blocks_x, blocks_y), block, 0, stream>>>(
+        scratch, NULL, in, rows, cols, ld, COLUMN_SUMS_ROWS_PER_BLOCK);
+    cudaCheckLaunch();
+    column_sums_kernel<float><<<blocks_x, block, 0, stream>>>(
+        NULL, out, scratch, blocks_y, cols, cols, blocks_y);
+    cudaCheckLaunch();
+}
+#endif
 
 #endif

@@ -1,0 +1,19 @@
+// layers/encoder.h: the embedding layer. out (B, T, C) = wte[tokens] (Vp, C) + wpe[t] (maxT, C).
+// The backward is deterministic: no floating-point atomics, every sum in a fixed order.
+#ifndef FLASHGPT_ENCODER_H
+#define FLASHGPT_ENCODER_H
+
+#include <stddef.h>
+#include "layers/cuda_common.h"
+
+// out (B, T, C); tokens (B, T) device; wte (Vp, C); wpe (maxT, C) with T <= maxT.
+void encoder_forward(bf16* out, const int* tokens, const bf16* wte, const bf16* wpe,
+                     int B, int T, int C, cudaStream_t stream);
+
+// dwte (Vp, C) +=, dwpe (maxT, C) += (rows 0..T-1); dout (B, T, C); host_tokens (B, T) is the
+// same batch on the host (it orders the sums); scratch: encoder_backward_scratch_bytes(B, T, C).
+void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* host_tokens,
+                      int B, int T, int C, void* scratch, cudaStream_t stream);
+size_t encoder_backward_scratch_bytes(int B, int T, int C);
+
+#endif

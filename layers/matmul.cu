@@ -1,0 +1,162 @@
+// layers/matmul.cu: the linear layer through cuBLASLt (bf16 A, B, C, D; fp32 compute and scale).
+// out (N, OC) = inp (N, C) @ weight^T + bias, weight (OC, C); GELU and bias fused as epilogues.
+//
+// cuBLASLt is column-major, and a row-major (R, K) matrix is the column-major (K, R) matrix with
+// leading dimension K, i.e. its transpose. So, in column-major terms:
+//   forward  out^T (OC, N) = weight (OC, C) @ inp^T (C, N): the stored weight is weight^T (C, OC),
+//            so A = weight with op T (lda C), B = inp with op N (ldb C), D = out (ldd OC); m OC,
+//            n N, k C. The bias (and the GELU input kept in pre_gelu) run along m = OC.
+//   dinp^T (C, N) = weight^T (C, OC) @ dout'^T (OC, N): A = weight op N (lda C),
+//            B = dout' op N (ldb OC), D = dinp (ldd C); m C, n N, k OC; beta 0.
+//   dweight^T (C, OC) += inp^T (C, N) @ dout' (N, OC): A = inp op N (lda C),
+//            B = dout' op T (ldb OC), C = D = dweight (ldd C); m C, n OC, k N; beta 1.
+// The workspace is shared, so matmuls run on one stream at a time.
+#include <stdint.h>
+#include <cublasLt.h>
+#include "layers/matmul.h"
+#include "utils.h"
+
+#define MATMUL_WORKSPACE_BYTES ((size_t)32 << 20)
+
+static cublasLtHandle_t lt_handle;
+static void* lt_workspace;
+
+void matmul_init(void) {
+    if (lt_handle) return;
+    cublasCheck(cublasLtCreate(&lt_handle));
+    cudaCheck(cudaMalloc(&lt_workspace, MATMUL_WORKSPACE_BYTES));
+}
+
+// Largest power of two (at most 256) dividing the address: the heuristic must only pick
+// algorithms that work at the alignment the buffers really have.
+static uint32_t alignment_of(const void* p) {
+    uint32_t a = 256;
+    while (a > 2 && (uintptr_t)p % a != 0) a /= 2;
+    return a;
+}
+
+static void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
+                     const void* value, size_t size) {
+    cublasCheck(cublasLtMatmulDescSetAttribute(desc, attr, value, size));
+}
+
+// D (m, n) = op(A) (m, k) @ op(B) (k, n) + beta * D, column-major and packed (the leading
+// dimension of each matrix is its stored row count), with an optional bias (m) and GELU input
+// (aux, m x n) for the epilogue.
+static void lt_matmul(bf16* d, const bf16* a, const bf16* b, int m, int n, int k, int trans_a,
+                      int trans_b, float beta, cublasLtEpilogue_t epilogue, const bf16* bias,
+                      bf16* aux, cudaStream_t stream) {
+    if (!lt_handle) die("matmul: matmul_init was not called");
+    cublasLtMatmulDesc_t desc;
+    cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a));
+    set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b));
+    set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
+    if (bias) set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+    if (aux) {
+        int64_t aux_ld = m;
+        set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux));
+        set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld));
+    }
+
+    // Layouts describe the matrices as stored, before op().
+    cublasLtMatrixLayout_t layout_a, layout_b, layout_d;
+    int rows_a = trans_a ? k : m, rows_b = trans_b ? n : k;
+    cublasCheck(cublasLtMatrixLayoutCreate(&layout_a, CUDA_R_16BF, rows_a, trans_a ? m : k, rows_a));
+    cublasCheck(cublasLtMatrixLayoutCreate(&layout_b, CUDA_R_16BF, rows_b, trans_b ? k : n, rows_b));
+    cublasCheck(cublasLtMatrixLayoutCreate(&layout_d, CUDA_R_16BF, m, n, m));
+
+    cublasLtMatmulPreference_t pref;
+    cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
+    uint64_t workspace_bytes = MATMUL_WORKSPACE_BYTES;
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                     &workspace_bytes, sizeof(workspace_bytes)));
+    const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    const uint32_t align[4] = {alignment_of(a), alignment_of(b), alignment_of(d), alignment_of(d)};
+    for (int i = 0; i < 4; i++)
+        cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &align[i], sizeof(align[i])));
+
+    cublasLtMatmulHeuristicResult_t heuristic;
+    int found = 0;
+    cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt_handle, desc, layout_a, layout_b,
+                                                           layout_d, layout_d, pref, 1, &heuristic, &found);
+    if (status != CUBLAS_STATUS_NOT_SUPPORTED) cublasCheck(status);
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED || found == 0)
+        die("matmul: cuBLASLt has no algorithm for m=%d n=%d k=%d (transa %d, transb %d, epilogue %d)",
+            m, n, k, trans_a, trans_b, (int)epilogue);
+    const float alpha = 1.0f;
+    cublasCheck(cublasLtMatmul(lt_handle, desc, &alpha, a, layout_a, b, layout_b, &beta, d, layout_d,
+                               d, layout_d, &heuristic.algo, lt_workspace, MATMUL_WORKSPACE_BYTES,
+                               stream));
+
+    cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
+    cublasCheck(cublasLtMatrixLayoutDestroy(layout_a));
+    cublasCheck(cublasLtMatrixLayoutDestroy(layout_b));
+    cublasCheck(cublasLtMatrixLayoutDestroy(layout_d));
+    cublasCheck(cublasLtMatmulDescDestroy(desc));
+}
+
+void matmul_forward(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weight,
+                    const bf16* bias, int N, int C, int OC, cudaStream_t stream) {
+    if (pre_gelu && OC % 8 != 0)
+        die("matmul_forward: the fused GELU needs OC a multiple of 8 (cuBLASLt), got OC=%d", OC);
+    cublasLtEpilogue_t epilogue =
+        pre_gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
+                 : (bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
+    lt_matmul(out, weight, inp, OC, N, C, 1, 0, 0.0f, epilogue, bias, pre_gelu, stream);
+}
+
+// dout_pre = dout * gelu'(pre_gelu), 8 elements per thread; gelu in its tanh form:
+// gelu(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+__global__ void gelu_backward_kernel(bf16x8* dout_pre, const bf16x8* dout, const bf16x8* pre_gelu,
+                                     size_t packs) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= packs) return;
+    const float s = 0.7978845608028654f;  // sqrt(2/pi)
+    bf16x8 g = dout[i], pre = pre_gelu[i], out;
+    for (int k = 0; k < 8; k++) {
+        float x = (float)pre.v[k];
+        float th = tanhf(s * (x + 0.044715f * x * x * x));
+        float dgelu = 0.5f * (1.0f + th)
+                    + 0.5f * x * (1.0f - th * th) * s * (1.0f + 3.0f * 0.044715f * x * x);
+        out.v[k] = (bf16)((float)g.v[k] * dgelu);
+    }
+    dout_pre[i] = out;
+}
+
+// scratch: the column sums for dbias, then dout' (N, OC) bf16; a call with neither dbias nor
+// pre_gelu uses none of it.
+static size_t column_scratch_bytes(int N, int OC) {
+    return ceil_div(column_sums_scratch_bytes(N, OC), 256) * 256;
+}
+
+size_t matmul_backward_scratch_bytes(int N, int C, int OC) {
+    return column_scratch_bytes(N, OC) + (size_t)N * OC * sizeof(bf16);
+}
+
+void matmul_backward(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
+                     const bf16* weight, const bf16* pre_gelu, int N, int C, int OC,
+                     void* scratch, cudaStream_t stream) {
+    if ((pre_gelu || dbias) && !scratch) die("matmul_backward: dbias and pre_gelu need the scratch");
+    if (pre_gelu) {
+        bf16* dout_pre = (bf16*)((char*)scratch + column_scratch_bytes(N, OC));
+        if (OC % 8 != 0 || !aligned16(dout) || !aligned16(pre_gelu) || !aligned16(dout_pre))
+            die("matmul_backward: the GELU backward needs OC (%d) a multiple of 8 and 16-byte "
+                "aligned dout, pre_gelu and scratch", OC);
+        size_t packs = (size_t)N * OC / 8;
+        const int block = 256;
+        if (packs > 0) {
+            gelu_backward_kernel<<<ceil_div(packs, block), block, 0, stream>>>(
+                (bf16x8*)dout_pre, (const bf16x8*)dout, (const bf16x8*)pre_gelu, packs);
+            cudaCheckLaunch();
+        }
+        dout = dout_pre;
+    }
+    if (dbias) column_sums_add(dbias, dout, N, OC, OC, (float*)scratch, stream);
+    lt_matmul(dweight, inp, dout, C, OC, N, 0, 1, 1.0f, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, stream);
+    lt_matmul(dinp, weight, dout, C, N, OC, 0, 0, 0.0f, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, stream);
+}

@@ -1,0 +1,29 @@
+// layers/matmul.h: the linear layer through cuBLASLt, bf16 in and out, fp32 accumulation.
+// out (N, OC) = inp (N, C) @ weight^T + bias, weight (OC, C) row-major, bias (OC);
+// optionally followed by GELU (tanh form), fused into the matmul epilogue.
+#ifndef FLASHGPT_MATMUL_H
+#define FLASHGPT_MATMUL_H
+
+#include <stddef.h>
+#include "layers/cuda_common.h"
+
+// Creates the cuBLASLt handle and its workspace; call once before any matmul.
+// The workspace is shared: run the matmuls on one stream at a time.
+void matmul_init(void);
+
+// out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC, or NULL).
+// If pre_gelu != NULL: pre_gelu (N, OC) = that result and out = gelu(pre_gelu); OC % 8 == 0.
+void matmul_forward(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weight,
+                    const bf16* bias, int N, int C, int OC, cudaStream_t stream);
+
+// dinp (N, C) = dout' @ weight (overwritten); dweight (OC, C) += dout'^T @ inp;
+// dbias (OC) += sum over N of dout' (dbias may be NULL);
+// dout' = dout * gelu'(pre_gelu) when pre_gelu (N, OC) != NULL (computed into scratch), else dout.
+// scratch: matmul_backward_scratch_bytes(N, C, OC), most of it dout' (N, OC): a call with neither
+// dbias nor pre_gelu (the tied classifier) uses no scratch and may pass NULL. Deterministic.
+void matmul_backward(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
+                     const bf16* weight, const bf16* pre_gelu, int N, int C, int OC,
+                     void* scratch, cudaStream_t stream);
+size_t matmul_backward_scratch_bytes(int N, int C, int OC);
+
+#endif
