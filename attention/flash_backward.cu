@@ -1,0 +1,414 @@
+// attention/flash_backward.cu: the FlashAttention backward pass.
+//   in:  dO, O (B, T, NH, HS) bf16; L (B, NH, T) fp32 from the forward; qkv (B, T, 3, NH, HS)
+//   out: dqkv (B, T, 3, NH, HS) bf16, every element written
+//   scratch: D (B, NH, T) fp32, then the dQ accumulator (B, NH, T, HS) fp32
+// The probabilities are recomputed block by block from Q, K and L (P = exp(scale*QK^T - L)),
+// never read from memory. Three steps:
+//   1. prepass: D = rowsum(dO * O) per query row (and the dQ accumulator zeroed);
+//   2. one thread block per K/V block of BLOCK_N keys loops over the Q blocks that see it,
+//      keeping dK and dV in registers: dV += P^T dO, dK += dS^T Q, with dS = P * (dP - D),
+//      dP = dO V^T; fast mode adds dQ += dS K to the fp32 accumulator with atomics;
+//   3. fast mode: the accumulator becomes bf16 dQ in dqkv. Deterministic mode instead runs a
+//      second kernel, one thread block per Q block looping over the K/V blocks, which computes
+//      dQ on its own in a fixed order: the same bits every run, for 7 matmuls instead of 5
+//      (S and dP are recomputed there).
+#include <math.h>
+#include "attention/flash.h"
+#include "attention/mma.cuh"
+#include "attention/smem_tile.cuh"
+
+static size_t delta_bytes(AttentionShape s) {
+    return ceil_div((long long)s.B * s.NH * s.T * sizeof(float), 256) * 256;   // keeps dQ 256-aligned
+}
+
+size_t flash_attention_scratch_bytes(AttentionShape s) {
+    return delta_bytes(s) + (size_t)s.B * s.NH * s.T * s.HS * sizeof(float);
+}
+
+// D[b, h, t] = sum_d dO[b, t, h, d] * O[b, t, h, d]; HS/8 threads per row, 8 elements each.
+// With dq_accum, also zeroes the accumulator row dq_accum[b, h, t, :].
+template <int HS>
+__global__ void flash_backward_prepass_kernel(float* delta, float* dq_accum, const bf16* dout, const bf16* out,
+                                              int T, int NH, int n_rows) {
+    constexpr int LANES = HS / 8;
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    int row = (int)(idx / LANES), part = (int)(idx % LANES);   // row of (B, T, NH)
+    bool valid = row < n_rows;
+    float sum = 0.0f;
+    if (valid) {
+        int4 dov = *reinterpret_cast<const int4*>(dout + (long long)row * HS + part * 8);
+        int4 ov = *reinterpret_cast<const int4*>(out + (long long)row * HS + part * 8);
+        const __nv_bfloat162* d2 = reinterpret_cast<const __nv_bfloat162*>(&dov);
+        const __nv_bfloat162* o2 = reinterpret_cast<const __nv_bfloat162*>(&ov);
+        for (int i = 0; i < 4; i++) {
+            float2 a = __bfloat1622float2(d2[i]), c = __bfloat1622float2(o2[i]);
+            sum += a.x * c.x + a.y * c.y;
+        }
+    }
+    for (int off = LANES / 2; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (!valid) return;
+    int h = row % NH, t = (row / NH) % T, b = row / (NH * T);
+    long long bht = ((long long)b * NH + h) * T + t;
+    if (part == 0) delta[bht] = sum;
+    if (dq_accum) {
+        float4* z = reinterpret_cast<float4*>(dq_accum + bht * HS + part * 8);
+        z[0] = make_float4(0.f, 0.f, 0.f, 0.f);
+        z[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+}
+
+// dqkv[b, t, 0, h, :] = bf16(scale * dq_accum[b, h, t, :]); HS/8 threads per row.
+template <int HS>
+__global__ void flash_backward_dq_convert_kernel(bf16* dqkv, const float* dq_accum, int T, int NH, int n_rows,
+                                                 float scale) {
+    constexpr int LANES = HS / 8;
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    int row = (int)(idx / LANES), part = (int)(idx % LANES);   // row of (B, T, NH)
+    if (row >= n_rows) return;
+    int h = row % NH, t = (row / NH) % T, b = row / (NH * T);
+    const float4* src = reinterpret_cast<const float4*>(dq_accum + (((long long)b * NH + h) * T + t) * HS + part * 8);
+    float4 x = src[0], y = src[1];
+    int4 v;
+    v.x = (int)pack_bf16(x.x * scale, x.y * scale);
+    v.y = (int)pack_bf16(x.z * scale, x.w * scale);
+    v.z = (int)pack_bf16(y.x * scale, y.y * scale);
+    v.w = (int)pack_bf16(y.z * scale, y.w * scale);
+    *reinterpret_cast<int4*>(dqkv + ((long long)(row / NH) * 3 * NH + h) * HS + part * 8) = v;
+}
+
+// Step 2. Thread block: BLOCK_N = 16*NWARPS keys of one (b, h); warp w owns keys 16w..16w+15,
+// so it computes the transposed products S^T = K Q^T and dP^T = V dO^T (its keys as rows),
+// whose fragments feed dV and dK directly. Q, dO, L and D blocks of BLOCK_M queries are
+// double-buffered. With ATOMIC_DQ the block also writes dS^T to shared memory (double-buffered
+// too) and, after the one barrier that starts the next Q block, every warp adds a
+// (16, HS*BLOCK_M/16/NWARPS) piece of that block's dQ = dS K to the accumulator, so the dQ
+// matmul and its atomics overlap the next block's work instead of waiting at a second barrier.
+template <int HS, int BLOCK_M, int NWARPS, bool ATOMIC_DQ>
+__global__ void __launch_bounds__(NWARPS * 32)
+flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const float* lse, const float* delta,
+                         const bf16* qkv, int T, int NH, int BH, int causal, float scale) {
+    constexpr int NTHREADS = NWARPS * 32;
+    constexpr int BLOCK_N = 16 * NWARPS;
+    constexpr int S = PaddedRow<HS>::stride;
+    constexpr int SDS = PaddedRow<BLOCK_M>::stride;
+    extern __shared__ __align__(16) unsigned char smem[];
+    bf16* sK = reinterpret_cast<bf16*>(smem);     // (BLOCK_N, HS), later the dK staging area
+    bf16* sV = sK + BLOCK_N * S;                   // (BLOCK_N, HS), later the dV staging area
+    bf16* sQ = sV + BLOCK_N * S;                   // 2 stages of (BLOCK_M, HS)
+    bf16* sdO = sQ + 2 * BLOCK_M * S;              // 2 stages of (BLOCK_M, HS)
+    bf16* sdS = sdO + 2 * BLOCK_M * S;             // 2 stages of (BLOCK_N, BLOCK_M): dS^T, ATOMIC_DQ only
+    float* sL = reinterpret_cast<float*>(sdS + (ATOMIC_DQ ? 2 * BLOCK_N * SDS : 0));   // 2 stages of (BLOCK_M)
+    float* sD = sL + 2 * BLOCK_M;                  // 2 stages of (BLOCK_M)
+
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    // Causal work shrinks with the key index: the first K/V blocks are issued first.
+    int kv_block = blockIdx.x / BH;
+    int bh = blockIdx.x % BH, b = bh / NH, h = bh % NH;
+    int k0 = kv_block * BLOCK_N;
+    int warp_k0 = k0 + warp * 16;             // first key of this warp
+    long long row_stride = 3LL * NH * HS, do_stride = (long long)NH * HS;
+    const bf16* q_ptr = qkv + (long long)b * T * row_stride + h * HS;
+    const bf16* k_ptr = q_ptr + NH * HS;
+    const bf16* v_ptr = q_ptr + 2 * NH * HS;
+    const bf16* do_ptr = dout + (long long)b * T * do_stride + h * HS;
+    const float* l_ptr = lse + (long long)bh * T;
+    const float* d_ptr = delta + (long long)bh * T;
+    // Causal: Q blocks entirely before this K/V block never see it.
+    int first_q_block = causal ? k0 / BLOCK_M : 0;
+    int n_q_blocks = (int)ceil_div(T, BLOCK_M);
+
+    auto load_q_block = [&](int i, int stage) {
+        int q0 = i * BLOCK_M;
+        load_tile_async<BLOCK_M, HS, NTHREADS>(sQ + stage * BLOCK_M * S, q_ptr + q0 * row_stride, row_stride, T - q0);
+        load_tile_async<BLOCK_M, HS, NTHREADS>(sdO + stage * BLOCK_M * S, do_ptr + q0 * do_stride, do_stride, T - q0);
+        load_vec_async<BLOCK_M, NTHREADS>(sL + stage * BLOCK_M, l_ptr + q0, T - q0);
+        load_vec_async<BLOCK_M, NTHREADS>(sD + stage * BLOCK_M, d_ptr + q0, T - q0);
+    };
+    // dQ (BLOCK_M, HS) of the Q block at q0 += dS K = (dS^T)^T K, from its dS^T in sdS + stage:
+    // warp -> rows 16*strip.., columns c0..c0+DQ_COLS, added to the accumulator with atomics.
+    auto add_dq = [&](int q0, int stage) {
+        constexpr int STRIPS = BLOCK_M / 16;
+        constexpr int DQ_COLS = HS * STRIPS / NWARPS;
+        const bf16* ds_tile = sdS + stage * BLOCK_N * SDS;
+        int strip = warp % STRIPS, c0 = (warp / STRIPS) * DQ_COLS;
+        float dq[DQ_COLS / 8][4] = {};
+        for (int kk = 0; kk < BLOCK_N / 16; kk++) {
+            uint32_t dsa[4];
+            load_a_trans(dsa, ds_tile, SDS, strip * 16, kk * 16);
+            for (int dp = 0; dp < DQ_COLS / 16; dp++) {
+                uint32_t kb[4];
+                load_b_kn(kb, sK, S, kk * 16, c0 + dp * 16);
+                mma_bf16(dq[2 * dp], dsa, kb[0], kb[1]);
+                mma_bf16(dq[2 * dp + 1], dsa, kb[2], kb[3]);
+            }
+        }
+        for (int half = 0; half < 2; half++) {
+            int query = q0 + strip * 16 + g + 8 * half;
+            if (query >= T) continue;
+            float* dst = dq_accum + ((long long)bh * T + query) * HS + c0 + 2 * t;
+            for (int dt = 0; dt < DQ_COLS / 8; dt++) {
+#if __CUDA_ARCH__ >= 900
+                atomicAdd(reinterpret_cast<float2*>(dst + dt * 8), make_float2(dq[dt][2 * half], dq[dt][2 * half + 1]));
+#else
+                atomicAdd(dst + dt * 8, dq[dt][2 * half]);
+                atomicAdd(dst + dt * 8 + 1, dq[dt][2 * half + 1]);
+#endif
+            }
+        }
+    };
+    load_tile_async<BLOCK_N, HS, NTHREADS>(sK, k_ptr + k0 * row_stride, row_stride, T - k0);
+    load_tile_async<BLOCK_N, HS, NTHREADS>(sV, v_ptr + k0 * row_stride, row_stride, T - k0);
+    load_q_block(first_q_block, 0);
+    cp_async_commit();
+
+    float dk[HS / 8][4] = {}, dv[HS / 8][4] = {};
+    const float scale_log2 = scale * (float)M_LOG2E;
+
+    for (int i = first_q_block; i < n_q_blocks; i++) {
+        int stage = (i - first_q_block) & 1, q0 = i * BLOCK_M;
+        cp_async_wait<0>();
+        // One barrier per Q block: block i is in place for every thread; every thread is done
+        // with block i-1's Q/dO (so its stage takes block i+1, loading while block i is used)
+        // and has written block i-1's dS^T (so its dQ can be added now, overlapping block i).
+        __syncthreads();
+        if (i + 1 < n_q_blocks) {
+            load_q_block(i + 1, stage ^ 1);
+            cp_async_commit();
+        }
+        if (ATOMIC_DQ && i > first_q_block) add_dq(q0 - BLOCK_M, stage ^ 1);
+        const bf16* q_tile = sQ + stage * BLOCK_M * S;
+        const bf16* do_tile = sdO + stage * BLOCK_M * S;
+        const float* l_blk = sL + stage * BLOCK_M;
+        const float* d_blk = sD + stage * BLOCK_M;
+        bf16* ds_tile = sdS + stage * BLOCK_N * SDS;
+
+        // Causal: on the diagonal a warp may find all its keys after every query of the block.
+        if (!(causal && warp_k0 > q0 + BLOCK_M - 1)) {
+            // S^T = K Q^T and dP^T = V dO^T: (16 keys, BLOCK_M queries) per warp.
+            float st[BLOCK_M / 8][4] = {}, dpt[BLOCK_M / 8][4] = {};
+            for (int kk = 0; kk < HS / 16; kk++) {
+                uint32_t ka[4], va[4];
+                load_a(ka, sK, S, warp * 16, kk * 16);
+                load_a(va, sV, S, warp * 16, kk * 16);
+                for (int np = 0; np < BLOCK_M / 16; np++) {
+                    uint32_t qb[4], dob[4];
+                    load_b_nk(qb, q_tile, S, np * 16, kk * 16);
+                    mma_bf16(st[2 * np], ka, qb[0], qb[1]);
+                    mma_bf16(st[2 * np + 1], ka, qb[2], qb[3]);
+                    load_b_nk(dob, do_tile, S, np * 16, kk * 16);
+                    mma_bf16(dpt[2 * np], va, dob[0], dob[1]);
+                    mma_bf16(dpt[2 * np + 1], va, dob[2], dob[3]);
+                }
+            }
+            // P^T = exp(scale*S^T - L) and dS^T = P^T * (dP^T - D), L and D per query (column).
+            // Masked: queries past T, keys past T and (causal) keys after the query.
+            bool need_mask = q0 + BLOCK_M > T || k0 + BLOCK_N > T || (causal && warp_k0 + 15 > q0);
+            for (int nt = 0; nt < BLOCK_M / 8; nt++) {
+                int qc = nt * 8 + 2 * t;
+                float2 lq = *reinterpret_cast<const float2*>(l_blk + qc);
+                float2 dq = *reinterpret_cast<const float2*>(d_blk + qc);
+                for (int e = 0; e < 4; e++) {
+                    float lcol = (e & 1) ? lq.y : lq.x, dcol = (e & 1) ? dq.y : dq.x;
+                    float p = fast_exp2(fmaf(st[nt][e], scale_log2, -lcol * (float)M_LOG2E));
+                    if (need_mask) {
+                        int query = q0 + qc + (e & 1), key = warp_k0 + g + (e >> 1) * 8;
+                        if (query >= T || key >= T || (causal && key > query)) p = 0.0f;
+                    }
+                    st[nt][e] = p;
+                    dpt[nt][e] = p * (dpt[nt][e] - dcol);
+                }
+            }
+            // dV += P^T dO and dK += dS^T Q (scale applied once at the end): (16 keys, HS).
+            for (int kq = 0; kq < BLOCK_M / 16; kq++) {
+                uint32_t pa[4], dsa[4];
+                c_to_a(pa, st[2 * kq], st[2 * kq + 1]);
+                c_to_a(dsa, dpt[2 * kq], dpt[2 * kq + 1]);
+                for (int dp = 0; dp < HS / 16; dp++) {
+                    uint32_t dob[4], qb[4];
+                    load_b_kn(dob, do_tile, S, kq * 16, dp * 16);
+                    mma_bf16(dv[2 * dp], pa, dob[0], dob[1]);
+                    mma_bf16(dv[2 * dp + 1], pa, dob[2], dob[3]);
+                    load_b_kn(qb, q_tile, S, kq * 16, dp * 16);
+                    mma_bf16(dk[2 * dp], dsa, qb[0], qb[1]);
+                    mma_bf16(dk[2 * dp + 1], dsa, qb[2], qb[3]);
+                }
+            }
+            if (ATOMIC_DQ)
+                for (int nt = 0; nt < BLOCK_M / 8; nt++) store_c_tile<BLOCK_M>(ds_tile, warp * 16, nt * 8, dpt[nt], 1.0f, 1.0f);
+        } else if (ATOMIC_DQ) {
+            const float zero[4] = {0.f, 0.f, 0.f, 0.f};
+            for (int nt = 0; nt < BLOCK_M / 8; nt++) store_c_tile<BLOCK_M>(ds_tile, warp * 16, nt * 8, zero, 1.0f, 1.0f);
+        }
+    }
+    __syncthreads();   // the last dS^T in place; after this, every warp is done with sV
+    if (ATOMIC_DQ) {
+        int last = n_q_blocks - 1;
+        add_dq(last * BLOCK_M, (last - first_q_block) & 1);
+        __syncthreads();   // every warp is done with sK
+    }
+
+    // dK (times scale) and dV through this warp's rows of sK and sV, then whole-row stores.
+    for (int dt = 0; dt < HS / 8; dt++) {
+        store_c_tile<HS>(sK, warp * 16, dt * 8, dk[dt], scale, scale);
+        store_c_tile<HS>(sV, warp * 16, dt * 8, dv[dt], 1.0f, 1.0f);
+    }
+    __syncwarp();
+    bf16* dk_ptr = dqkv + ((long long)b * T + warp_k0) * row_stride + NH * HS + h * HS;
+    store_rows_warp<16, HS>(dk_ptr, row_stride, sK, warp * 16, T - warp_k0);
+    store_rows_warp<16, HS>(dk_ptr + NH * HS, row_stride, sV, warp * 16, T - warp_k0);
+}
+
+// Deterministic dQ: thread block per Q block of 16*NWARPS rows (warp w owns 16 of them, with
+// their Q and dO fragments in registers), looping over the K/V blocks in order:
+// S = Q K^T, dP = dO V^T, dS = P * (dP - D), dQ += dS K, all in registers.
+template <int HS, int NWARPS, int BLOCK_N>
+__global__ void __launch_bounds__(NWARPS * 32)
+flash_backward_dq_kernel(bf16* dqkv, const bf16* dout, const float* lse, const float* delta, const bf16* qkv,
+                         int T, int NH, int BH, int n_q_blocks, int causal, float scale) {
+    constexpr int NTHREADS = NWARPS * 32;
+    constexpr int BLOCK_M = 16 * NWARPS;
+    constexpr int S = PaddedRow<HS>::stride;
+    extern __shared__ __align__(16) unsigned char smem[];
+    bf16* sQ = reinterpret_cast<bf16*>(smem);     // (BLOCK_M, HS), later the dQ staging area
+    bf16* sdO = sQ + BLOCK_M * S;                  // (BLOCK_M, HS)
+    bf16* sK = sdO + BLOCK_M * S;                  // 2 stages of (BLOCK_N, HS)
+    bf16* sV = sK + 2 * BLOCK_N * S;               // 2 stages of (BLOCK_N, HS)
+
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    int q_block = n_q_blocks - 1 - blockIdx.x / BH;
+    int bh = blockIdx.x % BH, b = bh / NH, h = bh % NH;
+    int q0 = q_block * BLOCK_M, warp_q0 = q0 + warp * 16;
+    long long row_stride = 3LL * NH * HS, do_stride = (long long)NH * HS;
+    const bf16* q_ptr = qkv + (long long)b * T * row_stride + h * HS;
+    const bf16* k_ptr = q_ptr + NH * HS;
+    const bf16* v_ptr = q_ptr + 2 * NH * HS;
+    const bf16* do_ptr = dout + (long long)b * T * do_stride + h * HS;
+    int n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N);
+
+    load_tile_async<BLOCK_M, HS, NTHREADS>(sQ, q_ptr + q0 * row_stride, row_stride, T - q0);
+    load_tile_async<BLOCK_M, HS, NTHREADS>(sdO, do_ptr + q0 * do_stride, do_stride, T - q0);
+    load_tile_async<BLOCK_N, HS, NTHREADS>(sK, k_ptr, row_stride, T);
+    load_tile_async<BLOCK_N, HS, NTHREADS>(sV, v_ptr, row_stride, T);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+
+    uint32_t q_frag[HS / 16][4], do_frag[HS / 16][4];
+    for (int kk = 0; kk < HS / 16; kk++) {
+        load_a(q_frag[kk], sQ, S, warp * 16, kk * 16);
+        load_a(do_frag[kk], sdO, S, warp * 16, kk * 16);
+    }
+    // L (in log2 units) and D of this thread's rows g and g+8; rows past T are masked below.
+    float l2[2], d[2];
+    for (int half = 0; half < 2; half++) {
+        int row = warp_q0 + g + 8 * half;
+        l2[half] = row < T ? lse[(long long)bh * T + row] * (float)M_LOG2E : 0.0f;
+        d[half] = row < T ? delta[(long long)bh * T + row] : 0.0f;
+    }
+    const float scale_log2 = scale * (float)M_LOG2E;
+    float dq[HS / 8][4] = {};
+
+    for (int j = 0; j < n_kv_blocks; j++) {
+        int stage = j & 1, kv0 = j * BLOCK_N;
+        cp_async_wait<0>();
+        __syncthreads();   // block j in place, block j-1 done with: its stage takes block j+1
+        if (j + 1 < n_kv_blocks) {
+            int next = kv0 + BLOCK_N;
+            load_tile_async<BLOCK_N, HS, NTHREADS>(sK + (stage ^ 1) * BLOCK_N * S, k_ptr + next * row_stride, row_stride, T - next);
+            load_tile_async<BLOCK_N, HS, NTHREADS>(sV + (stage ^ 1) * BLOCK_N * S, v_ptr + next * row_stride, row_stride, T - next);
+            cp_async_commit();
+        }
+        const bf16* k_tile = sK + stage * BLOCK_N * S;
+        const bf16* v_tile = sV + stage * BLOCK_N * S;
+
+        if (!(causal && kv0 > warp_q0 + 15)) {
+            float sc[BLOCK_N / 8][4] = {}, dp[BLOCK_N / 8][4] = {};
+            for (int kk = 0; kk < HS / 16; kk++)
+                for (int np = 0; np < BLOCK_N / 16; np++) {
+                    uint32_t kb[4], vb[4];
+                    load_b_nk(kb, k_tile, S, np * 16, kk * 16);
+                    mma_bf16(sc[2 * np], q_frag[kk], kb[0], kb[1]);
+                    mma_bf16(sc[2 * np + 1], q_frag[kk], kb[2], kb[3]);
+                    load_b_nk(vb, v_tile, S, np * 16, kk * 16);
+                    mma_bf16(dp[2 * np], do_frag[kk], vb[0], vb[1]);
+                    mma_bf16(dp[2 * np + 1], do_frag[kk], vb[2], vb[3]);
+                }
+            bool need_mask = kv0 + BLOCK_N > T || warp_q0 + 16 > T || (causal && kv0 + BLOCK_N - 1 > warp_q0);
+            for (int nt = 0; nt < BLOCK_N / 8; nt++)
+                for (int e = 0; e < 4; e++) {
+                    int half = e >> 1;
+                    float p = fast_exp2(fmaf(sc[nt][e], scale_log2, -l2[half]));
+                    if (need_mask) {
+                        int key = kv0 + nt * 8 + 2 * t + (e & 1), query = warp_q0 + g + 8 * half;
+                        if (query >= T || key >= T || (causal && key > query)) p = 0.0f;
+                    }
+                    sc[nt][e] = p * (dp[nt][e] - d[half]);   // dS
+                }
+            for (int kk = 0; kk < BLOCK_N / 16; kk++) {
+                uint32_t dsa[4];
+                c_to_a(dsa, sc[2 * kk], sc[2 * kk + 1]);
+                for (int dp2 = 0; dp2 < HS / 16; dp2++) {
+                    uint32_t kb[4];
+                    load_b_kn(kb, k_tile, S, kk * 16, dp2 * 16);
+                    mma_bf16(dq[2 * dp2], dsa, kb[0], kb[1]);
+                    mma_bf16(dq[2 * dp2 + 1], dsa, kb[2], kb[3]);
+                }
+            }
+        }
+    }
+
+    for (int dt = 0; dt < HS / 8; dt++) store_c_tile<HS>(sQ, warp * 16, dt * 8, dq[dt], scale, scale);
+    __syncwarp();
+    store_rows_warp<16, HS>(dqkv + ((long long)b * T + warp_q0) * row_stride + h * HS, row_stride,
+                            sQ, warp * 16, T - warp_q0);
+}
+
+template <int HS, int BLOCK_M, int NWARPS, int DQ_NWARPS, int DQ_BLOCK_N>
+static void launch_backward(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
+    int BH = s.B * s.NH, n_rows = s.B * s.T * s.NH;
+    float* delta = (float*)scratch;
+    float* dq_accum = deterministic ? NULL : (float*)((char*)scratch + delta_bytes(s));
+
+    int prepass_threads = 256, prepass_blocks = (int)ceil_div((long long)n_rows * (HS / 8), prepass_threads);
+    flash_backward_prepass_kernel<HS><<<prepass_blocks, prepass_threads, 0, stream>>>(delta, dq_accum, dout, out, s.T, s.NH, n_rows);
+    cudaCheckLaunch();
+
+    constexpr int BLOCK_N = 16 * NWARPS, S = PaddedRow<HS>::stride;
+    int n_kv_blocks = (int)ceil_div(s.T, BLOCK_N);
+    int kv_smem = (2 * BLOCK_N + 4 * BLOCK_M) * S * (int)sizeof(bf16) + 4 * BLOCK_M * (int)sizeof(float);
+    if (deterministic) {
+        constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, NWARPS, false>;
+        set_smem_limit_once<kernel>(kv_smem);
+        kernel<<<n_kv_blocks * BH, NWARPS * 32, kv_smem, stream>>>(dqkv, NULL, dout, lse, delta, qkv, s.T, s.NH, BH, s.causal, s.scale);
+        cudaCheckLaunch();
+
+        constexpr int DQ_BLOCK_M = 16 * DQ_NWARPS;
+        int dq_smem = (2 * DQ_BLOCK_M + 4 * DQ_BLOCK_N) * S * (int)sizeof(bf16);
+        int n_q_blocks = (int)ceil_div(s.T, DQ_BLOCK_M);
+        constexpr auto dq_kernel = flash_backward_dq_kernel<HS, DQ_NWARPS, DQ_BLOCK_N>;
+        set_smem_limit_once<dq_kernel>(dq_smem);
+        dq_kernel<<<n_q_blocks * BH, DQ_NWARPS * 32, dq_smem, stream>>>(dqkv, dout, lse, delta, qkv, s.T, s.NH, BH, n_q_blocks, s.causal, s.scale);
+        cudaCheckLaunch();
+    } else {
+        kv_smem += 2 * BLOCK_N * PaddedRow<BLOCK_M>::stride * (int)sizeof(bf16);   // dS^T
+        constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, NWARPS, true>;
+        set_smem_limit_once<kernel>(kv_smem);
+        kernel<<<n_kv_blocks * BH, NWARPS * 32, kv_smem, stream>>>(dqkv, dq_accum, dout, lse, delta, qkv, s.T, s.NH, BH, s.causal, s.scale);
+        cudaCheckLaunch();
+
+        flash_backward_dq_convert_kernel<HS><<<prepass_blocks, prepass_threads, 0, stream>>>(dqkv, dq_accum, s.T, s.NH, n_rows, s.scale);
+        cudaCheckLaunch();
+    }
+}
+
+void flash_attention_backward(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
+                              const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
+    const char* why = flash_attention_unsupported(s);
+    if (why) { fprintf(stderr, "error: %s\n", why); exit(1); }
+    // K/V blocks of 128 keys (8 warps x 16); Q blocks of 64 queries for HS 64 and 16 for
+    // HS 128, which keeps dK + dV (HS/2 regs each) and S^T + dP^T (BLOCK_M/2 each) in registers.
+    // Deterministic dQ: Q blocks of 64 rows (4 warps), K/V blocks of 64 keys (32 for HS 128).
+    if (s.HS == 64) launch_backward<64, 64, 8, 4, 64>(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
+    else            launch_backward<128, 16, 8, 4, 32>(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
+}

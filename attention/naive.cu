@@ -1,0 +1,166 @@
+// attention/naive.cu: textbook attention; each matmul is one cuBLAS strided batch over the heads
+// of one sequence.
+//   forward:  S = scale * Q K^T       (B, NH, T, T) bf16, written into probs
+//             P = softmax(S), in place (causal: exact zeros above the diagonal)
+//             O = P V                 (B, T, NH, HS)
+//   backward: dV = P^T dO, dP = dO V^T (B, NH, T, T) fp32 in scratch,
+//             dS = P ∘ (dP − rowsum(dP ∘ P)) * scale, bf16, in place over dP,
+//             dQ = dS K, dK = dS^T Q, all three written into dqkv (B, T, 3, NH, HS).
+// S lives in the bf16 buffer of P (the forward gets no other memory): its rounding, |S| * 2^-9
+// per score, is the largest error of this path; softmax and its backward compute in fp32.
+// Per sequence b, head h is one batch entry: Q, K, V of a head are (T, HS) row-major matrices
+// with row stride 3C (C = NH * HS) that start HS elements after those of the previous head.
+#include <limits.h>
+#include "attention/naive.h"
+
+#define SOFTMAX_THREADS 256
+
+static cublasHandle_t naive_cublas = NULL;
+
+// Row-major C (M, N) = alpha * op(X) (M, K) op(Y) (K, N), for `batch` heads at once, each
+// operand advancing by its head stride. bf16 in, fp32 accumulation, C bf16 or fp32 (c_type).
+// cuBLAS is column-major: to it a row-major matrix is its own transpose, so it computes
+// C^T = op(Y)^T op(X)^T, i.e. the operands swap places and keep their transpose flags.
+static void batched_matmul(int M, int N, int K, float alpha,
+                           const bf16* x, int ldx, long long x_stride, int x_trans,
+                           const bf16* y, int ldy, long long y_stride, int y_trans,
+                           void* c, cudaDataType c_type, int ldc, long long c_stride,
+                           int batch, cudaStream_t stream) {
+    if (!naive_cublas) cublasCheck(cublasCreate(&naive_cublas));
+    cublasCheck(cublasSetStream(naive_cublas, stream));
+    const float beta = 0.0f;
+    cublasCheck(cublasGemmStridedBatchedEx(
+        naive_cublas, y_trans ? CUBLAS_OP_T : CUBLAS_OP_N, x_trans ? CUBLAS_OP_T : CUBLAS_OP_N,
+        N, M, K, &alpha,
+        y, CUDA_R_16BF, ldy, y_stride,
+        x, CUDA_R_16BF, ldx, x_stride, &beta,
+        c, c_type, ldc, c_stride,
+        batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+// Max over the block (blockDim.x a multiple of 32); every thread gets the result.
+__device__ inline float block_reduce_max(float v) {
+    __shared__ float warp_maxes[32];
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    v = warp_reduce_max(v);
+    __syncthreads();  // an earlier call may still be reading warp_maxes
+    if (lane == 0) warp_maxes[warp] = v;
+    __syncthreads();
+    return warp_reduce_max(lane < blockDim.x / 32 ? warp_maxes[lane] : -INFINITY);
+}
+
+// One block per row of att (B * NH * T rows of T): scores in, probabilities out, in place.
+// The row is query position i = row % T; a causal row keeps keys j <= i and is exactly 0 beyond.
+__global__ void softmax_forward_kernel(bf16* att, int T, int causal) {
+    size_t row = blockIdx.x;
+    int n = causal ? (int)(row % T) + 1 : T;  // keys this query sees
+    bf16* s = att + row * T;
+    // Each thread keeps the max m of its entries and the sum l of exp(s - m), rescaled when m grows.
+    float m = -INFINITY, l = 0.0f;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+        float v = (float)s[j];
+        if (v > m) { l = l * expf(m - v) + 1.0f; m = v; }
+        else l += expf(v - m);
+    }
+    float row_max = block_reduce_max(m);
+    float row_sum = block_reduce_sum(l * expf(m - row_max));  // a thread without entries adds 0
+    float inv_sum = 1.0f / row_sum;
+    for (int j = threadIdx.x; j < T; j += blockDim.x)
+        s[j] = j < n ? (bf16)(expf((float)s[j] - row_max) * inv_sum) : (bf16)0.0f;
+}
+
+// One block per row (B * NH * T rows of T): dS = P ∘ (dP − rowsum(dP ∘ P)) * scale.
+// dS (bf16) overwrites the first half of its own row of dP (fp32), so it has row stride 2T.
+// That is safe chunk by chunk: all threads read a chunk of dP before any writes it, and the
+// writes of a chunk land on bytes of that chunk or of earlier, already read ones.
+__global__ void softmax_backward_kernel(float* dp_ds, const bf16* probs, int T, int causal,
+                                        float scale) {
+    size_t row = blockIdx.x;
+    int n = causal ? (int)(row % T) + 1 : T;  // beyond n, P is 0 and so is dS
+    const bf16* p = probs + row * T;
+    const float* dp = dp_ds + row * T;
+    bf16* ds = (bf16*)(dp_ds + row * T);
+    float dot = 0.0f;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) dot += (float)p[j] * dp[j];
+    dot = block_reduce_sum(dot);
+    for (int base = 0; base < T; base += blockDim.x) {
+        int j = base + threadIdx.x;
+        float v = j < n ? (float)p[j] * (dp[j] - dot) * scale : 0.0f;
+        __syncthreads();
+        if (j < T) ds[j] = (bf16)v;
+    }
+}
+
+const char* naive_attention_unsupported(AttentionShape s) {
+    static char why[128];
+    if (s.HS % 8 != 0 || s.HS < 8 || s.HS > 256)
+        snprintf(why, sizeof(why), "naive attention: head size %d is not a multiple of 8 in [8, 256]", s.HS);
+    else if (s.B < 1 || s.T < 1 || s.NH < 1)
+        snprintf(why, sizeof(why), "naive attention: B, T and NH must be at least 1");
+    else if ((long long)s.B * s.NH * s.T > INT_MAX)  // one softmax block per row
+        snprintf(why, sizeof(why), "naive attention: B*NH*T must be below 2^31");
+    else
+        return NULL;
+    return why;
+}
+
+size_t naive_attention_scratch_bytes(AttentionShape s) {
+    return (size_t)s.B * s.NH * s.T * s.T * sizeof(float);
+}
+
+void naive_attention_forward(AttentionShape s, bf16* out, bf16* probs, const bf16* qkv,
+                             cudaStream_t stream) {
+    int T = s.T, NH = s.NH, HS = s.HS, C = NH * HS;
+    long long TT = (long long)T * T;
+    for (int b = 0; b < s.B; b++) {
+        const bf16* q = qkv + (size_t)b * T * 3 * C;
+        const bf16* k = q + C;
+        bf16* att = probs + (size_t)b * NH * TT;
+        // S (T, T) = scale * Q (T, HS) K^T
+        batched_matmul(T, T, HS, s.scale, q, 3 * C, HS, 0, k, 3 * C, HS, 1,
+                       att, CUDA_R_16BF, T, TT, NH, stream);
+    }
+    softmax_forward_kernel<<<s.B * NH * T, SOFTMAX_THREADS, 0, stream>>>(probs, T, s.causal);
+    cudaCheckLaunch();
+    for (int b = 0; b < s.B; b++) {
+        const bf16* v = qkv + (size_t)b * T * 3 * C + 2 * C;
+        const bf16* att = probs + (size_t)b * NH * TT;
+        // O (T, HS) = P (T, T) V (T, HS)
+        batched_matmul(T, HS, T, 1.0f, att, T, TT, 0, v, 3 * C, HS, 0,
+                       out + (size_t)b * T * C, CUDA_R_16BF, C, HS, NH, stream);
+    }
+}
+
+void naive_attention_backward(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* probs,
+                              const bf16* qkv, void* scratch, cudaStream_t stream) {
+    int T = s.T, NH = s.NH, HS = s.HS, C = NH * HS;
+    long long TT = (long long)T * T;
+    float* dp_ds = (float*)scratch;
+    for (int b = 0; b < s.B; b++) {
+        const bf16* v = qkv + (size_t)b * T * 3 * C + 2 * C;
+        const bf16* dout_b = dout + (size_t)b * T * C;
+        const bf16* att = probs + (size_t)b * NH * TT;
+        bf16* dv = dqkv + (size_t)b * T * 3 * C + 2 * C;
+        // dV (T, HS) = P^T (T, T) dO (T, HS)
+        batched_matmul(T, HS, T, 1.0f, att, T, TT, 1, dout_b, C, HS, 0,
+                       dv, CUDA_R_16BF, 3 * C, HS, NH, stream);
+        // dP (T, T) = dO (T, HS) V^T, fp32
+        batched_matmul(T, T, HS, 1.0f, dout_b, C, HS, 0, v, 3 * C, HS, 1,
+                       dp_ds + (size_t)b * NH * TT, CUDA_R_32F, T, TT, NH, stream);
+    }
+    softmax_backward_kernel<<<s.B * NH * T, SOFTMAX_THREADS, 0, stream>>>(dp_ds, probs, T, s.causal,
+                                                                          s.scale);
+    cudaCheckLaunch();
+    for (int b = 0; b < s.B; b++) {
+        const bf16* q = qkv + (size_t)b * T * 3 * C;
+        const bf16* k = q + C;
+        const bf16* ds = (const bf16*)(dp_ds + (size_t)b * NH * TT);  // row stride 2T
+        bf16* dq = dqkv + (size_t)b * T * 3 * C;
+        // dQ (T, HS) = dS (T, T) K (T, HS)
+        batched_matmul(T, HS, T, 1.0f, ds, 2 * T, 2 * TT, 0, k, 3 * C, HS, 0,
+                       dq, CUDA_R_16BF, 3 * C, HS, NH, stream);
+        // dK (T, HS) = dS^T (T, T) Q (T, HS)
+        batched_matmul(T, HS, T, 1.0f, ds, 2 * T, 2 * TT, 1, q, 3 * C, HS, 0,
+                       dq + C, CUDA_R_16BF, 3 * C, HS, NH, stream);
+    }
+}

@@ -1,0 +1,86 @@
+// attention/smem_tile.cuh: shared-memory tiles of the flash kernels. A tile holds ROWS rows of
+// COLS bf16 (a block of Q, K, V, dO, ...) with each row padded by 8 elements (16 bytes): the
+// padding shifts consecutive rows by 4 banks, so the 8 row addresses of every ldmatrix and the
+// 8 rows written by a C fragment fall on distinct banks (no conflicts, no swizzle to get wrong).
+// Tiles are filled with cp.async (global -> shared without passing through registers, so loads
+// of the next block overlap the math on this one); rows past the sequence end are zero-filled.
+#ifndef FLASHGPT_SMEM_TILE_CUH
+#define FLASHGPT_SMEM_TILE_CUH
+
+#include <stdint.h>
+#include "layers/cuda_common.h"
+#include "attention/mma.cuh"
+
+template <int COLS> struct PaddedRow { static constexpr int stride = COLS + 8; };
+
+// 16-byte copy; with valid == 0 nothing is read and the destination gets zeros.
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
+
+__device__ __forceinline__ void cp_async_4(void* dst, const void* src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+                 :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0) : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+// Waits until at most n of this thread's committed groups are still in flight.
+template <int n> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(n) : "memory");
+}
+
+// Starts loading rows [0, ROWS) of a global matrix (first row at g, rows g_stride apart) into
+// a padded tile; rows >= rows_valid become zeros. Every thread of the block takes part.
+template <int ROWS, int COLS, int NTHREADS>
+__device__ __forceinline__ void load_tile_async(bf16* tile, const bf16* g, long long g_stride, int rows_valid) {
+    constexpr int CHUNKS = COLS / 8;
+    for (int i = threadIdx.x; i < ROWS * CHUNKS; i += NTHREADS) {
+        int r = i / CHUNKS, c = (i % CHUNKS) * 8;
+        bool valid = r < rows_valid;
+        cp_async_16(tile + r * PaddedRow<COLS>::stride + c, g + (valid ? r : 0) * g_stride + c, valid);
+    }
+}
+
+// Starts loading n_valid floats (the rest zero) of a per-row vector such as L or D.
+template <int N, int NTHREADS>
+__device__ __forceinline__ void load_vec_async(float* v, const float* g, int n_valid) {
+    for (int i = threadIdx.x; i < N; i += NTHREADS) cp_async_4(v + i, g + (i < n_valid ? i : 0), i < n_valid);
+}
+
+// Writes one 16x8 C fragment as bf16 at rows r0.., cols c0.. of a padded tile, its upper 8 rows
+// times scale_lo and its lower 8 rows times scale_hi.
+template <int COLS>
+__device__ __forceinline__ void store_c_tile(bf16* tile, int r0, int c0, const float c[4], float scale_lo, float scale_hi) {
+    int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    constexpr int S = PaddedRow<COLS>::stride;
+    *reinterpret_cast<uint32_t*>(tile + (r0 + g) * S + c0 + 2 * t) = pack_bf16(c[0] * scale_lo, c[1] * scale_lo);
+    *reinterpret_cast<uint32_t*>(tile + (r0 + g + 8) * S + c0 + 2 * t) = pack_bf16(c[2] * scale_hi, c[3] * scale_hi);
+}
+
+// One warp copies ROWS rows of a padded tile (from row r0) to global memory, 16 bytes per lane
+// per step; only rows < rows_valid are written.
+template <int ROWS, int COLS>
+__device__ __forceinline__ void store_rows_warp(bf16* g, long long g_stride, const bf16* tile, int r0, int rows_valid) {
+    constexpr int CHUNKS = COLS / 8;
+    int lane = threadIdx.x % 32;
+    for (int i = lane; i < ROWS * CHUNKS; i += 32) {
+        int r = i / CHUNKS, c = (i % CHUNKS) * 8;
+        if (r < rows_valid)
+            *reinterpret_cast<int4*>(g + r * g_stride + c) =
+                *reinterpret_cast<const int4*>(tile + (r0 + r) * PaddedRow<COLS>::stride + c);
+    }
+}
+
+// Lets `kernel` use `bytes` (> 48 KiB) of dynamic shared memory; done once per process since
+// the call costs microseconds, which would show on every launch of a short kernel.
+template <auto kernel> static void set_smem_limit_once(int bytes) {
+    static int done = 0;
+    if (!done) {
+        cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+        done = 1;
+    }
+}
+
+#endif

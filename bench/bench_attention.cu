@@ -1,0 +1,157 @@
+// bench/bench_attention.cu: speed and memory of attention (attention.h), flash against naive,
+// bf16, causal, on random data. Head size 64 with NH = 16 and 128 with NH = 8 (C = 1024);
+// B = 16384 / T so each call sees 16K tokens (T > 16K: B = 1, i.e. T tokens).
+// FLOPs: forward 4 B NH T^2 HS, halved for causal; backward 2.5x the forward (the convention of
+// the FlashAttention papers, also used by scripts/bench_sdpa.py). Naive is credited the same
+// FLOPs though it computes the masked half too. Time: cudaEvents around one call, 3 warm-up
+// calls, median of 10. Memory: the bytes of the buffers one layer's forward + backward needs
+// (qkv, out, dout, dqkv (B, T, 3, NH, HS) and the like, plus saved and scratch).
+#include <stdint.h>
+#include <stdlib.h>
+#include "attention/attention.h"
+
+#define TOKENS_PER_CALL 16384
+#define WARMUP 3
+#define REPS 10
+
+static const int SEQ_LENS[] = {512, 1024, 2048, 4096, 8192, 16384, 32768};
+
+// Uniform in [-1, 1) from a hash of the index: random data without a host copy.
+__global__ void fill_uniform_kernel(bf16* x, size_t n, uint64_t seed) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint64_t z = (i + seed) * 0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        x[i] = (bf16)((float)(z >> 40) * (2.0f / (1 << 24)) - 1.0f);
+    }
+}
+
+static void fill_uniform(bf16* x, size_t n, uint64_t seed) {
+    fill_uniform_kernel<<<1024, 256>>>(x, n, seed);
+    cudaCheckLaunch();
+}
+
+typedef struct {
+    bf16 *qkv, *out, *dout, *dqkv;
+    void *saved, *scratch;
+} Buffers;
+
+static size_t buffer_bytes(AttentionKind kind, AttentionShape s) {
+    size_t act = (size_t)s.B * s.T * s.NH * s.HS * sizeof(bf16);  // one (B, T, NH, HS) tensor
+    return 3 * act + act + act + 3 * act + attention_saved_bytes(kind, s) + attention_scratch_bytes(kind, s);
+}
+
+static void free_buffers(Buffers* b) {
+    void* all[] = {b->qkv, b->out, b->dout, b->dqkv, b->saved, b->scratch};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        if (all[i]) cudaCheck(cudaFree(all[i]));
+}
+
+// 0 when the device runs out of memory (the error is cleared), 1 on success.
+static int try_malloc(void** p, size_t bytes) {
+    cudaError_t e = cudaMalloc(p, bytes > 0 ? bytes : 1);
+    if (e == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();
+        *p = NULL;
+        return 0;
+    }
+    cudaCheck(e);
+    return 1;
+}
+
+static int alloc_buffers(Buffers* b, AttentionKind kind, AttentionShape s) {
+    size_t act = (size_t)s.B * s.T * s.NH * s.HS * sizeof(bf16);
+    Buffers z = {NULL, NULL, NULL, NULL, NULL, NULL};
+    *b = z;
+    int ok = try_malloc((void**)&b->qkv, 3 * act) && try_malloc((void**)&b->out, act) &&
+             try_malloc((void**)&b->dout, act) && try_malloc((void**)&b->dqkv, 3 * act) &&
+             try_malloc(&b->saved, attention_saved_bytes(kind, s)) &&
+             try_malloc(&b->scratch, attention_scratch_bytes(kind, s));
+    if (!ok) free_buffers(b);
+    return ok;
+}
+
+static int compare_floats(const void* a, const void* b) {
+    float x = *(const float*)a, y = *(const float*)b;
+    return (x > y) - (x < y);
+}
+
+// Median milliseconds of one forward (pass 0) or backward (pass 1, 2: deterministic) call.
+static float median_ms(int pass, AttentionKind kind, AttentionShape s, Buffers* b) {
+    cudaEvent_t start, stop;
+    cudaCheck(cudaEventCreate(&start));
+    cudaCheck(cudaEventCreate(&stop));
+    float ms[REPS];
+    for (int r = -WARMUP; r < REPS; r++) {
+        cudaCheck(cudaEventRecord(start, 0));
+        if (pass == 0) attention_forward(kind, s, b->out, b->saved, b->qkv, 0);
+        else attention_backward(kind, s, b->dqkv, b->dout, b->out, b->saved, b->qkv, b->scratch, pass == 2, 0);
+        cudaCheck(cudaEventRecord(stop, 0));
+        cudaCheck(cudaEventSynchronize(stop));
+        if (r >= 0) cudaCheck(cudaEventElapsedTime(&ms[r], start, stop));
+    }
+    cudaCheck(cudaEventDestroy(start));
+    cudaCheck(cudaEventDestroy(stop));
+    qsort(ms, REPS, sizeof(float), compare_floats);
+    return ms[REPS / 2];
+}
+
+static void bench(AttentionKind kind, AttentionShape s) {
+    const char* impl = kind == ATTENTION_FLASH ? "flash" : "naive";
+    double gib = buffer_bytes(kind, s) / (1024.0 * 1024.0 * 1024.0);
+    printf("| %d | %d | %d×%d | %s | ", s.HS, s.T, s.B, s.NH, impl);
+    const char* why = attention_unsupported(kind, s);
+    Buffers b;
+    if (why) {
+        printf("unsupported: %s | | | | | | %.2f |\n", why, gib);
+        return;
+    }
+    if (!alloc_buffers(&b, kind, s)) {
+        printf("OOM | | | | | | %.2f |\n", gib);
+        return;
+    }
+    fill_uniform(b.qkv, (size_t)s.B * s.T * 3 * s.NH * s.HS, 1);
+    fill_uniform(b.dout, (size_t)s.B * s.T * s.NH * s.HS, 2);
+    double fwd_flops = 4.0 * s.B * s.NH * (double)s.T * s.T * s.HS * (s.causal ? 0.5 : 1.0);
+    double bwd_flops = 2.5 * fwd_flops;
+    float fwd = median_ms(0, kind, s, &b);
+    float bwd = median_ms(1, kind, s, &b);
+    printf("%.3f | %.1f | %.3f | %.1f | ", fwd, fwd_flops / fwd * 1e-9, bwd, bwd_flops / bwd * 1e-9);
+    if (kind == ATTENTION_FLASH) {
+        float det = median_ms(2, kind, s, &b);
+        printf("%.3f | %.1f | ", det, bwd_flops / det * 1e-9);
+    } else {
+        printf("(same) | | ");  // deterministic by construction
+    }
+    printf("%.2f |\n", gib);
+    fflush(stdout);
+    free_buffers(&b);
+}
+
+int main(void) {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+        printf("bench_attention: skipped (no CUDA device)\n");
+        return 0;
+    }
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    printf("attention, %s, bf16, causal, %d tokens per call (B = 1 when T > %d)\n\n", prop.name,
+           TOKENS_PER_CALL, TOKENS_PER_CALL);
+    printf("| HS | T | B×NH | impl | fwd ms | fwd TFLOP/s | bwd ms | bwd TFLOP/s | bwd det ms | bwd det TFLOP/s | memory GiB |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int hs = 64; hs <= 128; hs *= 2)
+        for (size_t i = 0; i < sizeof(SEQ_LENS) / sizeof(SEQ_LENS[0]); i++) {
+            AttentionShape s;
+            s.T = SEQ_LENS[i];
+            s.HS = hs;
+            s.NH = 1024 / hs;
+            s.B = s.T >= TOKENS_PER_CALL ? 1 : TOKENS_PER_CALL / s.T;
+            s.causal = 1;
+            s.scale = 1.0f / sqrtf((float)hs);
+            bench(ATTENTION_FLASH, s);
+            bench(ATTENTION_NAIVE, s);
+        }
+    return 0;
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""PyTorch scaled_dot_product_attention on the shapes of bench/bench_attention.cu, for comparison.
+
+Backends FLASH_ATTENTION (FlashAttention-2) and CUDNN_ATTENTION, bf16, causal, q/k/v (B, NH, T, HS).
+Head size 64 with NH = 16 and 128 with NH = 8; B = 16384 / T (B = 1 when T > 16K).
+FLOPs: forward 4 B NH T^2 HS, halved for causal; backward 2.5x the forward.
+Time: CUDA events around one call, 3 warm-up calls, median of 10. Prints a Markdown table.
+A benchmark only: the build and the tests never use it. Needs torch with CUDA.
+"""
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+TOKENS_PER_CALL = 16384
+SEQ_LENS = [512, 1024, 2048, 4096, 8192, 16384, 32768]
+WARMUP, REPS = 3, 10
+BACKENDS = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]
+
+
+def median_ms(call):
+    """Median milliseconds over REPS runs after WARMUP; call(start, stop) records the events
+    around the part it times."""
+    times = []
+    for rep in range(WARMUP + REPS):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        call(start, stop)
+        torch.cuda.synchronize()
+        if rep >= WARMUP:
+            times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def bench(backend, B, NH, T, HS):
+    q, k, v = ((torch.rand(B, NH, T, HS, device="cuda", dtype=torch.bfloat16) * 2 - 1).requires_grad_()
+               for _ in range(3))
+    dout = torch.rand(B, NH, T, HS, device="cuda", dtype=torch.bfloat16) * 2 - 1
+
+    def forward(start, stop):
+        with torch.no_grad():
+            start.record()
+            F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            stop.record()
+
+    def backward(start, stop):
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        start.record()
+        torch.autograd.grad(out, (q, k, v), dout)
+        stop.record()
+
+    with sdpa_kernel(backend):
+        return median_ms(forward), median_ms(backward)
+
+
+def main():
+    if not torch.cuda.is_available():
+        print("bench_sdpa: skipped (no CUDA device)")
+        return 0
+    print(f"torch {torch.__version__} scaled_dot_product_attention, {torch.cuda.get_device_name()}, "
+          f"bf16, causal, {TOKENS_PER_CALL} tokens per call (B = 1 when T > {TOKENS_PER_CALL})\n")
+    print("| HS | T | B×NH | backend | fwd ms | fwd TFLOP/s | bwd ms | bwd TFLOP/s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for HS in (64, 128):
+        NH = 1024 // HS
+        for T in SEQ_LENS:
+            B = max(1, TOKENS_PER_CALL // T)
+            fwd_flops = 4 * B * NH * T * T * HS * 0.5
+            for name, backend in BACKENDS:
+                try:
+                    fwd, bwd = bench(backend, B, NH, T, HS)
+                    print(f"| {HS} | {T} | {B}×{NH} | {name} | {fwd:.3f} | {fwd_flops / fwd * 1e-9:.1f} | "
+                          f"{bwd:.3f} | {2.5 * fwd_flops / bwd * 1e-9:.1f} |", flush=True)
+                except RuntimeError as e:  # a backend that refuses the shape or runs out of memory
+                    reason = str(e).strip().splitlines()[0][:80] if str(e).strip() else type(e).__name__
+                    print(f"| {HS} | {T} | {B}×{NH} | {name} | failed: {reason} | | | |", flush=True)
+                torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

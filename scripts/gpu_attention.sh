@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Everything about attention on a GPU machine, in one command from the repository root:
+#   bash scripts/gpu_attention.sh
+# builds the attention test and benchmark; runs the test while compute-sanitizer memcheck and
+# racecheck check it on the small shapes (FLASHGPT_ATTN_SMALL=1) next to it; runs the benchmark,
+# then PyTorch SDPA on the same shapes (scripts/bench_sdpa.py); ends with a summary.
+# Logs go to $OUT when set, else build/attention-logs. About 4 minutes on an H200.
+set -u
+LOGS=${OUT:-build/attention-logs}
+PYTHON=${PYTHON:-python3}
+SANITIZER_LIMIT_S=${SANITIZER_LIMIT_S:-100}
+mkdir -p "$LOGS"
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+start=$(date +%s)
+elapsed() { echo "$(( $(date +%s) - start )) s"; }
+
+echo "== build ($(elapsed))"
+if ! make -j16 build/tests/test_attention build/bench/bench_attention > "$LOGS/build.log" 2>&1; then
+    tail -30 "$LOGS/build.log"
+    echo "build failed: see $LOGS/build.log"
+    exit 1
+fi
+
+# The sanitizers run on the small shapes in the background while the full test runs.
+sanitize() {  # sanitize <tool>
+    if [ ! -x "$sanitizer" ]; then echo "compute-sanitizer not found" > "$LOGS/$1.log"; return; fi
+    FLASHGPT_ATTN_SMALL=1 timeout "$SANITIZER_LIMIT_S" "$sanitizer" --tool "$1" --error-exitcode 99 \
+        --print-limit 20 build/tests/test_attention > "$LOGS/$1.log" 2>&1
+    echo "exit status $?" >> "$LOGS/$1.log"
+}
+echo "== test_attention, memcheck and racecheck on the small shapes ($(elapsed))"
+sanitize memcheck &
+memcheck_pid=$!
+sanitize racecheck &
+racecheck_pid=$!
+build/tests/test_attention > "$LOGS/test_attention.log" 2>&1
+test_status=$?
+grep -E '^(FAIL|    also)' "$LOGS/test_attention.log" | head -40
+wait "$memcheck_pid" "$racecheck_pid"
+
+echo "== bench_attention ($(elapsed))"
+build/bench/bench_attention > "$LOGS/bench_attention.log" 2>&1
+bench_status=$?
+cat "$LOGS/bench_attention.log"
+
+echo "== bench_sdpa.py ($(elapsed))"
+"$PYTHON" scripts/bench_sdpa.py > "$LOGS/bench_sdpa.log" 2>&1
+sdpa_status=$?
+cat "$LOGS/bench_sdpa.log"
+
+# ---- summary
+count() { grep -c "^$1 " "$2"; }
+sanitizer_result() {  # <log>: the tool's summary line, or why there is none
+    local line
+    line=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$1" | tail -1 | sed 's/^=* *//')
+    if grep -q '^exit status 124' "$1"; then line="timed out after ${SANITIZER_LIMIT_S} s; $line"; fi
+    echo "${line:-$(tail -1 "$1")}; $(count PASS "$1") passed, $(count FAIL "$1") failed"
+}
+echo
+echo "== summary ($(elapsed)), logs in $LOGS"
+echo "| step | result |"
+echo "|---|---|"
+echo "| test_attention | $(count PASS "$LOGS/test_attention.log") passed, $(count FAIL "$LOGS/test_attention.log") failed, $(count SKIPPED "$LOGS/test_attention.log") skipped (exit status $test_status) |"
+echo "| memcheck (small shapes) | $(sanitizer_result "$LOGS/memcheck.log") |"
+echo "| racecheck (small shapes) | $(sanitizer_result "$LOGS/racecheck.log") |"
+echo "| bench_attention | exit status $bench_status |"
+echo "| bench_sdpa.py | exit status $sdpa_status |"
+echo
+# TFLOP/s side by side: the rows of both Markdown tables, keyed by head size and T.
+echo "| HS | T | flash fwd / bwd / bwd det | naive fwd / bwd | memory flash / naive GiB | torch FA2 fwd / bwd | cuDNN fwd / bwd |"
+echo "|---|---|---|---|---|---|---|"
+awk -F'|' '
+    function trim(s) { gsub(/^ +| +$/, "", s); return s }
+    FILENAME ~ /bench_attention/ && $2 ~ /^ *[0-9]+ *$/ {
+        key = trim($2) " | " trim($3)
+        if (!(key in seen)) { seen[key] = 1; order[n++] = key }
+        impl = trim($5)
+        if (impl == "flash") { flash[key] = trim($7) " / " trim($9) " / " trim($11); fmem[key] = trim($12) }
+        else { naive[key] = ($6 ~ /OOM/ ? "OOM" : trim($7) " / " trim($9)); nmem[key] = trim($12) }
+    }
+    FILENAME ~ /bench_sdpa/ && $2 ~ /^ *[0-9]+ *$/ {
+        key = trim($2) " | " trim($3)
+        if (!(key in seen)) { seen[key] = 1; order[n++] = key }
+        torch[key, trim($5)] = ($6 ~ /failed/ ? "failed" : trim($7) " / " trim($9))
+    }
+    END {
+        for (i = 0; i < n; i++) {
+            k = order[i]
+            printf "| %s | %s | %s | %s / %s | %s | %s |\n", k, flash[k], naive[k], fmem[k], nmem[k],
+                   torch[k, "flash"], torch[k, "cudnn"]
+        }
+    }' "$LOGS/bench_attention.log" "$LOGS/bench_sdpa.log"
+[ "$test_status" -eq 0 ]

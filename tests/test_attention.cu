@@ -1,0 +1,455 @@
+// tests/test_attention.cu: attention forward and backward (attention.h), flash and naive, against
+// a float64 CPU reference computed here from the same bf16 inputs.
+//   qkv (B, T, 3, NH, HS): Q, K uniform in [-2, 2] (scores up to about ±6, so the softmax is
+//   far from uniform), V uniform in [-1, 1]; dO (B, T, NH, HS) uniform in [-1, 1].
+//   Shapes: T in {1, 7, 64, 65, 127, 128, 129, 1000, 4096} (block multiples and not), HS 64 and
+//   128, causal and not; B = 2, NH = 3, except T = 4096: B = 1, NH = 2, where the reference covers
+//   only the first and last row of every 64 (O, L, dQ) and dK, dV are checked against naive only.
+//   The naive path alone also runs head sizes 8, 96 and 256.
+// Every output is poisoned with NaN before each run, so an element left unwritten fails.
+// FLASHGPT_ATTN_SMALL=1 runs only T in {1, 7, 65, 129} (for the sanitizers).
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "attention/attention.h"
+#include "tests/test.h"
+
+// bf16 keeps 8 significant bits: rounding one value costs up to 2^-9 relative. Inputs are the
+// same bf16 values for the reference, but P (both paths) and S, dS (naive) are rounded to bf16
+// on the way, and so are the outputs: a relative L2 error of a few 2^-9 (measured ~6e-3 for the
+// naive path on these inputs, less for flash). 2e-2 leaves margin; a real bug is O(1).
+#define TOL_REL 2e-2
+// L is fp32 computed from fp32 scores of exact bf16 inputs: only summation-order and exp/log
+// error (~1e-6), far below this bound on |L - ref| / (1 + |ref|).
+#define TOL_LSE 1e-3
+// A bf16 row of P sums to 1 within 2^-9 even if every rounding went the same way.
+#define TOL_ROW_SUM (1.0 / 256)
+// rms floor of the relative error's denominator: the gradient of a one-key softmax is exactly 0.
+#define ABS_FLOOR 1e-3
+
+static const int SEQ_LENS[] = {1, 7, 64, 65, 127, 128, 129, 1000, 4096};
+static const int SMALL_SEQ_LENS[] = {1, 7, 65, 129};  // FLASHGPT_ATTN_SMALL=1
+static const int NAIVE_ONLY_HEAD_SIZES[] = {8, 96, 256};
+#define FULL_REFERENCE_MAX_T 1024
+
+typedef struct {
+    AttentionShape s;
+    int flash;  // the flash kernels support the head size too
+} TestShape;
+
+static AttentionShape make_shape(int T, int HS, int causal) {
+    AttentionShape s;
+    s.B = T > FULL_REFERENCE_MAX_T ? 1 : 2;
+    s.NH = T > FULL_REFERENCE_MAX_T ? 2 : 3;
+    s.T = T;
+    s.HS = HS;
+    s.causal = causal;
+    s.scale = 1.0f / sqrtf((float)HS);
+    return s;
+}
+
+static int test_shapes(TestShape* shapes, int small) {
+    const int* seq_lens = small ? SMALL_SEQ_LENS : SEQ_LENS;
+    size_t seq_lens_n = small ? sizeof(SMALL_SEQ_LENS) / sizeof(int) : sizeof(SEQ_LENS) / sizeof(int);
+    int n = 0;
+    for (int hs = 64; hs <= 128; hs *= 2)
+        for (int causal = 0; causal <= 1; causal++)
+            for (size_t i = 0; i < seq_lens_n; i++) {
+                shapes[n].s = make_shape(seq_lens[i], hs, causal);
+                shapes[n++].flash = 1;
+            }
+    for (size_t i = 0; i < sizeof(NAIVE_ONLY_HEAD_SIZES) / sizeof(NAIVE_ONLY_HEAD_SIZES[0]); i++) {
+        shapes[n].s = make_shape(65, NAIVE_ONLY_HEAD_SIZES[i], 1);
+        shapes[n++].flash = 0;
+    }
+    return n;
+}
+
+static void case_name(char* name, size_t len, const char* impl, AttentionShape s) {
+    snprintf(name, len, "attention %s HS%d %s T=%d", impl, s.HS, s.causal ? "causal" : "noncausal", s.T);
+}
+
+// The rows the reference computes: all of them, or at long T the edges of every 64-row block.
+static int reference_row(int t, int T) {
+    return T <= FULL_REFERENCE_MAX_T || t % 64 == 0 || t % 64 == 63;
+}
+
+// ----------------------------------------------------------------------------------------------
+// float64 reference
+
+static uint64_t rng_next(uint64_t* state) {  // splitmix64
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static bf16 rng_bf16(uint64_t* state, float bound) {  // uniform in [-bound, bound]
+    float u = (float)(rng_next(state) >> 40) / (float)(1 << 24);
+    return __float2bfloat16((2.0f * u - 1.0f) * bound);
+}
+
+// One head: q, k, v, dout (T, HS) -> o (T, HS), lse (T), dq (T, HS) on the rows of reference_row,
+// and dk, dv (T, HS) when every row is covered. Loops run along contiguous rows (kt, vt are K^T
+// and V^T) so they vectorize; p and ds hold one row. Work: ~6 T^2 HS multiply-adds.
+static void reference_head(int T, int HS, int causal, double scale, const double* q,
+                           const double* k, const double* v, const double* dout, double* o,
+                           double* lse, double* dq, double* dk, double* dv, double* kt,
+                           double* vt, double* p, double* ds) {
+    int all_rows = T <= FULL_REFERENCE_MAX_T;
+    for (int j = 0; j < T; j++)
+        for (int d = 0; d < HS; d++) {
+            kt[(size_t)d * T + j] = k[(size_t)j * HS + d];
+            vt[(size_t)d * T + j] = v[(size_t)j * HS + d];
+        }
+    memset(dk, 0, sizeof(double) * T * HS);
+    memset(dv, 0, sizeof(double) * T * HS);
+    for (int i = 0; i < T; i++) {
+        if (!reference_row(i, T)) continue;
+        int n = causal ? i + 1 : T;
+        const double* qi = q + (size_t)i * HS;
+        const double* doi = dout + (size_t)i * HS;
+        double *oi = o + (size_t)i * HS, *dqi = dq + (size_t)i * HS;
+        for (int j = 0; j < n; j++) p[j] = ds[j] = 0.0;
+        for (int d = 0; d < HS; d++) {
+            double qd = qi[d] * scale, dod = doi[d];
+            const double *ktd = kt + (size_t)d * T, *vtd = vt + (size_t)d * T;
+            for (int j = 0; j < n; j++) {
+                p[j] += qd * ktd[j];    // scores
+                ds[j] += dod * vtd[j];  // dP
+            }
+        }
+        double m = -INFINITY, sum = 0.0, dot = 0.0;
+        for (int j = 0; j < n; j++) m = fmax(m, p[j]);
+        for (int j = 0; j < n; j++) sum += (p[j] = exp(p[j] - m));
+        for (int j = 0; j < n; j++) dot += (p[j] /= sum) * ds[j];
+        lse[i] = m + log(sum);
+        for (int d = 0; d < HS; d++) oi[d] = dqi[d] = 0.0;
+        for (int j = 0; j < n; j++) {
+            double pj = p[j], dsj = p[j] * (ds[j] - dot) * scale;
+            const double *kj = k + (size_t)j * HS, *vj = v + (size_t)j * HS;
+            for (int d = 0; d < HS; d++) {
+                oi[d] += pj * vj[d];
+                dqi[d] += dsj * kj[d];
+            }
+            if (!all_rows) continue;
+            double *dkj = dk + (size_t)j * HS, *dvj = dv + (size_t)j * HS;
+            for (int d = 0; d < HS; d++) {
+                dkj[d] += dsj * qi[d];
+                dvj[d] += pj * doi[d];
+            }
+        }
+    }
+}
+
+typedef struct {
+    double* out;   // (B, T, NH, HS)
+    double* lse;   // (B, NH, T)
+    double* dqkv;  // (B, T, 3, NH, HS)
+} Reference;
+
+static Reference reference(AttentionShape s, const bf16* qkv, const bf16* dout) {
+    int T = s.T, HS = s.HS, NH = s.NH, C = NH * HS;
+    size_t th = (size_t)T * HS;
+    Reference r;
+    r.out = (double*)calloc((size_t)s.B * T * C, sizeof(double));
+    r.lse = (double*)calloc((size_t)s.B * NH * T, sizeof(double));
+    r.dqkv = (double*)calloc((size_t)s.B * T * 3 * C, sizeof(double));
+    double* buf = (double*)malloc(sizeof(double) * (12 * th + 2 * T));
+    double *q = buf, *k = q + th, *v = k + th, *dO = v + th, *o = dO + th, *dq = o + th;
+    double *dk = dq + th, *dv = dk + th, *kt = dv + th, *vt = kt + th, *p = vt + th, *ds = p + T;
+    for (int b = 0; b < s.B; b++)
+        for (int h = 0; h < NH; h++) {
+            for (int t = 0; t < T; t++)
+                for (int d = 0; d < HS; d++) {
+                    const bf16* x = qkv + ((size_t)b * T + t) * 3 * C + h * HS + d;
+                    q[t * HS + d] = __bfloat162float(x[0]);
+                    k[t * HS + d] = __bfloat162float(x[C]);
+                    v[t * HS + d] = __bfloat162float(x[2 * C]);
+                    dO[t * HS + d] = __bfloat162float(dout[((size_t)b * T + t) * C + h * HS + d]);
+                }
+            reference_head(T, HS, s.causal, s.scale, q, k, v, dO, o, r.lse + ((size_t)b * NH + h) * T,
+                           dq, dk, dv, kt, vt, p, ds);
+            for (int t = 0; t < T; t++)
+                for (int d = 0; d < HS; d++) {
+                    r.out[((size_t)b * T + t) * C + h * HS + d] = o[t * HS + d];
+                    double* g = r.dqkv + ((size_t)b * T + t) * 3 * C + h * HS + d;
+                    g[0] = dq[t * HS + d];
+                    g[C] = dk[t * HS + d];
+                    g[2 * C] = dv[t * HS + d];
+                }
+        }
+    free(buf);
+    return r;
+}
+
+// ----------------------------------------------------------------------------------------------
+// comparisons
+
+static void keep_worst(double* worst, double x) {  // a NaN sticks
+    if (isnan(x) || x > *worst) *worst = x;
+}
+
+// Relative L2 error ||got - ref|| / ||ref|| of the columns [first, first + C) of a (B, T, row)
+// tensor, over the rows t that `rows_only` allows (all rows when 0). NaN when got holds a NaN.
+static double rel_error(const bf16* got, const double* ref, AttentionShape s, int row, int first,
+                        int rows_only) {
+    int C = s.NH * s.HS;
+    double diff2 = 0.0, ref2 = 0.0;
+    size_t n = 0;
+    for (int b = 0; b < s.B; b++)
+        for (int t = 0; t < s.T; t++) {
+            if (rows_only && !reference_row(t, s.T)) continue;
+            size_t at = ((size_t)b * s.T + t) * row + first;
+            for (int e = 0; e < C; e++) {
+                double d = (double)__bfloat162float(got[at + e]) - ref[at + e];
+                diff2 += d * d;
+                ref2 += ref[at + e] * ref[at + e];
+            }
+            n += C;
+        }
+    return sqrt(diff2 / fmax(ref2, ABS_FLOOR * ABS_FLOOR * n));
+}
+
+static double* to_double(const bf16* x, size_t n) {
+    double* y = (double*)malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) y[i] = __bfloat162float(x[i]);
+    return y;
+}
+
+// O, dQ, dK, dV errors of got against ref; dK, dV only if check_dkv. Returns the worst.
+typedef struct { double out, dq, dk, dv; } Errors;
+static double errors(Errors* e, const bf16* out, const bf16* dqkv, const double* ref_out,
+                     const double* ref_dqkv, AttentionShape s, int rows_only, int check_dkv) {
+    int C = s.NH * s.HS;
+    e->out = rel_error(out, ref_out, s, C, 0, rows_only);
+    e->dq = rel_error(dqkv, ref_dqkv, s, 3 * C, 0, rows_only);
+    e->dk = check_dkv ? rel_error(dqkv, ref_dqkv, s, 3 * C, C, 0) : 0.0;
+    e->dv = check_dkv ? rel_error(dqkv, ref_dqkv, s, 3 * C, 2 * C, 0) : 0.0;
+    double worst = 0.0;
+    keep_worst(&worst, e->out);
+    keep_worst(&worst, e->dq);
+    keep_worst(&worst, e->dk);
+    keep_worst(&worst, e->dv);
+    return worst;
+}
+
+static void check_errors(const char* what, const Errors* e, double worst, int check_dkv) {
+    if (check_dkv)
+        printf("    %s: rel err O %.2e dQ %.2e dK %.2e dV %.2e\n", what, e->out, e->dq, e->dk, e->dv);
+    else
+        printf("    %s: rel err O %.2e dQ %.2e (dK, dV not covered)\n", what, e->out, e->dq);
+    CHECK(worst <= TOL_REL, "%s: relative error %.3g over %g", what, worst, TOL_REL);
+}
+
+// ----------------------------------------------------------------------------------------------
+// GPU runs
+
+typedef struct {
+    bf16 *qkv, *dout, *out, *dqkv;
+    void *saved, *scratch;
+    size_t saved_bytes, scratch_bytes;
+} DeviceBuffers;
+
+// NaN in every output (bf16 0xFFFF and fp32 0xFFFFFFFF are NaN), so unwritten elements show.
+static void poison(void* p, size_t bytes) { cudaCheck(cudaMemset(p, 0xFF, bytes)); }
+
+static void run_forward(AttentionKind kind, AttentionShape s, DeviceBuffers* d, bf16* out, void* saved) {
+    size_t out_bytes = (size_t)s.B * s.T * s.NH * s.HS * sizeof(bf16);
+    poison(d->out, out_bytes);
+    poison(d->saved, d->saved_bytes);
+    attention_forward(kind, s, d->out, d->saved, d->qkv, 0);
+    cudaCheck(cudaDeviceSynchronize());
+    cudaCheck(cudaMemcpy(out, d->out, out_bytes, cudaMemcpyDeviceToHost));
+    if (saved) cudaCheck(cudaMemcpy(saved, d->saved, attention_saved_bytes(kind, s), cudaMemcpyDeviceToHost));
+}
+
+static void run_backward(AttentionKind kind, AttentionShape s, DeviceBuffers* d, int deterministic,
+                         bf16* dqkv) {
+    size_t dqkv_bytes = (size_t)s.B * s.T * 3 * s.NH * s.HS * sizeof(bf16);
+    poison(d->dqkv, dqkv_bytes);
+    poison(d->scratch, d->scratch_bytes);
+    attention_backward(kind, s, d->dqkv, d->dout, d->out, d->saved, d->qkv, d->scratch,
+                       deterministic, 0);
+    cudaCheck(cudaDeviceSynchronize());
+    cudaCheck(cudaMemcpy(dqkv, d->dqkv, dqkv_bytes, cudaMemcpyDeviceToHost));
+}
+
+// P (B, NH, T, T) of the naive forward: exact zeros above the diagonal when causal, rows sum to 1.
+static void check_probs(AttentionShape s, const bf16* probs) {
+    size_t rows = (size_t)s.B * s.NH * s.T, bad_zero = 0, bad_sum = 0;
+    double worst_sum = 0.0;
+    for (size_t r = 0; r < rows; r++) {
+        const bf16* p = probs + r * s.T;
+        int n = s.causal ? (int)(r % s.T) + 1 : s.T;
+        double sum = 0.0;
+        for (int j = 0; j < n; j++) sum += __bfloat162float(p[j]);
+        for (int j = n; j < s.T; j++) bad_zero += __bfloat162float(p[j]) != 0.0f;
+        keep_worst(&worst_sum, fabs(sum - 1.0));
+        bad_sum += !(fabs(sum - 1.0) <= TOL_ROW_SUM);
+    }
+    CHECK(bad_zero == 0, "%zu masked probabilities are not exactly 0", bad_zero);
+    CHECK(bad_sum == 0, "%zu rows of P do not sum to 1 (worst |sum - 1| %.3g)", bad_sum, worst_sum);
+}
+
+// The naive path against the reference; leaves its O and dqkv in out, dqkv for the flash case.
+static void test_naive(AttentionShape s, DeviceBuffers* d, const Reference* ref, bf16* out,
+                       bf16* dqkv) {
+    char name[96];
+    case_name(name, sizeof(name), "naive", s);
+    test_begin(name);
+    const char* why = attention_unsupported(ATTENTION_NAIVE, s);
+    CHECK(why == NULL, "refused: %s", why);
+    if (!why) {
+        int full = s.T <= FULL_REFERENCE_MAX_T;
+        bf16* probs = (bf16*)malloc(attention_saved_bytes(ATTENTION_NAIVE, s));
+        bf16* again = (bf16*)malloc((size_t)s.B * s.T * 3 * s.NH * s.HS * sizeof(bf16));
+        run_forward(ATTENTION_NAIVE, s, d, out, probs);
+        check_probs(s, probs);
+        run_backward(ATTENTION_NAIVE, s, d, 0, dqkv);
+        Errors e;
+        double worst = errors(&e, out, dqkv, ref->out, ref->dqkv, s, 1, full);
+        check_errors("naive vs reference", &e, worst, full);
+        run_backward(ATTENTION_NAIVE, s, d, 0, again);
+        CHECK(memcmp(again, dqkv, (size_t)s.B * s.T * 3 * s.NH * s.HS * sizeof(bf16)) == 0,
+              "two backward runs differ");
+        free(probs);
+        free(again);
+    }
+    test_end();
+}
+
+static void test_flash(AttentionShape s, DeviceBuffers* d, const Reference* ref,
+                       const bf16* naive_out, const bf16* naive_dqkv) {
+    char name[96];
+    case_name(name, sizeof(name), "flash", s);
+    test_begin(name);
+    const char* why = attention_unsupported(ATTENTION_FLASH, s);
+    CHECK(why == NULL, "refused: %s", why);
+    if (!why) {
+        int full = s.T <= FULL_REFERENCE_MAX_T, C = s.NH * s.HS;
+        size_t out_n = (size_t)s.B * s.T * C, dqkv_n = 3 * out_n, rows = (size_t)s.B * s.NH * s.T;
+        bf16* out = (bf16*)malloc(out_n * sizeof(bf16));
+        float* lse = (float*)malloc(rows * sizeof(float));
+        bf16* dqkv = (bf16*)malloc(dqkv_n * sizeof(bf16));
+        bf16* det1 = (bf16*)malloc(dqkv_n * sizeof(bf16));
+        bf16* det2 = (bf16*)malloc(dqkv_n * sizeof(bf16));
+        run_forward(ATTENTION_FLASH, s, d, out, lse);
+        double worst_lse = 0.0;
+        for (size_t r = 0; r < rows; r++)
+            if (reference_row((int)(r % s.T), s.T))
+                keep_worst(&worst_lse, fabs(lse[r] - ref->lse[r]) / (1.0 + fabs(ref->lse[r])));
+        printf("    flash L: worst |L - ref| / (1 + |ref|) %.2e\n", worst_lse);
+        CHECK(worst_lse <= TOL_LSE, "L: error %.3g over %g", worst_lse, TOL_LSE);
+
+        Errors e;
+        run_backward(ATTENTION_FLASH, s, d, 0, dqkv);
+        check_errors("flash vs reference", &e, errors(&e, out, dqkv, ref->out, ref->dqkv, s, 1, full), full);
+        run_backward(ATTENTION_FLASH, s, d, 1, det1);
+        check_errors("flash deterministic vs reference", &e,
+                     errors(&e, out, det1, ref->out, ref->dqkv, s, 1, full), full);
+        run_backward(ATTENTION_FLASH, s, d, 1, det2);
+        CHECK(memcmp(det1, det2, dqkv_n * sizeof(bf16)) == 0, "two deterministic backward runs differ");
+
+        // Against naive on every element, dK and dV included, at every T.
+        double* n_out = to_double(naive_out, out_n);
+        double* n_dqkv = to_double(naive_dqkv, dqkv_n);
+        check_errors("flash vs naive", &e, errors(&e, out, dqkv, n_out, n_dqkv, s, 0, 1), 1);
+        free(n_out);
+        free(n_dqkv);
+        free(out);
+        free(lse);
+        free(dqkv);
+        free(det1);
+        free(det2);
+    }
+    test_end();
+}
+
+static void test_shape(TestShape ts) {
+    AttentionShape s = ts.s;
+    size_t out_n = (size_t)s.B * s.T * s.NH * s.HS, qkv_n = 3 * out_n;
+    uint64_t seed = (uint64_t)s.T * 1000003u + (uint64_t)s.HS * 17u + (uint64_t)s.causal;
+    bf16* qkv = (bf16*)malloc(qkv_n * sizeof(bf16));
+    bf16* dout = (bf16*)malloc(out_n * sizeof(bf16));
+    for (size_t i = 0; i < qkv_n; i++) {
+        int part = (int)(i / (s.NH * s.HS) % 3);  // 0 Q, 1 K, 2 V
+        qkv[i] = rng_bf16(&seed, part < 2 ? 2.0f : 1.0f);
+    }
+    for (size_t i = 0; i < out_n; i++) dout[i] = rng_bf16(&seed, 1.0f);
+    Reference ref = reference(s, qkv, dout);
+
+    DeviceBuffers d;
+    d.saved_bytes = attention_saved_bytes(ATTENTION_NAIVE, s);
+    d.scratch_bytes = attention_scratch_bytes(ATTENTION_NAIVE, s);
+    if (ts.flash && !attention_unsupported(ATTENTION_FLASH, s)) {
+        size_t fs = attention_saved_bytes(ATTENTION_FLASH, s), fx = attention_scratch_bytes(ATTENTION_FLASH, s);
+        if (fs > d.saved_bytes) d.saved_bytes = fs;
+        if (fx > d.scratch_bytes) d.scratch_bytes = fx;
+    }
+    cudaCheck(cudaMalloc(&d.qkv, qkv_n * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d.dout, out_n * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d.out, out_n * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d.dqkv, qkv_n * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d.saved, d.saved_bytes));
+    cudaCheck(cudaMalloc(&d.scratch, d.scratch_bytes > 0 ? d.scratch_bytes : 1));
+    cudaCheck(cudaMemcpy(d.qkv, qkv, qkv_n * sizeof(bf16), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(d.dout, dout, out_n * sizeof(bf16), cudaMemcpyHostToDevice));
+
+    bf16* naive_out = (bf16*)malloc(out_n * sizeof(bf16));
+    bf16* naive_dqkv = (bf16*)malloc(qkv_n * sizeof(bf16));
+    test_naive(s, &d, &ref, naive_out, naive_dqkv);
+    if (ts.flash) test_flash(s, &d, &ref, naive_out, naive_dqkv);
+
+    cudaCheck(cudaFree(d.qkv));
+    cudaCheck(cudaFree(d.dout));
+    cudaCheck(cudaFree(d.out));
+    cudaCheck(cudaFree(d.dqkv));
+    cudaCheck(cudaFree(d.saved));
+    cudaCheck(cudaFree(d.scratch));
+    free(naive_out);
+    free(naive_dqkv);
+    free(ref.out);
+    free(ref.lse);
+    free(ref.dqkv);
+    free(qkv);
+    free(dout);
+}
+
+// Head sizes outside what an implementation handles get a message instead of a computation.
+static void test_refusals(void) {
+    test_begin("attention refuses unsupported head sizes");
+    const struct { AttentionKind kind; const char* impl; int HS; } refused[] = {
+        {ATTENTION_FLASH, "flash", 96}, {ATTENTION_FLASH, "flash", 32},
+        {ATTENTION_NAIVE, "naive", 100}, {ATTENTION_NAIVE, "naive", 264},
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        const char* why = attention_unsupported(refused[i].kind, make_shape(64, refused[i].HS, 1));
+        CHECK(why != NULL && why[0] != '\0', "%s accepts head size %d", refused[i].impl, refused[i].HS);
+        if (why) printf("    %s HS%d: %s\n", refused[i].impl, refused[i].HS, why);
+    }
+    test_end();
+}
+
+int main(void) {
+    const char* small_env = getenv("FLASHGPT_ATTN_SMALL");
+    int small = small_env && atoi(small_env) != 0;
+    TestShape shapes[64];
+    int n = test_shapes(shapes, small);
+
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+        char name[96];
+        for (int i = 0; i < n; i++) {
+            case_name(name, sizeof(name), "naive", shapes[i].s);
+            test_skip(name, "no CUDA device");
+            if (!shapes[i].flash) continue;
+            case_name(name, sizeof(name), "flash", shapes[i].s);
+            test_skip(name, "no CUDA device");
+        }
+        test_skip("attention refuses unsupported head sizes", "no CUDA device");
+        return 0;
+    }
+    test_refusals();
+    for (int i = 0; i < n; i++) test_shape(shapes[i]);
+    return test_exit_code();
+}
