@@ -13,13 +13,13 @@ static const char* test_case_name = NULL;
 static int test_case_failures = 0;
 static int test_total_failures = 0;
 
-static void test_begin(const char* name) {
+static inline void test_begin(const char* name) {
     test_case_name = name;
     test_case_failures = 0;
 }
 
 // Prints the FAIL line on the first failure of a case, then indented details.
-static void test_fail(const char* fmt, ...) {
+static inline void test_fail(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     if (test_case_failures == 0) printf("FAIL %s: ", test_case_name);
@@ -31,25 +31,25 @@ static void test_fail(const char* fmt, ...) {
     fflush(stdout);
 }
 
-static void test_end(void) {
+static inline void test_end(void) {
     if (test_case_failures == 0) printf("PASS %s\n", test_case_name);
     else test_total_failures++;
     fflush(stdout);
     test_case_name = NULL;
 }
 
-static void test_skip(const char* name, const char* why) {
+static inline void test_skip(const char* name, const char* why) {
     printf("SKIPPED %s (%s)\n", name, why);
     fflush(stdout);
 }
 
 // Exit status of a test program: non-zero when any case failed.
-static int test_exit_code(void) { return test_total_failures ? 1 : 0; }
+static inline int test_exit_code(void) { return test_total_failures ? 1 : 0; }
 
 #define CHECK(cond, ...) do { if (!(cond)) { test_fail(__VA_ARGS__); } } while (0)
 
 // Where the runner says things are: generated reference data, scratch space, tinyshakespeare.
-static const char* test_env(const char* name, const char* fallback) {
+static inline const char* test_env(const char* name, const char* fallback) {
     const char* v = getenv(name);
     return (v && *v) ? v : fallback;
 }
