@@ -1,7 +1,7 @@
 # flashgpt build.
 #   make            build every program (works without a GPU: compile and link only)
 #   make test       build and run every test (GPU tests report SKIPPED without a CUDA device)
-#   make train      prepare tinyshakespeare and train a small GPT on it (TEXT=path to skip the download)
+#   make train      fetch and prepare tinyshakespeare, train a small GPT on it (TEXT=path: a local text)
 #   make bench      build and run the benchmarks
 #   make clean
 # CUDA code targets Hopper by default; pick another GPU with e.g. GPU_ARCH="-arch=sm_80".
@@ -13,7 +13,10 @@ CFLAGS   ?= -O3 -Wall -Wextra -Wno-unused-parameter
 NVFLAGS  ?= -O3 -std=c++17 $(GPU_ARCH) -Xcompiler -Wall
 CUDA_LIBS = -lcublas -lcublasLt -lnccl
 BUILD    := build
-TEXT     ?= ../shared/data/tinyshakespeare.txt
+# make train downloads tinyshakespeare unless TEXT names a local text file; tests and
+# benchmarks read TEST_TEXT (and skip what needs it when it is not there).
+TEXT      ?=
+TEST_TEXT ?= ../shared/data/tinyshakespeare.txt
 
 # Plain C code: everything under tokenizer/ and data/ except the files that hold a main().
 C_PROGRAM_SRC := tokenizer/bpe_cli.c data/prepare_data.c
@@ -54,13 +57,13 @@ endif
 all: $(CPU_PROGRAMS) $(GPU_PROGRAMS)
 
 test: $(CPU_TESTS) $(GPU_TESTS) $(PYTHON_DEP)
-	@PYTHON=$(PYTHON) BUILD=$(BUILD) TEXT=$(TEXT) tests/run_tests.sh $(CPU_TESTS) $(GPU_TESTS)
+	@PYTHON=$(PYTHON) BUILD=$(BUILD) TEXT=$(TEST_TEXT) tests/run_tests.sh $(CPU_TESTS) $(GPU_TESTS)
 
 train: all
 	TEXT=$(TEXT) scripts/train_tinyshakespeare.sh
 
 bench: $(CPU_BENCHES) $(GPU_BENCHES) $(CPU_PROGRAMS)
-	@BUILD=$(BUILD) TEXT=$(TEXT) bench/run_bench.sh $(CPU_BENCHES) $(GPU_BENCHES)
+	@FLASHGPT_TEXT=$(TEST_TEXT) bench/run_bench.sh $(CPU_BENCHES) $(GPU_BENCHES)
 
 clean:
 	rm -rf $(BUILD) $(CPU_PROGRAMS) train_gpt
