@@ -16,17 +16,6 @@
 #include "attention/flash.h"
 #include "attention/mma.cuh"
 #include "attention/smem_tile.cuh"
-#include <type_traits>
-#ifndef SPL_MT64
-#define SPL_MT64 2
-#define SPL_M64 128
-#define SPL_SUB64 64
-#endif
-#ifndef SPL_MT128
-#define SPL_MT128 1
-#define SPL_M128 64
-#define SPL_SUB128 64
-#endif
 
 static size_t delta_bytes(AttentionShape s) {
     return ceil_div((long long)s.B * s.NH * s.T * sizeof(float), 256) * 256;   // keeps dQ 256-aligned
@@ -183,7 +172,7 @@ flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const fl
     load_q_block(first_q_block, 0);
     cp_async_commit();
     cp_async_wait<1>();
-    __syncthreads();
+    __syncthreads();   // K and V in place; the first Q block may still be on its way
     // HS 64: the warp's K and V rows as A fragments, 32 registers kept for the whole loop.
     // HS 128 would need 64 next to 128 for dK and dV: there they are read again per sub-block.
     constexpr bool KV_IN_REGS = HS == 64;
@@ -302,272 +291,6 @@ flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const fl
     store_rows_warp<16, HS>(dk_ptr + NH * HS, row_stride, sV, warp * 16, T - warp_k0);
 }
 
-__device__ __forceinline__ void named_barrier_sync(int id, int nthreads) {
-    asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(nthreads) : "memory");
-}
-
-__device__ __forceinline__ void named_barrier_arrive(int id, int nthreads) {
-    asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(nthreads) : "memory");
-}
-
-// Step 2, with the work of a key strip split between two warps. Thread block: BLOCK_N keys of
-// one (b, h) in NWARPS/2 strips of KEYS = 16*M_TILES keys; each strip has a pair of warps:
-//   P warp  (warps 0..NWARPS/2-1): S^T = K Q^T, P^T = exp(scale*S^T - L), dV += P^T dO;
-//   dS warp (the others):          dP^T = V dO^T, dS^T = P^T * (dP^T - D), dK += dS^T Q.
-// Both run the same two matmuls on their own operands (K or V kept in registers as A fragments,
-// dV or dK accumulated in registers): x = frag * lhs^T, then acc += x * rhs, with lhs, rhs = Q, dO
-// for the P warp and dO, Q for the dS warp. Between them the P warp hands P^T (bf16, in fragment
-// order) to its dS warp through shared memory with a named barrier per sub-block (arrive, sync).
-// With M_TILES = 2 every Q or dO fragment read from shared memory feeds 4 MMAs instead of 2, and
-// each warp needs registers for one accumulator (dV or dK) instead of both.
-// Q, dO, L and D blocks of BLOCK_M queries are double-buffered, one barrier per block, worked
-// through in sub-blocks of SUB_M queries. With ATOMIC_DQ the dS warps write dS^T to shared memory
-// (double-buffered) and, after the barrier that starts the next Q block, every warp adds a
-// (32, HS*BLOCK_M/32/NWARPS) piece of that block's dQ = dS K to the accumulator with atomics, so
-// the dQ matmul and its atomics overlap the next block's work.
-template <int HS, int M_TILES, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ>
-struct KvSplitConfig {
-    static constexpr int NTHREADS = NWARPS * 32;
-    static constexpr int PAIRS = NWARPS / 2;
-    static constexpr int KEYS = 16 * M_TILES;                  // keys per warp pair
-    static constexpr int BLOCK_N = PAIRS * KEYS;
-    static constexpr int N_SUB = BLOCK_M / SUB_M;
-    static constexpr int P_WORDS = M_TILES * (SUB_M / 8) * 2;  // bf16 pairs of P^T per lane per sub-block
-    static constexpr int S = PaddedRow<HS>::stride;
-    static constexpr int SDS = PaddedRow<BLOCK_M>::stride;
-    static constexpr int smem_bytes = (2 * BLOCK_N + 4 * BLOCK_M) * S * (int)sizeof(bf16)
-                                    + (ATOMIC_DQ ? 2 * BLOCK_N * SDS * (int)sizeof(bf16) : 0)
-                                    + PAIRS * N_SUB * P_WORDS * 32 * (int)sizeof(uint32_t)
-                                    + 4 * BLOCK_M * (int)sizeof(float);
-    static_assert(BLOCK_M % SUB_M == 0 && SUB_M % 16 == 0 && P_WORDS % 4 == 0, "whole 16-query tiles");
-    static_assert(1 + PAIRS * N_SUB <= 16, "one named barrier per (pair, sub-block), 0 is __syncthreads");
-};
-
-template <int HS, int M_TILES, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ>
-__global__ void __launch_bounds__(NWARPS * 32)
-flash_backward_kv_split_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const float* lse, const float* delta,
-                               const bf16* qkv, int T, int NH, int BH, int causal, float scale) {
-    using C = KvSplitConfig<HS, M_TILES, BLOCK_M, SUB_M, NWARPS, ATOMIC_DQ>;
-    constexpr int NTHREADS = C::NTHREADS, PAIRS = C::PAIRS, KEYS = C::KEYS, BLOCK_N = C::BLOCK_N;
-    constexpr int N_SUB = C::N_SUB, P_WORDS = C::P_WORDS, S = C::S, SDS = C::SDS;
-    extern __shared__ __align__(16) unsigned char smem[];
-    bf16* sK = reinterpret_cast<bf16*>(smem);     // (BLOCK_N, HS), later the dK staging area
-    bf16* sV = sK + BLOCK_N * S;                   // (BLOCK_N, HS), later the dV staging area
-    bf16* sQ = sV + BLOCK_N * S;                   // 2 stages of (BLOCK_M, HS)
-    bf16* sdO = sQ + 2 * BLOCK_M * S;              // 2 stages of (BLOCK_M, HS)
-    bf16* sdS = sdO + 2 * BLOCK_M * S;             // 2 stages of (BLOCK_N, BLOCK_M): dS^T, ATOMIC_DQ only
-    uint32_t* sP = reinterpret_cast<uint32_t*>(sdS + (ATOMIC_DQ ? 2 * BLOCK_N * SDS : 0));   // (PAIRS, N_SUB, P_WORDS, 32)
-    float* sL = reinterpret_cast<float*>(sP + PAIRS * N_SUB * P_WORDS * 32);   // 2 stages of (BLOCK_M)
-    float* sD = sL + 2 * BLOCK_M;                  // 2 stages of (BLOCK_M)
-
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    // The warps of a pair, w and w + PAIRS, share an SM sub-partition (warp % 4), so each
-    // sub-partition runs as many P warps as dS warps.
-    int pair = warp % PAIRS;
-    bool ds_warp = warp >= PAIRS;             // the dS warp of the pair, else the P warp
-    // Causal work shrinks with the key index: the first K/V blocks are issued first.
-    int kv_block = blockIdx.x / BH;
-    int bh = blockIdx.x % BH, b = bh / NH, h = bh % NH;
-    int k0 = kv_block * BLOCK_N;
-    int pair_k0 = k0 + pair * KEYS;           // first key of this pair
-    long long row_stride = 3LL * NH * HS, do_stride = (long long)NH * HS;
-    const bf16* q_ptr = qkv + (long long)b * T * row_stride + h * HS;
-    const bf16* k_ptr = q_ptr + NH * HS;
-    const bf16* v_ptr = q_ptr + 2 * NH * HS;
-    const bf16* do_ptr = dout + (long long)b * T * do_stride + h * HS;
-    const float* l_ptr = lse + (long long)bh * T;
-    const float* d_ptr = delta + (long long)bh * T;
-    // Causal: Q blocks entirely before this K/V block never see it.
-    int first_q_block = causal ? k0 / BLOCK_M : 0;
-    int n_q_blocks = (int)ceil_div(T, BLOCK_M);
-
-    auto load_q_block = [&](int i, int stage) {
-        int q0 = i * BLOCK_M;
-        load_tile_async<BLOCK_M, HS, NTHREADS>(sQ + stage * BLOCK_M * S, q_ptr + q0 * row_stride, row_stride, T - q0);
-        load_tile_async<BLOCK_M, HS, NTHREADS>(sdO + stage * BLOCK_M * S, do_ptr + q0 * do_stride, do_stride, T - q0);
-        load_vec_async<BLOCK_M, NTHREADS>(sL + stage * BLOCK_M, l_ptr + q0, T - q0);
-        load_vec_async<BLOCK_M, NTHREADS>(sD + stage * BLOCK_M, d_ptr + q0, T - q0);
-    };
-    // dQ (BLOCK_M, HS) of the Q block at q0 += dS K = (dS^T)^T K, from its dS^T in sdS + stage:
-    // warp -> rows 32*strip.. (two m-tiles, so every K fragment feeds both), columns
-    // c0..c0+DQ_COLS, added to the accumulator with atomics.
-    auto add_dq = [&](int q0, int stage) {
-        constexpr int STRIPS = BLOCK_M / 32;
-        constexpr int DQ_COLS = HS * STRIPS / NWARPS;
-        static_assert(DQ_COLS % 16 == 0, "dQ tiles of whole 16-column pairs");
-        const bf16* ds_tile = sdS + stage * BLOCK_N * SDS;
-        int strip = warp % STRIPS, c0 = (warp / STRIPS) * DQ_COLS;
-        float dq[2][DQ_COLS / 8][4] = {};
-        for (int kk = 0; kk < BLOCK_N / 16; kk++) {
-            uint32_t dsa[2][4];
-            for (int mt = 0; mt < 2; mt++) load_a_trans(dsa[mt], ds_tile, SDS, strip * 32 + mt * 16, kk * 16);
-            for (int dp = 0; dp < DQ_COLS / 16; dp++) {
-                uint32_t kb[4];
-                load_b_kn(kb, sK, S, kk * 16, c0 + dp * 16);
-                for (int mt = 0; mt < 2; mt++) {
-                    mma_bf16(dq[mt][2 * dp], dsa[mt], kb[0], kb[1]);
-                    mma_bf16(dq[mt][2 * dp + 1], dsa[mt], kb[2], kb[3]);
-                }
-            }
-        }
-        for (int mt = 0; mt < 2; mt++)
-            for (int half = 0; half < 2; half++) {
-                int query = q0 + strip * 32 + mt * 16 + g + 8 * half;
-                if (query >= T) continue;
-                float* dst = dq_accum + ((long long)bh * T + query) * HS + c0 + 2 * t;
-                for (int dt = 0; dt < DQ_COLS / 8; dt++) {
-#if __CUDA_ARCH__ >= 900
-                    atomicAdd(reinterpret_cast<float2*>(dst + dt * 8),
-                              make_float2(dq[mt][dt][2 * half], dq[mt][dt][2 * half + 1]));
-#else
-                    atomicAdd(dst + dt * 8, dq[mt][dt][2 * half]);
-                    atomicAdd(dst + dt * 8 + 1, dq[mt][dt][2 * half + 1]);
-#endif
-                }
-            }
-    };
-    load_tile_async<BLOCK_N, HS, NTHREADS>(sK, k_ptr + k0 * row_stride, row_stride, T - k0);
-    load_tile_async<BLOCK_N, HS, NTHREADS>(sV, v_ptr + k0 * row_stride, row_stride, T - k0);
-    cp_async_commit();
-    load_q_block(first_q_block, 0);
-    cp_async_commit();
-    cp_async_wait<1>();
-    __syncthreads();   // K and V in place
-
-    // The pair's K rows (P warp) or V rows (dS warp) as A fragments, kept for the whole loop,
-    // and dV (P warp) or dK (dS warp) of its keys: (KEYS, HS) fp32.
-    uint32_t frag[M_TILES][HS / 16][4];
-    for (int mt = 0; mt < M_TILES; mt++)
-        for (int kk = 0; kk < HS / 16; kk++) load_a(frag[mt][kk], ds_warp ? sV : sK, S, pair * KEYS + mt * 16, kk * 16);
-    float acc[M_TILES][HS / 8][4] = {};
-    const float scale_log2 = scale * (float)M_LOG2E;
-
-    for (int i = first_q_block; i < n_q_blocks; i++) {
-        int stage = (i - first_q_block) & 1, q0 = i * BLOCK_M;
-        cp_async_wait<0>();
-        // One barrier per Q block: block i is in place for every thread; every thread is done
-        // with block i-1's Q/dO and P^T (so the stage takes block i+1, loading while block i is
-        // used) and has written block i-1's dS^T (so its dQ can be added now, overlapping block i).
-        __syncthreads();
-        if (i + 1 < n_q_blocks) {
-            load_q_block(i + 1, stage ^ 1);
-            cp_async_commit();
-        }
-        if (ATOMIC_DQ && i > first_q_block) add_dq(q0 - BLOCK_M, stage ^ 1);
-        const bf16* q_tile = sQ + stage * BLOCK_M * S;
-        const bf16* do_tile = sdO + stage * BLOCK_M * S;
-        const bf16* lhs_tile = ds_warp ? do_tile : q_tile;
-        const bf16* rhs_tile = ds_warp ? q_tile : do_tile;
-        const float* l_blk = sL + stage * BLOCK_M;
-        const float* d_blk = sD + stage * BLOCK_M;
-        bf16* ds_tile = sdS + stage * BLOCK_N * SDS;
-
-        for (int sub = 0; sub < N_SUB; sub++) {
-            int m0 = sub * SUB_M, qs = q0 + m0;   // the sub-block: queries qs..qs+SUB_M-1
-            // P^T of this (pair, sub-block), lane-interleaved by 4 words: 16-byte accesses, no conflicts.
-            uint4* p_buf = reinterpret_cast<uint4*>(sP + (pair * N_SUB + sub) * P_WORDS * 32);
-            int barrier_id = 1 + pair * N_SUB + sub;
-            // Causal: on the diagonal a pair may find all its keys after every query of the sub-block.
-            if (causal && pair_k0 > qs + SUB_M - 1) {
-                if (ATOMIC_DQ && ds_warp) {
-                    const float zero[4] = {0.f, 0.f, 0.f, 0.f};
-                    for (int mt = 0; mt < M_TILES; mt++)
-                        for (int nt = 0; nt < SUB_M / 8; nt++)
-                            store_c_tile<BLOCK_M>(ds_tile, pair * KEYS + mt * 16, m0 + nt * 8, zero, 1.0f, 1.0f);
-                }
-                continue;
-            }
-            // x = S^T = K Q^T (P warp) or dP^T = V dO^T (dS warp): (KEYS, SUB_M).
-            float x[M_TILES][SUB_M / 8][4] = {};
-            for (int kk = 0; kk < HS / 16; kk++)
-                for (int np = 0; np < SUB_M / 16; np++) {
-                    uint32_t bf[4];
-                    load_b_nk(bf, lhs_tile, S, m0 + np * 16, kk * 16);
-                    for (int mt = 0; mt < M_TILES; mt++) {
-                        mma_bf16(x[mt][2 * np], frag[mt][kk], bf[0], bf[1]);
-                        mma_bf16(x[mt][2 * np + 1], frag[mt][kk], bf[2], bf[3]);
-                    }
-                }
-            if (!ds_warp) {
-                // P^T = exp(scale*S^T - L), L per query (column). Masked: queries past T, keys
-                // past T and (causal) keys after the query. Then handed to the dS warp as bf16.
-                bool need_mask = qs + SUB_M > T || pair_k0 + KEYS > T || (causal && pair_k0 + KEYS - 1 > qs);
-                for (int nt = 0; nt < SUB_M / 8; nt++) {
-                    int qc = m0 + nt * 8 + 2 * t;
-                    float2 lq = *reinterpret_cast<const float2*>(l_blk + qc);
-                    float l2[2] = {lq.x * (float)M_LOG2E, lq.y * (float)M_LOG2E};
-                    for (int mt = 0; mt < M_TILES; mt++)
-                        for (int e = 0; e < 4; e++) {
-                            float p = fast_exp2(fmaf(x[mt][nt][e], scale_log2, -l2[e & 1]));
-                            if (need_mask) {
-                                int query = q0 + qc + (e & 1), key = pair_k0 + mt * 16 + g + (e >> 1) * 8;
-                                if (query >= T || key >= T || (causal && key > query)) p = 0.0f;
-                            }
-                            x[mt][nt][e] = p;
-                        }
-                }
-                for (int w4 = 0; w4 < P_WORDS / 4; w4++) {
-                    uint32_t w[4];
-                    for (int j = 0; j < 4; j++) {
-                        int word = 4 * w4 + j, mt = word / (SUB_M / 4), nt = (word / 2) % (SUB_M / 8), half = word % 2;
-                        w[j] = pack_bf16(x[mt][nt][2 * half], x[mt][nt][2 * half + 1]);
-                    }
-                    p_buf[w4 * 32 + lane] = make_uint4(w[0], w[1], w[2], w[3]);
-                }
-                named_barrier_arrive(barrier_id, 64);
-            } else {
-                // dS^T = P^T * (dP^T - D), D per query (column), P^T from the P warp.
-                named_barrier_sync(barrier_id, 64);
-                for (int w4 = 0; w4 < P_WORDS / 4; w4++) {
-                    uint4 v = p_buf[w4 * 32 + lane];
-                    uint32_t w[4] = {v.x, v.y, v.z, v.w};
-                    for (int j = 0; j < 4; j++) {
-                        int word = 4 * w4 + j, mt = word / (SUB_M / 4), nt = (word / 2) % (SUB_M / 8), half = word % 2;
-                        float2 dq = *reinterpret_cast<const float2*>(d_blk + m0 + nt * 8 + 2 * t);
-                        float p_lo = __uint_as_float(w[j] << 16), p_hi = __uint_as_float(w[j] & 0xffff0000u);
-                        x[mt][nt][2 * half] = p_lo * (x[mt][nt][2 * half] - dq.x);
-                        x[mt][nt][2 * half + 1] = p_hi * (x[mt][nt][2 * half + 1] - dq.y);
-                    }
-                }
-            }
-            // acc += x rhs: dV += P^T dO or dK += dS^T Q (scale applied once at the end): (KEYS, HS).
-            for (int kq = 0; kq < SUB_M / 16; kq++) {
-                uint32_t xa[M_TILES][4];
-                for (int mt = 0; mt < M_TILES; mt++) c_to_a(xa[mt], x[mt][2 * kq], x[mt][2 * kq + 1]);
-                for (int dp = 0; dp < HS / 16; dp++) {
-                    uint32_t bf[4];
-                    load_b_kn(bf, rhs_tile, S, m0 + kq * 16, dp * 16);
-                    for (int mt = 0; mt < M_TILES; mt++) {
-                        mma_bf16(acc[mt][2 * dp], xa[mt], bf[0], bf[1]);
-                        mma_bf16(acc[mt][2 * dp + 1], xa[mt], bf[2], bf[3]);
-                    }
-                }
-            }
-            if (ATOMIC_DQ && ds_warp)
-                for (int mt = 0; mt < M_TILES; mt++)
-                    for (int nt = 0; nt < SUB_M / 8; nt++)
-                        store_c_tile<BLOCK_M>(ds_tile, pair * KEYS + mt * 16, m0 + nt * 8, x[mt][nt], 1.0f, 1.0f);
-        }
-    }
-    __syncthreads();   // the last dS^T in place; after this, every warp is done with sV
-    if (ATOMIC_DQ) {
-        int last = n_q_blocks - 1;
-        add_dq(last * BLOCK_M, (last - first_q_block) & 1);
-        __syncthreads();   // every warp is done with sK
-    }
-
-    // dK (times scale, dS warp) or dV (P warp) through the pair's rows of sK or sV, then
-    // whole-row stores.
-    bf16* staging = ds_warp ? sK : sV;
-    float out_scale = ds_warp ? scale : 1.0f;
-    for (int mt = 0; mt < M_TILES; mt++)
-        for (int dt = 0; dt < HS / 8; dt++)
-            store_c_tile<HS>(staging, pair * KEYS + mt * 16, dt * 8, acc[mt][dt], out_scale, out_scale);
-    __syncwarp();
-    bf16* dst = dqkv + ((long long)b * T + pair_k0) * row_stride + (ds_warp ? 1 : 2) * NH * HS + h * HS;
-    store_rows_warp<KEYS, HS>(dst, row_stride, staging, pair * KEYS, T - pair_k0);
-}
-
 // Deterministic dQ: thread block per Q block of 16*NWARPS rows (warp w owns 16 of them, with
 // their Q and dO fragments in registers), looping over the K/V blocks in order:
 // S = Q K^T, dP = dO V^T, dS = P * (dP - D), dQ += dS K, all in registers.
@@ -673,8 +396,7 @@ flash_backward_dq_kernel(bf16* dqkv, const bf16* dout, const float* lse, const f
                             sQ, warp * 16, T - warp_q0);
 }
 
-template <int HS, int BLOCK_M, int SUB_M, int NWARPS, int M_TILES, int SPLIT_BLOCK_M, int SPLIT_SUB_M,
-          int DQ_NWARPS, int DQ_BLOCK_N>
+template <int HS, int BLOCK_M, int SUB_M, int NWARPS, int DQ_NWARPS, int DQ_BLOCK_N>
 static void launch_backward(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
     int BH = s.B * s.NH, n_rows = s.B * s.T * s.NH;
@@ -685,30 +407,15 @@ static void launch_backward(AttentionShape s, bf16* dqkv, const bf16* dout, cons
     flash_backward_prepass_kernel<HS><<<prepass_blocks, prepass_threads, 0, stream>>>(delta, dq_accum, dout, out, s.T, s.NH, n_rows);
     cudaCheckLaunch();
 
-    const char* split_env = getenv("FLASHGPT_BWD_SPLIT");
-    bool split = !(split_env && split_env[0] == '0');
-    auto launch_kv = [&](auto atomic_dq) {
-        constexpr bool ATOMIC = decltype(atomic_dq)::value;
-        if (split) {
-            using C = KvSplitConfig<HS, M_TILES, SPLIT_BLOCK_M, SPLIT_SUB_M, NWARPS, ATOMIC>;
-            constexpr auto kernel = flash_backward_kv_split_kernel<HS, M_TILES, SPLIT_BLOCK_M, SPLIT_SUB_M, NWARPS, ATOMIC>;
-            set_smem_limit_once<kernel>(C::smem_bytes);
-            kernel<<<(int)ceil_div(s.T, C::BLOCK_N) * BH, NWARPS * 32, C::smem_bytes, stream>>>(
-                dqkv, dq_accum, dout, lse, delta, qkv, s.T, s.NH, BH, s.causal, s.scale);
-        } else {
-            constexpr int BLOCK_N = 16 * NWARPS, S = PaddedRow<HS>::stride;
-            constexpr int smem = (2 * BLOCK_N + 4 * BLOCK_M) * S * (int)sizeof(bf16) + 4 * BLOCK_M * (int)sizeof(float)
-                               + (ATOMIC ? 2 * BLOCK_N * PaddedRow<BLOCK_M>::stride * (int)sizeof(bf16) : 0);
-            constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, ATOMIC>;
-            set_smem_limit_once<kernel>(smem);
-            kernel<<<(int)ceil_div(s.T, BLOCK_N) * BH, NWARPS * 32, smem, stream>>>(
-                dqkv, dq_accum, dout, lse, delta, qkv, s.T, s.NH, BH, s.causal, s.scale);
-        }
-        cudaCheckLaunch();
-    };
-    constexpr int S = PaddedRow<HS>::stride;
+    constexpr int BLOCK_N = 16 * NWARPS, S = PaddedRow<HS>::stride;
+    int n_kv_blocks = (int)ceil_div(s.T, BLOCK_N);
+    int kv_smem = (2 * BLOCK_N + 4 * BLOCK_M) * S * (int)sizeof(bf16) + 4 * BLOCK_M * (int)sizeof(float);
     if (deterministic) {
-        launch_kv(std::false_type{});
+        constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, false>;
+        set_smem_limit_once<kernel>(kv_smem);
+        kernel<<<n_kv_blocks * BH, NWARPS * 32, kv_smem, stream>>>(dqkv, NULL, dout, lse, delta, qkv, s.T, s.NH, BH, s.causal, s.scale);
+        cudaCheckLaunch();
+
         constexpr int DQ_BLOCK_M = 16 * DQ_NWARPS;
         int dq_smem = (2 * DQ_BLOCK_M + 4 * DQ_BLOCK_N) * S * (int)sizeof(bf16);
         int n_q_blocks = (int)ceil_div(s.T, DQ_BLOCK_M);
@@ -717,7 +424,12 @@ static void launch_backward(AttentionShape s, bf16* dqkv, const bf16* dout, cons
         dq_kernel<<<n_q_blocks * BH, DQ_NWARPS * 32, dq_smem, stream>>>(dqkv, dout, lse, delta, qkv, s.T, s.NH, BH, n_q_blocks, s.causal, s.scale);
         cudaCheckLaunch();
     } else {
-        launch_kv(std::true_type{});
+        kv_smem += 2 * BLOCK_N * PaddedRow<BLOCK_M>::stride * (int)sizeof(bf16);   // dS^T
+        constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, true>;
+        set_smem_limit_once<kernel>(kv_smem);
+        kernel<<<n_kv_blocks * BH, NWARPS * 32, kv_smem, stream>>>(dqkv, dq_accum, dout, lse, delta, qkv, s.T, s.NH, BH, s.causal, s.scale);
+        cudaCheckLaunch();
+
         flash_backward_dq_convert_kernel<HS><<<prepass_blocks, prepass_threads, 0, stream>>>(dqkv, dq_accum, s.T, s.NH, n_rows, s.scale);
         cudaCheckLaunch();
     }
@@ -727,9 +439,10 @@ void flash_attention_backward(AttentionShape s, bf16* dqkv, const bf16* dout, co
                               const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
     const char* why = flash_attention_unsupported(s);
     if (why) { fprintf(stderr, "error: %s\n", why); exit(1); }
-    // K/V blocks of 128 keys (8 warps x 16); Q blocks of 64 queries for HS 64 and 16 for
-    // HS 128, which keeps dK + dV (HS/2 regs each) and S^T + dP^T (BLOCK_M/2 each) in registers.
+    // K/V blocks of 128 keys (8 warps x 16). HS 64: Q blocks of 128 queries in sub-blocks of
+    // 64 (dK + dV 64 regs, K and V fragments 32, S^T + dP^T 64); HS 128: Q blocks of 64 in
+    // sub-blocks of 16 (dK + dV 128 regs, S^T + dP^T 16, K and V read from shared memory).
     // Deterministic dQ: Q blocks of 64 rows (4 warps), K/V blocks of 64 keys (32 for HS 128).
-    if (s.HS == 64) launch_backward<64, 128, 64, 8, SPL_MT64, SPL_M64, SPL_SUB64, 4, 64>(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
-    else            launch_backward<128, 64, 16, 8, SPL_MT128, SPL_M128, SPL_SUB128, 4, 32>(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
+    if (s.HS == 64) launch_backward<64, 128, 64, 8, 4, 64>(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
+    else            launch_backward<128, 64, 16, 8, 4, 32>(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
 }
