@@ -78,12 +78,15 @@ __global__ void flash_backward_dq_convert_kernel(bf16* dqkv, const float* dq_acc
 
 // Step 2. Thread block: BLOCK_N = 16*NWARPS keys of one (b, h); warp w owns keys 16w..16w+15,
 // so it computes the transposed products S^T = K Q^T and dP^T = V dO^T (its keys as rows),
-// whose fragments feed dV and dK directly. Q, dO, L and D blocks of BLOCK_M queries are
-// double-buffered. With ATOMIC_DQ the block also writes dS^T to shared memory (double-buffered
-// too) and, after the one barrier that starts the next Q block, every warp adds a
-// (16, HS*BLOCK_M/16/NWARPS) piece of that block's dQ = dS K to the accumulator, so the dQ
+// whose fragments feed dV and dK directly. The warp's K and V rows stay in registers as A
+// fragments for the whole loop, so per Q block only Q and dO are read from shared memory.
+// Q, dO, L and D blocks of BLOCK_M queries are double-buffered; a warp works through a block in
+// sub-blocks of SUB_M queries, which bounds the S^T and dP^T registers while BLOCK_M sets the
+// number of barriers and the dQ tile. With ATOMIC_DQ the block also writes dS^T to shared memory
+// (double-buffered too) and, after the one barrier that starts the next Q block, every warp adds
+// a (32, HS*BLOCK_M/32/NWARPS) piece of that block's dQ = dS K to the accumulator, so the dQ
 // matmul and its atomics overlap the next block's work instead of waiting at a second barrier.
-template <int HS, int BLOCK_M, int NWARPS, bool ATOMIC_DQ>
+template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ>
 __global__ void __launch_bounds__(NWARPS * 32)
 flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const float* lse, const float* delta,
                          const bf16* qkv, int T, int NH, int BH, int causal, float scale) {
@@ -91,6 +94,7 @@ flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const fl
     constexpr int BLOCK_N = 16 * NWARPS;
     constexpr int S = PaddedRow<HS>::stride;
     constexpr int SDS = PaddedRow<BLOCK_M>::stride;
+    static_assert(BLOCK_M % SUB_M == 0 && SUB_M % 16 == 0, "Q sub-blocks of whole 16-query tiles");
     extern __shared__ __align__(16) unsigned char smem[];
     bf16* sK = reinterpret_cast<bf16*>(smem);     // (BLOCK_N, HS), later the dK staging area
     bf16* sV = sK + BLOCK_N * S;                   // (BLOCK_N, HS), later the dV staging area
@@ -125,41 +129,59 @@ flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const fl
         load_vec_async<BLOCK_M, NTHREADS>(sD + stage * BLOCK_M, d_ptr + q0, T - q0);
     };
     // dQ (BLOCK_M, HS) of the Q block at q0 += dS K = (dS^T)^T K, from its dS^T in sdS + stage:
-    // warp -> rows 16*strip.., columns c0..c0+DQ_COLS, added to the accumulator with atomics.
+    // warp -> rows 32*strip.. (two m-tiles, so every K fragment feeds both), columns
+    // c0..c0+DQ_COLS, added to the accumulator with atomics.
     auto add_dq = [&](int q0, int stage) {
-        constexpr int STRIPS = BLOCK_M / 16;
+        constexpr int STRIPS = BLOCK_M / 32;
         constexpr int DQ_COLS = HS * STRIPS / NWARPS;
+        static_assert(DQ_COLS % 16 == 0, "dQ tiles of whole 16-column pairs");
         const bf16* ds_tile = sdS + stage * BLOCK_N * SDS;
         int strip = warp % STRIPS, c0 = (warp / STRIPS) * DQ_COLS;
-        float dq[DQ_COLS / 8][4] = {};
+        float dq[2][DQ_COLS / 8][4] = {};
         for (int kk = 0; kk < BLOCK_N / 16; kk++) {
-            uint32_t dsa[4];
-            load_a_trans(dsa, ds_tile, SDS, strip * 16, kk * 16);
+            uint32_t dsa[2][4];
+            for (int mt = 0; mt < 2; mt++) load_a_trans(dsa[mt], ds_tile, SDS, strip * 32 + mt * 16, kk * 16);
             for (int dp = 0; dp < DQ_COLS / 16; dp++) {
                 uint32_t kb[4];
                 load_b_kn(kb, sK, S, kk * 16, c0 + dp * 16);
-                mma_bf16(dq[2 * dp], dsa, kb[0], kb[1]);
-                mma_bf16(dq[2 * dp + 1], dsa, kb[2], kb[3]);
+                for (int mt = 0; mt < 2; mt++) {
+                    mma_bf16(dq[mt][2 * dp], dsa[mt], kb[0], kb[1]);
+                    mma_bf16(dq[mt][2 * dp + 1], dsa[mt], kb[2], kb[3]);
+                }
             }
         }
-        for (int half = 0; half < 2; half++) {
-            int query = q0 + strip * 16 + g + 8 * half;
-            if (query >= T) continue;
-            float* dst = dq_accum + ((long long)bh * T + query) * HS + c0 + 2 * t;
-            for (int dt = 0; dt < DQ_COLS / 8; dt++) {
+        for (int mt = 0; mt < 2; mt++)
+            for (int half = 0; half < 2; half++) {
+                int query = q0 + strip * 32 + mt * 16 + g + 8 * half;
+                if (query >= T) continue;
+                float* dst = dq_accum + ((long long)bh * T + query) * HS + c0 + 2 * t;
+                for (int dt = 0; dt < DQ_COLS / 8; dt++) {
 #if __CUDA_ARCH__ >= 900
-                atomicAdd(reinterpret_cast<float2*>(dst + dt * 8), make_float2(dq[dt][2 * half], dq[dt][2 * half + 1]));
+                    atomicAdd(reinterpret_cast<float2*>(dst + dt * 8),
+                              make_float2(dq[mt][dt][2 * half], dq[mt][dt][2 * half + 1]));
 #else
-                atomicAdd(dst + dt * 8, dq[dt][2 * half]);
-                atomicAdd(dst + dt * 8 + 1, dq[dt][2 * half + 1]);
+                    atomicAdd(dst + dt * 8, dq[mt][dt][2 * half]);
+                    atomicAdd(dst + dt * 8 + 1, dq[mt][dt][2 * half + 1]);
 #endif
+                }
             }
-        }
     };
     load_tile_async<BLOCK_N, HS, NTHREADS>(sK, k_ptr + k0 * row_stride, row_stride, T - k0);
     load_tile_async<BLOCK_N, HS, NTHREADS>(sV, v_ptr + k0 * row_stride, row_stride, T - k0);
+    cp_async_commit();
     load_q_block(first_q_block, 0);
     cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();   // K and V in place; the first Q block may still be on its way
+    // HS 64: the warp's K and V rows as A fragments, 32 registers kept for the whole loop.
+    // HS 128 would need 64 next to 128 for dK and dV: there they are read again per sub-block.
+    constexpr bool KV_IN_REGS = HS == 64;
+    uint32_t k_frag[KV_IN_REGS ? HS / 16 : 1][4], v_frag[KV_IN_REGS ? HS / 16 : 1][4];
+    if constexpr (KV_IN_REGS)
+        for (int kk = 0; kk < HS / 16; kk++) {
+            load_a(k_frag[kk], sK, S, warp * 16, kk * 16);
+            load_a(v_frag[kk], sV, S, warp * 16, kk * 16);
+        }
 
     float dk[HS / 8][4] = {}, dv[HS / 8][4] = {};
     const float scale_log2 = scale * (float)M_LOG2E;
@@ -182,29 +204,42 @@ flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const fl
         const float* d_blk = sD + stage * BLOCK_M;
         bf16* ds_tile = sdS + stage * BLOCK_N * SDS;
 
-        // Causal: on the diagonal a warp may find all its keys after every query of the block.
-        if (!(causal && warp_k0 > q0 + BLOCK_M - 1)) {
-            // S^T = K Q^T and dP^T = V dO^T: (16 keys, BLOCK_M queries) per warp.
-            float st[BLOCK_M / 8][4] = {}, dpt[BLOCK_M / 8][4] = {};
+        for (int m0 = 0; m0 < BLOCK_M; m0 += SUB_M) {   // the sub-block: queries q0+m0..
+            int qs = q0 + m0;
+            // Causal: on the diagonal a warp may find all its keys after every query of the sub-block.
+            if (causal && warp_k0 > qs + SUB_M - 1) {
+                if (ATOMIC_DQ) {
+                    const float zero[4] = {0.f, 0.f, 0.f, 0.f};
+                    for (int nt = 0; nt < SUB_M / 8; nt++)
+                        store_c_tile<BLOCK_M>(ds_tile, warp * 16, m0 + nt * 8, zero, 1.0f, 1.0f);
+                }
+                continue;
+            }
+            // S^T = K Q^T and dP^T = V dO^T: (16 keys, SUB_M queries) per warp.
+            float st[SUB_M / 8][4] = {}, dpt[SUB_M / 8][4] = {};
             for (int kk = 0; kk < HS / 16; kk++) {
                 uint32_t ka[4], va[4];
-                load_a(ka, sK, S, warp * 16, kk * 16);
-                load_a(va, sV, S, warp * 16, kk * 16);
-                for (int np = 0; np < BLOCK_M / 16; np++) {
+                if constexpr (KV_IN_REGS) {
+                    for (int r = 0; r < 4; r++) { ka[r] = k_frag[kk][r]; va[r] = v_frag[kk][r]; }
+                } else {
+                    load_a(ka, sK, S, warp * 16, kk * 16);
+                    load_a(va, sV, S, warp * 16, kk * 16);
+                }
+                for (int np = 0; np < SUB_M / 16; np++) {
                     uint32_t qb[4], dob[4];
-                    load_b_nk(qb, q_tile, S, np * 16, kk * 16);
+                    load_b_nk(qb, q_tile, S, m0 + np * 16, kk * 16);
                     mma_bf16(st[2 * np], ka, qb[0], qb[1]);
                     mma_bf16(st[2 * np + 1], ka, qb[2], qb[3]);
-                    load_b_nk(dob, do_tile, S, np * 16, kk * 16);
+                    load_b_nk(dob, do_tile, S, m0 + np * 16, kk * 16);
                     mma_bf16(dpt[2 * np], va, dob[0], dob[1]);
                     mma_bf16(dpt[2 * np + 1], va, dob[2], dob[3]);
                 }
             }
             // P^T = exp(scale*S^T - L) and dS^T = P^T * (dP^T - D), L and D per query (column).
             // Masked: queries past T, keys past T and (causal) keys after the query.
-            bool need_mask = q0 + BLOCK_M > T || k0 + BLOCK_N > T || (causal && warp_k0 + 15 > q0);
-            for (int nt = 0; nt < BLOCK_M / 8; nt++) {
-                int qc = nt * 8 + 2 * t;
+            bool need_mask = qs + SUB_M > T || warp_k0 + 16 > T || (causal && warp_k0 + 15 > qs);
+            for (int nt = 0; nt < SUB_M / 8; nt++) {
+                int qc = m0 + nt * 8 + 2 * t;
                 float2 lq = *reinterpret_cast<const float2*>(l_blk + qc);
                 float2 dq = *reinterpret_cast<const float2*>(d_blk + qc);
                 for (int e = 0; e < 4; e++) {
@@ -219,25 +254,23 @@ flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const fl
                 }
             }
             // dV += P^T dO and dK += dS^T Q (scale applied once at the end): (16 keys, HS).
-            for (int kq = 0; kq < BLOCK_M / 16; kq++) {
+            for (int kq = 0; kq < SUB_M / 16; kq++) {
                 uint32_t pa[4], dsa[4];
                 c_to_a(pa, st[2 * kq], st[2 * kq + 1]);
                 c_to_a(dsa, dpt[2 * kq], dpt[2 * kq + 1]);
                 for (int dp = 0; dp < HS / 16; dp++) {
                     uint32_t dob[4], qb[4];
-                    load_b_kn(dob, do_tile, S, kq * 16, dp * 16);
+                    load_b_kn(dob, do_tile, S, m0 + kq * 16, dp * 16);
                     mma_bf16(dv[2 * dp], pa, dob[0], dob[1]);
                     mma_bf16(dv[2 * dp + 1], pa, dob[2], dob[3]);
-                    load_b_kn(qb, q_tile, S, kq * 16, dp * 16);
+                    load_b_kn(qb, q_tile, S, m0 + kq * 16, dp * 16);
                     mma_bf16(dk[2 * dp], dsa, qb[0], qb[1]);
                     mma_bf16(dk[2 * dp + 1], dsa, qb[2], qb[3]);
                 }
             }
             if (ATOMIC_DQ)
-                for (int nt = 0; nt < BLOCK_M / 8; nt++) store_c_tile<BLOCK_M>(ds_tile, warp * 16, nt * 8, dpt[nt], 1.0f, 1.0f);
-        } else if (ATOMIC_DQ) {
-            const float zero[4] = {0.f, 0.f, 0.f, 0.f};
-            for (int nt = 0; nt < BLOCK_M / 8; nt++) store_c_tile<BLOCK_M>(ds_tile, warp * 16, nt * 8, zero, 1.0f, 1.0f);
+                for (int nt = 0; nt < SUB_M / 8; nt++)
+                    store_c_tile<BLOCK_M>(ds_tile, warp * 16, m0 + nt * 8, dpt[nt], 1.0f, 1.0f);
         }
     }
     __syncthreads();   // the last dS^T in place; after this, every warp is done with sV
@@ -363,7 +396,7 @@ flash_backward_dq_kernel(bf16* dqkv, const bf16* dout, const float* lse, const f
                             sQ, warp * 16, T - warp_q0);
 }
 
-template <int HS, int BLOCK_M, int NWARPS, int DQ_NWARPS, int DQ_BLOCK_N>
+template <int HS, int BLOCK_M, int SUB_M, int NWARPS, int DQ_NWARPS, int DQ_BLOCK_N>
 static void launch_backward(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
     int BH = s.B * s.NH, n_rows = s.B * s.T * s.NH;
@@ -378,7 +411,7 @@ static void launch_backward(AttentionShape s, bf16* dqkv, const bf16* dout, cons
     int n_kv_blocks = (int)ceil_div(s.T, BLOCK_N);
     int kv_smem = (2 * BLOCK_N + 4 * BLOCK_M) * S * (int)sizeof(bf16) + 4 * BLOCK_M * (int)sizeof(float);
     if (deterministic) {
-        constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, NWARPS, false>;
+        constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, false>;
         set_smem_limit_once<kernel>(kv_smem);
         kernel<<<n_kv_blocks * BH, NWARPS * 32, kv_smem, stream>>>(dqkv, NULL, dout, lse, delta, qkv, s.T, s.NH, BH, s.causal, s.scale);
         cudaCheckLaunch();
@@ -392,7 +425,7 @@ static void launch_backward(AttentionShape s, bf16* dqkv, const bf16* dout, cons
         cudaCheckLaunch();
     } else {
         kv_smem += 2 * BLOCK_N * PaddedRow<BLOCK_M>::stride * (int)sizeof(bf16);   // dS^T
-        constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, NWARPS, true>;
+        constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, true>;
         set_smem_limit_once<kernel>(kv_smem);
         kernel<<<n_kv_blocks * BH, NWARPS * 32, kv_smem, stream>>>(dqkv, dq_accum, dout, lse, delta, qkv, s.T, s.NH, BH, s.causal, s.scale);
         cudaCheckLaunch();
@@ -406,9 +439,10 @@ void flash_attention_backward(AttentionShape s, bf16* dqkv, const bf16* dout, co
                               const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
     const char* why = flash_attention_unsupported(s);
     if (why) { fprintf(stderr, "error: %s\n", why); exit(1); }
-    // K/V blocks of 128 keys (8 warps x 16); Q blocks of 64 queries for HS 64 and 16 for
-    // HS 128, which keeps dK + dV (HS/2 regs each) and S^T + dP^T (BLOCK_M/2 each) in registers.
+    // K/V blocks of 128 keys (8 warps x 16). HS 64: Q blocks of 128 queries in sub-blocks of
+    // 64 (dK + dV 64 regs, K and V fragments 32, S^T + dP^T 64); HS 128: Q blocks of 64 in
+    // sub-blocks of 16 (dK + dV 128 regs, S^T + dP^T 16, K and V read from shared memory).
     // Deterministic dQ: Q blocks of 64 rows (4 warps), K/V blocks of 64 keys (32 for HS 128).
-    if (s.HS == 64) launch_backward<64, 64, 8, 4, 64>(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
-    else            launch_backward<128, 16, 8, 4, 32>(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
+    if (s.HS == 64) launch_backward<64, 128, 64, 8, 4, 64>(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
+    else            launch_backward<128, 64, 16, 8, 4, 32>(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
 }
