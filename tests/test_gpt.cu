@@ -374,15 +374,16 @@ static void test_memory_plan(void) {
 // with its atomics, as training has it). Both start from the same bits; the roundings that
 // differ (naive rounds the scores to bf16, flash keeps them in fp32; the order of the dQ sums)
 // move the runs apart by bf16 noise, which the updates carry along but do not amplify over this
-// many steps. Tolerances, 5x and 20x what an H200 measured (in brackets):
-//   per step      |loss_naive - loss_flash| < TOL_CURVE_STEP nats [worst 1.8e-3, at step 21]
-//   last 50 steps |difference of the means| < TOL_CURVE_MEAN nats [below 1e-4]
+// many steps; it is largest early, while the loss falls fastest, and differs from run to run
+// (flash's atomics). Tolerances, 5x and 10x the largest of two runs on an H200 (in brackets):
+//   per step      |loss_naive - loss_flash| < TOL_CURVE_STEP nats [worst 1.8e-3 at step 21,
+//                 5.8e-3 at step 16]
+//   last 50 steps |difference of the means| < TOL_CURVE_MEAN nats [below 1e-4, 2e-4]
 // and both runs learn: the mean loss of the last 50 steps is at least 1.5 nats below the first.
-// A wrong attention gradient shows at once: the curves part by tenths of a nat.
 #define CURVE_STEPS 300
 #define CURVE_B 16
 #define CURVE_T 256
-#define TOL_CURVE_STEP 0.01
+#define TOL_CURVE_STEP 0.03
 #define TOL_CURVE_MEAN 0.002
 static void test_loss_curves(void) {
     const char* name = "gpt naive vs flash loss curves";
