@@ -12,10 +12,10 @@
 # usage: scripts/compare_attention.sh [--tokens N] [--steps N] [--max-t N] [--modes "flash naive"]
 #                                     [--out PREFIX] [-- more train_gpt options]
 #   --tokens N   tokens per step [65536]      --steps N   steps per run, the first untimed [3]
-#   --max-t N    the largest T tried [262144] --out P     output prefix [build/compare_attention]
+#   --max-t N    the largest T tried [1048576] --out P    output prefix [build/compare_attention]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-tokens=65536; steps=3; max_t=262144; modes="flash naive"; prefix=build/compare_attention
+tokens=65536; steps=3; max_t=1048576; modes="flash naive"; prefix=build/compare_attention
 while [ $# -gt 0 ]; do
     case "$1" in
         --tokens) tokens=$2; shift 2 ;;
@@ -87,7 +87,8 @@ done
 awk -F, -v modes="$modes" '
 function x_of(t) { return px + 50 + (log(t) / log(2) - lo) / (hi - lo > 0 ? hi - lo : 1) * (W - 80) }
 function y_of(v, top) { return 40 + (H - 90) * (1 - v / top) }
-function nice(v,   p) { p = 1; while (p * 10 < v) p *= 10; return (v <= 2 * p ? 2 * p : v <= 5 * p ? 5 * p : 10 * p) }
+function nice(v,   p, k, s) { p = 1; while (p * 10 < v) p *= 10; split("1.2 1.5 2 2.5 3 4 5 6 8 10", s, " ")
+                            for (k = 1; s[k] * p < v; k++); return s[k] * p }
 function label(t) { t += 0; return t >= 1048576 ? t / 1048576 "M" : t / 1024 "K" }
 NR > 1 { t = $2; lt = log(t) / log(2); if (lo == "" || lt < lo) lo = lt; if (lt > hi) hi = lt
          Ts[t] = 1; if ($7 ~ /^oom/) oom[$1] = t; if ($7 == "ok") { tps[$1, t] = $4 / 1000; mem[$1, t] = $6
