@@ -23,6 +23,7 @@
 #include "layers/layernorm.h"
 #include "layers/matmul.h"
 #include "layers/residual.h"
+#include "layers/gelu.h"
 #include "layers/classifier.h"
 #include "layers/adamw.h"
 #include "layers/global_norm.h"
@@ -117,37 +118,63 @@ void point_params(ParameterTensors* p, bf16* base, const GPTConfig* c) {
 
 typedef struct {
     bf16* residual;      // (L + 1, B, T, C): the stream entering each layer, then the final one
-    bf16* ln1;           // (L, B, T, C)
+    bf16* ln1;           // (L, B, T, C); recomputed: (B, T, C), shared with ln2
     float* ln1_mean;     // (L, B, T)
     float* ln1_rstd;     // (L, B, T)
     bf16* qkv;           // (L, B, T, 3, NH, HS)
     bf16* atty;          // (L, B, T, NH, HS)
     char* att_saved;     // (L, attention_saved_bytes): P (naive) or L (flash)
     bf16* residual_mid;  // (L, B, T, C): the stream after the attention block
-    bf16* ln2;           // (L, B, T, C)
+    bf16* ln2;           // (L, B, T, C); recomputed: the buffer of ln1
     float* ln2_mean;     // (L, B, T)
     float* ln2_rstd;     // (L, B, T)
     bf16* fch;           // (L, B, T, 4C) before GELU
-    bf16* fch_gelu;      // (L, B, T, 4C)
+    bf16* fch_gelu;      // (L, B, T, 4C); recomputed: (B, T, 4C)
     bf16* lnf;           // (B, T, C)
     float* lnf_mean;     // (B, T)
     float* lnf_rstd;     // (B, T)
-    bf16* logits;        // (B, T, Vp), overwritten with dlogits by the classifier
+    bf16* logits;        // (rows, Vp): one chunk of the B * T rows, overwritten with dlogits
     float* losses;       // (B, T)
     int* inputs;         // (B, T)
     int* targets;        // (B, T)
     bf16* dresidual;     // (B, T, C) gradient of the residual stream
-    bf16* dnarrow;       // (B, T, C) gradient of ln outputs / atty
+    bf16* dnarrow;       // (B, T, C) gradient of ln outputs / atty; dlnf after gpt_classifier
     bf16* dwide;         // (B, T, 4C) gradient of qkv (3C) / fch_gelu (4C)
     float* norm;         // (1) squared gradient norm
     void* scratch;       // the largest scratch any layer asks for, in the logits' memory
 } Activations;
+
+// What is kept for the backward and what is computed again in it.
+enum { RECOMPUTE_GELU = 1, RECOMPUTE_LAYERNORM = 2 };
+
+// How the model runs, beyond its shape: these change the memory and the speed, the result only
+// within bf16 rounding.
+typedef struct {
+    AttentionKind attention;
+    int deterministic;       // passed to the attention backward
+    int recompute;           // RECOMPUTE_* flags: kept for one layer, recomputed in the backward
+    int classifier_rows;     // rows of logits per classifier chunk; 0: as many as fit in
+                             // CLASSIFIER_CHUNK_BYTES
+} ModelOptions;
+
+const char* attention_name(AttentionKind kind) { return kind == ATTENTION_FLASH ? "flash" : "naive"; }
+
+// "none", "gelu", "layernorm" or "gelu,layernorm".
+void recompute_name(int flags, char* out, size_t len) {
+    snprintf(out, len, "%s%s%s", flags & RECOMPUTE_GELU ? "gelu" : "",
+             flags == (RECOMPUTE_GELU | RECOMPUTE_LAYERNORM) ? "," : "",
+             flags & RECOMPUTE_LAYERNORM ? "layernorm" : flags ? "" : "none");
+}
+
+// Logits of at most this many bytes exist at once: the classifier runs over chunks of rows.
+#define CLASSIFIER_CHUNK_BYTES ((size_t)1 << 30)
 
 // Bytes per part, for the memory table and the fit check. The logits and the scratch share
 // one region of logits_and_scratch bytes.
 typedef struct {
     size_t params, grads, optimizer, activations, attention_saved, logits, scratch,
         logits_and_scratch, backward;
+    int logits_rows, rows;   // rows of one classifier chunk, of the whole batch (B * T)
 } MemoryPlan;
 
 size_t memory_plan_total(const MemoryPlan* m) {
@@ -170,26 +197,43 @@ void* carve(char* base, size_t* offset, size_t bytes, size_t* part) {
     return p;
 }
 
+// Rows of logits per classifier chunk for N rows: the option, or what fits in
+// CLASSIFIER_CHUNK_BYTES (a multiple of 128 rows, for the matmul), at most N.
+int classifier_chunk_rows(const GPTConfig* c, int N, const ModelOptions* opt) {
+    size_t rows = opt->classifier_rows;
+    if (rows == 0) {
+        rows = CLASSIFIER_CHUNK_BYTES / ((size_t)c->Vp * sizeof(bf16));
+        rows = rows > 128 ? rows / 128 * 128 : 1;
+    }
+    return rows < (size_t)N ? (int)rows : N;
+}
+
 // Lays the activations out in base (NULL: computes the sizes only) and fills the plan's
-// activation parts; returns the bytes of the whole region.
+// activation parts; returns the bytes of the whole region. A recomputed activation keeps one
+// layer's buffer: the forward writes it layer after layer, the backward recomputes it.
 size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B, int T,
-                          AttentionKind kind, MemoryPlan* m) {
+                          const ModelOptions* opt, MemoryPlan* m) {
     size_t L = c->L, C = c->C, N = (size_t)B * T, off = 0;
     size_t P = count_params(c);
+    size_t ln_layers = opt->recompute & RECOMPUTE_LAYERNORM ? 1 : L;
+    size_t gelu_layers = opt->recompute & RECOMPUTE_GELU ? 1 : L;
+    AttentionKind kind = opt->attention;
     AttentionShape s = attention_shape(c, B, T);
     m->activations = m->attention_saved = m->logits_and_scratch = m->backward = 0;
     a->residual = (bf16*)carve(base, &off, (L + 1) * N * C * sizeof(bf16), &m->activations);
-    a->ln1 = (bf16*)carve(base, &off, L * N * C * sizeof(bf16), &m->activations);
+    a->ln1 = (bf16*)carve(base, &off, ln_layers * N * C * sizeof(bf16), &m->activations);
     a->ln1_mean = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
     a->ln1_rstd = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
     a->qkv = (bf16*)carve(base, &off, L * N * 3 * C * sizeof(bf16), &m->activations);
     a->atty = (bf16*)carve(base, &off, L * N * C * sizeof(bf16), &m->activations);
     a->residual_mid = (bf16*)carve(base, &off, L * N * C * sizeof(bf16), &m->activations);
-    a->ln2 = (bf16*)carve(base, &off, L * N * C * sizeof(bf16), &m->activations);
+    a->ln2 = opt->recompute & RECOMPUTE_LAYERNORM
+                 ? a->ln1
+                 : (bf16*)carve(base, &off, L * N * C * sizeof(bf16), &m->activations);
     a->ln2_mean = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
     a->ln2_rstd = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
     a->fch = (bf16*)carve(base, &off, L * N * 4 * C * sizeof(bf16), &m->activations);
-    a->fch_gelu = (bf16*)carve(base, &off, L * N * 4 * C * sizeof(bf16), &m->activations);
+    a->fch_gelu = (bf16*)carve(base, &off, gelu_layers * N * 4 * C * sizeof(bf16), &m->activations);
     a->lnf = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->activations);
     a->lnf_mean = (float*)carve(base, &off, N * sizeof(float), &m->activations);
     a->lnf_rstd = (float*)carve(base, &off, N * sizeof(float), &m->activations);
@@ -204,7 +248,7 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     a->dnarrow = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->backward);
     a->dwide = (bf16*)carve(base, &off, N * 4 * C * sizeof(bf16), &m->backward);
     a->norm = (float*)carve(base, &off, sizeof(float), &m->backward);
-    // The classifier's matmul_backward (N, C, Vp) is left out: with neither bias nor GELU it
+    // The classifier's matmul_backward (rows, C, Vp) is left out: with neither bias nor GELU it
     // takes no scratch, which matters, as the scratch is the memory of the dlogits it reads.
     size_t sc = encoder_backward_scratch_bytes(B, T, (int)C);
     size_t cand[] = {
@@ -217,9 +261,11 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
         global_norm_scratch_bytes(P)};
     for (size_t i = 0; i < sizeof(cand) / sizeof(cand[0]); i++) sc = cand[i] > sc ? cand[i] : sc;
     // The scratch lives in the logits' memory: the logits are dead from the moment the
-    // classifier's matmul_backward has read them as dlogits until the next forward, and no
-    // layer takes scratch in the forward.
-    m->logits = N * (size_t)c->Vp * sizeof(bf16);
+    // classifier's matmul_backward has read the last chunk of dlogits until the next forward,
+    // and no layer takes scratch in the forward.
+    m->rows = (int)N;
+    m->logits_rows = classifier_chunk_rows(c, (int)N, opt);
+    m->logits = (size_t)m->logits_rows * c->Vp * sizeof(bf16);
     m->scratch = sc;
     a->logits = (bf16*)carve(base, &off, m->logits > sc ? m->logits : sc, &m->logits_and_scratch);
     a->scratch = a->logits;
@@ -236,8 +282,7 @@ typedef struct {
 typedef struct {
     GPTConfig config;
     int B, T;                    // the largest batch the buffers hold
-    AttentionKind attention;
-    int deterministic;           // passed to the attention backward
+    ModelOptions options;
     size_t num_params;
     size_t param_sizes[NUM_PARAM_TENSORS];
     bf16* params_memory;         // (num_params) one allocation
@@ -258,11 +303,11 @@ typedef struct {
 } GPT;
 
 // Bytes that gpt_build would allocate.
-MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, AttentionKind kind) {
+MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, const ModelOptions* opt) {
     MemoryPlan m;
     Activations a;
     size_t P = count_params(c);
-    layout_activations(&a, NULL, c, B, T, kind, &m);
+    layout_activations(&a, NULL, c, B, T, opt, &m);
     m.params = P * sizeof(bf16);
     m.grads = P * sizeof(bf16);
     m.optimizer = 3 * P * sizeof(float);
@@ -274,23 +319,22 @@ MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, AttentionKind kind)
 #define MEMORY_RESERVE ((size_t)512 << 20)
 
 // Allocates everything for batches up to (B, T); dies with the numbers when it does not fit.
-void gpt_build(GPT* g, GPTConfig c, int B, int T, AttentionKind kind, int deterministic) {
+void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt) {
     static int matmul_ready = 0;
     memset(g, 0, sizeof(*g));
     g->config = c;
     g->B = B;
     g->T = T;
-    g->attention = kind;
-    g->deterministic = deterministic;
+    g->options = *opt;
     g->num_params = count_params(&c);
     param_sizes(&c, g->param_sizes);
-    g->plan = gpt_memory_plan(&c, B, T, kind);
+    g->plan = gpt_memory_plan(&c, B, T, opt);
     size_t need = memory_plan_total(&g->plan), free_bytes, total_bytes;
     cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
     if (need + MEMORY_RESERVE > free_bytes)
         die("-B %d -T %d does not fit in GPU memory: the model needs %.2f GiB (+%.2f GiB reserve), "
-            "%.2f GiB are free; try a smaller -B", B, T, GIB(need), GIB(MEMORY_RESERVE),
-            GIB(free_bytes));
+            "%.2f GiB are free; try a smaller -B or --recompute gelu,layernorm", B, T, GIB(need),
+            GIB(MEMORY_RESERVE), GIB(free_bytes));
     if (!matmul_ready) {
         matmul_init();
         matmul_ready = 1;
@@ -308,9 +352,9 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, AttentionKind kind, int determ
     point_params(&g->params, g->params_memory, &c);
     point_params(&g->grads, g->grads_memory, &c);
     MemoryPlan m;
-    size_t acts_bytes = layout_activations(&g->acts, NULL, &c, B, T, kind, &m);
+    size_t acts_bytes = layout_activations(&g->acts, NULL, &c, B, T, opt, &m);
     cudaCheck(cudaMalloc((void**)&g->acts_memory, acts_bytes));
-    layout_activations(&g->acts, g->acts_memory, &c, B, T, kind, &m);
+    layout_activations(&g->acts, g->acts_memory, &c, B, T, opt, &m);
     cudaCheck(cudaMallocHost((void**)&g->host_tokens, (size_t)B * T * sizeof(int)));
     cudaCheck(cudaMallocHost((void**)&g->host_targets, (size_t)B * T * sizeof(int)));
     cudaCheck(cudaMallocHost((void**)&g->host_losses, (size_t)B * T * sizeof(float)));
@@ -393,8 +437,17 @@ void gpt_init_random(GPT* g, uint64_t seed) {
 // Forward, loss, backward, update
 
 static inline size_t layer_offset(int l, int B, int T, size_t width) { return (size_t)l * B * T * width; }
+// The layer whose slot of a buffer layer l uses: 0 when the buffer is recomputed (one slot).
+static inline int slot(int l, int recomputed) { return recomputed ? 0 : l; }
 
-// Logits (B, T, Vp) of host_inputs (B, T), B and T within what the model was built for.
+// Bytes between the saved attention blocks of two layers (the largest batch's, rounded).
+static size_t saved_stride(const GPT* g) {
+    size_t bytes = attention_saved_bytes(g->options.attention, attention_shape(&g->config, g->B, g->T));
+    return (bytes + CARVE_ALIGN - 1) / CARVE_ALIGN * CARVE_ALIGN;
+}
+
+// The final layernorm's output lnf (B, T, C) of host_inputs (B, T), B and T within what the
+// model was built for; the logits come from gpt_logits or gpt_classifier, a chunk at a time.
 // The per-layer buffers keep the stride of the largest batch.
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     const GPTConfig* c = &g->config;
@@ -402,57 +455,83 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     ParameterTensors* p = &g->params;
     cudaStream_t st = g->stream;
     int C = c->C, L = c->L, N = B * T, BM = g->B, TM = g->T;
+    int re_ln = g->options.recompute & RECOMPUTE_LAYERNORM, re_gelu = g->options.recompute & RECOMPUTE_GELU;
     AttentionShape s = attention_shape(c, B, T);
-    size_t saved_stride = (attention_saved_bytes(g->attention, attention_shape(c, BM, TM)) +
-                           CARVE_ALIGN - 1) / CARVE_ALIGN * CARVE_ALIGN;
     cudaCheck(cudaMemcpyAsync(a->inputs, host_inputs, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, st));
     encoder_forward(a->residual, a->inputs, p->wte, p->wpe, B, T, C, st);
     for (int l = 0; l < L; l++) {
         bf16* res = a->residual + layer_offset(l, BM, TM, C);
-        bf16* ln1 = a->ln1 + layer_offset(l, BM, TM, C);
+        bf16* ln1 = a->ln1 + layer_offset(slot(l, re_ln), BM, TM, C);
         float* ln1_mean = a->ln1_mean + layer_offset(l, BM, TM, 1);
         float* ln1_rstd = a->ln1_rstd + layer_offset(l, BM, TM, 1);
         bf16* qkv = a->qkv + layer_offset(l, BM, TM, 3 * C);
         bf16* atty = a->atty + layer_offset(l, BM, TM, C);
         bf16* mid = a->residual_mid + layer_offset(l, BM, TM, C);
-        bf16* ln2 = a->ln2 + layer_offset(l, BM, TM, C);
+        bf16* ln2 = a->ln2 + layer_offset(slot(l, re_ln), BM, TM, C);
         float* ln2_mean = a->ln2_mean + layer_offset(l, BM, TM, 1);
         float* ln2_rstd = a->ln2_rstd + layer_offset(l, BM, TM, 1);
         bf16* fch = a->fch + layer_offset(l, BM, TM, 4 * C);
-        bf16* fch_gelu = a->fch_gelu + layer_offset(l, BM, TM, 4 * C);
+        bf16* fch_gelu = a->fch_gelu + layer_offset(slot(l, re_gelu), BM, TM, 4 * C);
         bf16* res_next = a->residual + layer_offset(l + 1, BM, TM, C);
         layernorm_forward(ln1, ln1_mean, ln1_rstd, res, p->ln1w + (size_t)l * C,
                           p->ln1b + (size_t)l * C, N, C, st);
         matmul_forward(qkv, NULL, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + (size_t)l * 3 * C,
                        N, C, 3 * C, st);
-        attention_forward(g->attention, s, atty, a->att_saved + l * saved_stride, qkv, st);
+        attention_forward(g->options.attention, s, atty, a->att_saved + l * saved_stride(g), qkv, st);
         matmul_forward(mid, NULL, atty, p->attprojw + (size_t)l * C * C, p->attprojb + (size_t)l * C,
                        N, C, C, st);
         residual_forward(mid, mid, res, (size_t)N * C, st);
         layernorm_forward(ln2, ln2_mean, ln2_rstd, mid, p->ln2w + (size_t)l * C,
                           p->ln2b + (size_t)l * C, N, C, st);
-        matmul_forward(fch_gelu, fch, ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + (size_t)l * 4 * C,
-                       N, C, 4 * C, st);
+        if (re_gelu) {
+            // The same kernel as the recomputation, so the backward sees the forward's bits.
+            matmul_forward(fch, NULL, ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + (size_t)l * 4 * C,
+                           N, C, 4 * C, st);
+            gelu_forward(fch_gelu, fch, (size_t)N * 4 * C, st);
+        } else {
+            matmul_forward(fch_gelu, fch, ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + (size_t)l * 4 * C,
+                           N, C, 4 * C, st);
+        }
         matmul_forward(res_next, NULL, fch_gelu, p->fcprojw + (size_t)l * C * 4 * C,
                        p->fcprojb + (size_t)l * C, N, 4 * C, C, st);
         residual_forward(res_next, res_next, mid, (size_t)N * C, st);
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->residual + layer_offset(L, BM, TM, C),
                       p->lnfw, p->lnfb, N, C, st);
-    matmul_forward(a->logits, NULL, a->lnf, p->wte, NULL, N, C, c->Vp, st);
 }
 
-// Cross-entropy per position of the logits of the last gpt_forward (B, T) against
-// host_targets, into the losses; gpt_mean_loss reads them. write_dlogits: the logits become
-// dloss/dlogits * dloss_scale for gpt_backward. Nothing waits for the GPU here.
+// The logits (rows, Vp) of the rows [row, row + rows) of the last gpt_forward, rows at most
+// g->plan.logits_rows; returns them (device memory, valid until the next call).
+bf16* gpt_logits(GPT* g, int row, int rows) {
+    if (rows > g->plan.logits_rows) die("gpt_logits: %d rows, the buffer holds %d", rows, g->plan.logits_rows);
+    const GPTConfig* c = &g->config;
+    matmul_forward(g->acts.logits, NULL, g->acts.lnf + (size_t)row * c->C, g->params.wte, NULL, rows,
+                   c->C, c->Vp, g->stream);
+    return g->acts.logits;
+}
+
+// Cross-entropy per position of the last gpt_forward (B, T) against host_targets, into the
+// losses; gpt_mean_loss reads them. The logits exist a chunk of rows at a time. write_dlogits:
+// also the classifier's backward, chunk by chunk: dlnf (B, T, C) into dnarrow for gpt_backward
+// and dwte += dlogits^T lnf, with dlogits = dloss/dlogits * dloss_scale.
+// Nothing waits for the GPU here.
 void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_scale, int write_dlogits) {
+    const GPTConfig* c = &g->config;
     Activations* a = &g->acts;
-    int N = B * T;
+    int N = B * T, C = c->C;
     cudaCheck(cudaMemcpyAsync(a->targets, host_targets, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, g->stream));
-    classifier_forward_backward(a->logits, a->losses, a->targets, N, g->config.V, g->config.Vp,
-                                dloss_scale, write_dlogits, g->stream);
+    for (int row = 0; row < N; row += g->plan.logits_rows) {
+        int rows = N - row < g->plan.logits_rows ? N - row : g->plan.logits_rows;
+        bf16* logits = gpt_logits(g, row, rows);
+        classifier_forward_backward(logits, a->losses + row, a->targets + row, rows, c->V, c->Vp,
+                                    dloss_scale, write_dlogits, g->stream);
+        // logits = lnf @ wte^T; with neither bias nor GELU this takes no scratch.
+        if (write_dlogits)
+            matmul_backward(a->dnarrow + (size_t)row * C, g->grads.wte, NULL, logits,
+                            a->lnf + (size_t)row * C, g->params.wte, NULL, rows, C, c->Vp, NULL, g->stream);
+    }
     cudaCheck(cudaMemcpyAsync(g->host_losses, a->losses, (size_t)N * sizeof(float),
                               cudaMemcpyDeviceToHost, g->stream));
 }
@@ -466,8 +545,9 @@ float gpt_mean_loss(GPT* g, int N) {
     return (float)(sum / N);
 }
 
-// Adds the gradients of the batch (B, T) to the grads; the logits must hold dlogits
-// (gpt_classifier with write_dlogits) and host_inputs must be the batch of the last gpt_forward.
+// Adds the gradients of the batch (B, T) to the grads; gpt_classifier with write_dlogits must
+// have run (dlnf in dnarrow, dwte started) and host_inputs must be the batch of the last
+// gpt_forward.
 void gpt_backward(GPT* g, const int* host_inputs) {
     const GPTConfig* c = &g->config;
     Activations* a = &g->acts;
@@ -475,29 +555,33 @@ void gpt_backward(GPT* g, const int* host_inputs) {
     ParameterTensors* d = &g->grads;
     cudaStream_t st = g->stream;
     int B = g->B, T = g->T, C = c->C, L = c->L, N = B * T;
+    int re_ln = g->options.recompute & RECOMPUTE_LAYERNORM, re_gelu = g->options.recompute & RECOMPUTE_GELU;
+    AttentionKind kind = g->options.attention;
     AttentionShape s = attention_shape(c, B, T);
-    size_t saved_stride = (attention_saved_bytes(g->attention, s) + CARVE_ALIGN - 1) /
-                          CARVE_ALIGN * CARVE_ALIGN;
-    int deterministic = g->attention == ATTENTION_NAIVE ? 1 : g->deterministic;
+    int deterministic = kind == ATTENTION_NAIVE ? 1 : g->options.deterministic;
     void* scratch = a->scratch;
     cudaCheck(cudaMemsetAsync(a->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
-    // logits = lnf @ wte^T
-    matmul_backward(a->dnarrow, d->wte, NULL, a->logits, a->lnf, p->wte, NULL, N, C, c->Vp, scratch, st);
     layernorm_backward(a->dresidual, d->lnfw, d->lnfb, a->dnarrow, a->residual + layer_offset(L, B, T, C),
                        p->lnfw, a->lnf_mean, a->lnf_rstd, N, C, scratch, st);
     for (int l = L - 1; l >= 0; l--) {
         bf16* res = a->residual + layer_offset(l, B, T, C);
-        bf16* ln1 = a->ln1 + layer_offset(l, B, T, C);
+        bf16* ln1 = a->ln1 + layer_offset(slot(l, re_ln), B, T, C);
         float* ln1_mean = a->ln1_mean + layer_offset(l, B, T, 1);
         float* ln1_rstd = a->ln1_rstd + layer_offset(l, B, T, 1);
         bf16* qkv = a->qkv + layer_offset(l, B, T, 3 * C);
         bf16* atty = a->atty + layer_offset(l, B, T, C);
         bf16* mid = a->residual_mid + layer_offset(l, B, T, C);
-        bf16* ln2 = a->ln2 + layer_offset(l, B, T, C);
+        bf16* ln2 = a->ln2 + layer_offset(slot(l, re_ln), B, T, C);
         float* ln2_mean = a->ln2_mean + layer_offset(l, B, T, 1);
         float* ln2_rstd = a->ln2_rstd + layer_offset(l, B, T, 1);
         bf16* fch = a->fch + layer_offset(l, B, T, 4 * C);
-        bf16* fch_gelu = a->fch_gelu + layer_offset(l, B, T, 4 * C);
+        bf16* fch_gelu = a->fch_gelu + layer_offset(slot(l, re_gelu), B, T, 4 * C);
+        // A recomputed activation is made again from what the layer kept, just before its use
+        // (the same kernels on the same inputs: the forward's bits).
+        if (re_gelu) gelu_forward(fch_gelu, fch, (size_t)N * 4 * C, st);
+        if (re_ln)
+            layernorm_forward(ln2, ln2_mean, ln2_rstd, mid, p->ln2w + (size_t)l * C, p->ln2b + (size_t)l * C,
+                              N, C, st);
         // dresidual holds d(output of layer l); the residual paths pass it through unchanged
         // and the branches add to it.
         matmul_backward(a->dwide, d->fcprojw + (size_t)l * C * 4 * C, d->fcprojb + (size_t)l * C,
@@ -509,8 +593,11 @@ void gpt_backward(GPT* g, const int* host_inputs) {
                            mid, p->ln2w + (size_t)l * C, ln2_mean, ln2_rstd, N, C, scratch, st);
         matmul_backward(a->dnarrow, d->attprojw + (size_t)l * C * C, d->attprojb + (size_t)l * C,
                         a->dresidual, atty, p->attprojw + (size_t)l * C * C, NULL, N, C, C, scratch, st);
-        attention_backward(g->attention, s, a->dwide, a->dnarrow, atty, a->att_saved + l * saved_stride,
+        attention_backward(kind, s, a->dwide, a->dnarrow, atty, a->att_saved + l * saved_stride(g),
                            qkv, scratch, deterministic, st);
+        if (re_ln)
+            layernorm_forward(ln1, ln1_mean, ln1_rstd, res, p->ln1w + (size_t)l * C, p->ln1b + (size_t)l * C,
+                              N, C, st);
         matmul_backward(a->dnarrow, d->qkvw + (size_t)l * 3 * C * C, d->qkvb + (size_t)l * 3 * C,
                         a->dwide, ln1, p->qkvw + (size_t)l * 3 * C * C, NULL, N, C, 3 * C, scratch, st);
         layernorm_backward(a->dresidual, d->ln1w + (size_t)l * C, d->ln1b + (size_t)l * C, a->dnarrow,
@@ -837,10 +924,10 @@ void gpt_sample(GPT* g, const Tokenizer* tok, int n, float temperature, int top_
         int len = i < g->T ? i : g->T;
         const int* window = tokens + i - len;
         AttentionShape s = attention_shape(c, 1, len);
-        const char* why = attention_unsupported(g->attention, s);
+        const char* why = attention_unsupported(g->options.attention, s);
         if (why) die("sampling: attention cannot run at T = %d: %s", len, why);
         gpt_forward(g, window, 1, len);
-        cudaCheck(cudaMemcpyAsync(row, g->acts.logits + (size_t)(len - 1) * c->Vp, (size_t)c->V * sizeof(bf16),
+        cudaCheck(cudaMemcpyAsync(row, gpt_logits(g, len - 1, 1), (size_t)c->V * sizeof(bf16),
                                   cudaMemcpyDeviceToHost, g->stream));
         cudaCheck(cudaStreamSynchronize(g->stream));
         for (int v = 0; v < c->V; v++) logits[v] = __bfloat162float(row[v]);
@@ -880,8 +967,7 @@ typedef struct {
     int checkpoint_every;
     const char* out_dir;         // or NULL: no checkpoints
     uint64_t seed;
-    AttentionKind attention;
-    int deterministic;
+    ModelOptions model_options;  // attention, recomputation, classifier chunks
     const char* log_path;        // CSV, or NULL
     float peak_tflops;           // 0: from the device name
 } TrainOptions;
@@ -903,7 +989,7 @@ void default_train_options(TrainOptions* o) {
     o->sample_tokens = 128;
     o->temperature = 1.0f;
     o->seed = 1337;
-    o->attention = ATTENTION_NAIVE;
+    o->model_options.attention = ATTENTION_FLASH;
 }
 
 // Warmup from lr/warmup to lr, then a cosine down to lr * min_lr_frac at the last step.
@@ -952,19 +1038,22 @@ size_t device_memory_used(void) {
     return total_bytes - free_bytes;
 }
 
-void print_memory_table(const MemoryPlan* m) {
+void print_memory_table(const MemoryPlan* m, AttentionKind kind) {
     size_t free_bytes, total_bytes;
+    char logits[64], saved[64];
     cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
+    snprintf(logits, sizeof(logits), "logits (%d of %d rows)", m->logits_rows, m->rows);
+    snprintf(saved, sizeof(saved), "attention saved (%s)", kind == ATTENTION_FLASH ? "flash: L" : "naive: P");
     printf("memory (GiB)\n");
-    printf("  parameters (bf16)          %8.3f\n", GIB(m->params));
-    printf("  gradients (bf16)           %8.3f\n", GIB(m->grads));
-    printf("  master + AdamW m, v (fp32) %8.3f\n", GIB(m->optimizer));
-    printf("  activations                %8.3f\n", GIB(m->activations));
-    printf("  attention saved            %8.3f\n", GIB(m->attention_saved));
-    printf("  backward buffers           %8.3f\n", GIB(m->backward));
-    printf("  logits (B, T, Vp)          %8.3f\n", GIB(m->logits));
-    printf("  scratch (in the logits)    %8.3f\n", GIB(m->scratch));
-    printf("  total                      %8.3f  (device: %.1f GiB, %.1f GiB in use)\n",
+    printf("  parameters (bf16)             %8.3f\n", GIB(m->params));
+    printf("  gradients (bf16)              %8.3f\n", GIB(m->grads));
+    printf("  master + AdamW m, v (fp32)    %8.3f\n", GIB(m->optimizer));
+    printf("  activations                   %8.3f\n", GIB(m->activations));
+    printf("  %-29s %8.3f\n", saved, GIB(m->attention_saved));
+    printf("  backward buffers              %8.3f\n", GIB(m->backward));
+    printf("  %-29s %8.3f\n", logits, GIB(m->logits));
+    printf("  scratch (in the logits)       %8.3f\n", GIB(m->scratch));
+    printf("  total                         %8.3f  (device: %.1f GiB, %.1f GiB in use)\n",
            GIB(memory_plan_total(m)), GIB(total_bytes), GIB(total_bytes - free_bytes));
 }
 
@@ -1052,8 +1141,9 @@ void train_run(const TrainOptions* opt_in, float* losses) {
         die("--total-batch-size %lld is not a positive multiple of B * T = %lld", o.total_batch, tokens_per_micro);
     int grad_accum = (int)(o.total_batch / tokens_per_micro);
     AttentionShape shape = attention_shape(&config, o.B, o.T);
-    const char* why = attention_unsupported(o.attention, shape);
-    if (why) die("--attention %s: %s", o.attention == ATTENTION_FLASH ? "flash" : "naive", why);
+    const ModelOptions* mo = &o.model_options;
+    const char* why = attention_unsupported(mo->attention, shape);
+    if (why) die("--attention %s: %s", attention_name(mo->attention), why);
     if (o.warmup_steps < 0 || o.lr <= 0.0f || o.min_lr_frac < 0.0f || o.min_lr_frac > 1.0f)
         die("--lr must be positive, --warmup-steps >= 0, --min-lr-frac in [0, 1]");
 
@@ -1070,7 +1160,7 @@ void train_run(const TrainOptions* opt_in, float* losses) {
     if (o.steps <= 0) die("--train-data %s: less than one step of data", o.train_data);
 
     GPT g;
-    gpt_build(&g, config, o.B, o.T, o.attention, o.deterministic);
+    gpt_build(&g, config, o.B, o.T, mo);
     Rng sample_rng = {o.seed ^ 0x5851f42d4c957f2dULL};
     int start_step = 0;
     if (o.resume_dir) {
@@ -1104,13 +1194,18 @@ void train_run(const TrainOptions* opt_in, float* losses) {
            config.L, config.C, config.NH, config.C / config.NH, config.V, config.Vp, config.maxT, P);
     printf("batch: B %d x T %d x %d micro-steps = %lld tokens per step, %d steps (from step %d)\n",
            o.B, o.T, grad_accum, o.total_batch, o.steps, start_step + 1);
-    printf("attention: %s%s\n", o.attention == ATTENTION_FLASH ? "flash" : "naive",
-           o.attention == ATTENTION_FLASH && !o.deterministic ? "" : " (deterministic)");
+    char recompute[64];
+    recompute_name(mo->recompute, recompute, sizeof(recompute));
+    printf("attention: %s%s; recompute in the backward: %s; classifier: %d chunk%s of %d rows\n",
+           attention_name(mo->attention),
+           mo->attention == ATTENTION_FLASH && !mo->deterministic ? "" : " (deterministic)", recompute,
+           (int)ceil_div(g.plan.rows, g.plan.logits_rows), g.plan.logits_rows < g.plan.rows ? "s" : "",
+           g.plan.logits_rows);
     printf("optimizer: AdamW lr %g, warmup %d, cosine to %g x lr, weight decay %g, grad clip %g\n",
            o.lr, o.warmup_steps, o.min_lr_frac, o.weight_decay, o.grad_clip);
     printf("train data: %s (%lld batches per epoch)\n", o.train_data, (long long)dataloader_batches_per_epoch(train));
     if (val) printf("val data: %s (%d batches every %d steps)\n", o.val_data, o.val_batches, o.val_every);
-    print_memory_table(&g.plan);
+    print_memory_table(&g.plan, mo->attention);
     // Model FLOPs per token: 6 per weight for the matmuls forward and backward (every parameter
     // but wpe, which is only looked up; wte counts once, as the classifier), plus attention:
     // QK^T and PV, 2 * 2 * T * C per layer forward, times 3 with backward (causal masking ignored).
@@ -1240,9 +1335,13 @@ static void usage(void) {
         "  --checkpoint-every N    checkpoint every N steps (and always at the end) [0: end only]\n"
         "  --out-dir DIR           where checkpoints go; none without it (--resume: DIR)\n"
         "  --log FILE              a CSV line per step\n"
-        "attention and speed\n"
-        "  --attention KIND        flash or naive [naive]\n"
+        "attention, memory and speed\n"
+        "  --attention KIND        flash or naive [flash]\n"
         "  --deterministic         the flash backward without atomics (naive always is)\n"
+        "  --recompute LIST        recompute in the backward instead of keeping per layer:\n"
+        "                          gelu, layernorm, both (gelu,layernorm) or none [none]\n"
+        "  --classifier-chunk N    rows of logits per classifier chunk, 0 for as many as\n"
+        "                          fit in 1 GiB [0]\n"
         "  --peak-tflops X         the GPU's dense bf16 peak for MFU [from the device name]\n"
         "  -h, --help              this text\n");
 }
@@ -1261,6 +1360,21 @@ static int parse_int(const char* flag, const char* s) {
     return (int)v;
 }
 
+// "none" or a comma-separated list of gelu and layernorm, as RECOMPUTE_* flags.
+static int parse_recompute(const char* s) {
+    if (!strcmp(s, "none")) return 0;
+    int flags = 0;
+    for (const char* p = s; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == 4 && !strncmp(p, "gelu", 4)) flags |= RECOMPUTE_GELU;
+        else if (len == 9 && !strncmp(p, "layernorm", 9)) flags |= RECOMPUTE_LAYERNORM;
+        else die("--recompute %s: expected none or a comma-separated list of gelu and layernorm", s);
+        p += len;
+        if (*p == ',' && *++p == '\0') die("--recompute %s: trailing comma", s);
+    }
+    return flags;
+}
+
 static float parse_float(const char* flag, const char* s) {
     char* end;
     errno = 0;
@@ -1275,7 +1389,7 @@ int main(int argc, char** argv) {
         OPT_TOKENIZER, OPT_TOTAL_BATCH, OPT_STEPS, OPT_LR, OPT_WARMUP, OPT_MIN_LR_FRAC, OPT_WD,
         OPT_GRAD_CLIP, OPT_SEED, OPT_VAL_EVERY, OPT_VAL_BATCHES, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS,
         OPT_TEMPERATURE, OPT_TOP_K, OPT_CHECKPOINT_EVERY, OPT_OUT_DIR, OPT_LOG, OPT_ATTENTION,
-        OPT_DETERMINISTIC, OPT_PEAK_TFLOPS
+        OPT_DETERMINISTIC, OPT_RECOMPUTE, OPT_CLASSIFIER_CHUNK, OPT_PEAK_TFLOPS
     };
     static const struct option long_options[] = {
         {"model", required_argument, NULL, OPT_MODEL},
@@ -1306,6 +1420,8 @@ int main(int argc, char** argv) {
         {"log", required_argument, NULL, OPT_LOG},
         {"attention", required_argument, NULL, OPT_ATTENTION},
         {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
+        {"recompute", required_argument, NULL, OPT_RECOMPUTE},
+        {"classifier-chunk", required_argument, NULL, OPT_CLASSIFIER_CHUNK},
         {"peak-tflops", required_argument, NULL, OPT_PEAK_TFLOPS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -1342,11 +1458,16 @@ int main(int argc, char** argv) {
         case OPT_OUT_DIR: o.out_dir = optarg; break;
         case OPT_LOG: o.log_path = optarg; break;
         case OPT_ATTENTION:
-            if (!strcmp(optarg, "flash")) o.attention = ATTENTION_FLASH;
-            else if (!strcmp(optarg, "naive")) o.attention = ATTENTION_NAIVE;
+            if (!strcmp(optarg, "flash")) o.model_options.attention = ATTENTION_FLASH;
+            else if (!strcmp(optarg, "naive")) o.model_options.attention = ATTENTION_NAIVE;
             else die("--attention %s: expected flash or naive", optarg);
             break;
-        case OPT_DETERMINISTIC: o.deterministic = 1; break;
+        case OPT_DETERMINISTIC: o.model_options.deterministic = 1; break;
+        case OPT_RECOMPUTE: o.model_options.recompute = parse_recompute(optarg); break;
+        case OPT_CLASSIFIER_CHUNK:
+            o.model_options.classifier_rows = parse_int("--classifier-chunk", optarg);
+            if (o.model_options.classifier_rows < 0) die("--classifier-chunk %s must be >= 0", optarg);
+            break;
         case OPT_PEAK_TFLOPS: o.peak_tflops = parse_float("--peak-tflops", optarg); break;
         case 'h': usage(); return 0;
         case ':': die("%s needs a value (train_gpt --help lists the options)", argv[optind - 1]);

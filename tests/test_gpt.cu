@@ -1,8 +1,11 @@
 // tests/test_gpt.cu: the whole GPT-2 of train_gpt.cu against the float64 numpy reference
 // ($FLASHGPT_TESTDATA/gpt_reference.bin from tests/gen_gpt_reference.py: B=2, T=37, maxT=40,
 // V=97, Vp=128, L=2, NH=2, C=128): logits (B, T, V) and loss, every parameter gradient and the
-// grad norm, then 10 AdamW steps on the same batch; for the naive and the flash attention.
-// Then a resume: N steps straight vs N/2 steps, checkpoint, resume, on shards written here.
+// grad norm, then 10 AdamW steps on the same batch; for the naive and the flash attention, and
+// with the activations recomputed in the backward and the classifier in chunks of rows.
+// Then a resume: N steps straight vs N/2 steps, checkpoint, resume, on shards written here;
+// the memory plan (linear in T for flash, host only); naive and flash training side by side on
+// tinyshakespeare ($FLASHGPT_TEXT), their loss curves compared.
 //
 // Tolerances. bf16 keeps 8 significant bits: one rounding is up to 2^-9 = 0.2% relative, and
 // every activation, weight and gradient is rounded many times along the two layers; the errors
@@ -101,49 +104,64 @@ static void copy_bf16_to_floats(float* out, const bf16* dev, size_t n) {
     free(host);
 }
 
-static const char* kind_name(AttentionKind k) { return k == ATTENTION_FLASH ? "flash" : "naive"; }
+// "naive", "flash", or e.g. "flash recompute gelu,layernorm chunk 24".
+static void mode_name(const ModelOptions* m, char* out, size_t len) {
+    char recompute[64];
+    recompute_name(m->recompute, recompute, sizeof(recompute));
+    int n = snprintf(out, len, "%s", attention_name(m->attention));
+    if (m->recompute) n += snprintf(out + n, len - n, " recompute %s", recompute);
+    if (m->classifier_rows) snprintf(out + n, len - n, " chunk %d", m->classifier_rows);
+}
 
-static void test_reference(const Reference* r, AttentionKind kind) {
-    char name[128];
+static void test_reference(const Reference* r, ModelOptions opt) {
+    char name[192], mode[128];
     const GPTConfig* c = &r->config;
     int B = r->B, T = r->T, N = B * T, V = c->V, Vp = c->Vp;
-    const char* why = attention_unsupported(kind, attention_shape(c, B, T));
+    opt.deterministic = 1;
+    mode_name(&opt, mode, sizeof(mode));
+    const char* why = attention_unsupported(opt.attention, attention_shape(c, B, T));
     if (why) {
         const char* parts[] = {"forward", "backward", "adamw"};
         for (int i = 0; i < 3; i++) {
-            snprintf(name, sizeof(name), "gpt %s %s", parts[i], kind_name(kind));
+            snprintf(name, sizeof(name), "gpt %s %s", parts[i], mode);
             test_skip(name, why);
         }
         return;
     }
     GPT g;
-    gpt_build(&g, *c, B, T, kind, 1);
+    gpt_build(&g, *c, B, T, &opt);
     gpt_set_params(&g, r->params);
 
-    // Forward: logits and loss.
-    snprintf(name, sizeof(name), "gpt forward %s", kind_name(kind));
+    // Forward: logits, a chunk of rows at a time, and loss.
+    snprintf(name, sizeof(name), "gpt forward %s", mode);
     test_begin(name);
     cudaCheck(cudaMemset(g.acts_memory, 0xff, memory_plan_total(&g.plan) - g.plan.params - g.plan.grads -
                          g.plan.optimizer));  // NaN everywhere: an unwritten activation shows
     gpt_forward(&g, r->inputs, B, T);
     gpt_classifier(&g, r->targets, B, T, 0.0f, 0);
     float loss = gpt_mean_loss(&g, N);
-    float* logits_full = (float*)malloc((size_t)N * Vp * sizeof(float));
+    int chunk = g.plan.logits_rows;
+    if (opt.classifier_rows) CHECK(chunk == opt.classifier_rows, "chunks of %d rows, asked for %d", chunk, opt.classifier_rows);
+    float* logits_chunk = (float*)malloc((size_t)chunk * Vp * sizeof(float));
     float* logits = (float*)malloc((size_t)N * V * sizeof(float));
-    copy_bf16_to_floats(logits_full, g.acts.logits, (size_t)N * Vp);
-    for (int i = 0; i < N; i++) memcpy(logits + (size_t)i * V, logits_full + (size_t)i * Vp, V * sizeof(float));
+    for (int row = 0; row < N; row += chunk) {
+        int rows = N - row < chunk ? N - row : chunk;
+        copy_bf16_to_floats(logits_chunk, gpt_logits(&g, row, rows), (size_t)rows * Vp);
+        for (int i = 0; i < rows; i++)
+            memcpy(logits + (size_t)(row + i) * V, logits_chunk + (size_t)i * Vp, V * sizeof(float));
+    }
     double err_logits = relative_l2(logits, r->logits, (size_t)N * V);
     double err_loss = fabs(loss - r->loss) / fabs(r->loss);
     printf("    %s: logits relative L2 error %.2e, loss %.6f vs %.6f (relative error %.2e)\n",
-           kind_name(kind), err_logits, loss, r->loss, err_loss);
+           mode, err_logits, loss, r->loss, err_loss);
     CHECK(err_logits < TOL_LOGITS, "logits relative L2 error %.3e >= %.0e", err_logits, TOL_LOGITS);
     CHECK(err_loss < TOL_LOSS, "loss %.6f vs reference %.6f", loss, r->loss);
     test_end();
-    free(logits_full);
+    free(logits_chunk);
     free(logits);
 
     // Backward: every tensor's gradient, the norm, and the same bits on a second run.
-    snprintf(name, sizeof(name), "gpt backward %s", kind_name(kind));
+    snprintf(name, sizeof(name), "gpt backward %s", mode);
     test_begin(name);
     float* grads = (float*)malloc(r->P * sizeof(float));
     bf16* first = (bf16*)malloc(r->P * sizeof(bf16));
@@ -164,7 +182,7 @@ static void test_reference(const Reference* r, AttentionKind kind) {
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         size_t n = g.param_sizes[i];
         double err = relative_l2(grads + off, r->grads + off, n);
-        printf("    %s: d%-9s relative L2 error %.2e\n", kind_name(kind), param_names[i], err);
+        printf("    %s: d%-9s relative L2 error %.2e\n", mode, param_names[i], err);
         CHECK(err < TOL_GRAD, "d%s relative L2 error %.3e >= %.0e", param_names[i], err, TOL_GRAD);
         if (err > worst) { worst = err; worst_name = param_names[i]; }
         off += n;
@@ -172,7 +190,7 @@ static void test_reference(const Reference* r, AttentionKind kind) {
     float norm = gpt_grad_norm(&g);
     double err_norm = fabs(norm - r->grad_norm) / r->grad_norm;
     printf("    %s: worst gradient d%s %.2e; grad norm %.6f vs %.6f (relative error %.2e)\n",
-           kind_name(kind), worst_name, worst, norm, r->grad_norm, err_norm);
+           mode, worst_name, worst, norm, r->grad_norm, err_norm);
     CHECK(err_norm < TOL_NORM, "grad norm %.6f vs reference %.6f", norm, r->grad_norm);
     test_end();
     free(grads);
@@ -180,7 +198,7 @@ static void test_reference(const Reference* r, AttentionKind kind) {
     free(second);
 
     // AdamW: nsteps updates on the same batch, comparing the loss before each.
-    snprintf(name, sizeof(name), "gpt adamw %s", kind_name(kind));
+    snprintf(name, sizeof(name), "gpt adamw %s", mode);
     test_begin(name);
     AdamWConfig adam = {r->hyper[0], r->hyper[1], r->hyper[2], r->hyper[3], r->hyper[4], r->hyper[5]};
     gpt_set_params(&g, r->params);
@@ -197,7 +215,7 @@ static void test_reference(const Reference* r, AttentionKind kind) {
         CHECK(err < TOL_ADAMW, "step %d: loss %.6f vs reference %.6f", t + 1, step_loss, r->losses[t]);
         if (t == r->nsteps - 1)
             printf("    %s: loss after %d AdamW steps %.6f vs %.6f, worst relative error %.2e\n",
-                   kind_name(kind), t, step_loss, r->losses[t], worst_step);
+                   mode, t, step_loss, r->losses[t], worst_step);
     }
     test_end();
     gpt_free(&g);
@@ -230,10 +248,10 @@ static int files_equal(const char* a, const char* b) {
 // 6 steps straight (checkpoints at 3 and 6) vs resuming from the step-3 checkpoint: the same
 // losses and the same final model, bit for bit. The data loader crosses epochs (5 batches each)
 // with shuffling, and each step takes 2 micro-batches.
-static void test_resume(void) {
-    test_begin("gpt resume bit-exact");
+static void test_resume(const char* name, const ModelOptions* mo) {
+    test_begin(name);
     char dir[1024], train_path[4096], val_path[4096], pattern[4096];
-    snprintf(dir, sizeof(dir), "%s/gpt_resume", test_env("FLASHGPT_TMP", "/tmp"));
+    snprintf(dir, sizeof(dir), "%s/gpt_resume_%s", test_env("FLASHGPT_TMP", "/tmp"), attention_name(mo->attention));
     make_dirs(dir);
     snprintf(train_path, sizeof(train_path), "%s/train_000.bin", dir);
     snprintf(val_path, sizeof(val_path), "%s/val_000.bin", dir);
@@ -262,6 +280,7 @@ static void test_resume(void) {
     o.checkpoint_every = 3;
     o.out_dir = out_dir;
     o.seed = 42;
+    o.model_options = *mo;
     float straight[6], resumed[6];
     for (int i = 0; i < steps; i++) straight[i] = resumed[i] = NAN;
     train_run(&o, straight);
@@ -307,13 +326,168 @@ static void test_schedule_and_sampler(void) {
     test_end();
 }
 
+// The memory plan (host only, no device needed), d12 with GPT-2's vocabulary: flash keeps
+// L (L, B, NH, T) fp32 per layer and nothing grows faster than T, so the whole plan is
+// a + b T (its second difference over T, 2T, 3T is zero but for the 256-byte rounding of each
+// part); naive keeps P (L, B, NH, T, T) bf16. The logits stay within 1 GiB however many rows,
+// and each recomputation frees exactly the layers it no longer keeps.
+static void test_memory_plan(void) {
+    test_begin("gpt memory plan");
+    GPTConfig c = {0, 50257, padded_vocab(50257), 12, 12, 768};
+    size_t L = c.L, NH = c.NH, C = c.C;
+    ModelOptions flash = {ATTENTION_FLASH, 0, 0, 0}, naive = {ATTENTION_NAIVE, 0, 0, 0};
+    double total[3];
+    for (int i = 0; i < 3; i++) {
+        size_t T = 32768 * (size_t)(i + 1);
+        c.maxT = (int)T;
+        MemoryPlan m = gpt_memory_plan(&c, 1, (int)T, &flash);
+        total[i] = (double)memory_plan_total(&m);
+        CHECK(m.attention_saved == L * NH * T * sizeof(float), "flash keeps %zu bytes at T %zu", m.attention_saved, T);
+        CHECK(m.logits <= CLASSIFIER_CHUNK_BYTES, "logits of %zu bytes at T %zu", m.logits, T);
+        if (i == 2) printf("    flash, B 1, T %zu: %.2f GiB in all\n", T, GIB(total[i]));
+    }
+    double curvature = total[2] - 2.0 * total[1] + total[0];
+    CHECK(fabs(curvature) < 1e6, "flash memory is not linear in T: second difference %.0f bytes", curvature);
+    c.maxT = 4096;
+    MemoryPlan m = gpt_memory_plan(&c, 1, 4096, &naive);
+    CHECK(m.attention_saved == L * NH * 4096 * 4096 * sizeof(bf16), "naive keeps %zu bytes", m.attention_saved);
+    c.maxT = 1024;
+    size_t N = 64 * 1024;
+    MemoryPlan none = gpt_memory_plan(&c, 64, 1024, &naive);
+    ModelOptions re = naive;
+    re.recompute = RECOMPUTE_GELU;
+    MemoryPlan gelu = gpt_memory_plan(&c, 64, 1024, &re);
+    re.recompute = RECOMPUTE_GELU | RECOMPUTE_LAYERNORM;
+    MemoryPlan both = gpt_memory_plan(&c, 64, 1024, &re);
+    CHECK(none.activations - gelu.activations == (L - 1) * N * 4 * C * sizeof(bf16),
+          "recompute gelu frees %zu bytes", none.activations - gelu.activations);
+    CHECK(gelu.activations - both.activations == (2 * L - 1) * N * C * sizeof(bf16),
+          "recompute layernorm frees %zu bytes", gelu.activations - both.activations);
+    printf("    naive, B 64, T 1024: %.2f GiB, recompute gelu %.2f GiB, gelu,layernorm %.2f GiB\n",
+           GIB(memory_plan_total(&none)), GIB(memory_plan_total(&gelu)), GIB(memory_plan_total(&both)));
+    test_end();
+}
+
+// Naive and flash attention train a model to the same losses. A GPT of 2 layers (C 128, 2 heads
+// of 64) on the bytes of tinyshakespeare (V 256), B 16 x T 256, CURVE_STEPS AdamW steps from the
+// same init on the same batches (5.57 -> 2.45 nats per byte); only the attention differs (flash
+// with its atomics, as training has it). Both start from the same bits; the roundings that
+// differ (naive rounds the scores to bf16, flash keeps them in fp32; the order of the dQ sums)
+// move the runs apart by bf16 noise, which the updates carry along but do not amplify over this
+// many steps; it is largest early, while the loss falls fastest, and differs from run to run
+// (flash's atomics). Tolerances, 5x and 10x the largest of two runs on an H200 (in brackets):
+//   per step      |loss_naive - loss_flash| < TOL_CURVE_STEP nats [worst 1.8e-3 at step 21,
+//                 5.8e-3 at step 16]
+//   last 50 steps |difference of the means| < TOL_CURVE_MEAN nats [below 1e-4, 2e-4]
+// and both runs learn: the mean loss of the last 50 steps is at least 1.5 nats below the first.
+#define CURVE_STEPS 300
+#define CURVE_B 16
+#define CURVE_T 256
+#define TOL_CURVE_STEP 0.03
+#define TOL_CURVE_MEAN 0.002
+static void test_loss_curves(void) {
+    const char* name = "gpt naive vs flash loss curves";
+    const char* path = test_env("FLASHGPT_TEXT", "../shared/data/tinyshakespeare.txt");
+    FILE* f = fopen(path, "rb");
+    if (!f) {
+        char why[4200];
+        snprintf(why, sizeof(why), "FLASHGPT_TEXT %s is not readable", path);
+        test_skip(name, why);
+        return;
+    }
+    test_begin(name);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char* text = (unsigned char*)malloc((size_t)n);
+    int ok = n > 2 * CURVE_T && fread(text, 1, (size_t)n, f) == (size_t)n;
+    fclose(f);
+    CHECK(ok, "%s: cannot read enough text", path);
+    GPTConfig c = {CURVE_T, 256, 256, 2, 2, 128};  // maxT, V, Vp, L, NH, C
+    TrainOptions schedule;
+    default_train_options(&schedule);
+    schedule.lr = 2e-3f;
+    schedule.warmup_steps = 20;
+    schedule.min_lr_frac = 0.1f;
+    AdamWConfig adam = {schedule.lr, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    static float curves[2][CURVE_STEPS];
+    const AttentionKind kinds[2] = {ATTENTION_NAIVE, ATTENTION_FLASH};
+    for (int k = 0; ok && k < 2; k++) {
+        ModelOptions mo = {kinds[k], 0, 0, 0};
+        GPT g;
+        gpt_build(&g, c, CURVE_B, CURVE_T, &mo);
+        gpt_init_random(&g, 7);
+        for (int step = 0; step < CURVE_STEPS; step++) {
+            for (int b = 0; b < CURVE_B; b++) {
+                size_t start = ((size_t)step * CURVE_B + b) * CURVE_T % (size_t)(n - CURVE_T - 1);
+                for (int t = 0; t < CURVE_T; t++) {
+                    g.host_tokens[b * CURVE_T + t] = text[start + t];
+                    g.host_targets[b * CURVE_T + t] = text[start + t + 1];
+                }
+            }
+            gpt_zero_grads(&g);
+            gpt_forward(&g, g.host_tokens, CURVE_B, CURVE_T);
+            gpt_classifier(&g, g.host_targets, CURVE_B, CURVE_T, 1.0f / (CURVE_B * CURVE_T), 1);
+            gpt_backward(&g, g.host_tokens);
+            curves[k][step] = gpt_mean_loss(&g, CURVE_B * CURVE_T);
+            gpt_update(&g, &adam, learning_rate(&schedule, step + 1, CURVE_STEPS));
+        }
+        gpt_free(&g);
+    }
+    if (ok) {
+        double worst = 0.0, mean[2] = {0.0, 0.0};
+        int worst_step = 0;
+        for (int step = 0; step < CURVE_STEPS; step++) {
+            double d = fabs((double)curves[0][step] - curves[1][step]);
+            if (d > worst) { worst = d; worst_step = step + 1; }
+            for (int k = 0; k < 2 && step >= CURVE_STEPS - 50; k++) mean[k] += curves[k][step] / 50.0;
+        }
+        printf("    loss naive %.4f -> %.4f, flash %.4f -> %.4f (means of the last 50 steps); "
+               "worst step difference %.4f (step %d), mean difference %.4f\n",
+               curves[0][0], mean[0], curves[1][0], mean[1], worst, worst_step, fabs(mean[0] - mean[1]));
+        CHECK(worst < TOL_CURVE_STEP, "step %d: naive %.4f, flash %.4f", worst_step,
+              curves[0][worst_step - 1], curves[1][worst_step - 1]);
+        CHECK(fabs(mean[0] - mean[1]) < TOL_CURVE_MEAN, "last 50 steps: naive %.4f, flash %.4f", mean[0], mean[1]);
+        for (int k = 0; k < 2; k++)
+            CHECK(mean[k] < curves[k][0] - 1.5, "%s did not learn: %.4f -> %.4f", attention_name(kinds[k]),
+                  curves[k][0], mean[k]);
+    }
+    test_end();
+    free(text);
+}
+
 int main(void) {
     test_schedule_and_sampler();
+    test_memory_plan();
+    // The float64 reference in every mode the trainer has: the recomputations and the
+    // classifier chunks (N = 74 rows: chunks of 16 and 24 end on a partial one) must not
+    // change the result beyond bf16 noise.
+    const ModelOptions modes[] = {
+        {ATTENTION_NAIVE, 1, 0, 0},
+        {ATTENTION_FLASH, 1, 0, 0},
+        {ATTENTION_NAIVE, 1, RECOMPUTE_GELU, 16},
+        {ATTENTION_FLASH, 1, RECOMPUTE_GELU | RECOMPUTE_LAYERNORM, 24},
+    };
+    const int n_modes = sizeof(modes) / sizeof(modes[0]);
+    // Resume: the old default (naive), and flash (deterministic) with every memory option.
+    const ModelOptions resume_flash = {ATTENTION_FLASH, 1, RECOMPUTE_GELU | RECOMPUTE_LAYERNORM, 40};
+    const ModelOptions resume_naive = {ATTENTION_NAIVE, 1, 0, 0};
+    const char* resume_flash_name = "gpt resume bit-exact flash recompute gelu,layernorm chunk 40";
+    const char* resume_naive_name = "gpt resume bit-exact naive";
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-        const char* names[] = {"gpt forward naive", "gpt backward naive", "gpt adamw naive", "gpt forward flash",
-                               "gpt backward flash", "gpt adamw flash", "gpt resume bit-exact"};
-        for (int i = 0; i < 7; i++) test_skip(names[i], "no CUDA device");
+        const char* parts[] = {"forward", "backward", "adamw"};
+        for (int i = 0; i < n_modes; i++) {
+            char name[192], mode[128];
+            mode_name(&modes[i], mode, sizeof(mode));
+            for (int j = 0; j < 3; j++) {
+                snprintf(name, sizeof(name), "gpt %s %s", parts[j], mode);
+                test_skip(name, "no CUDA device");
+            }
+        }
+        test_skip(resume_naive_name, "no CUDA device");
+        test_skip(resume_flash_name, "no CUDA device");
+        test_skip("gpt naive vs flash loss curves", "no CUDA device");
         return test_exit_code();
     }
     char path[4096], why[ERR_LEN];
@@ -324,9 +498,10 @@ int main(void) {
         CHECK(0, "%s", why);
         test_end();
     } else {
-        test_reference(&r, ATTENTION_NAIVE);
-        test_reference(&r, ATTENTION_FLASH);
+        for (int i = 0; i < n_modes; i++) test_reference(&r, modes[i]);
     }
-    test_resume();
+    test_resume(resume_naive_name, &resume_naive);
+    test_resume(resume_flash_name, &resume_flash);
+    test_loss_curves();
     return test_exit_code();
 }

@@ -1,0 +1,25 @@
+// layers/gelu.cu: GELU (tanh form) over n bf16 values, one thread per 8 (a 16-byte pack),
+// computed in fp32 and rounded once.
+#include "layers/gelu.h"
+#include "utils.h"
+
+__global__ void gelu_forward_kernel(bf16x8* out, const bf16x8* inp, size_t packs) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= packs) return;
+    const float s = 0.7978845608028654f;  // sqrt(2/pi)
+    bf16x8 x8 = inp[i], y8;
+    for (int k = 0; k < 8; k++) {
+        float x = (float)x8.v[k];
+        y8.v[k] = (bf16)(0.5f * x * (1.0f + tanhf(s * (x + 0.044715f * x * x * x))));
+    }
+    out[i] = y8;
+}
+
+void gelu_forward(bf16* out, const bf16* inp, size_t n, cudaStream_t stream) {
+    if (n % 8 != 0 || !aligned16(out) || !aligned16(inp))
+        die("gelu_forward: needs n (%zu) a multiple of 8 and 16-byte aligned buffers", n);
+    if (n == 0) return;
+    const int block = 256;
+    gelu_forward_kernel<<<ceil_div(n / 8, block), block, 0, stream>>>((bf16x8*)out, (const bf16x8*)inp, n / 8);
+    cudaCheckLaunch();
+}

@@ -1,0 +1,13 @@
+// layers/gelu.h: GELU on its own, tanh form: gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+// The trainer uses it to recompute the MLP's GELU output (B, T, 4C) in the backward instead of
+// keeping it per layer; the fused epilogue of layers/matmul.h stays the default.
+#ifndef FLASHGPT_GELU_H
+#define FLASHGPT_GELU_H
+
+#include <stddef.h>
+#include "layers/cuda_common.h"
+
+// out (n) = gelu(inp (n)), fp32 inside; n % 8 == 0, both 16-byte aligned; out may alias inp.
+void gelu_forward(bf16* out, const bf16* inp, size_t n, cudaStream_t stream);
+
+#endif

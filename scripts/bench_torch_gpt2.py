@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+# The PyTorch baseline for train_gpt's speed (a benchmark only; nothing in the build uses it):
+# GPT-2 (d12 by default: L 12, C 768, NH 12) written plainly, attention through
+# F.scaled_dot_product_attention (causal), the model under torch.compile, bf16 autocast with fp32
+# weights, fused AdamW and gradient clipping, on random tokens of GPT-2's vocabulary padded to
+# 50304. The context is T (learned positions sized to it), as in train_gpt's comparison.
+# Prints tokens/s, the mean over the steps after the warm-up ones (which compile), and the peak
+# memory PyTorch allocated (GiB = 2^30 bytes).
+#   python3 scripts/bench_torch_gpt2.py -B 1 -T 65536 --steps 8 --warmup 3
+import argparse
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, C, NH):
+        super().__init__()
+        self.NH = NH
+        self.ln1, self.ln2 = nn.LayerNorm(C), nn.LayerNorm(C)
+        self.qkv, self.attproj = nn.Linear(C, 3 * C), nn.Linear(C, C)
+        self.fc, self.fcproj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.NH, C // self.NH).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, NH, T, HS)
+        x = x + self.attproj(y.transpose(1, 2).reshape(B, T, C))
+        return x + self.fcproj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, L, C, NH, Vp, maxT):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(Vp, C), nn.Embedding(maxT, C)
+        self.blocks = nn.ModuleList(Block(C, NH) for _ in range(L))
+        self.lnf = nn.LayerNorm(C)
+        for name, p in self.named_parameters():
+            if p.dim() == 2:
+                std = 0.02 / (2 * L) ** 0.5 if name.endswith("proj.weight") else 0.02
+                nn.init.normal_(p, 0.0, std)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)
+
+    def forward(self, idx, targets):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        for block in self.blocks:
+            x = block(x)
+        logits = self.lnf(x) @ self.wte.weight.t()  # tied output projection, (B, T, Vp)
+        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-B", type=int, default=1)
+    ap.add_argument("-T", type=int, default=65536)
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--channels", type=int, default=768)
+    ap.add_argument("--heads", type=int, default=12)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--warmup", type=int, default=3, help="untimed first steps (they compile)")
+    a = ap.parse_args()
+    if a.steps <= a.warmup:
+        ap.error("--steps must exceed --warmup")
+    torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    dev = "cuda"
+    model = GPT(a.layers, a.channels, a.heads, 50304, a.T).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
+    step_fn = torch.compile(model)
+    times = []
+    for step in range(a.steps):
+        idx = torch.randint(0, 50257, (a.B, a.T), device=dev)
+        targets = torch.randint(0, 50257, (a.B, a.T), device=dev)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            loss = step_fn(idx, targets)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+        print(f"step {step + 1}/{a.steps} | loss {loss.item():.4f} | {times[-1] * 1e3:.1f} ms", flush=True)
+    timed = times[a.warmup:]
+    tps = a.B * a.T * len(timed) / sum(timed)
+    print(f"torch {torch.__version__} GPT-2 L {a.layers} C {a.channels} NH {a.heads}, B {a.B} T {a.T}: "
+          f"{tps / 1e3:.1f}K tokens/s (mean of steps {a.warmup + 1}-{a.steps}), "
+          f"peak allocated {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
+
+
+if __name__ == "__main__":
+    main()
