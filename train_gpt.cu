@@ -446,58 +446,102 @@ static size_t saved_stride(const GPT* g) {
     return (bytes + CARVE_ALIGN - 1) / CARVE_ALIGN * CARVE_ALIGN;
 }
 
+// Layer l's slices of the per-layer activation buffers, which keep the stride of the largest
+// batch (a smaller forward uses the start of each slice).
+typedef struct {
+    bf16* res;        // (B, T, C) the stream entering the layer
+    bf16* ln1;        // (B, T, C)
+    float* ln1_mean;  // (B, T)
+    float* ln1_rstd;  // (B, T)
+    bf16* qkv;        // (B, T, 3, NH, HS)
+    bf16* atty;       // (B, T, NH, HS)
+    void* att_saved;  // attention_saved_bytes
+    bf16* mid;        // (B, T, C) the stream after the attention block
+    bf16* ln2;        // (B, T, C)
+    float* ln2_mean;  // (B, T)
+    float* ln2_rstd;  // (B, T)
+    bf16* fch;        // (B, T, 4C) before GELU
+    bf16* fch_gelu;   // (B, T, 4C)
+    bf16* res_next;   // (B, T, C) the stream leaving the layer
+} LayerActivations;
+
+static LayerActivations layer_activations(const GPT* g, int l) {
+    const Activations* a = &g->acts;
+    int B = g->B, T = g->T;
+    size_t C = g->config.C;
+    int re_ln = g->options.recompute & RECOMPUTE_LAYERNORM, re_gelu = g->options.recompute & RECOMPUTE_GELU;
+    LayerActivations x;
+    x.res = a->residual + layer_offset(l, B, T, C);
+    x.ln1 = a->ln1 + layer_offset(slot(l, re_ln), B, T, C);
+    x.ln1_mean = a->ln1_mean + layer_offset(l, B, T, 1);
+    x.ln1_rstd = a->ln1_rstd + layer_offset(l, B, T, 1);
+    x.qkv = a->qkv + layer_offset(l, B, T, 3 * C);
+    x.atty = a->atty + layer_offset(l, B, T, C);
+    x.att_saved = a->att_saved + l * saved_stride(g);
+    x.mid = a->residual_mid + layer_offset(l, B, T, C);
+    x.ln2 = a->ln2 + layer_offset(slot(l, re_ln), B, T, C);
+    x.ln2_mean = a->ln2_mean + layer_offset(l, B, T, 1);
+    x.ln2_rstd = a->ln2_rstd + layer_offset(l, B, T, 1);
+    x.fch = a->fch + layer_offset(l, B, T, 4 * C);
+    x.fch_gelu = a->fch_gelu + layer_offset(slot(l, re_gelu), B, T, 4 * C);
+    x.res_next = a->residual + layer_offset(l + 1, B, T, C);
+    return x;
+}
+
+// Layer l's slices of the per-layer parameter tensors (or of their gradients).
+typedef struct {
+    bf16 *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
+} LayerParameters;
+
+static LayerParameters layer_parameters(const ParameterTensors* p, int l, size_t C) {
+    LayerParameters w;
+    w.ln1w = p->ln1w + l * C;
+    w.ln1b = p->ln1b + l * C;
+    w.qkvw = p->qkvw + l * 3 * C * C;
+    w.qkvb = p->qkvb + l * 3 * C;
+    w.attprojw = p->attprojw + l * C * C;
+    w.attprojb = p->attprojb + l * C;
+    w.ln2w = p->ln2w + l * C;
+    w.ln2b = p->ln2b + l * C;
+    w.fcw = p->fcw + l * 4 * C * C;
+    w.fcb = p->fcb + l * 4 * C;
+    w.fcprojw = p->fcprojw + l * C * 4 * C;
+    w.fcprojb = p->fcprojb + l * C;
+    return w;
+}
+
 // The final layernorm's output lnf (B, T, C) of host_inputs (B, T), B and T within what the
 // model was built for; the logits come from gpt_logits or gpt_classifier, a chunk at a time.
-// The per-layer buffers keep the stride of the largest batch.
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     const GPTConfig* c = &g->config;
     Activations* a = &g->acts;
     ParameterTensors* p = &g->params;
     cudaStream_t st = g->stream;
-    int C = c->C, L = c->L, N = B * T, BM = g->B, TM = g->T;
-    int re_ln = g->options.recompute & RECOMPUTE_LAYERNORM, re_gelu = g->options.recompute & RECOMPUTE_GELU;
+    int C = c->C, L = c->L, N = B * T;
     AttentionShape s = attention_shape(c, B, T);
     cudaCheck(cudaMemcpyAsync(a->inputs, host_inputs, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, st));
     encoder_forward(a->residual, a->inputs, p->wte, p->wpe, B, T, C, st);
     for (int l = 0; l < L; l++) {
-        bf16* res = a->residual + layer_offset(l, BM, TM, C);
-        bf16* ln1 = a->ln1 + layer_offset(slot(l, re_ln), BM, TM, C);
-        float* ln1_mean = a->ln1_mean + layer_offset(l, BM, TM, 1);
-        float* ln1_rstd = a->ln1_rstd + layer_offset(l, BM, TM, 1);
-        bf16* qkv = a->qkv + layer_offset(l, BM, TM, 3 * C);
-        bf16* atty = a->atty + layer_offset(l, BM, TM, C);
-        bf16* mid = a->residual_mid + layer_offset(l, BM, TM, C);
-        bf16* ln2 = a->ln2 + layer_offset(slot(l, re_ln), BM, TM, C);
-        float* ln2_mean = a->ln2_mean + layer_offset(l, BM, TM, 1);
-        float* ln2_rstd = a->ln2_rstd + layer_offset(l, BM, TM, 1);
-        bf16* fch = a->fch + layer_offset(l, BM, TM, 4 * C);
-        bf16* fch_gelu = a->fch_gelu + layer_offset(slot(l, re_gelu), BM, TM, 4 * C);
-        bf16* res_next = a->residual + layer_offset(l + 1, BM, TM, C);
-        layernorm_forward(ln1, ln1_mean, ln1_rstd, res, p->ln1w + (size_t)l * C,
-                          p->ln1b + (size_t)l * C, N, C, st);
-        matmul_forward(qkv, NULL, ln1, p->qkvw + (size_t)l * 3 * C * C, p->qkvb + (size_t)l * 3 * C,
-                       N, C, 3 * C, st);
-        attention_forward(g->options.attention, s, atty, a->att_saved + l * saved_stride(g), qkv, st);
-        matmul_forward(mid, NULL, atty, p->attprojw + (size_t)l * C * C, p->attprojb + (size_t)l * C,
-                       N, C, C, st);
-        residual_forward(mid, mid, res, (size_t)N * C, st);
-        layernorm_forward(ln2, ln2_mean, ln2_rstd, mid, p->ln2w + (size_t)l * C,
-                          p->ln2b + (size_t)l * C, N, C, st);
-        if (re_gelu) {
+        LayerActivations x = layer_activations(g, l);
+        LayerParameters w = layer_parameters(p, l, C);
+        layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, x.res, w.ln1w, w.ln1b, N, C, st);
+        matmul_forward(x.qkv, NULL, x.ln1, w.qkvw, w.qkvb, N, C, 3 * C, st);
+        attention_forward(g->options.attention, s, x.atty, x.att_saved, x.qkv, st);
+        matmul_forward(x.mid, NULL, x.atty, w.attprojw, w.attprojb, N, C, C, st);
+        residual_forward(x.mid, x.mid, x.res, (size_t)N * C, st);
+        layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.mid, w.ln2w, w.ln2b, N, C, st);
+        if (g->options.recompute & RECOMPUTE_GELU) {
             // The same kernel as the recomputation, so the backward sees the forward's bits.
-            matmul_forward(fch, NULL, ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + (size_t)l * 4 * C,
-                           N, C, 4 * C, st);
-            gelu_forward(fch_gelu, fch, (size_t)N * 4 * C, st);
+            matmul_forward(x.fch, NULL, x.ln2, w.fcw, w.fcb, N, C, 4 * C, st);
+            gelu_forward(x.fch_gelu, x.fch, (size_t)N * 4 * C, st);
         } else {
-            matmul_forward(fch_gelu, fch, ln2, p->fcw + (size_t)l * 4 * C * C, p->fcb + (size_t)l * 4 * C,
-                           N, C, 4 * C, st);
+            matmul_forward(x.fch_gelu, x.fch, x.ln2, w.fcw, w.fcb, N, C, 4 * C, st);
         }
-        matmul_forward(res_next, NULL, fch_gelu, p->fcprojw + (size_t)l * C * 4 * C,
-                       p->fcprojb + (size_t)l * C, N, 4 * C, C, st);
-        residual_forward(res_next, res_next, mid, (size_t)N * C, st);
+        matmul_forward(x.res_next, NULL, x.fch_gelu, w.fcprojw, w.fcprojb, N, 4 * C, C, st);
+        residual_forward(x.res_next, x.res_next, x.mid, (size_t)N * C, st);
     }
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->residual + layer_offset(L, BM, TM, C),
+    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->residual + layer_offset(L, g->B, g->T, C),
                       p->lnfw, p->lnfb, N, C, st);
 }
 
@@ -564,44 +608,26 @@ void gpt_backward(GPT* g, const int* host_inputs) {
     layernorm_backward(a->dresidual, d->lnfw, d->lnfb, a->dnarrow, a->residual + layer_offset(L, B, T, C),
                        p->lnfw, a->lnf_mean, a->lnf_rstd, N, C, scratch, st);
     for (int l = L - 1; l >= 0; l--) {
-        bf16* res = a->residual + layer_offset(l, B, T, C);
-        bf16* ln1 = a->ln1 + layer_offset(slot(l, re_ln), B, T, C);
-        float* ln1_mean = a->ln1_mean + layer_offset(l, B, T, 1);
-        float* ln1_rstd = a->ln1_rstd + layer_offset(l, B, T, 1);
-        bf16* qkv = a->qkv + layer_offset(l, B, T, 3 * C);
-        bf16* atty = a->atty + layer_offset(l, B, T, C);
-        bf16* mid = a->residual_mid + layer_offset(l, B, T, C);
-        bf16* ln2 = a->ln2 + layer_offset(slot(l, re_ln), B, T, C);
-        float* ln2_mean = a->ln2_mean + layer_offset(l, B, T, 1);
-        float* ln2_rstd = a->ln2_rstd + layer_offset(l, B, T, 1);
-        bf16* fch = a->fch + layer_offset(l, B, T, 4 * C);
-        bf16* fch_gelu = a->fch_gelu + layer_offset(slot(l, re_gelu), B, T, 4 * C);
+        LayerActivations x = layer_activations(g, l);
+        LayerParameters w = layer_parameters(p, l, C), dw = layer_parameters(d, l, C);
         // A recomputed activation is made again from what the layer kept, just before its use
         // (the same kernels on the same inputs: the forward's bits).
-        if (re_gelu) gelu_forward(fch_gelu, fch, (size_t)N * 4 * C, st);
-        if (re_ln)
-            layernorm_forward(ln2, ln2_mean, ln2_rstd, mid, p->ln2w + (size_t)l * C, p->ln2b + (size_t)l * C,
-                              N, C, st);
+        if (re_gelu) gelu_forward(x.fch_gelu, x.fch, (size_t)N * 4 * C, st);
+        if (re_ln) layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.mid, w.ln2w, w.ln2b, N, C, st);
         // dresidual holds d(output of layer l); the residual paths pass it through unchanged
         // and the branches add to it.
-        matmul_backward(a->dwide, d->fcprojw + (size_t)l * C * 4 * C, d->fcprojb + (size_t)l * C,
-                        a->dresidual, fch_gelu, p->fcprojw + (size_t)l * C * 4 * C, NULL,
+        matmul_backward(a->dwide, dw.fcprojw, dw.fcprojb, a->dresidual, x.fch_gelu, w.fcprojw, NULL,
                         N, 4 * C, C, scratch, st);
-        matmul_backward(a->dnarrow, d->fcw + (size_t)l * 4 * C * C, d->fcb + (size_t)l * 4 * C,
-                        a->dwide, ln2, p->fcw + (size_t)l * 4 * C * C, fch, N, C, 4 * C, scratch, st);
-        layernorm_backward(a->dresidual, d->ln2w + (size_t)l * C, d->ln2b + (size_t)l * C, a->dnarrow,
-                           mid, p->ln2w + (size_t)l * C, ln2_mean, ln2_rstd, N, C, scratch, st);
-        matmul_backward(a->dnarrow, d->attprojw + (size_t)l * C * C, d->attprojb + (size_t)l * C,
-                        a->dresidual, atty, p->attprojw + (size_t)l * C * C, NULL, N, C, C, scratch, st);
-        attention_backward(kind, s, a->dwide, a->dnarrow, atty, a->att_saved + l * saved_stride(g),
-                           qkv, scratch, deterministic, st);
-        if (re_ln)
-            layernorm_forward(ln1, ln1_mean, ln1_rstd, res, p->ln1w + (size_t)l * C, p->ln1b + (size_t)l * C,
-                              N, C, st);
-        matmul_backward(a->dnarrow, d->qkvw + (size_t)l * 3 * C * C, d->qkvb + (size_t)l * 3 * C,
-                        a->dwide, ln1, p->qkvw + (size_t)l * 3 * C * C, NULL, N, C, 3 * C, scratch, st);
-        layernorm_backward(a->dresidual, d->ln1w + (size_t)l * C, d->ln1b + (size_t)l * C, a->dnarrow,
-                           res, p->ln1w + (size_t)l * C, ln1_mean, ln1_rstd, N, C, scratch, st);
+        matmul_backward(a->dnarrow, dw.fcw, dw.fcb, a->dwide, x.ln2, w.fcw, x.fch, N, C, 4 * C, scratch, st);
+        layernorm_backward(a->dresidual, dw.ln2w, dw.ln2b, a->dnarrow, x.mid, w.ln2w, x.ln2_mean, x.ln2_rstd,
+                           N, C, scratch, st);
+        matmul_backward(a->dnarrow, dw.attprojw, dw.attprojb, a->dresidual, x.atty, w.attprojw, NULL,
+                        N, C, C, scratch, st);
+        attention_backward(kind, s, a->dwide, a->dnarrow, x.atty, x.att_saved, x.qkv, scratch, deterministic, st);
+        if (re_ln) layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, x.res, w.ln1w, w.ln1b, N, C, st);
+        matmul_backward(a->dnarrow, dw.qkvw, dw.qkvb, a->dwide, x.ln1, w.qkvw, NULL, N, C, 3 * C, scratch, st);
+        layernorm_backward(a->dresidual, dw.ln1w, dw.ln1b, a->dnarrow, x.res, w.ln1w, x.ln1_mean, x.ln1_rstd,
+                           N, C, scratch, st);
     }
     encoder_backward(d->wte, d->wpe, a->dresidual, host_inputs, B, T, C, scratch, st);
 }

@@ -38,17 +38,6 @@ static void batched_matmul(int M, int N, int K, float alpha,
         batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-// Max over the block (blockDim.x a multiple of 32); every thread gets the result.
-__device__ inline float block_reduce_max(float v) {
-    __shared__ float warp_maxes[32];
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    v = warp_reduce_max(v);
-    __syncthreads();  // an earlier call may still be reading warp_maxes
-    if (lane == 0) warp_maxes[warp] = v;
-    __syncthreads();
-    return warp_reduce_max(lane < blockDim.x / 32 ? warp_maxes[lane] : -INFINITY);
-}
-
 // One block per row of att (B * NH * T rows of T): scores in, probabilities out, in place.
 // The row is query position i = row % T; a causal row keeps keys j <= i and is exactly 0 beyond.
 __global__ void softmax_forward_kernel(bf16* att, int T, int causal) {

@@ -60,6 +60,17 @@ __device__ inline float block_reduce_sum(float v) {
     return warp_reduce_sum(lane < blockDim.x / 32 ? warp_sums[lane] : 0.0f);
 }
 
+// Max over the block (blockDim.x a multiple of 32); every thread gets the result.
+__device__ inline float block_reduce_max(float v) {
+    __shared__ float warp_maxes[32];
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    v = warp_reduce_max(v);
+    __syncthreads();  // an earlier call may still be reading warp_maxes
+    if (lane == 0) warp_maxes[warp] = v;
+    __syncthreads();
+    return warp_reduce_max(lane < blockDim.x / 32 ? warp_maxes[lane] : -INFINITY);
+}
+
 // Deterministic column sums of a row-major (rows, cols) matrix with row stride ld, in two passes
 // with fp32 accumulation in a fixed order. Block (x, y), 32 x 8 threads, sums the rows
 // [y * rows_per_block, (y + 1) * rows_per_block) of the columns [32x, 32x + 32): thread (tx, ty)
