@@ -11,7 +11,7 @@ NVCC     ?= nvcc
 GPU_ARCH ?= -gencode arch=compute_90a,code=sm_90a
 CFLAGS   ?= -O3 -Wall -Wextra -Wno-unused-parameter
 NVFLAGS  ?= -O3 -std=c++17 $(GPU_ARCH) -Xcompiler -Wall
-CUDA_LIBS = -lcublas -lcublasLt -lnccl
+CUDA_LIBS = -lcublas -lcublasLt
 BUILD    := build
 # make train downloads tinyshakespeare unless TEXT names a local text file; tests and
 # benchmarks read TEST_TEXT (and skip what needs it when it is not there).
