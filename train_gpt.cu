@@ -240,7 +240,7 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     a->losses = (float*)carve(base, &off, N * sizeof(float), &m->activations);
     a->inputs = (int*)carve(base, &off, N * sizeof(int), &m->activations);
     a->targets = (int*)carve(base, &off, N * sizeof(int), &m->activations);
-    // Each layer's saved block is rounded by carve; a layer finds its block at l * stride.
+    // Each layer's saved block is rounded up to CARVE_ALIGN here; layer l's starts at l * stride.
     size_t saved = attention_saved_bytes(kind, s);
     size_t saved_stride = (saved + CARVE_ALIGN - 1) / CARVE_ALIGN * CARVE_ALIGN;
     a->att_saved = (char*)carve(base, &off, L * saved_stride, &m->attention_saved);
@@ -276,7 +276,7 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
 // The model
 
 typedef struct {
-    float lr, b1, b2, eps, weight_decay, grad_clip;
+    float b1, b2, eps, weight_decay, grad_clip;   // the learning rate comes per step
 } AdamWConfig;
 
 typedef struct {
@@ -800,12 +800,16 @@ typedef struct {
     DataLoaderState train_loader;
     uint64_t sample_rng;
     int adam_t;
+    // What changes the rounding, so an exact resume needs the same: attention kind, its
+    // deterministic flag, RECOMPUTE_* flags, rows per classifier chunk.
+    int attention, deterministic, recompute, classifier_rows;
 } TrainingState;
 
 // Training state file: int32 header[256] = [magic, version, step, maxT, V, L, NH, C, Vp, B, T,
 // grad_accum, warmup_steps, steps, adam_t, lr, min_lr_frac, weight_decay, grad_clip (float bits),
 // seed (2 ints, low first), train loader epoch (2 ints), step_in_epoch (2 ints), sample rng
-// (2 ints), 0...], then fp32 master weights, m, v (each num_params).
+// (2 ints), attention, deterministic, recompute, classifier_rows, 0...], then fp32 master
+// weights, m, v (each num_params).
 void pack_u64(int32_t* h, uint64_t v) { h[0] = (int32_t)(uint32_t)v; h[1] = (int32_t)(uint32_t)(v >> 32); }
 uint64_t unpack_u64(const int32_t* h) { return (uint64_t)(uint32_t)h[0] | ((uint64_t)(uint32_t)h[1] << 32); }
 int32_t float_bits(float f) { int32_t i; memcpy(&i, &f, 4); return i; }
@@ -822,6 +826,7 @@ void save_training_state(GPT* g, const TrainingState* s, const char* path) {
     pack_u64(h + 21, (uint64_t)s->train_loader.epoch);
     pack_u64(h + 23, (uint64_t)s->train_loader.step_in_epoch);
     pack_u64(h + 25, s->sample_rng);
+    h[27] = s->attention; h[28] = s->deterministic; h[29] = s->recompute; h[30] = s->classifier_rows;
     cudaCheck(cudaStreamSynchronize(g->stream));
     FILE* f = open_atomic(path, tmp, sizeof(tmp));
     int ok = fwrite(h, sizeof(h), 1, f) == 1 &&
@@ -847,6 +852,7 @@ TrainingState load_training_state(GPT* g, const char* path) {
     s.train_loader.epoch = (int64_t)unpack_u64(h + 21);
     s.train_loader.step_in_epoch = (int64_t)unpack_u64(h + 23);
     s.sample_rng = unpack_u64(h + 25);
+    s.attention = h[27]; s.deterministic = h[28]; s.recompute = h[29]; s.classifier_rows = h[30];
     const GPTConfig* c = &s.config;
     if (s.step < 0 || c->maxT <= 0 || c->V <= 0 || c->L <= 0 || c->NH <= 0 || c->C <= 0 ||
         c->C % c->NH != 0 || c->C % 8 != 0 || c->Vp != padded_vocab(c->V) || s.B <= 0 || s.T <= 0 ||
@@ -865,6 +871,7 @@ TrainingState load_training_state(GPT* g, const char* path) {
 
 // Makes dir and its parents; dies naming the path on failure.
 void make_dirs(const char* dir) {
+    if (!*dir) die("--out-dir: empty path");
     char path[4096];
     snprintf(path, sizeof(path), "%s", dir);
     for (char* p = path + 1;; p++) {
@@ -980,7 +987,7 @@ typedef struct {
     const char* init_from;       // model checkpoint, or NULL
     const char* resume_dir;      // or NULL
     const char* train_data;      // shard glob
-    const char* val_data;        // shard glob, or "" for none
+    const char* val_data;        // shard glob, "" for none, NULL: beside the train shards
     const char* tokenizer;       // or NULL
     int B, T;
     long long total_batch;       // tokens per step; 0: B * T
@@ -1003,7 +1010,7 @@ void default_train_options(TrainOptions* o) {
     o->model = "d12";
     o->context = 1024;
     o->train_data = "datasets/tinyshakespeare/train_*.bin";
-    o->val_data = "datasets/tinyshakespeare/val_*.bin";
+    o->val_data = NULL;
     o->B = 4;
     o->T = 1024;
     o->lr = 3e-4f;
@@ -1176,6 +1183,17 @@ void train_run(const TrainOptions* opt_in, float* losses) {
     DataLoader* train = dataloader_open(o.train_data, o.B, o.T, 0, 1, 1, o.seed, config.V, err);
     if (!train) die("--train-data: %s", err);
     DataLoader* val = NULL;
+    // Without --val-data: the val shards beside the train shards ("train_" in the glob becomes
+    // "val_"), when there are any; none otherwise.
+    char val_glob[4096] = "";
+    const char* train_at = strstr(o.train_data, "train_");
+    if (!o.val_data && train_at) {
+        snprintf(val_glob, sizeof(val_glob), "%.*sval_%s", (int)(train_at - o.train_data), o.train_data,
+                 train_at + strlen("train_"));
+        glob_t matches;
+        if (glob(val_glob, 0, NULL, &matches) == 0) o.val_data = val_glob;
+        globfree(&matches);
+    }
     if (o.val_data && *o.val_data && o.val_every > 0) {
         val = dataloader_open(o.val_data, o.B, o.T, 0, 1, 0, o.seed, config.V, err);
         if (!val) die("--val-data: %s", err);
@@ -1200,6 +1218,14 @@ void train_run(const TrainOptions* opt_in, float* losses) {
             die("--resume %s: the run used --lr %g --min-lr-frac %g --warmup-steps %d --weight-decay %g "
                 "--grad-clip %g", o.resume_dir, r->lr, r->min_lr_frac, r->warmup_steps, r->weight_decay,
                 r->grad_clip);
+        if (r->attention != (int)mo->attention || r->deterministic != mo->deterministic ||
+            r->recompute != mo->recompute || r->classifier_rows != g.plan.logits_rows) {
+            char was[64];
+            recompute_name(r->recompute, was, sizeof(was));
+            die("--resume %s: the run used --attention %s%s --recompute %s with classifier chunks of %d rows; "
+                "an exact resume needs the same", o.resume_dir, attention_name((AttentionKind)r->attention),
+                r->deterministic ? " --deterministic" : "", was, r->classifier_rows);
+        }
         if (r->steps != o.steps)
             printf("note: --steps %d, the run had %d: the learning-rate schedule changes\n", o.steps, r->steps);
         gpt_load_checkpoint(&g, resume_model);
@@ -1251,7 +1277,7 @@ void train_run(const TrainOptions* opt_in, float* losses) {
     if (o.out_dir) make_dirs(o.out_dir);
     if (o.sample_every > 0 && !tok) printf("note: no --tokenizer, so no samples\n");
 
-    AdamWConfig adam = {o.lr, 0.9f, 0.95f, 1e-8f, o.weight_decay, o.grad_clip};
+    AdamWConfig adam = {0.9f, 0.95f, 1e-8f, o.weight_decay, o.grad_clip};
     float dloss_scale = 1.0f / (float)((double)o.B * o.T * grad_accum);
     size_t peak_mem = 0;
     double total_time = 0.0;
@@ -1305,7 +1331,8 @@ void train_run(const TrainOptions* opt_in, float* losses) {
             checkpoint_paths(o.out_dir, step, model_path, state_path, sizeof(model_path));
             TrainingState s = {step, config, o.B, o.T, grad_accum, o.warmup_steps, o.steps, o.lr,
                                o.min_lr_frac, o.weight_decay, o.grad_clip, o.seed, dataloader_state(train),
-                               sample_rng.state, g.adam_t};
+                               sample_rng.state, g.adam_t, (int)mo->attention, mo->deterministic,
+                               mo->recompute, g.plan.logits_rows};
             gpt_save_checkpoint(&g, model_path);
             save_training_state(&g, &s, state_path);
             printf("checkpoint: %s, %s\n", model_path, state_path);
@@ -1337,7 +1364,8 @@ static void usage(void) {
         "  --resume DIR            continue the run whose checkpoints are in DIR, exactly\n"
         "data\n"
         "  --train-data GLOB       training shards [datasets/tinyshakespeare/train_*.bin]\n"
-        "  --val-data GLOB         validation shards, \"\" for none [datasets/tinyshakespeare/val_*.bin]\n"
+        "  --val-data GLOB         validation shards, \"\" for none [the train glob with val_ for train_,\n"
+        "                          when such shards exist]\n"
         "  --tokenizer FILE        tokenizer: sets the vocabulary and decodes samples\n"
         "                          (without it the vocabulary comes from the shards' header)\n"
         "batch and schedule\n"

@@ -19,7 +19,7 @@ static inline void set_err(char* err, const char* fmt, ...) {
     va_end(ap);
 }
 
-static inline void die(const char* fmt, ...) {
+__attribute__((noreturn)) static inline void die(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "error: ");

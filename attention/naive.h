@@ -10,10 +10,6 @@
 #include <stddef.h>
 #include "attention/attention.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 // NULL when the shape is supported (head size a multiple of 8 up to 256), else a one-line reason.
 const char* naive_attention_unsupported(AttentionShape s);
 
@@ -33,9 +29,5 @@ void naive_attention_backward(AttentionShape s,
                               const bf16* qkv,    // (B, T, 3, NH, HS)
                               void* scratch,      // naive_attention_scratch_bytes
                               cudaStream_t stream);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif

@@ -1,6 +1,7 @@
 // layers/gelu.h: GELU on its own, tanh form: gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-// The trainer uses it to recompute the MLP's GELU output (B, T, 4C) in the backward instead of
-// keeping it per layer; the fused epilogue of layers/matmul.h stays the default.
+// With --recompute gelu the trainer uses it in the forward and again in the backward, so the
+// recomputed MLP output (B, T, 4C) has the forward's bits; otherwise the fused epilogue of
+// layers/matmul.h computes GELU.
 #ifndef FLASHGPT_GELU_H
 #define FLASHGPT_GELU_H
 

@@ -200,7 +200,7 @@ static void test_reference(const Reference* r, ModelOptions opt) {
     // AdamW: nsteps updates on the same batch, comparing the loss before each.
     snprintf(name, sizeof(name), "gpt adamw %s", mode);
     test_begin(name);
-    AdamWConfig adam = {r->hyper[0], r->hyper[1], r->hyper[2], r->hyper[3], r->hyper[4], r->hyper[5]};
+    AdamWConfig adam = {r->hyper[1], r->hyper[2], r->hyper[3], r->hyper[4], r->hyper[5]};
     gpt_set_params(&g, r->params);
     double worst_step = 0.0;
     for (int t = 0; t < r->nsteps; t++) {
@@ -209,7 +209,7 @@ static void test_reference(const Reference* r, ModelOptions opt) {
         gpt_classifier(&g, r->targets, B, T, 1.0f / N, 1);
         gpt_backward(&g, r->inputs);
         float step_loss = gpt_mean_loss(&g, N);
-        gpt_update(&g, &adam, adam.lr);
+        gpt_update(&g, &adam, r->hyper[0]);
         double err = fabs(step_loss - r->losses[t]) / fabs(r->losses[t]);
         worst_step = err > worst_step ? err : worst_step;
         CHECK(err < TOL_ADAMW, "step %d: loss %.6f vs reference %.6f", t + 1, step_loss, r->losses[t]);
@@ -409,7 +409,7 @@ static void test_loss_curves(void) {
     schedule.lr = 2e-3f;
     schedule.warmup_steps = 20;
     schedule.min_lr_frac = 0.1f;
-    AdamWConfig adam = {schedule.lr, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    AdamWConfig adam = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
     static float curves[2][CURVE_STEPS];
     const AttentionKind kinds[2] = {ATTENTION_NAIVE, ATTENTION_FLASH};
     for (int k = 0; ok && k < 2; k++) {
@@ -469,7 +469,7 @@ int main(void) {
         {ATTENTION_FLASH, 1, RECOMPUTE_GELU | RECOMPUTE_LAYERNORM, 24},
     };
     const int n_modes = sizeof(modes) / sizeof(modes[0]);
-    // Resume: the old default (naive), and flash (deterministic) with every memory option.
+    // Resume: naive, and flash (deterministic) with every memory option.
     const ModelOptions resume_flash = {ATTENTION_FLASH, 1, RECOMPUTE_GELU | RECOMPUTE_LAYERNORM, 40};
     const ModelOptions resume_naive = {ATTENTION_NAIVE, 1, 0, 0};
     const char* resume_flash_name = "gpt resume bit-exact flash recompute gelu,layernorm chunk 40";
