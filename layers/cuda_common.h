@@ -104,10 +104,13 @@ template <typename T>
 static void column_sums_add(bf16* out, const T* in, int rows, int cols, int ld, float* scratch,
                             cudaStream_t stream) {
     int blocks_x = (int)ceil_div(cols, 32);
-    int blocks_y = (int)ceil_div(rows, COLUMN_SUMS_ROWS_PER_BLOCK);
+    // gridDim.y stops at 65535: past 65535 * 256 rows each block takes more rows.
+    int rows_per_block = (int)ceil_div(rows, 65535);
+    if (rows_per_block < COLUMN_SUMS_ROWS_PER_BLOCK) rows_per_block = COLUMN_SUMS_ROWS_PER_BLOCK;
+    int blocks_y = (int)ceil_div(rows, rows_per_block);
     dim3 block(32, 8);
     column_sums_kernel<T><<<dim3(blocks_x, blocks_y), block, 0, stream>>>(
-        scratch, NULL, in, rows, cols, ld, COLUMN_SUMS_ROWS_PER_BLOCK);
+        scratch, NULL, in, rows, cols, ld, rows_per_block);
     cudaCheckLaunch();
     column_sums_kernel<float><<<blocks_x, block, 0, stream>>>(
         NULL, out, scratch, blocks_y, cols, cols, blocks_y);
