@@ -135,9 +135,12 @@ void layernorm_backward(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout
     float* partials = (float*)scratch;
     float* column_scratch = (float*)((char*)scratch + partials_bytes(N, C));
     size_t smem = (size_t)LN_WARPS * 2 * C * sizeof(float);
-    if (smem > 48 * 1024)
+    static size_t smem_allowed = 48 * 1024;  // raised once per size, not on every call
+    if (smem > smem_allowed) {
         cudaCheck(cudaFuncSetAttribute(layernorm_backward_kernel,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        smem_allowed = smem;
+    }
     layernorm_backward_kernel<<<blocks, LN_WARPS * 32, smem, stream>>>(
         partials, (bf16x8*)dinp, (const bf16x8*)dout, (const bf16x8*)inp, (const bf16x8*)weight,
         mean, rstd, N, C);
