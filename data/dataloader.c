@@ -72,7 +72,8 @@ void dataloader_close(DataLoader* dl) {
     free(dl);
 }
 
-// Makes shard s the open one, checking that its header still says what it said at open.
+// Makes shard s the open one, checking that its header still says what it said at open. On
+// failure no shard is open, so the next call checks again.
 static int open_shard(DataLoader* dl, int s, char* err) {
     if (dl->fd >= 0 && dl->fd_shard == s) return 0;
     if (dl->fd >= 0) close(dl->fd);
@@ -83,12 +84,13 @@ static int open_shard(DataLoader* dl, int s, char* err) {
         return -1;
     }
     ShardHeader h;
-    if (shard_read_header(dl->fd, dl->paths[s], dl->vocab_size, &h, err) != 0) return -1;
-    if (h.version != dl->headers[s].version || h.n_tokens != dl->headers[s].n_tokens) {
+    if (shard_read_header(dl->fd, dl->paths[s], dl->vocab_size, &h, err) == 0) {
+        if (h.version == dl->headers[s].version && h.n_tokens == dl->headers[s].n_tokens) return 0;
         set_err(err, "%s: the shard changed since the data loader opened it", dl->paths[s]);
-        return -1;
     }
-    return 0;
+    close(dl->fd);
+    dl->fd = -1;
+    return -1;
 }
 
 // Checks every token of shard s against the vocabulary, a chunk at a time.

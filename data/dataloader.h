@@ -1,5 +1,7 @@
-// data/dataloader.h: batches of B×T+1 tokens from one or many shards (a glob).
-// Each batch gives inputs (B, T) and targets (B, T), the targets shifted by one token.
+// data/dataloader.h: batches of B samples from one or many shards (a glob). A sample is T+1
+// consecutive tokens of the shards' stream, starting at a multiple of T (so the samples next to
+// it share one token with it); a batch gives their first T tokens as inputs (B, T) and their
+// last T as targets (B, T), the targets shifted by one token.
 // Rank r of R reads only its own disjoint part of every epoch; with shuffling, the order of
 // samples and shards changes every epoch, from a seed. The position (DataLoaderState) can be
 // saved and restored so that a resumed run sees exactly the batches it would have seen.

@@ -2,8 +2,9 @@
 // Each document (an input file, or with --split-blank-lines each paragraph ending in a blank
 // line) becomes <|endoftext|> followed by its tokens, as llm.c prepares tinyshakespeare. The
 // last documents, about --val-fraction of them, are held out for validation. The tokenizer is
-// trained on the training documents or loaded. Input files are mapped, not read into memory,
-// and encoded a piece at a time, so memory stays bounded by the shard size.
+// trained on the training documents or loaded, and saved beside the shards as tokenizer.bin.
+// Input files are mapped, not read into memory, and encoded a piece at a time, so memory stays
+// bounded by the shard size.
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +16,7 @@
 #include <unistd.h>
 
 #include "data/shard.h"
-#include "tokenizer/tokenizer.h"
+#include "tokenizer/bpe.h"
 #include "utils.h"
 
 #define PIECE_BYTES (1 << 20)              // text encoded per tokenizer call
@@ -29,9 +30,9 @@ static void usage(FILE* f) {
         "... (llm.c format). Every document starts with <|endoftext|>; a document is one input\n"
         "file, or with --split-blank-lines one paragraph. Older shards of the same names beyond\n"
         "the ones written are removed.\n"
-        "  --out-dir DIR          where shards (and a trained tokenizer) go; made if missing\n"
-        "  --vocab-size N         train a BPE tokenizer of N ids on the training documents and\n"
-        "                         save it as DIR/tokenizer.bin\n"
+        "  --out-dir DIR          where the shards and the tokenizer used (DIR/tokenizer.bin)\n"
+        "                         go; made if missing\n"
+        "  --vocab-size N         train a BPE tokenizer of N ids on the training documents\n"
         "  --tokenizer FILE       use a saved tokenizer\n"
         "  --gpt2 JSON BPE        use GPT-2's encoder.json and vocab.bpe\n"
         "  --split-blank-lines    each blank-line-separated paragraph is a document\n"
@@ -73,31 +74,44 @@ static InputFile map_input(const char* path) {
     return f;
 }
 
-// End of the document starting at pos: after the next blank line (the whole run of newlines)
-// when splitting, else the end of the file. Concatenating the documents gives the file back.
+// Where the line break "\n" or "\r\n" starting at i ends; i when there is none.
+static size_t line_break_end(const InputFile* f, size_t i) {
+    if (i < f->len && f->text[i] == '\n') return i + 1;
+    if (i + 1 < f->len && f->text[i] == '\r' && f->text[i + 1] == '\n') return i + 2;
+    return i;
+}
+
+// End of the document starting at pos: after the next blank line ("\n\n", or "\n\r\n" in CRLF
+// text) and the line breaks right after it when splitting, else the end of the file.
+// Concatenating the documents gives the file back.
 static size_t document_end(const InputFile* f, size_t pos, int split) {
     if (!split) return f->len;
-    for (size_t i = pos; i + 1 < f->len; i++) {
-        if (f->text[i] == '\n' && f->text[i + 1] == '\n') {
-            i += 2;
-            while (i < f->len && f->text[i] == '\n') i++;
-            return i;
-        }
+    for (size_t i = pos; i < f->len; i++) {
+        if (f->text[i] != '\n') continue;
+        size_t end = line_break_end(f, i + 1);
+        if (end == i + 1) continue;   // a line break, but the next line is not blank
+        while (line_break_end(f, end) != end) end = line_break_end(f, end);
+        return end;
     }
     return f->len;
 }
 
 static int ascii_non_space(unsigned char c) { return c < 0x80 && !isspace(c); }
 
-// Where to cut [start, end) for the next encode call: at most PIECE_BYTES, ending in a newline
-// between two ASCII non-space bytes; GPT-2's pre-tokenizer always splits there, so the pieces
-// encode to the same tokens as the whole. Failing that (one enormous line), before a UTF-8
-// start byte.
+// Where to cut [start, end) for the next encode call: at most PIECE_BYTES, at a line break
+// between two ASCII non-space bytes x and y: "x\n|y", or "x\r|\ny" in CRLF text. GPT-2's
+// pre-tokenizer splits the whole text there ("\r" and "\n" are pre-tokens of their own), and
+// the piece's last pre-token, that lone "\n" or "\r", is the same whether or not more follows,
+// so the pieces encode to the same tokens as the whole. (Not after "\r\n": at the end of a piece
+// "\r\n" is one pre-token.) Failing that (one enormous line), before a UTF-8 start byte.
 static size_t piece_end(const unsigned char* text, size_t start, size_t end) {
     if (end - start <= PIECE_BYTES) return end;
     size_t limit = start + PIECE_BYTES;
     for (size_t p = limit; p > start + 1; p--) {
-        if (text[p - 1] == '\n' && ascii_non_space(text[p]) && ascii_non_space(text[p - 2])) {
+        if (!ascii_non_space(text[p - 2])) continue;
+        if (text[p - 1] == '\n' && ascii_non_space(text[p])) return p;
+        if (text[p - 1] == '\r' && text[p] == '\n' && p + 1 < end &&
+            ascii_non_space(text[p + 1])) {
             return p;
         }
     }
@@ -188,6 +202,22 @@ static void make_dirs(const char* dir) {
     }
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) die("--out-dir %s: not a directory", dir);
+    if (access(dir, W_OK | X_OK) != 0) die("--out-dir %s: not writable: %s", dir, strerror(errno));
+}
+
+// Saves the tokenizer as DIR/tokenizer.bin, unless it was loaded from that very file.
+static void save_tokenizer(const Tokenizer* tok, const char* out_dir, const char* loaded_from) {
+    char path[4096], err[ERR_LEN];
+    if (snprintf(path, sizeof(path), "%s/tokenizer.bin", out_dir) >= (int)sizeof(path)) {
+        die("--out-dir %s: path too long", out_dir);
+    }
+    struct stat a, b;
+    if (loaded_from && stat(loaded_from, &a) == 0 && stat(path, &b) == 0 &&
+        a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        return;
+    }
+    if (tokenizer_save(tok, path, err) != 0) die("%s", err);
+    fprintf(stderr, "prepare_data: saved the tokenizer to %s\n", path);
 }
 
 // Trains on the training documents only: a prefix of the concatenated inputs.
@@ -233,10 +263,15 @@ int main(int argc, char** argv) {
                       !strcmp(a, "--tokenizer") || !strcmp(a, "--val-fraction") ||
                       !strcmp(a, "--shard-tokens")) ? 1 : 0;
         if (i + values >= argc) die("%s needs %d value(s); see --help", a, values);
+        for (int k = 1; k <= values; k++) {
+            if (!strncmp(argv[i + k], "--", 2)) {
+                die("%s: expected a value, got the flag %s", a, argv[i + k]);
+            }
+        }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         else if (!strcmp(a, "--out-dir")) out_dir = argv[++i];
         else if (!strcmp(a, "--vocab-size")) {
-            vocab_size = (int)parse_int(a, argv[++i], 257, INT32_MAX);
+            vocab_size = (int)parse_int(a, argv[++i], 257, TOKENIZER_MAX_VOCAB);
         } else if (!strcmp(a, "--tokenizer")) tokenizer_path = argv[++i];
         else if (!strcmp(a, "--gpt2")) { gpt2_json = argv[++i]; gpt2_bpe = argv[++i]; }
         else if (!strcmp(a, "--split-blank-lines")) split = 1;
@@ -253,6 +288,7 @@ int main(int argc, char** argv) {
         else inputs[n_inputs++] = a;
     }
     if (!out_dir) die("--out-dir is required; see --help");
+    if (!*out_dir) die("--out-dir: empty path");
     if ((vocab_size > 0) + (tokenizer_path != NULL) + (gpt2_json != NULL) != 1) {
         die("give exactly one of --vocab-size, --tokenizer, --gpt2; see --help");
     }
@@ -276,6 +312,7 @@ int main(int argc, char** argv) {
             (long long)n_docs);
     }
     int64_t n_train_docs = n_docs - n_val;
+    make_dirs(out_dir);   // before training, which can take long
 
     char err[ERR_LEN];
     Tokenizer* tok;
@@ -283,15 +320,7 @@ int main(int argc, char** argv) {
     else if (tokenizer_path) tok = tokenizer_load(tokenizer_path, err);
     else tok = tokenizer_load_gpt2(gpt2_json, gpt2_bpe, err);
     if (!tok) die("%s", err);
-    make_dirs(out_dir);
-    if (vocab_size > 0) {
-        char path[4096];
-        if (snprintf(path, sizeof(path), "%s/tokenizer.bin", out_dir) >= (int)sizeof(path)) {
-            die("--out-dir %s: path too long", out_dir);
-        }
-        if (tokenizer_save(tok, path, err) != 0) die("%s", err);
-        fprintf(stderr, "prepare_data: saved the tokenizer to %s\n", path);
-    }
+    save_tokenizer(tok, out_dir, tokenizer_path);
     int V = tokenizer_vocab_size(tok), eot = tokenizer_eot(tok);
 
     ShardSink train = {out_dir, "train", V, NULL, 0, (size_t)shard_tokens, 0, 0};

@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # Tokenizes tinyshakespeare into datasets/tinyshakespeare/: tokenizer.bin (a 4096-id BPE trained
 # on the training part), train_*.bin and val_*.bin (one document per paragraph, 10% held out).
-# Prints that directory on stdout; everything else goes to stderr. Does nothing when the outputs
-# are newer than the text. TEXT=path uses a local text instead of the download.
+# Prints that directory on stdout; everything else goes to stderr. TEXT=path uses a local text
+# instead of the download. Does nothing when the outputs were made from the same text (path,
+# size and modification time) with the same options, as the stamp file prepared_from records.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 text=$("$root/scripts/get_tinyshakespeare.sh")
 out=$root/datasets/tinyshakespeare
+options=(--vocab-size 4096 --split-blank-lines)
+stamp_file=$out/prepared_from
+stamp=$(printf 'text %s\nsize and time %s\noptions %s' "$(realpath "$text")" \
+        "$(stat -c '%s %y' "$text")" "${options[*]}")
 
 up_to_date=1
 for f in tokenizer.bin train_000000.bin val_000000.bin; do
-    if [ ! "$out/$f" -nt "$text" ]; then up_to_date=0; fi
+    if [ ! -f "$out/$f" ]; then up_to_date=0; fi
 done
-if [ "$up_to_date" = 1 ]; then
+if [ "$up_to_date" = 1 ] && [ "$(cat "$stamp_file" 2>/dev/null)" = "$stamp" ]; then
     echo "$out is up to date with $text" >&2
     echo "$out"
     exit 0
@@ -21,5 +26,7 @@ fi
 if [ ! -x "$root/prepare_data" ]; then
     make -C "$root" prepare_data >&2
 fi
-"$root/prepare_data" --vocab-size 4096 --split-blank-lines --out-dir "$out" "$text" >&2
+rm -f "$stamp_file"   # a failed run leaves no stamp, so the next one starts over
+"$root/prepare_data" "${options[@]}" --out-dir "$out" "$text" >&2
+echo "$stamp" > "$stamp_file"
 echo "$out"

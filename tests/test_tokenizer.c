@@ -127,8 +127,11 @@ static const char* scripts[] = {
 
 // Multilingual text and short random runs over a small alphabet, concatenated: n pieces.
 static unsigned char* make_corpus(int n_pieces, size_t* len) {
-    size_t cap = 64 * (size_t)n_pieces + 64, n = 0;
-    unsigned char* c = malloc(cap);
+    enum { MAX_RUN = 12 };
+    size_t longest = MAX_RUN, n = 0;
+    for (size_t k = 0; k < N_SCRIPTS; k++)
+        if (strlen(scripts[k]) > longest) longest = strlen(scripts[k]);
+    unsigned char* c = malloc(longest * (size_t)n_pieces);
     static const char alphabet[] = " \n\t'abcsé1.";
     for (int i = 0; i < n_pieces; i++) {
         if (rng_next() % 3) {
@@ -137,7 +140,7 @@ static unsigned char* make_corpus(int n_pieces, size_t* len) {
             memcpy(c + n, s, l);
             n += l;
         } else {
-            int l = (int)(rng_next() % 12) + 1;
+            int l = (int)(rng_next() % MAX_RUN) + 1;
             for (int k = 0; k < l; k++) c[n++] = (unsigned char)alphabet[rng_next() % (sizeof alphabet - 1)];
         }
     }
@@ -718,12 +721,27 @@ static void test_gpt2_known_ids(void) {
         for (size_t i = 0; i < n; i++) CHECK(ids[i] != 264, "<|endoftext|> produced from text");
         round_trip(t, (const unsigned char*)"the abcabc \xc3\xa9\n\n\t x\xfe", 19, "tiny GPT-2 vocabulary");
 
-        // The imported tokenizer through the project's file.
+        // The imported tokenizer through the project's file (prepare_data saves it so): the same
+        // tokens, merges and ids for any text.
         const char* saved = tmp_path(2, "tiny_gpt2.tok");
         CHECK(tokenizer_save(t, saved, err) == 0, "save failed: %s", err);
         Tokenizer* back = tokenizer_load(saved, err);
         CHECK(back && same_tokenizer(t, back), "saved and loaded GPT-2 vocabulary differs: %s", err);
-        if (back) encodes_to(back, "abcabc the", (int[]){263, 263, 258}, 3);
+        if (back) {
+            encodes_to(back, "abcabc the", (int[]){263, 263, 258}, 3);
+            size_t corpus_len;
+            unsigned char* corpus = make_corpus(300, &corpus_len);
+            int* a = malloc(corpus_len * sizeof(int));
+            int* b = malloc(corpus_len * sizeof(int));
+            size_t na = tokenizer_encode(t, corpus, corpus_len, a);
+            size_t nb = tokenizer_encode(back, corpus, corpus_len, b);
+            CHECK(na < corpus_len, "no merge applies to the corpus");
+            CHECK(na == nb && memcmp(a, b, na * sizeof(int)) == 0,
+                  "the saved GPT-2 vocabulary encodes differently");
+            free(a);
+            free(b);
+            free(corpus);
+        }
         tokenizer_free(back);
         tokenizer_free(t);
     }

@@ -48,7 +48,10 @@ static Args parse_args(const char* cmd, int argc, char** argv, const char* allow
         if (!at || (at[fl] != ' ' && at[fl] != 0)) die("bpe %s: unknown flag '%s' (see bpe --help)", cmd, flag);
         if (*slot) die("bpe %s: %s given twice", cmd, flag);
         int n_values = slot == &a.gpt2_json ? 2 : 1;
-        if (i + n_values >= argc) die("bpe %s: %s needs %s", cmd, flag, n_values == 2 ? "two files" : "a value");
+        const char* needs = n_values == 2 ? "two files" : "a value";
+        if (i + n_values >= argc) die("bpe %s: %s needs %s", cmd, flag, needs);
+        for (int k = 1; k <= n_values; k++)
+            if (!strncmp(argv[i + k], "--", 2)) die("bpe %s: %s needs %s, not the flag '%s'", cmd, flag, needs, argv[i + k]);
         *slot = argv[++i];
         if (n_values == 2) a.gpt2_bpe = argv[++i];
     }
