@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <glob.h>
 #include <math.h>
 #include <stdint.h>
@@ -673,7 +674,16 @@ float gpt_update(GPT* g, const AdamWConfig* opt, float lr) {
 #define HEADER_INTS 256
 #define IO_CHUNK ((size_t)64 << 20)
 
-// The header of a model checkpoint, checked: returns the config and version, or dies naming path.
+// Dies naming path unless the file has exactly the expected size.
+void check_file_size(FILE* f, const char* path, long long expected) {
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) die("%s: cannot stat: %s", path, strerror(errno));
+    if ((long long)st.st_size != expected)
+        die("%s: %lld bytes, expected %lld: truncated or corrupt", path, (long long)st.st_size, expected);
+}
+
+// The header of a model checkpoint, checked (the file's size too): returns the config and
+// version, or dies naming path.
 GPTConfig read_model_header(FILE* f, const char* path, int* version) {
     int32_t h[HEADER_INTS];
     if (fread(h, sizeof(int32_t), HEADER_INTS, f) != HEADER_INTS)
@@ -686,15 +696,11 @@ GPTConfig read_model_header(FILE* f, const char* path, int* version) {
         c.C % 8 != 0 || c.Vp != padded_vocab(c.V))
         die("%s: corrupt header (maxT %d, V %d, L %d, NH %d, C %d, Vp %d)", path, c.maxT, c.V, c.L,
             c.NH, c.C, c.Vp);
+    // Checked before anything is sized from the header, so a corrupt one is called corrupt.
+    size_t elem = h[1] == MODEL_VERSION_BF16 ? sizeof(bf16) : sizeof(float);
+    check_file_size(f, path, (long long)(HEADER_INTS * sizeof(int32_t) + count_params(&c) * elem));
     *version = h[1];
     return c;
-}
-
-void check_file_size(FILE* f, const char* path, long long expected) {
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0) die("%s: cannot stat: %s", path, strerror(errno));
-    if ((long long)st.st_size != expected)
-        die("%s: %lld bytes, expected %lld: truncated or corrupt", path, (long long)st.st_size, expected);
 }
 
 int same_shape(const GPTConfig* a, const GPTConfig* b) {
@@ -718,7 +724,6 @@ void gpt_load_checkpoint(GPT* g, const char* path) {
         die("%s: the checkpoint is %s, the model is %s", path, have, want);
     }
     size_t P = g->num_params, elem = version == MODEL_VERSION_BF16 ? sizeof(bf16) : sizeof(float);
-    check_file_size(f, path, (long long)(HEADER_INTS * sizeof(int32_t) + P * elem));
     float* values = (float*)malloc(P * sizeof(float));
     void* raw = malloc(P * elem);
     if (!values || !raw) die("out of host memory reading %s", path);
@@ -1169,9 +1174,11 @@ void train_run(const TrainOptions* opt_in, float* losses) {
     if (o.B <= 0 || o.T <= 0) die("-B %d -T %d: both must be positive", o.B, o.T);
     if (o.T > config.maxT) die("-T %d is longer than the model's context %d (--context)", o.T, config.maxT);
     long long tokens_per_micro = (long long)o.B * o.T;
+    if (tokens_per_micro > INT_MAX) die("-B %d -T %d: B * T must stay below 2^31 tokens", o.B, o.T);
     if (o.total_batch == 0) o.total_batch = tokens_per_micro;
     if (o.total_batch < 0 || o.total_batch % tokens_per_micro != 0)
         die("--total-batch-size %lld is not a positive multiple of B * T = %lld", o.total_batch, tokens_per_micro);
+    if (o.total_batch / tokens_per_micro > INT_MAX) die("--total-batch-size %lld: too many micro-steps", o.total_batch);
     int grad_accum = (int)(o.total_batch / tokens_per_micro);
     AttentionShape shape = attention_shape(&config, o.B, o.T);
     const ModelOptions* mo = &o.model_options;
