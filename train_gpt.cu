@@ -770,17 +770,15 @@ int read_device(FILE* f, void* dev, size_t bytes) {
 
 // Opens path's temporary sibling for writing; finish_atomic renames it into place.
 FILE* open_atomic(const char* path, char* tmp, size_t tmp_len) {
-    if (snprintf(tmp, tmp_len, "%s.tmp", path) >= (int)tmp_len) die("%s: path too long", path);
-    FILE* f = fopen(tmp, "wb");
-    if (!f) die("%s: cannot create: %s", tmp, strerror(errno));
+    char err[ERR_LEN];
+    FILE* f = atomic_open(path, tmp, tmp_len, err);
+    if (!f) die("%s", err);
     return f;
 }
 
 void finish_atomic(FILE* f, const char* tmp, const char* path, int ok) {
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    if (fclose(f) != 0) ok = 0;
-    if (!ok) die("%s: write failed: %s", tmp, strerror(errno));
-    if (rename(tmp, path) != 0) die("%s: cannot rename to %s: %s", tmp, path, strerror(errno));
+    char err[ERR_LEN];
+    if (atomic_close(f, tmp, path, ok, err) != 0) die("%s", err);
 }
 
 // The model as a version 5 (bf16) checkpoint, llm.c compatible.

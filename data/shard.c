@@ -28,17 +28,6 @@ static ssize_t pread_full(int fd, void* buf, size_t count, int64_t offset) {
     return (ssize_t)done;
 }
 
-static int write_full(int fd, const void* buf, size_t count) {
-    size_t done = 0;
-    while (done < count) {
-        ssize_t w = write(fd, (const char*)buf + done, count - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return -1;
-        done += (size_t)w;
-    }
-    return 0;
-}
-
 int shard_write(const char* path, const int* tokens, size_t n, int vocab_size, char* err) {
     if (vocab_size <= 0) {
         set_err(err, "%s: vocabulary size %d must be positive", path, vocab_size);
@@ -58,18 +47,10 @@ int shard_write(const char* path, const int* tokens, size_t n, int vocab_size, c
     int version = vocab_size <= 65536 ? SHARD_VERSION_U16 : SHARD_VERSION_U32;
     int32_t header[SHARD_HEADER_INTS] = {SHARD_MAGIC, version, (int32_t)n, vocab_size};
 
-    // Readers see the old file or the complete new one, never a partial write.
     char tmp[4096];
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid()) >= (int)sizeof(tmp)) {
-        set_err(err, "%s: path too long", path);
-        return -1;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        set_err(err, "%s: cannot create: %s", tmp, strerror(errno));
-        return -1;
-    }
-    int ok = write_full(fd, header, sizeof(header)) == 0;
+    FILE* f = atomic_open(path, tmp, sizeof(tmp), err);
+    if (!f) return -1;
+    int ok = fwrite(header, sizeof(header), 1, f) == 1;
     unsigned char buf[SHARD_CHUNK_BYTES];
     size_t per_chunk = sizeof(buf) / token_bytes(version);
     for (size_t i = 0; ok && i < n; i += per_chunk) {
@@ -83,22 +64,9 @@ int shard_write(const char* path, const int* tokens, size_t n, int vocab_size, c
                 memcpy(buf + 4 * j, &v, 4);
             }
         }
-        ok = write_full(fd, buf, m * token_bytes(version)) == 0;
+        ok = fwrite(buf, token_bytes(version), m, f) == m;
     }
-    ok = ok && fsync(fd) == 0;
-    int saved_errno = errno;
-    if (close(fd) != 0 && ok) { ok = 0; saved_errno = errno; }
-    if (!ok) {
-        set_err(err, "%s: write failed: %s", tmp, strerror(saved_errno));
-        unlink(tmp);
-        return -1;
-    }
-    if (rename(tmp, path) != 0) {
-        set_err(err, "%s: cannot rename %s to it: %s", path, tmp, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return atomic_close(f, tmp, path, ok, err);
 }
 
 int shard_read_header(int fd, const char* path, int vocab_size, ShardHeader* h, char* err) {

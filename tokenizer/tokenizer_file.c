@@ -21,17 +21,9 @@
 #define HEADER_INTS 8
 
 int tokenizer_save(const Tokenizer* t, const char* path, char* err) {
-    // Written under a temporary name and renamed, so a failed save leaves no half file.
     char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-        set_err(err, "%s: path too long", path);
-        return -1;
-    }
-    FILE* f = fopen(tmp, "wb");
-    if (!f) {
-        set_err(err, "%s: cannot create: %s", tmp, strerror(errno));
-        return -1;
-    }
+    FILE* f = atomic_open(path, tmp, sizeof tmp, err);
+    if (!f) return -1;
     int V = t->vocab_size;
     uint32_t total = t->token_offset[V];
     int32_t header[HEADER_INTS] = {TOKENIZER_MAGIC, TOKENIZER_VERSION, V, t->n_merges, t->eot,
@@ -46,13 +38,7 @@ int tokenizer_save(const Tokenizer* t, const char* path, char* err) {
         int32_t m[3] = {t->merges[r].left, t->merges[r].right, t->merges[r].result};
         ok = fwrite(m, sizeof m, 1, f) == 1;
     }
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        set_err(err, "%s: cannot write: %s", path, strerror(errno));
-        remove(tmp);
-        return -1;
-    }
-    return 0;
+    return atomic_close(f, tmp, path, ok, err);
 }
 
 Tokenizer* tokenizer_load(const char* path, char* err) {
