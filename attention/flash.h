@@ -2,6 +2,12 @@
 // Q, K, V are read by strides out of the fused activation qkv (B, T, 3, NH, HS); the forward
 // writes O (B, T, NH, HS) and the log-sum-exp L (B, NH, T) fp32 (natural log, of scaled scores);
 // the backward recomputes the probabilities from Q, K and L and writes dqkv (B, T, 3, NH, HS).
+//
+// Two families compute the same functions:
+//   *_mma:   warp-level mma.sync tensor cores, any GPU from sm_80 (flash_forward.cu, flash_backward.cu)
+//   *_wgmma: Hopper's warpgroup wgmma, builds for sm_90a on an sm_90 GPU (flash_*_wgmma.cu)
+// flash_attention_forward / _backward take wgmma where it runs (flash.cu); tests and benchmarks
+// call each family by name to compare them.
 #ifndef FLASHGPT_FLASH_H
 #define FLASHGPT_FLASH_H
 
@@ -10,6 +16,8 @@
 
 // NULL when the flash kernels handle the shape, else a one-line reason.
 const char* flash_attention_unsupported(AttentionShape s);
+// 1 when this build holds the wgmma kernels and the current GPU runs them.
+int flash_attention_wgmma_available(void);
 
 void flash_attention_forward(AttentionShape s,
                              bf16* out,          // (B, T, NH, HS)
@@ -17,7 +25,7 @@ void flash_attention_forward(AttentionShape s,
                              const bf16* qkv,    // (B, T, 3, NH, HS)
                              cudaStream_t stream);
 
-// Bytes of scratch one flash_attention_backward call needs.
+// Bytes of scratch one flash_attention_backward call needs (either family).
 size_t flash_attention_scratch_bytes(AttentionShape s);
 
 // deterministic != 0: the same bits on every run (no floating-point atomics).
@@ -30,5 +38,22 @@ void flash_attention_backward(AttentionShape s,
                               void* scratch,      // flash_attention_scratch_bytes
                               int deterministic,
                               cudaStream_t stream);
+
+// The two families, same arguments as above.
+void flash_attention_forward_mma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream);
+void flash_attention_forward_wgmma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream);
+void flash_attention_backward_mma(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
+                                  const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream);
+void flash_attention_backward_wgmma(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
+                                    const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream);
+
+// Steps both backward families share (flash_backward_steps.cu), in the scratch above.
+float* flash_backward_delta(AttentionShape s, void* scratch);      // D (B, NH, T)
+float* flash_backward_dq_accum(AttentionShape s, void* scratch);   // (B, NH, T, HS) fp32
+// D = rowsum(dO * O); with dq_accum != NULL, also zeroes the accumulator.
+void flash_backward_prepass(AttentionShape s, float* delta, float* dq_accum, const bf16* dout, const bf16* out,
+                            cudaStream_t stream);
+// The Q part of dqkv = bf16(scale * dq_accum).
+void flash_backward_dq_convert(AttentionShape s, bf16* dqkv, const float* dq_accum, cudaStream_t stream);
 
 #endif

@@ -1,14 +1,15 @@
-// attention/flash_backward.cu: the FlashAttention backward pass.
+// attention/flash_backward.cu: the FlashAttention backward pass on mma.sync tensor cores (sm_80 on).
 //   in:  dO, O (B, T, NH, HS) bf16; L (B, NH, T) fp32 from the forward; qkv (B, T, 3, NH, HS)
 //   out: dqkv (B, T, 3, NH, HS) bf16, every element written
-//   scratch: D (B, NH, T) fp32, then the dQ accumulator (B, NH, T, HS) fp32
+//   scratch: D (B, NH, T) fp32, then the dQ accumulator (B, NH, T, HS) fp32 (flash_backward_steps.cu)
 // The probabilities are recomputed block by block from Q, K and L (P = exp(scale*QK^T - L)),
 // never read from memory. Three steps:
-//   1. prepass: D = rowsum(dO * O) per query row (and the dQ accumulator zeroed);
+//   1. prepass (flash_backward_steps.cu): D = rowsum(dO * O) per query row (and the dQ
+//      accumulator zeroed);
 //   2. one thread block per K/V block of BLOCK_N keys loops over the Q blocks that see it,
 //      keeping dK and dV in registers: dV += P^T dO, dK += dS^T Q, with dS = P * (dP - D),
 //      dP = dO V^T; fast mode adds dQ += dS K to the fp32 accumulator with atomics;
-//   3. fast mode: the accumulator becomes bf16 dQ in dqkv. Deterministic mode instead runs a
+//   3. fast mode: the accumulator becomes bf16 dQ in dqkv (flash_backward_steps.cu). Deterministic mode instead runs a
 //      second kernel, one thread block per Q block looping over the K/V blocks, which computes
 //      dQ on its own in a fixed order: the same bits every run, for 7 matmuls instead of 5
 //      (S and dP are recomputed there).
@@ -16,65 +17,6 @@
 #include "attention/flash.h"
 #include "attention/mma.cuh"
 #include "attention/smem_tile.cuh"
-
-static size_t delta_bytes(AttentionShape s) {
-    return ceil_div((long long)s.B * s.NH * s.T * sizeof(float), 256) * 256;   // keeps dQ 256-aligned
-}
-
-size_t flash_attention_scratch_bytes(AttentionShape s) {
-    return delta_bytes(s) + (size_t)s.B * s.NH * s.T * s.HS * sizeof(float);
-}
-
-// D[b, h, t] = sum_d dO[b, t, h, d] * O[b, t, h, d]; HS/8 threads per row, 8 elements each.
-// With dq_accum, also zeroes the accumulator row dq_accum[b, h, t, :].
-template <int HS>
-__global__ void flash_backward_prepass_kernel(float* delta, float* dq_accum, const bf16* dout, const bf16* out,
-                                              int T, int NH, int n_rows) {
-    constexpr int LANES = HS / 8;
-    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    int row = (int)(idx / LANES), part = (int)(idx % LANES);   // row of (B, T, NH)
-    bool valid = row < n_rows;
-    float sum = 0.0f;
-    if (valid) {
-        int4 dov = *reinterpret_cast<const int4*>(dout + (long long)row * HS + part * 8);
-        int4 ov = *reinterpret_cast<const int4*>(out + (long long)row * HS + part * 8);
-        const __nv_bfloat162* d2 = reinterpret_cast<const __nv_bfloat162*>(&dov);
-        const __nv_bfloat162* o2 = reinterpret_cast<const __nv_bfloat162*>(&ov);
-        for (int i = 0; i < 4; i++) {
-            float2 a = __bfloat1622float2(d2[i]), c = __bfloat1622float2(o2[i]);
-            sum += a.x * c.x + a.y * c.y;
-        }
-    }
-    for (int off = LANES / 2; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    if (!valid) return;
-    int h = row % NH, t = (row / NH) % T, b = row / (NH * T);
-    long long bht = ((long long)b * NH + h) * T + t;
-    if (part == 0) delta[bht] = sum;
-    if (dq_accum) {
-        float4* z = reinterpret_cast<float4*>(dq_accum + bht * HS + part * 8);
-        z[0] = make_float4(0.f, 0.f, 0.f, 0.f);
-        z[1] = make_float4(0.f, 0.f, 0.f, 0.f);
-    }
-}
-
-// dqkv[b, t, 0, h, :] = bf16(scale * dq_accum[b, h, t, :]); HS/8 threads per row.
-template <int HS>
-__global__ void flash_backward_dq_convert_kernel(bf16* dqkv, const float* dq_accum, int T, int NH, int n_rows,
-                                                 float scale) {
-    constexpr int LANES = HS / 8;
-    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    int row = (int)(idx / LANES), part = (int)(idx % LANES);   // row of (B, T, NH)
-    if (row >= n_rows) return;
-    int h = row % NH, t = (row / NH) % T, b = row / (NH * T);
-    const float4* src = reinterpret_cast<const float4*>(dq_accum + (((long long)b * NH + h) * T + t) * HS + part * 8);
-    float4 x = src[0], y = src[1];
-    int4 v;
-    v.x = (int)pack_bf16(x.x * scale, x.y * scale);
-    v.y = (int)pack_bf16(x.z * scale, x.w * scale);
-    v.z = (int)pack_bf16(y.x * scale, y.y * scale);
-    v.w = (int)pack_bf16(y.z * scale, y.w * scale);
-    *reinterpret_cast<int4*>(dqkv + ((long long)(row / NH) * 3 * NH + h) * HS + part * 8) = v;
-}
 
 // Step 2. Thread block: BLOCK_N = 16*NWARPS keys of one (b, h); warp w owns keys 16w..16w+15,
 // so it computes the transposed products S^T = K Q^T and dP^T = V dO^T (its keys as rows),
@@ -399,13 +341,10 @@ flash_backward_dq_kernel(bf16* dqkv, const bf16* dout, const float* lse, const f
 template <int HS, int BLOCK_M, int SUB_M, int NWARPS, int DQ_NWARPS, int DQ_BLOCK_N>
 static void launch_backward(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
-    int BH = s.B * s.NH, n_rows = s.B * s.T * s.NH;
-    float* delta = (float*)scratch;
-    float* dq_accum = deterministic ? NULL : (float*)((char*)scratch + delta_bytes(s));
-
-    int prepass_threads = 256, prepass_blocks = (int)ceil_div((long long)n_rows * (HS / 8), prepass_threads);
-    flash_backward_prepass_kernel<HS><<<prepass_blocks, prepass_threads, 0, stream>>>(delta, dq_accum, dout, out, s.T, s.NH, n_rows);
-    cudaCheckLaunch();
+    int BH = s.B * s.NH;
+    float* delta = flash_backward_delta(s, scratch);
+    float* dq_accum = deterministic ? NULL : flash_backward_dq_accum(s, scratch);
+    flash_backward_prepass(s, delta, dq_accum, dout, out, stream);
 
     constexpr int BLOCK_N = 16 * NWARPS, S = PaddedRow<HS>::stride;
     int n_kv_blocks = (int)ceil_div(s.T, BLOCK_N);
@@ -430,13 +369,12 @@ static void launch_backward(AttentionShape s, bf16* dqkv, const bf16* dout, cons
         kernel<<<n_kv_blocks * BH, NWARPS * 32, kv_smem, stream>>>(dqkv, dq_accum, dout, lse, delta, qkv, s.T, s.NH, BH, s.causal, s.scale);
         cudaCheckLaunch();
 
-        flash_backward_dq_convert_kernel<HS><<<prepass_blocks, prepass_threads, 0, stream>>>(dqkv, dq_accum, s.T, s.NH, n_rows, s.scale);
-        cudaCheckLaunch();
+        flash_backward_dq_convert(s, dqkv, dq_accum, stream);
     }
 }
 
-void flash_attention_backward(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
-                              const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
+void flash_attention_backward_mma(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
+                                  const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
     const char* why = flash_attention_unsupported(s);
     if (why) { fprintf(stderr, "error: %s\n", why); exit(1); }
     // K/V blocks of 128 keys (8 warps x 16). HS 64: Q blocks of 128 queries in sub-blocks of

@@ -1,4 +1,4 @@
-// attention/flash_forward.cu: the FlashAttention forward pass.
+// attention/flash_forward.cu: the FlashAttention forward pass on mma.sync tensor cores (sm_80 on).
 //   in:  qkv (B, T, 3, NH, HS) bf16, read by strides (row stride 3*NH*HS)
 //   out: O (B, T, NH, HS) bf16 and L (B, NH, T) fp32, L = log sum_j exp(scale * q.k_j)
 // One thread block per (Q block of BLOCK_M rows, batch*head); each warp owns 16*M_TILES query
@@ -180,7 +180,7 @@ static void launch_forward(AttentionShape s, bf16* out, float* lse, const bf16* 
     cudaCheckLaunch();
 }
 
-void flash_attention_forward(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream) {
+void flash_attention_forward_mma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream) {
     const char* why = flash_attention_unsupported(s);
     if (why) { fprintf(stderr, "error: %s\n", why); exit(1); }
     // HS 64: 4 warps of 32 rows (two m-tiles share every K/V fragment read from shared memory).

@@ -1,0 +1,244 @@
+// attention/flash_forward_wgmma.cu: the FlashAttention forward pass on Hopper's warpgroup tensor
+// cores (wgmma, sm_90a). Same function as flash_forward.cu:
+//   in:  qkv (B, T, 3, NH, HS) bf16, read by strides (row stride 3*NH*HS)
+//   out: O (B, T, NH, HS) bf16 and L (B, NH, T) fp32, L = log sum_j exp(scale * q.k_j)
+// One thread block of two warpgroups per (Q block of 128 rows, batch*head); each warpgroup owns
+// 64 query rows. Q and the K/V blocks sit in 128-byte swizzled shared memory (wgmma.cuh), filled
+// by cp.async: K in two stages, V in three, because V of block j-1 is still being read while
+// block j+1 loads. Per K/V block j a warpgroup issues S = Q K_j^T (A and B from shared memory)
+// and O += P_{j-1} V_{j-1} (P from registers) back to back, computes the softmax of S while the
+// second product runs, then rescales O: the exponentials overlap the tensor cores.
+#include <math.h>
+#include "attention/flash.h"
+#include "attention/wgmma.cuh"
+
+// Masks S (one warpgroup's 64 rows x BLOCK_N keys, accumulator layout), updates the running max m
+// and this thread's share l of the running sum, and writes P = exp(scale * (S - m)) as bf16 A
+// fragments. alpha: the factor that takes sums and outputs of the old max to the new one.
+template <int BLOCK_N>
+__device__ __forceinline__ void online_softmax(float (&s)[BLOCK_N / 2], uint32_t (&p)[BLOCK_N / 16][4], float (&m)[2],
+                                               float (&l)[2], float (&alpha)[2], int row0, int kv0, int T,
+                                               int causal, bool masked, float scale_log2) {
+    int t = threadIdx.x % 4;
+    if (masked) {
+        #pragma unroll
+        for (int nt = 0; nt < BLOCK_N / 8; nt++)
+            #pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int col = kv0 + nt * 8 + 2 * t + (e & 1), row = row0 + (e >> 1) * 8;
+                if (col >= T || (causal && col > row)) s[4 * nt + e] = -INFINITY;
+            }
+    }
+    // Every row has a valid score in block 0 (key 0), so m is finite from then on.
+    #pragma unroll
+    for (int half = 0; half < 2; half++) {
+        float mx = m[half];
+        #pragma unroll
+        for (int nt = 0; nt < BLOCK_N / 8; nt++) mx = fmaxf(mx, fmaxf(s[4 * nt + 2 * half], s[4 * nt + 2 * half + 1]));
+        // the 4 threads of a quad share a row
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        alpha[half] = fast_exp2((m[half] - mx) * scale_log2);
+        m[half] = mx;
+        float neg_mx = -mx * scale_log2, sum = 0.0f;
+        #pragma unroll
+        for (int nt = 0; nt < BLOCK_N / 8; nt++)
+            #pragma unroll
+            for (int e = 2 * half; e < 2 * half + 2; e++) {
+                float pe = fast_exp2(fmaf(s[4 * nt + e], scale_log2, neg_mx));
+                s[4 * nt + e] = pe;
+                sum += pe;
+            }
+        l[half] = l[half] * alpha[half] + sum;
+    }
+    #pragma unroll
+    for (int kk = 0; kk < BLOCK_N / 16; kk++) c_to_a(p[kk], &s[8 * kk], &s[8 * kk + 4]);
+}
+
+// MIN_BLOCKS: thread blocks per SM the register budget is sized for (255 / MIN_BLOCKS per thread).
+template <int HS, int BLOCK_N, int MIN_BLOCKS>
+__global__ void __launch_bounds__(256, MIN_BLOCKS)
+flash_forward_wgmma_kernel(bf16* out, float* lse, const bf16* qkv, int T, int NH, int BH, int n_q_blocks,
+                           int causal, float scale) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
+    constexpr int NTHREADS = 256, BLOCK_M = 128;
+    constexpr int KV_BYTES = BLOCK_N * HS * (int)sizeof(bf16);
+    extern __shared__ unsigned char smem_raw[];
+    // Swizzle atoms must start on 1024-byte boundaries; the launcher adds 1024 bytes for this.
+    unsigned char* sQ = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // (BLOCK_M, HS), later O
+    unsigned char* sK = sQ + BLOCK_M * HS * sizeof(bf16);                           // 2 stages of (BLOCK_N, HS)
+    unsigned char* sV = sK + 2 * KV_BYTES;                                           // 3 stages of (BLOCK_N, HS)
+    float* sched_anchor = reinterpret_cast<float*>(sV + 3 * KV_BYTES);              // (NTHREADS), see the loop
+
+    int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    // Causal work grows with the row index: the last Q blocks are issued first so the short ones
+    // fill in the tail of the grid.
+    int q_block = n_q_blocks - 1 - blockIdx.x / BH;
+    int bh = blockIdx.x % BH, b = bh / NH, h = bh % NH;
+    int q0 = q_block * BLOCK_M;
+    int wg_q0 = q0 + wg * 64;                           // first query row of this warpgroup
+    int row0 = wg_q0 + warp * 16 + lane / 4;            // this thread's rows: row0 and row0 + 8
+    long long row_stride = 3LL * NH * HS;
+    const bf16* q_ptr = qkv + (long long)b * T * row_stride + h * HS;
+    const bf16* k_ptr = q_ptr + NH * HS;
+    const bf16* v_ptr = q_ptr + 2 * NH * HS;
+    // Causal: K/V blocks entirely above the diagonal of this Q block are never touched.
+    int n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N);
+
+    load_swizzled_async<BLOCK_M, HS, NTHREADS>(sQ, q_ptr + q0 * row_stride, row_stride, T - q0);
+    load_swizzled_async<BLOCK_N, HS, NTHREADS>(sK, k_ptr, row_stride, T);
+    load_swizzled_async<BLOCK_N, HS, NTHREADS>(sV, v_ptr, row_stride, T);
+    cp_async_commit();
+
+    float s[BLOCK_N / 2];                 // S = Q K^T of this warpgroup, accumulator layout
+    uint32_t p[BLOCK_N / 16][4];          // P of the previous block, A fragments of O += P V
+    float o[HS / 2];                      // unnormalised O, accumulator layout
+    #pragma unroll
+    for (int i = 0; i < HS / 2; i++) o[i] = 0.0f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
+    // exp(scale*(s - m)) = 2^(scale*log2(e)*s - scale*log2(e)*m): one FFMA and one EX2 per score.
+    const float scale_log2 = scale * (float)M_LOG2E;
+
+    const uint32_t sQ_addr = smem_addr(sQ), sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
+    auto issue_scores = [&](int stage) {
+        #pragma unroll
+        for (int kk = 0; kk < HS / 16; kk++)
+            wgmma_ss<BLOCK_N>(s, desc_k_major<BLOCK_M>(sQ_addr, wg * 64, kk),
+                              desc_k_major<BLOCK_N>(sK_addr + stage * KV_BYTES, 0, kk), kk > 0);
+        wgmma_commit();
+    };
+    auto issue_pv = [&](int stage) {
+        #pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; kk++) wgmma_rs<HS>(o, p[kk], desc_mn_major<BLOCK_N>(sV_addr + stage * KV_BYTES, kk));
+        wgmma_commit();
+    };
+    // Block j is in place for every thread (cp.async writes through the generic proxy, wgmma
+    // reads through the async proxy, hence the proxy fence), and every warpgroup is done with the
+    // stages that block j+1 takes: K of block j-1 (its S = Q K^T was waited for in iteration
+    // j-1) and V of block j-2 (likewise its O += P V).
+    auto wait_block_and_prefetch = [&](int j) {
+        cp_async_wait<0>();
+        fence_proxy_async_shared();
+        __syncthreads();
+        if (j + 1 < n_kv_blocks) {
+            int next = (j + 1) * BLOCK_N;
+            load_swizzled_async<BLOCK_N, HS, NTHREADS>(sK + (j + 1) % 2 * KV_BYTES, k_ptr + next * row_stride, row_stride, T - next);
+            load_swizzled_async<BLOCK_N, HS, NTHREADS>(sV + (j + 1) % 3 * KV_BYTES, v_ptr + next * row_stride, row_stride, T - next);
+            cp_async_commit();
+        }
+    };
+    // Only the last block (T not a multiple of BLOCK_N) and blocks on the diagonal need masks.
+    auto needs_mask = [&](int kv0) { return kv0 + BLOCK_N > T || (causal && kv0 + BLOCK_N - 1 > wg_q0); };
+
+    wait_block_and_prefetch(0);
+    wgmma_fence();
+    issue_scores(0);
+    wgmma_wait<0>();
+    pin_registers(s);
+    online_softmax<BLOCK_N>(s, p, m, l, alpha, row0, 0, T, causal, needs_mask(0), scale_log2);  // o is 0: alpha unused
+
+    for (int j = 1; j < n_kv_blocks; j++) {
+        int kv0 = j * BLOCK_N;
+        wait_block_and_prefetch(j);
+        wgmma_fence();
+        issue_scores(j % 2);
+        issue_pv((j - 1) % 3);
+        wgmma_wait<1>();  // S done; O += P V may still run
+        pin_registers(s);
+        uint32_t p_next[BLOCK_N / 16][4];
+        online_softmax<BLOCK_N>(s, p_next, m, l, alpha, row0, kv0, T, causal, needs_mask(kv0), scale_log2);
+        // ptxas places wgmma.wait_group as early as it may, which would put the softmax after
+        // the wait, serialised with O += P V; it keeps the wait after memory operations, so this
+        // store of the new row sums (never read) holds it below the softmax.
+        pin_registers(p_next);
+        asm volatile("st.shared.f32 [%0], %1;\n" :: "r"(smem_addr(sched_anchor) + threadIdx.x * 4), "f"(l[0] + l[1]) : "memory");
+        wgmma_wait<0>();
+        pin_registers(o);
+        pin_registers(p);
+        #pragma unroll
+        for (int i = 0; i < HS / 2; i++) o[i] *= alpha[(i >> 1) & 1];
+        #pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; kk++)
+            #pragma unroll
+            for (int r = 0; r < 4; r++) p[kk][r] = p_next[kk][r];
+    }
+    wgmma_fence();
+    issue_pv((n_kv_blocks - 1) % 3);
+    wgmma_wait<0>();
+    pin_registers(o);
+
+    // O = o / l and L = scale*m + log(l). O is staged as bf16 in this warpgroup's own rows of sQ
+    // (only this warpgroup's wgmma read them, and those are complete) so that the global stores
+    // are whole 16-byte row segments.
+    int t = lane % 4;
+    float inv[2];
+    #pragma unroll
+    for (int half = 0; half < 2; half++) {
+        float sum = l[half];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        inv[half] = 1.0f / sum;
+        int row = row0 + 8 * half;
+        if (t == 0 && row < T) lse[(long long)bh * T + row] = m[half] * scale + logf(sum);
+    }
+    #pragma unroll
+    for (int dt = 0; dt < HS / 8; dt++)
+        #pragma unroll
+        for (int half = 0; half < 2; half++) {
+            int r = row0 - q0 + 8 * half, c = dt * 8;
+            *reinterpret_cast<uint32_t*>(sQ + swizzled_offset<BLOCK_M>(r, c) + 4 * t) =
+                pack_bf16(o[4 * dt + 2 * half] * inv[half], o[4 * dt + 2 * half + 1] * inv[half]);
+        }
+    __syncthreads();
+    constexpr int CHUNKS = HS / 8;
+    #pragma unroll
+    for (int k = 0; k < BLOCK_M * CHUNKS / NTHREADS; k++) {
+        int i = threadIdx.x + k * NTHREADS, r = i / CHUNKS, c = (i % CHUNKS) * 8;
+        if (q0 + r < T)
+            *reinterpret_cast<int4*>(out + ((long long)b * T + q0 + r) * NH * HS + h * HS + c) =
+                *reinterpret_cast<const int4*>(sQ + swizzled_offset<BLOCK_M>(r, c));
+    }
+#endif
+}
+
+template <int HS, int BLOCK_N, int MIN_BLOCKS>
+static void launch_forward_wgmma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream) {
+    constexpr int BLOCK_M = 128;
+    // Q, 2 K stages, 3 V stages, the scheduling anchor, and room to align the start to 1024 bytes.
+    constexpr int smem = (BLOCK_M + 5 * BLOCK_N) * HS * (int)sizeof(bf16) + 256 * (int)sizeof(float) + 1024;
+    constexpr auto kernel = flash_forward_wgmma_kernel<HS, BLOCK_N, MIN_BLOCKS>;
+    set_smem_limit_once<kernel>(smem);
+    int BH = s.B * s.NH, n_q_blocks = (int)ceil_div(s.T, BLOCK_M);
+    kernel<<<n_q_blocks * BH, 256, smem, stream>>>(out, lse, qkv, s.T, s.NH, BH, n_q_blocks, s.causal, s.scale);
+    cudaCheckLaunch();
+}
+
+// sm_90a code runs on compute capability 9.0 only; a build for another GPU holds an empty kernel.
+int flash_attention_wgmma_available(void) {
+    static int available = -1;
+    if (available < 0) {
+        int device, major, minor;
+        cudaCheck(cudaGetDevice(&device));
+        cudaCheck(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+        cudaCheck(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+        cudaFuncAttributes attr;
+        cudaCheck(cudaFuncGetAttributes(&attr, flash_forward_wgmma_kernel<64, 64, 2>));
+        available = major == 9 && minor == 0 && attr.binaryVersion == 90;
+    }
+    return available;
+}
+
+void flash_attention_forward_wgmma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream) {
+    const char* why = flash_attention_unsupported(s);
+    if (why) { fprintf(stderr, "error: %s\n", why); exit(1); }
+    if (!flash_attention_wgmma_available()) {
+        fprintf(stderr, "error: flash attention: the wgmma kernels need an sm_90 GPU and a build for sm_90a\n");
+        exit(1);
+    }
+    // HS 64: blocks of 64 keys and two thread blocks per SM (119 registers), so one block's
+    // barrier and softmax hide behind the other's wgmma: 1.3x the speed of 128-key blocks at one
+    // block per SM (bench/RESULTS.md). HS 128: blocks of 64 keys, which keeps S (32) + P (16,
+    // twice) + O (64) within registers (182).
+    if (s.HS == 64) launch_forward_wgmma<64, 64, 2>(s, out, lse, qkv, stream);
+    else            launch_forward_wgmma<128, 64, 1>(s, out, lse, qkv, stream);
+}

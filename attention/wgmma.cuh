@@ -1,0 +1,156 @@
+// attention/wgmma.cuh: Hopper (sm_90a) warpgroup tensor-core building blocks: 128-byte swizzled
+// shared-memory tiles filled by cp.async, the 64-bit shared-memory matrix descriptors that
+// point wgmma at them, and the bf16 wgmma.mma_async m64nNk16 (fp32 accumulators) for N = 64, 128.
+// Used by flash_forward_wgmma.cu and flash_backward_wgmma.cu.
+//
+// Swizzled tile (ROWS, COLS) bf16, COLS a multiple of 64: stored as COLS/64 "panels" of
+// (ROWS, 64), panel after panel; a panel row is 128 bytes, and the 16-byte chunk c (0..7) of row r
+// sits at chunk position c ^ (r % 8). Every panel starts on a 1024-byte boundary, so the XOR
+// equals the hardware's 128-byte swizzle (address bits [4,7) ^= bits [7,10)), and 8 rows make
+// one 1024-byte swizzle atom.
+//
+// Matrix descriptor (PTX ISA, "Matrix Descriptor Format"), 64 bits:
+//   [0,14)  start address >> 4        [16,30) leading dimension byte offset (LBO) >> 4
+//   [32,46) stride dimension byte offset (SBO) >> 4
+//   [49,52) base offset: 0, every swizzle atom starts on a 1024-byte boundary
+//   [62,64) swizzle mode: 1 = 128-byte swizzle
+// K-major operand (A = Q, B = K for S = Q K^T: each row holds consecutive k): SBO = 1024, the step
+//   from one 8-row group to the next; LBO is unused with swizzling (set to 1, as the ISA assumes);
+//   k-step kk of 16 elements starts 32 bytes further into the row (bytes 32*(kk%4) of panel kk/4).
+// MN-major operand (B = V for O = P V: V is (key, dim), so each row holds consecutive n, one k;
+//   likewise A = dS for dQ = dS K from a tile of dS^T, each row one key, consecutive queries):
+//   imm-trans = 1; SBO = 1024, the step from 8 keys to the next 8; LBO = the step from one
+//   64-column panel to the next (used when N > 64); k-step kk of 16 keys starts 16 rows down.
+//
+// Accumulator D of m64nNk16 (fp32, N/2 registers per thread), warp w = warp index % 4 of the
+// warpgroup, g = lane / 4, t = lane % 4:  d[4i + e] is row 16w + g + 8*(e >> 1), column
+// 8i + 2t + (e & 1). A from registers (4 x bf16x2): warp w holds rows 16w..16w+15 in the
+// mma.m16n8k16 A layout, a0 (g, 2t..) a1 (g+8, 2t..) a2 (g, 2t+8..) a3 (g+8, 2t+8..): so n-tiles
+// 2kk and 2kk+1 of an accumulator, packed to bf16 (c_to_a), are the A fragment of k-step kk.
+#ifndef FLASHGPT_WGMMA_CUH
+#define FLASHGPT_WGMMA_CUH
+
+#include <stdint.h>
+#include "layers/cuda_common.h"
+#include "attention/mma.cuh"
+#include "attention/smem_tile.cuh"
+
+// Byte offset of element (r, c) in a swizzled (ROWS, COLS) tile; c a multiple of 8.
+template <int ROWS>
+__host__ __device__ __forceinline__ uint32_t swizzled_offset(int r, int c) {
+    return (c / 64) * ROWS * 128 + r * 128 + ((((c % 64) / 8) ^ (r % 8)) << 4);
+}
+
+// Starts loading rows [0, ROWS) of a global matrix (first row at g, rows g_stride apart) into a
+// swizzled tile; rows >= rows_valid become zeros. Every thread of the block takes part.
+template <int ROWS, int COLS, int NTHREADS>
+__device__ __forceinline__ void load_swizzled_async(unsigned char* tile, const bf16* g, long long g_stride, int rows_valid) {
+    constexpr int CHUNKS = COLS / 8;
+    static_assert(ROWS * CHUNKS % NTHREADS == 0, "every thread copies the same number of chunks");
+    #pragma unroll
+    for (int k = 0; k < ROWS * CHUNKS / NTHREADS; k++) {
+        int i = threadIdx.x + k * NTHREADS, r = i / CHUNKS, c = (i % CHUNKS) * 8;
+        bool valid = r < rows_valid;
+        cp_async_16(tile + swizzled_offset<ROWS>(r, c), g + (valid ? r : 0) * g_stride + c, valid);
+    }
+}
+
+// Descriptor of an operand at shared-memory address `start` (bytes), 128-byte swizzle.
+__host__ __device__ __forceinline__ uint64_t smem_desc(uint32_t start, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+    return (uint64_t)((start & 0x3FFFF) >> 4) | (uint64_t)((lbo_bytes & 0x3FFFF) >> 4) << 16 |
+           (uint64_t)((sbo_bytes & 0x3FFFF) >> 4) << 32 | 1ull << 62;
+}
+
+// K-major operand of k-step kk (16 elements of k) from the swizzled tile at shared address
+// `tile` with ROWS rows, starting at row start_row (a multiple of 8).
+template <int ROWS>
+__host__ __device__ __forceinline__ uint64_t desc_k_major(uint32_t tile, int start_row, int kk) {
+    return smem_desc(tile + (kk / 4) * ROWS * 128 + start_row * 128 + (kk % 4) * 32, 16, 1024);
+}
+
+// MN-major operand of k-step kk (rows 16kk..16kk+15) from the swizzled tile at shared address
+// `tile` with ROWS rows.
+template <int ROWS>
+__host__ __device__ __forceinline__ uint64_t desc_mn_major(uint32_t tile, int kk) {
+    return smem_desc(tile + kk * 16 * 128, ROWS * 128, 1024);
+}
+
+// Orders the warpgroup's earlier accesses to accumulator and A-fragment registers before the
+// next wgmma (shared memory written by the generic proxy needs fence_proxy_async_shared).
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+// Waits until at most n committed wgmma groups of this warpgroup are still running.
+template <int n> __device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(n) : "memory");
+}
+
+// The compiler does not know that wgmma writes (and reads) registers after the asm statement that
+// issues it: after wgmma_wait, this pins each register so no use is moved above the wait and no
+// register is reused while a wgmma may still read it. Before a wait, it keeps the computation of
+// the values above that point in the program.
+template <int N> __device__ __forceinline__ void pin_registers(float (&r)[N]) {
+    #pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i]) :: "memory");
+}
+template <int N> __device__ __forceinline__ void pin_registers(uint32_t (&r)[N][4]) {
+    #pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" : "+r"(r[i][0]), "+r"(r[i][1]), "+r"(r[i][2]), "+r"(r[i][3]) :: "memory");
+}
+
+#define WGMMA_D8(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
+                       "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define WGMMA_D32(d) WGMMA_D8(d, 0), WGMMA_D8(d, 8), WGMMA_D8(d, 16), WGMMA_D8(d, 24)
+#define WGMMA_D64(d) WGMMA_D32(d), WGMMA_D8(d, 32), WGMMA_D8(d, 40), WGMMA_D8(d, 48), WGMMA_D8(d, 56)
+#define WGMMA_REGS32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define WGMMA_REGS64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+
+// d (64 x N) = (accumulate ? d : 0) + A B, A and B in shared memory (descriptors); TRANS_A /
+// TRANS_B = 1 when that operand is MN-major (see above), 0 when K-major.
+// One per warpgroup: all 128 threads issue it with the same descriptors.
+template <int N, int TRANS_A = 0, int TRANS_B = 0>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t b, int accumulate) {
+    static_assert(N == 64 || N == 128, "m64n64k16 and m64n128k16 only");
+    if constexpr (N == 64)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " WGMMA_REGS32 ", %32, %33, p, 1, 1, %35, %36;\n}\n"
+                     : WGMMA_D32(d) : "l"(a), "l"(b), "r"(accumulate), "n"(TRANS_A), "n"(TRANS_B));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " WGMMA_REGS64 ", %64, %65, p, 1, 1, %67, %68;\n}\n"
+                     : WGMMA_D64(d) : "l"(a), "l"(b), "r"(accumulate), "n"(TRANS_A), "n"(TRANS_B));
+}
+
+// d (64 x N) += A B, A (64 x 16) in registers, B MN-major in shared memory.
+template <int N>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t a[4], uint64_t b) {
+    static_assert(N == 64 || N == 128, "m64n64k16 and m64n128k16 only");
+    if constexpr (N == 64)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " WGMMA_REGS32
+                     ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                     : WGMMA_D32(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " WGMMA_REGS64
+                     ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                     : WGMMA_D64(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
+#undef WGMMA_D8
+#undef WGMMA_D32
+#undef WGMMA_D64
+#undef WGMMA_REGS32
+#undef WGMMA_REGS64
+
+// Makes this thread's generic-proxy writes to shared memory (cp.async, ordinary stores) visible to
+// the async proxy that wgmma reads through; a barrier must follow before another thread's wgmma.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+#endif
