@@ -109,23 +109,35 @@ flash_backward_wgmma_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const
             wgmma_ss<BLOCK_M>(dpt, desc_k_major<BLOCK_N>(sV_addr, wg * 64, kk), desc_k_major<BLOCK_M>(sdO_addr, 0, kk), kk > 0);
         wgmma_commit();
 
-        // P^T while dP^T is still running. Masked: queries past T, keys past T and (causal)
-        // keys after the query; only blocks on the diagonal or at the end of the sequence.
+        // P^T while dP^T is still running. Masked scores become -inf, so their P^T is 0: queries
+        // past T, keys past T and (causal) keys after the query. Only blocks on the diagonal or at
+        // the end of the sequence need it, and the branch keeps the others free of its cost.
         wgmma_wait<1>();
         pin_registers(st);
-        bool need_mask = q0 + BLOCK_M > T || wg_k0 + 64 > T || (causal && wg_k0 + 63 > q0);
+        if (q0 + BLOCK_M > T || wg_k0 + 64 > T || (causal && wg_k0 + 63 > q0)) {
+            // Key key0 + 8h sees the columns (queries q0 + col + 2t) with lo[h] <= col < hi[h].
+            int lo[2], hi[2];
+            #pragma unroll
+            for (int h = 0; h < 2; h++) {
+                int key = key0 + 8 * h;
+                lo[h] = causal ? key - q0 - 2 * t : 0;
+                hi[h] = key < T ? T - q0 - 2 * t : 0;
+            }
+            #pragma unroll
+            for (int nt = 0; nt < BLOCK_M / 8; nt++)
+                #pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    int col = nt * 8 + (e & 1);
+                    if (col < lo[e >> 1] || col >= hi[e >> 1]) st[4 * nt + e] = -INFINITY;
+                }
+        }
         #pragma unroll
         for (int nt = 0; nt < BLOCK_M / 8; nt++) {
             float2 lq = *reinterpret_cast<const float2*>(l_blk + nt * 8 + 2 * t);
             #pragma unroll
             for (int e = 0; e < 4; e++) {
                 float l_log2 = ((e & 1) ? lq.y : lq.x) * (float)M_LOG2E;
-                float p = fast_exp2(fmaf(st[4 * nt + e], scale_log2, -l_log2));
-                if (need_mask) {
-                    int query = q0 + nt * 8 + 2 * t + (e & 1), key = key0 + (e >> 1) * 8;
-                    if (query >= T || key >= T || (causal && key > query)) p = 0.0f;
-                }
-                st[4 * nt + e] = p;
+                st[4 * nt + e] = fast_exp2(fmaf(st[4 * nt + e], scale_log2, -l_log2));
             }
         }
         uint32_t anchor = 0;

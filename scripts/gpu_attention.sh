@@ -76,7 +76,7 @@ awk -F'|' '
         if (!(key in seen)) { seen[key] = 1; order[n++] = key }
         impl = trim($5)
         if (impl == "flash") { flash[key] = trim($7) " / " trim($9) " / " trim($11); fmem[key] = trim($12) }
-        else { naive[key] = ($6 ~ /OOM/ ? "OOM" : trim($7) " / " trim($9)); nmem[key] = trim($12) }
+        else if (impl == "naive") { naive[key] = ($6 ~ /OOM/ ? "OOM" : trim($7) " / " trim($9)); nmem[key] = trim($12) }
     }
     FILENAME ~ /bench_sdpa/ && $2 ~ /^ *[0-9]+ *$/ {
         key = trim($2) " | " trim($3)

@@ -1,17 +1,22 @@
-// tests/test_attention.cu: attention forward and backward (attention.h), flash and naive, against
-// a float64 CPU reference computed here from the same bf16 inputs.
+// tests/test_attention.cu: attention forward and backward against a float64 CPU reference computed
+// here from the same bf16 inputs: the naive path (attention.h) and both flash kernel families by
+// name (flash.h): flash-mma (mma.sync, any GPU from sm_80) and flash-wgmma (Hopper, sm_90a build
+// on an sm_90 GPU; SKIPPED elsewhere). The reference is computed once per shape and shared.
 //   qkv (B, T, 3, NH, HS): Q, K uniform in [-2, 2] (scores up to about ±6, so the softmax is
 //   far from uniform), V uniform in [-1, 1]; dO (B, T, NH, HS) uniform in [-1, 1].
 //   Shapes: T in {1, 7, 64, 65, 127, 128, 129, 1000, 4096} (block multiples and not), HS 64 and
 //   128, causal and not; B = 2, NH = 3, except T = 4096: B = 1, NH = 2, where the reference covers
 //   only the first and last row of every 64 (O, L, dQ) and dK, dV are checked against naive only.
 //   The naive path alone also runs head sizes 8, 96 and 256.
+// Each flash family: O and L against the reference, the backward (atomic and deterministic dQ)
+// against it, the deterministic backward twice for identical bits, and everything against naive.
 // Every output is poisoned with NaN before each run, so an element left unwritten fails.
 // FLASHGPT_ATTN_SMALL=1 runs only T in {1, 7, 65, 129} (for the sanitizers).
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include "attention/attention.h"
+#include "attention/flash.h"
 #include "tests/test.h"
 
 // bf16 keeps 8 significant bits: rounding one value costs up to 2^-9 relative. Inputs are the
@@ -64,6 +69,22 @@ static int test_shapes(TestShape* shapes, int small) {
     }
     return n;
 }
+
+// The flash kernel families, called by name.
+typedef struct {
+    const char* name;
+    int wgmma;  // needs flash_attention_wgmma_available()
+    void (*forward)(AttentionShape, bf16*, float*, const bf16*, cudaStream_t);
+    void (*backward)(AttentionShape, bf16*, const bf16*, const bf16*, const float*, const bf16*, void*, int,
+                     cudaStream_t);
+} FlashFamily;
+
+static const FlashFamily FAMILIES[] = {
+    {"flash-mma", 0, flash_attention_forward_mma, flash_attention_backward_mma},
+    {"flash-wgmma", 1, flash_attention_forward_wgmma, flash_attention_backward_wgmma},
+};
+#define N_FAMILIES (int)(sizeof(FAMILIES) / sizeof(FAMILIES[0]))
+#define WGMMA_UNAVAILABLE "wgmma needs an sm_90 GPU and a build for sm_90a"
 
 static void case_name(char* name, size_t len, const char* impl, AttentionShape s) {
     snprintf(name, len, "attention %s HS%d %s T=%d", impl, s.HS, s.causal ? "causal" : "noncausal", s.T);
@@ -253,23 +274,28 @@ typedef struct {
 // NaN in every output (bf16 0xFFFF and fp32 0xFFFFFFFF are NaN), so unwritten elements show.
 static void poison(void* p, size_t bytes) { cudaCheck(cudaMemset(p, 0xFF, bytes)); }
 
-static void run_forward(AttentionKind kind, AttentionShape s, DeviceBuffers* d, bf16* out, void* saved) {
+// flash: one family's kernels; NULL: the naive path. saved receives L (flash) or P (naive).
+static void run_forward(const FlashFamily* flash, AttentionShape s, DeviceBuffers* d, bf16* out, void* saved) {
     size_t out_bytes = (size_t)s.B * s.T * s.NH * s.HS * sizeof(bf16);
     poison(d->out, out_bytes);
     poison(d->saved, d->saved_bytes);
-    attention_forward(kind, s, d->out, d->saved, d->qkv, 0);
+    if (flash) flash->forward(s, d->out, (float*)d->saved, d->qkv, 0);
+    else attention_forward(ATTENTION_NAIVE, s, d->out, d->saved, d->qkv, 0);
     cudaCheck(cudaDeviceSynchronize());
     cudaCheck(cudaMemcpy(out, d->out, out_bytes, cudaMemcpyDeviceToHost));
-    if (saved) cudaCheck(cudaMemcpy(saved, d->saved, attention_saved_bytes(kind, s), cudaMemcpyDeviceToHost));
+    size_t saved_bytes = attention_saved_bytes(flash ? ATTENTION_FLASH : ATTENTION_NAIVE, s);
+    if (saved) cudaCheck(cudaMemcpy(saved, d->saved, saved_bytes, cudaMemcpyDeviceToHost));
 }
 
-static void run_backward(AttentionKind kind, AttentionShape s, DeviceBuffers* d, int deterministic,
+static void run_backward(const FlashFamily* flash, AttentionShape s, DeviceBuffers* d, int deterministic,
                          bf16* dqkv) {
     size_t dqkv_bytes = (size_t)s.B * s.T * 3 * s.NH * s.HS * sizeof(bf16);
     poison(d->dqkv, dqkv_bytes);
     poison(d->scratch, d->scratch_bytes);
-    attention_backward(kind, s, d->dqkv, d->dout, d->out, d->saved, d->qkv, d->scratch,
-                       deterministic, 0);
+    if (flash)
+        flash->backward(s, d->dqkv, d->dout, d->out, (const float*)d->saved, d->qkv, d->scratch, deterministic, 0);
+    else
+        attention_backward(ATTENTION_NAIVE, s, d->dqkv, d->dout, d->out, d->saved, d->qkv, d->scratch, 0, 0);
     cudaCheck(cudaDeviceSynchronize());
     cudaCheck(cudaMemcpy(dqkv, d->dqkv, dqkv_bytes, cudaMemcpyDeviceToHost));
 }
@@ -291,7 +317,7 @@ static void check_probs(AttentionShape s, const bf16* probs) {
     CHECK(bad_sum == 0, "%zu rows of P do not sum to 1 (worst |sum - 1| %.3g)", bad_sum, worst_sum);
 }
 
-// The naive path against the reference; leaves its O and dqkv in out, dqkv for the flash case.
+// The naive path against the reference; leaves its O and dqkv in out, dqkv for the flash cases.
 static void test_naive(AttentionShape s, DeviceBuffers* d, const Reference* ref, bf16* out,
                        bf16* dqkv) {
     char name[96];
@@ -303,13 +329,13 @@ static void test_naive(AttentionShape s, DeviceBuffers* d, const Reference* ref,
         int full = s.T <= FULL_REFERENCE_MAX_T;
         bf16* probs = (bf16*)malloc(attention_saved_bytes(ATTENTION_NAIVE, s));
         bf16* again = (bf16*)malloc((size_t)s.B * s.T * 3 * s.NH * s.HS * sizeof(bf16));
-        run_forward(ATTENTION_NAIVE, s, d, out, probs);
+        run_forward(NULL, s, d, out, probs);
         check_probs(s, probs);
-        run_backward(ATTENTION_NAIVE, s, d, 0, dqkv);
+        run_backward(NULL, s, d, 0, dqkv);
         Errors e;
         double worst = errors(&e, out, dqkv, ref->out, ref->dqkv, s, 1, full);
         check_errors("naive vs reference", &e, worst, full);
-        run_backward(ATTENTION_NAIVE, s, d, 0, again);
+        run_backward(NULL, s, d, 0, again);
         CHECK(memcmp(again, dqkv, (size_t)s.B * s.T * 3 * s.NH * s.HS * sizeof(bf16)) == 0,
               "two backward runs differ");
         free(probs);
@@ -318,12 +344,16 @@ static void test_naive(AttentionShape s, DeviceBuffers* d, const Reference* ref,
     test_end();
 }
 
-static void test_flash(AttentionShape s, DeviceBuffers* d, const Reference* ref,
+static void test_flash(const FlashFamily* f, AttentionShape s, DeviceBuffers* d, const Reference* ref,
                        const bf16* naive_out, const bf16* naive_dqkv) {
     char name[96];
-    case_name(name, sizeof(name), "flash", s);
+    case_name(name, sizeof(name), f->name, s);
+    if (f->wgmma && !flash_attention_wgmma_available()) {
+        test_skip(name, WGMMA_UNAVAILABLE);
+        return;
+    }
     test_begin(name);
-    const char* why = attention_unsupported(ATTENTION_FLASH, s);
+    const char* why = flash_attention_unsupported(s);
     CHECK(why == NULL, "refused: %s", why);
     if (!why) {
         int full = s.T <= FULL_REFERENCE_MAX_T, C = s.NH * s.HS;
@@ -333,27 +363,30 @@ static void test_flash(AttentionShape s, DeviceBuffers* d, const Reference* ref,
         bf16* dqkv = (bf16*)malloc(dqkv_n * sizeof(bf16));
         bf16* det1 = (bf16*)malloc(dqkv_n * sizeof(bf16));
         bf16* det2 = (bf16*)malloc(dqkv_n * sizeof(bf16));
-        run_forward(ATTENTION_FLASH, s, d, out, lse);
+        run_forward(f, s, d, out, lse);
         double worst_lse = 0.0;
         for (size_t r = 0; r < rows; r++)
             if (reference_row((int)(r % s.T), s.T))
                 keep_worst(&worst_lse, fabs(lse[r] - ref->lse[r]) / (1.0 + fabs(ref->lse[r])));
-        printf("    flash L: worst |L - ref| / (1 + |ref|) %.2e\n", worst_lse);
+        printf("    %s L: worst |L - ref| / (1 + |ref|) %.2e\n", f->name, worst_lse);
         CHECK(worst_lse <= TOL_LSE, "L: error %.3g over %g", worst_lse, TOL_LSE);
 
         Errors e;
-        run_backward(ATTENTION_FLASH, s, d, 0, dqkv);
-        check_errors("flash vs reference", &e, errors(&e, out, dqkv, ref->out, ref->dqkv, s, 1, full), full);
-        run_backward(ATTENTION_FLASH, s, d, 1, det1);
-        check_errors("flash deterministic vs reference", &e,
-                     errors(&e, out, det1, ref->out, ref->dqkv, s, 1, full), full);
-        run_backward(ATTENTION_FLASH, s, d, 1, det2);
+        char what[64];
+        run_backward(f, s, d, 0, dqkv);
+        snprintf(what, sizeof(what), "%s vs reference", f->name);
+        check_errors(what, &e, errors(&e, out, dqkv, ref->out, ref->dqkv, s, 1, full), full);
+        run_backward(f, s, d, 1, det1);
+        snprintf(what, sizeof(what), "%s deterministic vs reference", f->name);
+        check_errors(what, &e, errors(&e, out, det1, ref->out, ref->dqkv, s, 1, full), full);
+        run_backward(f, s, d, 1, det2);
         CHECK(memcmp(det1, det2, dqkv_n * sizeof(bf16)) == 0, "two deterministic backward runs differ");
 
         // Against naive on every element, dK and dV included, at every T.
         double* n_out = to_double(naive_out, out_n);
         double* n_dqkv = to_double(naive_dqkv, dqkv_n);
-        check_errors("flash vs naive", &e, errors(&e, out, dqkv, n_out, n_dqkv, s, 0, 1), 1);
+        snprintf(what, sizeof(what), "%s vs naive", f->name);
+        check_errors(what, &e, errors(&e, out, dqkv, n_out, n_dqkv, s, 0, 1), 1);
         free(n_out);
         free(n_dqkv);
         free(out);
@@ -381,8 +414,8 @@ static void test_shape(TestShape ts) {
     DeviceBuffers d;
     d.saved_bytes = attention_saved_bytes(ATTENTION_NAIVE, s);
     d.scratch_bytes = attention_scratch_bytes(ATTENTION_NAIVE, s);
-    if (ts.flash && !attention_unsupported(ATTENTION_FLASH, s)) {
-        size_t fs = attention_saved_bytes(ATTENTION_FLASH, s), fx = attention_scratch_bytes(ATTENTION_FLASH, s);
+    if (ts.flash && !flash_attention_unsupported(s)) {
+        size_t fs = attention_saved_bytes(ATTENTION_FLASH, s), fx = flash_attention_scratch_bytes(s);
         if (fs > d.saved_bytes) d.saved_bytes = fs;
         if (fx > d.scratch_bytes) d.scratch_bytes = fx;
     }
@@ -398,7 +431,7 @@ static void test_shape(TestShape ts) {
     bf16* naive_out = (bf16*)malloc(out_n * sizeof(bf16));
     bf16* naive_dqkv = (bf16*)malloc(qkv_n * sizeof(bf16));
     test_naive(s, &d, &ref, naive_out, naive_dqkv);
-    if (ts.flash) test_flash(s, &d, &ref, naive_out, naive_dqkv);
+    for (int f = 0; f < N_FAMILIES && ts.flash; f++) test_flash(&FAMILIES[f], s, &d, &ref, naive_out, naive_dqkv);
 
     cudaCheck(cudaFree(d.qkv));
     cudaCheck(cudaFree(d.dout));
@@ -442,9 +475,10 @@ int main(void) {
         for (int i = 0; i < n; i++) {
             case_name(name, sizeof(name), "naive", shapes[i].s);
             test_skip(name, "no CUDA device");
-            if (!shapes[i].flash) continue;
-            case_name(name, sizeof(name), "flash", shapes[i].s);
-            test_skip(name, "no CUDA device");
+            for (int f = 0; f < N_FAMILIES && shapes[i].flash; f++) {
+                case_name(name, sizeof(name), FAMILIES[f].name, shapes[i].s);
+                test_skip(name, "no CUDA device");
+            }
         }
         test_skip("attention refuses unsupported head sizes", "no CUDA device");
         return 0;

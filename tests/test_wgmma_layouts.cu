@@ -1,0 +1,200 @@
+// tests/test_wgmma_layouts.cu: the shared-memory layouts of the wgmma kernels, checked on the CPU
+// (no GPU needed: only the __host__ functions of attention/wgmma.cuh run). The swizzled tiles that
+// load_swizzled_async writes and the descriptors that desc_k_major / desc_mn_major build must agree
+// under the PTX ISA's canonical layouts for the 128-byte swizzle (T = 8 bf16 = 16 bytes):
+//   K-major:  ((8,m),(T,2k)):((8T,SBO),(1,T))       element (row, k) of one k-step of 16
+//   MN-major: ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO))  element (k, n) of one k-step of 16
+// with Swizzle<3,4,3> on the absolute byte address (bits [4,7) ^= bits [7,10)). A simulated shared
+// memory holds every tile of a kernel's plan, each element tagged with (tile, row, column); every
+// descriptor the kernel issues is decoded and the operand it names is read back and compared with
+// the logical tile. What the hardware does with a right descriptor is the GPU tests' business.
+// Also: the accumulator -> A-fragment repacking (c_to_a) against the documented fragment layouts,
+// and that a wrong LBO or SBO is caught.
+#include <stdint.h>
+#include <string.h>
+#include "attention/wgmma.cuh"
+#include "tests/test.h"
+
+static unsigned char smem[1 << 18];  // bytes; more than any kernel's plan
+
+// Element tag: tile id (2 bits), row and column (7 bits each), so tiles up to 128 x 128.
+static uint16_t tag(int tile, int r, int c) { return (uint16_t)(tile << 14 | r << 7 | c); }
+
+static uint32_t swizzle128(uint32_t addr) { return addr ^ (((addr >> 7) & 7) << 4); }
+
+static uint16_t read_element(uint32_t addr) {
+    uint16_t v;
+    memcpy(&v, smem + swizzle128(addr), sizeof(v));
+    return v;
+}
+
+// Places a (ROWS, cols) tile of tags at `base` the way load_swizzled_async places its chunks.
+template <int ROWS>
+static void store_tile(uint32_t base, int tile, int cols) {
+    CHECK(tile < 4 && ROWS <= 128 && cols <= 128, "tile %d (%d x %d) is more than a tag can name", tile, ROWS, cols);
+    for (int r = 0; r < ROWS; r++)
+        for (int c = 0; c < cols; c += 8)
+            for (int e = 0; e < 8; e++) {
+                uint16_t v = tag(tile, r, c + e);
+                memcpy(smem + base + swizzled_offset<ROWS>(r, c) + 2 * e, &v, sizeof(v));
+            }
+}
+
+typedef struct { uint32_t start, lbo, sbo; int ok; } Desc;
+
+static Desc decode(uint64_t d) {
+    Desc s;
+    s.start = (uint32_t)(d & 0x3FFF) << 4;
+    s.lbo = (uint32_t)((d >> 16) & 0x3FFF) << 4;
+    s.sbo = (uint32_t)((d >> 32) & 0x3FFF) << 4;
+    s.ok = (d >> 62) == 1 && ((d >> 49) & 7) == 0;  // 128-byte swizzle, base offset 0
+    return s;
+}
+
+static uint64_t with_lbo(uint64_t d, uint32_t bytes) { return (d & ~(0x3FFFull << 16)) | (uint64_t)(bytes >> 4) << 16; }
+static uint64_t with_sbo(uint64_t d, uint32_t bytes) { return (d & ~(0x3FFFull << 32)) | (uint64_t)(bytes >> 4) << 32; }
+
+static char first_mismatch[64];  // the first wrong element the last count below found
+
+// Elements of a K-major operand (rows x 16) that differ from rows [row0, row0 + rows), columns
+// [k0, k0 + 16) of tile `tile`.
+static int k_major_mismatches(uint64_t d, int rows, int tile, int row0, int k0) {
+    Desc s = decode(d);
+    int bad = s.ok ? 0 : rows * 16;
+    snprintf(first_mismatch, sizeof(first_mismatch), "%s", s.ok ? "none" : "swizzle mode or base offset");
+    for (int r = 0; r < rows && s.ok; r++)
+        for (int k = 0; k < 16; k++) {
+            uint32_t addr = s.start + (r % 8) * 128 + (r / 8) * s.sbo + k * 2;
+            if (read_element(addr) != tag(tile, row0 + r, k0 + k) && bad++ == 0)
+                snprintf(first_mismatch, sizeof(first_mismatch), "(%d, %d) reads tag %04x", r, k, read_element(addr));
+        }
+    return bad;
+}
+
+// Elements of an MN-major operand (16 x n_cols) that differ from rows [k0, k0 + 16) of tile `tile`.
+static int mn_major_mismatches(uint64_t d, int n_cols, int tile, int k0) {
+    Desc s = decode(d);
+    int bad = s.ok ? 0 : n_cols * 16;
+    snprintf(first_mismatch, sizeof(first_mismatch), "%s", s.ok ? "none" : "swizzle mode or base offset");
+    for (int k = 0; k < 16 && s.ok; k++)
+        for (int n = 0; n < n_cols; n++) {
+            uint32_t addr = s.start + (n % 64) * 2 + (n / 64) * s.lbo + (k % 8) * 128 + (k / 8) * s.sbo;
+            if (read_element(addr) != tag(tile, k0 + k, n) && bad++ == 0)
+                snprintf(first_mismatch, sizeof(first_mismatch), "(%d, %d) reads tag %04x", k, n, read_element(addr));
+        }
+    return bad;
+}
+
+// Every k-step of a K-major operand: rows [row0, row0 + rows) of a (ROWS, cols) tile at `addr`.
+template <int ROWS>
+static void check_k_major_tile(const char (&name)[64], uint32_t addr, int tile, int cols, int row0, int rows) {
+    char what[96];
+    for (int kk = 0; kk < cols / 16; kk++) {
+        snprintf(what, sizeof(what), "%s rows %d.. k-step %d", name, row0, kk);
+        int bad = k_major_mismatches(desc_k_major<ROWS>(addr, row0, kk), rows, tile, row0, kk * 16);
+        CHECK(bad == 0, "%s: %d elements wrong, first %s", what, bad, first_mismatch);
+    }
+}
+
+// Every k-step of an MN-major operand: the whole (ROWS, cols) tile at `addr`, k along the rows.
+template <int ROWS>
+static void check_mn_major_tile(const char (&name)[64], uint32_t addr, int tile, int cols) {
+    char what[96];
+    for (int kk = 0; kk < ROWS / 16; kk++) {
+        snprintf(what, sizeof(what), "%s k-step %d", name, kk);
+        int bad = mn_major_mismatches(desc_mn_major<ROWS>(addr, kk), cols, tile, kk * 16);
+        CHECK(bad == 0, "%s: %d elements wrong, first %s", what, bad, first_mismatch);
+    }
+}
+
+// The forward's plan (flash_forward_wgmma.cu): Q (128, HS), K in 2 stages and V in 3 stages of
+// (BLOCK_N, HS), one after the other from a 1024-byte aligned base. Tile ids: Q 0, stage st 1 + st
+// (K and V stages share ids; they live at different addresses).
+template <int HS, int BLOCK_N>
+static void check_forward_plan(uint32_t base) {
+    constexpr int BLOCK_M = 128, KV_BYTES = BLOCK_N * HS * 2;
+    uint32_t sQ = base, sK = sQ + BLOCK_M * HS * 2, sV = sK + 2 * KV_BYTES;
+    char case_name[96], name[64];
+    snprintf(case_name, sizeof(case_name), "wgmma layouts: forward HS%d, %d-key blocks", HS, BLOCK_N);
+    test_begin(case_name);
+    CHECK(sV + 3 * KV_BYTES <= sizeof(smem), "the plan does not fit the simulated shared memory");
+    CHECK(sQ % 1024 == 0 && sK % 1024 == 0 && sV % 1024 == 0, "a tile does not start on a 1024-byte boundary");
+    memset(smem, 0, sizeof(smem));
+    store_tile<BLOCK_M>(sQ, 0, HS);
+    for (int st = 0; st < 2; st++) store_tile<BLOCK_N>(sK + st * KV_BYTES, 1 + st, HS);
+    for (int st = 0; st < 3; st++) store_tile<BLOCK_N>(sV + st * KV_BYTES, 1 + st, HS);
+    for (int wg = 0; wg < 2; wg++) {  // S = Q K^T: each warpgroup's 64 rows of Q, all of K
+        snprintf(name, sizeof(name), "HS%d Q (warpgroup %d)", HS, wg);
+        check_k_major_tile<BLOCK_M>(name, sQ, 0, HS, 64 * wg, 64);
+    }
+    for (int st = 0; st < 2; st++) {
+        snprintf(name, sizeof(name), "HS%d K stage %d", HS, st);
+        check_k_major_tile<BLOCK_N>(name, sK + st * KV_BYTES, 1 + st, HS, 0, BLOCK_N);
+    }
+    for (int st = 0; st < 3; st++) {  // O += P V: V is the MN-major B operand
+        snprintf(name, sizeof(name), "HS%d V stage %d", HS, st);
+        check_mn_major_tile<BLOCK_N>(name, sV + st * KV_BYTES, 1 + st, HS);
+    }
+    test_end();
+}
+
+// Accumulator element i of a lane -> (row, col) in its warp's 16 rows; A-fragment register j,
+// half h -> (row, k) in a 16 x 16 k-step (wgmma.cuh, top comment).
+static void accumulator_position(int lane, int i, int* row, int* col) {
+    int e = i % 4;
+    *row = lane / 4 + 8 * (e >> 1);
+    *col = (i / 4) * 8 + 2 * (lane % 4) + (e & 1);
+}
+static void a_fragment_position(int lane, int j, int h, int* row, int* k) {
+    *row = lane / 4 + 8 * (j & 1);
+    *k = 2 * (lane % 4) + 8 * (j >> 1) + h;
+}
+
+// c_to_a(a, &s[8kk], &s[8kk + 4]) packs a[j] = (s[8kk + 2j], s[8kk + 2j + 1]): those accumulator
+// elements must sit where the A fragment of k-step kk expects them.
+static void test_repacking(void) {
+    test_begin("wgmma layouts: accumulator -> A fragment repacking");
+    int bad = 0;
+    for (int lane = 0; lane < 32; lane++)
+        for (int kk = 0; kk < 8; kk++)
+            for (int j = 0; j < 4; j++)
+                for (int h = 0; h < 2; h++) {
+                    int r1, c1, r2, k2;
+                    accumulator_position(lane, 8 * kk + 2 * j + h, &r1, &c1);
+                    a_fragment_position(lane, j, h, &r2, &k2);
+                    bad += r1 != r2 || c1 != 16 * kk + k2;
+                }
+    CHECK(bad == 0, "%d elements land in the wrong place", bad);
+    test_end();
+}
+
+// The checks above must see a descriptor with a wrong stride: LBO and SBO swapped (the usual
+// mistake), SBO off by one 8-row group, and LBO pointing at the wrong panel where N spans two.
+static void test_wrong_strides_caught(void) {
+    test_begin("wgmma layouts: a wrong LBO or SBO is caught");
+    constexpr int ROWS = 64, COLS = 128;
+    memset(smem, 0, sizeof(smem));
+    store_tile<ROWS>(0, 1, COLS);
+    uint64_t k = desc_k_major<ROWS>(0, 0, 1), v = desc_mn_major<ROWS>(0, 1);
+    Desc dk = decode(k), dv = decode(v);
+    CHECK(k_major_mismatches(k, ROWS, 1, 0, 16) == 0, "the unmutated K descriptor fails");
+    CHECK(mn_major_mismatches(v, COLS, 1, 16) == 0, "the unmutated V descriptor fails");
+    CHECK(k_major_mismatches(with_sbo(with_lbo(k, dk.sbo), dk.lbo), ROWS, 1, 0, 16) > 0,
+          "K-major with LBO and SBO swapped passes");
+    CHECK(k_major_mismatches(with_sbo(k, dk.sbo + 1024), ROWS, 1, 0, 16) > 0, "K-major with SBO + 1024 passes");
+    CHECK(mn_major_mismatches(with_sbo(with_lbo(v, dv.sbo), dv.lbo), COLS, 1, 16) > 0,
+          "MN-major with LBO and SBO swapped passes");
+    CHECK(mn_major_mismatches(with_lbo(v, dv.lbo + 1024), COLS, 1, 16) > 0, "MN-major with LBO + 1024 passes");
+    CHECK(mn_major_mismatches(with_sbo(v, 2048), COLS, 1, 16) > 0, "MN-major with SBO 2048 passes");
+    test_end();
+}
+
+int main(void) {
+    // The configurations launch_forward_wgmma is instantiated with, at a base that is 1024-aligned
+    // but not 0, as the kernel's own alignment of dynamic shared memory gives.
+    check_forward_plan<64, 64>(0x400);
+    check_forward_plan<128, 64>(0x800);
+    test_repacking();
+    test_wrong_strides_caught();
+    return test_exit_code();
+}
