@@ -3,14 +3,15 @@
 //   in:  qkv (B, T, 3, NH, HS) bf16, read by strides (row stride 3*NH*HS)
 //   out: O (B, T, NH, HS) bf16 and L (B, NH, T) fp32, L = log sum_j exp(scale * q.k_j)
 // One thread block of two warpgroups per (Q block of 128 rows, batch*head); each warpgroup owns
-// 64 query rows. Q and the K/V blocks sit in 128-byte swizzled shared memory (wgmma.cuh), filled
-// by cp.async: K in two stages, V in three, because V of block j-1 is still being read while
-// block j+1 loads. Per K/V block j a warpgroup issues S = Q K_j^T (A and B from shared memory)
+// 64 query rows. Q and the K/V blocks sit in 128-byte swizzled shared memory (wgmma.cuh), copied
+// there by TMA (tma.cuh), one thread issuing each tile: K/V blocks in three stages, because V of
+// block j-1 is still being read while block j+1 loads. Per K/V block j a warpgroup issues S = Q K_j^T (A and B from shared memory)
 // and O += P_{j-1} V_{j-1} (P from registers) back to back, computes the softmax of S while the
 // second product runs, then rescales O: the exponentials overlap the tensor cores.
 #include <math.h>
 #include "attention/flash.h"
 #include "attention/wgmma.cuh"
+#include "attention/tma.cuh"
 
 // Masks S (one warpgroup's 64 rows x BLOCK_N keys, accumulator layout), updates the running max m
 // and this thread's share l of the running sum, and writes P = exp(scale * (S - m)) as bf16 A
@@ -58,17 +59,19 @@ __device__ __forceinline__ void online_softmax(float (&s)[BLOCK_N / 2], uint32_t
 // MIN_BLOCKS: thread blocks per SM the register budget is sized for (255 / MIN_BLOCKS per thread).
 template <int HS, int BLOCK_N, int MIN_BLOCKS>
 __global__ void __launch_bounds__(256, MIN_BLOCKS)
-flash_forward_wgmma_kernel(bf16* out, float* lse, const bf16* qkv, int T, int NH, int BH, int n_q_blocks,
-                           int causal, float scale) {
+flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv, boxes of BLOCK_M rows
+                           const __grid_constant__ CUtensorMap map_kv,   // qkv, boxes of BLOCK_N rows
+                           bf16* out, float* lse, int T, int NH, int BH, int n_q_blocks, int causal, float scale) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
     constexpr int NTHREADS = 256, BLOCK_M = 128;
     constexpr int KV_BYTES = BLOCK_N * HS * (int)sizeof(bf16);
     extern __shared__ unsigned char smem_raw[];
     // Swizzle atoms must start on 1024-byte boundaries; the launcher adds 1024 bytes for this.
     unsigned char* sQ = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // (BLOCK_M, HS), later O
-    unsigned char* sK = sQ + BLOCK_M * HS * sizeof(bf16);                           // 2 stages of (BLOCK_N, HS)
-    unsigned char* sV = sK + 2 * KV_BYTES;                                           // 3 stages of (BLOCK_N, HS)
+    unsigned char* sK = sQ + BLOCK_M * HS * sizeof(bf16);                           // 3 stages of (BLOCK_N, HS)
+    unsigned char* sV = sK + 3 * KV_BYTES;                                           // 3 stages of (BLOCK_N, HS)
     float* sched_anchor = reinterpret_cast<float*>(sV + 3 * KV_BYTES);              // (NTHREADS), see the loop
+    __shared__ uint64_t bar_q, bar_kv[3];                                           // TMA arrivals
 
     int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     // Causal work grows with the row index: the last Q blocks are issued first so the short ones
@@ -78,17 +81,28 @@ flash_forward_wgmma_kernel(bf16* out, float* lse, const bf16* qkv, int T, int NH
     int q0 = q_block * BLOCK_M;
     int wg_q0 = q0 + wg * 64;                           // first query row of this warpgroup
     int row0 = wg_q0 + warp * 16 + lane / 4;            // this thread's rows: row0 and row0 + 8
-    long long row_stride = 3LL * NH * HS;
-    const bf16* q_ptr = qkv + (long long)b * T * row_stride + h * HS;
-    const bf16* k_ptr = q_ptr + NH * HS;
-    const bf16* v_ptr = q_ptr + 2 * NH * HS;
     // Causal: K/V blocks entirely above the diagonal of this Q block are never touched.
     int n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N);
 
-    load_swizzled_async<BLOCK_M, HS, NTHREADS>(sQ, q_ptr + q0 * row_stride, row_stride, T - q0);
-    load_swizzled_async<BLOCK_N, HS, NTHREADS>(sK, k_ptr, row_stride, T);
-    load_swizzled_async<BLOCK_N, HS, NTHREADS>(sV, v_ptr, row_stride, T);
-    cp_async_commit();
+    // (rows, HS) tile of Q (which = 0), K (1) or V (2) of this (b, h) from row t0: one TMA copy
+    // per 64-column panel; rows past T arrive as zeros.
+    auto load_tile = [&](unsigned char* dst, const CUtensorMap* map, int which, int t0, int rows, uint64_t* bar) {
+        #pragma unroll
+        for (int panel = 0; panel < HS / 64; panel++) tma_load_5d(dst + panel * rows * 128, map, panel * 64, h, which, t0, b, bar);
+    };
+    if (threadIdx.x == 0) {
+        mbarrier_init(&bar_q, 1);
+        for (int st = 0; st < 3; st++) mbarrier_init(&bar_kv[st], 1);
+        fence_barrier_init();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        mbarrier_arrive_expect_tx(&bar_q, BLOCK_M * HS * sizeof(bf16));
+        load_tile(sQ, &map_q, 0, q0, BLOCK_M, &bar_q);
+        mbarrier_arrive_expect_tx(&bar_kv[0], 2 * KV_BYTES);
+        load_tile(sK, &map_kv, 1, 0, BLOCK_N, &bar_kv[0]);
+        load_tile(sV, &map_kv, 2, 0, BLOCK_N, &bar_kv[0]);
+    }
 
     float s[BLOCK_N / 2];                 // S = Q K^T of this warpgroup, accumulator layout
     uint32_t p[BLOCK_N / 16][4];          // P of the previous block, A fragments of O += P V
@@ -112,19 +126,19 @@ flash_forward_wgmma_kernel(bf16* out, float* lse, const bf16* qkv, int T, int NH
         for (int kk = 0; kk < BLOCK_N / 16; kk++) wgmma_rs<HS>(o, p[kk], desc_mn_major<BLOCK_N>(sV_addr + stage * KV_BYTES, kk));
         wgmma_commit();
     };
-    // Block j is in place for every thread (cp.async writes through the generic proxy, wgmma
-    // reads through the async proxy, hence the proxy fence), and every warpgroup is done with the
-    // stages that block j+1 takes: K of block j-1 (its S = Q K^T was waited for in iteration
-    // j-1) and V of block j-2 (likewise its O += P V).
+    // Block j is in place once its barrier's phase completes (the TMA copies counted their bytes
+    // against it). The __syncthreads then says every warpgroup is done with the stage block j+1
+    // takes, which held block j-2: its S = Q K^T was waited for in iteration j-2 and its O += P V
+    // in iteration j-1. One thread issues the copies.
     auto wait_block_and_prefetch = [&](int j) {
-        cp_async_wait<0>();
-        fence_proxy_async_shared();
-        __syncthreads();
-        if (j + 1 < n_kv_blocks) {
-            int next = (j + 1) * BLOCK_N;
-            load_swizzled_async<BLOCK_N, HS, NTHREADS>(sK + (j + 1) % 2 * KV_BYTES, k_ptr + next * row_stride, row_stride, T - next);
-            load_swizzled_async<BLOCK_N, HS, NTHREADS>(sV + (j + 1) % 3 * KV_BYTES, v_ptr + next * row_stride, row_stride, T - next);
-            cp_async_commit();
+        if (j == 0) mbarrier_wait(&bar_q, 0);
+        mbarrier_wait(&bar_kv[j % 3], (j / 3) & 1);
+        __syncthreads();   // every warpgroup is done with block j-2, whose stage block j+1 takes
+        if (threadIdx.x == 0 && j + 1 < n_kv_blocks) {
+            int st = (j + 1) % 3;
+            mbarrier_arrive_expect_tx(&bar_kv[st], 2 * KV_BYTES);
+            load_tile(sK + st * KV_BYTES, &map_kv, 1, (j + 1) * BLOCK_N, BLOCK_N, &bar_kv[st]);
+            load_tile(sV + st * KV_BYTES, &map_kv, 2, (j + 1) * BLOCK_N, BLOCK_N, &bar_kv[st]);
         }
     };
     // Only the last block (T not a multiple of BLOCK_N) and blocks on the diagonal need masks.
@@ -141,7 +155,7 @@ flash_forward_wgmma_kernel(bf16* out, float* lse, const bf16* qkv, int T, int NH
         int kv0 = j * BLOCK_N;
         wait_block_and_prefetch(j);
         wgmma_fence();
-        issue_scores(j % 2);
+        issue_scores(j % 3);
         issue_pv((j - 1) % 3);
         wgmma_wait<1>();  // S done; O += P V may still run
         pin_registers(s);
@@ -204,12 +218,15 @@ flash_forward_wgmma_kernel(bf16* out, float* lse, const bf16* qkv, int T, int NH
 template <int HS, int BLOCK_N, int MIN_BLOCKS>
 static void launch_forward_wgmma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream) {
     constexpr int BLOCK_M = 128;
-    // Q, 2 K stages, 3 V stages, the scheduling anchor, and room to align the start to 1024 bytes.
-    constexpr int smem = (BLOCK_M + 5 * BLOCK_N) * HS * (int)sizeof(bf16) + 256 * (int)sizeof(float) + 1024;
+    // Q, 3 stages of K and of V, the scheduling anchor, and room to align the start to 1024 bytes.
+    constexpr int smem = (BLOCK_M + 6 * BLOCK_N) * HS * (int)sizeof(bf16) + 256 * (int)sizeof(float) + 1024;
     constexpr auto kernel = flash_forward_wgmma_kernel<HS, BLOCK_N, MIN_BLOCKS>;
     set_smem_limit_once<kernel>(smem);
+    CUtensorMap map_q, map_kv;
+    make_qkv_tensor_map(&map_q, qkv, s, BLOCK_M);
+    make_qkv_tensor_map(&map_kv, qkv, s, BLOCK_N);
     int BH = s.B * s.NH, n_q_blocks = (int)ceil_div(s.T, BLOCK_M);
-    kernel<<<n_q_blocks * BH, 256, smem, stream>>>(out, lse, qkv, s.T, s.NH, BH, n_q_blocks, s.causal, s.scale);
+    kernel<<<n_q_blocks * BH, 256, smem, stream>>>(map_q, map_kv, out, lse, s.T, s.NH, BH, n_q_blocks, s.causal, s.scale);
     cudaCheckLaunch();
 }
 

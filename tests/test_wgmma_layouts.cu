@@ -1,6 +1,6 @@
 // tests/test_wgmma_layouts.cu: the shared-memory layouts of the wgmma kernels, checked on the CPU
 // (no GPU needed: only the __host__ functions of attention/wgmma.cuh run). The swizzled tiles that
-// load_swizzled_async writes and the descriptors that desc_k_major / desc_mn_major build must agree
+// TMA and swizzled_offset write and the descriptors that desc_k_major / desc_mn_major build must agree
 // under the PTX ISA's canonical layouts for the 128-byte swizzle (T = 8 bf16 = 16 bytes):
 //   K-major:  ((8,m),(T,2k)):((8T,SBO),(1,T))       element (row, k) of one k-step of 16
 //   MN-major: ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO))  element (k, n) of one k-step of 16
@@ -28,7 +28,7 @@ static uint16_t read_element(uint32_t addr) {
     return v;
 }
 
-// Places a (ROWS, cols) tile of tags at `base` the way load_swizzled_async places its chunks.
+// Places a (ROWS, cols) tile of tags at `base` as swizzled_offset (and TMA's 128-byte swizzle) lays it out.
 template <int ROWS>
 static void store_tile(uint32_t base, int tile, int cols) {
     CHECK(tile < 4 && ROWS <= 128 && cols <= 128, "tile %d (%d x %d) is more than a tag can name", tile, ROWS, cols);
@@ -107,13 +107,13 @@ static void check_mn_major_tile(const char (&name)[64], uint32_t addr, int tile,
     }
 }
 
-// The forward's plan (flash_forward_wgmma.cu): Q (128, HS), K in 2 stages and V in 3 stages of
+// The forward's plan (flash_forward_wgmma.cu): Q (128, HS), K in 3 stages and V in 3 stages of
 // (BLOCK_N, HS), one after the other from a 1024-byte aligned base. Tile ids: Q 0, stage st 1 + st
 // (K and V stages share ids; they live at different addresses).
 template <int HS, int BLOCK_N>
 static void check_forward_plan(uint32_t base) {
     constexpr int BLOCK_M = 128, KV_BYTES = BLOCK_N * HS * 2;
-    uint32_t sQ = base, sK = sQ + BLOCK_M * HS * 2, sV = sK + 2 * KV_BYTES;
+    uint32_t sQ = base, sK = sQ + BLOCK_M * HS * 2, sV = sK + 3 * KV_BYTES;
     char case_name[96], name[64];
     snprintf(case_name, sizeof(case_name), "wgmma layouts: forward HS%d, %d-key blocks", HS, BLOCK_N);
     test_begin(case_name);
@@ -121,13 +121,13 @@ static void check_forward_plan(uint32_t base) {
     CHECK(sQ % 1024 == 0 && sK % 1024 == 0 && sV % 1024 == 0, "a tile does not start on a 1024-byte boundary");
     memset(smem, 0, sizeof(smem));
     store_tile<BLOCK_M>(sQ, 0, HS);
-    for (int st = 0; st < 2; st++) store_tile<BLOCK_N>(sK + st * KV_BYTES, 1 + st, HS);
+    for (int st = 0; st < 3; st++) store_tile<BLOCK_N>(sK + st * KV_BYTES, 1 + st, HS);
     for (int st = 0; st < 3; st++) store_tile<BLOCK_N>(sV + st * KV_BYTES, 1 + st, HS);
     for (int wg = 0; wg < 2; wg++) {  // S = Q K^T: each warpgroup's 64 rows of Q, all of K
         snprintf(name, sizeof(name), "HS%d Q (warpgroup %d)", HS, wg);
         check_k_major_tile<BLOCK_M>(name, sQ, 0, HS, 64 * wg, 64);
     }
-    for (int st = 0; st < 2; st++) {
+    for (int st = 0; st < 3; st++) {
         snprintf(name, sizeof(name), "HS%d K stage %d", HS, st);
         check_k_major_tile<BLOCK_N>(name, sK + st * KV_BYTES, 1 + st, HS, 0, BLOCK_N);
     }

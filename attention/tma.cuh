@@ -1,0 +1,105 @@
+// attention/tma.cuh: Hopper's tensor memory accelerator (TMA) and the shared-memory barriers
+// (mbarrier) that say when its copies have landed, for the wgmma kernels (sm_90a).
+//
+// One thread issues a copy of a whole tile, global -> shared, described by a tensor map (made on
+// the host by make_tensor_map): the hardware computes the addresses, zero-fills what lies outside
+// the tensor, and writes the tile in the 128-byte swizzled layout of wgmma.cuh. The copy counts
+// its bytes against an mbarrier; a thread that expects them calls mbarrier_arrive_expect_tx, and
+// every consumer waits on the barrier's phase (it flips each time the expected bytes have all
+// arrived), so a barrier per buffer stage is reused with phases 0, 1, 0, ...
+#ifndef FLASHGPT_TMA_CUH
+#define FLASHGPT_TMA_CUH
+
+#include <stdint.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include "layers/cuda_common.h"
+#include "attention/attention.h"
+#include "attention/mma.cuh"
+
+// A tensor map over a bf16 tensor of `rank` dimensions, innermost first: dims[i] elements,
+// strides[i - 1] bytes between consecutive indices of dimension i >= 1 (multiples of 16). The box
+// one copy moves is 64 elements of dimension 0 (one 128-byte swizzled panel) by box_rows of
+// dimension row_dim, one index of every other dimension.
+static inline void make_tensor_map(CUtensorMap* map, const bf16* base, int rank, const uint64_t* dims,
+                            const uint64_t* strides, int row_dim, int box_rows) {
+    // The driver's encoder, reached through the runtime so that nothing links against libcuda.
+    static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
+    if (!encode) {
+        cudaDriverEntryPointQueryResult found;
+        cudaCheck(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void**)&encode, 12000,
+                                                   cudaEnableDefault, &found));
+        if (found != cudaDriverEntryPointSuccess) {
+            fprintf(stderr, "error: the CUDA driver has no cuTensorMapEncodeTiled\n");
+            exit(1);
+        }
+    }
+    cuuint64_t d[5], st[4];
+    cuuint32_t box[5], ones[5];
+    for (int i = 0; i < rank; i++) {
+        d[i] = dims[i];
+        if (i > 0) st[i - 1] = strides[i - 1];
+        box[i] = i == 0 ? 64 : i == row_dim ? box_rows : 1;
+        ones[i] = 1;
+    }
+    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, (void*)base, d, st, box, ones,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        fprintf(stderr, "error: cuTensorMapEncodeTiled failed (CUresult %d)\n", (int)r);
+        exit(1);
+    }
+}
+
+// qkv (B, T, 3, NH, HS) as the 5-D tensor (HS, NH, 3, T, B): a box is one 64-column panel of
+// `rows` consecutive rows of Q, K or V (index 0, 1, 2) of one head; rows past T are zeros.
+static inline void make_qkv_tensor_map(CUtensorMap* map, const bf16* qkv, AttentionShape s, int rows) {
+    uint64_t row = 2ull * s.HS;   // bytes
+    uint64_t dims[5] = {(uint64_t)s.HS, (uint64_t)s.NH, 3, (uint64_t)s.T, (uint64_t)s.B};
+    uint64_t strides[4] = {row, row * s.NH, row * s.NH * 3, row * s.NH * 3 * s.T};
+    make_tensor_map(map, qkv, 5, dims, strides, 3, rows);
+}
+
+// An activation (B, T, NH, HS) such as dO as the 4-D tensor (HS, NH, T, B), boxes as above.
+static inline void make_bthd_tensor_map(CUtensorMap* map, const bf16* x, AttentionShape s, int rows) {
+    uint64_t row = 2ull * s.HS;
+    uint64_t dims[4] = {(uint64_t)s.HS, (uint64_t)s.NH, (uint64_t)s.T, (uint64_t)s.B};
+    uint64_t strides[3] = {row, row * s.NH, row * s.NH * s.T};
+    make_tensor_map(map, x, 4, dims, strides, 2, rows);
+}
+
+// mbarrier: init by one thread, then fence_barrier_init and a __syncthreads before any use.
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void fence_barrier_init() {
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// This thread's arrival, announcing `bytes` more to come from TMA copies in this phase.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+// Returns once the phase with this parity has completed.
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, int parity) {
+    asm volatile("{\n.reg .pred done;\nWAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra WAIT;\n}\n" :: "r"(smem_addr(bar)), "r"(parity) : "memory");
+}
+
+// Copies the box at coordinates (c0, c1, ...) (innermost first) of the tensor map to dst,
+// counting its bytes against bar. `map` must be a __grid_constant__ kernel parameter.
+__device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, int c0, int c1, int c2, int c3, uint64_t* bar) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3, %4, %5}], [%6];\n"
+                 :: "r"(smem_addr(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+                    "r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void tma_load_5d(void* dst, const CUtensorMap* map, int c0, int c1, int c2, int c3, int c4,
+                                            uint64_t* bar) {
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n"
+                 :: "r"(smem_addr(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4),
+                    "r"(smem_addr(bar)) : "memory");
+}
+
+#endif
