@@ -9,10 +9,10 @@
 //   2. one thread block per K/V block of BLOCK_N keys loops over the Q blocks that see it,
 //      keeping dK and dV in registers: dV += P^T dO, dK += dS^T Q, with dS = P * (dP - D),
 //      dP = dO V^T; fast mode adds dQ += dS K to the fp32 accumulator with atomics;
-//   3. fast mode: the accumulator becomes bf16 dQ in dqkv (flash_backward_steps.cu). Deterministic mode instead runs a
-//      second kernel, one thread block per Q block looping over the K/V blocks, which computes
-//      dQ on its own in a fixed order: the same bits every run, for 7 matmuls instead of 5
-//      (S and dP are recomputed there).
+//   3. fast mode: the accumulator becomes bf16 dQ in dqkv (flash_backward_steps.cu). Deterministic
+//      mode instead runs a second kernel (flash_backward_dq_deterministic), one thread block per
+//      Q block looping over the K/V blocks, which computes dQ on its own in a fixed order: the
+//      same bits every run, for 7 matmuls instead of 5 (S and dP are recomputed there).
 #include <math.h>
 #include "attention/flash.h"
 #include "attention/mma.cuh"
@@ -338,7 +338,26 @@ flash_backward_dq_kernel(bf16* dqkv, const bf16* dout, const float* lse, const f
                             sQ, warp * 16, T - warp_q0);
 }
 
-template <int HS, int BLOCK_M, int SUB_M, int NWARPS, int DQ_NWARPS, int DQ_BLOCK_N>
+template <int HS, int NWARPS, int BLOCK_N>
+static void launch_dq(AttentionShape s, bf16* dqkv, const bf16* dout, const float* lse, const float* delta,
+                      const bf16* qkv, cudaStream_t stream) {
+    constexpr int BLOCK_M = 16 * NWARPS, S = PaddedRow<HS>::stride;
+    constexpr int smem = (2 * BLOCK_M + 4 * BLOCK_N) * S * (int)sizeof(bf16);
+    constexpr auto kernel = flash_backward_dq_kernel<HS, NWARPS, BLOCK_N>;
+    set_smem_limit_once<kernel>(smem);
+    int BH = s.B * s.NH, n_q_blocks = (int)ceil_div(s.T, BLOCK_M);
+    kernel<<<n_q_blocks * BH, NWARPS * 32, smem, stream>>>(dqkv, dout, lse, delta, qkv, s.T, s.NH, BH, n_q_blocks, s.causal, s.scale);
+    cudaCheckLaunch();
+}
+
+// Q blocks of 64 rows (4 warps), K/V blocks of 64 keys (32 for HS 128).
+void flash_backward_dq_deterministic(AttentionShape s, bf16* dqkv, const bf16* dout, const float* lse,
+                                     const float* delta, const bf16* qkv, cudaStream_t stream) {
+    if (s.HS == 64) launch_dq<64, 4, 64>(s, dqkv, dout, lse, delta, qkv, stream);
+    else            launch_dq<128, 4, 32>(s, dqkv, dout, lse, delta, qkv, stream);
+}
+
+template <int HS, int BLOCK_M, int SUB_M, int NWARPS>
 static void launch_backward(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
     int BH = s.B * s.NH;
@@ -354,14 +373,7 @@ static void launch_backward(AttentionShape s, bf16* dqkv, const bf16* dout, cons
         set_smem_limit_once<kernel>(kv_smem);
         kernel<<<n_kv_blocks * BH, NWARPS * 32, kv_smem, stream>>>(dqkv, NULL, dout, lse, delta, qkv, s.T, s.NH, BH, s.causal, s.scale);
         cudaCheckLaunch();
-
-        constexpr int DQ_BLOCK_M = 16 * DQ_NWARPS;
-        int dq_smem = (2 * DQ_BLOCK_M + 4 * DQ_BLOCK_N) * S * (int)sizeof(bf16);
-        int n_q_blocks = (int)ceil_div(s.T, DQ_BLOCK_M);
-        constexpr auto dq_kernel = flash_backward_dq_kernel<HS, DQ_NWARPS, DQ_BLOCK_N>;
-        set_smem_limit_once<dq_kernel>(dq_smem);
-        dq_kernel<<<n_q_blocks * BH, DQ_NWARPS * 32, dq_smem, stream>>>(dqkv, dout, lse, delta, qkv, s.T, s.NH, BH, n_q_blocks, s.causal, s.scale);
-        cudaCheckLaunch();
+        flash_backward_dq_deterministic(s, dqkv, dout, lse, delta, qkv, stream);
     } else {
         kv_smem += 2 * BLOCK_N * PaddedRow<BLOCK_M>::stride * (int)sizeof(bf16);   // dS^T
         constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, true>;
@@ -380,7 +392,6 @@ void flash_attention_backward_mma(AttentionShape s, bf16* dqkv, const bf16* dout
     // K/V blocks of 128 keys (8 warps x 16). HS 64: Q blocks of 128 queries in sub-blocks of
     // 64 (dK + dV 64 regs, K and V fragments 32, S^T + dP^T 64); HS 128: Q blocks of 64 in
     // sub-blocks of 16 (dK + dV 128 regs, S^T + dP^T 16, K and V read from shared memory).
-    // Deterministic dQ: Q blocks of 64 rows (4 warps), K/V blocks of 64 keys (32 for HS 128).
-    if (s.HS == 64) launch_backward<64, 128, 64, 8, 4, 64>(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
-    else            launch_backward<128, 64, 16, 8, 4, 32>(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
+    if (s.HS == 64) launch_backward<64, 128, 64, 8>(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
+    else            launch_backward<128, 64, 16, 8>(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
 }

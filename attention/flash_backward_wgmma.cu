@@ -14,18 +14,27 @@
 //                                            warpgroup, added to the accumulator with atomics)
 // The transposed products put the keys in the rows, the M side of wgmma, so P^T and dS^T come
 // out of S^T and dP^T as A operands of the dV and dK products without leaving registers.
-// The deterministic mode runs the mma.sync kernels (flash_backward.cu), whose dQ needs no atomics.
+// The deterministic mode runs that kernel without the dQ part (dK and dV only, prepass without the
+// accumulator), then a second kernel, one thread block per Q block looping over the K/V blocks in
+// order, which computes dQ on its own and writes it as bf16: no atomics, the same bits on every
+// run, for 7 matmuls instead of 5 (S and dP are recomputed there).
 #include <math.h>
 #include "attention/flash.h"
 #include "attention/wgmma.cuh"
+#include "attention/smem_tile.cuh"
+#include "attention/tma.cuh"
 
 // BLOCK_M x HS = 8192 for both head sizes, so the dQ tile of a Q block splits into two 64 x 64
 // pieces, one per warpgroup: for HS 64 the two halves of the queries, for HS 128 the two halves
-// of the dimensions.
-template <int HS>
+// of the dimensions. Without ATOMIC_DQ the kernel computes dK and dV only (no dS^T tile, no dQ
+// product, one barrier per Q block) and dq_accum is unused.
+template <int HS, bool ATOMIC_DQ>
 __global__ void __launch_bounds__(256, 1)
-flash_backward_wgmma_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const float* lse, const float* delta,
-                            const bf16* qkv, int T, int NH, int BH, int causal, float scale) {
+flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,   // qkv, boxes of BLOCK_N rows
+                            const __grid_constant__ CUtensorMap map_q,    // qkv, boxes of BLOCK_M rows
+                            const __grid_constant__ CUtensorMap map_do,   // dout, boxes of BLOCK_M rows
+                            bf16* dqkv, float* dq_accum, const float* lse, const float* delta,
+                            int T, int NH, int BH, int causal, float scale) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
     constexpr int NTHREADS = 256, BLOCK_N = 128, BLOCK_M = 8192 / HS;
     constexpr int KV_BYTES = BLOCK_N * HS * (int)sizeof(bf16), Q_BYTES = BLOCK_M * HS * (int)sizeof(bf16);
@@ -35,10 +44,12 @@ flash_backward_wgmma_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const
     unsigned char* sV = sK + KV_BYTES;                         // (BLOCK_N, HS), later dV
     unsigned char* sQ = sV + KV_BYTES;                         // 2 stages of (BLOCK_M, HS)
     unsigned char* sdO = sQ + 2 * Q_BYTES;                     // 2 stages of (BLOCK_M, HS)
-    unsigned char* sdS = sdO + 2 * Q_BYTES;                    // (BLOCK_N, BLOCK_M): dS^T
-    float* sL = reinterpret_cast<float*>(sdS + BLOCK_N * BLOCK_M * sizeof(bf16));   // 2 stages of (BLOCK_M)
+    unsigned char* sdS = sdO + 2 * Q_BYTES;                    // (BLOCK_N, BLOCK_M): dS^T, ATOMIC_DQ only
+    // 2 stages of (BLOCK_M)
+    float* sL = reinterpret_cast<float*>(sdS + (ATOMIC_DQ ? BLOCK_N * BLOCK_M * sizeof(bf16) : 0));
     float* sD = sL + 2 * BLOCK_M;                              // 2 stages of (BLOCK_M)
     uint32_t* sched_anchor = reinterpret_cast<uint32_t*>(sD + 2 * BLOCK_M);   // (NTHREADS), see the loop
+    __shared__ uint64_t bar_kv, bar_q[2];                      // TMA arrivals: K and V; Q and dO per stage
 
     int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, t = lane % 4;
     // Causal work shrinks with the key index: the first K/V blocks are issued first.
@@ -47,49 +58,65 @@ flash_backward_wgmma_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const
     int k0 = kv_block * BLOCK_N;
     int wg_k0 = k0 + wg * 64;                          // first key of this warpgroup
     int key0 = wg_k0 + warp * 16 + lane / 4;           // this thread's keys: key0 and key0 + 8
-    long long row_stride = 3LL * NH * HS, do_stride = (long long)NH * HS;
-    const bf16* q_ptr = qkv + (long long)b * T * row_stride + h * HS;
-    const bf16* k_ptr = q_ptr + NH * HS;
-    const bf16* v_ptr = q_ptr + 2 * NH * HS;
-    const bf16* do_ptr = dout + (long long)b * T * do_stride + h * HS;
+    long long row_stride = 3LL * NH * HS;
     const float* l_ptr = lse + (long long)bh * T;
     const float* d_ptr = delta + (long long)bh * T;
     // Causal: Q blocks entirely before this K/V block never see it.
     int first_q_block = causal ? k0 / BLOCK_M : 0;
     int n_q_blocks = (int)ceil_div(T, BLOCK_M);
 
+    // Tiles arrive by TMA, one thread issuing a copy per 64-column panel (rows past T as zeros):
+    // K and V once, then Q and dO per Q block; L and D, a few hundred bytes, by cp.async.
     auto load_q_block = [&](int i, int stage) {
         int q0 = i * BLOCK_M;
-        load_swizzled_async<BLOCK_M, HS, NTHREADS>(sQ + stage * Q_BYTES, q_ptr + q0 * row_stride, row_stride, T - q0);
-        load_swizzled_async<BLOCK_M, HS, NTHREADS>(sdO + stage * Q_BYTES, do_ptr + q0 * do_stride, do_stride, T - q0);
+        if (threadIdx.x == 0) {
+            mbarrier_arrive_expect_tx(&bar_q[stage], 2 * Q_BYTES);
+            #pragma unroll
+            for (int panel = 0; panel < HS / 64; panel++) {
+                unsigned char* q_dst = sQ + stage * Q_BYTES + panel * BLOCK_M * 128;
+                unsigned char* do_dst = sdO + stage * Q_BYTES + panel * BLOCK_M * 128;
+                tma_load_5d(q_dst, &map_q, panel * 64, h, 0, q0, b, &bar_q[stage]);
+                tma_load_4d(do_dst, &map_do, panel * 64, h, q0, b, &bar_q[stage]);
+            }
+        }
         load_vec_async<BLOCK_M, NTHREADS>(sL + stage * BLOCK_M, l_ptr + q0, T - q0);
         load_vec_async<BLOCK_M, NTHREADS>(sD + stage * BLOCK_M, d_ptr + q0, T - q0);
+        cp_async_commit();
     };
-    load_swizzled_async<BLOCK_N, HS, NTHREADS>(sK, k_ptr + k0 * row_stride, row_stride, T - k0);
-    load_swizzled_async<BLOCK_N, HS, NTHREADS>(sV, v_ptr + k0 * row_stride, row_stride, T - k0);
+    if (threadIdx.x == 0) {
+        mbarrier_init(&bar_kv, 1);
+        mbarrier_init(&bar_q[0], 1);
+        mbarrier_init(&bar_q[1], 1);
+        fence_barrier_init();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        mbarrier_arrive_expect_tx(&bar_kv, 2 * KV_BYTES);
+        #pragma unroll
+        for (int panel = 0; panel < HS / 64; panel++) {
+            tma_load_5d(sK + panel * BLOCK_N * 128, &map_kv, panel * 64, h, 1, k0, b, &bar_kv);
+            tma_load_5d(sV + panel * BLOCK_N * 128, &map_kv, panel * 64, h, 2, k0, b, &bar_kv);
+        }
+    }
     load_q_block(first_q_block, 0);
-    cp_async_commit();
+    mbarrier_wait(&bar_kv, 0);
 
     float dk[HS / 2], dv[HS / 2];   // dK, dV of this warpgroup's keys (accumulator layout)
     #pragma unroll
     for (int i = 0; i < HS / 2; i++) dk[i] = dv[i] = 0.0f;
     const float scale_log2 = scale * (float)M_LOG2E;
-    const uint32_t sK_addr = smem_addr(sK), sV_addr = smem_addr(sV), sdS_addr = smem_addr(sdS);
-    // This warpgroup's dQ piece: queries 64*dq_qh.., dimensions 64*dq_dh.. of the Q block.
-    const int dq_qh = HS == 64 ? wg : 0, dq_dh = HS == 64 ? 0 : wg;
+    const uint32_t sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
 
     for (int i = first_q_block; i < n_q_blocks; i++) {
         int stage = (i - first_q_block) & 1, q0 = i * BLOCK_M;
-        // One barrier starts each Q block: block i is in place for every thread (cp.async writes
-        // through the generic proxy, wgmma reads through the async proxy, hence the fence); every
-        // warpgroup is done with block i-1, whose stage now takes block i+1, and with its dS^T.
+        // Q and dO of block i have landed once their barrier's phase completes; this thread's L
+        // and D copies with the cp.async wait. Then one barrier: every thread's L and D are in
+        // place, and every warpgroup is done with block i-1, whose stage now takes block i+1, and
+        // with its dS^T (ATOMIC_DQ).
+        mbarrier_wait(&bar_q[stage], ((i - first_q_block) >> 1) & 1);
         cp_async_wait<0>();
-        fence_proxy_async_shared();
         __syncthreads();
-        if (i + 1 < n_q_blocks) {
-            load_q_block(i + 1, stage ^ 1);
-            cp_async_commit();
-        }
+        if (i + 1 < n_q_blocks) load_q_block(i + 1, stage ^ 1);
         const uint32_t sQ_addr = smem_addr(sQ + stage * Q_BYTES), sdO_addr = smem_addr(sdO + stage * Q_BYTES);
         const float* l_blk = sL + stage * BLOCK_M;
         const float* d_blk = sD + stage * BLOCK_M;
@@ -97,7 +124,6 @@ flash_backward_wgmma_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const
         // Declared here, not above the loop: their first wgmma ignores the old values (scale-d = 0),
         // so nothing of them lives from one Q block to the next.
         float st[BLOCK_M / 2], dpt[BLOCK_M / 2];   // S^T, then P^T; dP^T, then dS^T
-        float dq[32];                               // this warpgroup's dQ piece
         uint32_t pa[BLOCK_M / 16][4], dsa[BLOCK_M / 16][4];   // P^T, dS^T as A fragments
         wgmma_fence();
         #pragma unroll
@@ -115,13 +141,13 @@ flash_backward_wgmma_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const
         wgmma_wait<1>();
         pin_registers(st);
         if (q0 + BLOCK_M > T || wg_k0 + 64 > T || (causal && wg_k0 + 63 > q0)) {
-            // Key key0 + 8h sees the columns (queries q0 + col + 2t) with lo[h] <= col < hi[h].
+            // Key key0 + 8*half sees the columns (queries q0 + col + 2t) with lo[half] <= col < hi[half].
             int lo[2], hi[2];
             #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                int key = key0 + 8 * h;
-                lo[h] = causal ? key - q0 - 2 * t : 0;
-                hi[h] = key < T ? T - q0 - 2 * t : 0;
+            for (int half = 0; half < 2; half++) {
+                int key = key0 + 8 * half;
+                lo[half] = causal ? key - q0 - 2 * t : 0;
+                hi[half] = key < T ? T - q0 - 2 * t : 0;
             }
             #pragma unroll
             for (int nt = 0; nt < BLOCK_M / 8; nt++)
@@ -170,42 +196,55 @@ flash_backward_wgmma_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const
         for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dk, dsa[kk], desc_mn_major<BLOCK_M>(sQ_addr, kk));
         wgmma_commit();
 
-        // dS^T (keys, queries) into shared memory while those run: A fragment register r of
-        // k-step kk holds rows +8*(r&1), columns 16kk + 8*(r>>1) + 2t.
-        #pragma unroll
-        for (int kk = 0; kk < BLOCK_M / 16; kk++)
+        if constexpr (ATOMIC_DQ) {
+            // dS^T (keys, queries) into shared memory while those run: A fragment register r of
+            // k-step kk holds rows +8*(r&1), columns 16kk + 8*(r>>1) + 2t.
             #pragma unroll
-            for (int r = 0; r < 4; r++) {
-                int row = key0 - k0 + 8 * (r & 1), col = 16 * kk + 8 * (r >> 1);
-                *reinterpret_cast<uint32_t*>(sdS + swizzled_offset<BLOCK_N>(row, col) + 4 * t) = dsa[kk][r];
+            for (int kk = 0; kk < BLOCK_M / 16; kk++)
+                #pragma unroll
+                for (int r = 0; r < 4; r++) {
+                    int row = key0 - k0 + 8 * (r & 1), col = 16 * kk + 8 * (r >> 1);
+                    *reinterpret_cast<uint32_t*>(sdS + swizzled_offset<BLOCK_N>(row, col) + 4 * t) = dsa[kk][r];
+                }
+            fence_proxy_async_shared();
+            __syncthreads();   // all of dS^T in place
+
+            // dQ piece (64 x 64) = dS[queries of the piece, all 128 keys] K[all keys, dims of the
+            // piece]: A from the dS^T tile, B from the K tile, both MN-major (one 64-wide panel each).
+            // This warpgroup's piece: queries 64*dq_qh.., dimensions 64*dq_dh.. of the Q block.
+            const int dq_qh = HS == 64 ? wg : 0, dq_dh = HS == 64 ? 0 : wg;
+            const uint32_t sdS_addr = smem_addr(sdS);
+            float dq[32];
+            wgmma_fence();
+            #pragma unroll
+            for (int kk = 0; kk < BLOCK_N / 16; kk++)
+                wgmma_ss<64, 1, 1>(dq, desc_mn_major<BLOCK_N>(sdS_addr + dq_qh * BLOCK_N * 128, kk),
+                                   desc_mn_major<BLOCK_N>(sK_addr + dq_dh * BLOCK_N * 128, kk), kk > 0);
+            wgmma_commit();
+            wgmma_wait<0>();
+            pin_registers(dq);
+            pin_registers(dv);
+            pin_registers(dk);
+            pin_registers(pa);
+            pin_registers(dsa);
+
+            // d[4n + e] is row 16*warp + g + 8*(e>>1), column 8n + 2t + (e&1) of the piece.
+            #pragma unroll
+            for (int half = 0; half < 2; half++) {
+                int query = q0 + dq_qh * 64 + warp * 16 + lane / 4 + 8 * half;
+                if (query >= T) continue;
+                float* dst = dq_accum + ((long long)bh * T + query) * HS + dq_dh * 64 + 2 * t;
+                #pragma unroll
+                for (int n = 0; n < 8; n++)
+                    atomicAdd(reinterpret_cast<float2*>(dst + 8 * n), make_float2(dq[4 * n + 2 * half], dq[4 * n + 2 * half + 1]));
             }
-        fence_proxy_async_shared();
-        __syncthreads();   // all of dS^T in place
-
-        // dQ piece (64 x 64) = dS[queries of the piece, all 128 keys] K[all keys, dims of the
-        // piece]: A from the dS^T tile, B from the K tile, both MN-major (one 64-wide panel each).
-        wgmma_fence();
-        #pragma unroll
-        for (int kk = 0; kk < BLOCK_N / 16; kk++)
-            wgmma_ss<64, 1, 1>(dq, desc_mn_major<BLOCK_N>(sdS_addr + dq_qh * BLOCK_N * 128, kk),
-                               desc_mn_major<BLOCK_N>(sK_addr + dq_dh * BLOCK_N * 128, kk), kk > 0);
-        wgmma_commit();
-        wgmma_wait<0>();
-        pin_registers(dq);
-        pin_registers(dv);
-        pin_registers(dk);
-        pin_registers(pa);
-        pin_registers(dsa);
-
-        // d[4n + e] is row 16*warp + g + 8*(e>>1), column 8n + 2t + (e&1) of the piece.
-        #pragma unroll
-        for (int half = 0; half < 2; half++) {
-            int query = q0 + dq_qh * 64 + warp * 16 + lane / 4 + 8 * half;
-            if (query >= T) continue;
-            float* dst = dq_accum + ((long long)bh * T + query) * HS + dq_dh * 64 + 2 * t;
-            #pragma unroll
-            for (int n = 0; n < 8; n++)
-                atomicAdd(reinterpret_cast<float2*>(dst + 8 * n), make_float2(dq[4 * n + 2 * half], dq[4 * n + 2 * half + 1]));
+        } else {
+            // dV and dK done before the barrier that hands this block's stage to block i+2.
+            wgmma_wait<0>();
+            pin_registers(dv);
+            pin_registers(dk);
+            pin_registers(pa);
+            pin_registers(dsa);
         }
     }
 
@@ -237,18 +276,219 @@ flash_backward_wgmma_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const
 #endif
 }
 
-template <int HS>
+// dq_accum: the fp32 accumulator dQ is added to (ATOMIC_DQ), else unused.
+template <int HS, bool ATOMIC_DQ>
 static void launch_backward_wgmma(AttentionShape s, bf16* dqkv, float* dq_accum, const bf16* dout, const float* lse,
                                   const float* delta, const bf16* qkv, cudaStream_t stream) {
     constexpr int BLOCK_N = 128, BLOCK_M = 8192 / HS;
-    // K, V, 2 stages of Q and dO, dS^T, 2 stages of L and D, the scheduling anchor, and room to
-    // align the start to 1024 bytes.
-    constexpr int smem = (2 * BLOCK_N + 4 * BLOCK_M) * HS * (int)sizeof(bf16) + BLOCK_N * BLOCK_M * (int)sizeof(bf16) +
+    // K, V, 2 stages of Q and dO, dS^T (ATOMIC_DQ), 2 stages of L and D, the scheduling anchor,
+    // and room to align the start to 1024 bytes.
+    constexpr int smem = (2 * BLOCK_N + 4 * BLOCK_M) * HS * (int)sizeof(bf16) +
+                         (ATOMIC_DQ ? BLOCK_N * BLOCK_M * (int)sizeof(bf16) : 0) +
                          (4 * BLOCK_M + 256) * (int)sizeof(float) + 1024;
-    constexpr auto kernel = flash_backward_wgmma_kernel<HS>;
+    constexpr auto kernel = flash_backward_wgmma_kernel<HS, ATOMIC_DQ>;
     set_smem_limit_once<kernel>(smem);
+    CUtensorMap map_kv, map_q, map_do;
+    make_qkv_tensor_map(&map_kv, qkv, s, BLOCK_N);
+    make_qkv_tensor_map(&map_q, qkv, s, BLOCK_M);
+    make_bthd_tensor_map(&map_do, dout, s, BLOCK_M);
     int BH = s.B * s.NH, n_kv_blocks = (int)ceil_div(s.T, BLOCK_N);
-    kernel<<<n_kv_blocks * BH, 256, smem, stream>>>(dqkv, dq_accum, dout, lse, delta, qkv, s.T, s.NH, BH, s.causal, s.scale);
+    kernel<<<n_kv_blocks * BH, 256, smem, stream>>>(map_kv, map_q, map_do, dqkv, dq_accum, lse, delta, s.T, s.NH, BH,
+                                                    s.causal, s.scale);
+    cudaCheckLaunch();
+}
+
+// Deterministic dQ: one thread block of two warpgroups per Q block of 128 queries; warpgroup w
+// owns queries 64w..64w+63 and keeps their dQ in registers while the block walks over the K/V
+// blocks of BLOCK_N keys in order (the same bits on every run, no atomics). Per K/V block j,
+// per warpgroup:
+//   S = Q K^T, dP = dO V^T                  (64 queries x BLOCK_N keys, both operands in smem)
+//   P = exp(scale S - L), dS = P (dP - D)   (registers; L, D per query = row)
+//   dQ += dS K                              (dS from registers, K an MN-major B operand)
+// dQ += dS_j K_j is left running into block j+1 (its wait comes after S_{j+1} is issued), so the
+// tensor cores stay busy across the barrier; K has three stages for it: when block j starts,
+// dQ += dS K may still read K_{j-1}, so block j+1 loads over K_{j-2}. V, read only by dP (waited
+// for within its block), has two.
+// MIN_BLOCKS: thread blocks per SM the register budget is sized for.
+template <int HS, int BLOCK_N, int MIN_BLOCKS>
+__global__ void __launch_bounds__(256, MIN_BLOCKS)
+flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv, boxes of BLOCK_M rows
+                               const __grid_constant__ CUtensorMap map_kv,   // qkv, boxes of BLOCK_N rows
+                               const __grid_constant__ CUtensorMap map_do,   // dout, boxes of BLOCK_M rows
+                               bf16* dqkv, const float* lse, const float* delta,
+                               int T, int NH, int BH, int n_q_blocks, int causal, float scale) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
+    constexpr int NTHREADS = 256, BLOCK_M = 128;
+    constexpr int KV_BYTES = BLOCK_N * HS * (int)sizeof(bf16), Q_BYTES = BLOCK_M * HS * (int)sizeof(bf16);
+    static_assert(BLOCK_N == 64 || BLOCK_N == 128, "a warpgroup skips at most the last K/V block (see the loop)");
+    extern __shared__ unsigned char smem_raw[];
+    // Swizzle atoms must start on 1024-byte boundaries; the launcher adds 1024 bytes for this.
+    unsigned char* sQ = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // (BLOCK_M, HS), later dQ
+    unsigned char* sdO = sQ + Q_BYTES;                         // (BLOCK_M, HS)
+    unsigned char* sK = sdO + Q_BYTES;                         // 3 stages of (BLOCK_N, HS)
+    unsigned char* sV = sK + 3 * KV_BYTES;                     // 2 stages of (BLOCK_N, HS)
+    uint32_t* sched_anchor = reinterpret_cast<uint32_t*>(sV + 2 * KV_BYTES);   // (NTHREADS), see the loop
+    __shared__ uint64_t bar_q, bar_kv[2];                      // TMA arrivals: Q and dO; K/V block j in j % 2
+
+    int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, t = lane % 4;
+    // Causal work grows with the query index: the last Q blocks are issued first.
+    int q_block = n_q_blocks - 1 - blockIdx.x / BH;
+    int bh = blockIdx.x % BH, b = bh / NH, h = bh % NH;
+    int q0 = q_block * BLOCK_M;
+    int wg_q0 = q0 + wg * 64;                           // first query of this warpgroup
+    int row0 = wg_q0 + warp * 16 + lane / 4;            // this thread's queries: row0 and row0 + 8
+    long long row_stride = 3LL * NH * HS;
+    // Causal: K/V blocks entirely after the last query of this Q block are never touched.
+    int n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N);
+
+    // Tiles arrive by TMA, one thread issuing a copy per 64-column panel (rows past T as zeros).
+    auto load_kv_block = [&](int j) {
+        mbarrier_arrive_expect_tx(&bar_kv[j % 2], 2 * KV_BYTES);
+        #pragma unroll
+        for (int panel = 0; panel < HS / 64; panel++) {
+            tma_load_5d(sK + j % 3 * KV_BYTES + panel * BLOCK_N * 128, &map_kv, panel * 64, h, 1, j * BLOCK_N, b, &bar_kv[j % 2]);
+            tma_load_5d(sV + j % 2 * KV_BYTES + panel * BLOCK_N * 128, &map_kv, panel * 64, h, 2, j * BLOCK_N, b, &bar_kv[j % 2]);
+        }
+    };
+    if (threadIdx.x == 0) {
+        mbarrier_init(&bar_q, 1);
+        mbarrier_init(&bar_kv[0], 1);
+        mbarrier_init(&bar_kv[1], 1);
+        fence_barrier_init();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        mbarrier_arrive_expect_tx(&bar_q, 2 * Q_BYTES);
+        #pragma unroll
+        for (int panel = 0; panel < HS / 64; panel++) {
+            tma_load_5d(sQ + panel * BLOCK_M * 128, &map_q, panel * 64, h, 0, q0, b, &bar_q);
+            tma_load_4d(sdO + panel * BLOCK_M * 128, &map_do, panel * 64, h, q0, b, &bar_q);
+        }
+        load_kv_block(0);
+    }
+
+    // L (in log2 units) and D of this thread's queries. Queries past T are zeros in sQ and sdO
+    // and get L = D = 0: finite values in rows that are never stored.
+    float l2[2], d[2];
+    #pragma unroll
+    for (int half = 0; half < 2; half++) {
+        int row = row0 + 8 * half;
+        l2[half] = row < T ? lse[(long long)bh * T + row] * (float)M_LOG2E : 0.0f;
+        d[half] = row < T ? delta[(long long)bh * T + row] : 0.0f;
+    }
+    float dq[HS / 2];                     // dQ of this warpgroup's queries (accumulator layout)
+    #pragma unroll
+    for (int i = 0; i < HS / 2; i++) dq[i] = 0.0f;
+    uint32_t dsa[BLOCK_N / 16][4];        // dS as A fragments, read by a dQ product until the next block's wait
+    const float scale_log2 = scale * (float)M_LOG2E;
+    const uint32_t sQ_addr = smem_addr(sQ), sdO_addr = smem_addr(sdO), sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
+
+    for (int j = 0; j < n_kv_blocks; j++) {
+        int kv0 = j * BLOCK_N;
+        // Block j has landed once its barrier's phase completes. Then one barrier: every
+        // warpgroup has waited for dP of block j-1 and for dQ += dS K of block j-2, so V of block
+        // j-1 and K of block j-2 take block j+1 (and block j-1's arrival barrier is free again).
+        if (j == 0) mbarrier_wait(&bar_q, 0);
+        mbarrier_wait(&bar_kv[j % 2], (j / 2) & 1);
+        __syncthreads();
+        if (threadIdx.x == 0 && j + 1 < n_kv_blocks) load_kv_block(j + 1);
+        // Causal: with BLOCK_N = 64 the last block lies after every query of warpgroup 0. Only the
+        // last block is skipped, so no K stage of a dQ product still running is refilled.
+        if (causal && kv0 > wg_q0 + 63) continue;
+        const uint32_t sKj_addr = sK_addr + j % 3 * KV_BYTES, sVj_addr = sV_addr + j % 2 * KV_BYTES;
+
+        // Declared here, not above the loop: their first wgmma ignores the old values (scale-d = 0).
+        float sc[BLOCK_N / 2], dp[BLOCK_N / 2];   // S, then P; dP, then dS
+        wgmma_fence();
+        #pragma unroll
+        for (int kk = 0; kk < HS / 16; kk++)
+            wgmma_ss<BLOCK_N>(sc, desc_k_major<BLOCK_M>(sQ_addr, wg * 64, kk), desc_k_major<BLOCK_N>(sKj_addr, 0, kk), kk > 0);
+        wgmma_commit();
+        #pragma unroll
+        for (int kk = 0; kk < HS / 16; kk++)
+            wgmma_ss<BLOCK_N>(dp, desc_k_major<BLOCK_M>(sdO_addr, wg * 64, kk), desc_k_major<BLOCK_N>(sVj_addr, 0, kk), kk > 0);
+        wgmma_commit();
+
+        // dQ of block j-1 and S done; P while dP is still running. Masked scores become -inf, so
+        // their P is 0: keys past T and (causal) keys after the query; only the last block and
+        // blocks on the diagonal need it.
+        wgmma_wait<1>();
+        pin_registers(sc);
+        pin_registers(dq);
+        pin_registers(dsa);
+        if (kv0 + BLOCK_N > T || (causal && kv0 + BLOCK_N - 1 > wg_q0)) {
+            #pragma unroll
+            for (int nt = 0; nt < BLOCK_N / 8; nt++)
+                #pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    int key = kv0 + nt * 8 + 2 * t + (e & 1), row = row0 + (e >> 1) * 8;
+                    if (key >= T || (causal && key > row)) sc[4 * nt + e] = -INFINITY;
+                }
+        }
+        #pragma unroll
+        for (int i = 0; i < BLOCK_N / 2; i++) sc[i] = fast_exp2(fmaf(sc[i], scale_log2, -l2[(i >> 1) & 1]));
+        uint32_t anchor = 0;
+        #pragma unroll
+        for (int i = 0; i < BLOCK_N / 2; i++) anchor ^= __float_as_uint(sc[i]);
+        // ptxas places wgmma.wait_group as early as it may, which would put the exponentials
+        // after the wait, serialised with dP; it keeps the wait after memory operations, so this
+        // store (never read) of a value that needs all of P holds it below them.
+        asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(smem_addr(sched_anchor) + threadIdx.x * 4), "r"(anchor) : "memory");
+        wgmma_wait<0>();
+        pin_registers(dp);
+        #pragma unroll
+        for (int i = 0; i < BLOCK_N / 2; i++) dp[i] = sc[i] * (dp[i] - d[(i >> 1) & 1]);
+        #pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; kk++) c_to_a(dsa[kk], &dp[8 * kk], &dp[8 * kk + 4]);
+
+        // dQ += dS K (scale applied once at the end), K (keys, dims) as an MN-major B operand.
+        wgmma_fence();
+        #pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; kk++) wgmma_rs<HS>(dq, dsa[kk], desc_mn_major<BLOCK_N>(sKj_addr, kk));
+        wgmma_commit();
+    }
+    wgmma_wait<0>();
+    pin_registers(dq);
+    pin_registers(dsa);
+
+    // dQ (times scale) as bf16 through this warpgroup's rows of sQ (only its own wgmma read them,
+    // and those are complete), then whole 16-byte row pieces to dqkv.
+    #pragma unroll
+    for (int n = 0; n < HS / 8; n++)
+        #pragma unroll
+        for (int half = 0; half < 2; half++) {
+            int row = row0 - q0 + 8 * half, col = 8 * n;
+            *reinterpret_cast<uint32_t*>(sQ + swizzled_offset<BLOCK_M>(row, col) + 4 * t) =
+                pack_bf16(dq[4 * n + 2 * half] * scale, dq[4 * n + 2 * half + 1] * scale);
+        }
+    __syncthreads();
+    constexpr int CHUNKS = HS / 8;
+    bf16* dq_ptr = dqkv + (long long)b * T * row_stride + h * HS;
+    #pragma unroll
+    for (int k = 0; k < BLOCK_M * CHUNKS / NTHREADS; k++) {
+        int idx = threadIdx.x + k * NTHREADS, r = idx / CHUNKS, c = (idx % CHUNKS) * 8;
+        if (q0 + r < T)
+            *reinterpret_cast<int4*>(dq_ptr + (q0 + r) * row_stride + c) =
+                *reinterpret_cast<const int4*>(sQ + swizzled_offset<BLOCK_M>(r, c));
+    }
+#endif
+}
+
+template <int HS, int BLOCK_N, int MIN_BLOCKS>
+static void launch_dq_wgmma(AttentionShape s, bf16* dqkv, const bf16* dout, const float* lse, const float* delta,
+                            const bf16* qkv, cudaStream_t stream) {
+    constexpr int BLOCK_M = 128;
+    // Q, dO, 3 stages of K, 2 of V, the scheduling anchor, and room to align the start to 1024 bytes.
+    constexpr int smem = (2 * BLOCK_M + 5 * BLOCK_N) * HS * (int)sizeof(bf16) + 256 * (int)sizeof(float) + 1024;
+    constexpr auto kernel = flash_backward_dq_wgmma_kernel<HS, BLOCK_N, MIN_BLOCKS>;
+    set_smem_limit_once<kernel>(smem);
+    CUtensorMap map_q, map_kv, map_do;
+    make_qkv_tensor_map(&map_q, qkv, s, BLOCK_M);
+    make_qkv_tensor_map(&map_kv, qkv, s, BLOCK_N);
+    make_bthd_tensor_map(&map_do, dout, s, BLOCK_M);
+    int BH = s.B * s.NH, n_q_blocks = (int)ceil_div(s.T, BLOCK_M);
+    kernel<<<n_q_blocks * BH, 256, smem, stream>>>(map_q, map_kv, map_do, dqkv, lse, delta, s.T, s.NH, BH, n_q_blocks,
+                                                   s.causal, s.scale);
     cudaCheckLaunch();
 }
 
@@ -260,14 +500,23 @@ void flash_attention_backward_wgmma(AttentionShape s, bf16* dqkv, const bf16* do
         fprintf(stderr, "error: flash attention: the wgmma kernels need an sm_90 GPU and a build for sm_90a\n");
         exit(1);
     }
-    if (deterministic) {
-        flash_attention_backward_mma(s, dqkv, dout, out, lse, qkv, scratch, 1, stream);
-        return;
-    }
     float* delta = flash_backward_delta(s, scratch);
-    float* dq_accum = flash_backward_dq_accum(s, scratch);
+    float* dq_accum = deterministic ? NULL : flash_backward_dq_accum(s, scratch);
     flash_backward_prepass(s, delta, dq_accum, dout, out, stream);
-    if (s.HS == 64) launch_backward_wgmma<64>(s, dqkv, dq_accum, dout, lse, delta, qkv, stream);
-    else            launch_backward_wgmma<128>(s, dqkv, dq_accum, dout, lse, delta, qkv, stream);
-    flash_backward_dq_convert(s, dqkv, dq_accum, stream);
+    if (deterministic) {
+        // dK and dV, then dQ on its own. The dQ kernel at one thread block per SM: at two (128
+        // registers) ptxas serialises its wgmma. HS 64: K/V blocks of 128 keys; HS 128: of 64,
+        // which keeps dQ (64 registers) + S, dP (64) + dS (16) within registers.
+        if (s.HS == 64) {
+            launch_backward_wgmma<64, false>(s, dqkv, NULL, dout, lse, delta, qkv, stream);
+            launch_dq_wgmma<64, 128, 1>(s, dqkv, dout, lse, delta, qkv, stream);
+        } else {
+            launch_backward_wgmma<128, false>(s, dqkv, NULL, dout, lse, delta, qkv, stream);
+            launch_dq_wgmma<128, 64, 1>(s, dqkv, dout, lse, delta, qkv, stream);
+        }
+    } else {
+        if (s.HS == 64) launch_backward_wgmma<64, true>(s, dqkv, dq_accum, dout, lse, delta, qkv, stream);
+        else            launch_backward_wgmma<128, true>(s, dqkv, dq_accum, dout, lse, delta, qkv, stream);
+        flash_backward_dq_convert(s, dqkv, dq_accum, stream);
+    }
 }

@@ -11,6 +11,7 @@
 #include <math.h>
 #include "attention/flash.h"
 #include "attention/wgmma.cuh"
+#include "attention/smem_tile.cuh"
 #include "attention/tma.cuh"
 
 // Masks S (one warpgroup's 64 rows x BLOCK_N keys, accumulator layout), updates the running max m

@@ -1,5 +1,5 @@
 // attention/wgmma.cuh: Hopper (sm_90a) warpgroup tensor-core building blocks: 128-byte swizzled
-// shared-memory tiles filled by cp.async, the 64-bit shared-memory matrix descriptors that
+// shared-memory tiles (filled by TMA, tma.cuh), the 64-bit shared-memory matrix descriptors that
 // point wgmma at them, and the bf16 wgmma.mma_async m64nNk16 (fp32 accumulators) for N = 64, 128.
 // Used by flash_forward_wgmma.cu and flash_backward_wgmma.cu.
 //
@@ -33,26 +33,11 @@
 #include <stdint.h>
 #include "layers/cuda_common.h"
 #include "attention/mma.cuh"
-#include "attention/smem_tile.cuh"
 
 // Byte offset of element (r, c) in a swizzled (ROWS, COLS) tile; c a multiple of 8.
 template <int ROWS>
 __host__ __device__ __forceinline__ uint32_t swizzled_offset(int r, int c) {
     return (c / 64) * ROWS * 128 + r * 128 + ((((c % 64) / 8) ^ (r % 8)) << 4);
-}
-
-// Starts loading rows [0, ROWS) of a global matrix (first row at g, rows g_stride apart) into a
-// swizzled tile; rows >= rows_valid become zeros. Every thread of the block takes part.
-template <int ROWS, int COLS, int NTHREADS>
-__device__ __forceinline__ void load_swizzled_async(unsigned char* tile, const bf16* g, long long g_stride, int rows_valid) {
-    constexpr int CHUNKS = COLS / 8;
-    static_assert(ROWS * CHUNKS % NTHREADS == 0, "every thread copies the same number of chunks");
-    #pragma unroll
-    for (int k = 0; k < ROWS * CHUNKS / NTHREADS; k++) {
-        int i = threadIdx.x + k * NTHREADS, r = i / CHUNKS, c = (i % CHUNKS) * 8;
-        bool valid = r < rows_valid;
-        cp_async_16(tile + swizzled_offset<ROWS>(r, c), g + (valid ? r : 0) * g_stride + c, valid);
-    }
 }
 
 // Descriptor of an operand at shared-memory address `start` (bytes), 128-byte swizzle.
