@@ -57,7 +57,7 @@ __device__ __forceinline__ void online_softmax(float (&s)[BLOCK_N / 2], uint32_t
     for (int kk = 0; kk < BLOCK_N / 16; kk++) c_to_a(p[kk], &s[8 * kk], &s[8 * kk + 4]);
 }
 
-// MIN_BLOCKS: thread blocks per SM the register budget is sized for (255 / MIN_BLOCKS per thread).
+// MIN_BLOCKS: thread blocks per SM the registers are sized for (65536 / (256 * MIN_BLOCKS) each).
 template <int HS, int BLOCK_N, int MIN_BLOCKS>
 __global__ void __launch_bounds__(256, MIN_BLOCKS)
 flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv, boxes of BLOCK_M rows
@@ -253,7 +253,7 @@ void flash_attention_forward_wgmma(AttentionShape s, bf16* out, float* lse, cons
         fprintf(stderr, "error: flash attention: the wgmma kernels need an sm_90 GPU and a build for sm_90a\n");
         exit(1);
     }
-    // HS 64: blocks of 64 keys and two thread blocks per SM (108 registers, 64 KiB of shared
+    // HS 64: blocks of 64 keys and two thread blocks per SM (108 registers, 66 KiB of shared
     // memory each), so one block's barrier and softmax hide behind the other's wgmma: 1.16-1.29x
     // the speed of 128-key blocks at one block per SM (bench/RESULTS.md). HS 128: blocks of 128
     // keys at one block per SM (205 registers; Q and three stages of K and V take 224 of the 227
