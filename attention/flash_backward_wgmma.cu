@@ -126,14 +126,8 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,   // qkv
         float st[BLOCK_M / 2], dpt[BLOCK_M / 2];   // S^T, then P^T; dP^T, then dS^T
         uint32_t pa[BLOCK_M / 16][4], dsa[BLOCK_M / 16][4];   // P^T, dS^T as A fragments
         wgmma_fence();
-        #pragma unroll
-        for (int kk = 0; kk < HS / 16; kk++)
-            wgmma_ss<BLOCK_M>(st, desc_k_major<BLOCK_N>(sK_addr, wg * 64, kk), desc_k_major<BLOCK_M>(sQ_addr, 0, kk), kk > 0);
-        wgmma_commit();
-        #pragma unroll
-        for (int kk = 0; kk < HS / 16; kk++)
-            wgmma_ss<BLOCK_M>(dpt, desc_k_major<BLOCK_N>(sV_addr, wg * 64, kk), desc_k_major<BLOCK_M>(sdO_addr, 0, kk), kk > 0);
-        wgmma_commit();
+        wgmma_a_bt<HS, BLOCK_N, BLOCK_M>(st, sK_addr, wg * 64, sQ_addr);
+        wgmma_a_bt<HS, BLOCK_N, BLOCK_M>(dpt, sV_addr, wg * 64, sdO_addr);
 
         // P^T while dP^T is still running. Masked scores become -inf, so their P^T is 0: queries
         // past T, keys past T and (causal) keys after the query. Only blocks on the diagonal or at
@@ -400,14 +394,8 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
         // Declared here, not above the loop: their first wgmma ignores the old values (scale-d = 0).
         float sc[BLOCK_N / 2], dp[BLOCK_N / 2];   // S, then P; dP, then dS
         wgmma_fence();
-        #pragma unroll
-        for (int kk = 0; kk < HS / 16; kk++)
-            wgmma_ss<BLOCK_N>(sc, desc_k_major<BLOCK_M>(sQ_addr, wg * 64, kk), desc_k_major<BLOCK_N>(sKj_addr, 0, kk), kk > 0);
-        wgmma_commit();
-        #pragma unroll
-        for (int kk = 0; kk < HS / 16; kk++)
-            wgmma_ss<BLOCK_N>(dp, desc_k_major<BLOCK_M>(sdO_addr, wg * 64, kk), desc_k_major<BLOCK_N>(sVj_addr, 0, kk), kk > 0);
-        wgmma_commit();
+        wgmma_a_bt<HS, BLOCK_M, BLOCK_N>(sc, sQ_addr, wg * 64, sKj_addr);
+        wgmma_a_bt<HS, BLOCK_M, BLOCK_N>(dp, sdO_addr, wg * 64, sVj_addr);
 
         // dQ of block j-1 and S done; P while dP is still running. Masked scores become -inf, so
         // their P is 0: keys past T and (causal) keys after the query; only the last block and

@@ -115,13 +115,7 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
     const float scale_log2 = scale * (float)M_LOG2E;
 
     const uint32_t sQ_addr = smem_addr(sQ), sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
-    auto issue_scores = [&](int stage) {
-        #pragma unroll
-        for (int kk = 0; kk < HS / 16; kk++)
-            wgmma_ss<BLOCK_N>(s, desc_k_major<BLOCK_M>(sQ_addr, wg * 64, kk),
-                              desc_k_major<BLOCK_N>(sK_addr + stage * KV_BYTES, 0, kk), kk > 0);
-        wgmma_commit();
-    };
+    auto issue_scores = [&](int stage) { wgmma_a_bt<HS, BLOCK_M, BLOCK_N>(s, sQ_addr, wg * 64, sK_addr + stage * KV_BYTES); };
     auto issue_pv = [&](int stage) {
         #pragma unroll
         for (int kk = 0; kk < BLOCK_N / 16; kk++) wgmma_rs<HS>(o, p[kk], desc_mn_major<BLOCK_N>(sV_addr + stage * KV_BYTES, kk));

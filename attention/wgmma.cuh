@@ -126,6 +126,17 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t a[4],
                      : WGMMA_D64(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
+// acc (64 x N) = A B^T over the head dimension HS, one commit group; both operands K-major tiles
+// in shared memory: A the 64 rows from row a_row of a tile of A_ROWS rows, B a whole tile of N
+// rows. S = Q K^T of the forward; S^T = K Q^T, dP^T = V dO^T, S and dP of the backward.
+template <int HS, int A_ROWS, int N>
+__device__ __forceinline__ void wgmma_a_bt(float (&acc)[N / 2], uint32_t a_tile, int a_row, uint32_t b_tile) {
+    #pragma unroll
+    for (int kk = 0; kk < HS / 16; kk++)
+        wgmma_ss<N>(acc, desc_k_major<A_ROWS>(a_tile, a_row, kk), desc_k_major<N>(b_tile, 0, kk), kk > 0);
+    wgmma_commit();
+}
+
 #undef WGMMA_D8
 #undef WGMMA_D32
 #undef WGMMA_D64
