@@ -56,9 +56,4 @@ void flash_backward_prepass(AttentionShape s, float* delta, float* dq_accum, con
 // The Q part of dqkv = bf16(scale * dq_accum).
 void flash_backward_dq_convert(AttentionShape s, bf16* dqkv, const float* dq_accum, cudaStream_t stream);
 
-// The mma.sync deterministic dQ (flash_backward.cu): the Q part of dqkv computed on its own, in a
-// fixed order without atomics, from dO, L, D (the prepass) and qkv; works on any GPU from sm_80.
-void flash_backward_dq_deterministic(AttentionShape s, bf16* dqkv, const bf16* dout, const float* lse,
-                                     const float* delta, const bf16* qkv, cudaStream_t stream);
-
 #endif

@@ -351,8 +351,8 @@ static void launch_dq(AttentionShape s, bf16* dqkv, const bf16* dout, const floa
 }
 
 // Q blocks of 64 rows (4 warps), K/V blocks of 64 keys (32 for HS 128).
-void flash_backward_dq_deterministic(AttentionShape s, bf16* dqkv, const bf16* dout, const float* lse,
-                                     const float* delta, const bf16* qkv, cudaStream_t stream) {
+static void flash_backward_dq_deterministic(AttentionShape s, bf16* dqkv, const bf16* dout, const float* lse,
+                                            const float* delta, const bf16* qkv, cudaStream_t stream) {
     if (s.HS == 64) launch_dq<64, 4, 64>(s, dqkv, dout, lse, delta, qkv, stream);
     else            launch_dq<128, 4, 32>(s, dqkv, dout, lse, delta, qkv, stream);
 }
