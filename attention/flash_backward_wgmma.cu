@@ -13,7 +13,8 @@
 //   dQ += dS K                              (dS^T through smem; the 64 x 64 piece of this
 //                                            warpgroup, added to the accumulator with atomics)
 // The transposed products put the keys in the rows, the M side of wgmma, so P^T and dS^T come
-// out of S^T and dP^T as A operands of the dV and dK products without leaving registers.
+// out of S^T and dP^T as A operands of the dV and dK products without leaving registers. The
+// tiles of Q, K, V and dO arrive by TMA (tma.cuh) in the swizzled layout of wgmma.cuh.
 // The deterministic mode runs that kernel without the dQ part (dK and dV only, prepass without the
 // accumulator), then a second kernel, one thread block per Q block looping over the K/V blocks in
 // order, which computes dQ on its own and writes it as bf16: no atomics, the same bits on every

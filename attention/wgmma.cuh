@@ -143,7 +143,7 @@ __device__ __forceinline__ void wgmma_a_bt(float (&acc)[N / 2], uint32_t a_tile,
 #undef WGMMA_REGS32
 #undef WGMMA_REGS64
 
-// Makes this thread's generic-proxy writes to shared memory (cp.async, ordinary stores) visible to
+// Makes this thread's generic-proxy writes to shared memory (ordinary stores) visible to
 // the async proxy that wgmma reads through; a barrier must follow before another thread's wgmma.
 __device__ __forceinline__ void fence_proxy_async_shared() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
