@@ -49,7 +49,6 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,   // qkv
     // 2 stages of (BLOCK_M)
     float* sL = reinterpret_cast<float*>(sdS + (ATOMIC_DQ ? BLOCK_N * BLOCK_M * sizeof(bf16) : 0));
     float* sD = sL + 2 * BLOCK_M;                              // 2 stages of (BLOCK_M)
-    uint32_t* sched_anchor = reinterpret_cast<uint32_t*>(sD + 2 * BLOCK_M);   // (NTHREADS), see the loop
     __shared__ uint64_t bar_kv, bar_q[2];                      // TMA arrivals: K and V; Q and dO per stage
 
     int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, t = lane % 4;
@@ -161,14 +160,15 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,   // qkv
                 st[4 * nt + e] = fast_exp2(fmaf(st[4 * nt + e], scale_log2, -l_log2));
             }
         }
-        uint32_t anchor = 0;
+        // dV += P^T dO (dO an MN-major B operand: rows = queries = the k of this product) goes to
+        // the tensor cores as soon as P^T is ready, still under dP^T, and runs while dS^T is made.
         #pragma unroll
-        for (int i = 0; i < BLOCK_M / 2; i++) anchor ^= __float_as_uint(st[i]);
-        // ptxas places wgmma.wait_group as early as it may, which would put the exponentials
-        // after the wait, serialised with dP^T; it keeps the wait after memory operations, so
-        // this store (never read) of a value that needs all of P^T holds it below them.
-        asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(smem_addr(sched_anchor) + threadIdx.x * 4), "r"(anchor) : "memory");
-        wgmma_wait<0>();
+        for (int kk = 0; kk < BLOCK_M / 16; kk++) c_to_a(pa[kk], &st[8 * kk], &st[8 * kk + 4]);
+        wgmma_fence();
+        #pragma unroll
+        for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dv, pa[kk], desc_mn_major<BLOCK_M>(sdO_addr, kk));
+        wgmma_commit();
+        wgmma_wait<1>();   // dP^T done; dV may still run
         pin_registers(dpt);
         #pragma unroll
         for (int nt = 0; nt < BLOCK_M / 8; nt++) {
@@ -177,16 +177,10 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,   // qkv
             for (int e = 0; e < 4; e++) dpt[4 * nt + e] = st[4 * nt + e] * (dpt[4 * nt + e] - ((e & 1) ? dq2.y : dq2.x));
         }
         #pragma unroll
-        for (int kk = 0; kk < BLOCK_M / 16; kk++) {
-            c_to_a(pa[kk], &st[8 * kk], &st[8 * kk + 4]);
-            c_to_a(dsa[kk], &dpt[8 * kk], &dpt[8 * kk + 4]);
-        }
+        for (int kk = 0; kk < BLOCK_M / 16; kk++) c_to_a(dsa[kk], &dpt[8 * kk], &dpt[8 * kk + 4]);
 
-        // dV += P^T dO and dK += dS^T Q (scale applied once at the end); dO and Q are MN-major
-        // B operands here (rows = queries = the k of these products).
+        // dK += dS^T Q (scale applied once at the end), Q likewise an MN-major B operand.
         wgmma_fence();
-        #pragma unroll
-        for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dv, pa[kk], desc_mn_major<BLOCK_M>(sdO_addr, kk));
         #pragma unroll
         for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dk, dsa[kk], desc_mn_major<BLOCK_M>(sQ_addr, kk));
         wgmma_commit();
@@ -276,11 +270,11 @@ template <int HS, bool ATOMIC_DQ>
 static void launch_backward_wgmma(AttentionShape s, bf16* dqkv, float* dq_accum, const bf16* dout, const float* lse,
                                   const float* delta, const bf16* qkv, cudaStream_t stream) {
     constexpr int BLOCK_N = 128, BLOCK_M = 8192 / HS;
-    // K, V, 2 stages of Q and dO, dS^T (ATOMIC_DQ), 2 stages of L and D, the scheduling anchor,
-    // and room to align the start to 1024 bytes.
+    // K, V, 2 stages of Q and dO, dS^T (ATOMIC_DQ), 2 stages of L and D, and room to align the
+    // start to 1024 bytes.
     constexpr int smem = (2 * BLOCK_N + 4 * BLOCK_M) * HS * (int)sizeof(bf16) +
                          (ATOMIC_DQ ? BLOCK_N * BLOCK_M * (int)sizeof(bf16) : 0) +
-                         (4 * BLOCK_M + 256) * (int)sizeof(float) + 1024;
+                         4 * BLOCK_M * (int)sizeof(float) + 1024;
     constexpr auto kernel = flash_backward_wgmma_kernel<HS, ATOMIC_DQ>;
     set_smem_limit_once<kernel>(smem);
     CUtensorMap map_kv, map_q, map_do;
