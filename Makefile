@@ -18,9 +18,8 @@ BUILD    := build
 TEXT      ?=
 TEST_TEXT ?= ../shared/data/tinyshakespeare.txt
 
-# Plain C code: everything under tokenizer/ and data/ except the files that hold a main().
-C_PROGRAM_SRC := tokenizer/bpe_cli.c data/prepare_data.c
-C_LIB_SRC := $(filter-out $(C_PROGRAM_SRC), $(wildcard tokenizer/*.c data/*.c))
+# Plain C libraries: common/, tokenizer/, data/. The programs sit above them, at the top.
+C_LIB_SRC := $(wildcard common/*.c tokenizer/*.c data/*.c)
 C_LIB_OBJ := $(C_LIB_SRC:%.c=$(BUILD)/%.o)
 
 # CUDA code: every layer and both attention implementations.
@@ -84,10 +83,10 @@ $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -MMD -MP -I. -c $< -o $@
 
-bpe: $(BUILD)/tokenizer/bpe_cli.o $(C_LIB_OBJ)
+bpe: $(BUILD)/bpe.o $(C_LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ -lm
 
-prepare_data: $(BUILD)/data/prepare_data.o $(C_LIB_OBJ)
+prepare_data: $(BUILD)/prepare_data.o $(C_LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ -lm
 
 train_gpt: $(BUILD)/train_gpt.o $(CU_LIB_OBJ) $(C_LIB_OBJ)

@@ -18,8 +18,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "utils.h"
-#include "layers/cuda_common.h"
+#include "common/error.h"
+#include "common/atomic_file.h"
+#include "common/rng.h"
+#include "common/cuda_check.h"
 #include "layers/encoder.h"
 #include "layers/layernorm.h"
 #include "layers/matmul.h"
@@ -385,23 +387,6 @@ void gpt_set_params(GPT* g, const float* values) {
     cudaCheck(cudaMemset(g->m, 0, 2 * P * sizeof(float)));
     g->adam_t = 0;
     free(rounded);
-}
-
-// A small seeded generator (splitmix64) for the init and for sampling; its state is one integer,
-// saved with the training state.
-typedef struct { uint64_t state; } Rng;
-
-uint64_t rng_next(Rng* r) {
-    uint64_t z = (r->state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-// Uniform in (0, 1].
-double rng_uniform(Rng* r) { return ((rng_next(r) >> 11) + 1) * (1.0 / 9007199254740992.0); }
-double rng_normal(Rng* r) {
-    double u1 = rng_uniform(r), u2 = rng_uniform(r);
-    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
 
 // The contract's init: N(0, 0.02) weights, residual projections N(0, 0.02/sqrt(2L)), biases 0,

@@ -7,7 +7,7 @@
 #define FLASHGPT_ATTENTION_H
 
 #include <stddef.h>
-#include "layers/cuda_common.h"
+#include "common/cuda_check.h"
 
 typedef enum { ATTENTION_FLASH = 0, ATTENTION_NAIVE = 1 } AttentionKind;
 

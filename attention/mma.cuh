@@ -12,7 +12,7 @@
 #define FLASHGPT_MMA_CUH
 
 #include <stdint.h>
-#include "layers/cuda_common.h"
+#include "common/cuda_check.h"
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return (uint32_t)__cvta_generic_to_shared(p);

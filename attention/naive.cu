@@ -12,6 +12,7 @@
 // with row stride 3C (C = NH * HS) that start HS elements after those of the previous head.
 #include <limits.h>
 #include "attention/naive.h"
+#include "layers/kernel_common.cuh"
 
 #define SOFTMAX_THREADS 256
 

@@ -8,7 +8,7 @@
 #define FLASHGPT_SMEM_TILE_CUH
 
 #include <stdint.h>
-#include "layers/cuda_common.h"
+#include "common/cuda_check.h"
 #include "attention/mma.cuh"
 
 template <int COLS> struct PaddedRow { static constexpr int stride = COLS + 8; };

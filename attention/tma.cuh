@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>
-#include "layers/cuda_common.h"
+#include "common/cuda_check.h"
 #include "attention/attention.h"
 #include "attention/mma.cuh"
 

@@ -31,7 +31,7 @@
 #define FLASHGPT_WGMMA_CUH
 
 #include <stdint.h>
-#include "layers/cuda_common.h"
+#include "common/cuda_check.h"
 #include "attention/mma.cuh"
 
 // Byte offset of element (r, c) in a swizzled (ROWS, COLS) tile; c a multiple of 8.

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "tokenizer/read_file.h"
+#include "common/read_file.h"
 #include "tokenizer/tokenizer.h"
 
 #define VOCAB 8192

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/rng.h"
 #include "data/shard.h"
 
 struct DataLoader {
@@ -32,13 +33,6 @@ struct DataLoader {
     int fd_shard;
     int* sample;               // (T + 1,) scratch
 };
-
-static uint64_t splitmix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
 
 // A pseudo-random permutation of [0, n) that needs no memory: a 4-round Feistel network on
 // [0, 2^(2*half)) with 2^(2*half) < 4n, walked until the value lands in [0, n).

@@ -2,6 +2,7 @@
 // File: header int32[256] = [magic, version, n_tokens, vocab_size or 0, 0...], then
 // tokens (n_tokens,) as uint16 (version 1) or uint32 (version 2), little-endian.
 #include "data/shard.h"
+#include "common/atomic_file.h"
 
 #include <errno.h>
 #include <fcntl.h>

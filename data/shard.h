@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "utils.h"
+#include "common/error.h"
 
 #ifdef __cplusplus
 extern "C" {

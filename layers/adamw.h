@@ -3,7 +3,7 @@
 #define FLASHGPT_ADAMW_H
 
 #include <stddef.h>
-#include "layers/cuda_common.h"
+#include "common/cuda_check.h"
 
 // params (n) bf16, master, m, v (n) fp32, grads (n) bf16. g = grads * grad_scale (clipping);
 // m, v updated; master -= lr * (mhat / (sqrt(vhat) + eps) + weight_decay * master), with the

@@ -4,7 +4,7 @@
 // stored.
 #include <math.h>
 #include "layers/classifier.h"
-#include "utils.h"
+#include "layers/kernel_common.cuh"
 
 #define CLASSIFIER_THREADS 512
 

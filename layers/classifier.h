@@ -3,7 +3,7 @@
 #ifndef FLASHGPT_CLASSIFIER_H
 #define FLASHGPT_CLASSIFIER_H
 
-#include "layers/cuda_common.h"
+#include "common/cuda_check.h"
 
 // losses (N) fp32 = logsumexp(logits[i, :V]) - logits[i, targets[i]]; targets (N) device.
 // If write_dlogits: logits (N, Vp) are overwritten with (softmax - onehot(target)) * dloss_scale

@@ -4,7 +4,7 @@
 #define FLASHGPT_ENCODER_H
 
 #include <stddef.h>
-#include "layers/cuda_common.h"
+#include "common/cuda_check.h"
 
 // out (B, T, C); tokens (B, T) device; wte (Vp, C); wpe (maxT, C) with T <= maxT.
 void encoder_forward(bf16* out, const int* tokens, const bf16* wte, const bf16* wpe,

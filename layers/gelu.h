@@ -6,7 +6,7 @@
 #define FLASHGPT_GELU_H
 
 #include <stddef.h>
-#include "layers/cuda_common.h"
+#include "common/cuda_check.h"
 
 // out (n) = gelu(inp (n)), fp32 inside; n % 8 == 0, both 16-byte aligned; out may alias inp.
 void gelu_forward(bf16* out, const bf16* inp, size_t n, cudaStream_t stream);

@@ -4,7 +4,7 @@
 #define FLASHGPT_GLOBAL_NORM_H
 
 #include <stddef.h>
-#include "layers/cuda_common.h"
+#include "common/cuda_check.h"
 
 // *out (device fp32) = sum of grads[i]^2 over grads (n); scratch: global_norm_scratch_bytes(n).
 void global_norm_squared(float* out, const bf16* grads, size_t n, void* scratch,

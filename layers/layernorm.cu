@@ -4,7 +4,7 @@
 // own shared-memory slice, then the slices in order) into partials (blocks, 2, C) in scratch, and
 // column_sums_add reduces the partials in a fixed order.
 #include "layers/layernorm.h"
-#include "utils.h"
+#include "layers/kernel_common.cuh"
 
 #define LAYERNORM_EPS 1e-5f
 #define LN_WARPS 8                // warps per block, one row at a time each

@@ -4,7 +4,7 @@
 #define FLASHGPT_LAYERNORM_H
 
 #include <stddef.h>
-#include "layers/cuda_common.h"
+#include "common/cuda_check.h"
 
 // out (N, C); mean, rstd (N) fp32; inp (N, C); weight, bias (C).
 void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp,

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <cublasLt.h>
 #include "layers/matmul.h"
-#include "utils.h"
+#include "layers/kernel_common.cuh"
 
 #define MATMUL_WORKSPACE_BYTES ((size_t)32 << 20)
 

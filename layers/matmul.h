@@ -5,7 +5,7 @@
 #define FLASHGPT_MATMUL_H
 
 #include <stddef.h>
-#include "layers/cuda_common.h"
+#include "common/cuda_check.h"
 
 // Creates the cuBLASLt handle and its workspace; call once before any matmul.
 // The workspace is shared: run the matmuls on one stream at a time.

@@ -1,6 +1,6 @@
 // layers/residual.cu: the residual connection, out (n) = a (n) + b (n), one thread per 8 elements.
 #include "layers/residual.h"
-#include "utils.h"
+#include "layers/kernel_common.cuh"
 
 __global__ void residual_forward_kernel(bf16x8* out, const bf16x8* a, const bf16x8* b, size_t packs) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;

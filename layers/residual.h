@@ -3,7 +3,7 @@
 #define FLASHGPT_RESIDUAL_H
 
 #include <stddef.h>
-#include "layers/cuda_common.h"
+#include "common/cuda_check.h"
 
 void residual_forward(bf16* out, const bf16* a, const bf16* b, size_t n, cudaStream_t stream);
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include "attention/attention.h"
 #include "attention/flash.h"
+#include "common/rng.h"
 #include "tests/test.h"
 
 // bf16 keeps 8 significant bits: rounding one value costs up to 2^-9 relative. Inputs are the
@@ -98,14 +99,8 @@ static int reference_row(int t, int T) {
 // ----------------------------------------------------------------------------------------------
 // float64 reference
 
-static uint64_t rng_next(uint64_t* state) {  // splitmix64
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static bf16 rng_bf16(uint64_t* state, float bound) {  // uniform in [-bound, bound]
-    float u = (float)(rng_next(state) >> 40) / (float)(1 << 24);
+static bf16 rng_bf16(Rng* rng, float bound) {  // uniform in [-bound, bound]
+    float u = (float)(rng_next(rng) >> 40) / (float)(1 << 24);
     return __float2bfloat16((2.0f * u - 1.0f) * bound);
 }
 
@@ -401,7 +396,7 @@ static void test_flash(const FlashFamily* f, AttentionShape s, DeviceBuffers* d,
 static void test_shape(TestShape ts) {
     AttentionShape s = ts.s;
     size_t out_n = (size_t)s.B * s.T * s.NH * s.HS, qkv_n = 3 * out_n;
-    uint64_t seed = (uint64_t)s.T * 1000003u + (uint64_t)s.HS * 17u + (uint64_t)s.causal;
+    Rng seed = {(uint64_t)s.T * 1000003u + (uint64_t)s.HS * 17u + (uint64_t)s.causal};
     bf16* qkv = (bf16*)malloc(qkv_n * sizeof(bf16));
     bf16* dout = (bf16*)malloc(out_n * sizeof(bf16));
     for (size_t i = 0; i < qkv_n; i++) {

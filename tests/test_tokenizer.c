@@ -11,7 +11,7 @@
 #include "tests/test.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/pretokenize.h"
-#include "tokenizer/read_file.h"
+#include "common/read_file.h"
 #include "tokenizer/tokenizer.h"
 
 static const char* tmp_dir;

@@ -11,8 +11,7 @@
 #include "tokenizer/tokenizer.h"
 
 #define EOT_TEXT "<|endoftext|>"
-// Bounds every reader checks: ids fit an int, token bytes fit uint32 offsets.
-#define TOKENIZER_MAX_VOCAB (1 << 24)
+// Bound every reader checks: token bytes fit uint32 offsets.
 #define TOKENIZER_MAX_TOKEN_BYTES 0x7FFFFFFFu
 
 typedef struct {

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "tokenizer/bpe.h"
-#include "tokenizer/read_file.h"
+#include "common/read_file.h"
 #include "tokenizer/strmap.h"
 
 #define N_SHIFTED 68   // bytes that GPT-2 writes as U+0100 + k

@@ -6,13 +6,16 @@
 #define FLASHGPT_TOKENIZER_H
 
 #include <stddef.h>
-#include "utils.h"
+#include "common/error.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct Tokenizer Tokenizer;
+
+// The largest vocabulary any tokenizer may have (every reader checks it): ids fit an int.
+#define TOKENIZER_MAX_VOCAB (1 << 24)
 
 // Learns merges on text until the vocabulary (bytes + merges + <|endoftext|>) has vocab_size ids.
 // verbose != 0 prints progress to stderr.

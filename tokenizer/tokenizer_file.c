@@ -14,7 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "tokenizer/bpe.h"
-#include "tokenizer/read_file.h"
+#include "common/atomic_file.h"
+#include "common/read_file.h"
 
 #define TOKENIZER_MAGIC 0x4B544746
 #define TOKENIZER_VERSION 1

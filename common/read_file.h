@@ -1,4 +1,4 @@
-// tokenizer/read_file.h: reading a whole file into memory, for the tokenizer's readers and tools.
+// common/read_file.h: reading a whole file into memory, for the tokenizer, the data tools and the programs.
 #ifndef FLASHGPT_READ_FILE_H
 #define FLASHGPT_READ_FILE_H
 

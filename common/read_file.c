@@ -1,8 +1,8 @@
-// tokenizer/read_file.c: reading a whole file into memory (see read_file.h).
+// common/read_file.c: reading a whole file into memory (see read_file.h).
 #include <errno.h>
 #include <string.h>
-#include "tokenizer/read_file.h"
-#include "utils.h"
+#include "common/read_file.h"
+#include "common/error.h"
 
 unsigned char* read_file(const char* path, size_t* len, char* err) {
     FILE* f = fopen(path, "rb");

@@ -1,4 +1,4 @@
-// data/prepare_data.c: the prepare_data program: text files in, train and val token shards out.
+// prepare_data.c: the prepare_data program: text files in, train and val token shards out.
 // Each document (an input file, or with --split-blank-lines each paragraph ending in a blank
 // line) becomes <|endoftext|> followed by its tokens, as llm.c prepares tinyshakespeare. The
 // last documents, about --val-fraction of them, are held out for validation. The tokenizer is
@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "data/shard.h"
-#include "tokenizer/bpe.h"
-#include "utils.h"
+#include "tokenizer/tokenizer.h"
+#include "common/error.h"
 
 #define PIECE_BYTES (1 << 20)              // text encoded per tokenizer call
 #define PROGRESS_MIN_BYTES (64LL << 20)    // inputs at least this large show progress

@@ -1,12 +1,12 @@
-// tokenizer/bpe_cli.c: the `bpe` program: train a tokenizer on a text file, encode a text file
+// bpe.c: the `bpe` program: train a tokenizer on a text file, encode a text file
 // into a token shard (data/shard.h), decode a shard back to text on stdout.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "data/shard.h"
-#include "tokenizer/bpe.h"
-#include "tokenizer/read_file.h"
+#include "tokenizer/tokenizer.h"
+#include "common/read_file.h"
 
 static const char* usage =
     "usage: bpe train --input FILE --vocab-size N --out TOK\n"

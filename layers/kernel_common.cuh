@@ -1,40 +1,11 @@
-// layers/cuda_common.h: what every CUDA file needs: the bf16 type, error checks on every
-// CUDA / cuBLAS call, and small integer helpers.
-// For kernels: 16-byte packs of bf16 and reductions in a fixed order (deterministic).
-#ifndef FLASHGPT_CUDA_COMMON_H
-#define FLASHGPT_CUDA_COMMON_H
+// layers/kernel_common.cuh: what the layers' kernels share: 16-byte packs of bf16, reductions
+// in a fixed order (deterministic), and column sums (the bias gradients).
+#ifndef FLASHGPT_KERNEL_COMMON_CUH
+#define FLASHGPT_KERNEL_COMMON_CUH
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <stdint.h>
-#include <cuda_runtime.h>
-#include <cuda_bf16.h>
-#include <cublas_v2.h>
+#include "common/cuda_check.h"
 
-typedef __nv_bfloat16 bf16;
-
-static inline void cuda_check(cudaError_t e, const char* file, int line) {
-    if (e != cudaSuccess) {
-        fprintf(stderr, "error: CUDA: %s at %s:%d\n", cudaGetErrorString(e), file, line);
-        exit(1);
-    }
-}
-#define cudaCheck(call) cuda_check((call), __FILE__, __LINE__)
-
-static inline void cublas_check(cublasStatus_t s, const char* file, int line) {
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        fprintf(stderr, "error: cuBLAS: %s at %s:%d\n", cublasGetStatusString(s), file, line);
-        exit(1);
-    }
-}
-#define cublasCheck(call) cublas_check((call), __FILE__, __LINE__)
-
-// After a kernel launch: catches bad launch configurations at once.
-#define cudaCheckLaunch() cudaCheck(cudaGetLastError())
-
-static inline __host__ __device__ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
-
-#ifdef __CUDACC__
 // Eight bf16 that move in one 16-byte load or store: memory-bound kernels need that many bytes
 // in flight per thread. The address must be 16-byte aligned (aligned16).
 struct alignas(16) bf16x8 { bf16 v[8]; };
@@ -116,6 +87,5 @@ static void column_sums_add(bf16* out, const T* in, int rows, int cols, int ld, 
         NULL, out, scratch, blocks_y, cols, cols, blocks_y);
     cudaCheckLaunch();
 }
-#endif
 
 #endif
