@@ -22,8 +22,8 @@ TEST_TEXT ?= ../shared/data/tinyshakespeare.txt
 C_LIB_SRC := $(wildcard common/*.c tokenizer/*.c data/*.c)
 C_LIB_OBJ := $(C_LIB_SRC:%.c=$(BUILD)/%.o)
 
-# CUDA code: every layer and both attention implementations.
-CU_LIB_SRC := $(wildcard layers/*.cu attention/*.cu)
+# CUDA libraries: the layers, both attention implementations, the GPT model.
+CU_LIB_SRC := $(wildcard layers/*.cu attention/*.cu gpt/*.cu)
 CU_LIB_OBJ := $(CU_LIB_SRC:%.cu=$(BUILD)/%.o)
 
 CPU_TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
@@ -57,7 +57,8 @@ endif
 .PHONY: all test train bench clean
 all: $(CPU_PROGRAMS) $(GPU_PROGRAMS)
 
-test: $(CPU_TESTS) $(GPU_TESTS) $(PYTHON_DEP)
+# test_gpt runs the train_gpt program (a resume), so the programs are built first.
+test: $(CPU_TESTS) $(GPU_TESTS) $(PYTHON_DEP) $(CPU_PROGRAMS) $(GPU_PROGRAMS)
 	@PYTHON=$(PYTHON) BUILD=$(BUILD) TEXT="$(TEST_TEXT)" UNBUILT_GPU_TESTS="$(UNBUILT_GPU_TESTS)" \
 	    tests/run_tests.sh $(CPU_TESTS) $(GPU_TESTS)
 

@@ -5,6 +5,8 @@
 #include "attention/flash.h"
 #include "attention/naive.h"
 
+const char* attention_kind_name(AttentionKind kind) { return kind == ATTENTION_FLASH ? "flash" : "naive"; }
+
 const char* attention_unsupported(AttentionKind kind, AttentionShape s) {
     return kind == ATTENTION_FLASH ? flash_attention_unsupported(s) : naive_attention_unsupported(s);
 }
@@ -18,13 +20,11 @@ size_t attention_scratch_bytes(AttentionKind kind, AttentionShape s) {
     return kind == ATTENTION_FLASH ? flash_attention_scratch_bytes(s) : naive_attention_scratch_bytes(s);
 }
 
-// A shape the implementation cannot compute is an error, never a wrong result.
+// A shape the implementation cannot compute is an error, never a wrong result. Checked here,
+// once, for every kernel behind the interface.
 static void require_supported(AttentionKind kind, AttentionShape s) {
     const char* why = attention_unsupported(kind, s);
-    if (why) {
-        fprintf(stderr, "error: %s\n", why);
-        exit(1);
-    }
+    if (why) die("%s", why);
 }
 
 void attention_forward(AttentionKind kind, AttentionShape s, bf16* out, void* saved,

@@ -11,6 +11,9 @@
 
 typedef enum { ATTENTION_FLASH = 0, ATTENTION_NAIVE = 1 } AttentionKind;
 
+// "flash" or "naive".
+const char* attention_kind_name(AttentionKind kind);
+
 typedef struct {
     int B, T, NH, HS;
     int causal;     // 1: position t attends to positions <= t only

@@ -1,7 +1,44 @@
-// attention/flash.cu: flash_attention_forward and _backward pick the kernel family: wgmma on a
-// Hopper GPU when the build holds it (sm_90a), mma.sync everywhere else. For the wgmma backward
-// they also pick the dQ path where the caller leaves the choice (deterministic == 0).
+// attention/flash.cu: the flash dispatcher: which shapes the kernels take, and which family
+// runs: wgmma on a Hopper GPU when the build holds it (sm_90a), mma.sync everywhere else. For
+// the wgmma backward it also picks the dQ path where the caller leaves the choice
+// (deterministic == 0).
+#include <limits.h>
+#include <math.h>
 #include "attention/flash.h"
+
+const char* flash_attention_unsupported(AttentionShape s) {
+    if (s.HS != 64 && s.HS != 128) return "flash attention: head size must be 64 or 128";
+    if (s.B < 1 || s.T < 1 || s.NH < 1) return "flash attention: B, T and NH must be at least 1";
+    if (!(s.scale > 0.0f) || isinf(s.scale)) return "flash attention: the softmax scale must be positive and finite";
+    // Launch grids, row indices (b, h, t) and offsets within a qkv row stay in int; offsets
+    // across rows are 64-bit.
+    if ((long long)s.B * s.NH * s.T > INT_MAX) return "flash attention: B*NH*T must be below 2^31";
+    if (3LL * s.NH * s.HS > INT_MAX) return "flash attention: 3*NH*HS must be below 2^31";
+    return NULL;
+}
+
+// Tells whether the code the GPU runs is sm_90a code: the wgmma kernels' bodies exist only
+// there (elsewhere they compile empty).
+__global__ void wgmma_probe_kernel(int* has_wgmma) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    *has_wgmma = 1;
+#else
+    *has_wgmma = 0;
+#endif
+}
+
+int flash_attention_wgmma_available(void) {
+    static int available = -1;
+    if (available < 0) {
+        int* flag;
+        cudaCheck(cudaMalloc((void**)&flag, sizeof(int)));
+        wgmma_probe_kernel<<<1, 1>>>(flag);
+        cudaCheckLaunch();
+        cudaCheck(cudaMemcpy(&available, flag, sizeof(int), cudaMemcpyDeviceToHost));
+        cudaCheck(cudaFree(flag));
+    }
+    return available;
+}
 
 void flash_attention_forward(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream) {
     if (flash_attention_wgmma_available()) flash_attention_forward_wgmma(s, out, lse, qkv, stream);
@@ -13,8 +50,8 @@ void flash_attention_backward(AttentionShape s, bf16* dqkv, const bf16* dout, co
     if (flash_attention_wgmma_available()) {
         // Up to these lengths the deterministic path (dK/dV, then dQ on its own, no atomics)
         // measured faster than the atomic one on an H200 (bench/RESULTS.md, attention v10).
-        int two_kernels = deterministic || s.T <= (s.HS == 64 ? 2048 : 4096);
-        flash_attention_backward_wgmma(s, dqkv, dout, out, lse, qkv, scratch, two_kernels, stream);
+        int separate_dq = deterministic || s.T <= (s.HS == 64 ? 2048 : 4096);
+        flash_attention_backward_wgmma(s, dqkv, dout, out, lse, qkv, scratch, separate_dq, stream);
     } else {
         flash_attention_backward_mma(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
     }

@@ -16,7 +16,7 @@
 
 // NULL when the flash kernels handle the shape, else a one-line reason.
 const char* flash_attention_unsupported(AttentionShape s);
-// 1 when this build holds the wgmma kernels and the current GPU runs them.
+// 1 when this build holds the wgmma kernels (sm_90a code) for the current GPU.
 int flash_attention_wgmma_available(void);
 
 void flash_attention_forward(AttentionShape s,
@@ -39,13 +39,15 @@ void flash_attention_backward(AttentionShape s,
                               int deterministic,
                               cudaStream_t stream);
 
-// The two families, same arguments as above.
+// The two families, same arguments as above; the shape must be supported (the callers above
+// check it once).
 void flash_attention_forward_mma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream);
 void flash_attention_forward_wgmma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream);
 void flash_attention_backward_mma(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
                                   const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream);
+// separate_dq != 0: dK and dV first, then dQ in a kernel of its own (no atomics: deterministic).
 void flash_attention_backward_wgmma(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
-                                    const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream);
+                                    const bf16* qkv, void* scratch, int separate_dq, cudaStream_t stream);
 
 // Steps both backward families share (flash_backward_steps.cu), in the scratch above.
 float* flash_backward_delta(AttentionShape s, void* scratch);      // D (B, NH, T)

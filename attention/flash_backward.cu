@@ -387,8 +387,6 @@ static void launch_backward(AttentionShape s, bf16* dqkv, const bf16* dout, cons
 
 void flash_attention_backward_mma(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
                                   const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
-    const char* why = flash_attention_unsupported(s);
-    if (why) { fprintf(stderr, "error: %s\n", why); exit(1); }
     // K/V blocks of 128 keys (8 warps x 16). HS 64: Q blocks of 128 queries in sub-blocks of
     // 64 (dK + dV 64 regs, K and V fragments 32, S^T + dP^T 64); HS 128: Q blocks of 64 in
     // sub-blocks of 16 (dK + dV 128 regs, S^T + dP^T 16, K and V read from shared memory).

@@ -15,8 +15,8 @@
 // The transposed products put the keys in the rows, the M side of wgmma, so P^T and dS^T come
 // out of S^T and dP^T as A operands of the dV and dK products without leaving registers. The
 // tiles of Q, K, V and dO arrive by TMA (tma.cuh) in the swizzled layout of wgmma.cuh.
-// The deterministic mode runs that kernel without the dQ part (dK and dV only, prepass without the
-// accumulator), then a second kernel, one thread block per Q block looping over the K/V blocks in
+// With separate_dq (the deterministic mode, and short T, where it measured faster) that kernel
+// runs without the dQ part (dK and dV only, prepass without the accumulator), then a second kernel, one thread block per Q block looping over the K/V blocks in
 // order, which computes dQ on its own and writes it as bf16: no atomics, the same bits on every
 // run, for 7 matmuls instead of 5 (S and dP are recomputed there).
 #include <math.h>
@@ -476,17 +476,11 @@ static void launch_dq_wgmma(AttentionShape s, bf16* dqkv, const bf16* dout, cons
 }
 
 void flash_attention_backward_wgmma(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
-                                    const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
-    const char* why = flash_attention_unsupported(s);
-    if (why) { fprintf(stderr, "error: %s\n", why); exit(1); }
-    if (!flash_attention_wgmma_available()) {
-        fprintf(stderr, "error: flash attention: the wgmma kernels need an sm_90 GPU and a build for sm_90a\n");
-        exit(1);
-    }
+                                    const bf16* qkv, void* scratch, int separate_dq, cudaStream_t stream) {
     float* delta = flash_backward_delta(s, scratch);
-    float* dq_accum = deterministic ? NULL : flash_backward_dq_accum(s, scratch);
+    float* dq_accum = separate_dq ? NULL : flash_backward_dq_accum(s, scratch);
     flash_backward_prepass(s, delta, dq_accum, dout, out, stream);
-    if (deterministic) {
+    if (separate_dq) {
         // dK and dV, then dQ on its own. The dQ kernel at one thread block per SM: at two (128
         // registers) ptxas serialises its wgmma. HS 64: K/V blocks of 128 keys; HS 128: of 64,
         // which keeps dQ (64 registers) + S, dP (64) + dS (16) within registers.

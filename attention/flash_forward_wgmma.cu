@@ -225,28 +225,7 @@ static void launch_forward_wgmma(AttentionShape s, bf16* out, float* lse, const 
     cudaCheckLaunch();
 }
 
-// sm_90a code runs on compute capability 9.0 only; a build for another GPU holds an empty kernel.
-int flash_attention_wgmma_available(void) {
-    static int available = -1;
-    if (available < 0) {
-        int device, major, minor;
-        cudaCheck(cudaGetDevice(&device));
-        cudaCheck(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-        cudaCheck(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-        cudaFuncAttributes attr;
-        cudaCheck(cudaFuncGetAttributes(&attr, flash_forward_wgmma_kernel<64, 64, 2>));
-        available = major == 9 && minor == 0 && attr.binaryVersion == 90;
-    }
-    return available;
-}
-
 void flash_attention_forward_wgmma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream) {
-    const char* why = flash_attention_unsupported(s);
-    if (why) { fprintf(stderr, "error: %s\n", why); exit(1); }
-    if (!flash_attention_wgmma_available()) {
-        fprintf(stderr, "error: flash attention: the wgmma kernels need an sm_90 GPU and a build for sm_90a\n");
-        exit(1);
-    }
     // HS 64: blocks of 64 keys and two thread blocks per SM (108 registers, 66 KiB of shared
     // memory each), so one block's barrier and softmax hide behind the other's wgmma: 1.16-1.29x
     // the speed of 128-key blocks at one block per SM (bench/RESULTS.md). HS 128: blocks of 128

@@ -29,10 +29,7 @@ static inline void make_tensor_map(CUtensorMap* map, const bf16* base, int rank,
         cudaDriverEntryPointQueryResult found;
         cudaCheck(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void**)&encode, 12000,
                                                    cudaEnableDefault, &found));
-        if (found != cudaDriverEntryPointSuccess) {
-            fprintf(stderr, "error: the CUDA driver has no cuTensorMapEncodeTiled\n");
-            exit(1);
-        }
+        if (found != cudaDriverEntryPointSuccess) die("the CUDA driver has no cuTensorMapEncodeTiled");
     }
     cuuint64_t d[5], st[4];
     cuuint32_t box[5], ones[5];
@@ -45,10 +42,7 @@ static inline void make_tensor_map(CUtensorMap* map, const bf16* base, int rank,
     CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, (void*)base, d, st, box, ones,
                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "error: cuTensorMapEncodeTiled failed (CUresult %d)\n", (int)r);
-        exit(1);
-    }
+    if (r != CUDA_SUCCESS) die("cuTensorMapEncodeTiled failed (CUresult %d)", (int)r);
 }
 
 // qkv (B, T, 3, NH, HS) as the 5-D tensor (HS, NH, 3, T, B): a box is one 64-column panel of

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <cublasLt.h>
 #include "layers/matmul.h"
+#include "layers/gelu.h"
 #include "layers/kernel_common.cuh"
 
 #define MATMUL_WORKSPACE_BYTES ((size_t)32 << 20)
@@ -110,24 +111,6 @@ void matmul_forward(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weig
     lt_matmul(out, weight, inp, OC, N, C, 1, 0, 0.0f, epilogue, bias, pre_gelu, stream);
 }
 
-// dout_pre = dout * gelu'(pre_gelu), 8 elements per thread; gelu in its tanh form:
-// gelu(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
-__global__ void gelu_backward_kernel(bf16x8* dout_pre, const bf16x8* dout, const bf16x8* pre_gelu,
-                                     size_t packs) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= packs) return;
-    const float s = 0.7978845608028654f;  // sqrt(2/pi)
-    bf16x8 g = dout[i], pre = pre_gelu[i], out;
-    for (int k = 0; k < 8; k++) {
-        float x = (float)pre.v[k];
-        float th = tanhf(s * (x + 0.044715f * x * x * x));
-        float dgelu = 0.5f * (1.0f + th)
-                    + 0.5f * x * (1.0f - th * th) * s * (1.0f + 3.0f * 0.044715f * x * x);
-        out.v[k] = (bf16)((float)g.v[k] * dgelu);
-    }
-    dout_pre[i] = out;
-}
-
 // scratch: the column sums for dbias, then dout' (N, OC) bf16; a call with neither dbias nor
 // pre_gelu uses none of it.
 static size_t column_scratch_bytes(int N, int OC) {
@@ -144,16 +127,7 @@ void matmul_backward(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, c
     if ((pre_gelu || dbias) && !scratch) die("matmul_backward: dbias and pre_gelu need the scratch");
     if (pre_gelu) {
         bf16* dout_pre = (bf16*)((char*)scratch + column_scratch_bytes(N, OC));
-        if (OC % 8 != 0 || !aligned16(dout) || !aligned16(pre_gelu) || !aligned16(dout_pre))
-            die("matmul_backward: the GELU backward needs OC (%d) a multiple of 8 and 16-byte "
-                "aligned dout, pre_gelu and scratch", OC);
-        size_t packs = (size_t)N * OC / 8;
-        const int block = 256;
-        if (packs > 0) {
-            gelu_backward_kernel<<<ceil_div(packs, block), block, 0, stream>>>(
-                (bf16x8*)dout_pre, (const bf16x8*)dout, (const bf16x8*)pre_gelu, packs);
-            cudaCheckLaunch();
-        }
+        gelu_backward(dout_pre, dout, pre_gelu, (size_t)N * OC, stream);
         dout = dout_pre;
     }
     if (dbias) column_sums_add(dbias, dout, N, OC, OC, (float*)scratch, stream);

@@ -1,11 +1,12 @@
-// tests/test_gpt.cu: the whole GPT-2 of train_gpt.cu against the float64 numpy reference
+// tests/test_gpt.cu: the GPT-2 of the gpt/ library against the float64 numpy reference
 // ($FLASHGPT_TESTDATA/gpt_reference.bin from tests/gen_gpt_reference.py: B=2, T=37, maxT=40,
 // V=97, Vp=128, L=2, NH=2, C=128): logits (B, T, V) and loss, every parameter gradient and the
 // grad norm, then 10 AdamW steps on the same batch; for the naive and the flash attention, and
 // with the activations recomputed in the backward and the classifier in chunks of rows.
-// Then a resume: N steps straight vs N/2 steps, checkpoint, resume, on shards written here;
+// Then a resume with the train_gpt program: N steps straight vs N/2 steps, checkpoint, resume,
+// on shards written here;
 // the memory plan (linear in T for flash, host only); naive and flash training side by side on
-// tinyshakespeare ($FLASHGPT_TEXT), their loss curves compared.
+// tinyshakespeare (the test text, TEST_TEXT), their loss curves compared.
 //
 // Tolerances. bf16 keeps 8 significant bits: one rounding is up to 2^-9 = 0.2% relative, and
 // every activation, weight and gradient is rounded many times along the two layers; the errors
@@ -20,9 +21,18 @@
 //            sqrt(v), so the small gradients that rounding perturbs most move as far as the
 //            large ones; 10 steps compound it
 // Resume and determinism are exact: bitwise equal losses and parameters.
-#define TESTING
-#include "train_gpt.cu"
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+#include "common/rng.h"
+#include "data/shard.h"
+#include "gpt/checkpoint.h"
+#include "gpt/gpt.h"
+#include "gpt/lr_schedule.h"
+#include "gpt/sampler.h"
 #include "tests/test.h"
+
+#define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
 
 #define TOL_LOGITS 2e-2
 #define TOL_LOSS 2e-3
@@ -62,7 +72,7 @@ static int load_reference(const char* path, Reference* r, char* why) {
     }
     r->B = h[2];
     r->T = h[3];
-    r->config = (GPTConfig){h[4], h[5], h[6], h[7], h[8], h[9]};
+    r->config = (GPTConfig){.maxT = h[4], .V = h[5], .Vp = h[6], .L = h[7], .NH = h[8], .C = h[9]};
     r->nsteps = h[10];
     r->P = (size_t)h[11];
     if (r->P != count_params(&r->config)) {
@@ -108,7 +118,7 @@ static void copy_bf16_to_floats(float* out, const bf16* dev, size_t n) {
 static void mode_name(const ModelOptions* m, char* out, size_t len) {
     char recompute[64];
     recompute_name(m->recompute, recompute, sizeof(recompute));
-    int n = snprintf(out, len, "%s", attention_name(m->attention));
+    int n = snprintf(out, len, "%s", attention_kind_name(m->attention));
     if (m->recompute) n += snprintf(out + n, len - n, " recompute %s", recompute);
     if (m->classifier_rows) snprintf(out + n, len - n, " chunk %d", m->classifier_rows);
 }
@@ -245,54 +255,67 @@ static int files_equal(const char* a, const char* b) {
     return same;
 }
 
-// 6 steps straight (checkpoints at 3 and 6) vs resuming from the step-3 checkpoint: the same
-// losses and the same final model, bit for bit. The data loader crosses epochs (5 batches each)
-// with shuffling, and each step takes 2 micro-batches.
-static void test_resume(const char* name, const ModelOptions* mo) {
+// The train loss column of a train_gpt CSV log, by step (losses[step - 1]), as written (%.9g,
+// which gives a float back exactly); steps not in the log stay NAN.
+static void read_log_losses(const char* path, float* losses, int steps) {
+    for (int i = 0; i < steps; i++) losses[i] = NAN;
+    FILE* f = fopen(path, "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof(line), f)) {
+        int step;
+        float loss;
+        if (sscanf(line, "%d,%g,", &step, &loss) == 2 && step >= 1 && step <= steps) losses[step - 1] = loss;
+    }
+    fclose(f);
+}
+
+// Runs the train_gpt program (built beside the tests, in the repository root) with the
+// arguments; its output goes to log_path. 0 when it exited with status 0.
+static int run_train_gpt(const char* args, const char* log_path) {
+    char command[16384];
+    snprintf(command, sizeof(command), "./train_gpt %s > %s 2>&1", args, log_path);
+    return system(command) == 0 ? 0 : -1;
+}
+
+// 6 steps straight (checkpoints at 3 and 6) vs resuming from the step-3 checkpoint, each a run
+// of the train_gpt program: the same losses and the same final model, bit for bit. The data
+// loader crosses epochs (5 batches each) with shuffling, and each step takes 2 micro-batches.
+static void test_resume(const char* name, const char* mode_args) {
     test_begin(name);
-    char dir[1024], train_path[4096], val_path[4096], pattern[4096];
-    snprintf(dir, sizeof(dir), "%s/gpt_resume_%s", test_env("FLASHGPT_TMP", "/tmp"), attention_name(mo->attention));
+    char dir[1024], train_path[4096], val_path[4096];
+    snprintf(dir, sizeof(dir), "%s/gpt_resume_%s", test_env("FLASHGPT_TMP", "/tmp"),
+             strstr(mode_args, "naive") ? "naive" : "flash");
     make_dirs(dir);
     snprintf(train_path, sizeof(train_path), "%s/train_000.bin", dir);
     snprintf(val_path, sizeof(val_path), "%s/val_000.bin", dir);
-    snprintf(pattern, sizeof(pattern), "%s/train_*.bin", dir);
     const int B = 4, T = 32, steps = 6, vocab = 300;
     write_shard(train_path, 5 * B * T + 1, vocab, 1);
     write_shard(val_path, 2 * B * T + 1, vocab, 2);
-    char out_dir[4096];
+    char out_dir[4096], common[8192], args[12288], csv[2][4200], out[2][4200];
     snprintf(out_dir, sizeof(out_dir), "%s/run", dir);
-
-    TrainOptions o;
-    default_train_options(&o);
-    o.model = "d2";
-    o.context = 64;
-    o.train_data = pattern;
-    o.val_data = val_path;
-    o.B = B;
-    o.T = T;
-    o.total_batch = 2 * B * T;
-    o.steps = steps;
-    o.lr = 1e-3f;
-    o.warmup_steps = 2;
-    o.min_lr_frac = 0.1f;
-    o.val_every = 3;
-    o.val_batches = 2;
-    o.checkpoint_every = 3;
-    o.out_dir = out_dir;
-    o.seed = 42;
-    o.model_options = *mo;
-    float straight[6], resumed[6];
-    for (int i = 0; i < steps; i++) straight[i] = resumed[i] = NAN;
-    train_run(&o, straight);
+    snprintf(common, sizeof(common),
+             "--model d2 --context 64 --train-data '%s/train_*.bin' --val-data '%s' -B %d -T %d "
+             "--total-batch-size %d --steps %d --lr 1e-3 --warmup-steps 2 --min-lr-frac 0.1 --val-every 3 "
+             "--val-batches 2 --checkpoint-every 3 --seed 42 %s",
+             dir, val_path, B, T, 2 * B * T, steps, mode_args);
+    for (int k = 0; k < 2; k++) {
+        snprintf(csv[k], sizeof(csv[k]), "%s/%s.csv", dir, k ? "resumed" : "straight");
+        snprintf(out[k], sizeof(out[k]), "%s/%s.out", dir, k ? "resumed" : "straight");
+    }
+    snprintf(args, sizeof(args), "%s --out-dir '%s' --log '%s'", common, out_dir, csv[0]);
+    CHECK(run_train_gpt(args, out[0]) == 0, "the straight run failed (see %s)", out[0]);
 
     char model6[4096], state6[4096], kept_model[4096];
     checkpoint_paths(out_dir, steps, model6, state6, sizeof(model6));
     snprintf(kept_model, sizeof(kept_model), "%s/straight_model.bin", dir);
     CHECK(rename(model6, kept_model) == 0 && unlink(state6) == 0, "no step-%d checkpoint in %s", steps, out_dir);
 
-    o.resume_dir = out_dir;
-    o.out_dir = NULL;
-    train_run(&o, resumed);
+    snprintf(args, sizeof(args), "%s --resume '%s' --log '%s'", common, out_dir, csv[1]);
+    CHECK(run_train_gpt(args, out[1]) == 0, "the resumed run failed (see %s)", out[1]);
+    float straight[6], resumed[6];
+    read_log_losses(csv[0], straight, steps);
+    read_log_losses(csv[1], resumed, steps);
     for (int i = 0; i < steps; i++) {
         if (i < steps / 2) CHECK(isnan(resumed[i]), "the resumed run did step %d again", i + 1);
         else CHECK(memcmp(&straight[i], &resumed[i], sizeof(float)) == 0,
@@ -306,11 +329,7 @@ static void test_resume(const char* name, const ModelOptions* mo) {
 // Host-side pieces: the learning-rate schedule and the sampler.
 static void test_schedule_and_sampler(void) {
     test_begin("gpt lr schedule and sampler");
-    TrainOptions o;
-    default_train_options(&o);
-    o.lr = 1.0f;
-    o.warmup_steps = 10;
-    o.min_lr_frac = 0.1f;
+    LRSchedule o = {.lr = 1.0f, .warmup_steps = 10, .min_lr_frac = 0.1f};
     CHECK(fabsf(learning_rate(&o, 1, 110) - 0.1f) < 1e-6f, "warmup step 1: %g", learning_rate(&o, 1, 110));
     CHECK(fabsf(learning_rate(&o, 10, 110) - 1.0f) < 1e-6f, "end of warmup: %g", learning_rate(&o, 10, 110));
     CHECK(fabsf(learning_rate(&o, 60, 110) - 0.55f) < 1e-6f, "cosine midpoint: %g", learning_rate(&o, 60, 110));
@@ -333,9 +352,9 @@ static void test_schedule_and_sampler(void) {
 // and each recomputation frees exactly the layers it no longer keeps.
 static void test_memory_plan(void) {
     test_begin("gpt memory plan");
-    GPTConfig c = {0, 50257, padded_vocab(50257), 12, 12, 768};
+    GPTConfig c = {.maxT = 0, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768};
     size_t L = c.L, NH = c.NH, C = c.C;
-    ModelOptions flash = {ATTENTION_FLASH, 0, 0, 0}, naive = {ATTENTION_NAIVE, 0, 0, 0};
+    ModelOptions flash = {.attention = ATTENTION_FLASH}, naive = {.attention = ATTENTION_NAIVE};
     double total[3];
     for (int i = 0; i < 3; i++) {
         size_t T = 32768 * (size_t)(i + 1);
@@ -391,7 +410,7 @@ static void test_loss_curves(void) {
     FILE* f = fopen(path, "rb");
     if (!f) {
         char why[4200];
-        snprintf(why, sizeof(why), "FLASHGPT_TEXT %s is not readable", path);
+        snprintf(why, sizeof(why), "the test text %s is not readable (make test TEST_TEXT=...)", path);
         test_skip(name, why);
         return;
     }
@@ -403,17 +422,13 @@ static void test_loss_curves(void) {
     int ok = n > 2 * CURVE_T && fread(text, 1, (size_t)n, f) == (size_t)n;
     fclose(f);
     CHECK(ok, "%s: cannot read enough text", path);
-    GPTConfig c = {CURVE_T, 256, 256, 2, 2, 128};  // maxT, V, Vp, L, NH, C
-    TrainOptions schedule;
-    default_train_options(&schedule);
-    schedule.lr = 2e-3f;
-    schedule.warmup_steps = 20;
-    schedule.min_lr_frac = 0.1f;
+    GPTConfig c = {.maxT = CURVE_T, .V = 256, .Vp = 256, .L = 2, .NH = 2, .C = 128};
+    LRSchedule schedule = {.lr = 2e-3f, .warmup_steps = 20, .min_lr_frac = 0.1f};
     AdamWConfig adam = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
     static float curves[2][CURVE_STEPS];
     const AttentionKind kinds[2] = {ATTENTION_NAIVE, ATTENTION_FLASH};
     for (int k = 0; ok && k < 2; k++) {
-        ModelOptions mo = {kinds[k], 0, 0, 0};
+        ModelOptions mo = {.attention = kinds[k]};
         GPT g;
         gpt_build(&g, c, CURVE_B, CURVE_T, &mo);
         gpt_init_random(&g, 7);
@@ -449,7 +464,7 @@ static void test_loss_curves(void) {
               curves[0][worst_step - 1], curves[1][worst_step - 1]);
         CHECK(fabs(mean[0] - mean[1]) < TOL_CURVE_MEAN, "last 50 steps: naive %.4f, flash %.4f", mean[0], mean[1]);
         for (int k = 0; k < 2; k++)
-            CHECK(mean[k] < curves[k][0] - 1.5, "%s did not learn: %.4f -> %.4f", attention_name(kinds[k]),
+            CHECK(mean[k] < curves[k][0] - 1.5, "%s did not learn: %.4f -> %.4f", attention_kind_name(kinds[k]),
                   curves[k][0], mean[k]);
     }
     test_end();
@@ -463,15 +478,16 @@ int main(void) {
     // classifier chunks (N = 74 rows: chunks of 16 and 24 end on a partial one) must not
     // change the result beyond bf16 noise.
     const ModelOptions modes[] = {
-        {ATTENTION_NAIVE, 1, 0, 0},
-        {ATTENTION_FLASH, 1, 0, 0},
-        {ATTENTION_NAIVE, 1, RECOMPUTE_GELU, 16},
-        {ATTENTION_FLASH, 1, RECOMPUTE_GELU | RECOMPUTE_LAYERNORM, 24},
+        {.attention = ATTENTION_NAIVE, .deterministic = 1},
+        {.attention = ATTENTION_FLASH, .deterministic = 1},
+        {.attention = ATTENTION_NAIVE, .deterministic = 1, .recompute = RECOMPUTE_GELU, .classifier_rows = 16},
+        {.attention = ATTENTION_FLASH, .deterministic = 1, .recompute = RECOMPUTE_GELU | RECOMPUTE_LAYERNORM,
+         .classifier_rows = 24},
     };
     const int n_modes = sizeof(modes) / sizeof(modes[0]);
     // Resume: naive, and flash (deterministic) with every memory option.
-    const ModelOptions resume_flash = {ATTENTION_FLASH, 1, RECOMPUTE_GELU | RECOMPUTE_LAYERNORM, 40};
-    const ModelOptions resume_naive = {ATTENTION_NAIVE, 1, 0, 0};
+    const char* resume_flash_args = "--attention flash --deterministic --recompute gelu,layernorm --classifier-chunk 40";
+    const char* resume_naive_args = "--attention naive";
     const char* resume_flash_name = "gpt resume bit-exact flash recompute gelu,layernorm chunk 40";
     const char* resume_naive_name = "gpt resume bit-exact naive";
     int devices = 0;
@@ -500,8 +516,8 @@ int main(void) {
     } else {
         for (int i = 0; i < n_modes; i++) test_reference(&r, modes[i]);
     }
-    test_resume(resume_naive_name, &resume_naive);
-    test_resume(resume_flash_name, &resume_flash);
+    test_resume(resume_naive_name, resume_naive_args);
+    test_resume(resume_flash_name, resume_flash_args);
     test_loss_curves();
     return test_exit_code();
 }

@@ -1,0 +1,158 @@
+// gpt/activations.cu: the activation layout, the memory plan and the layer slices
+// (gpt/activations.h).
+#include "gpt/activations.h"
+
+#include <math.h>
+#include "gpt/parameters.h"
+#include "layers/encoder.h"
+#include "layers/global_norm.h"
+#include "layers/layernorm.h"
+#include "layers/matmul.h"
+
+#define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
+
+void recompute_name(int flags, char* out, size_t len) {
+    snprintf(out, len, "%s%s%s", flags & RECOMPUTE_GELU ? "gelu" : "",
+             flags == (RECOMPUTE_GELU | RECOMPUTE_LAYERNORM) ? "," : "",
+             flags & RECOMPUTE_LAYERNORM ? "layernorm" : flags ? "" : "none");
+}
+
+size_t memory_plan_total(const MemoryPlan* m) {
+    return m->params + m->grads + m->optimizer + m->activations + m->attention_saved +
+           m->logits_and_scratch + m->backward;
+}
+
+void memory_plan_print(const MemoryPlan* m, AttentionKind kind) {
+    size_t free_bytes, total_bytes;
+    char logits[64], saved[64];
+    cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
+    snprintf(logits, sizeof(logits), "logits (%d of %d rows)", m->logits_rows, m->rows);
+    snprintf(saved, sizeof(saved), "attention saved (%s)", kind == ATTENTION_FLASH ? "flash: L" : "naive: P");
+    printf("memory (GiB)\n");
+    printf("  parameters (bf16)             %8.3f\n", GIB(m->params));
+    printf("  gradients (bf16)              %8.3f\n", GIB(m->grads));
+    printf("  master + AdamW m, v (fp32)    %8.3f\n", GIB(m->optimizer));
+    printf("  activations                   %8.3f\n", GIB(m->activations));
+    printf("  %-29s %8.3f\n", saved, GIB(m->attention_saved));
+    printf("  backward buffers              %8.3f\n", GIB(m->backward));
+    printf("  %-29s %8.3f\n", logits, GIB(m->logits));
+    printf("  scratch (in the logits)       %8.3f\n", GIB(m->scratch));
+    printf("  total                         %8.3f  (device: %.1f GiB, %.1f GiB in use)\n",
+           GIB(memory_plan_total(m)), GIB(total_bytes), GIB(total_bytes - free_bytes));
+}
+
+AttentionShape attention_shape(const GPTConfig* c, int B, int T) {
+    AttentionShape s = {B, T, c->NH, c->C / c->NH, 1, 1.0f / sqrtf((float)(c->C / c->NH))};
+    return s;
+}
+
+#define CARVE_ALIGN 256
+static size_t round_up(size_t bytes) { return (bytes + CARVE_ALIGN - 1) / CARVE_ALIGN * CARVE_ALIGN; }
+
+// Takes bytes from the region at base (NULL: only counts), adding them to *part.
+static void* carve(char* base, size_t* offset, size_t bytes, size_t* part) {
+    void* p = base ? base + *offset : NULL;
+    *offset += round_up(bytes);
+    *part += round_up(bytes);
+    return p;
+}
+
+// Bytes between the saved attention blocks of two layers: each layer's block is rounded up.
+static size_t saved_stride(const GPTConfig* c, int B, int T, const ModelOptions* opt) {
+    return round_up(attention_saved_bytes(opt->attention, attention_shape(c, B, T)));
+}
+
+// Rows of logits per classifier chunk for N rows: the option, or what fits in
+// CLASSIFIER_CHUNK_BYTES (a multiple of 128 rows, for the matmul), at most N.
+static int classifier_chunk_rows(const GPTConfig* c, int N, const ModelOptions* opt) {
+    size_t rows = opt->classifier_rows;
+    if (rows == 0) {
+        rows = CLASSIFIER_CHUNK_BYTES / ((size_t)c->Vp * sizeof(bf16));
+        rows = rows > 128 ? rows / 128 * 128 : 1;
+    }
+    return rows < (size_t)N ? (int)rows : N;
+}
+
+size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B, int T,
+                          const ModelOptions* opt, MemoryPlan* m) {
+    size_t L = c->L, C = c->C, N = (size_t)B * T, off = 0;
+    size_t P = count_params(c);
+    size_t ln_layers = opt->recompute & RECOMPUTE_LAYERNORM ? 1 : L;
+    size_t gelu_layers = opt->recompute & RECOMPUTE_GELU ? 1 : L;
+    AttentionKind kind = opt->attention;
+    AttentionShape s = attention_shape(c, B, T);
+    m->activations = m->attention_saved = m->logits_and_scratch = m->backward = 0;
+    a->residual = (bf16*)carve(base, &off, (L + 1) * N * C * sizeof(bf16), &m->activations);
+    a->ln1 = (bf16*)carve(base, &off, ln_layers * N * C * sizeof(bf16), &m->activations);
+    a->ln1_mean = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
+    a->ln1_rstd = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
+    a->qkv = (bf16*)carve(base, &off, L * N * 3 * C * sizeof(bf16), &m->activations);
+    a->atty = (bf16*)carve(base, &off, L * N * C * sizeof(bf16), &m->activations);
+    a->residual_mid = (bf16*)carve(base, &off, L * N * C * sizeof(bf16), &m->activations);
+    a->ln2 = opt->recompute & RECOMPUTE_LAYERNORM
+                 ? a->ln1
+                 : (bf16*)carve(base, &off, L * N * C * sizeof(bf16), &m->activations);
+    a->ln2_mean = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
+    a->ln2_rstd = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
+    a->fch = (bf16*)carve(base, &off, L * N * 4 * C * sizeof(bf16), &m->activations);
+    a->fch_gelu = (bf16*)carve(base, &off, gelu_layers * N * 4 * C * sizeof(bf16), &m->activations);
+    a->lnf = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->activations);
+    a->lnf_mean = (float*)carve(base, &off, N * sizeof(float), &m->activations);
+    a->lnf_rstd = (float*)carve(base, &off, N * sizeof(float), &m->activations);
+    a->losses = (float*)carve(base, &off, N * sizeof(float), &m->activations);
+    a->inputs = (int*)carve(base, &off, N * sizeof(int), &m->activations);
+    a->targets = (int*)carve(base, &off, N * sizeof(int), &m->activations);
+    a->att_saved = (char*)carve(base, &off, L * saved_stride(c, B, T, opt), &m->attention_saved);
+    a->dresidual = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->backward);
+    a->dnarrow = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->backward);
+    a->dwide = (bf16*)carve(base, &off, N * 4 * C * sizeof(bf16), &m->backward);
+    a->norm = (float*)carve(base, &off, sizeof(float), &m->backward);
+    // The classifier's matmul_backward (rows, C, Vp) is left out: with neither bias nor GELU it
+    // takes no scratch, which matters, as the scratch is the memory of the dlogits it reads.
+    size_t sc = encoder_backward_scratch_bytes(B, T, (int)C);
+    size_t cand[] = {
+        layernorm_backward_scratch_bytes((int)N, (int)C),
+        matmul_backward_scratch_bytes((int)N, (int)C, 3 * (int)C),
+        matmul_backward_scratch_bytes((int)N, (int)C, (int)C),
+        matmul_backward_scratch_bytes((int)N, (int)C, 4 * (int)C),
+        matmul_backward_scratch_bytes((int)N, 4 * (int)C, (int)C),
+        attention_scratch_bytes(kind, s),
+        global_norm_scratch_bytes(P)};
+    for (size_t i = 0; i < sizeof(cand) / sizeof(cand[0]); i++) sc = cand[i] > sc ? cand[i] : sc;
+    // The scratch lives in the logits' memory: the logits are dead from the moment the
+    // classifier's matmul_backward has read the last chunk of dlogits until the next forward,
+    // and no layer takes scratch in the forward.
+    m->rows = (int)N;
+    m->logits_rows = classifier_chunk_rows(c, (int)N, opt);
+    m->logits = (size_t)m->logits_rows * c->Vp * sizeof(bf16);
+    m->scratch = sc;
+    a->logits = (bf16*)carve(base, &off, m->logits > sc ? m->logits : sc, &m->logits_and_scratch);
+    a->scratch = a->logits;
+    return off;
+}
+
+static inline size_t layer_offset(int l, int B, int T, size_t width) { return (size_t)l * B * T * width; }
+// The layer whose slot of a buffer layer l uses: 0 when the buffer is recomputed (one slot).
+static inline int slot(int l, int recomputed) { return recomputed ? 0 : l; }
+
+LayerActivations layer_activations(const Activations* a, const GPTConfig* c, int B, int T,
+                                   const ModelOptions* opt, int l) {
+    size_t C = c->C;
+    int re_ln = opt->recompute & RECOMPUTE_LAYERNORM, re_gelu = opt->recompute & RECOMPUTE_GELU;
+    LayerActivations x;
+    x.res = a->residual + layer_offset(l, B, T, C);
+    x.ln1 = a->ln1 + layer_offset(slot(l, re_ln), B, T, C);
+    x.ln1_mean = a->ln1_mean + layer_offset(l, B, T, 1);
+    x.ln1_rstd = a->ln1_rstd + layer_offset(l, B, T, 1);
+    x.qkv = a->qkv + layer_offset(l, B, T, 3 * C);
+    x.atty = a->atty + layer_offset(l, B, T, C);
+    x.att_saved = a->att_saved + l * saved_stride(c, B, T, opt);
+    x.mid = a->residual_mid + layer_offset(l, B, T, C);
+    x.ln2 = a->ln2 + layer_offset(slot(l, re_ln), B, T, C);
+    x.ln2_mean = a->ln2_mean + layer_offset(l, B, T, 1);
+    x.ln2_rstd = a->ln2_rstd + layer_offset(l, B, T, 1);
+    x.fch = a->fch + layer_offset(l, B, T, 4 * C);
+    x.fch_gelu = a->fch_gelu + layer_offset(slot(l, re_gelu), B, T, 4 * C);
+    x.res_next = a->residual + layer_offset(l + 1, B, T, C);
+    return x;
+}

@@ -1,0 +1,103 @@
+// gpt/activations.h: the activation memory and the memory plan. All activations live in one
+// allocation, carved into the buffers below for the largest batch (B, T) the model was built
+// for; a smaller forward (sampling) uses the start of each buffer. The plan counts every part
+// in bytes, so the whole model's memory is known, and checked against the GPU, before anything
+// is allocated.
+#ifndef FLASHGPT_GPT_ACTIVATIONS_H
+#define FLASHGPT_GPT_ACTIVATIONS_H
+
+#include <stddef.h>
+#include "attention/attention.h"
+#include "common/cuda_check.h"
+#include "gpt/config.h"
+
+// What is kept for the backward and what is computed again in it.
+enum { RECOMPUTE_GELU = 1, RECOMPUTE_LAYERNORM = 2 };
+
+// How the model runs, beyond its shape: these change the memory and the speed, the result only
+// within bf16 rounding.
+typedef struct {
+    AttentionKind attention;
+    int deterministic;       // passed to the attention backward
+    int recompute;           // RECOMPUTE_* flags: kept for one layer, recomputed in the backward
+    int classifier_rows;     // rows of logits per classifier chunk; 0: as many as fit in
+                             // CLASSIFIER_CHUNK_BYTES
+} ModelOptions;
+
+// "none", "gelu", "layernorm" or "gelu,layernorm".
+void recompute_name(int flags, char* out, size_t len);
+
+// Logits of at most this many bytes exist at once: the classifier runs over chunks of rows.
+#define CLASSIFIER_CHUNK_BYTES ((size_t)1 << 30)
+
+typedef struct {
+    bf16* residual;      // (L + 1, B, T, C): the stream entering each layer, then the final one
+    bf16* ln1;           // (L, B, T, C); recomputed: (B, T, C), shared with ln2
+    float* ln1_mean;     // (L, B, T)
+    float* ln1_rstd;     // (L, B, T)
+    bf16* qkv;           // (L, B, T, 3, NH, HS)
+    bf16* atty;          // (L, B, T, NH, HS)
+    char* att_saved;     // (L, attention_saved_bytes): P (naive) or L (flash)
+    bf16* residual_mid;  // (L, B, T, C): the stream after the attention block
+    bf16* ln2;           // (L, B, T, C); recomputed: the buffer of ln1
+    float* ln2_mean;     // (L, B, T)
+    float* ln2_rstd;     // (L, B, T)
+    bf16* fch;           // (L, B, T, 4C) before GELU
+    bf16* fch_gelu;      // (L, B, T, 4C); recomputed: (B, T, 4C)
+    bf16* lnf;           // (B, T, C)
+    float* lnf_mean;     // (B, T)
+    float* lnf_rstd;     // (B, T)
+    bf16* logits;        // (rows, Vp): one chunk of the B * T rows, overwritten with dlogits
+    float* losses;       // (B, T)
+    int* inputs;         // (B, T)
+    int* targets;        // (B, T)
+    bf16* dresidual;     // (B, T, C) gradient of the residual stream
+    bf16* dnarrow;       // (B, T, C) gradient of ln outputs / atty; dlnf after gpt_classifier
+    bf16* dwide;         // (B, T, 4C) gradient of qkv (3C) / fch_gelu (4C)
+    float* norm;         // (1) squared gradient norm
+    void* scratch;       // the largest scratch any layer asks for, in the logits' memory
+} Activations;
+
+// Bytes per part, for the memory table and the fit check. The logits and the scratch share
+// one region of logits_and_scratch bytes.
+typedef struct {
+    size_t params, grads, optimizer, activations, attention_saved, logits, scratch,
+        logits_and_scratch, backward;
+    int logits_rows, rows;   // rows of one classifier chunk, of the whole batch (B * T)
+} MemoryPlan;
+
+size_t memory_plan_total(const MemoryPlan* m);
+// Prints the plan as a table, with the device's memory.
+void memory_plan_print(const MemoryPlan* m, AttentionKind kind);
+
+AttentionShape attention_shape(const GPTConfig* c, int B, int T);
+
+// Lays the activations out in base (NULL: computes the sizes only) and fills the plan's
+// activation parts; returns the bytes of the whole region. A recomputed activation keeps one
+// layer's buffer: the forward writes it layer after layer, the backward recomputes it.
+size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B, int T,
+                          const ModelOptions* opt, MemoryPlan* m);
+
+// Layer l's slices of the per-layer activation buffers laid out for (B, T), which keep that
+// stride for any smaller forward (it uses the start of each slice).
+typedef struct {
+    bf16* res;        // (B, T, C) the stream entering the layer
+    bf16* ln1;        // (B, T, C)
+    float* ln1_mean;  // (B, T)
+    float* ln1_rstd;  // (B, T)
+    bf16* qkv;        // (B, T, 3, NH, HS)
+    bf16* atty;       // (B, T, NH, HS)
+    void* att_saved;  // attention_saved_bytes
+    bf16* mid;        // (B, T, C) the stream after the attention block
+    bf16* ln2;        // (B, T, C)
+    float* ln2_mean;  // (B, T)
+    float* ln2_rstd;  // (B, T)
+    bf16* fch;        // (B, T, 4C) before GELU
+    bf16* fch_gelu;   // (B, T, 4C)
+    bf16* res_next;   // (B, T, C) the stream leaving the layer
+} LayerActivations;
+
+LayerActivations layer_activations(const Activations* a, const GPTConfig* c, int B, int T,
+                                   const ModelOptions* opt, int l);
+
+#endif

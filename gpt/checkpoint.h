@@ -1,0 +1,76 @@
+// gpt/checkpoint.h: the two files of a checkpoint, and where they go.
+//   model_%08d.bin: the model, llm.c compatible: int32 header[256] (ModelFileHeader), then the
+//     parameters in checkpoint order (gpt/parameters.h), fp32 (version 3) or bf16 (version 5).
+//   state_%08d.bin: what an exact resume needs besides the model: int32 header[256]
+//     (StateFileHeader), then the fp32 master weights, AdamW m and v (num_params each).
+// Both are written through a temporary sibling and a rename (common/atomic_file.h); every
+// reader checks magic, version, shape and size, and dies naming the file and what is wrong.
+#ifndef FLASHGPT_GPT_CHECKPOINT_H
+#define FLASHGPT_GPT_CHECKPOINT_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "data/dataloader.h"
+#include "gpt/gpt.h"
+
+#define MODEL_MAGIC 20240326
+#define MODEL_VERSION_FP32 3
+#define MODEL_VERSION_BF16 5
+#define STATE_MAGIC 20241130
+#define STATE_VERSION 1
+#define HEADER_INTS 256
+
+typedef union {
+    struct {
+        int32_t magic, version, maxT, V, L, NH, C, Vp;
+    } f;
+    int32_t ints[HEADER_INTS];
+} ModelFileHeader;
+
+// 64-bit values are stored as two int32, the low half first; floats by their bits.
+typedef union {
+    struct {
+        int32_t magic, version, step;
+        int32_t maxT, V, L, NH, C, Vp;
+        int32_t B, T, grad_accum, warmup_steps, steps, adam_t;
+        float lr, min_lr_frac, weight_decay, grad_clip;
+        uint32_t seed[2], loader_epoch[2], loader_step_in_epoch[2], sample_rng[2];
+        int32_t attention, deterministic, recompute, classifier_rows;
+    } f;
+    int32_t ints[HEADER_INTS];
+} StateFileHeader;
+
+// What a resumed run must agree on, and where the interrupted one stood.
+typedef struct {
+    int step;                    // steps done
+    GPTConfig config;
+    int B, T, grad_accum, warmup_steps, steps;
+    float lr, min_lr_frac, weight_decay, grad_clip;
+    uint64_t seed;
+    DataLoaderState train_loader;
+    uint64_t sample_rng;
+    int adam_t;
+    // What changes the rounding, so an exact resume needs the same: attention kind, its
+    // deterministic flag, RECOMPUTE_* flags, rows per classifier chunk.
+    int attention, deterministic, recompute, classifier_rows;
+} TrainingState;
+
+// The shape in a model checkpoint's header (its size checked too), and its version.
+GPTConfig read_model_header(FILE* f, const char* path, int* version);
+// Loads a version 3 or 5 checkpoint whose shape must be the model's.
+void gpt_load_checkpoint(GPT* g, const char* path);
+// The model as a version 5 (bf16) checkpoint.
+void gpt_save_checkpoint(GPT* g, const char* path);
+
+void save_training_state(GPT* g, const TrainingState* s, const char* path);
+// The state in path; with g, also its optimizer memory into the model (g == NULL: header only).
+TrainingState load_training_state(GPT* g, const char* path);
+
+// dir/model_%08d.bin and dir/state_%08d.bin of a step.
+void checkpoint_paths(const char* dir, int step, char* model, char* state, size_t len);
+// The latest step in dir with both files; -1 if none.
+int latest_checkpoint_step(const char* dir);
+// Makes dir and its parents; dies naming the path on failure.
+void make_dirs(const char* dir);
+
+#endif

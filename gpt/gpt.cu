@@ -1,0 +1,240 @@
+// gpt/gpt.cu: the model's memory, forward, loss, backward and update (gpt/gpt.h).
+#include "gpt/gpt.h"
+
+#include <string.h>
+#include "attention/attention.h"
+#include "layers/adamw.h"
+#include "layers/classifier.h"
+#include "layers/encoder.h"
+#include "layers/gelu.h"
+#include "layers/global_norm.h"
+#include "layers/layernorm.h"
+#include "layers/matmul.h"
+#include "layers/residual.h"
+
+#define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
+// Room left for the cuBLASLt workspace and what the CUDA libraries allocate on their own.
+#define MEMORY_RESERVE ((size_t)512 << 20)
+
+MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, const ModelOptions* opt) {
+    MemoryPlan m;
+    Activations a;
+    size_t P = count_params(c);
+    layout_activations(&a, NULL, c, B, T, opt, &m);
+    m.params = P * sizeof(bf16);
+    m.grads = P * sizeof(bf16);
+    m.optimizer = 3 * P * sizeof(float);
+    return m;
+}
+
+void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt) {
+    static int matmul_ready = 0;
+    memset(g, 0, sizeof(*g));
+    g->config = c;
+    g->B = B;
+    g->T = T;
+    g->options = *opt;
+    g->num_params = count_params(&c);
+    param_sizes(&c, g->param_sizes);
+    g->plan = gpt_memory_plan(&c, B, T, opt);
+    size_t need = memory_plan_total(&g->plan), free_bytes, total_bytes;
+    cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (need + MEMORY_RESERVE > free_bytes)
+        die("-B %d -T %d does not fit in GPU memory: the model needs %.2f GiB (+%.2f GiB reserve), "
+            "%.2f GiB are free; try a smaller -B or --recompute gelu,layernorm", B, T, GIB(need),
+            GIB(MEMORY_RESERVE), GIB(free_bytes));
+    if (!matmul_ready) {
+        matmul_init();
+        matmul_ready = 1;
+    }
+    size_t P = g->num_params;
+    cudaCheck(cudaStreamCreate(&g->stream));
+    cudaCheck(cudaMalloc((void**)&g->params_memory, P * sizeof(bf16)));
+    cudaCheck(cudaMalloc((void**)&g->grads_memory, P * sizeof(bf16)));
+    cudaCheck(cudaMalloc((void**)&g->optimizer_memory, 3 * P * sizeof(float)));
+    g->master = g->optimizer_memory;
+    g->m = g->optimizer_memory + P;
+    g->v = g->optimizer_memory + 2 * P;
+    cudaCheck(cudaMemset(g->optimizer_memory, 0, 3 * P * sizeof(float)));
+    cudaCheck(cudaMemset(g->grads_memory, 0, P * sizeof(bf16)));
+    point_params(&g->params, g->params_memory, &c);
+    point_params(&g->grads, g->grads_memory, &c);
+    MemoryPlan m;
+    size_t acts_bytes = layout_activations(&g->acts, NULL, &c, B, T, opt, &m);
+    cudaCheck(cudaMalloc((void**)&g->acts_memory, acts_bytes));
+    layout_activations(&g->acts, g->acts_memory, &c, B, T, opt, &m);
+    cudaCheck(cudaMallocHost((void**)&g->host_tokens, (size_t)B * T * sizeof(int)));
+    cudaCheck(cudaMallocHost((void**)&g->host_targets, (size_t)B * T * sizeof(int)));
+    cudaCheck(cudaMallocHost((void**)&g->host_losses, (size_t)B * T * sizeof(float)));
+}
+
+void gpt_free(GPT* g) {
+    cudaCheck(cudaStreamSynchronize(g->stream));
+    cudaCheck(cudaFree(g->params_memory));
+    cudaCheck(cudaFree(g->grads_memory));
+    cudaCheck(cudaFree(g->optimizer_memory));
+    cudaCheck(cudaFree(g->acts_memory));
+    cudaCheck(cudaFreeHost(g->host_tokens));
+    cudaCheck(cudaFreeHost(g->host_targets));
+    cudaCheck(cudaFreeHost(g->host_losses));
+    cudaCheck(cudaStreamDestroy(g->stream));
+}
+
+void gpt_set_params(GPT* g, const float* values) {
+    size_t P = g->num_params;
+    bf16* rounded = (bf16*)malloc(P * sizeof(bf16));
+    if (!rounded) die("out of host memory (%zu parameters)", P);
+    for (size_t i = 0; i < P; i++) rounded[i] = __float2bfloat16(values[i]);
+    cudaCheck(cudaMemcpy(g->params_memory, rounded, P * sizeof(bf16), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(g->master, values, P * sizeof(float), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemset(g->m, 0, 2 * P * sizeof(float)));
+    g->adam_t = 0;
+    free(rounded);
+}
+
+void gpt_init_random(GPT* g, uint64_t seed) {
+    float* values = (float*)malloc(g->num_params * sizeof(float));
+    if (!values) die("out of host memory (%zu parameters)", g->num_params);
+    init_param_values(values, &g->config, seed);
+    gpt_set_params(g, values);
+    free(values);
+}
+
+// Layer l's activation slices in the buffers laid out for the model's largest batch.
+static LayerActivations layer_acts(const GPT* g, int l) {
+    return layer_activations(&g->acts, &g->config, g->B, g->T, &g->options, l);
+}
+
+void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
+    const GPTConfig* c = &g->config;
+    Activations* a = &g->acts;
+    ParameterTensors* p = &g->params;
+    cudaStream_t st = g->stream;
+    int C = c->C, L = c->L, N = B * T;
+    AttentionShape s = attention_shape(c, B, T);
+    cudaCheck(cudaMemcpyAsync(a->inputs, host_inputs, (size_t)N * sizeof(int),
+                              cudaMemcpyHostToDevice, st));
+    encoder_forward(a->residual, a->inputs, p->wte, p->wpe, B, T, C, st);
+    for (int l = 0; l < L; l++) {
+        LayerActivations x = layer_acts(g, l);
+        LayerParameters w = layer_parameters(p, l, C);
+        layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, x.res, w.ln1w, w.ln1b, N, C, st);
+        matmul_forward(x.qkv, NULL, x.ln1, w.qkvw, w.qkvb, N, C, 3 * C, st);
+        attention_forward(g->options.attention, s, x.atty, x.att_saved, x.qkv, st);
+        matmul_forward(x.mid, NULL, x.atty, w.attprojw, w.attprojb, N, C, C, st);
+        residual_forward(x.mid, x.mid, x.res, (size_t)N * C, st);
+        layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.mid, w.ln2w, w.ln2b, N, C, st);
+        if (g->options.recompute & RECOMPUTE_GELU) {
+            // The same kernel as the recomputation, so the backward sees the forward's bits.
+            matmul_forward(x.fch, NULL, x.ln2, w.fcw, w.fcb, N, C, 4 * C, st);
+            gelu_forward(x.fch_gelu, x.fch, (size_t)N * 4 * C, st);
+        } else {
+            matmul_forward(x.fch_gelu, x.fch, x.ln2, w.fcw, w.fcb, N, C, 4 * C, st);
+        }
+        matmul_forward(x.res_next, NULL, x.fch_gelu, w.fcprojw, w.fcprojb, N, 4 * C, C, st);
+        residual_forward(x.res_next, x.res_next, x.mid, (size_t)N * C, st);
+    }
+    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, layer_acts(g, L - 1).res_next, p->lnfw, p->lnfb, N, C, st);
+}
+
+bf16* gpt_logits(GPT* g, int row, int rows) {
+    if (rows > g->plan.logits_rows) die("gpt_logits: %d rows, the buffer holds %d", rows, g->plan.logits_rows);
+    const GPTConfig* c = &g->config;
+    matmul_forward(g->acts.logits, NULL, g->acts.lnf + (size_t)row * c->C, g->params.wte, NULL, rows,
+                   c->C, c->Vp, g->stream);
+    return g->acts.logits;
+}
+
+void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_scale, int write_dlogits) {
+    const GPTConfig* c = &g->config;
+    Activations* a = &g->acts;
+    int N = B * T, C = c->C;
+    cudaCheck(cudaMemcpyAsync(a->targets, host_targets, (size_t)N * sizeof(int),
+                              cudaMemcpyHostToDevice, g->stream));
+    for (int row = 0; row < N; row += g->plan.logits_rows) {
+        int rows = N - row < g->plan.logits_rows ? N - row : g->plan.logits_rows;
+        bf16* logits = gpt_logits(g, row, rows);
+        classifier_forward_backward(logits, a->losses + row, a->targets + row, rows, c->V, c->Vp,
+                                    dloss_scale, write_dlogits, g->stream);
+        // logits = lnf @ wte^T; with neither bias nor GELU this takes no scratch.
+        if (write_dlogits)
+            matmul_backward(a->dnarrow + (size_t)row * C, g->grads.wte, NULL, logits,
+                            a->lnf + (size_t)row * C, g->params.wte, NULL, rows, C, c->Vp, NULL, g->stream);
+    }
+    cudaCheck(cudaMemcpyAsync(g->host_losses, a->losses, (size_t)N * sizeof(float),
+                              cudaMemcpyDeviceToHost, g->stream));
+}
+
+float gpt_mean_loss(GPT* g, int N) {
+    cudaCheck(cudaStreamSynchronize(g->stream));
+    double sum = 0.0;
+    for (int i = 0; i < N; i++) sum += g->host_losses[i];
+    return (float)(sum / N);
+}
+
+void gpt_backward(GPT* g, const int* host_inputs) {
+    const GPTConfig* c = &g->config;
+    Activations* a = &g->acts;
+    ParameterTensors* p = &g->params;
+    ParameterTensors* d = &g->grads;
+    cudaStream_t st = g->stream;
+    int B = g->B, T = g->T, C = c->C, L = c->L, N = B * T;
+    int re_ln = g->options.recompute & RECOMPUTE_LAYERNORM, re_gelu = g->options.recompute & RECOMPUTE_GELU;
+    AttentionKind kind = g->options.attention;
+    AttentionShape s = attention_shape(c, B, T);
+    int deterministic = kind == ATTENTION_NAIVE ? 1 : g->options.deterministic;
+    void* scratch = a->scratch;
+    cudaCheck(cudaMemsetAsync(a->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
+    layernorm_backward(a->dresidual, d->lnfw, d->lnfb, a->dnarrow, layer_acts(g, L - 1).res_next,
+                       p->lnfw, a->lnf_mean, a->lnf_rstd, N, C, scratch, st);
+    for (int l = L - 1; l >= 0; l--) {
+        LayerActivations x = layer_acts(g, l);
+        LayerParameters w = layer_parameters(p, l, C), dw = layer_parameters(d, l, C);
+        // A recomputed activation is made again from what the layer kept, just before its use
+        // (the same kernels on the same inputs: the forward's bits).
+        if (re_gelu) gelu_forward(x.fch_gelu, x.fch, (size_t)N * 4 * C, st);
+        if (re_ln) layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.mid, w.ln2w, w.ln2b, N, C, st);
+        // dresidual holds d(output of layer l); the residual paths pass it through unchanged
+        // and the branches add to it.
+        matmul_backward(a->dwide, dw.fcprojw, dw.fcprojb, a->dresidual, x.fch_gelu, w.fcprojw, NULL,
+                        N, 4 * C, C, scratch, st);
+        matmul_backward(a->dnarrow, dw.fcw, dw.fcb, a->dwide, x.ln2, w.fcw, x.fch, N, C, 4 * C, scratch, st);
+        layernorm_backward(a->dresidual, dw.ln2w, dw.ln2b, a->dnarrow, x.mid, w.ln2w, x.ln2_mean, x.ln2_rstd,
+                           N, C, scratch, st);
+        matmul_backward(a->dnarrow, dw.attprojw, dw.attprojb, a->dresidual, x.atty, w.attprojw, NULL,
+                        N, C, C, scratch, st);
+        attention_backward(kind, s, a->dwide, a->dnarrow, x.atty, x.att_saved, x.qkv, scratch, deterministic, st);
+        if (re_ln) layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, x.res, w.ln1w, w.ln1b, N, C, st);
+        matmul_backward(a->dnarrow, dw.qkvw, dw.qkvb, a->dwide, x.ln1, w.qkvw, NULL, N, C, 3 * C, scratch, st);
+        layernorm_backward(a->dresidual, dw.ln1w, dw.ln1b, a->dnarrow, x.res, w.ln1w, x.ln1_mean, x.ln1_rstd,
+                           N, C, scratch, st);
+    }
+    encoder_backward(d->wte, d->wpe, a->dresidual, host_inputs, B, T, C, scratch, st);
+}
+
+void gpt_zero_grads(GPT* g) {
+    cudaCheck(cudaMemsetAsync(g->grads_memory, 0, g->num_params * sizeof(bf16), g->stream));
+}
+
+float gpt_grad_norm(GPT* g) {
+    float norm2;
+    global_norm_squared(g->acts.norm, g->grads_memory, g->num_params, g->acts.scratch, g->stream);
+    cudaCheck(cudaMemcpyAsync(&norm2, g->acts.norm, sizeof(float), cudaMemcpyDeviceToHost, g->stream));
+    cudaCheck(cudaStreamSynchronize(g->stream));
+    return sqrtf(norm2);
+}
+
+float gpt_update(GPT* g, const AdamWConfig* opt, float lr) {
+    float norm = gpt_grad_norm(g);
+    float grad_scale = (opt->grad_clip > 0.0f && norm > opt->grad_clip) ? opt->grad_clip / norm : 1.0f;
+    g->adam_t++;
+    size_t off = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        size_t n = g->param_sizes[i];
+        adamw_update(g->params_memory + off, g->master + off, g->grads_memory + off, g->m + off,
+                     g->v + off, n, lr, opt->b1, opt->b2, g->adam_t, opt->eps,
+                     param_decays[i] ? opt->weight_decay : 0.0f, grad_scale, g->stream);
+        off += n;
+    }
+    return norm;
+}

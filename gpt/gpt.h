@@ -1,0 +1,93 @@
+// gpt/gpt.h: the GPT-2 model as a library: build it for a batch size, set or load its
+// parameters, run the forward, the loss (classifier), the backward and the AdamW update.
+// Pre-LayerNorm blocks, learned positions, the token embedding tied to the output projection,
+// GELU (tanh form); bf16 parameters and activations, fp32 master weights and AdamW moments.
+// The layers live in layers/ and attention/; this library decides which buffer is which and
+// the order of the calls. The contract (parameter order, init, AdamW) is the one the numpy
+// reference in tests/gen_gpt_reference.py follows.
+//
+//   gpt_forward(g, inputs, B, T)           lnf (B, T, C)
+//   gpt_classifier(g, targets, ...)        losses (B, T); with write_dlogits also dlnf, dwte
+//   gpt_backward(g, inputs)                grads += d loss / d params
+//   gpt_update(g, adamw, lr)               one AdamW step, the gradients clipped
+#ifndef FLASHGPT_GPT_H
+#define FLASHGPT_GPT_H
+
+#include <stdint.h>
+#include "common/cuda_check.h"
+#include "gpt/activations.h"
+#include "gpt/config.h"
+#include "gpt/parameters.h"
+
+typedef struct {
+    float b1, b2, eps, weight_decay, grad_clip;   // the learning rate comes per step
+} AdamWConfig;
+
+typedef struct {
+    GPTConfig config;
+    int B, T;                    // the largest batch the buffers hold
+    ModelOptions options;
+    size_t num_params;
+    size_t param_sizes[NUM_PARAM_TENSORS];
+    bf16* params_memory;         // (num_params) one allocation
+    bf16* grads_memory;          // (num_params)
+    float* optimizer_memory;     // (3, num_params): master weights, m, v
+    float* master;
+    float* m;
+    float* v;
+    ParameterTensors params, grads;
+    char* acts_memory;
+    Activations acts;
+    MemoryPlan plan;
+    int* host_tokens;            // (B, T) pinned: the inputs of the batch in flight
+    int* host_targets;           // (B, T) pinned
+    float* host_losses;          // (B, T) pinned
+    int adam_t;                  // AdamW steps taken
+    cudaStream_t stream;
+} GPT;
+
+// Bytes that gpt_build would allocate.
+MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, const ModelOptions* opt);
+
+// Allocates everything for batches up to (B, T); dies with the numbers when it does not fit.
+void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt);
+void gpt_free(GPT* g);
+
+// Sets the model from fp32 values (num_params, checkpoint order): master = values,
+// params = values rounded to bf16. AdamW starts over.
+void gpt_set_params(GPT* g, const float* values);
+// The contract's random init (init_param_values) from seed.
+void gpt_init_random(GPT* g, uint64_t seed);
+
+// The final layernorm's output lnf (B, T, C) of host_inputs (B, T), B and T within what the
+// model was built for; the logits come from gpt_logits or gpt_classifier, a chunk at a time.
+void gpt_forward(GPT* g, const int* host_inputs, int B, int T);
+
+// The logits (rows, Vp) of the rows [row, row + rows) of the last gpt_forward, rows at most
+// g->plan.logits_rows; returns them (device memory, valid until the next call).
+bf16* gpt_logits(GPT* g, int row, int rows);
+
+// Cross-entropy per position of the last gpt_forward (B, T) against host_targets, into the
+// losses; gpt_mean_loss reads them. The logits exist a chunk of rows at a time. write_dlogits:
+// also the classifier's backward, chunk by chunk: dlnf (B, T, C) into dnarrow for gpt_backward
+// and dwte += dlogits^T lnf, with dlogits = dloss/dlogits * dloss_scale.
+// Nothing waits for the GPU here.
+void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_scale, int write_dlogits);
+
+// The mean of the N losses of the last gpt_classifier, once the GPU is done; summed on the host
+// in a fixed order, in double.
+float gpt_mean_loss(GPT* g, int N);
+
+// Adds the gradients of the batch (B, T) to the grads; gpt_classifier with write_dlogits must
+// have run (dlnf in dnarrow, dwte started) and host_inputs must be the batch of the last
+// gpt_forward.
+void gpt_backward(GPT* g, const int* host_inputs);
+
+void gpt_zero_grads(GPT* g);
+// The global gradient norm (before clipping), in fp32 on the GPU.
+float gpt_grad_norm(GPT* g);
+// One AdamW step on every tensor with the gradients clipped to opt->grad_clip; returns the
+// norm before clipping.
+float gpt_update(GPT* g, const AdamWConfig* opt, float lr);
+
+#endif
