@@ -45,4 +45,11 @@ void attention_backward(AttentionKind kind, AttentionShape s,
                         int deterministic,
                         cudaStream_t stream);
 
+// Generation with a KV cache: the query of row pos of qkv (s.T rows of one sequence, B = 1, the
+// fused layout above) against the keys and values of rows 0..pos, written to out (NH, HS).
+// The same function as row pos of the causal forward; one kernel serves both kinds.
+const char* attention_decode_unsupported(AttentionShape s);   // NULL when supported
+size_t attention_decode_scratch_bytes(AttentionShape s);
+void attention_decode(AttentionShape s, bf16* out, const bf16* qkv, int pos, void* scratch, cudaStream_t stream);
+
 #endif

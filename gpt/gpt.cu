@@ -105,22 +105,34 @@ static LayerActivations layer_acts(const GPT* g, int l) {
     return layer_activations(&g->acts, &g->config, g->B, g->T, &g->options, l);
 }
 
-void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
+// Layer l's slices moved on to row `row` (one position of the sequence, for generation).
+static LayerActivations layer_acts_at_row(const GPT* g, int l, size_t row) {
+    LayerActivations x = layer_acts(g, l);
+    size_t C = g->config.C;
+    x.res += row * C; x.ln1 += row * C; x.ln1_mean += row; x.ln1_rstd += row; x.qkv += row * 3 * C;
+    x.atty += row * C; x.mid += row * C; x.ln2 += row * C; x.ln2_mean += row; x.ln2_rstd += row;
+    x.fch += row * 4 * C; x.fch_gelu += row * 4 * C; x.res_next += row * C;
+    return x;
+}
+
+// The blocks of the forward, from the residual stream entering layer 0 to the one leaving the
+// last, on N rows starting at `row`: the whole batch (row 0, N = B * T) or, with decode, the
+// one row at position `row` of a single sequence (B = 1), whose attention reads the keys and
+// values of the rows before it from each layer's qkv buffer, where earlier calls left them.
+static void forward_layers(GPT* g, int B, int T, int row, int decode) {
     const GPTConfig* c = &g->config;
-    Activations* a = &g->acts;
     ParameterTensors* p = &g->params;
     cudaStream_t st = g->stream;
-    int C = c->C, L = c->L, N = B * T;
+    int C = c->C, L = c->L, N = decode ? 1 : B * T;
     AttentionShape s = attention_shape(c, B, T);
-    cudaCheck(cudaMemcpyAsync(a->inputs, host_inputs, (size_t)N * sizeof(int),
-                              cudaMemcpyHostToDevice, st));
-    encoder_forward(a->residual, a->inputs, p->wte, p->wpe, B, T, C, st);
     for (int l = 0; l < L; l++) {
-        LayerActivations x = layer_acts(g, l);
+        LayerActivations x = layer_acts_at_row(g, l, row);
         LayerParameters w = layer_parameters(p, l, C);
         layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, x.res, w.ln1w, w.ln1b, N, C, st);
         matmul_forward(x.qkv, NULL, x.ln1, w.qkvw, w.qkvb, N, C, 3 * C, st);
-        attention_forward(g->options.attention, s, x.atty, x.att_saved, x.qkv, st);
+        if (decode) attention_decode(attention_shape(c, 1, g->T), x.atty, layer_acts(g, l).qkv, row,
+                                     g->acts.scratch, st);
+        else attention_forward(g->options.attention, s, x.atty, x.att_saved, x.qkv, st);
         matmul_forward(x.mid, NULL, x.atty, w.attprojw, w.attprojb, N, C, C, st);
         residual_forward(x.mid, x.mid, x.res, (size_t)N * C, st);
         layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.mid, w.ln2w, w.ln2b, N, C, st);
@@ -134,7 +146,39 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
         matmul_forward(x.res_next, NULL, x.fch_gelu, w.fcprojw, w.fcprojb, N, 4 * C, C, st);
         residual_forward(x.res_next, x.res_next, x.mid, (size_t)N * C, st);
     }
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, layer_acts(g, L - 1).res_next, p->lnfw, p->lnfb, N, C, st);
+}
+
+void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
+    const GPTConfig* c = &g->config;
+    Activations* a = &g->acts;
+    ParameterTensors* p = &g->params;
+    cudaStream_t st = g->stream;
+    int C = c->C, N = B * T;
+    cudaCheck(cudaMemcpyAsync(a->inputs, host_inputs, (size_t)N * sizeof(int),
+                              cudaMemcpyHostToDevice, st));
+    encoder_forward(a->residual, a->inputs, p->wte, p->wpe, B, T, C, st);
+    forward_layers(g, B, T, 0, 0);
+    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, layer_acts(g, c->L - 1).res_next, p->lnfw, p->lnfb, N, C,
+                      st);
+}
+
+void gpt_forward_one(GPT* g, int token, int pos) {
+    const GPTConfig* c = &g->config;
+    Activations* a = &g->acts;
+    ParameterTensors* p = &g->params;
+    cudaStream_t st = g->stream;
+    int C = c->C;
+    if (g->B != 1 || pos < 0 || pos >= g->T) die("gpt_forward_one: position %d of a model built for B 1, T %d", pos, g->T);
+    const char* why = attention_decode_unsupported(attention_shape(c, 1, g->T));
+    if (why) die("%s", why);
+    g->host_tokens[pos] = token;
+    cudaCheck(cudaMemcpyAsync(a->inputs + pos, g->host_tokens + pos, sizeof(int), cudaMemcpyHostToDevice, st));
+    // Position pos's embedding: the encoder on one token whose position table starts at row pos.
+    encoder_forward(a->residual + (size_t)pos * C, a->inputs + pos, p->wte, p->wpe + (size_t)pos * C, 1, 1, C, st);
+    forward_layers(g, 1, g->T, pos, 1);
+    size_t row = (size_t)pos;
+    layernorm_forward(a->lnf + row * C, a->lnf_mean + row, a->lnf_rstd + row,
+                      layer_acts_at_row(g, c->L - 1, row).res_next, p->lnfw, p->lnfb, 1, C, st);
 }
 
 bf16* gpt_logits(GPT* g, int row, int rows) {
