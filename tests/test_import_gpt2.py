@@ -15,34 +15,13 @@ import tempfile
 
 import numpy as np
 
+from case import Case
+
 IMPORTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts",
                         "import_gpt2.py")
 TMP = os.environ.get("FLASHGPT_TMP") or tempfile.mkdtemp()
 L, NH, C, MAXT, V = 2, 2, 16, 8, 100
 VP = 128
-
-failures = 0
-
-
-class Case:
-    """One named case: PASS when no check failed, else FAIL with every failed check."""
-
-    def __init__(self, name):
-        self.name, self.failed = name, []
-
-    def check(self, cond, why):
-        if not cond:
-            self.failed.append(why)
-
-    def end(self):
-        global failures
-        if self.failed:
-            failures += 1
-            print(f"FAIL {self.name}: " + "\n    also: ".join(self.failed))
-        else:
-            print(f"PASS {self.name}")
-        sys.stdout.flush()
-
 
 def hf_tensors(rng):
     """Random GPT-2 tensors by Hugging Face name (no prefix), Conv1D weights as (in, out)."""
@@ -296,7 +275,7 @@ def main():
 
     case_error("error: unwritable output", good_dir, "cannot write",
                args=[good_dir, os.path.join(TMP, "nowhere", "out.bin")])
-    return 1 if failures else 0
+    return 1 if Case.failures else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""scripts/export_hf.py: turns a flashgpt model checkpoint into a Hugging Face GPT-2 folder.
+
+usage: export_hf.py [--fp32] CHECKPOINT.bin OUT_DIR
+
+CHECKPOINT.bin is a model checkpoint of version 3 (fp32) or 5 (bf16, what train_gpt writes);
+gpt2_checkpoint.py describes it. OUT_DIR gets what transformers' GPT2LMHeadModel.from_pretrained
+loads:
+- config.json: GPT2LMHeadModel with the checkpoint's sizes (n_positions = n_ctx = maxT,
+  vocab_size = V), GELU in its tanh form (gelu_new), layernorm eps 1e-5, no dropout (flashgpt
+  trains without it), word embeddings tied to the output layer; bos/eos token 50256 when V is
+  GPT-2's 50257, else none (the checkpoint does not say which id is <|endoftext|>);
+- model.safetensors: the parameters under their Hugging Face names with the "transformer."
+  prefix (lm_head.weight is left out: it is wte), in the checkpoint's precision: F32 for
+  version 3, BF16 for version 5 (the stored bits, unchanged); --fp32 widens bf16 to F32 (exact).
+The importer's steps are undone: wte's padding rows (V to Vp) are dropped and the Conv1D weights
+are transposed back to (in, out), so import_gpt2.py on OUT_DIR gives back the same checkpoint
+bytes, padding rows being zero (as train_gpt and the importer keep them).
+
+OUT_DIR must not exist or be empty: it is built in a temporary folder beside it, then renamed.
+The tokenizer is not exported: a model on GPT-2's vocabulary uses Hugging Face's "gpt2" one.
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+from gpt2_checkpoint import Checkpoint, Failure, fail, from_bf16_bits, to_hf, write_safetensors
+
+USAGE = "usage: export_hf.py [--fp32] CHECKPOINT.bin OUT_DIR"
+GPT2_VOCAB, GPT2_EOT = 50257, 50256
+
+
+def hf_config(shape, torch_dtype):
+    """What GPT2Config needs for this model: its sizes and the architecture flashgpt trains."""
+    eot = GPT2_EOT if shape.V == GPT2_VOCAB else None
+    return {
+        "architectures": ["GPT2LMHeadModel"],
+        "model_type": "gpt2",
+        "vocab_size": shape.V,
+        "n_positions": shape.maxT,
+        "n_ctx": shape.maxT,
+        "n_embd": shape.C,
+        "n_layer": shape.L,
+        "n_head": shape.NH,
+        "n_inner": None,  # 4 * n_embd
+        "activation_function": "gelu_new",
+        "layer_norm_epsilon": 1e-5,
+        "initializer_range": 0.02,
+        "resid_pdrop": 0.0,
+        "embd_pdrop": 0.0,
+        "attn_pdrop": 0.0,
+        "scale_attn_weights": True,
+        "scale_attn_by_inverse_layer_idx": False,
+        "reorder_and_upcast_attn": False,
+        "tie_word_embeddings": True,
+        "bos_token_id": eot,
+        "eos_token_id": eot,
+        "use_cache": True,
+        "torch_dtype": torch_dtype,
+    }
+
+
+def write_folder(ckpt, folder, fp32):
+    """Writes config.json and model.safetensors into folder."""
+    bf16_out = ckpt.bf16 and not fp32
+    dtype = "BF16" if bf16_out else "F32"
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(hf_config(ckpt.shape, "bfloat16" if bf16_out else "float32"), f, indent=2)
+        f.write("\n")
+    index = [("transformer." + sl.hf_name, dtype, sl.hf_shape) for sl, _ in ckpt.slices()]
+    values = (to_hf(sl, from_bf16_bits(v) if ckpt.bf16 and fp32 else v) for sl, v in ckpt.slices())
+    write_safetensors(os.path.join(folder, "model.safetensors"), index, values, {"format": "pt"})
+
+
+def export_hf(ckpt_path, out_dir, fp32):
+    """Writes out_dir (built beside it, renamed at the end); returns a summary line."""
+    ckpt = Checkpoint(ckpt_path)
+    out_dir = out_dir.rstrip("/") or "/"
+    if os.path.exists(out_dir) and (not os.path.isdir(out_dir) or os.listdir(out_dir)):
+        fail(f"{out_dir}: already exists and is not an empty folder (not overwritten)")
+    parent = os.path.dirname(os.path.abspath(out_dir))
+    try:
+        tmp_dir = tempfile.mkdtemp(dir=parent, prefix=os.path.basename(out_dir) + ".tmp")
+    except OSError as e:
+        fail(f"{out_dir}: cannot write ({e.strerror})")
+    try:
+        write_folder(ckpt, tmp_dir, fp32)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_dir, 0o777 & ~umask)  # mkdtemp makes it 0700; a folder made by hand is not
+        os.replace(tmp_dir, out_dir)  # replaces an empty folder, never a non-empty one
+    except OSError as e:
+        fail(f"{out_dir}: cannot write ({e.strerror})")
+    finally:
+        if os.path.exists(tmp_dir):
+            shutil.rmtree(tmp_dir)
+    s = ckpt.shape
+    dtype = "bf16" if ckpt.bf16 and not fp32 else "fp32"
+    return (f"{out_dir}: GPT-2 L={s.L} NH={s.NH} C={s.C} maxT={s.maxT} V={s.V}, "
+            f"{len(ckpt.values) - (s.Vp - s.V) * s.C} parameters in {dtype}")
+
+
+def main(argv):
+    if "-h" in argv or "--help" in argv:
+        print(USAGE)
+        return 0
+    fp32 = "--fp32" in argv
+    args = [a for a in argv if a != "--fp32"]
+    unknown = [a for a in args if a.startswith("-")]
+    if unknown:
+        print(f"error: unknown flag {unknown[0]} ({USAGE})", file=sys.stderr)
+        return 1
+    if len(args) != 2:
+        print(f"error: expected CHECKPOINT.bin and OUT_DIR ({USAGE})", file=sys.stderr)
+        return 1
+    try:
+        print(export_hf(args[0], args[1], fp32))
+    except Failure as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

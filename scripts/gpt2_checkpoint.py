@@ -1,0 +1,262 @@
+"""scripts/gpt2_checkpoint.py: what import_gpt2.py and export_hf.py share, with numpy alone:
+the flashgpt model checkpoint, how its parameters map to Hugging Face GPT-2 tensors, bf16 bits,
+and the safetensors file.
+
+The checkpoint is llm.c's: int32 header[256] ([0] 20240326, [1] version 3 (fp32 parameters) or
+5 (bf16), [2] maxT, [3] V, [4] L, [5] NH, [6] C, [7] Vp = V rounded up to a multiple of 128),
+then the parameters in this order:
+  wte (Vp, C), wpe (maxT, C), ln1w (L, C), ln1b (L, C), qkvw (L, 3C, C), qkvb (L, 3C),
+  attprojw (L, C, C), attprojb (L, C), ln2w (L, C), ln2b (L, C), fcw (L, 4C, C), fcb (L, 4C),
+  fcprojw (L, C, 4C), fcprojb (L, C), lnfw (C), lnfb (C)
+A per-layer parameter is its L layers one after the other, so the file is a run of slices that
+each match one Hugging Face tensor (layout() lists them). wte's rows past V are padding (zero):
+Hugging Face's wte.weight has V rows. GPT-2 stores its linear layers as Conv1D, weight (in, out);
+flashgpt stores (out, in), so those slices are the transposes of the Hugging Face tensors.
+
+safetensors: an 8-byte little-endian header length, a JSON header giving each tensor's dtype,
+shape and data_offsets (from the end of the header; "__metadata__" holds strings), then the data.
+"""
+import json
+import os
+from typing import NamedTuple
+
+import numpy as np
+
+CHECKPOINT_MAGIC = 20240326
+VERSION_FP32, VERSION_BF16 = 3, 5
+HEADER_INTS = 256
+HEADER_BYTES = 4 * HEADER_INTS
+SAFETENSORS_DTYPES = {"F32": 4, "F16": 2, "BF16": 2}
+
+
+class Failure(Exception):
+    """A one-line reason the script cannot go on."""
+
+
+def fail(message):
+    raise Failure(message)
+
+
+def padded_vocab(V):
+    return (V + 127) // 128 * 128
+
+
+class Shape(NamedTuple):
+    """A GPT-2's sizes: context, vocabulary, layers, heads, channels."""
+    maxT: int
+    V: int
+    L: int
+    NH: int
+    C: int
+
+    @property
+    def Vp(self):
+        return padded_vocab(self.V)
+
+
+class Slice(NamedTuple):
+    """One Hugging Face tensor and where it sits in the checkpoint."""
+    hf_name: str        # without the "transformer." prefix
+    hf_shape: tuple     # as Hugging Face stores it
+    shape: tuple        # as the checkpoint stores it
+    transposed: bool    # a Conv1D weight: shape is hf_shape reversed
+
+
+def layout(s):
+    """The checkpoint's slices in file order."""
+    C = s.C
+    slices = [Slice("wte.weight", (s.V, C), (s.Vp, C), False),
+              Slice("wpe.weight", (s.maxT, C), (s.maxT, C), False)]
+    # (Hugging Face name in layer l, its shape there, Conv1D weight)
+    per_layer = [("ln_1.weight", (C,), False), ("ln_1.bias", (C,), False),
+                 ("attn.c_attn.weight", (C, 3 * C), True), ("attn.c_attn.bias", (3 * C,), False),
+                 ("attn.c_proj.weight", (C, C), True), ("attn.c_proj.bias", (C,), False),
+                 ("ln_2.weight", (C,), False), ("ln_2.bias", (C,), False),
+                 ("mlp.c_fc.weight", (C, 4 * C), True), ("mlp.c_fc.bias", (4 * C,), False),
+                 ("mlp.c_proj.weight", (4 * C, C), True), ("mlp.c_proj.bias", (C,), False)]
+    for name, hf_shape, transposed in per_layer:
+        shape = hf_shape[::-1] if transposed else hf_shape
+        slices += [Slice(f"h.{l}.{name}", hf_shape, shape, transposed) for l in range(s.L)]
+    slices += [Slice("ln_f.weight", (C,), (C,), False), Slice("ln_f.bias", (C,), (C,), False)]
+    return slices
+
+
+def to_checkpoint(sl, hf_tensor):
+    """A Hugging Face tensor as its checkpoint slice: transposed or zero-padded as it must be."""
+    if sl.transposed:
+        return hf_tensor.T
+    if sl.shape != sl.hf_shape:  # wte: padding rows
+        padded = np.zeros(sl.shape, dtype=hf_tensor.dtype)
+        padded[:sl.hf_shape[0]] = hf_tensor
+        return padded
+    return hf_tensor
+
+
+def to_hf(sl, slice_values):
+    """A checkpoint slice as its Hugging Face tensor: transposed or cut to V rows."""
+    if sl.transposed:
+        return slice_values.T
+    return slice_values[:sl.hf_shape[0]]
+
+
+def to_bf16_bits(x):
+    """float32 -> bf16 bit patterns (uint16), round to nearest, ties to even; NaN stays NaN."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(x)
+    rounded[nan] = ((bits[nan] >> 16) | 0x40).astype(np.uint16)
+    return rounded
+
+
+def from_bf16_bits(bits):
+    """bf16 bit patterns -> float32, exactly (bf16 is the upper half of a float32)."""
+    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+
+def write_checkpoint(path, shape, bf16, slices):
+    """Writes the checkpoint of `shape` whose slices (float32, in layout order) come one at a
+    time from `slices`; via path + ".tmp", renamed at the end. Returns the parameter count."""
+    header = np.zeros(HEADER_INTS, dtype="<i4")
+    header[:8] = [CHECKPOINT_MAGIC, VERSION_BF16 if bf16 else VERSION_FP32, shape.maxT, shape.V,
+                  shape.L, shape.NH, shape.C, shape.Vp]
+    tmp_path = path + ".tmp"
+    count = 0
+    try:
+        with open(tmp_path, "wb") as f:
+            f.write(header.tobytes())
+            for values in slices:
+                f.write(to_bf16_bits(values).astype("<u2").tobytes() if bf16
+                        else np.ascontiguousarray(values, dtype="<f4").tobytes())
+                count += values.size
+        os.replace(tmp_path, path)
+    except OSError as e:
+        fail(f"{path}: cannot write ({e.strerror})")
+    finally:
+        if os.path.exists(tmp_path):
+            os.remove(tmp_path)
+    return count
+
+
+class Checkpoint:
+    """A checkpoint file, checked (magic, version, sizes, file size) and mapped, not read."""
+
+    def __init__(self, path):
+        self.path = path
+        if not os.path.isfile(path):
+            fail(f"{path}: no such file")
+        size = os.path.getsize(path)
+        if size < HEADER_BYTES:
+            fail(f"{path}: truncated ({size} bytes, less than the {HEADER_BYTES}-byte header)")
+        header = np.fromfile(path, dtype="<i4", count=HEADER_INTS)
+        if header[0] != CHECKPOINT_MAGIC:
+            fail(f"{path}: not a model checkpoint (magic {header[0]}, expected {CHECKPOINT_MAGIC})")
+        self.version = int(header[1])
+        if self.version not in (VERSION_FP32, VERSION_BF16):
+            fail(f"{path}: unsupported checkpoint version {self.version} "
+                 f"(expected {VERSION_FP32}: fp32 or {VERSION_BF16}: bf16)")
+        maxT, V, L, NH, C, Vp = (int(v) for v in header[2:8])
+        if min(maxT, V, L, NH, C) <= 0 or C % NH or Vp != padded_vocab(V):
+            fail(f"{path}: corrupt header (maxT {maxT}, V {V}, L {L}, NH {NH}, C {C}, Vp {Vp})")
+        self.shape = Shape(maxT, V, L, NH, C)
+        self.bf16 = self.version == VERSION_BF16
+        count = sum(int(np.prod(sl.shape)) for sl in layout(self.shape))
+        want = HEADER_BYTES + count * (2 if self.bf16 else 4)
+        if size != want:
+            fail(f"{path}: {'truncated' if size < want else 'trailing bytes'} "
+                 f"({size} bytes, expected {want} for this header)")
+        self.values = np.memmap(path, dtype="<u2" if self.bf16 else "<f4", mode="r",
+                                offset=HEADER_BYTES, shape=(count,))
+
+    def slices(self):
+        """(Slice, its values as stored: bf16 bits or float32, in checkpoint shape) in order."""
+        offset = 0
+        for sl in layout(self.shape):
+            n = int(np.prod(sl.shape))
+            yield sl, self.values[offset:offset + n].reshape(sl.shape)
+            offset += n
+
+
+class SafeTensors:
+    """The tensors of one .safetensors file, mapped, not read, until asked for."""
+
+    def __init__(self, path):
+        self.path = path
+        if not os.path.isfile(path):
+            fail(f"{path}: no such file")
+        size = os.path.getsize(path)
+        if size < 8:
+            fail(f"{path}: truncated ({size} bytes, no header)")
+        with open(path, "rb") as f:
+            header_len = int.from_bytes(f.read(8), "little")
+            if header_len > size - 8:
+                fail(f"{path}: truncated (header of {header_len} bytes, file of {size})")
+            try:
+                header = json.loads(f.read(header_len))
+            except ValueError:
+                fail(f"{path}: not a safetensors file (header is not JSON)")
+        if not isinstance(header, dict):
+            fail(f"{path}: not a safetensors file (header is not a JSON object)")
+        header.pop("__metadata__", None)
+        self.entries = header
+        self.data_start = 8 + header_len
+        self.data_len = size - self.data_start
+        self.data = np.memmap(path, dtype=np.uint8, mode="r")
+
+    def find(self, name):
+        """The stored name of a tensor, with or without the "transformer." prefix, or None."""
+        for stored in (name, "transformer." + name):
+            if stored in self.entries:
+                return stored
+        return None
+
+    def get(self, name, shape):
+        """The tensor `name` as float32 after checking its dtype, shape and bounds."""
+        stored = self.find(name)
+        if stored is None:
+            fail(f"{self.path}: tensor '{name}' not found")
+        entry = self.entries[stored]
+        where = f"{self.path}: tensor '{stored}'"
+        try:
+            dtype, got_shape = entry["dtype"], tuple(entry["shape"])
+            begin, end = entry["data_offsets"]
+        except (KeyError, TypeError, ValueError):
+            fail(f"{where} has a malformed header entry")
+        if not isinstance(dtype, str) or dtype not in SAFETENSORS_DTYPES:
+            fail(f"{where} has dtype {dtype}; supported: F32, F16, BF16")
+        if got_shape != tuple(shape):
+            fail(f"{where} has shape {list(got_shape)}, expected {list(shape)}")
+        nbytes = int(np.prod(shape)) * SAFETENSORS_DTYPES[dtype]
+        offsets_ok = isinstance(begin, int) and isinstance(end, int) and begin >= 0
+        if not offsets_ok or end - begin != nbytes:
+            fail(f"{where} has data_offsets {[begin, end]}, which do not span its {nbytes} bytes")
+        if end > self.data_len:
+            fail(f"{self.path}: truncated (tensor '{stored}' ends at byte {self.data_start + end}, "
+                 f"the file at {self.data_start + self.data_len})")
+        raw = self.data[self.data_start + begin:self.data_start + end]
+        if dtype == "F32":
+            values = raw.view("<f4")
+        elif dtype == "F16":
+            values = raw.view("<f2").astype(np.float32)
+        else:
+            values = from_bf16_bits(raw.view("<u2"))
+        return values.reshape(shape)
+
+
+def write_safetensors(path, index, values, metadata):
+    """Writes the tensors index lists as (name, dtype "F32" or "BF16", shape): their header
+    first, then their data, taken from `values` (float32 or bf16 bits, in index order) one
+    array at a time, so that a whole model is never in memory. metadata: str -> str."""
+    header = {"__metadata__": metadata}
+    offset = 0
+    for name, dtype, shape in index:
+        nbytes = int(np.prod(shape)) * SAFETENSORS_DTYPES[dtype]
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little") + text)
+        for (name, dtype, shape), array in zip(index, values):
+            if tuple(array.shape) != tuple(shape):
+                raise ValueError(f"{name}: shape {array.shape}, header says {shape}")
+            f.write(np.ascontiguousarray(array, dtype="<f4" if dtype == "F32" else "<u2").tobytes())

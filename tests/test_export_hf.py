@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""tests/test_export_hf.py: scripts/export_hf.py, checked against scripts/import_gpt2.py.
+
+Round trips on tiny models (fake Hugging Face folders from test_import_gpt2.py, L=2, NH=2, C=16,
+maxT=8, V=100; random checkpoints of another shape): import -> export -> import gives the same
+checkpoint bytes, fp32 and bf16, and the exported tensors are the Hugging Face ones (read back
+here with a reader of this file's own); export -> import of a random checkpoint gives it back.
+Bad input (checkpoint or output folder) must fail with one line on stderr and leave nothing
+behind. Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/test.h.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from case import Case
+from test_import_gpt2 import TMP, V, make_checkpoint, nearest_bf16_bits, run_importer
+
+EXPORTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts",
+                        "export_hf.py")
+
+
+def run_exporter(*args):
+    return subprocess.run([sys.executable, EXPORTER, *args], capture_output=True, text=True)
+
+
+def read_safetensors(path):
+    """name -> (dtype, shape, raw bytes), checking what the safetensors library checks: the
+    data offsets tile the data exactly, in order, with nothing left over."""
+    data = open(path, "rb").read()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    metadata = header.pop("__metadata__", None)
+    body = data[8 + n:]
+    spans = sorted((e["data_offsets"], name) for name, e in header.items())
+    end = 0
+    for (begin, stop), name in spans:
+        if begin != end:
+            raise ValueError(f"{name} starts at {begin}, not {end}")
+        end = stop
+    if end != len(body):
+        raise ValueError(f"tensors end at {end}, the data at {len(body)}")
+    return metadata, {name: (e["dtype"], tuple(e["shape"]), body[e["data_offsets"][0]:e["data_offsets"][1]])
+                      for name, e in header.items()}
+
+
+def decode(dtype, shape, raw):
+    if dtype == "F32":
+        return np.frombuffer(raw, "<f4").reshape(shape)
+    assert dtype == "BF16", dtype
+    return np.frombuffer(raw, "<u2").reshape(shape)
+
+
+def export_ok(case, ckpt, out_dir, *flags):
+    """Runs the exporter, which must succeed with one line on stdout. Returns success."""
+    result = run_exporter(*flags, ckpt, out_dir)
+    ok = case.check(result.returncode == 0, f"export: exit {result.returncode}: {result.stderr.strip()}")
+    case.check(result.stderr == "" and len(result.stdout.splitlines()) == 1,
+               f"export: want one line on stdout and none on stderr, got {result.stdout!r} {result.stderr!r}")
+    return ok
+
+
+def import_ok(case, hf_dir, out, bf16):
+    result = run_importer(*(["--bf16"] if bf16 else []), hf_dir, out)
+    return case.check(result.returncode == 0, f"import: exit {result.returncode}: {result.stderr.strip()}")
+
+
+def check_folder(case, out_dir, want_dtype, shape):
+    """config.json and model.safetensors as export_hf.py promises; returns the tensors."""
+    maxT, vocab, layers, heads, channels = shape
+    case.check(sorted(os.listdir(out_dir)) == ["config.json", "model.safetensors"],
+               f"folder holds {sorted(os.listdir(out_dir))}")
+    config = json.load(open(os.path.join(out_dir, "config.json")))
+    want = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": channels,
+            "n_layer": layers, "n_head": heads, "n_positions": maxT, "n_ctx": maxT,
+            "vocab_size": vocab, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new",
+            "tie_word_embeddings": True,
+            "torch_dtype": "bfloat16" if want_dtype == "BF16" else "float32"}
+    wrong = {k: config.get(k) for k, v in want.items() if config.get(k) != v}
+    case.check(not wrong, f"config.json has {wrong}")
+    try:
+        metadata, tensors = read_safetensors(os.path.join(out_dir, "model.safetensors"))
+    except (ValueError, KeyError) as e:
+        case.check(False, f"model.safetensors is malformed: {e}")
+        return {}
+    case.check(metadata == {"format": "pt"}, f"metadata {metadata}")
+    dtypes = {dtype for dtype, _, _ in tensors.values()}
+    case.check(dtypes == {want_dtype}, f"dtypes {dtypes}, expected {want_dtype}")
+    case.check(all(n.startswith("transformer.") for n in tensors), "a name lacks 'transformer.'")
+    return {n[len("transformer."):]: decode(*t) for n, t in tensors.items()}
+
+
+def case_round_trip(name, bf16, fp32_flag=False):
+    """HF -> import -> export -> import: the same bytes; the exported tensors are the HF ones
+    (bf16: rounded as the importer rounds them; --fp32: those values widened)."""
+    case = Case(name)
+    tag = name.split(":")[0].replace(" ", "_")
+    hf_dir, hf = make_checkpoint(f"export_{tag}", np.random.default_rng(11), extras=False)
+    first, second = os.path.join(hf_dir, "first.bin"), os.path.join(hf_dir, "second.bin")
+    out_dir = os.path.join(TMP, f"export_{tag}_hf")
+    if import_ok(case, hf_dir, first, bf16) and export_ok(case, first, out_dir, *(["--fp32"] if fp32_flag else [])):
+        dtype = "BF16" if bf16 and not fp32_flag else "F32"
+        got = check_folder(case, out_dir, dtype, (8, V, 2, 2, 16))
+        want_names = set(hf)
+        case.check(set(got) == want_names, f"tensors {sorted(set(got) ^ want_names)} differ in presence")
+        for n in sorted(want_names & set(got)):
+            want = hf[n]
+            if bf16:
+                want = nearest_bf16_bits(want)
+                if fp32_flag:
+                    want = (want.astype(np.uint32) << 16).view(np.float32)
+            if not case.check(got[n].shape == want.shape and np.array_equal(got[n], want), f"{n} differs"):
+                break
+        if import_ok(case, out_dir, second, bf16):
+            case.check(open(first, "rb").read() == open(second, "rb").read(),
+                       "the re-imported checkpoint's bytes differ")
+    case.end()
+
+
+def random_checkpoint(path, rng, bf16, shape=(16, 130, 3, 4, 32)):
+    """A checkpoint of random values (wte's padding rows zero, as the trainer keeps them),
+    written here from the format, independently of the scripts."""
+    maxT, vocab, L, NH, C = shape
+    Vp = (vocab + 127) // 128 * 128
+    wte = np.zeros((Vp, C), np.float32)
+    wte[:vocab] = rng.normal(0, 1, (vocab, C))
+    rest = rng.normal(0, 1, maxT * C + L * (12 * C * C + 13 * C) + 2 * C).astype(np.float32)
+    values = np.concatenate([wte.ravel(), rest])
+    header = np.zeros(256, "<i4")
+    header[:8] = [20240326, 5 if bf16 else 3, maxT, vocab, L, NH, C, Vp]
+    with open(path, "wb") as f:
+        f.write(header.tobytes())
+        f.write(nearest_bf16_bits(values).astype("<u2").tobytes() if bf16 else values.astype("<f4").tobytes())
+
+
+def case_random(bf16):
+    case = Case(f"export then import a random {'bf16' if bf16 else 'fp32'} checkpoint: the same bytes")
+    tag = "bf16" if bf16 else "fp32"
+    ckpt = os.path.join(TMP, f"random_{tag}.bin")
+    back = os.path.join(TMP, f"random_{tag}_back.bin")
+    out_dir = os.path.join(TMP, f"random_{tag}_hf")
+    random_checkpoint(ckpt, np.random.default_rng(3), bf16)
+    if export_ok(case, ckpt, out_dir):
+        check_folder(case, out_dir, "BF16" if bf16 else "F32", (16, 130, 3, 4, 32))
+        if import_ok(case, out_dir, back, bf16):
+            case.check(open(ckpt, "rb").read() == open(back, "rb").read(), "the bytes differ")
+    case.end()
+
+
+def case_empty_out_dir():
+    case = Case("export into an existing empty folder")
+    ckpt, out_dir = os.path.join(TMP, "empty_dir.bin"), os.path.join(TMP, "empty_dir_hf")
+    random_checkpoint(ckpt, np.random.default_rng(4), bf16=True)
+    os.makedirs(out_dir)
+    if export_ok(case, ckpt, out_dir + "/"):
+        check_folder(case, out_dir, "BF16", (16, 130, 3, 4, 32))
+    case.end()
+
+
+def leftovers():
+    return sorted(n for n in os.listdir(TMP) if ".tmp" in n)
+
+
+def case_error(name, must_mention, args, out_dir=None):
+    """The exporter must fail with one stderr line naming must_mention, leave out_dir as it was
+    (absent, or holding what it held) and no temporary folder."""
+    case = Case(name)
+    before = sorted(os.listdir(out_dir)) if out_dir and os.path.isdir(out_dir) else None
+    result = run_exporter(*args)
+    lines = result.stderr.splitlines()
+    case.check(result.returncode != 0, "exit status 0")
+    case.check(len(lines) == 1, f"want one line on stderr, got {result.stderr!r}")
+    case.check(must_mention in result.stderr, f"message {result.stderr.strip()!r} lacks {must_mention!r}")
+    if out_dir:
+        after = sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else None
+        case.check(after == before, f"{out_dir} held {before}, now {after}")
+    case.check(not leftovers(), f"left behind: {leftovers()}")
+    case.end()
+
+
+def bad_checkpoint(name, edit):
+    """A valid random fp32 checkpoint, then edit(bytearray) applied to its bytes."""
+    path = os.path.join(TMP, name + ".bin")
+    random_checkpoint(path, np.random.default_rng(5), bf16=False)
+    data = bytearray(open(path, "rb").read())
+    data = edit(data)
+    open(path, "wb").write(bytes(data))
+    return path
+
+
+def set_header(index, value):
+    def edit(data):
+        data[4 * index:4 * index + 4] = int(value).to_bytes(4, "little", signed=True)
+        return data
+    return edit
+
+
+def main():
+    case_round_trip("fp32: import, export, import", bf16=False)
+    case_round_trip("bf16: import --bf16, export, import --bf16", bf16=True)
+    case_round_trip("bf16 --fp32: import --bf16, export --fp32, import --bf16", bf16=True, fp32_flag=True)
+    case_random(bf16=False)
+    case_random(bf16=True)
+    case_empty_out_dir()
+
+    case = Case("export --help prints the usage")
+    result = run_exporter("--help")
+    case.check(result.returncode == 0 and result.stdout.startswith("usage: "), f"got {result!r}")
+    case.end()
+
+    out = os.path.join(TMP, "error_hf")
+    good = bad_checkpoint("good", lambda d: d)
+    case_error("error: no arguments", "usage", [])
+    case_error("error: unknown flag", "--bf8", ["--bf8", good, out])
+    case_error("error: missing checkpoint", "nowhere.bin", [os.path.join(TMP, "nowhere.bin"), out], out)
+    case_error("error: checkpoint shorter than its header", "truncated",
+               [bad_checkpoint("short", lambda d: d[:1000]), out], out)
+    case_error("error: bad magic", "not a model checkpoint",
+               [bad_checkpoint("magic", set_header(0, 20240520)), out], out)
+    case_error("error: unsupported version", "version 4", [bad_checkpoint("version", set_header(1, 4)), out], out)
+    case_error("error: heads do not divide channels", "corrupt header",
+               [bad_checkpoint("heads", set_header(5, 5)), out], out)
+    case_error("error: Vp is not V padded", "corrupt header",
+               [bad_checkpoint("vp", set_header(7, 130)), out], out)
+    case_error("error: truncated parameters", "truncated",
+               [bad_checkpoint("truncated", lambda d: d[:-2]), out], out)
+    case_error("error: trailing bytes", "trailing bytes",
+               [bad_checkpoint("trailing", lambda d: d + b"\0\0\0\0"), out], out)
+
+    full = os.path.join(TMP, "full_hf")
+    os.makedirs(full)
+    open(os.path.join(full, "keep.txt"), "w").write("mine")
+    case_error("error: output folder not empty (kept as it was)", "not an empty folder", [good, full], full)
+    case_error("error: output is a file", "not an empty folder", [good, good])
+    case_error("error: output folder unwritable", "cannot write", [good, os.path.join(TMP, "nowhere", "hf")])
+    return 1 if Case.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
