@@ -32,7 +32,7 @@ CPU_BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c)
 GPU_BENCHES := $(patsubst bench/%.cu,$(BUILD)/bench/%,$(wildcard bench/bench_*.cu))
 
 CPU_PROGRAMS := bpe prepare_data
-GPU_PROGRAMS := train_gpt
+GPU_PROGRAMS := train_gpt generate
 
 # Without nvcc the CUDA programs and GPU tests are left out, and said so.
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
@@ -69,7 +69,7 @@ bench: $(CPU_BENCHES) $(GPU_BENCHES) $(CPU_PROGRAMS)
 	@FLASHGPT_TEXT="$(TEST_TEXT)" bench/run_bench.sh $(CPU_BENCHES) $(GPU_BENCHES)
 
 clean:
-	rm -rf $(BUILD) $(CPU_PROGRAMS) train_gpt
+	rm -rf $(BUILD) $(CPU_PROGRAMS) train_gpt generate
 
 $(PYTHON_DEP):
 	@(python3 -m venv .venv && .venv/bin/pip install --quiet numpy && touch $@) || \
@@ -90,7 +90,7 @@ bpe: $(BUILD)/bpe.o $(C_LIB_OBJ)
 prepare_data: $(BUILD)/prepare_data.o $(C_LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ -lm
 
-train_gpt: $(BUILD)/train_gpt.o $(CU_LIB_OBJ) $(C_LIB_OBJ)
+$(GPU_PROGRAMS): %: $(BUILD)/%.o $(CU_LIB_OBJ) $(C_LIB_OBJ)
 	$(NVCC) $(NVFLAGS) $^ -o $@ $(CUDA_LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(C_LIB_OBJ)

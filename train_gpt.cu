@@ -575,9 +575,9 @@ static void print_sample(Run* r) {
     int n = r->o.sample_tokens;
     int* tokens = (int*)malloc((size_t)(n + 1) * sizeof(int));
     float* logits = (float*)malloc((size_t)c->V * sizeof(float));
-    float* probs = (float*)malloc((size_t)c->V * sizeof(float));
+    float* scratch = (float*)malloc(2 * (size_t)c->V * sizeof(float));
     bf16* row = (bf16*)malloc((size_t)c->V * sizeof(bf16));
-    if (!tokens || !logits || !probs || !row) die("out of host memory for sampling");
+    if (!tokens || !logits || !scratch || !row) die("out of host memory for sampling");
     tokens[0] = tokenizer_eot(r->tok);
     printf("sample: ");
     for (int i = 1; i <= n; i++) {
@@ -589,7 +589,7 @@ static void print_sample(Run* r) {
                                   cudaMemcpyDeviceToHost, g->stream));
         cudaCheck(cudaStreamSynchronize(g->stream));
         for (int v = 0; v < c->V; v++) logits[v] = __bfloat162float(row[v]);
-        tokens[i] = sample_token(logits, c->V, r->o.temperature, r->o.top_k, &r->sample_rng, probs);
+        tokens[i] = sample_token(logits, c->V, r->o.temperature, r->o.top_k, 1.0f, &r->sample_rng, scratch);
         size_t bytes;
         const unsigned char* text = tokenizer_token(r->tok, tokens[i], &bytes);
         if (text) fwrite(text, 1, bytes, stdout);
@@ -598,7 +598,7 @@ static void print_sample(Run* r) {
     fflush(stdout);
     free(tokens);
     free(logits);
-    free(probs);
+    free(scratch);
     free(row);
 }
 

@@ -334,14 +334,22 @@ static void test_schedule_and_sampler(void) {
     CHECK(fabsf(learning_rate(&o, 10, 110) - 1.0f) < 1e-6f, "end of warmup: %g", learning_rate(&o, 10, 110));
     CHECK(fabsf(learning_rate(&o, 60, 110) - 0.55f) < 1e-6f, "cosine midpoint: %g", learning_rate(&o, 60, 110));
     CHECK(fabsf(learning_rate(&o, 110, 110) - 0.1f) < 1e-6f, "last step: %g", learning_rate(&o, 110, 110));
-    float logits[5] = {0.0f, 3.0f, 1.0f, 2.5f, -1.0f}, probs[5];
+    float logits[5] = {0.0f, 3.0f, 1.0f, 2.5f, -1.0f}, scratch[10];
     Rng rng = {3};
-    CHECK(sample_token(logits, 5, 0.0f, 0, &rng, probs) == 1, "temperature 0 must pick the largest");
+    CHECK(sample_token(logits, 5, 0.0f, 0, 1.0f, &rng, scratch) == 1, "temperature 0 must pick the largest");
     int counts[5] = {0};
-    for (int i = 0; i < 2000; i++) counts[sample_token(logits, 5, 1.0f, 2, &rng, probs)]++;
+    for (int i = 0; i < 2000; i++) counts[sample_token(logits, 5, 1.0f, 2, 1.0f, &rng, scratch)]++;
     CHECK(counts[0] + counts[2] + counts[4] == 0, "top-k 2 drew outside the two largest");
     // p(1) / p(3) = e^0.5 = 1.65
     CHECK(counts[1] > 1.3 * counts[3] && counts[1] < 2.1 * counts[3], "top-2 draws %d vs %d", counts[1], counts[3]);
+    // Probabilities at temperature 1: 0.552, 0.335, 0.075, 0.028, 0.010 (tokens 1, 3, 2, 0, 4):
+    // top-p 0.7 keeps tokens 1 and 3 (0.887), 0.4 keeps token 1 alone.
+    int nucleus[5] = {0}, alone = 1;
+    for (int i = 0; i < 2000; i++) nucleus[sample_token(logits, 5, 1.0f, 0, 0.7f, &rng, scratch)]++;
+    for (int i = 0; i < 200; i++) alone &= sample_token(logits, 5, 1.0f, 0, 0.4f, &rng, scratch) == 1;
+    CHECK(nucleus[0] + nucleus[2] + nucleus[4] == 0 && nucleus[1] > 0 && nucleus[3] > 0,
+          "top-p 0.7 drew %d %d %d %d %d", nucleus[0], nucleus[1], nucleus[2], nucleus[3], nucleus[4]);
+    CHECK(alone, "top-p 0.4 drew a token other than the most likely");
     test_end();
 }
 
