@@ -3,7 +3,10 @@
 #   bash scripts/gpu_check.sh [BASELINE_DIR]
 # builds everything, runs `make test` (every GPU test), then trains d12 (GPT-2 124M) on random
 # tokens of GPT-2's vocabulary at T = 1024 (B = 64) and T = 65536 (B = 1) and prints tokens/s
-# and peak memory. With BASELINE_DIR (another flashgpt tree, e.g. an earlier commit), its
+# and peak memory; then generation: a d12 with the test text's 4096-token BPE and a context of
+# 16384, two steps trained, generates 256 greedy tokens after prompts of 1, ~1K and ~14K tokens
+# (tokens/s), and its Hugging Face export is checked against train_gpt's loss
+# (scripts/check_export_hf.py). With BASELINE_DIR (another flashgpt tree, e.g. an earlier commit), its
 # train_gpt is built and timed the same way, alternating with this one, for a same-run
 # comparison. TEST_TEXT: the text file the tests read. Logs go to $OUT when set, else
 # build/gpu-logs.
@@ -55,4 +58,23 @@ for T_B_S in "1024 64 10" "65536 1 6"; do
     [ -z "$BASELINE" ] || bench baseline "$BASELINE/train_gpt" "$1" "$2" "$3"
     bench this-again ./train_gpt "$1" "$2" "$3"
 done
+echo "== generation ($(elapsed))"
+text=${TEST_TEXT:-build/testdata/tinyshakespeare.txt}
+gen=build/gpu-check-generate
+rm -rf "$gen"
+./prepare_data --vocab-size 4096 --split-blank-lines --out-dir "$gen/data" "$text" > "$LOGS/generate-prepare.log" 2>&1
+./train_gpt --model d12 --context 16384 -B 8 -T 1024 --steps 2 --train-data "$gen/data/train_*.bin" --val-every 0 \
+    --tokenizer "$gen/data/tokenizer.bin" --out-dir "$gen/run" > "$LOGS/generate-train.log" 2>&1 || tail -3 "$LOGS/generate-train.log"
+echo "| prompt bytes | prompt tokens | prompt ms | generated | tokens/s |"
+echo "|---|---|---|---|---|"
+for bytes in 0 4000 50000; do
+    head -c "$bytes" "$text" | ./generate --checkpoint "$gen/run/model_00000002.bin" --tokenizer "$gen/data/tokenizer.bin" \
+        --max-tokens 256 --temperature 0 - > "$LOGS/generate-$bytes.out" 2> "$LOGS/generate-$bytes.log" ||
+        { tail -2 "$LOGS/generate-$bytes.log"; continue; }
+    sed -n "s/^prompt: \([0-9]*\) tokens in \([0-9.]*\) ms; generated \([0-9]*\) tokens in [0-9.]* s: \([0-9.]*\) tokens.s.*/| $bytes | \1 | \2 | \3 | \4 |/p" \
+        "$LOGS/generate-$bytes.log"
+done
+echo "== Hugging Face export ($(elapsed))"
+python3 scripts/check_export_hf.py --train-gpt ./train_gpt "$gen/run/model_00000002.bin" "$gen/data/val_000000.bin" 4 256 \
+    > "$LOGS/check-export.log" 2>&1; tail -4 "$LOGS/check-export.log"
 echo "== done ($(elapsed))"
