@@ -3,8 +3,9 @@
 // sequence (the cache is that buffer: row t holds position t's Q, K and V).
 //   in:  qkv rows 0..pos; the query is row pos's Q, the keys and values rows 0..pos (causal)
 //   out: O (NH, HS) of position pos
-// Flash-decoding: the keys are cut into chunks of DECODE_CHUNK; one thread block per (head,
-// chunk) computes the chunk's scores into shared memory, their max m and sum l of exp(s - m),
+// Flash-decoding: the keys are cut into chunks of DECODE_CHUNK, so a long cache keeps many
+// thread blocks busy; one thread block per (head, chunk) computes the chunk's scores into shared
+// memory, their max m and sum l of exp(s - m),
 // and the unnormalised o = sum_j exp(s_j - m) v_j; a second kernel merges the chunks exactly,
 // O = sum_c e^(m_c - M) o_c / sum_c e^(m_c - M) l_c with M = max_c m_c. One query reads every
 // cached key and value once: the pass is memory-bound, (pos + 1) * 2 * NH * HS * 2 bytes.
@@ -12,7 +13,7 @@
 #include "attention/attention.h"
 #include "layers/kernel_common.cuh"
 
-#define DECODE_CHUNK 1024
+#define DECODE_CHUNK 256
 #define DECODE_THREADS 256
 
 // Per (head, chunk): m, l, then o (HS), fp32, in scratch.
@@ -22,9 +23,10 @@ size_t attention_decode_scratch_bytes(AttentionShape s) {
     return (size_t)s.NH * ceil_div(s.T, DECODE_CHUNK) * partial_floats(s.HS) * sizeof(float);
 }
 
-__global__ void decode_chunk_kernel(float* partials, const bf16* qkv, int pos, int NH, int HS, float scale) {
+__global__ void __launch_bounds__(DECODE_THREADS)
+decode_chunk_kernel(float* partials, const bf16* qkv, int pos, int NH, int HS, float scale) {
     __shared__ float scores[DECODE_CHUNK];
-    extern __shared__ float shared[];   // q (HS), then o partial sums (DECODE_THREADS)
+    extern __shared__ float shared[];   // q (HS), then the groups' o partial sums (DECODE_THREADS * 8)
     float* q = shared;
     float* o_sums = shared + HS;
     int h = blockIdx.x, chunk = blockIdx.y, n_chunks = gridDim.y;
@@ -37,7 +39,8 @@ __global__ void decode_chunk_kernel(float* partials, const bf16* qkv, int pos, i
     __syncthreads();
     // Scores: a thread per key, 16-byte loads along the key's row.
     float m = -INFINITY;
-    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    int j = threadIdx.x;
+    if (j < n) {
         const bf16x8* k = (const bf16x8*)(k_base + (size_t)j * row_stride);
         float s = 0.0f;
         for (int p = 0; p < HS / 8; p++) {
@@ -45,22 +48,23 @@ __global__ void decode_chunk_kernel(float* partials, const bf16* qkv, int pos, i
             for (int e = 0; e < 8; e++) s += q[8 * p + e] * (float)k8.v[e];
         }
         scores[j] = s;
-        m = fmaxf(m, s);
+        m = s;
     }
     m = block_reduce_max(m);
-    float l = 0.0f;
-    for (int j = threadIdx.x; j < n; j += blockDim.x) {
-        float p = expf(scores[j] - m);
-        scores[j] = p;
-        l += p;
+    float p = j < n ? expf(scores[j] - m) : 0.0f;
+    if (j < n) scores[j] = p;
+    float l = block_reduce_sum(p);   // its barriers also make every p visible
+    // o: thread (pack, g) sums 8 dimensions (one 16-byte pack) over the keys g, g + G, ... (G =
+    // DECODE_THREADS / (HS / 8) groups), so consecutive threads read a V row in whole; the
+    // groups' sums are then added in a fixed order.
+    int packs = HS / 8, pack = threadIdx.x % packs, g = threadIdx.x / packs, groups = DECODE_THREADS / packs;
+    float o[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    #pragma unroll 4
+    for (int k = g; k < n; k += groups) {
+        bf16x8 v8 = ((const bf16x8*)(v_base + (size_t)k * row_stride))[pack];
+        for (int e = 0; e < 8; e++) o[e] += scores[k] * (float)v8.v[e];
     }
-    l = block_reduce_sum(l);   // its barriers also make every p visible
-    // o: thread (d, g) sums the keys j = g, g + G, ... of dimension d (G = DECODE_THREADS / HS
-    // groups), so a warp reads whole rows of V; the groups' sums are added in a fixed order.
-    int d = threadIdx.x % HS, g = threadIdx.x / HS, groups = DECODE_THREADS / HS;
-    float o = 0.0f;
-    for (int j = g; j < n; j += groups) o += scores[j] * (float)v_base[(size_t)j * row_stride + d];
-    o_sums[threadIdx.x] = o;
+    for (int e = 0; e < 8; e++) o_sums[g * HS + 8 * pack + e] = o[e];
     __syncthreads();
     float* out = partials + ((size_t)h * n_chunks + chunk) * (2 + HS);
     if (threadIdx.x < HS) {
@@ -103,7 +107,7 @@ void attention_decode(AttentionShape s, bf16* out, const bf16* qkv, int pos, voi
     if (!aligned16(qkv)) die("attention_decode: qkv must be 16-byte aligned");
     int n_chunks = (int)ceil_div(pos + 1, DECODE_CHUNK);
     float* partials = (float*)scratch;
-    size_t smem = (s.HS + DECODE_THREADS) * sizeof(float);
+    size_t smem = (s.HS + DECODE_THREADS * 8) * sizeof(float);
     decode_chunk_kernel<<<dim3(s.NH, n_chunks), DECODE_THREADS, smem, stream>>>(partials, qkv, pos, s.NH, s.HS,
                                                                                 s.scale);
     cudaCheckLaunch();

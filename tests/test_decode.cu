@@ -37,7 +37,7 @@ static void test_decode_kernel(int HS, int T) {
     cudaCheck(cudaMalloc((void**)&out, (size_t)NH * HS * sizeof(bf16)));
     cudaCheck(cudaMalloc(&scratch, attention_decode_scratch_bytes(s)));
     cudaCheck(cudaMemcpy(qkv, host, n * sizeof(bf16), cudaMemcpyHostToDevice));
-    const int positions[] = {0, 1, 77, 1023, 1024, 1025, 2047, T - 1};
+    const int positions[] = {0, 1, 77, 255, 256, 1023, 1024, 1025, 2047, T - 1};
     bf16* got = (bf16*)malloc((size_t)NH * HS * sizeof(bf16));
     double* scores = (double*)malloc((size_t)T * sizeof(double));
     double worst = 0.0;
