@@ -18,8 +18,8 @@ BUILD    := build
 TEXT      ?=
 TEST_TEXT ?= ../shared/data/tinyshakespeare.txt
 
-# Plain C libraries: common/, tokenizer/, data/. The programs sit above them, at the top.
-C_LIB_SRC := $(wildcard common/*.c tokenizer/*.c data/*.c)
+# Plain C libraries: common/, tokenizer/, data/, distributed/. The programs sit above them.
+C_LIB_SRC := $(wildcard common/*.c tokenizer/*.c data/*.c distributed/*.c)
 C_LIB_OBJ := $(C_LIB_SRC:%.c=$(BUILD)/%.o)
 
 # CUDA code: every layer and both attention implementations.
