@@ -47,6 +47,7 @@ endif
 # NCCL, for more than one GPU: NCCL_HOME, else found beside nvcc, in /usr/local/cuda or /usr,
 # else in the Python wheel nvidia-nccl-cu* (site-packages/nvidia/nccl/{include,lib}). Without it
 # distributed/nccl_absent.cu stands in, and a launch of several ranks says the build has none.
+ifneq ($(HAVE_NVCC),)
 NCCL_HOME ?= $(firstword $(foreach d,$(abspath $(dir $(HAVE_NVCC))..) /usr/local/cuda /usr,\
                  $(if $(wildcard $(d)/include/nccl.h),$(d))))
 ifeq ($(NCCL_HOME),)
@@ -55,13 +56,12 @@ NCCL_HOME := $(shell python3 -c 'import importlib.util as u; s = u.find_spec("nv
 endif
 NCCL_LIB := $(firstword $(wildcard $(foreach d,lib lib64 lib/x86_64-linux-gnu,\
                  $(NCCL_HOME)/$(d)/libnccl.so $(NCCL_HOME)/$(d)/libnccl.so.2)))
-ifneq ($(and $(HAVE_NVCC),$(wildcard $(NCCL_HOME)/include/nccl.h),$(NCCL_LIB)),)
+ifneq ($(and $(wildcard $(NCCL_HOME)/include/nccl.h),$(NCCL_LIB)),)
 CU_LIB_SRC += distributed/nccl_comm.cu
 CUDA_LIBS  += -L$(dir $(NCCL_LIB)) -l:$(notdir $(NCCL_LIB)) -Xlinker -rpath=$(dir $(NCCL_LIB))
 $(BUILD)/distributed/nccl_comm.o: NVFLAGS += -I$(NCCL_HOME)/include
 else
 CU_LIB_SRC += distributed/nccl_absent.cu
-ifneq ($(HAVE_NVCC),)
 $(info NCCL not found (set NCCL_HOME): this build runs on one GPU only)
 endif
 endif
