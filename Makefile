@@ -18,13 +18,14 @@ BUILD    := build
 TEXT      ?=
 TEST_TEXT ?= ../shared/data/tinyshakespeare.txt
 
-# Plain C libraries: common/, tokenizer/, data/. The programs sit above them, at the top.
-C_LIB_SRC := $(wildcard common/*.c tokenizer/*.c data/*.c)
+# Plain C libraries: common/, tokenizer/, data/, distributed/. The programs sit above them.
+C_LIB_SRC := $(wildcard common/*.c tokenizer/*.c data/*.c distributed/*.c)
 C_LIB_OBJ := $(C_LIB_SRC:%.c=$(BUILD)/%.o)
 
-# CUDA libraries: the layers, both attention implementations, the GPT model.
+# CUDA libraries: the layers, both attention implementations, the GPT model, and the NCCL
+# collectives (below).
 CU_LIB_SRC := $(wildcard layers/*.cu attention/*.cu gpt/*.cu)
-CU_LIB_OBJ := $(CU_LIB_SRC:%.cu=$(BUILD)/%.o)
+CU_LIB_OBJ = $(CU_LIB_SRC:%.cu=$(BUILD)/%.o)
 
 CPU_TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
 GPU_TESTS   := $(patsubst tests/%.cu,$(BUILD)/tests/%,$(wildcard tests/test_*.cu))
@@ -42,6 +43,28 @@ GPU_PROGRAMS :=
 GPU_TESTS :=
 GPU_BENCHES :=
 $(info nvcc not found: building the CPU programs only)
+endif
+
+# NCCL, for more than one GPU: NCCL_HOME, else found beside nvcc, in /usr/local/cuda or /usr,
+# else in the Python wheel nvidia-nccl-cu* (site-packages/nvidia/nccl/{include,lib}). Without it
+# distributed/nccl_absent.cu stands in, and a launch of several ranks says the build has none.
+ifneq ($(HAVE_NVCC),)
+NCCL_HOME ?= $(firstword $(foreach d,$(abspath $(dir $(HAVE_NVCC))..) /usr/local/cuda /usr,\
+                 $(if $(wildcard $(d)/include/nccl.h),$(d))))
+ifeq ($(NCCL_HOME),)
+NCCL_HOME := $(shell python3 -c 'import importlib.util as u; s = u.find_spec("nvidia.nccl"); \
+                 print(list(s.submodule_search_locations)[0] if s else "")' 2>/dev/null)
+endif
+NCCL_LIB := $(firstword $(wildcard $(foreach d,lib lib64 lib/x86_64-linux-gnu,\
+                 $(NCCL_HOME)/$(d)/libnccl.so $(NCCL_HOME)/$(d)/libnccl.so.2)))
+ifneq ($(and $(wildcard $(NCCL_HOME)/include/nccl.h),$(NCCL_LIB)),)
+CU_LIB_SRC += distributed/nccl_comm.cu
+CUDA_LIBS  += -L$(dir $(NCCL_LIB)) -l:$(notdir $(NCCL_LIB)) -Xlinker -rpath=$(dir $(NCCL_LIB))
+$(BUILD)/distributed/nccl_comm.o: NVFLAGS += -I$(NCCL_HOME)/include
+else
+CU_LIB_SRC += distributed/nccl_absent.cu
+$(info NCCL not found (set NCCL_HOME): this build runs on one GPU only)
+endif
 endif
 
 # numpy (test data generation only) comes from python3, or from a local venv made on demand;

@@ -1,0 +1,69 @@
+// distributed/nccl_comm.cu: the NCCL communicator made from the rendezvous, and the
+// collectives on it. The one file that calls NCCL.
+#include "distributed/nccl_comm.h"
+
+#include <nccl.h>
+#include "distributed/rendezvous.h"
+
+static inline void nccl_check(ncclResult_t r, const char* file, int line) {
+    if (r != ncclSuccess) die("NCCL: %s at %s:%d", ncclGetErrorString(r), file, line);
+}
+#define ncclCheck(call) nccl_check((call), __FILE__, __LINE__)
+
+struct NcclComm {
+    ncclComm_t comm;
+    int rank;
+    int world_size;
+};
+
+int nccl_comm_available(void) { return 1; }
+
+NcclComm* nccl_comm_create(const LaunchInfo* launch, double timeout_s, char* err) {
+    ncclUniqueId id;
+    if (launch->rank == 0) ncclCheck(ncclGetUniqueId(&id));
+    if (rendezvous(launch->master_addr, launch->master_port, launch->rank, launch->world_size,
+                   &id, sizeof(id), timeout_s, err) != 0)
+        return NULL;
+    NcclComm* c = (NcclComm*)malloc(sizeof(NcclComm));
+    if (!c) {
+        set_err(err, "out of memory for the NCCL communicator");
+        return NULL;
+    }
+    c->rank = launch->rank;
+    c->world_size = launch->world_size;
+    ncclCheck(ncclCommInitRank(&c->comm, c->world_size, id, c->rank));
+    return c;
+}
+
+void nccl_comm_destroy(NcclComm* comm) {
+    if (!comm) return;
+    ncclCheck(ncclCommDestroy(comm->comm));
+    free(comm);
+}
+
+void nccl_all_reduce_avg_bf16(NcclComm* comm, bf16* buf, size_t n, cudaStream_t stream) {
+    ncclCheck(ncclAllReduce(buf, buf, n, ncclBfloat16, ncclAvg, comm->comm, stream));
+}
+
+void nccl_reduce_scatter_avg_bf16(NcclComm* comm, const bf16* full, bf16* shard,
+                                  size_t shard_size, cudaStream_t stream) {
+    ncclCheck(ncclReduceScatter(full, shard, shard_size, ncclBfloat16, ncclAvg, comm->comm, stream));
+}
+
+void nccl_all_gather_bf16(NcclComm* comm, const bf16* shard, bf16* full, size_t shard_size,
+                          cudaStream_t stream) {
+    ncclCheck(ncclAllGather(shard, full, shard_size, ncclBfloat16, comm->comm, stream));
+}
+
+void nccl_all_gather_f32(NcclComm* comm, const float* shard, float* full, size_t shard_size,
+                         cudaStream_t stream) {
+    ncclCheck(ncclAllGather(shard, full, shard_size, ncclFloat32, comm->comm, stream));
+}
+
+void nccl_all_reduce_sum_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream) {
+    ncclCheck(ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, comm->comm, stream));
+}
+
+void nccl_all_reduce_avg_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream) {
+    ncclCheck(ncclAllReduce(buf, buf, n, ncclFloat32, ncclAvg, comm->comm, stream));
+}

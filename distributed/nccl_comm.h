@@ -1,0 +1,44 @@
+// distributed/nccl_comm.h: the NCCL communicator of all ranks and the collectives the trainer
+// runs on it. Every call takes the stream it is ordered on. A build without NCCL has the same
+// functions: nccl_comm_create fails saying so, so no other call can be reached.
+#ifndef FLASHGPT_NCCL_COMM_H
+#define FLASHGPT_NCCL_COMM_H
+
+#include <stddef.h>
+#include "common/cuda_check.h"
+#include "distributed/launcher.h"
+
+typedef struct NcclComm NcclComm;
+
+// 1 when this build has NCCL: a launch of several ranks can be refused before it starts.
+int nccl_comm_available(void);
+
+// The communicator of launch->world_size ranks on the current device (cudaSetDevice first,
+// usually to launch->local_rank): rank 0 makes the NCCL unique id and hands it to the others
+// through the rendezvous (timeout_s; RENDEZVOUS_DEFAULT_TIMEOUT_S). Returns NULL with err when
+// the rendezvous fails or this build has no NCCL; NCCL's own failures end the program (die).
+NcclComm* nccl_comm_create(const LaunchInfo* launch, double timeout_s, char* err);
+void nccl_comm_destroy(NcclComm* comm);
+
+// In place: buf (n) = the mean of buf over the ranks (data-parallel gradients).
+void nccl_all_reduce_avg_bf16(NcclComm* comm, bf16* buf, size_t n, cudaStream_t stream);
+
+// shard (shard_size) = the mean over the ranks of this rank's chunk of full (world_size *
+// shard_size: ZeroShard.padded_count); in place when shard == full + rank * shard_size.
+void nccl_reduce_scatter_avg_bf16(NcclComm* comm, const bf16* full, bf16* shard,
+                                  size_t shard_size, cudaStream_t stream);
+
+// full (world_size * shard_size) = every rank's shard, in rank order; in place when
+// shard == full + rank * shard_size. The bf16 form updates the parameters after the sharded
+// AdamW step; the fp32 form gathers master weights and moments for a checkpoint.
+void nccl_all_gather_bf16(NcclComm* comm, const bf16* shard, bf16* full, size_t shard_size,
+                          cudaStream_t stream);
+void nccl_all_gather_f32(NcclComm* comm, const float* shard, float* full, size_t shard_size,
+                         cudaStream_t stream);
+
+// In place on device memory: buf (n) = the sum over the ranks (a squared gradient norm from
+// per-shard parts), or the mean (the loss).
+void nccl_all_reduce_sum_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream);
+void nccl_all_reduce_avg_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream);
+
+#endif

@@ -1,0 +1,484 @@
+// tests/test_distributed.c: the data-parallel library on CPU: the launchers' environments,
+// the Slurm node list, the TCP rendezvous between forked processes on 127.0.0.1 (delivery,
+// time-outs, refusals), the one-command launch of ranks, and ZeRO-1's shard arithmetic.
+// Run as "test_distributed --child MODE" it is one rank of a launch_local_ranks case.
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "distributed/launcher.h"
+#include "distributed/rendezvous.h"
+#include "distributed/zero_shard.h"
+#include "tests/test.h"
+
+extern char** environ;
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launchers
+
+static void expect_launch(const char* name, char* const env[], const char* launcher, int rank,
+                          int world_size, int local_rank, const char* addr, int port) {
+    test_begin(name);
+    LaunchInfo info;
+    char err[ERR_LEN] = "";
+    int rc = launch_info_parse(env, &info, err);
+    CHECK(rc == 0, "parse failed: %s", err);
+    if (rc == 0) {
+        CHECK(strcmp(info.launcher, launcher) == 0, "launcher %s, expected %s", info.launcher, launcher);
+        CHECK(info.rank == rank && info.world_size == world_size && info.local_rank == local_rank,
+              "rank %d of %d (local %d), expected %d of %d (local %d)", info.rank,
+              info.world_size, info.local_rank, rank, world_size, local_rank);
+        CHECK(strcmp(info.master_addr, addr) == 0, "master '%s', expected '%s'", info.master_addr, addr);
+        CHECK(info.master_port == port, "port %d, expected %d", info.master_port, port);
+    }
+    test_end();
+}
+
+// The parse fails and its one line names the variable.
+static void expect_launch_error(const char* name, char* const env[], const char* variable) {
+    test_begin(name);
+    LaunchInfo info;
+    char err[ERR_LEN] = "";
+    CHECK(launch_info_parse(env, &info, err) != 0, "accepted");
+    CHECK(strstr(err, variable) != NULL, "error '%s' does not name %s", err, variable);
+    CHECK(strchr(err, '\n') == NULL, "error '%s' is more than one line", err);
+    test_end();
+}
+
+static void test_launchers(void) {
+    char* none[] = {"HOME=/root", "PATH=/bin", NULL};
+    expect_launch("launch: no launcher is rank 0 of 1", none, "none", 0, 1, 0, "", 0);
+
+    char* torchrun[] = {"RANK=3", "WORLD_SIZE=8", "LOCAL_RANK=3", "MASTER_ADDR=10.1.2.3",
+                        "MASTER_PORT=29400", "LOCAL_WORLD_SIZE=4", NULL};
+    expect_launch("launch: torchrun", torchrun, "torchrun", 3, 8, 3, "10.1.2.3", 29400);
+    char* torchrun_one[] = {"RANK=0", "WORLD_SIZE=1", "LOCAL_RANK=0", NULL};
+    expect_launch("launch: torchrun with one rank needs no master", torchrun_one, "torchrun", 0, 1, 0, "", 0);
+    // torchrun started by srun: torchrun's variables win.
+    char* torchrun_in_slurm[] = {"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_LOCALID=0",
+                                 "RANK=5", "WORLD_SIZE=16", "LOCAL_RANK=1", "MASTER_ADDR=h",
+                                 "MASTER_PORT=1234", NULL};
+    expect_launch("launch: torchrun inside srun", torchrun_in_slurm, "torchrun", 5, 16, 1, "h", 1234);
+
+    char* slurm[] = {"SLURM_PROCID=9", "SLURM_NTASKS=16", "SLURM_LOCALID=1",
+                     "SLURM_JOB_NODELIST=gpu[07-14]", "SLURM_JOB_ID=4242", NULL};
+    expect_launch("launch: slurm, master from the node list", slurm, "slurm", 9, 16, 1, "gpu07",
+                  DEFAULT_MASTER_PORT + 242);
+    char* slurm_old[] = {"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_LOCALID=0",
+                         "SLURM_NODELIST=a,b", NULL};
+    expect_launch("launch: slurm, SLURM_NODELIST and the default port", slurm_old, "slurm", 1, 2,
+                  0, "a", DEFAULT_MASTER_PORT);
+    char* slurm_master[] = {"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_LOCALID=1",
+                            "SLURM_JOB_NODELIST=n[1-2]", "MASTER_ADDR=login3",
+                            "MASTER_PORT=4000", NULL};
+    expect_launch("launch: slurm with MASTER_ADDR and MASTER_PORT", slurm_master, "slurm", 1, 2,
+                  1, "login3", 4000);
+
+    char* mpi[] = {"OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=4",
+                   "OMPI_COMM_WORLD_LOCAL_RANK=0", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=5000",
+                   "SLURM_PROCID=0", "SLURM_NTASKS=1", "SLURM_LOCALID=0", NULL};
+    expect_launch("launch: mpirun (inside a Slurm job)", mpi, "mpirun", 2, 4, 0, "127.0.0.1", 5000);
+
+    char* rank_too_big[] = {"RANK=4", "WORLD_SIZE=4", "LOCAL_RANK=0", "MASTER_ADDR=h",
+                            "MASTER_PORT=1", NULL};
+    expect_launch_error("launch error: RANK not below WORLD_SIZE", rank_too_big, "RANK");
+    char* not_number[] = {"RANK=1x", "WORLD_SIZE=4", "LOCAL_RANK=0", NULL};
+    expect_launch_error("launch error: RANK not a number", not_number, "RANK");
+    char* negative[] = {"RANK=0", "WORLD_SIZE=-2", "LOCAL_RANK=0", NULL};
+    expect_launch_error("launch error: negative WORLD_SIZE", negative, "WORLD_SIZE");
+    char* no_size[] = {"RANK=0", "LOCAL_RANK=0", NULL};
+    expect_launch_error("launch error: RANK without WORLD_SIZE", no_size, "WORLD_SIZE");
+    char* size_only[] = {"WORLD_SIZE=2", NULL};
+    expect_launch_error("launch error: WORLD_SIZE without RANK", size_only, "RANK");
+    char* no_local[] = {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=h", "MASTER_PORT=1", NULL};
+    expect_launch_error("launch error: no LOCAL_RANK", no_local, "LOCAL_RANK");
+    char* no_master[] = {"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "MASTER_PORT=1", NULL};
+    expect_launch_error("launch error: torchrun without MASTER_ADDR", no_master, "MASTER_ADDR");
+    char* empty_master[] = {"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "MASTER_ADDR=",
+                            "MASTER_PORT=1", NULL};
+    expect_launch_error("launch error: empty MASTER_ADDR", empty_master, "MASTER_ADDR");
+    char* bad_port[] = {"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "MASTER_ADDR=h",
+                        "MASTER_PORT=70000", NULL};
+    expect_launch_error("launch error: MASTER_PORT out of range", bad_port, "MASTER_PORT");
+    char* mpi_no_port[] = {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2",
+                           "OMPI_COMM_WORLD_LOCAL_RANK=0", "MASTER_ADDR=h", NULL};
+    expect_launch_error("launch error: mpirun without MASTER_PORT", mpi_no_port, "MASTER_PORT");
+    char* mpi_no_addr[] = {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2",
+                           "OMPI_COMM_WORLD_LOCAL_RANK=0", "MASTER_PORT=1", NULL};
+    expect_launch_error("launch error: mpirun without MASTER_ADDR", mpi_no_addr, "MASTER_ADDR");
+    char* slurm_no_nodes[] = {"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_LOCALID=0", NULL};
+    expect_launch_error("launch error: slurm without a node list", slurm_no_nodes, "SLURM_JOB_NODELIST");
+    char* slurm_bad_nodes[] = {"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_LOCALID=0",
+                               "SLURM_JOB_NODELIST=node[01-04", NULL};
+    expect_launch_error("launch error: slurm node list unbalanced", slurm_bad_nodes, "SLURM_JOB_NODELIST");
+    char* slurm_local[] = {"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_LOCALID=2",
+                           "SLURM_JOB_NODELIST=a", NULL};
+    expect_launch_error("launch error: SLURM_LOCALID not below SLURM_NTASKS", slurm_local, "SLURM_LOCALID");
+}
+
+static void test_nodelists(void) {
+    static const char* cases[][2] = {
+        {"node[01-04,07]", "node01"}, {"a,b", "a"}, {"gpu-3", "gpu-3"},
+        {"node[07,01-04]", "node07"}, {"x[5]", "x5"}, {"rack[1-2]-n[05-06],login", "rack1-n05"},
+        {"gpu[3-4],cpu[1-9]", "gpu3"}, {"h-[10-12].ib", "h-10.ib"},
+    };
+    test_begin("slurm node list: first host");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char host[64], err[ERR_LEN] = "";
+        int rc = slurm_first_node(cases[i][0], host, sizeof(host), err);
+        CHECK(rc == 0 && strcmp(host, cases[i][1]) == 0, "'%s' gave '%s' (%s), expected '%s'",
+              cases[i][0], rc == 0 ? host : "", err, cases[i][1]);
+    }
+    test_end();
+
+    static const char* bad[] = {"", "node[01-04", "node]1[", ",a", "[]"};
+    test_begin("slurm node list: malformed ones refused");
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char host[64], err[ERR_LEN] = "";
+        CHECK(slurm_first_node(bad[i], host, sizeof(host), err) != 0, "'%s' gave '%s'", bad[i], host);
+    }
+    char host[4], err[ERR_LEN] = "";
+    CHECK(slurm_first_node("longname", host, sizeof(host), err) != 0, "a host past the buffer accepted");
+    test_end();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendezvous: each rank a forked process; the results come back through shared memory.
+
+#define BLOB_LEN 128        // the size of an NCCL unique id
+#define MAX_RANKS 8
+#define CHILD_LIMIT_S 30    // no child outlives this, whatever goes wrong
+
+typedef struct {
+    int rank, world_size;
+    double delay_s;         // before it starts
+} RankPlan;
+
+typedef struct {
+    int done;
+    int rc;
+    int blob_ok;            // the blob is rank 0's
+    double seconds;         // in rendezvous()
+    char err[ERR_LEN];
+} RankResult;
+
+static unsigned char blob_byte(int i) { return (unsigned char)(i * 37 + 11); }
+
+static void run_ranks(const RankPlan* plans, int count, int port, double timeout_s,
+                      RankResult* results) {
+    memset(results, 0, (size_t)count * sizeof(RankResult));
+    pid_t pids[MAX_RANKS];
+    fflush(stdout);
+    fflush(stderr);
+    for (int i = 0; i < count; i++) {
+        pids[i] = fork();
+        if (pids[i] != 0) continue;
+        alarm(CHILD_LIMIT_S);
+        usleep((useconds_t)(plans[i].delay_s * 1e6));
+        unsigned char blob[BLOB_LEN];
+        for (int b = 0; b < BLOB_LEN; b++) blob[b] = plans[i].rank == 0 ? blob_byte(b) : 0;
+        double start = now_s();
+        RankResult* r = &results[i];
+        r->rc = rendezvous("127.0.0.1", port, plans[i].rank, plans[i].world_size, blob, BLOB_LEN,
+                           timeout_s, r->err);
+        r->seconds = now_s() - start;
+        r->blob_ok = 1;
+        for (int b = 0; b < BLOB_LEN; b++) r->blob_ok &= blob[b] == blob_byte(b);
+        r->done = 1;
+        _exit(0);
+    }
+    double deadline = now_s() + CHILD_LIMIT_S + 5;
+    for (int i = 0; i < count; i++) {
+        if (pids[i] < 0) continue;
+        while (waitpid(pids[i], NULL, WNOHANG) == 0) {
+            if (now_s() > deadline) {
+                kill(pids[i], SIGKILL);
+                waitpid(pids[i], NULL, 0);
+                break;
+            }
+            usleep(10000);
+        }
+    }
+}
+
+static RankResult* shared_results(void) {
+    void* p = mmap(NULL, MAX_RANKS * sizeof(RankResult), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) { perror("mmap"); exit(1); }
+    return p;
+}
+
+static int free_port(void) {
+    char err[ERR_LEN];
+    int port = rendezvous_free_port(err);
+    if (port < 0) { fprintf(stderr, "%s\n", err); exit(1); }
+    return port;
+}
+
+static void test_rendezvous_delivers(RankResult* res) {
+    test_begin("rendezvous: 4 ranks, rank 0 last, the id reaches all");
+    RankPlan plans[] = {{2, 4, 0}, {1, 4, 0.05}, {3, 4, 0}, {0, 4, 0.4}};
+    run_ranks(plans, 4, free_port(), 5.0, res);
+    for (int i = 0; i < 4; i++) {
+        CHECK(res[i].done && res[i].rc == 0, "rank %d: %s", plans[i].rank,
+              res[i].done ? res[i].err : "did not finish");
+        CHECK(res[i].blob_ok, "rank %d got another blob", plans[i].rank);
+    }
+    test_end();
+
+    test_begin("rendezvous: world size 1 needs no network");
+    char err[ERR_LEN] = "";
+    unsigned char blob[BLOB_LEN] = {0};
+    CHECK(rendezvous("127.0.0.1", 1, 0, 1, blob, BLOB_LEN, 1.0, err) == 0, "%s", err);
+    test_end();
+}
+
+static void test_rendezvous_missing(RankResult* res) {
+    test_begin("rendezvous: a missing rank times out on every other rank");
+    RankPlan plans[] = {{0, 3, 0}, {1, 3, 0}};   // rank 2 never comes
+    double timeout = 1.5;
+    run_ranks(plans, 2, free_port(), timeout, res);
+    for (int i = 0; i < 2; i++) {
+        CHECK(res[i].done && res[i].rc != 0, "rank %d: did not fail (%s)", plans[i].rank,
+              res[i].done ? "returned 0" : "did not finish");
+        CHECK(strstr(res[i].err, "missing rank 2)") != NULL, "rank %d: '%s' does not name rank 2",
+              plans[i].rank, res[i].err);
+        CHECK(res[i].seconds < timeout + 1.5, "rank %d took %.1f s", plans[i].rank, res[i].seconds);
+    }
+    test_end();
+
+    test_begin("rendezvous: no rank 0 times out");
+    RankPlan alone[] = {{1, 2, 0}};
+    run_ranks(alone, 1, free_port(), 1.0, res);
+    CHECK(res[0].done && res[0].rc != 0 && strstr(res[0].err, "no rank 0"), "'%s'", res[0].err);
+    CHECK(res[0].seconds < 2.5, "took %.1f s", res[0].seconds);
+    test_end();
+}
+
+static void test_rendezvous_refusals(RankResult* res) {
+    test_begin("rendezvous: a wrong world size ends every rank");
+    RankPlan wrong[] = {{0, 2, 0}, {1, 3, 0}};
+    run_ranks(wrong, 2, free_port(), 5.0, res);
+    for (int i = 0; i < 2; i++) {
+        CHECK(res[i].done && res[i].rc != 0, "rank %d did not fail", wrong[i].rank);
+        CHECK(strstr(res[i].err, "world size is 3, rank 0 says 2"), "rank %d: '%s'", wrong[i].rank,
+              res[i].err);
+        CHECK(res[i].seconds < 3.0, "rank %d took %.1f s", wrong[i].rank, res[i].seconds);
+    }
+    test_end();
+
+    test_begin("rendezvous: a duplicate rank ends every rank");
+    RankPlan twice[] = {{0, 3, 0}, {1, 3, 0}, {1, 3, 0.2}};
+    run_ranks(twice, 3, free_port(), 5.0, res);
+    for (int i = 0; i < 3; i++) {
+        CHECK(res[i].done && res[i].rc != 0, "process %d (rank %d) did not fail", i, twice[i].rank);
+        CHECK(strstr(res[i].err, "rank 1 arrived twice"), "process %d: '%s'", i, res[i].err);
+        CHECK(res[i].seconds < 3.0, "process %d took %.1f s", i, res[i].seconds);
+    }
+    test_end();
+
+    test_begin("rendezvous: a port in use is one clear line");
+    int port = free_port();
+    int holder = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (holder < 0 || bind(holder, (struct sockaddr*)&addr, sizeof(addr)) != 0 || listen(holder, 1) != 0) {
+        test_fail("cannot hold port %d", port);
+    } else {
+        RankPlan first[] = {{0, 2, 0}};
+        run_ranks(first, 1, port, 2.0, res);
+        CHECK(res[0].done && res[0].rc != 0, "rank 0 did not fail");
+        CHECK(strstr(res[0].err, "in use") && strstr(res[0].err, "MASTER_PORT"), "'%s'", res[0].err);
+        CHECK(res[0].seconds < 1.0, "took %.1f s", res[0].seconds);
+    }
+    if (holder >= 0) close(holder);
+    test_end();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The one-command launch: the ranks are this program again, in a child mode.
+
+static int child_main(const char* mode) {
+    LaunchInfo info;
+    char err[ERR_LEN] = "";
+    if (launch_info_parse(environ, &info, err) != 0) {
+        fprintf(stderr, "child: %s\n", err);
+        return 2;
+    }
+    if (strcmp(mode, "fail-rank-1") == 0) {
+        if (info.rank == 1) return 3;
+        sleep(CHILD_LIMIT_S);   // to be stopped by the launcher
+        return 0;
+    }
+    if (strcmp(info.launcher, "torchrun") != 0 || info.local_rank != info.rank ||
+        strcmp(info.master_addr, "127.0.0.1") != 0) {
+        fprintf(stderr, "child: launcher %s, rank %d local %d, master %s\n", info.launcher,
+                info.rank, info.local_rank, info.master_addr);
+        return 4;
+    }
+    unsigned char blob[BLOB_LEN];
+    for (int b = 0; b < BLOB_LEN; b++) blob[b] = info.rank == 0 ? blob_byte(b) : 0;
+    if (rendezvous(info.master_addr, info.master_port, info.rank, info.world_size, blob,
+                   BLOB_LEN, 5.0, err) != 0) {
+        fprintf(stderr, "child rank %d: %s\n", info.rank, err);
+        return 5;
+    }
+    for (int b = 0; b < BLOB_LEN; b++) if (blob[b] != blob_byte(b)) return 6;
+    return 0;
+}
+
+static void test_local_launch(const char* self) {
+    test_begin("launch_local_ranks: 3 ranks meet through the environment they were given");
+    char err[ERR_LEN] = "";
+    char* argv_ok[] = {(char*)self, "--child", "rendezvous", NULL};
+    CHECK(launch_local_ranks(argv_ok, 3, err) == 0, "%s", err);
+    test_end();
+
+    test_begin("launch_local_ranks: a failing rank stops the others");
+    char* argv_fail[] = {(char*)self, "--child", "fail-rank-1", NULL};
+    double start = now_s();
+    CHECK(launch_local_ranks(argv_fail, 3, err) != 0, "returned success");
+    CHECK(strstr(err, "rank 1 of 3 exited with status 3"), "'%s'", err);
+    CHECK(now_s() - start < 10.0, "took %.1f s", now_s() - start);
+    test_end();
+}
+
+// ---------------------------------------------------------------------------------------------
+// ZeRO-1 shards
+
+static void test_zero_shards(void) {
+    test_begin("zero shards: every parameter in exactly one shard, equal aligned chunks");
+    static const size_t counts[] = {0, 1, 2, 127, 128, 129, 1000, 4097, 65536, 999983, 124475904};
+    static const size_t aligns[] = {1, 128, 1000};
+    char err[ERR_LEN] = "";
+    int bad = 0;
+    for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
+        for (size_t ai = 0; ai < sizeof(aligns) / sizeof(aligns[0]); ai++)
+            for (int W = 1; W <= 70 && bad < 5; W += (W < 17 ? 1 : 13)) {
+                size_t P = counts[ci], align = aligns[ai], next = 0;
+                ZeroShard first;
+                for (int r = 0; r < W; r++) {
+                    ZeroShard s;
+                    if (zero_shard_init(&s, P, W, r, align, err) != 0) {
+                        test_fail("P %zu W %d r %d: %s", P, W, r, err);
+                        bad++;
+                        break;
+                    }
+                    if (r == 0) first = s;
+                    int ok = s.shard_size % align == 0 && s.shard_size == first.shard_size &&
+                             s.padded_count == s.shard_size * (size_t)W && s.padded_count >= P &&
+                             s.padded_count - P < (size_t)W * align && s.begin == next &&
+                             s.end >= s.begin && s.end - s.begin <= s.shard_size &&
+                             (s.begin == P || s.begin == (size_t)r * s.shard_size);
+                    if (!ok) {
+                        test_fail("P %zu align %zu W %d r %d: shard %zu padded %zu [%zu, %zu), "
+                                  "expected to start at %zu", P, align, W, r, s.shard_size,
+                                  s.padded_count, s.begin, s.end, next);
+                        bad++;
+                        break;
+                    }
+                    next = s.end;
+                }
+                if (next != P && !bad) {
+                    test_fail("P %zu align %zu W %d: the shards end at %zu", P, align, W, next);
+                    bad++;
+                }
+            }
+    ZeroShard s;
+    CHECK(zero_shard_init(&s, 10, 4, 4, 1, err) != 0, "rank 4 of 4 accepted");
+    CHECK(zero_shard_init(&s, 10, 0, 0, 1, err) != 0, "world size 0 accepted");
+    test_end();
+
+    test_begin("zero shards: each tensor's parts cover it once");
+    static const size_t tensors[] = {50304 * 768, 1024 * 768, 768, 768, 768 * 2304, 2304, 1, 129, 5};
+    size_t ntensors = sizeof(tensors) / sizeof(tensors[0]), P = 0;
+    for (size_t t = 0; t < ntensors; t++) P += tensors[t];
+    for (int W = 1; W <= 9; W++) {
+        size_t covered = 0;
+        for (int r = 0; r < W; r++) {
+            zero_shard_init(&s, P, W, r, ZERO_SHARD_ALIGN, err);
+            size_t in_shard = 0, begin = 0;
+            for (size_t t = 0; t < ntensors; begin += tensors[t++]) {
+                ZeroShardPart part = zero_shard_part(&s, begin, tensors[t]);
+                if (part.count == 0) continue;
+                CHECK(part.param_index >= begin && part.param_index + part.count <= begin + tensors[t] &&
+                      part.param_index >= s.begin && part.param_index + part.count <= s.end &&
+                      part.shard_offset == part.param_index - s.begin &&
+                      part.shard_offset == in_shard,
+                      "W %d r %d tensor %zu: part at %zu (+%zu) offset %zu", W, r, t,
+                      part.param_index, part.count, part.shard_offset);
+                in_shard += part.count;
+            }
+            CHECK(in_shard == s.end - s.begin, "W %d r %d: parts hold %zu of %zu", W, r, in_shard,
+                  s.end - s.begin);
+            covered += in_shard;
+        }
+        CHECK(covered == P, "W %d: parts hold %zu of %zu", W, covered, P);
+    }
+    test_end();
+
+    test_begin("zero shards: state written by N ranks resumes on M ranks");
+    size_t n = 100003;
+    float* full = malloc(n * sizeof(float));
+    float* gathered = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) full[i] = (float)i;
+    static const int worlds[] = {1, 2, 3, 7, 8};
+    for (size_t a = 0; a < 5; a++)
+        for (size_t b = 0; b < 5; b++) {
+            // N ranks each hold their shard; the checkpoint is their real parts in rank order.
+            int N = worlds[a], M = worlds[b];
+            for (int r = 0; r < N; r++) {
+                zero_shard_init(&s, n, N, r, ZERO_SHARD_ALIGN, err);
+                float* shard = malloc(s.shard_size * sizeof(float));
+                zero_shard_take(&s, full, shard);
+                memcpy(gathered + s.begin, shard, (s.end - s.begin) * sizeof(float));
+                free(shard);
+            }
+            CHECK(memcmp(gathered, full, n * sizeof(float)) == 0, "%d ranks: gathered state differs", N);
+            for (int r = 0; r < M; r++) {
+                zero_shard_init(&s, n, M, r, ZERO_SHARD_ALIGN, err);
+                float* shard = malloc(s.shard_size * sizeof(float));
+                zero_shard_take(&s, gathered, shard);
+                for (size_t i = 0; i < s.shard_size; i++) {
+                    float expected = s.begin + i < s.end ? (float)(s.begin + i) : 0.0f;
+                    if (shard[i] != expected) {
+                        test_fail("%d -> %d ranks, rank %d element %zu: %g, expected %g", N, M, r,
+                                  i, shard[i], expected);
+                        break;
+                    }
+                }
+                free(shard);
+            }
+        }
+    free(full);
+    free(gathered);
+    test_end();
+}
+
+int main(int argc, char** argv) {
+    if (argc == 3 && strcmp(argv[1], "--child") == 0) return child_main(argv[2]);
+    test_launchers();
+    test_nodelists();
+    RankResult* results = shared_results();
+    test_rendezvous_delivers(results);
+    test_rendezvous_missing(results);
+    test_rendezvous_refusals(results);
+    test_local_launch(argv[0]);
+    test_zero_shards();
+    return test_exit_code();
+}
