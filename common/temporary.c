@@ -66,6 +66,7 @@ void temporary_hold(const char* tmp) {
     static int installed = 0;
     if (!installed) {
         installed = 1;
+        atexit(temporary_remove_held);   // a program that dies leaves none either
         for (size_t i = 0; i < sizeof cleanup_signals / sizeof *cleanup_signals; i++) {
             struct sigaction old, sa = {0};
             if (sigaction(cleanup_signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL) continue;

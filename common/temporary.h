@@ -1,6 +1,6 @@
 // common/temporary.h: the temporary siblings that files and folders are written through
 // (PATH.tmpPID, renamed over PATH once complete). A process's own temporaries are removed when
-// SIGINT or SIGTERM ends it, and those left by dead processes (SIGKILL, a crash) when the next
+// it exits without completing them or SIGINT or SIGTERM ends it, and those left by dead processes (SIGKILL, a crash) when the next
 // writer of the same path starts.
 #ifndef FLASHGPT_TEMPORARY_H
 #define FLASHGPT_TEMPORARY_H
