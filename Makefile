@@ -1,7 +1,7 @@
 # flashgpt build.
 #   make            build every program (works without a GPU: compile and link only)
 #   make test       build and run every test (GPU tests report SKIPPED without a CUDA device)
-#   make train      fetch and prepare tinyshakespeare, train a small GPT on it (TEXT=path: a local text)
+#   make train      prepare tinyshakespeare, train a small GPT on it (TEXT=path: another text)
 #   make bench      build and run the benchmarks
 #   make clean
 # CUDA code targets Hopper by default; pick another GPU with e.g. GPU_ARCH="-arch=sm_80".
@@ -13,10 +13,12 @@ CFLAGS   ?= -O3 -Wall -Wextra -Wno-unused-parameter
 NVFLAGS  ?= -O3 -std=c++17 $(GPU_ARCH) -Xcompiler -Wall
 CUDA_LIBS = -lcublas -lcublasLt
 BUILD    := build
-# make train downloads tinyshakespeare unless TEXT names a local text file; tests and
-# benchmarks read TEST_TEXT (and skip what needs it when it is not there).
+# The project carries tinyshakespeare compressed (texts/); it is unpacked into the build folder
+# when needed. make train uses it unless TEXT names another text file; tests and benchmarks read
+# TEST_TEXT (and skip what needs it when it is not there).
+DEFAULT_TEXT := $(BUILD)/texts/tinyshakespeare.txt
 TEXT      ?=
-TEST_TEXT ?= ../shared/data/tinyshakespeare.txt
+TEST_TEXT ?= $(DEFAULT_TEXT)
 
 # Plain C libraries: common/, tokenizer/, data/, distributed/. The programs sit above them.
 C_LIB_SRC := $(wildcard common/*.c tokenizer/*.c data/*.c distributed/*.c)
@@ -81,18 +83,23 @@ endif
 all: $(CPU_PROGRAMS) $(GPU_PROGRAMS)
 
 # test_gpt runs the train_gpt program (a resume), so the programs are built first.
-test: $(CPU_TESTS) $(GPU_TESTS) $(PYTHON_DEP) $(CPU_PROGRAMS) $(GPU_PROGRAMS)
+test: $(CPU_TESTS) $(GPU_TESTS) $(CPU_PROGRAMS) $(GPU_PROGRAMS) $(PYTHON_DEP) $(DEFAULT_TEXT)
 	@PYTHON=$(PYTHON) BUILD=$(BUILD) TEXT="$(TEST_TEXT)" UNBUILT_GPU_TESTS="$(UNBUILT_GPU_TESTS)" \
 	    tests/run_tests.sh $(CPU_TESTS) $(GPU_TESTS)
 
-train: all
+train: all $(DEFAULT_TEXT)
 	TEXT="$(TEXT)" scripts/train_tinyshakespeare.sh
 
-bench: $(CPU_BENCHES) $(GPU_BENCHES) $(CPU_PROGRAMS)
+bench: $(CPU_BENCHES) $(GPU_BENCHES) $(CPU_PROGRAMS) $(DEFAULT_TEXT)
 	@FLASHGPT_TEXT="$(TEST_TEXT)" bench/run_bench.sh $(CPU_BENCHES) $(GPU_BENCHES)
 
 clean:
 	rm -rf $(BUILD) $(CPU_PROGRAMS) train_gpt generate
+
+# Unpacked through a temporary name, so an interrupted gzip never leaves a partial text.
+$(BUILD)/texts/%.txt: texts/%.txt.gz
+	@mkdir -p $(dir $@)
+	gzip -dc $< > $@.tmp && mv $@.tmp $@
 
 $(PYTHON_DEP):
 	@(python3 -m venv .venv && .venv/bin/pip install --quiet numpy && touch $@) || \

@@ -3,9 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include "data/shard.h"
 #include "tokenizer/tokenizer.h"
+#include "common/atomic_file.h"
 #include "common/read_file.h"
 
 static const char* usage =
@@ -17,7 +19,10 @@ static const char* usage =
     "        <|endoftext|>) on FILE and writes it to TOK; fewer ids if FILE runs out of pairs\n"
     "encode  writes the tokens of FILE (exactly its bytes, no <|endoftext|> added) to SHARD,\n"
     "        with a tokenizer file or with GPT-2's encoder.json and vocab.bpe\n"
-    "decode  writes the text of the tokens in SHARD to stdout\n";
+    "decode  writes the text of the tokens in SHARD to stdout\n"
+    "\n"
+    "Shards record the tokenizer that made them; decode refuses one made by another.\n"
+    "An output may not be one of the inputs.\n";
 
 typedef struct {
     const char* input;
@@ -62,6 +67,21 @@ static void require(const char* cmd, const char* value, const char* flag) {
     if (!value) die("bpe %s: %s is required (see bpe --help)", cmd, flag);
 }
 
+// Refuses --out when it is the same file as an input: writing it would destroy the input.
+static void refuse_same(const char* cmd, const char* out, const char* input, const char* flag) {
+    struct stat a, b;
+    if (input && stat(out, &a) == 0 && stat(input, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino) {
+        die("bpe %s: --out %s is the same file as %s %s", cmd, out, flag, input);
+    }
+}
+
+// Refuses an --out that cannot be written, before the work rather than after it.
+static void check_out(const char* cmd, const char* out) {
+    char err[ERR_LEN];
+    if (atomic_check(out, err) != 0) die("bpe %s: --out %s", cmd, err);
+}
+
 static Tokenizer* load_tokenizer(const char* cmd, const Args* a) {
     if (!a->tokenizer == !a->gpt2_json) die("bpe %s: give either --tokenizer or --gpt2 (see bpe --help)", cmd);
     char err[ERR_LEN];
@@ -80,6 +100,8 @@ static int train(int argc, char** argv) {
     long vocab_size = strtol(a.vocab_size, &end, 10);
     if (*a.vocab_size == 0 || *end || vocab_size < 257 || vocab_size > TOKENIZER_MAX_VOCAB)
         die("bpe train: --vocab-size '%s' is not an integer in [257, %d]", a.vocab_size, TOKENIZER_MAX_VOCAB);
+    refuse_same("train", a.out, a.input, "--input");
+    check_out("train", a.out);
     char err[ERR_LEN];
     size_t len;
     unsigned char* text = read_file(a.input, &len, err);
@@ -99,6 +121,11 @@ static int encode(int argc, char** argv) {
     Args a = parse_args("encode", argc, argv, "--tokenizer --gpt2 --input --out");
     require("encode", a.input, "--input");
     require("encode", a.out, "--out");
+    refuse_same("encode", a.out, a.input, "--input");
+    refuse_same("encode", a.out, a.tokenizer, "--tokenizer");
+    refuse_same("encode", a.out, a.gpt2_json, "--gpt2");
+    refuse_same("encode", a.out, a.gpt2_bpe, "--gpt2");
+    check_out("encode", a.out);
     Tokenizer* t = load_tokenizer("encode", &a);
     char err[ERR_LEN];
     size_t len;
@@ -109,7 +136,9 @@ static int encode(int argc, char** argv) {
     double t0 = seconds();
     size_t n = tokenizer_encode(t, text, len, ids);
     double dt = seconds() - t0;
-    if (shard_write(a.out, ids, n, tokenizer_vocab_size(t), err)) die("bpe encode: %s", err);
+    if (shard_write_tagged(a.out, ids, n, tokenizer_vocab_size(t), tokenizer_fingerprint(t), err)) {
+        die("bpe encode: %s", err);
+    }
     fprintf(stderr, "bpe encode: %zu bytes -> %zu tokens (%.2f bytes/token) in %.2f s -> %s\n", len, n,
             n ? (double)len / n : 0.0, dt, a.out);
     free(ids);
@@ -124,7 +153,7 @@ static int decode(int argc, char** argv) {
     Tokenizer* t = load_tokenizer("decode", &a);
     char err[ERR_LEN];
     size_t n;
-    int* ids = shard_read(a.input, &n, tokenizer_vocab_size(t), err);
+    int* ids = shard_read(a.input, &n, tokenizer_vocab_size(t), tokenizer_fingerprint(t), err);
     if (!ids) die("bpe decode: %s", err);
     size_t len = tokenizer_decode(t, ids, n, NULL);
     unsigned char* text = malloc(len ? len : 1);

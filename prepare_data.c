@@ -2,13 +2,19 @@
 // Each document (an input file, or with --split-blank-lines each paragraph ending in a blank
 // line) becomes <|endoftext|> followed by its tokens, as llm.c prepares tinyshakespeare. The
 // last documents, about --val-fraction of them, are held out for validation. The tokenizer is
-// trained on the training documents or loaded, and saved beside the shards as tokenizer.bin.
+// trained on the training documents or loaded, and saved beside the shards as tokenizer.bin;
+// every shard records its fingerprint. The dataset is built in a temporary sibling folder that
+// replaces --out-dir in one step once complete, so a failed or interrupted run leaves the old
+// dataset as it was, and a new folder only appears finished.
 // Input files are mapped, not read into memory, and encoded a piece at a time, so memory stays
 // bounded by the shard size.
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,7 +23,9 @@
 
 #include "data/shard.h"
 #include "tokenizer/tokenizer.h"
+#include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/temporary.h"
 
 #define PIECE_BYTES (1 << 20)              // text encoded per tokenizer call
 #define PROGRESS_MIN_BYTES (64LL << 20)    // inputs at least this large show progress
@@ -28,8 +36,9 @@ static void usage(FILE* f) {
         "                    --gpt2 ENCODER_JSON VOCAB_BPE) [options] TEXT_FILE...\n"
         "Tokenizes text files into token shards DIR/train_000000.bin ... and DIR/val_000000.bin\n"
         "... (llm.c format). Every document starts with <|endoftext|>; a document is one input\n"
-        "file, or with --split-blank-lines one paragraph. Older shards of the same names beyond\n"
-        "the ones written are removed.\n"
+        "file, or with --split-blank-lines one paragraph. The whole dataset is built beside DIR\n"
+        "and then replaces it, so a failed or interrupted run leaves DIR as it was; files in DIR\n"
+        "that are not the dataset's are kept.\n"
         "  --out-dir DIR          where the shards and the tokenizer used (DIR/tokenizer.bin)\n"
         "                         go; made if missing\n"
         "  --vocab-size N         train a BPE tokenizer of N ids on the training documents\n"
@@ -59,6 +68,20 @@ typedef struct {
     const unsigned char* text;
     size_t len;
 } InputFile;
+
+// The mapped input being read. A file that shrinks under its mapping raises SIGBUS on the next
+// read past its new end; the handler says which file, where a default SIGBUS would say nothing.
+static const char* volatile reading;
+
+static void on_sigbus(int sig) {
+    static const char a[] = "error: ", b[] = ": the file shrank while it was being read\n";
+    const char* path = reading ? reading : "an input file";
+    (void)!write(2, a, sizeof a - 1);
+    (void)!write(2, path, strlen(path));
+    (void)!write(2, b, sizeof b - 1);
+    temporary_remove_held();
+    _exit(1);
+}
 
 static InputFile map_input(const char* path) {
     int fd = open(path, O_RDONLY);
@@ -125,6 +148,7 @@ typedef struct {
     const char* dir;
     const char* split;   // "train" or "val"
     int vocab_size;
+    uint64_t fingerprint;
     int* buf;            // (cap,)
     size_t n, cap;
     int n_shards;
@@ -141,7 +165,7 @@ static void sink_flush(ShardSink* s) {
     if (s->n == 0) return;
     char path[4096], err[ERR_LEN];
     shard_name(path, sizeof(path), s, s->n_shards);
-    if (shard_write(path, s->buf, s->n, s->vocab_size, err) != 0) die("%s", err);
+    if (shard_write_tagged(path, s->buf, s->n, s->vocab_size, s->fingerprint, err) != 0) die("%s", err);
     s->n_shards++;
     s->n = 0;
 }
@@ -175,49 +199,45 @@ static void add_tokens(ShardSink* sink, const ShardSink* train, int64_t* train_c
     sink_push(sink, tokens, n);
 }
 
-// Removes DIR/split_NNNNNN.bin from index n_shards on, left by an earlier, larger run.
-static void remove_stale_shards(const ShardSink* s) {
-    char path[4096];
-    for (int i = s->n_shards;; i++) {
-        shard_name(path, sizeof(path), s, i);
-        if (unlink(path) != 0) break;
-    }
+// Whether name is one of a dataset's files, or a temporary left while writing one.
+static int dataset_file(const char* name) {
+    return !fnmatch("tokenizer.bin*", name, 0) || !fnmatch("train_*.bin*", name, 0) ||
+           !fnmatch("val_*.bin*", name, 0);
 }
 
-static void make_dirs(const char* dir) {
-    char path[4096];
-    if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
-        die("--out-dir %s: path too long", dir);
-    }
-    for (char* p = path + 1;; p++) {
-        if (*p == '/' || *p == 0) {
-            char saved = *p;
-            *p = 0;
-            if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-                die("--out-dir %s: cannot create %s: %s", dir, path, strerror(errno));
-            }
-            *p = saved;
-            if (saved == 0) break;
+// The files in the existing out_dir that are not the dataset's move on with it: linked into the
+// new folder (link = 1), or only checked for that, before the long work (link = 0). A folder in
+// it is refused: it would be lost with the old dataset.
+static void keep_other_files(const char* out_dir, const char* new_dir, int link_them) {
+    DIR* d = opendir(out_dir);
+    if (!d) return;   // a new dataset
+    struct dirent* e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || dataset_file(e->d_name)) {
+            continue;
+        }
+        char from[4096], to[4096];
+        snprintf(from, sizeof from, "%s/%s", out_dir, e->d_name);
+        snprintf(to, sizeof to, "%s/%s", new_dir, e->d_name);
+        struct stat st;
+        if (lstat(from, &st) != 0 || S_ISDIR(st.st_mode)) {
+            die("--out-dir %s holds the folder %s, which replacing the dataset would remove; "
+                "give the dataset a folder of its own", out_dir, e->d_name);
+        }
+        if (link_them && link(from, to) != 0) {
+            die("--out-dir %s: cannot keep %s in the new dataset: %s", out_dir, e->d_name,
+                strerror(errno));
         }
     }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) die("--out-dir %s: not a directory", dir);
-    if (access(dir, W_OK | X_OK) != 0) die("--out-dir %s: not writable: %s", dir, strerror(errno));
+    closedir(d);
 }
 
-// Saves the tokenizer as DIR/tokenizer.bin, unless it was loaded from that very file.
-static void save_tokenizer(const Tokenizer* tok, const char* out_dir, const char* loaded_from) {
+static void save_tokenizer(const Tokenizer* tok, const char* dir) {
     char path[4096], err[ERR_LEN];
-    if (snprintf(path, sizeof(path), "%s/tokenizer.bin", out_dir) >= (int)sizeof(path)) {
-        die("--out-dir %s: path too long", out_dir);
-    }
-    struct stat a, b;
-    if (loaded_from && stat(loaded_from, &a) == 0 && stat(path, &b) == 0 &&
-        a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
-        return;
+    if (snprintf(path, sizeof(path), "%s/tokenizer.bin", dir) >= (int)sizeof(path)) {
+        die("--out-dir %s: path too long", dir);
     }
     if (tokenizer_save(tok, path, err) != 0) die("%s", err);
-    fprintf(stderr, "prepare_data: saved the tokenizer to %s\n", path);
 }
 
 // Trains on the training documents only: a prefix of the concatenated inputs.
@@ -231,6 +251,7 @@ static Tokenizer* train_tokenizer(const InputFile* files, int n_inputs, int64_t 
     int64_t doc = 0;
     for (int i = 0; i < n_inputs && doc < n_train_docs; i++) {
         size_t pos = 0;
+        reading = files[i].path;
         while (pos < files[i].len && doc < n_train_docs) {
             pos = document_end(&files[i], pos, split);
             doc++;
@@ -293,11 +314,13 @@ int main(int argc, char** argv) {
         die("give exactly one of --vocab-size, --tokenizer, --gpt2; see --help");
     }
     if (n_inputs == 0) die("no input text file; see --help");
+    signal(SIGBUS, on_sigbus);
 
     InputFile* files = malloc((size_t)n_inputs * sizeof(InputFile));
     int64_t n_docs = 0, total_bytes = 0;
     for (int i = 0; i < n_inputs; i++) {
         files[i] = map_input(inputs[i]);
+        reading = inputs[i];
         total_bytes += (int64_t)files[i].len;
         for (size_t pos = 0; pos < files[i].len; n_docs++) {
             pos = document_end(&files[i], pos, split);
@@ -307,24 +330,27 @@ int main(int argc, char** argv) {
     int64_t n_val = (int64_t)llround(val_fraction * (double)n_docs);
     if (val_fraction > 0 && n_val == 0) n_val = 1;
     if (n_val >= n_docs) {
-        die("--val-fraction %g: %lld document(s) are too few to hold some out (split them with "
-            "--split-blank-lines, give more files, or use --val-fraction 0)", val_fraction,
-            (long long)n_docs);
+        die("--val-fraction %g: %lld document(s) are too few to hold some out (%sgive more files, "
+            "or use --val-fraction 0)", val_fraction, (long long)n_docs,
+            split ? "" : "split them with --split-blank-lines, ");
     }
     int64_t n_train_docs = n_docs - n_val;
-    make_dirs(out_dir);   // before training, which can take long
+    // The output checks come before training, which can take long.
+    char err[ERR_LEN], new_dir[4096];
+    keep_other_files(out_dir, NULL, 0);
+    if (atomic_dir_open(out_dir, new_dir, sizeof new_dir, err) != 0) die("--out-dir %s", err);
 
-    char err[ERR_LEN];
     Tokenizer* tok;
     if (vocab_size > 0) tok = train_tokenizer(files, n_inputs, n_train_docs, split, vocab_size);
     else if (tokenizer_path) tok = tokenizer_load(tokenizer_path, err);
     else tok = tokenizer_load_gpt2(gpt2_json, gpt2_bpe, err);
     if (!tok) die("%s", err);
-    save_tokenizer(tok, out_dir, tokenizer_path);
+    save_tokenizer(tok, new_dir);
     int V = tokenizer_vocab_size(tok), eot = tokenizer_eot(tok);
+    uint64_t fingerprint = tokenizer_fingerprint(tok);
 
-    ShardSink train = {out_dir, "train", V, NULL, 0, (size_t)shard_tokens, 0, 0};
-    ShardSink val = {out_dir, "val", V, NULL, 0, (size_t)shard_tokens, 0, 0};
+    ShardSink train = {new_dir, "train", V, fingerprint, NULL, 0, (size_t)shard_tokens, 0, 0};
+    ShardSink val = {new_dir, "val", V, fingerprint, NULL, 0, (size_t)shard_tokens, 0, 0};
     train.buf = malloc((size_t)shard_tokens * sizeof(int));
     val.buf = malloc((size_t)shard_tokens * sizeof(int));
     int* piece_tokens = malloc(PIECE_BYTES * sizeof(int));
@@ -339,6 +365,7 @@ int main(int argc, char** argv) {
     int last_percent = -1;
     for (int i = 0; i < n_inputs; i++) {
         const InputFile* f = &files[i];
+        reading = f->path;
         for (size_t pos = 0; pos < f->len; doc++) {
             size_t end = document_end(f, pos, split);
             ShardSink* sink = doc < n_train_docs ? &train : &val;
@@ -363,8 +390,9 @@ int main(int argc, char** argv) {
     if (show_progress) fprintf(stderr, "\n");
     sink_flush(&train);
     sink_flush(&val);
-    remove_stale_shards(&train);
-    remove_stale_shards(&val);
+    keep_other_files(out_dir, new_dir, 1);
+    if (atomic_dir_close(new_dir, out_dir, 1, err) != 0) die("--out-dir %s", err);
+    fprintf(stderr, "prepare_data: wrote %s/tokenizer.bin and the shards\n", out_dir);
 
     printf("documents: %lld train, %lld val (%s)\n", (long long)n_train_docs, (long long)n_val,
            split ? "paragraphs" : "files");

@@ -1,6 +1,8 @@
 // common/atomic_file.h: every file the project writes goes to a temporary sibling first and is
 // renamed over its path once complete and on disk, so a reader or a crash sees the old file or
-// the whole new one.
+// the whole new one; a folder of files that belong together (a dataset) is made the same way. A symbolic link is followed (the file it names is replaced, the link
+// stays); a path that names a device, a FIFO or a socket is written in place, never renamed
+// over; a directory is refused.
 #ifndef FLASHGPT_ATOMIC_FILE_H
 #define FLASHGPT_ATOMIC_FILE_H
 
@@ -10,12 +12,25 @@
 extern "C" {
 #endif
 
-// The temporary file for path (its name into tmp, tmp_len bytes), or NULL with err.
+// Says whether path could be written, without writing: for a program to check its outputs
+// before long work. 0, or -1 with err.
+int atomic_check(const char* path, char* err);
+
+// The stream to write path's new content to, and in tmp (tmp_len bytes) the temporary it goes
+// to ("" when path is written in place), or NULL with err.
 FILE* atomic_open(const char* path, char* tmp, size_t tmp_len, char* err);
 
 // ok says whether every write to f succeeded. Flushes f to disk and renames it into place;
 // otherwise removes it. 0, or -1 with err.
 int atomic_close(FILE* f, const char* tmp, const char* path, int ok, char* err);
+
+// A new, empty temporary folder beside the folder path (its name into tmp, tmp_len bytes), the
+// folders above path made if missing; path may not exist yet. 0, or -1 with err.
+int atomic_dir_open(const char* path, char* tmp, size_t tmp_len, char* err);
+
+// ok says whether the folder tmp was completed. Puts it at path in one step, then removes the
+// folder that was there; otherwise removes tmp. 0, or -1 with err.
+int atomic_dir_close(const char* tmp, const char* path, int ok, char* err);
 
 #ifdef __cplusplus
 }

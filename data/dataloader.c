@@ -22,6 +22,8 @@
 struct DataLoader {
     int B, T, rank, world_size, shuffle, vocab_size;
     uint64_t seed;
+    uint64_t fingerprint;      // the shards' tokenizer; 0: unknown
+    int fingerprint_from;      // the first shard that records it
     int n_shards;
     char** paths;              // (n_shards,)
     ShardHeader* headers;      // (n_shards,)
@@ -105,6 +107,22 @@ static int check_shard(DataLoader* dl, int s, char* err) {
     return rc;
 }
 
+// Shard s must have been made by the same tokenizer as the shards before it.
+static int check_fingerprint(DataLoader* dl, int s, char* err) {
+    const ShardHeader* h = &dl->headers[s];
+    if (!h->fingerprint) return 0;
+    if (!dl->fingerprint) {
+        dl->fingerprint = h->fingerprint;
+        dl->fingerprint_from = s;
+        return 0;
+    }
+    if (h->fingerprint == dl->fingerprint) return 0;
+    set_err(err, "%s: made by another tokenizer than %s (fingerprints %016llx and %016llx)",
+            dl->paths[s], dl->paths[dl->fingerprint_from], (unsigned long long)h->fingerprint,
+            (unsigned long long)dl->fingerprint);
+    return -1;
+}
+
 DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int world_size,
                             int shuffle, uint64_t seed, int vocab_size, char* err) {
     if (B < 1 || T < 1 || (int64_t)B * T > INT32_MAX - 1) {
@@ -169,6 +187,7 @@ DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int wor
         }
         int rc = shard_read_header(fd, dl->paths[s], vocab_size, &dl->headers[s], err);
         close(fd);
+        if (rc == 0) rc = check_fingerprint(dl, s, err);
         if (rc != 0 || check_shard(dl, s, err) != 0) {
             dataloader_close(dl);
             return NULL;
@@ -232,6 +251,14 @@ int dataloader_next(DataLoader* dl, int* inputs, int* targets, char* err) {
 }
 
 int64_t dataloader_batches_per_epoch(const DataLoader* dl) { return dl->batches_per_epoch; }
+
+uint64_t dataloader_fingerprint(const DataLoader* dl) { return dl->fingerprint; }
+
+int dataloader_check_fingerprint(const DataLoader* dl, uint64_t expected, char* err) {
+    if (!dl->fingerprint) return 0;
+    return shard_check_fingerprint(&dl->headers[dl->fingerprint_from],
+                                   dl->paths[dl->fingerprint_from], expected, err);
+}
 
 void dataloader_reset(DataLoader* dl) {
     dl->state.epoch = 0;

@@ -27,9 +27,18 @@ typedef struct DataLoader DataLoader;
 
 // vocab_size: every token must be < vocab_size (a clear error otherwise).
 // Returns NULL with err for a missing file, a bad header, a truncated file, an id outside the
-// vocabulary, or too little data for one batch per rank.
+// vocabulary, shards made by different tokenizers (their fingerprints, data/shard.h; shards
+// without one, such as llm.c's, go with any), or too little data for one batch per rank.
 DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int world_size,
                             int shuffle, uint64_t seed, int vocab_size, char* err);
+
+// The fingerprint of the tokenizer that made the shards, 0 when none of them records it.
+uint64_t dataloader_fingerprint(const DataLoader* dl);
+
+// Refuses shards made by another tokenizer than the one of fingerprint expected (the caller's
+// tokenizer_fingerprint, or another loader's dataloader_fingerprint); 0 or shards without a
+// fingerprint pass. 0, or -1 with err naming a shard.
+int dataloader_check_fingerprint(const DataLoader* dl, uint64_t expected, char* err);
 
 // Fills inputs and targets, each (B, T). Returns 0, or -1 with err (e.g. a shard changed).
 int dataloader_next(DataLoader* dl, int* inputs, int* targets, char* err);

@@ -1,5 +1,6 @@
 // data/shard.c: reading and writing token shards (format in shard.h, compatible with llm.c).
-// File: header int32[256] = [magic, version, n_tokens, vocab_size or 0, 0...], then
+// File: header int32[256] = [magic, version, n_tokens, vocab_size or 0, fingerprint low, high,
+// 0...], then
 // tokens (n_tokens,) as uint16 (version 1) or uint32 (version 2), little-endian.
 #include "data/shard.h"
 #include "common/atomic_file.h"
@@ -29,7 +30,8 @@ static ssize_t pread_full(int fd, void* buf, size_t count, int64_t offset) {
     return (ssize_t)done;
 }
 
-int shard_write(const char* path, const int* tokens, size_t n, int vocab_size, char* err) {
+int shard_write_tagged(const char* path, const int* tokens, size_t n, int vocab_size,
+                       uint64_t fingerprint, char* err) {
     if (vocab_size <= 0) {
         set_err(err, "%s: vocabulary size %d must be positive", path, vocab_size);
         return -1;
@@ -46,7 +48,9 @@ int shard_write(const char* path, const int* tokens, size_t n, int vocab_size, c
         }
     }
     int version = vocab_size <= 65536 ? SHARD_VERSION_U16 : SHARD_VERSION_U32;
-    int32_t header[SHARD_HEADER_INTS] = {SHARD_MAGIC, version, (int32_t)n, vocab_size};
+    int32_t header[SHARD_HEADER_INTS] = {SHARD_MAGIC, version, (int32_t)n, vocab_size,
+                                         (int32_t)(uint32_t)fingerprint,
+                                         (int32_t)(uint32_t)(fingerprint >> 32)};
 
     char tmp[4096];
     FILE* f = atomic_open(path, tmp, sizeof(tmp), err);
@@ -68,6 +72,10 @@ int shard_write(const char* path, const int* tokens, size_t n, int vocab_size, c
         ok = fwrite(buf, token_bytes(version), m, f) == m;
     }
     return atomic_close(f, tmp, path, ok, err);
+}
+
+int shard_write(const char* path, const int* tokens, size_t n, int vocab_size, char* err) {
+    return shard_write_tagged(path, tokens, n, vocab_size, 0, err);
 }
 
 int shard_read_header(int fd, const char* path, int vocab_size, ShardHeader* h, char* err) {
@@ -100,6 +108,7 @@ int shard_read_header(int fd, const char* path, int vocab_size, ShardHeader* h, 
     h->version = header[1];
     h->n_tokens = header[2];
     h->vocab_size = header[3];
+    h->fingerprint = (uint64_t)(uint32_t)header[4] | (uint64_t)(uint32_t)header[5] << 32;
     struct stat st;
     if (fstat(fd, &st) != 0) {
         set_err(err, "%s: cannot stat: %s", path, strerror(errno));
@@ -124,6 +133,13 @@ int shard_read_header(int fd, const char* path, int vocab_size, ShardHeader* h, 
         return -1;
     }
     return 0;
+}
+
+int shard_check_fingerprint(const ShardHeader* h, const char* path, uint64_t expected, char* err) {
+    if (!expected || !h->fingerprint || h->fingerprint == expected) return 0;
+    set_err(err, "%s: made by another tokenizer (fingerprint %016llx, expected %016llx)", path,
+            (unsigned long long)h->fingerprint, (unsigned long long)expected);
+    return -1;
 }
 
 int shard_read_tokens(int fd, const char* path, const ShardHeader* h, int64_t start,
@@ -169,7 +185,7 @@ int shard_read_tokens(int fd, const char* path, const ShardHeader* h, int64_t st
     return 0;
 }
 
-int* shard_read(const char* path, size_t* n, int vocab_size, char* err) {
+int* shard_read(const char* path, size_t* n, int vocab_size, uint64_t fingerprint, char* err) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) {
         set_err(err, "%s: cannot open: %s", path, strerror(errno));
@@ -177,7 +193,8 @@ int* shard_read(const char* path, size_t* n, int vocab_size, char* err) {
     }
     ShardHeader h;
     int* tokens = NULL;
-    if (shard_read_header(fd, path, vocab_size, &h, err) == 0) {
+    if (shard_read_header(fd, path, vocab_size, &h, err) == 0 &&
+        shard_check_fingerprint(&h, path, fingerprint, err) == 0) {
         // One extra element so that an empty shard still gets a non-NULL array.
         tokens = malloc(((size_t)h.n_tokens + 1) * sizeof(int));
         if (!tokens) {

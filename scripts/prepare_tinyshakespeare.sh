@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# Tokenizes tinyshakespeare into datasets/tinyshakespeare/: tokenizer.bin (a 4096-id BPE trained
-# on the training part), train_*.bin and val_*.bin (one document per paragraph, 10% held out).
-# Prints that directory on stdout; everything else goes to stderr. TEXT=path uses a local text
-# instead of the download. Does nothing when the outputs were made from the same text (path,
-# size and modification time) with the same options, as the stamp file prepared_from records.
+# Tokenizes a text into datasets/NAME/: tokenizer.bin (a 4096-id BPE trained on the training
+# part), train_*.bin and val_*.bin (one document per paragraph, 10% held out). The text is
+# tinyshakespeare, which the project carries (texts/, unpacked into build/texts/), or TEXT=path;
+# NAME is the text file's name without its extension, so another text never replaces the data of
+# tinyshakespeare. Prints that directory on stdout; everything else goes to stderr. Does nothing
+# when the outputs were made from the same text (path, size and modification time) with the same
+# options, as the stamp file prepared_from records.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-text=$("$root/scripts/get_tinyshakespeare.sh")
-out=$root/datasets/tinyshakespeare
+text=${TEXT:-$root/build/texts/tinyshakespeare.txt}
+if [ -z "${TEXT:-}" ] && [ ! -f "$text" ]; then
+    make -C "$root" build/texts/tinyshakespeare.txt >&2
+fi
+if [ ! -f "$text" ]; then
+    echo "error: TEXT=$text: no such file" >&2
+    exit 1
+fi
+name=$(basename "$text")
+out=$root/datasets/${name%.*}
 options=(--vocab-size 4096 --split-blank-lines)
 stamp_file=$out/prepared_from
 stamp=$(printf 'text %s\nsize and time %s\noptions %s' "$(realpath "$text")" \

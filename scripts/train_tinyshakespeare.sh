@@ -3,10 +3,12 @@
 # target of `make train`. Prepares the data first (scripts/prepare_tinyshakespeare.sh: a 4096-id
 # BPE, train and val shards), prints samples on the way, and ends by comparing the validation
 # loss with the unigram baseline (a model that ignores context). Checkpoints and the CSV log go
-# to runs/tinyshakespeare/. TEXT=path uses a local text; extra arguments go to train_gpt.
+# to runs/NAME/, NAME the text's file name without its extension (tinyshakespeare by default).
+# TEXT=path uses another text; extra arguments go to train_gpt.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-out=$root/runs/tinyshakespeare
+name=$(basename "${TEXT:-tinyshakespeare.txt}")
+out=$root/runs/${name%.*}
 mkdir -p "$out"
 
 # prepare_data prints the unigram baseline only when it runs; keep it for later runs.

@@ -8,7 +8,7 @@ BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-python3}
 export FLASHGPT_TESTDATA="$BUILD/testdata"
 export FLASHGPT_TMP="$BUILD/testtmp"
-export FLASHGPT_TEXT="${TEXT:-../shared/data/tinyshakespeare.txt}"
+export FLASHGPT_TEXT="${TEXT:-$BUILD/texts/tinyshakespeare.txt}"
 export PYTHON
 rm -rf "$FLASHGPT_TMP"
 mkdir -p "$FLASHGPT_TESTDATA" "$FLASHGPT_TMP"
@@ -43,8 +43,9 @@ for gen in tests/gen_*.py; do
     fi
 done
 
-# Test programs: the built binaries given as arguments, then the Python tests (numpy only).
-for t in "$@" tests/test_*.py; do
+# Test programs: the built binaries given as arguments, the shell tests of the programs, then the
+# Python tests (numpy only).
+for t in "$@" tests/test_*.sh tests/test_*.py; do
     [ -e "$t" ] || continue
     echo "== $t"
     log="$FLASHGPT_TMP/$(basename "$t").log"
@@ -55,6 +56,7 @@ for t in "$@" tests/test_*.py; do
     fi
     case "$t" in
         *.py) "$PYTHON" "$t" 2>&1 | tee "$log" ;;
+        *.sh) bash "$t" 2>&1 | tee "$log" ;;
         *) "$t" 2>&1 | tee "$log" ;;
     esac
     status=${PIPESTATUS[0]}

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/read_file.h"
 #include "data/dataloader.h"
 #include "data/shard.h"
 #include "tests/test.h"
@@ -66,7 +67,7 @@ static void test_round_trip(const char* name, int vocab, int version) {
     CHECK(stat(path, &st) == 0 && (size_t)st.st_size == SHARD_HEADER_INTS * 4 + n * tb,
           "file size %lld", (long long)st.st_size);
     size_t m = 0;
-    int* back = shard_read(path, &m, vocab, err);
+    int* back = shard_read(path, &m, vocab, 0, err);
     CHECK(back != NULL, "read: %s", err);
     if (back) {
         CHECK(m == n, "read %zu tokens, wrote %zu", m, n);
@@ -74,7 +75,7 @@ static void test_round_trip(const char* name, int vocab, int version) {
         free(back);
     }
     // No id check asked for: the same tokens.
-    back = shard_read(path, &m, 0, err);
+    back = shard_read(path, &m, 0, 0, err);
     CHECK(back && m == n && memcmp(back, tokens, n * sizeof(int)) == 0, "read without vocab");
     free(back);
     free(tokens);
@@ -92,7 +93,7 @@ static void test_write_rules(void) {
     read_header(path, header);
     CHECK(header[1] == SHARD_VERSION_U16, "version %d for 65536 ids", header[1]);
     size_t m = 0;
-    int* back = shard_read(path, &m, 65536, err);
+    int* back = shard_read(path, &m, 65536, 0, err);
     CHECK(back && m == 2 && back[0] == 65535 && back[1] == 7, "65535 did not survive: %s", err);
     free(back);
     // An id outside the vocabulary is refused and nothing is written.
@@ -106,7 +107,7 @@ static void test_write_rules(void) {
     // An empty shard is valid.
     const char* empty = tmp_path("empty.bin");
     CHECK(shard_write(empty, ids, 0, 300, err) == 0, "empty write: %s", err);
-    back = shard_read(empty, &m, 300, err);
+    back = shard_read(empty, &m, 300, 0, err);
     CHECK(back && m == 0, "empty read: %s", err);
     free(back);
     test_end();
@@ -121,7 +122,7 @@ static void test_llmc_header(void) {
     const char* path = tmp_path("llmc_000000.bin");
     write_raw_shard(path, SHARD_MAGIC, 1, 300, 0, data, sizeof(data));
     size_t m = 0;
-    int* back = shard_read(path, &m, 50257, err);
+    int* back = shard_read(path, &m, 50257, 0, err);
     CHECK(back && m == 300, "read: %s", err);
     for (int i = 0; back && i < 300; i++) {
         if (back[i] != data[i]) { CHECK(0, "token %d: %d != %d", i, back[i], data[i]); break; }
@@ -337,8 +338,7 @@ static void test_resume(int shuffle) {
         CHECK(a.epoch == 2 && a.epoch == b.epoch && a.step_in_epoch == b.step_in_epoch,
               "states after resume differ");
         // Reset goes back to the very first batch.
-        DataLoader* fresh = dataloader_open(pattern, B, T, rank, R, shuffle, 3, STREAM_VOCAB,
-                                            err);
+        DataLoader* fresh = dataloader_open(pattern, B, T, rank, R, shuffle, 3, STREAM_VOCAB, err);
         dataloader_reset(second);
         dataloader_next(second, got, tg, err);
         if (fresh) dataloader_next(fresh, expected, tg, err);
@@ -374,7 +374,7 @@ static void expect_error(const char* what, const char* path, int B, int T, int v
 static void expect_read_error(const char* what, const char* path, int vocab, const char* word) {
     char err[ERR_LEN] = "";
     size_t n;
-    int* t = shard_read(path, &n, vocab, err);
+    int* t = shard_read(path, &n, vocab, 0, err);
     CHECK(t == NULL, "%s: shard_read succeeded", what);
     free(t);
     CHECK(strstr(err, path) && strstr(err, word), "%s: shard_read error '%s' lacks '%s' or '%s'",
@@ -493,18 +493,67 @@ static void test_changed_shard(void) {
     test_end();
 }
 
+// Shards record their tokenizer's fingerprint; the loader and shard_read refuse a mix, and
+// shards without one (llm.c's) go with any.
+static void test_fingerprints(void) {
+    test_begin("shard_fingerprint_mismatch_refused");
+    char err[ERR_LEN] = "";
+    const uint64_t mine = 0x0123456789abcdefULL, other = 0xfedcba9876543210ULL;
+    int ids[64];
+    for (int i = 0; i < 64; i++) ids[i] = i % 50;
+    CHECK(shard_write_tagged(tmp_path("fp_000000.bin"), ids, 64, 50, mine, err) == 0, "%s", err);
+    CHECK(shard_write_tagged(tmp_path("fp_000001.bin"), ids, 64, 50, mine, err) == 0, "%s", err);
+    uint16_t llmc[64];
+    for (int i = 0; i < 64; i++) llmc[i] = (uint16_t)ids[i];
+    write_raw_shard(tmp_path("fp_000002.bin"), SHARD_MAGIC, 1, 64, 0, llmc, sizeof llmc);
+    int32_t header[SHARD_HEADER_INTS];
+    read_header(tmp_path("fp_000000.bin"), header);
+    CHECK((uint32_t)header[4] == 0x89abcdefu && (uint32_t)header[5] == 0x01234567u,
+          "header slots 4, 5 hold %08x %08x", (unsigned)header[4], (unsigned)header[5]);
+
+    const char* same = tmp_path("fp_*.bin");
+    DataLoader* dl = dataloader_open(same, 2, 8, 0, 1, 0, 0, 50, err);
+    CHECK(dl && dataloader_fingerprint(dl) == mine, "one tokenizer and llm.c's: %s", err);
+    if (dl) {
+        CHECK(dataloader_check_fingerprint(dl, mine, err) == 0 &&
+              dataloader_check_fingerprint(dl, 0, err) == 0, "the right tokenizer refused: %s", err);
+        err[0] = 0;
+        CHECK(dataloader_check_fingerprint(dl, other, err) != 0 && strstr(err, "fp_000000.bin") &&
+              strstr(err, "another tokenizer"), "another tokenizer's shards: '%s'", err);
+    }
+    dataloader_close(dl);
+
+    CHECK(shard_write_tagged(tmp_path("fp_000003.bin"), ids, 64, 50, other, err) == 0, "%s", err);
+    err[0] = 0;
+    dl = dataloader_open(same, 2, 8, 0, 1, 0, 0, 50, err);
+    CHECK(!dl && strstr(err, "fp_000003.bin") && strstr(err, "fp_000000.bin"),
+          "shards of two tokenizers: '%s'", err);
+    dataloader_close(dl);
+
+    size_t n;
+    int* back = shard_read(tmp_path("fp_000003.bin"), &n, 50, mine, err);
+    CHECK(!back && strstr(err, "another tokenizer"), "shard_read of a mismatch: '%s'", err);
+    free(back);
+    back = shard_read(tmp_path("fp_000002.bin"), &n, 50, mine, err);
+    CHECK(back && n == 64, "shard_read of an llm.c shard: %s", err);
+    free(back);
+    test_end();
+}
+
 // Text to tokens to shards to batches and back: the loader's stream decodes to the text.
 static void test_text_round_trip(void) {
     const char* name = "text_tokenizer_shards_loader_round_trip";
-    const char* path = test_env("FLASHGPT_TEXT", "");
-    FILE* f = fopen(path, "rb");
-    if (!f) { test_skip(name, "FLASHGPT_TEXT not readable"); return; }
-    test_begin(name);
     char err[ERR_LEN] = "";
-    enum { TEXT_BYTES = 1 << 16 };
-    unsigned char* text = malloc(TEXT_BYTES);
-    size_t len = fread(text, 1, TEXT_BYTES, f);
-    fclose(f);
+    size_t len;
+    unsigned char* text = read_file(test_env("FLASHGPT_TEXT", ""), &len, err);
+    if (!text) {
+        char why[ERR_LEN + 32];
+        snprintf(why, sizeof why, "no TEST_TEXT: %s", err);
+        test_skip(name, why);
+        return;
+    }
+    test_begin(name);
+    if (len > 1 << 16) len = 1 << 16;
     Tokenizer* tok = tokenizer_train(text, len, 512, 0);
     CHECK(tok != NULL, "tokenizer_train failed");
     if (tok) {
@@ -566,6 +615,7 @@ int main(void) {
     test_resume(1);
     test_errors();
     test_changed_shard();
+    test_fingerprints();
     test_text_round_trip();
     return test_exit_code();
 }

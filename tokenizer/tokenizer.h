@@ -6,6 +6,7 @@
 #define FLASHGPT_TOKENIZER_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "common/error.h"
 
 #ifdef __cplusplus
@@ -24,6 +25,10 @@ Tokenizer* tokenizer_train(const unsigned char* text, size_t len, int vocab_size
 // The project's tokenizer file. Load returns NULL and writes err on any problem.
 int tokenizer_save(const Tokenizer* t, const char* path, char* err);   // 0 on success
 Tokenizer* tokenizer_load(const char* path, char* err);
+
+// A hash of the tokenizer's file content, never 0: shards record the fingerprint of the
+// tokenizer that made them (data/shard.h), so that a mismatch can be refused.
+uint64_t tokenizer_fingerprint(const Tokenizer* t);
 
 // GPT-2's encoder.json + vocab.bpe: gives GPT-2's exact token ids.
 Tokenizer* tokenizer_load_gpt2(const char* encoder_json, const char* vocab_bpe, char* err);

@@ -7,7 +7,8 @@
 //   merges        M x 3 x int32: (left, right, result) ids, lowest rank first
 //
 // so the file is exactly 32 + 4V + B + 12M bytes. Any tokenizer can be written this way, the
-// ones imported from GPT-2's files included. The reader checks the header, the file size and
+// ones imported from GPT-2's files included. The tokenizer's fingerprint is a hash of these
+// bytes, so it is the same whether the tokenizer was trained, imported or loaded. The reader checks the header, the file size and
 // then, through tokenizer_assemble, every id and every merge's bytes.
 #include <errno.h>
 #include <stdint.h>
@@ -21,25 +22,49 @@
 #define TOKENIZER_VERSION 1
 #define HEADER_INTS 8
 
-int tokenizer_save(const Tokenizer* t, const char* path, char* err) {
-    char tmp[4096];
-    FILE* f = atomic_open(path, tmp, sizeof tmp, err);
-    if (!f) return -1;
+// Hands the file's bytes, in order, to put(data, bytes, ctx), which returns 0 on failure.
+// Returns 1, or 0 as soon as put fails.
+static int serialize(const Tokenizer* t, int (*put)(const void*, size_t, void*), void* ctx) {
     int V = t->vocab_size;
     uint32_t total = t->token_offset[V];
     int32_t header[HEADER_INTS] = {TOKENIZER_MAGIC, TOKENIZER_VERSION, V, t->n_merges, t->eot,
                                    (int32_t)total, 0, 0};
-    int ok = fwrite(header, sizeof header, 1, f) == 1;
+    int ok = put(header, sizeof header, ctx);
     for (int id = 0; id < V && ok; id++) {
         uint32_t len = t->token_offset[id + 1] - t->token_offset[id];
-        ok = fwrite(&len, sizeof len, 1, f) == 1;
+        ok = put(&len, sizeof len, ctx);
     }
-    ok = ok && fwrite(t->token_bytes, 1, total, f) == total;
+    ok = ok && put(t->token_bytes, total, ctx);
     for (int r = 0; r < t->n_merges && ok; r++) {
         int32_t m[3] = {t->merges[r].left, t->merges[r].right, t->merges[r].result};
-        ok = fwrite(m, sizeof m, 1, f) == 1;
+        ok = put(m, sizeof m, ctx);
     }
-    return atomic_close(f, tmp, path, ok, err);
+    return ok;
+}
+
+static int put_file(const void* data, size_t bytes, void* f) {
+    return fwrite(data, 1, bytes, f) == bytes;
+}
+
+int tokenizer_save(const Tokenizer* t, const char* path, char* err) {
+    char tmp[4096];
+    FILE* f = atomic_open(path, tmp, sizeof tmp, err);
+    if (!f) return -1;
+    return atomic_close(f, tmp, path, serialize(t, put_file, f), err);
+}
+
+// FNV-1a, 64 bits.
+static int put_hash(const void* data, size_t bytes, void* h) {
+    uint64_t x = *(uint64_t*)h;
+    for (size_t i = 0; i < bytes; i++) x = (x ^ ((const unsigned char*)data)[i]) * 0x100000001b3ULL;
+    *(uint64_t*)h = x;
+    return 1;
+}
+
+uint64_t tokenizer_fingerprint(const Tokenizer* t) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    serialize(t, put_hash, &h);
+    return h ? h : 1;   // 0 means "no fingerprint" in a shard
 }
 
 Tokenizer* tokenizer_load(const char* path, char* err) {

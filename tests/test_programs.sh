@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# tests/test_programs.sh: bpe and prepare_data against what can go wrong around their files: a
+# dataset rebuilt under a write error or a kill, outputs that are FIFOs, symbolic links,
+# folders or inputs, shards read with another tokenizer, leftover temporaries, an input that
+# shrinks while read. Needs ./bpe and ./prepare_data; prints PASS / FAIL lines like tests/test.h.
+set -u
+cd "$(dirname "$0")/.."
+tmp=${FLASHGPT_TMP:-/tmp}/programs
+rm -rf "$tmp"
+mkdir -p "$tmp"
+failures=0
+case_name=
+case_failed=0
+begin() { case_name=$1; case_failed=0; }
+check() {  # check <what> <command...>: fails the case when the command fails
+    local what=$1; shift
+    if ! "$@" >/dev/null 2>&1; then
+        [ "$case_failed" = 0 ] && echo "FAIL $case_name: $what" || echo "    also: $what"
+        case_failed=1
+    fi
+}
+end() {
+    if [ "$case_failed" = 0 ]; then echo "PASS $case_name"; else failures=$((failures + 1)); fi
+}
+has() { grep -q -- "$2" "$1"; }
+not() { ! "$@"; }
+
+# Text made here, so the cases need no file from elsewhere: paragraphs of words.
+make_text() {  # make_text <path> <paragraphs> <seed>
+    awk -v n="$2" -v s="$3" 'BEGIN { srand(s); split("the of and to in a is that for it as was with be by on not he this are or his from", w)
+        for (p = 0; p < n; p++) { for (l = 0; l < 4; l++) { line = ""
+            for (k = 0; k < 9; k++) line = line w[int(rand() * 22) + 1] " "; print line }
+            print "" } }' > "$1"
+}
+make_text "$tmp/a.txt" 400 1
+make_text "$tmp/b.txt" 400 2
+for i in $(seq 40); do cat "$tmp/b.txt"; done > "$tmp/big.txt"
+sums() { (cd "$1" && cksum tokenizer.bin train_*.bin val_*.bin) 2>&1; }
+# The old dataset in $tmp/ds decodes to the text it was made from.
+intact() {
+    [ "$(sums "$tmp/ds")" = "$old_sums" ] && [ ! -e "$tmp/ds.tmp"* ] &&
+        ./bpe decode --tokenizer "$tmp/ds/tokenizer.bin" --input "$tmp/ds/train_000000.bin" |
+        grep -q "$(sed -n 1p "$tmp/a.txt")"
+}
+./prepare_data --out-dir "$tmp/ds" --vocab-size 300 --split-blank-lines "$tmp/a.txt" >/dev/null 2>&1
+old_sums=$(sums "$tmp/ds")
+# Waits until prepare_data, started as $!, has written some shards of its new dataset.
+wait_for_shards() {
+    for _ in $(seq 500); do
+        ls "$1".tmp*/train_000003.bin >/dev/null 2>&1 && return 0
+        sleep 0.01
+    done
+    return 1
+}
+
+begin "prepare_data_write_error_keeps_the_old_dataset"
+(ulimit -f 64; trap '' XFSZ; exec ./prepare_data --out-dir "$tmp/ds" --vocab-size 400 \
+    --split-blank-lines --shard-tokens 100000 "$tmp/big.txt") >/dev/null 2>"$tmp/err"
+check "the write error went unnoticed" test $? -ne 0
+check "no one-line error: $(cat "$tmp/err" | tail -1)" has "$tmp/err" "^error: .*write failed"
+check "the old dataset changed or a temporary is left" intact
+end
+
+begin "prepare_data_sigterm_keeps_the_old_dataset"
+./prepare_data --out-dir "$tmp/ds" --vocab-size 400 --split-blank-lines --shard-tokens 2000 "$tmp/big.txt" >/dev/null 2>&1 &
+pid=$!
+check "no shard was written before the kill" wait_for_shards "$tmp/ds"
+kill -TERM $pid; wait $pid
+check "the old dataset changed or a temporary is left" intact
+end
+
+begin "prepare_data_sigkill_keeps_the_old_dataset"
+./prepare_data --out-dir "$tmp/ds" --vocab-size 400 --split-blank-lines --shard-tokens 2000 "$tmp/big.txt" >/dev/null 2>&1 &
+pid=$!
+check "no shard was written before the kill" wait_for_shards "$tmp/ds"
+kill -KILL $pid; wait $pid 2>/dev/null
+check "the old dataset changed" test "$(sums "$tmp/ds")" = "$old_sums"
+check "the unfinished one is not beside it" test -d "$tmp/ds.tmp$pid"
+./prepare_data --out-dir "$tmp/ds" --vocab-size 300 --split-blank-lines "$tmp/a.txt" >/dev/null 2>&1
+check "the next run left the dead run's folder" test ! -e "$tmp/ds.tmp$pid"
+old_sums=$(sums "$tmp/ds")
+check "the rebuilt dataset differs or does not decode" intact
+end
+
+begin "prepare_data_interrupted_new_folder_does_not_look_finished"
+./prepare_data --out-dir "$tmp/new" --vocab-size 400 --split-blank-lines --shard-tokens 2000 "$tmp/big.txt" >/dev/null 2>&1 &
+pid=$!
+check "no shard was written before the kill" wait_for_shards "$tmp/new"
+# TERM, not INT: a background job of a script ignores SIGINT.
+kill -TERM $pid; wait $pid
+check "the folder exists" test ! -e "$tmp/new"
+check "a temporary is left" test ! -e "$tmp/new.tmp$pid"
+end
+
+begin "prepare_data_keeps_other_files_and_replaces_shards"
+echo notes > "$tmp/ds/notes.txt"
+./prepare_data --out-dir "$tmp/ds" --vocab-size 300 --shard-tokens 100 --val-fraction 0 \
+    "$tmp/b.txt" >/dev/null 2>&1
+check "notes.txt lost" grep -q notes "$tmp/ds/notes.txt"
+./prepare_data --out-dir "$tmp/ds" --vocab-size 300 --val-fraction 0 "$tmp/b.txt" >/dev/null 2>&1
+check "old shards left beside the new ones" test ! -e "$tmp/ds/train_000001.bin"
+check "an old val shard left" test ! -e "$tmp/ds/val_000000.bin"
+end
+
+begin "prepare_data_input_shrinking_is_an_error"
+cp "$tmp/big.txt" "$tmp/shrinks.txt"
+./prepare_data --out-dir "$tmp/shrunk" --vocab-size 300 --split-blank-lines --shard-tokens 2000 "$tmp/shrinks.txt" \
+    >/dev/null 2>"$tmp/err" &
+pid=$!
+check "no shard was written before the shrink" wait_for_shards "$tmp/shrunk"
+truncate -s 100 "$tmp/shrinks.txt"
+wait $pid
+check "it did not fail" test $? -ne 0
+check "no line names the file: $(tail -1 "$tmp/err")" has "$tmp/err" "^error: .*shrinks.txt: the file shrank"
+check "a temporary is left" test ! -e "$tmp/shrunk.tmp$pid"
+end
+
+begin "prepare_data_val_fraction_advice"
+printf 'one paragraph only\n' > "$tmp/one.txt"
+./prepare_data --out-dir "$tmp/one" --vocab-size 300 --split-blank-lines "$tmp/one.txt" 2>"$tmp/err"
+check "the error suggests the flag that was given" test -z "$(grep -- --split-blank-lines "$tmp/err")"
+./prepare_data --out-dir "$tmp/one" --vocab-size 300 "$tmp/one.txt" 2>"$tmp/err"
+check "the error does not suggest --split-blank-lines" has "$tmp/err" "--split-blank-lines"
+end
+
+./bpe train --input "$tmp/a.txt" --vocab-size 300 --out "$tmp/a.tok" 2>/dev/null
+./bpe train --input "$tmp/b.txt" --vocab-size 320 --out "$tmp/b.tok" 2>/dev/null
+
+begin "bpe_decode_refuses_another_tokenizer"
+./bpe encode --tokenizer "$tmp/a.tok" --input "$tmp/a.txt" --out "$tmp/a.bin" 2>/dev/null
+./bpe decode --tokenizer "$tmp/a.tok" --input "$tmp/a.bin" > "$tmp/back.txt"
+check "the right tokenizer does not give the text back" cmp "$tmp/a.txt" "$tmp/back.txt"
+./bpe decode --tokenizer "$tmp/b.tok" --input "$tmp/a.bin" >/dev/null 2>"$tmp/err"
+check "another tokenizer decoded it" test $? -ne 0
+check "no line says why: $(cat "$tmp/err")" has "$tmp/err" "a.bin: made by another tokenizer"
+end
+
+begin "bpe_out_fifo_written_through"
+mkfifo "$tmp/fifo"
+cat "$tmp/fifo" > "$tmp/from_fifo" &
+reader=$!
+./bpe encode --tokenizer "$tmp/a.tok" --input "$tmp/a.txt" --out "$tmp/fifo" 2>/dev/null
+wait $reader
+check "the FIFO was replaced" test -p "$tmp/fifo"
+check "the reader did not get the shard" cmp "$tmp/from_fifo" "$tmp/a.bin"
+end
+
+begin "bpe_out_symlink_followed"
+: > "$tmp/target.bin"
+ln -s target.bin "$tmp/link.bin"
+./bpe encode --tokenizer "$tmp/a.tok" --input "$tmp/a.txt" --out "$tmp/link.bin" 2>/dev/null
+check "the link was replaced" test -L "$tmp/link.bin"
+check "the file it names did not get the shard" cmp "$tmp/target.bin" "$tmp/a.bin"
+ln -s missing.tok "$tmp/dangling.tok"
+./bpe train --input "$tmp/a.txt" --vocab-size 300 --out "$tmp/dangling.tok" 2>/dev/null
+check "a dangling link was not followed" cmp "$tmp/missing.tok" "$tmp/a.tok"
+end
+
+begin "bpe_out_directory_refused_before_training"
+./bpe train --input "$tmp/big.txt" --vocab-size 300 --out "$tmp" 2>"$tmp/err"
+check "a directory accepted" test $? -ne 0
+check "it trained first" test -z "$(grep learned "$tmp/err")"
+check "no line says why: $(cat "$tmp/err")" has "$tmp/err" "is a directory"
+./bpe train --input "$tmp/a.txt" --vocab-size 300 --out "$tmp/no/such/dir/x.tok" 2>"$tmp/err"
+check "it trained before finding --out unwritable" test -z "$(grep learned "$tmp/err")"
+end
+
+begin "bpe_output_is_never_an_input"
+cp "$tmp/a.txt" "$tmp/keep.txt"
+cp "$tmp/a.tok" "$tmp/keep.tok"
+ln -s keep.txt "$tmp/keep_link.txt"
+check "encode --out = --input accepted" \
+    not ./bpe encode --tokenizer "$tmp/a.tok" --input "$tmp/keep.txt" --out "$tmp/keep.txt"
+check "encode --out = --input through a link accepted" \
+    not ./bpe encode --tokenizer "$tmp/a.tok" --input "$tmp/keep.txt" --out "$tmp/keep_link.txt"
+check "encode --out = --tokenizer accepted" \
+    not ./bpe encode --tokenizer "$tmp/keep.tok" --input "$tmp/a.txt" --out "$tmp/keep.tok"
+check "train --out = --input accepted" \
+    not ./bpe train --input "$tmp/keep.txt" --vocab-size 300 --out "$tmp/keep.txt"
+check "the text changed" cmp "$tmp/a.txt" "$tmp/keep.txt"
+check "the tokenizer changed" cmp "$tmp/a.tok" "$tmp/keep.tok"
+end
+
+begin "stale_temporaries_of_dead_processes_removed"
+sleep 0 & wait $!
+dead=$!
+: > "$tmp/a.bin.tmp$dead"
+: > "$tmp/a.bin.tmp$$"
+./bpe encode --tokenizer "$tmp/a.tok" --input "$tmp/a.txt" --out "$tmp/a.bin" 2>/dev/null
+check "a dead process's temporary is left" test ! -e "$tmp/a.bin.tmp$dead"
+check "a live process's temporary was removed" test -e "$tmp/a.bin.tmp$$"
+end
+
+begin "test_text_a_directory_is_skipped_by_name"
+for t in build/tests/test_data build/tests/test_tokenizer; do
+    FLASHGPT_TEXT="$tmp" "$t" > "$tmp/out" 2>&1
+    check "$t: $(grep -v ^PASS "$tmp/out" | head -1)" \
+        grep -q "^SKIPPED .*(no TEST_TEXT: $tmp: .*directory)" "$tmp/out"
+    check "$t names the variable" not grep -q FLASHGPT "$tmp/out"
+done
+end
+
+exit $((failures > 0))
