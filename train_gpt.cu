@@ -3,6 +3,9 @@
 // The model is the library in gpt/ (gpt/gpt.h); this file only decides when each part runs.
 // Everything that needs no GPU is checked before the GPU is touched, so a command line can be
 // checked anywhere.
+// Data parallel: one process per GPU, started by torchrun, srun or mpirun (distributed/launcher.h)
+// or by --gpus N here; each rank reads its own part of every epoch, the model library averages
+// the gradients (gpt/gpt.h). Rank 0 alone prints, validates, samples and writes files.
 #include <errno.h>
 #include <getopt.h>
 #include <glob.h>
@@ -18,6 +21,9 @@
 #include "common/error.h"
 #include "common/rng.h"
 #include "data/dataloader.h"
+#include "distributed/launcher.h"
+#include "distributed/nccl_comm.h"
+#include "distributed/rendezvous.h"
 #include "data/shard.h"
 #include "gpt/checkpoint.h"
 #include "gpt/gpt.h"
@@ -54,6 +60,8 @@ typedef struct {
     ModelOptions model_options;  // attention, recomputation, classifier chunks
     const char* log_path;        // CSV, or NULL
     float peak_tflops;           // 0: from the device name
+    int gpus;                    // > 0: start this many ranks on this node (--gpus)
+    int zero_stage;              // 1: shard the optimizer state over the ranks
 } TrainOptions;
 
 static void default_train_options(TrainOptions* o) {
@@ -77,7 +85,7 @@ static void default_train_options(TrainOptions* o) {
 static void usage(void) {
     printf(
         "usage: train_gpt [options]\n"
-        "Trains a GPT-2 on token shards, on one GPU.\n"
+        "Trains a GPT-2 on token shards, on one GPU or several.\n"
         "model\n"
         "  --model NAME            d2, d6, d12 (124M), d24 (350M), d36 (774M), d48 (1.5B) [d12]\n"
         "  --context N             context length of the model [1024]\n"
@@ -118,6 +126,10 @@ static void usage(void) {
         "  --classifier-chunk N    rows of logits per classifier chunk, 0 for as many as\n"
         "                          fit in 1 GiB [0]\n"
         "  --peak-tflops X         the GPU's dense bf16 peak for MFU [from the device name]\n"
+        "several GPUs (one process each; torchrun, srun and mpirun start them too)\n"
+        "  --gpus N                start N ranks on this node's GPUs [1]\n"
+        "  --zero N                1: shard the fp32 master weights and AdamW moments over the\n"
+        "                          ranks (ZeRO-1); 0: every rank keeps them whole [0]\n"
         "  -h, --help              this text\n");
 }
 
@@ -164,7 +176,7 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         OPT_TOKENIZER, OPT_TOTAL_BATCH, OPT_STEPS, OPT_LR, OPT_WARMUP, OPT_MIN_LR_FRAC, OPT_WD,
         OPT_GRAD_CLIP, OPT_SEED, OPT_VAL_EVERY, OPT_VAL_BATCHES, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS,
         OPT_TEMPERATURE, OPT_TOP_K, OPT_CHECKPOINT_EVERY, OPT_OUT_DIR, OPT_LOG, OPT_ATTENTION,
-        OPT_DETERMINISTIC, OPT_RECOMPUTE, OPT_CLASSIFIER_CHUNK, OPT_PEAK_TFLOPS
+        OPT_DETERMINISTIC, OPT_RECOMPUTE, OPT_CLASSIFIER_CHUNK, OPT_PEAK_TFLOPS, OPT_GPUS, OPT_ZERO
     };
     static const struct option long_options[] = {
         {"model", required_argument, NULL, OPT_MODEL},
@@ -198,6 +210,8 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         {"recompute", required_argument, NULL, OPT_RECOMPUTE},
         {"classifier-chunk", required_argument, NULL, OPT_CLASSIFIER_CHUNK},
         {"peak-tflops", required_argument, NULL, OPT_PEAK_TFLOPS},
+        {"gpus", required_argument, NULL, OPT_GPUS},
+        {"zero", required_argument, NULL, OPT_ZERO},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     default_train_options(o);
@@ -243,6 +257,14 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
             if (o->model_options.classifier_rows < 0) die("--classifier-chunk %s must be >= 0", optarg);
             break;
         case OPT_PEAK_TFLOPS: o->peak_tflops = parse_float("--peak-tflops", optarg); break;
+        case OPT_GPUS:
+            o->gpus = parse_int("--gpus", optarg);
+            if (o->gpus < 1) die("--gpus %s must be at least 1", optarg);
+            break;
+        case OPT_ZERO:
+            o->zero_stage = parse_int("--zero", optarg);
+            if (o->zero_stage != 0 && o->zero_stage != 1) die("--zero %s: expected 0 or 1", optarg);
+            break;
         case 'h': usage(); exit(0);
         case ':': die("%s needs a value (train_gpt --help lists the options)", argv[optind - 1]);
         default: die("unknown option %s (train_gpt --help lists the options)", argv[optind - 1]);
@@ -266,8 +288,11 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
 
 typedef struct {
     TrainOptions o;              // as resolved: steps, total batch, val data, out dir filled in
+    LaunchInfo launch;           // this rank among the ranks (rank 0 of 1 without a launcher)
+    DataParallel dp;             // comm NULL without a launcher
+    float* loss_device;          // (1) the step's loss, averaged over the ranks
     GPTConfig config;
-    int grad_accum;              // micro-steps per step
+    int grad_accum;              // micro-steps per step (per rank)
     Tokenizer* tok;              // or NULL
     DataLoader* train;
     DataLoader* val;             // or NULL
@@ -354,17 +379,21 @@ static void resolve_model_shape(Run* r) {
 static void resolve_batch(Run* r) {
     TrainOptions* o = &r->o;
     if (o->T > r->config.maxT) die("-T %d is longer than the model's context %d (--context)", o->T, r->config.maxT);
-    long long tokens_per_micro = (long long)o->B * o->T;
-    if (tokens_per_micro > INT_MAX) die("-B %d -T %d: B * T must stay below 2^31 tokens", o->B, o->T);
+    if ((long long)o->B * o->T > INT_MAX) die("-B %d -T %d: B * T must stay below 2^31 tokens", o->B, o->T);
+    // One micro-step of every rank.
+    long long tokens_per_micro = (long long)o->B * o->T * r->launch.world_size;
     if (o->total_batch == 0) o->total_batch = tokens_per_micro;
     if (o->total_batch < 0 || o->total_batch % tokens_per_micro != 0)
-        die("--total-batch-size %lld is not a positive multiple of B * T = %lld", o->total_batch, tokens_per_micro);
+        die("--total-batch-size %lld is not a positive multiple of B * T * ranks = %d * %d * %d", o->total_batch,
+            o->B, o->T, r->launch.world_size);
     if (o->total_batch / tokens_per_micro > INT_MAX) die("--total-batch-size %lld: too many micro-steps", o->total_batch);
     r->grad_accum = (int)(o->total_batch / tokens_per_micro);
     const ModelOptions* mo = &o->model_options;
     const char* why = attention_unsupported(mo->attention, attention_shape(&r->config, o->B, o->T));
     if (why) die("--attention %s: %s", attention_kind_name(mo->attention), why);
-    r->plan = gpt_memory_plan(&r->config, o->B, o->T, mo);
+    r->dp = (DataParallel){.comm = NULL, .rank = r->launch.rank, .world_size = r->launch.world_size,
+                           .zero_stage = o->zero_stage};
+    r->plan = gpt_memory_plan(&r->config, o->B, o->T, mo, &r->dp);
 }
 
 // The train loader, and the val loader: --val-data, or the val shards beside the train shards
@@ -373,8 +402,11 @@ static void open_data(Run* r) {
     TrainOptions* o = &r->o;
     char err[ERR_LEN];
     static char val_glob[4096];
-    r->train = dataloader_open(o->train_data, o->B, o->T, 0, 1, 1, o->seed, r->config.V, err);
+    r->train = dataloader_open(o->train_data, o->B, o->T, r->launch.rank, r->launch.world_size, 1, o->seed,
+                               r->config.V, err);
     if (!r->train) die("--train-data: %s", err);
+    if (r->tok && dataloader_check_fingerprint(r->train, tokenizer_fingerprint(r->tok), err) != 0)
+        die("--train-data and --tokenizer %s: %s", o->tokenizer, err);
     const char* train_at = strstr(o->train_data, "train_");
     if (!o->val_data && train_at) {
         snprintf(val_glob, sizeof(val_glob), "%.*sval_%s", (int)(train_at - o->train_data), o->train_data,
@@ -383,9 +415,12 @@ static void open_data(Run* r) {
         if (glob(val_glob, 0, NULL, &matches) == 0) o->val_data = val_glob;
         globfree(&matches);
     }
-    if (o->val_data && *o->val_data && o->val_every > 0) {
+    // Rank 0 alone validates, on the first val_batches batches of the val shards.
+    if (o->val_data && *o->val_data && o->val_every > 0 && r->launch.rank == 0) {
         r->val = dataloader_open(o->val_data, o->B, o->T, 0, 1, 0, o->seed, r->config.V, err);
         if (!r->val) die("--val-data: %s", err);
+        if (dataloader_check_fingerprint(r->val, dataloader_fingerprint(r->train), err) != 0)
+            die("--val-data and --train-data: %s", err);
         if (o->val_batches > dataloader_batches_per_epoch(r->val)) o->val_batches = (int)dataloader_batches_per_epoch(r->val);
         if (o->val_batches <= 0) die("--val-batches must be positive");
     }
@@ -399,9 +434,11 @@ static void check_resume_matches(const Run* r) {
     const TrainingState* s = &r->resume;
     const ModelOptions* mo = &o->model_options;
     const LRSchedule* lr = &o->schedule;
-    if (s->B != o->B || s->T != o->T || s->grad_accum != r->grad_accum)
-        die("--resume %s: the run used -B %d -T %d with %d micro-steps, not -B %d -T %d with %d",
-            o->resume_dir, s->B, s->T, s->grad_accum, o->B, o->T, r->grad_accum);
+    // Any number of ranks may resume a run, with the same tokens per step.
+    long long tokens = (long long)s->B * s->T * s->grad_accum * s->world_size;
+    if (s->B != o->B || s->T != o->T || tokens != o->total_batch)
+        die("--resume %s: the run used -B %d -T %d with %lld tokens per step, not -B %d -T %d with %lld",
+            o->resume_dir, s->B, s->T, tokens, o->B, o->T, o->total_batch);
     if (s->seed != o->seed) die("--resume %s: the run used --seed %llu", o->resume_dir, (unsigned long long)s->seed);
     if (s->lr != lr->lr || s->min_lr_frac != lr->min_lr_frac || s->warmup_steps != lr->warmup_steps ||
         s->weight_decay != o->weight_decay || s->grad_clip != o->grad_clip)
@@ -430,8 +467,17 @@ static void print_run(const Run* r, const char* device_name) {
     printf("device: %s\n", device_name);
     printf("model: L %d, C %d, NH %d, HS %d, vocab %d (padded %d), context %d, %zu parameters\n",
            c->L, c->C, c->NH, c->C / c->NH, c->V, c->Vp, c->maxT, r->model.num_params);
-    printf("batch: B %d x T %d x %d micro-steps = %lld tokens per step, %d steps (from step %d)\n",
-           o->B, o->T, r->grad_accum, o->total_batch, o->steps, r->start_step + 1);
+    printf("batch: B %d x T %d x %d micro-steps x %d rank%s = %lld tokens per step, %d steps (from step %d)\n",
+           o->B, o->T, r->grad_accum, r->launch.world_size, r->launch.world_size > 1 ? "s" : "", o->total_batch,
+           o->steps, r->start_step + 1);
+    if (r->dp.comm) {
+        const ZeroShard* z = &r->model.shard;
+        printf("ranks: %d (%s), each with the whole model, its gradients averaged by NCCL; ", r->launch.world_size,
+               r->launch.launcher);
+        if (o->zero_stage) printf("ZeRO-1: rank 0 keeps the optimizer state of %zu of %zu parameters\n",
+                                  z->end - z->begin, r->model.num_params);
+        else printf("every rank keeps the whole optimizer state\n");
+    }
     printf("attention: %s%s; recompute in the backward: %s; classifier: %d chunk%s of %d rows\n",
            attention_kind_name(mo->attention),
            mo->attention == ATTENTION_FLASH && !mo->deterministic ? "" : " (deterministic)", recompute,
@@ -454,6 +500,16 @@ static void setup(Run* r, const TrainOptions* options) {
     memset(r, 0, sizeof(*r));
     r->o = *options;
     TrainOptions* o = &r->o;
+    char err[ERR_LEN];
+    extern char** environ;
+    if (launch_info_parse(environ, &r->launch, err) != 0) die("%s", err);
+    int launched = strcmp(r->launch.launcher, "none") != 0;
+    if (r->launch.world_size > 1 && !nccl_comm_available())
+        die("%d ranks need NCCL, and this build has none (install NCCL, or set NCCL_HOME, and rebuild)",
+            r->launch.world_size);
+    if (o->zero_stage && !launched) die("--zero 1 shards the optimizer over ranks: start them with --gpus N or a launcher");
+    // Only rank 0 speaks; errors (stderr) still come from every rank.
+    if (r->launch.rank != 0 && !freopen("/dev/null", "w", stdout)) die("cannot silence rank %d", r->launch.rank);
     resolve_model_shape(r);
     resolve_batch(r);
     open_data(r);
@@ -461,15 +517,32 @@ static void setup(Run* r, const TrainOptions* options) {
 
     int device_count = 0;
     if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) die("no CUDA device");
+    if (r->launch.local_rank >= device_count)
+        die("rank %d is local rank %d, and this node has %d GPU%s", r->launch.rank, r->launch.local_rank, device_count,
+            device_count > 1 ? "s" : "");
+    cudaCheck(cudaSetDevice(r->launch.local_rank));
     cudaDeviceProp prop;
-    cudaCheck(cudaGetDeviceProperties(&prop, 0));
-    gpt_build(&r->model, r->config, o->B, o->T, &o->model_options);
+    cudaCheck(cudaGetDeviceProperties(&prop, r->launch.local_rank));
+    if (launched) {
+        r->dp.comm = nccl_comm_create(&r->launch, RENDEZVOUS_DEFAULT_TIMEOUT_S, err);
+        if (!r->dp.comm) die("%s", err);
+    }
+    gpt_build(&r->model, r->config, o->B, o->T, &o->model_options, launched ? &r->dp : NULL);
+    cudaCheck(cudaMalloc((void**)&r->loss_device, sizeof(float)));
     r->sample_rng.state = o->seed ^ 0x5851f42d4c957f2dULL;
     if (r->resuming) {
-        char err[ERR_LEN];
         gpt_load_checkpoint(&r->model, r->resume_model);
         load_training_state(&r->model, r->resume_state);
-        if (dataloader_restore(r->train, r->resume.train_loader, err) != 0) die("%s: %s", r->resume_state, err);
+        DataLoaderState at = r->resume.train_loader;
+        if (r->resume.world_size != r->launch.world_size) {
+            // The same samples of the epoch consumed, counted in this run's batches per rank.
+            long long samples = at.step_in_epoch * r->resume.world_size;
+            at.step_in_epoch = samples / r->launch.world_size;
+            if (samples % r->launch.world_size)
+                printf("note: %d ranks resume a run of %d: the last samples of the epoch in progress are seen again\n",
+                       r->launch.world_size, r->resume.world_size);
+        }
+        if (dataloader_restore(r->train, at, err) != 0) die("%s: %s", r->resume_state, err);
         r->sample_rng.state = r->resume.sample_rng;
         r->start_step = r->resume.step;
     } else if (o->init_from) {
@@ -483,7 +556,7 @@ static void setup(Run* r, const TrainOptions* options) {
     r->peak_tflops = o->peak_tflops > 0.0f ? o->peak_tflops : device_peak_tflops(prop.name);
     print_run(r, prop.name);
 
-    if (o->log_path) {
+    if (o->log_path && r->launch.rank == 0) {
         struct stat st;
         int append = r->resuming && stat(o->log_path, &st) == 0 && st.st_size > 0;
         r->log = fopen(o->log_path, append ? "a" : "w");
@@ -495,6 +568,7 @@ static void setup(Run* r, const TrainOptions* options) {
 
 static void teardown(Run* r) {
     if (r->log) fclose(r->log);
+    cudaCheck(cudaFree(r->loss_device));
     dataloader_close(r->train);
     if (r->val) dataloader_close(r->val);
     if (r->tok) tokenizer_free(r->tok);
@@ -505,7 +579,7 @@ static void teardown(Run* r) {
 // The loop's parts
 
 // One optimizer step: grad_accum micro-steps of forward, loss and backward, then AdamW. Returns
-// the mean loss; *norm gets the gradient norm before clipping.
+// the mean loss over every rank's batches; *norm gets the gradient norm before clipping.
 static float train_step(Run* r, float lr, float* norm) {
     GPT* g = &r->model;
     const TrainOptions* o = &r->o;
@@ -517,12 +591,17 @@ static float train_step(Run* r, float lr, float* norm) {
         if (dataloader_next(r->train, g->host_tokens, g->host_targets, err) != 0) die("--train-data: %s", err);
         gpt_forward(g, g->host_tokens, o->B, o->T);
         gpt_classifier(g, g->host_targets, o->B, o->T, dloss_scale, 1);
-        gpt_backward(g, g->host_tokens);
+        gpt_backward(g, g->host_tokens, micro == r->grad_accum - 1);
         // Waits for this micro-step before its host buffers take the next batch.
         loss_sum += gpt_mean_loss(g, o->B * o->T);
     }
     float loss = (float)(loss_sum / r->grad_accum);
     *norm = gpt_update(g, &r->adam, lr);
+    if (r->dp.comm) {
+        cudaCheck(cudaMemcpyAsync(r->loss_device, &loss, sizeof(float), cudaMemcpyHostToDevice, g->stream));
+        nccl_all_reduce_avg_f32(r->dp.comm, r->loss_device, 1, g->stream);
+        cudaCheck(cudaMemcpyAsync(&loss, r->loss_device, sizeof(float), cudaMemcpyDeviceToHost, g->stream));
+    }
     cudaCheck(cudaStreamSynchronize(g->stream));
     return loss;
 }
@@ -608,7 +687,7 @@ static void save_checkpoint(Run* r, int step) {
     const ModelOptions* mo = &o->model_options;
     char model_path[4096], state_path[4096];
     checkpoint_paths(o->out_dir, step, model_path, state_path, sizeof(model_path));
-    TrainingState s = {.step = step, .config = r->config, .B = o->B, .T = o->T, .grad_accum = r->grad_accum,
+    TrainingState s = {.step = step, .world_size = r->launch.world_size, .config = r->config, .B = o->B, .T = o->T, .grad_accum = r->grad_accum,
                        .warmup_steps = o->schedule.warmup_steps, .steps = o->steps, .lr = o->schedule.lr,
                        .min_lr_frac = o->schedule.min_lr_frac, .weight_decay = o->weight_decay,
                        .grad_clip = o->grad_clip, .seed = o->seed, .train_loader = dataloader_state(r->train),
@@ -659,7 +738,8 @@ static void train(Run* r) {
         }
         if (r->val && (step % o->val_every == 0 || step == o->steps)) s.val_loss = validation_loss(r);
         report(r, &s);
-        if (r->tok && o->sample_every > 0 && (step % o->sample_every == 0 || step == o->steps)) print_sample(r);
+        if (r->tok && o->sample_every > 0 && (step % o->sample_every == 0 || step == o->steps) && r->launch.rank == 0)
+            print_sample(r);
         if (o->out_dir && ((o->checkpoint_every > 0 && step % o->checkpoint_every == 0) || step == o->steps))
             save_checkpoint(r, step);
     }
@@ -668,12 +748,38 @@ static void train(Run* r) {
                timed_tokens / total_time * 1e-3, GIB(peak_mem));
 }
 
+// --gpus N: this program again as N ranks on this node's GPUs (distributed/launcher.h), the
+// option left out of their command line. Returns when all have ended.
+static int launch_ranks(int argc, char** argv, int n) {
+    char err[ERR_LEN];
+    LaunchInfo launch;
+    extern char** environ;
+    if (launch_info_parse(environ, &launch, err) != 0) die("%s", err);
+    if (strcmp(launch.launcher, "none") != 0)
+        die("--gpus %d starts its own ranks: leave it out under %s, which started %d", n, launch.launcher,
+            launch.world_size);
+    if (n > 1 && !nccl_comm_available())
+        die("--gpus %d needs NCCL, and this build has none (install NCCL, or set NCCL_HOME, and rebuild)", n);
+    char** args = (char**)calloc((size_t)argc + 1, sizeof(char*));
+    if (!args) die("out of host memory");
+    int k = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--gpus")) i++;
+        else if (strncmp(argv[i], "--gpus=", 7) != 0) args[k++] = argv[i];
+    }
+    if (launch_local_ranks(args, n, err) != 0) die("%s", err);
+    free(args);
+    return 0;
+}
+
 int main(int argc, char** argv) {
     TrainOptions options;
     parse_args(argc, argv, &options);
+    if (options.gpus > 0) return launch_ranks(argc, argv, options.gpus);
     static Run run;
     setup(&run, &options);
     train(&run);
     teardown(&run);
+    nccl_comm_destroy(run.dp.comm);
     return 0;
 }

@@ -41,6 +41,9 @@ void nccl_comm_destroy(NcclComm* comm) {
     free(comm);
 }
 
+void nccl_group_begin(void) { ncclCheck(ncclGroupStart()); }
+void nccl_group_end(void) { ncclCheck(ncclGroupEnd()); }
+
 void nccl_all_reduce_avg_bf16(NcclComm* comm, bf16* buf, size_t n, cudaStream_t stream) {
     ncclCheck(ncclAllReduce(buf, buf, n, ncclBfloat16, ncclAvg, comm->comm, stream));
 }

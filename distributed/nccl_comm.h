@@ -20,6 +20,10 @@ int nccl_comm_available(void);
 NcclComm* nccl_comm_create(const LaunchInfo* launch, double timeout_s, char* err);
 void nccl_comm_destroy(NcclComm* comm);
 
+// The collectives called between these two go out as one launch (a layer's gradient tensors).
+void nccl_group_begin(void);
+void nccl_group_end(void);
+
 // In place: buf (n) = the mean of buf over the ranks (data-parallel gradients).
 void nccl_all_reduce_avg_bf16(NcclComm* comm, bf16* buf, size_t n, cudaStream_t stream);
 

@@ -101,15 +101,21 @@ static int read_device(FILE* f, void* dev, size_t bytes) {
     return ok ? 0 : -1;
 }
 
-// Writes header + bytes of device memory to path through its temporary sibling.
-static void write_file_atomically(const char* path, const void* header, size_t header_bytes, const void* dev,
-                                  size_t bytes) {
-    char tmp[4096], err[ERR_LEN];
-    FILE* f = atomic_open(path, tmp, sizeof(tmp), err);
-    if (!f) die("%s", err);
-    int ok = fwrite(header, header_bytes, 1, f) == 1 && write_device(f, dev, bytes) == 0;
+// path's temporary sibling, for writing; close_written renames it into place.
+static void open_for_writing(const char* path, char* tmp, size_t tmp_len, FILE** f) {
+    char err[ERR_LEN];
+    *f = atomic_open(path, tmp, tmp_len, err);
+    if (!*f) die("%s", err);
+}
+
+static void close_written(FILE* f, const char* tmp, const char* path, int ok) {
+    char err[ERR_LEN];
     if (atomic_close(f, tmp, path, ok, err) != 0) die("%s", err);
 }
+
+// The three optimizer arrays of the state file: master weights, m, v (each shard_size floats).
+static float* optimizer_array(GPT* g, int k) { return k == 0 ? g->master : k == 1 ? g->m : g->v; }
+static int sharded(const GPT* g) { return g->dp.comm && g->dp.zero_stage == 1; }
 
 void gpt_save_checkpoint(GPT* g, const char* path) {
     const GPTConfig* c = &g->config;
@@ -123,8 +129,14 @@ void gpt_save_checkpoint(GPT* g, const char* path) {
     h.f.NH = c->NH;
     h.f.C = c->C;
     h.f.Vp = c->Vp;
+    if (g->dp.comm) cudaCheck(cudaStreamSynchronize(g->comm_stream));   // the gathered parameters
     cudaCheck(cudaStreamSynchronize(g->stream));
-    write_file_atomically(path, &h, sizeof(h), g->params_memory, g->num_params * sizeof(bf16));
+    if (g->dp.rank != 0) return;
+    FILE* f;
+    char tmp[4096];
+    open_for_writing(path, tmp, sizeof(tmp), &f);
+    int ok = fwrite(&h, sizeof(h), 1, f) == 1 && write_device(f, g->params_memory, g->num_params * sizeof(bf16)) == 0;
+    close_written(f, tmp, path, ok);
 }
 
 void save_training_state(GPT* g, const TrainingState* s, const char* path) {
@@ -158,8 +170,29 @@ void save_training_state(GPT* g, const TrainingState* s, const char* path) {
     h.f.deterministic = s->deterministic;
     h.f.recompute = s->recompute;
     h.f.classifier_rows = s->classifier_rows;
+    h.f.world_size = s->world_size;
     cudaCheck(cudaStreamSynchronize(g->stream));
-    write_file_atomically(path, &h, sizeof(h), g->optimizer_memory, 3 * g->num_params * sizeof(float));
+    FILE* f = NULL;
+    char tmp[4096];
+    int writer = g->dp.rank == 0, ok = 1;
+    if (writer) {
+        open_for_writing(path, tmp, sizeof(tmp), &f);
+        ok = fwrite(&h, sizeof(h), 1, f) == 1;
+    }
+    // With ZeRO-1 each array is gathered from the ranks' shards, one at a time.
+    float* full = NULL;
+    if (sharded(g)) cudaCheck(cudaMalloc((void**)&full, g->shard.padded_count * sizeof(float)));
+    for (int k = 0; k < 3; k++) {
+        const float* array = optimizer_array(g, k);
+        if (full) {
+            nccl_all_gather_f32(g->dp.comm, array, full, g->shard.shard_size, g->stream);
+            cudaCheck(cudaStreamSynchronize(g->stream));
+            array = full;
+        }
+        if (writer) ok = ok && write_device(f, array, g->num_params * sizeof(float)) == 0;
+    }
+    if (full) cudaCheck(cudaFree(full));
+    if (writer) close_written(f, tmp, path, ok);
 }
 
 TrainingState load_training_state(GPT* g, const char* path) {
@@ -191,13 +224,21 @@ TrainingState load_training_state(GPT* g, const char* path) {
     s.deterministic = h.f.deterministic;
     s.recompute = h.f.recompute;
     s.classifier_rows = h.f.classifier_rows;
+    s.world_size = h.f.world_size > 0 ? h.f.world_size : 1;
     if (s.step < 0 || gpt_config_invalid(&s.config) || s.B <= 0 || s.T <= 0 || s.grad_accum <= 0 || s.adam_t < 0)
         die("%s: corrupt training state header", path);
     check_file_size(f, path, (long long)(sizeof(h) + 3 * count_params(&s.config) * sizeof(float)));
     if (g) {
         if (!gpt_config_same_shape(&s.config, &g->config)) die("%s: made for another model shape", path);
-        if (read_device(f, g->optimizer_memory, 3 * g->num_params * sizeof(float)) != 0)
-            die("%s: read failed", path);
+        // This rank's shard of each array (all of it without ZeRO-1); zeros past the parameters.
+        const ZeroShard* shard = &g->shard;
+        cudaCheck(cudaMemset(g->optimizer_memory, 0, 3 * shard->shard_size * sizeof(float)));
+        for (int k = 0; k < 3; k++) {
+            long long at = (long long)sizeof(h) + ((long long)k * g->num_params + shard->begin) * sizeof(float);
+            if (fseeko(f, at, SEEK_SET) != 0 ||
+                read_device(f, optimizer_array(g, k), (shard->end - shard->begin) * sizeof(float)) != 0)
+                die("%s: read failed", path);
+        }
         g->adam_t = s.adam_t;
     }
     fclose(f);

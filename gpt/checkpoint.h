@@ -2,7 +2,10 @@
 //   model_%08d.bin: the model, llm.c compatible: int32 header[256] (ModelFileHeader), then the
 //     parameters in checkpoint order (gpt/parameters.h), fp32 (version 3) or bf16 (version 5).
 //   state_%08d.bin: what an exact resume needs besides the model: int32 header[256]
-//     (StateFileHeader), then the fp32 master weights, AdamW m and v (num_params each).
+//     (StateFileHeader), then the fp32 master weights, AdamW m and v (num_params each), whole
+//     whatever the ranks that wrote it: with ZeRO-1 the ranks gather their shards for rank 0,
+//     and a run on any number of ranks reads its own shard back.
+// Data-parallel ranks all call the writers (the gathers need every rank); only rank 0 writes.
 // Both are written through a temporary sibling and a rename (common/atomic_file.h); every
 // reader checks magic, version, shape and size, and dies naming the file and what is wrong.
 #ifndef FLASHGPT_GPT_CHECKPOINT_H
@@ -36,6 +39,7 @@ typedef union {
         float lr, min_lr_frac, weight_decay, grad_clip;
         uint32_t seed[2], loader_epoch[2], loader_step_in_epoch[2], sample_rng[2];
         int32_t attention, deterministic, recompute, classifier_rows;
+        int32_t world_size;   // data-parallel ranks of the run (0 in files of one-GPU runs)
     } f;
     int32_t ints[HEADER_INTS];
 } StateFileHeader;
@@ -43,6 +47,7 @@ typedef union {
 // What a resumed run must agree on, and where the interrupted one stood.
 typedef struct {
     int step;                    // steps done
+    int world_size;              // data-parallel ranks: train_loader counts this rank's batches
     GPTConfig config;
     int B, T, grad_accum, warmup_steps, steps;
     float lr, min_lr_frac, weight_decay, grad_clip;

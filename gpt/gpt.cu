@@ -16,18 +16,29 @@
 // Room left for the cuBLASLt workspace and what the CUDA libraries allocate on their own.
 #define MEMORY_RESERVE ((size_t)512 << 20)
 
-MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, const ModelOptions* opt) {
+// The optimizer's shard of this rank: everything but with ZeRO-1 over several ranks.
+static ZeroShard optimizer_shard(const GPTConfig* c, const DataParallel* dp) {
+    ZeroShard s;
+    char err[ERR_LEN];
+    int sharded = dp && dp->zero_stage == 1;
+    if (zero_shard_init(&s, count_params(c), sharded ? dp->world_size : 1, sharded ? dp->rank : 0,
+                        ZERO_SHARD_ALIGN, err) != 0)
+        die("%s", err);
+    return s;
+}
+
+MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp) {
     MemoryPlan m;
     Activations a;
-    size_t P = count_params(c);
+    ZeroShard s = optimizer_shard(c, dp);
     layout_activations(&a, NULL, c, B, T, opt, &m);
-    m.params = P * sizeof(bf16);
-    m.grads = P * sizeof(bf16);
-    m.optimizer = 3 * P * sizeof(float);
+    m.params = s.padded_count * sizeof(bf16);
+    m.grads = s.padded_count * sizeof(bf16);
+    m.optimizer = 3 * s.shard_size * sizeof(float);
     return m;
 }
 
-void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt) {
+void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const DataParallel* dp) {
     static int matmul_ready = 0;
     memset(g, 0, sizeof(*g));
     g->config = c;
@@ -36,7 +47,10 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt) {
     g->options = *opt;
     g->num_params = count_params(&c);
     param_sizes(&c, g->param_sizes);
-    g->plan = gpt_memory_plan(&c, B, T, opt);
+    if (dp) g->dp = *dp;
+    else g->dp.world_size = 1;
+    g->shard = optimizer_shard(&c, dp);
+    g->plan = gpt_memory_plan(&c, B, T, opt, dp);
     size_t need = memory_plan_total(&g->plan), free_bytes, total_bytes;
     cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
     if (need + MEMORY_RESERVE > free_bytes)
@@ -47,16 +61,23 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt) {
         matmul_init();
         matmul_ready = 1;
     }
-    size_t P = g->num_params;
+    size_t padded = g->shard.padded_count, S = g->shard.shard_size;
     cudaCheck(cudaStreamCreate(&g->stream));
-    cudaCheck(cudaMalloc((void**)&g->params_memory, P * sizeof(bf16)));
-    cudaCheck(cudaMalloc((void**)&g->grads_memory, P * sizeof(bf16)));
-    cudaCheck(cudaMalloc((void**)&g->optimizer_memory, 3 * P * sizeof(float)));
+    if (g->dp.comm) {
+        cudaCheck(cudaStreamCreate(&g->comm_stream));
+        cudaCheck(cudaEventCreateWithFlags(&g->grads_ready, cudaEventDisableTiming));
+        cudaCheck(cudaEventCreateWithFlags(&g->grads_reduced, cudaEventDisableTiming));
+        cudaCheck(cudaEventCreateWithFlags(&g->params_ready, cudaEventDisableTiming));
+    }
+    cudaCheck(cudaMalloc((void**)&g->params_memory, padded * sizeof(bf16)));
+    cudaCheck(cudaMalloc((void**)&g->grads_memory, padded * sizeof(bf16)));
+    cudaCheck(cudaMalloc((void**)&g->optimizer_memory, 3 * S * sizeof(float)));
     g->master = g->optimizer_memory;
-    g->m = g->optimizer_memory + P;
-    g->v = g->optimizer_memory + 2 * P;
-    cudaCheck(cudaMemset(g->optimizer_memory, 0, 3 * P * sizeof(float)));
-    cudaCheck(cudaMemset(g->grads_memory, 0, P * sizeof(bf16)));
+    g->m = g->optimizer_memory + S;
+    g->v = g->optimizer_memory + 2 * S;
+    cudaCheck(cudaMemset(g->params_memory, 0, padded * sizeof(bf16)));
+    cudaCheck(cudaMemset(g->optimizer_memory, 0, 3 * S * sizeof(float)));
+    cudaCheck(cudaMemset(g->grads_memory, 0, padded * sizeof(bf16)));
     point_params(&g->params, g->params_memory, &c);
     point_params(&g->grads, g->grads_memory, &c);
     MemoryPlan m;
@@ -78,6 +99,13 @@ void gpt_free(GPT* g) {
     cudaCheck(cudaFreeHost(g->host_targets));
     cudaCheck(cudaFreeHost(g->host_losses));
     cudaCheck(cudaStreamDestroy(g->stream));
+    if (g->dp.comm) {
+        cudaCheck(cudaStreamSynchronize(g->comm_stream));
+        cudaCheck(cudaStreamDestroy(g->comm_stream));
+        cudaCheck(cudaEventDestroy(g->grads_ready));
+        cudaCheck(cudaEventDestroy(g->grads_reduced));
+        cudaCheck(cudaEventDestroy(g->params_ready));
+    }
 }
 
 void gpt_set_params(GPT* g, const float* values) {
@@ -86,8 +114,10 @@ void gpt_set_params(GPT* g, const float* values) {
     if (!rounded) die("out of host memory (%zu parameters)", P);
     for (size_t i = 0; i < P; i++) rounded[i] = __float2bfloat16(values[i]);
     cudaCheck(cudaMemcpy(g->params_memory, rounded, P * sizeof(bf16), cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(g->master, values, P * sizeof(float), cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemset(g->m, 0, 2 * P * sizeof(float)));
+    // This rank's master weights: its shard's values, zeros past the parameters.
+    const ZeroShard* s = &g->shard;
+    cudaCheck(cudaMemset(g->optimizer_memory, 0, 3 * s->shard_size * sizeof(float)));
+    cudaCheck(cudaMemcpy(g->master, values + s->begin, (s->end - s->begin) * sizeof(float), cudaMemcpyHostToDevice));
     g->adam_t = 0;
     free(rounded);
 }
@@ -148,12 +178,20 @@ static void forward_layers(GPT* g, int B, int T, int row, int decode) {
     }
 }
 
+// Data parallel with ZeRO-1: the model's stream waits (on the GPU) for the parameters the last
+// update all-gathered. The event is recorded only with ZeRO-1, and waiting on an event never
+// recorded returns at once.
+static void wait_for_params(GPT* g) {
+    if (g->dp.comm) cudaCheck(cudaStreamWaitEvent(g->stream, g->params_ready, 0));
+}
+
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     const GPTConfig* c = &g->config;
     Activations* a = &g->acts;
     ParameterTensors* p = &g->params;
     cudaStream_t st = g->stream;
     int C = c->C, N = B * T;
+    wait_for_params(g);
     cudaCheck(cudaMemcpyAsync(a->inputs, host_inputs, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, st));
     encoder_forward(a->residual, a->inputs, p->wte, p->wpe, B, T, C, st);
@@ -216,7 +254,27 @@ float gpt_mean_loss(GPT* g, int N) {
     return (float)(sum / N);
 }
 
-void gpt_backward(GPT* g, const int* host_inputs) {
+// Averages gradient tensors over the data-parallel ranks on the side stream, once the model's
+// stream has computed them (grads_ready). ptrs[i] holds sizes[i] gradients.
+static void reduce_grads(GPT* g, bf16* const* ptrs, const size_t* sizes, int n) {
+    cudaCheck(cudaEventRecord(g->grads_ready, g->stream));
+    cudaCheck(cudaStreamWaitEvent(g->comm_stream, g->grads_ready, 0));
+    nccl_group_begin();
+    for (int i = 0; i < n; i++) nccl_all_reduce_avg_bf16(g->dp.comm, ptrs[i], sizes[i], g->comm_stream);
+    nccl_group_end();
+}
+
+// Layer l's gradient slices, each of its own tensor, averaged over the ranks.
+static void reduce_layer_grads(GPT* g, int l) {
+    size_t C = g->config.C;
+    LayerParameters d = layer_parameters(&g->grads, l, C);
+    bf16* const ptrs[] = {d.ln1w, d.ln1b, d.qkvw, d.qkvb, d.attprojw, d.attprojb,
+                          d.ln2w, d.ln2b, d.fcw, d.fcb, d.fcprojw, d.fcprojb};
+    const size_t sizes[] = {C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C, 4 * C * C, C};
+    reduce_grads(g, ptrs, sizes, 12);
+}
+
+void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     const GPTConfig* c = &g->config;
     Activations* a = &g->acts;
     ParameterTensors* p = &g->params;
@@ -227,6 +285,7 @@ void gpt_backward(GPT* g, const int* host_inputs) {
     AttentionKind kind = g->options.attention;
     AttentionShape s = attention_shape(c, B, T);
     int deterministic = kind == ATTENTION_NAIVE ? 1 : g->options.deterministic;
+    int reduce = g->dp.comm && last_micro_step;
     void* scratch = a->scratch;
     cudaCheck(cudaMemsetAsync(a->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
     layernorm_backward(a->dresidual, d->lnfw, d->lnfb, a->dnarrow, layer_acts(g, L - 1).res_next,
@@ -252,8 +311,16 @@ void gpt_backward(GPT* g, const int* host_inputs) {
         matmul_backward(a->dnarrow, dw.qkvw, dw.qkvb, a->dwide, x.ln1, w.qkvw, NULL, N, C, 3 * C, scratch, st);
         layernorm_backward(a->dresidual, dw.ln1w, dw.ln1b, a->dnarrow, x.res, w.ln1w, x.ln1_mean, x.ln1_rstd,
                            N, C, scratch, st);
+        if (reduce) reduce_layer_grads(g, l);
     }
     encoder_backward(d->wte, d->wpe, a->dresidual, host_inputs, B, T, C, scratch, st);
+    if (reduce) {
+        // wte has the classifier's and the encoder's parts only now; the last to go.
+        bf16* const ptrs[] = {d->lnfw, d->lnfb, d->wpe, d->wte};
+        const size_t sizes[] = {g->param_sizes[14], g->param_sizes[15], g->param_sizes[1], g->param_sizes[0]};
+        reduce_grads(g, ptrs, sizes, 4);
+        cudaCheck(cudaEventRecord(g->grads_reduced, g->comm_stream));
+    }
 }
 
 void gpt_zero_grads(GPT* g) {
@@ -262,6 +329,8 @@ void gpt_zero_grads(GPT* g) {
 
 float gpt_grad_norm(GPT* g) {
     float norm2;
+    // Data parallel: every rank holds the averaged gradients, so its norm is the global one.
+    if (g->dp.comm) cudaCheck(cudaStreamWaitEvent(g->stream, g->grads_reduced, 0));
     global_norm_squared(g->acts.norm, g->grads_memory, g->num_params, g->acts.scratch, g->stream);
     cudaCheck(cudaMemcpyAsync(&norm2, g->acts.norm, sizeof(float), cudaMemcpyDeviceToHost, g->stream));
     cudaCheck(cudaStreamSynchronize(g->stream));
@@ -274,11 +343,23 @@ float gpt_update(GPT* g, const AdamWConfig* opt, float lr) {
     g->adam_t++;
     size_t off = 0;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        size_t n = g->param_sizes[i];
-        adamw_update(g->params_memory + off, g->master + off, g->grads_memory + off, g->m + off,
-                     g->v + off, n, lr, opt->b1, opt->b2, g->adam_t, opt->eps,
-                     param_decays[i] ? opt->weight_decay : 0.0f, grad_scale, g->stream);
-        off += n;
+        // The part of tensor i this rank updates (all of it without ZeRO-1).
+        ZeroShardPart part = zero_shard_part(&g->shard, off, g->param_sizes[i]);
+        size_t p = part.param_index, s = part.shard_offset;
+        if (part.count > 0)
+            adamw_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s, g->v + s, part.count, lr,
+                         opt->b1, opt->b2, g->adam_t, opt->eps, param_decays[i] ? opt->weight_decay : 0.0f,
+                         grad_scale, g->stream);
+        off += g->param_sizes[i];
+    }
+    if (g->dp.comm && g->dp.zero_stage == 1) {
+        // Every rank's updated shard to every rank; the next forward waits for it on the GPU.
+        size_t S = g->shard.shard_size;
+        cudaCheck(cudaEventRecord(g->grads_ready, g->stream));
+        cudaCheck(cudaStreamWaitEvent(g->comm_stream, g->grads_ready, 0));
+        nccl_all_gather_bf16(g->dp.comm, g->params_memory + (size_t)g->dp.rank * S, g->params_memory, S,
+                             g->comm_stream);
+        cudaCheck(cudaEventRecord(g->params_ready, g->comm_stream));
     }
     return norm;
 }

@@ -10,14 +10,31 @@
 //   gpt_classifier(g, targets, ...)        losses (B, T); with write_dlogits also dlnf, dwte
 //   gpt_backward(g, inputs)                grads += d loss / d params
 //   gpt_update(g, adamw, lr)               one AdamW step, the gradients clipped
+//
+// Data parallel (DataParallel, one process per GPU): every rank holds the whole model and runs
+// its own batches; on the last micro-step of a step the backward averages each layer's
+// gradients over the ranks on a side stream (comm_stream) as soon as the layer is done, while
+// the layers below it go on; the update waits for the last of them. With ZeRO-1 each rank keeps
+// the fp32 master weights and AdamW moments of its shard only (distributed/zero_shard.h),
+// updates those parameters, and the ranks all-gather the bf16 parameters on the side stream;
+// the next forward waits for that on the GPU, not the host.
 #ifndef FLASHGPT_GPT_H
 #define FLASHGPT_GPT_H
 
 #include <stdint.h>
 #include "common/cuda_check.h"
+#include "distributed/nccl_comm.h"
+#include "distributed/zero_shard.h"
 #include "gpt/activations.h"
 #include "gpt/config.h"
 #include "gpt/parameters.h"
+
+// How the model is spread over data-parallel ranks; comm NULL: one GPU.
+typedef struct {
+    NcclComm* comm;
+    int rank, world_size;
+    int zero_stage;          // 1: the fp32 master weights and AdamW moments sharded over the ranks
+} DataParallel;
 
 typedef struct {
     float b1, b2, eps, weight_decay, grad_clip;   // the learning rate comes per step
@@ -29,9 +46,12 @@ typedef struct {
     ModelOptions options;
     size_t num_params;
     size_t param_sizes[NUM_PARAM_TENSORS];
-    bf16* params_memory;         // (num_params) one allocation
-    bf16* grads_memory;          // (num_params)
-    float* optimizer_memory;     // (3, num_params): master weights, m, v
+    DataParallel dp;             // comm NULL on one GPU
+    ZeroShard shard;             // the parameters whose optimizer state this rank keeps: all of
+                                 // them but with ZeRO-1 (padded_count >= num_params, zeros past)
+    bf16* params_memory;         // (shard.padded_count) one allocation
+    bf16* grads_memory;          // (shard.padded_count)
+    float* optimizer_memory;     // (3, shard.shard_size): master weights, m, v of the shard
     float* master;
     float* m;
     float* v;
@@ -44,13 +64,18 @@ typedef struct {
     float* host_losses;          // (B, T) pinned
     int adam_t;                  // AdamW steps taken
     cudaStream_t stream;
+    cudaStream_t comm_stream;    // data parallel: the collectives
+    cudaEvent_t grads_ready;     // a layer's gradients are final (stream -> comm_stream)
+    cudaEvent_t grads_reduced;   // every gradient is averaged (comm_stream -> stream)
+    cudaEvent_t params_ready;    // the all-gathered parameters (comm_stream -> stream)
 } GPT;
 
-// Bytes that gpt_build would allocate.
-MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, const ModelOptions* opt);
+// Bytes that gpt_build would allocate (dp NULL: one GPU).
+MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp);
 
 // Allocates everything for batches up to (B, T); dies with the numbers when it does not fit.
-void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt);
+// dp NULL: one GPU.
+void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const DataParallel* dp);
 void gpt_free(GPT* g);
 
 // Sets the model from fp32 values (num_params, checkpoint order): master = values,
@@ -87,14 +112,15 @@ float gpt_mean_loss(GPT* g, int N);
 
 // Adds the gradients of the batch (B, T) to the grads; gpt_classifier with write_dlogits must
 // have run (dlnf in dnarrow, dwte started) and host_inputs must be the batch of the last
-// gpt_forward.
-void gpt_backward(GPT* g, const int* host_inputs);
+// gpt_forward. last_micro_step: the gradients are then final, and data-parallel ranks average
+// them over the ranks, layer by layer, while the backward goes on.
+void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step);
 
 void gpt_zero_grads(GPT* g);
 // The global gradient norm (before clipping), in fp32 on the GPU.
 float gpt_grad_norm(GPT* g);
-// One AdamW step on every tensor with the gradients clipped to opt->grad_clip; returns the
-// norm before clipping.
+// One AdamW step on every tensor (with ZeRO-1: on this rank's shard, then the parameters are
+// all-gathered) with the gradients clipped to opt->grad_clip; returns the norm before clipping.
 float gpt_update(GPT* g, const AdamWConfig* opt, float lr);
 
 #endif

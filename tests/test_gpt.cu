@@ -139,7 +139,7 @@ static void test_reference(const Reference* r, ModelOptions opt) {
         return;
     }
     GPT g;
-    gpt_build(&g, *c, B, T, &opt);
+    gpt_build(&g, *c, B, T, &opt, NULL);
     gpt_set_params(&g, r->params);
 
     // Forward: logits, a chunk of rows at a time, and loss.
@@ -180,7 +180,7 @@ static void test_reference(const Reference* r, ModelOptions opt) {
         gpt_zero_grads(&g);
         gpt_forward(&g, r->inputs, B, T);
         gpt_classifier(&g, r->targets, B, T, 1.0f / N, 1);
-        gpt_backward(&g, r->inputs);
+        gpt_backward(&g, r->inputs, 1);
         cudaCheck(cudaStreamSynchronize(g.stream));
         cudaCheck(cudaMemcpy(run ? second : first, g.grads_memory, r->P * sizeof(bf16), cudaMemcpyDeviceToHost));
     }
@@ -217,7 +217,7 @@ static void test_reference(const Reference* r, ModelOptions opt) {
         gpt_zero_grads(&g);
         gpt_forward(&g, r->inputs, B, T);
         gpt_classifier(&g, r->targets, B, T, 1.0f / N, 1);
-        gpt_backward(&g, r->inputs);
+        gpt_backward(&g, r->inputs, 1);
         float step_loss = gpt_mean_loss(&g, N);
         gpt_update(&g, &adam, r->hyper[0]);
         double err = fabs(step_loss - r->losses[t]) / fabs(r->losses[t]);
@@ -278,51 +278,151 @@ static int run_train_gpt(const char* args, const char* log_path) {
     return system(command) == 0 ? 0 : -1;
 }
 
-// 6 steps straight (checkpoints at 3 and 6) vs resuming from the step-3 checkpoint, each a run
-// of the train_gpt program: the same losses and the same final model, bit for bit. The data
-// loader crosses epochs (5 batches each) with shuffling, and each step takes 2 micro-batches.
+// Runs of the train_gpt program on shards written here: a small repetitive token stream of 4
+// batches per epoch for training (B 4, T 32) and 2 for validation; every run takes 6 steps of
+// 2 micro-batches' tokens, with a warmup and a cosine, validation and checkpoints every 3 steps.
+#define RUN_B 4
+#define RUN_T 32
+#define RUN_STEPS 6
+typedef struct {
+    char dir[1024];
+    char common[8192];   // the arguments every run shares
+} TrainRuns;
+
+static void train_runs_init(TrainRuns* runs, const char* name) {
+    char train_path[4096], val_path[4096];
+    snprintf(runs->dir, sizeof(runs->dir), "%s/%s", test_env("FLASHGPT_TMP", "/tmp"), name);
+    make_dirs(runs->dir);
+    snprintf(train_path, sizeof(train_path), "%s/train_000.bin", runs->dir);
+    snprintf(val_path, sizeof(val_path), "%s/val_000.bin", runs->dir);
+    write_shard(train_path, 4 * RUN_B * RUN_T + 1, 300, 1);
+    write_shard(val_path, 2 * RUN_B * RUN_T + 1, 300, 2);
+    snprintf(runs->common, sizeof(runs->common),
+             "--model d2 --context 64 --train-data '%s/train_*.bin' --val-data '%s' -T %d "
+             "--total-batch-size %d --steps %d --lr 1e-3 --warmup-steps 2 --min-lr-frac 0.1 --val-every 3 "
+             "--val-batches 2 --checkpoint-every 3 --seed 42",
+             runs->dir, val_path, RUN_T, 2 * RUN_B * RUN_T, RUN_STEPS);
+}
+
+// One run called label with the extra arguments, checkpoints in dir/out; its losses by step
+// (NAN for steps it did not take). 0 when it succeeded.
+static int train_runs_run(const TrainRuns* runs, const char* label, const char* out, const char* extra,
+                          float losses[RUN_STEPS]) {
+    char args[16384], csv[4200], log[4200];
+    snprintf(csv, sizeof(csv), "%s/%s.csv", runs->dir, label);
+    snprintf(log, sizeof(log), "%s/%s.out", runs->dir, label);
+    remove(csv);
+    snprintf(args, sizeof(args), "%s %s --log '%s' %s", runs->common, extra, csv,
+             strstr(extra, "--resume") ? "" : "--out-dir");
+    if (!strstr(extra, "--resume")) snprintf(args + strlen(args), sizeof(args) - strlen(args), " '%s/%s'", runs->dir, out);
+    int status = run_train_gpt(args, log);
+    read_log_losses(csv, losses, RUN_STEPS);
+    if (status != 0) test_fail("%s: train_gpt failed (see %s)", label, log);
+    return status;
+}
+
+// Moves the step's model checkpoint aside (dir/label_model.bin) and drops its state, so that a
+// resume starts from the checkpoint before it.
+static void keep_final_model(const TrainRuns* runs, const char* out, const char* label, char* kept, size_t len) {
+    char out_dir[4096], model[4096], state[4096];
+    snprintf(out_dir, sizeof(out_dir), "%s/%s", runs->dir, out);
+    checkpoint_paths(out_dir, RUN_STEPS, model, state, sizeof(model));
+    snprintf(kept, len, "%s/%s_model.bin", runs->dir, label);
+    CHECK(rename(model, kept) == 0 && unlink(state) == 0, "no step-%d checkpoint in %s", RUN_STEPS, out_dir);
+}
+
+// 6 steps straight vs resuming from the step-3 checkpoint: the same losses and the same final
+// model, bit for bit. The data loader crosses epochs with shuffling.
 static void test_resume(const char* name, const char* mode_args) {
     test_begin(name);
-    char dir[1024], train_path[4096], val_path[4096];
-    snprintf(dir, sizeof(dir), "%s/gpt_resume_%s", test_env("FLASHGPT_TMP", "/tmp"),
-             strstr(mode_args, "naive") ? "naive" : "flash");
-    make_dirs(dir);
-    snprintf(train_path, sizeof(train_path), "%s/train_000.bin", dir);
-    snprintf(val_path, sizeof(val_path), "%s/val_000.bin", dir);
-    const int B = 4, T = 32, steps = 6, vocab = 300;
-    write_shard(train_path, 5 * B * T + 1, vocab, 1);
-    write_shard(val_path, 2 * B * T + 1, vocab, 2);
-    char out_dir[4096], common[8192], args[12288], csv[2][4200], out[2][4200];
-    snprintf(out_dir, sizeof(out_dir), "%s/run", dir);
-    snprintf(common, sizeof(common),
-             "--model d2 --context 64 --train-data '%s/train_*.bin' --val-data '%s' -B %d -T %d "
-             "--total-batch-size %d --steps %d --lr 1e-3 --warmup-steps 2 --min-lr-frac 0.1 --val-every 3 "
-             "--val-batches 2 --checkpoint-every 3 --seed 42 %s",
-             dir, val_path, B, T, 2 * B * T, steps, mode_args);
-    for (int k = 0; k < 2; k++) {
-        snprintf(csv[k], sizeof(csv[k]), "%s/%s.csv", dir, k ? "resumed" : "straight");
-        snprintf(out[k], sizeof(out[k]), "%s/%s.out", dir, k ? "resumed" : "straight");
-    }
-    snprintf(args, sizeof(args), "%s --out-dir '%s' --log '%s'", common, out_dir, csv[0]);
-    CHECK(run_train_gpt(args, out[0]) == 0, "the straight run failed (see %s)", out[0]);
-
-    char model6[4096], state6[4096], kept_model[4096];
-    checkpoint_paths(out_dir, steps, model6, state6, sizeof(model6));
-    snprintf(kept_model, sizeof(kept_model), "%s/straight_model.bin", dir);
-    CHECK(rename(model6, kept_model) == 0 && unlink(state6) == 0, "no step-%d checkpoint in %s", steps, out_dir);
-
-    snprintf(args, sizeof(args), "%s --resume '%s' --log '%s'", common, out_dir, csv[1]);
-    CHECK(run_train_gpt(args, out[1]) == 0, "the resumed run failed (see %s)", out[1]);
-    float straight[6], resumed[6];
-    read_log_losses(csv[0], straight, steps);
-    read_log_losses(csv[1], resumed, steps);
-    for (int i = 0; i < steps; i++) {
-        if (i < steps / 2) CHECK(isnan(resumed[i]), "the resumed run did step %d again", i + 1);
+    TrainRuns runs;
+    train_runs_init(&runs, strstr(mode_args, "naive") ? "gpt_resume_naive" : "gpt_resume_flash");
+    char extra[8192], kept_model[4200], model6[4096], state6[4096], out_dir[4096];
+    float straight[RUN_STEPS], resumed[RUN_STEPS];
+    snprintf(extra, sizeof(extra), "-B %d %s", RUN_B, mode_args);
+    train_runs_run(&runs, "straight", "run", extra, straight);
+    keep_final_model(&runs, "run", "straight", kept_model, sizeof(kept_model));
+    snprintf(out_dir, sizeof(out_dir), "%s/run", runs.dir);
+    snprintf(extra, sizeof(extra), "-B %d %s --resume '%s'", RUN_B, mode_args, out_dir);
+    train_runs_run(&runs, "resumed", "run", extra, resumed);
+    for (int i = 0; i < RUN_STEPS; i++) {
+        if (i < RUN_STEPS / 2) CHECK(isnan(resumed[i]), "the resumed run did step %d again", i + 1);
         else CHECK(memcmp(&straight[i], &resumed[i], sizeof(float)) == 0,
                    "step %d: loss %.9g straight, %.9g resumed", i + 1, straight[i], resumed[i]);
     }
-    CHECK(straight[steps - 1] < straight[0], "the loss did not go down: %.6f -> %.6f", straight[0], straight[steps - 1]);
+    CHECK(straight[RUN_STEPS - 1] < straight[0], "the loss did not go down: %.6f -> %.6f", straight[0],
+          straight[RUN_STEPS - 1]);
+    checkpoint_paths(out_dir, RUN_STEPS, model6, state6, sizeof(model6));
     CHECK(files_equal(kept_model, model6), "the final model differs between the straight and the resumed run");
+    test_end();
+}
+
+// Data parallelism through NCCL with one rank (--gpus 1: the launcher, the rendezvous, the
+// communicator, the averaging and with --zero 1 the sharded update and the all-gather, all of
+// world size 1) gives the losses of the run without it, bit for bit (deterministic attention;
+// an average over one rank is the value itself).
+static void test_data_parallel_one_rank(void) {
+    test_begin("gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses");
+    TrainRuns runs;
+    train_runs_init(&runs, "gpt_dp1");
+    float plain[RUN_STEPS], dp[RUN_STEPS], zero[RUN_STEPS];
+    char extra[256];
+    snprintf(extra, sizeof(extra), "-B %d --deterministic", RUN_B);
+    train_runs_run(&runs, "plain", "plain", extra, plain);
+    snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1", RUN_B);
+    train_runs_run(&runs, "dp", "dp", extra, dp);
+    snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1 --zero 1", RUN_B);
+    train_runs_run(&runs, "zero", "zero", extra, zero);
+    for (int i = 0; i < RUN_STEPS; i++) {
+        CHECK(memcmp(&plain[i], &dp[i], sizeof(float)) == 0, "step %d: %.9g alone, %.9g through NCCL", i + 1,
+              plain[i], dp[i]);
+        CHECK(memcmp(&plain[i], &zero[i], sizeof(float)) == 0, "step %d: %.9g alone, %.9g with --zero 1", i + 1,
+              plain[i], zero[i]);
+    }
+    test_end();
+}
+
+// Two ranks of micro-batch B against one rank of B with 2 micro-steps: the same samples in
+// every step (rank r's batch k is the loader's batch 2k + r, as the one rank's micro-steps are),
+// so the same losses within bf16 noise (the two add their gradients in another order and
+// rounding): TOL_DP relative per step; with and without --zero 1. Then resumes: the 2-rank
+// run's step-3 checkpoint finished on 1 rank, and the 1-rank run's on 2 ranks, each against the
+// run it came from.
+#define TOL_DP 2e-3
+static void check_close_losses(const float* a, const float* b, int from, const char* what) {
+    for (int i = from; i < RUN_STEPS; i++)
+        CHECK(fabsf(a[i] - b[i]) <= TOL_DP * fabsf(b[i]), "%s, step %d: %.6f against %.6f", what, i + 1, a[i], b[i]);
+}
+
+static void test_data_parallel_two_ranks(void) {
+    const char* name = "gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2";
+    int devices = 0;
+    cudaCheck(cudaGetDeviceCount(&devices));
+    if (devices < 2) {
+        test_skip(name, "fewer than 2 GPUs");
+        return;
+    }
+    test_begin(name);
+    TrainRuns runs;
+    train_runs_init(&runs, "gpt_dp2");
+    float one[RUN_STEPS], two[RUN_STEPS], two_zero[RUN_STEPS], resumed[RUN_STEPS];
+    char extra[4096], kept[4200];
+    snprintf(extra, sizeof(extra), "-B %d", RUN_B);
+    train_runs_run(&runs, "one", "one", extra, one);
+    snprintf(extra, sizeof(extra), "-B %d --gpus 2", RUN_B);
+    train_runs_run(&runs, "two", "two", extra, two);
+    snprintf(extra, sizeof(extra), "-B %d --gpus 2 --zero 1", RUN_B);
+    train_runs_run(&runs, "two_zero", "two_zero", extra, two_zero);
+    check_close_losses(two, one, 0, "2 ranks against 1");
+    check_close_losses(two_zero, one, 0, "2 ranks with --zero 1 against 1");
+    keep_final_model(&runs, "two_zero", "two_zero", kept, sizeof(kept));
+    snprintf(extra, sizeof(extra), "-B %d --resume '%s/two_zero'", RUN_B, runs.dir);
+    train_runs_run(&runs, "resume_2_to_1", "two_zero", extra, resumed);
+    check_close_losses(resumed, two_zero, RUN_STEPS / 2, "2 ranks (--zero 1) resumed on 1");
+    keep_final_model(&runs, "one", "one", kept, sizeof(kept));
+    snprintf(extra, sizeof(extra), "-B %d --gpus 2 --zero 1 --resume '%s/one'", RUN_B, runs.dir);
+    train_runs_run(&runs, "resume_1_to_2", "one", extra, resumed);
+    check_close_losses(resumed, one, RUN_STEPS / 2, "1 rank resumed on 2 (--zero 1)");
     test_end();
 }
 
@@ -367,7 +467,7 @@ static void test_memory_plan(void) {
     for (int i = 0; i < 3; i++) {
         size_t T = 32768 * (size_t)(i + 1);
         c.maxT = (int)T;
-        MemoryPlan m = gpt_memory_plan(&c, 1, (int)T, &flash);
+        MemoryPlan m = gpt_memory_plan(&c, 1, (int)T, &flash, NULL);
         total[i] = (double)memory_plan_total(&m);
         CHECK(m.attention_saved == L * NH * T * sizeof(float), "flash keeps %zu bytes at T %zu", m.attention_saved, T);
         CHECK(m.logits <= CLASSIFIER_CHUNK_BYTES, "logits of %zu bytes at T %zu", m.logits, T);
@@ -376,16 +476,16 @@ static void test_memory_plan(void) {
     double curvature = total[2] - 2.0 * total[1] + total[0];
     CHECK(fabs(curvature) < 1e6, "flash memory is not linear in T: second difference %.0f bytes", curvature);
     c.maxT = 4096;
-    MemoryPlan m = gpt_memory_plan(&c, 1, 4096, &naive);
+    MemoryPlan m = gpt_memory_plan(&c, 1, 4096, &naive, NULL);
     CHECK(m.attention_saved == L * NH * 4096 * 4096 * sizeof(bf16), "naive keeps %zu bytes", m.attention_saved);
     c.maxT = 1024;
     size_t N = 64 * 1024;
-    MemoryPlan none = gpt_memory_plan(&c, 64, 1024, &naive);
+    MemoryPlan none = gpt_memory_plan(&c, 64, 1024, &naive, NULL);
     ModelOptions re = naive;
     re.recompute = RECOMPUTE_GELU;
-    MemoryPlan gelu = gpt_memory_plan(&c, 64, 1024, &re);
+    MemoryPlan gelu = gpt_memory_plan(&c, 64, 1024, &re, NULL);
     re.recompute = RECOMPUTE_GELU | RECOMPUTE_LAYERNORM;
-    MemoryPlan both = gpt_memory_plan(&c, 64, 1024, &re);
+    MemoryPlan both = gpt_memory_plan(&c, 64, 1024, &re, NULL);
     CHECK(none.activations - gelu.activations == (L - 1) * N * 4 * C * sizeof(bf16),
           "recompute gelu frees %zu bytes", none.activations - gelu.activations);
     CHECK(gelu.activations - both.activations == (2 * L - 1) * N * C * sizeof(bf16),
@@ -438,7 +538,7 @@ static void test_loss_curves(void) {
     for (int k = 0; ok && k < 2; k++) {
         ModelOptions mo = {.attention = kinds[k]};
         GPT g;
-        gpt_build(&g, c, CURVE_B, CURVE_T, &mo);
+        gpt_build(&g, c, CURVE_B, CURVE_T, &mo, NULL);
         gpt_init_random(&g, 7);
         for (int step = 0; step < CURVE_STEPS; step++) {
             for (int b = 0; b < CURVE_B; b++) {
@@ -451,7 +551,7 @@ static void test_loss_curves(void) {
             gpt_zero_grads(&g);
             gpt_forward(&g, g.host_tokens, CURVE_B, CURVE_T);
             gpt_classifier(&g, g.host_targets, CURVE_B, CURVE_T, 1.0f / (CURVE_B * CURVE_T), 1);
-            gpt_backward(&g, g.host_tokens);
+            gpt_backward(&g, g.host_tokens, 1);
             curves[k][step] = gpt_mean_loss(&g, CURVE_B * CURVE_T);
             gpt_update(&g, &adam, learning_rate(&schedule, step + 1, CURVE_STEPS));
         }
@@ -511,6 +611,9 @@ int main(void) {
         }
         test_skip(resume_naive_name, "no CUDA device");
         test_skip(resume_flash_name, "no CUDA device");
+        test_skip("gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses", "no CUDA device");
+        test_skip("gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2",
+                  "no CUDA device");
         test_skip("gpt naive vs flash loss curves", "no CUDA device");
         return test_exit_code();
     }
@@ -526,6 +629,8 @@ int main(void) {
     }
     test_resume(resume_naive_name, resume_naive_args);
     test_resume(resume_flash_name, resume_flash_args);
+    test_data_parallel_one_rank();
+    test_data_parallel_two_ranks();
     test_loss_curves();
     return test_exit_code();
 }
