@@ -514,7 +514,7 @@ static void test_memory_plan(void) {
 #define TOL_CURVE_MEAN 0.002
 static void test_loss_curves(void) {
     const char* name = "gpt naive vs flash loss curves";
-    const char* path = test_env("FLASHGPT_TEXT", "../shared/data/tinyshakespeare.txt");
+    const char* path = test_env("FLASHGPT_TEXT", "build/texts/tinyshakespeare.txt");
     FILE* f = fopen(path, "rb");
     if (!f) {
         char why[4200];

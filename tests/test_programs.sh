@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# tests/test_programs.sh: bpe and prepare_data against what can go wrong around their files: a
+# tests/test_programs.sh: bpe, prepare_data and train_gpt against what can go wrong around their files: a
 # dataset rebuilt under a write error or a kill, outputs that are FIFOs, symbolic links,
 # folders or inputs, shards read with another tokenizer, leftover temporaries, an input that
-# shrinks while read. Needs ./bpe and ./prepare_data; prints PASS / FAIL lines like tests/test.h.
+# shrinks while read; train_gpt's checks before the GPU (when it is built). Needs ./bpe and
+# ./prepare_data; prints PASS / FAIL lines like tests/test.h.
 set -u
 cd "$(dirname "$0")/.."
 tmp=${FLASHGPT_TMP:-/tmp}/programs
@@ -199,5 +200,27 @@ for t in build/tests/test_data build/tests/test_tokenizer; do
     check "$t names the variable" not grep -q FLASHGPT "$tmp/out"
 done
 end
+
+# train_gpt checks its command line and files before it looks for a GPU, so these run anywhere.
+if [ -x ./train_gpt ]; then
+    begin "train_gpt_checks_before_the_gpu"
+    ./prepare_data --out-dir "$tmp/other" --vocab-size 300 --split-blank-lines "$tmp/b.txt" >/dev/null 2>&1
+    data="--train-data $tmp/ds/train_*.bin --model d2 --context 64 -T 64"
+    ./train_gpt $data --model d99 > "$tmp/out" 2>&1
+    check "--model d99: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: --model d99: unknown"
+    ./train_gpt $data -T 128 > "$tmp/out" 2>&1
+    check "-T past the context: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: -T 128 is longer than"
+    ./train_gpt $data -B 0 > "$tmp/out" 2>&1
+    check "-B 0: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: -B 0"
+    ./train_gpt $data --tokenizer "$tmp/other/tokenizer.bin" > "$tmp/out" 2>&1
+    check "shards of another tokenizer: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: --train-data and --tokenizer.*another tokenizer"
+    ./train_gpt $data --val-data "$tmp/other/val_*.bin" > "$tmp/out" 2>&1
+    check "val shards of another tokenizer: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: --val-data and --train-data"
+    ./train_gpt $data --zero 1 > "$tmp/out" 2>&1
+    check "--zero 1 without ranks: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: --zero 1"
+    RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 ./train_gpt $data > "$tmp/out" 2>&1
+    check "torchrun without MASTER_ADDR: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: MASTER_ADDR"
+    end
+fi
 
 exit $((failures > 0))
