@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
         die("no CUDA device: generate runs on an NVIDIA GPU");
     static GPT g;
-    gpt_build(&g, config, 1, length, &mo);
+    gpt_build(&g, config, 1, length, &mo, NULL);
     gpt_load_checkpoint(&g, o.checkpoint);
     Rng rng = {o.seed};
     float* logits = (float*)malloc((size_t)config.V * sizeof(float));

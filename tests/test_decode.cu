@@ -118,8 +118,8 @@ static void test_cached_generation(void) {
         off += sizes[i];
     }
     static GPT cached, full;
-    gpt_build(&cached, c, 1, length, &mo);
-    gpt_build(&full, c, 1, length, &mo);
+    gpt_build(&cached, c, 1, length, &mo, NULL);
+    gpt_build(&full, c, 1, length, &mo, NULL);
     gpt_set_params(&cached, values);
     gpt_set_params(&full, values);
     int tokens[96];
