@@ -105,6 +105,11 @@ static int parse_master(char* const env[], const char* launcher, LaunchInfo* out
                 launcher);
         return -1;
     }
+    // torchrun's agent keeps its own store listening on MASTER_PORT when it says so: the
+    // rendezvous takes the port above it.
+    const char* agent_store = env_get(env, "TORCHELASTIC_USE_AGENT_STORE");
+    if (agent_store && !strcmp(agent_store, "True"))
+        out->master_port = out->master_port < 65535 ? out->master_port + 1 : out->master_port - 1;
     return 0;
 }
 

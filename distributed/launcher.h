@@ -26,7 +26,8 @@ typedef struct {
 
 // Reads env (NAME=value strings, NULL-terminated, as environ) in this order, the first
 // launcher whose rank variable is set winning (torchrun inside srun is torchrun):
-//   torchrun: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT
+//   torchrun: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (the port above it when
+//             TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent listens on MASTER_PORT itself)
 //   mpirun:   OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK; MASTER_ADDR and MASTER_PORT required
 //   slurm:    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; MASTER_ADDR or else the first node of
 //             SLURM_JOB_NODELIST (or SLURM_NODELIST); MASTER_PORT or else a default

@@ -65,6 +65,10 @@ static void test_launchers(void) {
     char* torchrun[] = {"RANK=3", "WORLD_SIZE=8", "LOCAL_RANK=3", "MASTER_ADDR=10.1.2.3",
                         "MASTER_PORT=29400", "LOCAL_WORLD_SIZE=4", NULL};
     expect_launch("launch: torchrun", torchrun, "torchrun", 3, 8, 3, "10.1.2.3", 29400);
+    // torchrun's agent holds MASTER_PORT for its own store: the rendezvous takes the next port.
+    char* torchrun_agent[] = {"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "MASTER_ADDR=h", "MASTER_PORT=29500",
+                              "TORCHELASTIC_USE_AGENT_STORE=True", NULL};
+    expect_launch("launch: torchrun's agent store keeps MASTER_PORT", torchrun_agent, "torchrun", 1, 2, 1, "h", 29501);
     char* torchrun_one[] = {"RANK=0", "WORLD_SIZE=1", "LOCAL_RANK=0", NULL};
     expect_launch("launch: torchrun with one rank needs no master", torchrun_one, "torchrun", 0, 1, 0, "", 0);
     // torchrun started by srun: torchrun's variables win.
