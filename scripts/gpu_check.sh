@@ -59,7 +59,7 @@ for T_B_S in "1024 64 10" "65536 1 6"; do
     bench this-again ./train_gpt "$1" "$2" "$3"
 done
 echo "== generation ($(elapsed))"
-text=${TEST_TEXT:-build/testdata/tinyshakespeare.txt}
+text=${TEST_TEXT:-build/texts/tinyshakespeare.txt}
 gen=build/gpu-check-generate
 rm -rf "$gen"
 ./prepare_data --vocab-size 4096 --split-blank-lines --out-dir "$gen/data" "$text" > "$LOGS/generate-prepare.log" 2>&1
