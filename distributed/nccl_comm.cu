@@ -41,6 +41,25 @@ void nccl_comm_destroy(NcclComm* comm) {
     free(comm);
 }
 
+NcclComm* nccl_comm_split(NcclComm* comm, int color, int key) {
+    NcclComm* c = (NcclComm*)malloc(sizeof(NcclComm));
+    if (!c) die("out of memory for an NCCL communicator");
+    ncclCheck(ncclCommSplit(comm->comm, color, key, &c->comm, NULL));
+    ncclCheck(ncclCommUserRank(c->comm, &c->rank));
+    ncclCheck(ncclCommCount(c->comm, &c->world_size));
+    return c;
+}
+
+int nccl_comm_rank(const NcclComm* comm) { return comm->rank; }
+
+void nccl_send_recv(NcclComm* comm, const void* send, void* recv, size_t bytes, int to, int from,
+                    cudaStream_t stream) {
+    ncclCheck(ncclGroupStart());
+    ncclCheck(ncclSend(send, bytes, ncclUint8, to, comm->comm, stream));
+    ncclCheck(ncclRecv(recv, bytes, ncclUint8, from, comm->comm, stream));
+    ncclCheck(ncclGroupEnd());
+}
+
 void nccl_group_begin(void) { ncclCheck(ncclGroupStart()); }
 void nccl_group_end(void) { ncclCheck(ncclGroupEnd()); }
 
