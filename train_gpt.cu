@@ -5,7 +5,11 @@
 // checked anywhere.
 // Data parallel: one process per GPU, started by torchrun, srun or mpirun (distributed/launcher.h)
 // or by --gpus N here; each rank reads its own part of every epoch, the model library averages
-// the gradients (gpt/gpt.h). Rank 0 alone prints, validates, samples and writes files.
+// the gradients (gpt/gpt.h). Rank 0 alone prints, samples and writes files.
+// Context parallel (--context-parallel N): each group of N consecutive ranks shares every
+// sequence, rank r of a group holding its zigzag chunks r and 2N-1-r; attention is the ring of
+// distributed/ring_attention.h. With one process the N ranks of the group run on its GPU
+// (simulated: the same code but for the ring's moves, for testing).
 #include <errno.h>
 #include <getopt.h>
 #include <glob.h>
@@ -62,6 +66,7 @@ typedef struct {
     float peak_tflops;           // 0: from the device name
     int gpus;                    // > 0: start this many ranks on this node (--gpus)
     int zero_stage;              // 1: shard the optimizer state over the ranks
+    int context_parallel;        // ranks that share each sequence [1]
 } TrainOptions;
 
 static void default_train_options(TrainOptions* o) {
@@ -80,6 +85,7 @@ static void default_train_options(TrainOptions* o) {
     o->temperature = 1.0f;
     o->seed = 1337;
     o->model_options.attention = ATTENTION_FLASH;
+    o->context_parallel = 1;
 }
 
 static void usage(void) {
@@ -130,6 +136,8 @@ static void usage(void) {
         "  --gpus N                start N ranks on this node's GPUs [1]\n"
         "  --zero N                1: shard the fp32 master weights and AdamW moments over the\n"
         "                          ranks (ZeRO-1); 0: every rank keeps them whole [0]\n"
+        "  --context-parallel N    N ranks share each sequence (-T a multiple of 2N), attention\n"
+        "                          as a ring; with one process the N ranks run on its GPU [1]\n"
         "  -h, --help              this text\n");
 }
 
@@ -176,7 +184,8 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         OPT_TOKENIZER, OPT_TOTAL_BATCH, OPT_STEPS, OPT_LR, OPT_WARMUP, OPT_MIN_LR_FRAC, OPT_WD,
         OPT_GRAD_CLIP, OPT_SEED, OPT_VAL_EVERY, OPT_VAL_BATCHES, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS,
         OPT_TEMPERATURE, OPT_TOP_K, OPT_CHECKPOINT_EVERY, OPT_OUT_DIR, OPT_LOG, OPT_ATTENTION,
-        OPT_DETERMINISTIC, OPT_RECOMPUTE, OPT_CLASSIFIER_CHUNK, OPT_PEAK_TFLOPS, OPT_GPUS, OPT_ZERO
+        OPT_DETERMINISTIC, OPT_RECOMPUTE, OPT_CLASSIFIER_CHUNK, OPT_PEAK_TFLOPS, OPT_GPUS, OPT_ZERO,
+        OPT_CONTEXT_PARALLEL
     };
     static const struct option long_options[] = {
         {"model", required_argument, NULL, OPT_MODEL},
@@ -212,6 +221,7 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         {"peak-tflops", required_argument, NULL, OPT_PEAK_TFLOPS},
         {"gpus", required_argument, NULL, OPT_GPUS},
         {"zero", required_argument, NULL, OPT_ZERO},
+        {"context-parallel", required_argument, NULL, OPT_CONTEXT_PARALLEL},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     default_train_options(o);
@@ -261,6 +271,10 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
             o->gpus = parse_int("--gpus", optarg);
             if (o->gpus < 1) die("--gpus %s must be at least 1", optarg);
             break;
+        case OPT_CONTEXT_PARALLEL:
+            o->context_parallel = parse_int("--context-parallel", optarg);
+            if (o->context_parallel < 1) die("--context-parallel %s must be at least 1", optarg);
+            break;
         case OPT_ZERO:
             o->zero_stage = parse_int("--zero", optarg);
             if (o->zero_stage != 0 && o->zero_stage != 1) die("--zero %s: expected 0 or 1", optarg);
@@ -281,6 +295,13 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         die("--lr must be positive, --warmup-steps >= 0, --min-lr-frac in [0, 1]");
     if (o->B <= 0 || o->T <= 0) die("-B %d -T %d: both must be positive", o->B, o->T);
     if (o->resume_dir && o->init_from) die("--resume and --init-from exclude each other");
+    if (o->context_parallel > 1) {
+        if (o->T % (2 * o->context_parallel) != 0)
+            die("-T %d: --context-parallel %d cuts each sequence into %d equal chunks, so -T must be a multiple of %d",
+                o->T, o->context_parallel, 2 * o->context_parallel, 2 * o->context_parallel);
+        if (o->model_options.attention != ATTENTION_FLASH) die("--context-parallel runs the flash attention as a ring");
+        if (o->sample_every > 0) die("--sample-every: sampling does not run with --context-parallel");
+    }
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -290,6 +311,11 @@ typedef struct {
     TrainOptions o;              // as resolved: steps, total batch, val data, out dir filled in
     LaunchInfo launch;           // this rank among the ranks (rank 0 of 1 without a launcher)
     DataParallel dp;             // comm NULL without a launcher
+    RingGroup ring;              // the context-parallel group (size 1: none)
+    int data_rank, data_ranks;   // whose part of the data: the context-parallel group's
+    int rows, cols;              // the model's batch: rows of local sequences of cols tokens
+    int* full_tokens;            // (B, T) a batch as the loader gives it, when the model's
+    int* full_targets;           // rows are zigzag chunks of it (context parallel); else NULL
     float* loss_device;          // (1) the step's loss, averaged over the ranks
     GPTConfig config;
     int grad_accum;              // micro-steps per step (per rank)
@@ -380,20 +406,22 @@ static void resolve_batch(Run* r) {
     TrainOptions* o = &r->o;
     if (o->T > r->config.maxT) die("-T %d is longer than the model's context %d (--context)", o->T, r->config.maxT);
     if ((long long)o->B * o->T > INT_MAX) die("-B %d -T %d: B * T must stay below 2^31 tokens", o->B, o->T);
-    // One micro-step of every rank.
-    long long tokens_per_micro = (long long)o->B * o->T * r->launch.world_size;
+    // One micro-step of every context-parallel group.
+    long long tokens_per_micro = (long long)o->B * o->T * r->data_ranks;
     if (o->total_batch == 0) o->total_batch = tokens_per_micro;
     if (o->total_batch < 0 || o->total_batch % tokens_per_micro != 0)
-        die("--total-batch-size %lld is not a positive multiple of B * T * ranks = %d * %d * %d", o->total_batch,
-            o->B, o->T, r->launch.world_size);
+        die("--total-batch-size %lld is not a positive multiple of B * T * data-parallel ranks = %d * %d * %d",
+            o->total_batch, o->B, o->T, r->data_ranks);
     if (o->total_batch / tokens_per_micro > INT_MAX) die("--total-batch-size %lld: too many micro-steps", o->total_batch);
     r->grad_accum = (int)(o->total_batch / tokens_per_micro);
     const ModelOptions* mo = &o->model_options;
-    const char* why = attention_unsupported(mo->attention, attention_shape(&r->config, o->B, o->T));
+    AttentionShape local = attention_shape(&r->config, r->rows, r->cols);
+    const char* why = o->context_parallel > 1 ? ring_attention_unsupported(&r->ring, local)
+                                              : attention_unsupported(mo->attention, local);
     if (why) die("--attention %s: %s", attention_kind_name(mo->attention), why);
     r->dp = (DataParallel){.comm = NULL, .rank = r->launch.rank, .world_size = r->launch.world_size,
                            .zero_stage = o->zero_stage};
-    r->plan = gpt_memory_plan(&r->config, o->B, o->T, mo, &r->dp);
+    r->plan = gpt_memory_plan(&r->config, r->rows, r->cols, mo, &r->dp);
 }
 
 // The train loader, and the val loader: --val-data, or the val shards beside the train shards
@@ -402,8 +430,7 @@ static void open_data(Run* r) {
     TrainOptions* o = &r->o;
     char err[ERR_LEN];
     static char val_glob[4096];
-    r->train = dataloader_open(o->train_data, o->B, o->T, r->launch.rank, r->launch.world_size, 1, o->seed,
-                               r->config.V, err);
+    r->train = dataloader_open(o->train_data, o->B, o->T, r->data_rank, r->data_ranks, 1, o->seed, r->config.V, err);
     if (!r->train) die("--train-data: %s", err);
     if (r->tok && dataloader_check_fingerprint(r->train, tokenizer_fingerprint(r->tok), err) != 0)
         die("--train-data and --tokenizer %s: %s", o->tokenizer, err);
@@ -415,8 +442,9 @@ static void open_data(Run* r) {
         if (glob(val_glob, 0, NULL, &matches) == 0) o->val_data = val_glob;
         globfree(&matches);
     }
-    // Rank 0 alone validates, on the first val_batches batches of the val shards.
-    if (o->val_data && *o->val_data && o->val_every > 0 && r->launch.rank == 0) {
+    // Every rank validates on the same first val_batches batches of the val shards (the ring
+    // needs its whole group), and the losses are averaged.
+    if (o->val_data && *o->val_data && o->val_every > 0) {
         r->val = dataloader_open(o->val_data, o->B, o->T, 0, 1, 0, o->seed, r->config.V, err);
         if (!r->val) die("--val-data: %s", err);
         if (dataloader_check_fingerprint(r->val, dataloader_fingerprint(r->train), err) != 0)
@@ -435,7 +463,7 @@ static void check_resume_matches(const Run* r) {
     const ModelOptions* mo = &o->model_options;
     const LRSchedule* lr = &o->schedule;
     // Any number of ranks may resume a run, with the same tokens per step.
-    long long tokens = (long long)s->B * s->T * s->grad_accum * s->world_size;
+    long long tokens = (long long)s->B * s->T * s->grad_accum * s->world_size;   // world_size: data-parallel
     if (s->B != o->B || s->T != o->T || tokens != o->total_batch)
         die("--resume %s: the run used -B %d -T %d with %lld tokens per step, not -B %d -T %d with %lld",
             o->resume_dir, s->B, s->T, tokens, o->B, o->T, o->total_batch);
@@ -467,9 +495,12 @@ static void print_run(const Run* r, const char* device_name) {
     printf("device: %s\n", device_name);
     printf("model: L %d, C %d, NH %d, HS %d, vocab %d (padded %d), context %d, %zu parameters\n",
            c->L, c->C, c->NH, c->C / c->NH, c->V, c->Vp, c->maxT, r->model.num_params);
-    printf("batch: B %d x T %d x %d micro-steps x %d rank%s = %lld tokens per step, %d steps (from step %d)\n",
-           o->B, o->T, r->grad_accum, r->launch.world_size, r->launch.world_size > 1 ? "s" : "", o->total_batch,
+    printf("batch: B %d x T %d x %d micro-steps x %d data-parallel rank%s = %lld tokens per step, %d steps "
+           "(from step %d)\n", o->B, o->T, r->grad_accum, r->data_ranks, r->data_ranks > 1 ? "s" : "", o->total_batch,
            o->steps, r->start_step + 1);
+    if (o->context_parallel > 1)
+        printf("context parallel: %d ranks share each sequence (%s), each %d tokens of it in two chunks of %d\n",
+               o->context_parallel, r->ring.comm ? "an NCCL ring" : "simulated on this GPU", r->cols, r->cols / 2);
     if (r->dp.comm) {
         const ZeroShard* z = &r->model.shard;
         printf("ranks: %d (%s), each with the whole model, its gradients averaged by NCCL; ", r->launch.world_size,
@@ -510,6 +541,21 @@ static void setup(Run* r, const TrainOptions* options) {
     if (o->zero_stage && !launched) die("--zero 1 shards the optimizer over ranks: start them with --gpus N or a launcher");
     // Only rank 0 speaks; errors (stderr) still come from every rank.
     if (r->launch.rank != 0 && !freopen("/dev/null", "w", stdout)) die("cannot silence rank %d", r->launch.rank);
+    // The context-parallel groups: N consecutive ranks each, or all N on this GPU (simulated).
+    int cp = o->context_parallel, world = r->launch.world_size, simulated = world == 1;
+    if (world % cp != 0 && !simulated) die("--context-parallel %d does not divide the %d ranks", cp, world);
+    r->ring = (RingGroup){.size = cp, .first = simulated ? 0 : r->launch.rank % cp, .count = simulated ? cp : 1,
+                          .comm = NULL};
+    r->data_rank = simulated ? 0 : r->launch.rank / cp;
+    r->data_ranks = simulated ? 1 : world / cp;
+    r->rows = o->B * r->ring.count;
+    r->cols = o->T / cp;
+    if (cp > 1) {
+        o->model_options.context_parallel = &r->ring;
+        r->full_tokens = (int*)malloc((size_t)o->B * o->T * sizeof(int));
+        r->full_targets = (int*)malloc((size_t)o->B * o->T * sizeof(int));
+        if (!r->full_tokens || !r->full_targets) die("out of host memory for a batch");
+    }
     resolve_model_shape(r);
     resolve_batch(r);
     open_data(r);
@@ -526,21 +572,22 @@ static void setup(Run* r, const TrainOptions* options) {
     if (launched) {
         r->dp.comm = nccl_comm_create(&r->launch, RENDEZVOUS_DEFAULT_TIMEOUT_S, err);
         if (!r->dp.comm) die("%s", err);
+        if (cp > 1) r->ring.comm = nccl_comm_split(r->dp.comm, r->launch.rank / cp, r->launch.rank % cp);
     }
-    gpt_build(&r->model, r->config, o->B, o->T, &o->model_options, launched ? &r->dp : NULL);
+    gpt_build(&r->model, r->config, r->rows, r->cols, &o->model_options, launched ? &r->dp : NULL);
     cudaCheck(cudaMalloc((void**)&r->loss_device, sizeof(float)));
     r->sample_rng.state = o->seed ^ 0x5851f42d4c957f2dULL;
     if (r->resuming) {
         gpt_load_checkpoint(&r->model, r->resume_model);
         load_training_state(&r->model, r->resume_state);
         DataLoaderState at = r->resume.train_loader;
-        if (r->resume.world_size != r->launch.world_size) {
+        if (r->resume.world_size != r->data_ranks) {
             // The same samples of the epoch consumed, counted in this run's batches per rank.
             long long samples = at.step_in_epoch * r->resume.world_size;
-            at.step_in_epoch = samples / r->launch.world_size;
-            if (samples % r->launch.world_size)
-                printf("note: %d ranks resume a run of %d: the last samples of the epoch in progress are seen again\n",
-                       r->launch.world_size, r->resume.world_size);
+            at.step_in_epoch = samples / r->data_ranks;
+            if (samples % r->data_ranks)
+                printf("note: %d data-parallel ranks resume a run of %d: the last samples of the epoch in progress "
+                       "are seen again\n", r->data_ranks, r->resume.world_size);
         }
         if (dataloader_restore(r->train, at, err) != 0) die("%s: %s", r->resume_state, err);
         r->sample_rng.state = r->resume.sample_rng;
@@ -568,6 +615,9 @@ static void setup(Run* r, const TrainOptions* options) {
 
 static void teardown(Run* r) {
     if (r->log) fclose(r->log);
+    free(r->full_tokens);
+    free(r->full_targets);
+    if (r->ring.comm) nccl_comm_destroy(r->ring.comm);
     cudaCheck(cudaFree(r->loss_device));
     dataloader_close(r->train);
     if (r->val) dataloader_close(r->val);
@@ -578,47 +628,73 @@ static void teardown(Run* r) {
 // ----------------------------------------------------------------------------------------------
 // The loop's parts
 
+// The next batch of the loader into the model's host buffers: as it comes, or, context
+// parallel, each model row the zigzag chunks of its sequence.
+static void next_batch(Run* r, DataLoader* dl, const char* what) {
+    GPT* g = &r->model;
+    char err[ERR_LEN];
+    if (!r->full_tokens) {
+        if (dataloader_next(dl, g->host_tokens, g->host_targets, err) != 0) die("%s: %s", what, err);
+        return;
+    }
+    if (dataloader_next(dl, r->full_tokens, r->full_targets, err) != 0) die("%s: %s", what, err);
+    int T = r->o.T, c = r->cols / 2;
+    for (int row = 0; row < r->rows; row++) {
+        int b = row / r->ring.count, rank = r->ring.first + row % r->ring.count;
+        for (int half = 0; half < 2; half++) {
+            size_t from = (size_t)b * T + (size_t)zigzag_chunk(rank, half, r->ring.size) * c;
+            size_t to = (size_t)row * r->cols + (size_t)half * c;
+            memcpy(g->host_tokens + to, r->full_tokens + from, c * sizeof(int));
+            memcpy(g->host_targets + to, r->full_targets + from, c * sizeof(int));
+        }
+    }
+}
+
+// The mean of a loss over every rank (the loss itself on one).
+static float mean_over_ranks(Run* r, float loss) {
+    if (!r->dp.comm) return loss;
+    cudaStream_t st = r->model.stream;
+    cudaCheck(cudaMemcpyAsync(r->loss_device, &loss, sizeof(float), cudaMemcpyHostToDevice, st));
+    nccl_all_reduce_avg_f32(r->dp.comm, r->loss_device, 1, st);
+    cudaCheck(cudaMemcpyAsync(&loss, r->loss_device, sizeof(float), cudaMemcpyDeviceToHost, st));
+    cudaCheck(cudaStreamSynchronize(st));
+    return loss;
+}
+
 // One optimizer step: grad_accum micro-steps of forward, loss and backward, then AdamW. Returns
 // the mean loss over every rank's batches; *norm gets the gradient norm before clipping.
 static float train_step(Run* r, float lr, float* norm) {
     GPT* g = &r->model;
-    const TrainOptions* o = &r->o;
-    char err[ERR_LEN];
-    float dloss_scale = 1.0f / (float)((double)o->B * o->T * r->grad_accum);
+    int rows = r->rows, cols = r->cols;
+    float dloss_scale = 1.0f / (float)((double)rows * cols * r->grad_accum);
     gpt_zero_grads(g);
     double loss_sum = 0.0;
     for (int micro = 0; micro < r->grad_accum; micro++) {
-        if (dataloader_next(r->train, g->host_tokens, g->host_targets, err) != 0) die("--train-data: %s", err);
-        gpt_forward(g, g->host_tokens, o->B, o->T);
-        gpt_classifier(g, g->host_targets, o->B, o->T, dloss_scale, 1);
+        next_batch(r, r->train, "--train-data");
+        gpt_forward(g, g->host_tokens, rows, cols);
+        gpt_classifier(g, g->host_targets, rows, cols, dloss_scale, 1);
         gpt_backward(g, g->host_tokens, micro == r->grad_accum - 1);
         // Waits for this micro-step before its host buffers take the next batch.
-        loss_sum += gpt_mean_loss(g, o->B * o->T);
+        loss_sum += gpt_mean_loss(g, rows * cols);
     }
     float loss = (float)(loss_sum / r->grad_accum);
     *norm = gpt_update(g, &r->adam, lr);
-    if (r->dp.comm) {
-        cudaCheck(cudaMemcpyAsync(r->loss_device, &loss, sizeof(float), cudaMemcpyHostToDevice, g->stream));
-        nccl_all_reduce_avg_f32(r->dp.comm, r->loss_device, 1, g->stream);
-        cudaCheck(cudaMemcpyAsync(&loss, r->loss_device, sizeof(float), cudaMemcpyDeviceToHost, g->stream));
-    }
     cudaCheck(cudaStreamSynchronize(g->stream));
-    return loss;
+    return mean_over_ranks(r, loss);
 }
 
 // Mean loss over the first val_batches batches of the val loader (from its start).
 static float validation_loss(Run* r) {
     GPT* g = &r->model;
-    char err[ERR_LEN];
     dataloader_reset(r->val);
     double sum = 0.0;
     for (int i = 0; i < r->o.val_batches; i++) {
-        if (dataloader_next(r->val, g->host_tokens, g->host_targets, err) != 0) die("--val-data: %s", err);
-        gpt_forward(g, g->host_tokens, g->B, g->T);
-        gpt_classifier(g, g->host_targets, g->B, g->T, 0.0f, 0);
-        sum += gpt_mean_loss(g, g->B * g->T);
+        next_batch(r, r->val, "--val-data");
+        gpt_forward(g, g->host_tokens, r->rows, r->cols);
+        gpt_classifier(g, g->host_targets, r->rows, r->cols, 0.0f, 0);
+        sum += gpt_mean_loss(g, r->rows * r->cols);
     }
-    return (float)(sum / r->o.val_batches);
+    return mean_over_ranks(r, (float)(sum / r->o.val_batches));
 }
 
 // What one step did, for the report.
@@ -687,7 +763,7 @@ static void save_checkpoint(Run* r, int step) {
     const ModelOptions* mo = &o->model_options;
     char model_path[4096], state_path[4096];
     checkpoint_paths(o->out_dir, step, model_path, state_path, sizeof(model_path));
-    TrainingState s = {.step = step, .world_size = r->launch.world_size, .config = r->config, .B = o->B, .T = o->T, .grad_accum = r->grad_accum,
+    TrainingState s = {.step = step, .world_size = r->data_ranks, .config = r->config, .B = o->B, .T = o->T, .grad_accum = r->grad_accum,
                        .warmup_steps = o->schedule.warmup_steps, .steps = o->steps, .lr = o->schedule.lr,
                        .min_lr_frac = o->schedule.min_lr_frac, .weight_decay = o->weight_decay,
                        .grad_clip = o->grad_clip, .seed = o->seed, .train_loader = dataloader_state(r->train),

@@ -118,6 +118,7 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
         matmul_backward_scratch_bytes((int)N, 4 * (int)C, (int)C),
         attention_scratch_bytes(kind, s),
         attention_decode_scratch_bytes(attention_shape(c, 1, T)),
+        opt->context_parallel ? ring_attention_workspace_bytes(opt->context_parallel, s) : 0,
         global_norm_scratch_bytes(P)};
     for (size_t i = 0; i < sizeof(cand) / sizeof(cand[0]); i++) sc = cand[i] > sc ? cand[i] : sc;
     // The scratch lives in the logits' memory: the logits are dead from the moment the

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include "attention/attention.h"
 #include "common/cuda_check.h"
+#include "distributed/ring_attention.h"
 #include "gpt/config.h"
 
 // What is kept for the backward and what is computed again in it.
@@ -22,6 +23,9 @@ typedef struct {
     int recompute;           // RECOMPUTE_* flags: kept for one layer, recomputed in the backward
     int classifier_rows;     // rows of logits per classifier chunk; 0: as many as fit in
                              // CLASSIFIER_CHUNK_BYTES
+    const RingGroup* context_parallel;   // NULL: off. Else each row of the batch is a rank's two
+                             // zigzag chunks of a sequence (distributed/ring_attention.h): the
+                             // attention is the ring, the positions those of the chunks
 } ModelOptions;
 
 // "none", "gelu", "layernorm" or "gelu,layernorm".

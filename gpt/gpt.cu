@@ -160,8 +160,10 @@ static void forward_layers(GPT* g, int B, int T, int row, int decode) {
         LayerParameters w = layer_parameters(p, l, C);
         layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, x.res, w.ln1w, w.ln1b, N, C, st);
         matmul_forward(x.qkv, NULL, x.ln1, w.qkvw, w.qkvb, N, C, 3 * C, st);
+        const RingGroup* ring = g->options.context_parallel;
         if (decode) attention_decode(attention_shape(c, 1, g->T), x.atty, layer_acts(g, l).qkv, row,
                                      g->acts.scratch, st);
+        else if (ring) ring_attention_forward(ring, s, x.atty, (float*)x.att_saved, x.qkv, g->acts.scratch, st);
         else attention_forward(g->options.attention, s, x.atty, x.att_saved, x.qkv, st);
         matmul_forward(x.mid, NULL, x.atty, w.attprojw, w.attprojb, N, C, C, st);
         residual_forward(x.mid, x.mid, x.res, (size_t)N * C, st);
@@ -185,6 +187,12 @@ static void wait_for_params(GPT* g) {
     if (g->dp.comm) cudaCheck(cudaStreamWaitEvent(g->stream, g->params_ready, 0));
 }
 
+// Context parallel: where half `half` of row `row` (a rank's local sequence of T tokens) starts
+// in the whole sequence.
+static size_t chunk_start(const RingGroup* ring, int row, int half, int T) {
+    return (size_t)zigzag_chunk(ring->first + row % ring->count, half, ring->size) * (T / 2);
+}
+
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     const GPTConfig* c = &g->config;
     Activations* a = &g->acts;
@@ -194,7 +202,18 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     wait_for_params(g);
     cudaCheck(cudaMemcpyAsync(a->inputs, host_inputs, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, st));
-    encoder_forward(a->residual, a->inputs, p->wte, p->wpe, B, T, C, st);
+    if (g->options.context_parallel) {
+        // Each half of a row is a chunk of the sequence, with that chunk's positions.
+        const RingGroup* ring = g->options.context_parallel;
+        int chunk = T / 2;
+        for (int row = 0; row < B; row++)
+            for (int half = 0; half < 2; half++) {
+                size_t at = (size_t)row * T + (size_t)half * chunk, pos = chunk_start(ring, row, half, T);
+                encoder_forward(a->residual + at * C, a->inputs + at, p->wte, p->wpe + pos * C, 1, chunk, C, st);
+            }
+    } else {
+        encoder_forward(a->residual, a->inputs, p->wte, p->wpe, B, T, C, st);
+    }
     forward_layers(g, B, T, 0, 0);
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, layer_acts(g, c->L - 1).res_next, p->lnfw, p->lnfb, N, C,
                       st);
@@ -306,14 +325,29 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
                            N, C, scratch, st);
         matmul_backward(a->dnarrow, dw.attprojw, dw.attprojb, a->dresidual, x.atty, w.attprojw, NULL,
                         N, C, C, scratch, st);
-        attention_backward(kind, s, a->dwide, a->dnarrow, x.atty, x.att_saved, x.qkv, scratch, deterministic, st);
+        if (g->options.context_parallel)
+            ring_attention_backward(g->options.context_parallel, s, a->dwide, a->dnarrow, x.atty,
+                                    (const float*)x.att_saved, x.qkv, scratch, deterministic, st);
+        else
+            attention_backward(kind, s, a->dwide, a->dnarrow, x.atty, x.att_saved, x.qkv, scratch, deterministic, st);
         if (re_ln) layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, x.res, w.ln1w, w.ln1b, N, C, st);
         matmul_backward(a->dnarrow, dw.qkvw, dw.qkvb, a->dwide, x.ln1, w.qkvw, NULL, N, C, 3 * C, scratch, st);
         layernorm_backward(a->dresidual, dw.ln1w, dw.ln1b, a->dnarrow, x.res, w.ln1w, x.ln1_mean, x.ln1_rstd,
                            N, C, scratch, st);
         if (reduce) reduce_layer_grads(g, l);
     }
-    encoder_backward(d->wte, d->wpe, a->dresidual, host_inputs, B, T, C, scratch, st);
+    if (g->options.context_parallel) {
+        const RingGroup* ring = g->options.context_parallel;
+        int chunk = T / 2;
+        for (int row = 0; row < B; row++)
+            for (int half = 0; half < 2; half++) {
+                size_t at = (size_t)row * T + (size_t)half * chunk, pos = chunk_start(ring, row, half, T);
+                encoder_backward(d->wte, d->wpe + pos * C, a->dresidual + at * C, host_inputs + at, 1, chunk, C,
+                                 scratch, st);
+            }
+    } else {
+        encoder_backward(d->wte, d->wpe, a->dresidual, host_inputs, B, T, C, scratch, st);
+    }
     if (reduce) {
         // wte has the classifier's and the encoder's parts only now; the last to go.
         bf16* const ptrs[] = {d->lnfw, d->lnfb, d->wpe, d->wte};
