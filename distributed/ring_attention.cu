@@ -6,7 +6,9 @@
 //   dkv[2]  (2c, 2C) fp32   backward: the gradients of the travelling keys and values
 // and, shared: the pair (c, 3C) of one block (a local chunk's Q beside a travelling chunk's
 // K and V, the fused layout the kernels read), the block's output, log-sum-exp and dqkv, and
-// the flash backward's scratch. One stream: the ring's moves and the blocks run in order.
+// the flash backward's scratch. The ring's moves run on a stream of their own: the keys and
+// values of step k+1 travel while step k's blocks compute (the gradients of the backward go
+// after the blocks that add to them).
 #include "distributed/ring_attention.h"
 
 #include <math.h>
@@ -116,17 +118,37 @@ static void copy_rows(void* dst, size_t dst_ld, const void* src, size_t src_ld, 
 // ----------------------------------------------------------------------------------------------
 // The ring
 
+// The stream of the ring's moves and the events that order it against the blocks' stream,
+// made on first use (one GPU per process).
+static cudaStream_t move_stream;
+static cudaEvent_t blocks_done, move_done;
+
 // Every rank's buffer to the next rank of the ring: to[next] = from[this], bytes each; from and
-// to are the workspace arrays of `stride` bytes per local rank.
+// to are the workspace arrays of `stride` bytes per local rank. Starts after the work enqueued
+// on st so far; ring_wait makes st wait for it.
 static void ring_pass(const RingGroup* g, const void* from, void* to, size_t stride, size_t bytes, cudaStream_t st) {
     if (g->size == 1) return;
+    if (!move_stream) {
+        cudaCheck(cudaStreamCreateWithFlags(&move_stream, cudaStreamNonBlocking));
+        cudaCheck(cudaEventCreateWithFlags(&blocks_done, cudaEventDisableTiming));
+        cudaCheck(cudaEventCreateWithFlags(&move_done, cudaEventDisableTiming));
+    }
+    cudaCheck(cudaEventRecord(blocks_done, st));
+    cudaCheck(cudaStreamWaitEvent(move_stream, blocks_done, 0));
     if (!g->comm) {   // simulated: every rank is here
         for (int i = 0; i < g->count; i++)
             cudaCheck(cudaMemcpyAsync((char*)to + ((i + 1) % g->count) * stride, (const char*)from + i * stride, bytes,
-                                      cudaMemcpyDeviceToDevice, st));
+                                      cudaMemcpyDeviceToDevice, move_stream));
     } else {
-        nccl_send_recv(g->comm, from, to, bytes, (g->first + 1) % g->size, (g->first + g->size - 1) % g->size, st);
+        nccl_send_recv(g->comm, from, to, bytes, (g->first + 1) % g->size, (g->first + g->size - 1) % g->size,
+                       move_stream);
     }
+    cudaCheck(cudaEventRecord(move_done, move_stream));
+}
+
+// The blocks' stream waits for the moves issued so far.
+static void ring_wait(const RingGroup* g, cudaStream_t st) {
+    if (g->size > 1) cudaCheck(cudaStreamWaitEvent(st, move_done, 0));
 }
 
 // The blocks rank r computes at step k: (local chunk a, travelling chunk b) pairs. Step 0 is the
@@ -145,6 +167,15 @@ static void make_pair(bf16* pair, const bf16* qkv_local, const bf16* kv, int a, 
     copy_rows(pair + C, 3 * C, kv + (size_t)b * c * 2 * C, 2 * C, 2 * C, c, sizeof(bf16), st);
 }
 
+// The local sequence's own keys and values of each rank held here, into its travelling buffer.
+static void start_ring(const RingGroup* g, const RingWorkspace* w, const bf16* qkv, int batch, int n, int C,
+                       size_t kv_stride, cudaStream_t st) {
+    for (int i = 0; i < g->count; i++) {
+        const bf16* q_local = qkv + ((size_t)batch * g->count + i) * n * 3 * C;
+        copy_rows((char*)w->kv[0] + i * kv_stride, 2 * C, q_local + C, 3 * C, 2 * C, n, sizeof(bf16), st);
+    }
+}
+
 void ring_attention_forward(const RingGroup* g, AttentionShape s, bf16* out, float* lse, const bf16* qkv,
                             void* workspace, cudaStream_t st) {
     const char* why = ring_attention_unsupported(g, s);
@@ -153,23 +184,26 @@ void ring_attention_forward(const RingGroup* g, AttentionShape s, bf16* out, flo
     layout_workspace(&w, (char*)workspace, g, s);
     int n = s.T, c = n / 2, C = s.NH * s.HS, N = g->size;
     size_t kv_stride = ALIGN_UP((size_t)n * 2 * C * sizeof(bf16)), acc_stride = ALIGN_UP((size_t)n * C * sizeof(float));
+    size_t kv_bytes = (size_t)n * 2 * C * sizeof(bf16);
     for (int batch = 0; batch < s.B / g->count; batch++) {
+        // The keys and values leave for the next rank while step 0 computes.
+        start_ring(g, &w, qkv, batch, n, C, kv_stride, st);
+        ring_pass(g, w.kv[0], w.kv[1], kv_stride, kv_bytes, st);
         for (int i = 0; i < g->count; i++) {
             size_t row = (size_t)batch * g->count + i;
-            const bf16* q_local = qkv + row * n * 3 * C;
-            bf16* kv = (bf16*)((char*)w.kv[0] + i * kv_stride);
             float* acc = (float*)((char*)w.acc + i * acc_stride);
-            float* l = lse + row * s.NH * n;
             // Step 0: the local sequence, causal; its output starts the accumulator.
-            copy_rows(kv, 2 * C, q_local + C, 3 * C, 2 * C, n, sizeof(bf16), st);
-            flash_attention_forward(one_sequence(s, n, 1), w.blk_out, l, q_local, st);
+            flash_attention_forward(one_sequence(s, n, 1), w.blk_out, lse + row * s.NH * n, qkv + row * n * 3 * C, st);
             cudaCheck(cudaMemsetAsync(acc, 0, (size_t)n * C * sizeof(float), st));
             accumulate(acc, C, w.blk_out, C, n, C, st);
         }
         int cur = 0;
         for (int k = 1; k < N; k++) {
-            ring_pass(g, w.kv[cur], w.kv[1 - cur], kv_stride, (size_t)n * 2 * C * sizeof(bf16), st);
+            ring_wait(g, st);
             cur = 1 - cur;
+            // The next step's keys travel while this step's blocks compute (after the blocks of
+            // the step before, which read the buffer they arrive in).
+            if (k + 1 < N) ring_pass(g, w.kv[cur], w.kv[1 - cur], kv_stride, kv_bytes, st);
             for (int i = 0; i < g->count; i++) {
                 size_t row = (size_t)batch * g->count + i;
                 const bf16* q_local = qkv + row * n * 3 * C;
@@ -203,17 +237,17 @@ void ring_attention_backward(const RingGroup* g, AttentionShape s, bf16* dqkv, c
     int n = s.T, c = n / 2, C = s.NH * s.HS, N = g->size;
     size_t kv_stride = ALIGN_UP((size_t)n * 2 * C * sizeof(bf16)), acc_stride = ALIGN_UP((size_t)n * C * sizeof(float));
     size_t dkv_stride = ALIGN_UP((size_t)n * 2 * C * sizeof(float));
+    size_t kv_bytes = (size_t)n * 2 * C * sizeof(bf16), dkv_bytes = (size_t)n * 2 * C * sizeof(float);
     for (int batch = 0; batch < s.B / g->count; batch++) {
+        start_ring(g, &w, qkv, batch, n, C, kv_stride, st);
+        ring_pass(g, w.kv[0], w.kv[1], kv_stride, kv_bytes, st);
         for (int i = 0; i < g->count; i++) {
             size_t row = (size_t)batch * g->count + i;
-            const bf16* q_local = qkv + row * n * 3 * C;
-            bf16* kv = (bf16*)((char*)w.kv[0] + i * kv_stride);
             float* dq = (float*)((char*)w.acc + i * acc_stride);
             float* dkv = (float*)((char*)w.dkv[0] + i * dkv_stride);
             // Step 0: the local sequence, causal, with the final O and L.
-            copy_rows(kv, 2 * C, q_local + C, 3 * C, 2 * C, n, sizeof(bf16), st);
             flash_attention_backward(one_sequence(s, n, 1), w.blk_dqkv, dout + row * n * C, out + row * n * C,
-                                     lse + row * s.NH * n, q_local, w.flash_scratch, deterministic, st);
+                                     lse + row * s.NH * n, qkv + row * n * 3 * C, w.flash_scratch, deterministic, st);
             cudaCheck(cudaMemsetAsync(dq, 0, (size_t)n * C * sizeof(float), st));
             cudaCheck(cudaMemsetAsync(dkv, 0, (size_t)n * 2 * C * sizeof(float), st));
             accumulate(dq, C, w.blk_dqkv, 3 * C, n, C, st);
@@ -221,9 +255,11 @@ void ring_attention_backward(const RingGroup* g, AttentionShape s, bf16* dqkv, c
         }
         int cur = 0;
         for (int k = 1; k < N; k++) {
-            ring_pass(g, w.kv[cur], w.kv[1 - cur], kv_stride, (size_t)n * 2 * C * sizeof(bf16), st);
-            ring_pass(g, w.dkv[cur], w.dkv[1 - cur], dkv_stride, (size_t)n * 2 * C * sizeof(float), st);
+            // The gradients go on with what the last step added to them; the keys went ahead.
+            ring_pass(g, w.dkv[cur], w.dkv[1 - cur], dkv_stride, dkv_bytes, st);
+            ring_wait(g, st);
             cur = 1 - cur;
+            if (k + 1 < N) ring_pass(g, w.kv[cur], w.kv[1 - cur], kv_stride, kv_bytes, st);
             for (int i = 0; i < g->count; i++) {
                 size_t row = (size_t)batch * g->count + i;
                 const bf16* q_local = qkv + row * n * 3 * C;
@@ -245,7 +281,8 @@ void ring_attention_backward(const RingGroup* g, AttentionShape s, bf16* dqkv, c
             }
         }
         // One more move brings each rank's key and value gradients home.
-        ring_pass(g, w.dkv[cur], w.dkv[1 - cur], dkv_stride, (size_t)n * 2 * C * sizeof(float), st);
+        ring_pass(g, w.dkv[cur], w.dkv[1 - cur], dkv_stride, dkv_bytes, st);
+        ring_wait(g, st);
         if (N > 1) cur = 1 - cur;
         for (int i = 0; i < g->count; i++) {
             size_t row = (size_t)batch * g->count + i;

@@ -422,6 +422,31 @@ static void test_context_parallel_simulated(void) {
     test_end();
 }
 
+// The ring through NCCL on 2 GPUs against the same ring simulated on one: the same losses
+// within bf16 noise (TOL_CP; the two differ in nothing but where the blocks run).
+static void test_context_parallel_two_gpus(void) {
+    const char* name = "gpt context parallel through NCCL on 2 GPUs: the losses of the simulated ring";
+    int devices = 0;
+    cudaCheck(cudaGetDeviceCount(&devices));
+    if (devices < 2) {
+        test_skip(name, "fewer than 2 GPUs");
+        return;
+    }
+    test_begin(name);
+    TrainRuns runs;
+    train_runs_init(&runs, "gpt_cp2");
+    float simulated[RUN_STEPS], nccl[RUN_STEPS];
+    char extra[256];
+    snprintf(extra, sizeof(extra), "-B %d --deterministic --context-parallel 2", RUN_B);
+    train_runs_run(&runs, "simulated", "simulated", extra, simulated);
+    snprintf(extra, sizeof(extra), "-B %d --deterministic --context-parallel 2 --gpus 2", RUN_B);
+    train_runs_run(&runs, "nccl", "nccl", extra, nccl);
+    for (int i = 0; i < RUN_STEPS; i++)
+        CHECK(fabsf(nccl[i] - simulated[i]) <= TOL_CP * fabsf(simulated[i]), "step %d: %.6f through NCCL, %.6f simulated",
+              i + 1, nccl[i], simulated[i]);
+    test_end();
+}
+
 static void test_data_parallel_two_ranks(void) {
     const char* name = "gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2";
     int devices = 0;
@@ -644,6 +669,7 @@ int main(void) {
                   "no CUDA device");
         test_skip("gpt context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
                   "no CUDA device");
+        test_skip("gpt context parallel through NCCL on 2 GPUs: the losses of the simulated ring", "no CUDA device");
         test_skip("gpt naive vs flash loss curves", "no CUDA device");
         return test_exit_code();
     }
@@ -662,6 +688,7 @@ int main(void) {
     test_data_parallel_one_rank();
     test_data_parallel_two_ranks();
     test_context_parallel_simulated();
+    test_context_parallel_two_gpus();
     test_loss_curves();
     return test_exit_code();
 }
