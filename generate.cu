@@ -12,6 +12,7 @@
 
 #include "common/cuda_check.h"
 #include "common/error.h"
+#include "common/parse.h"
 #include "common/read_file.h"
 #include "common/rng.h"
 #include "gpt/checkpoint.h"
@@ -43,22 +44,6 @@ static void usage(void) {
         "                      probability, 1 for all [1.0]\n"
         "  --seed N            sampling seed [1337]\n"
         "  -h, --help          this text\n");
-}
-
-static long long parse_integer(const char* flag, const char* s) {
-    char* end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end) die("%s: '%s' is not an integer", flag, s);
-    return v;
-}
-
-static float parse_float(const char* flag, const char* s) {
-    char* end;
-    errno = 0;
-    float v = strtof(s, &end);
-    if (errno || end == s || *end || !isfinite(v)) die("%s: '%s' is not a number", flag, s);
-    return v;
 }
 
 static void parse_args(int argc, char** argv, GenerateOptions* o) {

@@ -23,6 +23,7 @@
 
 #include "common/cuda_check.h"
 #include "common/error.h"
+#include "common/parse.h"
 #include "common/rng.h"
 #include "data/dataloader.h"
 #include "distributed/launcher.h"
@@ -139,28 +140,6 @@ static void usage(void) {
         "  --context-parallel N    N ranks share each sequence (-T a multiple of 2N), attention\n"
         "                          as a ring; with one process the N ranks run on its GPU [1]\n"
         "  -h, --help              this text\n");
-}
-
-static long long parse_integer(const char* flag, const char* s) {
-    char* end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end) die("%s: '%s' is not an integer", flag, s);
-    return v;
-}
-
-static int parse_int(const char* flag, const char* s) {
-    long long v = parse_integer(flag, s);
-    if (v < -2147483647LL || v > 2147483647LL) die("%s: %s is out of range", flag, s);
-    return (int)v;
-}
-
-static float parse_float(const char* flag, const char* s) {
-    char* end;
-    errno = 0;
-    float v = strtof(s, &end);
-    if (errno || end == s || *end || !isfinite(v)) die("%s: '%s' is not a number", flag, s);
-    return v;
 }
 
 // "none" or a comma-separated list of gelu and layernorm, as RECOMPUTE_* flags.

@@ -26,7 +26,8 @@ import shutil
 import sys
 import tempfile
 
-from gpt2_checkpoint import Checkpoint, Failure, fail, from_bf16_bits, to_hf, write_safetensors
+from gpt2_checkpoint import (Checkpoint, fail, from_bf16_bits, run_command_line, to_hf,
+                             write_safetensors)
 
 USAGE = "usage: export_hf.py [--fp32] CHECKPOINT.bin OUT_DIR"
 GPT2_VOCAB, GPT2_EOT = 50257, 50256
@@ -103,24 +104,7 @@ def export_hf(ckpt_path, out_dir, fp32):
 
 
 def main(argv):
-    if "-h" in argv or "--help" in argv:
-        print(USAGE)
-        return 0
-    fp32 = "--fp32" in argv
-    args = [a for a in argv if a != "--fp32"]
-    unknown = [a for a in args if a.startswith("-")]
-    if unknown:
-        print(f"error: unknown flag {unknown[0]} ({USAGE})", file=sys.stderr)
-        return 1
-    if len(args) != 2:
-        print(f"error: expected CHECKPOINT.bin and OUT_DIR ({USAGE})", file=sys.stderr)
-        return 1
-    try:
-        print(export_hf(args[0], args[1], fp32))
-    except Failure as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return run_command_line(argv, USAGE, "--fp32", "CHECKPOINT.bin and OUT_DIR", export_hf)
 
 
 if __name__ == "__main__":

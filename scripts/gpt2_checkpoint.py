@@ -18,6 +18,7 @@ shape and data_offsets (from the end of the header; "__metadata__" holds strings
 """
 import json
 import os
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -31,6 +32,29 @@ SAFETENSORS_DTYPES = {"F32": 4, "F16": 2, "BF16": 2}
 
 class Failure(Exception):
     """A one-line reason the script cannot go on."""
+
+
+def run_command_line(argv, usage, flag, expected, run):
+    """The command line of the import and export scripts: -h, an optional flag, two paths.
+    Calls run(first, second, flag_given) and prints its line; any Failure is one error line.
+    Returns the exit status."""
+    if "-h" in argv or "--help" in argv:
+        print(usage)
+        return 0
+    args = [a for a in argv if a != flag]
+    unknown = [a for a in args if a.startswith("-")]
+    if unknown:
+        print(f"error: unknown flag {unknown[0]} ({usage})", file=sys.stderr)
+        return 1
+    if len(args) != 2:
+        print(f"error: expected {expected} ({usage})", file=sys.stderr)
+        return 1
+    try:
+        print(run(args[0], args[1], flag in argv))
+    except Failure as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def fail(message):

@@ -20,7 +20,7 @@ import json
 import os
 import sys
 
-from gpt2_checkpoint import (VERSION_BF16, VERSION_FP32, Failure, SafeTensors, Shape, fail, layout,
+from gpt2_checkpoint import (VERSION_BF16, VERSION_FP32, SafeTensors, Shape, fail, layout, run_command_line,
                              to_checkpoint, write_checkpoint)
 
 USAGE = "usage: import_gpt2.py [--bf16] HF_DIR OUT.bin"
@@ -64,24 +64,7 @@ def import_gpt2(hf_dir, out_path, bf16):
 
 
 def main(argv):
-    if "-h" in argv or "--help" in argv:
-        print(USAGE)
-        return 0
-    bf16 = "--bf16" in argv
-    args = [a for a in argv if a != "--bf16"]
-    unknown = [a for a in args if a.startswith("-")]
-    if unknown:
-        print(f"error: unknown flag {unknown[0]} ({USAGE})", file=sys.stderr)
-        return 1
-    if len(args) != 2:
-        print(f"error: expected HF_DIR and OUT.bin ({USAGE})", file=sys.stderr)
-        return 1
-    try:
-        print(import_gpt2(args[0], args[1], bf16))
-    except Failure as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return run_command_line(argv, USAGE, "--bf16", "HF_DIR and OUT.bin", import_gpt2)
 
 
 if __name__ == "__main__":

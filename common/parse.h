@@ -1,0 +1,33 @@
+// common/parse.h: numbers from the command line. Each ends the program with a line naming the
+// flag when the text is not a number of the kind asked for.
+#ifndef FLASHGPT_PARSE_H
+#define FLASHGPT_PARSE_H
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include "common/error.h"
+
+static inline long long parse_integer(const char* flag, const char* s) {
+    char* end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end) die("%s: '%s' is not an integer", flag, s);
+    return v;
+}
+
+static inline int parse_int(const char* flag, const char* s) {
+    long long v = parse_integer(flag, s);
+    if (v < -2147483647LL || v > 2147483647LL) die("%s: %s is out of range", flag, s);
+    return (int)v;
+}
+
+static inline float parse_float(const char* flag, const char* s) {
+    char* end;
+    errno = 0;
+    float v = strtof(s, &end);
+    if (errno || end == s || *end || !isfinite(v)) die("%s: '%s' is not a number", flag, s);
+    return v;
+}
+
+#endif
