@@ -2,8 +2,9 @@
 # Trains a small GPT (d6: 6 layers, 384 channels, 6 heads; T = 256) on tinyshakespeare, the
 # target of `make train`. Prepares the data first (scripts/prepare_tinyshakespeare.sh: a 4096-id
 # BPE, train and val shards), prints samples on the way, and ends by comparing the validation
-# loss with the unigram baseline (a model that ignores context). Checkpoints and the CSV log go
-# to runs/NAME/, NAME the text's file name without its extension (tinyshakespeare by default).
+# loss with the unigram baseline (a model that ignores context). Checkpoints, the CSV log and
+# its chart (loss.svg, scripts/plot_log.py) go to runs/NAME/, NAME the text's file name without
+# its extension (tinyshakespeare by default). Every GPU of the machine takes part (--gpus).
 # TEXT=path uses another text; extra arguments go to train_gpt.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,13 +36,18 @@ fi
 
 # 8192 tokens per step, about 40 per epoch. Without dropout a model this size overfits
 # tinyshakespeare after ~9 epochs: with a longer schedule the validation loss is lowest near
-# step 350 and rises after it.
-"$root/train_gpt" --model d6 --context 256 -B 32 -T 256 --steps 350 \
+# step 350 and rises after it. Several GPUs share the 32 sequences of a step.
+gpus=$(nvidia-smi -L | grep -c '^GPU')
+ranks=()
+B=32
+if [ "$gpus" -gt 1 ] && [ $((32 % gpus)) -eq 0 ]; then ranks=(--gpus "$gpus"); B=$((32 / gpus)); fi
+"$root/train_gpt" ${ranks[@]+"${ranks[@]}"} --model d6 --context 256 -B "$B" -T 256 --total-batch-size 8192 --steps 350 \
     --lr 1e-3 --warmup-steps 25 --min-lr-frac 0.1 --weight-decay 0.1 \
     --train-data "$data/train_*.bin" --val-data "$data/val_*.bin" --tokenizer "$data/tokenizer.bin" \
     --val-every 25 --val-batches 20 --sample-every 125 --sample-tokens 96 --top-k 50 \
     --out-dir "$out" --log "$out/log.csv" "$@"
 
+python3 "$root/scripts/plot_log.py" "$out/log.csv" "$out/loss.svg" && echo "loss curves: $out/loss.svg" >&2
 val=$(awk -F, 'NR > 1 && $3 != "" { v = $3 } END { print v }' "$out/log.csv")
 if [ -n "$baseline" ] && [ -n "$val" ]; then
     awk -v v="$val" -v b="$baseline" 'BEGIN {
