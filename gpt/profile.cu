@@ -160,7 +160,7 @@ void profile_print(FILE* out, const ProfileSummary* s, const double ms[NUM_PROFI
             sum_ms[PHASE_BACKWARD], sum_total, 100.0 * sum_total / step_ms, sum_floor,
             sum_floor > 0 ? sum_total / sum_floor : 0.0);
     fprintf(out, "%-20s %29.3f %7.1f\n", "step (wall clock)", step_ms, 100.0);
-    fprintf(out, "%-20s %29.3f %7.1f  host work, syncs, data, waits for other ranks\n", "outside the parts",
+    fprintf(out, "%-20s %29.3f %7.1f  host, syncs, data, other ranks\n", "outside the parts",
             step_ms - sum_total, 100.0 * (step_ms - sum_total) / step_ms);
     if (s->mfu > 0) fprintf(out, "MFU %.1f%% of %.0f TFLOP/s", 100.0 * s->mfu, s->peak_tflops);
     else fprintf(out, "MFU unknown (no peak for this device)");
