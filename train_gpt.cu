@@ -34,6 +34,7 @@
 #include "gpt/gpt.h"
 #include "gpt/lr_schedule.h"
 #include "gpt/mfu.h"
+#include "gpt/profile.h"
 #include "gpt/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -68,6 +69,8 @@ typedef struct {
     int gpus;                    // > 0: start this many ranks on this node (--gpus)
     int zero_stage;              // 1: shard the optimizer state over the ranks
     int context_parallel;        // ranks that share each sequence [1]
+    int profile;                 // print the step profile (--profile)
+    int profile_step;            // of this step; 0: the run's second
 } TrainOptions;
 
 static void default_train_options(TrainOptions* o) {
@@ -132,7 +135,11 @@ static void usage(void) {
         "                          gelu, layernorm, both (gelu,layernorm) or none [none]\n"
         "  --classifier-chunk N    rows of logits per classifier chunk, 0 for as many as\n"
         "                          fit in 1 GiB [0]\n"
-        "  --peak-tflops X         the GPU's dense bf16 peak for MFU [from the device name]\n"
+        "  --peak-tflops X         the GPU's dense bf16 peak for MFU [from the device name]; also\n"
+        "                          the FLOP rate of --profile's floors [790, an H200's measured]\n"
+        "  --profile [N]           after step N, a table of where its time went: each layer kind\n"
+        "                          forward and backward, and the update, against its floor\n"
+        "                          [N: the run's second step, past the warm-up]\n"
         "several GPUs (one process each; torchrun, srun and mpirun start them too)\n"
         "  --gpus N                start N ranks on this node's GPUs [1]\n"
         "  --zero N                1: shard the fp32 master weights and AdamW moments over the\n"
@@ -164,7 +171,7 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         OPT_GRAD_CLIP, OPT_SEED, OPT_VAL_EVERY, OPT_VAL_BATCHES, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS,
         OPT_TEMPERATURE, OPT_TOP_K, OPT_CHECKPOINT_EVERY, OPT_OUT_DIR, OPT_LOG, OPT_ATTENTION,
         OPT_DETERMINISTIC, OPT_RECOMPUTE, OPT_CLASSIFIER_CHUNK, OPT_PEAK_TFLOPS, OPT_GPUS, OPT_ZERO,
-        OPT_CONTEXT_PARALLEL
+        OPT_CONTEXT_PARALLEL, OPT_PROFILE
     };
     static const struct option long_options[] = {
         {"model", required_argument, NULL, OPT_MODEL},
@@ -201,6 +208,7 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         {"gpus", required_argument, NULL, OPT_GPUS},
         {"zero", required_argument, NULL, OPT_ZERO},
         {"context-parallel", required_argument, NULL, OPT_CONTEXT_PARALLEL},
+        {"profile", optional_argument, NULL, OPT_PROFILE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     default_train_options(o);
@@ -258,6 +266,16 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
             o->zero_stage = parse_int("--zero", optarg);
             if (o->zero_stage != 0 && o->zero_stage != 1) die("--zero %s: expected 0 or 1", optarg);
             break;
+        case OPT_PROFILE:
+            o->profile = 1;
+            // The step as --profile=N or as the next argument when that is a number.
+            if (!optarg && optind < argc && argv[optind][0] && strspn(argv[optind], "0123456789") == strlen(argv[optind]))
+                optarg = argv[optind++];
+            if (optarg) {
+                o->profile_step = parse_int("--profile", optarg);
+                if (o->profile_step < 1) die("--profile %s: the step must be at least 1", optarg);
+            }
+            break;
         case 'h': usage(); exit(0);
         case ':': die("%s needs a value (train_gpt --help lists the options)", argv[optind - 1]);
         default: die("unknown option %s (train_gpt --help lists the options)", argv[optind - 1]);
@@ -312,6 +330,8 @@ typedef struct {
     FILE* log;                   // or NULL
     double flops_per_token;
     float peak_tflops;           // 0: unknown
+    int profile_step;            // the step --profile times; 0: none
+    Profile profile;
 } Run;
 
 // The vocabulary stated in the header of the first shard matching pattern (0 if it says none).
@@ -539,6 +559,13 @@ static void setup(Run* r, const TrainOptions* options) {
     resolve_batch(r);
     open_data(r);
     if (r->resuming) check_resume_matches(r);
+    if (o->profile) {
+        int first = r->resuming ? r->resume.step + 1 : 1;
+        if (o->profile_step == 0) r->profile_step = first + 1 <= o->steps ? first + 1 : first;
+        else r->profile_step = o->profile_step;
+        if (r->profile_step < first || r->profile_step > o->steps)
+            die("--profile %d: this run does steps %d to %d", o->profile_step, first, o->steps);
+    }
 
     int device_count = 0;
     if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) die("no CUDA device");
@@ -580,6 +607,7 @@ static void setup(Run* r, const TrainOptions* options) {
                             .grad_clip = o->grad_clip};
     r->flops_per_token = flops_per_token(&r->config, o->T);
     r->peak_tflops = o->peak_tflops > 0.0f ? o->peak_tflops : device_peak_tflops(prop.name);
+    if (r->profile_step) profile_reserve(&r->profile, gpt_profile_marks(&r->model, r->grad_accum));
     print_run(r, prop.name);
 
     if (o->log_path && r->launch.rank == 0) {
@@ -602,6 +630,7 @@ static void teardown(Run* r) {
     if (r->val) dataloader_close(r->val);
     if (r->tok) tokenizer_free(r->tok);
     gpt_free(&r->model);
+    profile_free(&r->profile);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -766,6 +795,23 @@ static size_t device_memory_used(void) {
     return total_bytes - free_bytes;
 }
 
+// The profile of the step just done (--profile): its parts' times against their floors.
+static void print_profile(Run* r, const StepReport* s) {
+    const GPT* g = &r->model;
+    double ms[NUM_PROFILE_PARTS][NUM_PROFILE_PHASES];
+    PartWork work[NUM_PROFILE_PARTS][NUM_PROFILE_PHASES];
+    profile_collect(&r->profile, ms);
+    ProfileShape shape = {.rows = r->rows, .cols = r->cols, .context_parallel = r->o.context_parallel,
+                          .micro_steps = r->grad_accum, .classifier_rows = g->plan.logits_rows,
+                          .params = g->num_params, .updated_params = g->shard.end - g->shard.begin};
+    profile_work(&g->config, &shape, work);
+    ProfileSummary summary = {.step = s->step, .step_seconds = s->seconds, .mfu = s->mfu,
+                              .peak_tflops = r->peak_tflops,
+                              .flops_per_s = r->o.peak_tflops > 0.0f ? r->o.peak_tflops * 1e12 : H200_DENSE_BF16_FLOPS,
+                              .bytes_per_s = H200_MEMORY_BYTES_PER_S};
+    profile_print(stdout, &summary, ms, work);
+}
+
 // ----------------------------------------------------------------------------------------------
 // The loop
 
@@ -777,8 +823,11 @@ static void train(Run* r) {
     for (int step = r->start_step + 1; step <= o->steps; step++) {
         double t0 = now_seconds();
         StepReport s = {.step = step, .val_loss = NAN, .lr = learning_rate(&o->schedule, step, o->steps)};
+        int profiled = step == r->profile_step;
+        if (profiled) r->model.profile = &r->profile;
         s.loss = train_step(r, s.lr, &s.norm);
         s.seconds = now_seconds() - t0;
+        r->model.profile = NULL;
         if (!isfinite(s.loss)) die("the loss is %f at step %d: training diverged (try a lower --lr)", s.loss, step);
         if (!isfinite(s.norm))
             die("the gradient norm is %f at step %d: training diverged (try a lower --lr)", s.norm, step);
@@ -793,6 +842,7 @@ static void train(Run* r) {
         }
         if (r->val && (step % o->val_every == 0 || step == o->steps)) s.val_loss = validation_loss(r);
         report(r, &s);
+        if (profiled) print_profile(r, &s);
         if (r->tok && o->sample_every > 0 && (step % o->sample_every == 0 || step == o->steps) && r->launch.rank == 0)
             print_sample(r);
         if (o->out_dir && ((o->checkpoint_every > 0 && step % o->checkpoint_every == 0) || step == o->steps))

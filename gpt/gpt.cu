@@ -153,21 +153,28 @@ static void forward_layers(GPT* g, int B, int T, int row, int decode) {
     const GPTConfig* c = &g->config;
     ParameterTensors* p = &g->params;
     cudaStream_t st = g->stream;
+    Profile* prof = g->profile;
     int C = c->C, L = c->L, N = decode ? 1 : B * T;
     AttentionShape s = attention_shape(c, B, T);
     for (int l = 0; l < L; l++) {
         LayerActivations x = layer_acts_at_row(g, l, row);
         LayerParameters w = layer_parameters(p, l, C);
         layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, x.res, w.ln1w, w.ln1b, N, C, st);
+        profile_mark(prof, PART_LAYERNORM, PHASE_FORWARD, st);
         matmul_forward(x.qkv, NULL, x.ln1, w.qkvw, w.qkvb, N, C, 3 * C, st);
+        profile_mark(prof, PART_QKV, PHASE_FORWARD, st);
         const RingGroup* ring = g->options.context_parallel;
         if (decode) attention_decode(attention_shape(c, 1, g->T), x.atty, layer_acts(g, l).qkv, row,
                                      g->acts.scratch, st);
         else if (ring) ring_attention_forward(ring, s, x.atty, (float*)x.att_saved, x.qkv, g->acts.scratch, st);
         else attention_forward(g->options.attention, s, x.atty, x.att_saved, x.qkv, st);
+        profile_mark(prof, PART_ATTENTION, PHASE_FORWARD, st);
         matmul_forward(x.mid, NULL, x.atty, w.attprojw, w.attprojb, N, C, C, st);
+        profile_mark(prof, PART_ATTPROJ, PHASE_FORWARD, st);
         residual_forward(x.mid, x.mid, x.res, (size_t)N * C, st);
+        profile_mark(prof, PART_RESIDUAL, PHASE_FORWARD, st);
         layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.mid, w.ln2w, w.ln2b, N, C, st);
+        profile_mark(prof, PART_LAYERNORM, PHASE_FORWARD, st);
         if (g->options.recompute & RECOMPUTE_GELU) {
             // The same kernel as the recomputation, so the backward sees the forward's bits.
             matmul_forward(x.fch, NULL, x.ln2, w.fcw, w.fcb, N, C, 4 * C, st);
@@ -175,8 +182,11 @@ static void forward_layers(GPT* g, int B, int T, int row, int decode) {
         } else {
             matmul_forward(x.fch_gelu, x.fch, x.ln2, w.fcw, w.fcb, N, C, 4 * C, st);
         }
+        profile_mark(prof, PART_MLP_UP, PHASE_FORWARD, st);
         matmul_forward(x.res_next, NULL, x.fch_gelu, w.fcprojw, w.fcprojb, N, 4 * C, C, st);
+        profile_mark(prof, PART_MLP_DOWN, PHASE_FORWARD, st);
         residual_forward(x.res_next, x.res_next, x.mid, (size_t)N * C, st);
+        profile_mark(prof, PART_RESIDUAL, PHASE_FORWARD, st);
     }
 }
 
@@ -200,6 +210,7 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     cudaStream_t st = g->stream;
     int C = c->C, N = B * T;
     wait_for_params(g);
+    profile_start(g->profile, st);
     cudaCheck(cudaMemcpyAsync(a->inputs, host_inputs, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, st));
     if (g->options.context_parallel) {
@@ -214,9 +225,11 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     } else {
         encoder_forward(a->residual, a->inputs, p->wte, p->wpe, B, T, C, st);
     }
+    profile_mark(g->profile, PART_EMBEDDING, PHASE_FORWARD, st);
     forward_layers(g, B, T, 0, 0);
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, layer_acts(g, c->L - 1).res_next, p->lnfw, p->lnfb, N, C,
                       st);
+    profile_mark(g->profile, PART_LAYERNORM, PHASE_FORWARD, st);
 }
 
 void gpt_forward_one(GPT* g, int token, int pos) {
@@ -229,13 +242,16 @@ void gpt_forward_one(GPT* g, int token, int pos) {
     const char* why = attention_decode_unsupported(attention_shape(c, 1, g->T));
     if (why) die("%s", why);
     g->host_tokens[pos] = token;
+    profile_start(g->profile, st);
     cudaCheck(cudaMemcpyAsync(a->inputs + pos, g->host_tokens + pos, sizeof(int), cudaMemcpyHostToDevice, st));
     // Position pos's embedding: the encoder on one token whose position table starts at row pos.
     encoder_forward(a->residual + (size_t)pos * C, a->inputs + pos, p->wte, p->wpe + (size_t)pos * C, 1, 1, C, st);
+    profile_mark(g->profile, PART_EMBEDDING, PHASE_FORWARD, st);
     forward_layers(g, 1, g->T, pos, 1);
     size_t row = (size_t)pos;
     layernorm_forward(a->lnf + row * C, a->lnf_mean + row, a->lnf_rstd + row,
                       layer_acts_at_row(g, c->L - 1, row).res_next, p->lnfw, p->lnfb, 1, C, st);
+    profile_mark(g->profile, PART_LAYERNORM, PHASE_FORWARD, st);
 }
 
 bf16* gpt_logits(GPT* g, int row, int rows) {
@@ -250,20 +266,26 @@ void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_s
     const GPTConfig* c = &g->config;
     Activations* a = &g->acts;
     int N = B * T, C = c->C;
+    profile_start(g->profile, g->stream);
     cudaCheck(cudaMemcpyAsync(a->targets, host_targets, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, g->stream));
     for (int row = 0; row < N; row += g->plan.logits_rows) {
         int rows = N - row < g->plan.logits_rows ? N - row : g->plan.logits_rows;
         bf16* logits = gpt_logits(g, row, rows);
+        // The one pass that gives the losses also writes dlogits: counted as the forward.
         classifier_forward_backward(logits, a->losses + row, a->targets + row, rows, c->V, c->Vp,
                                     dloss_scale, write_dlogits, g->stream);
+        profile_mark(g->profile, PART_CLASSIFIER, PHASE_FORWARD, g->stream);
         // logits = lnf @ wte^T; with neither bias nor GELU this takes no scratch.
-        if (write_dlogits)
+        if (write_dlogits) {
             matmul_backward(a->dnarrow + (size_t)row * C, g->grads.wte, NULL, logits,
                             a->lnf + (size_t)row * C, g->params.wte, NULL, rows, C, c->Vp, NULL, g->stream);
+            profile_mark(g->profile, PART_CLASSIFIER, PHASE_BACKWARD, g->stream);
+        }
     }
     cudaCheck(cudaMemcpyAsync(g->host_losses, a->losses, (size_t)N * sizeof(float),
                               cudaMemcpyDeviceToHost, g->stream));
+    profile_mark(g->profile, PART_CLASSIFIER, PHASE_FORWARD, g->stream);
 }
 
 float gpt_mean_loss(GPT* g, int N) {
@@ -306,34 +328,54 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     int deterministic = kind == ATTENTION_NAIVE ? 1 : g->options.deterministic;
     int reduce = g->dp.comm && last_micro_step;
     void* scratch = a->scratch;
+    Profile* prof = g->profile;
+    profile_start(prof, st);
     cudaCheck(cudaMemsetAsync(a->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
     layernorm_backward(a->dresidual, d->lnfw, d->lnfb, a->dnarrow, layer_acts(g, L - 1).res_next,
                        p->lnfw, a->lnf_mean, a->lnf_rstd, N, C, scratch, st);
+    profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
     for (int l = L - 1; l >= 0; l--) {
         LayerActivations x = layer_acts(g, l);
         LayerParameters w = layer_parameters(p, l, C), dw = layer_parameters(d, l, C);
         // A recomputed activation is made again from what the layer kept, just before its use
-        // (the same kernels on the same inputs: the forward's bits).
-        if (re_gelu) gelu_forward(x.fch_gelu, x.fch, (size_t)N * 4 * C, st);
-        if (re_ln) layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.mid, w.ln2w, w.ln2b, N, C, st);
+        // (the same kernels on the same inputs: the forward's bits). Its time counts in the
+        // backward of its part, beyond the part's floor.
+        if (re_gelu) {
+            gelu_forward(x.fch_gelu, x.fch, (size_t)N * 4 * C, st);
+            profile_mark(prof, PART_MLP_UP, PHASE_BACKWARD, st);
+        }
+        if (re_ln) {
+            layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.mid, w.ln2w, w.ln2b, N, C, st);
+            profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
+        }
         // dresidual holds d(output of layer l); the residual paths pass it through unchanged
         // and the branches add to it.
         matmul_backward(a->dwide, dw.fcprojw, dw.fcprojb, a->dresidual, x.fch_gelu, w.fcprojw, NULL,
                         N, 4 * C, C, scratch, st);
+        profile_mark(prof, PART_MLP_DOWN, PHASE_BACKWARD, st);
         matmul_backward(a->dnarrow, dw.fcw, dw.fcb, a->dwide, x.ln2, w.fcw, x.fch, N, C, 4 * C, scratch, st);
+        profile_mark(prof, PART_MLP_UP, PHASE_BACKWARD, st);
         layernorm_backward(a->dresidual, dw.ln2w, dw.ln2b, a->dnarrow, x.mid, w.ln2w, x.ln2_mean, x.ln2_rstd,
                            N, C, scratch, st);
+        profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
         matmul_backward(a->dnarrow, dw.attprojw, dw.attprojb, a->dresidual, x.atty, w.attprojw, NULL,
                         N, C, C, scratch, st);
+        profile_mark(prof, PART_ATTPROJ, PHASE_BACKWARD, st);
         if (g->options.context_parallel)
             ring_attention_backward(g->options.context_parallel, s, a->dwide, a->dnarrow, x.atty,
                                     (const float*)x.att_saved, x.qkv, scratch, deterministic, st);
         else
             attention_backward(kind, s, a->dwide, a->dnarrow, x.atty, x.att_saved, x.qkv, scratch, deterministic, st);
-        if (re_ln) layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, x.res, w.ln1w, w.ln1b, N, C, st);
+        profile_mark(prof, PART_ATTENTION, PHASE_BACKWARD, st);
+        if (re_ln) {
+            layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, x.res, w.ln1w, w.ln1b, N, C, st);
+            profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
+        }
         matmul_backward(a->dnarrow, dw.qkvw, dw.qkvb, a->dwide, x.ln1, w.qkvw, NULL, N, C, 3 * C, scratch, st);
+        profile_mark(prof, PART_QKV, PHASE_BACKWARD, st);
         layernorm_backward(a->dresidual, dw.ln1w, dw.ln1b, a->dnarrow, x.res, w.ln1w, x.ln1_mean, x.ln1_rstd,
                            N, C, scratch, st);
+        profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
         if (reduce) reduce_layer_grads(g, l);
     }
     if (g->options.context_parallel) {
@@ -348,6 +390,7 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     } else {
         encoder_backward(d->wte, d->wpe, a->dresidual, host_inputs, B, T, C, scratch, st);
     }
+    profile_mark(prof, PART_EMBEDDING, PHASE_BACKWARD, st);
     if (reduce) {
         // wte has the classifier's and the encoder's parts only now; the last to go.
         bf16* const ptrs[] = {d->lnfw, d->lnfb, d->wpe, d->wte};
@@ -355,6 +398,13 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
         reduce_grads(g, ptrs, sizes, 4);
         cudaCheck(cudaEventRecord(g->grads_reduced, g->comm_stream));
     }
+}
+
+int gpt_profile_marks(const GPT* g, int micro_steps) {
+    int L = g->config.L, chunks = (int)ceil_div(g->plan.rows, g->plan.logits_rows);
+    // forward 9 per layer + 3; classifier 2 per chunk + 2; backward 10 per layer (with both
+    // recomputations) + 3; the update 4.
+    return micro_steps * (19 * L + 2 * chunks + 8) + 4;
 }
 
 void gpt_zero_grads(GPT* g) {
@@ -365,8 +415,11 @@ float gpt_grad_norm(GPT* g) {
     float norm2;
     // Data parallel: every rank holds the averaged gradients, so its norm is the global one.
     if (g->dp.comm) cudaCheck(cudaStreamWaitEvent(g->stream, g->grads_reduced, 0));
+    // Started after the wait: a wait for the other ranks is no part of the update.
+    profile_start(g->profile, g->stream);
     global_norm_squared(g->acts.norm, g->grads_memory, g->num_params, g->acts.scratch, g->stream);
     cudaCheck(cudaMemcpyAsync(&norm2, g->acts.norm, sizeof(float), cudaMemcpyDeviceToHost, g->stream));
+    profile_mark(g->profile, PART_UPDATE, PHASE_UPDATE, g->stream);
     cudaCheck(cudaStreamSynchronize(g->stream));
     return sqrtf(norm2);
 }
@@ -375,6 +428,7 @@ float gpt_update(GPT* g, const AdamWConfig* opt, float lr) {
     float norm = gpt_grad_norm(g);
     float grad_scale = (opt->grad_clip > 0.0f && norm > opt->grad_clip) ? opt->grad_clip / norm : 1.0f;
     g->adam_t++;
+    profile_start(g->profile, g->stream);
     size_t off = 0;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         // The part of tensor i this rank updates (all of it without ZeRO-1).
@@ -386,6 +440,7 @@ float gpt_update(GPT* g, const AdamWConfig* opt, float lr) {
                          grad_scale, g->stream);
         off += g->param_sizes[i];
     }
+    profile_mark(g->profile, PART_UPDATE, PHASE_UPDATE, g->stream);
     if (g->dp.comm && g->dp.zero_stage == 1) {
         // Every rank's updated shard to every rank; the next forward waits for it on the GPU.
         size_t S = g->shard.shard_size;

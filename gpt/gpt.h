@@ -28,6 +28,7 @@
 #include "gpt/activations.h"
 #include "gpt/config.h"
 #include "gpt/parameters.h"
+#include "gpt/profile.h"
 
 // How the model is spread over data-parallel ranks; comm NULL: one GPU.
 typedef struct {
@@ -68,6 +69,8 @@ typedef struct {
     cudaEvent_t grads_ready;     // a layer's gradients are final (stream -> comm_stream)
     cudaEvent_t grads_reduced;   // every gradient is averaged (comm_stream -> stream)
     cudaEvent_t params_ready;    // the all-gathered parameters (comm_stream -> stream)
+    Profile* profile;            // NULL: none; else the forward, classifier, backward and
+                                 // update record their parts' events in it (gpt/profile.h)
 } GPT;
 
 // Bytes that gpt_build would allocate (dp NULL: one GPU).
@@ -115,6 +118,9 @@ float gpt_mean_loss(GPT* g, int N);
 // gpt_forward. last_micro_step: the gradients are then final, and data-parallel ranks average
 // them over the ranks, layer by layer, while the backward goes on.
 void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step);
+
+// The most marks a step of micro_steps micro-steps records in g->profile (profile_reserve).
+int gpt_profile_marks(const GPT* g, int micro_steps);
 
 void gpt_zero_grads(GPT* g);
 // The global gradient norm (before clipping), in fp32 on the GPU.

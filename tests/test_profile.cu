@@ -1,0 +1,176 @@
+// tests/test_profile.cu: the step profile (gpt/profile.h). On the CPU, the floors' arithmetic
+// for a d2 shape (L 2, C 128, NH 2, Vp 128; B 2, T 64: N = 128 rows), counted here by hand.
+// On a GPU, a d2 training step with the profile on: every part that works has a positive time,
+// every other none, the parts add up to no more than the step's wall time, the events made
+// beforehand suffice, and the step computes the same bits as without the profile.
+#include <math.h>
+#include <string.h>
+#include <time.h>
+#include "gpt/gpt.h"
+#include "gpt/profile.h"
+#include "tests/test.h"
+
+static const GPTConfig D2 = {.maxT = 64, .V = 97, .Vp = 128, .L = 2, .NH = 2, .C = 128};
+
+// Relative equality: the counts are sums of products of small integers, exact in a double.
+static int same(double a, double b) { return fabs(a - b) <= 1e-12 * fabs(b); }
+
+static void check_count(const char* what, double got, double want) {
+    CHECK(same(got, want), "%s: %.0f, by hand %.0f", what, got, want);
+}
+
+static void test_floors(void) {
+    test_begin("profile floors: FLOPs and bytes of a d2 step");
+    ProfileShape s = {.rows = 2, .cols = 64, .context_parallel = 1, .micro_steps = 1, .classifier_rows = 128,
+                      .params = count_params(&D2), .updated_params = count_params(&D2)};
+    PartWork w[NUM_PROFILE_PARTS][NUM_PROFILE_PHASES];
+    profile_work(&D2, &s, w);
+    // qkv: 2 N C 3C per layer; bytes 2 (N C + 3C C + 3C + N 3C) per layer.
+    check_count("qkv forward FLOPs", w[PART_QKV][PHASE_FORWARD].flops, 2.0 * 128 * 128 * 384 * 2);
+    check_count("qkv forward bytes", w[PART_QKV][PHASE_FORWARD].bytes, 2.0 * (16384 + 49152 + 384 + 49152) * 2);
+    check_count("qkv backward FLOPs", w[PART_QKV][PHASE_BACKWARD].flops, 4.0 * 128 * 128 * 384 * 2);
+    // MLP up writes GELU's input and output: 2 (N C + 4C C + 4C + 2 N 4C) per layer.
+    check_count("MLP up forward bytes", w[PART_MLP_UP][PHASE_FORWARD].bytes, 2.0 * (16384 + 65536 + 512 + 131072) * 2);
+    // Causal attention: 2 B NH T^2 HS per layer forward, 2.5 times that backward.
+    check_count("attention forward FLOPs", w[PART_ATTENTION][PHASE_FORWARD].flops, 2.0 * 2 * 2 * 64 * 64 * 64 * 2);
+    check_count("attention backward FLOPs", w[PART_ATTENTION][PHASE_BACKWARD].flops, 2.5 * 2 * 2 * 2 * 64 * 64 * 64 * 2);
+    check_count("classifier forward FLOPs", w[PART_CLASSIFIER][PHASE_FORWARD].flops, 2.0 * 128 * 128 * 128);
+    check_count("classifier backward FLOPs", w[PART_CLASSIFIER][PHASE_BACKWARD].flops, 4.0 * 128 * 128 * 128);
+    // 5 layernorms: 2 (2 N C + 2 C) + 8 N bytes each.
+    check_count("layernorm forward bytes", w[PART_LAYERNORM][PHASE_FORWARD].bytes, 5 * (2.0 * (32768 + 256) + 1024));
+    check_count("residual forward bytes", w[PART_RESIDUAL][PHASE_FORWARD].bytes, 4 * 2.0 * 3 * 16384);
+    check_count("update bytes", w[PART_UPDATE][PHASE_UPDATE].bytes, 30.0 * count_params(&D2));
+    for (int part = 0; part < NUM_PROFILE_PARTS; part++)
+        CHECK(w[part][PHASE_UPDATE].bytes == 0 || part == PART_UPDATE, "%s has update work", profile_part_names[part]);
+    CHECK(w[PART_RESIDUAL][PHASE_BACKWARD].bytes == 0, "the residual adds have backward work");
+    CHECK(w[PART_UPDATE][PHASE_FORWARD].bytes == 0 && w[PART_UPDATE][PHASE_BACKWARD].bytes == 0,
+          "the update has forward or backward work");
+
+    // Two micro-steps: twice the work, but the update's.
+    ProfileShape twice = s;
+    twice.micro_steps = 2;
+    PartWork w2[NUM_PROFILE_PARTS][NUM_PROFILE_PHASES];
+    profile_work(&D2, &twice, w2);
+    check_count("qkv forward FLOPs, 2 micro-steps", w2[PART_QKV][PHASE_FORWARD].flops, 2 * w[PART_QKV][PHASE_FORWARD].flops);
+    check_count("update bytes, 2 micro-steps", w2[PART_UPDATE][PHASE_UPDATE].bytes, w[PART_UPDATE][PHASE_UPDATE].bytes);
+
+    // Context parallel over 2 ranks: simulated (both ranks' rows here, 4 rows of 32) the same
+    // attention as without; one rank of an NCCL group (2 rows of 32) half of it.
+    ProfileShape simulated = s, one_rank = s;
+    simulated.rows = 4, simulated.cols = 32, simulated.context_parallel = 2;
+    one_rank.cols = 32, one_rank.context_parallel = 2;
+    profile_work(&D2, &simulated, w2);
+    check_count("attention FLOPs, 2 ranks simulated", w2[PART_ATTENTION][PHASE_FORWARD].flops,
+                w[PART_ATTENTION][PHASE_FORWARD].flops);
+    profile_work(&D2, &one_rank, w2);
+    check_count("attention FLOPs, one of 2 ranks", w2[PART_ATTENTION][PHASE_FORWARD].flops,
+                w[PART_ATTENTION][PHASE_FORWARD].flops / 2);
+
+    // The floor is the slower of the two.
+    check_count("floor set by FLOPs", work_floor_seconds((PartWork){790e12, 4.3e9}, 790e12, 4.3e12), 1.0);
+    check_count("floor set by bytes", work_floor_seconds((PartWork){790e9, 4.3e12}, 790e12, 4.3e12), 1.0);
+    test_end();
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+// One optimizer step as train_gpt takes it, on the batch in the model's host buffers.
+static float train_step(GPT* g, int B, int T) {
+    AdamWConfig adam = {.b1 = 0.9f, .b2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 1.0f};
+    gpt_zero_grads(g);
+    gpt_forward(g, g->host_tokens, B, T);
+    gpt_classifier(g, g->host_targets, B, T, 1.0f / (B * T), 1);
+    gpt_backward(g, g->host_tokens, 1);
+    float loss = gpt_mean_loss(g, B * T);
+    gpt_update(g, &adam, 1e-3f);
+    cudaCheck(cudaStreamSynchronize(g->stream));
+    return loss;
+}
+
+static void test_profiled_step(void) {
+    const char* name = "profile of a d2 step: every part timed, the sum within the step, the same bits";
+    int B = 2, T = 64;
+    // Both recomputations and chunks of 32 rows: the most marks a step records.
+    ModelOptions opt = {.attention = ATTENTION_FLASH, .deterministic = 1,
+                        .recompute = RECOMPUTE_GELU | RECOMPUTE_LAYERNORM, .classifier_rows = 32};
+    const char* why = attention_unsupported(opt.attention, attention_shape(&D2, B, T));
+    if (why) {
+        test_skip(name, why);
+        return;
+    }
+    test_begin(name);
+    GPT g;
+    gpt_build(&g, D2, B, T, &opt, NULL);
+    size_t P = g.num_params;
+    float* start = (float*)malloc(P * sizeof(float));
+    bf16* profiled = (bf16*)malloc(P * sizeof(bf16));
+    bf16* plain = (bf16*)malloc(P * sizeof(bf16));
+    if (!start || !profiled || !plain) die("out of host memory");
+    init_param_values(start, &D2, 42);
+    for (int i = 0; i < B * T; i++) {
+        g.host_tokens[i] = (i * 31 + 7) % D2.V;
+        g.host_targets[i] = (i * 17 + 3) % D2.V;
+    }
+    gpt_set_params(&g, start);
+    train_step(&g, B, T);   // warm-up: cuBLASLt's first calls
+
+    Profile prof;
+    profile_init(&prof);
+    int reserved = gpt_profile_marks(&g, 1);
+    profile_reserve(&prof, reserved);
+    gpt_set_params(&g, start);
+    g.profile = &prof;
+    double t0 = now_seconds();
+    float loss_profiled = train_step(&g, B, T);
+    double step_seconds = now_seconds() - t0;
+    g.profile = NULL;
+    CHECK(prof.capacity == reserved, "the step needed %d events, gpt_profile_marks said %d", prof.capacity, reserved);
+    double ms[NUM_PROFILE_PARTS][NUM_PROFILE_PHASES];
+    profile_collect(&prof, ms);
+    cudaCheck(cudaMemcpy(profiled, g.params_memory, P * sizeof(bf16), cudaMemcpyDeviceToHost));
+
+    PartWork work[NUM_PROFILE_PARTS][NUM_PROFILE_PHASES];
+    ProfileShape shape = {.rows = B, .cols = T, .context_parallel = 1, .micro_steps = 1,
+                          .classifier_rows = g.plan.logits_rows, .params = P, .updated_params = P};
+    profile_work(&D2, &shape, work);
+    double sum = 0;
+    for (int part = 0; part < NUM_PROFILE_PARTS; part++)
+        for (int phase = 0; phase < NUM_PROFILE_PHASES; phase++) {
+            int works = work[part][phase].flops > 0 || work[part][phase].bytes > 0;
+            if (works) CHECK(ms[part][phase] > 0, "%s, phase %d: no time", profile_part_names[part], phase);
+            else CHECK(ms[part][phase] == 0, "%s, phase %d: %.3f ms and no work", profile_part_names[part], phase,
+                       ms[part][phase]);
+            sum += ms[part][phase];
+        }
+    CHECK(sum <= step_seconds * 1e3, "the parts add up to %.3f ms, the step took %.3f ms", sum, step_seconds * 1e3);
+    ProfileSummary summary = {.step = 2, .step_seconds = step_seconds, .mfu = 0, .peak_tflops = 0,
+                              .flops_per_s = H200_DENSE_BF16_FLOPS, .bytes_per_s = H200_MEMORY_BYTES_PER_S};
+    profile_print(stdout, &summary, ms, work);
+
+    // The same step without the profile: the same loss and parameters, bit for bit.
+    gpt_set_params(&g, start);
+    float loss_plain = train_step(&g, B, T);
+    cudaCheck(cudaMemcpy(plain, g.params_memory, P * sizeof(bf16), cudaMemcpyDeviceToHost));
+    CHECK(memcmp(&loss_profiled, &loss_plain, sizeof(float)) == 0, "loss %.9g profiled, %.9g without",
+          loss_profiled, loss_plain);
+    CHECK(memcmp(profiled, plain, P * sizeof(bf16)) == 0, "the parameters differ with the profile on");
+    test_end();
+    profile_free(&prof);
+    gpt_free(&g);
+    free(start);
+    free(profiled);
+    free(plain);
+}
+
+int main(void) {
+    test_floors();
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
+        test_skip("profile of a d2 step: every part timed, the sum within the step, the same bits", "no CUDA device");
+    else test_profiled_step();
+    return test_exit_code();
+}
