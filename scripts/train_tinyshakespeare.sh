@@ -47,7 +47,7 @@ if [ "$gpus" -gt 1 ] && [ $((32 % gpus)) -eq 0 ]; then ranks=(--gpus "$gpus"); B
     --val-every 25 --val-batches 20 --sample-every 125 --sample-tokens 96 --top-k 50 \
     --out-dir "$out" --log "$out/log.csv" "$@"
 
-python3 "$root/scripts/plot_log.py" "$out/log.csv" "$out/loss.svg" && echo "loss curves: $out/loss.svg" >&2
+python3 "$root/scripts/plot_log.py" --title "train_gpt on ${name%.*}" "$out/log.csv" "$out/loss.svg" && echo "loss curves: $out/loss.svg" >&2
 val=$(awk -F, 'NR > 1 && $3 != "" { v = $3 } END { print v }' "$out/log.csv")
 if [ -n "$baseline" ] && [ -n "$val" ]; then
     awk -v v="$val" -v b="$baseline" 'BEGIN {
