@@ -69,19 +69,9 @@ static void parse_args(int argc, char** argv, GenerateOptions* o) {
         switch (c) {
         case OPT_CHECKPOINT: o->checkpoint = optarg; break;
         case OPT_TOKENIZER: o->tokenizer = optarg; break;
-        case OPT_MAX_TOKENS: {
-            long long n = parse_integer("--max-tokens", optarg);
-            if (n < 1 || n > 1 << 30) die("--max-tokens %s: expected 1 to 2^30", optarg);
-            o->max_tokens = (int)n;
-            break;
-        }
+        case OPT_MAX_TOKENS: o->max_tokens = parse_int_in("--max-tokens", optarg, 1, 1 << 30); break;
         case OPT_TEMPERATURE: o->temperature = parse_float("--temperature", optarg); break;
-        case OPT_TOP_K: {
-            long long k = parse_integer("--top-k", optarg);
-            if (k < 0 || k > 1 << 30) die("--top-k %s: expected 0 or more", optarg);
-            o->top_k = (int)k;
-            break;
-        }
+        case OPT_TOP_K: o->top_k = parse_int_in("--top-k", optarg, 0, 1 << 30); break;
         case OPT_TOP_P: o->top_p = parse_float("--top-p", optarg); break;
         case OPT_SEED: o->seed = (uint64_t)parse_integer("--seed", optarg); break;
         case 'h': usage(); exit(0);

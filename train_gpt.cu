@@ -250,22 +250,12 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         case OPT_DETERMINISTIC: o->model_options.deterministic = 1; break;
         case OPT_RECOMPUTE: o->model_options.recompute = parse_recompute(optarg); break;
         case OPT_CLASSIFIER_CHUNK:
-            o->model_options.classifier_rows = parse_int("--classifier-chunk", optarg);
-            if (o->model_options.classifier_rows < 0) die("--classifier-chunk %s must be >= 0", optarg);
+            o->model_options.classifier_rows = parse_int_in("--classifier-chunk", optarg, 0, 2147483647);
             break;
         case OPT_PEAK_TFLOPS: o->peak_tflops = parse_float("--peak-tflops", optarg); break;
-        case OPT_GPUS:
-            o->gpus = parse_int("--gpus", optarg);
-            if (o->gpus < 1) die("--gpus %s must be at least 1", optarg);
-            break;
-        case OPT_CONTEXT_PARALLEL:
-            o->context_parallel = parse_int("--context-parallel", optarg);
-            if (o->context_parallel < 1) die("--context-parallel %s must be at least 1", optarg);
-            break;
-        case OPT_ZERO:
-            o->zero_stage = parse_int("--zero", optarg);
-            if (o->zero_stage != 0 && o->zero_stage != 1) die("--zero %s: expected 0 or 1", optarg);
-            break;
+        case OPT_GPUS: o->gpus = parse_int_in("--gpus", optarg, 1, 1 << 16); break;
+        case OPT_CONTEXT_PARALLEL: o->context_parallel = parse_int_in("--context-parallel", optarg, 1, 1 << 16); break;
+        case OPT_ZERO: o->zero_stage = parse_int_in("--zero", optarg, 0, 1); break;
         case OPT_PROFILE:
             o->profile = 1;
             // The step as --profile=N or as the next argument when that is a number.

@@ -22,6 +22,13 @@ static inline int parse_int(const char* flag, const char* s) {
     return (int)v;
 }
 
+// An integer in [lo, hi].
+static inline int parse_int_in(const char* flag, const char* s, int lo, int hi) {
+    long long v = parse_integer(flag, s);
+    if (v < lo || v > hi) die("%s %s: expected an integer from %d to %d", flag, s, lo, hi);
+    return (int)v;
+}
+
 static inline float parse_float(const char* flag, const char* s) {
     char* end;
     errno = 0;

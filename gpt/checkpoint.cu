@@ -15,6 +15,16 @@
 static_assert(sizeof(ModelFileHeader) == HEADER_INTS * sizeof(int32_t), "model header is 256 int32");
 static_assert(sizeof(StateFileHeader) == HEADER_INTS * sizeof(int32_t), "state header is 256 int32");
 
+static ShapeFields shape_fields(const GPTConfig* c) {
+    ShapeFields f = {.maxT = c->maxT, .V = c->V, .L = c->L, .NH = c->NH, .C = c->C, .Vp = c->Vp};
+    return f;
+}
+
+static GPTConfig shape_config(ShapeFields f) {
+    GPTConfig c = {.maxT = f.maxT, .V = f.V, .Vp = f.Vp, .L = f.L, .NH = f.NH, .C = f.C};
+    return c;
+}
+
 static void pack_u64(uint32_t h[2], uint64_t v) { h[0] = (uint32_t)v; h[1] = (uint32_t)(v >> 32); }
 static uint64_t unpack_u64(const uint32_t h[2]) { return (uint64_t)h[0] | ((uint64_t)h[1] << 32); }
 
@@ -34,7 +44,7 @@ GPTConfig read_model_header(FILE* f, const char* path, int* version) {
         die("%s: not a model checkpoint (magic %d, expected %d)", path, h.f.magic, MODEL_MAGIC);
     if (h.f.version != MODEL_VERSION_FP32 && h.f.version != MODEL_VERSION_BF16)
         die("%s: unsupported checkpoint version %d (expected 3: fp32 or 5: bf16)", path, h.f.version);
-    GPTConfig c = {.maxT = h.f.maxT, .V = h.f.V, .Vp = h.f.Vp, .L = h.f.L, .NH = h.f.NH, .C = h.f.C};
+    GPTConfig c = shape_config(h.f.shape);
     if (gpt_config_invalid(&c))
         die("%s: corrupt header (maxT %d, V %d, L %d, NH %d, C %d, Vp %d): %s", path, c.maxT, c.V, c.L,
             c.NH, c.C, c.Vp, gpt_config_invalid(&c));
@@ -123,12 +133,7 @@ void gpt_save_checkpoint(GPT* g, const char* path) {
     memset(&h, 0, sizeof(h));
     h.f.magic = MODEL_MAGIC;
     h.f.version = MODEL_VERSION_BF16;
-    h.f.maxT = c->maxT;
-    h.f.V = c->V;
-    h.f.L = c->L;
-    h.f.NH = c->NH;
-    h.f.C = c->C;
-    h.f.Vp = c->Vp;
+    h.f.shape = shape_fields(c);
     if (g->dp.comm) cudaCheck(cudaStreamSynchronize(g->comm_stream));   // the gathered parameters
     cudaCheck(cudaStreamSynchronize(g->stream));
     if (g->dp.rank != 0) return;
@@ -146,12 +151,7 @@ void save_training_state(GPT* g, const TrainingState* s, const char* path) {
     h.f.magic = STATE_MAGIC;
     h.f.version = STATE_VERSION;
     h.f.step = s->step;
-    h.f.maxT = c->maxT;
-    h.f.V = c->V;
-    h.f.L = c->L;
-    h.f.NH = c->NH;
-    h.f.C = c->C;
-    h.f.Vp = c->Vp;
+    h.f.shape = shape_fields(c);
     h.f.B = s->B;
     h.f.T = s->T;
     h.f.grad_accum = s->grad_accum;
@@ -205,7 +205,7 @@ TrainingState load_training_state(GPT* g, const char* path) {
     if (h.f.version != STATE_VERSION) die("%s: unsupported training state version %d", path, h.f.version);
     TrainingState s;
     s.step = h.f.step;
-    s.config = (GPTConfig){.maxT = h.f.maxT, .V = h.f.V, .Vp = h.f.Vp, .L = h.f.L, .NH = h.f.NH, .C = h.f.C};
+    s.config = shape_config(h.f.shape);
     s.B = h.f.B;
     s.T = h.f.T;
     s.grad_accum = h.f.grad_accum;

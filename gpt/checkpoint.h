@@ -23,9 +23,15 @@
 #define STATE_VERSION 1
 #define HEADER_INTS 256
 
+// The model's shape as both headers store it (llm.c's order).
+typedef struct {
+    int32_t maxT, V, L, NH, C, Vp;
+} ShapeFields;
+
 typedef union {
     struct {
-        int32_t magic, version, maxT, V, L, NH, C, Vp;
+        int32_t magic, version;
+        ShapeFields shape;
     } f;
     int32_t ints[HEADER_INTS];
 } ModelFileHeader;
@@ -34,7 +40,7 @@ typedef union {
 typedef union {
     struct {
         int32_t magic, version, step;
-        int32_t maxT, V, L, NH, C, Vp;
+        ShapeFields shape;
         int32_t B, T, grad_accum, warmup_steps, steps, adam_t;
         float lr, min_lr_frac, weight_decay, grad_clip;
         uint32_t seed[2], loader_epoch[2], loader_step_in_epoch[2], sample_rng[2];

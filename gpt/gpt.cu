@@ -197,10 +197,26 @@ static void wait_for_params(GPT* g) {
     if (g->dp.comm) cudaCheck(cudaStreamWaitEvent(g->stream, g->params_ready, 0));
 }
 
-// Context parallel: where half `half` of row `row` (a rank's local sequence of T tokens) starts
-// in the whole sequence.
-static size_t chunk_start(const RingGroup* ring, int row, int half, int T) {
-    return (size_t)zigzag_chunk(ring->first + row % ring->count, half, ring->size) * (T / 2);
+// The embedding layer, forward (the residual stream from the tokens) or backward (wte and wpe
+// gradients). Context parallel, each half of a row is a chunk of the sequence and takes that
+// chunk's positions: one call per chunk.
+static void embedding(GPT* g, const int* host_inputs, int B, int T, int backward) {
+    Activations* a = &g->acts;
+    int C = g->config.C;
+    cudaStream_t st = g->stream;
+    const RingGroup* ring = g->options.context_parallel;
+    int pieces = ring ? 2 * B : 1, rows = ring ? 1 : B, len = ring ? T / 2 : T;
+    for (int k = 0; k < pieces; k++) {
+        int row = k / 2, half = k % 2;
+        size_t at = ring ? (size_t)row * T + (size_t)half * len : 0;
+        size_t pos = ring ? (size_t)zigzag_chunk(ring->first + row % ring->count, half, ring->size) * len : 0;
+        if (backward)
+            encoder_backward(g->grads.wte, g->grads.wpe + pos * C, a->dresidual + at * C, host_inputs + at, rows, len,
+                             C, a->scratch, st);
+        else
+            encoder_forward(a->residual + at * C, a->inputs + at, g->params.wte, g->params.wpe + pos * C, rows, len, C,
+                            st);
+    }
 }
 
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
@@ -213,18 +229,7 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     profile_start(g->profile, st);
     cudaCheck(cudaMemcpyAsync(a->inputs, host_inputs, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, st));
-    if (g->options.context_parallel) {
-        // Each half of a row is a chunk of the sequence, with that chunk's positions.
-        const RingGroup* ring = g->options.context_parallel;
-        int chunk = T / 2;
-        for (int row = 0; row < B; row++)
-            for (int half = 0; half < 2; half++) {
-                size_t at = (size_t)row * T + (size_t)half * chunk, pos = chunk_start(ring, row, half, T);
-                encoder_forward(a->residual + at * C, a->inputs + at, p->wte, p->wpe + pos * C, 1, chunk, C, st);
-            }
-    } else {
-        encoder_forward(a->residual, a->inputs, p->wte, p->wpe, B, T, C, st);
-    }
+    embedding(g, host_inputs, B, T, 0);
     profile_mark(g->profile, PART_EMBEDDING, PHASE_FORWARD, st);
     forward_layers(g, B, T, 0, 0);
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, layer_acts(g, c->L - 1).res_next, p->lnfw, p->lnfb, N, C,
@@ -378,18 +383,7 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
         profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
         if (reduce) reduce_layer_grads(g, l);
     }
-    if (g->options.context_parallel) {
-        const RingGroup* ring = g->options.context_parallel;
-        int chunk = T / 2;
-        for (int row = 0; row < B; row++)
-            for (int half = 0; half < 2; half++) {
-                size_t at = (size_t)row * T + (size_t)half * chunk, pos = chunk_start(ring, row, half, T);
-                encoder_backward(d->wte, d->wpe + pos * C, a->dresidual + at * C, host_inputs + at, 1, chunk, C,
-                                 scratch, st);
-            }
-    } else {
-        encoder_backward(d->wte, d->wpe, a->dresidual, host_inputs, B, T, C, scratch, st);
-    }
+    embedding(g, host_inputs, B, T, 1);
     profile_mark(prof, PART_EMBEDDING, PHASE_BACKWARD, st);
     if (reduce) {
         // wte has the classifier's and the encoder's parts only now; the last to go.
