@@ -26,7 +26,13 @@ typedef struct {
     float* blk_lse;    // (NH, 2c)
     bf16* blk_dqkv;    // (2c, 3C)
     void* flash_scratch;
+    size_t kv_stride, acc_stride, dkv_stride;   // bytes between two ranks' buffers
 } RingWorkspace;
+
+// Rank i's buffers (i among the ranks held here); buf picks this step's or the next.
+static bf16* kv_of(const RingWorkspace* w, int buf, int i) { return (bf16*)((char*)w->kv[buf] + i * w->kv_stride); }
+static float* acc_of(const RingWorkspace* w, int i) { return (float*)((char*)w->acc + i * w->acc_stride); }
+static float* dkv_of(const RingWorkspace* w, int buf, int i) { return (float*)((char*)w->dkv[buf] + i * w->dkv_stride); }
 
 static AttentionShape one_sequence(AttentionShape s, int T, int causal) {
     AttentionShape x = {1, T, s.NH, s.HS, causal, s.scale};
@@ -38,6 +44,9 @@ static size_t layout_workspace(RingWorkspace* w, char* base, const RingGroup* g,
     size_t n = s.T, c = n / 2, C = (size_t)s.NH * s.HS, off = 0;
     size_t kv = ALIGN_UP(n * 2 * C * sizeof(bf16)), acc = ALIGN_UP(n * C * sizeof(float));
     size_t dkv = ALIGN_UP(n * 2 * C * sizeof(float));
+    w->kv_stride = kv;
+    w->acc_stride = acc;
+    w->dkv_stride = dkv;
     for (int k = 0; k < 2; k++) { w->kv[k] = (bf16*)(base + off); off += g->count * kv; }
     w->acc = (float*)(base + off); off += g->count * acc;
     for (int k = 0; k < 2; k++) { w->dkv[k] = (float*)(base + off); off += g->count * dkv; }
@@ -169,10 +178,10 @@ static void make_pair(bf16* pair, const bf16* qkv_local, const bf16* kv, int a, 
 
 // The local sequence's own keys and values of each rank held here, into its travelling buffer.
 static void start_ring(const RingGroup* g, const RingWorkspace* w, const bf16* qkv, int batch, int n, int C,
-                       size_t kv_stride, cudaStream_t st) {
+                       cudaStream_t st) {
     for (int i = 0; i < g->count; i++) {
         const bf16* q_local = qkv + ((size_t)batch * g->count + i) * n * 3 * C;
-        copy_rows((char*)w->kv[0] + i * kv_stride, 2 * C, q_local + C, 3 * C, 2 * C, n, sizeof(bf16), st);
+        copy_rows(kv_of(w, 0, i), 2 * C, q_local + C, 3 * C, 2 * C, n, sizeof(bf16), st);
     }
 }
 
@@ -183,15 +192,14 @@ void ring_attention_forward(const RingGroup* g, AttentionShape s, bf16* out, flo
     RingWorkspace w;
     layout_workspace(&w, (char*)workspace, g, s);
     int n = s.T, c = n / 2, C = s.NH * s.HS, N = g->size;
-    size_t kv_stride = ALIGN_UP((size_t)n * 2 * C * sizeof(bf16)), acc_stride = ALIGN_UP((size_t)n * C * sizeof(float));
     size_t kv_bytes = (size_t)n * 2 * C * sizeof(bf16);
     for (int batch = 0; batch < s.B / g->count; batch++) {
         // The keys and values leave for the next rank while step 0 computes.
-        start_ring(g, &w, qkv, batch, n, C, kv_stride, st);
-        ring_pass(g, w.kv[0], w.kv[1], kv_stride, kv_bytes, st);
+        start_ring(g, &w, qkv, batch, n, C, st);
+        ring_pass(g, w.kv[0], w.kv[1], w.kv_stride, kv_bytes, st);
         for (int i = 0; i < g->count; i++) {
             size_t row = (size_t)batch * g->count + i;
-            float* acc = (float*)((char*)w.acc + i * acc_stride);
+            float* acc = acc_of(&w, i);
             // Step 0: the local sequence, causal; its output starts the accumulator.
             flash_attention_forward(one_sequence(s, n, 1), w.blk_out, lse + row * s.NH * n, qkv + row * n * 3 * C, st);
             cudaCheck(cudaMemsetAsync(acc, 0, (size_t)n * C * sizeof(float), st));
@@ -203,12 +211,12 @@ void ring_attention_forward(const RingGroup* g, AttentionShape s, bf16* out, flo
             cur = 1 - cur;
             // The next step's keys travel while this step's blocks compute (after the blocks of
             // the step before, which read the buffer they arrive in).
-            if (k + 1 < N) ring_pass(g, w.kv[cur], w.kv[1 - cur], kv_stride, kv_bytes, st);
+            if (k + 1 < N) ring_pass(g, w.kv[cur], w.kv[1 - cur], w.kv_stride, kv_bytes, st);
             for (int i = 0; i < g->count; i++) {
                 size_t row = (size_t)batch * g->count + i;
                 const bf16* q_local = qkv + row * n * 3 * C;
-                const bf16* kv = (const bf16*)((char*)w.kv[cur] + i * kv_stride);
-                float* acc = (float*)((char*)w.acc + i * acc_stride);
+                const bf16* kv = kv_of(&w, cur, i);
+                float* acc = acc_of(&w, i);
                 float* l = lse + row * s.NH * n;
                 int a[2], b[2], blocks = ring_blocks(g->first + i, k, N, a, b);
                 for (int j = 0; j < blocks; j++) {
@@ -222,7 +230,7 @@ void ring_attention_forward(const RingGroup* g, AttentionShape s, bf16* out, flo
         }
         for (int i = 0; i < g->count; i++) {
             size_t row = (size_t)batch * g->count + i;
-            store(out + row * n * C, C, (const float*)((char*)w.acc + i * acc_stride), C, n, C, st);
+            store(out + row * n * C, C, acc_of(&w, i), C, n, C, st);
         }
     }
 }
@@ -235,16 +243,14 @@ void ring_attention_backward(const RingGroup* g, AttentionShape s, bf16* dqkv, c
     RingWorkspace w;
     layout_workspace(&w, (char*)workspace, g, s);
     int n = s.T, c = n / 2, C = s.NH * s.HS, N = g->size;
-    size_t kv_stride = ALIGN_UP((size_t)n * 2 * C * sizeof(bf16)), acc_stride = ALIGN_UP((size_t)n * C * sizeof(float));
-    size_t dkv_stride = ALIGN_UP((size_t)n * 2 * C * sizeof(float));
     size_t kv_bytes = (size_t)n * 2 * C * sizeof(bf16), dkv_bytes = (size_t)n * 2 * C * sizeof(float);
     for (int batch = 0; batch < s.B / g->count; batch++) {
-        start_ring(g, &w, qkv, batch, n, C, kv_stride, st);
-        ring_pass(g, w.kv[0], w.kv[1], kv_stride, kv_bytes, st);
+        start_ring(g, &w, qkv, batch, n, C, st);
+        ring_pass(g, w.kv[0], w.kv[1], w.kv_stride, kv_bytes, st);
         for (int i = 0; i < g->count; i++) {
             size_t row = (size_t)batch * g->count + i;
-            float* dq = (float*)((char*)w.acc + i * acc_stride);
-            float* dkv = (float*)((char*)w.dkv[0] + i * dkv_stride);
+            float* dq = acc_of(&w, i);
+            float* dkv = dkv_of(&w, 0, i);
             // Step 0: the local sequence, causal, with the final O and L.
             flash_attention_backward(one_sequence(s, n, 1), w.blk_dqkv, dout + row * n * C, out + row * n * C,
                                      lse + row * s.NH * n, qkv + row * n * 3 * C, w.flash_scratch, deterministic, st);
@@ -256,16 +262,16 @@ void ring_attention_backward(const RingGroup* g, AttentionShape s, bf16* dqkv, c
         int cur = 0;
         for (int k = 1; k < N; k++) {
             // The gradients go on with what the last step added to them; the keys went ahead.
-            ring_pass(g, w.dkv[cur], w.dkv[1 - cur], dkv_stride, dkv_bytes, st);
+            ring_pass(g, w.dkv[cur], w.dkv[1 - cur], w.dkv_stride, dkv_bytes, st);
             ring_wait(g, st);
             cur = 1 - cur;
-            if (k + 1 < N) ring_pass(g, w.kv[cur], w.kv[1 - cur], kv_stride, kv_bytes, st);
+            if (k + 1 < N) ring_pass(g, w.kv[cur], w.kv[1 - cur], w.kv_stride, kv_bytes, st);
             for (int i = 0; i < g->count; i++) {
                 size_t row = (size_t)batch * g->count + i;
                 const bf16* q_local = qkv + row * n * 3 * C;
-                const bf16* kv = (const bf16*)((char*)w.kv[cur] + i * kv_stride);
-                float* dq = (float*)((char*)w.acc + i * acc_stride);
-                float* dkv = (float*)((char*)w.dkv[cur] + i * dkv_stride);
+                const bf16* kv = kv_of(&w, cur, i);
+                float* dq = acc_of(&w, i);
+                float* dkv = dkv_of(&w, cur, i);
                 int a[2], b[2], blocks = ring_blocks(g->first + i, k, N, a, b);
                 for (int j = 0; j < blocks; j++) {
                     size_t q_rows = (size_t)a[j] * c;
@@ -281,14 +287,14 @@ void ring_attention_backward(const RingGroup* g, AttentionShape s, bf16* dqkv, c
             }
         }
         // One more move brings each rank's key and value gradients home.
-        ring_pass(g, w.dkv[cur], w.dkv[1 - cur], dkv_stride, dkv_bytes, st);
+        ring_pass(g, w.dkv[cur], w.dkv[1 - cur], w.dkv_stride, dkv_bytes, st);
         ring_wait(g, st);
         if (N > 1) cur = 1 - cur;
         for (int i = 0; i < g->count; i++) {
             size_t row = (size_t)batch * g->count + i;
             bf16* d = dqkv + row * n * 3 * C;
-            store(d, 3 * C, (const float*)((char*)w.acc + i * acc_stride), C, n, C, st);
-            store(d + C, 3 * C, (const float*)((char*)w.dkv[cur] + i * dkv_stride), 2 * C, n, 2 * C, st);
+            store(d, 3 * C, acc_of(&w, i), C, n, C, st);
+            store(d + C, 3 * C, dkv_of(&w, cur, i), 2 * C, n, 2 * C, st);
         }
     }
 }
