@@ -362,11 +362,11 @@ static void test_resume(const char* name, const char* mode_args) {
 // world size 1) gives the losses of the run without it, bit for bit (deterministic attention;
 // an average over one rank is the value itself).
 static void test_data_parallel_one_rank(void) {
-    test_begin("gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses");
+    test_begin("gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too");
     TrainRuns runs;
     train_runs_init(&runs, "gpt_dp1");
-    float plain[RUN_STEPS], dp[RUN_STEPS], zero[RUN_STEPS];
-    char extra[256];
+    float plain[RUN_STEPS], dp[RUN_STEPS], zero[RUN_STEPS], resumed[RUN_STEPS];
+    char extra[4400], kept[4200];
     snprintf(extra, sizeof(extra), "-B %d --deterministic", RUN_B);
     train_runs_run(&runs, "plain", "plain", extra, plain);
     snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1", RUN_B);
@@ -379,6 +379,14 @@ static void test_data_parallel_one_rank(void) {
         CHECK(memcmp(&plain[i], &zero[i], sizeof(float)) == 0, "step %d: %.9g alone, %.9g with --zero 1", i + 1,
               plain[i], zero[i]);
     }
+    // The run without ranks resumed through NCCL with the sharded optimizer state (read back
+    // shard by shard), from its step-3 checkpoint.
+    keep_final_model(&runs, "plain", "plain", kept, sizeof(kept));
+    snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1 --zero 1 --resume '%s/plain'", RUN_B, runs.dir);
+    train_runs_run(&runs, "plain_resumed_zero", "plain", extra, resumed);
+    for (int i = RUN_STEPS / 2; i < RUN_STEPS; i++)
+        CHECK(memcmp(&plain[i], &resumed[i], sizeof(float)) == 0, "step %d: %.9g straight, %.9g resumed with --zero 1",
+              i + 1, plain[i], resumed[i]);
     test_end();
 }
 
@@ -653,7 +661,8 @@ int main(void) {
         }
         test_skip(resume_naive_name, "no CUDA device");
         test_skip(resume_flash_name, "no CUDA device");
-        test_skip("gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses", "no CUDA device");
+        test_skip("gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too",
+                  "no CUDA device");
         test_skip("gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2",
                   "no CUDA device");
         test_skip("gpt context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
