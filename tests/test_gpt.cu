@@ -411,7 +411,7 @@ static int skipped_below_two_gpus(const char* name) {
 }
 
 // Context parallelism simulated on this GPU (the N ranks of the group in one process, the ring's
-// moves copies in memory): runs of 2 and 4 ranks per sequence give the losses of the run
+// moves copies in memory): d6 runs of 2 and 4 ranks per sequence give the losses of the run
 // without it within bf16 noise (the ring rounds each block's partial output to bf16 before its
 // merge): TOL_CP relative per step [measured below 1e-4]. Then, with 2 GPUs, the ring through
 // NCCL against the same ring simulated: they differ in nothing but where the blocks run.
@@ -424,10 +424,10 @@ static void test_context_parallel(void) {
     train_runs_init(&runs, "gpt_cp");
     float plain[RUN_STEPS], cp[3][RUN_STEPS];
     char extra[256], label[32];
-    snprintf(extra, sizeof(extra), "-B %d --deterministic", RUN_B);
+    snprintf(extra, sizeof(extra), "-B %d --deterministic --model d6", RUN_B);
     train_runs_run(&runs, "plain", "plain", extra, plain);
     for (int n = 2, k = 0; n <= 4; n *= 2, k++) {
-        snprintf(extra, sizeof(extra), "-B %d --deterministic --context-parallel %d", RUN_B, n);
+        snprintf(extra, sizeof(extra), "-B %d --deterministic --model d6 --context-parallel %d", RUN_B, n);
         snprintf(label, sizeof(label), "cp%d", n);
         train_runs_run(&runs, label, label, extra, cp[k]);
         printf("    %d ranks: worst relative loss difference %.2e\n", n, check_close_losses(cp[k], plain, 0, TOL_CP, label));
@@ -435,7 +435,7 @@ static void test_context_parallel(void) {
     test_end();
     if (skipped_below_two_gpus(nccl_name)) return;
     test_begin(nccl_name);
-    snprintf(extra, sizeof(extra), "-B %d --deterministic --context-parallel 2 --gpus 2", RUN_B);
+    snprintf(extra, sizeof(extra), "-B %d --deterministic --model d6 --context-parallel 2 --gpus 2", RUN_B);
     train_runs_run(&runs, "cp2_nccl", "cp2_nccl", extra, cp[2]);
     check_close_losses(cp[2], cp[0], 0, TOL_CP, "through NCCL against simulated");
     test_end();
