@@ -413,9 +413,10 @@ static int skipped_below_two_gpus(const char* name) {
 // Context parallelism simulated on this GPU (the N ranks of the group in one process, the ring's
 // moves copies in memory): d6 runs of 2 and 4 ranks per sequence give the losses of the run
 // without it within bf16 noise (the ring rounds each block's partial output to bf16 before its
-// merge): TOL_CP relative per step [measured below 1e-4]. Then, with 2 GPUs, the ring through
+// merge, and six layers and six AdamW steps carry that on): TOL_CP relative per step [2.4e-3
+// and 1.3e-3 for 2 and 4 ranks on an H200; d2 runs, 4e-5]. Then, with 2 GPUs, the ring through
 // NCCL against the same ring simulated: they differ in nothing but where the blocks run.
-#define TOL_CP 5e-3
+#define TOL_CP 1e-2
 static void test_context_parallel(void) {
     const char* simulated_name = "gpt context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it";
     const char* nccl_name = "gpt context parallel through NCCL on 2 GPUs: the losses of the simulated ring";
