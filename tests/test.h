@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdarg.h>
+#include "common/error.h"
+#include "common/read_file.h"
 
 static const char* test_case_name = NULL;
 static int test_case_failures = 0;
@@ -52,6 +54,17 @@ static inline int test_exit_code(void) { return test_total_failures ? 1 : 0; }
 static inline const char* test_env(const char* name, const char* fallback) {
     const char* v = getenv(name);
     return (v && *v) ? v : fallback;
+}
+
+// The test text (TEST_TEXT, passed as FLASHGPT_TEXT) and its length, or NULL after a SKIPPED
+// line for the case called name saying why it cannot be read.
+static inline unsigned char* test_text(const char* name, size_t* len) {
+    char err[ERR_LEN], why[ERR_LEN + 32];
+    unsigned char* text = read_file(test_env("FLASHGPT_TEXT", "build/texts/tinyshakespeare.txt"), len, err);
+    if (text) return text;
+    snprintf(why, sizeof why, "no TEST_TEXT: %s", err);
+    test_skip(name, why);
+    return NULL;
 }
 
 #endif

@@ -545,13 +545,8 @@ static void test_text_round_trip(void) {
     const char* name = "text_tokenizer_shards_loader_round_trip";
     char err[ERR_LEN] = "";
     size_t len;
-    unsigned char* text = read_file(test_env("FLASHGPT_TEXT", ""), &len, err);
-    if (!text) {
-        char why[ERR_LEN + 32];
-        snprintf(why, sizeof why, "no TEST_TEXT: %s", err);
-        test_skip(name, why);
-        return;
-    }
+    unsigned char* text = test_text(name, &len);
+    if (!text) return;
     test_begin(name);
     if (len > 1 << 16) len = 1 << 16;
     Tokenizer* tok = tokenizer_train(text, len, 512, 0);

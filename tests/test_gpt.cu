@@ -565,22 +565,13 @@ static void test_memory_plan(void) {
 #define TOL_CURVE_MEAN 0.002
 static void test_loss_curves(void) {
     const char* name = "gpt naive vs flash loss curves";
-    const char* path = test_env("FLASHGPT_TEXT", "build/texts/tinyshakespeare.txt");
-    FILE* f = fopen(path, "rb");
-    if (!f) {
-        char why[4200];
-        snprintf(why, sizeof(why), "the test text %s is not readable (make test TEST_TEXT=...)", path);
-        test_skip(name, why);
-        return;
-    }
+    size_t len;
+    unsigned char* text = test_text(name, &len);
+    if (!text) return;
     test_begin(name);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char* text = (unsigned char*)malloc((size_t)n);
-    int ok = n > 2 * CURVE_T && fread(text, 1, (size_t)n, f) == (size_t)n;
-    fclose(f);
-    CHECK(ok, "%s: cannot read enough text", path);
+    long n = (long)len;
+    int ok = n > 2 * CURVE_T;
+    CHECK(ok, "the test text has %ld bytes, fewer than two sequences", n);
     GPTConfig c = {.maxT = CURVE_T, .V = 256, .Vp = 256, .L = 2, .NH = 2, .C = 128};
     LRSchedule schedule = {.lr = 2e-3f, .warmup_steps = 20, .min_lr_frac = 0.1f};
     AdamWConfig adam = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};

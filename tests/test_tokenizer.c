@@ -417,16 +417,10 @@ static void test_round_trip_scripts(const Tokenizer* t) {
 
 static void test_round_trip_shakespeare(void) {
     const char* name = "round_trip_tinyshakespeare";
-    const char* path = test_env("FLASHGPT_TEXT", "");
-    char err[ERR_LEN];
+    const char* path = test_env("FLASHGPT_TEXT", "build/texts/tinyshakespeare.txt");
     size_t len;
-    unsigned char* text = read_file(path, &len, err);
-    if (!text) {
-        char why[ERR_LEN + 32];
-        snprintf(why, sizeof why, "no TEST_TEXT: %s", err);
-        test_skip(name, why);
-        return;
-    }
+    unsigned char* text = test_text(name, &len);
+    if (!text) return;
     test_begin(name);
     Tokenizer* t = tokenizer_train(text, len, 4096, 0);
     CHECK(t && tokenizer_vocab_size(t) == 4096, "training 4096 ids failed");
