@@ -15,7 +15,6 @@ __attribute__((noreturn)) static void unreachable(void) { die("NCCL collective c
 void nccl_comm_destroy(NcclComm* comm) {}
 void nccl_group_begin(void) { unreachable(); }
 NcclComm* nccl_comm_split(NcclComm*, int, int) { unreachable(); }
-int nccl_comm_rank(const NcclComm*) { unreachable(); }
 void nccl_send_recv(NcclComm*, const void*, void*, size_t, int, int, cudaStream_t) { unreachable(); }
 void nccl_group_end(void) { unreachable(); }
 void nccl_all_reduce_avg_bf16(NcclComm*, bf16*, size_t, cudaStream_t) { unreachable(); }

@@ -50,7 +50,6 @@ NcclComm* nccl_comm_split(NcclComm* comm, int color, int key) {
     return c;
 }
 
-int nccl_comm_rank(const NcclComm* comm) { return comm->rank; }
 
 void nccl_send_recv(NcclComm* comm, const void* send, void* recv, size_t bytes, int to, int from,
                     cudaStream_t stream) {

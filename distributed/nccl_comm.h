@@ -23,7 +23,6 @@ void nccl_comm_destroy(NcclComm* comm);
 // The communicator of the ranks that give the same color, ranked by key (context-parallel
 // groups inside the world); every rank of comm calls it.
 NcclComm* nccl_comm_split(NcclComm* comm, int color, int key);
-int nccl_comm_rank(const NcclComm* comm);
 
 // One step of a ring: send (bytes) to rank `to` while receiving recv (bytes) from rank `from`.
 void nccl_send_recv(NcclComm* comm, const void* send, void* recv, size_t bytes, int to, int from,
