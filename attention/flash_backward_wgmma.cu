@@ -20,103 +20,116 @@
 // order, which computes dQ on its own and writes it as bf16: no atomics, the same bits on every
 // run, for 7 matmuls instead of 5 (S and dP are recomputed there).
 #include <math.h>
+#include <string.h>
 #include "attention/flash.h"
 #include "attention/wgmma.cuh"
 #include "attention/smem_tile.cuh"
 #include "attention/tma.cuh"
 
 // BLOCK_M x HS = 8192 for both head sizes, so the dQ tile of a Q block splits into two 64 x 64
-// pieces, one per warpgroup: for HS 64 the two halves of the queries, for HS 128 the two halves
-// of the dimensions. Without ATOMIC_DQ the kernel computes dK and dV only (no dS^T tile, no dQ
-// product, one barrier per Q block) and dq_accum is unused.
+// pieces, one per consumer warpgroup: for HS 64 the two halves of the queries, for HS 128 the
+// two halves of the dimensions. Without ATOMIC_DQ the kernel computes dK and dV only (no dS^T
+// tile, no dQ product) and map_dq is unused.
+// Three warpgroups: warpgroup 0 is the producer (one warp: a thread issues the TMA copies, all
+// lanes copy L and D; few registers), warpgroups 1 and 2 the consumers (the math, with the
+// registers the producer gave back). They meet only at mbarriers: full[s] says stage s holds its
+// Q block, empty[s] that every consumer warp is done with it.
 template <int HS, bool ATOMIC_DQ>
-__global__ void __launch_bounds__(256, 1)
-flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,   // qkv, boxes of BLOCK_N rows
-                            const __grid_constant__ CUtensorMap map_q,    // qkv, boxes of BLOCK_M rows
-                            const __grid_constant__ CUtensorMap map_do,   // dout, boxes of BLOCK_M rows
-                            bf16* dqkv, float* dq_accum, const float* lse, const float* delta,
-                            int T, int NH, int BH, int causal, float scale) {
+__global__ void __launch_bounds__(384, 1)
+flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // qkv, boxes of BLOCK_N rows
+                            const __grid_constant__ CUtensorMap map_q,       // qkv, boxes of BLOCK_M rows
+                            const __grid_constant__ CUtensorMap map_do,      // dout, boxes of BLOCK_M rows
+                            const __grid_constant__ CUtensorMap map_dq,      // dq_accum, boxes of 32 x 16
+                            bf16* dqkv, const float* lse, const float* delta, int T, int NH, int BH, int causal,
+                            float scale) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
-    constexpr int NTHREADS = 256, BLOCK_N = 128, BLOCK_M = 8192 / HS;
+    constexpr int BLOCK_N = 128, BLOCK_M = 8192 / HS, CONSUMERS = 256;
     constexpr int KV_BYTES = BLOCK_N * HS * (int)sizeof(bf16), Q_BYTES = BLOCK_M * HS * (int)sizeof(bf16);
+    constexpr int DS_BYTES = ATOMIC_DQ ? BLOCK_N * BLOCK_M * (int)sizeof(bf16) : 0;
+    constexpr int DQ_BYTES = ATOMIC_DQ ? 64 * 64 * (int)sizeof(float) : 0;
     extern __shared__ unsigned char smem_raw[];
     // Swizzle atoms must start on 1024-byte boundaries; the launcher adds 1024 bytes for this.
     unsigned char* sK = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // (BLOCK_N, HS), later dK
     unsigned char* sV = sK + KV_BYTES;                         // (BLOCK_N, HS), later dV
     unsigned char* sQ = sV + KV_BYTES;                         // 2 stages of (BLOCK_M, HS)
     unsigned char* sdO = sQ + 2 * Q_BYTES;                     // 2 stages of (BLOCK_M, HS)
-    unsigned char* sdS = sdO + 2 * Q_BYTES;                    // (BLOCK_N, BLOCK_M): dS^T, ATOMIC_DQ only
-    // 2 stages of (BLOCK_M)
-    float* sL = reinterpret_cast<float*>(sdS + (ATOMIC_DQ ? BLOCK_N * BLOCK_M * sizeof(bf16) : 0));
+    unsigned char* sdS = sdO + 2 * Q_BYTES;                    // 2 buffers of dS^T (BLOCK_N, BLOCK_M)
+    unsigned char* sdQ = sdS + 2 * DS_BYTES;                   // a dQ piece (64, 64) fp32 per consumer warpgroup
+    float* sL = reinterpret_cast<float*>(sdQ + 2 * DQ_BYTES);  // 2 stages of (BLOCK_M)
     float* sD = sL + 2 * BLOCK_M;                              // 2 stages of (BLOCK_M)
-    __shared__ uint64_t bar_kv, bar_q[2];                      // TMA arrivals: K and V; Q and dO per stage
+    __shared__ uint64_t bar_kv, bar_full[2], bar_empty[2];
 
-    int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, t = lane % 4;
     // Causal work shrinks with the key index: the first K/V blocks are issued first.
     int kv_block = blockIdx.x / BH;
     int bh = blockIdx.x % BH, b = bh / NH, h = bh % NH;
     int k0 = kv_block * BLOCK_N;
-    int wg_k0 = k0 + wg * 64;                          // first key of this warpgroup
-    int key0 = wg_k0 + warp * 16 + lane / 4;           // this thread's keys: key0 and key0 + 8
-    long long row_stride = 3LL * NH * HS;
-    const float* l_ptr = lse + (long long)bh * T;
-    const float* d_ptr = delta + (long long)bh * T;
     // Causal: Q blocks entirely before this K/V block never see it.
     int first_q_block = causal ? k0 / BLOCK_M : 0;
     int n_q_blocks = (int)ceil_div(T, BLOCK_M);
 
-    // Tiles arrive by TMA, one thread issuing a copy per 64-column panel (rows past T as zeros):
-    // K and V once, then Q and dO per Q block; L and D, a few hundred bytes, by cp.async.
-    auto load_q_block = [&](int i, int stage) {
-        int q0 = i * BLOCK_M;
-        if (threadIdx.x == 0) {
-            mbarrier_arrive_expect_tx(&bar_q[stage], 2 * Q_BYTES);
-            #pragma unroll
-            for (int panel = 0; panel < HS / 64; panel++) {
-                unsigned char* q_dst = sQ + stage * Q_BYTES + panel * BLOCK_M * 128;
-                unsigned char* do_dst = sdO + stage * Q_BYTES + panel * BLOCK_M * 128;
-                tma_load_5d(q_dst, &map_q, panel * 64, h, 0, q0, b, &bar_q[stage]);
-                tma_load_4d(do_dst, &map_do, panel * 64, h, q0, b, &bar_q[stage]);
-            }
-        }
-        load_vec_async<BLOCK_M, NTHREADS>(sL + stage * BLOCK_M, l_ptr + q0, T - q0);
-        load_vec_async<BLOCK_M, NTHREADS>(sD + stage * BLOCK_M, d_ptr + q0, T - q0);
-        cp_async_commit();
-    };
     if (threadIdx.x == 0) {
         mbarrier_init(&bar_kv, 1);
-        mbarrier_init(&bar_q[0], 1);
-        mbarrier_init(&bar_q[1], 1);
+        for (int s = 0; s < 2; s++) {
+            mbarrier_init(&bar_full[s], 32);
+            mbarrier_init(&bar_empty[s], CONSUMERS);
+        }
         fence_barrier_init();
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        mbarrier_arrive_expect_tx(&bar_kv, 2 * KV_BYTES);
-        #pragma unroll
-        for (int panel = 0; panel < HS / 64; panel++) {
-            tma_load_5d(sK + panel * BLOCK_N * 128, &map_kv, panel * 64, h, 1, k0, b, &bar_kv);
-            tma_load_5d(sV + panel * BLOCK_N * 128, &map_kv, panel * 64, h, 2, k0, b, &bar_kv);
+
+    if (threadIdx.x < 128) {
+        // The producer: K and V once, then per Q block its Q and dO (one copy per 64-column
+        // panel, rows past T as zeros), L and D into the stage the consumers have freed.
+        warpgroup_release_registers<24>();
+        if (threadIdx.x >= 32) return;
+        int lane = threadIdx.x;
+        if (lane == 0) {
+            mbarrier_arrive_expect_tx(&bar_kv, 2 * KV_BYTES);
+            #pragma unroll
+            for (int panel = 0; panel < HS / 64; panel++) {
+                tma_load_5d(sK + panel * BLOCK_N * 128, &map_kv, panel * 64, h, 1, k0, b, &bar_kv);
+                tma_load_5d(sV + panel * BLOCK_N * 128, &map_kv, panel * 64, h, 2, k0, b, &bar_kv);
+            }
         }
+        for (int i = first_q_block; i < n_q_blocks; i++) {
+            int n = i - first_q_block, stage = n & 1, q0 = i * BLOCK_M;
+            if (n >= 2) mbarrier_wait(&bar_empty[stage], ((n - 2) >> 1) & 1);
+            if (lane == 0) {
+                mbarrier_expect_tx(&bar_full[stage], 2 * Q_BYTES);
+                #pragma unroll
+                for (int panel = 0; panel < HS / 64; panel++) {
+                    tma_load_5d(sQ + stage * Q_BYTES + panel * BLOCK_M * 128, &map_q, panel * 64, h, 0, q0, b, &bar_full[stage]);
+                    tma_load_4d(sdO + stage * Q_BYTES + panel * BLOCK_M * 128, &map_do, panel * 64, h, q0, b, &bar_full[stage]);
+                }
+            }
+            // L and D by plain loads (rows of any length T are not aligned for TMA), zeros past
+            // T; the arrival (a release) makes the stores visible to whoever waits on full.
+            for (int j = lane; j < BLOCK_M; j += 32) {
+                bool valid = q0 + j < T;
+                sL[stage * BLOCK_M + j] = valid ? lse[(long long)bh * T + q0 + j] : 0.0f;
+                sD[stage * BLOCK_M + j] = valid ? delta[(long long)bh * T + q0 + j] : 0.0f;
+            }
+            mbarrier_arrive(&bar_full[stage]);
+        }
+        return;
     }
-    load_q_block(first_q_block, 0);
-    mbarrier_wait(&bar_kv, 0);
+    warpgroup_claim_registers<240>();
+
+    int wg = threadIdx.x / 128 - 1, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, t = lane % 4;
+    int wg_k0 = k0 + wg * 64;                          // first key of this warpgroup
+    int key0 = wg_k0 + warp * 16 + lane / 4;           // this thread's keys: key0 and key0 + 8
+    long long row_stride = 3LL * NH * HS;
 
     float dk[HS / 2], dv[HS / 2];   // dK, dV of this warpgroup's keys (accumulator layout)
     #pragma unroll
     for (int i = 0; i < HS / 2; i++) dk[i] = dv[i] = 0.0f;
     const float scale_log2 = scale * (float)M_LOG2E;
     const uint32_t sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
+    mbarrier_wait(&bar_kv, 0);
 
     for (int i = first_q_block; i < n_q_blocks; i++) {
-        int stage = (i - first_q_block) & 1, q0 = i * BLOCK_M;
-        // Q and dO of block i have landed once their barrier's phase completes; this thread's L
-        // and D copies with the cp.async wait. Then one barrier: every thread's L and D are in
-        // place, and every warpgroup is done with block i-1, whose stage now takes block i+1, and
-        // with its dS^T (ATOMIC_DQ).
-        mbarrier_wait(&bar_q[stage], ((i - first_q_block) >> 1) & 1);
-        cp_async_wait<0>();
-        __syncthreads();
-        if (i + 1 < n_q_blocks) load_q_block(i + 1, stage ^ 1);
+        int n = i - first_q_block, stage = n & 1, q0 = i * BLOCK_M;
+        mbarrier_wait(&bar_full[stage], (n >> 1) & 1);   // Q, dO, L, D of block i have landed
         const uint32_t sQ_addr = smem_addr(sQ + stage * Q_BYTES), sdO_addr = smem_addr(sdO + stage * Q_BYTES);
         const float* l_blk = sL + stage * BLOCK_M;
         const float* d_blk = sD + stage * BLOCK_M;
@@ -186,23 +199,25 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,   // qkv
         wgmma_commit();
 
         if constexpr (ATOMIC_DQ) {
-            // dS^T (keys, queries) into shared memory while those run: A fragment register r of
-            // k-step kk holds rows +8*(r&1), columns 16kk + 8*(r>>1) + 2t.
+            // dS^T (keys, queries) into this block's buffer while those run: A fragment register
+            // r of k-step kk holds rows +8*(r&1), columns 16kk + 8*(r>>1) + 2t. Two buffers: the
+            // other warpgroup may still read block i-1's when this one writes block i's.
+            unsigned char* sdS_blk = sdS + (n & 1) * DS_BYTES;
             #pragma unroll
             for (int kk = 0; kk < BLOCK_M / 16; kk++)
                 #pragma unroll
                 for (int r = 0; r < 4; r++) {
                     int row = key0 - k0 + 8 * (r & 1), col = 16 * kk + 8 * (r >> 1);
-                    *reinterpret_cast<uint32_t*>(sdS + swizzled_offset<BLOCK_N>(row, col) + 4 * t) = dsa[kk][r];
+                    *reinterpret_cast<uint32_t*>(sdS_blk + swizzled_offset<BLOCK_N>(row, col) + 4 * t) = dsa[kk][r];
                 }
             fence_proxy_async_shared();
-            __syncthreads();   // all of dS^T in place
+            named_barrier_sync(1, 256);   // both consumer warpgroups' dS^T in place
 
             // dQ piece (64 x 64) = dS[queries of the piece, all 128 keys] K[all keys, dims of the
             // piece]: A from the dS^T tile, B from the K tile, both MN-major (one 64-wide panel each).
             // This warpgroup's piece: queries 64*dq_qh.., dimensions 64*dq_dh.. of the Q block.
             const int dq_qh = HS == 64 ? wg : 0, dq_dh = HS == 64 ? 0 : wg;
-            const uint32_t sdS_addr = smem_addr(sdS);
+            const uint32_t sdS_addr = smem_addr(sdS_blk);
             float dq[32];
             wgmma_fence();
             #pragma unroll
@@ -216,30 +231,47 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,   // qkv
             pin_registers(dk);
             pin_registers(pa);
             pin_registers(dsa);
+            mbarrier_arrive(&bar_empty[stage]);   // this thread is done with the stage
 
+            // The warp's 16 rows of the piece into its part of sdQ (once the reduction of the last
+            // block has read them), two panels of 32 columns in the 128-byte swizzle the tensor
+            // map expects; then one lane adds them to dq_accum with two bulk reductions.
             // d[4n + e] is row 16*warp + g + 8*(e>>1), column 8n + 2t + (e&1) of the piece.
+            unsigned char* sdQ_wg = sdQ + wg * DQ_BYTES;
+            if (lane == 0) bulk_wait_read<0>();
+            __syncwarp();
             #pragma unroll
-            for (int half = 0; half < 2; half++) {
-                int query = q0 + dq_qh * 64 + warp * 16 + lane / 4 + 8 * half;
-                if (query >= T) continue;
-                float* dst = dq_accum + ((long long)bh * T + query) * HS + dq_dh * 64 + 2 * t;
+            for (int nn = 0; nn < 8; nn++)
                 #pragma unroll
-                for (int n = 0; n < 8; n++)
-                    atomicAdd(reinterpret_cast<float2*>(dst + 8 * n), make_float2(dq[4 * n + 2 * half], dq[4 * n + 2 * half + 1]));
+                for (int half = 0; half < 2; half++) {
+                    int row = warp * 16 + lane / 4 + 8 * half, col = (8 * nn) % 32 + 2 * t;
+                    uint32_t offset = (nn / 4) * 64 * 128 + row * 128 + ((((col / 4) ^ (row % 8))) << 4) + (col % 4) * 4;
+                    *reinterpret_cast<float2*>(sdQ_wg + offset) = make_float2(dq[4 * nn + 2 * half], dq[4 * nn + 2 * half + 1]);
+                }
+            fence_proxy_async_shared();
+            __syncwarp();
+            if (lane == 0) {
+                #pragma unroll
+                for (int panel = 0; panel < 2; panel++)
+                    tma_reduce_add_3d(&map_dq, dq_dh * 64 + panel * 32, q0 + dq_qh * 64 + warp * 16, bh,
+                                      sdQ_wg + panel * 64 * 128 + warp * 16 * 128);
+                bulk_commit();
             }
         } else {
-            // dV and dK done before the barrier that hands this block's stage to block i+2.
+            // dV and dK done: the stage goes back to the producer.
             wgmma_wait<0>();
             pin_registers(dv);
             pin_registers(dk);
             pin_registers(pa);
             pin_registers(dsa);
+            mbarrier_arrive(&bar_empty[stage]);
         }
     }
+    if (ATOMIC_DQ && lane == 0) bulk_wait<0>();   // the last reduction has landed
 
     // dK (times scale) and dV as bf16 through this warpgroup's rows of sK and sV (every wgmma
     // reading them is done after this barrier), then whole 16-byte row pieces to dqkv.
-    __syncthreads();
+    named_barrier_sync(1, 256);
     #pragma unroll
     for (int n = 0; n < HS / 8; n++)
         #pragma unroll
@@ -250,12 +282,13 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,   // qkv
             *reinterpret_cast<uint32_t*>(sV + swizzled_offset<BLOCK_N>(row, col) + 4 * t) =
                 pack_bf16(dv[4 * n + 2 * half], dv[4 * n + 2 * half + 1]);
         }
-    __syncthreads();
+    named_barrier_sync(1, 256);
     constexpr int CHUNKS = HS / 8;
+    int ct = threadIdx.x - 128;   // 0..255 over the consumers
     bf16* dk_ptr = dqkv + (long long)b * T * row_stride + NH * HS + h * HS;
     #pragma unroll
-    for (int k = 0; k < BLOCK_N * CHUNKS / NTHREADS; k++) {
-        int idx = threadIdx.x + k * NTHREADS, r = idx / CHUNKS, c = (idx % CHUNKS) * 8;
+    for (int k = 0; k < BLOCK_N * CHUNKS / CONSUMERS; k++) {
+        int idx = ct + k * CONSUMERS, r = idx / CHUNKS, c = (idx % CHUNKS) * 8;
         if (k0 + r < T) {
             bf16* dst = dk_ptr + (k0 + r) * row_stride + c;
             *reinterpret_cast<int4*>(dst) = *reinterpret_cast<const int4*>(sK + swizzled_offset<BLOCK_N>(r, c));
@@ -270,19 +303,21 @@ template <int HS, bool ATOMIC_DQ>
 static void launch_backward_wgmma(AttentionShape s, bf16* dqkv, float* dq_accum, const bf16* dout, const float* lse,
                                   const float* delta, const bf16* qkv, cudaStream_t stream) {
     constexpr int BLOCK_N = 128, BLOCK_M = 8192 / HS;
-    // K, V, 2 stages of Q and dO, dS^T (ATOMIC_DQ), 2 stages of L and D, and room to align the
-    // start to 1024 bytes.
+    // K, V, 2 stages of Q and dO, 2 buffers of dS^T and 2 dQ pieces (ATOMIC_DQ), 2 stages of L
+    // and D, and room to align the start to 1024 bytes.
     constexpr int smem = (2 * BLOCK_N + 4 * BLOCK_M) * HS * (int)sizeof(bf16) +
-                         (ATOMIC_DQ ? BLOCK_N * BLOCK_M * (int)sizeof(bf16) : 0) +
+                         (ATOMIC_DQ ? 2 * BLOCK_N * BLOCK_M * (int)sizeof(bf16) + 2 * 64 * 64 * (int)sizeof(float) : 0) +
                          4 * BLOCK_M * (int)sizeof(float) + 1024;
     constexpr auto kernel = flash_backward_wgmma_kernel<HS, ATOMIC_DQ>;
     set_smem_limit_once<kernel>(smem);
-    CUtensorMap map_kv, map_q, map_do;
+    CUtensorMap map_kv, map_q, map_do, map_dq;
     make_qkv_tensor_map(&map_kv, qkv, s, BLOCK_N);
     make_qkv_tensor_map(&map_q, qkv, s, BLOCK_M);
     make_bthd_tensor_map(&map_do, dout, s, BLOCK_M);
+    if (ATOMIC_DQ) make_dq_accum_tensor_map(&map_dq, dq_accum, s, 16);
+    else memset(&map_dq, 0, sizeof(map_dq));
     int BH = s.B * s.NH, n_kv_blocks = (int)ceil_div(s.T, BLOCK_N);
-    kernel<<<n_kv_blocks * BH, 256, smem, stream>>>(map_kv, map_q, map_do, dqkv, dq_accum, lse, delta, s.T, s.NH, BH,
+    kernel<<<n_kv_blocks * BH, 384, smem, stream>>>(map_kv, map_q, map_do, map_dq, dqkv, lse, delta, s.T, s.NH, BH,
                                                     s.causal, s.scale);
     cudaCheckLaunch();
 }

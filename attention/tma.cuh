@@ -17,12 +17,12 @@
 #include "attention/attention.h"
 #include "attention/mma.cuh"
 
-// A tensor map over a bf16 tensor of `rank` dimensions, innermost first: dims[i] elements,
-// strides[i - 1] bytes between consecutive indices of dimension i >= 1 (multiples of 16). The box
-// one copy moves is 64 elements of dimension 0 (one 128-byte swizzled panel) by box_rows of
-// dimension row_dim, one index of every other dimension.
-static inline void make_tensor_map(CUtensorMap* map, const bf16* base, int rank, const uint64_t* dims,
-                            const uint64_t* strides, int row_dim, int box_rows) {
+// A tensor map over a tensor of `rank` dimensions, innermost first: dims[i] elements,
+// strides[i - 1] bytes between consecutive indices of dimension i >= 1 (multiples of 16), and the
+// box one copy moves, box[i] elements of dimension i.
+static inline void encode_tensor_map(CUtensorMap* map, CUtensorMapDataType type, const void* base, int rank,
+                                     const uint64_t* dims, const uint64_t* strides, const uint32_t* box,
+                                     CUtensorMapSwizzle swizzle) {
     // The driver's encoder, reached through the runtime so that nothing links against libcuda.
     static PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
     if (!encode) {
@@ -32,17 +32,25 @@ static inline void make_tensor_map(CUtensorMap* map, const bf16* base, int rank,
         if (found != cudaDriverEntryPointSuccess) die("the CUDA driver has no cuTensorMapEncodeTiled");
     }
     cuuint64_t d[5], st[4];
-    cuuint32_t box[5], ones[5];
+    cuuint32_t bx[5], ones[5];
     for (int i = 0; i < rank; i++) {
         d[i] = dims[i];
         if (i > 0) st[i - 1] = strides[i - 1];
-        box[i] = i == 0 ? 64 : i == row_dim ? box_rows : 1;
+        bx[i] = box[i];
         ones[i] = 1;
     }
-    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, (void*)base, d, st, box, ones,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+    CUresult r = encode(map, type, rank, (void*)base, d, st, bx, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) die("cuTensorMapEncodeTiled failed (CUresult %d)", (int)r);
+}
+
+// A bf16 tensor whose box is 64 elements of dimension 0 (one 128-byte swizzled panel) by
+// box_rows of dimension row_dim, one index of every other dimension.
+static inline void make_tensor_map(CUtensorMap* map, const bf16* base, int rank, const uint64_t* dims,
+                                   const uint64_t* strides, int row_dim, int box_rows) {
+    uint32_t box[5];
+    for (int i = 0; i < rank; i++) box[i] = i == 0 ? 64 : i == row_dim ? box_rows : 1;
+    encode_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, base, rank, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 // qkv (B, T, 3, NH, HS) as the 5-D tensor (HS, NH, 3, T, B): a box is one 64-column panel of
@@ -60,6 +68,15 @@ static inline void make_bthd_tensor_map(CUtensorMap* map, const bf16* x, Attenti
     uint64_t dims[4] = {(uint64_t)s.HS, (uint64_t)s.NH, (uint64_t)s.T, (uint64_t)s.B};
     uint64_t strides[3] = {row, row * s.NH, row * s.NH * s.T};
     make_tensor_map(map, x, 4, dims, strides, 2, rows);
+}
+
+// The fp32 dQ accumulator (B, NH, T, HS) as the 3-D tensor (HS, T, B*NH); a box is 32 columns
+// (one 128-byte swizzled panel) by `rows` rows of one head. Reductions into it skip rows past T.
+static inline void make_dq_accum_tensor_map(CUtensorMap* map, const float* dq_accum, AttentionShape s, int rows) {
+    uint64_t dims[3] = {(uint64_t)s.HS, (uint64_t)s.T, (uint64_t)s.B * s.NH};
+    uint64_t strides[2] = {4ull * s.HS, 4ull * s.HS * s.T};
+    uint32_t box[3] = {32, (uint32_t)rows, 1};
+    encode_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, dq_accum, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 // mbarrier: init by one thread, then fence_barrier_init and a __syncthreads before any use.
@@ -80,6 +97,15 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, int parity) {
                  "@!done bra WAIT;\n}\n" :: "r"(smem_addr(bar)), "r"(parity) : "memory");
 }
 
+// Announces `bytes` more to come from TMA copies in the current phase, without arriving.
+__device__ __forceinline__ void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.expect_tx.shared::cta.b64 [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+// This thread's arrival (release: its earlier reads and writes of shared memory come first).
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(smem_addr(bar)) : "memory");
+}
+
 // Copies the box at coordinates (c0, c1, ...) (innermost first) of the tensor map to dst,
 // counting its bytes against bar. `map` must be a __grid_constant__ kernel parameter.
 __device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, int c0, int c1, int c2, int c3, uint64_t* bar) {
@@ -94,6 +120,24 @@ __device__ __forceinline__ void tma_load_5d(void* dst, const CUtensorMap* map, i
                  "[%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n"
                  :: "r"(smem_addr(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4),
                     "r"(smem_addr(bar)) : "memory");
+}
+
+// Adds the tile at src (shared memory, laid out as the box) into the box at (c0, c1, c2) of the
+// tensor, element by element and atomically; writes outside the tensor are dropped. The
+// thread's earlier shared-memory stores must be fenced for the async proxy
+// (fence_proxy_async_shared) by every thread that wrote src. Committed as one bulk group.
+__device__ __forceinline__ void tma_reduce_add_3d(const CUtensorMap* map, int c0, int c1, int c2, const void* src) {
+    asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n"
+                 :: "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(src)) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Waits until at most n of this thread's bulk groups still read their shared-memory source.
+template <int n> __device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" :: "n"(n) : "memory");
+}
+// Waits until at most n of this thread's bulk groups are still running at all.
+template <int n> __device__ __forceinline__ void bulk_wait() {
+    asm volatile("cp.async.bulk.wait_group %0;\n" :: "n"(n) : "memory");
 }
 
 #endif

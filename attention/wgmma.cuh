@@ -143,6 +143,21 @@ __device__ __forceinline__ void wgmma_a_bt(float (&acc)[N / 2], uint32_t a_tile,
 #undef WGMMA_REGS32
 #undef WGMMA_REGS64
 
+// Register budgets of warpgroup specialisation: every warp of a warpgroup gives registers back
+// to the SM (a producer that only issues copies) or takes them (a consumer that holds tiles).
+template <int n> __device__ __forceinline__ void warpgroup_release_registers() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(n));
+}
+template <int n> __device__ __forceinline__ void warpgroup_claim_registers() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(n));
+}
+
+// A barrier among `threads` threads (whole warps) of the block, named by id 1..15 (0 is
+// __syncthreads), so that some warps can meet while others go on.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+    asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
+
 // Makes this thread's generic-proxy writes to shared memory (ordinary stores) visible to
 // the async proxy that wgmma reads through; a barrier must follow before another thread's wgmma.
 __device__ __forceinline__ void fence_proxy_async_shared() {

@@ -155,21 +155,22 @@ static void store_tile_rows(uint32_t base, int rows, int tile, int cols) {
 
 // The backward K/V-block kernel's plan (flash_backward_wgmma_kernel, ATOMIC_DQ; without it the same
 // tiles but dS^T, and the same descriptors but those of dQ): from a 1024-byte aligned base, K and V
-// (128, HS), Q in 2 stages and dO in 2 stages of (BLOCK_M, HS), BLOCK_M = 8192 / HS, then the dS^T
-// tile (128 keys, BLOCK_M queries).
+// (128, HS), Q in 2 stages and dO in 2 stages of (BLOCK_M, HS), BLOCK_M = 8192 / HS, then two
+// buffers of the dS^T tile (128 keys, BLOCK_M queries).
 template <int HS>
 static void check_backward_plan(uint32_t base) {
     constexpr int BLOCK_N = 128, BLOCK_M = 8192 / HS;
     constexpr int KV_BYTES = BLOCK_N * HS * 2, Q_BYTES = BLOCK_M * HS * 2;
     uint32_t sK = base, sV = sK + KV_BYTES, sQ = sV + KV_BYTES, sdO = sQ + 2 * Q_BYTES, sdS = sdO + 2 * Q_BYTES;
-    enum { K, V, DS, Q0, Q1, DO0, DO1, N_TILES };
-    const uint32_t addr[N_TILES] = {sK, sV, sdS, sQ, sQ + Q_BYTES, sdO, sdO + Q_BYTES};
-    const int rows[N_TILES] = {BLOCK_N, BLOCK_N, BLOCK_N, BLOCK_M, BLOCK_M, BLOCK_M, BLOCK_M};
-    const int cols[N_TILES] = {HS, HS, BLOCK_M, HS, HS, HS, HS};
+    constexpr int DS_BYTES = BLOCK_N * BLOCK_M * 2;
+    enum { K, V, DS0, DS1, Q0, Q1, DO0, DO1, N_TILES };
+    const uint32_t addr[N_TILES] = {sK, sV, sdS, sdS + DS_BYTES, sQ, sQ + Q_BYTES, sdO, sdO + Q_BYTES};
+    const int rows[N_TILES] = {BLOCK_N, BLOCK_N, BLOCK_N, BLOCK_N, BLOCK_M, BLOCK_M, BLOCK_M, BLOCK_M};
+    const int cols[N_TILES] = {HS, HS, BLOCK_M, BLOCK_M, HS, HS, HS, HS};
     char case_name[96], name[64];
     snprintf(case_name, sizeof(case_name), "wgmma layouts: backward HS%d, %d-query blocks", HS, BLOCK_M);
     test_begin(case_name);
-    CHECK(sdS + BLOCK_N * BLOCK_M * 2 <= sizeof(smem), "the plan does not fit the simulated shared memory");
+    CHECK(sdS + 2 * DS_BYTES <= sizeof(smem), "the plan does not fit the simulated shared memory");
     for (int i = 0; i < N_TILES; i++) CHECK(addr[i] % 1024 == 0, "tile %d does not start on a 1024-byte boundary", i);
     for (int round = 0; round < 3; round++) {
         memset(smem, 0, sizeof(smem));
@@ -203,11 +204,12 @@ static void check_backward_plan(uint32_t base) {
         for (int wg = 0; wg < 2; wg++) {
             const int qh = HS == 64 ? wg : 0, dh = HS == 64 ? 0 : wg;
             for (int kk = 0; kk < BLOCK_N / 16; kk++) {
-                if (id(DS)) {
-                    int bad = mn_major_mismatches(desc_mn_major<BLOCK_N>(sdS + qh * BLOCK_N * 128, kk), 64, id(DS),
-                                                  16 * kk, 64 * qh);
-                    CHECK(bad == 0, "HS%d dS^T as A of dQ (warpgroup %d) k-step %d: %d elements wrong, first %s", HS, wg,
-                          kk, bad, first_mismatch);
+                for (int buf = 0; buf < 2; buf++) {
+                    if (!id(DS0 + buf)) continue;
+                    int bad = mn_major_mismatches(desc_mn_major<BLOCK_N>(addr[DS0 + buf] + qh * BLOCK_N * 128, kk), 64,
+                                                  id(DS0 + buf), 16 * kk, 64 * qh);
+                    CHECK(bad == 0, "HS%d dS^T buffer %d as A of dQ (warpgroup %d) k-step %d: %d elements wrong, first %s",
+                          HS, buf, wg, kk, bad, first_mismatch);
                 }
                 if (id(K)) {
                     int bad = mn_major_mismatches(desc_mn_major<BLOCK_N>(sK + dh * BLOCK_N * 128, kk), 64, id(K),
