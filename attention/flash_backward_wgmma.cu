@@ -57,6 +57,7 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
     unsigned char* sdQ = sdS + 2 * DS_BYTES;                   // a dQ piece (64, 64) fp32 per consumer warpgroup
     float* sL = reinterpret_cast<float*>(sdQ + 2 * DQ_BYTES);  // 2 stages of (BLOCK_M)
     float* sD = sL + 2 * BLOCK_M;                              // 2 stages of (BLOCK_M)
+    uint32_t* sched_anchor = reinterpret_cast<uint32_t*>(sD + 2 * BLOCK_M);   // (256), see the loop
     __shared__ uint64_t bar_kv, bar_full[2], bar_empty[2];
 
     // Causal work shrinks with the key index: the first K/V blocks are issued first.
@@ -173,15 +174,15 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
                 st[4 * nt + e] = fast_exp2(fmaf(st[4 * nt + e], scale_log2, -l_log2));
             }
         }
-        // dV += P^T dO (dO an MN-major B operand: rows = queries = the k of this product) goes to
-        // the tensor cores as soon as P^T is ready, still under dP^T, and runs while dS^T is made.
+        // dS^T = P^T (dP^T - D) once dP^T is done. ptxas would place that wait as early as it may,
+        // above the exponentials, which would then no longer run under dP^T; it keeps the wait
+        // below memory operations, so this store (never read) of a value that needs all of P^T
+        // holds it there.
+        uint32_t anchor = 0;
         #pragma unroll
-        for (int kk = 0; kk < BLOCK_M / 16; kk++) c_to_a(pa[kk], &st[8 * kk], &st[8 * kk + 4]);
-        wgmma_fence();
-        #pragma unroll
-        for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dv, pa[kk], desc_mn_major<BLOCK_M>(sdO_addr, kk));
-        wgmma_commit();
-        wgmma_wait<1>();   // dP^T done; dV may still run
+        for (int i = 0; i < BLOCK_M / 2; i++) anchor ^= __float_as_uint(st[i]);
+        asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(smem_addr(sched_anchor + threadIdx.x - 128)), "r"(anchor) : "memory");
+        wgmma_wait<0>();
         pin_registers(dpt);
         #pragma unroll
         for (int nt = 0; nt < BLOCK_M / 8; nt++) {
@@ -189,11 +190,19 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
             #pragma unroll
             for (int e = 0; e < 4; e++) dpt[4 * nt + e] = st[4 * nt + e] * (dpt[4 * nt + e] - ((e & 1) ? dq2.y : dq2.x));
         }
+        // dV += P^T dO and dK += dS^T Q (scale applied once at the end), P^T and dS^T packed into A
+        // fragments, dO and Q as MN-major B operands (rows = queries = the k of these products).
+        // Both are issued after dS^T so that S^T and dP^T are dead by then: with P^T, dP^T and the
+        // A fragments live at once, HS 64 needs more than the 240 registers a consumer has, and
+        // ptxas then serialises every wgmma (measured 12-17% slower at T >= 8K).
         #pragma unroll
-        for (int kk = 0; kk < BLOCK_M / 16; kk++) c_to_a(dsa[kk], &dpt[8 * kk], &dpt[8 * kk + 4]);
-
-        // dK += dS^T Q (scale applied once at the end), Q likewise an MN-major B operand.
+        for (int kk = 0; kk < BLOCK_M / 16; kk++) {
+            c_to_a(pa[kk], &st[8 * kk], &st[8 * kk + 4]);
+            c_to_a(dsa[kk], &dpt[8 * kk], &dpt[8 * kk + 4]);
+        }
         wgmma_fence();
+        #pragma unroll
+        for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dv, pa[kk], desc_mn_major<BLOCK_M>(sdO_addr, kk));
         #pragma unroll
         for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dk, dsa[kk], desc_mn_major<BLOCK_M>(sQ_addr, kk));
         wgmma_commit();
@@ -304,10 +313,10 @@ static void launch_backward_wgmma(AttentionShape s, bf16* dqkv, float* dq_accum,
                                   const float* delta, const bf16* qkv, cudaStream_t stream) {
     constexpr int BLOCK_N = 128, BLOCK_M = 8192 / HS;
     // K, V, 2 stages of Q and dO, 2 buffers of dS^T and 2 dQ pieces (ATOMIC_DQ), 2 stages of L
-    // and D, and room to align the start to 1024 bytes.
+    // and D, the scheduling anchor, and room to align the start to 1024 bytes.
     constexpr int smem = (2 * BLOCK_N + 4 * BLOCK_M) * HS * (int)sizeof(bf16) +
                          (ATOMIC_DQ ? 2 * BLOCK_N * BLOCK_M * (int)sizeof(bf16) + 2 * 64 * 64 * (int)sizeof(float) : 0) +
-                         4 * BLOCK_M * (int)sizeof(float) + 1024;
+                         4 * BLOCK_M * (int)sizeof(float) + 256 * (int)sizeof(uint32_t) + 1024;
     constexpr auto kernel = flash_backward_wgmma_kernel<HS, ATOMIC_DQ>;
     set_smem_limit_once<kernel>(smem);
     CUtensorMap map_kv, map_q, map_do, map_dq;

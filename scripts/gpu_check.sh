@@ -34,16 +34,7 @@ tail -1 "$LOGS/test.log"
 echo "== d12 trainer ($(elapsed))"
 shard_dir=build/gpu-check-data
 mkdir -p "$shard_dir"
-python3 - "$shard_dir/synth_000000.bin" $((2 * 65536 * 2 + 1)) <<'EOF'
-import os, sys
-from array import array
-path, n, vocab = sys.argv[1], int(sys.argv[2]), 50257
-tokens = array("H", (t % vocab for t in array("H", os.urandom(2 * n))))
-header = array("i", [20240520, 1, n, vocab] + [0] * 252)
-with open(path, "wb") as f:
-    f.write(header.tobytes())
-    f.write(tokens.tobytes())
-EOF
+python3 scripts/random_tokens.py "$shard_dir/synth_000000.bin" $((2 * 65536 * 2 + 1))
 bench() {  # bench <label> <train_gpt> <T> <B> <steps>
     local log="$LOGS/trainer-$1-T$3.log"
     "$2" --model d12 --context "$3" -T "$3" -B "$4" --steps "$5" --train-data "$shard_dir/synth_*.bin" \
