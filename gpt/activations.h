@@ -57,7 +57,7 @@ typedef struct {
     int* targets;        // (B, T)
     bf16* dresidual;     // (B, T, C) gradient of the residual stream
     bf16* dnarrow;       // (B, T, C) gradient of ln outputs / atty; dlnf after gpt_classifier
-    bf16* dwide;         // (B, T, 4C) gradient of qkv (3C) / fch_gelu (4C)
+    bf16* dwide;         // (B, T, 4C) gradient of qkv (3C) / fch (4C)
     float* norm;         // (1) squared gradient norm
     void* scratch;       // the largest scratch any layer asks for, in the logits' memory
 } Activations;

@@ -355,10 +355,11 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
         }
         // dresidual holds d(output of layer l); the residual paths pass it through unchanged
         // and the branches add to it.
-        matmul_backward(a->dwide, dw.fcprojw, dw.fcprojb, a->dresidual, x.fch_gelu, w.fcprojw, NULL,
+        // dwide: the gradient of fch, GELU's backward done in the epilogue of this matmul.
+        matmul_backward(a->dwide, dw.fcprojw, dw.fcprojb, a->dresidual, x.fch_gelu, w.fcprojw, x.fch,
                         N, 4 * C, C, scratch, st);
         profile_mark(prof, PART_MLP_DOWN, PHASE_BACKWARD, st);
-        matmul_backward(a->dnarrow, dw.fcw, dw.fcb, a->dwide, x.ln2, w.fcw, x.fch, N, C, 4 * C, scratch, st);
+        matmul_backward(a->dnarrow, dw.fcw, dw.fcb, a->dwide, x.ln2, w.fcw, NULL, N, C, 4 * C, scratch, st);
         profile_mark(prof, PART_MLP_UP, PHASE_BACKWARD, st);
         layernorm_backward(a->dresidual, dw.ln2w, dw.ln2b, a->dnarrow, x.mid, w.ln2w, x.ln2_mean, x.ln2_rstd,
                            N, C, scratch, st);

@@ -57,13 +57,14 @@ static PartWork add_work(PartWork a, PartWork b) { return (PartWork){a.flops + b
 static PartWork scale_work(PartWork a, double k) { return (PartWork){a.flops * k, a.bytes * k}; }
 
 // out (n, out_dim) = inp (n, in_dim) @ weight^T (+ bias), GELU's pre-activation also written
-// when gelu. The backward: dinp, dweight += and dbias +=, through GELU's derivative when gelu.
+// when gelu. The backward: dinp, dweight += and dbias +=; with inp_gelu the input came out of a
+// GELU, whose derivative the dinp epilogue applies (it reads the pre-activation, n x in_dim).
 static PartWork matmul_forward_work(double n, double in_dim, double out_dim, int bias, int gelu) {
     double elems = n * in_dim + out_dim * in_dim + (bias ? out_dim : 0) + n * out_dim * (gelu ? 2 : 1);
     return (PartWork){2.0 * n * in_dim * out_dim, 2.0 * elems};
 }
-static PartWork matmul_backward_work(double n, double in_dim, double out_dim, int bias, int gelu) {
-    double reads = n * out_dim * (gelu ? 2 : 1) + n * in_dim + out_dim * in_dim;
+static PartWork matmul_backward_work(double n, double in_dim, double out_dim, int bias, int inp_gelu) {
+    double reads = n * out_dim + n * in_dim * (inp_gelu ? 2 : 1) + out_dim * in_dim;
     double writes = n * in_dim + 2.0 * out_dim * in_dim + (bias ? 2.0 * out_dim : 0);
     return (PartWork){4.0 * n * in_dim * out_dim, 2.0 * (reads + writes)};
 }
@@ -91,9 +92,9 @@ void profile_work(const GPTConfig* c, const ProfileShape* s, PartWork work[NUM_P
     w[PART_ATTPROJ][PHASE_FORWARD] = scale_work(matmul_forward_work(N, C, C, 1, 0), L);
     w[PART_ATTPROJ][PHASE_BACKWARD] = scale_work(matmul_backward_work(N, C, C, 1, 0), L);
     w[PART_MLP_UP][PHASE_FORWARD] = scale_work(matmul_forward_work(N, C, 4 * C, 1, 1), L);
-    w[PART_MLP_UP][PHASE_BACKWARD] = scale_work(matmul_backward_work(N, C, 4 * C, 1, 1), L);
+    w[PART_MLP_UP][PHASE_BACKWARD] = scale_work(matmul_backward_work(N, C, 4 * C, 1, 0), L);
     w[PART_MLP_DOWN][PHASE_FORWARD] = scale_work(matmul_forward_work(N, 4 * C, C, 1, 0), L);
-    w[PART_MLP_DOWN][PHASE_BACKWARD] = scale_work(matmul_backward_work(N, 4 * C, C, 1, 0), L);
+    w[PART_MLP_DOWN][PHASE_BACKWARD] = scale_work(matmul_backward_work(N, 4 * C, C, 1, 1), L);
 
     // Causal attention: QK^T and PV over half the T x T square, 2 * NH * T^2 * HS per sequence
     // forward, 2.5 times that backward. With context parallelism a local row is a rank's share,

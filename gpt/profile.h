@@ -26,7 +26,7 @@ typedef enum {
     PART_ATTPROJ,       // the attention's output projection
     PART_RESIDUAL,      // the residual adds (no backward: the gradient passes through)
     PART_MLP_UP,        // fc with its GELU epilogue
-    PART_MLP_DOWN,      // fcproj
+    PART_MLP_DOWN,      // fcproj; its backward ends with GELU's (the dinp epilogue)
     PART_CLASSIFIER,    // logits, softmax + cross-entropy; backward: dlnf and dwte
     PART_UPDATE,        // gradient norm and AdamW
     NUM_PROFILE_PARTS

@@ -1,7 +1,7 @@
-// layers/gelu.h: GELU and its backward on their own, tanh form: gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+// layers/gelu.h: GELU on its own, tanh form: gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 // With --recompute gelu the trainer uses it in the forward and again in the backward, so the
 // recomputed MLP output (B, T, 4C) has the forward's bits; otherwise the fused epilogue of
-// layers/matmul.h computes GELU.
+// layers/matmul.h computes GELU. Its backward is always a matmul epilogue (matmul_backward).
 #ifndef FLASHGPT_GELU_H
 #define FLASHGPT_GELU_H
 
@@ -10,8 +10,5 @@
 
 // out (n) = gelu(inp (n)), fp32 inside; n % 8 == 0, both 16-byte aligned; out may alias inp.
 void gelu_forward(bf16* out, const bf16* inp, size_t n, cudaStream_t stream);
-// dinp (n) = dout (n) * gelu'(inp (n)); the same size and alignment rules. layers/matmul.h's
-// backward uses it for the fused epilogue's GELU.
-void gelu_backward(bf16* dinp, const bf16* dout, const bf16* inp, size_t n, cudaStream_t stream);
 
 #endif

@@ -6,15 +6,15 @@
 //   forward  out^T (OC, N) = weight (OC, C) @ inp^T (C, N): the stored weight is weight^T (C, OC),
 //            so A = weight with op T (lda C), B = inp with op N (ldb C), D = out (ldd OC); m OC,
 //            n N, k C. The bias (and the GELU input kept in pre_gelu) run along m = OC.
-//   dinp^T (C, N) = weight^T (C, OC) @ dout'^T (OC, N): A = weight op N (lda C),
-//            B = dout' op N (ldb OC), D = dinp (ldd C); m C, n N, k OC; beta 0.
-//   dweight^T (C, OC) += inp^T (C, N) @ dout' (N, OC): A = inp op N (lda C),
-//            B = dout' op T (ldb OC), C = D = dweight (ldd C); m C, n OC, k N; beta 1.
+//   dinp^T (C, N) = weight^T (C, OC) @ dout^T (OC, N): A = weight op N (lda C),
+//            B = dout op N (ldb OC), D = dinp (ldd C); m C, n N, k OC; beta 0. The GELU
+//            gradient's input (aux, like dinp) runs along m = C.
+//   dweight^T (C, OC) += inp^T (C, N) @ dout (N, OC): A = inp op N (lda C),
+//            B = dout op T (ldb OC), C = D = dweight (ldd C); m C, n OC, k N; beta 1.
 // The workspace is shared, so matmuls run on one stream at a time.
 #include <stdint.h>
 #include <cublasLt.h>
 #include "layers/matmul.h"
-#include "layers/gelu.h"
 #include "layers/kernel_common.cuh"
 
 #define MATMUL_WORKSPACE_BYTES ((size_t)32 << 20)
@@ -43,10 +43,10 @@ static void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t a
 
 // D (m, n) = op(A) (m, k) @ op(B) (k, n) + beta * D, column-major and packed (the leading
 // dimension of each matrix is its stored row count), with an optional bias (m) and GELU input
-// (aux, m x n) for the epilogue.
+// (aux, m x n: written by the forward's GELU epilogues, read by DGELU) for the epilogue.
 static void lt_matmul(bf16* d, const bf16* a, const bf16* b, int m, int n, int k, int trans_a,
                       int trans_b, float beta, cublasLtEpilogue_t epilogue, const bf16* bias,
-                      bf16* aux, cudaStream_t stream) {
+                      const bf16* aux, cudaStream_t stream) {
     if (!lt_handle) die("matmul: matmul_init was not called");
     cublasLtMatmulDesc_t desc;
     cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -111,26 +111,16 @@ void matmul_forward(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weig
     lt_matmul(out, weight, inp, OC, N, C, 1, 0, 0.0f, epilogue, bias, pre_gelu, stream);
 }
 
-// scratch: the column sums for dbias, then dout' (N, OC) bf16; a call with neither dbias nor
-// pre_gelu uses none of it.
-static size_t column_scratch_bytes(int N, int OC) {
-    return ceil_div(column_sums_scratch_bytes(N, OC), 256) * 256;
-}
-
-size_t matmul_backward_scratch_bytes(int N, int C, int OC) {
-    return column_scratch_bytes(N, OC) + (size_t)N * OC * sizeof(bf16);
-}
+size_t matmul_backward_scratch_bytes(int N, int C, int OC) { return column_sums_scratch_bytes(N, OC); }
 
 void matmul_backward(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
-                     const bf16* weight, const bf16* pre_gelu, int N, int C, int OC,
+                     const bf16* weight, const bf16* inp_pre_gelu, int N, int C, int OC,
                      void* scratch, cudaStream_t stream) {
-    if ((pre_gelu || dbias) && !scratch) die("matmul_backward: dbias and pre_gelu need the scratch");
-    if (pre_gelu) {
-        bf16* dout_pre = (bf16*)((char*)scratch + column_scratch_bytes(N, OC));
-        gelu_backward(dout_pre, dout, pre_gelu, (size_t)N * OC, stream);
-        dout = dout_pre;
-    }
+    if (dbias && !scratch) die("matmul_backward: dbias needs the scratch");
+    if (inp_pre_gelu && C % 8 != 0)
+        die("matmul_backward: the fused GELU backward needs C a multiple of 8 (cuBLASLt), got C=%d", C);
     if (dbias) column_sums_add(dbias, dout, N, OC, OC, (float*)scratch, stream);
     lt_matmul(dweight, inp, dout, C, OC, N, 0, 1, 1.0f, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, stream);
-    lt_matmul(dinp, weight, dout, C, N, OC, 0, 0, 0.0f, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, stream);
+    lt_matmul(dinp, weight, dout, C, N, OC, 0, 0, 0.0f,
+              inp_pre_gelu ? CUBLASLT_EPILOGUE_DGELU : CUBLASLT_EPILOGUE_DEFAULT, NULL, inp_pre_gelu, stream);
 }

@@ -1,6 +1,6 @@
 // layers/matmul.h: the linear layer through cuBLASLt, bf16 in and out, fp32 accumulation.
 // out (N, OC) = inp (N, C) @ weight^T + bias, weight (OC, C) row-major, bias (OC);
-// optionally followed by GELU (tanh form), fused into the matmul epilogue.
+// optionally followed by GELU (tanh form), fused into the matmul epilogue, as is its backward.
 #ifndef FLASHGPT_MATMUL_H
 #define FLASHGPT_MATMUL_H
 
@@ -16,13 +16,15 @@ void matmul_init(void);
 void matmul_forward(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weight,
                     const bf16* bias, int N, int C, int OC, cudaStream_t stream);
 
-// dinp (N, C) = dout' @ weight (overwritten); dweight (OC, C) += dout'^T @ inp;
-// dbias (OC) += sum over N of dout' (dbias may be NULL);
-// dout' = dout * gelu'(pre_gelu) when pre_gelu (N, OC) != NULL (computed into scratch), else dout.
-// scratch: matmul_backward_scratch_bytes(N, C, OC), most of it dout' (N, OC): a call with neither
-// dbias nor pre_gelu (the tied classifier) uses no scratch and may pass NULL. Deterministic.
+// dinp (N, C) = dout @ weight (overwritten); dweight (OC, C) += dout^T @ inp;
+// dbias (OC) += sum over N of dout (dbias may be NULL).
+// inp_pre_gelu (N, C), when not NULL: inp was gelu(inp_pre_gelu) (the MLP's hidden layer), and
+// dinp becomes the gradient with respect to inp_pre_gelu, dinp * gelu'(inp_pre_gelu), in the
+// epilogue of the dinp matmul; C % 8 == 0.
+// scratch: matmul_backward_scratch_bytes(N, C, OC), the column sums of dbias: a call without
+// dbias uses none and may pass NULL. Deterministic.
 void matmul_backward(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
-                     const bf16* weight, const bf16* pre_gelu, int N, int C, int OC,
+                     const bf16* weight, const bf16* inp_pre_gelu, int N, int C, int OC,
                      void* scratch, cudaStream_t stream);
 size_t matmul_backward_scratch_bytes(int N, int C, int OC);
 

@@ -4,8 +4,8 @@
 // the same bits. Outputs are poisoned with NaN first, so an unwritten element fails.
 // Inputs are exact bf16 values on both sides. Tolerances (relative L2 error ||out-ref||/||ref||):
 // a bf16 result carries one rounding, at most 2^-9 ~ 0.002 of each element, so bf16 outputs get
-// 5e-3 for a plain rounding and 1e-2 where one more bf16 intermediate (dout' of the GELU) or a
-// long fp32 accumulation comes in; fp32 outputs get 1e-5 (mean, rstd, losses, norm: a few fp32
+// 5e-3 for a plain rounding and 1e-2 where one more bf16 intermediate or a long fp32
+// accumulation comes in; fp32 outputs get 1e-5 (mean, rstd, losses, norm: a few fp32
 // roundings, ~1e-7 each) and 1e-6 for the AdamW state, whose formula is short.
 // "+=" outputs start from random values of the size of the increment, so a missed "+" fails too.
 #include <math.h>
@@ -228,7 +228,15 @@ static double gelu_grad(double x) {
 static void test_matmul(const char* name, int OC, int use_bias, int use_gelu) {
     test_begin(name);
     const int N = 615, C = 192;
+    // With use_gelu the input is itself a GELU output, inp = gelu(inp_pre), whose derivative
+    // the backward applies to dinp (the MLP's hidden layer).
     float* inp = random_values((size_t)N * C, 1.0f, 0.0f);
+    float* inp_pre = use_gelu ? random_values((size_t)N * C, 3.0f, 0.0f) : NULL;
+    bf16* d_inp_pre = use_gelu ? to_device_bf16(inp_pre, (size_t)N * C) : NULL;
+    if (use_gelu) {
+        for (size_t i = 0; i < (size_t)N * C; i++) inp[i] = (float)gelu(inp_pre[i]);
+        inp = from_device_bf16(to_device_bf16(inp, (size_t)N * C), (size_t)N * C);   // exact bf16 values
+    }
     float* weight = random_values((size_t)OC * C, 0.1f, 0.0f);
     float* bias = use_bias ? random_values(OC, 0.5f, 0.0f) : NULL;
     bf16* d_inp = to_device_bf16(inp, (size_t)N * C);
@@ -257,10 +265,10 @@ static void test_matmul(const char* name, int OC, int use_bias, int use_gelu) {
     bf16* d_dinp = (bf16*)device_alloc((size_t)N * C * sizeof(bf16));
     bf16* d_dweight = to_device_bf16(dweight, (size_t)OC * C);
     bf16* d_dbias = use_bias ? to_device_bf16(dbias, OC) : NULL;
-    // the promise of matmul.h: with neither dbias nor pre_gelu, no scratch
-    void* scratch = use_bias || use_gelu ? device_alloc(matmul_backward_scratch_bytes(N, C, OC)) : NULL;
+    // the promise of matmul.h: without dbias, no scratch
+    void* scratch = use_bias ? device_alloc(matmul_backward_scratch_bytes(N, C, OC)) : NULL;
     matmul_backward(d_dinp, d_dweight, d_dbias, to_device_bf16(dout, (size_t)N * OC), d_inp, d_weight,
-                    d_pre, N, C, OC, scratch, 0);
+                    d_inp_pre, N, C, OC, scratch, 0);
     double* ref_dinp = ref_alloc((size_t)N * C);
     double* ref_dweight = ref_copy(dweight, (size_t)OC * C);
     double* ref_dbias = ref_copy(dbias, OC);
@@ -268,7 +276,7 @@ static void test_matmul(const char* name, int OC, int use_bias, int use_gelu) {
     for (int i = 0; i < N; i++) {
         for (int o = 0; o < OC; o++) {
             size_t io = (size_t)i * OC + o;
-            doutp[o] = dout[io] * (use_gelu ? gelu_grad(pre[io]) : 1.0);
+            doutp[o] = dout[io];
             ref_dbias[o] += doutp[o];
         }
         for (int c = 0; c < C; c++) {
@@ -277,7 +285,7 @@ static void test_matmul(const char* name, int OC, int use_bias, int use_gelu) {
                 acc += doutp[o] * weight[(size_t)o * C + c];
                 ref_dweight[(size_t)o * C + c] += doutp[o] * inp[(size_t)i * C + c];
             }
-            ref_dinp[(size_t)i * C + c] = acc;
+            ref_dinp[(size_t)i * C + c] = acc * (use_gelu ? gelu_grad(inp_pre[(size_t)i * C + c]) : 1.0);
         }
     }
     CHECK_ERR("backward dinp", from_device_bf16(d_dinp, (size_t)N * C), ref_dinp, (size_t)N * C, 1e-2);
@@ -420,7 +428,7 @@ static unsigned char* backward_run(size_t* bytes) {
     bf16* dout_c = to_device_bf16(random_values(NC, 1.0f, 0.0f), NC);
     bf16* dout_oc = to_device_bf16(random_values((size_t)N * OC, 1.0f, 0.0f), (size_t)N * OC);
     bf16* inp = to_device_bf16(random_values(NC, 1.0f, 0.5f), NC);
-    bf16* pre_gelu = to_device_bf16(random_values((size_t)N * OC, 3.0f, 0.0f), (size_t)N * OC);
+    bf16* inp_pre_gelu = to_device_bf16(random_values(NC, 3.0f, 0.0f), NC);
     bf16* weight_ln = to_device_bf16(random_values(C, 0.2f, 1.0f), C);
     bf16* weight_mm = to_device_bf16(random_values((size_t)OC * C, 0.1f, 0.0f), (size_t)OC * C);
     float* mean = to_device_f32(random_values(N, 0.1f, 0.5f), N);
@@ -433,7 +441,7 @@ static unsigned char* backward_run(size_t* bytes) {
     bf16* g[8];
     g[0] = grads;
     for (int i = 1; i < 8; i++) g[i] = g[i - 1] + sizes[i - 1];
-    matmul_backward(g[5], g[6], g[7], dout_oc, inp, weight_mm, pre_gelu, N, C, OC,
+    matmul_backward(g[5], g[6], g[7], dout_oc, inp, weight_mm, inp_pre_gelu, N, C, OC,
                     device_alloc(matmul_backward_scratch_bytes(N, C, OC)), 0);
     layernorm_backward(g[2], g[3], g[4], dout_c, inp, weight_ln, mean, rstd, N, C,
                        device_alloc(layernorm_backward_scratch_bytes(N, C)), 0);
