@@ -4,21 +4,24 @@
 //   out: dqkv (B, T, 3, NH, HS) bf16, every element written
 // Around the kernel, the shared steps of flash_backward_steps.cu: D = rowsum(dO * O) before,
 // the fp32 dQ accumulator to bf16 after.
-// One thread block of two warpgroups per K/V block of 128 keys; warpgroup w owns keys
+// One thread block per K/V block of 128 keys: a producer warpgroup that copies Q, dO, L and D
+// into two stages (full/empty mbarriers), and two consumer warpgroups; consumer w owns keys
 // 64w..64w+63 and keeps their dK and dV in registers while the block walks over the Q blocks
-// that see it (BLOCK_M = 8192 / HS queries each). Per Q block, per warpgroup:
+// that see it (BLOCK_M = 8192 / HS queries each). Per Q block, per consumer:
 //   S^T = K Q^T, dP^T = V dO^T             (64 keys x BLOCK_M queries, both operands in smem)
 //   P^T = exp(scale S^T - L), dS^T = P^T (dP^T - D)     (registers; L, D per query = column)
 //   dV += P^T dO, dK += dS^T Q              (P^T, dS^T from registers: the accumulators repacked)
 //   dQ += dS K                              (dS^T through smem; the 64 x 64 piece of this
-//                                            warpgroup, added to the accumulator with atomics)
+//                                            warpgroup, added to the fp32 accumulator by TMA
+//                                            bulk reductions)
 // The transposed products put the keys in the rows, the M side of wgmma, so P^T and dS^T come
 // out of S^T and dP^T as A operands of the dV and dK products without leaving registers. The
 // tiles of Q, K, V and dO arrive by TMA (tma.cuh) in the swizzled layout of wgmma.cuh.
 // With separate_dq (the deterministic mode, and short T, where it measured faster) that kernel
-// runs without the dQ part (dK and dV only, prepass without the accumulator), then a second kernel, one thread block per Q block looping over the K/V blocks in
-// order, which computes dQ on its own and writes it as bf16: no atomics, the same bits on every
-// run, for 7 matmuls instead of 5 (S and dP are recomputed there).
+// runs without the dQ part (dK and dV only, prepass without the accumulator), then a second
+// kernel, one thread block per Q block looping over the K/V blocks in order, which computes dQ
+// on its own and writes it as bf16: no atomics, the same bits on every run, for 7 matmuls
+// instead of 5 (S and dP are recomputed there).
 #include <math.h>
 #include <string.h>
 #include "attention/flash.h"
@@ -33,7 +36,7 @@
 // Three warpgroups: warpgroup 0 is the producer (one warp: a thread issues the TMA copies, all
 // lanes copy L and D; few registers), warpgroups 1 and 2 the consumers (the math, with the
 // registers the producer gave back). They meet only at mbarriers: full[s] says stage s holds its
-// Q block, empty[s] that every consumer warp is done with it.
+// Q block, empty[s] that every consumer thread is done with it.
 template <int HS, bool ATOMIC_DQ>
 __global__ void __launch_bounds__(384, 1)
 flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // qkv, boxes of BLOCK_N rows

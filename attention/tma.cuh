@@ -5,8 +5,9 @@
 // the host by make_tensor_map): the hardware computes the addresses, zero-fills what lies outside
 // the tensor, and writes the tile in the 128-byte swizzled layout of wgmma.cuh. The copy counts
 // its bytes against an mbarrier; a thread that expects them calls mbarrier_arrive_expect_tx, and
-// every consumer waits on the barrier's phase (it flips each time the expected bytes have all
-// arrived), so a barrier per buffer stage is reused with phases 0, 1, 0, ...
+// every consumer waits on the barrier's phase (it flips each time the expected bytes and
+// arrivals have all come), so a barrier per buffer stage is reused with phases 0, 1, 0, ...
+// The other way, shared -> global, a bulk reduction adds a tile into a tensor (the backward's dQ).
 #ifndef FLASHGPT_TMA_CUH
 #define FLASHGPT_TMA_CUH
 
