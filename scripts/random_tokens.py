@@ -8,6 +8,7 @@ import sys
 from array import array
 
 path, n, vocab = sys.argv[1], int(sys.argv[2]), 50257
+os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
 tokens = array("H", (t % vocab for t in array("H", os.urandom(2 * n))))
 header = array("i", [20240520, 1, n, vocab] + [0] * 252)
 with open(path, "wb") as f:

@@ -2,8 +2,9 @@
 # tests/test_programs.sh: bpe, prepare_data and train_gpt against what can go wrong around their files: a
 # dataset rebuilt under a write error or a kill, outputs that are FIFOs, symbolic links,
 # folders or inputs, shards read with another tokenizer, leftover temporaries, an input that
-# shrinks while read; train_gpt's checks before the GPU (when it is built). Needs ./bpe and
-# ./prepare_data; prints PASS / FAIL lines like tests/test.h.
+# shrinks while read; train_gpt's checks before the GPU (when it is built), and that it takes the
+# shards of scripts/random_tokens.py. Needs ./bpe and ./prepare_data; prints PASS / FAIL lines
+# like tests/test.h.
 set -u
 cd "$(dirname "$0")/.."
 tmp=${FLASHGPT_TMP:-/tmp}/programs
@@ -220,6 +221,14 @@ if [ -x ./train_gpt ]; then
     check "--zero 1 without ranks: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: --zero 1"
     RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 ./train_gpt $data > "$tmp/out" 2>&1
     check "torchrun without MASTER_ADDR: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: MASTER_ADDR"
+    # The random shards the GPU scripts time train_gpt on pass its data checks (without a GPU it
+    # then stops at "no CUDA device"; with one it trains a step).
+    "${PYTHON:-python3}" scripts/random_tokens.py "$tmp/random/random_000000.bin" 5000 2> "$tmp/out"
+    check "random_tokens.py failed: $(tail -1 "$tmp/out")" test -s "$tmp/random/random_000000.bin"
+    ./train_gpt --train-data "$tmp/random/random_*.bin" --val-data '' --model d2 --context 64 -T 64 -B 1 \
+        --steps 1 > "$tmp/out" 2>&1
+    refusal=$(grep "^error" "$tmp/out" | grep -v "^error: no CUDA device")
+    check "train_gpt refuses a random_tokens.py shard: $refusal" test -z "$refusal"
     end
 fi
 
