@@ -144,7 +144,8 @@ __device__ __forceinline__ void wgmma_a_bt(float (&acc)[N / 2], uint32_t a_tile,
 #undef WGMMA_REGS64
 
 // Register budgets of warpgroup specialisation: every warp of a warpgroup gives registers back
-// to the SM (a producer that only issues copies) or takes them (a consumer that holds tiles).
+// to its thread block (a producer that only issues copies) or takes them (a consumer that holds
+// tiles). Keep the claims within what is given back: a claim the block cannot meet waits.
 template <int n> __device__ __forceinline__ void warpgroup_release_registers() {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(n));
 }
