@@ -48,9 +48,9 @@ void flash_attention_forward(AttentionShape s, bf16* out, float* lse, const bf16
 void flash_attention_backward(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
                               const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
     if (flash_attention_wgmma_available()) {
-        // Up to these lengths the deterministic path (dK/dV, then dQ on its own, no atomics)
-        // measured faster than the atomic one on an H200 (bench/RESULTS.md, attention v10).
-        int separate_dq = deterministic || s.T <= (s.HS == 64 ? 2048 : 4096);
+        // Up to this length the deterministic path (dK/dV, then dQ on its own, no atomics)
+        // measured as fast as the atomic one or faster on an H200 (bench/RESULTS.md, attention v13).
+        int separate_dq = deterministic || s.T <= 2048;
         flash_attention_backward_wgmma(s, dqkv, dout, out, lse, qkv, scratch, separate_dq, stream);
     } else {
         flash_attention_backward_mma(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);

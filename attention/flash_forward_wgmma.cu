@@ -2,11 +2,12 @@
 // cores (wgmma, sm_90a). Same function as flash_forward.cu:
 //   in:  qkv (B, T, 3, NH, HS) bf16, read by strides (row stride 3*NH*HS)
 //   out: O (B, T, NH, HS) bf16 and L (B, NH, T) fp32, L = log sum_j exp(scale * q.k_j)
-// One thread block of two warpgroups per (Q block of 128 rows, batch*head); each warpgroup owns
-// 64 query rows. Q and the K/V blocks sit in 128-byte swizzled shared memory (wgmma.cuh), copied
-// there by TMA (tma.cuh), one thread issuing each tile: K/V blocks in three stages, because V of
-// block j-1 is still being read while block j+1 loads. Per K/V block j a warpgroup issues S = Q K_j^T (A and B from shared memory)
-// and O += P_{j-1} V_{j-1} (P from registers) back to back, computes the softmax of S while the
+// One thread block per (Q block of 128 rows, batch*head); two consumer warpgroups own 64 query
+// rows each (and HS 128 adds a producer warpgroup, see the kernel). Q and the K/V blocks sit in
+// 128-byte swizzled shared memory (wgmma.cuh), copied there by TMA (tma.cuh), one thread issuing
+// each tile: K/V blocks in three stages, because V of block j-1 is still being read while block
+// j+1 loads. Per K/V block j a warpgroup issues S = Q K_j^T (A and B from shared memory) and
+// O += P_{j-1} V_{j-1} (P from registers) back to back, computes the softmax of S while the
 // second product runs, then rescales O: the exponentials overlap the tensor cores.
 #include <math.h>
 #include "attention/flash.h"
@@ -57,31 +58,42 @@ __device__ __forceinline__ void online_softmax(float (&s)[BLOCK_N / 2], uint32_t
     for (int kk = 0; kk < BLOCK_N / 16; kk++) c_to_a(p[kk], &s[8 * kk], &s[8 * kk + 4]);
 }
 
-// MIN_BLOCKS: thread blocks per SM the registers are sized for (65536 / (256 * MIN_BLOCKS) each).
-template <int HS, int BLOCK_N, int MIN_BLOCKS>
-__global__ void __launch_bounds__(256, MIN_BLOCKS)
+// Two layouts of the thread block, both with two consumer warpgroups of 64 query rows each:
+// - without PRODUCER (HS 64, two thread blocks per SM): thread 0 also issues the TMA copies, one
+//   block ahead, and a __syncthreads per K/V block says a stage is free again;
+// - with PRODUCER (HS 128, one thread block per SM): a third warpgroup, the producer, gives its
+//   registers to the consumers and one of its threads issues every copy, as far ahead as the
+//   stages allow; the consumers meet only at mbarriers (full[s]: stage s holds its K/V block,
+//   empty[s]: every consumer thread is done with it), and they take turns issuing their
+//   products (named barriers 2 and 3), so that one warpgroup's softmax runs under the other's
+//   wgmma.
+// MIN_BLOCKS: thread blocks per SM the registers are sized for.
+template <int HS, int BLOCK_N, int MIN_BLOCKS, bool PRODUCER>
+__global__ void __launch_bounds__(PRODUCER ? 384 : 256, MIN_BLOCKS)
 flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv, boxes of BLOCK_M rows
                            const __grid_constant__ CUtensorMap map_kv,   // qkv, boxes of BLOCK_N rows
                            bf16* out, float* lse, int T, int NH, int BH, int n_q_blocks, int causal, float scale) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
-    constexpr int NTHREADS = 256, BLOCK_M = 128;
+    // CONSUMERS threads do the math, from thread FIRST on.
+    constexpr int CONSUMERS = 256, FIRST = PRODUCER ? 128 : 0, BLOCK_M = 128;
+    constexpr int PRODUCER_REGISTERS = 24, CONSUMER_REGISTERS = 240;
+    static_assert(!PRODUCER || (PRODUCER_REGISTERS * 128 + CONSUMER_REGISTERS * CONSUMERS <=
+                                65536 / (384 * MIN_BLOCKS) / 8 * 8 * 384),
+                  "the consumers claim more registers than the block has");
     constexpr int KV_BYTES = BLOCK_N * HS * (int)sizeof(bf16);
     extern __shared__ unsigned char smem_raw[];
     // Swizzle atoms must start on 1024-byte boundaries; the launcher adds 1024 bytes for this.
     unsigned char* sQ = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // (BLOCK_M, HS), later O
     unsigned char* sK = sQ + BLOCK_M * HS * sizeof(bf16);                           // 3 stages of (BLOCK_N, HS)
     unsigned char* sV = sK + 3 * KV_BYTES;                                           // 3 stages of (BLOCK_N, HS)
-    float* sched_anchor = reinterpret_cast<float*>(sV + 3 * KV_BYTES);              // (NTHREADS), see the loop
-    __shared__ uint64_t bar_q, bar_kv[3];                                           // TMA arrivals
+    float* sched_anchor = reinterpret_cast<float*>(sV + 3 * KV_BYTES);              // (CONSUMERS), see the loop
+    __shared__ uint64_t bar_q, bar_full[3], bar_empty[3];   // TMA arrivals; empty: with PRODUCER only
 
-    int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     // Causal work grows with the row index: the last Q blocks are issued first so the short ones
     // fill in the tail of the grid.
     int q_block = n_q_blocks - 1 - blockIdx.x / BH;
     int bh = blockIdx.x % BH, b = bh / NH, h = bh % NH;
     int q0 = q_block * BLOCK_M;
-    int wg_q0 = q0 + wg * 64;                           // first query row of this warpgroup
-    int row0 = wg_q0 + warp * 16 + lane / 4;            // this thread's rows: row0 and row0 + 8
     // Causal: K/V blocks entirely above the diagonal of this Q block are never touched.
     int n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N);
 
@@ -91,19 +103,48 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
         #pragma unroll
         for (int panel = 0; panel < HS / 64; panel++) tma_load_5d(dst + panel * rows * 128, map, panel * 64, h, which, t0, b, bar);
     };
+    auto load_q = [&]() {
+        mbarrier_arrive_expect_tx(&bar_q, BLOCK_M * HS * sizeof(bf16));
+        load_tile(sQ, &map_q, 0, q0, BLOCK_M, &bar_q);
+    };
+    auto load_kv_block = [&](int j) {   // K/V block j into stage j % 3
+        int st = j % 3;
+        mbarrier_arrive_expect_tx(&bar_full[st], 2 * KV_BYTES);
+        load_tile(sK + st * KV_BYTES, &map_kv, 1, j * BLOCK_N, BLOCK_N, &bar_full[st]);
+        load_tile(sV + st * KV_BYTES, &map_kv, 2, j * BLOCK_N, BLOCK_N, &bar_full[st]);
+    };
     if (threadIdx.x == 0) {
         mbarrier_init(&bar_q, 1);
-        for (int st = 0; st < 3; st++) mbarrier_init(&bar_kv[st], 1);
+        for (int st = 0; st < 3; st++) {
+            mbarrier_init(&bar_full[st], 1);
+            mbarrier_init(&bar_empty[st], CONSUMERS);
+        }
         fence_barrier_init();
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        mbarrier_arrive_expect_tx(&bar_q, BLOCK_M * HS * sizeof(bf16));
-        load_tile(sQ, &map_q, 0, q0, BLOCK_M, &bar_q);
-        mbarrier_arrive_expect_tx(&bar_kv[0], 2 * KV_BYTES);
-        load_tile(sK, &map_kv, 1, 0, BLOCK_N, &bar_kv[0]);
-        load_tile(sV, &map_kv, 2, 0, BLOCK_N, &bar_kv[0]);
+    if constexpr (PRODUCER) {
+        if (threadIdx.x < FIRST) {
+            // The producer: block j goes into stage j % 3 once the consumers are done with block
+            // j - 3, which held it.
+            warpgroup_release_registers<PRODUCER_REGISTERS>();
+            if (threadIdx.x == 0) {
+                load_q();
+                for (int j = 0; j < n_kv_blocks; j++) {
+                    if (j >= 3) mbarrier_wait(&bar_empty[j % 3], ((j - 3) / 3) & 1);
+                    load_kv_block(j);
+                }
+            }
+            return;
+        }
+        warpgroup_claim_registers<CONSUMER_REGISTERS>();
+    } else if (threadIdx.x == 0) {
+        load_q();
+        load_kv_block(0);
     }
+
+    int wg = (threadIdx.x - FIRST) / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    int wg_q0 = q0 + wg * 64;                           // first query row of this warpgroup
+    int row0 = wg_q0 + warp * 16 + lane / 4;            // this thread's rows: row0 and row0 + 8
 
     float s[BLOCK_N / 2];                 // S = Q K^T of this warpgroup, accumulator layout
     uint32_t p[BLOCK_N / 16][4];          // P of the previous block, A fragments of O += P V
@@ -122,36 +163,54 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
         wgmma_commit();
     };
     // Block j is in place once its barrier's phase completes (the TMA copies counted their bytes
-    // against it). The __syncthreads then says every warpgroup is done with the stage block j+1
-    // takes, which held block j-2: its S = Q K^T was waited for in iteration j-2 and its O += P V
-    // in iteration j-1. One thread issues the copies.
-    auto wait_block_and_prefetch = [&](int j) {
+    // against it). Without a producer, the __syncthreads then says every warpgroup is done with
+    // the stage block j+1 takes, which held block j-2: its S = Q K^T was waited for in iteration
+    // j-2 and its O += P V in iteration j-1; thread 0 issues the copies.
+    auto wait_block = [&](int j) {
         if (j == 0) mbarrier_wait(&bar_q, 0);
-        mbarrier_wait(&bar_kv[j % 3], (j / 3) & 1);
-        __syncthreads();   // every warpgroup is done with block j-2, whose stage block j+1 takes
-        if (threadIdx.x == 0 && j + 1 < n_kv_blocks) {
-            int st = (j + 1) % 3;
-            mbarrier_arrive_expect_tx(&bar_kv[st], 2 * KV_BYTES);
-            load_tile(sK + st * KV_BYTES, &map_kv, 1, (j + 1) * BLOCK_N, BLOCK_N, &bar_kv[st]);
-            load_tile(sV + st * KV_BYTES, &map_kv, 2, (j + 1) * BLOCK_N, BLOCK_N, &bar_kv[st]);
+        mbarrier_wait(&bar_full[j % 3], (j / 3) & 1);
+        if constexpr (!PRODUCER) {
+            __syncthreads();
+            if (threadIdx.x == 0 && j + 1 < n_kv_blocks) load_kv_block(j + 1);
+        }
+    };
+    // With PRODUCER the warpgroups issue their products in turns: warpgroup 0, then 1, then 0...
+    // Each waits for its turn (its barrier: the other's arrival) and hands it over when its
+    // wgmma are issued; warpgroup 1 hands warpgroup 0 the first turn, and warpgroup 0 takes the
+    // turn after its last, so that no arrival is left over.
+    auto take_turn = [&]() {
+        if constexpr (PRODUCER) {
+            if (wg == 0) named_barrier_sync(2, CONSUMERS);
+            else named_barrier_sync(3, CONSUMERS);
+        }
+    };
+    auto pass_turn = [&]() {
+        if constexpr (PRODUCER) {
+            if (wg == 0) named_barrier_arrive(3, CONSUMERS);
+            else named_barrier_arrive(2, CONSUMERS);
         }
     };
     // Only the last block (T not a multiple of BLOCK_N) and blocks on the diagonal need masks.
     auto needs_mask = [&](int kv0) { return kv0 + BLOCK_N > T || (causal && kv0 + BLOCK_N - 1 > wg_q0); };
 
-    wait_block_and_prefetch(0);
+    if (wg == 1) pass_turn();
+    wait_block(0);
+    take_turn();
     wgmma_fence();
     issue_scores(0);
+    pass_turn();
     wgmma_wait<0>();
     pin_registers(s);
     online_softmax<BLOCK_N>(s, p, m, l, alpha, row0, 0, T, causal, needs_mask(0), scale_log2);  // o is 0: alpha unused
 
     for (int j = 1; j < n_kv_blocks; j++) {
         int kv0 = j * BLOCK_N;
-        wait_block_and_prefetch(j);
+        wait_block(j);
+        take_turn();
         wgmma_fence();
         issue_scores(j % 3);
         issue_pv((j - 1) % 3);
+        pass_turn();
         wgmma_wait<1>();  // S done; O += P V may still run
         pin_registers(s);
         uint32_t p_next[BLOCK_N / 16][4];
@@ -160,10 +219,11 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
         // the wait, serialised with O += P V; it keeps the wait after memory operations, so this
         // store of the new row sums (never read) holds it below the softmax.
         pin_registers(p_next);
-        asm volatile("st.shared.f32 [%0], %1;\n" :: "r"(smem_addr(sched_anchor) + threadIdx.x * 4), "f"(l[0] + l[1]) : "memory");
+        asm volatile("st.shared.f32 [%0], %1;\n" :: "r"(smem_addr(sched_anchor) + (threadIdx.x - FIRST) * 4), "f"(l[0] + l[1]) : "memory");
         wgmma_wait<0>();
         pin_registers(o);
         pin_registers(p);
+        if constexpr (PRODUCER) mbarrier_arrive(&bar_empty[(j - 1) % 3]);   // K, V of block j-1 no longer read
         #pragma unroll
         for (int i = 0; i < HS / 2; i++) o[i] *= alpha[(i >> 1) & 1];
         #pragma unroll
@@ -171,14 +231,17 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
             #pragma unroll
             for (int r = 0; r < 4; r++) p[kk][r] = p_next[kk][r];
     }
+    take_turn();
     wgmma_fence();
     issue_pv((n_kv_blocks - 1) % 3);
+    pass_turn();
+    if (wg == 0) take_turn();
     wgmma_wait<0>();
     pin_registers(o);
 
     // O = o / l and L = scale*m + log(l). O is staged as bf16 in this warpgroup's own rows of sQ
-    // (only this warpgroup's wgmma read them, and those are complete) so that the global stores
-    // are whole 16-byte row segments.
+    // (only this warpgroup's wgmma read them, and those are complete), and the same warpgroup
+    // stores those rows as whole 16-byte segments: a barrier of its own 128 threads suffices.
     int t = lane % 4;
     float inv[2];
     #pragma unroll
@@ -198,11 +261,12 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
             *reinterpret_cast<uint32_t*>(sQ + swizzled_offset<BLOCK_M>(r, c) + 4 * t) =
                 pack_bf16(o[4 * dt + 2 * half] * inv[half], o[4 * dt + 2 * half + 1] * inv[half]);
         }
-    __syncthreads();
+    if (wg == 0) named_barrier_sync(4, 128);
+    else named_barrier_sync(5, 128);
     constexpr int CHUNKS = HS / 8;
     #pragma unroll
-    for (int k = 0; k < BLOCK_M * CHUNKS / NTHREADS; k++) {
-        int i = threadIdx.x + k * NTHREADS, r = i / CHUNKS, c = (i % CHUNKS) * 8;
+    for (int k = 0; k < 64 * CHUNKS / 128; k++) {
+        int i = (threadIdx.x - FIRST) % 128 + k * 128, r = wg * 64 + i / CHUNKS, c = (i % CHUNKS) * 8;
         if (q0 + r < T)
             *reinterpret_cast<int4*>(out + ((long long)b * T + q0 + r) * NH * HS + h * HS + c) =
                 *reinterpret_cast<const int4*>(sQ + swizzled_offset<BLOCK_M>(r, c));
@@ -210,27 +274,30 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
 #endif
 }
 
-template <int HS, int BLOCK_N, int MIN_BLOCKS>
+template <int HS, int BLOCK_N, int MIN_BLOCKS, bool PRODUCER>
 static void launch_forward_wgmma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream) {
     constexpr int BLOCK_M = 128;
     // Q, 3 stages of K and of V, the scheduling anchor, and room to align the start to 1024 bytes.
     constexpr int smem = (BLOCK_M + 6 * BLOCK_N) * HS * (int)sizeof(bf16) + 256 * (int)sizeof(float) + 1024;
-    constexpr auto kernel = flash_forward_wgmma_kernel<HS, BLOCK_N, MIN_BLOCKS>;
+    constexpr auto kernel = flash_forward_wgmma_kernel<HS, BLOCK_N, MIN_BLOCKS, PRODUCER>;
     set_smem_limit_once<kernel>(smem);
     CUtensorMap map_q, map_kv;
     make_qkv_tensor_map(&map_q, qkv, s, BLOCK_M);
     make_qkv_tensor_map(&map_kv, qkv, s, BLOCK_N);
     int BH = s.B * s.NH, n_q_blocks = (int)ceil_div(s.T, BLOCK_M);
-    kernel<<<n_q_blocks * BH, 256, smem, stream>>>(map_q, map_kv, out, lse, s.T, s.NH, BH, n_q_blocks, s.causal, s.scale);
+    kernel<<<n_q_blocks * BH, PRODUCER ? 384 : 256, smem, stream>>>(map_q, map_kv, out, lse, s.T, s.NH, BH, n_q_blocks, s.causal, s.scale);
     cudaCheckLaunch();
 }
 
 void flash_attention_forward_wgmma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream) {
-    // HS 64: blocks of 64 keys and two thread blocks per SM (108 registers, 66 KiB of shared
+    // HS 64: blocks of 64 keys and two thread blocks per SM (109 registers, 66 KiB of shared
     // memory each), so one block's barrier and softmax hide behind the other's wgmma: 1.16-1.29x
-    // the speed of 128-key blocks at one block per SM (bench/RESULTS.md). HS 128: blocks of 128
-    // keys at one block per SM (205 registers; Q and three stages of K and V take 224 of the 227
-    // KiB), 4-8% faster than blocks of 64 keys: twice the matmul per barrier.
-    if (s.HS == 64) launch_forward_wgmma<64, 64, 2>(s, out, lse, qkv, stream);
-    else            launch_forward_wgmma<128, 128, 1>(s, out, lse, qkv, stream);
+    // the speed of 128-key blocks at one block per SM (bench/RESULTS.md); a producer warpgroup
+    // does not fit there (two blocks of 384 threads leave 85 registers a thread); at one block
+    // per SM with 128-key blocks it measured 2-19% slower up to T = 16K (attention v13). HS 128:
+    // blocks of 128 keys at one block per SM (Q and three stages of K and V take 224 of the 227
+    // KiB), with the producer and the consumers' turns: 1.08-1.17x the speed of the same blocks
+    // without them (bench/RESULTS.md, attention v13).
+    if (s.HS == 64) launch_forward_wgmma<64, 64, 2, false>(s, out, lse, qkv, stream);
+    else            launch_forward_wgmma<128, 128, 1, true>(s, out, lse, qkv, stream);
 }

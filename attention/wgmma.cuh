@@ -158,6 +158,11 @@ template <int n> __device__ __forceinline__ void warpgroup_claim_registers() {
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
     asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
 }
+// This thread's arrival at such a barrier, without waiting for the others: the barrier
+// completes once `threads` threads arrived or synced, so it hands a turn to the warps that sync.
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+    asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
 
 // Makes this thread's generic-proxy writes to shared memory (ordinary stores) visible to
 // the async proxy that wgmma reads through; a barrier must follow before another thread's wgmma.
