@@ -10,7 +10,6 @@
 #include "layers/global_norm.h"
 #include "layers/layernorm.h"
 #include "layers/matmul.h"
-#include "layers/residual.h"
 
 #define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
 // Room left for the cuBLASLt workspace and what the CUDA libraries allocate on their own.
@@ -161,7 +160,7 @@ static void forward_layers(GPT* g, int B, int T, int row, int decode) {
         LayerParameters w = layer_parameters(p, l, C);
         layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, x.res, w.ln1w, w.ln1b, N, C, st);
         profile_mark(prof, PART_LAYERNORM, PHASE_FORWARD, st);
-        matmul_forward(x.qkv, NULL, x.ln1, w.qkvw, w.qkvb, N, C, 3 * C, st);
+        matmul_forward(x.qkv, NULL, x.ln1, w.qkvw, w.qkvb, NULL, N, C, 3 * C, st);
         profile_mark(prof, PART_QKV, PHASE_FORWARD, st);
         const RingGroup* ring = g->options.context_parallel;
         if (decode) attention_decode(attention_shape(c, 1, g->T), x.atty, layer_acts(g, l).qkv, row,
@@ -169,24 +168,21 @@ static void forward_layers(GPT* g, int B, int T, int row, int decode) {
         else if (ring) ring_attention_forward(ring, s, x.atty, (float*)x.att_saved, x.qkv, g->acts.scratch, st);
         else attention_forward(g->options.attention, s, x.atty, x.att_saved, x.qkv, st);
         profile_mark(prof, PART_ATTENTION, PHASE_FORWARD, st);
-        matmul_forward(x.mid, NULL, x.atty, w.attprojw, w.attprojb, N, C, C, st);
+        // The residual connections are added in the projections' epilogues.
+        matmul_forward(x.mid, NULL, x.atty, w.attprojw, w.attprojb, x.res, N, C, C, st);
         profile_mark(prof, PART_ATTPROJ, PHASE_FORWARD, st);
-        residual_forward(x.mid, x.mid, x.res, (size_t)N * C, st);
-        profile_mark(prof, PART_RESIDUAL, PHASE_FORWARD, st);
         layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.mid, w.ln2w, w.ln2b, N, C, st);
         profile_mark(prof, PART_LAYERNORM, PHASE_FORWARD, st);
         if (g->options.recompute & RECOMPUTE_GELU) {
             // The same kernel as the recomputation, so the backward sees the forward's bits.
-            matmul_forward(x.fch, NULL, x.ln2, w.fcw, w.fcb, N, C, 4 * C, st);
+            matmul_forward(x.fch, NULL, x.ln2, w.fcw, w.fcb, NULL, N, C, 4 * C, st);
             gelu_forward(x.fch_gelu, x.fch, (size_t)N * 4 * C, st);
         } else {
-            matmul_forward(x.fch_gelu, x.fch, x.ln2, w.fcw, w.fcb, N, C, 4 * C, st);
+            matmul_forward(x.fch_gelu, x.fch, x.ln2, w.fcw, w.fcb, NULL, N, C, 4 * C, st);
         }
         profile_mark(prof, PART_MLP_UP, PHASE_FORWARD, st);
-        matmul_forward(x.res_next, NULL, x.fch_gelu, w.fcprojw, w.fcprojb, N, 4 * C, C, st);
+        matmul_forward(x.res_next, NULL, x.fch_gelu, w.fcprojw, w.fcprojb, x.mid, N, 4 * C, C, st);
         profile_mark(prof, PART_MLP_DOWN, PHASE_FORWARD, st);
-        residual_forward(x.res_next, x.res_next, x.mid, (size_t)N * C, st);
-        profile_mark(prof, PART_RESIDUAL, PHASE_FORWARD, st);
     }
 }
 
@@ -262,7 +258,7 @@ void gpt_forward_one(GPT* g, int token, int pos) {
 bf16* gpt_logits(GPT* g, int row, int rows) {
     if (rows > g->plan.logits_rows) die("gpt_logits: %d rows, the buffer holds %d", rows, g->plan.logits_rows);
     const GPTConfig* c = &g->config;
-    matmul_forward(g->acts.logits, NULL, g->acts.lnf + (size_t)row * c->C, g->params.wte, NULL, rows,
+    matmul_forward(g->acts.logits, NULL, g->acts.lnf + (size_t)row * c->C, g->params.wte, NULL, NULL, rows,
                    c->C, c->Vp, g->stream);
     return g->acts.logits;
 }

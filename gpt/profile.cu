@@ -7,7 +7,7 @@
 
 const char* const profile_part_names[NUM_PROFILE_PARTS] = {
     "embedding", "layernorm", "qkv matmul", "attention", "attention proj",
-    "residual adds", "MLP up (fc+GELU)", "MLP down (fcproj)", "classifier", "update (norm+AdamW)"};
+    "MLP up (fc+GELU)", "MLP down (fcproj)", "classifier", "update (norm+AdamW)"};
 
 void profile_init(Profile* p) { memset(p, 0, sizeof(*p)); }
 
@@ -56,11 +56,11 @@ void profile_collect(Profile* p, double ms[NUM_PROFILE_PARTS][NUM_PROFILE_PHASES
 static PartWork add_work(PartWork a, PartWork b) { return (PartWork){a.flops + b.flops, a.bytes + b.bytes}; }
 static PartWork scale_work(PartWork a, double k) { return (PartWork){a.flops * k, a.bytes * k}; }
 
-// out (n, out_dim) = inp (n, in_dim) @ weight^T (+ bias), GELU's pre-activation also written
-// when gelu. The backward: dinp, dweight += and dbias +=; with inp_gelu the input came out of a
+// out (n, out_dim) = inp (n, in_dim) @ weight^T (+ bias) (+ residual, read), GELU's
+// pre-activation also written when gelu. The backward: dinp, dweight += and dbias +=; with inp_gelu the input came out of a
 // GELU, whose derivative the dinp epilogue applies (it reads the pre-activation, n x in_dim).
-static PartWork matmul_forward_work(double n, double in_dim, double out_dim, int bias, int gelu) {
-    double elems = n * in_dim + out_dim * in_dim + (bias ? out_dim : 0) + n * out_dim * (gelu ? 2 : 1);
+static PartWork matmul_forward_work(double n, double in_dim, double out_dim, int bias, int gelu, int residual) {
+    double elems = n * in_dim + out_dim * in_dim + (bias ? out_dim : 0) + n * out_dim * (gelu || residual ? 2 : 1);
     return (PartWork){2.0 * n * in_dim * out_dim, 2.0 * elems};
 }
 static PartWork matmul_backward_work(double n, double in_dim, double out_dim, int bias, int inp_gelu) {
@@ -87,13 +87,13 @@ void profile_work(const GPTConfig* c, const ProfileShape* s, PartWork work[NUM_P
     w[PART_LAYERNORM][PHASE_FORWARD] = scale_work((PartWork){0, 2 * (2 * N * C + 2 * C) + 8 * N}, norms);
     w[PART_LAYERNORM][PHASE_BACKWARD] = scale_work((PartWork){0, 2 * (4 * N * C + 5 * C) + 8 * N}, norms);
 
-    w[PART_QKV][PHASE_FORWARD] = scale_work(matmul_forward_work(N, C, 3 * C, 1, 0), L);
+    w[PART_QKV][PHASE_FORWARD] = scale_work(matmul_forward_work(N, C, 3 * C, 1, 0, 0), L);
     w[PART_QKV][PHASE_BACKWARD] = scale_work(matmul_backward_work(N, C, 3 * C, 1, 0), L);
-    w[PART_ATTPROJ][PHASE_FORWARD] = scale_work(matmul_forward_work(N, C, C, 1, 0), L);
+    w[PART_ATTPROJ][PHASE_FORWARD] = scale_work(matmul_forward_work(N, C, C, 1, 0, 1), L);
     w[PART_ATTPROJ][PHASE_BACKWARD] = scale_work(matmul_backward_work(N, C, C, 1, 0), L);
-    w[PART_MLP_UP][PHASE_FORWARD] = scale_work(matmul_forward_work(N, C, 4 * C, 1, 1), L);
+    w[PART_MLP_UP][PHASE_FORWARD] = scale_work(matmul_forward_work(N, C, 4 * C, 1, 1, 0), L);
     w[PART_MLP_UP][PHASE_BACKWARD] = scale_work(matmul_backward_work(N, C, 4 * C, 1, 0), L);
-    w[PART_MLP_DOWN][PHASE_FORWARD] = scale_work(matmul_forward_work(N, 4 * C, C, 1, 0), L);
+    w[PART_MLP_DOWN][PHASE_FORWARD] = scale_work(matmul_forward_work(N, 4 * C, C, 1, 0, 1), L);
     w[PART_MLP_DOWN][PHASE_BACKWARD] = scale_work(matmul_backward_work(N, 4 * C, C, 1, 1), L);
 
     // Causal attention: QK^T and PV over half the T x T square, 2 * NH * T^2 * HS per sequence
@@ -104,9 +104,6 @@ void profile_work(const GPTConfig* c, const ProfileShape* s, PartWork work[NUM_P
     double attention_flops = 2.0 * s->rows * NH * cp * cols * cols * HS;
     w[PART_ATTENTION][PHASE_FORWARD] = scale_work((PartWork){attention_flops, 2 * (4 * N * C) + 4 * N * NH}, L);
     w[PART_ATTENTION][PHASE_BACKWARD] = scale_work((PartWork){2.5 * attention_flops, 2 * (8 * N * C) + 4 * N * NH}, L);
-
-    // Two adds per layer, two inputs and one output; the backward passes the gradient through.
-    w[PART_RESIDUAL][PHASE_FORWARD] = (PartWork){0, 2 * L * 2 * (3 * N * C)};
 
     // Classifier: logits = lnf @ wte^T chunk by chunk (wte read per chunk), then one pass over
     // the logits: losses out, dlogits over them; the backward: dlnf = dlogits @ wte, dwte +=.

@@ -23,10 +23,9 @@ typedef enum {
     PART_LAYERNORM,     // ln1, ln2, lnf
     PART_QKV,           // the qkv matmul
     PART_ATTENTION,     // flash, naive or the ring
-    PART_ATTPROJ,       // the attention's output projection
-    PART_RESIDUAL,      // the residual adds (no backward: the gradient passes through)
+    PART_ATTPROJ,       // the attention's output projection, with the residual add
     PART_MLP_UP,        // fc with its GELU epilogue
-    PART_MLP_DOWN,      // fcproj; its backward ends with GELU's (the dinp epilogue)
+    PART_MLP_DOWN,      // fcproj with the residual add; its backward ends with GELU's (the dinp epilogue)
     PART_CLASSIFIER,    // logits, softmax + cross-entropy; backward: dlnf and dwte
     PART_UPDATE,        // gradient norm and AdamW
     NUM_PROFILE_PARTS

@@ -1,11 +1,13 @@
 // layers/matmul.cu: the linear layer through cuBLASLt (bf16 A, B, C, D; fp32 compute and scale).
-// out (N, OC) = inp (N, C) @ weight^T + bias, weight (OC, C); GELU and bias fused as epilogues.
+// out (N, OC) = inp (N, C) @ weight^T + bias (+ residual), weight (OC, C); GELU and bias fused as
+// epilogues, the residual as the C matrix of D = A B + C.
 //
 // cuBLASLt is column-major, and a row-major (R, K) matrix is the column-major (K, R) matrix with
 // leading dimension K, i.e. its transpose. So, in column-major terms:
 //   forward  out^T (OC, N) = weight (OC, C) @ inp^T (C, N): the stored weight is weight^T (C, OC),
 //            so A = weight with op T (lda C), B = inp with op N (ldb C), D = out (ldd OC); m OC,
-//            n N, k C. The bias (and the GELU input kept in pre_gelu) run along m = OC.
+//            n N, k C. The bias (and the GELU input kept in pre_gelu) run along m = OC; the
+//            residual (N, OC) is laid out like out, and is C with beta 1.
 //   dinp^T (C, N) = weight^T (C, OC) @ dout^T (OC, N): A = weight op N (lda C),
 //            B = dout op N (ldb OC), D = dinp (ldd C); m C, n N, k OC; beta 0. The GELU
 //            gradient's input (aux, like dinp) runs along m = C.
@@ -41,12 +43,13 @@ static void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t a
     cublasCheck(cublasLtMatmulDescSetAttribute(desc, attr, value, size));
 }
 
-// D (m, n) = op(A) (m, k) @ op(B) (k, n) + beta * D, column-major and packed (the leading
-// dimension of each matrix is its stored row count), with an optional bias (m) and GELU input
-// (aux, m x n: written by the forward's GELU epilogues, read by DGELU) for the epilogue.
-static void lt_matmul(bf16* d, const bf16* a, const bf16* b, int m, int n, int k, int trans_a,
-                      int trans_b, float beta, cublasLtEpilogue_t epilogue, const bf16* bias,
-                      const bf16* aux, cudaStream_t stream) {
+// D (m, n) = op(A) (m, k) @ op(B) (k, n) (+ C, when c is not NULL; c may be d), column-major and
+// packed (the leading dimension of each matrix is its stored row count), with an optional bias
+// (m) and GELU input (aux, m x n: written by the forward's GELU epilogues, read by DGELU) for the
+// epilogue.
+static void lt_matmul(bf16* d, const bf16* a, const bf16* b, const bf16* c, int m, int n, int k, int trans_a,
+                      int trans_b, cublasLtEpilogue_t epilogue, const bf16* bias, const bf16* aux,
+                      cudaStream_t stream) {
     if (!lt_handle) die("matmul: matmul_init was not called");
     cublasLtMatmulDesc_t desc;
     cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -77,7 +80,7 @@ static void lt_matmul(bf16* d, const bf16* a, const bf16* b, int m, int n, int k
     const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-    const uint32_t align[4] = {alignment_of(a), alignment_of(b), alignment_of(d), alignment_of(d)};
+    const uint32_t align[4] = {alignment_of(a), alignment_of(b), alignment_of(c ? c : d), alignment_of(d)};
     for (int i = 0; i < 4; i++)
         cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &align[i], sizeof(align[i])));
 
@@ -89,8 +92,8 @@ static void lt_matmul(bf16* d, const bf16* a, const bf16* b, int m, int n, int k
     if (status == CUBLAS_STATUS_NOT_SUPPORTED || found == 0)
         die("matmul: cuBLASLt has no algorithm for m=%d n=%d k=%d (transa %d, transb %d, epilogue %d)",
             m, n, k, trans_a, trans_b, (int)epilogue);
-    const float alpha = 1.0f;
-    cublasCheck(cublasLtMatmul(lt_handle, desc, &alpha, a, layout_a, b, layout_b, &beta, d, layout_d,
+    const float alpha = 1.0f, beta = c ? 1.0f : 0.0f;
+    cublasCheck(cublasLtMatmul(lt_handle, desc, &alpha, a, layout_a, b, layout_b, &beta, c ? c : d, layout_d,
                                d, layout_d, &heuristic.algo, lt_workspace, MATMUL_WORKSPACE_BYTES,
                                stream));
 
@@ -102,13 +105,14 @@ static void lt_matmul(bf16* d, const bf16* a, const bf16* b, int m, int n, int k
 }
 
 void matmul_forward(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weight,
-                    const bf16* bias, int N, int C, int OC, cudaStream_t stream) {
+                    const bf16* bias, const bf16* residual, int N, int C, int OC, cudaStream_t stream) {
     if (pre_gelu && OC % 8 != 0)
         die("matmul_forward: the fused GELU needs OC a multiple of 8 (cuBLASLt), got OC=%d", OC);
+    if (pre_gelu && residual) die("matmul_forward: the fused GELU takes no residual");
     cublasLtEpilogue_t epilogue =
         pre_gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
                  : (bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
-    lt_matmul(out, weight, inp, OC, N, C, 1, 0, 0.0f, epilogue, bias, pre_gelu, stream);
+    lt_matmul(out, weight, inp, residual, OC, N, C, 1, 0, epilogue, bias, pre_gelu, stream);
 }
 
 size_t matmul_backward_scratch_bytes(int N, int C, int OC) { return column_sums_scratch_bytes(N, OC); }
@@ -120,7 +124,7 @@ void matmul_backward(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, c
     if (inp_pre_gelu && C % 8 != 0)
         die("matmul_backward: the fused GELU backward needs C a multiple of 8 (cuBLASLt), got C=%d", C);
     if (dbias) column_sums_add(dbias, dout, N, OC, OC, (float*)scratch, stream);
-    lt_matmul(dweight, inp, dout, C, OC, N, 0, 1, 1.0f, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, stream);
-    lt_matmul(dinp, weight, dout, C, N, OC, 0, 0, 0.0f,
+    lt_matmul(dweight, inp, dout, dweight, C, OC, N, 0, 1, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, stream);
+    lt_matmul(dinp, weight, dout, NULL, C, N, OC, 0, 0,
               inp_pre_gelu ? CUBLASLT_EPILOGUE_DGELU : CUBLASLT_EPILOGUE_DEFAULT, NULL, inp_pre_gelu, stream);
 }

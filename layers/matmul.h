@@ -1,6 +1,7 @@
 // layers/matmul.h: the linear layer through cuBLASLt, bf16 in and out, fp32 accumulation.
-// out (N, OC) = inp (N, C) @ weight^T + bias, weight (OC, C) row-major, bias (OC);
-// optionally followed by GELU (tanh form), fused into the matmul epilogue, as is its backward.
+// out (N, OC) = inp (N, C) @ weight^T + bias, weight (OC, C) row-major, bias (OC); optionally
+// followed by GELU (tanh form), fused into the matmul epilogue, as is its backward, or with the
+// residual stream added in the same epilogue.
 #ifndef FLASHGPT_MATMUL_H
 #define FLASHGPT_MATMUL_H
 
@@ -11,10 +12,12 @@
 // The workspace is shared: run the matmuls on one stream at a time.
 void matmul_init(void);
 
-// out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC, or NULL).
-// If pre_gelu != NULL: pre_gelu (N, OC) = that result and out = gelu(pre_gelu); OC % 8 == 0.
+// out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC, or NULL) + residual (N, OC, or NULL),
+// rounded to bf16 once.
+// If pre_gelu != NULL (and no residual): pre_gelu (N, OC) = that result and out =
+// gelu(pre_gelu); OC % 8 == 0.
 void matmul_forward(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weight,
-                    const bf16* bias, int N, int C, int OC, cudaStream_t stream);
+                    const bf16* bias, const bf16* residual, int N, int C, int OC, cudaStream_t stream);
 
 // dinp (N, C) = dout @ weight (overwritten); dweight (OC, C) += dout^T @ inp;
 // dbias (OC) += sum over N of dout (dbias may be NULL).

@@ -15,14 +15,13 @@
 #include "layers/encoder.h"
 #include "layers/layernorm.h"
 #include "layers/matmul.h"
-#include "layers/residual.h"
 #include "layers/classifier.h"
 #include "layers/adamw.h"
 #include "layers/global_norm.h"
 
 static const char* case_names[] = {
     "layers_encoder", "layers_layernorm", "layers_layernorm_wide", "layers_matmul_bias",
-    "layers_matmul_gelu", "layers_matmul_nobias", "layers_residual", "layers_classifier",
+    "layers_matmul_gelu", "layers_matmul_nobias", "layers_matmul_residual", "layers_classifier",
     "layers_adamw", "layers_global_norm", "layers_determinism",
 };
 
@@ -225,7 +224,7 @@ static double gelu_grad(double x) {
     return 0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * s * (1.0 + 3.0 * 0.044715 * x * x);
 }
 
-static void test_matmul(const char* name, int OC, int use_bias, int use_gelu) {
+static void test_matmul(const char* name, int OC, int use_bias, int use_gelu, int use_residual) {
     test_begin(name);
     const int N = 615, C = 192;
     // With use_gelu the input is itself a GELU output, inp = gelu(inp_pre), whose derivative
@@ -239,17 +238,18 @@ static void test_matmul(const char* name, int OC, int use_bias, int use_gelu) {
     }
     float* weight = random_values((size_t)OC * C, 0.1f, 0.0f);
     float* bias = use_bias ? random_values(OC, 0.5f, 0.0f) : NULL;
+    float* residual = use_residual ? random_values((size_t)N * OC, 2.0f, 0.0f) : NULL;
     bf16* d_inp = to_device_bf16(inp, (size_t)N * C);
     bf16* d_weight = to_device_bf16(weight, (size_t)OC * C);
     bf16* d_out = (bf16*)device_alloc((size_t)N * OC * sizeof(bf16));
     bf16* d_pre = use_gelu ? (bf16*)device_alloc((size_t)N * OC * sizeof(bf16)) : NULL;
     matmul_forward(d_out, d_pre, d_inp, d_weight, use_bias ? to_device_bf16(bias, OC) : NULL,
-                   N, C, OC, 0);
+                   use_residual ? to_device_bf16(residual, (size_t)N * OC) : NULL, N, C, OC, 0);
     double* ref_pre = ref_alloc((size_t)N * OC);
     double* ref_out = ref_alloc((size_t)N * OC);
     for (int i = 0; i < N; i++)
         for (int o = 0; o < OC; o++) {
-            double acc = use_bias ? bias[o] : 0.0;
+            double acc = (use_bias ? bias[o] : 0.0) + (use_residual ? residual[(size_t)i * OC + o] : 0.0);
             for (int c = 0; c < C; c++)
                 acc += (double)inp[(size_t)i * C + c] * weight[(size_t)o * C + c];
             ref_pre[(size_t)i * OC + o] = acc;
@@ -296,20 +296,6 @@ static void test_matmul(const char* name, int OC, int use_bias, int use_gelu) {
     free_all();
 }
 
-// ---- residual
-static void test_residual(void) {
-    test_begin("layers_residual");
-    const size_t n = 8 * 1001;
-    float* a = random_values(n, 1.0f, 0.0f);
-    float* b = random_values(n, 1.0f, 0.0f);
-    bf16* d_out = (bf16*)device_alloc(n * sizeof(bf16));
-    residual_forward(d_out, to_device_bf16(a, n), to_device_bf16(b, n), n, 0);
-    double* ref = ref_alloc(n);
-    for (size_t i = 0; i < n; i++) ref[i] = (double)a[i] + b[i];
-    CHECK_ERR("out", from_device_bf16(d_out, n), ref, n, 5e-3);
-    test_end();
-    free_all();
-}
 
 // ---- classifier
 static void test_classifier(void) {
@@ -483,10 +469,10 @@ int main(void) {
     test_encoder();
     test_layernorm("layers_layernorm", 615, 320);
     test_layernorm("layers_layernorm_wide", 77, 1600);  // over 48 KiB of shared memory
-    test_matmul("layers_matmul_bias", 576, 1, 0);
-    test_matmul("layers_matmul_gelu", 768, 1, 1);
-    test_matmul("layers_matmul_nobias", 200, 0, 0);
-    test_residual();
+    test_matmul("layers_matmul_bias", 576, 1, 0, 0);
+    test_matmul("layers_matmul_gelu", 768, 1, 1, 0);
+    test_matmul("layers_matmul_nobias", 200, 0, 0, 0);
+    test_matmul("layers_matmul_residual", 576, 1, 0, 1);   // the residual stream added in the epilogue
     test_classifier();
     test_adamw();
     test_global_norm();
