@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 #include "common/cuda_check.h"
+#include "layers/kernel_common.cuh"  // fast_exp2
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return (uint32_t)__cvta_generic_to_shared(p);
@@ -77,13 +78,6 @@ __device__ __forceinline__ void c_to_a(uint32_t a[4], const float c_lo[4], const
     a[1] = pack_bf16(c_lo[2], c_lo[3]);
     a[2] = pack_bf16(c_hi[0], c_hi[1]);
     a[3] = pack_bf16(c_hi[2], c_hi[3]);
-}
-
-// 2^x on the special-function unit; 2^-inf = 0, which is how masked scores vanish.
-__device__ __forceinline__ float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
 }
 
 #endif

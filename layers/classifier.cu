@@ -1,71 +1,152 @@
 // layers/classifier.cu: softmax + cross-entropy + its gradient, one block per row of the logits
-// (N, Vp), Vp % 8 == 0. One pass keeps a running max and sum of exponentials (fp32) over the V
-// real columns; a second pass writes the gradient over the same bf16 row. No probabilities are
-// stored.
+// (N, Vp), Vp % 8 == 0, each row read once and written once. A block holds its row in registers
+// (CLASSIFIER_CACHE_PACKS packs of 8 bf16 per thread: 51 200 columns, GPT-2's 50 304 fit) and
+// takes the row max; then exp(logit - max) of every column (fp32, independent of one another),
+// summed, and kept in the same registers as fp16; then the gradient goes from those over the
+// bf16 row. Columns past the cache (larger vocabularies) are read in a loop with a running max
+// and sum per thread, and read again for the gradient. No probabilities are stored.
 #include <math.h>
+#include <cuda_fp16.h>
 #include "layers/classifier.h"
 #include "layers/kernel_common.cuh"
 
-#define CLASSIFIER_THREADS 512
+// 256 threads x 25 packs x 8 = 51 200 columns in registers (100 of a thread's 128), so that two
+// blocks share an SM (two rows: 200 KB of its 256 KB of registers): one loads its row while the
+// other computes. 512 x 13 in 64 registers spills.
+#define CLASSIFIER_THREADS 256
+#define CLASSIFIER_CACHE_PACKS 25
+#define LOG2E ((float)M_LOG2E)
 
-// (m, s) += (m2, s2), where s is a sum of exp(logit - m).
-__device__ inline void combine_max_sum(float& m, float& s, float m2, float s2) {
-    float m_new = fmaxf(m, m2);
-    if (m_new == -INFINITY) return;  // both empty
-    s = s * expf(m - m_new) + s2 * expf(m2 - m_new);
-    m = m_new;
+// 8 columns (pack p of a row: columns 8p..8p+7) as four 32-bit words, column 2j in the low half
+// of word j: bf16 logits, or fp16 exponentials. A bf16x8 held across the kernel would take a
+// register per bf16: twice as many.
+struct alignas(16) Pack { uint32_t w[4]; };
+
+// Column k of a pack of bf16, as a float: a bf16 is the upper half of a float.
+__device__ inline float column(Pack v, int k) {
+    return __uint_as_float(k % 2 ? v.w[k / 2] & 0xffff0000u : v.w[k / 2] << 16);
 }
 
-// One block per row; each thread moves 8 logits (a pack) at a time.
-__global__ void classifier_kernel(bf16x8* logits, float* losses, const int* targets, int V, int Vp,
-                                  float dloss_scale, int write_dlogits) {
-    __shared__ float warp_max[CLASSIFIER_THREADS / 32], warp_sum[CLASSIFIER_THREADS / 32];
-    __shared__ float row_lse;
-    bf16x8* x = logits + (size_t)blockIdx.x * (Vp / 8);
-    int target = targets[blockIdx.x];
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+// Pack p of a row with its columns >= V (the padding) set to -inf, so that the max and the
+// exponentials need no test: exp(-inf - max) = 0. Packs of padding alone are not read.
+__device__ inline Pack load_pack(const Pack* x, int p, int V) {
+    const uint32_t NEG_INF_LO = 0x0000ff80u, NEG_INF_HI = 0xff800000u;  // bf16 -inf in a half
+    Pack v = 8 * p < V ? x[p] : Pack{{NEG_INF_LO | NEG_INF_HI, NEG_INF_LO | NEG_INF_HI,
+                                      NEG_INF_LO | NEG_INF_HI, NEG_INF_LO | NEG_INF_HI}};
+    if (8 * p < V && 8 * p + 8 > V) {  // the pack where the padding begins
+        for (int j = 0; j < 4; j++) {
+            if (8 * p + 2 * j >= V) v.w[j] = (v.w[j] & 0xffff0000u) | NEG_INF_LO;
+            if (8 * p + 2 * j + 1 >= V) v.w[j] = (v.w[j] & 0x0000ffffu) | NEG_INF_HI;
+        }
+    }
+    return v;
+}
 
-    float m = -INFINITY, s = 0.0f;
-    for (int p = threadIdx.x; p < ceil_div(V, 8); p += blockDim.x) {
-        bf16x8 v8 = x[p];
-        for (int k = 0; k < 8 && 8 * p + k < V; k++) {
-            float v = (float)v8.v[k];
-            if (v > m) {
-                s = s * expf(m - v) + 1.0f;
-                m = v;
-            } else {
-                s += expf(v - m);
-            }
-        }
+// The max of a pack of bf16, two columns at a time in bf16 (exact).
+__device__ inline float pack_max(Pack v) {
+    __nv_bfloat162 m = *reinterpret_cast<__nv_bfloat162*>(&v.w[0]);
+    for (int j = 1; j < 4; j++) m = __hmax2(m, *reinterpret_cast<__nv_bfloat162*>(&v.w[j]));
+    return fmaxf(__low2float(m), __high2float(m));
+}
+
+// exp(v - max) of a pack of bf16, m2 = max * log2(e): summed in fp32 into sum (a tree, so the
+// exponentials overlap), and returned as fp16, which keeps 11 significant bits in [2^-14, 1] to
+// bf16's 8 (below 2^-24 they round to 0: a gradient under 6e-8 * dloss_scale).
+__device__ inline Pack pack_exp(Pack v, float m2, float& sum) {
+    float e[8];
+    for (int k = 0; k < 8; k++) e[k] = fast_exp2(fmaf(column(v, k), LOG2E, -m2));
+    sum = ((e[0] + e[1]) + (e[2] + e[3])) + ((e[4] + e[5]) + (e[6] + e[7]));
+    Pack out;
+    for (int j = 0; j < 4; j++) {
+        __half2 h = __floats2half2_rn(e[2 * j], e[2 * j + 1]);
+        out.w[j] = *reinterpret_cast<uint32_t*>(&h);
     }
-    for (int offset = 16; offset > 0; offset >>= 1) {
-        float m2 = __shfl_xor_sync(0xffffffffu, m, offset), s2 = __shfl_xor_sync(0xffffffffu, s, offset);
-        combine_max_sum(m, s, m2, s2);
+    return out;
+}
+
+// The gradient of pack p from its exponentials e (pack_exp): e * e_scale = softmax * dloss_scale;
+// target_d in the target's column, computed from its logit in fp32 (p - 1 for p near 1 would
+// keep few of the bits of an fp16 p); 0 in the padding.
+__device__ inline bf16x8 pack_gradient(Pack e, int p, int V, float e_scale, int target,
+                                       float target_d) {
+    float d[8];
+    for (int j = 0; j < 4; j++) {
+        float2 f = __half22float2(*reinterpret_cast<__half2*>(&e.w[j]));
+        d[2 * j] = f.x * e_scale;
+        d[2 * j + 1] = f.y * e_scale;
     }
-    if (lane == 0) {
-        warp_max[warp] = m;
-        warp_sum[warp] = s;
+    if ((unsigned)(target - 8 * p) < 8u)  // the target's pack
+        for (int k = 0; k < 8; k++) d[k] = 8 * p + k == target ? target_d : d[k];
+    if (8 * p + 8 > V)  // 0 already, unless the row holds NaN or inf
+        for (int k = 0; k < 8; k++) d[k] = 8 * p + k < V ? d[k] : 0.0f;
+    bf16x8 out;
+    for (int k = 0; k < 8; k++) out.v[k] = (bf16)d[k];
+    return out;
+}
+
+// One block per row. Thread t owns the packs t + i * CLASSIFIER_THREADS of the row: the first
+// CLASSIFIER_CACHE_PACKS of them in registers, any past those in loops.
+__global__ void __launch_bounds__(CLASSIFIER_THREADS, 2)
+classifier_kernel(Pack* logits, float* losses, const int* targets, int V, int Vp,
+                  float dloss_scale, int write_dlogits) {
+    Pack* x = logits + (size_t)blockIdx.x * (Vp / 8);
+    const int cached = CLASSIFIER_CACHE_PACKS * CLASSIFIER_THREADS;  // packs in registers
+    const int real_packs = (int)ceil_div(V, 8);  // packs with a real column
+    const int packs = Vp / 8;
+    // A target outside the vocabulary gives a NaN loss (which the trainer reports) and no -1 in
+    // the gradient. The thread that holds the target's column reads its logit and writes the
+    // loss. A thread reads and writes its own packs only: the row is overwritten in place.
+    int target = targets[blockIdx.x];
+    if (target < 0 || target >= V) target = -1;
+    const bool has_target =
+        threadIdx.x == (target >= 0 ? target / 8 % CLASSIFIER_THREADS : 0);  // writes the loss
+    const float target_logit = has_target && target >= 0 ? (float)((const bf16*)x)[target] : 0.0f;
+
+    Pack cache[CLASSIFIER_CACHE_PACKS];
+    #pragma unroll
+    for (int i = 0; i < CLASSIFIER_CACHE_PACKS; i++)
+        cache[i] = load_pack(x, threadIdx.x + i * CLASSIFIER_THREADS, V);
+    float m = -INFINITY;
+    #pragma unroll
+    for (int i = 0; i < CLASSIFIER_CACHE_PACKS; i++) m = fmaxf(m, pack_max(cache[i]));
+
+    // Packs past the cache: a running max and a sum of exp(v - tail_max), rescaled once per pack.
+    float tail_max = -INFINITY, tail_sum = 0.0f;
+    for (int p = cached + threadIdx.x; p < real_packs; p += CLASSIFIER_THREADS) {
+        Pack v = load_pack(x, p, V);
+        float m_new = fmaxf(tail_max, pack_max(v)), pack_sum;
+        pack_exp(v, m_new * LOG2E, pack_sum);
+        tail_sum = tail_sum * fast_exp2((tail_max - m_new) * LOG2E) + pack_sum;
+        tail_max = m_new;
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        for (int w = 1; w < blockDim.x / 32; w++) combine_max_sum(m, s, warp_max[w], warp_sum[w]);
-        float lse = m + logf(s);
-        row_lse = lse;
-        // A target outside the vocabulary gives a NaN loss, which the trainer reports.
-        losses[blockIdx.x] = (target >= 0 && target < V) ? lse - (float)x[target / 8].v[target % 8] : NAN;
+
+    const float row_max = block_reduce_max(fmaxf(m, tail_max));
+    const float m2 = row_max * LOG2E;
+    const float max_minus_target = row_max - target_logit;  // loss = this + log(sum)
+    float sum = tail_sum * fast_exp2(tail_max * LOG2E - m2);  // 0 without a tail
+    #pragma unroll
+    for (int i = 0; i < CLASSIFIER_CACHE_PACKS; i++) {
+        float pack_sum;
+        // m2 + 0 * sum: each pack waits for the one before (one FFMA), else ptxas starts on all
+        // of them at once and needs more registers than there are.
+        cache[i] = pack_exp(cache[i], fmaf(0.0f, sum, m2), pack_sum);  // exponentials from here on
+        sum += pack_sum;
     }
-    __syncthreads();  // the row is read above before it is overwritten below
+    sum = block_reduce_sum(sum);
+    if (has_target) losses[blockIdx.x] = target >= 0 ? max_minus_target + logf(sum) : NAN;
     if (!write_dlogits) return;
-    float lse = row_lse;
-    for (int p = threadIdx.x; p < Vp / 8; p += blockDim.x) {
-        bf16x8 v8 = x[p];
-        for (int k = 0; k < 8; k++) {
-            int i = 8 * p + k;
-            float d = 0.0f;
-            if (i < V) d = (expf((float)v8.v[k] - lse) - (i == target ? 1.0f : 0.0f)) * dloss_scale;
-            v8.v[k] = (bf16)d;
-        }
-        x[p] = v8;
+
+    const float e_scale = dloss_scale / sum;
+    const float target_d = (fast_exp2(-max_minus_target * LOG2E) / sum - 1.0f) * dloss_scale;
+    #pragma unroll
+    for (int i = 0; i < CLASSIFIER_CACHE_PACKS; i++) {
+        int p = threadIdx.x + i * CLASSIFIER_THREADS;
+        if (p < packs) ((bf16x8*)x)[p] = pack_gradient(cache[i], p, V, e_scale, target, target_d);
+    }
+    for (int p = cached + threadIdx.x; p < packs; p += CLASSIFIER_THREADS) {
+        float unused;
+        Pack e = pack_exp(load_pack(x, p, V), m2, unused);
+        ((bf16x8*)x)[p] = pack_gradient(e, p, V, e_scale, target, target_d);
     }
 }
 
@@ -74,7 +155,7 @@ void classifier_forward_backward(bf16* logits, float* losses, const int* targets
     if (Vp % 8 != 0 || V > Vp || !aligned16(logits))
         die("classifier: needs Vp (%d) a multiple of 8, V (%d) <= Vp and 16-byte aligned logits", Vp, V);
     if (N == 0) return;
-    classifier_kernel<<<N, CLASSIFIER_THREADS, 0, stream>>>((bf16x8*)logits, losses, targets, V, Vp,
+    classifier_kernel<<<N, CLASSIFIER_THREADS, 0, stream>>>((Pack*)logits, losses, targets, V, Vp,
                                                             dloss_scale, write_dlogits);
     cudaCheckLaunch();
 }

@@ -300,47 +300,55 @@ static void test_matmul(const char* name, int OC, int use_bias, int use_gelu, in
 // ---- classifier
 static void test_classifier(void) {
     test_begin("layers_classifier");
-    const int N = 123, V = 300, Vp = 384;
-    const size_t NVp = (size_t)N * Vp;
-    float* logits = random_values(NVp, 4.0f, 0.0f);
-    for (int i = 0; i < N; i++)
-        for (int j = V; j < Vp; j++) logits[(size_t)i * Vp + j] = 50.0f;  // padding: must not count
-    int* targets = (int*)host_alloc(N * sizeof(int));
-    for (int i = 0; i < N; i++) targets[i] = (int)(uniform() * V);
-    int* d_targets = (int*)device_alloc(N * sizeof(int));
-    cudaCheck(cudaMemcpy(d_targets, targets, N * sizeof(int), cudaMemcpyHostToDevice));
-    const float dloss_scale = 1.0f / N;
-    double* ref_loss = ref_alloc(N);
-    double* ref_dlogits = ref_alloc(NVp);
-    for (int i = 0; i < N; i++) {
-        const float* x = logits + (size_t)i * Vp;
-        double m = -INFINITY, s = 0.0;
-        for (int j = 0; j < V; j++) m = fmax(m, x[j]);
-        for (int j = 0; j < V; j++) s += exp(x[j] - m);
-        double lse = m + log(s);
-        ref_loss[i] = lse - x[targets[i]];
-        for (int j = 0; j < Vp; j++)
-            ref_dlogits[(size_t)i * Vp + j] =
-                j < V ? (exp(x[j] - lse) - (j == targets[i])) * dloss_scale : 0.0;
-    }
-    for (int write_dlogits = 0; write_dlogits <= 1; write_dlogits++) {
-        bf16* d_logits = to_device_bf16(logits, NVp);
-        float* d_losses = (float*)device_alloc(N * sizeof(float));
-        classifier_forward_backward(d_logits, d_losses, d_targets, N, V, Vp, dloss_scale,
-                                    write_dlogits, 0);
-        CHECK_ERR(write_dlogits ? "losses (with dlogits)" : "losses", from_device_f32(d_losses, N),
-                  ref_loss, N, 1e-5);
-        float* after = from_device_bf16(d_logits, NVp);
-        if (!write_dlogits) {
-            CHECK(memcmp(after, logits, NVp * sizeof(float)) == 0,
-                  "logits changed without write_dlogits");
-            continue;
-        }
-        CHECK_ERR("dlogits", after, ref_dlogits, NVp, 1e-2);
-        int padding_nonzero = 0;
+    // A small vocabulary, and one past the 51 200 columns that a block of the kernel holds in
+    // registers: the rest of each row goes through its loop (two packs of 8 for some threads).
+    // Row 0's target is the last real column; the padding holds 50, which must not count.
+    const struct { int N, V, Vp; } shapes[] = {{123, 300, 384}, {5, 54003, 54016}};
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+        const int N = shapes[c].N, V = shapes[c].V, Vp = shapes[c].Vp;
+        const size_t NVp = (size_t)N * Vp;
+        char what[64];
+        float* logits = random_values(NVp, 4.0f, 0.0f);
         for (int i = 0; i < N; i++)
-            for (int j = V; j < Vp; j++) padding_nonzero += after[(size_t)i * Vp + j] != 0.0f;
-        CHECK(padding_nonzero == 0, "%d padding dlogits are not 0", padding_nonzero);
+            for (int j = V; j < Vp; j++) logits[(size_t)i * Vp + j] = 50.0f;
+        int* targets = (int*)host_alloc(N * sizeof(int));
+        for (int i = 0; i < N; i++) targets[i] = i == 0 ? V - 1 : (int)(uniform() * V);
+        int* d_targets = (int*)device_alloc(N * sizeof(int));
+        cudaCheck(cudaMemcpy(d_targets, targets, N * sizeof(int), cudaMemcpyHostToDevice));
+        const float dloss_scale = 1.0f / N;
+        double* ref_loss = ref_alloc(N);
+        double* ref_dlogits = ref_alloc(NVp);
+        for (int i = 0; i < N; i++) {
+            const float* x = logits + (size_t)i * Vp;
+            double m = -INFINITY, s = 0.0;
+            for (int j = 0; j < V; j++) m = fmax(m, x[j]);
+            for (int j = 0; j < V; j++) s += exp(x[j] - m);
+            double lse = m + log(s);
+            ref_loss[i] = lse - x[targets[i]];
+            for (int j = 0; j < Vp; j++)
+                ref_dlogits[(size_t)i * Vp + j] =
+                    j < V ? (exp(x[j] - lse) - (j == targets[i])) * dloss_scale : 0.0;
+        }
+        for (int write_dlogits = 0; write_dlogits <= 1; write_dlogits++) {
+            bf16* d_logits = to_device_bf16(logits, NVp);
+            float* d_losses = (float*)device_alloc(N * sizeof(float));
+            classifier_forward_backward(d_logits, d_losses, d_targets, N, V, Vp, dloss_scale,
+                                        write_dlogits, 0);
+            snprintf(what, sizeof what, "V %d: losses%s", V, write_dlogits ? " (with dlogits)" : "");
+            CHECK_ERR(what, from_device_f32(d_losses, N), ref_loss, N, 1e-5);
+            float* after = from_device_bf16(d_logits, NVp);
+            if (!write_dlogits) {
+                CHECK(memcmp(after, logits, NVp * sizeof(float)) == 0,
+                      "V %d: logits changed without write_dlogits", V);
+                continue;
+            }
+            snprintf(what, sizeof what, "V %d: dlogits", V);
+            CHECK_ERR(what, after, ref_dlogits, NVp, 1e-2);
+            int padding_nonzero = 0;
+            for (int i = 0; i < N; i++)
+                for (int j = V; j < Vp; j++) padding_nonzero += after[(size_t)i * Vp + j] != 0.0f;
+            CHECK(padding_nonzero == 0, "V %d: %d padding dlogits are not 0", V, padding_nonzero);
+        }
     }
     test_end();
     free_all();
