@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 #include "common/cuda_check.h"
-#include "layers/kernel_common.cuh"  // fast_exp2
+#include "common/device_math.cuh"
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return (uint32_t)__cvta_generic_to_shared(p);

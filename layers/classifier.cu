@@ -2,12 +2,13 @@
 // (N, Vp), Vp % 8 == 0, each row read once and written once. A block holds its row in registers
 // (CLASSIFIER_CACHE_PACKS packs of 8 bf16 per thread: 51 200 columns, GPT-2's 50 304 fit) and
 // takes the row max; then exp(logit - max) of every column (fp32, independent of one another),
-// summed, and kept in the same registers as fp16; then the gradient goes from those over the
-// bf16 row. Columns past the cache (larger vocabularies) are read in a loop with a running max
+// summed, and kept in the same registers as fp16 (times 2^15); then the gradient goes from those
+// over the bf16 row. Columns past the cache (larger vocabularies) are read in a loop with a running max
 // and sum per thread, and read again for the gradient. No probabilities are stored.
 #include <math.h>
 #include <cuda_fp16.h>
 #include "layers/classifier.h"
+#include "common/device_math.cuh"
 #include "layers/kernel_common.cuh"
 
 // 256 threads x 25 packs x 8 = 51 200 columns in registers (100 of a thread's 128), so that two
@@ -16,6 +17,9 @@
 #define CLASSIFIER_THREADS 256
 #define CLASSIFIER_CACHE_PACKS 25
 #define LOG2E ((float)M_LOG2E)
+// The exponentials and their sum are kept as 2^EXP_SCALE_LOG2 * exp(logit - max): in fp16 (at
+// most 65504) that keeps 11 significant bits down to 2^-29 of the max instead of 2^-14.
+#define EXP_SCALE_LOG2 15
 
 // 8 columns (pack p of a row: columns 8p..8p+7) as four 32-bit words, column 2j in the low half
 // of word j: bf16 logits, or fp16 exponentials. A bf16x8 held across the kernel would take a
@@ -49,9 +53,9 @@ __device__ inline float pack_max(Pack v) {
     return fmaxf(__low2float(m), __high2float(m));
 }
 
-// exp(v - max) of a pack of bf16, m2 = max * log2(e): summed in fp32 into sum (a tree, so the
-// exponentials overlap), and returned as fp16, which keeps 11 significant bits in [2^-14, 1] to
-// bf16's 8 (below 2^-24 they round to 0: a gradient under 6e-8 * dloss_scale).
+// 2^(v log2(e) - m2) of a pack of bf16 (m2 = max * log2(e), less EXP_SCALE_LOG2 for the kept
+// ones): summed in fp32 into sum (a tree, so the exponentials overlap), and returned as fp16,
+// which keeps 11 significant bits to bf16's 8.
 __device__ inline Pack pack_exp(Pack v, float m2, float& sum) {
     float e[8];
     for (int k = 0; k < 8; k++) e[k] = fast_exp2(fmaf(column(v, k), LOG2E, -m2));
@@ -121,8 +125,8 @@ classifier_kernel(Pack* logits, float* losses, const int* targets, int V, int Vp
     }
 
     const float row_max = block_reduce_max(fmaxf(m, tail_max));
-    const float m2 = row_max * LOG2E;
-    const float max_minus_target = row_max - target_logit;  // loss = this + log(sum)
+    const float m2 = row_max * LOG2E - EXP_SCALE_LOG2;
+    const float max_minus_target = row_max - target_logit;  // loss = this + log(sum / 2^15)
     float sum = tail_sum * fast_exp2(tail_max * LOG2E - m2);  // 0 without a tail
     #pragma unroll
     for (int i = 0; i < CLASSIFIER_CACHE_PACKS; i++) {
@@ -133,11 +137,12 @@ classifier_kernel(Pack* logits, float* losses, const int* targets, int V, int Vp
         sum += pack_sum;
     }
     sum = block_reduce_sum(sum);
-    if (has_target) losses[blockIdx.x] = target >= 0 ? max_minus_target + logf(sum) : NAN;
+    if (has_target)
+        losses[blockIdx.x] = target >= 0 ? max_minus_target + logf(sum) - EXP_SCALE_LOG2 * (float)M_LN2 : NAN;
     if (!write_dlogits) return;
 
     const float e_scale = dloss_scale / sum;
-    const float target_d = (fast_exp2(-max_minus_target * LOG2E) / sum - 1.0f) * dloss_scale;
+    const float target_d = (fast_exp2(EXP_SCALE_LOG2 - max_minus_target * LOG2E) / sum - 1.0f) * dloss_scale;
     #pragma unroll
     for (int i = 0; i < CLASSIFIER_CACHE_PACKS; i++) {
         int p = threadIdx.x + i * CLASSIFIER_THREADS;

@@ -1,6 +1,5 @@
-// layers/kernel_common.cuh: what the layers' kernels share: 16-byte packs of bf16, 2^x on the
-// special-function unit, reductions in a fixed order (deterministic), and column sums (the bias
-// gradients).
+// layers/kernel_common.cuh: what the layers' kernels share: 16-byte packs of bf16, reductions
+// in a fixed order (deterministic), and column sums (the bias gradients).
 #ifndef FLASHGPT_KERNEL_COMMON_CUH
 #define FLASHGPT_KERNEL_COMMON_CUH
 
@@ -11,14 +10,6 @@
 // in flight per thread. The address must be 16-byte aligned (aligned16).
 struct alignas(16) bf16x8 { bf16 v[8]; };
 static inline int aligned16(const void* p) { return (uintptr_t)p % 16 == 0; }
-
-// 2^x on the special-function unit; 2^-inf = 0, which is how masked values vanish. Results below
-// 2^-126 flush to 0, which spares exp2f's rescaling around the same instruction.
-__device__ __forceinline__ float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
 
 // Reductions with a fixed order (xor butterfly): the same bits on every run, in every lane.
 __device__ inline float warp_reduce_sum(float v) {
