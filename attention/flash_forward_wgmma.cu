@@ -6,14 +6,15 @@
 // rows each (and HS 128 adds a producer warpgroup, see the kernel). Q and the K/V blocks sit in
 // 128-byte swizzled shared memory (wgmma.cuh), copied there by TMA (tma.cuh), one thread issuing
 // each tile: K/V blocks in three stages, because V of block j-1 is still being read while block
-// j+1 loads. Per K/V block j a warpgroup issues S = Q K_j^T (A and B from shared memory) and
-// O += P_{j-1} V_{j-1} (P from registers) back to back, computes the softmax of S while the
+// j+1 loads. Per K/V block j a warpgroup issues S = Q K_j^T (Q from registers, K from shared
+// memory) and O += P_{j-1} V_{j-1} (P from registers) back to back, computes the softmax of S while the
 // second product runs, then rescales O: the exponentials overlap the tensor cores.
 #include <math.h>
 #include "attention/flash.h"
 #include "attention/wgmma.cuh"
 #include "attention/smem_tile.cuh"
 #include "attention/tma.cuh"
+
 
 // Masks S (one warpgroup's 64 rows x BLOCK_N keys, accumulator layout), updates the running max m
 // and this thread's share l of the running sum, and writes P = exp(scale * (S - m)) as bf16 A
@@ -155,8 +156,17 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
     // exp(scale*(s - m)) = 2^(scale*log2(e)*s - scale*log2(e)*m): one FFMA and one EX2 per score.
     const float scale_log2 = scale * (float)M_LOG2E;
 
-    const uint32_t sQ_addr = smem_addr(sQ), sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
-    auto issue_scores = [&](int stage) { wgmma_a_bt<HS, BLOCK_M, BLOCK_N>(s, sQ_addr, wg * 64, sK_addr + stage * KV_BYTES); };
+    const uint32_t sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
+    // S = Q K^T with this warpgroup's Q as A fragments in registers (loaded once, after bar_q):
+    // with both operands in shared memory, the 64 x 64 products of HS 64 would read 128 bytes
+    // a clock, all that shared memory gives.
+    uint32_t qa[HS / 16][4];
+    auto issue_scores = [&](int stage) {
+        #pragma unroll
+        for (int kk = 0; kk < HS / 16; kk++)
+            wgmma_rs<BLOCK_N, 0>(s, qa[kk], desc_k_major<BLOCK_N>(sK_addr + stage * KV_BYTES, 0, kk), kk > 0);
+        wgmma_commit();
+    };
     auto issue_pv = [&](int stage) {
         #pragma unroll
         for (int kk = 0; kk < BLOCK_N / 16; kk++) wgmma_rs<HS>(o, p[kk], desc_mn_major<BLOCK_N>(sV_addr + stage * KV_BYTES, kk));
@@ -195,6 +205,9 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
 
     if (wg == 1) pass_turn();
     wait_block(0);
+    #pragma unroll
+    for (int kk = 0; kk < HS / 16; kk++)
+        ldmatrix_x4(qa[kk], reinterpret_cast<const bf16*>(sQ + a_fragment_ldmatrix_offset<BLOCK_M>(wg * 64 + warp * 16, lane, kk)));
     take_turn();
     wgmma_fence();
     issue_scores(0);
@@ -240,8 +253,9 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
     pin_registers(o);
 
     // O = o / l and L = scale*m + log(l). O is staged as bf16 in this warpgroup's own rows of sQ
-    // (only this warpgroup's wgmma read them, and those are complete), and the same warpgroup
-    // stores those rows as whole 16-byte segments: a barrier of its own 128 threads suffices.
+    // (each warp read only its own 16 rows, into its Q fragments; the __syncwarp puts those reads
+    // before the other lanes' stores), and the same warpgroup stores those rows as whole 16-byte
+    // segments: a barrier of its own 128 threads suffices.
     int t = lane % 4;
     float inv[2];
     #pragma unroll
@@ -253,6 +267,7 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
         int row = row0 + 8 * half;
         if (t == 0 && row < T) lse[(long long)bh * T + row] = m[half] * scale + logf(sum);
     }
+    __syncwarp();
     #pragma unroll
     for (int dt = 0; dt < HS / 8; dt++)
         #pragma unroll

@@ -40,6 +40,15 @@ __host__ __device__ __forceinline__ uint32_t swizzled_offset(int r, int c) {
     return (c / 64) * ROWS * 128 + r * 128 + ((((c % 64) / 8) ^ (r % 8)) << 4);
 }
 
+// The byte offset, in a swizzled (ROWS, COLS) tile, that lane `lane` hands ldmatrix.x4 so that
+// the four 8x8 matrices it loads are the A fragment (a0..a3, see the top comment) of k-step kk
+// for the 16 rows from row0: lanes 0-7 point at rows 0-7 and lanes 8-15 at rows 8-15 of columns
+// 16kk.., lanes 16-31 likewise at columns 16kk + 8..
+template <int ROWS>
+__host__ __device__ __forceinline__ uint32_t a_fragment_ldmatrix_offset(int row0, int lane, int kk) {
+    return swizzled_offset<ROWS>(row0 + lane % 16, 16 * kk + 8 * (lane / 16));
+}
+
 // Descriptor of an operand at shared-memory address `start` (bytes), 128-byte swizzle.
 __host__ __device__ __forceinline__ uint64_t smem_desc(uint32_t start, uint32_t lbo_bytes, uint32_t sbo_bytes) {
     return (uint64_t)((start & 0x3FFFF) >> 4) | (uint64_t)((lbo_bytes & 0x3FFFF) >> 4) << 16 |
@@ -110,20 +119,21 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t
                      : WGMMA_D64(d) : "l"(a), "l"(b), "r"(accumulate), "n"(TRANS_A), "n"(TRANS_B));
 }
 
-// d (64 x N) += A B, A (64 x 16) in registers, B MN-major in shared memory.
-template <int N>
-__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t a[4], uint64_t b) {
+// d (64 x N) = (accumulate ? d : 0) + A B, A (64 x 16) in registers, B in shared memory:
+// MN-major (TRANS_B = 1) or K-major (0).
+template <int N, int TRANS_B = 1>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t a[4], uint64_t b, int accumulate = 1) {
     static_assert(N == 64 || N == 128, "m64n64k16 and m64n128k16 only");
     if constexpr (N == 64)
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " WGMMA_REGS32
-                     ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                     : WGMMA_D32(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+                     ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+                     : WGMMA_D32(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(TRANS_B));
     else
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " WGMMA_REGS64
-                     ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-                     : WGMMA_D64(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+                     ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+                     : WGMMA_D64(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(TRANS_B));
 }
 
 // acc (64 x N) = A B^T over the head dimension HS, one commit group; both operands K-major tiles

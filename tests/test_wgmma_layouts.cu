@@ -9,8 +9,9 @@
 // flash_backward_wgmma.cu), each element tagged with (tile, row, column); every descriptor the
 // kernel issues is decoded and the operand it names is read back and compared with the logical
 // tile. What the hardware does with a right descriptor is the GPU tests' business.
-// Also: the accumulator -> A-fragment repacking (c_to_a) against the documented fragment layouts,
-// and that a wrong LBO or SBO is caught.
+// Also: the lanes' ldmatrix addresses of the forward's Q fragments (a_fragment_ldmatrix_offset),
+// the accumulator -> A-fragment repacking (c_to_a) against the documented fragment layouts, and
+// that a wrong LBO or SBO is caught.
 #include <stdint.h>
 #include <string.h>
 #include "attention/wgmma.cuh"
@@ -110,6 +111,18 @@ static void check_mn_major_tile(const char (&name)[64], uint32_t addr, int tile,
     }
 }
 
+// Accumulator element i of a lane -> (row, col) in its warp's 16 rows; A-fragment register j,
+// half h -> (row, k) in a 16 x 16 k-step (wgmma.cuh, top comment).
+static void accumulator_position(int lane, int i, int* row, int* col) {
+    int e = i % 4;
+    *row = lane / 4 + 8 * (e >> 1);
+    *col = (i / 4) * 8 + 2 * (lane % 4) + (e & 1);
+}
+static void a_fragment_position(int lane, int j, int h, int* row, int* k) {
+    *row = lane / 4 + 8 * (j & 1);
+    *k = 2 * (lane % 4) + 8 * (j >> 1) + h;
+}
+
 // The forward's plan (flash_forward_wgmma.cu): Q (128, HS), K in 3 stages and V in 3 stages of
 // (BLOCK_N, HS), one after the other from a 1024-byte aligned base. Tile ids: Q 0, stage st 1 + st
 // (K and V stages share ids; they live at different addresses).
@@ -126,10 +139,24 @@ static void check_forward_plan(uint32_t base) {
     store_tile<BLOCK_M>(sQ, 0, HS);
     for (int st = 0; st < 3; st++) store_tile<BLOCK_N>(sK + st * KV_BYTES, 1 + st, HS);
     for (int st = 0; st < 3; st++) store_tile<BLOCK_N>(sV + st * KV_BYTES, 1 + st, HS);
-    for (int wg = 0; wg < 2; wg++) {  // S = Q K^T: each warpgroup's 64 rows of Q, all of K
-        snprintf(name, sizeof(name), "HS%d Q (warpgroup %d)", HS, wg);
-        check_k_major_tile<BLOCK_M>(name, sQ, 0, HS, 64 * wg, 64);
-    }
+    // S = Q K^T: Q as A fragments, loaded by ldmatrix.x4 from the lanes' rows
+    // (a_fragment_ldmatrix_offset); matrix i, row r comes from lane 8i + r, and lane l receives
+    // its row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 as register i.
+    int q_bad = 0;
+    for (int row0 = 0; row0 < BLOCK_M; row0 += 16)  // each warp's 16 rows, both warpgroups
+        for (int kk = 0; kk < HS / 16; kk++)
+            for (int lane = 0; lane < 32; lane++)
+                for (int i = 0; i < 4; i++)
+                    for (int h = 0; h < 2; h++) {
+                        uint32_t addr = sQ + a_fragment_ldmatrix_offset<BLOCK_M>(row0, 8 * i + lane / 4, kk) +
+                                        2 * (2 * (lane % 4) + h);
+                        uint16_t got;
+                        memcpy(&got, smem + addr, sizeof(got));
+                        int r, k;
+                        a_fragment_position(lane, i, h, &r, &k);
+                        q_bad += got != tag(0, row0 + r, 16 * kk + k);
+                    }
+    CHECK(q_bad == 0, "HS%d Q fragments: %d elements wrong", HS, q_bad);
     for (int st = 0; st < 3; st++) {
         snprintf(name, sizeof(name), "HS%d K stage %d", HS, st);
         check_k_major_tile<BLOCK_N>(name, sK + st * KV_BYTES, 1 + st, HS, 0, BLOCK_N);
@@ -263,18 +290,6 @@ static void check_dq_plan(uint32_t base) {
             }
     }
     test_end();
-}
-
-// Accumulator element i of a lane -> (row, col) in its warp's 16 rows; A-fragment register j,
-// half h -> (row, k) in a 16 x 16 k-step (wgmma.cuh, top comment).
-static void accumulator_position(int lane, int i, int* row, int* col) {
-    int e = i % 4;
-    *row = lane / 4 + 8 * (e >> 1);
-    *col = (i / 4) * 8 + 2 * (lane % 4) + (e & 1);
-}
-static void a_fragment_position(int lane, int j, int h, int* row, int* k) {
-    *row = lane / 4 + 8 * (j & 1);
-    *k = 2 * (lane % 4) + 8 * (j >> 1) + h;
 }
 
 // c_to_a(a, &s[8kk], &s[8kk + 4]) packs a[j] = (s[8kk + 2j], s[8kk + 2j + 1]): those accumulator
