@@ -161,12 +161,7 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
     // with both operands in shared memory, the 64 x 64 products of HS 64 would read 128 bytes
     // a clock, all that shared memory gives.
     uint32_t qa[HS / 16][4];
-    auto issue_scores = [&](int stage) {
-        #pragma unroll
-        for (int kk = 0; kk < HS / 16; kk++)
-            wgmma_rs<BLOCK_N, 0>(s, qa[kk], desc_k_major<BLOCK_N>(sK_addr + stage * KV_BYTES, 0, kk), kk > 0);
-        wgmma_commit();
-    };
+    auto issue_scores = [&](int stage) { wgmma_ra_bt<HS, BLOCK_N>(s, qa, sK_addr + stage * KV_BYTES); };
     auto issue_pv = [&](int stage) {
         #pragma unroll
         for (int kk = 0; kk < BLOCK_N / 16; kk++) wgmma_rs<HS>(o, p[kk], desc_mn_major<BLOCK_N>(sV_addr + stage * KV_BYTES, kk));
@@ -205,9 +200,7 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
 
     if (wg == 1) pass_turn();
     wait_block(0);
-    #pragma unroll
-    for (int kk = 0; kk < HS / 16; kk++)
-        ldmatrix_x4(qa[kk], reinterpret_cast<const bf16*>(sQ + a_fragment_ldmatrix_offset<BLOCK_M>(wg * 64 + warp * 16, lane, kk)));
+    load_a_fragments<BLOCK_M, HS>(qa, sQ, wg * 64);
     take_turn();
     wgmma_fence();
     issue_scores(0);
@@ -305,7 +298,7 @@ static void launch_forward_wgmma(AttentionShape s, bf16* out, float* lse, const 
 }
 
 void flash_attention_forward_wgmma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream) {
-    // HS 64: blocks of 64 keys and two thread blocks per SM (109 registers, 66 KiB of shared
+    // HS 64: blocks of 64 keys and two thread blocks per SM (122 registers, 66 KiB of shared
     // memory each), so one block's barrier and softmax hide behind the other's wgmma: 1.16-1.29x
     // the speed of 128-key blocks at one block per SM (bench/RESULTS.md); a producer warpgroup
     // does not fit there (two blocks of 384 threads leave 85 registers a thread); at one block

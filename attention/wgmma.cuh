@@ -147,6 +147,25 @@ __device__ __forceinline__ void wgmma_a_bt(float (&acc)[N / 2], uint32_t a_tile,
     wgmma_commit();
 }
 
+// The A fragments of the 64 x HS operand at rows row0.. of a swizzled tile of ROWS rows at
+// `tile`, one per k-step: warp w of the warpgroup loads rows row0 + 16w.. with ldmatrix.x4.
+template <int ROWS, int HS>
+__device__ __forceinline__ void load_a_fragments(uint32_t (&a)[HS / 16][4], const unsigned char* tile, int row0) {
+    int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    #pragma unroll
+    for (int kk = 0; kk < HS / 16; kk++)
+        ldmatrix_x4(a[kk], reinterpret_cast<const bf16*>(tile + a_fragment_ldmatrix_offset<ROWS>(row0 + 16 * warp, lane, kk)));
+}
+
+// acc (64 x N) = A B^T over the head dimension HS, one commit group; A in registers (the
+// fragments of load_a_fragments), B a whole K-major tile of N rows in shared memory.
+template <int HS, int N>
+__device__ __forceinline__ void wgmma_ra_bt(float (&acc)[N / 2], const uint32_t (&a)[HS / 16][4], uint32_t b_tile) {
+    #pragma unroll
+    for (int kk = 0; kk < HS / 16; kk++) wgmma_rs<N, 0>(acc, a[kk], desc_k_major<N>(b_tile, 0, kk), kk > 0);
+    wgmma_commit();
+}
+
 #undef WGMMA_D8
 #undef WGMMA_D32
 #undef WGMMA_D64

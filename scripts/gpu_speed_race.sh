@@ -4,12 +4,14 @@
 # trains d12 (GPT-2 124M) on random tokens of GPT-2's vocabulary at T = 1024 (B = 64),
 # T = 16384 (B = 4) and T = 65536 (B = 1), first with train_gpt (its --profile breakdown of one
 # step included), then with scripts/bench_torch_gpt2.py (torch.compile, SDPA) on the same shapes,
-# and prints tokens/s and peak memory side by side. Logs go to $OUT when set, else
-# build/speed-logs. About 5 minutes on an H200.
+# and prints tokens/s and peak memory side by side; nvidia-smi logs the SM clock, power and
+# throttle reasons meanwhile (gpu-clocks.csv). Logs go to $OUT when set, else build/speed-logs.
+# About 6 minutes on an H200.
 set -u
 LOGS=${OUT:-build/speed-logs}
 PYTHON=${PYTHON:-python3}
 SHAPES=${SHAPES:-"1024:64 16384:4 65536:1"}
+STEPS=${STEPS:-20}
 mkdir -p "$LOGS"
 start=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - start )) s"; }
@@ -19,18 +21,24 @@ make -j"$(nproc)" train_gpt > "$LOGS/build.log" 2>&1 || { tail -20 "$LOGS/build.
 shards=build/speed-race-data
 mkdir -p "$shards"
 "$PYTHON" scripts/random_tokens.py "$shards/random_000000.bin" $((2 * 65536 * 2 + 1))
+if command -v nvidia-smi > /dev/null; then
+    nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+        --format=csv -lms 200 > "$LOGS/gpu-clocks.csv" 2>&1 &
+    clocks_pid=$!
+    trap 'kill $clocks_pid 2> /dev/null' EXIT
+fi
 
 for shape in $SHAPES; do
     T=${shape%:*} B=${shape#*:}
     echo "== train_gpt T $T B $B ($(elapsed))"
-    ./train_gpt --model d12 --context "$T" -T "$T" -B "$B" --steps 10 --profile=5 \
+    ./train_gpt --model d12 --context "$T" -T "$T" -B "$B" --steps "$STEPS" --profile=5 \
         --train-data "$shards/random_*.bin" --val-data '' > "$LOGS/train_gpt-T$T.log" 2>&1 ||
         tail -3 "$LOGS/train_gpt-T$T.log"
 done
 for shape in $SHAPES; do
     T=${shape%:*} B=${shape#*:}
     echo "== torch T $T B $B ($(elapsed))"
-    "$PYTHON" scripts/bench_torch_gpt2.py -B "$B" -T "$T" --steps 10 --warmup 3 > "$LOGS/torch-T$T.log" 2>&1 ||
+    "$PYTHON" scripts/bench_torch_gpt2.py -B "$B" -T "$T" --steps "$STEPS" --warmup 3 > "$LOGS/torch-T$T.log" 2>&1 ||
         tail -3 "$LOGS/torch-T$T.log"
 done
 
