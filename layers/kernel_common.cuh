@@ -12,35 +12,28 @@ struct alignas(16) bf16x8 { bf16 v[8]; };
 static inline int aligned16(const void* p) { return (uintptr_t)p % 16 == 0; }
 
 // Reductions with a fixed order (xor butterfly): the same bits on every run, in every lane.
-__device__ inline float warp_reduce_sum(float v) {
-    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
-    return v;
-}
-__device__ inline float warp_reduce_max(float v) {
-    for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-    return v;
-}
-// Sum over the block (blockDim.x a multiple of 32); every thread gets the result.
-__device__ inline float block_reduce_sum(float v) {
-    __shared__ float warp_sums[32];
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    v = warp_reduce_sum(v);
-    __syncthreads();  // an earlier call may still be reading warp_sums
-    if (lane == 0) warp_sums[warp] = v;
-    __syncthreads();
-    return warp_reduce_sum(lane < blockDim.x / 32 ? warp_sums[lane] : 0.0f);
-}
+struct SumOp { __device__ float operator()(float a, float b) const { return a + b; } };
+struct MaxOp { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
 
-// Max over the block (blockDim.x a multiple of 32); every thread gets the result.
-__device__ inline float block_reduce_max(float v) {
-    __shared__ float warp_maxes[32];
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    v = warp_reduce_max(v);
-    __syncthreads();  // an earlier call may still be reading warp_maxes
-    if (lane == 0) warp_maxes[warp] = v;
-    __syncthreads();
-    return warp_reduce_max(lane < blockDim.x / 32 ? warp_maxes[lane] : -INFINITY);
+template <typename Op> __device__ inline float warp_reduce(float v, Op op) {
+    for (int offset = 16; offset > 0; offset >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    return v;
 }
+// Over the block (blockDim.x a multiple of 32); every thread gets the result. `none`: the value
+// that changes nothing (0 for a sum, -inf for a max), for the lanes past the block's warps.
+template <typename Op> __device__ inline float block_reduce(float v, Op op, float none) {
+    __shared__ float warp_results[32];
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    v = warp_reduce(v, op);
+    __syncthreads();  // an earlier call may still be reading warp_results
+    if (lane == 0) warp_results[warp] = v;
+    __syncthreads();
+    return warp_reduce(lane < blockDim.x / 32 ? warp_results[lane] : none, op);
+}
+__device__ inline float warp_reduce_sum(float v) { return warp_reduce(v, SumOp()); }
+__device__ inline float warp_reduce_max(float v) { return warp_reduce(v, MaxOp()); }
+__device__ inline float block_reduce_sum(float v) { return block_reduce(v, SumOp(), 0.0f); }
+__device__ inline float block_reduce_max(float v) { return block_reduce(v, MaxOp(), -INFINITY); }
 
 // Deterministic column sums of a row-major (rows, cols) matrix with row stride ld, in two passes
 // with fp32 accumulation in a fixed order. Block (x, y), 32 x 8 threads, sums the rows
