@@ -7,14 +7,13 @@
 // 128-byte swizzled shared memory (wgmma.cuh), copied there by TMA (tma.cuh), one thread issuing
 // each tile: K/V blocks in three stages, because V of block j-1 is still being read while block
 // j+1 loads. Per K/V block j a warpgroup issues S = Q K_j^T (Q from registers, K from shared
-// memory) and O += P_{j-1} V_{j-1} (P from registers) back to back, computes the softmax of S while the
-// second product runs, then rescales O: the exponentials overlap the tensor cores.
+// memory) and O += P_{j-1} V_{j-1} (P from registers) back to back, computes the softmax of S
+// while the second product runs, then rescales O: the exponentials overlap the tensor cores.
 #include <math.h>
 #include "attention/flash.h"
 #include "attention/wgmma.cuh"
 #include "attention/smem_tile.cuh"
 #include "attention/tma.cuh"
-
 
 // Masks S (one warpgroup's 64 rows x BLOCK_N keys, accumulator layout), updates the running max m
 // and this thread's share l of the running sum, and writes P = exp(scale * (S - m)) as bf16 A
