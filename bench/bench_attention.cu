@@ -8,8 +8,11 @@
 // FLOPs though it computes the masked half too. Time: cudaEvents around one call, 3 warm-up
 // calls, median of 10. Memory: the bytes of the buffers one layer's forward + backward needs
 // (qkv, out, dout, dqkv (B, T, 3, NH, HS) and the like, plus saved and scratch).
+// Usage: bench_attention [HS T [IMPL]]: every shape, or the one given, with every row or only
+// IMPL's (flash, flash-mma or naive; for a profiler, say).
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "attention/attention.h"
 #include "attention/flash.h"
 
@@ -149,7 +152,16 @@ static void bench(const Impl* impl, AttentionShape s) {
     free_buffers(&b);
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+    int only_hs = argc > 2 ? atoi(argv[1]) : 0, only_t = argc > 2 ? atoi(argv[2]) : 0;
+    const char* only_impl = argc > 3 ? argv[3] : NULL;
+    const Impl* impls[] = {&FLASH, &FLASH_MMA, &NAIVE};
+    int known_impl = !only_impl;
+    for (int i = 0; i < 3; i++) known_impl |= only_impl && !strcmp(only_impl, impls[i]->name);
+    if (argc == 2 || argc > 4 || (argc > 2 && ((only_hs != 64 && only_hs != 128) || only_t < 1)) || !known_impl) {
+        fprintf(stderr, "usage: bench_attention [HS T [IMPL]] (HS 64 or 128, T >= 1, IMPL flash, flash-mma or naive)\n");
+        return 2;
+    }
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         printf("bench_attention: skipped (no CUDA device)\n");
@@ -162,18 +174,21 @@ int main(void) {
            prop.name, TOKENS_PER_CALL, TOKENS_PER_CALL, wgmma ? "wgmma" : "mma.sync");
     printf("| HS | T | B×NH | impl | fwd ms | fwd TFLOP/s | bwd ms | bwd TFLOP/s | bwd det ms | bwd det TFLOP/s | memory GiB |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    int n_lens = only_t ? 1 : (int)(sizeof(SEQ_LENS) / sizeof(SEQ_LENS[0]));
     for (int hs = 64; hs <= 128; hs *= 2)
-        for (size_t i = 0; i < sizeof(SEQ_LENS) / sizeof(SEQ_LENS[0]); i++) {
+        for (int i = 0; i < n_lens; i++) {
+            if (only_hs && hs != only_hs) continue;
             AttentionShape s;
-            s.T = SEQ_LENS[i];
+            s.T = only_t ? only_t : SEQ_LENS[i];
             s.HS = hs;
             s.NH = 1024 / hs;
             s.B = s.T >= TOKENS_PER_CALL ? 1 : TOKENS_PER_CALL / s.T;
             s.causal = 1;
             s.scale = 1.0f / sqrtf((float)hs);
-            bench(&FLASH, s);
-            if (wgmma) bench(&FLASH_MMA, s);
-            bench(&NAIVE, s);  // last: scripts/gpu_attention.sh reads any row not named flash as naive
+            // naive last: scripts/gpu_attention.sh reads any row not named flash as naive
+            for (int k = 0; k < 3; k++)
+                if ((impls[k] != &FLASH_MMA || wgmma) && (!only_impl || !strcmp(only_impl, impls[k]->name)))
+                    bench(impls[k], s);
         }
     return 0;
 }

@@ -5,6 +5,7 @@ Backends FLASH_ATTENTION (FlashAttention-2) and CUDNN_ATTENTION, bf16, causal, q
 Head size 64 with NH = 16 and 128 with NH = 8; B = 16384 / T (B = 1 when T > 16K).
 FLOPs: forward 4 B NH T^2 HS, halved for causal; backward 2.5x the forward.
 Time: CUDA events around one call, 3 warm-up calls, median of 10. Prints a Markdown table.
+Usage: bench_sdpa.py [HS T]: every shape, or the one given (for a profiler, say).
 A benchmark only: the build and the tests never use it. Needs torch with CUDA.
 """
 import statistics
@@ -62,9 +63,12 @@ def main():
           f"bf16, causal, {TOKENS_PER_CALL} tokens per call (B = 1 when T > {TOKENS_PER_CALL})\n")
     print("| HS | T | B×NH | backend | fwd ms | fwd TFLOP/s | bwd ms | bwd TFLOP/s |")
     print("|---|---|---|---|---|---|---|---|")
+    only = [int(a) for a in sys.argv[1:3]] if len(sys.argv) == 3 else None
     for HS in (64, 128):
         NH = 1024 // HS
-        for T in SEQ_LENS:
+        for T in ([only[1]] if only else SEQ_LENS):
+            if only and HS != only[0]:
+                continue
             B = max(1, TOKENS_PER_CALL // T)
             fwd_flops = 4 * B * NH * T * T * HS * 0.5
             for name, backend in BACKENDS:
