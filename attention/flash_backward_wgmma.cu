@@ -106,11 +106,12 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
                     tma_load_4d(sdO + stage * Q_BYTES + panel * BLOCK_M * 128, &map_do, panel * 64, h, q0, b, &bar_full[stage]);
                 }
             }
-            // L and D by plain loads (rows of any length T are not aligned for TMA), zeros past
-            // T; the arrival (a release) makes the stores visible to whoever waits on full.
+            // L (in log2 units, as the exponentials take it) and D by plain loads (rows of any
+            // length T are not aligned for TMA), zeros past T; the arrival (a release) makes the
+            // stores visible to whoever waits on full.
             for (int j = lane; j < BLOCK_M; j += 32) {
                 bool valid = q0 + j < T;
-                sL[stage * BLOCK_M + j] = valid ? lse[(long long)bh * T + q0 + j] : 0.0f;
+                sL[stage * BLOCK_M + j] = valid ? lse[(long long)bh * T + q0 + j] * (float)M_LOG2E : 0.0f;
                 sD[stage * BLOCK_M + j] = valid ? delta[(long long)bh * T + q0 + j] : 0.0f;
             }
             mbarrier_arrive(&bar_full[stage]);
@@ -119,7 +120,8 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
     }
     warpgroup_claim_registers<240>();
 
-    int wg = threadIdx.x / 128 - 1, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, t = lane % 4;
+    int wg = warp_uniform(threadIdx.x / 128 - 1), warp = warp_uniform((threadIdx.x / 32) % 4);
+    int lane = threadIdx.x % 32, t = lane % 4;
     int wg_k0 = k0 + wg * 64;                          // first key of this warpgroup
     int key0 = wg_k0 + warp * 16 + lane / 4;           // this thread's keys: key0 and key0 + 8
     long long row_stride = 3LL * NH * HS;
@@ -145,6 +147,15 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
         wgmma_fence();
         wgmma_a_bt<HS, BLOCK_N, BLOCK_M>(st, sK_addr, wg * 64, sQ_addr);
         wgmma_a_bt<HS, BLOCK_N, BLOCK_M>(dpt, sV_addr, wg * 64, sdO_addr);
+        // L and D of this thread's columns (queries nt*8 + 2t, +1): HS 128 loads them before the
+        // waits below, so that the exponentials and dS^T do not wait for shared memory; HS 64
+        // has no registers for that (it would spill) and loads each pair where it is used.
+        constexpr bool EARLY = HS == 128;
+        auto load_pair = [&](const float* blk, int nt) { return *reinterpret_cast<const float2*>(blk + nt * 8 + 2 * t); };
+        float2 l2[BLOCK_M / 8], d2[BLOCK_M / 8];
+        #pragma unroll
+        for (int nt = 0; nt < BLOCK_M / 8; nt++)
+            if constexpr (EARLY) l2[nt] = load_pair(l_blk, nt);
 
         // P^T while dP^T is still running. Masked scores become -inf, so their P^T is 0: queries
         // past T, keys past T and (causal) keys after the query. Only blocks on the diagonal or at
@@ -170,13 +181,13 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
         }
         #pragma unroll
         for (int nt = 0; nt < BLOCK_M / 8; nt++) {
-            float2 lq = *reinterpret_cast<const float2*>(l_blk + nt * 8 + 2 * t);
+            const float2 l = EARLY ? l2[nt] : load_pair(l_blk, nt);
             #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                float l_log2 = ((e & 1) ? lq.y : lq.x) * (float)M_LOG2E;
-                st[4 * nt + e] = fast_exp2(fmaf(st[4 * nt + e], scale_log2, -l_log2));
-            }
+            for (int e = 0; e < 4; e++) st[4 * nt + e] = fast_exp2(fmaf(st[4 * nt + e], scale_log2, -((e & 1) ? l.y : l.x)));
         }
+        #pragma unroll
+        for (int nt = 0; nt < BLOCK_M / 8; nt++)
+            if constexpr (EARLY) d2[nt] = load_pair(d_blk, nt);
         // dS^T = P^T (dP^T - D) once dP^T is done. ptxas would place that wait as early as it may,
         // above the exponentials, which would then no longer run under dP^T; it keeps the wait
         // below memory operations, so this store (never read) of a value that needs all of P^T
@@ -189,9 +200,9 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
         pin_registers(dpt);
         #pragma unroll
         for (int nt = 0; nt < BLOCK_M / 8; nt++) {
-            float2 dq2 = *reinterpret_cast<const float2*>(d_blk + nt * 8 + 2 * t);
+            const float2 d = EARLY ? d2[nt] : load_pair(d_blk, nt);
             #pragma unroll
-            for (int e = 0; e < 4; e++) dpt[4 * nt + e] = st[4 * nt + e] * (dpt[4 * nt + e] - ((e & 1) ? dq2.y : dq2.x));
+            for (int e = 0; e < 4; e++) dpt[4 * nt + e] = st[4 * nt + e] * (dpt[4 * nt + e] - ((e & 1) ? d.y : d.x));
         }
         // dV += P^T dO and dK += dS^T Q (scale applied once at the end), P^T and dS^T packed into A
         // fragments, dO and Q as MN-major B operands (rows = queries = the k of these products).
@@ -366,7 +377,8 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
     uint32_t* sched_anchor = reinterpret_cast<uint32_t*>(sV + 2 * KV_BYTES);   // (NTHREADS), see the loop
     __shared__ uint64_t bar_q, bar_kv[2];                      // TMA arrivals: Q and dO; K/V block j in j % 2
 
-    int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, t = lane % 4;
+    int wg = warp_uniform(threadIdx.x / 128), warp = warp_uniform((threadIdx.x / 32) % 4);
+    int lane = threadIdx.x % 32, t = lane % 4;
     // Causal work grows with the query index: the last Q blocks are issued first.
     int q_block = n_q_blocks - 1 - blockIdx.x / BH;
     int bh = blockIdx.x % BH, b = bh / NH, h = bh % NH;

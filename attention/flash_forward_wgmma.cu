@@ -142,7 +142,8 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
         load_kv_block(0);
     }
 
-    int wg = (threadIdx.x - FIRST) / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    int wg = warp_uniform((threadIdx.x - FIRST) / 128), warp = warp_uniform((threadIdx.x / 32) % 4);
+    int lane = threadIdx.x % 32;
     int wg_q0 = q0 + wg * 64;                           // first query row of this warpgroup
     int row0 = wg_q0 + warp * 16 + lane / 4;            // this thread's rows: row0 and row0 + 8
 

@@ -55,18 +55,25 @@ __host__ __device__ __forceinline__ uint64_t smem_desc(uint32_t start, uint32_t 
            (uint64_t)((sbo_bytes & 0x3FFFF) >> 4) << 32 | 1ull << 62;
 }
 
+// The descriptor `bytes` further into shared memory: an add to the start address field, which
+// never carries into the fields above it (shared memory is below 256 KiB). Every k-step of a
+// tile is its tile's descriptor plus a constant, so a product's descriptors cost an add each.
+__host__ __device__ __forceinline__ uint64_t desc_add(uint64_t desc, uint32_t bytes) {
+    return (desc >> 32) << 32 | (uint32_t)((uint32_t)desc + (bytes >> 4));
+}
+
 // K-major operand of k-step kk (16 elements of k) from the swizzled tile at shared address
 // `tile` with ROWS rows, starting at row start_row (a multiple of 8).
 template <int ROWS>
 __host__ __device__ __forceinline__ uint64_t desc_k_major(uint32_t tile, int start_row, int kk) {
-    return smem_desc(tile + (kk / 4) * ROWS * 128 + start_row * 128 + (kk % 4) * 32, 16, 1024);
+    return desc_add(smem_desc(tile, 16, 1024), (kk / 4) * ROWS * 128 + start_row * 128 + (kk % 4) * 32);
 }
 
 // MN-major operand of k-step kk (rows 16kk..16kk+15) from the swizzled tile at shared address
 // `tile` with ROWS rows.
 template <int ROWS>
 __host__ __device__ __forceinline__ uint64_t desc_mn_major(uint32_t tile, int kk) {
-    return smem_desc(tile + kk * 16 * 128, ROWS * 128, 1024);
+    return desc_add(smem_desc(tile, ROWS * 128, 1024), kk * 16 * 128);
 }
 
 // Orders the warpgroup's earlier accesses to accumulator and A-fragment registers before the
@@ -181,6 +188,11 @@ template <int n> __device__ __forceinline__ void warpgroup_release_registers() {
 template <int n> __device__ __forceinline__ void warpgroup_claim_registers() {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(n));
 }
+
+// v as the compiler sees a value that is the same in every lane of the warp (lane 0's): warpgroup
+// and warp indices derived from threadIdx.x, so that what is computed from them, the descriptors
+// above, stays in the warp's uniform registers instead of being moved there before each wgmma.
+__device__ __forceinline__ int warp_uniform(int v) { return __shfl_sync(0xffffffffu, v, 0); }
 
 // A barrier among `threads` threads (whole warps) of the block, named by id 1..15 (0 is
 // __syncthreads), so that some warps can meet while others go on.
