@@ -28,6 +28,7 @@
 #include "attention/wgmma.cuh"
 #include "attention/smem_tile.cuh"
 #include "attention/tma.cuh"
+#include "attention/grid_order.cuh"
 
 // BLOCK_M x HS = 8192 for both head sizes, so the dQ tile of a Q block splits into two 64 x 64
 // pieces, one per consumer warpgroup: for HS 64 the two halves of the queries, for HS 128 the
@@ -43,8 +44,8 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
                             const __grid_constant__ CUtensorMap map_q,       // qkv, boxes of BLOCK_M rows
                             const __grid_constant__ CUtensorMap map_do,      // dout, boxes of BLOCK_M rows
                             const __grid_constant__ CUtensorMap map_dq,      // dq_accum, boxes of 32 x 16
-                            bf16* dqkv, const float* lse, const float* delta, int T, int NH, int BH, int causal,
-                            float scale) {
+                            bf16* dqkv, const float* lse, const float* delta, int T, int NH, int BH, int head_group,
+                            int causal, float scale) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
     constexpr int BLOCK_N = 128, BLOCK_M = 8192 / HS, CONSUMERS = 256;
     constexpr int KV_BYTES = BLOCK_N * HS * (int)sizeof(bf16), Q_BYTES = BLOCK_M * HS * (int)sizeof(bf16);
@@ -63,9 +64,11 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
     uint32_t* sched_anchor = reinterpret_cast<uint32_t*>(sD + 2 * BLOCK_M);   // (256), see the loop
     __shared__ uint64_t bar_kv, bar_full[2], bar_empty[2];
 
-    // Causal work shrinks with the key index: the first K/V blocks are issued first.
-    int kv_block = blockIdx.x / BH;
-    int bh = blockIdx.x % BH, b = bh / NH, h = bh % NH;
+    // Causal work shrinks with the key index: the first K/V blocks are issued first; heads in
+    // groups (grid_order.cuh).
+    GridTile tile = grid_tile(blockIdx.x, (int)ceil_div(T, BLOCK_N), BH, head_group);
+    int kv_block = tile.rank;
+    int bh = tile.bh, b = bh / NH, h = bh % NH;
     int k0 = kv_block * BLOCK_N;
     // Causal: Q blocks entirely before this K/V block never see it.
     int first_q_block = causal ? k0 / BLOCK_M : 0;
@@ -340,8 +343,10 @@ static void launch_backward_wgmma(AttentionShape s, bf16* dqkv, float* dq_accum,
     if (ATOMIC_DQ) make_dq_accum_tensor_map(&map_dq, dq_accum, s, 16);
     else memset(&map_dq, 0, sizeof(map_dq));
     int BH = s.B * s.NH, n_kv_blocks = (int)ceil_div(s.T, BLOCK_N);
+    // What a head's blocks stream: Q and dO, L and D, and the fp32 dQ they add to.
+    size_t head_bytes = (size_t)s.T * (2 * HS * sizeof(bf16) + 2 * sizeof(float) + (ATOMIC_DQ ? HS * sizeof(float) : 0));
     kernel<<<n_kv_blocks * BH, 384, smem, stream>>>(map_kv, map_q, map_do, map_dq, dqkv, lse, delta, s.T, s.NH, BH,
-                                                    s.causal, s.scale);
+                                                    grid_head_group(head_bytes, BH, n_kv_blocks, 1), s.causal, s.scale);
     cudaCheckLaunch();
 }
 
@@ -363,7 +368,7 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
                                const __grid_constant__ CUtensorMap map_kv,   // qkv, boxes of BLOCK_N rows
                                const __grid_constant__ CUtensorMap map_do,   // dout, boxes of BLOCK_M rows
                                bf16* dqkv, const float* lse, const float* delta,
-                               int T, int NH, int BH, int n_q_blocks, int causal, float scale) {
+                               int T, int NH, int BH, int n_q_blocks, int head_group, int causal, float scale) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
     constexpr int NTHREADS = 256, BLOCK_M = 128;
     constexpr int KV_BYTES = BLOCK_N * HS * (int)sizeof(bf16), Q_BYTES = BLOCK_M * HS * (int)sizeof(bf16);
@@ -379,9 +384,11 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
 
     int wg = warp_uniform(threadIdx.x / 128), warp = warp_uniform((threadIdx.x / 32) % 4);
     int lane = threadIdx.x % 32, t = lane % 4;
-    // Causal work grows with the query index: the last Q blocks are issued first.
-    int q_block = n_q_blocks - 1 - blockIdx.x / BH;
-    int bh = blockIdx.x % BH, b = bh / NH, h = bh % NH;
+    // Causal work grows with the query index: the last Q blocks are issued first; heads in
+    // groups (grid_order.cuh).
+    GridTile tile = grid_tile(blockIdx.x, n_q_blocks, BH, head_group);
+    int q_block = n_q_blocks - 1 - tile.rank;
+    int bh = tile.bh, b = bh / NH, h = bh % NH;
     int q0 = q_block * BLOCK_M;
     int wg_q0 = q0 + wg * 64;                           // first query of this warpgroup
     int row0 = wg_q0 + warp * 16 + lane / 4;            // this thread's queries: row0 and row0 + 8
@@ -529,8 +536,10 @@ static void launch_dq_wgmma(AttentionShape s, bf16* dqkv, const bf16* dout, cons
     make_qkv_tensor_map(&map_kv, qkv, s, BLOCK_N);
     make_bthd_tensor_map(&map_do, dout, s, BLOCK_M);
     int BH = s.B * s.NH, n_q_blocks = (int)ceil_div(s.T, BLOCK_M);
+    // Heads in groups by what a head's blocks stream: its K and V.
+    int head_group = grid_head_group(2 * (size_t)s.T * HS * sizeof(bf16), BH, n_q_blocks, MIN_BLOCKS);
     kernel<<<n_q_blocks * BH, 256, smem, stream>>>(map_q, map_kv, map_do, dqkv, lse, delta, s.T, s.NH, BH, n_q_blocks,
-                                                   s.causal, s.scale);
+                                                   head_group, s.causal, s.scale);
     cudaCheckLaunch();
 }
 

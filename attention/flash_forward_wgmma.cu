@@ -14,6 +14,7 @@
 #include "attention/wgmma.cuh"
 #include "attention/smem_tile.cuh"
 #include "attention/tma.cuh"
+#include "attention/grid_order.cuh"
 
 // Masks S (one warpgroup's 64 rows x BLOCK_N keys, accumulator layout), updates the running max m
 // and this thread's share l of the running sum, and writes P = exp(scale * (S - m)) as bf16 A
@@ -72,7 +73,8 @@ template <int HS, int BLOCK_N, int MIN_BLOCKS, bool PRODUCER>
 __global__ void __launch_bounds__(PRODUCER ? 384 : 256, MIN_BLOCKS)
 flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv, boxes of BLOCK_M rows
                            const __grid_constant__ CUtensorMap map_kv,   // qkv, boxes of BLOCK_N rows
-                           bf16* out, float* lse, int T, int NH, int BH, int n_q_blocks, int causal, float scale) {
+                           bf16* out, float* lse, int T, int NH, int BH, int n_q_blocks, int head_group, int causal,
+                           float scale) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
     // CONSUMERS threads do the math, from thread FIRST on.
     constexpr int CONSUMERS = 256, FIRST = PRODUCER ? 128 : 0, BLOCK_M = 128;
@@ -90,9 +92,10 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
     __shared__ uint64_t bar_q, bar_full[3], bar_empty[3];   // TMA arrivals; empty: with PRODUCER only
 
     // Causal work grows with the row index: the last Q blocks are issued first so the short ones
-    // fill in the tail of the grid.
-    int q_block = n_q_blocks - 1 - blockIdx.x / BH;
-    int bh = blockIdx.x % BH, b = bh / NH, h = bh % NH;
+    // fill in the tail of the grid; heads in groups (grid_order.cuh).
+    GridTile tile = grid_tile(blockIdx.x, n_q_blocks, BH, head_group);
+    int q_block = n_q_blocks - 1 - tile.rank;
+    int bh = tile.bh, b = bh / NH, h = bh % NH;
     int q0 = q_block * BLOCK_M;
     // Causal: K/V blocks entirely above the diagonal of this Q block are never touched.
     int n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N);
@@ -293,7 +296,10 @@ static void launch_forward_wgmma(AttentionShape s, bf16* out, float* lse, const 
     make_qkv_tensor_map(&map_q, qkv, s, BLOCK_M);
     make_qkv_tensor_map(&map_kv, qkv, s, BLOCK_N);
     int BH = s.B * s.NH, n_q_blocks = (int)ceil_div(s.T, BLOCK_M);
-    kernel<<<n_q_blocks * BH, PRODUCER ? 384 : 256, smem, stream>>>(map_q, map_kv, out, lse, s.T, s.NH, BH, n_q_blocks, s.causal, s.scale);
+    // Heads in groups by what a head's blocks stream: its K and V.
+    int head_group = grid_head_group(2 * (size_t)s.T * HS * sizeof(bf16), BH, n_q_blocks, MIN_BLOCKS);
+    kernel<<<n_q_blocks * BH, PRODUCER ? 384 : 256, smem, stream>>>(map_q, map_kv, out, lse, s.T, s.NH, BH, n_q_blocks,
+                                                                    head_group, s.causal, s.scale);
     cudaCheckLaunch();
 }
 

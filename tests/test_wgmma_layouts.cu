@@ -10,11 +10,12 @@
 // kernel issues is decoded and the operand it names is read back and compared with the logical
 // tile. What the hardware does with a right descriptor is the GPU tests' business.
 // Also: the lanes' ldmatrix addresses of the forward's Q fragments (a_fragment_ldmatrix_offset),
-// the accumulator -> A-fragment repacking (c_to_a) against the documented fragment layouts, and
-// that a wrong LBO or SBO is caught.
+// the accumulator -> A-fragment repacking (c_to_a) against the documented fragment layouts, that
+// a wrong LBO or SBO is caught, and the grid order of the kernels' thread blocks (grid_tile).
 #include <stdint.h>
 #include <string.h>
 #include "attention/wgmma.cuh"
+#include "attention/grid_order.cuh"
 #include "tests/test.h"
 
 static unsigned char smem[1 << 18];  // bytes; more than any kernel's plan
@@ -331,6 +332,30 @@ static void test_wrong_strides_caught(void) {
     test_end();
 }
 
+// grid_tile hands every (rank, head) of the grid to exactly one thread block, and within a group
+// of heads the ranks come in order (the longest tiles first), also when the last group is short.
+static void test_grid_order(void) {
+    test_begin("wgmma grid order: every tile once, groups of heads in rank order");
+    const int shapes[][3] = {{8, 16, 1}, {8, 16, 3}, {8, 16, 16}, {5, 7, 3}, {1, 5, 2}, {256, 12, 4}};
+    static unsigned char seen[256 * 16];
+    for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+        int n_ranks = shapes[k][0], BH = shapes[k][1], group = shapes[k][2];
+        memset(seen, 0, sizeof(seen));
+        int bad = 0, last_group = -1, last_rank = 0;
+        for (int block = 0; block < n_ranks * BH; block++) {
+            GridTile t = grid_tile(block, n_ranks, BH, group);
+            if (t.rank < 0 || t.rank >= n_ranks || t.bh < 0 || t.bh >= BH || seen[t.rank * BH + t.bh]++) bad++;
+            int g = t.bh / group;
+            if (g == last_group && t.rank < last_rank) bad++;
+            if (g < last_group) bad++;
+            last_group = g;
+            last_rank = t.rank;
+        }
+        CHECK(bad == 0, "%d ranks x %d heads in groups of %d: %d blocks wrong", n_ranks, BH, group, bad);
+    }
+    test_end();
+}
+
 int main(void) {
     // The configurations the launchers are instantiated with, at a base that is 1024-aligned
     // but not 0, as the kernel's own alignment of dynamic shared memory gives.
@@ -343,5 +368,6 @@ int main(void) {
     check_dq_plan<128, 64>(0x800);
     test_repacking();
     test_wrong_strides_caught();
+    test_grid_order();
     return test_exit_code();
 }
