@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(384, 1)
 flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // qkv, boxes of BLOCK_N rows
                             const __grid_constant__ CUtensorMap map_q,       // qkv, boxes of BLOCK_M rows
                             const __grid_constant__ CUtensorMap map_do,      // dout, boxes of BLOCK_M rows
-                            const __grid_constant__ CUtensorMap map_dq,      // dq_accum, boxes of 32 x 16
+                            const __grid_constant__ CUtensorMap map_dq,      // dq_accum, boxes of 16 rows x 64 columns
                             bf16* dqkv, const float* lse, const float* delta, int T, int NH, int BH, int head_group,
                             int causal, float scale) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
@@ -134,6 +134,19 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
     for (int i = 0; i < HS / 2; i++) dk[i] = dv[i] = 0.0f;
     const float scale_log2 = scale * (float)M_LOG2E;
     const uint32_t sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
+    // ATOMIC_DQ: this warpgroup's dQ piece of a Q block is queries 64*dq_qh.., dimensions
+    // 64*dq_dh.. of it; the warp stages its 16 rows in sdQ_warp, and one lane adds them to
+    // dq_accum with a bulk reduction once the stores are visible to the async proxy.
+    const int dq_qh = HS == 64 ? wg : 0, dq_dh = HS == 64 ? 0 : wg;
+    unsigned char* sdQ_warp = sdQ + wg * DQ_BYTES + warp * 16 * 64 * (int)sizeof(float);
+    auto reduce_dq_piece = [&](int q_start) {
+        fence_proxy_async_shared();
+        __syncwarp();
+        if (lane == 0) {
+            tma_reduce_add_4d(&map_dq, 0, q_start + dq_qh * 64 + warp * 16, dq_dh * 2, bh, sdQ_warp);
+            bulk_commit();
+        }
+    };
     mbarrier_wait(&bar_kv, 0);
 
     for (int i = first_q_block; i < n_q_blocks; i++) {
@@ -150,6 +163,9 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
         wgmma_fence();
         wgmma_a_bt<HS, BLOCK_N, BLOCK_M>(st, sK_addr, wg * 64, sQ_addr);
         wgmma_a_bt<HS, BLOCK_N, BLOCK_M>(dpt, sV_addr, wg * 64, sdO_addr);
+        // The previous block's dQ piece goes out while these run: its fence waits for the
+        // stores, off the path from one block's dQ product to the next block's products.
+        if (ATOMIC_DQ && n > 0) reduce_dq_piece(q0 - BLOCK_M);
         // L and D of this thread's columns (queries nt*8 + 2t, +1): HS 128 loads them before the
         // waits below, so that the exponentials and dS^T do not wait for shared memory; HS 64
         // has no registers for that (it would spill) and loads each pair where it is used.
@@ -241,8 +257,6 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
 
             // dQ piece (64 x 64) = dS[queries of the piece, all 128 keys] K[all keys, dims of the
             // piece]: A from the dS^T tile, B from the K tile, both MN-major (one 64-wide panel each).
-            // This warpgroup's piece: queries 64*dq_qh.., dimensions 64*dq_dh.. of the Q block.
-            const int dq_qh = HS == 64 ? wg : 0, dq_dh = HS == 64 ? 0 : wg;
             const uint32_t sdS_addr = smem_addr(sdS_blk);
             float dq[32];
             wgmma_fence();
@@ -259,30 +273,20 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
             pin_registers(dsa);
             mbarrier_arrive(&bar_empty[stage]);   // this thread is done with the stage
 
-            // The warp's 16 rows of the piece into its part of sdQ (once the reduction of the last
-            // block has read them), two panels of 32 columns in the 128-byte swizzle the tensor
-            // map expects; then one lane adds them to dq_accum with two bulk reductions.
+            // The warp's 16 rows of the piece into sdQ_warp (once the reduction of the last block
+            // has read them), as the tensor map's box: two panels of 32 columns in the 128-byte
+            // swizzle; reduce_dq_piece sends them in the next block (or after the loop).
             // d[4n + e] is row 16*warp + g + 8*(e>>1), column 8n + 2t + (e&1) of the piece.
-            unsigned char* sdQ_wg = sdQ + wg * DQ_BYTES;
             if (lane == 0) bulk_wait_read<0>();
             __syncwarp();
             #pragma unroll
             for (int nn = 0; nn < 8; nn++)
                 #pragma unroll
                 for (int half = 0; half < 2; half++) {
-                    int row = warp * 16 + lane / 4 + 8 * half, col = (8 * nn) % 32 + 2 * t;
-                    uint32_t offset = (nn / 4) * 64 * 128 + row * 128 + ((((col / 4) ^ (row % 8))) << 4) + (col % 4) * 4;
-                    *reinterpret_cast<float2*>(sdQ_wg + offset) = make_float2(dq[4 * nn + 2 * half], dq[4 * nn + 2 * half + 1]);
+                    int row = lane / 4 + 8 * half, col = (8 * nn) % 32 + 2 * t;
+                    int offset = (nn / 4) * 16 * 128 + row * 128 + (((col / 4) ^ (row % 8)) << 4) + (col % 4) * 4;
+                    *reinterpret_cast<float2*>(sdQ_warp + offset) = make_float2(dq[4 * nn + 2 * half], dq[4 * nn + 2 * half + 1]);
                 }
-            fence_proxy_async_shared();
-            __syncwarp();
-            if (lane == 0) {
-                #pragma unroll
-                for (int panel = 0; panel < 2; panel++)
-                    tma_reduce_add_3d(&map_dq, dq_dh * 64 + panel * 32, q0 + dq_qh * 64 + warp * 16, bh,
-                                      sdQ_wg + panel * 64 * 128 + warp * 16 * 128);
-                bulk_commit();
-            }
         } else {
             // dV and dK done: the stage goes back to the producer.
             wgmma_wait<0>();
@@ -293,7 +297,10 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
             mbarrier_arrive(&bar_empty[stage]);
         }
     }
-    if (ATOMIC_DQ && lane == 0) bulk_wait<0>();   // the last reduction has landed
+    if (ATOMIC_DQ) {
+        reduce_dq_piece((n_q_blocks - 1) * BLOCK_M);   // the last block's piece (there is at least one block)
+        if (lane == 0) bulk_wait<0>();                 // every reduction has landed
+    }
 
     // dK (times scale) and dV as bf16 through this warpgroup's rows of sK and sV (every wgmma
     // reading them is done after this barrier), then whole 16-byte row pieces to dqkv.

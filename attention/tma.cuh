@@ -71,13 +71,15 @@ static inline void make_bthd_tensor_map(CUtensorMap* map, const bf16* x, Attenti
     make_tensor_map(map, x, 4, dims, strides, 2, rows);
 }
 
-// The fp32 dQ accumulator (B, NH, T, HS) as the 3-D tensor (HS, T, B*NH); a box is 32 columns
-// (one 128-byte swizzled panel) by `rows` rows of one head. Reductions into it skip rows past T.
+// The fp32 dQ accumulator (B, NH, T, HS) as the 4-D tensor (32, T, HS/32, B*NH): dimension 0 is
+// 32 consecutive columns (one 128-byte swizzled panel), dimension 2 which panel (strides out of
+// order are fine for TMA). A box, (32, rows, 2, 1), is 64 columns of `rows` rows of one head,
+// laid out in shared memory as two panels of (rows, 32) floats. Rows past T are skipped.
 static inline void make_dq_accum_tensor_map(CUtensorMap* map, const float* dq_accum, AttentionShape s, int rows) {
-    uint64_t dims[3] = {(uint64_t)s.HS, (uint64_t)s.T, (uint64_t)s.B * s.NH};
-    uint64_t strides[2] = {4ull * s.HS, 4ull * s.HS * s.T};
-    uint32_t box[3] = {32, (uint32_t)rows, 1};
-    encode_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, dq_accum, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+    uint64_t dims[4] = {32, (uint64_t)s.T, (uint64_t)s.HS / 32, (uint64_t)s.B * s.NH};
+    uint64_t strides[3] = {4ull * s.HS, 128, 4ull * s.HS * s.T};
+    uint32_t box[4] = {32, (uint32_t)rows, 2, 1};
+    encode_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, dq_accum, 4, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 // mbarrier: init by one thread, then fence_barrier_init and a __syncthreads before any use.
@@ -123,13 +125,13 @@ __device__ __forceinline__ void tma_load_5d(void* dst, const CUtensorMap* map, i
                     "r"(smem_addr(bar)) : "memory");
 }
 
-// Adds the tile at src (shared memory, laid out as the box) into the box at (c0, c1, c2) of the
-// tensor, element by element and atomically; writes outside the tensor are dropped. The
+// Adds the tile at src (shared memory, laid out as the box) into the box at (c0, c1, c2, c3) of
+// the tensor, element by element and atomically; writes outside the tensor are dropped. The
 // thread's earlier shared-memory stores must be fenced for the async proxy
 // (fence_proxy_async_shared) by every thread that wrote src. Committed as one bulk group.
-__device__ __forceinline__ void tma_reduce_add_3d(const CUtensorMap* map, int c0, int c1, int c2, const void* src) {
-    asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n"
-                 :: "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(src)) : "memory");
+__device__ __forceinline__ void tma_reduce_add_4d(const CUtensorMap* map, int c0, int c1, int c2, int c3, const void* src) {
+    asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3, %4}], [%5];\n"
+                 :: "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(src)) : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // Waits until at most n of this thread's bulk groups still read their shared-memory source.
