@@ -17,10 +17,10 @@
 #include "attention/grid_order.cuh"
 
 // Masks S (one warpgroup's 64 rows x BLOCK_N keys, accumulator layout), updates the running max m
-// and this thread's share l of the running sum, and writes P = exp(scale * (S - m)) as bf16 A
-// fragments. alpha: the factor that takes sums and outputs of the old max to the new one.
+// and this thread's share l of the running sum, and overwrites S with P = exp(scale * (S - m)).
+// alpha: the factor that takes sums and outputs of the old max to the new one.
 template <int BLOCK_N>
-__device__ __forceinline__ void online_softmax(float (&s)[BLOCK_N / 2], uint32_t (&p)[BLOCK_N / 16][4], float (&m)[2],
+__device__ __forceinline__ void online_softmax(float (&s)[BLOCK_N / 2], float (&m)[2],
                                                float (&l)[2], float (&alpha)[2], int row0, int kv0, int T,
                                                int causal, bool masked, float scale_log2) {
     int t = threadIdx.x % 4;
@@ -55,8 +55,6 @@ __device__ __forceinline__ void online_softmax(float (&s)[BLOCK_N / 2], uint32_t
             }
         l[half] = l[half] * alpha[half] + sum;
     }
-    #pragma unroll
-    for (int kk = 0; kk < BLOCK_N / 16; kk++) c_to_a(p[kk], &s[8 * kk], &s[8 * kk + 4]);
 }
 
 // Two layouts of the thread block, both with two consumer warpgroups of 64 query rows each:
@@ -210,7 +208,9 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
     pass_turn();
     wgmma_wait<0>();
     pin_registers(s);
-    online_softmax<BLOCK_N>(s, p, m, l, alpha, row0, 0, T, causal, needs_mask(0), scale_log2);  // o is 0: alpha unused
+    online_softmax<BLOCK_N>(s, m, l, alpha, row0, 0, T, causal, needs_mask(0), scale_log2);  // o is 0: alpha unused
+    #pragma unroll
+    for (int kk = 0; kk < BLOCK_N / 16; kk++) c_to_a(p[kk], &s[8 * kk], &s[8 * kk + 4]);
 
     for (int j = 1; j < n_kv_blocks; j++) {
         int kv0 = j * BLOCK_N;
@@ -222,12 +222,11 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
         pass_turn();
         wgmma_wait<1>();  // S done; O += P V may still run
         pin_registers(s);
-        uint32_t p_next[BLOCK_N / 16][4];
-        online_softmax<BLOCK_N>(s, p_next, m, l, alpha, row0, kv0, T, causal, needs_mask(kv0), scale_log2);
+        online_softmax<BLOCK_N>(s, m, l, alpha, row0, kv0, T, causal, needs_mask(kv0), scale_log2);
         // ptxas places wgmma.wait_group as early as it may, which would put the softmax after
         // the wait, serialised with O += P V; it keeps the wait after memory operations, so this
         // store of the new row sums (never read) holds it below the softmax.
-        pin_registers(p_next);
+        pin_registers(s);
         asm volatile("st.shared.f32 [%0], %1;\n" :: "r"(smem_addr(sched_anchor) + (threadIdx.x - FIRST) * 4), "f"(l[0] + l[1]) : "memory");
         wgmma_wait<0>();
         pin_registers(o);
@@ -235,10 +234,10 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
         if constexpr (PRODUCER) mbarrier_arrive(&bar_empty[(j - 1) % 3]);   // K, V of block j-1 no longer read
         #pragma unroll
         for (int i = 0; i < HS / 2; i++) o[i] *= alpha[(i >> 1) & 1];
+        // P of this block as bf16 A fragments, into the registers O += P V has just released:
+        // packed here rather than before the wait, which would need a second set and a copy.
         #pragma unroll
-        for (int kk = 0; kk < BLOCK_N / 16; kk++)
-            #pragma unroll
-            for (int r = 0; r < 4; r++) p[kk][r] = p_next[kk][r];
+        for (int kk = 0; kk < BLOCK_N / 16; kk++) c_to_a(p[kk], &s[8 * kk], &s[8 * kk + 4]);
     }
     take_turn();
     wgmma_fence();
