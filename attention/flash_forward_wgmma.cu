@@ -16,9 +16,16 @@
 #include "attention/tma.cuh"
 #include "attention/grid_order.cuh"
 
+// The running max of a row moves only when the block's max exceeds it by more than this many
+// powers of 2 (scale * (S - m) in log2 units). Until then P = exp(scale * (S - m)) may reach
+// 2^8, harmless in bf16 and fp32, and alpha stays exactly 1, so that O need not be rescaled:
+// HS/2 multiplications a thread per block that after the first blocks rarely change anything.
+#define RESCALE_THRESHOLD_LOG2 8.0f
+
 // Masks S (one warpgroup's 64 rows x BLOCK_N keys, accumulator layout), updates the running max m
-// and this thread's share l of the running sum, and overwrites S with P = exp(scale * (S - m)).
-// alpha: the factor that takes sums and outputs of the old max to the new one.
+// (lazily, see above) and this thread's share l of the running sum, and overwrites S with
+// P = exp(scale * (S - m)). alpha: the factor that takes sums and outputs of the old max to the
+// new one, 1 where the max has not moved.
 template <int BLOCK_N>
 __device__ __forceinline__ void online_softmax(float (&s)[BLOCK_N / 2], float (&m)[2],
                                                float (&l)[2], float (&alpha)[2], int row0, int kv0, int T,
@@ -42,6 +49,7 @@ __device__ __forceinline__ void online_softmax(float (&s)[BLOCK_N / 2], float (&
         // the 4 threads of a quad share a row
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        if ((mx - m[half]) * scale_log2 <= RESCALE_THRESHOLD_LOG2) mx = m[half];
         alpha[half] = fast_exp2((m[half] - mx) * scale_log2);
         m[half] = mx;
         float neg_mx = -mx * scale_log2, sum = 0.0f;
@@ -232,8 +240,10 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
         pin_registers(o);
         pin_registers(p);
         if constexpr (PRODUCER) mbarrier_arrive(&bar_empty[(j - 1) % 3]);   // K, V of block j-1 no longer read
-        #pragma unroll
-        for (int i = 0; i < HS / 2; i++) o[i] *= alpha[(i >> 1) & 1];
+        if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {   // a max moved in this warp
+            #pragma unroll
+            for (int i = 0; i < HS / 2; i++) o[i] *= alpha[(i >> 1) & 1];
+        }
         // P of this block as bf16 A fragments, into the registers O += P V has just released:
         // packed here rather than before the wait, which would need a second set and a copy.
         #pragma unroll
