@@ -9,6 +9,7 @@
 // j+1 loads. Per K/V block j a warpgroup issues S = Q K_j^T (Q from registers, K from shared
 // memory) and O += P_{j-1} V_{j-1} (P from registers) back to back, computes the softmax of S
 // while the second product runs, then rescales O: the exponentials overlap the tensor cores.
+#include <limits.h>
 #include <math.h>
 #include "attention/flash.h"
 #include "attention/wgmma.cuh"
@@ -204,8 +205,10 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
             else named_barrier_arrive(2, CONSUMERS);
         }
     };
-    // Only the last block (T not a multiple of BLOCK_N) and blocks on the diagonal need masks.
-    auto needs_mask = [&](int kv0) { return kv0 + BLOCK_N > T || (causal && kv0 + BLOCK_N - 1 > wg_q0); };
+    // Only the blocks from mask_from on need masks: the last one when T is not a multiple of
+    // BLOCK_N (it holds key T) and, causal, those from the one holding the warpgroup's first
+    // query (wg_q0 is a multiple of 64). One comparison a block instead of the whole condition.
+    const int mask_from = min(T / BLOCK_N, causal ? wg_q0 / BLOCK_N : INT_MAX);
 
     if (wg == 1) pass_turn();
     wait_block(0);
@@ -216,7 +219,7 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
     pass_turn();
     wgmma_wait<0>();
     pin_registers(s);
-    online_softmax<BLOCK_N>(s, m, l, alpha, row0, 0, T, causal, needs_mask(0), scale_log2);  // o is 0: alpha unused
+    online_softmax<BLOCK_N>(s, m, l, alpha, row0, 0, T, causal, mask_from == 0, scale_log2);  // o is 0: alpha unused
     #pragma unroll
     for (int kk = 0; kk < BLOCK_N / 16; kk++) c_to_a(p[kk], &s[8 * kk], &s[8 * kk + 4]);
 
@@ -230,7 +233,7 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
         pass_turn();
         wgmma_wait<1>();  // S done; O += P V may still run
         pin_registers(s);
-        online_softmax<BLOCK_N>(s, m, l, alpha, row0, kv0, T, causal, needs_mask(kv0), scale_log2);
+        online_softmax<BLOCK_N>(s, m, l, alpha, row0, kv0, T, causal, j >= mask_from, scale_log2);
         // ptxas places wgmma.wait_group as early as it may, which would put the softmax after
         // the wait, serialised with O += P V; it keeps the wait after memory operations, so this
         // store of the new row sums (never read) holds it below the softmax.
