@@ -5,14 +5,20 @@
 # weights, fused AdamW and gradient clipping, on random tokens of GPT-2's vocabulary padded to
 # 50304. The context is T (learned positions sized to it), as in train_gpt's comparison.
 # Prints tokens/s, the mean over the steps after the warm-up ones (which compile), and the peak
-# memory PyTorch allocated (GiB = 2^30 bytes).
+# memory PyTorch allocated (GiB = 2^30 bytes). Under torchrun the model is wrapped in
+# DistributedDataParallel, every rank takes -B sequences a step, and tokens/s counts all ranks
+# (peak memory: rank 0's).
 #   python3 scripts/bench_torch_gpt2.py -B 1 -T 65536 --steps 8 --warmup 3
+#   torchrun --nproc_per_node 2 scripts/bench_torch_gpt2.py -B 64 -T 1024
 import argparse
+import os
 import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
 
 
 class Block(nn.Module):
@@ -65,12 +71,17 @@ def main():
     a = ap.parse_args()
     if a.steps <= a.warmup:
         ap.error("--steps must exceed --warmup")
+    world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if world > 1:
+        torch.cuda.set_device(local_rank)
+        dist.init_process_group("nccl")
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = True
-    dev = "cuda"
+    dev = f"cuda:{local_rank}"
     model = GPT(a.layers, a.channels, a.heads, 50304, a.T).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
-    step_fn = torch.compile(model)
+    step_fn = torch.compile(DistributedDataParallel(model, device_ids=[local_rank]) if world > 1 else model)
     times = []
     for step in range(a.steps):
         idx = torch.randint(0, 50257, (a.B, a.T), device=dev)
@@ -85,12 +96,17 @@ def main():
         opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
-        print(f"step {step + 1}/{a.steps} | loss {loss.item():.4f} | {times[-1] * 1e3:.1f} ms", flush=True)
+        if rank == 0:
+            print(f"step {step + 1}/{a.steps} | loss {loss.item():.4f} | {times[-1] * 1e3:.1f} ms", flush=True)
     timed = times[a.warmup:]
-    tps = a.B * a.T * len(timed) / sum(timed)
-    print(f"torch {torch.__version__} GPT-2 L {a.layers} C {a.channels} NH {a.heads}, B {a.B} T {a.T}: "
-          f"{tps / 1e3:.1f}K tokens/s (mean of steps {a.warmup + 1}-{a.steps}), "
-          f"peak allocated {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
+    tps = world * a.B * a.T * len(timed) / sum(timed)
+    gpus = f", {world} GPUs (DDP)" if world > 1 else ""
+    if rank == 0:
+        print(f"torch {torch.__version__} GPT-2 L {a.layers} C {a.channels} NH {a.heads}, B {a.B} T {a.T}{gpus}: "
+              f"{tps / 1e3:.1f}K tokens/s (mean of steps {a.warmup + 1}-{a.steps}), "
+              f"peak allocated {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
+    if world > 1:
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
