@@ -825,7 +825,8 @@ static void train(Run* r) {
         peak_mem = used > peak_mem ? used : peak_mem;
         s.peak_mem = peak_mem;
         s.tokens_per_s = o->total_batch / s.seconds;
-        s.mfu = r->peak_tflops > 0.0f ? r->flops_per_token * s.tokens_per_s / (r->peak_tflops * 1e12) : 0.0;
+        // One process per GPU: launch.world_size GPUs made these tokens (1 when the ring is simulated).
+        s.mfu = model_flops_utilisation(r->flops_per_token, s.tokens_per_s, r->peak_tflops, r->launch.world_size);
         if (step > r->start_step + 1) {  // the first step pays for warm-up
             total_time += s.seconds;
             timed_tokens += o->total_batch;

@@ -15,6 +15,13 @@ static inline double flops_per_token(const GPTConfig* c, int T) {
     return 6.0 * weights + 12.0 * c->L * c->C * (double)T;
 }
 
+// Model FLOPs utilisation: the model FLOPs a second of the whole run (tokens_per_s counts every
+// GPU's tokens) over the dense bf16 peak of all its GPUs; 0 when the peak is unknown.
+static inline double model_flops_utilisation(double flops_per_token, double tokens_per_s, float peak_tflops,
+                                             int gpus) {
+    return peak_tflops > 0.0f ? flops_per_token * tokens_per_s / ((double)peak_tflops * 1e12 * gpus) : 0.0;
+}
+
 // Dense bf16 peak (TFLOP/s) of the device, by name; 0 when unknown.
 static inline float device_peak_tflops(const char* name) {
     static const struct { const char* key; float tflops; } table[] = {

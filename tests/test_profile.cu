@@ -2,12 +2,14 @@
 // for a d2 shape (L 2, C 128, NH 2, Vp 128; B 2, T 64: N = 128 rows), counted here by hand.
 // On a GPU, a d2 training step with the profile on: every part that works has a positive time,
 // every other none, the parts add up to no more than the step's wall time, the events made
-// beforehand suffice, and the step computes the same bits as without the profile.
+// beforehand suffice, and the step computes the same bits as without the profile. Also on the
+// CPU, the MFU the trainer prints (gpt/mfu.h) for one GPU and for several.
 #include <math.h>
 #include <string.h>
 #include <time.h>
 #include "gpt/gpt.h"
 #include "gpt/profile.h"
+#include "gpt/mfu.h"
 #include "tests/test.h"
 
 static const GPTConfig D2 = {.maxT = 64, .V = 97, .Vp = 128, .L = 2, .NH = 2, .C = 128};
@@ -166,8 +168,24 @@ static void test_profiled_step(void) {
     free(plain);
 }
 
+// d12 at T 1024: 6 * 124.0M weights + 12 L C T = 857.9 MFLOP a token; 588.6K tokens/s on one
+// H200 is 51.1% of 989 TFLOP/s, and twice the tokens on two GPUs is the same utilisation.
+static void test_mfu(void) {
+    test_begin("mfu: model FLOPs over the peak of every GPU of the run");
+    GPTConfig d12 = {.maxT = 1024, .V = 50257, .Vp = 50304, .L = 12, .NH = 12, .C = 768};
+    double f = flops_per_token(&d12, 1024);
+    double want = 6.0 * ((double)count_params(&d12) - 1024.0 * 768) + 12.0 * 12 * 768 * 1024;
+    check_count("d12 FLOPs per token", f, want);
+    double one = model_flops_utilisation(f, 588.6e3, 989.0f, 1), two = model_flops_utilisation(f, 2 * 588.6e3, 989.0f, 2);
+    CHECK(fabs(one - f * 588.6e3 / 989e12) < 1e-12 && one > 0.45 && one < 0.56, "one GPU: MFU %.4f", one);
+    CHECK(same(two, one), "two GPUs with twice the tokens: MFU %.4f, one GPU %.4f", two, one);
+    CHECK(model_flops_utilisation(f, 588.6e3, 0.0f, 1) == 0.0, "an unknown peak gives a nonzero MFU");
+    test_end();
+}
+
 int main(void) {
     test_floors();
+    test_mfu();
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
         test_skip("profile of a d2 step: every part timed, the sum within the step, the same bits", "no CUDA device");
