@@ -93,21 +93,24 @@ __device__ __forceinline__ void fence_barrier_init() {
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
-// Returns once the phase with this parity has completed.
-__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, int parity) {
+// Returns once the phase with this parity has completed. The barrier by pointer, or by its
+// shared-memory address (smem_addr), which a loop can keep in a register.
+__device__ __forceinline__ void mbarrier_wait(uint32_t bar, int parity) {
     asm volatile("{\n.reg .pred done;\nWAIT:\n"
                  "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-                 "@!done bra WAIT;\n}\n" :: "r"(smem_addr(bar)), "r"(parity) : "memory");
+                 "@!done bra WAIT;\n}\n" :: "r"(bar), "r"(parity) : "memory");
 }
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, int parity) { mbarrier_wait(smem_addr(bar), parity); }
 
 // Announces `bytes` more to come from TMA copies in the current phase, without arriving.
 __device__ __forceinline__ void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
     asm volatile("mbarrier.expect_tx.shared::cta.b64 [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
 // This thread's arrival (release: its earlier reads and writes of shared memory come first).
-__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(smem_addr(bar)) : "memory");
+__device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
 }
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) { mbarrier_arrive(smem_addr(bar)); }
 
 // Copies the box at coordinates (c0, c1, ...) (innermost first) of the tensor map to dst,
 // counting its bytes against bar. `map` must be a __grid_constant__ kernel parameter.

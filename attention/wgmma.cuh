@@ -194,6 +194,14 @@ template <int n> __device__ __forceinline__ void warpgroup_claim_registers() {
 // above, stays in the warp's uniform registers instead of being moved there before each wgmma.
 __device__ __forceinline__ int warp_uniform(int v) { return __shfl_sync(0xffffffffu, v, 0); }
 
+// v as a value the compiler cannot recompute: a lane index or a shared-memory address that a loop
+// keeps in a register, where ptxas would otherwise read the special register it comes from
+// (threadIdx, the block's shared-memory window) again in every iteration and wait for it.
+__device__ __forceinline__ uint32_t opaque(uint32_t v) {
+    asm volatile("" : "+r"(v));
+    return v;
+}
+
 // A barrier among `threads` threads (whole warps) of the block, named by id 1..15 (0 is
 // __syncthreads), so that some warps can meet while others go on.
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
