@@ -160,10 +160,11 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
         }
     };
     mbarrier_wait(&bar_kv, 0);
+    bool full_ready = false;   // block i's stage already tested full at the end of block i-1
 
     for (int i = first_q_block; i < n_q_blocks; i++) {
         int n = i - first_q_block, stage = n & 1, q0 = i * BLOCK_M;
-        mbarrier_wait(full_addr + 8 * stage, (n >> 1) & 1);   // Q, dO, L, D of block i have landed
+        if (!full_ready) mbarrier_wait(full_addr + 8 * stage, (n >> 1) & 1);   // Q, dO, L, D of block i have landed
         const uint32_t sQ_addr = smem_addr(sQ + stage * Q_BYTES), sdO_addr = smem_addr(sdO + stage * Q_BYTES);
         const float* l_blk = sL + stage * BLOCK_M;
         const float* d_blk = sD + stage * BLOCK_M;
@@ -284,6 +285,10 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
             pin_registers(pa);
             pin_registers(dsa);
             mbarrier_arrive(empty_addr + 8 * stage);   // this thread is done with the stage
+            // Whether block i+1 has landed, asked before the stores below so that the answer is
+            // in at the top of the loop (the wait there, asked only then, held 7% of the HS 128
+            // consumers' samples).
+            full_ready = mbarrier_test_wait(full_addr + 8 * (stage ^ 1), ((n + 1) >> 1) & 1);
 
             // The warp's 16 rows of the piece into sdQ_warp (once the reduction of the last block
             // has read them), as the tensor map's box: two panels of 32 columns in the 128-byte

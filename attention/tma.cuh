@@ -101,6 +101,13 @@ __device__ __forceinline__ void mbarrier_wait(uint32_t bar, int parity) {
                  "@!done bra WAIT;\n}\n" :: "r"(bar), "r"(parity) : "memory");
 }
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, int parity) { mbarrier_wait(smem_addr(bar), parity); }
+// Whether the phase with this parity has completed, without waiting (acquire, as the wait).
+__device__ __forceinline__ bool mbarrier_test_wait(uint32_t bar, int parity) {
+    uint32_t done;
+    asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    return done != 0;
+}
 
 // Announces `bytes` more to come from TMA copies in the current phase, without arriving.
 __device__ __forceinline__ void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
