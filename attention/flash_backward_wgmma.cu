@@ -160,7 +160,7 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
         }
     };
     mbarrier_wait(&bar_kv, 0);
-    bool full_ready = false;   // block i's stage already tested full at the end of block i-1
+    bool full_ready = false;   // ATOMIC_DQ: block i's stage already tested full at the end of block i-1
 
     for (int i = first_q_block; i < n_q_blocks; i++) {
         int n = i - first_q_block, stage = n & 1, q0 = i * BLOCK_M;
@@ -461,7 +461,6 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
     uint32_t dsa[BLOCK_N / 16][4];        // dS as A fragments, read by a dQ product until the next block's wait
     const float scale_log2 = scale * (float)M_LOG2E;
     const uint32_t sQ_addr = smem_addr(sQ), sdO_addr = smem_addr(sdO), sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
-    const uint32_t kv_bar_addr = opaque(smem_addr(&bar_kv[0]));   // in a register (see opaque)
     mbarrier_wait(&bar_q, 0);
 
     for (int j = 0; j < n_kv_blocks; j++) {
@@ -469,7 +468,7 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
         // Block j has landed once its barrier's phase completes. Then one barrier: every
         // warpgroup has waited for dP of block j-1 and for dQ += dS K of block j-2, so V of block
         // j-1 and K of block j-2 take block j+1 (and block j-1's arrival barrier is free again).
-        mbarrier_wait(kv_bar_addr + 8 * (j % 2), (j / 2) & 1);
+        mbarrier_wait(&bar_kv[j % 2], (j / 2) & 1);
         __syncthreads();
         if (threadIdx.x == 0 && j + 1 < n_kv_blocks) load_kv_block(j + 1);
         // Causal: with BLOCK_N = 64 the last block lies after every query of warpgroup 0. Only the
