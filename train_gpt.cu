@@ -130,7 +130,7 @@ static void usage(void) {
         "  --log FILE              a CSV line per step\n"
         "attention, memory and speed\n"
         "  --attention KIND        flash or naive [flash]\n"
-        "  --deterministic         the flash backward without atomics (naive always is)\n"
+        "  --deterministic         the flash backward with the same bits every run (naive always is)\n"
         "  --recompute LIST        recompute in the backward instead of keeping per layer:\n"
         "                          gelu, layernorm, both (gelu,layernorm) or none [none]\n"
         "  --classifier-chunk N    rows of logits per classifier chunk, 0 for as many as\n"

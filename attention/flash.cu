@@ -1,7 +1,6 @@
 // attention/flash.cu: the flash dispatcher: which shapes the kernels take, and which family
 // runs: wgmma on a Hopper GPU when the build holds it (sm_90a), mma.sync everywhere else. For
-// the wgmma backward it also picks the dQ path where the caller leaves the choice
-// (deterministic == 0).
+// the backward it also picks the dQ path (flash.h's FlashDq), deterministic or not.
 #include <limits.h>
 #include <math.h>
 #include "attention/flash.h"
@@ -48,11 +47,13 @@ void flash_attention_forward(AttentionShape s, bf16* out, float* lse, const bf16
 void flash_attention_backward(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
                               const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
     if (flash_attention_wgmma_available()) {
-        // Up to this length the deterministic path (dK/dV, then dQ on its own, no atomics)
-        // measured as fast as the atomic one or faster on an H200 (bench/RESULTS.md, attention v13).
-        int separate_dq = deterministic || s.T <= 2048;
-        flash_attention_backward_wgmma(s, dqkv, dout, out, lse, qkv, scratch, separate_dq, stream);
+        // Up to this length dQ in a kernel of its own measured as fast as the in-kernel paths or
+        // faster on an H200 (bench/RESULTS.md, attention v13), and it is deterministic; above,
+        // the fixed-point path costs the deterministic mode least (attention v19).
+        FlashDq dq = s.T <= 2048 ? FLASH_DQ_SEPARATE : deterministic ? FLASH_DQ_FIXED : FLASH_DQ_ATOMIC;
+        flash_attention_backward_wgmma(s, dqkv, dout, out, lse, qkv, scratch, dq, stream);
     } else {
-        flash_attention_backward_mma(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
+        flash_attention_backward_mma(s, dqkv, dout, out, lse, qkv, scratch,
+                                     deterministic ? FLASH_DQ_SEPARATE : FLASH_DQ_ATOMIC, stream);
     }
 }

@@ -39,23 +39,39 @@ void flash_attention_backward(AttentionShape s,
                               int deterministic,
                               cudaStream_t stream);
 
-// The two families, same arguments as above; the shape must be supported (the callers above
-// check it once).
+// How a backward computes dQ, which every K/V block of keys adds to:
+typedef enum {
+    FLASH_DQ_ATOMIC,     // the blocks' pieces added to an fp32 accumulator: fast; the order of the
+                         // adds varies from run to run, and with it the last bits
+    FLASH_DQ_FIXED,      // the same pieces added in fixed point (flash_backward_steps.cu): integer
+                         // adds, the same bits on every run
+    FLASH_DQ_SEPARATE,   // a kernel of its own, one thread block per Q block, no adds: the same
+                         // bits on every run, for 7 matmuls instead of 5
+} FlashDq;
+
+// The two families, same arguments as above but the dQ path named; the shape must be supported
+// (the callers above check it once).
 void flash_attention_forward_mma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream);
 void flash_attention_forward_wgmma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream);
 void flash_attention_backward_mma(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
-                                  const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream);
-// separate_dq != 0: dK and dV first, then dQ in a kernel of its own (no atomics: deterministic).
+                                  const bf16* qkv, void* scratch, FlashDq dq, cudaStream_t stream);
 void flash_attention_backward_wgmma(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
-                                    const bf16* qkv, void* scratch, int separate_dq, cudaStream_t stream);
+                                    const bf16* qkv, void* scratch, FlashDq dq, cudaStream_t stream);
 
 // Steps both backward families share (flash_backward_steps.cu), in the scratch above.
-float* flash_backward_delta(AttentionShape s, void* scratch);      // D (B, NH, T)
-float* flash_backward_dq_accum(AttentionShape s, void* scratch);   // (B, NH, T, HS) fp32
-// D = rowsum(dO * O); with dq_accum != NULL, also zeroes the accumulator.
-void flash_backward_prepass(AttentionShape s, float* delta, float* dq_accum, const bf16* dout, const bf16* out,
-                            cudaStream_t stream);
-// The Q part of dqkv = bf16(scale * dq_accum).
-void flash_backward_dq_convert(AttentionShape s, bf16* dqkv, const float* dq_accum, cudaStream_t stream);
+typedef struct {
+    float* delta;            // D = rowsum(dO * O) (B, NH, T)
+    float* dq_fixed_scale;   // FLASH_DQ_FIXED: 2^shift per dQ row (B, NH, T), round(dQ * 2^shift) is added
+    float* kv_bound;         // FLASH_DQ_FIXED: (B * NH, 2), max |K| and max |V row|^2 of each head
+    void* dq_accum;          // the accumulated dQ (B, NH, T, HS), unscaled: fp32, or int32 (FIXED)
+} BackwardScratch;
+BackwardScratch flash_backward_scratch(AttentionShape s, void* scratch);
+// D; with FLASH_DQ_ATOMIC also the accumulator zeroed; with FLASH_DQ_FIXED also the fixed-point
+// scales (from the K/V bounds) and the accumulator zeroed.
+void flash_backward_prepass(AttentionShape s, BackwardScratch w, FlashDq dq, const bf16* dout, const bf16* out,
+                            const bf16* qkv, cudaStream_t stream);
+// The Q part of dqkv from the accumulator: bf16(scale * dq_accum), divided by the row's
+// dq_fixed_scale for FLASH_DQ_FIXED.
+void flash_backward_dq_convert(AttentionShape s, bf16* dqkv, BackwardScratch w, FlashDq dq, cudaStream_t stream);
 
 #endif

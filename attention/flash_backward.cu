@@ -1,18 +1,19 @@
 // attention/flash_backward.cu: the FlashAttention backward pass on mma.sync tensor cores (sm_80 on).
 //   in:  dO, O (B, T, NH, HS) bf16; L (B, NH, T) fp32 from the forward; qkv (B, T, 3, NH, HS)
 //   out: dqkv (B, T, 3, NH, HS) bf16, every element written
-//   scratch: D (B, NH, T) fp32, then the dQ accumulator (B, NH, T, HS) fp32 (flash_backward_steps.cu)
+//   scratch: D (B, NH, T), the dQ accumulator (B, NH, T, HS) and the rest of flash_backward_steps.cu
 // The probabilities are recomputed block by block from Q, K and L (P = exp(scale*QK^T - L)),
 // never read from memory. Three steps:
 //   1. prepass (flash_backward_steps.cu): D = rowsum(dO * O) per query row (and the dQ
-//      accumulator zeroed);
+//      accumulator zeroed, with its fixed-point scales for FLASH_DQ_FIXED);
 //   2. one thread block per K/V block of BLOCK_N keys loops over the Q blocks that see it,
 //      keeping dK and dV in registers: dV += P^T dO, dK += dS^T Q, with dS = P * (dP - D),
-//      dP = dO V^T; fast mode adds dQ += dS K to the fp32 accumulator with atomics;
-//   3. fast mode: the accumulator becomes bf16 dQ in dqkv (flash_backward_steps.cu). Deterministic
-//      mode instead runs a second kernel (flash_backward_dq_deterministic), one thread block per
-//      Q block looping over the K/V blocks, which computes dQ on its own in a fixed order: the
-//      same bits every run, for 7 matmuls instead of 5 (S and dP are recomputed there).
+//      dP = dO V^T; FLASH_DQ_ATOMIC adds dQ += dS K to the fp32 accumulator with atomics,
+//      FLASH_DQ_FIXED to the int32 one (the same bits every run);
+//   3. the accumulator becomes bf16 dQ in dqkv (flash_backward_steps.cu). FLASH_DQ_SEPARATE
+//      instead runs a second kernel (flash_backward_dq_separate), one thread block per Q block
+//      looping over the K/V blocks, which computes dQ on its own in a fixed order: the same bits
+//      every run, for 7 matmuls instead of 5 (S and dP are recomputed there).
 #include <math.h>
 #include "attention/flash.h"
 #include "attention/mma.cuh"
@@ -24,14 +25,16 @@
 // fragments for the whole loop, so per Q block only Q and dO are read from shared memory.
 // Q, dO, L and D blocks of BLOCK_M queries are double-buffered; a warp works through a block in
 // sub-blocks of SUB_M queries, which bounds the S^T and dP^T registers while BLOCK_M sets the
-// number of barriers and the dQ tile. With ATOMIC_DQ the block also writes dS^T to shared memory
-// (double-buffered too) and, after the one barrier that starts the next Q block, every warp adds
-// a (32, HS*BLOCK_M/32/NWARPS) piece of that block's dQ = dS K to the accumulator, so the dQ
-// matmul and its atomics overlap the next block's work instead of waiting at a second barrier.
-template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ>
+// number of barriers and the dQ tile. With ATOMIC_DQ (DQ other than FLASH_DQ_SEPARATE) the block
+// also writes dS^T to shared memory (double-buffered too) and, after the one barrier that starts
+// the next Q block, every warp adds a (32, HS*BLOCK_M/32/NWARPS) piece of that block's dQ = dS K
+// to the accumulator, so the dQ matmul and its atomics overlap the next block's work instead of
+// waiting at a second barrier.
+template <int HS, int BLOCK_M, int SUB_M, int NWARPS, FlashDq DQ>
 __global__ void __launch_bounds__(NWARPS * 32)
-flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const float* lse, const float* delta,
-                         const bf16* qkv, int T, int NH, int BH, int causal, float scale) {
+flash_backward_kv_kernel(bf16* dqkv, void* dq_accum, const float* dq_fixed_scale, const bf16* dout, const float* lse,
+                         const float* delta, const bf16* qkv, int T, int NH, int BH, int causal, float scale) {
+    constexpr bool ATOMIC_DQ = DQ != FLASH_DQ_SEPARATE;
     constexpr int NTHREADS = NWARPS * 32;
     constexpr int BLOCK_N = 16 * NWARPS;
     constexpr int S = PaddedRow<HS>::stride;
@@ -96,7 +99,17 @@ flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const fl
             for (int half = 0; half < 2; half++) {
                 int query = q0 + strip * 32 + mt * 16 + g + 8 * half;
                 if (query >= T) continue;
-                float* dst = dq_accum + ((long long)bh * T + query) * HS + c0 + 2 * t;
+                long long at = ((long long)bh * T + query) * HS + c0 + 2 * t;
+                if constexpr (DQ == FLASH_DQ_FIXED) {
+                    float fixed = dq_fixed_scale[(long long)bh * T + query];
+                    int* dst = (int*)dq_accum + at;
+                    for (int dt = 0; dt < DQ_COLS / 8; dt++) {
+                        atomicAdd(dst + dt * 8, __float2int_rn(dq[mt][dt][2 * half] * fixed));
+                        atomicAdd(dst + dt * 8 + 1, __float2int_rn(dq[mt][dt][2 * half + 1] * fixed));
+                    }
+                    continue;
+                }
+                float* dst = (float*)dq_accum + at;
                 for (int dt = 0; dt < DQ_COLS / 8; dt++) {
 #if __CUDA_ARCH__ >= 900
                     atomicAdd(reinterpret_cast<float2*>(dst + dt * 8),
@@ -351,45 +364,48 @@ static void launch_dq(AttentionShape s, bf16* dqkv, const bf16* dout, const floa
 }
 
 // Q blocks of 64 rows (4 warps), K/V blocks of 64 keys (32 for HS 128).
-static void flash_backward_dq_deterministic(AttentionShape s, bf16* dqkv, const bf16* dout, const float* lse,
-                                            const float* delta, const bf16* qkv, cudaStream_t stream) {
+static void flash_backward_dq_separate(AttentionShape s, bf16* dqkv, const bf16* dout, const float* lse,
+                                       const float* delta, const bf16* qkv, cudaStream_t stream) {
     if (s.HS == 64) launch_dq<64, 4, 64>(s, dqkv, dout, lse, delta, qkv, stream);
     else            launch_dq<128, 4, 32>(s, dqkv, dout, lse, delta, qkv, stream);
 }
 
+// The K/V kernel with dQ path DQ, from a dynamic shared-memory size of kv_smem bytes.
+template <int HS, int BLOCK_M, int SUB_M, int NWARPS, FlashDq DQ>
+static void launch_kv(AttentionShape s, bf16* dqkv, BackwardScratch w, const bf16* dout, const float* lse,
+                      const bf16* qkv, int kv_smem, cudaStream_t stream) {
+    constexpr int BLOCK_N = 16 * NWARPS;
+    constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, DQ>;
+    set_smem_limit_once<kernel>(kv_smem);
+    int BH = s.B * s.NH, n_kv_blocks = (int)ceil_div(s.T, BLOCK_N);
+    kernel<<<n_kv_blocks * BH, NWARPS * 32, kv_smem, stream>>>(dqkv, w.dq_accum, w.dq_fixed_scale, dout, lse, w.delta,
+                                                                qkv, s.T, s.NH, BH, s.causal, s.scale);
+    cudaCheckLaunch();
+}
+
 template <int HS, int BLOCK_M, int SUB_M, int NWARPS>
 static void launch_backward(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
-                            const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
-    int BH = s.B * s.NH;
-    float* delta = flash_backward_delta(s, scratch);
-    float* dq_accum = deterministic ? NULL : flash_backward_dq_accum(s, scratch);
-    flash_backward_prepass(s, delta, dq_accum, dout, out, stream);
-
+                            const bf16* qkv, void* scratch, FlashDq dq, cudaStream_t stream) {
+    BackwardScratch w = flash_backward_scratch(s, scratch);
+    flash_backward_prepass(s, w, dq, dout, out, qkv, stream);
     constexpr int BLOCK_N = 16 * NWARPS, S = PaddedRow<HS>::stride;
-    int n_kv_blocks = (int)ceil_div(s.T, BLOCK_N);
     int kv_smem = (2 * BLOCK_N + 4 * BLOCK_M) * S * (int)sizeof(bf16) + 4 * BLOCK_M * (int)sizeof(float);
-    if (deterministic) {
-        constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, false>;
-        set_smem_limit_once<kernel>(kv_smem);
-        kernel<<<n_kv_blocks * BH, NWARPS * 32, kv_smem, stream>>>(dqkv, NULL, dout, lse, delta, qkv, s.T, s.NH, BH, s.causal, s.scale);
-        cudaCheckLaunch();
-        flash_backward_dq_deterministic(s, dqkv, dout, lse, delta, qkv, stream);
-    } else {
-        kv_smem += 2 * BLOCK_N * PaddedRow<BLOCK_M>::stride * (int)sizeof(bf16);   // dS^T
-        constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, true>;
-        set_smem_limit_once<kernel>(kv_smem);
-        kernel<<<n_kv_blocks * BH, NWARPS * 32, kv_smem, stream>>>(dqkv, dq_accum, dout, lse, delta, qkv, s.T, s.NH, BH, s.causal, s.scale);
-        cudaCheckLaunch();
-
-        flash_backward_dq_convert(s, dqkv, dq_accum, stream);
+    if (dq == FLASH_DQ_SEPARATE) {
+        launch_kv<HS, BLOCK_M, SUB_M, NWARPS, FLASH_DQ_SEPARATE>(s, dqkv, w, dout, lse, qkv, kv_smem, stream);
+        flash_backward_dq_separate(s, dqkv, dout, lse, w.delta, qkv, stream);
+        return;
     }
+    kv_smem += 2 * BLOCK_N * PaddedRow<BLOCK_M>::stride * (int)sizeof(bf16);   // dS^T
+    if (dq == FLASH_DQ_FIXED) launch_kv<HS, BLOCK_M, SUB_M, NWARPS, FLASH_DQ_FIXED>(s, dqkv, w, dout, lse, qkv, kv_smem, stream);
+    else                      launch_kv<HS, BLOCK_M, SUB_M, NWARPS, FLASH_DQ_ATOMIC>(s, dqkv, w, dout, lse, qkv, kv_smem, stream);
+    flash_backward_dq_convert(s, dqkv, w, dq, stream);
 }
 
 void flash_attention_backward_mma(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
-                                  const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
+                                  const bf16* qkv, void* scratch, FlashDq dq, cudaStream_t stream) {
     // K/V blocks of 128 keys (8 warps x 16). HS 64: Q blocks of 128 queries in sub-blocks of
     // 64 (dK + dV 64 regs, K and V fragments 32, S^T + dP^T 64); HS 128: Q blocks of 64 in
     // sub-blocks of 16 (dK + dV 128 regs, S^T + dP^T 16, K and V read from shared memory).
-    if (s.HS == 64) launch_backward<64, 128, 64, 8>(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
-    else            launch_backward<128, 64, 16, 8>(s, dqkv, dout, out, lse, qkv, scratch, deterministic, stream);
+    if (s.HS == 64) launch_backward<64, 128, 64, 8>(s, dqkv, dout, out, lse, qkv, scratch, dq, stream);
+    else            launch_backward<128, 64, 16, 8>(s, dqkv, dout, out, lse, qkv, scratch, dq, stream);
 }

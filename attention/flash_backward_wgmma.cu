@@ -12,16 +12,17 @@
 //   P^T = exp(scale S^T - L), dS^T = P^T (dP^T - D)     (registers; L, D per query = column)
 //   dV += P^T dO, dK += dS^T Q              (P^T, dS^T from registers: the accumulators repacked)
 //   dQ += dS K                              (dS^T through smem; the 64 x 64 piece of this
-//                                            warpgroup, added to the fp32 accumulator by TMA
-//                                            bulk reductions)
+//                                            warpgroup, added to the accumulator by TMA bulk
+//                                            reductions: fp32, or fixed point for the same bits
+//                                            on every run)
 // The transposed products put the keys in the rows, the M side of wgmma, so P^T and dS^T come
 // out of S^T and dP^T as A operands of the dV and dK products without leaving registers. The
 // tiles of Q, K, V and dO arrive by TMA (tma.cuh) in the swizzled layout of wgmma.cuh.
-// With separate_dq (the deterministic mode, and short T, where it measured faster) that kernel
-// runs without the dQ part (dK and dV only, prepass without the accumulator), then a second
-// kernel, one thread block per Q block looping over the K/V blocks in order, which computes dQ
-// on its own and writes it as bf16: no atomics, the same bits on every run, for 7 matmuls
-// instead of 5 (S and dP are recomputed there).
+// With FLASH_DQ_SEPARATE (short T, where it measured faster) that kernel runs without the dQ
+// part (dK and dV only, prepass without the accumulator), then a second kernel, one thread block
+// per Q block looping over the K/V blocks in order, which computes dQ on its own and writes it
+// as bf16: no atomics, the same bits on every run, for 7 matmuls instead of 5 (S and dP are
+// recomputed there).
 #include <math.h>
 #include <string.h>
 #include "attention/flash.h"
@@ -32,22 +33,24 @@
 
 // BLOCK_M x HS = 8192 for both head sizes, so the dQ tile of a Q block splits into two 64 x 64
 // pieces, one per consumer warpgroup: for HS 64 the two halves of the queries, for HS 128 the
-// two halves of the dimensions. Without ATOMIC_DQ the kernel computes dK and dV only (no dS^T
-// tile, no dQ product) and map_dq is unused.
+// two halves of the dimensions. DQ (flash.h) says how they are added: FLASH_DQ_ATOMIC as fp32,
+// FLASH_DQ_FIXED as integers (each row times its 2^shift, flash_backward_steps.cu);
+// FLASH_DQ_SEPARATE computes dK and dV only (no dS^T tile, no dQ product; map_dq unused).
 // Three warpgroups: warpgroup 0 is the producer (one warp: a thread issues the TMA copies, all
 // lanes copy L and D; few registers), warpgroups 1 and 2 the consumers (the math, with the
 // registers the producer gave back). They meet only at mbarriers: full[s] says stage s holds its
 // Q block, empty[s] that every consumer thread is done with it.
-template <int HS, bool ATOMIC_DQ>
+template <int HS, FlashDq DQ>
 __global__ void __launch_bounds__(384, 1)
 flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // qkv, boxes of BLOCK_N rows
                             const __grid_constant__ CUtensorMap map_q,       // qkv, boxes of BLOCK_M rows
                             const __grid_constant__ CUtensorMap map_do,      // dout, boxes of BLOCK_M rows
                             const __grid_constant__ CUtensorMap map_dq,      // dq_accum, boxes of 16 rows x 64 columns
-                            bf16* dqkv, const float* lse, const float* delta, int T, int NH, int BH, int head_group,
-                            int causal, float scale) {
+                            bf16* dqkv, const float* lse, const float* delta, const float* dq_fixed_scale,
+                            int T, int NH, int BH, int head_group, int causal, float scale) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
     constexpr int BLOCK_N = 128, BLOCK_M = 8192 / HS, CONSUMERS = 256;
+    constexpr bool ATOMIC_DQ = DQ != FLASH_DQ_SEPARATE, FIXED = DQ == FLASH_DQ_FIXED;   // dQ in this kernel; in fixed point
     constexpr int KV_BYTES = BLOCK_N * HS * (int)sizeof(bf16), Q_BYTES = BLOCK_M * HS * (int)sizeof(bf16);
     constexpr int DS_BYTES = ATOMIC_DQ ? BLOCK_N * BLOCK_M * (int)sizeof(bf16) : 0;
     constexpr int DQ_BYTES = ATOMIC_DQ ? 64 * 64 * (int)sizeof(float) : 0;
@@ -58,10 +61,11 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
     unsigned char* sQ = sV + KV_BYTES;                         // 2 stages of (BLOCK_M, HS)
     unsigned char* sdO = sQ + 2 * Q_BYTES;                     // 2 stages of (BLOCK_M, HS)
     unsigned char* sdS = sdO + 2 * Q_BYTES;                    // 2 buffers of dS^T (BLOCK_N, BLOCK_M)
-    unsigned char* sdQ = sdS + 2 * DS_BYTES;                   // a dQ piece (64, 64) fp32 per consumer warpgroup
+    unsigned char* sdQ = sdS + 2 * DS_BYTES;                   // a dQ piece (64, 64) of 4-byte values per consumer warpgroup
     float* sL = reinterpret_cast<float*>(sdQ + 2 * DQ_BYTES);  // 2 stages of (BLOCK_M)
     float* sD = sL + 2 * BLOCK_M;                              // 2 stages of (BLOCK_M)
-    uint32_t* sched_anchor = reinterpret_cast<uint32_t*>(sD + 2 * BLOCK_M);   // (256), see the loop
+    float* sF = sD + 2 * BLOCK_M;                              // FIXED: 2 stages of (BLOCK_M), dq_fixed_scale
+    uint32_t* sched_anchor = reinterpret_cast<uint32_t*>(sF + 2 * BLOCK_M);   // (256), see the loop
     __shared__ uint64_t bar_kv, bar_full[2], bar_empty[2];
 
     // Causal work shrinks with the key index: the first K/V blocks are issued first; heads in
@@ -86,7 +90,8 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
 
     if (threadIdx.x < 128) {
         // The producer: K and V once, then per Q block its Q and dO (one copy per 64-column
-        // panel, rows past T as zeros), L and D into the stage the consumers have freed.
+        // panel, rows past T as zeros), L and D (and the fixed-point scales) into the stage the
+        // consumers have freed.
         warpgroup_release_registers<24>();
         if (threadIdx.x >= 32) return;
         int lane = threadIdx.x;
@@ -116,6 +121,7 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
                 bool valid = q0 + j < T;
                 sL[stage * BLOCK_M + j] = valid ? lse[(long long)bh * T + q0 + j] * (float)M_LOG2E : 0.0f;
                 sD[stage * BLOCK_M + j] = valid ? delta[(long long)bh * T + q0 + j] : 0.0f;
+                if (FIXED) sF[stage * BLOCK_M + j] = valid ? dq_fixed_scale[(long long)bh * T + q0 + j] : 0.0f;
             }
             mbarrier_arrive(&bar_full[stage]);
         }
@@ -148,7 +154,8 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
     const uint32_t sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
     // ATOMIC_DQ: this warpgroup's dQ piece of a Q block is queries 64*dq_qh.., dimensions
     // 64*dq_dh.. of it; the warp stages its 16 rows in sdQ_warp, and one lane adds them to
-    // dq_accum with a bulk reduction once the stores are visible to the async proxy.
+    // dq_accum with a bulk reduction once the stores are visible to the async proxy (the
+    // reduction adds fp32 or int32 as the tensor map says).
     const int dq_qh = HS == 64 ? wg : 0, dq_dh = HS == 64 ? 0 : wg;
     unsigned char* sdQ_warp = sdQ + wg * DQ_BYTES + warp * 16 * 64 * (int)sizeof(float);
     auto reduce_dq_piece = [&](int q_start) {
@@ -249,12 +256,20 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
         wgmma_fence();
         #pragma unroll
         for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dv, pa[kk], desc_mn_major<BLOCK_M>(sdO_addr, kk));
-        #pragma unroll
-        for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dk, dsa[kk], desc_mn_major<BLOCK_M>(sQ_addr, kk));
-        wgmma_commit();
-
-        if constexpr (ATOMIC_DQ) {
-            // dS^T (keys, queries) into this block's buffer while those run: A fragment register
+        if constexpr (!ATOMIC_DQ) {
+            #pragma unroll
+            for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dk, dsa[kk], desc_mn_major<BLOCK_M>(sQ_addr, kk));
+            wgmma_commit();
+            // dV and dK done: the stage goes back to the producer.
+            wgmma_wait<0>();
+            pin_registers(dv);
+            pin_registers(dk);
+            pin_registers(pa);
+            pin_registers(dsa);
+            mbarrier_arrive(empty_addr + 8 * stage);
+        } else {
+            wgmma_commit();
+            // dS^T (keys, queries) into this block's buffer while dV runs: A fragment register
             // r of k-step kk holds rows +8*(r&1), columns 16kk + 8*(r>>1) + 2t. Two buffers: the
             // other warpgroup may still read block i-1's when this one writes block i's.
             unsigned char* sdS_blk = sdS + (n & 1) * DS_BYTES;
@@ -269,7 +284,9 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
             named_barrier_sync(1, 256);   // both consumer warpgroups' dS^T in place
 
             // dQ piece (64 x 64) = dS[queries of the piece, all 128 keys] K[all keys, dims of the
-            // piece]: A from the dS^T tile, B from the K tile, both MN-major (one 64-wide panel each).
+            // piece]: A from the dS^T tile, B from the K tile, both MN-major (one 64-wide panel
+            // each). Then dK += dS^T Q, under which the piece is staged (2-5% faster than dK
+            // issued with dV before the barrier and dQ waited for last; bench/RESULTS.md v19).
             const uint32_t sdS_addr = smem_addr(sdS_blk);
             float dq[32];
             wgmma_fence();
@@ -278,17 +295,18 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
                 wgmma_ss<64, 1, 1>(dq, desc_mn_major<BLOCK_N>(sdS_addr + dq_qh * BLOCK_N * 128, kk),
                                    desc_mn_major<BLOCK_N>(sK_addr + dq_dh * BLOCK_N * 128, kk), kk > 0);
             wgmma_commit();
-            wgmma_wait<0>();
+            #pragma unroll
+            for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dk, dsa[kk], desc_mn_major<BLOCK_M>(sQ_addr, kk));
+            wgmma_commit();
+            // FIXED: the scales of this thread's rows of the piece, 16*warp + g and + 8.
+            float fixed[2];
+            if constexpr (FIXED) {
+                const float* f_blk = sF + stage * BLOCK_M + dq_qh * 64 + 16 * warp + lane / 4;
+                fixed[0] = f_blk[0];
+                fixed[1] = f_blk[8];
+            }
+            wgmma_wait<1>();   // dV and dQ done, dK running
             pin_registers(dq);
-            pin_registers(dv);
-            pin_registers(dk);
-            pin_registers(pa);
-            pin_registers(dsa);
-            mbarrier_arrive(empty_addr + 8 * stage);   // this thread is done with the stage
-            // Whether block i+1 has landed, asked before the stores below so that the answer is
-            // in at the top of the loop (the wait there, asked only then, held 7% of the HS 128
-            // consumers' samples).
-            full_ready = mbarrier_test_wait(full_addr + 8 * (stage ^ 1), ((n + 1) >> 1) & 1);
 
             // The warp's 16 rows of the piece into sdQ_warp (once the reduction of the last block
             // has read them), as the tensor map's box: two panels of 32 columns in the 128-byte
@@ -302,16 +320,22 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
                 for (int half = 0; half < 2; half++) {
                     int row = lane / 4 + 8 * half, col = (8 * nn) % 32 + 2 * t;
                     int offset = (nn / 4) * 16 * 128 + row * 128 + (((col / 4) ^ (row % 8)) << 4) + (col % 4) * 4;
-                    *reinterpret_cast<float2*>(sdQ_warp + offset) = make_float2(dq[4 * nn + 2 * half], dq[4 * nn + 2 * half + 1]);
+                    float x = dq[4 * nn + 2 * half], y = dq[4 * nn + 2 * half + 1];
+                    if constexpr (FIXED)
+                        *reinterpret_cast<int2*>(sdQ_warp + offset) =
+                            make_int2(__float2int_rn(x * fixed[half]), __float2int_rn(y * fixed[half]));
+                    else
+                        *reinterpret_cast<float2*>(sdQ_warp + offset) = make_float2(x, y);
                 }
-        } else {
-            // dV and dK done: the stage goes back to the producer.
             wgmma_wait<0>();
             pin_registers(dv);
             pin_registers(dk);
             pin_registers(pa);
             pin_registers(dsa);
-            mbarrier_arrive(empty_addr + 8 * stage);
+            mbarrier_arrive(empty_addr + 8 * stage);   // this thread is done with the stage
+            // Whether block i+1 has landed, asked now so that the answer is in at the top of the
+            // loop (the wait there, asked only then, held 7% of the HS 128 consumers' samples).
+            full_ready = mbarrier_test_wait(full_addr + 8 * (stage ^ 1), ((n + 1) >> 1) & 1);
         }
     }
     if (ATOMIC_DQ) {
@@ -348,29 +372,31 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
 #endif
 }
 
-// dq_accum: the fp32 accumulator dQ is added to (ATOMIC_DQ), else unused.
-template <int HS, bool ATOMIC_DQ>
-static void launch_backward_wgmma(AttentionShape s, bf16* dqkv, float* dq_accum, const bf16* dout, const float* lse,
-                                  const float* delta, const bf16* qkv, cudaStream_t stream) {
+template <int HS, FlashDq DQ>
+static void launch_backward_wgmma(AttentionShape s, bf16* dqkv, BackwardScratch w, const bf16* dout, const float* lse,
+                                  const bf16* qkv, cudaStream_t stream) {
     constexpr int BLOCK_N = 128, BLOCK_M = 8192 / HS;
-    // K, V, 2 stages of Q and dO, 2 buffers of dS^T and 2 dQ pieces (ATOMIC_DQ), 2 stages of L
-    // and D, the scheduling anchor, and room to align the start to 1024 bytes.
+    constexpr bool ATOMIC_DQ = DQ != FLASH_DQ_SEPARATE;
+    // K, V, 2 stages of Q and dO, 2 buffers of dS^T and 2 dQ pieces (ATOMIC_DQ), 2 stages of L,
+    // D and the fixed-point scales, the scheduling anchor, and room to align the start to 1024
+    // bytes.
     constexpr int smem = (2 * BLOCK_N + 4 * BLOCK_M) * HS * (int)sizeof(bf16) +
                          (ATOMIC_DQ ? 2 * BLOCK_N * BLOCK_M * (int)sizeof(bf16) + 2 * 64 * 64 * (int)sizeof(float) : 0) +
-                         4 * BLOCK_M * (int)sizeof(float) + 256 * (int)sizeof(uint32_t) + 1024;
-    constexpr auto kernel = flash_backward_wgmma_kernel<HS, ATOMIC_DQ>;
+                         6 * BLOCK_M * (int)sizeof(float) + 256 * (int)sizeof(uint32_t) + 1024;
+    constexpr auto kernel = flash_backward_wgmma_kernel<HS, DQ>;
     set_smem_limit_once<kernel>(smem);
     CUtensorMap map_kv, map_q, map_do, map_dq;
     make_qkv_tensor_map(&map_kv, qkv, s, BLOCK_N);
     make_qkv_tensor_map(&map_q, qkv, s, BLOCK_M);
     make_bthd_tensor_map(&map_do, dout, s, BLOCK_M);
-    if (ATOMIC_DQ) make_dq_accum_tensor_map(&map_dq, dq_accum, s, 16);
+    if (ATOMIC_DQ) make_dq_accum_tensor_map(&map_dq, w.dq_accum, DQ == FLASH_DQ_FIXED, s, 16);
     else memset(&map_dq, 0, sizeof(map_dq));
     int BH = s.B * s.NH, n_kv_blocks = (int)ceil_div(s.T, BLOCK_N);
-    // What a head's blocks stream: Q and dO, L and D, and the fp32 dQ they add to.
+    // What a head's blocks stream: Q and dO, L and D, and the dQ they add to.
     size_t head_bytes = (size_t)s.T * (2 * HS * sizeof(bf16) + 2 * sizeof(float) + (ATOMIC_DQ ? HS * sizeof(float) : 0));
-    kernel<<<n_kv_blocks * BH, 384, smem, stream>>>(map_kv, map_q, map_do, map_dq, dqkv, lse, delta, s.T, s.NH, BH,
-                                                    grid_head_group(head_bytes, BH, n_kv_blocks, 1), s.causal, s.scale);
+    kernel<<<n_kv_blocks * BH, 384, smem, stream>>>(map_kv, map_q, map_do, map_dq, dqkv, lse, w.delta, w.dq_fixed_scale,
+                                                    s.T, s.NH, BH, grid_head_group(head_bytes, BH, n_kv_blocks, 1),
+                                                    s.causal, s.scale);
     cudaCheckLaunch();
 }
 
@@ -568,24 +594,28 @@ static void launch_dq_wgmma(AttentionShape s, bf16* dqkv, const bf16* dout, cons
 }
 
 void flash_attention_backward_wgmma(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
-                                    const bf16* qkv, void* scratch, int separate_dq, cudaStream_t stream) {
-    float* delta = flash_backward_delta(s, scratch);
-    float* dq_accum = separate_dq ? NULL : flash_backward_dq_accum(s, scratch);
-    flash_backward_prepass(s, delta, dq_accum, dout, out, stream);
-    if (separate_dq) {
+                                    const bf16* qkv, void* scratch, FlashDq dq, cudaStream_t stream) {
+    BackwardScratch w = flash_backward_scratch(s, scratch);
+    flash_backward_prepass(s, w, dq, dout, out, qkv, stream);
+    if (dq == FLASH_DQ_SEPARATE) {
         // dK and dV, then dQ on its own. The dQ kernel at one thread block per SM: at two (128
         // registers) ptxas serialises its wgmma. HS 64: K/V blocks of 128 keys; HS 128: of 64,
         // which keeps dQ (64 registers) + S, dP (64) + dS (16) within registers.
         if (s.HS == 64) {
-            launch_backward_wgmma<64, false>(s, dqkv, NULL, dout, lse, delta, qkv, stream);
-            launch_dq_wgmma<64, 128, 1>(s, dqkv, dout, lse, delta, qkv, stream);
+            launch_backward_wgmma<64, FLASH_DQ_SEPARATE>(s, dqkv, w, dout, lse, qkv, stream);
+            launch_dq_wgmma<64, 128, 1>(s, dqkv, dout, lse, w.delta, qkv, stream);
         } else {
-            launch_backward_wgmma<128, false>(s, dqkv, NULL, dout, lse, delta, qkv, stream);
-            launch_dq_wgmma<128, 64, 1>(s, dqkv, dout, lse, delta, qkv, stream);
+            launch_backward_wgmma<128, FLASH_DQ_SEPARATE>(s, dqkv, w, dout, lse, qkv, stream);
+            launch_dq_wgmma<128, 64, 1>(s, dqkv, dout, lse, w.delta, qkv, stream);
         }
-    } else {
-        if (s.HS == 64) launch_backward_wgmma<64, true>(s, dqkv, dq_accum, dout, lse, delta, qkv, stream);
-        else            launch_backward_wgmma<128, true>(s, dqkv, dq_accum, dout, lse, delta, qkv, stream);
-        flash_backward_dq_convert(s, dqkv, dq_accum, stream);
+        return;
     }
+    if (dq == FLASH_DQ_FIXED) {
+        if (s.HS == 64) launch_backward_wgmma<64, FLASH_DQ_FIXED>(s, dqkv, w, dout, lse, qkv, stream);
+        else            launch_backward_wgmma<128, FLASH_DQ_FIXED>(s, dqkv, w, dout, lse, qkv, stream);
+    } else {
+        if (s.HS == 64) launch_backward_wgmma<64, FLASH_DQ_ATOMIC>(s, dqkv, w, dout, lse, qkv, stream);
+        else            launch_backward_wgmma<128, FLASH_DQ_ATOMIC>(s, dqkv, w, dout, lse, qkv, stream);
+    }
+    flash_backward_dq_convert(s, dqkv, w, dq, stream);
 }

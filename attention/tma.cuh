@@ -7,7 +7,8 @@
 // its bytes against an mbarrier; a thread that expects them calls mbarrier_arrive_expect_tx, and
 // every consumer waits on the barrier's phase (it flips each time the expected bytes and
 // arrivals have all come), so a barrier per buffer stage is reused with phases 0, 1, 0, ...
-// The other way, shared -> global, a bulk reduction adds a tile into a tensor (the backward's dQ).
+// The other way, shared -> global, a bulk reduction adds a tile into a tensor (the backward's dQ,
+// fp32 or int32 as the tensor map says).
 #ifndef FLASHGPT_TMA_CUH
 #define FLASHGPT_TMA_CUH
 
@@ -71,15 +72,18 @@ static inline void make_bthd_tensor_map(CUtensorMap* map, const bf16* x, Attenti
     make_tensor_map(map, x, 4, dims, strides, 2, rows);
 }
 
-// The fp32 dQ accumulator (B, NH, T, HS) as the 4-D tensor (32, T, HS/32, B*NH): dimension 0 is
-// 32 consecutive columns (one 128-byte swizzled panel), dimension 2 which panel (strides out of
-// order are fine for TMA). A box, (32, rows, 2, 1), is 64 columns of `rows` rows of one head,
-// laid out in shared memory as two panels of (rows, 32) floats. Rows past T are skipped.
-static inline void make_dq_accum_tensor_map(CUtensorMap* map, const float* dq_accum, AttentionShape s, int rows) {
+// The dQ accumulator (B, NH, T, HS) of 4-byte values, fp32 or int32 (fixed != 0), as the 4-D
+// tensor (32, T, HS/32, B*NH): dimension 0 is 32 consecutive columns (one 128-byte swizzled
+// panel), dimension 2 which panel (strides out of order are fine for TMA). A box, (32, rows, 2,
+// 1), is 64 columns of `rows` rows of one head, laid out in shared memory as two panels of
+// (rows, 32) values. Rows past T are skipped.
+static inline void make_dq_accum_tensor_map(CUtensorMap* map, const void* dq_accum, int fixed, AttentionShape s,
+                                            int rows) {
     uint64_t dims[4] = {32, (uint64_t)s.T, (uint64_t)s.HS / 32, (uint64_t)s.B * s.NH};
     uint64_t strides[3] = {4ull * s.HS, 128, 4ull * s.HS * s.T};
     uint32_t box[4] = {32, (uint32_t)rows, 2, 1};
-    encode_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, dq_accum, 4, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+    encode_tensor_map(map, fixed ? CU_TENSOR_MAP_DATA_TYPE_INT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, dq_accum, 4, dims,
+                      strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 // mbarrier: init by one thread, then fence_barrier_init and a __syncthreads before any use.

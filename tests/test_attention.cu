@@ -12,8 +12,9 @@
 //   the sequence, so that a row's max jumps by far more than the forward's lazy-rescale threshold
 //   (2^8) between blocks: both the rescale of O and the stale max between jumps are exercised;
 //   only the flash families run them (against the reference), since naive rounds S to bf16.
-// Each flash family: O and L against the reference, the backward (atomic and deterministic dQ)
-// against it, the deterministic backward twice for identical bits, and everything against naive.
+// Each flash family: O and L against the reference, the backward with each dQ path (flash.h's
+// FlashDq) against it, the deterministic paths (fixed point, separate) twice for identical bits,
+// and everything against naive.
 // Every output is poisoned with NaN before each run, so an element left unwritten fails.
 // FLASHGPT_ATTN_SMALL=1 runs only T in {1, 7, 65, 129} (for the sanitizers).
 #include <math.h>
@@ -80,7 +81,7 @@ typedef struct {
     const char* name;
     int wgmma;  // needs flash_attention_wgmma_available()
     void (*forward)(AttentionShape, bf16*, float*, const bf16*, cudaStream_t);
-    void (*backward)(AttentionShape, bf16*, const bf16*, const bf16*, const float*, const bf16*, void*, int,
+    void (*backward)(AttentionShape, bf16*, const bf16*, const bf16*, const float*, const bf16*, void*, FlashDq,
                      cudaStream_t);
 } FlashFamily;
 
@@ -287,13 +288,13 @@ static void run_forward(const FlashFamily* flash, AttentionShape s, DeviceBuffer
     if (saved) cudaCheck(cudaMemcpy(saved, d->saved, saved_bytes, cudaMemcpyDeviceToHost));
 }
 
-static void run_backward(const FlashFamily* flash, AttentionShape s, DeviceBuffers* d, int deterministic,
-                         bf16* dqkv) {
+// flash == NULL: the naive path (dq unused).
+static void run_backward(const FlashFamily* flash, AttentionShape s, DeviceBuffers* d, FlashDq dq, bf16* dqkv) {
     size_t dqkv_bytes = (size_t)s.B * s.T * 3 * s.NH * s.HS * sizeof(bf16);
     poison(d->dqkv, dqkv_bytes);
     poison(d->scratch, d->scratch_bytes);
     if (flash)
-        flash->backward(s, d->dqkv, d->dout, d->out, (const float*)d->saved, d->qkv, d->scratch, deterministic, 0);
+        flash->backward(s, d->dqkv, d->dout, d->out, (const float*)d->saved, d->qkv, d->scratch, dq, 0);
     else
         attention_backward(ATTENTION_NAIVE, s, d->dqkv, d->dout, d->out, d->saved, d->qkv, d->scratch, 0, 0);
     cudaCheck(cudaDeviceSynchronize());
@@ -332,11 +333,11 @@ static void test_naive(TestShape ts, DeviceBuffers* d, const Reference* ref, bf1
         bf16* again = (bf16*)malloc((size_t)s.B * s.T * 3 * s.NH * s.HS * sizeof(bf16));
         run_forward(NULL, s, d, out, probs);
         check_probs(s, probs);
-        run_backward(NULL, s, d, 0, dqkv);
+        run_backward(NULL, s, d, FLASH_DQ_SEPARATE, dqkv);
         Errors e;
         double worst = errors(&e, out, dqkv, ref->out, ref->dqkv, s, 1, full);
         check_errors("naive vs reference", &e, worst, full);
-        run_backward(NULL, s, d, 0, again);
+        run_backward(NULL, s, d, FLASH_DQ_SEPARATE, again);
         CHECK(memcmp(again, dqkv, (size_t)s.B * s.T * 3 * s.NH * s.HS * sizeof(bf16)) == 0,
               "two backward runs differ");
         free(probs);
@@ -375,14 +376,18 @@ static void test_flash(const FlashFamily* f, TestShape ts, DeviceBuffers* d, con
 
         Errors e;
         char what[64];
-        run_backward(f, s, d, 0, dqkv);
+        run_backward(f, s, d, FLASH_DQ_ATOMIC, dqkv);
         snprintf(what, sizeof(what), "%s vs reference", f->name);
         check_errors(what, &e, errors(&e, out, dqkv, ref->out, ref->dqkv, s, 1, full), full);
-        run_backward(f, s, d, 1, det1);
-        snprintf(what, sizeof(what), "%s deterministic vs reference", f->name);
-        check_errors(what, &e, errors(&e, out, det1, ref->out, ref->dqkv, s, 1, full), full);
-        run_backward(f, s, d, 1, det2);
-        CHECK(memcmp(det1, det2, dqkv_n * sizeof(bf16)) == 0, "two deterministic backward runs differ");
+        const FlashDq deterministic[2] = {FLASH_DQ_FIXED, FLASH_DQ_SEPARATE};
+        const char* path[2] = {"fixed-point dQ", "separate dQ"};
+        for (int p = 0; p < 2; p++) {
+            run_backward(f, s, d, deterministic[p], det1);
+            snprintf(what, sizeof(what), "%s %s vs reference", f->name, path[p]);
+            check_errors(what, &e, errors(&e, out, det1, ref->out, ref->dqkv, s, 1, full), full);
+            run_backward(f, s, d, deterministic[p], det2);
+            CHECK(memcmp(det1, det2, dqkv_n * sizeof(bf16)) == 0, "%s: two backward runs differ", path[p]);
+        }
 
         // Against naive on every element, dK and dV included, at every T (where naive ran).
         if (naive_out) {
