@@ -6,7 +6,7 @@
 // FLOPs: forward 4 B NH T^2 HS, halved for causal; backward 2.5x the forward (the convention of
 // the FlashAttention papers, also used by scripts/bench_sdpa.py). Naive is credited the same
 // FLOPs though it computes the masked half too. Time: cudaEvents around one call, 3 warm-up
-// calls, median of 10. Memory: the bytes of the buffers one layer's forward + backward needs
+// calls, median of 10; the backward and the deterministic backward take turns. Memory: the bytes of the buffers one layer's forward + backward needs
 // (qkv, out, dout, dqkv (B, T, 3, NH, HS) and the like, plus saved and scratch).
 // Usage: bench_attention [HS T [IMPL]]: every shape, or the one given, with every row or only
 // IMPL's (flash, flash-mma or naive; for a profiler, say).
@@ -43,8 +43,8 @@ typedef struct {
     const char* name;
     AttentionKind kind;
     void (*forward)(AttentionShape, bf16*, float*, const bf16*, cudaStream_t);  // NULL: attention.h
-    void (*backward)(AttentionShape, bf16*, const bf16*, const bf16*, const float*, const bf16*, void*, int,
-                     cudaStream_t);
+    void (*backward)(AttentionShape, bf16*, const bf16*, const bf16*, const float*, const bf16*, void*, FlashDq,
+                     cudaStream_t);   // deterministic: FLASH_DQ_SEPARATE, as flash.cu picks for this family
 } Impl;
 
 static const Impl FLASH = {"flash", ATTENTION_FLASH, NULL, NULL};
@@ -96,28 +96,39 @@ static int compare_floats(const void* a, const void* b) {
     return (x > y) - (x < y);
 }
 
-// Median milliseconds of one forward (pass 0) or backward (pass 1, 2: deterministic) call.
-static float median_ms(int pass, const Impl* impl, AttentionShape s, Buffers* b) {
+// One call: forward (pass 0), backward (1) or deterministic backward (2).
+static void run_pass(int pass, const Impl* impl, AttentionShape s, Buffers* b) {
+    if (pass == 0 && impl->forward) impl->forward(s, b->out, (float*)b->saved, b->qkv, 0);
+    else if (pass == 0) attention_forward(impl->kind, s, b->out, b->saved, b->qkv, 0);
+    else if (impl->backward)
+        impl->backward(s, b->dqkv, b->dout, b->out, (const float*)b->saved, b->qkv, b->scratch,
+                       pass == 2 ? FLASH_DQ_SEPARATE : FLASH_DQ_ATOMIC, 0);
+    else
+        attention_backward(impl->kind, s, b->dqkv, b->dout, b->out, b->saved, b->qkv, b->scratch, pass == 2, 0);
+}
+
+// median[i]: the median milliseconds of one call of passes[i] (at most 2). The passes take
+// turns, so that the clock, which falls under the power cap as a run goes on, weighs on each
+// alike.
+static void median_ms(int n, const int* passes, const Impl* impl, AttentionShape s, Buffers* b, float* median) {
     cudaEvent_t start, stop;
     cudaCheck(cudaEventCreate(&start));
     cudaCheck(cudaEventCreate(&stop));
-    float ms[REPS];
-    for (int r = -WARMUP; r < REPS; r++) {
-        cudaCheck(cudaEventRecord(start, 0));
-        if (pass == 0 && impl->forward) impl->forward(s, b->out, (float*)b->saved, b->qkv, 0);
-        else if (pass == 0) attention_forward(impl->kind, s, b->out, b->saved, b->qkv, 0);
-        else if (impl->backward)
-            impl->backward(s, b->dqkv, b->dout, b->out, (const float*)b->saved, b->qkv, b->scratch, pass == 2, 0);
-        else
-            attention_backward(impl->kind, s, b->dqkv, b->dout, b->out, b->saved, b->qkv, b->scratch, pass == 2, 0);
-        cudaCheck(cudaEventRecord(stop, 0));
-        cudaCheck(cudaEventSynchronize(stop));
-        if (r >= 0) cudaCheck(cudaEventElapsedTime(&ms[r], start, stop));
-    }
+    float ms[2][REPS];
+    for (int r = -WARMUP; r < REPS; r++)
+        for (int i = 0; i < n; i++) {
+            cudaCheck(cudaEventRecord(start, 0));
+            run_pass(passes[i], impl, s, b);
+            cudaCheck(cudaEventRecord(stop, 0));
+            cudaCheck(cudaEventSynchronize(stop));
+            if (r >= 0) cudaCheck(cudaEventElapsedTime(&ms[i][r], start, stop));
+        }
     cudaCheck(cudaEventDestroy(start));
     cudaCheck(cudaEventDestroy(stop));
-    qsort(ms, REPS, sizeof(float), compare_floats);
-    return ms[REPS / 2];
+    for (int i = 0; i < n; i++) {
+        qsort(ms[i], REPS, sizeof(float), compare_floats);
+        median[i] = ms[i][REPS / 2];
+    }
 }
 
 static void bench(const Impl* impl, AttentionShape s) {
@@ -138,12 +149,13 @@ static void bench(const Impl* impl, AttentionShape s) {
     fill_uniform(b.dout, (size_t)s.B * s.T * s.NH * s.HS, 2);
     double fwd_flops = 4.0 * s.B * s.NH * (double)s.T * s.T * s.HS * (s.causal ? 0.5 : 1.0);
     double bwd_flops = 2.5 * fwd_flops;
-    float fwd = median_ms(0, impl, s, &b);
-    float bwd = median_ms(1, impl, s, &b);
-    printf("%.3f | %.1f | %.3f | %.1f | ", fwd, fwd_flops / fwd * 1e-9, bwd, bwd_flops / bwd * 1e-9);
+    const int forward[1] = {0}, backward[2] = {1, 2};
+    float fwd, bwd[2];
+    median_ms(1, forward, impl, s, &b, &fwd);
+    median_ms(kind == ATTENTION_FLASH ? 2 : 1, backward, impl, s, &b, bwd);
+    printf("%.3f | %.1f | %.3f | %.1f | ", fwd, fwd_flops / fwd * 1e-9, bwd[0], bwd_flops / bwd[0] * 1e-9);
     if (kind == ATTENTION_FLASH) {
-        float det = median_ms(2, impl, s, &b);
-        printf("%.3f | %.1f | ", det, bwd_flops / det * 1e-9);
+        printf("%.3f | %.1f | ", bwd[1], bwd_flops / bwd[1] * 1e-9);
     } else {
         printf("(same) | | ");  // deterministic by construction
     }
