@@ -14,7 +14,8 @@
 //   only the flash families run them (against the reference), since naive rounds S to bf16.
 // Each flash family: O and L against the reference, the backward with each dQ path (flash.h's
 // FlashDq) against it, the deterministic paths (fixed point, separate) twice for identical bits,
-// and everything against naive.
+// and everything against naive; and per family, that an infinite K makes its head's fixed-point
+// dQ NaN.
 // Every output is poisoned with NaN before each run, so an element left unwritten fails.
 // FLASHGPT_ATTN_SMALL=1 runs only T in {1, 7, 65, 129} (for the sanitizers).
 #include <math.h>
@@ -460,6 +461,70 @@ static void test_shape(TestShape ts) {
     free(dout);
 }
 
+// Fixed-point dQ takes its units from a bound over each head's K and V: an infinite K makes that
+// bound infinite, and the head's dQ must come out NaN (as floating-point sums would make it),
+// never finite numbers in a meaningless unit; the other head is untouched.
+static void fixed_point_name(char* name, size_t len, const FlashFamily* f) {
+    snprintf(name, len, "attention %s fixed-point dQ with an infinite K", f->name);
+}
+
+static void test_fixed_point_nonfinite(const FlashFamily* f) {
+    char name[96];
+    fixed_point_name(name, sizeof(name), f);
+    if (f->wgmma && !flash_attention_wgmma_available()) {
+        test_skip(name, WGMMA_UNAVAILABLE);
+        return;
+    }
+    test_begin(name);
+    AttentionShape s = make_shape(65, 64, 1);
+    s.B = 1;
+    s.NH = 2;
+    size_t out_n = (size_t)s.T * s.NH * s.HS, qkv_n = 3 * out_n;
+    bf16* qkv = (bf16*)malloc(qkv_n * sizeof(bf16));
+    bf16* dout = (bf16*)malloc(out_n * sizeof(bf16));
+    Rng seed = {12345};
+    for (size_t i = 0; i < qkv_n; i++) qkv[i] = rng_bf16(&seed, 1.0f);
+    for (size_t i = 0; i < out_n; i++) dout[i] = rng_bf16(&seed, 1.0f);
+    qkv[((size_t)10 * 3 + 1) * s.NH * s.HS + 3] = __float2bfloat16(INFINITY);   // K[t 10, head 0, d 3]
+    DeviceBuffers d;
+    d.saved_bytes = attention_saved_bytes(ATTENTION_FLASH, s);
+    d.scratch_bytes = flash_attention_scratch_bytes(s);
+    cudaCheck(cudaMalloc(&d.qkv, qkv_n * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d.dout, out_n * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d.out, out_n * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d.dqkv, qkv_n * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d.saved, d.saved_bytes));
+    cudaCheck(cudaMalloc(&d.scratch, d.scratch_bytes));
+    cudaCheck(cudaMemcpy(d.qkv, qkv, qkv_n * sizeof(bf16), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(d.dout, dout, out_n * sizeof(bf16), cudaMemcpyHostToDevice));
+    bf16* out = (bf16*)malloc(out_n * sizeof(bf16));
+    bf16* dqkv = (bf16*)malloc(qkv_n * sizeof(bf16));
+    run_forward(f, s, &d, out, NULL);
+    run_backward(f, s, &d, FLASH_DQ_FIXED, dqkv);
+    int finite_in_head0 = 0, nonfinite_in_head1 = 0;
+    for (int t = 0; t < s.T; t++)
+        for (int part = 0; part < 3; part++)
+            for (int h = 0; h < s.NH; h++)
+                for (int c = 0; c < s.HS; c++) {
+                    float x = __bfloat162float(dqkv[(((size_t)t * 3 + part) * s.NH + h) * s.HS + c]);
+                    if (h == 0 && part == 0 && !isnan(x)) finite_in_head0++;
+                    if (h == 1 && !isfinite(x)) nonfinite_in_head1++;
+                }
+    CHECK(finite_in_head0 == 0, "%d dQ values of the head with the infinite K are not NaN", finite_in_head0);
+    CHECK(nonfinite_in_head1 == 0, "%d dQ, dK, dV values of the other head are not finite", nonfinite_in_head1);
+    cudaCheck(cudaFree(d.qkv));
+    cudaCheck(cudaFree(d.dout));
+    cudaCheck(cudaFree(d.out));
+    cudaCheck(cudaFree(d.dqkv));
+    cudaCheck(cudaFree(d.saved));
+    cudaCheck(cudaFree(d.scratch));
+    free(qkv);
+    free(dout);
+    free(out);
+    free(dqkv);
+    test_end();
+}
+
 // Head sizes outside what an implementation handles get a message instead of a computation.
 static void test_refusals(void) {
     test_begin("attention refuses unsupported head sizes");
@@ -495,9 +560,14 @@ int main(void) {
             }
         }
         test_skip("attention refuses unsupported head sizes", "no CUDA device");
+        for (int f = 0; f < N_FAMILIES; f++) {
+            fixed_point_name(name, sizeof(name), &FAMILIES[f]);
+            test_skip(name, "no CUDA device");
+        }
         return 0;
     }
     test_refusals();
+    for (int f = 0; f < N_FAMILIES; f++) test_fixed_point_nonfinite(&FAMILIES[f]);
     for (int i = 0; i < n; i++) test_shape(shapes[i]);
     return test_exit_code();
 }
