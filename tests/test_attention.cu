@@ -276,6 +276,29 @@ typedef struct {
 // NaN in every output (bf16 0xFFFF and fp32 0xFFFFFFFF are NaN), so unwritten elements show.
 static void poison(void* p, size_t bytes) { cudaCheck(cudaMemset(p, 0xFF, bytes)); }
 
+// The buffers of shape s with qkv and dout copied in; saved and scratch of the sizes given.
+static DeviceBuffers device_buffers(AttentionShape s, const bf16* qkv, const bf16* dout, size_t saved_bytes,
+                                    size_t scratch_bytes) {
+    size_t out_n = (size_t)s.B * s.T * s.NH * s.HS, qkv_n = 3 * out_n;
+    DeviceBuffers d;
+    d.saved_bytes = saved_bytes;
+    d.scratch_bytes = scratch_bytes;
+    cudaCheck(cudaMalloc(&d.qkv, qkv_n * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d.dout, out_n * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d.out, out_n * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d.dqkv, qkv_n * sizeof(bf16)));
+    cudaCheck(cudaMalloc(&d.saved, saved_bytes));
+    cudaCheck(cudaMalloc(&d.scratch, scratch_bytes > 0 ? scratch_bytes : 1));
+    cudaCheck(cudaMemcpy(d.qkv, qkv, qkv_n * sizeof(bf16), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(d.dout, dout, out_n * sizeof(bf16), cudaMemcpyHostToDevice));
+    return d;
+}
+
+static void free_device_buffers(DeviceBuffers* d) {
+    void* all[] = {d->qkv, d->dout, d->out, d->dqkv, d->saved, d->scratch};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) cudaCheck(cudaFree(all[i]));
+}
+
 // flash: one family's kernels; NULL: the naive path. saved receives L (flash) or P (naive).
 static void run_forward(const FlashFamily* flash, AttentionShape s, DeviceBuffers* d, bf16* out, void* saved) {
     size_t out_bytes = (size_t)s.B * s.T * s.NH * s.HS * sizeof(bf16);
@@ -423,22 +446,14 @@ static void test_shape(TestShape ts) {
     for (size_t i = 0; i < out_n; i++) dout[i] = rng_bf16(&seed, 1.0f);
     Reference ref = reference(s, qkv, dout);
 
-    DeviceBuffers d;
-    d.saved_bytes = attention_saved_bytes(ATTENTION_NAIVE, s);
-    d.scratch_bytes = attention_scratch_bytes(ATTENTION_NAIVE, s);
+    size_t saved_bytes = attention_saved_bytes(ATTENTION_NAIVE, s);
+    size_t scratch_bytes = attention_scratch_bytes(ATTENTION_NAIVE, s);
     if (ts.flash && !flash_attention_unsupported(s)) {
         size_t fs = attention_saved_bytes(ATTENTION_FLASH, s), fx = flash_attention_scratch_bytes(s);
-        if (fs > d.saved_bytes) d.saved_bytes = fs;
-        if (fx > d.scratch_bytes) d.scratch_bytes = fx;
+        if (fs > saved_bytes) saved_bytes = fs;
+        if (fx > scratch_bytes) scratch_bytes = fx;
     }
-    cudaCheck(cudaMalloc(&d.qkv, qkv_n * sizeof(bf16)));
-    cudaCheck(cudaMalloc(&d.dout, out_n * sizeof(bf16)));
-    cudaCheck(cudaMalloc(&d.out, out_n * sizeof(bf16)));
-    cudaCheck(cudaMalloc(&d.dqkv, qkv_n * sizeof(bf16)));
-    cudaCheck(cudaMalloc(&d.saved, d.saved_bytes));
-    cudaCheck(cudaMalloc(&d.scratch, d.scratch_bytes > 0 ? d.scratch_bytes : 1));
-    cudaCheck(cudaMemcpy(d.qkv, qkv, qkv_n * sizeof(bf16), cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(d.dout, dout, out_n * sizeof(bf16), cudaMemcpyHostToDevice));
+    DeviceBuffers d = device_buffers(s, qkv, dout, saved_bytes, scratch_bytes);
 
     // Naive rounds S to bf16, which scores of the rising-keys size (tens) do not survive.
     bf16* naive_out = ts.rising ? NULL : (bf16*)malloc(out_n * sizeof(bf16));
@@ -446,12 +461,7 @@ static void test_shape(TestShape ts) {
     if (!ts.rising) test_naive(ts, &d, &ref, naive_out, naive_dqkv);
     for (int f = 0; f < N_FAMILIES && ts.flash; f++) test_flash(&FAMILIES[f], ts, &d, &ref, naive_out, naive_dqkv);
 
-    cudaCheck(cudaFree(d.qkv));
-    cudaCheck(cudaFree(d.dout));
-    cudaCheck(cudaFree(d.out));
-    cudaCheck(cudaFree(d.dqkv));
-    cudaCheck(cudaFree(d.saved));
-    cudaCheck(cudaFree(d.scratch));
+    free_device_buffers(&d);
     free(naive_out);
     free(naive_dqkv);
     free(ref.out);
@@ -486,17 +496,8 @@ static void test_fixed_point_nonfinite(const FlashFamily* f) {
     for (size_t i = 0; i < qkv_n; i++) qkv[i] = rng_bf16(&seed, 1.0f);
     for (size_t i = 0; i < out_n; i++) dout[i] = rng_bf16(&seed, 1.0f);
     qkv[((size_t)10 * 3 + 1) * s.NH * s.HS + 3] = __float2bfloat16(INFINITY);   // K[t 10, head 0, d 3]
-    DeviceBuffers d;
-    d.saved_bytes = attention_saved_bytes(ATTENTION_FLASH, s);
-    d.scratch_bytes = flash_attention_scratch_bytes(s);
-    cudaCheck(cudaMalloc(&d.qkv, qkv_n * sizeof(bf16)));
-    cudaCheck(cudaMalloc(&d.dout, out_n * sizeof(bf16)));
-    cudaCheck(cudaMalloc(&d.out, out_n * sizeof(bf16)));
-    cudaCheck(cudaMalloc(&d.dqkv, qkv_n * sizeof(bf16)));
-    cudaCheck(cudaMalloc(&d.saved, d.saved_bytes));
-    cudaCheck(cudaMalloc(&d.scratch, d.scratch_bytes));
-    cudaCheck(cudaMemcpy(d.qkv, qkv, qkv_n * sizeof(bf16), cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(d.dout, dout, out_n * sizeof(bf16), cudaMemcpyHostToDevice));
+    DeviceBuffers d = device_buffers(s, qkv, dout, attention_saved_bytes(ATTENTION_FLASH, s),
+                                     flash_attention_scratch_bytes(s));
     bf16* out = (bf16*)malloc(out_n * sizeof(bf16));
     bf16* dqkv = (bf16*)malloc(qkv_n * sizeof(bf16));
     run_forward(f, s, &d, out, NULL);
@@ -512,12 +513,7 @@ static void test_fixed_point_nonfinite(const FlashFamily* f) {
                 }
     CHECK(finite_in_head0 == 0, "%d dQ values of the head with the infinite K are not NaN", finite_in_head0);
     CHECK(nonfinite_in_head1 == 0, "%d dQ, dK, dV values of the other head are not finite", nonfinite_in_head1);
-    cudaCheck(cudaFree(d.qkv));
-    cudaCheck(cudaFree(d.dout));
-    cudaCheck(cudaFree(d.out));
-    cudaCheck(cudaFree(d.dqkv));
-    cudaCheck(cudaFree(d.saved));
-    cudaCheck(cudaFree(d.scratch));
+    free_device_buffers(&d);
     free(qkv);
     free(dout);
     free(out);
