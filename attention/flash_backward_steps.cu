@@ -84,8 +84,9 @@ __global__ void flash_backward_kv_bound_kernel(float* kv_bound, const bf16* qkv,
 
 // 2^shift for a dQ row whose partial sums stay below `bound` < 2^e: shift = 29 - e (see the top),
 // at most 126 so that 2^shift and 2^-shift are normal floats. NaN for a bound that is not finite
-// (an inf or NaN in the head's K or V, or in the row's dO or D): the row then comes out NaN, as
-// floating-point sums would make it, where rounding to an integer would have turned NaN into 0.
+// (an inf in the head's K or V, an inf or NaN in the row's dO or D; a NaN in K or V reaches D of
+// every row that sees it): the row then comes out NaN, as floating-point sums would make it,
+// where rounding to an integer would have turned NaN into 0.
 __device__ __forceinline__ float dq_fixed_scale_for(float bound) {
     if (!(bound <= FLT_MAX)) return NAN;
     int e;
