@@ -6,8 +6,9 @@
 // FLOPs: forward 4 B NH T^2 HS, halved for causal; backward 2.5x the forward (the convention of
 // the FlashAttention papers, also used by scripts/bench_sdpa.py). Naive is credited the same
 // FLOPs though it computes the masked half too. Time: cudaEvents around one call, 3 warm-up
-// calls, median of 10; the backward and the deterministic backward take turns. Memory: the bytes of the buffers one layer's forward + backward needs
-// (qkv, out, dout, dqkv (B, T, 3, NH, HS) and the like, plus saved and scratch).
+// calls, median of 10; the backward and the deterministic backward take turns. Memory: the bytes
+// of the buffers one layer's forward + backward needs (qkv, out, dout, dqkv (B, T, 3, NH, HS) and
+// the like, plus saved and scratch).
 // Usage: bench_attention [HS T [IMPL]]: every shape, or the one given, with every row or only
 // IMPL's (flash, flash-mma or naive; for a profiler, say).
 #include <stdint.h>

@@ -45,7 +45,7 @@ echo "== bench_attention and bench_sdpa.py, shape by shape ($(elapsed))"
 : > "$LOGS/bench_sdpa.log"
 bench_status=0 sdpa_status=0
 for hs in 64 128; do
-    for T in 512 1024 2048 4096 8192 16384 32768; do
+    for T in 512 1024 2048 4096 8192 16384 32768; do   # both benchmarks' SEQ_LENS
         build/bench/bench_attention "$hs" "$T" >> "$LOGS/bench_attention.log" 2>&1 || bench_status=$?
         "$PYTHON" scripts/bench_sdpa.py "$hs" "$T" >> "$LOGS/bench_sdpa.log" 2>&1 || sdpa_status=$?
     done
