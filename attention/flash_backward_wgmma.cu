@@ -11,10 +11,11 @@
 //   S^T = K Q^T, dP^T = V dO^T             (64 keys x BLOCK_M queries, both operands in smem)
 //   P^T = exp(scale S^T - L), dS^T = P^T (dP^T - D)     (registers; L, D per query = column)
 //   dV += P^T dO, dK += dS^T Q              (P^T, dS^T from registers: the accumulators repacked)
-//   dQ += dS K                              (dS^T through smem; the 64 x 64 piece of this
-//                                            warpgroup, added to the accumulator by TMA bulk
-//                                            reductions: fp32, or fixed point for the same bits
-//                                            on every run)
+//   dQ += dS K                              (dS^T through smem, so issued in the next Q block,
+//                                            when both consumers' dS^T are there; the 64 x 64
+//                                            piece of this warpgroup, added to the accumulator
+//                                            by TMA bulk reductions: fp32, or fixed point for the
+//                                            same bits on every run)
 // The transposed products put the keys in the rows, the M side of wgmma, so P^T and dS^T come
 // out of S^T and dP^T as A operands of the dV and dK products without leaving registers. The
 // tiles of Q, K, V and dO arrive by TMA (tma.cuh) in the swizzled layout of wgmma.cuh.
@@ -39,7 +40,9 @@
 // Three warpgroups: warpgroup 0 is the producer (one warp: a thread issues the TMA copies, all
 // lanes copy L and D; few registers), warpgroups 1 and 2 the consumers (the math, with the
 // registers the producer gave back). They meet only at mbarriers: full[s] says stage s holds its
-// Q block, empty[s] that every consumer thread is done with it.
+// Q block, empty[s] that every consumer thread is done with it; between the consumers, ds[b]
+// that dS^T buffer b holds both halves of a Q block's dS^T, ds[2 + b] that both dQ products
+// have read them.
 template <int HS, FlashDq DQ>
 __global__ void __launch_bounds__(384, 1)
 flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // qkv, boxes of BLOCK_N rows
@@ -66,7 +69,7 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
     float* sD = sL + 2 * BLOCK_M;                              // 2 stages of (BLOCK_M)
     float* sF = sD + 2 * BLOCK_M;                              // FIXED: 2 stages of (BLOCK_M), dq_fixed_scale
     uint32_t* sched_anchor = reinterpret_cast<uint32_t*>(sF + 2 * BLOCK_M);   // (256), see the loop
-    __shared__ uint64_t bar_kv, bar_full[2], bar_empty[2];
+    __shared__ uint64_t bar_kv, bar_full[2], bar_empty[2], bar_ds[4];
 
     // Causal work shrinks with the key index: the first K/V blocks are issued first; heads in
     // groups (grid_order.cuh).
@@ -84,6 +87,7 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
             mbarrier_init(&bar_full[s], 32);
             mbarrier_init(&bar_empty[s], CONSUMERS);
         }
+        for (int b = 0; b < 4; b++) mbarrier_init(&bar_ds[b], CONSUMERS);
         fence_barrier_init();
     }
     __syncthreads();
@@ -166,6 +170,75 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
             bulk_commit();
         }
     };
+    const uint32_t ds_full_addr = opaque(smem_addr(&bar_ds[0])), ds_empty_addr = ds_full_addr + 16;
+    // dS^T of block n (keys, queries) into buffer n % 2, once both warpgroups' dQ products of
+    // block n-2 have read it, then this thread's arrival on it. A fragment register r of k-step
+    // kk holds rows +8*(r&1), columns 16kk + 8*(r>>1) + 2t.
+    auto store_ds = [&](int n, const uint32_t (&dsa)[BLOCK_M / 16][4]) {
+        if (n >= 2) mbarrier_wait(ds_empty_addr + 8 * (n % 2), ((n - 2) >> 1) & 1);
+        unsigned char* sdS_blk = sdS + (n % 2) * DS_BYTES;
+        #pragma unroll
+        for (int kk = 0; kk < BLOCK_M / 16; kk++)
+            #pragma unroll
+            for (int r = 0; r < 4; r++) {
+                int row = key0 - k0 + 8 * (r & 1), col = 16 * kk + 8 * (r >> 1);
+                *reinterpret_cast<uint32_t*>(sdS_blk + swizzled_offset<BLOCK_N>(row, col) + 4 * t) = dsa[kk][r];
+            }
+        fence_proxy_async_shared();
+        mbarrier_arrive(ds_full_addr + 8 * (n % 2));
+    };
+    // This warpgroup's dQ piece (64 x 64) of block n = dS[queries of the piece, all 128 keys]
+    // K[all keys, dims of the piece]: A from the dS^T tile, B from the K tile, both MN-major (one
+    // 64-wide panel each).
+    auto issue_dq = [&](float (&dq)[32], int n) {
+        const uint32_t sdS_addr = smem_addr(sdS + (n % 2) * DS_BYTES);
+        #pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; kk++)
+            wgmma_ss<64, 1, 1>(dq, desc_mn_major<BLOCK_N>(sdS_addr + dq_qh * BLOCK_N * 128, kk),
+                               desc_mn_major<BLOCK_N>(sK_addr + dq_dh * BLOCK_N * 128, kk), kk > 0);
+    };
+    // The warp's 16 rows of the piece into sdQ_warp (once the reduction before has read them), as
+    // the tensor map's box: two panels of 32 columns in the 128-byte swizzle; FIXED: in units of
+    // each row's 2^-shift, `fixed` (rows 16*warp + g and + 8 of the piece's Q block). dq[4n + e]
+    // is row 16*warp + g + 8*(e>>1), column 8n + 2t + (e&1).
+    float fixed[2] = {1.0f, 1.0f};
+    auto stage_dq_piece = [&](const float (&dq)[32]) {
+        if (lane == 0) bulk_wait_read<0>();
+        __syncwarp();
+        // The same stores written two ways, each the faster for its head size (bench/RESULTS.md
+        // v21): HS 64 by one address per thread, computed here (opaque), the 16-byte chunk of
+        // column 8n + 2t in row r being (2n % 8) ^ r ^ (t/2), with explicit shared-memory stores
+        // (6-7% faster than the other way); HS 128 by plain stores at offsets ptxas keeps
+        // across the loop (3-5% faster than the other way).
+        if constexpr (HS == 64) {
+            const uint32_t row_addr = opaque(smem_addr(sdQ_warp)) + (lane / 4) * 128 + (((lane / 4) ^ (t >> 1)) << 4) + (t & 1) * 8;
+            #pragma unroll
+            for (int nn = 0; nn < 8; nn++)
+                #pragma unroll
+                for (int half = 0; half < 2; half++) {
+                    uint32_t addr = (row_addr ^ ((2 * nn % 8) << 4)) + half * 8 * 128 + (nn / 4) * 16 * 128;
+                    float x = dq[4 * nn + 2 * half], y = dq[4 * nn + 2 * half + 1];
+                    if constexpr (FIXED)
+                        st_shared_v2(addr, __float2int_rn(x * fixed[half]), __float2int_rn(y * fixed[half]));
+                    else
+                        st_shared_v2(addr, __float_as_int(x), __float_as_int(y));
+                }
+        } else {
+            #pragma unroll
+            for (int nn = 0; nn < 8; nn++)
+                #pragma unroll
+                for (int half = 0; half < 2; half++) {
+                    int row = lane / 4 + 8 * half, col = (8 * nn) % 32 + 2 * t;
+                    int offset = (nn / 4) * 16 * 128 + row * 128 + (((col / 4) ^ (row % 8)) << 4) + (col % 4) * 4;
+                    float x = dq[4 * nn + 2 * half], y = dq[4 * nn + 2 * half + 1];
+                    if constexpr (FIXED)
+                        *reinterpret_cast<int2*>(sdQ_warp + offset) =
+                            make_int2(__float2int_rn(x * fixed[half]), __float2int_rn(y * fixed[half]));
+                    else
+                        *reinterpret_cast<float2*>(sdQ_warp + offset) = make_float2(x, y);
+                }
+        }
+    };
     mbarrier_wait(&bar_kv, 0);
     bool full_ready = false;   // ATOMIC_DQ: block i's stage already tested full at the end of block i-1
 
@@ -183,9 +256,9 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
         wgmma_fence();
         wgmma_a_bt<HS, BLOCK_N, BLOCK_M>(st, sK_addr, wg * 64, sQ_addr);
         wgmma_a_bt<HS, BLOCK_N, BLOCK_M>(dpt, sV_addr, wg * 64, sdO_addr);
-        // The previous block's dQ piece goes out while these run: its fence waits for the
-        // stores, off the path from one block's dQ product to the next block's products.
-        if (ATOMIC_DQ && n > 0) reduce_dq_piece(q0 - BLOCK_M);
+        // The dQ piece staged at the end of the previous block (block i-2's) goes out while these
+        // run: its fence waits for the stores, off the path of the products.
+        if (ATOMIC_DQ && n > 1) reduce_dq_piece(q0 - 2 * BLOCK_M);
         // L and D of this thread's columns (queries nt*8 + 2t, +1): HS 128 loads them before the
         // waits below, so that the exponentials and dS^T do not wait for shared memory; HS 64
         // has no registers for that (it would spill) and loads each pair where it is used.
@@ -253,10 +326,10 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
             c_to_a(pa[kk], &st[8 * kk], &st[8 * kk + 4]);
             c_to_a(dsa[kk], &dpt[8 * kk], &dpt[8 * kk + 4]);
         }
-        wgmma_fence();
-        #pragma unroll
-        for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dv, pa[kk], desc_mn_major<BLOCK_M>(sdO_addr, kk));
         if constexpr (!ATOMIC_DQ) {
+            wgmma_fence();
+            #pragma unroll
+            for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dv, pa[kk], desc_mn_major<BLOCK_M>(sdO_addr, kk));
             #pragma unroll
             for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dk, dsa[kk], desc_mn_major<BLOCK_M>(sQ_addr, kk));
             wgmma_commit();
@@ -268,65 +341,39 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
             pin_registers(dsa);
             mbarrier_arrive(empty_addr + 8 * stage);
         } else {
-            wgmma_commit();
-            // dS^T (keys, queries) into this block's buffer while dV runs: A fragment register
-            // r of k-step kk holds rows +8*(r&1), columns 16kk + 8*(r>>1) + 2t. Two buffers: the
-            // other warpgroup may still read block i-1's when this one writes block i's.
-            unsigned char* sdS_blk = sdS + (n & 1) * DS_BYTES;
-            #pragma unroll
-            for (int kk = 0; kk < BLOCK_M / 16; kk++)
-                #pragma unroll
-                for (int r = 0; r < 4; r++) {
-                    int row = key0 - k0 + 8 * (r & 1), col = 16 * kk + 8 * (r >> 1);
-                    *reinterpret_cast<uint32_t*>(sdS_blk + swizzled_offset<BLOCK_N>(row, col) + 4 * t) = dsa[kk][r];
-                }
-            fence_proxy_async_shared();
-            named_barrier_sync(1, 256);   // both consumer warpgroups' dS^T in place
-
-            // dQ piece (64 x 64) = dS[queries of the piece, all 128 keys] K[all keys, dims of the
-            // piece]: A from the dS^T tile, B from the K tile, both MN-major (one 64-wide panel
-            // each). Then dK += dS^T Q, under which the piece is staged (2-5% faster than dK
-            // issued with dV before the barrier and dQ waited for last; bench/RESULTS.md v19).
-            const uint32_t sdS_addr = smem_addr(sdS_blk);
+            // dQ of the block before (its dS^T is in place: the other consumer stored its half
+            // most of a block ago), then dV, then dK; the piece is converted and staged under dV
+            // and dK. The consumers no longer meet within a block, so each runs at its own pace
+            // (HS 64 7-8% faster than with a barrier at each block's dS^T, HS 128 1-2%;
+            // bench/RESULTS.md v21). The first block has no block before it: its dQ product
+            // reads buffer 1 and is dropped, so that every path issues the same wgmma groups
+            // (ptxas serialises every wgmma otherwise).
             float dq[32];
+            if (n > 0) mbarrier_wait(ds_full_addr + 8 * ((n - 1) % 2), ((n - 1) >> 1) & 1);
             wgmma_fence();
-            #pragma unroll
-            for (int kk = 0; kk < BLOCK_N / 16; kk++)
-                wgmma_ss<64, 1, 1>(dq, desc_mn_major<BLOCK_N>(sdS_addr + dq_qh * BLOCK_N * 128, kk),
-                                   desc_mn_major<BLOCK_N>(sK_addr + dq_dh * BLOCK_N * 128, kk), kk > 0);
+            issue_dq(dq, n + 1);
             wgmma_commit();
+            #pragma unroll
+            for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dv, pa[kk], desc_mn_major<BLOCK_M>(sdO_addr, kk));
+            wgmma_commit();
+            store_ds(n, dsa);
+            wgmma_fence();
             #pragma unroll
             for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dk, dsa[kk], desc_mn_major<BLOCK_M>(sQ_addr, kk));
             wgmma_commit();
-            // FIXED: the scales of this thread's rows of the piece, 16*warp + g and + 8.
-            float fixed[2];
+            wgmma_wait<2>();   // dQ done, dV and dK running
+            pin_registers(dq);
+            if (n > 0) {
+                mbarrier_arrive(ds_empty_addr + 8 * ((n - 1) % 2));
+                stage_dq_piece(dq);
+            }
+            // FIXED: the scales of this block's rows of its piece (16*warp + g and + 8), for the
+            // next block, which converts it (the stage may be refilled by then).
             if constexpr (FIXED) {
                 const float* f_blk = sF + stage * BLOCK_M + dq_qh * 64 + 16 * warp + lane / 4;
                 fixed[0] = f_blk[0];
                 fixed[1] = f_blk[8];
             }
-            wgmma_wait<1>();   // dV and dQ done, dK running
-            pin_registers(dq);
-
-            // The warp's 16 rows of the piece into sdQ_warp (once the reduction of the last block
-            // has read them), as the tensor map's box: two panels of 32 columns in the 128-byte
-            // swizzle; reduce_dq_piece sends them in the next block (or after the loop).
-            // d[4n + e] is row 16*warp + g + 8*(e>>1), column 8n + 2t + (e&1) of the piece.
-            if (lane == 0) bulk_wait_read<0>();
-            __syncwarp();
-            #pragma unroll
-            for (int nn = 0; nn < 8; nn++)
-                #pragma unroll
-                for (int half = 0; half < 2; half++) {
-                    int row = lane / 4 + 8 * half, col = (8 * nn) % 32 + 2 * t;
-                    int offset = (nn / 4) * 16 * 128 + row * 128 + (((col / 4) ^ (row % 8)) << 4) + (col % 4) * 4;
-                    float x = dq[4 * nn + 2 * half], y = dq[4 * nn + 2 * half + 1];
-                    if constexpr (FIXED)
-                        *reinterpret_cast<int2*>(sdQ_warp + offset) =
-                            make_int2(__float2int_rn(x * fixed[half]), __float2int_rn(y * fixed[half]));
-                    else
-                        *reinterpret_cast<float2*>(sdQ_warp + offset) = make_float2(x, y);
-                }
             wgmma_wait<0>();
             pin_registers(dv);
             pin_registers(dk);
@@ -339,7 +386,18 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
         }
     }
     if (ATOMIC_DQ) {
-        reduce_dq_piece((n_q_blocks - 1) * BLOCK_M);   // the last block's piece (there is at least one block)
+        // The last block's dQ piece: the piece before it goes out, then this one.
+        int last = n_q_blocks - 1 - first_q_block;
+        if (last > 0) reduce_dq_piece((n_q_blocks - 2) * BLOCK_M);
+        mbarrier_wait(ds_full_addr + 8 * (last % 2), (last >> 1) & 1);
+        float dq[32];
+        wgmma_fence();
+        issue_dq(dq, last);
+        wgmma_commit();
+        wgmma_wait<0>();
+        pin_registers(dq);
+        stage_dq_piece(dq);
+        reduce_dq_piece((n_q_blocks - 1) * BLOCK_M);
         if (lane == 0) bulk_wait<0>();                 // every reduction has landed
     }
 
