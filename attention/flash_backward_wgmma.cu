@@ -344,10 +344,10 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
             // dQ of the block before (its dS^T is in place: the other consumer stored its half
             // most of a block ago), then dV, then dK; the piece is converted and staged under dV
             // and dK. The consumers no longer meet within a block, so each runs at its own pace
-            // (HS 64 7-8% faster than with a barrier at each block's dS^T, HS 128 1-2%;
+            // (HS 64 6-12% faster than with a barrier at each block's dS^T, HS 128 1-3%;
             // bench/RESULTS.md v21). The first block has no block before it: its dQ product
-            // reads buffer 1 and is dropped, so that every path issues the same wgmma groups
-            // (ptxas serialises every wgmma otherwise).
+            // reads buffer 1, whatever it holds, and is dropped, so that every path issues the
+            // same wgmma groups (ptxas serialises every wgmma otherwise).
             float dq[32];
             if (n > 0) mbarrier_wait(ds_full_addr + 8 * ((n - 1) % 2), ((n - 1) >> 1) & 1);
             wgmma_fence();
