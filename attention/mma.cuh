@@ -19,11 +19,6 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return (uint32_t)__cvta_generic_to_shared(p);
 }
 
-// Two 32-bit values to shared-memory address addr (8-byte aligned).
-__device__ __forceinline__ void st_shared_v2(uint32_t addr, int x, int y) {
-    asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" :: "r"(addr), "r"(x), "r"(y) : "memory");
-}
-
 // c += a * b, one 16x8x16 tile per warp.
 __device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "

@@ -194,6 +194,12 @@ template <int n> __device__ __forceinline__ void warpgroup_claim_registers() {
 // above, stays in the warp's uniform registers instead of being moved there before each wgmma.
 __device__ __forceinline__ int warp_uniform(int v) { return __shfl_sync(0xffffffffu, v, 0); }
 
+// Two 32-bit values to shared-memory address addr (8-byte aligned), for stores whose addresses a
+// loop computes itself (see `opaque`).
+__device__ __forceinline__ void st_shared_v2(uint32_t addr, int x, int y) {
+    asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" :: "r"(addr), "r"(x), "r"(y) : "memory");
+}
+
 // v as a value the compiler cannot recompute: a lane index or a shared-memory address that a loop
 // keeps in a register, where ptxas would otherwise read the special register it comes from
 // (threadIdx, the block's shared-memory window) again in every iteration and wait for it.
