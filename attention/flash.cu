@@ -44,14 +44,19 @@ void flash_attention_forward(AttentionShape s, bf16* out, float* lse, const bf16
     else flash_attention_forward_mma(s, out, lse, qkv, stream);
 }
 
+// The wgmma backward's dQ path: dQ in a kernel of its own (deterministic) up to the longest T
+// at which it measured faster on an H200 than the in-kernel path of the same mode, atomic or
+// fixed point (bench/RESULTS.md, attention v23); the in-kernel path above.
+static FlashDq wgmma_dq_path(AttentionShape s, int deterministic) {
+    int separate_max_T = s.HS == 64 ? (deterministic ? 1024 : 256) : (deterministic ? 2048 : 1024);
+    if (s.T <= separate_max_T) return FLASH_DQ_SEPARATE;
+    return deterministic ? FLASH_DQ_FIXED : FLASH_DQ_ATOMIC;
+}
+
 void flash_attention_backward(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
                               const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
     if (flash_attention_wgmma_available()) {
-        // Up to this length dQ in a kernel of its own measured as fast as the in-kernel paths or
-        // faster on an H200 (bench/RESULTS.md, attention v13), and it is deterministic; above,
-        // the fixed-point path costs the deterministic mode least (attention v19).
-        FlashDq dq = s.T <= 2048 ? FLASH_DQ_SEPARATE : deterministic ? FLASH_DQ_FIXED : FLASH_DQ_ATOMIC;
-        flash_attention_backward_wgmma(s, dqkv, dout, out, lse, qkv, scratch, dq, stream);
+        flash_attention_backward_wgmma(s, dqkv, dout, out, lse, qkv, scratch, wgmma_dq_path(s, deterministic), stream);
     } else {
         flash_attention_backward_mma(s, dqkv, dout, out, lse, qkv, scratch,
                                      deterministic ? FLASH_DQ_SEPARATE : FLASH_DQ_ATOMIC, stream);
