@@ -193,12 +193,9 @@ template <int HS>
 static void launch_dq_convert(AttentionShape s, bf16* dqkv, BackwardScratch w, FlashDq dq, cudaStream_t stream) {
     int n_rows = s.B * s.T * s.NH;
     int blocks = (int)ceil_div((long long)n_rows * (HS / 8), STEP_THREADS);
-    if (dq == FLASH_DQ_FIXED)
-        flash_backward_dq_convert_kernel<HS, true><<<blocks, STEP_THREADS, 0, stream>>>(
-            dqkv, w.dq_accum, w.dq_fixed_scale, s.T, s.NH, n_rows, s.scale);
-    else
-        flash_backward_dq_convert_kernel<HS, false><<<blocks, STEP_THREADS, 0, stream>>>(
-            dqkv, w.dq_accum, w.dq_fixed_scale, s.T, s.NH, n_rows, s.scale);
+    auto kernel = dq == FLASH_DQ_FIXED ? flash_backward_dq_convert_kernel<HS, true>
+                                       : flash_backward_dq_convert_kernel<HS, false>;
+    kernel<<<blocks, STEP_THREADS, 0, stream>>>(dqkv, w.dq_accum, w.dq_fixed_scale, s.T, s.NH, n_rows, s.scale);
     cudaCheckLaunch();
 }
 
