@@ -58,8 +58,6 @@ void flash_attention_backward(AttentionShape s, bf16* dqkv, const bf16* dout, co
     if (flash_attention_wgmma_available()) {
         flash_attention_backward_wgmma(s, dqkv, dout, out, lse, qkv, scratch, wgmma_dq_path(s, deterministic), stream);
     } else {
-        // The mma.sync family's deterministic dQ on its own: its fixed-point path measured 5-19%
-        // slower at every shape on an H200 (bench/RESULTS.md, attention v24).
         flash_attention_backward_mma(s, dqkv, dout, out, lse, qkv, scratch,
                                      deterministic ? FLASH_DQ_SEPARATE : FLASH_DQ_ATOMIC, stream);
     }

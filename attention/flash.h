@@ -44,7 +44,7 @@ typedef enum {
     FLASH_DQ_ATOMIC,     // the blocks' pieces added to an fp32 accumulator: fast; the order of the
                          // adds varies from run to run, and with it the last bits
     FLASH_DQ_FIXED,      // the same pieces added in fixed point (flash_backward_steps.cu): integer
-                         // adds, the same bits on every run
+                         // adds, the same bits on every run; wgmma only (mma.sync takes SEPARATE)
     FLASH_DQ_SEPARATE,   // a kernel of its own, one thread block per Q block, no adds: the same
                          // bits on every run, for 7 matmuls instead of 5
 } FlashDq;

@@ -5,15 +5,15 @@
 // The probabilities are recomputed block by block from Q, K and L (P = exp(scale*QK^T - L)),
 // never read from memory. Three steps:
 //   1. prepass (flash_backward_steps.cu): D = rowsum(dO * O) per query row (and the dQ
-//      accumulator zeroed, with its fixed-point scales for FLASH_DQ_FIXED);
+//      accumulator zeroed);
 //   2. one thread block per K/V block of BLOCK_N keys loops over the Q blocks that see it,
 //      keeping dK and dV in registers: dV += P^T dO, dK += dS^T Q, with dS = P * (dP - D),
-//      dP = dO V^T; FLASH_DQ_ATOMIC adds dQ += dS K to the fp32 accumulator with atomics,
-//      FLASH_DQ_FIXED to the int32 one (the same bits every run);
+//      dP = dO V^T; FLASH_DQ_ATOMIC adds dQ += dS K to the fp32 accumulator with atomics;
 //   3. the accumulator becomes bf16 dQ in dqkv (flash_backward_steps.cu). FLASH_DQ_SEPARATE
-//      instead runs a second kernel (flash_backward_dq_separate), one thread block per Q block
-//      looping over the K/V blocks, which computes dQ on its own in a fixed order: the same bits
-//      every run, for 7 matmuls instead of 5 (S and dP are recomputed there).
+//      (any deterministic dQ: this family has no fixed-point path) instead runs a second kernel
+//      (flash_backward_dq_separate), one thread block per Q block looping over the K/V blocks,
+//      which computes dQ on its own in a fixed order: the same bits every run, for 7 matmuls
+//      instead of 5 (S and dP are recomputed there).
 #include <math.h>
 #include "attention/flash.h"
 #include "attention/mma.cuh"
@@ -25,16 +25,16 @@
 // fragments for the whole loop, so per Q block only Q and dO are read from shared memory.
 // Q, dO, L and D blocks of BLOCK_M queries are double-buffered; a warp works through a block in
 // sub-blocks of SUB_M queries, which bounds the S^T and dP^T registers while BLOCK_M sets the
-// number of barriers and the dQ tile. With ATOMIC_DQ (DQ other than FLASH_DQ_SEPARATE) the block
+// number of barriers and the dQ tile. With ATOMIC_DQ (DQ = FLASH_DQ_ATOMIC) the block
 // also writes dS^T to shared memory (double-buffered too) and, after the one barrier that starts
 // the next Q block, every warp adds a (32, HS*BLOCK_M/32/NWARPS) piece of that block's dQ = dS K
 // to the accumulator, so the dQ matmul and its atomics overlap the next block's work instead of
 // waiting at a second barrier.
 template <int HS, int BLOCK_M, int SUB_M, int NWARPS, FlashDq DQ>
 __global__ void __launch_bounds__(NWARPS * 32)
-flash_backward_kv_kernel(bf16* dqkv, void* dq_accum, const float* dq_fixed_scale, const bf16* dout, const float* lse,
+flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const float* lse,
                          const float* delta, const bf16* qkv, int T, int NH, int BH, int causal, float scale) {
-    constexpr bool ATOMIC_DQ = DQ != FLASH_DQ_SEPARATE;
+    constexpr bool ATOMIC_DQ = DQ == FLASH_DQ_ATOMIC;
     constexpr int NTHREADS = NWARPS * 32;
     constexpr int BLOCK_N = 16 * NWARPS;
     constexpr int S = PaddedRow<HS>::stride;
@@ -100,16 +100,7 @@ flash_backward_kv_kernel(bf16* dqkv, void* dq_accum, const float* dq_fixed_scale
                 int query = q0 + strip * 32 + mt * 16 + g + 8 * half;
                 if (query >= T) continue;
                 long long at = ((long long)bh * T + query) * HS + c0 + 2 * t;
-                if constexpr (DQ == FLASH_DQ_FIXED) {
-                    float fixed = dq_fixed_scale[(long long)bh * T + query];
-                    int* dst = (int*)dq_accum + at;
-                    for (int dt = 0; dt < DQ_COLS / 8; dt++) {
-                        atomicAdd(dst + dt * 8, __float2int_rn(dq[mt][dt][2 * half] * fixed));
-                        atomicAdd(dst + dt * 8 + 1, __float2int_rn(dq[mt][dt][2 * half + 1] * fixed));
-                    }
-                    continue;
-                }
-                float* dst = (float*)dq_accum + at;
+                float* dst = dq_accum + at;
                 for (int dt = 0; dt < DQ_COLS / 8; dt++) {
 #if __CUDA_ARCH__ >= 900
                     atomicAdd(reinterpret_cast<float2*>(dst + dt * 8),
@@ -378,8 +369,8 @@ static void launch_kv(AttentionShape s, bf16* dqkv, BackwardScratch w, const bf1
     constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, DQ>;
     set_smem_limit_once<kernel>(kv_smem);
     int BH = s.B * s.NH, n_kv_blocks = (int)ceil_div(s.T, BLOCK_N);
-    kernel<<<n_kv_blocks * BH, NWARPS * 32, kv_smem, stream>>>(dqkv, w.dq_accum, w.dq_fixed_scale, dout, lse, w.delta,
-                                                                qkv, s.T, s.NH, BH, s.causal, s.scale);
+    kernel<<<n_kv_blocks * BH, NWARPS * 32, kv_smem, stream>>>(dqkv, (float*)w.dq_accum, dout, lse, w.delta, qkv,
+                                                                s.T, s.NH, BH, s.causal, s.scale);
     cudaCheckLaunch();
 }
 
@@ -396,13 +387,15 @@ static void launch_backward(AttentionShape s, bf16* dqkv, const bf16* dout, cons
         return;
     }
     kv_smem += 2 * BLOCK_N * PaddedRow<BLOCK_M>::stride * (int)sizeof(bf16);   // dS^T
-    if (dq == FLASH_DQ_FIXED) launch_kv<HS, BLOCK_M, SUB_M, NWARPS, FLASH_DQ_FIXED>(s, dqkv, w, dout, lse, qkv, kv_smem, stream);
-    else                      launch_kv<HS, BLOCK_M, SUB_M, NWARPS, FLASH_DQ_ATOMIC>(s, dqkv, w, dout, lse, qkv, kv_smem, stream);
+    launch_kv<HS, BLOCK_M, SUB_M, NWARPS, FLASH_DQ_ATOMIC>(s, dqkv, w, dout, lse, qkv, kv_smem, stream);
     flash_backward_dq_convert(s, dqkv, w, dq, stream);
 }
 
 void flash_attention_backward_mma(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
                                   const bf16* qkv, void* scratch, FlashDq dq, cudaStream_t stream) {
+    // No fixed-point path here: on an H200 it measured 5-19% slower than the separate one at
+    // every shape (bench/RESULTS.md, attention v24), so every deterministic dQ takes that.
+    if (dq == FLASH_DQ_FIXED) dq = FLASH_DQ_SEPARATE;
     // K/V blocks of 128 keys (8 warps x 16). HS 64: Q blocks of 128 queries in sub-blocks of
     // 64 (dK + dV 64 regs, K and V fragments 32, S^T + dP^T 64); HS 128: Q blocks of 64 in
     // sub-blocks of 16 (dK + dV 128 regs, S^T + dP^T 16, K and V read from shared memory).

@@ -1,5 +1,6 @@
 // attention/flash_backward_steps.cu: the steps around the backward kernels that both families
-// (flash_backward.cu, flash_backward_wgmma.cu) share, and the scratch they work in:
+// (flash_backward.cu, flash_backward_wgmma.cu) share, and the scratch they work in (fixed-point
+// dQ is the wgmma family's alone):
 //   scratch: D (B, NH, T) fp32, the fixed-point scale per row (B, NH, T) fp32, the K/V bounds
 //            per head (B*NH, 2) fp32, then the dQ accumulator (B, NH, T, HS), fp32 or int32
 //   prepass: D = rowsum(dO * O) per query row; with an accumulator (FLASH_DQ_ATOMIC, _FIXED) the
