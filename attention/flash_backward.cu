@@ -25,16 +25,15 @@
 // fragments for the whole loop, so per Q block only Q and dO are read from shared memory.
 // Q, dO, L and D blocks of BLOCK_M queries are double-buffered; a warp works through a block in
 // sub-blocks of SUB_M queries, which bounds the S^T and dP^T registers while BLOCK_M sets the
-// number of barriers and the dQ tile. With ATOMIC_DQ (DQ = FLASH_DQ_ATOMIC) the block
-// also writes dS^T to shared memory (double-buffered too) and, after the one barrier that starts
-// the next Q block, every warp adds a (32, HS*BLOCK_M/32/NWARPS) piece of that block's dQ = dS K
-// to the accumulator, so the dQ matmul and its atomics overlap the next block's work instead of
-// waiting at a second barrier.
-template <int HS, int BLOCK_M, int SUB_M, int NWARPS, FlashDq DQ>
+// number of barriers and the dQ tile. With ATOMIC_DQ (FLASH_DQ_ATOMIC) the block also writes dS^T
+// to shared memory (double-buffered too) and, after the one barrier that starts the next Q block,
+// every warp adds a (32, HS*BLOCK_M/32/NWARPS) piece of that block's dQ = dS K to the
+// accumulator, so the dQ matmul and its atomics overlap the next block's work instead of waiting
+// at a second barrier.
+template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ>
 __global__ void __launch_bounds__(NWARPS * 32)
-flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const float* lse,
-                         const float* delta, const bf16* qkv, int T, int NH, int BH, int causal, float scale) {
-    constexpr bool ATOMIC_DQ = DQ == FLASH_DQ_ATOMIC;
+flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const float* lse, const float* delta,
+                         const bf16* qkv, int T, int NH, int BH, int causal, float scale) {
     constexpr int NTHREADS = NWARPS * 32;
     constexpr int BLOCK_N = 16 * NWARPS;
     constexpr int S = PaddedRow<HS>::stride;
@@ -99,8 +98,7 @@ flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const fl
             for (int half = 0; half < 2; half++) {
                 int query = q0 + strip * 32 + mt * 16 + g + 8 * half;
                 if (query >= T) continue;
-                long long at = ((long long)bh * T + query) * HS + c0 + 2 * t;
-                float* dst = dq_accum + at;
+                float* dst = dq_accum + ((long long)bh * T + query) * HS + c0 + 2 * t;
                 for (int dt = 0; dt < DQ_COLS / 8; dt++) {
 #if __CUDA_ARCH__ >= 900
                     atomicAdd(reinterpret_cast<float2*>(dst + dt * 8),
@@ -361,12 +359,13 @@ static void flash_backward_dq_separate(AttentionShape s, bf16* dqkv, const bf16*
     else            launch_dq<128, 4, 32>(s, dqkv, dout, lse, delta, qkv, stream);
 }
 
-// The K/V kernel with dQ path DQ, from a dynamic shared-memory size of kv_smem bytes.
-template <int HS, int BLOCK_M, int SUB_M, int NWARPS, FlashDq DQ>
+// The K/V kernel, with the atomic dQ or without dQ, from a dynamic shared-memory size of kv_smem
+// bytes.
+template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ>
 static void launch_kv(AttentionShape s, bf16* dqkv, BackwardScratch w, const bf16* dout, const float* lse,
                       const bf16* qkv, int kv_smem, cudaStream_t stream) {
     constexpr int BLOCK_N = 16 * NWARPS;
-    constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, DQ>;
+    constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, ATOMIC_DQ>;
     set_smem_limit_once<kernel>(kv_smem);
     int BH = s.B * s.NH, n_kv_blocks = (int)ceil_div(s.T, BLOCK_N);
     kernel<<<n_kv_blocks * BH, NWARPS * 32, kv_smem, stream>>>(dqkv, (float*)w.dq_accum, dout, lse, w.delta, qkv,
@@ -382,12 +381,12 @@ static void launch_backward(AttentionShape s, bf16* dqkv, const bf16* dout, cons
     constexpr int BLOCK_N = 16 * NWARPS, S = PaddedRow<HS>::stride;
     int kv_smem = (2 * BLOCK_N + 4 * BLOCK_M) * S * (int)sizeof(bf16) + 4 * BLOCK_M * (int)sizeof(float);
     if (dq == FLASH_DQ_SEPARATE) {
-        launch_kv<HS, BLOCK_M, SUB_M, NWARPS, FLASH_DQ_SEPARATE>(s, dqkv, w, dout, lse, qkv, kv_smem, stream);
+        launch_kv<HS, BLOCK_M, SUB_M, NWARPS, false>(s, dqkv, w, dout, lse, qkv, kv_smem, stream);
         flash_backward_dq_separate(s, dqkv, dout, lse, w.delta, qkv, stream);
         return;
     }
     kv_smem += 2 * BLOCK_N * PaddedRow<BLOCK_M>::stride * (int)sizeof(bf16);   // dS^T
-    launch_kv<HS, BLOCK_M, SUB_M, NWARPS, FLASH_DQ_ATOMIC>(s, dqkv, w, dout, lse, qkv, kv_smem, stream);
+    launch_kv<HS, BLOCK_M, SUB_M, NWARPS, true>(s, dqkv, w, dout, lse, qkv, kv_smem, stream);
     flash_backward_dq_convert(s, dqkv, w, dq, stream);
 }
 
