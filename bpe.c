@@ -22,7 +22,7 @@ static const char* usage =
     "decode  writes the text of the tokens in SHARD to stdout\n"
     "\n"
     "Shards record the tokenizer that made them; decode refuses one made by another.\n"
-    "An output may not be one of the inputs.\n";
+    "An output may not be one of the inputs; --out /dev/stdout writes to standard output.\n";
 
 typedef struct {
     const char* input;

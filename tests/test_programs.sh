@@ -158,6 +158,16 @@ ln -s missing.tok "$tmp/dangling.tok"
 check "a dangling link was not followed" cmp "$tmp/missing.tok" "$tmp/a.tok"
 end
 
+begin "bpe_out_stdout_written_in_place"
+./bpe train --input "$tmp/a.txt" --vocab-size 300 --out /dev/stdout 2>"$tmp/err" | cat > "$tmp/piped.tok"
+check "through a pipe: $(tail -1 "$tmp/err")" cmp "$tmp/piped.tok" "$tmp/a.tok"
+./bpe encode --tokenizer "$tmp/a.tok" --input "$tmp/a.txt" --out /proc/self/fd/1 2>"$tmp/err" |
+    cat > "$tmp/piped.bin"
+check "/proc/self/fd/1, a pipe: $(tail -1 "$tmp/err")" cmp "$tmp/piped.bin" "$tmp/a.bin"
+./bpe train --input "$tmp/a.txt" --vocab-size 300 --out /dev/stdout > "$tmp/redirected.tok" 2>"$tmp/err"
+check "redirected to a file: $(tail -1 "$tmp/err")" cmp "$tmp/redirected.tok" "$tmp/a.tok"
+end
+
 begin "bpe_out_directory_refused_before_training"
 ./bpe train --input "$tmp/big.txt" --vocab-size 300 --out "$tmp" 2>"$tmp/err"
 check "a directory accepted" test $? -ne 0
