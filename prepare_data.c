@@ -5,14 +5,14 @@
 // trained on the training documents or loaded, and saved beside the shards as tokenizer.bin;
 // every shard records its fingerprint. The dataset is built in a temporary sibling folder that
 // replaces --out-dir in one step once complete, so a failed or interrupted run leaves the old
-// dataset as it was, and a new folder only appears finished.
+// dataset as it was, and a new folder only appears finished. Of the old folder only the files a
+// dataset has go; everything that could stop the replacement is found before the long work.
 // Input files are mapped, not read into memory, and encoded a piece at a time, so memory stays
 // bounded by the shard size.
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -38,9 +38,10 @@ static void usage(FILE* f) {
         "... (llm.c format). Every document starts with <|endoftext|>; a document is one input\n"
         "file, or with --split-blank-lines one paragraph. The whole dataset is built beside DIR\n"
         "and then replaces it, so a failed or interrupted run leaves DIR as it was; files in DIR\n"
-        "that are not the dataset's are kept.\n"
+        "other than tokenizer.bin, train_NNNNNN.bin and val_NNNNNN.bin are kept.\n"
         "  --out-dir DIR          where the shards and the tokenizer used (DIR/tokenizer.bin)\n"
-        "                         go; made if missing\n"
+        "                         go; made if missing; not a mount point nor the current folder\n"
+        "                         (neither can be replaced: give a folder inside it)\n"
         "  --vocab-size N         train a BPE tokenizer of N ids on the training documents\n"
         "  --tokenizer FILE       use a saved tokenizer\n"
         "  --gpt2 JSON BPE        use GPT-2's encoder.json and vocab.bpe\n"
@@ -83,13 +84,29 @@ static void on_sigbus(int sig) {
     _exit(1);
 }
 
+// Dies unless st, the stat of the input path, is of a non-empty regular file.
+static void require_text_file(const char* path, const struct stat* st) {
+    if (S_ISDIR(st->st_mode)) die("%s: is a directory", path);
+    if (!S_ISREG(st->st_mode)) die("%s: not a regular file", path);
+    if (st->st_size == 0) die("%s: empty file", path);
+}
+
+// Checks the input by its stat, before anything opens it: opening a FIFO would wait for a
+// writer.
+static void check_input(const char* path) {
+    struct stat st;
+    if (stat(path, &st) != 0) die("%s: cannot read: %s", path, strerror(errno));
+    require_text_file(path, &st);
+}
+
 static InputFile map_input(const char* path) {
-    int fd = open(path, O_RDONLY);
+    // Non-blocking: should a FIFO have taken the file's place since check_input, open returns
+    // at once and fstat refuses it.
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
     if (fd < 0) die("%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) die("%s: cannot stat: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode)) die("%s: not a regular file", path);
-    if (st.st_size == 0) die("%s: empty file", path);
+    require_text_file(path, &st);
     void* p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) die("%s: cannot map: %s", path, strerror(errno));
     close(fd);
@@ -155,8 +172,10 @@ typedef struct {
     int64_t n_tokens;
 } ShardSink;
 
+#define SHARD_NAME "%s_%06d.bin"   // split, index
+
 static void shard_name(char* out, size_t size, const ShardSink* s, int index) {
-    if (snprintf(out, size, "%s/%s_%06d.bin", s->dir, s->split, index) >= (int)size) {
+    if (snprintf(out, size, "%s/" SHARD_NAME, s->dir, s->split, index) >= (int)size) {
         die("--out-dir %s: path too long", s->dir);
     }
 }
@@ -199,32 +218,92 @@ static void add_tokens(ShardSink* sink, const ShardSink* train, int64_t* train_c
     sink_push(sink, tokens, n);
 }
 
-// Whether name is one of a dataset's files, or a temporary left while writing one.
+// Whether name is exactly the name of one of a dataset's files, as this program writes them.
 static int dataset_file(const char* name) {
-    return !fnmatch("tokenizer.bin*", name, 0) || !fnmatch("train_*.bin*", name, 0) ||
-           !fnmatch("val_*.bin*", name, 0);
+    if (!strcmp(name, "tokenizer.bin")) return 1;
+    const char* split = !strncmp(name, "train_", 6) ? "train" : !strncmp(name, "val_", 4) ? "val"
+                      : NULL;
+    if (!split) return 0;
+    const char* digits = name + strlen(split) + 1;
+    if (*digits < '0' || *digits > '9') return 0;
+    long index = strtol(digits, NULL, 10);
+    char expected[64];
+    if (index > INT32_MAX) return 0;
+    snprintf(expected, sizeof expected, SHARD_NAME, split, (int)index);
+    return !strcmp(name, expected);
+}
+
+static void entry_path(char* out, size_t size, const char* dir, const char* name) {
+    if (snprintf(out, size, "%s/%s", dir, name) >= (int)size) {
+        die("%s/%s: path too long", dir, name);
+    }
+}
+
+// Whether the entry name of out_dir goes with the old dataset (1) or moves on to the new one
+// (0). Dies on one that the replacement would lose: a folder (only files move on), or under a
+// dataset file's name something other than a file (this program writes only files).
+static int replaced(const char* out_dir, const char* name, struct stat* st) {
+    char path[4096];
+    entry_path(path, sizeof path, out_dir, name);
+    if (lstat(path, st) != 0) {
+        die("--out-dir %s: cannot look at %s: %s", out_dir, name, strerror(errno));
+    }
+    if (S_ISDIR(st->st_mode)) {
+        die("--out-dir %s holds the folder %s, which replacing the dataset would remove; "
+            "give the dataset a folder of its own", out_dir, name);
+    }
+    if (!dataset_file(name)) return 0;
+    if (!S_ISREG(st->st_mode)) {
+        die("--out-dir %s: %s is not a regular file, so not this program's, and replacing the "
+            "dataset would remove it; move it out first", out_dir, name);
+    }
+    return 1;
+}
+
+// Checks, before the long work, that replacing out_dir loses nothing: no folder, no unknown
+// entry under a dataset file's name, and none of the inputs among the files that go.
+// (--tokenizer DIR/tokenizer.bin may go: the new dataset's tokenizer.bin has the same bytes.)
+static void check_replacement(const char* out_dir, const char* const* inputs, int n_inputs) {
+    DIR* d = opendir(out_dir);
+    if (!d) return;   // a new dataset
+    struct stat* input_st = calloc((size_t)n_inputs, sizeof(struct stat));
+    if (!input_st) die("out of memory");
+    for (int i = 0; i < n_inputs; i++) stat(inputs[i], &input_st[i]);   // st_ino 0: none
+    struct dirent* e;
+    while ((e = readdir(d))) {
+        struct stat st;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+            !replaced(out_dir, e->d_name, &st)) {
+            continue;
+        }
+        for (int i = 0; i < n_inputs; i++) {
+            if (input_st[i].st_ino == st.st_ino && input_st[i].st_dev == st.st_dev) {
+                die("%s: an input, but also the dataset's file %s in --out-dir %s, which the "
+                    "new dataset replaces; move it out of --out-dir first", inputs[i], e->d_name,
+                    out_dir);
+            }
+        }
+    }
+    closedir(d);
+    free(input_st);
 }
 
 // The files in the existing out_dir that are not the dataset's move on with it: linked into the
-// new folder (link = 1), or only checked for that, before the long work (link = 0). A folder in
-// it is refused: it would be lost with the old dataset.
-static void keep_other_files(const char* out_dir, const char* new_dir, int link_them) {
+// new folder.
+static void keep_other_files(const char* out_dir, const char* new_dir) {
     DIR* d = opendir(out_dir);
     if (!d) return;   // a new dataset
     struct dirent* e;
     while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || dataset_file(e->d_name)) {
+        struct stat st;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+            replaced(out_dir, e->d_name, &st)) {
             continue;
         }
         char from[4096], to[4096];
-        snprintf(from, sizeof from, "%s/%s", out_dir, e->d_name);
-        snprintf(to, sizeof to, "%s/%s", new_dir, e->d_name);
-        struct stat st;
-        if (lstat(from, &st) != 0 || S_ISDIR(st.st_mode)) {
-            die("--out-dir %s holds the folder %s, which replacing the dataset would remove; "
-                "give the dataset a folder of its own", out_dir, e->d_name);
-        }
-        if (link_them && link(from, to) != 0) {
+        entry_path(from, sizeof from, out_dir, e->d_name);
+        entry_path(to, sizeof to, new_dir, e->d_name);
+        if (link(from, to) != 0) {
             die("--out-dir %s: cannot keep %s in the new dataset: %s", out_dir, e->d_name,
                 strerror(errno));
         }
@@ -268,14 +347,14 @@ static Tokenizer* train_tokenizer(const InputFile* files, int n_inputs, int64_t 
 }
 
 int main(int argc, char** argv) {
-    const char* out_dir = NULL;
+    char* out_dir = NULL;
     const char* tokenizer_path = NULL;
     const char* gpt2_json = NULL;
     const char* gpt2_bpe = NULL;
     int vocab_size = 0, split = 0;
     double val_fraction = 0.1;
     long long shard_tokens = 100000000;
-    const char** inputs = malloc((size_t)argc * sizeof(char*));
+    const char** inputs = malloc((size_t)(argc + 2) * sizeof(char*));   // the --gpt2 files too
     int n_inputs = 0;
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
@@ -314,7 +393,20 @@ int main(int argc, char** argv) {
         die("give exactly one of --vocab-size, --tokenizer, --gpt2; see --help");
     }
     if (n_inputs == 0) die("no input text file; see --help");
+    // "DIR/" is DIR, in the messages too.
+    for (size_t n = strlen(out_dir); n > 1 && out_dir[n - 1] == '/'; n--) out_dir[n - 1] = 0;
     signal(SIGBUS, on_sigbus);
+
+    // Every check of the inputs and the output comes before the long work (reading the inputs
+    // through, training) and before any folder is made.
+    for (int i = 0; i < n_inputs; i++) check_input(inputs[i]);
+    char err[ERR_LEN], new_dir[4096];
+    if (atomic_dir_check(out_dir, err) != 0) die("--out-dir %s", err);
+    if (gpt2_json) {
+        inputs[n_inputs] = gpt2_json;
+        inputs[n_inputs + 1] = gpt2_bpe;
+    }
+    check_replacement(out_dir, inputs, n_inputs + (gpt2_json ? 2 : 0));
 
     InputFile* files = malloc((size_t)n_inputs * sizeof(InputFile));
     int64_t n_docs = 0, total_bytes = 0;
@@ -335,16 +427,14 @@ int main(int argc, char** argv) {
             split ? "" : "split them with --split-blank-lines, ");
     }
     int64_t n_train_docs = n_docs - n_val;
-    // The output checks come before training, which can take long.
-    char err[ERR_LEN], new_dir[4096];
-    keep_other_files(out_dir, NULL, 0);
-    if (atomic_dir_open(out_dir, new_dir, sizeof new_dir, err) != 0) die("--out-dir %s", err);
 
-    Tokenizer* tok;
-    if (vocab_size > 0) tok = train_tokenizer(files, n_inputs, n_train_docs, split, vocab_size);
-    else if (tokenizer_path) tok = tokenizer_load(tokenizer_path, err);
-    else tok = tokenizer_load_gpt2(gpt2_json, gpt2_bpe, err);
-    if (!tok) die("%s", err);
+    // A saved tokenizer is loaded before the new folder is made, a new one trained after.
+    Tokenizer* tok = NULL;
+    if (tokenizer_path) tok = tokenizer_load(tokenizer_path, err);
+    else if (gpt2_json) tok = tokenizer_load_gpt2(gpt2_json, gpt2_bpe, err);
+    if (!tok && vocab_size == 0) die("%s", err);
+    if (atomic_dir_open(out_dir, new_dir, sizeof new_dir, err) != 0) die("--out-dir %s", err);
+    if (!tok) tok = train_tokenizer(files, n_inputs, n_train_docs, split, vocab_size);
     save_tokenizer(tok, new_dir);
     int V = tokenizer_vocab_size(tok), eot = tokenizer_eot(tok);
     uint64_t fingerprint = tokenizer_fingerprint(tok);
@@ -390,7 +480,7 @@ int main(int argc, char** argv) {
     if (show_progress) fprintf(stderr, "\n");
     sink_flush(&train);
     sink_flush(&val);
-    keep_other_files(out_dir, new_dir, 1);
+    keep_other_files(out_dir, new_dir);
     if (atomic_dir_close(new_dir, out_dir, 1, err) != 0) die("--out-dir %s", err);
     fprintf(stderr, "prepare_data: wrote %s/tokenizer.bin and the shards\n", out_dir);
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # tests/test_programs.sh: bpe, prepare_data and train_gpt against what can go wrong around their files: a
-# dataset rebuilt under a write error or a kill, outputs that are FIFOs, symbolic links,
-# folders or inputs, shards read with another tokenizer, leftover temporaries, an input that
-# shrinks while read; train_gpt's checks before the GPU (when it is built), and that it takes the
-# shards of scripts/random_tokens.py. Needs ./bpe and ./prepare_data; prints PASS / FAIL lines
-# like tests/test.h.
+# dataset rebuilt under a write error or a kill, outputs that are FIFOs, pipes behind
+# /dev/stdout, symbolic links, folders or inputs, an --out-dir spelled with slashes and dots or
+# one that cannot be replaced (the current folder, a mount point), files in it that only look
+# like a dataset's, inputs that are FIFOs or shrink while read, shards read with another
+# tokenizer, leftover temporaries; make train's check of TEXT; train_gpt's checks before the GPU
+# (when it is built), its --gpus launch, and that it takes the shards of scripts/random_tokens.py. Needs ./bpe and
+# ./prepare_data; prints PASS / FAIL / SKIPPED lines like tests/test.h.
 set -u
 cd "$(dirname "$0")/.."
 tmp=${FLASHGPT_TMP:-/tmp}/programs
@@ -123,6 +125,93 @@ printf 'one paragraph only\n' > "$tmp/one.txt"
 check "the error suggests the flag that was given" test -z "$(grep -- --split-blank-lines "$tmp/err")"
 ./prepare_data --out-dir "$tmp/one" --vocab-size 300 "$tmp/one.txt" 2>"$tmp/err"
 check "the error does not suggest --split-blank-lines" has "$tmp/err" "--split-blank-lines"
+end
+
+begin "prepare_data_removes_only_its_own_files"
+mkdir -p "$tmp/look"
+./prepare_data --out-dir "$tmp/look" --vocab-size 300 --shard-tokens 1000 --val-fraction 0 \
+    "$tmp/a.txt" >/dev/null 2>&1
+for f in train_notes.bin tokenizer.bin.txt val_2023.bin train_0000001.bin train_1.bin; do
+    cp "$tmp/b.txt" "$tmp/look/$f"
+done
+./prepare_data --out-dir "$tmp/look" --vocab-size 300 --split-blank-lines "$tmp/look/train_notes.bin" \
+    >/dev/null 2>"$tmp/err"
+check "it failed: $(tail -1 "$tmp/err")" test $? -eq 0
+for f in train_notes.bin tokenizer.bin.txt val_2023.bin train_0000001.bin train_1.bin; do
+    check "$f, not its own, was removed or changed" cmp "$tmp/b.txt" "$tmp/look/$f"
+done
+check "a shard of the old dataset is left" test ! -e "$tmp/look/train_000001.bin"
+check "no new dataset" test -s "$tmp/look/val_000000.bin"
+end
+
+begin "prepare_data_input_among_the_files_it_replaces_refused"
+cp "$tmp/b.txt" "$tmp/look/train_000000.bin"
+ln -sf look/train_000000.bin "$tmp/shard_link.txt"
+for input in "$tmp/look/train_000000.bin" "$tmp/shard_link.txt"; do
+    ./prepare_data --out-dir "$tmp/look" --vocab-size 300 --split-blank-lines "$input" \
+        >/dev/null 2>"$tmp/err"
+    check "$input accepted" test $? -ne 0
+    check "no line says why: $(tail -1 "$tmp/err")" has "$tmp/err" "^error: .*replaces"
+    check "it trained first" not has "$tmp/err" "training"
+done
+check "the input was removed or changed" cmp "$tmp/b.txt" "$tmp/look/train_000000.bin"
+end
+
+begin "prepare_data_out_dir_spelled_with_slashes_and_dots"
+for dir in "$tmp/slash/ds/" "$tmp/slash/x/../ds//" "$tmp/slash/./ds/."; do
+    ./prepare_data --out-dir "$dir" --vocab-size 300 --split-blank-lines "$tmp/a.txt" \
+        >/dev/null 2>"$tmp/err"
+    check "--out-dir $dir failed: $(tail -1 "$tmp/err")" test $? -eq 0
+    check "--out-dir $dir: no dataset in $tmp/slash/ds" test -s "$tmp/slash/ds/train_000000.bin"
+    check "--out-dir $dir: a temporary is left" test -z "$(ls -a "$tmp/slash" "$tmp/slash/ds" | grep '\.tmp[0-9]')"
+    check "--out-dir $dir: made $tmp/slash/x" test ! -e "$tmp/slash/x"
+done
+end
+
+begin "prepare_data_out_dir_it_cannot_replace_refused_before_training"
+mkdir -p "$tmp/here"
+cp "$tmp/a.txt" "$tmp/here/a.txt"
+here=$(cd "$tmp/here" && pwd)
+for dir in . ./ "$here" "$here/sub/.." / //; do
+    (cd "$here" && exec "$OLDPWD/prepare_data" --out-dir "$dir" --vocab-size 300 \
+        --split-blank-lines a.txt) >/dev/null 2>"$tmp/err"
+    check "--out-dir $dir accepted" test $? -ne 0
+    check "--out-dir $dir: no line says why: $(tail -1 "$tmp/err")" \
+        has "$tmp/err" "^error: --out-dir .*\(current folder\|mount point\)"
+    check "--out-dir $dir: it trained first" not has "$tmp/err" "training"
+done
+check "the folder changed" test "$(ls -a "$tmp/here" | tr '\n' ' ')" = ". .. a.txt "
+end
+
+# A mount point needs a mount namespace of its own (unshare -rm), where the system allows one.
+if unshare -rm true 2>/dev/null; then
+    begin "prepare_data_out_dir_mount_point_refused_before_training"
+    mkdir -p "$tmp/mnt" "$tmp/bound"
+    for how in "mount -t tmpfs none" "mount --bind $tmp/bound"; do
+        for dir in "$tmp/mnt" "$tmp/mnt/"; do
+            unshare -rm sh -c "$how \"\$1\" && exec ./prepare_data --out-dir \"\$1\" --vocab-size 300 \
+                --split-blank-lines \"\$2\"" sh "$dir" "$tmp/a.txt" >/dev/null 2>"$tmp/err"
+            check "$how, --out-dir $dir: accepted" test $? -ne 0
+            check "$how, --out-dir $dir: no line says why: $(tail -1 "$tmp/err")" \
+                has "$tmp/err" "^error: --out-dir .*mount point"
+            check "$how, --out-dir $dir: it trained first" not has "$tmp/err" "training"
+        done
+    done
+    check "a temporary is left" test -z "$(ls "$tmp" | grep 'mnt\.tmp')"
+    end
+else
+    echo "SKIPPED prepare_data_out_dir_mount_point_refused_before_training (unshare -rm: no mount namespace here)"
+fi
+
+begin "prepare_data_fifo_input_refused_without_waiting"
+mkfifo "$tmp/in_fifo"
+timeout 10 ./prepare_data --out-dir "$tmp/from_fifo" --vocab-size 300 "$tmp/in_fifo" >/dev/null 2>"$tmp/err"
+status=$?
+check "it waited for a writer" test "$status" -ne 124
+check "a FIFO accepted" test "$status" -ne 0
+check "no line says why: $(tail -1 "$tmp/err")" has "$tmp/err" "^error: .*in_fifo: not a regular file"
+./prepare_data --out-dir "$tmp/from_dir" --vocab-size 300 "$tmp" >/dev/null 2>"$tmp/err"
+check "a folder: $(tail -1 "$tmp/err")" has "$tmp/err" "^error: .*: is a directory"
 end
 
 ./bpe train --input "$tmp/a.txt" --vocab-size 300 --out "$tmp/a.tok" 2>/dev/null
