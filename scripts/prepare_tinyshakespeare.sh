@@ -12,8 +12,17 @@ text=${TEXT:-$root/build/texts/tinyshakespeare.txt}
 if [ -z "${TEXT:-}" ] && [ ! -f "$text" ]; then
     make -C "$root" build/texts/tinyshakespeare.txt >&2
 fi
-if [ ! -f "$text" ]; then
-    echo "error: TEXT=$text: no such file" >&2
+if [ -d "$text" ]; then
+    why="is a directory"
+elif [ ! -e "$text" ]; then
+    why="no such file"
+elif [ ! -f "$text" ]; then
+    why="not a regular file"
+elif [ ! -r "$text" ]; then
+    why="cannot be read"
+fi
+if [ -n "${why:-}" ]; then
+    echo "error: TEXT=$text: $why" >&2
     exit 1
 fi
 name=$(basename "$text")

@@ -10,7 +10,6 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 name=$(basename "${TEXT:-tinyshakespeare.txt}")
 out=$root/runs/${name%.*}
-mkdir -p "$out"
 
 # prepare_data prints the unigram baseline only when it runs; keep it for later runs.
 prep_log=$(mktemp)
@@ -19,6 +18,7 @@ status=0
 data=$("$root/scripts/prepare_tinyshakespeare.sh" 2>"$prep_log") || status=$?
 cat "$prep_log" >&2
 [ "$status" -eq 0 ] || exit "$status"
+mkdir -p "$out"   # only now: a bad TEXT leaves no folder
 baseline=$(sed -n 's/.*unigram baseline.*cross-entropy \([0-9.]*\).*/\1/p' "$prep_log")
 if [ -n "$baseline" ]; then
     echo "$baseline" > "$out/unigram_baseline.txt"

@@ -301,6 +301,23 @@ for t in build/tests/test_data build/tests/test_tokenizer; do
 done
 end
 
+begin "make_train_checks_text_before_making_folders"
+had_runs=$([ -d runs ] && echo yes)
+mkdir -p "$tmp/text_dir_$$"
+for text in "$tmp/no_text_$$.txt" "$tmp/text_dir_$$"; do
+    TEXT=$text scripts/train_tinyshakespeare.sh >/dev/null 2>"$tmp/err"
+    check "TEXT=$text accepted" test $? -ne 0
+    name=$(basename "$text" .txt)
+    check "TEXT=$text: made runs/$name" test ! -e "runs/$name"
+    rmdir "runs/$name" 2>/dev/null
+done
+[ -z "$had_runs" ] && rmdir runs 2>/dev/null
+TEXT=$tmp/no_text_$$.txt scripts/prepare_tinyshakespeare.sh >/dev/null 2>"$tmp/err"
+check "a missing file: $(tail -1 "$tmp/err")" has "$tmp/err" "^error: TEXT=.*: no such file"
+TEXT=$tmp/text_dir_$$ scripts/prepare_tinyshakespeare.sh >/dev/null 2>"$tmp/err"
+check "a folder: $(tail -1 "$tmp/err")" has "$tmp/err" "^error: TEXT=.*: is a directory"
+end
+
 # train_gpt checks its command line and files before it looks for a GPU, so these run anywhere.
 if [ -x ./train_gpt ]; then
     begin "train_gpt_checks_before_the_gpu"
