@@ -1,6 +1,7 @@
 // tests/test_distributed.c: the data-parallel library on CPU: the launchers' environments,
 // the Slurm node list, the TCP rendezvous between forked processes on 127.0.0.1 (delivery,
-// time-outs, refusals), the one-command launch of ranks, and ZeRO-1's shard arithmetic.
+// stray connections, time-outs, refusals), the one-command launch of ranks, and ZeRO-1's shard
+// arithmetic.
 // Run as "test_distributed --child MODE" it is one rank of a launch_local_ranks case.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -181,6 +182,34 @@ typedef struct {
 
 static unsigned char blob_byte(int i) { return (unsigned char)(i * 37 + 11); }
 
+static struct sockaddr_in loopback(int port) {
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return addr;
+}
+
+// Not a rank: a connection to rank 0 that sends the first bytes of a hello, then nothing, and is
+// held until rank 0 closes it. 0 once rank 0 has closed it, -1 when it never got one.
+static int hold_stray(int port, int bytes) {
+    static const char hello[16] = "FGRV\0\0\0\1\0\0\0\2\0\0\0\200";   // rank 1 of 2
+    struct sockaddr_in addr = loopback(port);
+    for (double give_up = now_s() + 5.0; now_s() < give_up; usleep(20000)) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0) return -1;
+        if (connect(fd, (struct sockaddr*)&addr, sizeof(addr)) != 0) {
+            close(fd);
+            continue;
+        }
+        char byte;
+        if (send(fd, hello, (size_t)bytes, 0) != bytes || recv(fd, &byte, 1, 0) != 0) bytes = -1;
+        close(fd);
+        return bytes < 0 ? -1 : 0;
+    }
+    return -1;
+}
+
 static void run_ranks(const RankPlan* plans, int count, int port, double timeout_s,
                       RankResult* results) {
     memset(results, 0, (size_t)count * sizeof(RankResult));
@@ -250,6 +279,42 @@ static void test_rendezvous_delivers(RankResult* res) {
     test_end();
 }
 
+static void test_rendezvous_strays(RankResult* res) {
+    test_begin("rendezvous: connections that say nothing or half a hello delay no rank");
+    int port = free_port();
+    static const int stray_bytes[] = {0, 8};
+    pid_t strays[2];
+    fflush(stdout);
+    for (int i = 0; i < 2; i++) {
+        strays[i] = fork();
+        if (strays[i] != 0) continue;
+        alarm(CHILD_LIMIT_S);
+        _exit(hold_stray(port, stray_bytes[i]) == 0 ? 0 : 1);
+    }
+    // Rank 1 comes after the strays have connected.
+    RankPlan plans[] = {{0, 2, 0}, {1, 2, 0.5}};
+    double timeout = 5.0;
+    run_ranks(plans, 2, port, timeout, res);
+    for (int i = 0; i < 2; i++) {
+        CHECK(res[i].done && res[i].rc == 0, "rank %d: %s", i, res[i].done ? res[i].err : "did not finish");
+        CHECK(res[i].blob_ok, "rank %d got another blob", i);
+        CHECK(res[i].seconds < 2.5, "rank %d took %.1f s (the time-out is %g s)", i, res[i].seconds, timeout);
+    }
+    // By now rank 0 has closed the strays' connections.
+    double deadline = now_s() + 1.0;
+    for (int i = 0; i < 2; i++) {
+        int status = -1;
+        while (strays[i] > 0 && waitpid(strays[i], &status, WNOHANG) == 0 && now_s() < deadline) usleep(10000);
+        if (status == -1 && strays[i] > 0) {
+            kill(strays[i], SIGKILL);
+            waitpid(strays[i], NULL, 0);
+        }
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the stray connection sending %d bytes %s",
+              stray_bytes[i], status == -1 ? "was not closed by rank 0" : "never connected, or got an answer");
+    }
+    test_end();
+}
+
 static void test_rendezvous_missing(RankResult* res) {
     test_begin("rendezvous: a missing rank times out on every other rank");
     RankPlan plans[] = {{0, 3, 0}, {1, 3, 0}};   // rank 2 never comes
@@ -294,23 +359,70 @@ static void test_rendezvous_refusals(RankResult* res) {
     }
     test_end();
 
+    // The second rank 0 finds the port taken: both rank 0s and the rank that arrived name it.
+    test_begin("rendezvous: two rank 0s end every rank, naming rank 0");
+    RankPlan two_zeros[] = {{0, 3, 0}, {1, 3, 0}, {0, 3, 0.3}};
+    run_ranks(two_zeros, 3, free_port(), 5.0, res);
+    for (int i = 0; i < 3; i++) {
+        CHECK(res[i].done && res[i].rc != 0, "process %d (rank %d) did not fail", i, two_zeros[i].rank);
+        CHECK(strstr(res[i].err, "rank 0 arrived twice"), "process %d: '%s'", i, res[i].err);
+        CHECK(res[i].seconds < 3.0, "process %d took %.1f s", i, res[i].seconds);
+    }
+    test_end();
+
+    // A port held by another program, which never answers: rank 0 gives up on it within its
+    // time-out.
     test_begin("rendezvous: a port in use is one clear line");
     int port = free_port();
     int holder = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in addr = {0};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons((uint16_t)port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in addr = loopback(port);
     if (holder < 0 || bind(holder, (struct sockaddr*)&addr, sizeof(addr)) != 0 || listen(holder, 1) != 0) {
         test_fail("cannot hold port %d", port);
     } else {
         RankPlan first[] = {{0, 2, 0}};
-        run_ranks(first, 1, port, 2.0, res);
+        run_ranks(first, 1, port, 0.5, res);
         CHECK(res[0].done && res[0].rc != 0, "rank 0 did not fail");
         CHECK(strstr(res[0].err, "in use") && strstr(res[0].err, "MASTER_PORT"), "'%s'", res[0].err);
         CHECK(res[0].seconds < 1.0, "took %.1f s", res[0].seconds);
     }
     if (holder >= 0) close(holder);
+    test_end();
+
+    test_begin("rendezvous: rank 0's reason prints as one line");
+    port = free_port();
+    int fake = socket(AF_INET, SOCK_STREAM, 0);
+    addr = loopback(port);
+    if (fake < 0 || bind(fake, (struct sockaddr*)&addr, sizeof(addr)) != 0 || listen(fake, 1) != 0) {
+        test_fail("cannot listen on port %d", port);
+    } else {
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            // A rank 0 that refuses with a reason of several lines and a terminal escape.
+            alarm(CHILD_LIMIT_S);
+            static const char reason[] = "first line\nsecond line\r\x1b[2Jthird\x7f";
+            char hello[16];
+            uint32_t answer[3] = {htonl(0x46475256u), htonl(1), htonl(sizeof(reason) - 1)};
+            int fd = accept(fake, NULL, NULL);
+            if (fd >= 0 && recv(fd, hello, sizeof(hello), MSG_WAITALL) == sizeof(hello)) {
+                send(fd, answer, sizeof(answer), 0);
+                send(fd, reason, sizeof(reason) - 1, 0);
+            }
+            _exit(0);
+        }
+        RankPlan one[] = {{1, 2, 0}};
+        run_ranks(one, 1, port, 2.0, res);
+        if (pid > 0) waitpid(pid, NULL, 0);
+        CHECK(res[0].done && res[0].rc != 0, "rank 1 did not fail");
+        CHECK(strstr(res[0].err, "first line second line"), "'%s'", res[0].err);
+        for (const char* c = res[0].err; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+                test_fail("the reason keeps control character %d at %d: '%s'", *c,
+                          (int)(c - res[0].err), res[0].err);
+                break;
+            }
+    }
+    if (fake >= 0) close(fake);
     test_end();
 }
 
@@ -480,6 +592,7 @@ int main(int argc, char** argv) {
     test_nodelists();
     RankResult* results = shared_results();
     test_rendezvous_delivers(results);
+    test_rendezvous_strays(results);
     test_rendezvous_missing(results);
     test_rendezvous_refusals(results);
     test_local_launch(argv[0]);
