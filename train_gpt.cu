@@ -67,6 +67,7 @@ typedef struct {
     const char* log_path;        // CSV, or NULL
     float peak_tflops;           // 0: from the device name
     int gpus;                    // > 0: start this many ranks on this node (--gpus)
+    unsigned char* gpus_args;    // per element of argv: 1 where --gpus or its value stands, or NULL
     int zero_stage;              // 1: shard the optimizer state over the ranks
     int context_parallel;        // ranks that share each sequence [1]
     int profile;                 // print the step profile (--profile)
@@ -253,7 +254,14 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
             o->model_options.classifier_rows = parse_int_in("--classifier-chunk", optarg, 0, 2147483647);
             break;
         case OPT_PEAK_TFLOPS: o->peak_tflops = parse_float("--peak-tflops", optarg); break;
-        case OPT_GPUS: o->gpus = parse_int_in("--gpus", optarg, 1, 1 << 16); break;
+        case OPT_GPUS:
+            o->gpus = parse_int_in("--gpus", optarg, 1, 1 << 16);
+            // The ranks' command line leaves it out however it is written (--gpu=2, --gp 2): it is
+            // argv[optind - 1], with the option before it when that element is only the value.
+            if (!o->gpus_args && !(o->gpus_args = (unsigned char*)calloc((size_t)argc, 1))) die("out of host memory");
+            o->gpus_args[optind - 1] = 1;
+            if (optarg == argv[optind - 1]) o->gpus_args[optind - 2] = 1;
+            break;
         case OPT_CONTEXT_PARALLEL: o->context_parallel = parse_int_in("--context-parallel", optarg, 1, 1 << 16); break;
         case OPT_ZERO: o->zero_stage = parse_int_in("--zero", optarg, 0, 1); break;
         case OPT_PROFILE:
@@ -845,24 +853,28 @@ static void train(Run* r) {
 }
 
 // --gpus N: this program again as N ranks on this node's GPUs (distributed/launcher.h), the
-// option left out of their command line. Returns when all have ended.
-static int launch_ranks(int argc, char** argv, int n) {
+// option left out of their command line. Inside a launcher that started this process alone (a
+// Slurm batch script, srun -n 1) the ranks are the whole run; under one that started several it is
+// refused. Returns when all have ended.
+static int launch_ranks(int argc, char** argv, const TrainOptions* o) {
+    int n = o->gpus;
     char err[ERR_LEN];
     LaunchInfo launch;
     extern char** environ;
     if (launch_info_parse(environ, &launch, err) != 0) die("%s", err);
-    if (strcmp(launch.launcher, "none") != 0)
-        die("--gpus %d starts its own ranks: leave it out under %s, which started %d", n, launch.launcher,
-            launch.world_size);
+    if (launch_local_check(&launch, n, err) != 0) die("%s", err);
     if (n > 1 && !nccl_comm_available())
         die("--gpus %d needs NCCL, and this build has none (install NCCL, or set NCCL_HOME, and rebuild)", n);
+    // Checked here, once, rather than by each rank.
+    int device_count = 0;
+    if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) die("--gpus %d: no CUDA device", n);
+    if (device_count < n)
+        die("--gpus %d: this process sees %d GPU%s", n, device_count, device_count > 1 ? "s" : "");
     char** args = (char**)calloc((size_t)argc + 1, sizeof(char*));
     if (!args) die("out of host memory");
     int k = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--gpus")) i++;
-        else if (strncmp(argv[i], "--gpus=", 7) != 0) args[k++] = argv[i];
-    }
+    for (int i = 0; i < argc; i++)
+        if (!o->gpus_args[i]) args[k++] = argv[i];
     if (launch_local_ranks(args, n, err) != 0) die("%s", err);
     free(args);
     return 0;
@@ -871,7 +883,7 @@ static int launch_ranks(int argc, char** argv, int n) {
 int main(int argc, char** argv) {
     TrainOptions options;
     parse_args(argc, argv, &options);
-    if (options.gpus > 0) return launch_ranks(argc, argv, options.gpus);
+    if (options.gpus > 0) return launch_ranks(argc, argv, &options);
     static Run run;
     setup(&run, &options);
     train(&run);

@@ -51,12 +51,13 @@ typedef struct {
     const char* rank;
     const char* world_size;
     const char* local_rank;
+    const char* per_node;   // how it is told to start N ranks on each node
 } LauncherVars;
 
 static const LauncherVars launchers[] = {
-    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
-    {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "torchrun --nproc-per-node"},
+    {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "mpirun -N"},
+    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "srun --ntasks-per-node"},
 };
 
 static int parse_master(char* const env[], const char* launcher, LaunchInfo* out, char* err) {
@@ -155,6 +156,18 @@ int launch_info_parse(char* const env[], LaunchInfo* out, char* err) {
     return world_size > 1 ? parse_master(env, l->launcher, out, err) : 0;
 }
 
+int launch_local_check(const LaunchInfo* info, int n, char* err) {
+    if (info->world_size == 1) return 0;
+    char how[64] = "";
+    for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++)
+        if (!strcmp(info->launcher, launchers[i].launcher))
+            snprintf(how, sizeof(how), " (%s %d)", launchers[i].per_node, n);
+    set_err(err, "--gpus %d starts ranks of its own, but %s already started %d (this is rank %d): leave "
+            "--gpus out and have %s start one rank per GPU%s", n, info->launcher, info->world_size,
+            info->rank, info->launcher, how);
+    return -1;
+}
+
 int slurm_first_node(const char* nodelist, char* out, size_t out_len, char* err) {
     size_t n = 0;
     const char* p = nodelist;
@@ -221,6 +234,7 @@ static void exec_rank(char* const argv[], int rank, int n, int port, pid_t paren
     snprintf(value, sizeof(value), "%d", port);
     setenv("MASTER_PORT", value, 1);
     setenv("MASTER_ADDR", "127.0.0.1", 1);
+    unsetenv("TORCHELASTIC_USE_AGENT_STORE");
     execv("/proc/self/exe", argv);
     fprintf(stderr, "error: rank %d: cannot run /proc/self/exe: %s\n", rank, strerror(errno));
     _exit(127);
@@ -272,7 +286,7 @@ int launch_local_ranks(char* const argv[], int n, char* err) {
             if (!failed) {
                 char how[128];
                 describe_status(status, how, sizeof(how));
-                set_err(err, "rank %d of %d %s; the other ranks were stopped", r, n, how);
+                set_err(err, "rank %d of %d %s%s", r, n, how, live > 0 ? "; the other ranks were stopped" : "");
                 failed = 1;
                 for (int o = 0; o < n; o++) if (pids[o] > 0) kill(pids[o], SIGTERM);
                 stop_deadline = now_s() + STOP_GRACE_S;

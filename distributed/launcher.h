@@ -40,9 +40,17 @@ int launch_info_parse(char* const env[], LaunchInfo* out, char* err);
 // "rack[1-2]-n[5-6]" -> "rack1-n5". Returns 0, or -1 with err on an unbalanced or empty list.
 int slurm_first_node(const char* nodelist, char* out, size_t out_len, char* err);
 
+// Whether this process may start n ranks of its own (--gpus n): only when its launcher, if any,
+// started it alone (a Slurm batch script, srun -n 1, torchrun --nproc-per-node 1), so that the
+// ranks it starts are the whole run. Under a launcher that started several ranks each of them
+// already is a rank: returns -1 with err saying to leave --gpus out and how that launcher starts
+// n ranks per node. Returns 0 otherwise.
+int launch_local_check(const LaunchInfo* info, int n, char* err);
+
 // The one-command form on one node: runs n copies of this program (/proc/self/exe) with argv
 // (which must no longer ask for the launch), each with RANK, WORLD_SIZE, LOCAL_RANK,
-// LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1 and MASTER_PORT (a free port) set, and waits for them.
+// LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1 and MASTER_PORT (a free port) set, and without
+// TORCHELASTIC_USE_AGENT_STORE (no torchrun agent holds that port), and waits for them.
 // When one fails, the others are stopped (SIGTERM, then SIGKILL after a grace period) so that
 // none waits forever for it; children also get SIGTERM if this process dies.
 // Returns 0 when every rank exited with status 0, or -1 with err naming the first that did not.

@@ -1,7 +1,7 @@
 // tests/test_distributed.c: the data-parallel library on CPU: the launchers' environments,
-// the Slurm node list, the TCP rendezvous between forked processes on 127.0.0.1 (delivery,
-// stray connections, time-outs, refusals), the one-command launch of ranks, and ZeRO-1's shard
-// arithmetic.
+// whether --gpus may start ranks under them, the Slurm node list, the TCP rendezvous between
+// forked processes on 127.0.0.1 (delivery, stray connections, time-outs, refusals), the
+// one-command launch of ranks, and ZeRO-1's shard arithmetic.
 // Run as "test_distributed --child MODE" it is one rank of a launch_local_ranks case.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -132,6 +132,42 @@ static void test_launchers(void) {
     char* slurm_local[] = {"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_LOCALID=2",
                            "SLURM_JOB_NODELIST=a", NULL};
     expect_launch_error("launch error: SLURM_LOCALID not below SLURM_NTASKS", slurm_local, "SLURM_LOCALID");
+}
+
+// launch_local_check on the environment of a launcher: whether --gpus 2 may start its ranks.
+static void expect_local_launch(const char* name, char* const env[], const char* refusal) {
+    test_begin(name);
+    LaunchInfo info;
+    char err[ERR_LEN] = "";
+    if (launch_info_parse(env, &info, err) != 0) {
+        test_fail("parse failed: %s", err);
+    } else if (!refusal) {
+        CHECK(launch_local_check(&info, 2, err) == 0, "refused: %s", err);
+    } else {
+        CHECK(launch_local_check(&info, 2, err) != 0, "accepted");
+        CHECK(strstr(err, refusal) && strstr(err, "leave --gpus out"), "'%s' does not say '%s'",
+              err, refusal);
+        CHECK(strchr(err, '\n') == NULL, "error '%s' is more than one line", err);
+    }
+    test_end();
+}
+
+static void test_local_launch_check(void) {
+    char* none[] = {"HOME=/root", NULL};
+    expect_local_launch("--gpus: without a launcher", none, NULL);
+    // A batch script or srun -n 1 is one task: the ranks --gpus starts are the whole run.
+    char* slurm_one[] = {"SLURM_PROCID=0", "SLURM_NTASKS=1", "SLURM_LOCALID=0", "SLURM_JOB_ID=7", NULL};
+    expect_local_launch("--gpus: inside a Slurm step of one task", slurm_one, NULL);
+    char* torchrun_one[] = {"RANK=0", "WORLD_SIZE=1", "LOCAL_RANK=0", NULL};
+    expect_local_launch("--gpus: under torchrun of one rank", torchrun_one, NULL);
+    char* torchrun[] = {"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "MASTER_ADDR=h", "MASTER_PORT=1", NULL};
+    expect_local_launch("--gpus refused under torchrun of 2 ranks", torchrun,
+                        "torchrun already started 2 (this is rank 1)");
+    char* slurm[] = {"SLURM_PROCID=0", "SLURM_NTASKS=4", "SLURM_LOCALID=0", "SLURM_JOB_NODELIST=n1", NULL};
+    expect_local_launch("--gpus refused under srun of 4 tasks", slurm, "srun --ntasks-per-node 2");
+    char* mpi[] = {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_RANK=0",
+                   "MASTER_ADDR=h", "MASTER_PORT=1", NULL};
+    expect_local_launch("--gpus refused under mpirun of 2 ranks", mpi, "mpirun -N 2");
 }
 
 static void test_nodelists(void) {
@@ -436,15 +472,17 @@ static int child_main(const char* mode) {
         fprintf(stderr, "child: %s\n", err);
         return 2;
     }
-    if (strcmp(mode, "fail-rank-1") == 0) {
-        if (info.rank == 1) return 3;
+    if (strncmp(mode, "fail-rank-", 10) == 0) {
+        if (info.rank == atoi(mode + 10)) return 3;
         sleep(CHILD_LIMIT_S);   // to be stopped by the launcher
         return 0;
     }
+    // The rendezvous port is the one the launcher gave, whatever the environment it was run in.
     if (strcmp(info.launcher, "torchrun") != 0 || info.local_rank != info.rank ||
-        strcmp(info.master_addr, "127.0.0.1") != 0) {
-        fprintf(stderr, "child: launcher %s, rank %d local %d, master %s\n", info.launcher,
-                info.rank, info.local_rank, info.master_addr);
+        strcmp(info.master_addr, "127.0.0.1") != 0 || info.master_port != atoi(getenv("MASTER_PORT"))) {
+        fprintf(stderr, "child: launcher %s, rank %d local %d, master %s:%d (MASTER_PORT %s)\n",
+                info.launcher, info.rank, info.local_rank, info.master_addr, info.master_port,
+                getenv("MASTER_PORT"));
         return 4;
     }
     unsigned char blob[BLOB_LEN];
@@ -469,8 +507,24 @@ static void test_local_launch(const char* self) {
     char* argv_fail[] = {(char*)self, "--child", "fail-rank-1", NULL};
     double start = now_s();
     CHECK(launch_local_ranks(argv_fail, 3, err) != 0, "returned success");
-    CHECK(strstr(err, "rank 1 of 3 exited with status 3"), "'%s'", err);
+    CHECK(strstr(err, "rank 1 of 3 exited with status 3; the other ranks were stopped"), "'%s'", err);
     CHECK(now_s() - start < 10.0, "took %.1f s", now_s() - start);
+    test_end();
+
+    test_begin("launch_local_ranks: a single rank's failure names no other ranks");
+    char* argv_one[] = {(char*)self, "--child", "fail-rank-0", NULL};
+    CHECK(launch_local_ranks(argv_one, 1, err) != 0, "returned success");
+    CHECK(strcmp(err, "rank 0 of 1 exited with status 3") == 0, "'%s'", err);
+    test_end();
+
+    // As from a Slurm batch script run under torchrun's agent: the ranks are the launcher's own.
+    test_begin("launch_local_ranks: inside a one-task launcher, the ranks meet on the given port");
+    char* outer[][2] = {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_LOCALID", "0"},
+                        {"TORCHELASTIC_USE_AGENT_STORE", "True"}};
+    int outer_count = (int)(sizeof(outer) / sizeof(outer[0]));
+    for (int i = 0; i < outer_count; i++) setenv(outer[i][0], outer[i][1], 1);
+    CHECK(launch_local_ranks(argv_ok, 2, err) == 0, "%s", err);
+    for (int i = 0; i < outer_count; i++) unsetenv(outer[i][0]);
     test_end();
 }
 
@@ -589,6 +643,7 @@ static void test_zero_shards(void) {
 int main(int argc, char** argv) {
     if (argc == 3 && strcmp(argv[1], "--child") == 0) return child_main(argv[2]);
     test_launchers();
+    test_local_launch_check();
     test_nodelists();
     RankResult* results = shared_results();
     test_rendezvous_delivers(results);

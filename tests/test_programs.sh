@@ -346,6 +346,22 @@ if [ -x ./train_gpt ]; then
     refusal=$(grep "^error" "$tmp/out" | grep -v "^error: no CUDA device")
     check "train_gpt refuses a random_tokens.py shard: $refusal" test -z "$refusal"
     end
+
+    # --gpus however abbreviated, and inside a Slurm step of one task (as a batch script is): the
+    # ranks start, or one line says why they cannot.
+    begin "train_gpt_gpus_starts_its_ranks"
+    ./train_gpt $data --val-data '' -B 1 --steps 1 --gpu 1 > "$tmp/out" 2>&1
+    if has "$tmp/out" "no CUDA device"; then
+        check "--gpu 1 without a GPU: $(grep ^error "$tmp/out" | tr '\n' '|')" \
+            test "$(grep ^error "$tmp/out")" = "error: --gpus 1: no CUDA device"
+    else
+        check "--gpu 1: $(grep ^error "$tmp/out" | head -1)" not has "$tmp/out" "^error"
+    fi
+    SLURM_PROCID=0 SLURM_NTASKS=1 SLURM_LOCALID=0 ./train_gpt $data --val-data '' -B 1 --steps 1 --gpus 2 \
+        > "$tmp/out" 2>&1
+    check "--gpus 2 in a Slurm step of one task: $(grep ^error "$tmp/out" | tr '\n' '|')" not has "$tmp/out" "leave"
+    check "--gpus 2 in a Slurm step of one task: more than one error line" test "$(grep -c ^error "$tmp/out")" -le 1
+    end
 fi
 
 exit $((failures > 0))
