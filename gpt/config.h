@@ -18,7 +18,16 @@ typedef struct {
     int C;      // channels
 } GPTConfig;
 
-static inline int padded_vocab(int V) { return (V + 127) / 128 * 128; }
+// Bounds of the sizes, checked before anything is computed from them: V rounded up to 128
+// stays an int, and every tensor's element count (Vp * C and maxT * C at most 2^40, L * 4C * C
+// at most 2^46) and the files' byte counts fit in 64 bits with room to spare.
+#define GPT_MAX_CONTEXT (1 << 24)
+#define GPT_MAX_VOCAB (1 << 24)
+#define GPT_MAX_LAYERS (1 << 12)
+#define GPT_MAX_CHANNELS (1 << 16)
+
+// V rounded up to a multiple of 128 (V within GPT_MAX_VOCAB; computed wide, so no V overflows).
+static inline int padded_vocab(int V) { return (int)(((long long)V + 127) / 128 * 128); }
 
 // GPT-2's sizes (d12 is the 124M model, d48 the 1.5B), and small ones for tests.
 typedef struct {
@@ -42,6 +51,10 @@ static inline const ModelPreset* find_model_preset(const char* name) {
 // NULL when the shape is one the model can be built with, else what is wrong.
 static inline const char* gpt_config_invalid(const GPTConfig* c) {
     if (c->maxT <= 0 || c->V <= 0 || c->L <= 0 || c->NH <= 0 || c->C <= 0) return "a size is not positive";
+    if (c->maxT > GPT_MAX_CONTEXT) return "the context is longer than 2^24";
+    if (c->V > GPT_MAX_VOCAB) return "the vocabulary is larger than 2^24";
+    if (c->L > GPT_MAX_LAYERS) return "more than 2^12 layers";
+    if (c->C > GPT_MAX_CHANNELS) return "more than 2^16 channels";
     if (c->C % c->NH != 0) return "the channels are not a multiple of the heads";
     if (c->C % 8 != 0) return "the channels are not a multiple of 8";
     if (c->Vp != padded_vocab(c->V)) return "the padded vocabulary is not V rounded up to 128";
