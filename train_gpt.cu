@@ -150,19 +150,19 @@ static void usage(void) {
         "  -h, --help              this text\n");
 }
 
-// "none" or a comma-separated list of gelu and layernorm, as RECOMPUTE_* flags.
+// "none" or a comma-separated list of gelu and layernorm, as RECOMPUTE_* flags; an empty item
+// (an empty list, a comma at either end or two together) is refused.
 static int parse_recompute(const char* s) {
     if (!strcmp(s, "none")) return 0;
     int flags = 0;
-    for (const char* p = s; *p;) {
+    for (const char* p = s;; p++) {
         size_t len = strcspn(p, ",");
         if (len == 4 && !strncmp(p, "gelu", 4)) flags |= RECOMPUTE_GELU;
         else if (len == 9 && !strncmp(p, "layernorm", 9)) flags |= RECOMPUTE_LAYERNORM;
-        else die("--recompute %s: expected none or a comma-separated list of gelu and layernorm", s);
+        else die("--recompute '%s': expected none or a comma-separated list of gelu and layernorm", s);
         p += len;
-        if (*p == ',' && *++p == '\0') die("--recompute %s: trailing comma", s);
+        if (!*p) return flags;
     }
-    return flags;
 }
 
 static void parse_args(int argc, char** argv, TrainOptions* o) {
@@ -253,7 +253,10 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         case OPT_CLASSIFIER_CHUNK:
             o->model_options.classifier_rows = parse_int_in("--classifier-chunk", optarg, 0, 2147483647);
             break;
-        case OPT_PEAK_TFLOPS: o->peak_tflops = parse_float("--peak-tflops", optarg); break;
+        case OPT_PEAK_TFLOPS:
+            o->peak_tflops = parse_float("--peak-tflops", optarg);
+            if (o->peak_tflops <= 0.0f) die("--peak-tflops %s: a peak must be positive", optarg);
+            break;
         case OPT_GPUS:
             o->gpus = parse_int_in("--gpus", optarg, 1, 1 << 16);
             // The ranks' command line leaves it out however it is written (--gpu=2, --gp 2): it is
@@ -289,6 +292,8 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
     if (s->warmup_steps < 0 || s->lr <= 0.0f || s->min_lr_frac < 0.0f || s->min_lr_frac > 1.0f)
         die("--lr must be positive, --warmup-steps >= 0, --min-lr-frac in [0, 1]");
     if (o->B <= 0 || o->T <= 0) die("-B %d -T %d: both must be positive", o->B, o->T);
+    if (o->weight_decay < 0.0f) die("--weight-decay %g must be >= 0 (0 for none)", o->weight_decay);
+    if (o->grad_clip < 0.0f) die("--grad-clip %g must be >= 0 (0 for none)", o->grad_clip);
     if (o->resume_dir && o->init_from) die("--resume and --init-from exclude each other");
     if (o->context_parallel > 1) {
         if (o->T % (2 * o->context_parallel) != 0)
@@ -421,34 +426,69 @@ static void resolve_batch(Run* r) {
     r->plan = gpt_memory_plan(&r->config, r->rows, r->cols, mo, &r->dp);
 }
 
-// The train loader, and the val loader: --val-data, or the val shards beside the train shards
-// ("train_" in the glob becomes "val_") when there are any.
+// "what: pattern: N shards (first to last), detail": the files as the loaders read them.
+static void print_shards(const char* what, const char* pattern, const char* detail) {
+    glob_t gl;
+    size_t n = glob(pattern, 0, NULL, &gl) == 0 ? gl.gl_pathc : 0;
+    printf("%s: %s: %zu shard%s", what, pattern, n, n == 1 ? "" : "s");
+    if (n == 1) printf(" (%s)", gl.gl_pathv[0]);
+    if (n > 1) printf(" (%s to %s)", gl.gl_pathv[0], gl.gl_pathv[n - 1]);
+    printf(", %s\n", detail);
+    globfree(&gl);
+}
+
+// The val loader, when there is validation: --val-data, or by default the val shards beside
+// the train shards ("train_" in the glob's file-name part becomes "val_") when there are any.
+// Says which shards it reads, or plainly that validation is off and why.
+static void open_val_data(Run* r) {
+    TrainOptions* o = &r->o;
+    char err[ERR_LEN], off[4200] = "";
+    static char val_glob[4096];
+    const char* slash = strrchr(o->train_data, '/');
+    const char* name = slash ? slash + 1 : o->train_data;
+    const char* train_at = strstr(name, "train_");
+    if (o->val_every == 0) snprintf(off, sizeof(off), "--val-every 0");
+    else if (o->val_data && !*o->val_data) snprintf(off, sizeof(off), "--val-data ''");
+    else if (!o->val_data && !train_at)
+        snprintf(off, sizeof(off), "the train shards' file names have no train_ to take val_; give --val-data");
+    else if (!o->val_data) {
+        if (snprintf(val_glob, sizeof(val_glob), "%.*sval_%s", (int)(train_at - o->train_data), o->train_data,
+                     train_at + strlen("train_")) >= (int)sizeof(val_glob))
+            die("--train-data %s: path too long", o->train_data);
+        glob_t matches;
+        if (glob(val_glob, 0, NULL, &matches) == 0) o->val_data = val_glob;
+        else snprintf(off, sizeof(off), "no file matches %s", val_glob);
+        globfree(&matches);
+    }
+    if (*off) {
+        printf("val data: none (%s), so validation is off\n", off);
+        return;
+    }
+    // Every rank validates on the same first val_batches batches of the val shards (the ring
+    // needs its whole group), and the losses are averaged.
+    r->val = dataloader_open(o->val_data, o->B, o->T, 0, 1, 0, o->seed, r->config.V, err);
+    if (!r->val) die("--val-data: %s", err);
+    if (dataloader_check_fingerprint(r->val, dataloader_fingerprint(r->train), err) != 0)
+        die("--val-data and --train-data: %s", err);
+    if (o->val_batches > dataloader_batches_per_epoch(r->val)) o->val_batches = (int)dataloader_batches_per_epoch(r->val);
+    if (o->val_batches <= 0) die("--val-batches must be positive");
+    char detail[128];
+    snprintf(detail, sizeof(detail), "%d batches every %d steps", o->val_batches, o->val_every);
+    print_shards("val data", o->val_data, detail);
+}
+
+// The train loader and the val loader (open_val_data), and the steps: one epoch by default.
 static void open_data(Run* r) {
     TrainOptions* o = &r->o;
     char err[ERR_LEN];
-    static char val_glob[4096];
     r->train = dataloader_open(o->train_data, o->B, o->T, r->data_rank, r->data_ranks, 1, o->seed, r->config.V, err);
     if (!r->train) die("--train-data: %s", err);
     if (r->tok && dataloader_check_fingerprint(r->train, tokenizer_fingerprint(r->tok), err) != 0)
         die("--train-data and --tokenizer %s: %s", o->tokenizer, err);
-    const char* train_at = strstr(o->train_data, "train_");
-    if (!o->val_data && train_at) {
-        snprintf(val_glob, sizeof(val_glob), "%.*sval_%s", (int)(train_at - o->train_data), o->train_data,
-                 train_at + strlen("train_"));
-        glob_t matches;
-        if (glob(val_glob, 0, NULL, &matches) == 0) o->val_data = val_glob;
-        globfree(&matches);
-    }
-    // Every rank validates on the same first val_batches batches of the val shards (the ring
-    // needs its whole group), and the losses are averaged.
-    if (o->val_data && *o->val_data && o->val_every > 0) {
-        r->val = dataloader_open(o->val_data, o->B, o->T, 0, 1, 0, o->seed, r->config.V, err);
-        if (!r->val) die("--val-data: %s", err);
-        if (dataloader_check_fingerprint(r->val, dataloader_fingerprint(r->train), err) != 0)
-            die("--val-data and --train-data: %s", err);
-        if (o->val_batches > dataloader_batches_per_epoch(r->val)) o->val_batches = (int)dataloader_batches_per_epoch(r->val);
-        if (o->val_batches <= 0) die("--val-batches must be positive");
-    }
+    char detail[128];
+    snprintf(detail, sizeof(detail), "%lld batches per epoch", (long long)dataloader_batches_per_epoch(r->train));
+    print_shards("train data", o->train_data, detail);
+    open_val_data(r);
     if (o->steps <= 0) o->steps = (int)(dataloader_batches_per_epoch(r->train) / r->grad_accum);
     if (o->steps <= 0) die("--train-data %s: less than one step of data", o->train_data);
 }
@@ -481,7 +521,8 @@ static void check_resume_matches(const Run* r) {
         printf("note: --steps %d, the run had %d: the learning-rate schedule changes\n", o->steps, s->steps);
 }
 
-// Prints what the run is: device, model, batch, attention, optimizer, data, memory, MFU basis.
+// Prints what the run is: device, model, batch, attention, optimizer, memory, MFU basis (the
+// data was said as it was opened).
 static void print_run(const Run* r, const char* device_name) {
     const TrainOptions* o = &r->o;
     const GPTConfig* c = &r->config;
@@ -512,9 +553,6 @@ static void print_run(const Run* r, const char* device_name) {
            (int)ceil_div(m->rows, m->logits_rows), m->logits_rows < m->rows ? "s" : "", m->logits_rows);
     printf("optimizer: AdamW lr %g, warmup %d, cosine to %g x lr, weight decay %g, grad clip %g\n",
            o->schedule.lr, o->schedule.warmup_steps, o->schedule.min_lr_frac, o->weight_decay, o->grad_clip);
-    printf("train data: %s (%lld batches per epoch)\n", o->train_data,
-           (long long)dataloader_batches_per_epoch(r->train));
-    if (r->val) printf("val data: %s (%d batches every %d steps)\n", o->val_data, o->val_batches, o->val_every);
     memory_plan_print(m, mo->attention);
     if (r->peak_tflops > 0.0f)
         printf("MFU: %.3g GFLOP per token, peak %.0f TFLOP/s\n", r->flops_per_token * 1e-9, r->peak_tflops);
