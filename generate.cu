@@ -150,13 +150,16 @@ int main(int argc, char** argv) {
     const char* why = attention_unsupported(mo.attention, attention_shape(&config, 1, n_prompt));
     if (!why) why = attention_decode_unsupported(attention_shape(&config, 1, length));
     if (why) die("%s: %s", o.checkpoint, why);
+    // The long read last: every value of the checkpoint, checked on the host.
+    float* values = read_model_values(o.checkpoint, &config);
 
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
         die("no CUDA device: generate runs on an NVIDIA GPU");
     static GPT g;
     gpt_build(&g, config, 1, length, &mo, NULL);
-    gpt_load_checkpoint(&g, o.checkpoint);
+    gpt_set_params(&g, values);
+    free(values);
     Rng rng = {o.seed};
     float* logits = (float*)malloc((size_t)config.V * sizeof(float));
     float* scratch = (float*)malloc(2 * (size_t)config.V * sizeof(float));

@@ -127,8 +127,8 @@ static void usage(void) {
         "  --temperature X         sampling temperature, 0 for the most likely token [1.0]\n"
         "  --top-k N               sample among the K most likely tokens, 0 for all [0]\n"
         "  --checkpoint-every N    checkpoint every N steps (and always at the end) [0: end only]\n"
-        "  --out-dir DIR           where checkpoints go; none without it (--resume: DIR)\n"
-        "  --log FILE              a CSV line per step\n"
+        "  --out-dir DIR           where checkpoints go, made if missing; none without it (--resume: DIR)\n"
+        "  --log FILE              a CSV line per step (its folder made if missing)\n"
         "attention, memory and speed\n"
         "  --attention KIND        flash or naive [flash]\n"
         "  --deterministic         the flash backward with the same bits every run (naive always is)\n"
@@ -325,6 +325,8 @@ typedef struct {
     int resuming;
     TrainingState resume;        // the interrupted run, when resuming
     char resume_model[4096], resume_state[4096];
+    float* checkpoint_values;    // the parameters of --init-from or the interrupted run, read
+                                 // and checked on the host before the GPU; NULL: random init
     MemoryPlan plan;
     GPT model;
     AdamWConfig adam;
@@ -352,8 +354,18 @@ static int shard_vocab(const char* pattern) {
     return h.vocab_size;
 }
 
+// The shape in the header of the model checkpoint at path (flag: the option that names it).
+static GPTConfig model_file_shape(const char* flag, const char* path) {
+    FILE* f = fopen(path, "rb");
+    if (!f) die("%s %s: cannot open: %s", flag, path, strerror(errno));
+    int version;
+    GPTConfig c = read_model_header(f, path, &version);
+    fclose(f);
+    return c;
+}
+
 // The model shape: the interrupted run's, a checkpoint's, or a preset's; the vocabulary from the
-// tokenizer or the shards when no file states it.
+// tokenizer or the shards when no file states it. Headers only: the values are read later.
 static void resolve_model_shape(Run* r) {
     TrainOptions* o = &r->o;
     GPTConfig* config = &r->config;
@@ -363,16 +375,20 @@ static void resolve_model_shape(Run* r) {
         int step = latest_checkpoint_step(o->resume_dir);
         if (step < 0) die("--resume %s: no model_*.bin / state_*.bin checkpoint pair in it", o->resume_dir);
         checkpoint_paths(o->resume_dir, step, r->resume_model, r->resume_state, sizeof(r->resume_model));
-        r->resume = load_training_state(NULL, r->resume_state);
+        r->resume = read_training_state(r->resume_state);
         r->resuming = 1;
         *config = r->resume.config;
+        GPTConfig model = model_file_shape("--resume", r->resume_model);
+        if (!gpt_config_same_shape(&model, config)) {
+            char have[128], want[128];
+            gpt_config_describe(&model, have, sizeof(have));
+            gpt_config_describe(config, want, sizeof(want));
+            die("--resume %s: %s is %s, %s %s: not one checkpoint", o->resume_dir, r->resume_model, have,
+                r->resume_state, want);
+        }
         if (!o->out_dir) o->out_dir = o->resume_dir;
     } else if (o->init_from) {
-        FILE* f = fopen(o->init_from, "rb");
-        if (!f) die("--init-from %s: cannot open: %s", o->init_from, strerror(errno));
-        int version;
-        *config = read_model_header(f, o->init_from, &version);
-        fclose(f);
+        *config = model_file_shape("--init-from", o->init_from);
     }
     const ModelPreset* preset = find_model_preset(o->model);
     if (!preset) die("--model %s: unknown (d2, d6, d12, d24, d36, d48)", o->model);
@@ -401,6 +417,12 @@ static void resolve_model_shape(Run* r) {
     }
     if (r->tok && tokenizer_vocab_size(r->tok) != config->V)
         die("--tokenizer %s has %d tokens, the model %d", o->tokenizer, tokenizer_vocab_size(r->tok), config->V);
+    const char* why = gpt_config_invalid(config);
+    if (why) {
+        char shape[128];
+        gpt_config_describe(config, shape, sizeof(shape));
+        die("the model (%s) cannot be built: %s", shape, why);
+    }
 }
 
 // The batch: B * T tokens per micro-step, grad_accum micro-steps per step.
@@ -560,8 +582,67 @@ static void print_run(const Run* r, const char* device_name) {
     if (o->sample_every > 0 && !r->tok) printf("note: no --tokenizer, so no samples\n");
 }
 
-// Checks everything the command line says against the files, then takes the GPU: the model,
-// its parameters (random, a checkpoint, or the interrupted run), the log.
+// Where the interrupted run stood: its data loader position (counted in this run's batches per
+// rank), its sampler and its step.
+static void restore_position(Run* r) {
+    char err[ERR_LEN];
+    DataLoaderState at = r->resume.train_loader;
+    if (r->resume.world_size != r->data_ranks) {
+        // The same samples of the epoch consumed (the state's header bounds the product).
+        long long samples = at.step_in_epoch * r->resume.world_size;
+        at.step_in_epoch = samples / r->data_ranks;
+        if (samples % r->data_ranks)
+            printf("note: %d data-parallel ranks resume a run of %d: the last samples of the epoch in progress "
+                   "are seen again\n", r->data_ranks, r->resume.world_size);
+    }
+    if (dataloader_restore(r->train, at, err) != 0) die("%s: %s", r->resume_state, err);
+    r->sample_rng.state = r->resume.sample_rng;
+    r->start_step = r->resume.step;
+}
+
+// The folder a file path is in: the part before its last '/', "." without one.
+static void folder_of(const char* path, char* dir, size_t len) {
+    const char* slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, len, ".");
+    else snprintf(dir, len, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+}
+
+// The outputs, before any of them is made: the checkpoint folder (flag: the option that named
+// it) and rank 0's log, each a folder or file that exists or whose folders can be made, writable.
+static void check_outputs(const Run* r, const char* out_dir_flag) {
+    const TrainOptions* o = &r->o;
+    char err[ERR_LEN], dir[4096];
+    if (o->out_dir && check_dirs(o->out_dir, err) != 0)
+        die("%s %s: %s", out_dir_flag, *o->out_dir ? o->out_dir : "''", err);
+    if (!o->log_path || r->launch.rank != 0) return;
+    const char* log = o->log_path;
+    struct stat st;
+    if (!*log || log[strlen(log) - 1] == '/') die("--log %s: not a file name", *log ? log : "''");
+    if (stat(log, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) die("--log %s: is a directory", log);
+        if (access(log, W_OK) != 0) die("--log %s: cannot write: %s", log, strerror(errno));
+        return;
+    }
+    folder_of(log, dir, sizeof(dir));
+    if (check_dirs(dir, err) != 0) die("--log %s: %s", log, err);
+}
+
+// The log, its folder made if missing: appended to when a resumed run finds one, else new.
+static void open_log(Run* r) {
+    const char* path = r->o.log_path;
+    char dir[4096];
+    folder_of(path, dir, sizeof(dir));
+    make_dirs(dir);
+    struct stat st;
+    int append = r->resuming && stat(path, &st) == 0 && st.st_size > 0;
+    r->log = fopen(path, append ? "a" : "w");
+    if (!r->log) die("--log %s: cannot open: %s", path, strerror(errno));
+    if (!append) fprintf(r->log, "step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n");
+}
+
+// Checks everything the command line says against the files, reads the checkpoint values on
+// the host, then takes the GPU: the model, its parameters (random, a checkpoint, or the
+// interrupted run), the outputs.
 static void setup(Run* r, const TrainOptions* options) {
     memset(r, 0, sizeof(*r));
     r->o = *options;
@@ -594,13 +675,25 @@ static void setup(Run* r, const TrainOptions* options) {
     resolve_model_shape(r);
     resolve_batch(r);
     open_data(r);
-    if (r->resuming) check_resume_matches(r);
+    r->sample_rng.state = o->seed ^ 0x5851f42d4c957f2dULL;
+    if (r->resuming) {
+        check_resume_matches(r);
+        restore_position(r);
+    }
     if (o->profile) {
         int first = r->resuming ? r->resume.step + 1 : 1;
         if (o->profile_step == 0) r->profile_step = first + 1 <= o->steps ? first + 1 : first;
         else r->profile_step = o->profile_step;
         if (r->profile_step < first || r->profile_step > o->steps)
             die("--profile %d: this run does steps %d to %d", o->profile_step, first, o->steps);
+    }
+    check_outputs(r, options->out_dir ? "--out-dir" : "--resume");
+    // The long reads last: every value of the checkpoint files.
+    if (r->resuming) {
+        r->checkpoint_values = read_model_values(r->resume_model, &r->config);
+        check_training_state_values(r->resume_state, &r->resume);
+    } else if (o->init_from) {
+        r->checkpoint_values = read_model_values(o->init_from, &r->config);
     }
 
     int device_count = 0;
@@ -618,27 +711,14 @@ static void setup(Run* r, const TrainOptions* options) {
     }
     gpt_build(&r->model, r->config, r->rows, r->cols, &o->model_options, launched ? &r->dp : NULL);
     cudaCheck(cudaMalloc((void**)&r->loss_device, sizeof(float)));
-    r->sample_rng.state = o->seed ^ 0x5851f42d4c957f2dULL;
-    if (r->resuming) {
-        gpt_load_checkpoint(&r->model, r->resume_model);
-        load_training_state(&r->model, r->resume_state);
-        DataLoaderState at = r->resume.train_loader;
-        if (r->resume.world_size != r->data_ranks) {
-            // The same samples of the epoch consumed, counted in this run's batches per rank.
-            long long samples = at.step_in_epoch * r->resume.world_size;
-            at.step_in_epoch = samples / r->data_ranks;
-            if (samples % r->data_ranks)
-                printf("note: %d data-parallel ranks resume a run of %d: the last samples of the epoch in progress "
-                       "are seen again\n", r->data_ranks, r->resume.world_size);
-        }
-        if (dataloader_restore(r->train, at, err) != 0) die("%s: %s", r->resume_state, err);
-        r->sample_rng.state = r->resume.sample_rng;
-        r->start_step = r->resume.step;
-    } else if (o->init_from) {
-        gpt_load_checkpoint(&r->model, o->init_from);
+    if (r->checkpoint_values) {
+        gpt_set_params(&r->model, r->checkpoint_values);
+        free(r->checkpoint_values);
+        r->checkpoint_values = NULL;
     } else {
         gpt_init_random(&r->model, o->seed);
     }
+    if (r->resuming) load_optimizer_state(&r->model, &r->resume, r->resume_state);
     r->adam = (AdamWConfig){.b1 = 0.9f, .b2 = 0.95f, .eps = 1e-8f, .weight_decay = o->weight_decay,
                             .grad_clip = o->grad_clip};
     r->flops_per_token = flops_per_token(&r->config, o->T);
@@ -646,14 +726,8 @@ static void setup(Run* r, const TrainOptions* options) {
     if (r->profile_step) profile_reserve(&r->profile, gpt_profile_marks(&r->model, r->grad_accum));
     print_run(r, prop.name);
 
-    if (o->log_path && r->launch.rank == 0) {
-        struct stat st;
-        int append = r->resuming && stat(o->log_path, &st) == 0 && st.st_size > 0;
-        r->log = fopen(o->log_path, append ? "a" : "w");
-        if (!r->log) die("--log %s: cannot open: %s", o->log_path, strerror(errno));
-        if (!append) fprintf(r->log, "step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n");
-    }
     if (o->out_dir) make_dirs(o->out_dir);
+    if (o->log_path && r->launch.rank == 0) open_log(r);
 }
 
 static void teardown(Run* r) {

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -55,30 +56,37 @@ GPTConfig read_model_header(FILE* f, const char* path, int* version) {
     return c;
 }
 
-void gpt_load_checkpoint(GPT* g, const char* path) {
+float* read_model_values(const char* path, const GPTConfig* config) {
     FILE* f = fopen(path, "rb");
     if (!f) die("%s: cannot open: %s", path, strerror(errno));
     int version;
     GPTConfig c = read_model_header(f, path, &version);
-    if (!gpt_config_same_shape(&c, &g->config)) {
+    if (!gpt_config_same_shape(&c, config)) {
         char have[128], want[128];
         gpt_config_describe(&c, have, sizeof(have));
-        gpt_config_describe(&g->config, want, sizeof(want));
+        gpt_config_describe(config, want, sizeof(want));
         die("%s: the checkpoint is %s, the model is %s", path, have, want);
     }
-    size_t P = g->num_params, elem = version == MODEL_VERSION_BF16 ? sizeof(bf16) : sizeof(float);
+    size_t P = count_params(&c), elem = version == MODEL_VERSION_BF16 ? sizeof(bf16) : sizeof(float);
     float* values = (float*)malloc(P * sizeof(float));
-    void* raw = malloc(P * elem);
-    if (!values || !raw) die("out of host memory reading %s", path);
-    if (fread(raw, elem, P, f) != P) die("%s: read failed", path);
-    fclose(f);
-    for (size_t i = 0; i < P; i++) {
-        values[i] = version == MODEL_VERSION_BF16 ? __bfloat162float(((bf16*)raw)[i]) : ((float*)raw)[i];
-        if (!isfinite(values[i])) die("%s: parameter %zu is not finite: corrupt checkpoint", path, i);
+    // bf16 values come through a bounded buffer; fp32 ones straight into values.
+    void* chunk = version == MODEL_VERSION_BF16 ? malloc(IO_CHUNK) : NULL;
+    if (!values || (version == MODEL_VERSION_BF16 && !chunk)) die("out of host memory reading %s", path);
+    size_t per_chunk = IO_CHUNK / elem;
+    for (size_t done = 0; done < P;) {
+        size_t n = P - done < per_chunk ? P - done : per_chunk;
+        void* into = chunk ? chunk : (void*)(values + done);
+        if (fread(into, elem, n, f) != n) die("%s: read failed", path);
+        for (size_t i = 0; i < n; i++) {
+            if (chunk) values[done + i] = __bfloat162float(((const bf16*)chunk)[i]);
+            if (!isfinite(values[done + i]))
+                die("%s: parameter %zu is not finite: corrupt checkpoint", path, done + i);
+        }
+        done += n;
     }
-    free(raw);
-    gpt_set_params(g, values);
-    free(values);
+    free(chunk);
+    fclose(f);
+    return values;
 }
 
 // Writes bytes of device memory to f through a bounded host buffer; 0 on success.
@@ -195,7 +203,34 @@ void save_training_state(GPT* g, const TrainingState* s, const char* path) {
     if (writer) close_written(f, tmp, path, ok);
 }
 
-TrainingState load_training_state(GPT* g, const char* path) {
+// What is out of bounds in a state header, or NULL: every size is bounded before the products
+// a resume computes from it (tokens per step, samples of the epoch consumed).
+static const char* state_header_invalid(const StateFileHeader* h) {
+    const GPTConfig c = shape_config(h->f.shape);
+    const char* why = gpt_config_invalid(&c);
+    if (why) return why;
+    if (h->f.step < 0 || h->f.steps <= 0 || h->f.step > h->f.steps || h->f.warmup_steps < 0 || h->f.adam_t < 0)
+        return "the step counts are out of range";
+    if (h->f.B <= 0 || h->f.T <= 0 || h->f.T > c.maxT || (long long)h->f.B * h->f.T > INT_MAX)
+        return "B or T is out of range";
+    if (h->f.world_size < 0) return "the number of ranks is negative";
+    long long ranks = h->f.world_size > 0 ? h->f.world_size : 1;
+    if (h->f.grad_accum <= 0 || h->f.grad_accum > LLONG_MAX / ((long long)h->f.B * h->f.T * ranks))
+        return "the micro-steps per step are out of range";
+    int64_t epoch = (int64_t)unpack_u64(h->f.loader_epoch), at = (int64_t)unpack_u64(h->f.loader_step_in_epoch);
+    if (epoch < 0 || at < 0 || at > INT64_MAX / ranks) return "the data loader's position is out of range";
+    if (!(h->f.lr > 0.0f) || !isfinite(h->f.lr) || !(h->f.min_lr_frac >= 0.0f && h->f.min_lr_frac <= 1.0f) ||
+        !(h->f.weight_decay >= 0.0f) || !isfinite(h->f.weight_decay) || !(h->f.grad_clip >= 0.0f) ||
+        !isfinite(h->f.grad_clip))
+        return "a hyperparameter is out of range";
+    if ((h->f.attention != ATTENTION_FLASH && h->f.attention != ATTENTION_NAIVE) ||
+        (h->f.deterministic != 0 && h->f.deterministic != 1) || h->f.recompute < 0 ||
+        h->f.recompute > (RECOMPUTE_GELU | RECOMPUTE_LAYERNORM) || h->f.classifier_rows <= 0)
+        return "an attention or memory option is out of range";
+    return NULL;
+}
+
+TrainingState read_training_state(const char* path) {
     FILE* f = fopen(path, "rb");
     if (!f) die("%s: cannot open: %s", path, strerror(errno));
     StateFileHeader h;
@@ -203,6 +238,8 @@ TrainingState load_training_state(GPT* g, const char* path) {
     if (h.f.magic != STATE_MAGIC)
         die("%s: not a training state file (magic %d, expected %d)", path, h.f.magic, STATE_MAGIC);
     if (h.f.version != STATE_VERSION) die("%s: unsupported training state version %d", path, h.f.version);
+    const char* why = state_header_invalid(&h);
+    if (why) die("%s: corrupt training state header: %s", path, why);
     TrainingState s;
     s.step = h.f.step;
     s.config = shape_config(h.f.shape);
@@ -225,24 +262,49 @@ TrainingState load_training_state(GPT* g, const char* path) {
     s.recompute = h.f.recompute;
     s.classifier_rows = h.f.classifier_rows;
     s.world_size = h.f.world_size > 0 ? h.f.world_size : 1;
-    if (s.step < 0 || gpt_config_invalid(&s.config) || s.B <= 0 || s.T <= 0 || s.grad_accum <= 0 || s.adam_t < 0)
-        die("%s: corrupt training state header", path);
     check_file_size(f, path, (long long)(sizeof(h) + 3 * count_params(&s.config) * sizeof(float)));
-    if (g) {
-        if (!gpt_config_same_shape(&s.config, &g->config)) die("%s: made for another model shape", path);
-        // This rank's shard of each array (all of it without ZeRO-1); zeros past the parameters.
-        const ZeroShard* shard = &g->shard;
-        cudaCheck(cudaMemset(g->optimizer_memory, 0, 3 * shard->shard_size * sizeof(float)));
-        for (int k = 0; k < 3; k++) {
-            long long at = (long long)sizeof(h) + ((long long)k * g->num_params + shard->begin) * sizeof(float);
-            if (fseeko(f, at, SEEK_SET) != 0 ||
-                read_device(f, optimizer_array(g, k), (shard->end - shard->begin) * sizeof(float)) != 0)
-                die("%s: read failed", path);
-        }
-        g->adam_t = s.adam_t;
-    }
     fclose(f);
     return s;
+}
+
+void check_training_state_values(const char* path, const TrainingState* s) {
+    static const char* const names[3] = {"master weight", "AdamW m", "AdamW v"};
+    FILE* f = fopen(path, "rb");
+    if (!f) die("%s: cannot open: %s", path, strerror(errno));
+    size_t P = count_params(&s->config), per_chunk = IO_CHUNK / sizeof(float);
+    float* chunk = (float*)malloc(IO_CHUNK);
+    if (!chunk) die("out of host memory reading %s", path);
+    if (fseeko(f, (off_t)sizeof(StateFileHeader), SEEK_SET) != 0) die("%s: read failed", path);
+    for (int k = 0; k < 3; k++) {
+        for (size_t done = 0; done < P;) {
+            size_t n = P - done < per_chunk ? P - done : per_chunk;
+            if (fread(chunk, sizeof(float), n, f) != n) die("%s: read failed", path);
+            for (size_t i = 0; i < n; i++)
+                if (!isfinite(chunk[i]) || (k == 2 && chunk[i] < 0.0f))
+                    die("%s: the %s of parameter %zu is %g: corrupt training state", path, names[k], done + i,
+                        chunk[i]);
+            done += n;
+        }
+    }
+    free(chunk);
+    fclose(f);
+}
+
+void load_optimizer_state(GPT* g, const TrainingState* s, const char* path) {
+    if (!gpt_config_same_shape(&s->config, &g->config)) die("%s: made for another model shape", path);
+    FILE* f = fopen(path, "rb");
+    if (!f) die("%s: cannot open: %s", path, strerror(errno));
+    // This rank's shard of each array (all of it without ZeRO-1); zeros past the parameters.
+    const ZeroShard* shard = &g->shard;
+    cudaCheck(cudaMemset(g->optimizer_memory, 0, 3 * shard->shard_size * sizeof(float)));
+    for (int k = 0; k < 3; k++) {
+        long long at = (long long)sizeof(StateFileHeader) + ((long long)k * g->num_params + shard->begin) * sizeof(float);
+        if (fseeko(f, at, SEEK_SET) != 0 ||
+            read_device(f, optimizer_array(g, k), (shard->end - shard->begin) * sizeof(float)) != 0)
+            die("%s: read failed", path);
+    }
+    g->adam_t = s->adam_t;
+    fclose(f);
 }
 
 void checkpoint_paths(const char* dir, int step, char* model, char* state, size_t len) {
@@ -267,10 +329,43 @@ int latest_checkpoint_step(const char* dir) {
     return best;
 }
 
-void make_dirs(const char* dir) {
-    if (!*dir) die("--out-dir: empty path");
+int check_dirs(const char* dir, char* err) {
     char path[4096];
-    snprintf(path, sizeof(path), "%s", dir);
+    if (!*dir) {
+        set_err(err, "the folder name is empty");
+        return -1;
+    }
+    if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
+        set_err(err, "path too long");
+        return -1;
+    }
+    // Up from dir to the first part of it that exists (a file on the way stops stat too).
+    struct stat st;
+    while (stat(path, &st) != 0) {
+        if ((errno != ENOENT && errno != ENOTDIR) || !strcmp(path, ".") || !strcmp(path, "/")) {
+            set_err(err, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+        char* slash = strrchr(path, '/');
+        while (slash && slash > path && slash[-1] == '/') slash--;
+        if (!slash) snprintf(path, sizeof(path), ".");
+        else slash[slash == path] = '\0';
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        set_err(err, "%s is not a directory", path);
+        return -1;
+    }
+    if (access(path, W_OK | X_OK) != 0) {
+        set_err(err, "cannot write in %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+void make_dirs(const char* dir) {
+    if (!*dir) die("cannot create a folder of an empty name");
+    char path[4096];
+    if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) die("%s: path too long", dir);
     for (char* p = path + 1;; p++) {
         if (*p == '/' || *p == '\0') {
             char saved = *p;
@@ -280,4 +375,6 @@ void make_dirs(const char* dir) {
             if (saved == '\0') break;
         }
     }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) die("%s: not a directory", dir);
 }

@@ -6,8 +6,9 @@
 //     whatever the ranks that wrote it: with ZeRO-1 the ranks gather their shards for rank 0,
 //     and a run on any number of ranks reads its own shard back.
 // Data-parallel ranks all call the writers (the gathers need every rank); only rank 0 writes.
-// Both are written through a temporary sibling and a rename (common/atomic_file.h); every
-// reader checks magic, version, shape and size, and dies naming the file and what is wrong.
+// Both are written through a temporary sibling and a rename (common/atomic_file.h). Every
+// reader checks magic, version, bounds, shape, size and values on the host, so a program can
+// refuse a bad file before it takes the GPU, and dies naming the file and what is wrong.
 #ifndef FLASHGPT_GPT_CHECKPOINT_H
 #define FLASHGPT_GPT_CHECKPOINT_H
 
@@ -68,19 +69,31 @@ typedef struct {
 
 // The shape in a model checkpoint's header (its size checked too), and its version.
 GPTConfig read_model_header(FILE* f, const char* path, int* version);
-// Loads a version 3 or 5 checkpoint whose shape must be the model's.
-void gpt_load_checkpoint(GPT* g, const char* path);
+// The parameters of the version 3 or 5 checkpoint at path, whose shape must be config's, on the
+// host: count_params(config) fp32 values in checkpoint order (malloc'd), each checked finite.
+// gpt_set_params puts them into a model.
+float* read_model_values(const char* path, const GPTConfig* config);
 // The model as a version 5 (bf16) checkpoint.
 void gpt_save_checkpoint(GPT* g, const char* path);
 
 void save_training_state(GPT* g, const TrainingState* s, const char* path);
-// The state in path; with g, also its optimizer memory into the model (g == NULL: header only).
-TrainingState load_training_state(GPT* g, const char* path);
+// The state in path, from its header, which is checked (bounds, and the file's size).
+TrainingState read_training_state(const char* path);
+// Dies naming path unless every optimizer value in it is finite and every second moment >= 0:
+// a read of the whole file on the host, so that a corrupt state stops before the GPU.
+void check_training_state_values(const char* path, const TrainingState* s);
+// This rank's part of the optimizer arrays in path (s its read_training_state) into the model,
+// whose shape must be the state's, and the AdamW step count.
+void load_optimizer_state(GPT* g, const TrainingState* s, const char* path);
 
 // dir/model_%08d.bin and dir/state_%08d.bin of a step.
 void checkpoint_paths(const char* dir, int step, char* model, char* state, size_t len);
 // The latest step in dir with both files; -1 if none.
 int latest_checkpoint_step(const char* dir);
+// Whether the folder dir exists or could be made, and files could be written in it, without
+// making anything: each part of it that exists is a folder and the deepest one is writable.
+// 0, or -1 with err saying what is wrong.
+int check_dirs(const char* dir, char* err);
 // Makes dir and its parents; dies naming the path on failure.
 void make_dirs(const char* dir);
 

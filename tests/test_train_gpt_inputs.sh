@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# tests/test_train_gpt_inputs.sh: train_gpt against bad inputs that must stop it with one line
-# before the GPU is touched: flags out of range. Also which validation shards the default
-# --val-data finds, and that it says when there are none. Needs ./prepare_data and ./train_gpt
-# (SKIPPED without train_gpt); prints PASS / FAIL lines like tests/test.h.
+# tests/test_train_gpt_inputs.sh: train_gpt and generate against bad inputs that must stop them
+# with one line before the GPU is touched: checkpoints of a --resume folder or --init-from that
+# are truncated, empty, random, of another shape, with values that are not finite or headers
+# whose sizes overflow; --log and --out-dir that cannot be written; flags out of range. Also
+# which validation shards the default --val-data finds, and that it says when there are none.
+# The checkpoints are made here (ckpt.py below, in the formats of gpt/checkpoint.h), so no
+# GPU is needed; each bad case is one change to a pair that passes every check. Needs
+# ./prepare_data and ./train_gpt (SKIPPED without train_gpt); prints PASS / FAIL lines like
+# tests/test.h.
 set -u
 cd "$(dirname "$0")/.."
 if [ ! -x ./train_gpt ]; then
     echo "SKIPPED train_gpt_inputs (./train_gpt is not built: no nvcc)"
     exit 0
 fi
+PYTHON=${PYTHON:-python3}
 tmp=${FLASHGPT_TMP:-/tmp}/train_gpt_inputs
 rm -rf "$tmp"
 mkdir -p "$tmp"
@@ -43,8 +49,187 @@ make_text "$tmp/a.txt" 400 1
 make_text "$tmp/b.txt" 400 2
 ./prepare_data --out-dir "$tmp/ds" --vocab-size 300 --split-blank-lines "$tmp/a.txt" >/dev/null 2>&1
 
+# Checkpoint files as gpt/checkpoint.h lays them out: a model (version 5, bf16 zeros) and a
+# training state (fp32 zeros) of the shape given, each with one thing changed when asked.
+cat > "$tmp/ckpt.py" <<'EOF'
+import struct, sys
+def params(maxT, V, Vp, L, NH, C):
+    return Vp * C + maxT * C + L * (12 * C * C + 13 * C) + 2 * C
+def pad(V):
+    return (V + 127) // 128 * 128
+kind, path = sys.argv[1], sys.argv[2]
+opt = dict(a.split("=", 1) for a in sys.argv[3:])
+maxT, V, L, NH, C = (int(opt.get(k, d)) for k, d in (("maxT", 64), ("V", 300), ("L", 2), ("NH", 2), ("C", 128)))
+Vp = int(opt.get("Vp", pad(V)))
+# A header with its own Vp is refused before its size counts: a few bytes of body stand in.
+P = params(maxT, V, Vp, L, NH, C) if "Vp" not in opt else 16
+if kind == "model":
+    header = [20240326, 5, maxT, V, L, NH, C, Vp]
+    body = bytearray(2 * P)
+    if "nan" in opt:
+        body[2 * int(opt["nan"]):2 * int(opt["nan"]) + 2] = struct.pack("<H", 0x7fc0)
+else:
+    B, T = int(opt.get("B", 1)), int(opt.get("T", 64))
+    ints = [20241130, 1, int(opt.get("step", 5)), maxT, V, L, NH, C, Vp, B, T, int(opt.get("grad_accum", 1)),
+            2, 10, 5]
+    floats = [0.5, 0.5, 0.5, 0.5]
+    rest = [7, 0, 0, 0, 5, 0, 99, 0, 0, 0, 0, 64, int(opt.get("world_size", 0))]
+    header = ints + [struct.unpack("<i", struct.pack("<f", x))[0] for x in floats] + rest
+    body = bytearray(4 * 3 * P)
+    if "nan" in opt:
+        body[4 * int(opt["nan"]):4 * int(opt["nan"]) + 4] = struct.pack("<f", float("nan"))
+    if "negative_v" in opt:
+        at = 4 * (2 * P + int(opt["negative_v"]))
+        body[at:at + 4] = struct.pack("<f", -1.0)
+data = struct.pack("<256i", *(header + [0] * (256 - len(header)))) + bytes(body)
+if "cut" in opt:
+    data = data[:len(data) - int(opt["cut"])]
+open(path, "wb").write(data)
+EOF
+ckpt() { "$PYTHON" "$tmp/ckpt.py" "$@"; }
+
+# The run every resume case starts from: the state's settings on the command line.
 # The train glob goes to train_gpt unexpanded, as quoted on a command line.
 train="$tmp/ds/train_*.bin"
+run_args="-B 1 -T 64 --steps 10 --lr 0.5 --min-lr-frac 0.5 --warmup-steps 2 --weight-decay 0.5 --grad-clip 0.5
+    --seed 7"
+pair() {  # pair <dir> [model options] -- [state options]: a checkpoint pair of step 5 in dir
+    local dir=$1; shift
+    local model=() state=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do model+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    state=("$@")
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    ckpt model "$dir/model_00000005.bin" "${model[@]}"
+    ckpt state "$dir/state_00000005.bin" "${state[@]}"
+}
+resume() {  # resume <dir> [extra options]: train_gpt --resume dir, its output in $tmp/out
+    local dir=$1; shift
+    ./train_gpt --train-data "$train" $run_args --resume "$dir" "$@" > "$tmp/out" 2>&1
+}
+
+begin "train_gpt_resume_checks_both_files_before_the_gpu"
+pair "$tmp/good" --
+resume "$tmp/good"
+check "the pair made here is refused: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+pair "$tmp/r" cut=1 --
+resume "$tmp/r"
+check "a truncated model: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: .* bytes, expected .*truncated"
+pair "$tmp/r" --
+: > "$tmp/r/model_00000005.bin"
+resume "$tmp/r"
+check "an empty model: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: too short"
+head -c "$(wc -c < "$tmp/good/model_00000005.bin")" /dev/urandom > "$tmp/r/model_00000005.bin"
+resume "$tmp/r"
+check "a random model: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: not a model checkpoint"
+pair "$tmp/r" maxT=128 --
+resume "$tmp/r"
+check "a model of another shape: $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/r: .*model_00000005.bin is .*context 128.*not one checkpoint"
+pair "$tmp/r" nan=1000 --
+resume "$tmp/r"
+check "a model with a NaN: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: parameter 1000 is not finite"
+pair "$tmp/r" -- cut=4
+resume "$tmp/r"
+check "a truncated state: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: .* bytes, expected .*truncated"
+pair "$tmp/r" --
+: > "$tmp/r/state_00000005.bin"
+resume "$tmp/r"
+check "an empty state: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: too short"
+head -c "$(wc -c < "$tmp/good/state_00000005.bin")" /dev/urandom > "$tmp/r/state_00000005.bin"
+resume "$tmp/r"
+check "a random state: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: not a training state"
+pair "$tmp/r" -- L=3
+resume "$tmp/r"
+check "a state of another shape: $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/r: .*not one checkpoint"
+pair "$tmp/r" -- nan=77
+resume "$tmp/r"
+check "a state with a NaN: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: the master weight of parameter 77 is nan"
+pair "$tmp/r" -- negative_v=3
+resume "$tmp/r"
+check "a negative second moment: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: the AdamW v of parameter 3 is -1"
+end
+
+begin "train_gpt_state_header_sizes_bounded"
+# B * T * micro-steps * ranks far past 2^63, each within an int32.
+pair "$tmp/r" -- B=1073741824 T=64 grad_accum=2147483647 world_size=2147483647
+resume "$tmp/r"
+check "B near 2^30: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: corrupt training state header"
+pair "$tmp/r" -- grad_accum=2147483647 world_size=2147483647
+resume "$tmp/r"
+check "micro-steps and ranks near 2^31: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: corrupt training state header"
+pair "$tmp/r" -- step=11
+resume "$tmp/r"
+check "a step past the run's steps: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: corrupt training state header"
+end
+
+begin "train_gpt_model_header_sizes_bounded"
+# A vocabulary near 2^31 whose padding wraps to a negative Vp in 32 bits, stated in the header.
+ckpt model "$tmp/wrapped.bin" V=2147483637 Vp=-2147483520
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/wrapped.bin" > "$tmp/out" 2>&1
+check "V near 2^31, Vp negative: $(last "$tmp/out")" says "$tmp/out" "$tmp/wrapped.bin: corrupt header"
+# A shard that states a vocabulary near 2^31: the model's vocabulary when no file gives one.
+"$PYTHON" -c 'import struct, sys
+open(sys.argv[1], "wb").write(struct.pack("<256i", 20240520, 1, 1000, 2147483647, *[0] * 252) + bytes(2000))' \
+    "$tmp/huge_vocab_000.bin"
+./train_gpt --train-data "$tmp/huge_vocab_*.bin" --model d2 --context 64 -T 64 > "$tmp/out" 2>&1
+check "a shard's vocabulary near 2^31: $(last "$tmp/out")" says "$tmp/out" "the model (.*V 2147483647.*) cannot be built: the vocabulary"
+end
+
+begin "train_gpt_nonfinite_weights_before_the_gpu"
+ckpt model "$tmp/nan.bin" nan=12345
+ckpt model "$tmp/fine.bin"
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/fine.bin" > "$tmp/out" 2>&1
+check "--init-from a good checkpoint: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/nan.bin" > "$tmp/out" 2>&1
+check "--init-from a NaN: $(last "$tmp/out")" says "$tmp/out" "$tmp/nan.bin: parameter 12345 is not finite"
+if [ -x ./generate ]; then
+    ./generate --checkpoint "$tmp/fine.bin" --tokenizer "$tmp/ds/tokenizer.bin" hello > "$tmp/out" 2>&1
+    check "generate a good checkpoint: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+    ./generate --checkpoint "$tmp/nan.bin" --tokenizer "$tmp/ds/tokenizer.bin" hello > "$tmp/out" 2>&1
+    check "generate a NaN: $(last "$tmp/out")" says "$tmp/out" "$tmp/nan.bin: parameter 12345 is not finite"
+fi
+end
+
+begin "train_gpt_outputs_checked_before_the_gpu"
+data="--model d2 --context 64 -T 64"
+mkdir -p "$tmp/outs"
+: > "$tmp/outs/a_file"
+./train_gpt --train-data "$train" $data --log "$tmp/outs" > "$tmp/out" 2>&1
+check "--log a folder: $(last "$tmp/out")" says "$tmp/out" "--log $tmp/outs: is a directory"
+./train_gpt --train-data "$train" $data --log "$tmp/outs/a_file/log.csv" > "$tmp/out" 2>&1
+check "--log under a file: $(last "$tmp/out")" says "$tmp/out" "--log $tmp/outs/a_file/log.csv: $tmp/outs/a_file is not a directory"
+./train_gpt --train-data "$train" $data --log "$tmp/outs/new/sub/log.csv" > "$tmp/out" 2>&1
+check "--log in a folder to make: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+check "--log's folder made before the GPU" test ! -e "$tmp/outs/new"
+./train_gpt --train-data "$train" $data --out-dir "$tmp/outs/a_file" > "$tmp/out" 2>&1
+check "--out-dir a file: $(last "$tmp/out")" says "$tmp/out" "--out-dir $tmp/outs/a_file: $tmp/outs/a_file is not a directory"
+./train_gpt --train-data "$train" $data --out-dir "$tmp/outs/a_file/sub" > "$tmp/out" 2>&1
+check "--out-dir under a file: $(last "$tmp/out")" says "$tmp/out" "--out-dir $tmp/outs/a_file/sub: $tmp/outs/a_file is not a directory"
+./train_gpt --train-data "$train" $data --out-dir '' > "$tmp/out" 2>&1
+check "--out-dir '': $(last "$tmp/out")" says "$tmp/out" "--out-dir '': the folder name is empty"
+./train_gpt --train-data "$train" $data --out-dir "$tmp/outs/new/run" > "$tmp/out" 2>&1
+check "--out-dir to make: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+check "--out-dir made before the GPU" test ! -e "$tmp/outs/new"
+# A folder that cannot be written (permissions do not hold for root, so only where they do).
+mkdir -p "$tmp/outs/locked"
+chmod 555 "$tmp/outs/locked"
+if ! touch "$tmp/outs/locked/probe" 2>/dev/null; then
+    ./train_gpt --train-data "$train" $data --out-dir "$tmp/outs/locked/run" > "$tmp/out" 2>&1
+    check "--out-dir unwritable: $(last "$tmp/out")" says "$tmp/out" "--out-dir $tmp/outs/locked/run: cannot write in $tmp/outs/locked"
+    ./train_gpt --train-data "$train" $data --log "$tmp/outs/locked/log.csv" > "$tmp/out" 2>&1
+    check "--log unwritable: $(last "$tmp/out")" says "$tmp/out" "--log $tmp/outs/locked/log.csv: cannot write in $tmp/outs/locked"
+fi
+chmod 755 "$tmp/outs/locked"
+# The resume folder is the checkpoint folder when --out-dir is not given.
+pair "$tmp/r" --
+chmod 555 "$tmp/r"
+if ! touch "$tmp/r/probe" 2>/dev/null; then
+    resume "$tmp/r"
+    check "--resume unwritable: $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/r: cannot write in $tmp/r"
+fi
+chmod 755 "$tmp/r"
+end
 
 begin "train_gpt_default_val_data_beside_the_train_shards"
 # The train shards in a folder whose own name has train_ in it, and a sibling val_x/ of other
