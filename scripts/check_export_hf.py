@@ -28,10 +28,11 @@ import subprocess
 import sys
 import tempfile
 
+from gpt2_checkpoint import Checkpoint  # first: where numpy is missing, it says how to get it
 import numpy as np
 
 from export_hf import export_hf
-from gpt2_checkpoint import Checkpoint, Failure, fail
+from output_file import Failure, fail
 
 SHARD_MAGIC = 20240520
 SHARD_TOKEN_TYPES = {1: "<u2", 2: "<u4"}

@@ -17,17 +17,16 @@ The importer's steps are undone: wte's padding rows (V to Vp) are dropped and th
 are transposed back to (in, out), so import_gpt2.py on OUT_DIR gives back the same checkpoint
 bytes, padding rows being zero (as train_gpt and the importer keep them).
 
-OUT_DIR must not exist or be empty: it is built in a temporary folder beside it, then renamed.
+OUT_DIR must not exist or be empty: it is built in a temporary folder beside it, then renamed
+(a link at OUT_DIR is followed: the folder it names is the one made).
 The tokenizer is not exported: a model on GPT-2's vocabulary uses Hugging Face's "gpt2" one.
 """
 import json
 import os
-import shutil
 import sys
-import tempfile
 
-from gpt2_checkpoint import (Checkpoint, fail, from_bf16_bits, run_command_line, to_hf,
-                             write_safetensors)
+from gpt2_checkpoint import Checkpoint, from_bf16_bits, run_command_line, to_hf, write_safetensors
+from output_file import atomic_folder
 
 USAGE = "usage: export_hf.py [--fp32] CHECKPOINT.bin OUT_DIR"
 GPT2_VOCAB, GPT2_EOT = 50257, 50256
@@ -78,25 +77,8 @@ def write_folder(ckpt, folder, fp32):
 def export_hf(ckpt_path, out_dir, fp32):
     """Writes out_dir (built beside it, renamed at the end); returns a summary line."""
     ckpt = Checkpoint(ckpt_path)
-    out_dir = out_dir.rstrip("/") or "/"
-    if os.path.exists(out_dir) and (not os.path.isdir(out_dir) or os.listdir(out_dir)):
-        fail(f"{out_dir}: already exists and is not an empty folder (not overwritten)")
-    parent = os.path.dirname(os.path.abspath(out_dir))
-    try:
-        tmp_dir = tempfile.mkdtemp(dir=parent, prefix=os.path.basename(out_dir) + ".tmp")
-    except OSError as e:
-        fail(f"{out_dir}: cannot write ({e.strerror})")
-    try:
+    with atomic_folder(out_dir) as tmp_dir:
         write_folder(ckpt, tmp_dir, fp32)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp_dir, 0o777 & ~umask)  # mkdtemp makes it 0700; a folder made by hand is not
-        os.replace(tmp_dir, out_dir)  # replaces an empty folder, never a non-empty one
-    except OSError as e:
-        fail(f"{out_dir}: cannot write ({e.strerror})")
-    finally:
-        if os.path.exists(tmp_dir):
-            shutil.rmtree(tmp_dir)
     s = ckpt.shape
     dtype = "bf16" if ckpt.bf16 and not fp32 else "fp32"
     return (f"{out_dir}: GPT-2 L={s.L} NH={s.NH} C={s.C} maxT={s.maxT} V={s.V}, "

@@ -8,10 +8,17 @@ pre-tokenization pattern uses, from Python's unicodedata.
            GPT-2 runs its pattern with matches. str.isspace() differs from it only at U+001C..U+001F
            (the information separators), which it counts as space and White_Space does not.
 
-Usage: python3 scripts/gen_unicode_tables.py [OUTPUT]   (default tokenizer/unicode_tables.h)
+usage: gen_unicode_tables.py [OUTPUT]   (default tokenizer/unicode_tables.h)
+
+OUTPUT is written by output_file.py's rules (a temporary file renamed at the end, a link at
+OUTPUT followed).
 """
 import sys
 import unicodedata
+
+from output_file import Failure, atomic_output, check_output
+
+USAGE = "usage: gen_unicode_tables.py [OUTPUT]   (default tokenizer/unicode_tables.h)"
 
 
 def ranges(pred):
@@ -53,8 +60,8 @@ def c_table(name, rs):
     return "\n".join(lines)
 
 
-def main():
-    out_path = sys.argv[1] if len(sys.argv) > 1 else "tokenizer/unicode_tables.h"
+def unicode_tables_h():
+    """The header's text."""
     tables = [
         ("unicode_letters", ranges(is_letter)),
         ("unicode_numbers", ranges(is_number)),
@@ -77,9 +84,28 @@ def main():
         parts.append(c_table(name, rs))
         parts.append("")
     parts.append("#endif")
-    with open(out_path, "w") as f:
-        f.write("\n".join(parts) + "\n")
+    return "\n".join(parts) + "\n"
+
+
+def main(argv):
+    if "-h" in argv or "--help" in argv:
+        print(USAGE)
+        return 0
+    if len(argv) > 1 or argv and argv[0].startswith("-"):
+        what = f"unknown flag {argv[0]}" if argv[0].startswith("-") else "more than one OUTPUT"
+        print(f"error: {what} ({USAGE})", file=sys.stderr)
+        return 1
+    out_path = argv[0] if argv else "tokenizer/unicode_tables.h"
+    try:
+        check_output(out_path)
+        text = unicode_tables_h()
+        with atomic_output(out_path, binary=False) as f:
+            f.write(text)
+    except Failure as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

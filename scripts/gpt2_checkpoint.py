@@ -21,17 +21,22 @@ import os
 import sys
 from typing import NamedTuple
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    sys.exit(f"error: {os.path.basename(sys.argv[0])} needs numpy, which {sys.executable} lacks: "
+             "`make venv` installs it into .venv, then run the script with .venv/bin/python3")
+
+from output_file import Failure, atomic_output, fail
 
 CHECKPOINT_MAGIC = 20240326
 VERSION_FP32, VERSION_BF16 = 3, 5
 HEADER_INTS = 256
 HEADER_BYTES = 4 * HEADER_INTS
+# The largest size a header slot (int32) holds, also once the vocabulary is padded to 128.
+MAX_SIZE = 2 ** 31 - 128
 SAFETENSORS_DTYPES = {"F32": 4, "F16": 2, "BF16": 2}
-
-
-class Failure(Exception):
-    """A one-line reason the script cannot go on."""
+SAFETENSORS_MAX_HEADER = 100_000_000  # the safetensors library refuses longer headers
 
 
 def run_command_line(argv, usage, flag, expected, run):
@@ -57,10 +62,6 @@ def run_command_line(argv, usage, flag, expected, run):
     return 0
 
 
-def fail(message):
-    raise Failure(message)
-
-
 def padded_vocab(V):
     return (V + 127) // 128 * 128
 
@@ -84,6 +85,14 @@ class Slice(NamedTuple):
     hf_shape: tuple     # as Hugging Face stores it
     shape: tuple        # as the checkpoint stores it
     transposed: bool    # a Conv1D weight: shape is hf_shape reversed
+
+
+def parameter_count(s, hf=False):
+    """The parameters the checkpoint holds (hf: Hugging Face's, whose wte has V rows, not Vp),
+    by arithmetic: a header's sizes can be checked against a file's before layout(s) lists
+    12 L slices."""
+    C = s.C
+    return (s.V if hf else s.Vp) * C + s.maxT * C + s.L * (12 * C * C + 13 * C) + 2 * C
 
 
 def layout(s):
@@ -137,27 +146,20 @@ def from_bf16_bits(bits):
     return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
 
 
-def write_checkpoint(path, shape, bf16, slices):
+def write_checkpoint(path, shape, bf16, slices, inputs):
     """Writes the checkpoint of `shape` whose slices (float32, in layout order) come one at a
-    time from `slices`; via path + ".tmp", renamed at the end. Returns the parameter count."""
+    time from `slices`, by output_file's rules (inputs: the files they are read from). Returns
+    the parameter count."""
     header = np.zeros(HEADER_INTS, dtype="<i4")
     header[:8] = [CHECKPOINT_MAGIC, VERSION_BF16 if bf16 else VERSION_FP32, shape.maxT, shape.V,
                   shape.L, shape.NH, shape.C, shape.Vp]
-    tmp_path = path + ".tmp"
     count = 0
-    try:
-        with open(tmp_path, "wb") as f:
-            f.write(header.tobytes())
-            for values in slices:
-                f.write(to_bf16_bits(values).astype("<u2").tobytes() if bf16
-                        else np.ascontiguousarray(values, dtype="<f4").tobytes())
-                count += values.size
-        os.replace(tmp_path, path)
-    except OSError as e:
-        fail(f"{path}: cannot write ({e.strerror})")
-    finally:
-        if os.path.exists(tmp_path):
-            os.remove(tmp_path)
+    with atomic_output(path, inputs) as f:
+        f.write(header.tobytes())
+        for values in slices:
+            f.write(to_bf16_bits(values).astype("<u2").tobytes() if bf16
+                    else np.ascontiguousarray(values, dtype="<f4").tobytes())
+            count += values.size
     return count
 
 
@@ -183,7 +185,7 @@ class Checkpoint:
             fail(f"{path}: corrupt header (maxT {maxT}, V {V}, L {L}, NH {NH}, C {C}, Vp {Vp})")
         self.shape = Shape(maxT, V, L, NH, C)
         self.bf16 = self.version == VERSION_BF16
-        count = sum(int(np.prod(sl.shape)) for sl in layout(self.shape))
+        count = parameter_count(self.shape)
         want = HEADER_BYTES + count * (2 if self.bf16 else 4)
         if size != want:
             fail(f"{path}: {'truncated' if size < want else 'trailing bytes'} "
@@ -212,11 +214,14 @@ class SafeTensors:
             fail(f"{path}: truncated ({size} bytes, no header)")
         with open(path, "rb") as f:
             header_len = int.from_bytes(f.read(8), "little")
+            if header_len > SAFETENSORS_MAX_HEADER:
+                fail(f"{path}: not a safetensors file (header of {header_len} bytes, "
+                     f"more than safetensors' {SAFETENSORS_MAX_HEADER})")
             if header_len > size - 8:
                 fail(f"{path}: truncated (header of {header_len} bytes, file of {size})")
             try:
                 header = json.loads(f.read(header_len))
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested past Python's stack
                 fail(f"{path}: not a safetensors file (header is not JSON)")
         if not isinstance(header, dict):
             fail(f"{path}: not a safetensors file (header is not a JSON object)")

@@ -13,6 +13,9 @@ OUT.bin is the llm.c-compatible model checkpoint, version 3 (fp32 parameters) or
 tensors map onto it (wte padded with zero rows to Vp, Conv1D weights transposed).
 scripts/export_hf.py does the reverse.
 
+OUT.bin is written by output_file.py's rules: through a temporary file renamed at the end, a
+link at OUT.bin followed, and refused where it is one of the inputs.
+
 Token ids: the model expects GPT-2's own ids, which the tokenizer gives when it loads GPT-2's
 encoder.json and vocab.bpe (from the same Hugging Face repository or OpenAI's release).
 """
@@ -20,28 +23,38 @@ import json
 import os
 import sys
 
-from gpt2_checkpoint import (VERSION_BF16, VERSION_FP32, SafeTensors, Shape, fail, layout, run_command_line,
-                             to_checkpoint, write_checkpoint)
+from gpt2_checkpoint import (MAX_SIZE, SAFETENSORS_DTYPES, VERSION_BF16, VERSION_FP32, SafeTensors,
+                             Shape, layout, parameter_count, run_command_line, to_checkpoint,
+                             write_checkpoint)
+from output_file import check_output, fail
 
 USAGE = "usage: import_gpt2.py [--bf16] HF_DIR OUT.bin"
+CONFIG_MAX_BYTES = 1 << 20  # a GPT-2 config.json is about a kilobyte
 
 
 def read_config(path):
     if not os.path.isfile(path):
         fail(f"{path}: no such file")
     try:
-        with open(path) as f:
-            config = json.load(f)
-    except (OSError, ValueError) as e:
-        fail(f"{path}: not a readable JSON file ({e})")
+        with open(path, "rb") as f:
+            text = f.read(CONFIG_MAX_BYTES + 1)
+        if len(text) > CONFIG_MAX_BYTES:
+            fail(f"{path}: more than {CONFIG_MAX_BYTES} bytes, too large for a config")
+        config = json.loads(text)
+    except OSError as e:
+        fail(f"{path}: cannot read ({e.strerror})")
+    except RecursionError:
+        fail(f"{path}: not a JSON file (nested deeper than Python's stack)")
+    except ValueError as e:
+        fail(f"{path}: not a JSON file ({e})")
     if not isinstance(config, dict):
         fail(f"{path}: not a JSON object")
     sizes = {}
     for key, alternative in [("n_embd", None), ("n_layer", None), ("n_head", None),
                              ("n_positions", "n_ctx"), ("vocab_size", None)]:
         value = config.get(key, config.get(alternative))
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            fail(f"{path}: '{key}' is missing or not a positive integer")
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_SIZE:
+            fail(f"{path}: '{key}' is missing or not an integer from 1 to {MAX_SIZE}")
         sizes[key] = value
     if sizes["n_embd"] % sizes["n_head"]:
         fail(f"{path}: n_embd {sizes['n_embd']} is not a multiple of n_head {sizes['n_head']}")
@@ -49,15 +62,35 @@ def read_config(path):
                  NH=sizes["n_head"], C=sizes["n_embd"])
 
 
+def check_sizes(st, shape, config_path):
+    """The safetensors file must be large enough for the config's sizes, checked by arithmetic
+    before the 12 L tensors are looked up: two bytes a parameter at least (F16, BF16), and a
+    header entry for each tensor."""
+    least = parameter_count(shape, hf=True) * min(SAFETENSORS_DTYPES.values())
+    if st.data_len < least:
+        fail(f"{st.path}: {st.data_len} bytes of tensor data, fewer than the {least} that the "
+             f"sizes in {config_path} need")
+    tensors = 12 * shape.L + 4
+    if len(st.entries) < tensors:
+        fail(f"{st.path}: {len(st.entries)} tensors, fewer than the {tensors} that the sizes in "
+             f"{config_path} need")
+
+
 def import_gpt2(hf_dir, out_path, bf16):
     """Writes out_path (via a temporary file, renamed at the end); returns a summary line."""
     if not os.path.isdir(hf_dir):
         fail(f"{hf_dir}: no such directory")
-    shape = read_config(os.path.join(hf_dir, "config.json"))
-    st = SafeTensors(os.path.join(hf_dir, "model.safetensors"))
+    config_path = os.path.join(hf_dir, "config.json")
+    st_path = os.path.join(hf_dir, "model.safetensors")
+    inputs = [config_path, st_path]
+    check_output(out_path, inputs)
+    shape = read_config(config_path)
+    st = SafeTensors(st_path)
+    check_sizes(st, shape, config_path)
     # One slice in memory at a time: the generator reads each as the writer asks for it.
     count = write_checkpoint(out_path, shape, bf16,
-                             (to_checkpoint(sl, st.get(sl.hf_name, sl.hf_shape)) for sl in layout(shape)))
+                             (to_checkpoint(sl, st.get(sl.hf_name, sl.hf_shape)) for sl in layout(shape)),
+                             inputs)
     return (f"{out_path}: GPT-2 L={shape.L} NH={shape.NH} C={shape.C} maxT={shape.maxT} "
             f"V={shape.V} (Vp={shape.Vp}), {count} parameters in {'bf16' if bf16 else 'fp32'} "
             f"(version {VERSION_BF16 if bf16 else VERSION_FP32})")

@@ -9,21 +9,25 @@ file, so steps may repeat (the steps redone after the last checkpoint) or a seco
 appear: a later line for a step replaces an earlier one, and header lines are skipped.
 The SVG has two panels against step: the train loss (a line) and the validation loss (a line
 with dots) on one, tokens/s on the other, each with ticked axes, labels and a legend.
+A step must be a whole number from 0 to 2^53. A value that is not finite (nan, inf: a run that
+diverged) or beyond float32's range (train_gpt logs float32 numbers) is left out of its line,
+and the summary line says how many were.
+OUT.svg is written by output_file.py's rules (a temporary file renamed at the end, a link at
+OUT.svg followed, LOG.csv never overwritten).
 """
 import csv
 import math
-import os
 import sys
 from xml.sax.saxutils import escape
+
+from output_file import Failure, atomic_output, check_output
 
 USAGE = "usage: plot_log.py LOG.csv OUT.svg [--title TEXT]"
 COLUMNS = ["step", "loss", "val_loss", "lr", "grad_norm", "ms", "tokens_per_s", "mfu", "mem_gib"]
 WIDTH, PANEL_H, LEFT, RIGHT, TOP, GAP = 760, 260, 70, 20, 40, 70
 TRAIN, VAL, SPEED = "#1f77b4", "#d62728", "#2ca02c"
-
-
-class Failure(Exception):
-    """A one-line reason the plot cannot be drawn."""
+MAX_STEP = 2 ** 53  # the whole numbers a float holds exactly
+FLOAT32_MAX = 3.4028234663852886e38
 
 
 def read_log(path):
@@ -49,19 +53,29 @@ def read_log(path):
             raise Failure(f"{path}:{number}: a field is not a number")
         if row["step"] is None or row["loss"] is None or row["tokens_per_s"] is None:
             raise Failure(f"{path}:{number}: step, loss or tokens_per_s is empty")
-        rows[int(row["step"])] = row
+        step = row["step"]
+        if not (0 <= step <= MAX_STEP and step == math.floor(step)):
+            raise Failure(f"{path}:{number}: step {fields[0]} is not a whole number from 0 to 2^53")
+        rows[int(step)] = row
     if len(rows) < 2:
         raise Failure(f"{path}: {len(rows)} step{'s' if len(rows) != 1 else ''} logged; "
                       "a curve needs at least 2")
     return [rows[s] for s in sorted(rows)]
 
 
+def plottable(v):
+    return v is not None and abs(v) <= FLOAT32_MAX  # False for nan too
+
+
 def ticks(lo, hi, count=5):
-    """Round tick values covering [lo, hi]: steps of 1, 2 or 5 times a power of ten."""
-    if hi <= lo:
-        lo, hi = lo - 1, hi + 1
+    """Round tick values covering [lo, hi] (within float32's range): steps of 1, 2 or 5 times a
+    power of ten. A range too narrow to draw (a flat line) is widened around its values."""
+    size = max(abs(lo), abs(hi))
+    if hi - lo <= 1e-9 * size:
+        pad = max(1.0, 1e-6 * size)
+        lo, hi = lo - pad, hi + pad
     raw = (hi - lo) / count
-    power = 10 ** math.floor(math.log10(raw))
+    power = 10.0 ** math.floor(math.log10(raw))
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
     first = math.floor(lo / step) * step
     last = math.ceil(hi / step) * step
@@ -80,7 +94,7 @@ def panel(top, series, y_title, x_ticks):
     """SVG elements of one panel: grid, ticks and labels, then each series of (class, legend,
     colour, [(step, value)], dots) as a polyline (dots: and a circle per point), then the legend."""
     values = [v for _, _, _, points, _ in series for _, v in points]
-    y_ticks = ticks(min(values), max(values))
+    y_ticks = ticks(min(values), max(values)) if values else ticks(0, 1)
     x_lo, x_hi, y_lo, y_hi = x_ticks[0], x_ticks[-1], y_ticks[0], y_ticks[-1]
     plot_w = WIDTH - LEFT - RIGHT
 
@@ -116,11 +130,12 @@ def panel(top, series, y_title, x_ticks):
 
 
 def plot(rows, title):
+    """The SVG, and how many values were left out (not plottable)."""
     steps = [r["step"] for r in rows]
     x_ticks = ticks(min(steps), max(steps))
-    train = [(r["step"], r["loss"]) for r in rows]
-    val = [(r["step"], r["val_loss"]) for r in rows if r["val_loss"] is not None]
-    speed = [(r["step"], r["tokens_per_s"]) for r in rows]
+    train, val, speed = ([(r["step"], r[key]) for r in rows if plottable(r[key])]
+                         for key in ("loss", "val_loss", "tokens_per_s"))
+    logged = sum(r[key] is not None for r in rows for key in ("loss", "val_loss", "tokens_per_s"))
     loss_series = [("train_loss", "train loss", TRAIN, train, False)]
     if val:
         loss_series.append(("val_loss", "validation loss", VAL, val, True))
@@ -132,7 +147,7 @@ def plot(rows, title):
     out += panel(TOP, loss_series, "loss (nats per token)", x_ticks)
     out += panel(TOP + PANEL_H + GAP, [("tokens_per_s", "tokens/s", SPEED, speed, False)], "tokens/s", x_ticks)
     out.append("</svg>")
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n", logged - len(train) - len(val) - len(speed)
 
 
 def main(argv):
@@ -154,22 +169,18 @@ def main(argv):
         return 1
     log_path, out_path = args
     try:
+        check_output(out_path, [log_path])
         rows = read_log(log_path)
-        svg = plot(rows, title if title is not None else log_path)
-        tmp_path = out_path + ".tmp"
-        try:
-            with open(tmp_path, "w") as f:
-                f.write(svg)
-            os.replace(tmp_path, out_path)
-        except OSError as e:
-            raise Failure(f"{out_path}: cannot write ({e.strerror})")
-        finally:
-            if os.path.exists(tmp_path):
-                os.remove(tmp_path)
+        svg, left_out = plot(rows, title if title is not None else log_path)
+        with atomic_output(out_path, [log_path], binary=False) as f:
+            f.write(svg)
     except Failure as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(f"{out_path}: {len(rows)} steps, {sum(r['val_loss'] is not None for r in rows)} validations")
+    validations = sum(r["val_loss"] is not None for r in rows)
+    print(f"{out_path}: {len(rows)} steps, {validations} validations"
+          + (f", {left_out} value{'s' if left_out > 1 else ''} left out (not finite, or beyond "
+             "float32's range)" if left_out else ""))
     return 0
 
 

@@ -10,20 +10,19 @@ behind. Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/test.h.
 """
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 
-from case import Case
+from case import Case, run_script
 from test_import_gpt2 import TMP, V, make_checkpoint, nearest_bf16_bits, run_importer
 
 EXPORTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts",
                         "export_hf.py")
 
 
-def run_exporter(*args):
-    return subprocess.run([sys.executable, EXPORTER, *args], capture_output=True, text=True)
+def run_exporter(*args, **kwargs):
+    return run_script(EXPORTER, *args, **kwargs)
 
 
 def read_safetensors(path):
@@ -163,14 +162,14 @@ def leftovers():
     return sorted(n for n in os.listdir(TMP) if ".tmp" in n)
 
 
-def case_error(name, must_mention, args, out_dir=None):
-    """The exporter must fail with one stderr line naming must_mention, leave out_dir as it was
-    (absent, or holding what it held) and no temporary folder."""
+def case_error(name, must_mention, args, out_dir=None, limit_s=120):
+    """The exporter must fail within limit_s seconds with one stderr line naming must_mention,
+    leave out_dir as it was (absent, or holding what it held) and no temporary folder."""
     case = Case(name)
     before = sorted(os.listdir(out_dir)) if out_dir and os.path.isdir(out_dir) else None
-    result = run_exporter(*args)
+    result = run_exporter(*args, limit_s=limit_s)
     lines = result.stderr.splitlines()
-    case.check(result.returncode != 0, "exit status 0")
+    case.check(result.returncode not in (0, None), f"exit status {result.returncode}")
     case.check(len(lines) == 1, f"want one line on stderr, got {result.stderr!r}")
     case.check(must_mention in result.stderr, f"message {result.stderr.strip()!r} lacks {must_mention!r}")
     if out_dir:
@@ -228,6 +227,8 @@ def main():
                [bad_checkpoint("truncated", lambda d: d[:-2]), out], out)
     case_error("error: trailing bytes", "trailing bytes",
                [bad_checkpoint("trailing", lambda d: d + b"\0\0\0\0"), out], out)
+    case_error("error: a header of 50000000 layers on a small file, at once", "truncated",
+               [bad_checkpoint("layers", set_header(4, 50_000_000)), out], out, limit_s=30)
 
     full = os.path.join(TMP, "full_hf")
     os.makedirs(full)

@@ -9,17 +9,16 @@ tests/test.h.
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
-from case import Case
+from case import Case, run_script
 
 IMPORTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts",
                         "import_gpt2.py")
-TMP = os.environ.get("FLASHGPT_TMP") or tempfile.mkdtemp()
+TMP = os.path.abspath(os.environ.get("FLASHGPT_TMP") or tempfile.mkdtemp())
 L, NH, C, MAXT, V = 2, 2, 16, 8, 100
 VP = 128
 
@@ -125,8 +124,8 @@ def nearest_bf16_bits(x):
     return (low + up).astype(np.uint16)
 
 
-def run_importer(*args):
-    return subprocess.run([sys.executable, IMPORTER, *args], capture_output=True, text=True)
+def run_importer(*args, **kwargs):
+    return run_script(IMPORTER, *args, **kwargs)
 
 
 def check_import(case, hf_dir, hf, bf16):
@@ -192,15 +191,16 @@ def case_bf16_rounding(rng):
     case.end()
 
 
-def case_error(name, hf_dir, must_mention, args=None):
-    """The importer must fail with one stderr line naming must_mention, and write nothing."""
+def case_error(name, hf_dir, must_mention, args=None, limit_s=120):
+    """The importer must fail within limit_s seconds with one stderr line naming must_mention,
+    and write nothing."""
     case = Case(name)
     out = os.path.join(TMP, "error_out.bin")
     if os.path.exists(out):
         os.remove(out)
-    result = run_importer(*(args if args is not None else [hf_dir, out]))
+    result = run_importer(*(args if args is not None else [hf_dir, out]), limit_s=limit_s)
     lines = result.stderr.splitlines()
-    case.check(result.returncode != 0, "exit status 0")
+    case.check(result.returncode not in (0, None), f"exit status {result.returncode}")
     case.check(len(lines) == 1, f"want one line on stderr, got {result.stderr!r}")
     case.check(must_mention in result.stderr,
                f"message {result.stderr.strip()!r} lacks {must_mention!r}")
@@ -211,6 +211,54 @@ def case_error(name, hf_dir, must_mention, args=None):
 
 def drop(name):
     return lambda tensors, dtypes: tensors.pop(name)
+
+
+def config_with(**sizes):
+    config = {"n_embd": C, "n_layer": L, "n_head": NH, "n_positions": MAXT, "vocab_size": V}
+    config.update(sizes)
+    return config
+
+
+def nested(depth):
+    """JSON nested deeper than Python's recursion limit."""
+    return "[" * depth + "]" * depth
+
+
+def bound_cases(rng):
+    """Config numbers and safetensors headers far beyond any real model: refused at once, by
+    arithmetic, before anything of their size is built."""
+    d, _ = make_checkpoint("huge_layers", rng, config=config_with(n_layer=50_000_000))
+    case_error("error: n_layer 50000000 against a small safetensors, at once", d, "fewer than",
+               limit_s=30)
+    d, _ = make_checkpoint("more_layers", rng, config=config_with(n_layer=L + 1))
+    case_error("error: more layers than the safetensors header has tensors", d,
+               "tensors, fewer than")
+    d, _ = make_checkpoint("huge_vocab", rng, config=config_with(vocab_size=10 ** 40))
+    case_error("error: vocab_size 10**40", d, "'vocab_size'")
+    d, _ = make_checkpoint("int32_vocab", rng, config=config_with(vocab_size=2 ** 31 - 127))
+    case_error("error: vocab_size whose padding passes int32", d, "'vocab_size'")
+
+    d, _ = make_checkpoint("nested_config", rng)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        f.write(nested(100_000))
+    case_error("error: config.json nested 100000 deep", d, "config.json")
+    d, _ = make_checkpoint("large_config", rng)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(dict(config_with(), padding="x" * (2 << 20)), f)
+    case_error("error: config.json of 2 MiB", d, "too large")
+
+    d, _ = make_checkpoint("nested_header", rng)
+    text = nested(100_000).encode()
+    with open(os.path.join(d, "model.safetensors"), "wb") as f:
+        f.write(len(text).to_bytes(8, "little") + text)
+    case_error("error: safetensors header nested 100000 deep", d, "model.safetensors")
+    d, _ = make_checkpoint("long_header", rng)
+    path = os.path.join(d, "model.safetensors")
+    with open(path, "wb") as f:
+        f.write((150_000_000).to_bytes(8, "little"))
+    os.truncate(path, 150_000_100)  # sparse: no disk written
+    case_error("error: safetensors header of 150 MB", d, "more than safetensors'")
+    os.remove(path)
 
 
 def main():
@@ -275,6 +323,7 @@ def main():
 
     case_error("error: unwritable output", good_dir, "cannot write",
                args=[good_dir, os.path.join(TMP, "nowhere", "out.bin")])
+    bound_cases(rng)
     return 1 if Case.failures else 0
 
 

@@ -3,17 +3,18 @@
 
 A log of 6 steps with 2 validations must give an SVG that xml.etree parses, with a train-loss
 polyline of 6 points, a validation polyline and dots at 2, a tokens/s polyline of 6; a resumed
-log (a second header, steps redone) keeps one point per step, the later value. An empty log, a
-header alone, one step, a wrong header and a short line must fail with one line on stderr and
-write nothing. Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/test.h.
+log (a second header, steps redone) keeps one point per step, the later value; values that are
+not finite or beyond float32's range (nan, inf, 1e308) are left out and every coordinate stays a
+finite number. An empty log, a header alone, one step, a wrong header, a short line and a step
+that is not a whole number must fail with one line on stderr and write nothing. Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/test.h.
 """
+import math
 import os
-import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
-from case import Case
+from case import Case, run_script
 
 PLOTTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "plot_log.py")
 TMP = os.environ.get("FLASHGPT_TMP") or tempfile.mkdtemp()
@@ -32,8 +33,8 @@ def write(name, text):
     return path
 
 
-def run(*args):
-    return subprocess.run([sys.executable, PLOTTER, *args], capture_output=True, text=True)
+def run(*args, **kwargs):
+    return run_script(PLOTTER, *args, **kwargs)
 
 
 def points(root, cls):
@@ -95,6 +96,31 @@ def case_resumed():
     case.end()
 
 
+def coordinates(root):
+    """Every number in the SVG's geometry: points, centres, line ends, text positions."""
+    numbers = []
+    for element in root.iter():
+        for key in ("x", "y", "x1", "y1", "x2", "y2", "cx", "cy", "width", "height"):
+            if key in element.attrib and not element.get(key).endswith("%"):
+                numbers.append(element.get(key))
+        numbers += element.get("points", "").replace(",", " ").split()
+    return numbers
+
+
+def case_unplottable(name, rows, want_train, want_speed):
+    """rows: (step, loss, tokens/s) as logged; want_*: how many points each line keeps."""
+    case = Case(name)
+    text = HEADER + "".join(f"{s},{loss},,0.001,0.5,16.0,{speed},0.04,1.6\n" for s, loss, speed in rows)
+    root = plotted(case, write("unplottable.csv", text), os.path.join(TMP, "unplottable.svg"))
+    if root is not None:
+        bad = [n for n in coordinates(root) if not math.isfinite(float(n))]
+        case.check(not bad, f"coordinates that are not finite: {bad[:5]}")
+        train, speed = points(root, "train_loss"), points(root, "tokens_per_s")
+        case.check(train is not None and len(train) == want_train, f"train_loss points {train}")
+        case.check(speed is not None and len(speed) == want_speed, f"tokens_per_s points {speed}")
+    case.end()
+
+
 def case_error(name, text, must_mention):
     case = Case(name)
     svg = os.path.join(TMP, "error.svg")
@@ -116,6 +142,16 @@ def main():
     case_error("error: another CSV", "a,b\n1,2\n", "not a train_gpt log")
     case_error("error: a short line", HEADER + line(1, 5.0) + "2,4.5\n", "error.csv:3")
     case_error("error: not a number", HEADER + line(1, 5.0) + line(2, "x"), "not a number")
+    for step in ("nan", "2.5", "-1", "1e300"):
+        case_error(f"error: step {step}", HEADER + line(1, 5.0) + f"{step},4.0,,0.001,0.5,16.0,500000,0.04,1.6\n",
+                   "error.csv:3: step")
+    case_unplottable("plot: nan loss in the first row is left out", [(1, "nan", 5), (2, 4, 6), (3, 3, 7)], 2, 3)
+    case_unplottable("plot: nan loss in a later row is left out", [(1, 5, 5), (2, "nan", 6), (3, 3, 7)], 2, 3)
+    case_unplottable("plot: inf and -inf are left out", [(1, "inf", 5), (2, 4, "-inf"), (3, 3, 7)], 2, 2)
+    case_unplottable("plot: 1e308 and -1e308 are left out", [(1, "1e308", 5), (2, "-1e308", 6), (3, 3, 7)], 1, 3)
+    case_unplottable("plot: float32's extremes are drawn", [(1, "3.4e38", 5), (2, "-3.4e38", 6)], 2, 2)
+    case_unplottable("plot: a flat line at 1e38", [(1, "1e38", 5), (2, "1e38", 6)], 2, 2)
+    case_unplottable("plot: no tokens/s to draw", [(1, 5, "nan"), (2, 4, "nan")], 2, 0)
     case = Case("error: missing log")
     result = run(os.path.join(TMP, "nowhere.csv"), os.path.join(TMP, "x.svg"))
     case.check(result.returncode != 0 and "nowhere.csv" in result.stderr and len(result.stderr.splitlines()) == 1,
