@@ -24,6 +24,7 @@ while [ $# -gt 0 ]; do
         --modes) modes=$2; shift 2 ;;
         --out) prefix=$2; shift 2 ;;
         --) shift; break ;;
+        -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) echo "error: compare_attention.sh: unknown option $1 (see the comment at its top)" >&2; exit 1 ;;
     esac
 done
@@ -40,16 +41,7 @@ mkdir -p "$work"
 # One shard of random tokens, enough for two batches at the largest T.
 shard="$work/synth_000000.bin"
 need=$(( (max_t > tokens ? max_t : tokens) * 2 + 1 ))
-python3 - "$shard" "$need" <<'EOF'
-import os, struct, sys
-from array import array
-path, n, vocab = sys.argv[1], int(sys.argv[2]), 50257
-tokens = array("H", (t % vocab for t in array("H", os.urandom(2 * n))))
-header = array("i", [20240520, 1, n, vocab] + [0] * 252)  # llm.c shard: magic, version, count, vocab
-with open(path, "wb") as f:
-    f.write(header.tobytes())
-    f.write(tokens.tobytes())
-EOF
+python3 "$root/scripts/random_tokens.py" "$shard" "$need"
 
 csv="$prefix.csv"
 echo "mode,T,B,tokens_per_s,mfu_percent,peak_mem_gib,status" > "$csv"

@@ -6,8 +6,12 @@
 # and PyTorch SDPA (scripts/bench_sdpa.py) shape by shape, each shape's rows of both back to back,
 # so that both see the GPU in the same state (its clock falls under the power cap as a long run
 # goes on); ends with a summary.
-# Logs go to $OUT when set, else build/attention-logs. About 5 minutes on an H200.
+# Logs go to $OUT when set, else build/attention-logs. About 5 minutes on an H200. Exits non-zero
+# when a step fails (a sanitizer that times out is reported, not failed), and its last line names
+# the steps that did.
 set -u
+. "$(dirname "$0")/gpu_common.sh"
+gpu_arguments 0 "$@"
 LOGS=${OUT:-build/attention-logs}
 PYTHON=${PYTHON:-python3}
 SANITIZER_LIMIT_S=${SANITIZER_LIMIT_S:-100}
@@ -24,11 +28,13 @@ if ! make -j16 build/tests/test_attention build/bench/bench_attention > "$LOGS/b
 fi
 
 # The sanitizers run on the small shapes in the background while the full test runs.
-sanitize() {  # sanitize <tool>
-    if [ ! -x "$sanitizer" ]; then echo "compute-sanitizer not found" > "$LOGS/$1.log"; return; fi
+sanitize() {  # sanitize <tool>: fails on the tool's errors, the test's failures, no tool
+    if [ ! -x "$sanitizer" ]; then echo "compute-sanitizer not found" > "$LOGS/$1.log"; return 1; fi
     FLASHGPT_ATTN_SMALL=1 timeout "$SANITIZER_LIMIT_S" "$sanitizer" --tool "$1" --error-exitcode 99 \
         --print-limit 20 build/tests/test_attention > "$LOGS/$1.log" 2>&1
-    echo "exit status $?" >> "$LOGS/$1.log"
+    local status=$?
+    echo "exit status $status" >> "$LOGS/$1.log"
+    [ "$status" -eq 0 ] || [ "$status" -eq 124 ]
 }
 echo "== test_attention, memcheck and racecheck on the small shapes ($(elapsed))"
 sanitize memcheck &
@@ -38,7 +44,8 @@ racecheck_pid=$!
 build/tests/test_attention > "$LOGS/test_attention.log" 2>&1
 test_status=$?
 grep -E '^(FAIL|    also)' "$LOGS/test_attention.log" | head -40
-wait "$memcheck_pid" "$racecheck_pid"
+wait "$memcheck_pid" || step_failed memcheck
+wait "$racecheck_pid" || step_failed racecheck
 
 echo "== bench_attention and bench_sdpa.py, shape by shape ($(elapsed))"
 : > "$LOGS/bench_attention.log"
@@ -94,4 +101,7 @@ awk -F'|' '
                    torch[k, "flash"], torch[k, "cudnn"]
         }
     }' "$LOGS/bench_attention.log" "$LOGS/bench_sdpa.log"
-[ "$test_status" -eq 0 ]
+[ "$test_status" -eq 0 ] || step_failed test_attention
+[ "$bench_status" -eq 0 ] || step_failed bench_attention
+[ "$sdpa_status" -eq 0 ] || step_failed bench_sdpa.py
+gpu_finish

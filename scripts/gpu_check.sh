@@ -9,10 +9,16 @@
 # (scripts/check_export_hf.py). With BASELINE_DIR (another flashgpt tree, e.g. an earlier commit), its
 # train_gpt is built and timed the same way, alternating with this one, for a same-run
 # comparison. TEST_TEXT: the text file the tests read. Logs go to $OUT when set, else
-# build/gpu-logs.
+# build/gpu-logs. Exits non-zero when a step fails, and its last line names the steps that did.
 set -u
+. "$(dirname "$0")/gpu_common.sh"
+gpu_arguments 1 "$@"
 LOGS=${OUT:-build/gpu-logs}
 BASELINE=${1:-}
+if [ -n "$BASELINE" ] && [ ! -f "$BASELINE/Makefile" ]; then
+    echo "error: gpu_check.sh: BASELINE_DIR $BASELINE is not a flashgpt tree (it has no Makefile)" >&2
+    exit 1
+fi
 JOBS=$(nproc)
 mkdir -p "$LOGS"
 start=$(date +%s)
@@ -21,24 +27,25 @@ elapsed() { echo "$(( $(date +%s) - start )) s"; }
 echo "== build ($(elapsed))"
 [ -z "$BASELINE" ] || (make -C "$BASELINE" -j"$JOBS" train_gpt > "$LOGS/build-baseline.log" 2>&1 &&
                        echo "baseline built") &
+baseline_pid=$!
 if ! make -j"$JOBS" all build/tests/test_attention > "$LOGS/build.log" 2>&1; then
     tail -30 "$LOGS/build.log"; echo "build failed: see $LOGS/build.log"; exit 1
 fi
-wait
+wait "$baseline_pid" || step_failed "baseline build"
 
 echo "== make test ($(elapsed))"
-make -j"$JOBS" test ${TEST_TEXT:+TEST_TEXT="$TEST_TEXT"} > "$LOGS/test.log" 2>&1
+make -j"$JOBS" test ${TEST_TEXT:+TEST_TEXT="$TEST_TEXT"} > "$LOGS/test.log" 2>&1 || step_failed "make test"
 grep -E '^(FAIL|    also)' "$LOGS/test.log" | head -40
 tail -1 "$LOGS/test.log"
 
 echo "== d12 trainer ($(elapsed))"
 shard_dir=build/gpu-check-data
 mkdir -p "$shard_dir"
-python3 scripts/random_tokens.py "$shard_dir/synth_000000.bin" $((2 * 65536 * 2 + 1))
+python3 scripts/random_tokens.py "$shard_dir/synth_000000.bin" $((2 * 65536 * 2 + 1)) || step_failed "random tokens"
 bench() {  # bench <label> <train_gpt> <T> <B> <steps>
     local log="$LOGS/trainer-$1-T$3.log"
     "$2" --model d12 --context "$3" -T "$3" -B "$4" --steps "$5" --train-data "$shard_dir/synth_*.bin" \
-        --val-data '' > "$log" 2>&1 || { echo "$1 T $3: failed"; tail -3 "$log"; return; }
+        --val-data '' > "$log" 2>&1 || { echo "$1 T $3: failed"; tail -3 "$log"; step_failed "trainer $1 T $3"; return; }
     sed -n "s/^done: \([0-9.]*K\) tokens.s.*memory in use \([0-9.]*\) GiB/| $1 | $3 | $4 | \1 | \2 |/p" "$log"
 }
 echo "| train_gpt | T | B | tokens/s | peak GiB |"
@@ -53,19 +60,23 @@ echo "== generation ($(elapsed))"
 text=${TEST_TEXT:-build/texts/tinyshakespeare.txt}
 gen=build/gpu-check-generate
 rm -rf "$gen"
-./prepare_data --vocab-size 4096 --split-blank-lines --out-dir "$gen/data" "$text" > "$LOGS/generate-prepare.log" 2>&1
+./prepare_data --vocab-size 4096 --split-blank-lines --out-dir "$gen/data" "$text" > "$LOGS/generate-prepare.log" 2>&1 ||
+    step_failed "generation: prepare_data"
 ./train_gpt --model d12 --context 16384 -B 8 -T 1024 --steps 2 --train-data "$gen/data/train_*.bin" --val-every 0 \
-    --tokenizer "$gen/data/tokenizer.bin" --out-dir "$gen/run" > "$LOGS/generate-train.log" 2>&1 || tail -3 "$LOGS/generate-train.log"
+    --tokenizer "$gen/data/tokenizer.bin" --out-dir "$gen/run" > "$LOGS/generate-train.log" 2>&1 ||
+    { tail -3 "$LOGS/generate-train.log"; step_failed "generation: train_gpt"; }
 echo "| prompt bytes | prompt tokens | prompt ms | generated | tokens/s |"
 echo "|---|---|---|---|---|"
 for bytes in 0 4000 50000; do
     head -c "$bytes" "$text" | ./generate --checkpoint "$gen/run/model_00000002.bin" --tokenizer "$gen/data/tokenizer.bin" \
         --max-tokens 256 --temperature 0 - > "$LOGS/generate-$bytes.out" 2> "$LOGS/generate-$bytes.log" ||
-        { tail -2 "$LOGS/generate-$bytes.log"; continue; }
+        { tail -2 "$LOGS/generate-$bytes.log"; step_failed "generate after $bytes bytes"; continue; }
     sed -n "s/^prompt: \([0-9]*\) tokens in \([0-9.]*\) ms; generated \([0-9]*\) tokens in [0-9.]* s: \([0-9.]*\) tokens.s.*/| $bytes | \1 | \2 | \3 | \4 |/p" \
         "$LOGS/generate-$bytes.log"
 done
 echo "== Hugging Face export ($(elapsed))"
 python3 scripts/check_export_hf.py --train-gpt ./train_gpt "$gen/run/model_00000002.bin" "$gen/data/val_000000.bin" 4 256 \
-    > "$LOGS/check-export.log" 2>&1; tail -4 "$LOGS/check-export.log"
+    > "$LOGS/check-export.log" 2>&1 || step_failed "Hugging Face export"
+tail -4 "$LOGS/check-export.log"
 echo "== done ($(elapsed))"
+gpu_finish

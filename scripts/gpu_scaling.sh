@@ -6,8 +6,11 @@
 # (scripts/bench_torch_gpt2.py under torchrun) on the same GPUs, d48 on N GPUs with and without
 # --zero 1, and d12 with the sequence split over the N GPUs (--context-parallel N, T = CP_T);
 # ends with a summary table. NCCL's NVLink multicast stays off (NCCL_NVLS_ENABLE=0). Logs go to
-# $OUT when set, else build/scaling-logs. STEPS and CP_T change the run lengths.
+# $OUT when set, else build/scaling-logs. STEPS and CP_T change the run lengths. Exits non-zero
+# when a step fails, and its last line names the steps that did.
 set -u
+. "$(dirname "$0")/gpu_common.sh"
+gpu_arguments 0 "$@"
 LOGS=${OUT:-build/scaling-logs}
 PYTHON=${PYTHON:-python3}
 STEPS=${STEPS:-12}
@@ -23,21 +26,22 @@ make -j"$(nproc)" test > "$LOGS/make_test.log" 2>&1
 status=$?
 echo "make test: $(tail -1 "$LOGS/make_test.log") (exit status $status)"
 grep -E '^(FAIL|SKIPPED) ' "$LOGS/make_test.log"
+[ "$status" -eq 0 ] || step_failed "make test"
 
 data=build/scaling-data
 mkdir -p "$data"
-"$PYTHON" scripts/random_tokens.py "$data/random_000000.bin" 2000001
+"$PYTHON" scripts/random_tokens.py "$data/random_000000.bin" 2000001 || step_failed "random tokens"
 train() {  # <log name> <train_gpt options...>
     local name=$1
     shift
     echo "== train_gpt $* ($(elapsed))"
     timeout 600 ./train_gpt "$@" --train-data "$data/random_*.bin" --val-data '' > "$LOGS/$name.log" 2>&1 ||
-        tail -3 "$LOGS/$name.log"
+        { tail -3 "$LOGS/$name.log"; step_failed "train_gpt $name"; }
 }
 torch() {  # <log name> <GPUs>
     echo "== torch d12 on $2 GPUs ($(elapsed))"
     timeout 600 torchrun --standalone --nproc_per_node "$2" scripts/bench_torch_gpt2.py -B 64 -T 1024 \
-        --steps "$STEPS" --warmup 3 > "$LOGS/$1.log" 2>&1 || tail -3 "$LOGS/$1.log"
+        --steps "$STEPS" --warmup 3 > "$LOGS/$1.log" 2>&1 || { tail -3 "$LOGS/$1.log"; step_failed "torch $1"; }
 }
 train d12-1 --gpus 1 --model d12 -T 1024 -B 64 --steps "$STEPS"
 train d12-$N --gpus "$N" --model d12 -T 1024 -B 64 --steps "$STEPS"
@@ -69,3 +73,4 @@ for run in d48-$N d48-$N-zero cp-$N; do
     set -- $(ours "$run")
     echo "| $run | $1K | $2 |"
 done
+gpu_finish

@@ -6,8 +6,11 @@
 # step included), then with scripts/bench_torch_gpt2.py (torch.compile, SDPA) on the same shapes,
 # and prints tokens/s and peak memory side by side; nvidia-smi logs the SM clock, power and
 # throttle reasons meanwhile (gpu-clocks.csv). Logs go to $OUT when set, else build/speed-logs.
-# About 6 minutes on an H200.
+# About 6 minutes on an H200. Exits non-zero when a step fails, and its last line names the
+# steps that did.
 set -u
+. "$(dirname "$0")/gpu_common.sh"
+gpu_arguments 0 "$@"
 LOGS=${OUT:-build/speed-logs}
 PYTHON=${PYTHON:-python3}
 SHAPES=${SHAPES:-"1024:64 16384:4 65536:1"}
@@ -20,7 +23,7 @@ echo "== build ($(elapsed))"
 make -j"$(nproc)" train_gpt > "$LOGS/build.log" 2>&1 || { tail -20 "$LOGS/build.log"; exit 1; }
 shards=build/speed-race-data
 mkdir -p "$shards"
-"$PYTHON" scripts/random_tokens.py "$shards/random_000000.bin" $((2 * 65536 * 2 + 1))
+"$PYTHON" scripts/random_tokens.py "$shards/random_000000.bin" $((2 * 65536 * 2 + 1)) || step_failed "random tokens"
 if command -v nvidia-smi > /dev/null; then
     nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
         --format=csv -lms 200 > "$LOGS/gpu-clocks.csv" 2>&1 &
@@ -33,13 +36,13 @@ for shape in $SHAPES; do
     echo "== train_gpt T $T B $B ($(elapsed))"
     ./train_gpt --model d12 --context "$T" -T "$T" -B "$B" --steps "$STEPS" --profile=5 \
         --train-data "$shards/random_*.bin" --val-data '' > "$LOGS/train_gpt-T$T.log" 2>&1 ||
-        tail -3 "$LOGS/train_gpt-T$T.log"
+        { tail -3 "$LOGS/train_gpt-T$T.log"; step_failed "train_gpt T $T"; }
 done
 for shape in $SHAPES; do
     T=${shape%:*} B=${shape#*:}
     echo "== torch T $T B $B ($(elapsed))"
     "$PYTHON" scripts/bench_torch_gpt2.py -B "$B" -T "$T" --steps "$STEPS" --warmup 3 > "$LOGS/torch-T$T.log" 2>&1 ||
-        tail -3 "$LOGS/torch-T$T.log"
+        { tail -3 "$LOGS/torch-T$T.log"; step_failed "torch T $T"; }
 done
 
 echo "== summary ($(elapsed)), logs in $LOGS"
@@ -53,3 +56,4 @@ for shape in $SHAPES; do
     ratio=$(awk -v a="$1" -v b="$3" 'BEGIN { if (b + 0 > 0) printf "%.3f", a / b; else print "?" }')
     echo "| $T | $B | $1K | $2 | $3K | $4 | $ratio |"
 done
+gpu_finish

@@ -1,0 +1,44 @@
+# scripts/gpu_common.sh: what the scripts/gpu_*.sh scripts share, sourced by each (not run):
+# their command line (-h or --help prints the script's opening comment, its usage; an unknown
+# option or an argument too many is refused with one line, before any work) and their exit
+# status (each step that fails is recorded; gpu_finish names them and exits non-zero).
+
+GPU_FAILED_STEPS=""
+
+# The script's opening comment, without its '#'s.
+gpu_usage() {
+    sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"
+}
+
+# gpu_arguments MAX "$@": handles -h / --help and refuses options and more than MAX arguments.
+gpu_arguments() {
+    local max=$1 arg
+    shift
+    for arg in "$@"; do
+        case "$arg" in -h|--help) gpu_usage; exit 0 ;; esac
+    done
+    for arg in "$@"; do
+        case "$arg" in
+            -*) echo "error: $(basename "$0"): unknown option $arg (--help prints the usage)" >&2; exit 1 ;;
+        esac
+    done
+    if [ $# -gt "$max" ]; then
+        shift "$max"
+        echo "error: $(basename "$0"): unexpected argument '$1' (--help prints the usage)" >&2
+        exit 1
+    fi
+}
+
+# step_failed NAME: records that the step NAME failed.
+step_failed() {
+    GPU_FAILED_STEPS="${GPU_FAILED_STEPS:+$GPU_FAILED_STEPS, }$1"
+}
+
+# Ends the script: exit status 1 with a line naming the failed steps, 0 when none failed.
+gpu_finish() {
+    if [ -n "$GPU_FAILED_STEPS" ]; then
+        echo "failed steps: $GPU_FAILED_STEPS"
+        exit 1
+    fi
+    exit 0
+}

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""tests/test_script_args.py: the command lines of the scripts, and their exit status.
+
+- random_tokens.py: a bad count is one error line; a good one writes the shard of its format.
+- gen_unicode_tables.py: --help prints the usage and writes nothing; a flag or a folder is
+  refused before the tables are computed.
+- Without numpy (a numpy package on PYTHONPATH whose import fails): import_gpt2.py and
+  export_hf.py say in one line how to get it (make venv); plot_log.py and random_tokens.py
+  need none and work.
+- scripts/gpu_*.sh, run here against stubs of the programs they call (make, nvidia-smi,
+  python3, torchrun, compute-sanitizer, ./train_gpt and the others; each records that it ran):
+  --help prints the usage and runs nothing, an unknown option or an argument too many is one
+  error line and runs nothing; when every stub succeeds the script exits 0, when every stub but
+  make fails it exits 1 and its last line names the failed steps.
+Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/test.h.
+"""
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from array import array
+
+from case import Case, run_script
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+SCRIPTS = os.path.join(ROOT, "scripts")
+TMP = os.path.abspath(os.environ.get("FLASHGPT_TMP") or tempfile.mkdtemp())
+
+
+def script(name):
+    return os.path.join(SCRIPTS, name)
+
+
+def folder(name):
+    path = os.path.join(TMP, "args_" + name)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def one_error_line(case, result, must_mention):
+    case.check(result.returncode not in (0, None), f"exit status {result.returncode}")
+    case.check(len(result.stderr.splitlines()) == 1, f"want one line on stderr, got {result.stderr!r}")
+    case.check(must_mention in result.stderr, f"message {result.stderr.strip()!r} lacks {must_mention!r}")
+
+
+def case_random_tokens():
+    d = folder("random_tokens")
+    out = os.path.join(d, "shard.bin")
+    for count in ("abc", "0", "-5", "2147483648", "1.5", "²", "9" * 5000):
+        case = Case(f"random_tokens: count {count[:12]} is refused")
+        one_error_line(case, run_script(script("random_tokens.py"), out, count), "N_TOKENS")
+        case.check(not os.listdir(d), f"wrote {os.listdir(d)}")
+        case.end()
+    case = Case("random_tokens: a missing count is refused")
+    one_error_line(case, run_script(script("random_tokens.py"), out), "usage")
+    case.end()
+    case = Case("random_tokens: a shard of 1000 tokens")
+    result = run_script(script("random_tokens.py"), os.path.join(d, "sub", "shard.bin"), "1000")
+    if case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}"):
+        data = open(os.path.join(d, "sub", "shard.bin"), "rb").read()
+        case.check(len(data) == 1024 + 2000, f"{len(data)} bytes")
+        header, tokens = array("i", data[:1024]), array("H", data[1024:])
+        case.check(list(header[:4]) == [20240520, 1, 1000, 50257] and not any(header[4:]),
+                   f"header {list(header[:4])}")
+        case.check(max(tokens) < 50257, "a token past the vocabulary")
+    case.end()
+
+
+def case_gen_unicode_tables():
+    d = folder("unicode")
+    case = Case("gen_unicode_tables: --help prints the usage, writes no file")
+    result = run_script(script("gen_unicode_tables.py"), "--help", cwd=d)
+    case.check(result.returncode == 0 and result.stdout.startswith("usage: "), f"got {result!r}")
+    case.check(not os.listdir(d), f"wrote {os.listdir(d)}")
+    case.end()
+    for args, must_mention in ((["-o", "x.h"], "-o"), (["a.h", "b.h"], "more than one"), ([d], "is a directory")):
+        case = Case(f"gen_unicode_tables: {' '.join(args)[:20]} is refused at once")
+        one_error_line(case, run_script(script("gen_unicode_tables.py"), *args, cwd=d, limit_s=10), must_mention)
+        case.check(not os.listdir(d), f"wrote {os.listdir(d)}")
+        case.end()
+
+
+def case_without_numpy():
+    d = folder("no_numpy")
+    fake = os.path.join(d, "site", "numpy")
+    os.makedirs(fake)
+    with open(os.path.join(fake, "__init__.py"), "w") as f:
+        f.write('raise ImportError("No module named numpy")\n')
+    env = {"PYTHONPATH": os.path.dirname(fake)}
+    for name, args in (("import_gpt2.py", [d, os.path.join(d, "o.bin")]),
+                       ("export_hf.py", [os.path.join(d, "model.bin"), os.path.join(d, "hf")])):
+        case = Case(f"{name} without numpy: one line saying how to get it")
+        one_error_line(case, run_script(script(name), *args, env=env), "make venv")
+        case.end()
+    case = Case("plot_log.py and random_tokens.py without numpy: they need none")
+    log = os.path.join(d, "log.csv")
+    with open(log, "w") as f:
+        f.write("step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n"
+                "1,5,,0.1,1,1,5,0,1\n2,4,,0.1,1,1,6,0,1\n")
+    for name, args in (("plot_log.py", [log, os.path.join(d, "log.svg")]),
+                       ("random_tokens.py", [os.path.join(d, "shard.bin"), "10"])):
+        result = run_script(script(name), *args, env=env)
+        case.check(result.returncode == 0, f"{name}: exit {result.returncode}: {result.stderr.strip()!r}")
+    case.end()
+
+
+# The GPU scripts' commands: on PATH, and at the paths they run from the repository root.
+PATH_STUBS = ["make", "nvidia-smi", "python3", "torchrun", "compute-sanitizer"]
+LOCAL_STUBS = ["train_gpt", "prepare_data", "generate", "build/tests/test_attention",
+               "build/bench/bench_attention"]
+GPU_SCRIPTS = {"gpu_check.sh": 1, "gpu_scaling.sh": 0, "gpu_speed_race.sh": 0, "gpu_attention.sh": 0}
+
+
+def gpu_run(name, args, stub_status):
+    """Runs scripts/NAME ARGS in a fresh folder where every command it calls is a stub that
+    exits with stub_status(command) and writes its name to ran.log. Returns (CompletedProcess,
+    the commands that ran)."""
+    d = folder("gpu_" + name)
+    bin_dir, ran = os.path.join(d, "bin"), os.path.join(d, "ran.log")
+    for stub in [os.path.join("bin", s) for s in PATH_STUBS] + LOCAL_STUBS:
+        path = os.path.join(d, stub)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(f'#!/bin/sh\necho {os.path.basename(stub)} >> "{ran}"\nexit {stub_status(os.path.basename(stub))}\n')
+        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+    env = {k: v for k, v in os.environ.items() if k not in ("TEST_TEXT", "PYTHON", "STEPS", "SHAPES", "CP_T")}
+    env.update(PATH=bin_dir + os.pathsep + env["PATH"], OUT=os.path.join(d, "logs"))
+    try:
+        result = subprocess.run(["bash", script(name), *args], cwd=d, env=env, capture_output=True,
+                                text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        result = subprocess.CompletedProcess(name, None, "", "timed out after 120 s")
+    commands = open(ran).read().split() if os.path.exists(ran) else []
+    return result, commands
+
+
+def case_gpu_scripts():
+    for name, operands in GPU_SCRIPTS.items():
+        case = Case(f"{name} --help: the usage, nothing run")
+        result, ran = gpu_run(name, ["--help"], lambda stub: 1)
+        first = open(script(name)).read().splitlines()[1].lstrip("# ")
+        case.check(result.returncode == 0 and result.stdout.startswith(first),
+                   f"exit {result.returncode}, stdout {result.stdout[:80]!r}")
+        case.check(not ran, f"ran {ran}")
+        case.end()
+        refusals = [(["--no-such-option"], "--no-such-option"),
+                    (["dir"] * (operands + 1), "unexpected argument")]
+        if operands:
+            refusals.append((["no-such-tree"], "no-such-tree"))
+        for args, must_mention in refusals:
+            case = Case(f"{name} {' '.join(args)}: refused in one line, nothing run")
+            result, ran = gpu_run(name, args, lambda stub: 0)
+            one_error_line(case, result, must_mention)
+            case.check(not ran, f"ran {ran}")
+            case.end()
+        case = Case(f"{name}: every step succeeds, exit status 0")
+        result, ran = gpu_run(name, [], lambda stub: 0)
+        case.check(result.returncode == 0 and "failed steps" not in result.stdout,
+                   f"exit {result.returncode}, last line {result.stdout.splitlines()[-1:]}")
+        case.end()
+        case = Case(f"{name}: every step after the build fails, exit status 1 naming them")
+        result, ran = gpu_run(name, [], lambda stub: 0 if stub == "make" else 1)
+        last = (result.stdout.splitlines() or [""])[-1]
+        case.check(result.returncode == 1, f"exit status {result.returncode}")
+        case.check(last.startswith("failed steps: "), f"last line {last!r}")
+        case.end()
+
+
+def main():
+    case_random_tokens()
+    case_gen_unicode_tables()
+    case_without_numpy()
+    case_gpu_scripts()
+    return 1 if Case.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
