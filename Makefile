@@ -3,6 +3,7 @@
 #   make test       build and run every test (GPU tests report SKIPPED without a CUDA device)
 #   make train      prepare tinyshakespeare, train a small GPT on it (TEXT=path: another text)
 #   make bench      build and run the benchmarks
+#   make venv       numpy into .venv, for scripts/import_gpt2.py and export_hf.py (.venv/bin/python3)
 #   make clean
 # CUDA code targets Hopper by default; pick another GPU with e.g. GPU_ARCH="-arch=sm_80".
 
@@ -101,9 +102,15 @@ $(BUILD)/texts/%.txt: texts/%.txt.gz
 	@mkdir -p $(dir $@)
 	gzip -dc $< > $@.tmp && mv $@.tmp $@
 
-$(PYTHON_DEP):
+.venv/numpy-installed:
 	@(python3 -m venv .venv && .venv/bin/pip install --quiet numpy && touch $@) || \
 	    echo "numpy could not be installed into .venv: the Python tests will be skipped"
+
+# The scripts that need numpy run with .venv/bin/python3 once this is made.
+.PHONY: venv
+venv: .venv/numpy-installed
+	@.venv/bin/python3 -c 'import numpy' 2> /dev/null && echo "numpy is in .venv: run the scripts with .venv/bin/python3" || \
+	    { echo "make venv: numpy is not in .venv"; exit 1; }
 
 # -MMD -MP: header dependencies come for free.
 $(BUILD)/%.o: %.c
