@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 # The PyTorch baseline for train_gpt's speed (a benchmark only; nothing in the build uses it):
-# GPT-2 (d12 by default: L 12, C 768, NH 12) written plainly, attention through
-# F.scaled_dot_product_attention (causal), the model under torch.compile, bf16 autocast with fp32
-# weights, fused AdamW and gradient clipping, on random tokens of GPT-2's vocabulary padded to
-# 50304. The context is T (learned positions sized to it), as in train_gpt's comparison.
+# train_gpt's GPT-2 (scripts/torch_gpt2.py; d12 by default: L 12, C 768, NH 12), the model under
+# torch.compile, bf16 autocast with fp32 weights, fused AdamW and gradient clipping, on random
+# tokens of GPT-2's vocabulary (50257, padded to 50304). The context is T (learned positions sized to it), as in train_gpt's comparison.
 # Prints tokens/s, the mean over the steps after the warm-up ones (which compile), and the peak
 # memory PyTorch allocated (GiB = 2^30 bytes). Under torchrun the model is wrapped in
 # DistributedDataParallel, every rank takes -B sequences a step, and tokens/s counts all ranks
@@ -15,48 +14,10 @@ import os
 import time
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-
-class Block(nn.Module):
-    def __init__(self, C, NH):
-        super().__init__()
-        self.NH = NH
-        self.ln1, self.ln2 = nn.LayerNorm(C), nn.LayerNorm(C)
-        self.qkv, self.attproj = nn.Linear(C, 3 * C), nn.Linear(C, C)
-        self.fc, self.fcproj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
-
-    def forward(self, x):
-        B, T, C = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
-        q, k, v = (t.view(B, T, self.NH, C // self.NH).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, NH, T, HS)
-        x = x + self.attproj(y.transpose(1, 2).reshape(B, T, C))
-        return x + self.fcproj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
-
-
-class GPT(nn.Module):
-    def __init__(self, L, C, NH, Vp, maxT):
-        super().__init__()
-        self.wte, self.wpe = nn.Embedding(Vp, C), nn.Embedding(maxT, C)
-        self.blocks = nn.ModuleList(Block(C, NH) for _ in range(L))
-        self.lnf = nn.LayerNorm(C)
-        for name, p in self.named_parameters():
-            if p.dim() == 2:
-                std = 0.02 / (2 * L) ** 0.5 if name.endswith("proj.weight") else 0.02
-                nn.init.normal_(p, 0.0, std)
-            elif name.endswith("bias"):
-                nn.init.zeros_(p)
-
-    def forward(self, idx, targets):
-        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
-        for block in self.blocks:
-            x = block(x)
-        logits = self.lnf(x) @ self.wte.weight.t()  # tied output projection, (B, T, Vp)
-        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
+from torch_gpt2 import GPT
 
 
 def main():
@@ -79,7 +40,7 @@ def main():
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = True
     dev = f"cuda:{local_rank}"
-    model = GPT(a.layers, a.channels, a.heads, 50304, a.T).to(dev)
+    model = GPT(a.layers, a.channels, a.heads, 50257, a.T).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
     step_fn = torch.compile(DistributedDataParallel(model, device_ids=[local_rank]) if world > 1 else model)
     times = []

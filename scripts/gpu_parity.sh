@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# scripts/gpu_parity.sh: the training-parity benchmark, on a GPU machine with PyTorch, from the
+# repository root:
+#   bash scripts/gpu_parity.sh DATASET_DIR
+# DATASET_DIR holds prepare_data's output (train_*.bin, val_*.bin, tokenizer.bin) of a text of
+# millions of tokens (scripts/make_parity_text.sh makes one). For each run (MODELS) and side
+# (SIDES) it trains one epoch with every seed (SEEDS), the seeds of a side at once on the GPU
+# (only the losses count here), and prints the validation curves side by side with their seed
+# spread (scripts/compare_curves.py). The runs (MODELS):
+#   d6:  B 32, T 512, lr 1e-3, one epoch, warmup over its first 10%
+#   d12: B 16, T 1024, lr 6e-4, one epoch, warmup over its first 10%
+#   d6-t256: make train's run (B 32, T 256, lr 1e-3, 350 steps, warmup 25), whose final loss
+#        on tinyshakespeare bounds tests/test_learning.sh
+#   all: cosine to 0.1 lr, AdamW 0.9/0.95, weight decay 0.1, clip 1, validation on 20 batches
+#   every 25 steps.
+# Sides: flashgpt ($FLASHGPT, default ./train_gpt), flashgpt-base ($FLASHGPT_BASE, another build),
+# reference (scripts/train_torch_reference.py), and reference+X for its --emulate X (for
+# instance reference+residual,residual-grad).
+# RACE=1 (with d12 among MODELS) then times RACE_STEPS (100) steps of d12 alone for each side,
+# flashgpt and the reference under torch.compile, and prints the training time each needs to
+# reach the reference's mean final d12 validation loss: the step where its mean curve gets there,
+# times its seconds per step alone.
+# Logs go to $OUT/parity when OUT is set, else build/parity.
+# Exits non-zero when a run fails, and its last line names the runs that did.
+set -u
+. "$(dirname "$0")/gpu_common.sh"
+gpu_arguments 1 "$@"
+DATA=${1:-}
+[ -n "$DATA" ] || { echo "error: $(basename "$0"): give the dataset folder (--help prints the usage)" >&2; exit 1; }
+[ -f "$DATA/tokenizer.bin" ] && ls "$DATA"/train_*.bin > /dev/null 2>&1 ||
+    { echo "error: $DATA: no tokenizer.bin and train_*.bin (prepare_data's output)" >&2; exit 1; }
+PYTHON=${PYTHON:-python3}
+MODELS=${MODELS-"d6 d12"}
+RACE_STEPS=${RACE_STEPS:-100}
+SEEDS=${SEEDS:-"1 2 3"}
+SIDES=${SIDES:-"flashgpt reference"}
+FLASHGPT=${FLASHGPT:-./train_gpt}
+LOGS=${OUT:-build}/parity
+mkdir -p "$LOGS"
+start=$(date +%s)
+elapsed() { echo "$(( $(date +%s) - start )) s"; }
+
+if [ "$FLASHGPT" = ./train_gpt ]; then
+    echo "== build ($(elapsed))"
+    make -j"$(nproc)" train_gpt > "$LOGS/build.log" 2>&1 || { tail -20 "$LOGS/build.log"; exit 1; }
+fi
+
+# shape <run>: the model, B, T, lr, steps and warmup of the run; one epoch of the train shards
+# unless the run has its own number of steps.
+shape() {
+    case $1 in
+        d6) MODEL=d6 B=32 T=512 LR=1e-3 STEPS= ;;
+        d12) MODEL=d12 B=16 T=1024 LR=6e-4 STEPS= ;;
+        d6-t256) MODEL=d6 B=32 T=256 LR=1e-3 STEPS=350 WARMUP=25 ;;
+        *) echo "error: MODELS: no parity run called $1" >&2; exit 2 ;;
+    esac
+    if [ -z "$STEPS" ]; then
+        STEPS=$("$PYTHON" -c 'import glob, sys
+import numpy as np
+n = sum(int(np.fromfile(p, dtype=np.int32, count=3)[2]) for p in glob.glob(sys.argv[1] + "/train_*.bin"))
+print((n - 1) // int(sys.argv[2]) // int(sys.argv[3]))' "$DATA" "$T" "$B")
+        WARMUP=$((STEPS / 10))
+    fi
+}
+
+# run <side> <run> <seed> <log> [ARGS]: one run, its CSV in <log>.csv and its output in
+# <log>.out; ARGS come last, so they override the run's own.
+run() {
+    local side=$1 name=$2 seed=$3 log=$4
+    shift 4
+    local common=(--model "$MODEL" --context "$T" -T "$T" -B "$B" --lr "$LR" --steps "$STEPS" --warmup-steps "$WARMUP"
+                  --min-lr-frac 0.1 --weight-decay 0.1 --grad-clip 1 --seed "$seed" --val-every 25
+                  --val-batches 20 --train-data "$DATA/train_*.bin" --val-data "$DATA/val_*.bin"
+                  --log "$log.csv" "$@")
+    case $side in
+        flashgpt) "$FLASHGPT" "${common[@]}" --tokenizer "$DATA/tokenizer.bin" ;;
+        flashgpt-base) "${FLASHGPT_BASE:?set FLASHGPT_BASE to the other build}" "${common[@]}" \
+                           --tokenizer "$DATA/tokenizer.bin" ;;
+        reference) "$PYTHON" scripts/train_torch_reference.py "${common[@]}" ;;
+        reference-compile) "$PYTHON" scripts/train_torch_reference.py "${common[@]}" --compile ;;
+        reference+*) "$PYTHON" scripts/train_torch_reference.py "${common[@]}" --emulate "${side#reference+}" ;;
+        *) echo "error: SIDES: unknown side $side" >&2; return 2 ;;
+    esac > "$log.out" 2>&1 || { echo "   $side $name seed $seed failed: $(tail -1 "$log.out")"; return 1; }
+}
+
+for name in $MODELS; do
+    shape "$name"
+    mkdir -p "$LOGS/$name"
+    for side in $SIDES; do
+        echo "== $name $side, seeds $SEEDS at once, $STEPS steps of B $B T $T ($(elapsed))"
+        pids=()
+        for seed in $SEEDS; do run "$side" "$name" "$seed" "$LOGS/$name/$side-s$seed" & pids+=($!); done
+        for pid in "${pids[@]}"; do wait "$pid" || step_failed "$name $side"; done
+    done
+    args=()
+    for side in $SIDES; do args+=("$side" "$LOGS/$name/$side-s*.csv"); done
+    echo "== $name: validation loss by step ($(elapsed))"
+    "$PYTHON" scripts/compare_curves.py "${args[@]}" | tee "$LOGS/$name/curves.md"
+    [ "${PIPESTATUS[0]}" = 0 ] || step_failed "$name curves"
+done
+
+if [ "${RACE:-0}" = 1 ]; then
+    shape d12
+    mkdir -p "$LOGS/race"
+    for side in flashgpt reference-compile; do
+        echo "== race: d12 $side alone, $RACE_STEPS steps for its time per step ($(elapsed))"
+        run "$side" d12 1 "$LOGS/race/$side" --steps "$RACE_STEPS" --val-every 0 || step_failed "race $side"
+        grep -h "^done" "$LOGS/race/$side.out"
+    done
+    echo "== race: the d12 curves at the speed of each side alone ($(elapsed))"
+    "$PYTHON" scripts/compare_curves.py reference "$LOGS/d12/reference-s*.csv" flashgpt "$LOGS/d12/flashgpt-s*.csv" \
+        --timing reference="$LOGS/race/reference-compile.csv" --timing flashgpt="$LOGS/race/flashgpt.csv" |
+        tail -3 | tee "$LOGS/race/time_to_loss.md"
+fi
+echo "== done ($(elapsed)), logs in $LOGS"
+gpu_finish

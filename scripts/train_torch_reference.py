@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""scripts/train_torch_reference.py: the PyTorch reference of the training-parity benchmark (a
+benchmark only; nothing in the build uses it). It trains the GPT-2 of train_gpt on train_gpt's
+token shards with train_gpt's hyperparameters and writes train_gpt's CSV log, so that the two
+validation curves can be laid side by side (scripts/gpu_parity.sh, scripts/compare_curves.py).
+
+What it shares with train_gpt, by construction:
+- the model and its init (scripts/torch_gpt2.py);
+- the data: sample i of an epoch is the tokens [i*T, i*T + T] of the shards' stream, the samples
+  shuffled every epoch (each side from its own generator); validation on the first
+  --val-batches batches of the val shards, in order, every --val-every steps and at the last;
+- the optimizer: AdamW (b1 0.9, b2 0.95, eps 1e-8), weight decay on the 2-D weights only, the
+  global gradient norm clipped to --grad-clip, linear warmup from lr/warmup, then a cosine to
+  lr * --min-lr-frac at the last step;
+- the loss: mean cross-entropy over the real vocabulary.
+The numerics are PyTorch's usual mixed precision: fp32 weights, residual stream, LayerNorm and
+gradients, bf16 autocast for the matmuls and attention. --emulate (residual, residual-grad) rounds
+the residual stream or its gradient to bf16 as a bf16 stream does: for ablations.
+
+  python3 scripts/train_torch_reference.py --model d6 -B 32 -T 512 --lr 1e-3 --warmup-steps 49 \\
+      --train-data 'datasets/x/train_*.bin' --log runs/ref/log.csv
+"""
+import argparse
+import glob
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+from torch_gpt2 import EMULATIONS, GPT, PRESETS
+
+SHARD_MAGIC, HEADER_INTS = 20240520, 256
+TOKEN_TYPES = {1: np.uint16, 2: np.uint32}
+
+
+class Failure(Exception):
+    """A one-line reason the run cannot go on."""
+
+
+def open_stream(pattern):
+    """The shards matching pattern, in sorted order, as a list of token arrays, and the largest
+    vocabulary size their headers give (0 when none does)."""
+    paths = sorted(glob.glob(pattern))
+    if not paths:
+        raise Failure(f"{pattern}: no file matches")
+    shards, vocab = [], 0
+    for path in paths:
+        header = np.fromfile(path, dtype=np.int32, count=HEADER_INTS)
+        if len(header) < HEADER_INTS or header[0] != SHARD_MAGIC or header[1] not in TOKEN_TYPES:
+            raise Failure(f"{path}: not a token shard")
+        dtype = TOKEN_TYPES[int(header[1])]
+        tokens = np.memmap(path, dtype=dtype, mode="r", offset=4 * HEADER_INTS)
+        if len(tokens) != header[2]:
+            raise Failure(f"{path}: the header says {header[2]} tokens, the file holds {len(tokens)}")
+        shards.append(tokens)
+        vocab = max(vocab, int(header[3]))
+    return np.concatenate(shards) if len(shards) > 1 else shards[0], vocab
+
+
+class Batches:
+    """Batches (B, T) of inputs and targets from a token stream: an epoch is the (N-1)//T samples
+    that start at multiples of T, in order or shuffled every epoch."""
+
+    def __init__(self, stream, B, T, shuffle, seed):
+        self.stream, self.B, self.T, self.shuffle, self.seed = stream, B, T, shuffle, seed
+        self.samples = (len(stream) - 1) // T
+        self.per_epoch = self.samples // B
+        if self.per_epoch == 0:
+            raise Failure(f"{len(stream)} tokens make fewer than one batch of B {B}, T {T}")
+        self.reset()
+
+    def reset(self):
+        self.epoch, self.step = 0, 0
+        self.order = self._order()
+
+    def _order(self):
+        if not self.shuffle:
+            return np.arange(self.samples)
+        return np.random.default_rng([self.seed, self.epoch]).permutation(self.samples)
+
+    def next(self, device):
+        picks = self.order[self.step * self.B:(self.step + 1) * self.B]
+        rows = np.stack([self.stream[i * self.T:i * self.T + self.T + 1] for i in picks]).astype(np.int64)
+        self.step += 1
+        if self.step == self.per_epoch:
+            self.epoch, self.step = self.epoch + 1, 0
+            self.order = self._order()
+        rows = torch.from_numpy(rows).to(device, non_blocking=True)
+        return rows[:, :-1], rows[:, 1:]
+
+
+def learning_rate(a, step, steps):
+    """train_gpt's schedule (gpt/lr_schedule.h); step counts from 1."""
+    if step <= a.warmup_steps:
+        return a.lr * step / a.warmup_steps
+    if steps <= a.warmup_steps:
+        return a.lr
+    min_lr = a.lr * a.min_lr_frac
+    progress = (step - a.warmup_steps) / (steps - a.warmup_steps)
+    return min_lr + 0.5 * (a.lr - min_lr) * (1.0 + math.cos(math.pi * progress))
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--train-data", required=True, help="shard glob")
+    ap.add_argument("--val-data", help="shard glob [the train glob with val_ for train_ in the file name]")
+    ap.add_argument("--model", default="d12", choices=sorted(PRESETS))
+    ap.add_argument("--context", type=int, default=1024)
+    ap.add_argument("-B", type=int, default=4)
+    ap.add_argument("-T", type=int, default=1024)
+    ap.add_argument("--steps", type=int, default=0, help="optimizer steps [0: one epoch]")
+    ap.add_argument("--lr", type=float, default=3e-4)
+    ap.add_argument("--warmup-steps", type=int, default=0)
+    ap.add_argument("--min-lr-frac", type=float, default=0.0)
+    ap.add_argument("--weight-decay", type=float, default=0.1)
+    ap.add_argument("--grad-clip", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--val-every", type=int, default=100)
+    ap.add_argument("--val-batches", type=int, default=20)
+    ap.add_argument("--compile", action="store_true", help="the model under torch.compile")
+    ap.add_argument("--emulate", default="", help="comma-separated: residual, residual-grad")
+    ap.add_argument("--log", help="CSV log in train_gpt's columns")
+    a = ap.parse_args(argv)
+    unknown = set(filter(None, a.emulate.split(","))) - set(EMULATIONS)
+    if unknown:
+        ap.error(f"--emulate {a.emulate}: unknown {', '.join(sorted(unknown))}")
+    if a.T > a.context:
+        ap.error(f"-T {a.T} is longer than the model's context {a.context} (--context)")
+    if min(a.B, a.T, a.val_batches) <= 0 or a.steps < 0 or a.val_every < 0 or a.warmup_steps < 0 or a.lr <= 0:
+        ap.error("-B, -T, --val-batches, --lr must be positive; --steps, --val-every, --warmup-steps >= 0")
+    if a.val_data is None:
+        head, tail = os.path.split(a.train_data)
+        a.val_data = os.path.join(head, tail.replace("train_", "val_", 1)) if "train_" in tail else ""
+    return a
+
+
+def main(argv):
+    a = parse_args(argv)
+    if not torch.cuda.is_available():
+        raise Failure("no CUDA device")
+    dev = "cuda"
+    torch.manual_seed(a.seed)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    train_stream, V = open_stream(a.train_data)
+    val_stream = open_stream(a.val_data)[0] if a.val_data and glob.glob(a.val_data) else None
+    if V == 0:
+        V = int(train_stream.max()) + 1
+    train = Batches(train_stream, a.B, a.T, True, a.seed)
+    val = Batches(val_stream, a.B, a.T, False, 0) if val_stream is not None and a.val_every > 0 else None
+    val_batches = min(a.val_batches, val.per_epoch) if val else 0
+    steps = a.steps or train.per_epoch
+    L, C, NH = PRESETS[a.model]
+    model = GPT(L, C, NH, V, a.context, a.emulate.split(",")).to(dev)
+    decay = [p for p in model.parameters() if p.dim() == 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=a.lr, betas=(0.9, 0.95), eps=1e-8, fused=True)
+    step_fn = torch.compile(model) if a.compile else model
+    print(f"torch {torch.__version__} reference: {a.model} (L {L} C {C} NH {NH} V {V}), B {a.B} T {a.T}, "
+          f"{steps} steps, lr {a.lr:g}, seed {a.seed}, emulate '{a.emulate}'", flush=True)
+    log = open(a.log, "w") if a.log else None
+    if log:
+        log.write("step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n")
+
+    def validation_loss():
+        model.eval()
+        val.reset()
+        total = 0.0
+        with torch.no_grad(), torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            for _ in range(val_batches):
+                x, y = val.next(dev)
+                total += step_fn(x, y).item()
+        model.train()
+        return total / val_batches
+
+    train_seconds = 0.0
+    for step in range(1, steps + 1):
+        lr = learning_rate(a, step, steps)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        x, y = train.next(dev)
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            loss = step_fn(x, y)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip if a.grad_clip > 0 else float("inf"))
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        loss, norm = loss.item(), norm.item()
+        seconds = time.perf_counter() - t0
+        train_seconds += seconds
+        if not math.isfinite(loss):
+            raise Failure(f"the loss is {loss} at step {step}: training diverged")
+        val_loss = validation_loss() if val and (step % a.val_every == 0 or step == steps) else None
+        line = f"step {step:5d}/{steps} | loss {loss:.6f} | lr {lr:.3e} | norm {norm:.4f} | {seconds * 1e3:7.1f} ms"
+        print(line + (f" | val loss {val_loss:.6f}" if val_loss is not None else ""), flush=True)
+        if log:
+            mem = torch.cuda.max_memory_allocated() / 2**30
+            log.write(f"{step},{loss:.9g},{'' if val_loss is None else f'{val_loss:.9g}'},{lr:.9g},{norm:.9g},"
+                      f"{seconds * 1e3:.3f},{a.B * a.T / seconds:.1f},0,{mem:.3f}\n")
+            log.flush()
+    print(f"done: {a.B * a.T * steps / train_seconds / 1e3:.1f}K tokens/s over the training steps, "
+          f"peak allocated {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    except Failure as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
