@@ -10,6 +10,9 @@
 # tests/test.h.
 set -u
 cd "$(dirname "$0")/.."
+# Every case ends where the GPU would be taken: with the devices hidden, a machine that has one
+# stops there too.
+export CUDA_VISIBLE_DEVICES=
 if [ ! -x ./train_gpt ]; then
     echo "SKIPPED train_gpt_inputs (./train_gpt is not built: no nvcc)"
     exit 0
