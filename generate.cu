@@ -3,7 +3,6 @@
 // adds one token at a time with a KV cache (gpt_forward_one): each new token is one query per
 // layer against the keys and values already computed, not a forward over the whole window.
 // Tokens are printed as they come; the timing goes to stderr.
-#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <string.h>
@@ -128,8 +127,8 @@ int main(int argc, char** argv) {
     // Everything that needs no GPU first: the files, the prompt, the lengths.
     Tokenizer* tok = tokenizer_load(o.tokenizer, err);
     if (!tok) die("%s", err);
-    FILE* f = fopen(o.checkpoint, "rb");
-    if (!f) die("--checkpoint %s: cannot open: %s", o.checkpoint, strerror(errno));
+    FILE* f = fopen_regular_file(o.checkpoint, err);
+    if (!f) die("--checkpoint: %s", err);
     int version;
     GPTConfig config = read_model_header(f, o.checkpoint, &version);
     fclose(f);

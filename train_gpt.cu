@@ -18,12 +18,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "common/cuda_check.h"
 #include "common/error.h"
 #include "common/parse.h"
+#include "common/read_file.h"
 #include "common/rng.h"
 #include "data/dataloader.h"
 #include "distributed/launcher.h"
@@ -345,8 +345,8 @@ static int shard_vocab(const char* pattern) {
     char err[ERR_LEN];
     if (glob(pattern, 0, NULL, &gl) != 0 || gl.gl_pathc == 0) die("no file matches %s", pattern);
     const char* path = gl.gl_pathv[0];
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) die("%s: cannot open: %s", path, strerror(errno));
+    int fd = open_regular_file(path, err);
+    if (fd < 0) die("%s", err);
     ShardHeader h;
     if (shard_read_header(fd, path, 0, &h, err) != 0) die("%s", err);
     close(fd);
@@ -356,8 +356,9 @@ static int shard_vocab(const char* pattern) {
 
 // The shape in the header of the model checkpoint at path (flag: the option that names it).
 static GPTConfig model_file_shape(const char* flag, const char* path) {
-    FILE* f = fopen(path, "rb");
-    if (!f) die("%s %s: cannot open: %s", flag, path, strerror(errno));
+    char err[ERR_LEN];
+    FILE* f = fopen_regular_file(path, err);
+    if (!f) die("%s: %s", flag, err);
     int version;
     GPTConfig c = read_model_header(f, path, &version);
     fclose(f);

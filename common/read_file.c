@@ -1,6 +1,10 @@
-// common/read_file.c: reading a whole file into memory (see read_file.h).
+// common/read_file.c: reading a whole file into memory, and opening a file that must be a regular
+// one (see read_file.h).
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "common/read_file.h"
 #include "common/error.h"
 
@@ -35,4 +39,39 @@ unsigned char* read_file(const char* path, size_t* len, char* err) {
     buf[n] = 0;   // n < cap: room for it
     *len = n;
     return buf;
+}
+
+int open_regular_file(const char* path, char* err) {
+    // Non-blocking, so that opening a FIFO returns at once (fstat refuses it); a regular file
+    // reads the same either way.
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) {
+        set_err(err, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        set_err(err, "%s: cannot stat: %s", path, strerror(errno));
+    } else if (S_ISDIR(st.st_mode)) {
+        set_err(err, "%s: is a directory", path);
+    } else if (!S_ISREG(st.st_mode)) {
+        set_err(err, "%s: not a regular file", path);
+    } else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+        set_err(err, "%s: cannot open: %s", path, strerror(errno));
+    } else {
+        return fd;
+    }
+    close(fd);
+    return -1;
+}
+
+FILE* fopen_regular_file(const char* path, char* err) {
+    int fd = open_regular_file(path, err);
+    if (fd < 0) return NULL;
+    FILE* f = fdopen(fd, "rb");
+    if (!f) {
+        set_err(err, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
 }

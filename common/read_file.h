@@ -1,8 +1,11 @@
-// common/read_file.h: reading a whole file into memory, for the tokenizer, the data tools and the programs.
+// common/read_file.h: reading a whole file into memory, for the tokenizer, the data tools and the
+// programs; opening a file that is read at offsets or checked against its size (shards,
+// checkpoints), which only a regular file can be.
 #ifndef FLASHGPT_READ_FILE_H
 #define FLASHGPT_READ_FILE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -11,6 +14,13 @@ extern "C" {
 // The file's bytes in a malloc'd buffer (with one extra 0 byte after them) and their count in
 // *len, or NULL with err naming path.
 unsigned char* read_file(const char* path, size_t* len, char* err);
+
+// path opened for reading when it is a regular file: a descriptor, or -1 with err naming path
+// (a FIFO, a device or a folder is refused without waiting for a FIFO's writer).
+int open_regular_file(const char* path, char* err);
+
+// The same as a stream ("rb"), or NULL with err.
+FILE* fopen_regular_file(const char* path, char* err);
 
 #ifdef __cplusplus
 }

@@ -10,12 +10,11 @@
 // against the vocabulary when the loader opens and again as each batch is read.
 #include "data/dataloader.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <glob.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/read_file.h"
 #include "common/rng.h"
 #include "data/shard.h"
 
@@ -73,12 +72,9 @@ void dataloader_close(DataLoader* dl) {
 static int open_shard(DataLoader* dl, int s, char* err) {
     if (dl->fd >= 0 && dl->fd_shard == s) return 0;
     if (dl->fd >= 0) close(dl->fd);
-    dl->fd = open(dl->paths[s], O_RDONLY);
+    dl->fd = open_regular_file(dl->paths[s], err);
     dl->fd_shard = s;
-    if (dl->fd < 0) {
-        set_err(err, "%s: cannot open: %s", dl->paths[s], strerror(errno));
-        return -1;
-    }
+    if (dl->fd < 0) return -1;
     ShardHeader h;
     if (shard_read_header(dl->fd, dl->paths[s], dl->vocab_size, &h, err) == 0) {
         if (h.version == dl->headers[s].version && h.n_tokens == dl->headers[s].n_tokens) return 0;
@@ -179,9 +175,8 @@ DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int wor
     globfree(&g);
 
     for (int s = 0; s < n; s++) {
-        int fd = open(dl->paths[s], O_RDONLY);
+        int fd = open_regular_file(dl->paths[s], err);
         if (fd < 0) {
-            set_err(err, "%s: cannot open: %s", dl->paths[s], strerror(errno));
             dataloader_close(dl);
             return NULL;
         }

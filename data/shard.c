@@ -4,9 +4,9 @@
 // tokens (n_tokens,) as uint16 (version 1) or uint32 (version 2), little-endian.
 #include "data/shard.h"
 #include "common/atomic_file.h"
+#include "common/read_file.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -186,11 +186,8 @@ int shard_read_tokens(int fd, const char* path, const ShardHeader* h, int64_t st
 }
 
 int* shard_read(const char* path, size_t* n, int vocab_size, uint64_t fingerprint, char* err) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        set_err(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    int fd = open_regular_file(path, err);
+    if (fd < 0) return NULL;
     ShardHeader h;
     int* tokens = NULL;
     if (shard_read_header(fd, path, vocab_size, &h, err) == 0 &&

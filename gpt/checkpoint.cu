@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "common/atomic_file.h"
+#include "common/read_file.h"
 
 #define IO_CHUNK ((size_t)64 << 20)
 
@@ -28,6 +29,15 @@ static GPTConfig shape_config(ShapeFields f) {
 
 static void pack_u64(uint32_t h[2], uint64_t v) { h[0] = (uint32_t)v; h[1] = (uint32_t)(v >> 32); }
 static uint64_t unpack_u64(const uint32_t h[2]) { return (uint64_t)h[0] | ((uint64_t)h[1] << 32); }
+
+// path for reading; dies naming it unless it is a regular file (it is read at offsets and checked
+// against its size).
+static FILE* open_checkpoint_file(const char* path) {
+    char err[ERR_LEN];
+    FILE* f = fopen_regular_file(path, err);
+    if (!f) die("%s", err);
+    return f;
+}
 
 // Dies naming path unless the file has exactly the expected size.
 static void check_file_size(FILE* f, const char* path, long long expected) {
@@ -57,8 +67,7 @@ GPTConfig read_model_header(FILE* f, const char* path, int* version) {
 }
 
 float* read_model_values(const char* path, const GPTConfig* config) {
-    FILE* f = fopen(path, "rb");
-    if (!f) die("%s: cannot open: %s", path, strerror(errno));
+    FILE* f = open_checkpoint_file(path);
     int version;
     GPTConfig c = read_model_header(f, path, &version);
     if (!gpt_config_same_shape(&c, config)) {
@@ -231,8 +240,7 @@ static const char* state_header_invalid(const StateFileHeader* h) {
 }
 
 TrainingState read_training_state(const char* path) {
-    FILE* f = fopen(path, "rb");
-    if (!f) die("%s: cannot open: %s", path, strerror(errno));
+    FILE* f = open_checkpoint_file(path);
     StateFileHeader h;
     if (fread(h.ints, sizeof(int32_t), HEADER_INTS, f) != HEADER_INTS) die("%s: too short for a training state", path);
     if (h.f.magic != STATE_MAGIC)
@@ -269,8 +277,7 @@ TrainingState read_training_state(const char* path) {
 
 void check_training_state_values(const char* path, const TrainingState* s) {
     static const char* const names[3] = {"master weight", "AdamW m", "AdamW v"};
-    FILE* f = fopen(path, "rb");
-    if (!f) die("%s: cannot open: %s", path, strerror(errno));
+    FILE* f = open_checkpoint_file(path);
     size_t P = count_params(&s->config), per_chunk = IO_CHUNK / sizeof(float);
     float* chunk = (float*)malloc(IO_CHUNK);
     if (!chunk) die("out of host memory reading %s", path);
@@ -292,8 +299,7 @@ void check_training_state_values(const char* path, const TrainingState* s) {
 
 void load_optimizer_state(GPT* g, const TrainingState* s, const char* path) {
     if (!gpt_config_same_shape(&s->config, &g->config)) die("%s: made for another model shape", path);
-    FILE* f = fopen(path, "rb");
-    if (!f) die("%s: cannot open: %s", path, strerror(errno));
+    FILE* f = open_checkpoint_file(path);
     // This rank's shard of each array (all of it without ZeRO-1); zeros past the parameters.
     const ZeroShard* shard = &g->shard;
     cudaCheck(cudaMemset(g->optimizer_memory, 0, 3 * shard->shard_size * sizeof(float)));

@@ -364,4 +364,37 @@ if [ -x ./train_gpt ]; then
     end
 fi
 
+# Shards and checkpoints are read at offsets and checked against their size, which a FIFO or a
+# device cannot be: one in their place is refused in one line, never waited on for a writer.
+begin "shards_and_checkpoints_refuse_what_is_not_a_regular_file"
+mkdir -p "$tmp/not_regular/run"
+mkfifo "$tmp/not_regular/train_000000.bin" "$tmp/not_regular/model.bin" "$tmp/not_regular/run/model_00000005.bin" \
+    "$tmp/not_regular/run/state_00000005.bin"
+refused() {  # refused <what> <path> <command...>: one error line, naming path, within 10 s
+    local what=$1 path=$2; shift 2
+    timeout 10 "$@" > "$tmp/out" 2>&1
+    check "$what: $(tail -1 "$tmp/out")" test "$(grep -c '^error' "$tmp/out")" = 1
+    check "$what: $(tail -1 "$tmp/out")" grep -qx -- "error: \(.*: \)\?$path: not a regular file" "$tmp/out"
+}
+refused "bpe decode --input a FIFO" "$tmp/not_regular/train_000000.bin" \
+    ./bpe decode --tokenizer "$tmp/ds/tokenizer.bin" --input "$tmp/not_regular/train_000000.bin"
+refused "bpe decode --input /dev/zero" /dev/zero ./bpe decode --tokenizer "$tmp/ds/tokenizer.bin" --input /dev/zero
+if [ -x ./train_gpt ]; then
+    data="--model d2 --context 64 -T 64 -B 1"
+    refused "--train-data a FIFO" "$tmp/not_regular/train_000000.bin" ./train_gpt $data --train-data "$tmp/not_regular/train_*.bin"
+    refused "--train-data a FIFO, with --tokenizer" "$tmp/not_regular/train_000000.bin" \
+        ./train_gpt $data --train-data "$tmp/not_regular/train_*.bin" --tokenizer "$tmp/ds/tokenizer.bin"
+    refused "--val-data a FIFO" "$tmp/not_regular/train_000000.bin" \
+        ./train_gpt $data --train-data "$tmp/ds/train_*.bin" --val-data "$tmp/not_regular/train_*.bin"
+    refused "--init-from a FIFO" "$tmp/not_regular/model.bin" \
+        ./train_gpt $data --train-data "$tmp/ds/train_*.bin" --init-from "$tmp/not_regular/model.bin"
+    refused "--resume a folder of FIFOs" "$tmp/not_regular/run/state_00000005.bin" \
+        ./train_gpt -B 1 -T 64 --train-data "$tmp/ds/train_*.bin" --resume "$tmp/not_regular/run"
+fi
+if [ -x ./generate ]; then
+    refused "generate --checkpoint a FIFO" "$tmp/not_regular/model.bin" \
+        ./generate --checkpoint "$tmp/not_regular/model.bin" --tokenizer "$tmp/ds/tokenizer.bin"
+fi
+end
+
 exit $((failures > 0))
