@@ -62,6 +62,14 @@ def run_command_line(argv, usage, flag, expected, run):
     return 0
 
 
+def check_regular_file(path):
+    """Fails naming path unless it is a regular file (the readers map it and check its size)."""
+    if not os.path.exists(path):
+        fail(f"{path}: no such file")
+    if not os.path.isfile(path):
+        fail(f"{path}: {'is a directory' if os.path.isdir(path) else 'not a regular file'}")
+
+
 def padded_vocab(V):
     return (V + 127) // 128 * 128
 
@@ -164,12 +172,12 @@ def write_checkpoint(path, shape, bf16, slices, inputs):
 
 
 class Checkpoint:
-    """A checkpoint file, checked (magic, version, sizes, file size) and mapped, not read."""
+    """A checkpoint file, checked (magic, version, sizes, file size, every value finite, as
+    train_gpt requires) and mapped."""
 
     def __init__(self, path):
         self.path = path
-        if not os.path.isfile(path):
-            fail(f"{path}: no such file")
+        check_regular_file(path)
         size = os.path.getsize(path)
         if size < HEADER_BYTES:
             fail(f"{path}: truncated ({size} bytes, less than the {HEADER_BYTES}-byte header)")
@@ -192,6 +200,12 @@ class Checkpoint:
                  f"({size} bytes, expected {want} for this header)")
         self.values = np.memmap(path, dtype="<u2" if self.bf16 else "<f4", mode="r",
                                 offset=HEADER_BYTES, shape=(count,))
+        chunk = 1 << 24  # values checked at a time, so that no copy of the whole model is made
+        for start in range(0, count, chunk):
+            part = self.values[start:start + chunk]
+            bad = (part & 0x7F80) == 0x7F80 if self.bf16 else ~np.isfinite(part)  # bf16: exponent all ones
+            if bad.any():
+                fail(f"{path}: parameter {start + int(np.argmax(bad))} is not finite: corrupt checkpoint")
 
     def slices(self):
         """(Slice, its values as stored: bf16 bits or float32, in checkpoint shape) in order."""
@@ -207,8 +221,7 @@ class SafeTensors:
 
     def __init__(self, path):
         self.path = path
-        if not os.path.isfile(path):
-            fail(f"{path}: no such file")
+        check_regular_file(path)
         size = os.path.getsize(path)
         if size < 8:
             fail(f"{path}: truncated ({size} bytes, no header)")
@@ -239,7 +252,8 @@ class SafeTensors:
         return None
 
     def get(self, name, shape):
-        """The tensor `name` as float32 after checking its dtype, shape and bounds."""
+        """The tensor `name` as float32 after checking its dtype, shape, bounds and values (all
+        finite, as train_gpt requires)."""
         stored = self.find(name)
         if stored is None:
             fail(f"{self.path}: tensor '{name}' not found")
@@ -268,6 +282,9 @@ class SafeTensors:
             values = raw.view("<f2").astype(np.float32)
         else:
             values = from_bf16_bits(raw.view("<u2"))
+        finite = np.isfinite(values)
+        if not finite.all():
+            fail(f"{where}: value {int(np.argmin(finite))} is not finite: corrupt checkpoint")
         return values.reshape(shape)
 
 

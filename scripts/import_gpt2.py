@@ -24,8 +24,8 @@ import os
 import sys
 
 from gpt2_checkpoint import (MAX_SIZE, SAFETENSORS_DTYPES, VERSION_BF16, VERSION_FP32, SafeTensors,
-                             Shape, layout, parameter_count, run_command_line, to_checkpoint,
-                             write_checkpoint)
+                             Shape, check_regular_file, layout, parameter_count, run_command_line,
+                             to_checkpoint, write_checkpoint)
 from output_file import check_output, fail
 
 USAGE = "usage: import_gpt2.py [--bf16] HF_DIR OUT.bin"
@@ -33,8 +33,7 @@ CONFIG_MAX_BYTES = 1 << 20  # a GPT-2 config.json is about a kilobyte
 
 
 def read_config(path):
-    if not os.path.isfile(path):
-        fail(f"{path}: no such file")
+    check_regular_file(path)
     try:
         with open(path, "rb") as f:
             text = f.read(CONFIG_MAX_BYTES + 1)
@@ -79,7 +78,7 @@ def check_sizes(st, shape, config_path):
 def import_gpt2(hf_dir, out_path, bf16):
     """Writes out_path (via a temporary file, renamed at the end); returns a summary line."""
     if not os.path.isdir(hf_dir):
-        fail(f"{hf_dir}: no such directory")
+        fail(f"{hf_dir}: {'not a directory' if os.path.exists(hf_dir) else 'no such directory'}")
     config_path = os.path.join(hf_dir, "config.json")
     st_path = os.path.join(hf_dir, "model.safetensors")
     inputs = [config_path, st_path]

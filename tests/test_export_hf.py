@@ -227,6 +227,15 @@ def main():
                [bad_checkpoint("truncated", lambda d: d[:-2]), out], out)
     case_error("error: trailing bytes", "trailing bytes",
                [bad_checkpoint("trailing", lambda d: d + b"\0\0\0\0"), out], out)
+    case_error("error: a parameter not finite", "parameter 1000 is not finite",
+               [bad_checkpoint("nan", lambda d: d[:1024 + 4 * 1000] + b"\0\0\xc0\x7f" + d[1024 + 4 * 1001:]), out], out)
+    bf16 = os.path.join(TMP, "nan_bf16.bin")
+    random_checkpoint(bf16, np.random.default_rng(6), bf16=True)
+    with open(bf16, "r+b") as f:
+        f.seek(1024 + 2 * 777)
+        f.write(b"\x80\xff")  # -inf
+    case_error("error: a bf16 parameter not finite", "parameter 777 is not finite", [bf16, out], out)
+    case_error("error: the checkpoint a folder", "is a directory", [TMP, out], out)
     case_error("error: a header of 50000000 layers on a small file, at once", "truncated",
                [bad_checkpoint("layers", set_header(4, 50_000_000)), out], out, limit_s=30)
 

@@ -321,6 +321,19 @@ def main():
         f.write((16).to_bytes(8, "little") + b"\xff" * 16)
     case_error("error: header not JSON", d, "model.safetensors")
 
+    for dtype, value in (("F32", np.nan), ("F16", np.inf), ("BF16", -np.inf)):
+        def not_finite(tensors, dtypes):
+            tensors["h.1.mlp.c_proj.weight"][5, 3] = value
+            dtypes["h.1.mlp.c_proj.weight"] = dtype
+        d, _ = make_checkpoint("not_finite_" + dtype, rng, edit=not_finite)
+        case_error(f"error: a {dtype} tensor holding {value}", d, "'h.1.mlp.c_proj.weight': value 83 is not finite")
+
+    d, _ = make_checkpoint("safetensors_folder", rng)
+    os.remove(os.path.join(d, "model.safetensors"))
+    os.mkdir(os.path.join(d, "model.safetensors"))
+    case_error("error: model.safetensors a folder", d, "model.safetensors: is a directory")
+    case_error("error: HF_DIR a file", os.path.join(d, "config.json"), "config.json: not a directory")
+
     case_error("error: unwritable output", good_dir, "cannot write",
                args=[good_dir, os.path.join(TMP, "nowhere", "out.bin")])
     bound_cases(rng)
