@@ -2,19 +2,22 @@
 // one (see read_file.h).
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "common/read_file.h"
 #include "common/error.h"
 
-unsigned char* read_file(const char* path, size_t* len, char* err) {
+unsigned char* read_file_at_most(const char* path, size_t max_len, size_t* len, char* err) {
     FILE* f = fopen(path, "rb");
     if (!f) {
         set_err(err, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
-    size_t cap = 1 << 16, n = 0;
+    // The buffer grows to max_len + 2 at most: room for the byte that shows the file is longer,
+    // and for the 0 after the bytes.
+    size_t cap = max_len + 2 < (1 << 16) ? max_len + 2 : 1 << 16, n = 0;
     unsigned char* buf = malloc(cap);
     for (;;) {
         if (!buf) {
@@ -23,14 +26,16 @@ unsigned char* read_file(const char* path, size_t* len, char* err) {
             return NULL;
         }
         n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        unsigned char* bigger = realloc(buf, 2 * cap);
+        if (n < cap || n > max_len) break;
+        size_t bigger_cap = cap > (max_len + 2) / 2 ? max_len + 2 : 2 * cap;
+        unsigned char* bigger = realloc(buf, bigger_cap);
         if (!bigger) free(buf);
         buf = bigger;
-        cap *= 2;
+        cap = bigger_cap;
     }
-    if (ferror(f)) {
-        set_err(err, "%s: cannot read: %s", path, strerror(errno));
+    if (ferror(f) || n > max_len) {
+        if (n > max_len) set_err(err, "%s: larger than %zu bytes, the most such a file may hold", path, max_len);
+        else set_err(err, "%s: cannot read: %s", path, strerror(errno));
         free(buf);
         fclose(f);
         return NULL;
@@ -39,6 +44,10 @@ unsigned char* read_file(const char* path, size_t* len, char* err) {
     buf[n] = 0;   // n < cap: room for it
     *len = n;
     return buf;
+}
+
+unsigned char* read_file(const char* path, size_t* len, char* err) {
+    return read_file_at_most(path, SIZE_MAX / 2, len, err);   // beyond any memory: no bound
 }
 
 int open_regular_file(const char* path, char* err) {

@@ -15,6 +15,10 @@ extern "C" {
 // *len, or NULL with err naming path.
 unsigned char* read_file(const char* path, size_t* len, char* err);
 
+// The same, for a file of a kind that is never larger than max_len bytes: one that is (a wrong
+// file, a device that never ends) is refused once max_len + 1 bytes have been read.
+unsigned char* read_file_at_most(const char* path, size_t max_len, size_t* len, char* err);
+
 // path opened for reading when it is a regular file: a descriptor, or -1 with err naming path
 // (a FIFO, a device or a folder is refused without waiting for a FIFO's writer).
 int open_regular_file(const char* path, char* err);

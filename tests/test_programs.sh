@@ -364,6 +364,18 @@ if [ -x ./train_gpt ]; then
     end
 fi
 
+# A tokenizer file's header says how long it is, and GPT-2's vocabulary files are about a
+# megabyte: a device that never ends in their place is refused, not read until memory runs out
+# (here a limit of 4 GB, where it would say "out of memory").
+begin "tokenizer_files_are_not_read_past_their_size"
+(ulimit -v 4000000; timeout 60 ./bpe encode --tokenizer /dev/zero --input "$tmp/a.txt" --out "$tmp/zero.bin") \
+    > "$tmp/out" 2>&1
+check "--tokenizer /dev/zero: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: bpe encode: /dev/zero: not a tokenizer file"
+(ulimit -v 4000000; timeout 60 ./bpe encode --gpt2 /dev/zero /dev/zero --input "$tmp/a.txt" --out "$tmp/zero.bin") \
+    > "$tmp/out" 2>&1
+check "--gpt2 /dev/zero: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: bpe encode: /dev/zero: larger than 1073741824 bytes"
+end
+
 # Shards and checkpoints are read at offsets and checked against their size, which a FIFO or a
 # device cannot be: one in their place is refused in one line, never waited on for a writer.
 begin "shards_and_checkpoints_refuse_what_is_not_a_regular_file"

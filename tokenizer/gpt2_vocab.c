@@ -13,6 +13,9 @@
 #include "tokenizer/strmap.h"
 
 #define N_SHIFTED 68   // bytes that GPT-2 writes as U+0100 + k
+// GPT-2's encoder.json and vocab.bpe are about a megabyte each; files larger than this are not
+// vocabulary files (or never end, as a device may not).
+#define GPT2_FILE_MAX_BYTES ((size_t)1 << 30)
 
 // byte_of_codepoint[cp] = the byte the code point cp stands for, or -1; cp < 256 + N_SHIFTED.
 static void gpt2_byte_table(int byte_of_codepoint[256 + N_SHIFTED]) {
@@ -131,7 +134,7 @@ static int json_token(Json* j, const int* byte_of_codepoint, unsigned char* out,
 static int read_encoder(const char* path, const int* byte_of_codepoint, int* vocab_size,
                         uint32_t** offset_out, unsigned char** bytes_out, int* eot, char* err) {
     size_t size;
-    unsigned char* file = read_file(path, &size, err);
+    unsigned char* file = read_file_at_most(path, GPT2_FILE_MAX_BYTES, &size, err);
     if (!file) return -1;
     // Each token's bytes are no more than its JSON text: pool and per-entry arrays fit size.
     unsigned char* pool = malloc(size + 1);
@@ -256,7 +259,7 @@ static int merge_side(const int* byte_of_codepoint, const unsigned char* s, size
 static int read_merges(const char* path, const int* byte_of_codepoint, const StrMap* tokens,
                        BpeMerge** merges_out, int* n_merges, char* err) {
     size_t size;
-    unsigned char* file = read_file(path, &size, err);
+    unsigned char* file = read_file_at_most(path, GPT2_FILE_MAX_BYTES, &size, err);
     if (!file) return -1;
     size_t cap = 1;
     for (size_t i = 0; i < size; i++) cap += file[i] == '\n';

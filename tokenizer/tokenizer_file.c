@@ -14,9 +14,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "tokenizer/bpe.h"
 #include "common/atomic_file.h"
-#include "common/read_file.h"
 
 #define TOKENIZER_MAGIC 0x4B544746
 #define TOKENIZER_VERSION 1
@@ -67,20 +67,29 @@ uint64_t tokenizer_fingerprint(const Tokenizer* t) {
     return h ? h : 1;   // 0 means "no fingerprint" in a shard
 }
 
+// The header is read and checked first, then only the bytes it announces: a large file that
+// is no tokenizer (a shard, a text, a device that never ends) is refused without being read.
 Tokenizer* tokenizer_load(const char* path, char* err) {
-    size_t size;
-    unsigned char* file = read_file(path, &size, err);
-    if (!file) return NULL;
+    FILE* f = fopen(path, "rb");
+    if (!f) {
+        set_err(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    unsigned char* body = NULL;
     uint32_t* offset = NULL;
     unsigned char* bytes = NULL;
     BpeMerge* merges = NULL;
 
     int32_t h[HEADER_INTS];
-    if (size < sizeof h) {
-        set_err(err, "%s: truncated: %zu bytes, shorter than the %zu-byte header", path, size, sizeof h);
+    size_t got = fread(h, 1, sizeof h, f);
+    if (ferror(f)) {
+        set_err(err, "%s: cannot read: %s", path, strerror(errno));
         goto fail;
     }
-    memcpy(h, file, sizeof h);
+    if (got < sizeof h) {
+        set_err(err, "%s: truncated: %zu bytes, shorter than the %zu-byte header", path, got, sizeof h);
+        goto fail;
+    }
     if (h[0] != TOKENIZER_MAGIC) {
         set_err(err, "%s: not a tokenizer file (magic 0x%08X, expected 0x%08X)", path,
                 (unsigned)h[0], TOKENIZER_MAGIC);
@@ -106,11 +115,37 @@ Tokenizer* tokenizer_load(const char* path, char* err) {
     }
     uint32_t total = (uint32_t)h[5];
     uint64_t expected = sizeof h + 4 * (uint64_t)V + total + 12 * (uint64_t)M;
-    if (size != expected) {
-        set_err(err, "%s: %s: %zu bytes, the header says %llu", path,
-                size < expected ? "truncated" : "trailing bytes", size, (unsigned long long)expected);
+    // A regular file's size is known before anything is read; a pipe's shows as it is read.
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size != expected) {
+        set_err(err, "%s: %s: %lld bytes, the header says %llu", path,
+                (uint64_t)st.st_size < expected ? "truncated" : "trailing bytes", (long long)st.st_size,
+                (unsigned long long)expected);
         goto fail;
     }
+    size_t body_len = (size_t)(expected - sizeof h);
+    body = malloc(body_len + 1);   // one byte more, to see whether the file goes on
+    if (!body) {
+        set_err(err, "%s: out of memory", path);
+        goto fail;
+    }
+    got = fread(body, 1, body_len + 1, f);
+    if (ferror(f)) {
+        set_err(err, "%s: cannot read: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (got < body_len) {
+        set_err(err, "%s: truncated: %zu bytes, the header says %llu", path, sizeof h + got,
+                (unsigned long long)expected);
+        goto fail;
+    }
+    if (got > body_len) {
+        set_err(err, "%s: trailing bytes: more than the %llu the header says", path,
+                (unsigned long long)expected);
+        goto fail;
+    }
+    fclose(f);
+    f = NULL;
 
     offset = malloc((size_t)(V + 1) * sizeof(uint32_t));
     bytes = malloc(total ? total : 1);
@@ -119,7 +154,7 @@ Tokenizer* tokenizer_load(const char* path, char* err) {
         set_err(err, "%s: out of memory", path);
         goto fail;
     }
-    const unsigned char* p = file + sizeof h;
+    const unsigned char* p = body;
     offset[0] = 0;
     for (int id = 0; id < V; id++, p += 4) {
         uint32_t len;
@@ -141,10 +176,11 @@ Tokenizer* tokenizer_load(const char* path, char* err) {
         memcpy(m, p, sizeof m);
         merges[r] = (BpeMerge){m[0], m[1], m[2]};
     }
-    free(file);
+    free(body);
     return tokenizer_assemble(V, offset, bytes, eot, merges, M, path, err);
 fail:
-    free(file);
+    if (f) fclose(f);
+    free(body);
     free(offset);
     free(bytes);
     free(merges);
