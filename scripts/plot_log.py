@@ -27,14 +27,27 @@ COLUMNS = ["step", "loss", "val_loss", "lr", "grad_norm", "ms", "tokens_per_s", 
 WIDTH, PANEL_H, LEFT, RIGHT, TOP, GAP = 760, 260, 70, 20, 40, 70
 TRAIN, VAL, SPEED = "#1f77b4", "#d62728", "#2ca02c"
 MAX_STEP = 2 ** 53  # the whole numbers a float holds exactly
+MAX_LINE = 1 << 16  # characters in a line: train_gpt's are about a hundred
 FLOAT32_MAX = 3.4028234663852886e38
+
+
+def bounded_lines(f, path):
+    """The lines of f, refused past MAX_LINE characters: a file that is no log (a device that
+    never ends) is not read into memory."""
+    while True:
+        text = f.readline(MAX_LINE + 1)
+        if not text:
+            return
+        if len(text) > MAX_LINE:
+            raise Failure(f"{path}: a line longer than {MAX_LINE} characters: not a train_gpt log")
+        yield text
 
 
 def read_log(path):
     """{step: row} with the numbers as floats (val_loss None where empty), last line winning."""
     try:
         with open(path, newline="") as f:
-            lines = list(csv.reader(f))
+            lines = list(csv.reader(bounded_lines(f, path)))
     except OSError as e:
         raise Failure(f"{path}: cannot read ({e.strerror})")
     except (csv.Error, UnicodeDecodeError) as e:

@@ -5,8 +5,9 @@ A log of 6 steps with 2 validations must give an SVG that xml.etree parses, with
 polyline of 6 points, a validation polyline and dots at 2, a tokens/s polyline of 6; a resumed
 log (a second header, steps redone) keeps one point per step, the later value; values that are
 not finite or beyond float32's range (nan, inf, 1e308) are left out and every coordinate stays a
-finite number. An empty log, a header alone, one step, a wrong header, a short line and a step
-that is not a whole number must fail with one line on stderr and write nothing. Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/test.h.
+finite number. An empty log, a header alone, one step, a wrong header, a short line, a step
+that is not a whole number and a device that never ends must fail with one line on stderr and
+write nothing. Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/test.h.
 """
 import math
 import os
@@ -152,6 +153,11 @@ def main():
     case_unplottable("plot: float32's extremes are drawn", [(1, "3.4e38", 5), (2, "-3.4e38", 6)], 2, 2)
     case_unplottable("plot: a flat line at 1e38", [(1, "1e38", 5), (2, "1e38", 6)], 2, 2)
     case_unplottable("plot: no tokens/s to draw", [(1, 5, "nan"), (2, 4, "nan")], 2, 0)
+    case = Case("error: /dev/zero as the log, at once")
+    result = run("/dev/zero", os.path.join(TMP, "x.svg"), limit_s=30)
+    case.check(result.returncode not in (0, None) and "/dev/zero: a line longer than" in result.stderr and
+               len(result.stderr.splitlines()) == 1, f"got {result!r}")
+    case.end()
     case = Case("error: missing log")
     result = run(os.path.join(TMP, "nowhere.csv"), os.path.join(TMP, "x.svg"))
     case.check(result.returncode != 0 and "nowhere.csv" in result.stderr and len(result.stderr.splitlines()) == 1,
