@@ -608,13 +608,30 @@ static void folder_of(const char* path, char* dir, size_t len) {
     else snprintf(dir, len, "%.*s", slash == path ? 1 : (int)(slash - path), path);
 }
 
+// Whether the checkpoint folder is the one the run resumes (however it is spelled).
+static int writes_resumed_folder(const Run* r) {
+    struct stat out, resumed;
+    return r->resuming && stat(r->o.out_dir, &out) == 0 && stat(r->o.resume_dir, &resumed) == 0 &&
+           out.st_dev == resumed.st_dev && out.st_ino == resumed.st_ino;
+}
+
 // The outputs, before any of them is made: the checkpoint folder (flag: the option that named
 // it) and rank 0's log, each a folder or file that exists or whose folders can be made, writable.
+// The checkpoint folder holds no other run's checkpoints: this run's would write over those of
+// the same steps, and a --resume of the folder would take whichever run got further.
 static void check_outputs(const Run* r, const char* out_dir_flag) {
     const TrainOptions* o = &r->o;
     char err[ERR_LEN], dir[4096];
     if (o->out_dir && check_dirs(o->out_dir, err) != 0)
         die("%s %s: %s", out_dir_flag, *o->out_dir ? o->out_dir : "''", err);
+    if (o->out_dir && !writes_resumed_folder(r)) {
+        int latest, n = count_checkpoint_files(o->out_dir, &latest, err);
+        if (n < 0) die("%s %s: %s", out_dir_flag, o->out_dir, err);
+        if (n > 0)
+            die("%s %s holds the checkpoints of another run (%d file%s, the latest of step %d): --resume %s "
+                "continues it; give a new run another --out-dir", out_dir_flag, o->out_dir, n, n > 1 ? "s" : "",
+                latest, o->out_dir);
+    }
     if (!o->log_path || r->launch.rank != 0) return;
     const char* log = o->log_path;
     struct stat st;

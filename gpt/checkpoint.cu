@@ -335,6 +335,28 @@ int latest_checkpoint_step(const char* dir) {
     return best;
 }
 
+int count_checkpoint_files(const char* dir, int* latest, char* err) {
+    DIR* d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT) return 0;
+        set_err(err, "cannot read the folder: %s", strerror(errno));
+        return -1;
+    }
+    int n = 0;
+    *latest = -1;
+    struct dirent* e;
+    while ((e = readdir(d)) != NULL) {
+        int step, end = 0;
+        if ((sscanf(e->d_name, "model_%8d.bin%n", &step, &end) != 1 &&
+             sscanf(e->d_name, "state_%8d.bin%n", &step, &end) != 1) || e->d_name[end] != '\0')
+            continue;
+        n++;
+        if (step > *latest) *latest = step;
+    }
+    closedir(d);
+    return n;
+}
+
 int check_dirs(const char* dir, char* err) {
     char path[4096];
     if (!*dir) {

@@ -90,6 +90,9 @@ void load_optimizer_state(GPT* g, const TrainingState* s, const char* path);
 void checkpoint_paths(const char* dir, int step, char* model, char* state, size_t len);
 // The latest step in dir with both files; -1 if none.
 int latest_checkpoint_step(const char* dir);
+// How many checkpoint files (model_*.bin and state_*.bin of a step) dir holds, the latest step
+// among them in *latest; 0 when dir does not exist, -1 with err when it cannot be read.
+int count_checkpoint_files(const char* dir, int* latest, char* err);
 // Whether the folder dir exists or could be made, and files could be written in it, without
 // making anything: each part of it that exists is a folder and the deepest one is writable.
 // 0, or -1 with err saying what is wrong.

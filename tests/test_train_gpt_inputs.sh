@@ -234,6 +234,18 @@ fi
 chmod 755 "$tmp/r"
 end
 
+begin "train_gpt_resume_writes_only_its_own_folder"
+# A resumed run writes into the folder it resumes, however it is spelled, but not into one that
+# holds another run's checkpoints.
+pair "$tmp/good" --
+resume "$tmp/good" --out-dir "$tmp/good/."
+check "--out-dir the resumed folder: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+pair "$tmp/other" --
+resume "$tmp/good" --out-dir "$tmp/other"
+check "--out-dir of another run: $(last "$tmp/out")" says "$tmp/out" \
+    "--out-dir $tmp/other holds the checkpoints of another run (2 files, the latest of step 5): --resume $tmp/other continues it"
+end
+
 begin "train_gpt_default_val_data_beside_the_train_shards"
 # The train shards in a folder whose own name has train_ in it, and a sibling val_x/ of other
 # shards: the default is the val shard beside the train shards, never the sibling's.
