@@ -4,32 +4,46 @@
 # BPE, train and val shards), prints samples on the way, and ends by comparing the validation
 # loss with the unigram baseline (a model that ignores context). Checkpoints, the CSV log and
 # its chart (loss.svg, scripts/plot_log.py) go to runs/NAME/, NAME the text's file name without
-# its extension (tinyshakespeare by default). Every GPU of the machine takes part (--gpus).
-# TEXT=path uses another text; extra arguments go to train_gpt.
+# its extension (tinyshakespeare by default), or when an earlier run has that folder to the first
+# of runs/NAME-2/, runs/NAME-3/, ... that none has: a run never writes over another's files.
+# Every GPU of the machine takes part (--gpus). TEXT=path uses another text; extra arguments go
+# to train_gpt.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 name=$(basename "${TEXT:-tinyshakespeare.txt}")
-out=$root/runs/${name%.*}
 
-# prepare_data prints the unigram baseline only when it runs; keep it for later runs.
+# The run's folder: the first of base, base-2, base-3, ... that is missing or empty.
+run_folder() {
+    local base=$1 dir=$1 n=1
+    while [ -e "$dir" ] && { [ ! -d "$dir" ] || [ -n "$(ls -A "$dir")" ]; }; do
+        n=$((n + 1))
+        dir=$base-$n
+    done
+    echo "$dir"
+}
+
+# prepare_data prints the unigram baseline only when it runs; it is kept with the data for later
+# runs.
 prep_log=$(mktemp)
 trap 'rm -f "$prep_log"' EXIT
 status=0
 data=$("$root/scripts/prepare_tinyshakespeare.sh" 2>"$prep_log") || status=$?
 cat "$prep_log" >&2
 [ "$status" -eq 0 ] || exit "$status"
-mkdir -p "$out"   # only now: a bad TEXT leaves no folder
 baseline=$(sed -n 's/.*unigram baseline.*cross-entropy \([0-9.]*\).*/\1/p' "$prep_log")
 if [ -n "$baseline" ]; then
-    echo "$baseline" > "$out/unigram_baseline.txt"
-elif [ -s "$out/unigram_baseline.txt" ]; then
-    baseline=$(cat "$out/unigram_baseline.txt")
+    echo "$baseline" > "$data/unigram_baseline.txt"
+elif [ -s "$data/unigram_baseline.txt" ]; then
+    baseline=$(cat "$data/unigram_baseline.txt")
 fi
+out=$(run_folder "$root/runs/${name%.*}")
 
 if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-    echo "error: no CUDA device here: the data is ready in $data; run this again on a machine with an NVIDIA GPU" >&2
+    echo "error: no CUDA device here: the data is ready in $data and the run would go to $out; run this again on a machine with an NVIDIA GPU" >&2
     exit 1
 fi
+mkdir -p "$out"   # only now: a bad TEXT or a machine without a GPU leaves no folder
+echo "the run goes to $out" >&2
 if [ ! -x "$root/train_gpt" ]; then
     make -C "$root" train_gpt >&2
 fi

@@ -318,6 +318,40 @@ TEXT=$tmp/text_dir_$$ scripts/prepare_tinyshakespeare.sh >/dev/null 2>"$tmp/err"
 check "a folder: $(tail -1 "$tmp/err")" has "$tmp/err" "^error: TEXT=.*: is a directory"
 end
 
+# make train's run goes to runs/NAME, or when an earlier run has that folder to runs/NAME-2, -3,
+# ...: never into another run's files. Without a GPU (nvidia-smi made to list none) it says where
+# the run would go and makes no folder.
+begin "make_train_takes_a_run_folder_of_its_own"
+name=make_train_$$
+make_text "$tmp/$name.txt" 40 3
+mkdir -p "$tmp/no_gpu"
+printf '#!/bin/sh\nexit 0\n' > "$tmp/no_gpu/nvidia-smi"
+chmod +x "$tmp/no_gpu/nvidia-smi"
+had_runs=$([ -d runs ] && echo yes)
+had_datasets=$([ -d datasets ] && echo yes)
+would_go_to() {  # would_go_to <folder>: make train says its run would go there, and makes nothing
+    local before
+    before=$(ls runs 2>/dev/null)
+    PATH="$tmp/no_gpu:$PATH" TEXT="$tmp/$name.txt" scripts/train_tinyshakespeare.sh > /dev/null 2> "$tmp/err"
+    check "runs/$1 expected: $(tail -1 "$tmp/err")" \
+        grep -q "^error: no CUDA device here: .* the run would go to $PWD/runs/$1; " "$tmp/err"
+    check "made a folder in runs/ without a GPU" test "$(ls runs 2>/dev/null)" = "$before"
+}
+would_go_to "$name"
+mkdir -p "runs/$name"
+would_go_to "$name"   # an empty folder is no run's
+echo "an earlier run's log" > "runs/$name/log.csv"
+would_go_to "$name-2"
+mkdir "runs/$name-2"
+: > "runs/$name-2/model_00000350.bin"
+would_go_to "$name-3"
+check "the earlier run's files changed" test "$(cat "runs/$name/log.csv")" = "an earlier run's log"
+check "the data is not ready" test -s "datasets/$name/train_000000.bin"
+rm -rf "runs/$name" "runs/$name-2" "datasets/$name"
+[ -z "$had_runs" ] && rmdir runs 2>/dev/null
+[ -z "$had_datasets" ] && rmdir datasets 2>/dev/null
+end
+
 # train_gpt checks its command line and files before it looks for a GPU, so these run anywhere.
 if [ -x ./train_gpt ]; then
     begin "train_gpt_checks_before_the_gpu"
