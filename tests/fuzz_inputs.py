@@ -749,6 +749,8 @@ def main(argv):
     parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1), help="cases run at once")
     args = parser.parse_args(argv)
     python = os.environ.get("PYTHON", "python3")
+    if os.sep in python:   # the cases run in folders of their own
+        python = os.path.abspath(python)
     tmp = os.path.join(os.environ.get("FLASHGPT_TMP", "/tmp"), "fuzz_inputs")
     shutil.rmtree(tmp, ignore_errors=True)
     bins = os.path.abspath(args.bin)
