@@ -100,6 +100,18 @@ def signals_end_the_program():
             signal.signal(sig, handler)
 
 
+@contextlib.contextmanager
+def signals_held():
+    """SIGINT and SIGTERM held back while a temporary is made and its name kept: one that comes
+    meanwhile ends the program as the block ends, when the temporary can be removed, rather than
+    between its making and its name's keeping, which would leave it behind."""
+    saved = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, saved)
+
+
 def umask():
     mask = os.umask(0)
     os.umask(mask)
@@ -121,12 +133,11 @@ def atomic_output(path, inputs=(), binary=True):
             except OSError as e:
                 fail(f"{path}: cannot write ({e.strerror})")
             return
+        tmp = None
         try:
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target),
-                                       prefix=os.path.basename(target) + ".tmp")
-        except OSError as e:
-            fail(f"{path}: cannot write ({e.strerror})")
-        try:
+            with signals_held():
+                fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target),
+                                           prefix=os.path.basename(target) + ".tmp")
             os.fchmod(fd, 0o666 & ~umask())  # mkstemp's 0600 is not what a new file gets
             with open(fd, mode, encoding=encoding) as f:
                 yield f
@@ -158,11 +169,10 @@ def atomic_folder(path):
         fail(f"{path}: is the current folder, and replacing it would leave the shell in a removed "
              "folder; give a folder of its own")
     with signals_end_the_program():
+        tmp = None
         try:
-            tmp = tempfile.mkdtemp(dir=os.path.dirname(target), prefix=os.path.basename(target) + ".tmp")
-        except OSError as e:
-            fail(f"{path}: cannot write ({e.strerror})")
-        try:
+            with signals_held():
+                tmp = tempfile.mkdtemp(dir=os.path.dirname(target), prefix=os.path.basename(target) + ".tmp")
             yield tmp
             os.chmod(tmp, 0o777 & ~umask())  # mkdtemp makes it 0700; a folder made by hand is not
             os.replace(tmp, target)  # replaces an empty folder, never a non-empty one

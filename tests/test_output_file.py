@@ -9,7 +9,7 @@ one creates its target); a FIFO, and a deleted file through /proc/self/fd, are w
 a directory, a missing path ending in '/' and (for a folder) the current folder are refused; a
 link or a folder at OUTPUT.tmp is neither written through nor removed; the new file gets the permissions of a new
 file (0666 less the umask); SIGINT or SIGTERM during a write leaves the old file and no
-temporary. Each case works in a folder of its own under $FLASHGPT_TMP; prints PASS / FAIL lines
+temporary, even when it comes as the temporary is made. Each case works in a folder of its own under $FLASHGPT_TMP; prints PASS / FAIL lines
 like tests/test.h.
 """
 import os
@@ -315,6 +315,45 @@ def case_signal(sig):
     case.end()
 
 
+# A child that writes with output_file, the signal raised right after the temporary is made (in
+# place of tempfile's MAKER), before output_file has its name.
+SIGNAL_AS_MADE = """
+import os, signal, sys, tempfile
+sys.path.insert(0, sys.argv[1])
+import output_file
+maker = getattr(tempfile, sys.argv[2])
+def make_then_signal(*args, **kwargs):
+    made = maker(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGTERM)
+    return made
+setattr(tempfile, sys.argv[2], make_then_signal)
+if sys.argv[2] == "mkstemp":
+    with output_file.atomic_output(sys.argv[3]) as f:
+        f.write(b"new")
+else:
+    with output_file.atomic_folder(sys.argv[3]) as d:
+        open(os.path.join(d, "new"), "w").close()
+"""
+
+
+def case_signal_as_made(maker):
+    """SIGTERM as the temporary (mkstemp: a file's, mkdtemp: a folder's) is made: exit status
+    143, the old file kept (no folder made), no temporary left."""
+    case = Case(f"SIGTERM as {maker} makes the temporary: none left")
+    d = folder("signal_as_" + maker)
+    out = os.path.join(d, "out")
+    if maker == "mkstemp":
+        write(out, b"old")
+    result = subprocess.run([sys.executable, "-c", SIGNAL_AS_MADE, SCRIPTS, maker, out], capture_output=True, text=True,
+                            preexec_fn=signals_as_in_a_terminal, timeout=60)
+    case.check(result.returncode == 128 + signal.SIGTERM, f"exit status {result.returncode}: {result.stderr[-200:]!r}")
+    want = {"out": "file"} if maker == "mkstemp" else {}
+    case.check(listing(d) == want, f"folder holds {listing(d)}, expected {want}")
+    if maker == "mkstemp":
+        case.check(read(out) == b"old", "the old file changed")
+    case.end()
+
+
 def main():
     case_import_onto_input("import onto its model.safetensors: refused",
                            lambda d, hf: os.path.join(hf, "model.safetensors"))
@@ -345,6 +384,8 @@ def main():
     case_export_current_folder()
     case_signal(signal.SIGTERM)
     case_signal(signal.SIGINT)
+    case_signal_as_made("mkstemp")
+    case_signal_as_made("mkdtemp")
     return 1 if Case.failures else 0
 
 
