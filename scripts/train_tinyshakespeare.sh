@@ -4,8 +4,9 @@
 # BPE, train and val shards), prints samples on the way, and ends by comparing the validation
 # loss with the unigram baseline (a model that ignores context). Checkpoints, the CSV log and
 # its chart (loss.svg, scripts/plot_log.py) go to runs/NAME/, NAME the text's file name without
-# its extension (tinyshakespeare by default), or when an earlier run has that folder to the first
-# of runs/NAME-2/, runs/NAME-3/, ... that none has: a run never writes over another's files.
+# its extension (tinyshakespeare by default), or when an earlier run has that folder (it is not
+# empty) to the first of runs/NAME-2/, runs/NAME-3/, ... missing or empty: a run never writes
+# over another's files.
 # Every GPU of the machine takes part (--gpus). TEXT=path uses another text; extra arguments go
 # to train_gpt.
 set -euo pipefail
