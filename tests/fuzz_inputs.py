@@ -104,8 +104,8 @@ def truncate(rng, data, fmt):
 
 def extend(rng, data, fmt):
     n = rng.choice([1, 2, 4, 7, 64, 1000])
-    tail = rng.choice([bytes(n), bytes(rng.randrange(256) for _ in range(n)), b"\n" * n, (data * n)[:n]])
-    return data + tail, f"{n} bytes appended"
+    tail = rng.choice([bytes(n), bytes(rng.randrange(256) for _ in range(n)), b"\n" * n, data[:n]])
+    return data + tail, f"{len(tail)} bytes appended"
 
 
 def splice(rng, data, fmt):
@@ -211,7 +211,7 @@ def mutate_safetensors(rng, data, fmt):
     header, body = data[8:8 + n], data[8 + n:]
     what = rng.choice(["length", "json", "json", "json", "data"])
     if what == "length":
-        v = rng.choice([0, 1, n - 1, n + 1, len(data), len(data) - 8, 2**31, 2**63, 2**64 - 1, 100_000_001])
+        v = max(0, rng.choice([0, 1, n - 1, n + 1, len(data), len(data) - 8, 2**31, 2**63, 2**64 - 1, 100_000_001]))
         return struct.pack("<Q", v) + data[8:], f"header length {n} -> {v}"
     if what == "json":
         new, how = rng.choice(TEXT)(rng, header, {"header": n})
