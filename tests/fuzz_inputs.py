@@ -27,10 +27,12 @@ case's folder is kept.
 
 usage: fuzz_inputs.py [--cases N] [--seed S] [--bin DIR] [--only TEXT] [--limit SECONDS] [--jobs N]
 
---bin: the folder of bpe, prepare_data, train_gpt and generate (the repository's by default; a
-sanitizer build may be elsewhere). The Python scripts run with $PYTHON (python3 by default); the
-ones that need numpy say SKIPPED without it, as train_gpt and generate do when not built. Files
-go to $FLASHGPT_TMP/fuzz_inputs.
+--bin: the folder of bpe, prepare_data, train_gpt and generate (the repository's by default). A
+long run under the sanitizers takes a build of them with -fsanitize=address,undefined (for
+train_gpt and generate, their host code through nvcc's -Xcompiler) in a folder of its own, and
+--cases 1000 --limit 60. The Python scripts run with $PYTHON (python3 by default); the ones that
+need numpy say SKIPPED without it, as train_gpt and generate do when not built. Files go to
+$FLASHGPT_TMP/fuzz_inputs.
 """
 import argparse
 import array
