@@ -292,6 +292,11 @@ typedef struct {
 static void train_runs_init(TrainRuns* runs, const char* name) {
     char train_path[4096], val_path[4096];
     snprintf(runs->dir, sizeof(runs->dir), "%s/%s", test_env("FLASHGPT_TMP", "/tmp"), name);
+    // The folder is this test's own, emptied first: train_gpt refuses to start a run in a folder
+    // that holds an earlier run's checkpoints.
+    char clear[1200];
+    snprintf(clear, sizeof(clear), "rm -rf '%s'", runs->dir);
+    CHECK(system(clear) == 0, "%s", clear);
     make_dirs(runs->dir);
     snprintf(train_path, sizeof(train_path), "%s/train_000.bin", runs->dir);
     snprintf(val_path, sizeof(val_path), "%s/val_000.bin", runs->dir);
