@@ -361,22 +361,23 @@ if [ -x ./train_gpt ]; then
 
     # A new run's checkpoints would write over another run's of the same steps (and mix with the
     # others): a folder that holds checkpoint files is refused as --out-dir, unless resumed.
+    # The devices are hidden, so that each run stops where the GPU would be taken.
     begin "train_gpt_refuses_an_out_dir_of_another_run"
     mkdir -p "$tmp/run" "$tmp/other_files"
     echo model > "$tmp/run/model_00000350.bin"
     echo state > "$tmp/run/state_00000350.bin"
     echo notes > "$tmp/other_files/notes.txt"
-    ./train_gpt $data -B 1 --out-dir "$tmp/run" > "$tmp/out" 2>&1
+    CUDA_VISIBLE_DEVICES= ./train_gpt $data -B 1 --out-dir "$tmp/run" > "$tmp/out" 2>&1
     check "an --out-dir of checkpoints: $(tail -1 "$tmp/out")" \
         grep -qx -- "error: --out-dir $tmp/run holds the checkpoints of another run (2 files, the latest of step 350): --resume $tmp/run continues it; give a new run another --out-dir" "$tmp/out"
     check "the checkpoints were changed" test "$(cat "$tmp/run/model_00000350.bin" "$tmp/run/state_00000350.bin")" = "model
 state"
     rm "$tmp/run/state_00000350.bin"
-    ./train_gpt $data -B 1 --out-dir "$tmp/run/" > "$tmp/out" 2>&1
+    CUDA_VISIBLE_DEVICES= ./train_gpt $data -B 1 --out-dir "$tmp/run/" > "$tmp/out" 2>&1
     check "a model file alone: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: --out-dir $tmp/run/ holds the checkpoints of another run (1 file, the latest of step 350)"
-    ./train_gpt $data -B 1 --out-dir "$tmp/other_files" > "$tmp/out" 2>&1
+    CUDA_VISIBLE_DEVICES= ./train_gpt $data -B 1 --out-dir "$tmp/other_files" > "$tmp/out" 2>&1
     check "an --out-dir of other files: $(tail -1 "$tmp/out")" test "$(grep ^error "$tmp/out")" = "error: no CUDA device"
-    ./train_gpt $data -B 1 --out-dir "$tmp/new_run" > "$tmp/out" 2>&1
+    CUDA_VISIBLE_DEVICES= ./train_gpt $data -B 1 --out-dir "$tmp/new_run" > "$tmp/out" 2>&1
     check "a new --out-dir: $(tail -1 "$tmp/out")" test "$(grep ^error "$tmp/out")" = "error: no CUDA device"
     check "a new --out-dir was made before the GPU" test ! -e "$tmp/new_run"
     end

@@ -235,8 +235,9 @@ vd="--model d2 --context 64 -B 1 -T 64"
 ./train_gpt --train-data "$vd_train" $vd > "$tmp/out" 2>&1
 check "the val shard beside: $(grep '^val data' "$tmp/out" || last "$tmp/out")" has_line "$tmp/out" \
     "val data: $tmp/vd/train_x/val_*.bin: 1 shard ($tmp/vd/train_x/val_000000.bin), 20 batches every 100 steps"
-check "the start-up lines name the train shards" has_line "$tmp/out" \
-    "train data: $tmp/vd/train_x/train_*.bin: 1 shard ($tmp/vd/train_x/train_000000.bin), 265 batches per epoch"
+# The batches depend on the text, whose words come from awk's generator, which awks differ in.
+check "the start-up lines name the train shards" grep -qF -- \
+    "train data: $tmp/vd/train_x/train_*.bin: 1 shard ($tmp/vd/train_x/train_000000.bin), " "$tmp/out"
 check "the sibling's shards taken" not has "$tmp/out" "val_x"
 check "then the GPU: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 rm "$tmp/vd/train_x/val_000000.bin"
