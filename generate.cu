@@ -145,9 +145,9 @@ int main(int argc, char** argv) {
         die("the prompt is %d tokens with <|endoftext|>: the model's context of %d leaves no room to generate",
             n_prompt, config.maxT);
     int length = n_prompt + o.max_tokens < config.maxT ? n_prompt + o.max_tokens : config.maxT;
-    ModelOptions mo = {.attention = ATTENTION_FLASH};
-    const char* why = attention_unsupported(mo.attention, attention_shape(&config, 1, n_prompt));
-    if (!why) why = attention_decode_unsupported(attention_shape(&config, 1, length));
+    ModelOptions mo = {.attention = {.kind = ATTENTION_FLASH}};
+    const char* why = attention_unsupported(&mo.attention, attention_shape(&config, 1, n_prompt));
+    if (!why) why = attention_decode_unsupported(&mo.attention, attention_shape(&config, 1, length));
     if (why) die("%s: %s", o.checkpoint, why);
     // The long read last: every value of the checkpoint, checked on the host.
     float* values = read_model_values(o.checkpoint, &config);

@@ -8,8 +8,8 @@
 // the gradients (gpt/gpt.h). Rank 0 alone prints, samples and writes files.
 // Context parallel (--context-parallel N): each group of N consecutive ranks shares every
 // sequence, rank r of a group holding its zigzag chunks r and 2N-1-r; attention is the ring of
-// distributed/ring_attention.h. With one process the N ranks of the group run on its GPU
-// (simulated: the same code but for the ring's moves, for testing).
+// attention/ring.h. With one process the N ranks of the group run on its GPU (simulated: the
+// same code but for the ring's moves, distributed/ring_transport.h, for testing).
 #include <errno.h>
 #include <getopt.h>
 #include <glob.h>
@@ -29,6 +29,7 @@
 #include "distributed/launcher.h"
 #include "distributed/nccl_comm.h"
 #include "distributed/rendezvous.h"
+#include "distributed/ring_transport.h"
 #include "data/shard.h"
 #include "gpt/checkpoint.h"
 #include "gpt/gpt.h"
@@ -89,7 +90,7 @@ static void default_train_options(TrainOptions* o) {
     o->sample_tokens = 128;
     o->temperature = 1.0f;
     o->seed = 1337;
-    o->model_options.attention = ATTENTION_FLASH;
+    o->model_options.attention.kind = ATTENTION_FLASH;
     o->context_parallel = 1;
 }
 
@@ -244,11 +245,11 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         case OPT_OUT_DIR: o->out_dir = optarg; break;
         case OPT_LOG: o->log_path = optarg; break;
         case OPT_ATTENTION:
-            if (!strcmp(optarg, "flash")) o->model_options.attention = ATTENTION_FLASH;
-            else if (!strcmp(optarg, "naive")) o->model_options.attention = ATTENTION_NAIVE;
+            if (!strcmp(optarg, "flash")) o->model_options.attention.kind = ATTENTION_FLASH;
+            else if (!strcmp(optarg, "naive")) o->model_options.attention.kind = ATTENTION_NAIVE;
             else die("--attention %s: expected flash or naive", optarg);
             break;
-        case OPT_DETERMINISTIC: o->model_options.deterministic = 1; break;
+        case OPT_DETERMINISTIC: o->model_options.attention.deterministic = 1; break;
         case OPT_RECOMPUTE: o->model_options.recompute = parse_recompute(optarg); break;
         case OPT_CLASSIFIER_CHUNK:
             o->model_options.classifier_rows = parse_int_in("--classifier-chunk", optarg, 0, 2147483647);
@@ -299,7 +300,8 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         if (o->T % (2 * o->context_parallel) != 0)
             die("-T %d: --context-parallel %d cuts each sequence into %d equal chunks, so -T must be a multiple of %d",
                 o->T, o->context_parallel, 2 * o->context_parallel, 2 * o->context_parallel);
-        if (o->model_options.attention != ATTENTION_FLASH) die("--context-parallel runs the flash attention as a ring");
+        if (o->model_options.attention.kind != ATTENTION_FLASH)
+            die("--context-parallel runs the flash attention as a ring");
         if (o->sample_every > 0) die("--sample-every: sampling does not run with --context-parallel");
     }
 }
@@ -311,7 +313,8 @@ typedef struct {
     TrainOptions o;              // as resolved: steps, total batch, val data, out dir filled in
     LaunchInfo launch;           // this rank among the ranks (rank 0 of 1 without a launcher)
     DataParallel dp;             // comm NULL without a launcher
-    RingGroup ring;              // the context-parallel group (size 1: none)
+    AttentionRing ring;          // the context-parallel group (size 1: none)
+    NcclComm* ring_comm;         // its communicator, with one rank per process; else NULL
     int data_rank, data_ranks;   // whose part of the data: the context-parallel group's
     int rows, cols;              // the model's batch: rows of local sequences of cols tokens
     int* full_tokens;            // (B, T) a batch as the loader gives it, when the model's
@@ -441,9 +444,8 @@ static void resolve_batch(Run* r) {
     r->grad_accum = (int)(o->total_batch / tokens_per_micro);
     const ModelOptions* mo = &o->model_options;
     AttentionShape local = attention_shape(&r->config, r->rows, r->cols);
-    const char* why = o->context_parallel > 1 ? ring_attention_unsupported(&r->ring, local)
-                                              : attention_unsupported(mo->attention, local);
-    if (why) die("--attention %s: %s", attention_kind_name(mo->attention), why);
+    const char* why = attention_unsupported(&mo->attention, local);
+    if (why) die("--attention %s: %s", attention_kind_name(mo->attention.kind), why);
     r->dp = (DataParallel){.comm = NULL, .rank = r->launch.rank, .world_size = r->launch.world_size,
                            .zero_stage = o->zero_stage};
     r->plan = gpt_memory_plan(&r->config, r->rows, r->cols, mo, &r->dp);
@@ -532,7 +534,7 @@ static void check_resume_matches(const Run* r) {
         s->weight_decay != o->weight_decay || s->grad_clip != o->grad_clip)
         die("--resume %s: the run used --lr %g --min-lr-frac %g --warmup-steps %d --weight-decay %g "
             "--grad-clip %g", o->resume_dir, s->lr, s->min_lr_frac, s->warmup_steps, s->weight_decay, s->grad_clip);
-    if (s->attention != (int)mo->attention || s->deterministic != mo->deterministic ||
+    if (s->attention != (int)mo->attention.kind || s->deterministic != mo->attention.deterministic ||
         s->recompute != mo->recompute || s->classifier_rows != r->plan.logits_rows) {
         char was[64];
         recompute_name(s->recompute, was, sizeof(was));
@@ -561,7 +563,7 @@ static void print_run(const Run* r, const char* device_name) {
            o->steps, r->start_step + 1);
     if (o->context_parallel > 1)
         printf("context parallel: %d ranks share each sequence (%s), each %d tokens of it in two chunks of %d\n",
-               o->context_parallel, r->ring.comm ? "an NCCL ring" : "simulated on this GPU", r->cols, r->cols / 2);
+               o->context_parallel, r->ring_comm ? "an NCCL ring" : "simulated on this GPU", r->cols, r->cols / 2);
     if (r->dp.comm) {
         const ZeroShard* z = &r->model.shard;
         printf("ranks: %d (%s), each with the whole model, its gradients averaged by NCCL; ", r->launch.world_size,
@@ -571,12 +573,12 @@ static void print_run(const Run* r, const char* device_name) {
         else printf("every rank keeps the whole optimizer state\n");
     }
     printf("attention: %s%s; recompute in the backward: %s; classifier: %d chunk%s of %d rows\n",
-           attention_kind_name(mo->attention),
-           mo->attention == ATTENTION_FLASH && !mo->deterministic ? "" : " (deterministic)", recompute,
+           attention_kind_name(mo->attention.kind),
+           mo->attention.kind == ATTENTION_FLASH && !mo->attention.deterministic ? "" : " (deterministic)", recompute,
            (int)ceil_div(m->rows, m->logits_rows), m->logits_rows < m->rows ? "s" : "", m->logits_rows);
     printf("optimizer: AdamW lr %g, warmup %d, cosine to %g x lr, weight decay %g, grad clip %g\n",
            o->schedule.lr, o->schedule.warmup_steps, o->schedule.min_lr_frac, o->weight_decay, o->grad_clip);
-    memory_plan_print(m, mo->attention);
+    memory_plan_print(m, mo->attention.kind);
     if (r->peak_tflops > 0.0f)
         printf("MFU: %.3g GFLOP per token, peak %.0f TFLOP/s\n", r->flops_per_token * 1e-9, r->peak_tflops);
     else printf("MFU: unknown peak for this device (give --peak-tflops), shown as 0\n");
@@ -678,14 +680,14 @@ static void setup(Run* r, const TrainOptions* options) {
     // The context-parallel groups: N consecutive ranks each, or all N on this GPU (simulated).
     int cp = o->context_parallel, world = r->launch.world_size, simulated = world == 1;
     if (world % cp != 0 && !simulated) die("--context-parallel %d does not divide the %d ranks", cp, world);
-    r->ring = (RingGroup){.size = cp, .first = simulated ? 0 : r->launch.rank % cp, .count = simulated ? cp : 1,
-                          .comm = NULL};
+    // The NCCL ring's communicator is made with the GPU (below); until then only the shape counts.
+    r->ring = simulated ? ring_in_memory(cp) : ring_over_nccl(NULL, cp, r->launch.rank % cp);
     r->data_rank = simulated ? 0 : r->launch.rank / cp;
     r->data_ranks = simulated ? 1 : world / cp;
     r->rows = o->B * r->ring.count;
     r->cols = o->T / cp;
     if (cp > 1) {
-        o->model_options.context_parallel = &r->ring;
+        o->model_options.attention.ring = &r->ring;
         r->full_tokens = (int*)malloc((size_t)o->B * o->T * sizeof(int));
         r->full_targets = (int*)malloc((size_t)o->B * o->T * sizeof(int));
         if (!r->full_tokens || !r->full_targets) die("out of host memory for a batch");
@@ -725,7 +727,10 @@ static void setup(Run* r, const TrainOptions* options) {
     if (launched) {
         r->dp.comm = nccl_comm_create(&r->launch, RENDEZVOUS_DEFAULT_TIMEOUT_S, err);
         if (!r->dp.comm) die("%s", err);
-        if (cp > 1) r->ring.comm = nccl_comm_split(r->dp.comm, r->launch.rank / cp, r->launch.rank % cp);
+        if (cp > 1 && !simulated) {
+            r->ring_comm = nccl_comm_split(r->dp.comm, r->launch.rank / cp, r->launch.rank % cp);
+            r->ring = ring_over_nccl(r->ring_comm, cp, r->launch.rank % cp);
+        }
     }
     gpt_build(&r->model, r->config, r->rows, r->cols, &o->model_options, launched ? &r->dp : NULL);
     cudaCheck(cudaMalloc((void**)&r->loss_device, sizeof(float)));
@@ -752,7 +757,7 @@ static void teardown(Run* r) {
     if (r->log) fclose(r->log);
     free(r->full_tokens);
     free(r->full_targets);
-    if (r->ring.comm) nccl_comm_destroy(r->ring.comm);
+    if (r->ring_comm) nccl_comm_destroy(r->ring_comm);
     cudaCheck(cudaFree(r->loss_device));
     dataloader_close(r->train);
     if (r->val) dataloader_close(r->val);
@@ -873,7 +878,7 @@ static void print_sample(Run* r) {
     printf("sample: ");
     for (int i = 1; i <= n; i++) {
         int len = i < g->T ? i : g->T;
-        const char* why = attention_unsupported(g->options.attention, attention_shape(c, 1, len));
+        const char* why = attention_unsupported(&g->options.attention, attention_shape(c, 1, len));
         if (why) die("sampling: attention cannot run at T = %d: %s", len, why);
         gpt_forward(g, tokens + i - len, 1, len);
         cudaCheck(cudaMemcpyAsync(row, gpt_logits(g, len - 1, 1), (size_t)c->V * sizeof(bf16),
@@ -904,7 +909,7 @@ static void save_checkpoint(Run* r, int step) {
                        .min_lr_frac = o->schedule.min_lr_frac, .weight_decay = o->weight_decay,
                        .grad_clip = o->grad_clip, .seed = o->seed, .train_loader = dataloader_state(r->train),
                        .sample_rng = r->sample_rng.state, .adam_t = r->model.adam_t,
-                       .attention = (int)mo->attention, .deterministic = mo->deterministic,
+                       .attention = (int)mo->attention.kind, .deterministic = mo->attention.deterministic,
                        .recompute = mo->recompute, .classifier_rows = r->model.plan.logits_rows};
     gpt_save_checkpoint(&r->model, model_path);
     save_training_state(&r->model, &s, state_path);

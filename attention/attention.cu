@@ -1,46 +1,92 @@
-// attention/attention.cu: attention.h, dispatching to the flash kernels (attention/flash.h) or
-// the textbook path (attention/naive.h). What the forward keeps for the backward:
-//   flash: the log-sum-exp L (B, NH, T) fp32;  naive: the probabilities P (B, NH, T, T) bf16.
+// attention/attention.cu: attention.h. The plan sends each pass to the ring (attention/ring.h),
+// the flash kernels (attention/flash.h) or the textbook path (attention/naive.h), on the views
+// of the fused activations; decoding goes to attention/decode.h for both kinds. What the forward
+// keeps for the backward: the log-sum-exp L (B, NH, T) fp32 (flash, ring) or the probabilities
+// P (B, NH, T, T) bf16 (naive).
 #include "attention/attention.h"
+#include "attention/decode.h"
 #include "attention/flash.h"
 #include "attention/naive.h"
 
 const char* attention_kind_name(AttentionKind kind) { return kind == ATTENTION_FLASH ? "flash" : "naive"; }
 
-const char* attention_unsupported(AttentionKind kind, AttentionShape s) {
-    return kind == ATTENTION_FLASH ? flash_attention_unsupported(s) : naive_attention_unsupported(s);
+AttentionParams attention_fused_params(AttentionShape s, const bf16* qkv, bf16* out, float* lse, bf16* dqkv,
+                                       const bf16* dout) {
+    long long C = (long long)s.NH * s.HS, T = s.T;
+    // Q, K, V of (b, t, h) are HS values at (b*T + t)*3C + {0, C, 2C} + h*HS.
+    AttentionTensor q = {(bf16*)qkv, T * 3 * C, 3 * C, s.HS}, o = {out, T * C, C, s.HS};
+    AttentionTensor k = q, v = q, dq = q, dk, dv, dout_view = o;
+    k.ptr += C;
+    v.ptr += 2 * C;
+    dq.ptr = dqkv;
+    dk = dq, dv = dq;
+    if (dqkv) dk.ptr += C, dv.ptr += 2 * C;
+    dout_view.ptr = (bf16*)dout;
+    AttentionParams p = {s, q, k, v, o, {lse, (long long)s.NH * T, s.T}, dout_view, dq, dk, dv};
+    return p;
 }
 
-size_t attention_saved_bytes(AttentionKind kind, AttentionShape s) {
+const char* attention_unsupported(const AttentionPlan* plan, AttentionShape s) {
+    if (plan->ring) {
+        if (plan->kind != ATTENTION_FLASH) return "context parallel: the ring runs flash attention only";
+        return ring_attention_unsupported(plan->ring, s);
+    }
+    return plan->kind == ATTENTION_FLASH ? flash_attention_unsupported(s) : naive_attention_unsupported(s);
+}
+
+size_t attention_saved_bytes(const AttentionPlan* plan, AttentionShape s) {
     size_t rows = (size_t)s.B * s.NH * s.T;
-    return kind == ATTENTION_FLASH ? rows * sizeof(float) : rows * s.T * sizeof(bf16);
+    return plan->kind == ATTENTION_FLASH ? rows * sizeof(float) : rows * s.T * sizeof(bf16);
 }
 
-size_t attention_scratch_bytes(AttentionKind kind, AttentionShape s) {
-    return kind == ATTENTION_FLASH ? flash_attention_scratch_bytes(s) : naive_attention_scratch_bytes(s);
+size_t attention_scratch_bytes(const AttentionPlan* plan, AttentionShape s) {
+    if (plan->ring) return ring_attention_workspace_bytes(plan->ring, s);
+    return plan->kind == ATTENTION_FLASH ? flash_attention_scratch_bytes(s) : naive_attention_scratch_bytes(s);
 }
 
-// A shape the implementation cannot compute is an error, never a wrong result. Checked here,
-// once, for every kernel behind the interface.
-static void require_supported(AttentionKind kind, AttentionShape s) {
-    const char* why = attention_unsupported(kind, s);
+// A shape the plan cannot compute is an error, never a wrong result. Checked here, once, for
+// every kernel behind the interface.
+static void require_supported(const AttentionPlan* plan, AttentionShape s) {
+    const char* why = attention_unsupported(plan, s);
     if (why) die("%s", why);
 }
 
-void attention_forward(AttentionKind kind, AttentionShape s, bf16* out, void* saved,
-                       const bf16* qkv, cudaStream_t stream) {
-    require_supported(kind, s);
-    if (kind == ATTENTION_FLASH) flash_attention_forward(s, out, (float*)saved, qkv, stream);
-    else naive_attention_forward(s, out, (bf16*)saved, qkv, stream);
+void attention_forward(const AttentionPlan* plan, AttentionShape s, bf16* out, void* saved, const bf16* qkv,
+                       void* scratch, cudaStream_t stream) {
+    require_supported(plan, s);
+    AttentionParams p = attention_fused_params(s, qkv, out, (float*)saved, NULL, NULL);
+    if (plan->ring) ring_attention_forward(plan->ring, s, out, (float*)saved, qkv, scratch, stream);
+    else if (plan->kind == ATTENTION_FLASH) flash_attention_forward(&p, stream);
+    else naive_attention_forward(&p, (bf16*)saved, stream);
 }
 
-// The naive path is deterministic whatever the flag says.
-void attention_backward(AttentionKind kind, AttentionShape s, bf16* dqkv, const bf16* dout,
-                        const bf16* out, const void* saved, const bf16* qkv, void* scratch,
-                        int deterministic, cudaStream_t stream) {
-    require_supported(kind, s);
-    if (kind == ATTENTION_FLASH)
-        flash_attention_backward(s, dqkv, dout, out, (const float*)saved, qkv, scratch,
-                                 deterministic, stream);
-    else naive_attention_backward(s, dqkv, dout, (const bf16*)saved, qkv, scratch, stream);
+void attention_backward(const AttentionPlan* plan, AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out,
+                        const void* saved, const bf16* qkv, void* scratch, cudaStream_t stream) {
+    require_supported(plan, s);
+    AttentionParams p = attention_fused_params(s, qkv, (bf16*)out, (float*)saved, dqkv, dout);
+    if (plan->ring)
+        ring_attention_backward(plan->ring, s, dqkv, dout, out, (const float*)saved, qkv, scratch,
+                                plan->deterministic, stream);
+    else if (plan->kind == ATTENTION_FLASH) flash_attention_backward(&p, scratch, plan->deterministic, stream);
+    else naive_attention_backward(&p, (const bf16*)saved, scratch, stream);
+}
+
+const char* attention_decode_unsupported(const AttentionPlan* plan, AttentionShape cache) {
+    if (plan->ring) return "decode attention: not under context parallelism";
+    if (cache.B != 1) return "decode attention: one sequence at a time (B = 1)";
+    return decode_attention_unsupported(cache);
+}
+
+size_t attention_decode_scratch_bytes(AttentionShape cache) { return decode_attention_scratch_bytes(cache); }
+
+void attention_decode(const AttentionPlan* plan, AttentionShape cache, bf16* out, const bf16* qkv, int pos,
+                      void* scratch, cudaStream_t stream) {
+    const char* why = attention_decode_unsupported(plan, cache);
+    if (why) die("%s", why);
+    if (pos < 0 || pos >= cache.T) die("attention_decode: position %d outside the cache of %d rows", pos, cache.T);
+    // The keys and values of rows 0..pos, the query of row pos.
+    AttentionParams p = attention_fused_params(cache, qkv, out, NULL, NULL, NULL);
+    p.shape.T = pos + 1;
+    p.q.ptr += (long long)pos * p.q.row;
+    decode_attention(&p, scratch, stream);
 }

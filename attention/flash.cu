@@ -3,6 +3,7 @@
 // the backward it also picks the dQ path (flash.h's FlashDq), deterministic or not.
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include "attention/flash.h"
 
 const char* flash_attention_unsupported(AttentionShape s) {
@@ -13,6 +14,20 @@ const char* flash_attention_unsupported(AttentionShape s) {
     // across rows are 64-bit.
     if ((long long)s.B * s.NH * s.T > INT_MAX) return "flash attention: B*NH*T must be below 2^31";
     if (3LL * s.NH * s.HS > INT_MAX) return "flash attention: 3*NH*HS must be below 2^31";
+    return NULL;
+}
+
+static int aligned_view(const AttentionTensor* x) {
+    return ((uintptr_t)x->ptr % 16 == 0) && x->batch % 8 == 0 && x->row % 8 == 0 && x->head % 8 == 0;
+}
+
+const char* flash_attention_params_unsupported(const AttentionParams* p) {
+    const char* why = flash_attention_unsupported(p->shape);
+    if (why) return why;
+    const AttentionTensor* views[] = {&p->q, &p->k, &p->v, &p->o, &p->dout, &p->dq, &p->dk, &p->dv};
+    for (int i = 0; i < 8; i++)
+        if (views[i]->ptr && !aligned_view(views[i]))
+            return "flash attention: every tensor must be 16-byte aligned, its strides multiples of 8 elements";
     return NULL;
 }
 
@@ -39,26 +54,32 @@ int flash_attention_wgmma_available(void) {
     return available;
 }
 
-void flash_attention_forward(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream) {
-    if (flash_attention_wgmma_available()) flash_attention_forward_wgmma(s, out, lse, qkv, stream);
-    else flash_attention_forward_mma(s, out, lse, qkv, stream);
+// A call the kernels cannot compute is an error, never a wrong result.
+static void require_supported(const AttentionParams* p) {
+    const char* why = flash_attention_params_unsupported(p);
+    if (why) die("%s", why);
+}
+
+void flash_attention_forward(const AttentionParams* p, cudaStream_t stream) {
+    require_supported(p);
+    if (flash_attention_wgmma_available()) flash_attention_forward_wgmma(p, stream);
+    else flash_attention_forward_mma(p, stream);
 }
 
 // The wgmma backward's dQ path: dQ in a kernel of its own (deterministic) up to the longest T
 // at which it measured faster on an H200 than the in-kernel path of the same mode, atomic or
-// fixed point (bench/RESULTS.md, attention v23); the in-kernel path above.
+// fixed point (its two products more than pay for the accumulator's adds at short T); the
+// in-kernel path above.
 static FlashDq wgmma_dq_path(AttentionShape s, int deterministic) {
     int separate_max_T = s.HS == 64 ? (deterministic ? 1024 : 256) : (deterministic ? 2048 : 1024);
     if (s.T <= separate_max_T) return FLASH_DQ_SEPARATE;
     return deterministic ? FLASH_DQ_FIXED : FLASH_DQ_ATOMIC;
 }
 
-void flash_attention_backward(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
-                              const bf16* qkv, void* scratch, int deterministic, cudaStream_t stream) {
-    if (flash_attention_wgmma_available()) {
-        flash_attention_backward_wgmma(s, dqkv, dout, out, lse, qkv, scratch, wgmma_dq_path(s, deterministic), stream);
-    } else {
-        flash_attention_backward_mma(s, dqkv, dout, out, lse, qkv, scratch,
-                                     deterministic ? FLASH_DQ_SEPARATE : FLASH_DQ_ATOMIC, stream);
-    }
+void flash_attention_backward(const AttentionParams* p, void* scratch, int deterministic, cudaStream_t stream) {
+    require_supported(p);
+    if (flash_attention_wgmma_available())
+        flash_attention_backward_wgmma(p, scratch, wgmma_dq_path(p->shape, deterministic), stream);
+    else
+        flash_attention_backward_mma(p, scratch, deterministic ? FLASH_DQ_SEPARATE : FLASH_DQ_ATOMIC, stream);
 }

@@ -1,7 +1,7 @@
-// attention/flash.h: the FlashAttention kernels (forward and backward) behind attention.h.
-// Q, K, V are read by strides out of the fused activation qkv (B, T, 3, NH, HS); the forward
-// writes O (B, T, NH, HS) and the log-sum-exp L (B, NH, T) fp32 (natural log, of scaled scores);
-// the backward recomputes the probabilities from Q, K and L and writes dqkv (B, T, 3, NH, HS).
+// attention/flash.h: the FlashAttention kernels (forward and backward) behind attention.h, on
+// the pointers and strides of attention/params.h. The forward writes O and the log-sum-exp L
+// (natural log, of scaled scores); the backward recomputes the probabilities from Q, K and L
+// and writes dQ, dK and dV, every element.
 //
 // Two families compute the same functions:
 //   *_mma:   warp-level mma.sync tensor cores, any GPU from sm_80 (flash_forward.cu, flash_backward.cu)
@@ -12,32 +12,22 @@
 #define FLASHGPT_FLASH_H
 
 #include <stddef.h>
-#include "attention/attention.h"
+#include "attention/params.h"
 
 // NULL when the flash kernels handle the shape, else a one-line reason.
 const char* flash_attention_unsupported(AttentionShape s);
+// NULL when they handle the call: its shape, and pointers and strides their 16-byte loads take.
+const char* flash_attention_params_unsupported(const AttentionParams* p);
 // 1 when this build holds the wgmma kernels (sm_90a code) for the current GPU.
 int flash_attention_wgmma_available(void);
 
-void flash_attention_forward(AttentionShape s,
-                             bf16* out,          // (B, T, NH, HS)
-                             float* lse,         // (B, NH, T)
-                             const bf16* qkv,    // (B, T, 3, NH, HS)
-                             cudaStream_t stream);
+void flash_attention_forward(const AttentionParams* p, cudaStream_t stream);
 
 // Bytes of scratch one flash_attention_backward call needs (either family).
 size_t flash_attention_scratch_bytes(AttentionShape s);
 
 // deterministic != 0: the same bits on every run (no floating-point atomics).
-void flash_attention_backward(AttentionShape s,
-                              bf16* dqkv,         // (B, T, 3, NH, HS), overwritten
-                              const bf16* dout,   // (B, T, NH, HS)
-                              const bf16* out,    // (B, T, NH, HS)
-                              const float* lse,   // (B, NH, T)
-                              const bf16* qkv,    // (B, T, 3, NH, HS)
-                              void* scratch,      // flash_attention_scratch_bytes
-                              int deterministic,
-                              cudaStream_t stream);
+void flash_attention_backward(const AttentionParams* p, void* scratch, int deterministic, cudaStream_t stream);
 
 // How a backward computes dQ, which every K/V block of keys adds to:
 typedef enum {
@@ -49,14 +39,11 @@ typedef enum {
                          // bits on every run, for 7 matmuls instead of 5
 } FlashDq;
 
-// The two families, same arguments as above but the dQ path named; the shape must be supported
-// (the callers above check it once).
-void flash_attention_forward_mma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream);
-void flash_attention_forward_wgmma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream);
-void flash_attention_backward_mma(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
-                                  const bf16* qkv, void* scratch, FlashDq dq, cudaStream_t stream);
-void flash_attention_backward_wgmma(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
-                                    const bf16* qkv, void* scratch, FlashDq dq, cudaStream_t stream);
+// The two families, the dQ path named; the call must be supported (the callers above check it).
+void flash_attention_forward_mma(const AttentionParams* p, cudaStream_t stream);
+void flash_attention_forward_wgmma(const AttentionParams* p, cudaStream_t stream);
+void flash_attention_backward_mma(const AttentionParams* p, void* scratch, FlashDq dq, cudaStream_t stream);
+void flash_attention_backward_wgmma(const AttentionParams* p, void* scratch, FlashDq dq, cudaStream_t stream);
 
 // Steps both backward families share (flash_backward_steps.cu), in the scratch above.
 typedef struct {
@@ -68,10 +55,9 @@ typedef struct {
 BackwardScratch flash_backward_scratch(AttentionShape s, void* scratch);
 // D; with FLASH_DQ_ATOMIC also the accumulator zeroed; with FLASH_DQ_FIXED also the fixed-point
 // scales (from the K/V bounds) and the accumulator zeroed.
-void flash_backward_prepass(AttentionShape s, BackwardScratch w, FlashDq dq, const bf16* dout, const bf16* out,
-                            const bf16* qkv, cudaStream_t stream);
-// The Q part of dqkv from the accumulator: bf16(scale * dq_accum), divided by the row's
-// dq_fixed_scale for FLASH_DQ_FIXED.
-void flash_backward_dq_convert(AttentionShape s, bf16* dqkv, BackwardScratch w, FlashDq dq, cudaStream_t stream);
+void flash_backward_prepass(const AttentionParams* p, BackwardScratch w, FlashDq dq, cudaStream_t stream);
+// dQ from the accumulator: bf16(scale * dq_accum), divided by the row's dq_fixed_scale for
+// FLASH_DQ_FIXED.
+void flash_backward_dq_convert(const AttentionParams* p, BackwardScratch w, FlashDq dq, cudaStream_t stream);
 
 #endif

@@ -1,6 +1,6 @@
 // attention/flash_backward.cu: the FlashAttention backward pass on mma.sync tensor cores (sm_80 on).
-//   in:  dO, O (B, T, NH, HS) bf16; L (B, NH, T) fp32 from the forward; qkv (B, T, 3, NH, HS)
-//   out: dqkv (B, T, 3, NH, HS) bf16, every element written
+//   in:  Q, K, V, O, dO (B, T, NH, HS) bf16 and the forward's L (B, NH, T) fp32, by their views
+//   out: dQ, dK, dV (B, T, NH, HS) bf16 by their views (attention/params.h), every element written
 //   scratch: D (B, NH, T), the dQ accumulator (B, NH, T, HS) and the rest of flash_backward_steps.cu
 // The probabilities are recomputed block by block from Q, K and L (P = exp(scale*QK^T - L)),
 // never read from memory. Three steps:
@@ -9,7 +9,7 @@
 //   2. one thread block per K/V block of BLOCK_N keys loops over the Q blocks that see it,
 //      keeping dK and dV in registers: dV += P^T dO, dK += dS^T Q, with dS = P * (dP - D),
 //      dP = dO V^T; FLASH_DQ_ATOMIC adds dQ += dS K to the fp32 accumulator with atomics;
-//   3. the accumulator becomes bf16 dQ in dqkv (flash_backward_steps.cu). FLASH_DQ_SEPARATE
+//   3. the accumulator becomes bf16 dQ (flash_backward_steps.cu). FLASH_DQ_SEPARATE
 //      (any deterministic dQ: this family has no fixed-point path) instead runs a second kernel
 //      (flash_backward_dq_separate), one thread block per Q block looping over the K/V blocks,
 //      which computes dQ on its own in a fixed order: the same bits every run, for 7 matmuls
@@ -18,6 +18,13 @@
 #include "attention/flash.h"
 #include "attention/mma.cuh"
 #include "attention/smem_tile.cuh"
+#include "attention/softmax.cuh"
+
+// Row 0 of head h of sequence b in a view. h * head may pass 2^31; both are non-negative, and
+// their unsigned 32 x 32 -> 64-bit product takes fewer registers in these kernels than a signed one.
+__device__ __forceinline__ bf16* head_rows(const AttentionTensor& v, int b, int h) {
+    return v.ptr + b * v.batch + (unsigned long long)(unsigned)h * (unsigned)v.head;
+}
 
 // Step 2. Thread block: BLOCK_N = 16*NWARPS keys of one (b, h); warp w owns keys 16w..16w+15,
 // so it computes the transposed products S^T = K Q^T and dP^T = V dO^T (its keys as rows),
@@ -32,8 +39,7 @@
 // at a second barrier.
 template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ>
 __global__ void __launch_bounds__(NWARPS * 32)
-flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const float* lse, const float* delta,
-                         const bf16* qkv, int T, int NH, int BH, int causal, float scale) {
+flash_backward_kv_kernel(const AttentionParams p, float* dq_accum, const float* delta) {
     constexpr int NTHREADS = NWARPS * 32;
     constexpr int BLOCK_N = 16 * NWARPS;
     constexpr int S = PaddedRow<HS>::stride;
@@ -48,27 +54,29 @@ flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const fl
     float* sL = reinterpret_cast<float*>(sdS + (ATOMIC_DQ ? 2 * BLOCK_N * SDS : 0));   // 2 stages of (BLOCK_M)
     float* sD = sL + 2 * BLOCK_M;                  // 2 stages of (BLOCK_M)
 
+    const int T = p.shape.T, NH = p.shape.NH, BH = p.shape.B * NH, causal = p.shape.causal;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     // Causal work shrinks with the key index: the first K/V blocks are issued first.
     int kv_block = blockIdx.x / BH;
     int bh = blockIdx.x % BH, b = bh / NH, h = bh % NH;
     int k0 = kv_block * BLOCK_N;
     int warp_k0 = k0 + warp * 16;             // first key of this warp
-    long long row_stride = 3LL * NH * HS, do_stride = (long long)NH * HS;
-    const bf16* q_ptr = qkv + (long long)b * T * row_stride + h * HS;
-    const bf16* k_ptr = q_ptr + NH * HS;
-    const bf16* v_ptr = q_ptr + 2 * NH * HS;
-    const bf16* do_ptr = dout + (long long)b * T * do_stride + h * HS;
-    const float* l_ptr = lse + (long long)bh * T;
-    const float* d_ptr = delta + (long long)bh * T;
     // Causal: Q blocks entirely before this K/V block never see it.
     int first_q_block = causal ? k0 / BLOCK_M : 0;
     int n_q_blocks = (int)ceil_div(T, BLOCK_M);
+    // The Q and dO blocks being loaded, from the first on, advanced a block at a time by
+    // load_q_block: fewer registers than offsets from the head's row 0.
+    const bf16* q_ptr = head_rows(p.q, b, h) + first_q_block * BLOCK_M * p.q.row;
+    const bf16* do_ptr = head_rows(p.dout, b, h) + first_q_block * BLOCK_M * p.dout.row;
+    const float* l_ptr = p.lse.ptr + b * p.lse.batch + (long long)h * p.lse.head;
+    const float* d_ptr = delta + (long long)bh * T;
 
     auto load_q_block = [&](int i, int stage) {
         int q0 = i * BLOCK_M;
-        load_tile_async<BLOCK_M, HS, NTHREADS>(sQ + stage * BLOCK_M * S, q_ptr + q0 * row_stride, row_stride, T - q0);
-        load_tile_async<BLOCK_M, HS, NTHREADS>(sdO + stage * BLOCK_M * S, do_ptr + q0 * do_stride, do_stride, T - q0);
+        load_tile_async<BLOCK_M, HS, NTHREADS>(sQ + stage * BLOCK_M * S, q_ptr, p.q.row, T - q0);
+        load_tile_async<BLOCK_M, HS, NTHREADS>(sdO + stage * BLOCK_M * S, do_ptr, p.dout.row, T - q0);
+        q_ptr += BLOCK_M * p.q.row;
+        do_ptr += BLOCK_M * p.dout.row;
         load_vec_async<BLOCK_M, NTHREADS>(sL + stage * BLOCK_M, l_ptr + q0, T - q0);
         load_vec_async<BLOCK_M, NTHREADS>(sD + stage * BLOCK_M, d_ptr + q0, T - q0);
     };
@@ -110,8 +118,8 @@ flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const fl
                 }
             }
     };
-    load_tile_async<BLOCK_N, HS, NTHREADS>(sK, k_ptr + k0 * row_stride, row_stride, T - k0);
-    load_tile_async<BLOCK_N, HS, NTHREADS>(sV, v_ptr + k0 * row_stride, row_stride, T - k0);
+    load_tile_async<BLOCK_N, HS, NTHREADS>(sK, head_rows(p.k, b, h) + k0 * p.k.row, p.k.row, T - k0);
+    load_tile_async<BLOCK_N, HS, NTHREADS>(sV, head_rows(p.v, b, h) + k0 * p.v.row, p.v.row, T - k0);
     cp_async_commit();
     load_q_block(first_q_block, 0);
     cp_async_commit();
@@ -128,7 +136,7 @@ flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const fl
         }
 
     float dk[HS / 8][4] = {}, dv[HS / 8][4] = {};
-    const float scale_log2 = scale * (float)M_LOG2E;
+    const float scale_log2 = p.shape.scale * (float)M_LOG2E;
 
     for (int i = first_q_block; i < n_q_blocks; i++) {
         int stage = (i - first_q_block) & 1, q0 = i * BLOCK_M;
@@ -181,22 +189,18 @@ flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const fl
             }
             // P^T = exp(scale*S^T - L) and dS^T = P^T * (dP^T - D), L and D per query (column).
             // Masked: queries past T, keys past T and (causal) keys after the query.
-            bool need_mask = qs + SUB_M > T || warp_k0 + 16 > T || (causal && warp_k0 + 15 > qs);
-            for (int nt = 0; nt < SUB_M / 8; nt++) {
-                int qc = m0 + nt * 8 + 2 * t;
-                float2 lq = *reinterpret_cast<const float2*>(l_blk + qc);
-                float2 dq = *reinterpret_cast<const float2*>(d_blk + qc);
-                for (int e = 0; e < 4; e++) {
-                    float lcol = (e & 1) ? lq.y : lq.x, dcol = (e & 1) ? dq.y : dq.x;
-                    float p = fast_exp2(fmaf(st[nt][e], scale_log2, -lcol * (float)M_LOG2E));
-                    if (need_mask) {
-                        int query = q0 + qc + (e & 1), key = warp_k0 + g + (e >> 1) * 8;
-                        if (query >= T || key >= T || (causal && key > query)) p = 0.0f;
-                    }
-                    st[nt][e] = p;
-                    dpt[nt][e] = p * (dpt[nt][e] - dcol);
-                }
+            if (qs + SUB_M > T || warp_k0 + 16 > T || (causal && warp_k0 + 15 > qs)) {
+                VisibleColumns seen[2] = {queries_seeing(warp_k0 + g, qs + 2 * t, T, causal),
+                                          queries_seeing(warp_k0 + g + 8, qs + 2 * t, T, causal)};
+                mask_tile<SUB_M / 8>(&st[0][0], seen);
             }
+            probabilities_by_column<SUB_M / 8>(&st[0][0], [&](int nt) {
+                float2 l = *reinterpret_cast<const float2*>(l_blk + m0 + nt * 8 + 2 * t);
+                return make_float2(l.x * (float)M_LOG2E, l.y * (float)M_LOG2E);
+            }, scale_log2);
+            score_grads_by_column<SUB_M / 8>(&dpt[0][0], &st[0][0], [&](int nt) {
+                return *reinterpret_cast<const float2*>(d_blk + m0 + nt * 8 + 2 * t);
+            });
             // dV += P^T dO and dK += dS^T Q (scale applied once at the end): (16 keys, HS).
             for (int kq = 0; kq < SUB_M / 16; kq++) {
                 uint32_t pa[4], dsa[4];
@@ -226,13 +230,12 @@ flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const fl
 
     // dK (times scale) and dV through this warp's rows of sK and sV, then whole-row stores.
     for (int dt = 0; dt < HS / 8; dt++) {
-        store_c_tile<HS>(sK, warp * 16, dt * 8, dk[dt], scale, scale);
+        store_c_tile<HS>(sK, warp * 16, dt * 8, dk[dt], p.shape.scale, p.shape.scale);
         store_c_tile<HS>(sV, warp * 16, dt * 8, dv[dt], 1.0f, 1.0f);
     }
     __syncwarp();
-    bf16* dk_ptr = dqkv + ((long long)b * T + warp_k0) * row_stride + NH * HS + h * HS;
-    store_rows_warp<16, HS>(dk_ptr, row_stride, sK, warp * 16, T - warp_k0);
-    store_rows_warp<16, HS>(dk_ptr + NH * HS, row_stride, sV, warp * 16, T - warp_k0);
+    store_rows_warp<16, HS>(head_rows(p.dk, b, h) + warp_k0 * p.dk.row, p.dk.row, sK, warp * 16, T - warp_k0);
+    store_rows_warp<16, HS>(head_rows(p.dv, b, h) + warp_k0 * p.dv.row, p.dv.row, sV, warp * 16, T - warp_k0);
 }
 
 // Deterministic dQ: thread block per Q block of 16*NWARPS rows (warp w owns 16 of them, with
@@ -240,8 +243,7 @@ flash_backward_kv_kernel(bf16* dqkv, float* dq_accum, const bf16* dout, const fl
 // S = Q K^T, dP = dO V^T, dS = P * (dP - D), dQ += dS K, all in registers.
 template <int HS, int NWARPS, int BLOCK_N>
 __global__ void __launch_bounds__(NWARPS * 32)
-flash_backward_dq_kernel(bf16* dqkv, const bf16* dout, const float* lse, const float* delta, const bf16* qkv,
-                         int T, int NH, int BH, int n_q_blocks, int causal, float scale) {
+flash_backward_dq_kernel(const AttentionParams p, const float* delta) {
     constexpr int NTHREADS = NWARPS * 32;
     constexpr int BLOCK_M = 16 * NWARPS;
     constexpr int S = PaddedRow<HS>::stride;
@@ -251,21 +253,21 @@ flash_backward_dq_kernel(bf16* dqkv, const bf16* dout, const float* lse, const f
     bf16* sK = sdO + BLOCK_M * S;                  // 2 stages of (BLOCK_N, HS)
     bf16* sV = sK + 2 * BLOCK_N * S;               // 2 stages of (BLOCK_N, HS)
 
+    const int T = p.shape.T, NH = p.shape.NH, BH = p.shape.B * NH, causal = p.shape.causal;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    int q_block = n_q_blocks - 1 - blockIdx.x / BH;
+    int n_q_blocks = (int)ceil_div(T, BLOCK_M), q_block = n_q_blocks - 1 - blockIdx.x / BH;
     int bh = blockIdx.x % BH, b = bh / NH, h = bh % NH;
     int q0 = q_block * BLOCK_M, warp_q0 = q0 + warp * 16;
-    long long row_stride = 3LL * NH * HS, do_stride = (long long)NH * HS;
-    const bf16* q_ptr = qkv + (long long)b * T * row_stride + h * HS;
-    const bf16* k_ptr = q_ptr + NH * HS;
-    const bf16* v_ptr = q_ptr + 2 * NH * HS;
-    const bf16* do_ptr = dout + (long long)b * T * do_stride + h * HS;
+    // The K and V blocks being loaded, advanced a block at a time: fewer registers than offsets
+    // from the head's row 0.
+    const bf16* k_ptr = head_rows(p.k, b, h);
+    const bf16* v_ptr = head_rows(p.v, b, h);
     int n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N);
 
-    load_tile_async<BLOCK_M, HS, NTHREADS>(sQ, q_ptr + q0 * row_stride, row_stride, T - q0);
-    load_tile_async<BLOCK_M, HS, NTHREADS>(sdO, do_ptr + q0 * do_stride, do_stride, T - q0);
-    load_tile_async<BLOCK_N, HS, NTHREADS>(sK, k_ptr, row_stride, T);
-    load_tile_async<BLOCK_N, HS, NTHREADS>(sV, v_ptr, row_stride, T);
+    load_tile_async<BLOCK_M, HS, NTHREADS>(sQ, head_rows(p.q, b, h) + q0 * p.q.row, p.q.row, T - q0);
+    load_tile_async<BLOCK_M, HS, NTHREADS>(sdO, head_rows(p.dout, b, h) + q0 * p.dout.row, p.dout.row, T - q0);
+    load_tile_async<BLOCK_N, HS, NTHREADS>(sK, k_ptr, p.k.row, T);
+    load_tile_async<BLOCK_N, HS, NTHREADS>(sV, v_ptr, p.v.row, T);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
@@ -275,14 +277,16 @@ flash_backward_dq_kernel(bf16* dqkv, const bf16* dout, const float* lse, const f
         load_a(q_frag[kk], sQ, S, warp * 16, kk * 16);
         load_a(do_frag[kk], sdO, S, warp * 16, kk * 16);
     }
-    // L (in log2 units) and D of this thread's rows g and g+8; rows past T are masked below.
+    // L (in log2 units) and D of this thread's rows g and g+8. Rows past T (Q and dO zero, so
+    // dS 0) are never stored, and a row of dS adds to its own row of dQ only: they need no mask.
     float l2[2], d[2];
+    const float* lse = p.lse.ptr + b * p.lse.batch + (long long)h * p.lse.head;
     for (int half = 0; half < 2; half++) {
         int row = warp_q0 + g + 8 * half;
-        l2[half] = row < T ? lse[(long long)bh * T + row] * (float)M_LOG2E : 0.0f;
+        l2[half] = row < T ? lse[row] * (float)M_LOG2E : 0.0f;
         d[half] = row < T ? delta[(long long)bh * T + row] : 0.0f;
     }
-    const float scale_log2 = scale * (float)M_LOG2E;
+    const float scale_log2 = p.shape.scale * (float)M_LOG2E;
     float dq[HS / 8][4] = {};
 
     for (int j = 0; j < n_kv_blocks; j++) {
@@ -291,113 +295,108 @@ flash_backward_dq_kernel(bf16* dqkv, const bf16* dout, const float* lse, const f
         __syncthreads();   // block j in place, block j-1 done with: its stage takes block j+1
         if (j + 1 < n_kv_blocks) {
             int next = kv0 + BLOCK_N;
-            load_tile_async<BLOCK_N, HS, NTHREADS>(sK + (stage ^ 1) * BLOCK_N * S, k_ptr + next * row_stride, row_stride, T - next);
-            load_tile_async<BLOCK_N, HS, NTHREADS>(sV + (stage ^ 1) * BLOCK_N * S, v_ptr + next * row_stride, row_stride, T - next);
+            k_ptr += BLOCK_N * p.k.row;
+            v_ptr += BLOCK_N * p.v.row;
+            load_tile_async<BLOCK_N, HS, NTHREADS>(sK + (stage ^ 1) * BLOCK_N * S, k_ptr, p.k.row, T - next);
+            load_tile_async<BLOCK_N, HS, NTHREADS>(sV + (stage ^ 1) * BLOCK_N * S, v_ptr, p.v.row, T - next);
             cp_async_commit();
         }
         const bf16* k_tile = sK + stage * BLOCK_N * S;
         const bf16* v_tile = sV + stage * BLOCK_N * S;
 
         if (!(causal && kv0 > warp_q0 + 15)) {
-            float sc[BLOCK_N / 8][4] = {}, dp[BLOCK_N / 8][4] = {};
-            for (int kk = 0; kk < HS / 16; kk++)
-                for (int np = 0; np < BLOCK_N / 16; np++) {
+            // 16 keys at a time: S = Q K^T and dP = dO V^T, then dS = P * (dP - D) packed to bf16
+            // at once, so that S and dP are live in fp32 for 16 keys, not the block: fewer registers.
+            bool need_mask = kv0 + BLOCK_N > T || (causal && kv0 + BLOCK_N - 1 > warp_q0);
+            uint32_t dsa[BLOCK_N / 16][4];
+            #pragma unroll   // sc and dp stay in registers only while every index is a constant
+            for (int np = 0; np < BLOCK_N / 16; np++) {
+                float sc[2][4] = {}, dp[2][4] = {};
+                for (int kk = 0; kk < HS / 16; kk++) {
                     uint32_t kb[4], vb[4];
                     load_b_nk(kb, k_tile, S, np * 16, kk * 16);
-                    mma_bf16(sc[2 * np], q_frag[kk], kb[0], kb[1]);
-                    mma_bf16(sc[2 * np + 1], q_frag[kk], kb[2], kb[3]);
+                    mma_bf16(sc[0], q_frag[kk], kb[0], kb[1]);
+                    mma_bf16(sc[1], q_frag[kk], kb[2], kb[3]);
                     load_b_nk(vb, v_tile, S, np * 16, kk * 16);
-                    mma_bf16(dp[2 * np], do_frag[kk], vb[0], vb[1]);
-                    mma_bf16(dp[2 * np + 1], do_frag[kk], vb[2], vb[3]);
+                    mma_bf16(dp[0], do_frag[kk], vb[0], vb[1]);
+                    mma_bf16(dp[1], do_frag[kk], vb[2], vb[3]);
                 }
-            bool need_mask = kv0 + BLOCK_N > T || warp_q0 + 16 > T || (causal && kv0 + BLOCK_N - 1 > warp_q0);
-            for (int nt = 0; nt < BLOCK_N / 8; nt++)
-                for (int e = 0; e < 4; e++) {
-                    int half = e >> 1;
-                    float p = fast_exp2(fmaf(sc[nt][e], scale_log2, -l2[half]));
-                    if (need_mask) {
-                        int key = kv0 + nt * 8 + 2 * t + (e & 1), query = warp_q0 + g + 8 * half;
-                        if (query >= T || key >= T || (causal && key > query)) p = 0.0f;
-                    }
-                    sc[nt][e] = p * (dp[nt][e] - d[half]);   // dS
+                if (need_mask) {
+                    int row = warp_q0 + g, key0 = kv0 + np * 16 + 2 * t;
+                    VisibleColumns seen[2] = {keys_seen(row, key0, T, causal), keys_seen(row + 8, key0, T, causal)};
+                    mask_tile<2>(&sc[0][0], seen);
                 }
-            for (int kk = 0; kk < BLOCK_N / 16; kk++) {
-                uint32_t dsa[4];
-                c_to_a(dsa, sc[2 * kk], sc[2 * kk + 1]);
+                probabilities_by_row<2>(&sc[0][0], l2, scale_log2);
+                score_grads_by_row<2>(&dp[0][0], &sc[0][0], d);   // dP becomes dS
+                c_to_a(dsa[np], dp[0], dp[1]);
+            }
+            for (int kk = 0; kk < BLOCK_N / 16; kk++)
                 for (int dp2 = 0; dp2 < HS / 16; dp2++) {
                     uint32_t kb[4];
                     load_b_kn(kb, k_tile, S, kk * 16, dp2 * 16);
-                    mma_bf16(dq[2 * dp2], dsa, kb[0], kb[1]);
-                    mma_bf16(dq[2 * dp2 + 1], dsa, kb[2], kb[3]);
+                    mma_bf16(dq[2 * dp2], dsa[kk], kb[0], kb[1]);
+                    mma_bf16(dq[2 * dp2 + 1], dsa[kk], kb[2], kb[3]);
                 }
-            }
         }
     }
 
-    for (int dt = 0; dt < HS / 8; dt++) store_c_tile<HS>(sQ, warp * 16, dt * 8, dq[dt], scale, scale);
+    for (int dt = 0; dt < HS / 8; dt++) store_c_tile<HS>(sQ, warp * 16, dt * 8, dq[dt], p.shape.scale, p.shape.scale);
     __syncwarp();
-    store_rows_warp<16, HS>(dqkv + ((long long)b * T + warp_q0) * row_stride + h * HS, row_stride,
-                            sQ, warp * 16, T - warp_q0);
+    store_rows_warp<16, HS>(head_rows(p.dq, b, h) + warp_q0 * p.dq.row, p.dq.row, sQ, warp * 16, T - warp_q0);
 }
 
 template <int HS, int NWARPS, int BLOCK_N>
-static void launch_dq(AttentionShape s, bf16* dqkv, const bf16* dout, const float* lse, const float* delta,
-                      const bf16* qkv, cudaStream_t stream) {
+static void launch_dq(const AttentionParams* p, const float* delta, cudaStream_t stream) {
     constexpr int BLOCK_M = 16 * NWARPS, S = PaddedRow<HS>::stride;
     constexpr int smem = (2 * BLOCK_M + 4 * BLOCK_N) * S * (int)sizeof(bf16);
     constexpr auto kernel = flash_backward_dq_kernel<HS, NWARPS, BLOCK_N>;
     set_smem_limit_once<kernel>(smem);
-    int BH = s.B * s.NH, n_q_blocks = (int)ceil_div(s.T, BLOCK_M);
-    kernel<<<n_q_blocks * BH, NWARPS * 32, smem, stream>>>(dqkv, dout, lse, delta, qkv, s.T, s.NH, BH, n_q_blocks, s.causal, s.scale);
+    int n_q_blocks = (int)ceil_div(p->shape.T, BLOCK_M);
+    kernel<<<n_q_blocks * p->shape.B * p->shape.NH, NWARPS * 32, smem, stream>>>(*p, delta);
     cudaCheckLaunch();
 }
 
 // Q blocks of 64 rows (4 warps), K/V blocks of 64 keys (32 for HS 128).
-static void flash_backward_dq_separate(AttentionShape s, bf16* dqkv, const bf16* dout, const float* lse,
-                                       const float* delta, const bf16* qkv, cudaStream_t stream) {
-    if (s.HS == 64) launch_dq<64, 4, 64>(s, dqkv, dout, lse, delta, qkv, stream);
-    else            launch_dq<128, 4, 32>(s, dqkv, dout, lse, delta, qkv, stream);
+static void flash_backward_dq_separate(const AttentionParams* p, const float* delta, cudaStream_t stream) {
+    if (p->shape.HS == 64) launch_dq<64, 4, 64>(p, delta, stream);
+    else                   launch_dq<128, 4, 32>(p, delta, stream);
 }
 
 // The K/V kernel, with the atomic dQ or without dQ, from a dynamic shared-memory size of kv_smem
 // bytes.
 template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ>
-static void launch_kv(AttentionShape s, bf16* dqkv, BackwardScratch w, const bf16* dout, const float* lse,
-                      const bf16* qkv, int kv_smem, cudaStream_t stream) {
+static void launch_kv(const AttentionParams* p, BackwardScratch w, int kv_smem, cudaStream_t stream) {
     constexpr int BLOCK_N = 16 * NWARPS;
     constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, ATOMIC_DQ>;
     set_smem_limit_once<kernel>(kv_smem);
-    int BH = s.B * s.NH, n_kv_blocks = (int)ceil_div(s.T, BLOCK_N);
-    kernel<<<n_kv_blocks * BH, NWARPS * 32, kv_smem, stream>>>(dqkv, (float*)w.dq_accum, dout, lse, w.delta, qkv,
-                                                                s.T, s.NH, BH, s.causal, s.scale);
+    int n_kv_blocks = (int)ceil_div(p->shape.T, BLOCK_N);
+    kernel<<<n_kv_blocks * p->shape.B * p->shape.NH, NWARPS * 32, kv_smem, stream>>>(*p, (float*)w.dq_accum, w.delta);
     cudaCheckLaunch();
 }
 
 template <int HS, int BLOCK_M, int SUB_M, int NWARPS>
-static void launch_backward(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
-                            const bf16* qkv, void* scratch, FlashDq dq, cudaStream_t stream) {
-    BackwardScratch w = flash_backward_scratch(s, scratch);
-    flash_backward_prepass(s, w, dq, dout, out, qkv, stream);
+static void launch_backward(const AttentionParams* p, void* scratch, FlashDq dq, cudaStream_t stream) {
+    BackwardScratch w = flash_backward_scratch(p->shape, scratch);
+    flash_backward_prepass(p, w, dq, stream);
     constexpr int BLOCK_N = 16 * NWARPS, S = PaddedRow<HS>::stride;
     int kv_smem = (2 * BLOCK_N + 4 * BLOCK_M) * S * (int)sizeof(bf16) + 4 * BLOCK_M * (int)sizeof(float);
     if (dq == FLASH_DQ_SEPARATE) {
-        launch_kv<HS, BLOCK_M, SUB_M, NWARPS, false>(s, dqkv, w, dout, lse, qkv, kv_smem, stream);
-        flash_backward_dq_separate(s, dqkv, dout, lse, w.delta, qkv, stream);
+        launch_kv<HS, BLOCK_M, SUB_M, NWARPS, false>(p, w, kv_smem, stream);
+        flash_backward_dq_separate(p, w.delta, stream);
         return;
     }
     kv_smem += 2 * BLOCK_N * PaddedRow<BLOCK_M>::stride * (int)sizeof(bf16);   // dS^T
-    launch_kv<HS, BLOCK_M, SUB_M, NWARPS, true>(s, dqkv, w, dout, lse, qkv, kv_smem, stream);
-    flash_backward_dq_convert(s, dqkv, w, dq, stream);
+    launch_kv<HS, BLOCK_M, SUB_M, NWARPS, true>(p, w, kv_smem, stream);
+    flash_backward_dq_convert(p, w, dq, stream);
 }
 
-void flash_attention_backward_mma(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
-                                  const bf16* qkv, void* scratch, FlashDq dq, cudaStream_t stream) {
-    // No fixed-point path here: on an H200 it measured 5-19% slower than the separate one at
-    // every shape (bench/RESULTS.md, attention v24), so every deterministic dQ takes that.
+void flash_attention_backward_mma(const AttentionParams* p, void* scratch, FlashDq dq, cudaStream_t stream) {
+    // No fixed-point path here: on an H200 it measured 5-19% slower than the separate dQ kernel
+    // at every shape, so every deterministic dQ takes that.
     if (dq == FLASH_DQ_FIXED) dq = FLASH_DQ_SEPARATE;
     // K/V blocks of 128 keys (8 warps x 16). HS 64: Q blocks of 128 queries in sub-blocks of
     // 64 (dK + dV 64 regs, K and V fragments 32, S^T + dP^T 64); HS 128: Q blocks of 64 in
     // sub-blocks of 16 (dK + dV 128 regs, S^T + dP^T 16, K and V read from shared memory).
-    if (s.HS == 64) launch_backward<64, 128, 64, 8>(s, dqkv, dout, out, lse, qkv, scratch, dq, stream);
-    else            launch_backward<128, 64, 16, 8>(s, dqkv, dout, out, lse, qkv, scratch, dq, stream);
+    if (p->shape.HS == 64) launch_backward<64, 128, 64, 8>(p, scratch, dq, stream);
+    else                   launch_backward<128, 64, 16, 8>(p, scratch, dq, stream);
 }

@@ -3,9 +3,10 @@
 // dQ is the wgmma family's alone):
 //   scratch: D (B, NH, T) fp32, the fixed-point scale per row (B, NH, T) fp32, the K/V bounds
 //            per head (B*NH, 2) fp32, then the dQ accumulator (B, NH, T, HS), fp32 or int32
-//   prepass: D = rowsum(dO * O) per query row; with an accumulator (FLASH_DQ_ATOMIC, _FIXED) the
-//            accumulator zeroed, and for FLASH_DQ_FIXED first the fixed-point scale of each row
-//   convert: the accumulated dQ (unscaled) becomes bf16 dQ in dqkv (B, T, 3, NH, HS)
+//   prepass: D = rowsum(dO * O) per query row, dO and O read by their views; with an accumulator
+//            (FLASH_DQ_ATOMIC, _FIXED) the accumulator zeroed, and for FLASH_DQ_FIXED first the
+//            fixed-point scale of each row (from the K/V bounds, K and V read by their views)
+//   convert: the accumulated dQ (unscaled) becomes bf16 dQ, written by its view
 //
 // FLASH_DQ_FIXED accumulates in fixed point so that adding the K/V blocks' pieces in any order
 // gives the same bits (integer addition is associative): dQ[i, :] is held as integers in units of
@@ -22,6 +23,11 @@
 #include <float.h>
 #include "attention/flash.h"
 #include "attention/mma.cuh"
+
+// Element (b, t, h, d) of a view (the head's offset may pass 2^31 elements).
+__device__ __forceinline__ bf16* element(const AttentionTensor& v, int b, int t, int h, int d) {
+    return v.ptr + b * v.batch + t * v.row + (long long)h * v.head + d;
+}
 
 static size_t padded(size_t bytes) { return ceil_div((long long)bytes, 256) * 256; }   // keeps the next 256-aligned
 static size_t row_bytes(AttentionShape s) { return padded((size_t)s.B * s.NH * s.T * sizeof(float)); }
@@ -46,7 +52,8 @@ BackwardScratch flash_backward_scratch(AttentionShape s, void* scratch) {
 // (non-negative floats order as their bits; the maximum is the same in any order).
 static const int KV_ROWS = 512;
 template <int HS>
-__global__ void flash_backward_kv_bound_kernel(float* kv_bound, const bf16* qkv, int T, int NH) {
+__global__ void flash_backward_kv_bound_kernel(float* kv_bound, const AttentionTensor K, const AttentionTensor V,
+                                               int T, int NH) {
     constexpr int LANES = HS / 8, ROWS_PER_PASS = 256 / LANES;
     int bh = blockIdx.y, b = bh / NH, h = bh % NH, part = threadIdx.x % LANES;
     int t_end = min(T, (int)(blockIdx.x + 1) * KV_ROWS);
@@ -55,8 +62,9 @@ __global__ void flash_backward_kv_bound_kernel(float* kv_bound, const bf16* qkv,
         int t = t0 + threadIdx.x / LANES;
         float v2 = 0.0f;
         if (t < t_end) {
-            const bf16* k = qkv + (((long long)b * T + t) * 3 + 1) * NH * HS + h * HS + part * 8;
-            int4 kp = *reinterpret_cast<const int4*>(k), vp = *reinterpret_cast<const int4*>(k + NH * HS);
+            const bf16* k = element(K, b, t, h, part * 8);
+            const bf16* v = element(V, b, t, h, part * 8);
+            int4 kp = *reinterpret_cast<const int4*>(k), vp = *reinterpret_cast<const int4*>(v);
             const __nv_bfloat162* k2 = reinterpret_cast<const __nv_bfloat162*>(&kp);
             const __nv_bfloat162* v2p = reinterpret_cast<const __nv_bfloat162*>(&vp);
             for (int i = 0; i < 4; i++) {
@@ -97,21 +105,23 @@ __device__ __forceinline__ float dq_fixed_scale_for(float bound) {
     return __int_as_float((127 + min(29 - e, 126)) << 23);
 }
 
-// D[b, h, t] = sum_d dO[b, t, h, d] * O[b, t, h, d]; HS/8 threads per row, 8 elements each.
-// With dq_accum, also the accumulator row dq_accum[b, h, t, :] zeroed, and with kv_bound (FIXED)
-// the row's fixed-point scale from |dO[b, t, h, :]|, D and the head's K/V bounds.
+// D[b, h, t] = sum_d dO[b, t, h, d] * O[b, t, h, d]; HS/8 threads per row, 8 elements each, the
+// rows in (B, T, NH) order, that of the model's activations. With dq_accum, also the accumulator
+// row dq_accum[b, h, t, :] zeroed, and with kv_bound (FIXED) the row's fixed-point scale from
+// |dO[b, t, h, :]|, D and the head's K/V bounds.
 template <int HS>
 __global__ void flash_backward_prepass_kernel(float* delta, float* dq_fixed_scale, const float* kv_bound,
-                                              void* dq_accum, const bf16* dout, const bf16* out, int T, int NH,
-                                              int n_rows) {
+                                              void* dq_accum, const AttentionTensor dO, const AttentionTensor O,
+                                              int T, int NH, int n_rows) {
     constexpr int LANES = HS / 8;
     long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int row = (int)(idx / LANES), part = (int)(idx % LANES);   // row of (B, T, NH)
     bool valid = row < n_rows;
+    int h = row % NH, t = (row / NH) % T, b = row / (NH * T);
     float sum = 0.0f, do2 = 0.0f;
     if (valid) {
-        int4 dov = *reinterpret_cast<const int4*>(dout + (long long)row * HS + part * 8);
-        int4 ov = *reinterpret_cast<const int4*>(out + (long long)row * HS + part * 8);
+        int4 dov = *reinterpret_cast<const int4*>(element(dO, b, t, h, part * 8));
+        int4 ov = *reinterpret_cast<const int4*>(element(O, b, t, h, part * 8));
         const __nv_bfloat162* d2 = reinterpret_cast<const __nv_bfloat162*>(&dov);
         const __nv_bfloat162* o2 = reinterpret_cast<const __nv_bfloat162*>(&ov);
         for (int i = 0; i < 4; i++) {
@@ -125,7 +135,6 @@ __global__ void flash_backward_prepass_kernel(float* delta, float* dq_fixed_scal
         do2 += __shfl_xor_sync(0xffffffffu, do2, off);
     }
     if (!valid) return;
-    int h = row % NH, t = (row / NH) % T, b = row / (NH * T);
     long long bht = ((long long)b * NH + h) * T + t;
     if (part == 0) {
         delta[bht] = sum;
@@ -141,11 +150,11 @@ __global__ void flash_backward_prepass_kernel(float* delta, float* dq_fixed_scal
     }
 }
 
-// dqkv[b, t, 0, h, :] = bf16(scale * dq_accum[b, h, t, :]), FIXED: divided by
-// dq_fixed_scale[b, h, t] (a power of two: exact). HS/8 threads per row.
+// dQ[b, t, h, :] = bf16(scale * dq_accum[b, h, t, :]), FIXED: divided by
+// dq_fixed_scale[b, h, t] (a power of two: exact). HS/8 threads per row, rows as in the prepass.
 template <int HS, bool FIXED>
-__global__ void flash_backward_dq_convert_kernel(bf16* dqkv, const void* dq_accum, const float* dq_fixed_scale,
-                                                 int T, int NH, int n_rows, float scale) {
+__global__ void flash_backward_dq_convert_kernel(const AttentionTensor dQ, const void* dq_accum,
+                                                 const float* dq_fixed_scale, int T, int NH, int n_rows, float scale) {
     constexpr int LANES = HS / 8;
     long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int row = (int)(idx / LANES), part = (int)(idx % LANES);   // row of (B, T, NH)
@@ -162,14 +171,14 @@ __global__ void flash_backward_dq_convert_kernel(bf16* dqkv, const void* dq_accu
         float y = FIXED ? (float)bits[2 * i + 1] : __int_as_float(bits[2 * i + 1]);
         packed[i] = pack_bf16(x * f, y * f);
     }
-    *reinterpret_cast<int4*>(dqkv + ((long long)(row / NH) * 3 * NH + h) * HS + part * 8) =
+    *reinterpret_cast<int4*>(element(dQ, b, t, h, part * 8)) =
         make_int4((int)packed[0], (int)packed[1], (int)packed[2], (int)packed[3]);
 }
 
 static const int STEP_THREADS = 256;
 
-void flash_backward_prepass(AttentionShape s, BackwardScratch w, FlashDq dq, const bf16* dout, const bf16* out,
-                            const bf16* qkv, cudaStream_t stream) {
+void flash_backward_prepass(const AttentionParams* p, BackwardScratch w, FlashDq dq, cudaStream_t stream) {
+    AttentionShape s = p->shape;
     int n_rows = s.B * s.T * s.NH, BH = s.B * s.NH;
     int blocks = (int)ceil_div((long long)n_rows * (s.HS / 8), STEP_THREADS);
     void* dq_accum = dq == FLASH_DQ_SEPARATE ? NULL : w.dq_accum;
@@ -177,30 +186,28 @@ void flash_backward_prepass(AttentionShape s, BackwardScratch w, FlashDq dq, con
     if (kv_bound) {
         cudaCheck(cudaMemsetAsync(w.kv_bound, 0, (size_t)BH * 2 * sizeof(float), stream));
         dim3 grid((unsigned)ceil_div(s.T, KV_ROWS), (unsigned)BH);
-        if (s.HS == 64) flash_backward_kv_bound_kernel<64><<<grid, STEP_THREADS, 0, stream>>>(w.kv_bound, qkv, s.T, s.NH);
-        else            flash_backward_kv_bound_kernel<128><<<grid, STEP_THREADS, 0, stream>>>(w.kv_bound, qkv, s.T, s.NH);
+        auto bound = s.HS == 64 ? flash_backward_kv_bound_kernel<64> : flash_backward_kv_bound_kernel<128>;
+        bound<<<grid, STEP_THREADS, 0, stream>>>(w.kv_bound, p->k, p->v, s.T, s.NH);
         cudaCheckLaunch();
     }
-    if (s.HS == 64)
-        flash_backward_prepass_kernel<64><<<blocks, STEP_THREADS, 0, stream>>>(w.delta, w.dq_fixed_scale, kv_bound,
-                                                                               dq_accum, dout, out, s.T, s.NH, n_rows);
-    else
-        flash_backward_prepass_kernel<128><<<blocks, STEP_THREADS, 0, stream>>>(w.delta, w.dq_fixed_scale, kv_bound,
-                                                                                dq_accum, dout, out, s.T, s.NH, n_rows);
+    auto prepass = s.HS == 64 ? flash_backward_prepass_kernel<64> : flash_backward_prepass_kernel<128>;
+    prepass<<<blocks, STEP_THREADS, 0, stream>>>(w.delta, w.dq_fixed_scale, kv_bound, dq_accum, p->dout, p->o,
+                                                 s.T, s.NH, n_rows);
     cudaCheckLaunch();
 }
 
 template <int HS>
-static void launch_dq_convert(AttentionShape s, bf16* dqkv, BackwardScratch w, FlashDq dq, cudaStream_t stream) {
+static void launch_dq_convert(const AttentionParams* p, BackwardScratch w, FlashDq dq, cudaStream_t stream) {
+    AttentionShape s = p->shape;
     int n_rows = s.B * s.T * s.NH;
     int blocks = (int)ceil_div((long long)n_rows * (HS / 8), STEP_THREADS);
     auto kernel = dq == FLASH_DQ_FIXED ? flash_backward_dq_convert_kernel<HS, true>
                                        : flash_backward_dq_convert_kernel<HS, false>;
-    kernel<<<blocks, STEP_THREADS, 0, stream>>>(dqkv, w.dq_accum, w.dq_fixed_scale, s.T, s.NH, n_rows, s.scale);
+    kernel<<<blocks, STEP_THREADS, 0, stream>>>(p->dq, w.dq_accum, w.dq_fixed_scale, s.T, s.NH, n_rows, s.scale);
     cudaCheckLaunch();
 }
 
-void flash_backward_dq_convert(AttentionShape s, bf16* dqkv, BackwardScratch w, FlashDq dq, cudaStream_t stream) {
-    if (s.HS == 64) launch_dq_convert<64>(s, dqkv, w, dq, stream);
-    else            launch_dq_convert<128>(s, dqkv, w, dq, stream);
+void flash_backward_dq_convert(const AttentionParams* p, BackwardScratch w, FlashDq dq, cudaStream_t stream) {
+    if (p->shape.HS == 64) launch_dq_convert<64>(p, w, dq, stream);
+    else                   launch_dq_convert<128>(p, w, dq, stream);
 }

@@ -29,6 +29,7 @@
 #include "attention/flash.h"
 #include "attention/wgmma.cuh"
 #include "attention/smem_tile.cuh"
+#include "attention/softmax.cuh"
 #include "attention/tma.cuh"
 #include "attention/grid_order.cuh"
 
@@ -39,100 +40,121 @@
 // FLASH_DQ_SEPARATE computes dK and dV only (no dS^T tile, no dQ product; map_dq unused).
 // Three warpgroups: warpgroup 0 is the producer (one warp: a thread issues the TMA copies, all
 // lanes copy L and D; few registers), warpgroups 1 and 2 the consumers (the math, with the
-// registers the producer gave back). They meet only at mbarriers: full[s] says stage s holds its
-// Q block, empty[s] that every consumer thread is done with it; between the consumers, ds[b]
-// that dS^T buffer b holds both halves of a Q block's dS^T, ds[2 + b] that both dQ products
-// have read them.
+// registers the producer gave back), then the epilogue writes dK and dV. They meet only at
+// mbarriers: full[s] says stage s holds its Q block, empty[s] that every consumer thread is done
+// with it; between the consumers, ds[b] that dS^T buffer b holds both halves of a Q block's dS^T,
+// ds[2 + b] that both dQ products have read them.
 template <int HS, FlashDq DQ>
-__global__ void __launch_bounds__(384, 1)
-flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // qkv, boxes of BLOCK_N rows
-                            const __grid_constant__ CUtensorMap map_q,       // qkv, boxes of BLOCK_M rows
-                            const __grid_constant__ CUtensorMap map_do,      // dout, boxes of BLOCK_M rows
-                            const __grid_constant__ CUtensorMap map_dq,      // dq_accum, boxes of 16 rows x 64 columns
-                            bf16* dqkv, const float* lse, const float* delta, const float* dq_fixed_scale,
-                            int T, int NH, int BH, int head_group, int causal, float scale) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
-    constexpr int BLOCK_N = 128, BLOCK_M = 8192 / HS, CONSUMERS = 256;
-    constexpr bool ATOMIC_DQ = DQ != FLASH_DQ_SEPARATE, FIXED = DQ == FLASH_DQ_FIXED;   // dQ in this kernel; in fixed point
-    constexpr int KV_BYTES = BLOCK_N * HS * (int)sizeof(bf16), Q_BYTES = BLOCK_M * HS * (int)sizeof(bf16);
-    constexpr int DS_BYTES = ATOMIC_DQ ? BLOCK_N * BLOCK_M * (int)sizeof(bf16) : 0;
-    constexpr int DQ_BYTES = ATOMIC_DQ ? 64 * 64 * (int)sizeof(float) : 0;
-    extern __shared__ unsigned char smem_raw[];
+struct KvBlock {
+    static constexpr int BLOCK_N = 128, BLOCK_M = 8192 / HS, CONSUMERS = 256;
+    static constexpr bool ATOMIC_DQ = DQ != FLASH_DQ_SEPARATE, FIXED = DQ == FLASH_DQ_FIXED;   // dQ here; in fixed point
+    static constexpr int KV_BYTES = BLOCK_N * HS * (int)sizeof(bf16), Q_BYTES = BLOCK_M * HS * (int)sizeof(bf16);
+    static constexpr int DS_BYTES = ATOMIC_DQ ? BLOCK_N * BLOCK_M * (int)sizeof(bf16) : 0;
+    static constexpr int DQ_BYTES = ATOMIC_DQ ? 64 * 64 * (int)sizeof(float) : 0;
+    // K, V, 2 stages of Q and dO, 2 buffers of dS^T and 2 dQ pieces (ATOMIC_DQ), 2 stages of L,
+    // D and the fixed-point scales, the scheduling anchor, and room to align the start to 1024
+    // bytes.
+    static constexpr int SMEM = 2 * KV_BYTES + 4 * Q_BYTES + 2 * DS_BYTES + 2 * DQ_BYTES +
+                                6 * BLOCK_M * (int)sizeof(float) + 256 * (int)sizeof(uint32_t) + 1024;
+
+    unsigned char* sK;     // (BLOCK_N, HS), later dK
+    unsigned char* sV;     // (BLOCK_N, HS), later dV
+    unsigned char* sQ;     // 2 stages of (BLOCK_M, HS)
+    unsigned char* sdO;    // 2 stages of (BLOCK_M, HS)
+    unsigned char* sdS;    // 2 buffers of dS^T (BLOCK_N, BLOCK_M)
+    unsigned char* sdQ;    // a dQ piece (64, 64) of 4-byte values per consumer warpgroup
+    float* sL;             // 2 stages of (BLOCK_M)
+    float* sD;             // 2 stages of (BLOCK_M)
+    float* sF;             // FIXED: 2 stages of (BLOCK_M), dq_fixed_scale
+    uint32_t* sched_anchor;   // (256), see the consumer
+    uint64_t* bar_kv;      // K and V have landed
+    uint64_t* bar_full;    // [2]
+    uint64_t* bar_empty;   // [2]
+    uint64_t* bar_ds;      // [4]
+    int b, h, bh, k0;      // the tile: keys k0.. of head h of sequence b
+    int first_q_block, n_q_blocks;
+
     // Swizzle atoms must start on 1024-byte boundaries; the launcher adds 1024 bytes for this.
-    unsigned char* sK = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // (BLOCK_N, HS), later dK
-    unsigned char* sV = sK + KV_BYTES;                         // (BLOCK_N, HS), later dV
-    unsigned char* sQ = sV + KV_BYTES;                         // 2 stages of (BLOCK_M, HS)
-    unsigned char* sdO = sQ + 2 * Q_BYTES;                     // 2 stages of (BLOCK_M, HS)
-    unsigned char* sdS = sdO + 2 * Q_BYTES;                    // 2 buffers of dS^T (BLOCK_N, BLOCK_M)
-    unsigned char* sdQ = sdS + 2 * DS_BYTES;                   // a dQ piece (64, 64) of 4-byte values per consumer warpgroup
-    float* sL = reinterpret_cast<float*>(sdQ + 2 * DQ_BYTES);  // 2 stages of (BLOCK_M)
-    float* sD = sL + 2 * BLOCK_M;                              // 2 stages of (BLOCK_M)
-    float* sF = sD + 2 * BLOCK_M;                              // FIXED: 2 stages of (BLOCK_M), dq_fixed_scale
-    uint32_t* sched_anchor = reinterpret_cast<uint32_t*>(sF + 2 * BLOCK_M);   // (256), see the loop
-    __shared__ uint64_t bar_kv, bar_full[2], bar_empty[2], bar_ds[4];
-
-    // Causal work shrinks with the key index: the first K/V blocks are issued first; heads in
-    // groups (grid_order.cuh).
-    GridTile tile = grid_tile(blockIdx.x, (int)ceil_div(T, BLOCK_N), BH, head_group);
-    int kv_block = tile.rank;
-    int bh = tile.bh, b = bh / NH, h = bh % NH;
-    int k0 = kv_block * BLOCK_N;
-    // Causal: Q blocks entirely before this K/V block never see it.
-    int first_q_block = causal ? k0 / BLOCK_M : 0;
-    int n_q_blocks = (int)ceil_div(T, BLOCK_M);
-
-    if (threadIdx.x == 0) {
-        mbarrier_init(&bar_kv, 1);
-        for (int s = 0; s < 2; s++) {
-            mbarrier_init(&bar_full[s], 32);
-            mbarrier_init(&bar_empty[s], CONSUMERS);
-        }
-        for (int b = 0; b < 4; b++) mbarrier_init(&bar_ds[b], CONSUMERS);
-        fence_barrier_init();
+    __device__ KvBlock(unsigned char* smem_raw, uint64_t* bars) {
+        sK = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+        sV = sK + KV_BYTES;
+        sQ = sV + KV_BYTES;
+        sdO = sQ + 2 * Q_BYTES;
+        sdS = sdO + 2 * Q_BYTES;
+        sdQ = sdS + 2 * DS_BYTES;
+        sL = reinterpret_cast<float*>(sdQ + 2 * DQ_BYTES);
+        sD = sL + 2 * BLOCK_M;
+        sF = sD + 2 * BLOCK_M;
+        sched_anchor = reinterpret_cast<uint32_t*>(sF + 2 * BLOCK_M);
+        bar_kv = bars;
+        bar_full = bars + 1;
+        bar_empty = bars + 3;
+        bar_ds = bars + 5;
     }
-    __syncthreads();
+};
 
-    if (threadIdx.x < 128) {
-        // The producer: K and V once, then per Q block its Q and dO (one copy per 64-column
-        // panel, rows past T as zeros), L and D (and the fixed-point scales) into the stage the
-        // consumers have freed.
-        warpgroup_release_registers<24>();
-        if (threadIdx.x >= 32) return;
-        int lane = threadIdx.x;
+// The producer warp: K and V once, then per Q block its Q and dO (one copy per 64-column panel,
+// rows past T as zeros), L and D (and the fixed-point scales) into the stage the consumers have
+// freed.
+template <int HS, FlashDq DQ>
+__device__ __forceinline__ void kv_producer(const KvBlock<HS, DQ>& kb, const CUtensorMap* map_k, const CUtensorMap* map_v,
+                                            const CUtensorMap* map_q, const CUtensorMap* map_do,
+                                            const AttentionParams& params, const float* delta,
+                                            const float* dq_fixed_scale) {
+    using K = KvBlock<HS, DQ>;
+    constexpr int BLOCK_N = K::BLOCK_N, BLOCK_M = K::BLOCK_M;
+    const int T = params.shape.T, b = kb.b, h = kb.h;
+    int lane = threadIdx.x;
+    if (lane == 0) {
+        mbarrier_arrive_expect_tx(kb.bar_kv, 2 * K::KV_BYTES);
+        #pragma unroll
+        for (int panel = 0; panel < HS / 64; panel++) {
+            tma_load_4d(kb.sK + panel * BLOCK_N * 128, map_k, panel * 64, h, kb.k0, b, kb.bar_kv);
+            tma_load_4d(kb.sV + panel * BLOCK_N * 128, map_v, panel * 64, h, kb.k0, b, kb.bar_kv);
+        }
+    }
+    const float* lse = params.lse.ptr + b * params.lse.batch + (long long)h * params.lse.head;
+    const long long bht = (long long)kb.bh * T;
+    for (int i = kb.first_q_block; i < kb.n_q_blocks; i++) {
+        int n = i - kb.first_q_block, stage = n & 1, q0 = i * BLOCK_M;
+        if (n >= 2) mbarrier_wait(&kb.bar_empty[stage], ((n - 2) >> 1) & 1);
         if (lane == 0) {
-            mbarrier_arrive_expect_tx(&bar_kv, 2 * KV_BYTES);
+            mbarrier_expect_tx(&kb.bar_full[stage], 2 * K::Q_BYTES);
             #pragma unroll
             for (int panel = 0; panel < HS / 64; panel++) {
-                tma_load_5d(sK + panel * BLOCK_N * 128, &map_kv, panel * 64, h, 1, k0, b, &bar_kv);
-                tma_load_5d(sV + panel * BLOCK_N * 128, &map_kv, panel * 64, h, 2, k0, b, &bar_kv);
+                tma_load_4d(kb.sQ + stage * K::Q_BYTES + panel * BLOCK_M * 128, map_q, panel * 64, h, q0, b, &kb.bar_full[stage]);
+                tma_load_4d(kb.sdO + stage * K::Q_BYTES + panel * BLOCK_M * 128, map_do, panel * 64, h, q0, b, &kb.bar_full[stage]);
             }
         }
-        for (int i = first_q_block; i < n_q_blocks; i++) {
-            int n = i - first_q_block, stage = n & 1, q0 = i * BLOCK_M;
-            if (n >= 2) mbarrier_wait(&bar_empty[stage], ((n - 2) >> 1) & 1);
-            if (lane == 0) {
-                mbarrier_expect_tx(&bar_full[stage], 2 * Q_BYTES);
-                #pragma unroll
-                for (int panel = 0; panel < HS / 64; panel++) {
-                    tma_load_5d(sQ + stage * Q_BYTES + panel * BLOCK_M * 128, &map_q, panel * 64, h, 0, q0, b, &bar_full[stage]);
-                    tma_load_4d(sdO + stage * Q_BYTES + panel * BLOCK_M * 128, &map_do, panel * 64, h, q0, b, &bar_full[stage]);
-                }
-            }
-            // L (in log2 units, as the exponentials take it) and D by plain loads (rows of any
-            // length T are not aligned for TMA), zeros past T; the arrival (a release) makes the
-            // stores visible to whoever waits on full.
-            for (int j = lane; j < BLOCK_M; j += 32) {
-                bool valid = q0 + j < T;
-                sL[stage * BLOCK_M + j] = valid ? lse[(long long)bh * T + q0 + j] * (float)M_LOG2E : 0.0f;
-                sD[stage * BLOCK_M + j] = valid ? delta[(long long)bh * T + q0 + j] : 0.0f;
-                if (FIXED) sF[stage * BLOCK_M + j] = valid ? dq_fixed_scale[(long long)bh * T + q0 + j] : 0.0f;
-            }
-            mbarrier_arrive(&bar_full[stage]);
+        // L (in log2 units, as the exponentials take it) and D by plain loads (rows of any
+        // length T are not aligned for TMA), zeros past T; the arrival (a release) makes the
+        // stores visible to whoever waits on full. L is read through __ldg, a global load the
+        // compiler knows does not alias the shared-memory stores (it reaches L through the
+        // params struct, as a pointer of no known space), so the loads of a block overlap.
+        for (int j = lane; j < BLOCK_M; j += 32) {
+            bool valid = q0 + j < T;
+            kb.sL[stage * BLOCK_M + j] = valid ? __ldg(&lse[q0 + j]) * (float)M_LOG2E : 0.0f;
+            kb.sD[stage * BLOCK_M + j] = valid ? delta[bht + q0 + j] : 0.0f;
+            if (K::FIXED) kb.sF[stage * BLOCK_M + j] = valid ? dq_fixed_scale[bht + q0 + j] : 0.0f;
         }
-        return;
+        mbarrier_arrive(&kb.bar_full[stage]);
     }
-    warpgroup_claim_registers<240>();
+}
 
+// A consumer warpgroup: dK and dV of its 64 keys over every Q block that sees them (and, with
+// ATOMIC_DQ, the dQ pieces), left in dk and dv (accumulator layout, dK unscaled).
+template <int HS, FlashDq DQ>
+__device__ __forceinline__ void kv_consumer(const KvBlock<HS, DQ>& kb, const CUtensorMap* map_dq,
+                                            const AttentionParams& params, float (&dk)[HS / 2], float (&dv)[HS / 2]) {
+    using K = KvBlock<HS, DQ>;
+    constexpr int BLOCK_N = K::BLOCK_N, BLOCK_M = K::BLOCK_M, DS_BYTES = K::DS_BYTES, DQ_BYTES = K::DQ_BYTES;
+    constexpr int Q_BYTES = K::Q_BYTES;
+    constexpr bool ATOMIC_DQ = K::ATOMIC_DQ, FIXED = K::FIXED;
+    const int T = params.shape.T, causal = params.shape.causal, bh = kb.bh, k0 = kb.k0;
+    const int first_q_block = kb.first_q_block, n_q_blocks = kb.n_q_blocks;
+    unsigned char *sK = kb.sK, *sV = kb.sV, *sQ = kb.sQ, *sdO = kb.sdO, *sdS = kb.sdS, *sdQ = kb.sdQ;
+    const float *sL = kb.sL, *sD = kb.sD, *sF = kb.sF;
+    uint64_t *bar_full = kb.bar_full, *bar_empty = kb.bar_empty, *bar_ds = kb.bar_ds;
     int wg = warp_uniform(threadIdx.x / 128 - 1), warp = warp_uniform((threadIdx.x / 32) % 4);
     // The fast kernel keeps the lane and the barriers' addresses in registers across the loop
     // (opaque): ptxas otherwise reads threadIdx and the shared-memory window again in every Q
@@ -146,15 +168,12 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
         empty_addr = opaque(empty_addr);
     }
     int t = lane % 4;
-    const uint32_t anchor_addr = smem_addr(sched_anchor) + 4 * (128 * wg + 32 * warp + lane);
+    const uint32_t anchor_addr = smem_addr(kb.sched_anchor) + 4 * (128 * wg + 32 * warp + lane);
     int wg_k0 = k0 + wg * 64;                          // first key of this warpgroup
     int key0 = wg_k0 + warp * 16 + lane / 4;           // this thread's keys: key0 and key0 + 8
-    long long row_stride = 3LL * NH * HS;
-
-    float dk[HS / 2], dv[HS / 2];   // dK, dV of this warpgroup's keys (accumulator layout)
     #pragma unroll
     for (int i = 0; i < HS / 2; i++) dk[i] = dv[i] = 0.0f;
-    const float scale_log2 = scale * (float)M_LOG2E;
+    const float scale_log2 = params.shape.scale * (float)M_LOG2E;
     const uint32_t sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
     // ATOMIC_DQ: this warpgroup's dQ piece of a Q block is queries 64*dq_qh.., dimensions
     // 64*dq_dh.. of it; the warp stages its 16 rows in sdQ_warp, and one lane adds them to
@@ -166,7 +185,7 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
         fence_proxy_async_shared();
         __syncwarp();
         if (lane == 0) {
-            tma_reduce_add_4d(&map_dq, 0, q_start + dq_qh * 64 + warp * 16, dq_dh * 2, bh, sdQ_warp);
+            tma_reduce_add_4d(map_dq, 0, q_start + dq_qh * 64 + warp * 16, dq_dh * 2, bh, sdQ_warp);
             bulk_commit();
         }
     };
@@ -205,8 +224,8 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
     auto stage_dq_piece = [&](const float (&dq)[32]) {
         if (lane == 0) bulk_wait_read<0>();
         __syncwarp();
-        // The same stores written two ways, each the faster for its head size (bench/RESULTS.md
-        // v21): HS 64 by one address per thread, computed here (opaque), the 16-byte chunk of
+        // The same stores written two ways, each the faster for its head size: HS 64 by one
+        // address per thread, computed here (opaque), the 16-byte chunk of
         // column 8n + 2t in row r being (2n % 8) ^ r ^ (t/2), with explicit shared-memory stores
         // (6-7% faster than the other way); HS 128 by plain stores at offsets ptxas keeps
         // across the loop (3-5% faster than the other way).
@@ -239,7 +258,7 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
                 }
         }
     };
-    mbarrier_wait(&bar_kv, 0);
+    mbarrier_wait(kb.bar_kv, 0);
     bool full_ready = false;   // ATOMIC_DQ: block i's stage already tested full at the end of block i-1
 
     for (int i = first_q_block; i < n_q_blocks; i++) {
@@ -275,28 +294,12 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
         wgmma_wait<1>();
         pin_registers(st);
         if (q0 + BLOCK_M > T || wg_k0 + 64 > T || (causal && wg_k0 + 63 > q0)) {
-            // Key key0 + 8*half sees the columns (queries q0 + col + 2t) with lo[half] <= col < hi[half].
-            int lo[2], hi[2];
+            VisibleColumns seen[2];
             #pragma unroll
-            for (int half = 0; half < 2; half++) {
-                int key = key0 + 8 * half;
-                lo[half] = causal ? key - q0 - 2 * t : 0;
-                hi[half] = key < T ? T - q0 - 2 * t : 0;
-            }
-            #pragma unroll
-            for (int nt = 0; nt < BLOCK_M / 8; nt++)
-                #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int col = nt * 8 + (e & 1);
-                    if (col < lo[e >> 1] || col >= hi[e >> 1]) st[4 * nt + e] = -INFINITY;
-                }
+            for (int half = 0; half < 2; half++) seen[half] = queries_seeing(key0 + 8 * half, q0 + 2 * t, T, causal);
+            mask_tile<BLOCK_M / 8>(st, seen);
         }
-        #pragma unroll
-        for (int nt = 0; nt < BLOCK_M / 8; nt++) {
-            const float2 l = EARLY ? l2[nt] : load_pair(l_blk, nt);
-            #pragma unroll
-            for (int e = 0; e < 4; e++) st[4 * nt + e] = fast_exp2(fmaf(st[4 * nt + e], scale_log2, -((e & 1) ? l.y : l.x)));
-        }
+        probabilities_by_column<BLOCK_M / 8>(st, [&](int nt) { if constexpr (EARLY) return l2[nt]; else return load_pair(l_blk, nt); }, scale_log2);
         #pragma unroll
         for (int nt = 0; nt < BLOCK_M / 8; nt++)
             if constexpr (EARLY) d2[nt] = load_pair(d_blk, nt);
@@ -310,12 +313,7 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
         asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(anchor_addr), "r"(anchor) : "memory");
         wgmma_wait<0>();
         pin_registers(dpt);
-        #pragma unroll
-        for (int nt = 0; nt < BLOCK_M / 8; nt++) {
-            const float2 d = EARLY ? d2[nt] : load_pair(d_blk, nt);
-            #pragma unroll
-            for (int e = 0; e < 4; e++) dpt[4 * nt + e] = st[4 * nt + e] * (dpt[4 * nt + e] - ((e & 1) ? d.y : d.x));
-        }
+        score_grads_by_column<BLOCK_M / 8>(dpt, st, [&](int nt) { if constexpr (EARLY) return d2[nt]; else return load_pair(d_blk, nt); });
         // dV += P^T dO and dK += dS^T Q (scale applied once at the end), P^T and dS^T packed into A
         // fragments, dO and Q as MN-major B operands (rows = queries = the k of these products).
         // Both are issued after dS^T so that S^T and dP^T are dead by then: with P^T, dP^T and the
@@ -344,8 +342,8 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
             // dQ of the block before (its dS^T is in place: the other consumer stored its half
             // most of a block ago), then dV, then dK; the piece is converted and staged under dV
             // and dK. The consumers no longer meet within a block, so each runs at its own pace
-            // (HS 64 6-12% faster than with a barrier at each block's dS^T, HS 128 1-3%;
-            // bench/RESULTS.md v21). The first block has no block before it: its dQ product
+            // (HS 64 6-12% faster than with a barrier at each block's dS^T, HS 128 1-3%). The
+            // first block has no block before it: its dQ product
             // reads buffer 1, whatever it holds, and is dropped, so that every path issues the
             // same wgmma groups (ptxas serialises every wgmma otherwise).
             float dq[32];
@@ -400,61 +398,110 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_kv,      // 
         reduce_dq_piece((n_q_blocks - 1) * BLOCK_M);
         if (lane == 0) bulk_wait<0>();                 // every reduction has landed
     }
+}
 
-    // dK (times scale) and dV as bf16 through this warpgroup's rows of sK and sV (every wgmma
-    // reading them is done after this barrier), then whole 16-byte row pieces to dqkv.
-    named_barrier_sync(1, 256);
+// dK (times scale) and dV as bf16 through the consumers' rows of sK and sV (every wgmma reading
+// them is done after the first barrier), then whole 16-byte row pieces to their views.
+template <int HS, FlashDq DQ>
+__device__ __forceinline__ void kv_epilogue(const KvBlock<HS, DQ>& kb, const AttentionParams& params,
+                                            const float (&dk)[HS / 2], const float (&dv)[HS / 2]) {
+    using K = KvBlock<HS, DQ>;
+    constexpr int BLOCK_N = K::BLOCK_N, CONSUMERS = K::CONSUMERS;
+    const int ct = threadIdx.x - 128, lane = threadIdx.x % 32, t = lane % 4;   // ct: 0..255 over the consumers
+    const int row0 = ct / 128 * 64 + (ct / 32) % 4 * 16 + lane / 4;          // the thread's keys (+ 8), from k0
+    const float scale = params.shape.scale;
+    named_barrier_sync(1, CONSUMERS);
     #pragma unroll
     for (int n = 0; n < HS / 8; n++)
         #pragma unroll
         for (int half = 0; half < 2; half++) {
-            int row = key0 - k0 + 8 * half, col = 8 * n;
-            *reinterpret_cast<uint32_t*>(sK + swizzled_offset<BLOCK_N>(row, col) + 4 * t) =
+            int row = row0 + 8 * half, col = 8 * n;
+            *reinterpret_cast<uint32_t*>(kb.sK + swizzled_offset<BLOCK_N>(row, col) + 4 * t) =
                 pack_bf16(dk[4 * n + 2 * half] * scale, dk[4 * n + 2 * half + 1] * scale);
-            *reinterpret_cast<uint32_t*>(sV + swizzled_offset<BLOCK_N>(row, col) + 4 * t) =
+            *reinterpret_cast<uint32_t*>(kb.sV + swizzled_offset<BLOCK_N>(row, col) + 4 * t) =
                 pack_bf16(dv[4 * n + 2 * half], dv[4 * n + 2 * half + 1]);
         }
-    named_barrier_sync(1, 256);
+    named_barrier_sync(1, CONSUMERS);
     constexpr int CHUNKS = HS / 8;
-    int ct = threadIdx.x - 128;   // 0..255 over the consumers
-    bf16* dk_ptr = dqkv + (long long)b * T * row_stride + NH * HS + h * HS;
+    const int T = params.shape.T, k0 = kb.k0;
+    bf16* dk_ptr = params.dk.ptr + kb.b * params.dk.batch + (long long)kb.h * params.dk.head;
+    bf16* dv_ptr = params.dv.ptr + kb.b * params.dv.batch + (long long)kb.h * params.dv.head;
     #pragma unroll
     for (int k = 0; k < BLOCK_N * CHUNKS / CONSUMERS; k++) {
         int idx = ct + k * CONSUMERS, r = idx / CHUNKS, c = (idx % CHUNKS) * 8;
         if (k0 + r < T) {
-            bf16* dst = dk_ptr + (k0 + r) * row_stride + c;
-            *reinterpret_cast<int4*>(dst) = *reinterpret_cast<const int4*>(sK + swizzled_offset<BLOCK_N>(r, c));
-            *reinterpret_cast<int4*>(dst + NH * HS) = *reinterpret_cast<const int4*>(sV + swizzled_offset<BLOCK_N>(r, c));
+            *reinterpret_cast<int4*>(dk_ptr + (k0 + r) * params.dk.row + c) =
+                *reinterpret_cast<const int4*>(kb.sK + swizzled_offset<BLOCK_N>(r, c));
+            *reinterpret_cast<int4*>(dv_ptr + (k0 + r) * params.dv.row + c) =
+                *reinterpret_cast<const int4*>(kb.sV + swizzled_offset<BLOCK_N>(r, c));
         }
     }
+}
+
+template <int HS, FlashDq DQ>
+__global__ void __launch_bounds__(384, 1)
+flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_k,    // K, boxes of BLOCK_N rows
+                            const __grid_constant__ CUtensorMap map_v,    // V, boxes of BLOCK_N rows
+                            const __grid_constant__ CUtensorMap map_q,    // Q, boxes of BLOCK_M rows
+                            const __grid_constant__ CUtensorMap map_do,   // dO, boxes of BLOCK_M rows
+                            const __grid_constant__ CUtensorMap map_dq,   // dq_accum, boxes of 16 rows x 64 columns
+                            const AttentionParams params, const float* delta, const float* dq_fixed_scale,
+                            int head_group) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
+    using K = KvBlock<HS, DQ>;
+    extern __shared__ unsigned char smem_raw[];
+    __shared__ uint64_t bars[9];   // kv, full[2], empty[2], ds[4]
+    K kb(smem_raw, bars);
+    // Causal work shrinks with the key index: the first K/V blocks are issued first; heads in
+    // groups (grid_order.cuh).
+    const int T = params.shape.T, NH = params.shape.NH;
+    GridTile tile = grid_tile(blockIdx.x, (int)ceil_div(T, K::BLOCK_N), params.shape.B * NH, head_group);
+    kb.bh = tile.bh, kb.b = tile.bh / NH, kb.h = tile.bh % NH;
+    kb.k0 = tile.rank * K::BLOCK_N;
+    // Causal: Q blocks entirely before this K/V block never see it.
+    kb.first_q_block = params.shape.causal ? kb.k0 / K::BLOCK_M : 0;
+    kb.n_q_blocks = (int)ceil_div(T, K::BLOCK_M);
+
+    if (threadIdx.x == 0) {
+        mbarrier_init(kb.bar_kv, 1);
+        for (int s = 0; s < 2; s++) {
+            mbarrier_init(&kb.bar_full[s], 32);
+            mbarrier_init(&kb.bar_empty[s], K::CONSUMERS);
+        }
+        for (int b = 0; b < 4; b++) mbarrier_init(&kb.bar_ds[b], K::CONSUMERS);
+        fence_barrier_init();
+    }
+    __syncthreads();
+    if (threadIdx.x < 128) {
+        warpgroup_release_registers<24>();
+        if (threadIdx.x < 32) kv_producer(kb, &map_k, &map_v, &map_q, &map_do, params, delta, dq_fixed_scale);
+        return;
+    }
+    warpgroup_claim_registers<240>();
+    float dk[HS / 2], dv[HS / 2];   // dK, dV of this warpgroup's keys (accumulator layout)
+    kv_consumer(kb, &map_dq, params, dk, dv);
+    kv_epilogue(kb, params, dk, dv);
 #endif
 }
 
 template <int HS, FlashDq DQ>
-static void launch_backward_wgmma(AttentionShape s, bf16* dqkv, BackwardScratch w, const bf16* dout, const float* lse,
-                                  const bf16* qkv, cudaStream_t stream) {
-    constexpr int BLOCK_N = 128, BLOCK_M = 8192 / HS;
-    constexpr bool ATOMIC_DQ = DQ != FLASH_DQ_SEPARATE;
-    // K, V, 2 stages of Q and dO, 2 buffers of dS^T and 2 dQ pieces (ATOMIC_DQ), 2 stages of L,
-    // D and the fixed-point scales, the scheduling anchor, and room to align the start to 1024
-    // bytes.
-    constexpr int smem = (2 * BLOCK_N + 4 * BLOCK_M) * HS * (int)sizeof(bf16) +
-                         (ATOMIC_DQ ? 2 * BLOCK_N * BLOCK_M * (int)sizeof(bf16) + 2 * 64 * 64 * (int)sizeof(float) : 0) +
-                         6 * BLOCK_M * (int)sizeof(float) + 256 * (int)sizeof(uint32_t) + 1024;
+static void launch_backward_wgmma(const AttentionParams* p, BackwardScratch w, cudaStream_t stream) {
+    using K = KvBlock<HS, DQ>;
     constexpr auto kernel = flash_backward_wgmma_kernel<HS, DQ>;
-    set_smem_limit_once<kernel>(smem);
-    CUtensorMap map_kv, map_q, map_do, map_dq;
-    make_qkv_tensor_map(&map_kv, qkv, s, BLOCK_N);
-    make_qkv_tensor_map(&map_q, qkv, s, BLOCK_M);
-    make_bthd_tensor_map(&map_do, dout, s, BLOCK_M);
-    if (ATOMIC_DQ) make_dq_accum_tensor_map(&map_dq, w.dq_accum, DQ == FLASH_DQ_FIXED, s, 16);
+    set_smem_limit_once<kernel>(K::SMEM);
+    AttentionShape s = p->shape;
+    CUtensorMap map_k, map_v, map_q, map_do, map_dq;
+    make_heads_tensor_map(&map_k, &p->k, s, K::BLOCK_N);
+    make_heads_tensor_map(&map_v, &p->v, s, K::BLOCK_N);
+    make_heads_tensor_map(&map_q, &p->q, s, K::BLOCK_M);
+    make_heads_tensor_map(&map_do, &p->dout, s, K::BLOCK_M);
+    if (K::ATOMIC_DQ) make_dq_accum_tensor_map(&map_dq, w.dq_accum, K::FIXED, s, 16);
     else memset(&map_dq, 0, sizeof(map_dq));
-    int BH = s.B * s.NH, n_kv_blocks = (int)ceil_div(s.T, BLOCK_N);
+    int BH = s.B * s.NH, n_kv_blocks = (int)ceil_div(s.T, K::BLOCK_N);
     // What a head's blocks stream: Q and dO, L and D, and the dQ they add to.
-    size_t head_bytes = (size_t)s.T * (2 * HS * sizeof(bf16) + 2 * sizeof(float) + (ATOMIC_DQ ? HS * sizeof(float) : 0));
-    kernel<<<n_kv_blocks * BH, 384, smem, stream>>>(map_kv, map_q, map_do, map_dq, dqkv, lse, w.delta, w.dq_fixed_scale,
-                                                    s.T, s.NH, BH, grid_head_group(head_bytes, BH, n_kv_blocks, 1),
-                                                    s.causal, s.scale);
+    size_t head_bytes = (size_t)s.T * (2 * HS * sizeof(bf16) + 2 * sizeof(float) + (K::ATOMIC_DQ ? HS * sizeof(float) : 0));
+    kernel<<<n_kv_blocks * BH, 384, K::SMEM, stream>>>(map_k, map_v, map_q, map_do, map_dq, *p, w.delta, w.dq_fixed_scale,
+                                                       grid_head_group(head_bytes, BH, n_kv_blocks, 1));
     cudaCheckLaunch();
 }
 
@@ -472,11 +519,11 @@ static void launch_backward_wgmma(AttentionShape s, bf16* dqkv, BackwardScratch 
 // MIN_BLOCKS: thread blocks per SM the register budget is sized for.
 template <int HS, int BLOCK_N, int MIN_BLOCKS>
 __global__ void __launch_bounds__(256, MIN_BLOCKS)
-flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv, boxes of BLOCK_M rows
-                               const __grid_constant__ CUtensorMap map_kv,   // qkv, boxes of BLOCK_N rows
-                               const __grid_constant__ CUtensorMap map_do,   // dout, boxes of BLOCK_M rows
-                               bf16* dqkv, const float* lse, const float* delta,
-                               int T, int NH, int BH, int n_q_blocks, int head_group, int causal, float scale) {
+flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // Q, boxes of BLOCK_M rows
+                               const __grid_constant__ CUtensorMap map_k,    // K, boxes of BLOCK_N rows
+                               const __grid_constant__ CUtensorMap map_v,    // V, boxes of BLOCK_N rows
+                               const __grid_constant__ CUtensorMap map_do,   // dO, boxes of BLOCK_M rows
+                               const AttentionParams params, const float* delta, int n_q_blocks, int head_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
     constexpr int NTHREADS = 256, BLOCK_M = 128;
     constexpr int KV_BYTES = BLOCK_N * HS * (int)sizeof(bf16), Q_BYTES = BLOCK_M * HS * (int)sizeof(bf16);
@@ -494,13 +541,13 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
     int lane = threadIdx.x % 32, t = lane % 4;
     // Causal work grows with the query index: the last Q blocks are issued first; heads in
     // groups (grid_order.cuh).
-    GridTile tile = grid_tile(blockIdx.x, n_q_blocks, BH, head_group);
+    const int T = params.shape.T, NH = params.shape.NH, causal = params.shape.causal;
+    GridTile tile = grid_tile(blockIdx.x, n_q_blocks, params.shape.B * NH, head_group);
     int q_block = n_q_blocks - 1 - tile.rank;
     int bh = tile.bh, b = bh / NH, h = bh % NH;
     int q0 = q_block * BLOCK_M;
     int wg_q0 = q0 + wg * 64;                           // first query of this warpgroup
     int row0 = wg_q0 + warp * 16 + lane / 4;            // this thread's queries: row0 and row0 + 8
-    long long row_stride = 3LL * NH * HS;
     // Causal: K/V blocks entirely after the last query of this Q block are never touched.
     int n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N);
 
@@ -509,8 +556,8 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
         mbarrier_arrive_expect_tx(&bar_kv[j % 2], 2 * KV_BYTES);
         #pragma unroll
         for (int panel = 0; panel < HS / 64; panel++) {
-            tma_load_5d(sK + j % 3 * KV_BYTES + panel * BLOCK_N * 128, &map_kv, panel * 64, h, 1, j * BLOCK_N, b, &bar_kv[j % 2]);
-            tma_load_5d(sV + j % 2 * KV_BYTES + panel * BLOCK_N * 128, &map_kv, panel * 64, h, 2, j * BLOCK_N, b, &bar_kv[j % 2]);
+            tma_load_4d(sK + j % 3 * KV_BYTES + panel * BLOCK_N * 128, &map_k, panel * 64, h, j * BLOCK_N, b, &bar_kv[j % 2]);
+            tma_load_4d(sV + j % 2 * KV_BYTES + panel * BLOCK_N * 128, &map_v, panel * 64, h, j * BLOCK_N, b, &bar_kv[j % 2]);
         }
     };
     if (threadIdx.x == 0) {
@@ -524,7 +571,7 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
         mbarrier_arrive_expect_tx(&bar_q, 2 * Q_BYTES);
         #pragma unroll
         for (int panel = 0; panel < HS / 64; panel++) {
-            tma_load_5d(sQ + panel * BLOCK_M * 128, &map_q, panel * 64, h, 0, q0, b, &bar_q);
+            tma_load_4d(sQ + panel * BLOCK_M * 128, &map_q, panel * 64, h, q0, b, &bar_q);
             tma_load_4d(sdO + panel * BLOCK_M * 128, &map_do, panel * 64, h, q0, b, &bar_q);
         }
         load_kv_block(0);
@@ -536,14 +583,14 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
     #pragma unroll
     for (int half = 0; half < 2; half++) {
         int row = row0 + 8 * half;
-        l2[half] = row < T ? lse[(long long)bh * T + row] * (float)M_LOG2E : 0.0f;
+        l2[half] = row < T ? params.lse.ptr[b * params.lse.batch + (long long)h * params.lse.head + row] * (float)M_LOG2E : 0.0f;
         d[half] = row < T ? delta[(long long)bh * T + row] : 0.0f;
     }
     float dq[HS / 2];                     // dQ of this warpgroup's queries (accumulator layout)
     #pragma unroll
     for (int i = 0; i < HS / 2; i++) dq[i] = 0.0f;
     uint32_t dsa[BLOCK_N / 16][4];        // dS as A fragments, read by a dQ product until the next block's wait
-    const float scale_log2 = scale * (float)M_LOG2E;
+    const float scale_log2 = params.shape.scale * (float)M_LOG2E;
     const uint32_t sQ_addr = smem_addr(sQ), sdO_addr = smem_addr(sdO), sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
     mbarrier_wait(&bar_q, 0);
 
@@ -574,16 +621,12 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
         pin_registers(dq);
         pin_registers(dsa);
         if (kv0 + BLOCK_N > T || (causal && kv0 + BLOCK_N - 1 > wg_q0)) {
+            VisibleColumns seen[2];
             #pragma unroll
-            for (int nt = 0; nt < BLOCK_N / 8; nt++)
-                #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int key = kv0 + nt * 8 + 2 * t + (e & 1), row = row0 + (e >> 1) * 8;
-                    if (key >= T || (causal && key > row)) sc[4 * nt + e] = -INFINITY;
-                }
+            for (int half = 0; half < 2; half++) seen[half] = keys_seen(row0 + 8 * half, kv0 + 2 * t, T, causal);
+            mask_tile<BLOCK_N / 8>(sc, seen);
         }
-        #pragma unroll
-        for (int i = 0; i < BLOCK_N / 2; i++) sc[i] = fast_exp2(fmaf(sc[i], scale_log2, -l2[(i >> 1) & 1]));
+        probabilities_by_row<BLOCK_N / 8>(sc, l2, scale_log2);
         uint32_t anchor = 0;
         #pragma unroll
         for (int i = 0; i < BLOCK_N / 2; i++) anchor ^= __float_as_uint(sc[i]);
@@ -593,8 +636,7 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
         asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(smem_addr(sched_anchor) + threadIdx.x * 4), "r"(anchor) : "memory");
         wgmma_wait<0>();
         pin_registers(dp);
-        #pragma unroll
-        for (int i = 0; i < BLOCK_N / 2; i++) dp[i] = sc[i] * (dp[i] - d[(i >> 1) & 1]);
+        score_grads_by_row<BLOCK_N / 8>(dp, sc, d);
         #pragma unroll
         for (int kk = 0; kk < BLOCK_N / 16; kk++) c_to_a(dsa[kk], &dp[8 * kk], &dp[8 * kk + 4]);
 
@@ -609,71 +651,71 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
     pin_registers(dsa);
 
     // dQ (times scale) as bf16 through this warpgroup's rows of sQ (only its own wgmma read them,
-    // and those are complete), then whole 16-byte row pieces to dqkv.
+    // and those are complete), then whole 16-byte row pieces to its view.
     #pragma unroll
     for (int n = 0; n < HS / 8; n++)
         #pragma unroll
         for (int half = 0; half < 2; half++) {
             int row = row0 - q0 + 8 * half, col = 8 * n;
             *reinterpret_cast<uint32_t*>(sQ + swizzled_offset<BLOCK_M>(row, col) + 4 * t) =
-                pack_bf16(dq[4 * n + 2 * half] * scale, dq[4 * n + 2 * half + 1] * scale);
+                pack_bf16(dq[4 * n + 2 * half] * params.shape.scale, dq[4 * n + 2 * half + 1] * params.shape.scale);
         }
     __syncthreads();
     constexpr int CHUNKS = HS / 8;
-    bf16* dq_ptr = dqkv + (long long)b * T * row_stride + h * HS;
+    bf16* dq_ptr = params.dq.ptr + b * params.dq.batch + (long long)h * params.dq.head;
     #pragma unroll
     for (int k = 0; k < BLOCK_M * CHUNKS / NTHREADS; k++) {
         int idx = threadIdx.x + k * NTHREADS, r = idx / CHUNKS, c = (idx % CHUNKS) * 8;
         if (q0 + r < T)
-            *reinterpret_cast<int4*>(dq_ptr + (q0 + r) * row_stride + c) =
+            *reinterpret_cast<int4*>(dq_ptr + (q0 + r) * params.dq.row + c) =
                 *reinterpret_cast<const int4*>(sQ + swizzled_offset<BLOCK_M>(r, c));
     }
 #endif
 }
 
 template <int HS, int BLOCK_N, int MIN_BLOCKS>
-static void launch_dq_wgmma(AttentionShape s, bf16* dqkv, const bf16* dout, const float* lse, const float* delta,
-                            const bf16* qkv, cudaStream_t stream) {
+static void launch_dq_wgmma(const AttentionParams* p, const float* delta, cudaStream_t stream) {
     constexpr int BLOCK_M = 128;
     // Q, dO, 3 stages of K, 2 of V, the scheduling anchor, and room to align the start to 1024 bytes.
     constexpr int smem = (2 * BLOCK_M + 5 * BLOCK_N) * HS * (int)sizeof(bf16) + 256 * (int)sizeof(float) + 1024;
     constexpr auto kernel = flash_backward_dq_wgmma_kernel<HS, BLOCK_N, MIN_BLOCKS>;
     set_smem_limit_once<kernel>(smem);
-    CUtensorMap map_q, map_kv, map_do;
-    make_qkv_tensor_map(&map_q, qkv, s, BLOCK_M);
-    make_qkv_tensor_map(&map_kv, qkv, s, BLOCK_N);
-    make_bthd_tensor_map(&map_do, dout, s, BLOCK_M);
+    AttentionShape s = p->shape;
+    CUtensorMap map_q, map_k, map_v, map_do;
+    make_heads_tensor_map(&map_q, &p->q, s, BLOCK_M);
+    make_heads_tensor_map(&map_k, &p->k, s, BLOCK_N);
+    make_heads_tensor_map(&map_v, &p->v, s, BLOCK_N);
+    make_heads_tensor_map(&map_do, &p->dout, s, BLOCK_M);
     int BH = s.B * s.NH, n_q_blocks = (int)ceil_div(s.T, BLOCK_M);
     // Heads in groups by what a head's blocks stream: its K and V.
     int head_group = grid_head_group(2 * (size_t)s.T * HS * sizeof(bf16), BH, n_q_blocks, MIN_BLOCKS);
-    kernel<<<n_q_blocks * BH, 256, smem, stream>>>(map_q, map_kv, map_do, dqkv, lse, delta, s.T, s.NH, BH, n_q_blocks,
-                                                   head_group, s.causal, s.scale);
+    kernel<<<n_q_blocks * BH, 256, smem, stream>>>(map_q, map_k, map_v, map_do, *p, delta, n_q_blocks, head_group);
     cudaCheckLaunch();
 }
 
-void flash_attention_backward_wgmma(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
-                                    const bf16* qkv, void* scratch, FlashDq dq, cudaStream_t stream) {
-    BackwardScratch w = flash_backward_scratch(s, scratch);
-    flash_backward_prepass(s, w, dq, dout, out, qkv, stream);
+void flash_attention_backward_wgmma(const AttentionParams* p, void* scratch, FlashDq dq, cudaStream_t stream) {
+    BackwardScratch w = flash_backward_scratch(p->shape, scratch);
+    flash_backward_prepass(p, w, dq, stream);
+    int hs64 = p->shape.HS == 64;
     if (dq == FLASH_DQ_SEPARATE) {
         // dK and dV, then dQ on its own. The dQ kernel at one thread block per SM: at two (128
         // registers) ptxas serialises its wgmma. HS 64: K/V blocks of 128 keys; HS 128: of 64,
         // which keeps dQ (64 registers) + S, dP (64) + dS (16) within registers.
-        if (s.HS == 64) {
-            launch_backward_wgmma<64, FLASH_DQ_SEPARATE>(s, dqkv, w, dout, lse, qkv, stream);
-            launch_dq_wgmma<64, 128, 1>(s, dqkv, dout, lse, w.delta, qkv, stream);
+        if (hs64) {
+            launch_backward_wgmma<64, FLASH_DQ_SEPARATE>(p, w, stream);
+            launch_dq_wgmma<64, 128, 1>(p, w.delta, stream);
         } else {
-            launch_backward_wgmma<128, FLASH_DQ_SEPARATE>(s, dqkv, w, dout, lse, qkv, stream);
-            launch_dq_wgmma<128, 64, 1>(s, dqkv, dout, lse, w.delta, qkv, stream);
+            launch_backward_wgmma<128, FLASH_DQ_SEPARATE>(p, w, stream);
+            launch_dq_wgmma<128, 64, 1>(p, w.delta, stream);
         }
         return;
     }
     if (dq == FLASH_DQ_FIXED) {
-        if (s.HS == 64) launch_backward_wgmma<64, FLASH_DQ_FIXED>(s, dqkv, w, dout, lse, qkv, stream);
-        else            launch_backward_wgmma<128, FLASH_DQ_FIXED>(s, dqkv, w, dout, lse, qkv, stream);
+        if (hs64) launch_backward_wgmma<64, FLASH_DQ_FIXED>(p, w, stream);
+        else      launch_backward_wgmma<128, FLASH_DQ_FIXED>(p, w, stream);
     } else {
-        if (s.HS == 64) launch_backward_wgmma<64, FLASH_DQ_ATOMIC>(s, dqkv, w, dout, lse, qkv, stream);
-        else            launch_backward_wgmma<128, FLASH_DQ_ATOMIC>(s, dqkv, w, dout, lse, qkv, stream);
+        if (hs64) launch_backward_wgmma<64, FLASH_DQ_ATOMIC>(p, w, stream);
+        else      launch_backward_wgmma<128, FLASH_DQ_ATOMIC>(p, w, stream);
     }
-    flash_backward_dq_convert(s, dqkv, w, dq, stream);
+    flash_backward_dq_convert(p, w, dq, stream);
 }

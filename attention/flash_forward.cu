@@ -1,6 +1,6 @@
 // attention/flash_forward.cu: the FlashAttention forward pass on mma.sync tensor cores (sm_80 on).
-//   in:  qkv (B, T, 3, NH, HS) bf16, read by strides (row stride 3*NH*HS)
-//   out: O (B, T, NH, HS) bf16 and L (B, NH, T) fp32, L = log sum_j exp(scale * q.k_j)
+//   in:  Q, K, V (B, T, NH, HS) bf16, read by the strides of their views (attention/params.h)
+//   out: O (B, T, NH, HS) bf16 and L (B, NH, T) fp32 by their views, L = log sum_j exp(scale * q.k_j)
 // One thread block per (Q block of BLOCK_M rows, batch*head); each warp owns 16*M_TILES query
 // rows, keeps their Q fragments in registers and streams K/V blocks of BLOCK_N keys through
 // double-buffered shared memory (one barrier per block), with the online softmax in registers.
@@ -9,11 +9,17 @@
 #include "attention/flash.h"
 #include "attention/mma.cuh"
 #include "attention/smem_tile.cuh"
+#include "attention/softmax.cuh"
+
+// Row 0 of head h of sequence b in a view. h * head may pass 2^31; both are non-negative, and
+// their unsigned 32 x 32 -> 64-bit product takes fewer registers in these kernels than a signed one.
+__device__ __forceinline__ bf16* head_rows(const AttentionTensor& v, int b, int h) {
+    return v.ptr + b * v.batch + (unsigned long long)(unsigned)h * (unsigned)v.head;
+}
 
 template <int HS, int M_TILES, int NWARPS, int BLOCK_N>
 __global__ void __launch_bounds__(NWARPS * 32)
-flash_forward_kernel(bf16* out, float* lse, const bf16* qkv, int T, int NH, int BH, int n_q_blocks,
-                     int causal, float scale) {
+flash_forward_kernel(const AttentionParams p) {
     constexpr int NTHREADS = NWARPS * 32;
     constexpr int WARP_ROWS = 16 * M_TILES;
     constexpr int BLOCK_M = WARP_ROWS * NWARPS;
@@ -23,23 +29,26 @@ flash_forward_kernel(bf16* out, float* lse, const bf16* qkv, int T, int NH, int 
     bf16* sK = sQ + BLOCK_M * S;                  // 2 stages of (BLOCK_N, HS)
     bf16* sV = sK + 2 * BLOCK_N * S;              // 2 stages of (BLOCK_N, HS)
 
+    const int T = p.shape.T, NH = p.shape.NH, causal = p.shape.causal;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     // Causal work grows with the row index: the last Q blocks are issued first so the short
     // ones fill in the tail of the grid.
+    int BH = p.shape.B * NH, n_q_blocks = (int)ceil_div(T, BLOCK_M);
     int q_block = n_q_blocks - 1 - blockIdx.x / BH;
     int bh = blockIdx.x % BH, b = bh / NH, h = bh % NH;
     int q0 = q_block * BLOCK_M;
     int warp_q0 = q0 + warp * WARP_ROWS;       // first query row of this warp
-    long long row_stride = 3LL * NH * HS;
-    const bf16* q_ptr = qkv + (long long)b * T * row_stride + h * HS;
-    const bf16* k_ptr = q_ptr + NH * HS;
-    const bf16* v_ptr = q_ptr + 2 * NH * HS;
+    const bf16* q_ptr = head_rows(p.q, b, h);
+    // The K and V blocks being loaded, advanced a block at a time: fewer registers than offsets
+    // from the head's row 0.
+    const bf16* k_ptr = head_rows(p.k, b, h);
+    const bf16* v_ptr = head_rows(p.v, b, h);
     // Causal: K/V blocks entirely above the diagonal of this Q block are never touched.
     int n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N);
 
-    load_tile_async<BLOCK_M, HS, NTHREADS>(sQ, q_ptr + q0 * row_stride, row_stride, T - q0);
-    load_tile_async<BLOCK_N, HS, NTHREADS>(sK, k_ptr, row_stride, T);
-    load_tile_async<BLOCK_N, HS, NTHREADS>(sV, v_ptr, row_stride, T);
+    load_tile_async<BLOCK_M, HS, NTHREADS>(sQ, q_ptr + q0 * p.q.row, p.q.row, T - q0);
+    load_tile_async<BLOCK_N, HS, NTHREADS>(sK, k_ptr, p.k.row, T);
+    load_tile_async<BLOCK_N, HS, NTHREADS>(sV, v_ptr, p.v.row, T);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
@@ -55,7 +64,7 @@ flash_forward_kernel(bf16* out, float* lse, const bf16* qkv, int T, int NH, int 
     for (int mt = 0; mt < M_TILES; mt++)
         for (int half = 0; half < 2; half++) { m[mt][half] = -INFINITY; l[mt][half] = 0.0f; }
     // exp(scale*(s - m)) = 2^(scale*log2(e)*s - scale*log2(e)*m): one FFMA and one EX2 per score.
-    const float scale_log2 = scale * (float)M_LOG2E;
+    const float scale_log2 = p.shape.scale * (float)M_LOG2E;
 
     for (int j = 0; j < n_kv_blocks; j++) {
         int stage = j & 1, kv0 = j * BLOCK_N;
@@ -65,8 +74,10 @@ flash_forward_kernel(bf16* out, float* lse, const bf16* qkv, int T, int NH, int 
         __syncthreads();
         if (j + 1 < n_kv_blocks) {
             int next = kv0 + BLOCK_N;
-            load_tile_async<BLOCK_N, HS, NTHREADS>(sK + (stage ^ 1) * BLOCK_N * S, k_ptr + next * row_stride, row_stride, T - next);
-            load_tile_async<BLOCK_N, HS, NTHREADS>(sV + (stage ^ 1) * BLOCK_N * S, v_ptr + next * row_stride, row_stride, T - next);
+            k_ptr += BLOCK_N * p.k.row;
+            v_ptr += BLOCK_N * p.v.row;
+            load_tile_async<BLOCK_N, HS, NTHREADS>(sK + (stage ^ 1) * BLOCK_N * S, k_ptr, p.k.row, T - next);
+            load_tile_async<BLOCK_N, HS, NTHREADS>(sV + (stage ^ 1) * BLOCK_N * S, v_ptr, p.v.row, T - next);
             cp_async_commit();
         }
         const bf16* k_tile = sK + stage * BLOCK_N * S;
@@ -86,40 +97,22 @@ flash_forward_kernel(bf16* out, float* lse, const bf16* qkv, int T, int NH, int 
                     }
                 }
             // Only the last block (T not a multiple of BLOCK_N) and diagonal blocks need masks.
-            if (kv0 + BLOCK_N > T || (causal && kv0 + BLOCK_N - 1 > warp_q0)) {
-                for (int mt = 0; mt < M_TILES; mt++)
-                    for (int nt = 0; nt < BLOCK_N / 8; nt++)
-                        for (int e = 0; e < 4; e++) {
-                            int col = kv0 + nt * 8 + 2 * t + (e & 1);
-                            int row = warp_q0 + mt * 16 + g + (e >> 1) * 8;
-                            if (col >= T || (causal && col > row)) sc[mt][nt][e] = -INFINITY;
-                        }
-            }
+            if (kv0 + BLOCK_N > T || (causal && kv0 + BLOCK_N - 1 > warp_q0))
+                for (int mt = 0; mt < M_TILES; mt++) {
+                    int row = warp_q0 + mt * 16 + g;
+                    VisibleColumns seen[2] = {keys_seen(row, kv0 + 2 * t, T, causal),
+                                              keys_seen(row + 8, kv0 + 2 * t, T, causal)};
+                    mask_tile<BLOCK_N / 8>(&sc[mt][0][0], seen);
+                }
             // Online softmax. Every row has a valid score in block 0 (key 0), so m is finite
             // from the first block on and a fully masked row of a later block leaves it as is.
-            for (int mt = 0; mt < M_TILES; mt++)
-                for (int half = 0; half < 2; half++) {
-                    float mx = m[mt][half];
-                    for (int nt = 0; nt < BLOCK_N / 8; nt++)
-                        mx = fmaxf(mx, fmaxf(sc[mt][nt][2 * half], sc[mt][nt][2 * half + 1]));
-                    // the 4 threads of a quad share a row
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                    float alpha = fast_exp2((m[mt][half] - mx) * scale_log2);
-                    m[mt][half] = mx;
-                    float neg_mx = -mx * scale_log2, sum = 0.0f;
-                    for (int nt = 0; nt < BLOCK_N / 8; nt++)
-                        for (int e = 2 * half; e < 2 * half + 2; e++) {
-                            float p = fast_exp2(fmaf(sc[mt][nt][e], scale_log2, neg_mx));
-                            sc[mt][nt][e] = p;
-                            sum += p;
-                        }
-                    l[mt][half] = l[mt][half] * alpha + sum;
-                    for (int dt = 0; dt < HS / 8; dt++) {
-                        o[mt][dt][2 * half] *= alpha;
-                        o[mt][dt][2 * half + 1] *= alpha;
-                    }
-                }
+            #pragma unroll   // sc and o stay in registers only while every index is a constant
+            for (int mt = 0; mt < M_TILES; mt++) {
+                float alpha[2];
+                online_softmax<BLOCK_N / 8, 0>(&sc[mt][0][0], m[mt], l[mt], alpha, scale_log2);
+                for (int dt = 0; dt < HS / 8; dt++)
+                    for (int e = 0; e < 4; e++) o[mt][dt][e] *= alpha[e >> 1];
+            }
             // O += P V; P goes from the score accumulators straight into A fragments.
             for (int kk = 0; kk < BLOCK_N / 16; kk++) {
                 uint32_t p_frag[M_TILES][4];
@@ -138,38 +131,37 @@ flash_forward_kernel(bf16* out, float* lse, const bf16* qkv, int T, int NH, int 
 
     // O = o / l and L = scale*m + log(l); O is staged in this warp's own rows of sQ (which
     // only this warp ever read) so that global stores are whole 16-byte rows segments.
+    float* lse = p.lse.ptr + b * p.lse.batch + (long long)h * p.lse.head;
     for (int mt = 0; mt < M_TILES; mt++) {
         float inv[2];
         for (int half = 0; half < 2; half++) {
-            float sum = l[mt][half];
-            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            float sum = quad_sum(l[mt][half]);
             inv[half] = 1.0f / sum;
             int row = warp_q0 + mt * 16 + g + 8 * half;
-            if (t == 0 && row < T) lse[(long long)bh * T + row] = m[mt][half] * scale + logf(sum);
+            if (t == 0 && row < T) lse[row] = m[mt][half] * p.shape.scale + logf(sum);
         }
         for (int dt = 0; dt < HS / 8; dt++)
             store_c_tile<HS>(sQ, warp * WARP_ROWS + mt * 16, dt * 8, o[mt][dt], inv[0], inv[1]);
     }
     __syncwarp();
-    store_rows_warp<WARP_ROWS, HS>(out + ((long long)b * T + warp_q0) * NH * HS + h * HS, (long long)NH * HS,
+    store_rows_warp<WARP_ROWS, HS>(head_rows(p.o, b, h) + warp_q0 * p.o.row, p.o.row,
                                    sQ, warp * WARP_ROWS, T - warp_q0);
 }
 
 template <int HS, int M_TILES, int NWARPS, int BLOCK_N>
-static void launch_forward(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream) {
+static void launch_forward(const AttentionParams* p, cudaStream_t stream) {
     constexpr int BLOCK_M = 16 * M_TILES * NWARPS;
     constexpr int smem = (BLOCK_M + 4 * BLOCK_N) * PaddedRow<HS>::stride * (int)sizeof(bf16);
     constexpr auto kernel = flash_forward_kernel<HS, M_TILES, NWARPS, BLOCK_N>;
     set_smem_limit_once<kernel>(smem);
-    int BH = s.B * s.NH, n_q_blocks = (int)ceil_div(s.T, BLOCK_M);
-    kernel<<<n_q_blocks * BH, NWARPS * 32, smem, stream>>>(out, lse, qkv, s.T, s.NH, BH, n_q_blocks, s.causal, s.scale);
+    int n_q_blocks = (int)ceil_div(p->shape.T, BLOCK_M);
+    kernel<<<n_q_blocks * p->shape.B * p->shape.NH, NWARPS * 32, smem, stream>>>(*p);
     cudaCheckLaunch();
 }
 
-void flash_attention_forward_mma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream) {
+void flash_attention_forward_mma(const AttentionParams* p, cudaStream_t stream) {
     // HS 64: 4 warps of 32 rows (two m-tiles share every K/V fragment read from shared memory).
     // HS 128: 8 warps of 16 rows, which keeps Q (32 regs) + O (64) + S (32) within registers.
-    if (s.HS == 64) launch_forward<64, 2, 4, 64>(s, out, lse, qkv, stream);
-    else            launch_forward<128, 1, 8, 64>(s, out, lse, qkv, stream);
+    if (p->shape.HS == 64) launch_forward<64, 2, 4, 64>(p, stream);
+    else                   launch_forward<128, 1, 8, 64>(p, stream);
 }

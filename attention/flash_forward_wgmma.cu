@@ -1,6 +1,6 @@
 // attention/flash_forward_wgmma.cu: the FlashAttention forward pass on Hopper's warpgroup tensor
-// cores (wgmma, sm_90a). Same function as flash_forward.cu:
-//   in:  qkv (B, T, 3, NH, HS) bf16, read by strides (row stride 3*NH*HS)
+// cores (wgmma, sm_90a). Same function as flash_forward.cu, on the views of attention/params.h:
+//   in:  Q, K, V (B, T, NH, HS) bf16
 //   out: O (B, T, NH, HS) bf16 and L (B, NH, T) fp32, L = log sum_j exp(scale * q.k_j)
 // One thread block per (Q block of 128 rows, batch*head); two consumer warpgroups own 64 query
 // rows each (and HS 128 adds a producer warpgroup, see the kernel). Q and the K/V blocks sit in
@@ -14,57 +14,15 @@
 #include "attention/flash.h"
 #include "attention/wgmma.cuh"
 #include "attention/smem_tile.cuh"
+#include "attention/softmax.cuh"
 #include "attention/tma.cuh"
 #include "attention/grid_order.cuh"
 
-// The running max of a row moves only when the block's max exceeds it by more than this many
-// powers of 2 (scale * (S - m) in log2 units). Until then P = exp(scale * (S - m)) may reach
-// 2^8, harmless in bf16 and fp32, and alpha stays exactly 1, so that O need not be rescaled:
-// HS/2 multiplications a thread per block that after the first blocks rarely change anything.
-#define RESCALE_THRESHOLD_LOG2 8.0f
-
-// Masks S (one warpgroup's 64 rows x BLOCK_N keys, accumulator layout), updates the running max m
-// (lazily, see above) and this thread's share l of the running sum, and overwrites S with
-// P = exp(scale * (S - m)). alpha: the factor that takes sums and outputs of the old max to the
-// new one, 1 where the max has not moved.
-template <int BLOCK_N>
-__device__ __forceinline__ void online_softmax(float (&s)[BLOCK_N / 2], float (&m)[2],
-                                               float (&l)[2], float (&alpha)[2], int row0, int kv0, int T,
-                                               int causal, bool masked, float scale_log2) {
-    int t = threadIdx.x % 4;
-    if (masked) {
-        #pragma unroll
-        for (int nt = 0; nt < BLOCK_N / 8; nt++)
-            #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int col = kv0 + nt * 8 + 2 * t + (e & 1), row = row0 + (e >> 1) * 8;
-                if (col >= T || (causal && col > row)) s[4 * nt + e] = -INFINITY;
-            }
-    }
-    // Every row has a valid score in block 0 (key 0), so m is finite from then on.
-    #pragma unroll
-    for (int half = 0; half < 2; half++) {
-        float mx = m[half];
-        #pragma unroll
-        for (int nt = 0; nt < BLOCK_N / 8; nt++) mx = fmaxf(mx, fmaxf(s[4 * nt + 2 * half], s[4 * nt + 2 * half + 1]));
-        // the 4 threads of a quad share a row
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        if ((mx - m[half]) * scale_log2 <= RESCALE_THRESHOLD_LOG2) mx = m[half];
-        alpha[half] = fast_exp2((m[half] - mx) * scale_log2);
-        m[half] = mx;
-        float neg_mx = -mx * scale_log2, sum = 0.0f;
-        #pragma unroll
-        for (int nt = 0; nt < BLOCK_N / 8; nt++)
-            #pragma unroll
-            for (int e = 2 * half; e < 2 * half + 2; e++) {
-                float pe = fast_exp2(fmaf(s[4 * nt + e], scale_log2, neg_mx));
-                s[4 * nt + e] = pe;
-                sum += pe;
-            }
-        l[half] = l[half] * alpha[half] + sum;
-    }
-}
+// The running max of a row moves only when the block's max exceeds it by more than 2^8
+// (softmax.cuh): P then reaches at most 2^8, harmless in bf16 and fp32, and O is rescaled only
+// when a max moved, HS/2 multiplications a thread per block that after the first blocks rarely
+// change anything.
+#define LAZY_RESCALE_LOG2 8
 
 // Two layouts of the thread block, both with two consumer warpgroups of 64 query rows each:
 // - without PRODUCER (HS 64, two thread blocks per SM): thread 0 also issues the TMA copies, one
@@ -78,10 +36,10 @@ __device__ __forceinline__ void online_softmax(float (&s)[BLOCK_N / 2], float (&
 // MIN_BLOCKS: thread blocks per SM the registers are sized for.
 template <int HS, int BLOCK_N, int MIN_BLOCKS, bool PRODUCER>
 __global__ void __launch_bounds__(PRODUCER ? 384 : 256, MIN_BLOCKS)
-flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv, boxes of BLOCK_M rows
-                           const __grid_constant__ CUtensorMap map_kv,   // qkv, boxes of BLOCK_N rows
-                           bf16* out, float* lse, int T, int NH, int BH, int n_q_blocks, int head_group, int causal,
-                           float scale) {
+flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,   // Q, boxes of BLOCK_M rows
+                           const __grid_constant__ CUtensorMap map_k,   // K, boxes of BLOCK_N rows
+                           const __grid_constant__ CUtensorMap map_v,   // V, boxes of BLOCK_N rows
+                           const AttentionParams params, int n_q_blocks, int head_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
     // CONSUMERS threads do the math, from thread FIRST on.
     constexpr int CONSUMERS = 256, FIRST = PRODUCER ? 128 : 0, BLOCK_M = 128;
@@ -100,28 +58,29 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
 
     // Causal work grows with the row index: the last Q blocks are issued first so the short ones
     // fill in the tail of the grid; heads in groups (grid_order.cuh).
-    GridTile tile = grid_tile(blockIdx.x, n_q_blocks, BH, head_group);
+    const int T = params.shape.T, NH = params.shape.NH, causal = params.shape.causal;
+    GridTile tile = grid_tile(blockIdx.x, n_q_blocks, params.shape.B * NH, head_group);
     int q_block = n_q_blocks - 1 - tile.rank;
     int bh = tile.bh, b = bh / NH, h = bh % NH;
     int q0 = q_block * BLOCK_M;
     // Causal: K/V blocks entirely above the diagonal of this Q block are never touched.
     int n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N);
 
-    // (rows, HS) tile of Q (which = 0), K (1) or V (2) of this (b, h) from row t0: one TMA copy
-    // per 64-column panel; rows past T arrive as zeros.
-    auto load_tile = [&](unsigned char* dst, const CUtensorMap* map, int which, int t0, int rows, uint64_t* bar) {
+    // (rows, HS) tile of this (b, h) from row t0: one TMA copy per 64-column panel; rows past T
+    // arrive as zeros.
+    auto load_tile = [&](unsigned char* dst, const CUtensorMap* map, int t0, int rows, uint64_t* bar) {
         #pragma unroll
-        for (int panel = 0; panel < HS / 64; panel++) tma_load_5d(dst + panel * rows * 128, map, panel * 64, h, which, t0, b, bar);
+        for (int panel = 0; panel < HS / 64; panel++) tma_load_4d(dst + panel * rows * 128, map, panel * 64, h, t0, b, bar);
     };
     auto load_q = [&]() {
         mbarrier_arrive_expect_tx(&bar_q, BLOCK_M * HS * sizeof(bf16));
-        load_tile(sQ, &map_q, 0, q0, BLOCK_M, &bar_q);
+        load_tile(sQ, &map_q, q0, BLOCK_M, &bar_q);
     };
     auto load_kv_block = [&](int j) {   // K/V block j into stage j % 3
         int st = j % 3;
         mbarrier_arrive_expect_tx(&bar_full[st], 2 * KV_BYTES);
-        load_tile(sK + st * KV_BYTES, &map_kv, 1, j * BLOCK_N, BLOCK_N, &bar_full[st]);
-        load_tile(sV + st * KV_BYTES, &map_kv, 2, j * BLOCK_N, BLOCK_N, &bar_full[st]);
+        load_tile(sK + st * KV_BYTES, &map_k, j * BLOCK_N, BLOCK_N, &bar_full[st]);
+        load_tile(sV + st * KV_BYTES, &map_v, j * BLOCK_N, BLOCK_N, &bar_full[st]);
     };
     if (threadIdx.x == 0) {
         mbarrier_init(&bar_q, 1);
@@ -164,7 +123,17 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
     for (int i = 0; i < HS / 2; i++) o[i] = 0.0f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
     // exp(scale*(s - m)) = 2^(scale*log2(e)*s - scale*log2(e)*m): one FFMA and one EX2 per score.
-    const float scale_log2 = scale * (float)M_LOG2E;
+    const float scale_log2 = params.shape.scale * (float)M_LOG2E;
+    // Masks S (only blocks that need it), then the online softmax of its rows.
+    auto softmax = [&](int kv0, bool masked) {
+        if (masked) {
+            VisibleColumns seen[2];
+            #pragma unroll
+            for (int half = 0; half < 2; half++) seen[half] = keys_seen(row0 + 8 * half, kv0 + 2 * (lane % 4), T, causal);
+            mask_tile<BLOCK_N / 8>(s, seen);
+        }
+        online_softmax<BLOCK_N / 8, LAZY_RESCALE_LOG2>(s, m, l, alpha, scale_log2);
+    };
 
     const uint32_t sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
     // S = Q K^T with this warpgroup's Q as A fragments in registers (loaded once, after bar_q):
@@ -219,7 +188,7 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
     pass_turn();
     wgmma_wait<0>();
     pin_registers(s);
-    online_softmax<BLOCK_N>(s, m, l, alpha, row0, 0, T, causal, mask_from == 0, scale_log2);  // o is 0: alpha unused
+    softmax(0, mask_from == 0);  // o is 0: alpha unused
     #pragma unroll
     for (int kk = 0; kk < BLOCK_N / 16; kk++) c_to_a(p[kk], &s[8 * kk], &s[8 * kk + 4]);
 
@@ -233,7 +202,7 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
         pass_turn();
         wgmma_wait<1>();  // S done; O += P V may still run
         pin_registers(s);
-        online_softmax<BLOCK_N>(s, m, l, alpha, row0, kv0, T, causal, j >= mask_from, scale_log2);
+        softmax(kv0, j >= mask_from);
         // ptxas places wgmma.wait_group as early as it may, which would put the softmax after
         // the wait, serialised with O += P V; it keeps the wait after memory operations, so this
         // store of the new row sums (never read) holds it below the softmax.
@@ -268,12 +237,10 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
     float inv[2];
     #pragma unroll
     for (int half = 0; half < 2; half++) {
-        float sum = l[half];
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        float sum = quad_sum(l[half]);
         inv[half] = 1.0f / sum;
         int row = row0 + 8 * half;
-        if (t == 0 && row < T) lse[(long long)bh * T + row] = m[half] * scale + logf(sum);
+        if (t == 0 && row < T) params.lse.ptr[b * params.lse.batch + (long long)h * params.lse.head + row] = m[half] * params.shape.scale + logf(sum);
     }
     __syncwarp();
     #pragma unroll
@@ -291,39 +258,38 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // qkv,
     for (int k = 0; k < 64 * CHUNKS / 128; k++) {
         int i = (threadIdx.x - FIRST) % 128 + k * 128, r = wg * 64 + i / CHUNKS, c = (i % CHUNKS) * 8;
         if (q0 + r < T)
-            *reinterpret_cast<int4*>(out + ((long long)b * T + q0 + r) * NH * HS + h * HS + c) =
+            *reinterpret_cast<int4*>(params.o.ptr + b * params.o.batch + (q0 + r) * params.o.row + (long long)h * params.o.head + c) =
                 *reinterpret_cast<const int4*>(sQ + swizzled_offset<BLOCK_M>(r, c));
     }
 #endif
 }
 
 template <int HS, int BLOCK_N, int MIN_BLOCKS, bool PRODUCER>
-static void launch_forward_wgmma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream) {
+static void launch_forward_wgmma(const AttentionParams* p, cudaStream_t stream) {
     constexpr int BLOCK_M = 128;
     // Q, 3 stages of K and of V, the scheduling anchor, and room to align the start to 1024 bytes.
     constexpr int smem = (BLOCK_M + 6 * BLOCK_N) * HS * (int)sizeof(bf16) + 256 * (int)sizeof(float) + 1024;
     constexpr auto kernel = flash_forward_wgmma_kernel<HS, BLOCK_N, MIN_BLOCKS, PRODUCER>;
     set_smem_limit_once<kernel>(smem);
-    CUtensorMap map_q, map_kv;
-    make_qkv_tensor_map(&map_q, qkv, s, BLOCK_M);
-    make_qkv_tensor_map(&map_kv, qkv, s, BLOCK_N);
+    AttentionShape s = p->shape;
+    CUtensorMap map_q, map_k, map_v;
+    make_heads_tensor_map(&map_q, &p->q, s, BLOCK_M);
+    make_heads_tensor_map(&map_k, &p->k, s, BLOCK_N);
+    make_heads_tensor_map(&map_v, &p->v, s, BLOCK_N);
     int BH = s.B * s.NH, n_q_blocks = (int)ceil_div(s.T, BLOCK_M);
     // Heads in groups by what a head's blocks stream: its K and V.
     int head_group = grid_head_group(2 * (size_t)s.T * HS * sizeof(bf16), BH, n_q_blocks, MIN_BLOCKS);
-    kernel<<<n_q_blocks * BH, PRODUCER ? 384 : 256, smem, stream>>>(map_q, map_kv, out, lse, s.T, s.NH, BH, n_q_blocks,
-                                                                    head_group, s.causal, s.scale);
+    kernel<<<n_q_blocks * BH, PRODUCER ? 384 : 256, smem, stream>>>(map_q, map_k, map_v, *p, n_q_blocks, head_group);
     cudaCheckLaunch();
 }
 
-void flash_attention_forward_wgmma(AttentionShape s, bf16* out, float* lse, const bf16* qkv, cudaStream_t stream) {
+void flash_attention_forward_wgmma(const AttentionParams* p, cudaStream_t stream) {
     // HS 64: blocks of 64 keys and two thread blocks per SM (122 registers, 66 KiB of shared
-    // memory each), so one block's barrier and softmax hide behind the other's wgmma: 1.16-1.29x
-    // the speed of 128-key blocks at one block per SM (bench/RESULTS.md); a producer warpgroup
-    // does not fit there (two blocks of 384 threads leave 85 registers a thread); at one block
-    // per SM with 128-key blocks it measured 2-19% slower up to T = 16K (attention v13). HS 128:
-    // blocks of 128 keys at one block per SM (Q and three stages of K and V take 224 of the 227
-    // KiB), with the producer and the consumers' turns: 1.08-1.17x the speed of the same blocks
-    // without them (bench/RESULTS.md, attention v13).
-    if (s.HS == 64) launch_forward_wgmma<64, 64, 2, false>(s, out, lse, qkv, stream);
-    else            launch_forward_wgmma<128, 128, 1, true>(s, out, lse, qkv, stream);
+    // memory each), so one block's barrier and softmax hide behind the other's wgmma, which
+    // measured faster than 128-key blocks at one block per SM; a producer warpgroup does not fit
+    // there (two blocks of 384 threads leave 85 registers a thread). HS 128: blocks of 128 keys
+    // at one block per SM (Q and three stages of K and V take 224 of the 227 KiB), with the
+    // producer and the consumers' turns, which measured faster than the same blocks without.
+    if (p->shape.HS == 64) launch_forward_wgmma<64, 64, 2, false>(p, stream);
+    else                   launch_forward_wgmma<128, 128, 1, true>(p, stream);
 }

@@ -8,7 +8,7 @@
 // flight spread over every head, their tensors no longer fit in L2, and each block reads them
 // from DRAM again (HS 64 forward at T = 32K: 2.1 GB read from DRAM, 0.2 GB with groups sized by
 // L2). Less DRAM traffic is less power: in the trainer, at the GPU's power cap at long T, the
-// clock rises (bench/RESULTS.md, attention v15).
+// clock rises.
 #ifndef FLASHGPT_GRID_ORDER_CUH
 #define FLASHGPT_GRID_ORDER_CUH
 

@@ -2,14 +2,15 @@
 // of one sequence.
 //   forward:  S = scale * Q K^T       (B, NH, T, T) bf16, written into probs
 //             P = softmax(S), in place (causal: exact zeros above the diagonal)
-//             O = P V                 (B, T, NH, HS)
+//             O = P V                 (B, T, NH, HS), by its view
 //   backward: dV = P^T dO, dP = dO V^T (B, NH, T, T) fp32 in scratch,
 //             dS = P ∘ (dP − rowsum(dP ∘ P)) * scale, bf16, in place over dP,
-//             dQ = dS K, dK = dS^T Q, all three written into dqkv (B, T, 3, NH, HS).
+//             dQ = dS K, dK = dS^T Q; dQ, dK, dV written by their views.
 // S lives in the bf16 buffer of P (the forward gets no other memory): its rounding, |S| * 2^-9
 // per score, is the largest error of this path; softmax and its backward compute in fp32.
-// Per sequence b, head h is one batch entry: Q, K, V of a head are (T, HS) row-major matrices
-// with row stride 3C (C = NH * HS) that start HS elements after those of the previous head.
+// Per sequence b, head h is one batch entry: each view (attention/params.h) of a sequence is NH
+// (T, HS) row-major matrices, rows `row` elements apart, heads `head` elements apart: cuBLAS's
+// leading dimension and batch stride.
 #include <limits.h>
 #include "attention/naive.h"
 #include "layers/kernel_common.cuh"
@@ -98,59 +99,62 @@ size_t naive_attention_scratch_bytes(AttentionShape s) {
     return (size_t)s.B * s.NH * s.T * s.T * sizeof(float);
 }
 
-void naive_attention_forward(AttentionShape s, bf16* out, bf16* probs, const bf16* qkv,
-                             cudaStream_t stream) {
-    int T = s.T, NH = s.NH, HS = s.HS, C = NH * HS;
+// A view of sequence b as cuBLAS operands: the first head's matrix, its leading dimension (the
+// row stride, which cuBLAS takes as an int) and the stride between heads.
+struct HeadMatrices {
+    bf16* ptr;
+    int ld;
+    long long stride;
+};
+static HeadMatrices heads(AttentionTensor v, int b) {
+    if (v.row > INT_MAX) die("naive attention: row stride %lld is past cuBLAS's int", v.row);
+    return {v.ptr + b * v.batch, (int)v.row, v.head};
+}
+
+void naive_attention_forward(const AttentionParams* p, bf16* probs, cudaStream_t stream) {
+    int T = p->shape.T, NH = p->shape.NH, HS = p->shape.HS;
     long long TT = (long long)T * T;
-    for (int b = 0; b < s.B; b++) {
-        const bf16* q = qkv + (size_t)b * T * 3 * C;
-        const bf16* k = q + C;
-        bf16* att = probs + (size_t)b * NH * TT;
+    for (int b = 0; b < p->shape.B; b++) {
+        HeadMatrices q = heads(p->q, b), k = heads(p->k, b);
         // S (T, T) = scale * Q (T, HS) K^T
-        batched_matmul(T, T, HS, s.scale, q, 3 * C, HS, 0, k, 3 * C, HS, 1,
-                       att, CUDA_R_16BF, T, TT, NH, stream);
+        batched_matmul(T, T, HS, p->shape.scale, q.ptr, q.ld, q.stride, 0, k.ptr, k.ld, k.stride, 1,
+                       probs + b * NH * TT, CUDA_R_16BF, T, TT, NH, stream);
     }
-    softmax_forward_kernel<<<s.B * NH * T, SOFTMAX_THREADS, 0, stream>>>(probs, T, s.causal);
+    softmax_forward_kernel<<<p->shape.B * NH * T, SOFTMAX_THREADS, 0, stream>>>(probs, T, p->shape.causal);
     cudaCheckLaunch();
-    for (int b = 0; b < s.B; b++) {
-        const bf16* v = qkv + (size_t)b * T * 3 * C + 2 * C;
-        const bf16* att = probs + (size_t)b * NH * TT;
+    for (int b = 0; b < p->shape.B; b++) {
+        HeadMatrices v = heads(p->v, b), o = heads(p->o, b);
         // O (T, HS) = P (T, T) V (T, HS)
-        batched_matmul(T, HS, T, 1.0f, att, T, TT, 0, v, 3 * C, HS, 0,
-                       out + (size_t)b * T * C, CUDA_R_16BF, C, HS, NH, stream);
+        batched_matmul(T, HS, T, 1.0f, probs + b * NH * TT, T, TT, 0, v.ptr, v.ld, v.stride, 0,
+                       o.ptr, CUDA_R_16BF, o.ld, o.stride, NH, stream);
     }
 }
 
-void naive_attention_backward(AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* probs,
-                              const bf16* qkv, void* scratch, cudaStream_t stream) {
-    int T = s.T, NH = s.NH, HS = s.HS, C = NH * HS;
+void naive_attention_backward(const AttentionParams* p, const bf16* probs, void* scratch, cudaStream_t stream) {
+    int T = p->shape.T, NH = p->shape.NH, HS = p->shape.HS;
     long long TT = (long long)T * T;
     float* dp_ds = (float*)scratch;
-    for (int b = 0; b < s.B; b++) {
-        const bf16* v = qkv + (size_t)b * T * 3 * C + 2 * C;
-        const bf16* dout_b = dout + (size_t)b * T * C;
-        const bf16* att = probs + (size_t)b * NH * TT;
-        bf16* dv = dqkv + (size_t)b * T * 3 * C + 2 * C;
+    for (int b = 0; b < p->shape.B; b++) {
+        HeadMatrices v = heads(p->v, b), dout = heads(p->dout, b), dv = heads(p->dv, b);
+        const bf16* att = probs + b * NH * TT;
         // dV (T, HS) = P^T (T, T) dO (T, HS)
-        batched_matmul(T, HS, T, 1.0f, att, T, TT, 1, dout_b, C, HS, 0,
-                       dv, CUDA_R_16BF, 3 * C, HS, NH, stream);
+        batched_matmul(T, HS, T, 1.0f, att, T, TT, 1, dout.ptr, dout.ld, dout.stride, 0,
+                       dv.ptr, CUDA_R_16BF, dv.ld, dv.stride, NH, stream);
         // dP (T, T) = dO (T, HS) V^T, fp32
-        batched_matmul(T, T, HS, 1.0f, dout_b, C, HS, 0, v, 3 * C, HS, 1,
-                       dp_ds + (size_t)b * NH * TT, CUDA_R_32F, T, TT, NH, stream);
+        batched_matmul(T, T, HS, 1.0f, dout.ptr, dout.ld, dout.stride, 0, v.ptr, v.ld, v.stride, 1,
+                       dp_ds + b * NH * TT, CUDA_R_32F, T, TT, NH, stream);
     }
-    softmax_backward_kernel<<<s.B * NH * T, SOFTMAX_THREADS, 0, stream>>>(dp_ds, probs, T, s.causal,
-                                                                          s.scale);
+    softmax_backward_kernel<<<p->shape.B * NH * T, SOFTMAX_THREADS, 0, stream>>>(dp_ds, probs, T, p->shape.causal,
+                                                                                 p->shape.scale);
     cudaCheckLaunch();
-    for (int b = 0; b < s.B; b++) {
-        const bf16* q = qkv + (size_t)b * T * 3 * C;
-        const bf16* k = q + C;
-        const bf16* ds = (const bf16*)(dp_ds + (size_t)b * NH * TT);  // row stride 2T
-        bf16* dq = dqkv + (size_t)b * T * 3 * C;
+    for (int b = 0; b < p->shape.B; b++) {
+        HeadMatrices q = heads(p->q, b), k = heads(p->k, b), dq = heads(p->dq, b), dk = heads(p->dk, b);
+        const bf16* ds = (const bf16*)(dp_ds + b * NH * TT);  // row stride 2T
         // dQ (T, HS) = dS (T, T) K (T, HS)
-        batched_matmul(T, HS, T, 1.0f, ds, 2 * T, 2 * TT, 0, k, 3 * C, HS, 0,
-                       dq, CUDA_R_16BF, 3 * C, HS, NH, stream);
+        batched_matmul(T, HS, T, 1.0f, ds, 2 * T, 2 * TT, 0, k.ptr, k.ld, k.stride, 0,
+                       dq.ptr, CUDA_R_16BF, dq.ld, dq.stride, NH, stream);
         // dK (T, HS) = dS^T (T, T) Q (T, HS)
-        batched_matmul(T, HS, T, 1.0f, ds, 2 * T, 2 * TT, 1, q, 3 * C, HS, 0,
-                       dq + C, CUDA_R_16BF, 3 * C, HS, NH, stream);
+        batched_matmul(T, HS, T, 1.0f, ds, 2 * T, 2 * TT, 1, q.ptr, q.ld, q.stride, 0,
+                       dk.ptr, CUDA_R_16BF, dk.ld, dk.stride, NH, stream);
     }
 }

@@ -16,7 +16,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include "common/cuda_check.h"
-#include "attention/attention.h"
+#include "attention/params.h"
 #include "attention/mma.cuh"
 
 // A tensor map over a tensor of `rank` dimensions, innermost first: dims[i] elements,
@@ -55,21 +55,13 @@ static inline void make_tensor_map(CUtensorMap* map, const bf16* base, int rank,
     encode_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, base, rank, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
-// qkv (B, T, 3, NH, HS) as the 5-D tensor (HS, NH, 3, T, B): a box is one 64-column panel of
-// `rows` consecutive rows of Q, K or V (index 0, 1, 2) of one head; rows past T are zeros.
-static inline void make_qkv_tensor_map(CUtensorMap* map, const bf16* qkv, AttentionShape s, int rows) {
-    uint64_t row = 2ull * s.HS;   // bytes
-    uint64_t dims[5] = {(uint64_t)s.HS, (uint64_t)s.NH, 3, (uint64_t)s.T, (uint64_t)s.B};
-    uint64_t strides[4] = {row, row * s.NH, row * s.NH * 3, row * s.NH * 3 * s.T};
-    make_tensor_map(map, qkv, 5, dims, strides, 3, rows);
-}
-
-// An activation (B, T, NH, HS) such as dO as the 4-D tensor (HS, NH, T, B), boxes as above.
-static inline void make_bthd_tensor_map(CUtensorMap* map, const bf16* x, AttentionShape s, int rows) {
-    uint64_t row = 2ull * s.HS;
+// A view (B, T, NH, HS) of attention/params.h as the 4-D tensor (HS, NH, T, B): a box is one
+// 64-column panel of `rows` consecutive rows of one head; rows past T are zeros. The view's
+// strides are multiples of 8 elements (16 bytes, as TMA requires).
+static inline void make_heads_tensor_map(CUtensorMap* map, const AttentionTensor* x, AttentionShape s, int rows) {
     uint64_t dims[4] = {(uint64_t)s.HS, (uint64_t)s.NH, (uint64_t)s.T, (uint64_t)s.B};
-    uint64_t strides[3] = {row, row * s.NH, row * s.NH * s.T};
-    make_tensor_map(map, x, 4, dims, strides, 2, rows);
+    uint64_t strides[3] = {2ull * x->head, 2ull * x->row, 2ull * x->batch};
+    make_tensor_map(map, x->ptr, 4, dims, strides, 2, rows);
 }
 
 // The dQ accumulator (B, NH, T, HS) of 4-byte values, fp32 or int32 (fixed != 0), as the 4-D
@@ -131,14 +123,6 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, i
                  :: "r"(smem_addr(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
                     "r"(smem_addr(bar)) : "memory");
 }
-__device__ __forceinline__ void tma_load_5d(void* dst, const CUtensorMap* map, int c0, int c1, int c2, int c3, int c4,
-                                            uint64_t* bar) {
-    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-                 "[%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n"
-                 :: "r"(smem_addr(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4),
-                    "r"(smem_addr(bar)) : "memory");
-}
-
 // Adds the tile at src (shared memory, laid out as the box) into the box at (c0, c1, c2, c3) of
 // the tensor, element by element and atomically; writes outside the tensor are dropped. The
 // thread's earlier shared-memory stores must be fenced for the async proxy

@@ -43,10 +43,16 @@ static void fill_uniform(bf16* x, size_t n, uint64_t seed) {
 typedef struct {
     const char* name;
     AttentionKind kind;
-    void (*forward)(AttentionShape, bf16*, float*, const bf16*, cudaStream_t);  // NULL: attention.h
-    void (*backward)(AttentionShape, bf16*, const bf16*, const bf16*, const float*, const bf16*, void*, FlashDq,
+    void (*forward)(const AttentionParams*, cudaStream_t);  // NULL: attention.h
+    void (*backward)(const AttentionParams*, void*, FlashDq,
                      cudaStream_t);   // deterministic: FLASH_DQ_SEPARATE, as flash.cu picks for this family
 } Impl;
+
+// attention.h's plan for one GPU.
+static AttentionPlan plan_of(AttentionKind kind, int deterministic) {
+    AttentionPlan p = {kind, deterministic, NULL};
+    return p;
+}
 
 static const Impl FLASH = {"flash", ATTENTION_FLASH, NULL, NULL};
 static const Impl FLASH_MMA = {"flash-mma", ATTENTION_FLASH, flash_attention_forward_mma, flash_attention_backward_mma};
@@ -58,8 +64,9 @@ typedef struct {
 } Buffers;
 
 static size_t buffer_bytes(AttentionKind kind, AttentionShape s) {
+    AttentionPlan plan = plan_of(kind, 0);
     size_t act = (size_t)s.B * s.T * s.NH * s.HS * sizeof(bf16);  // one (B, T, NH, HS) tensor
-    return 3 * act + act + act + 3 * act + attention_saved_bytes(kind, s) + attention_scratch_bytes(kind, s);
+    return 3 * act + act + act + 3 * act + attention_saved_bytes(&plan, s) + attention_scratch_bytes(&plan, s);
 }
 
 static void free_buffers(Buffers* b) {
@@ -82,12 +89,13 @@ static int try_malloc(void** p, size_t bytes) {
 
 static int alloc_buffers(Buffers* b, AttentionKind kind, AttentionShape s) {
     size_t act = (size_t)s.B * s.T * s.NH * s.HS * sizeof(bf16);
+    AttentionPlan plan = plan_of(kind, 0);
     Buffers z = {NULL, NULL, NULL, NULL, NULL, NULL};
     *b = z;
     int ok = try_malloc((void**)&b->qkv, 3 * act) && try_malloc((void**)&b->out, act) &&
              try_malloc((void**)&b->dout, act) && try_malloc((void**)&b->dqkv, 3 * act) &&
-             try_malloc(&b->saved, attention_saved_bytes(kind, s)) &&
-             try_malloc(&b->scratch, attention_scratch_bytes(kind, s));
+             try_malloc(&b->saved, attention_saved_bytes(&plan, s)) &&
+             try_malloc(&b->scratch, attention_scratch_bytes(&plan, s));
     if (!ok) free_buffers(b);
     return ok;
 }
@@ -99,13 +107,12 @@ static int compare_floats(const void* a, const void* b) {
 
 // One call: forward (pass 0), backward (1) or deterministic backward (2).
 static void run_pass(int pass, const Impl* impl, AttentionShape s, Buffers* b) {
-    if (pass == 0 && impl->forward) impl->forward(s, b->out, (float*)b->saved, b->qkv, 0);
-    else if (pass == 0) attention_forward(impl->kind, s, b->out, b->saved, b->qkv, 0);
-    else if (impl->backward)
-        impl->backward(s, b->dqkv, b->dout, b->out, (const float*)b->saved, b->qkv, b->scratch,
-                       pass == 2 ? FLASH_DQ_SEPARATE : FLASH_DQ_ATOMIC, 0);
-    else
-        attention_backward(impl->kind, s, b->dqkv, b->dout, b->out, b->saved, b->qkv, b->scratch, pass == 2, 0);
+    AttentionPlan plan = plan_of(impl->kind, pass == 2);
+    AttentionParams p = attention_fused_params(s, b->qkv, b->out, (float*)b->saved, b->dqkv, b->dout);
+    if (pass == 0 && impl->forward) impl->forward(&p, 0);
+    else if (pass == 0) attention_forward(&plan, s, b->out, b->saved, b->qkv, b->scratch, 0);
+    else if (impl->backward) impl->backward(&p, b->scratch, pass == 2 ? FLASH_DQ_SEPARATE : FLASH_DQ_ATOMIC, 0);
+    else attention_backward(&plan, s, b->dqkv, b->dout, b->out, b->saved, b->qkv, b->scratch, 0);
 }
 
 // median[i]: the median milliseconds of one call of passes[i] (at most 2). The passes take
@@ -136,7 +143,8 @@ static void bench(const Impl* impl, AttentionShape s) {
     AttentionKind kind = impl->kind;
     double gib = buffer_bytes(kind, s) / (1024.0 * 1024.0 * 1024.0);
     printf("| %d | %d | %d×%d | %s | ", s.HS, s.T, s.B, s.NH, impl->name);
-    const char* why = attention_unsupported(kind, s);
+    AttentionPlan plan = plan_of(kind, 0);
+    const char* why = attention_unsupported(&plan, s);
     Buffers b;
     if (why) {
         printf("unsupported: %s | | | | | | %.2f |\n", why, gib);

@@ -59,7 +59,7 @@ static void* carve(char* base, size_t* offset, size_t bytes, size_t* part) {
 
 // Bytes between the saved attention blocks of two layers: each layer's block is rounded up.
 static size_t saved_stride(const GPTConfig* c, int B, int T, const ModelOptions* opt) {
-    return round_up(attention_saved_bytes(opt->attention, attention_shape(c, B, T)));
+    return round_up(attention_saved_bytes(&opt->attention, attention_shape(c, B, T)));
 }
 
 // Rows of logits per classifier chunk for N rows: the option, or what fits in
@@ -79,7 +79,6 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     size_t P = count_params(c);
     size_t ln_layers = opt->recompute & RECOMPUTE_LAYERNORM ? 1 : L;
     size_t gelu_layers = opt->recompute & RECOMPUTE_GELU ? 1 : L;
-    AttentionKind kind = opt->attention;
     AttentionShape s = attention_shape(c, B, T);
     m->activations = m->attention_saved = m->logits_and_scratch = m->backward = 0;
     a->residual = (bf16*)carve(base, &off, (L + 1) * N * C * sizeof(bf16), &m->activations);
@@ -116,14 +115,14 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
         matmul_backward_scratch_bytes((int)N, (int)C, (int)C),
         matmul_backward_scratch_bytes((int)N, (int)C, 4 * (int)C),
         matmul_backward_scratch_bytes((int)N, 4 * (int)C, (int)C),
-        attention_scratch_bytes(kind, s),
+        attention_scratch_bytes(&opt->attention, s),
         attention_decode_scratch_bytes(attention_shape(c, 1, T)),
-        opt->context_parallel ? ring_attention_workspace_bytes(opt->context_parallel, s) : 0,
         global_norm_scratch_bytes(P)};
     for (size_t i = 0; i < sizeof(cand) / sizeof(cand[0]); i++) sc = cand[i] > sc ? cand[i] : sc;
     // The scratch lives in the logits' memory: the logits are dead from the moment the
     // classifier's matmul_backward has read the last chunk of dlogits until the next forward,
-    // and no layer takes scratch in the forward.
+    // and the attention, the one layer that takes scratch in the forward, runs before the
+    // classifier writes them.
     m->rows = (int)N;
     m->logits_rows = classifier_chunk_rows(c, (int)N, opt);
     m->logits = (size_t)m->logits_rows * c->Vp * sizeof(bf16);

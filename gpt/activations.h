@@ -9,7 +9,6 @@
 #include <stddef.h>
 #include "attention/attention.h"
 #include "common/cuda_check.h"
-#include "distributed/ring_attention.h"
 #include "gpt/config.h"
 
 // What is kept for the backward and what is computed again in it.
@@ -18,14 +17,12 @@ enum { RECOMPUTE_GELU = 1, RECOMPUTE_LAYERNORM = 2 };
 // How the model runs, beyond its shape: these change the memory and the speed, the result only
 // within bf16 rounding.
 typedef struct {
-    AttentionKind attention;
-    int deterministic;       // passed to the attention backward
+    AttentionPlan attention;   // kind, deterministic backward, and the ring of context parallelism
+                               // (attention/ring.h): with it, each row of the batch is a rank's two
+                               // zigzag chunks of a sequence and takes those chunks' positions
     int recompute;           // RECOMPUTE_* flags: kept for one layer, recomputed in the backward
     int classifier_rows;     // rows of logits per classifier chunk; 0: as many as fit in
                              // CLASSIFIER_CHUNK_BYTES
-    const RingGroup* context_parallel;   // NULL: off. Else each row of the batch is a rank's two
-                             // zigzag chunks of a sequence (distributed/ring_attention.h): the
-                             // attention is the ring, the positions those of the chunks
 } ModelOptions;
 
 // "none", "gelu", "layernorm" or "gelu,layernorm".

@@ -162,11 +162,9 @@ static void forward_layers(GPT* g, int B, int T, int row, int decode) {
         profile_mark(prof, PART_LAYERNORM, PHASE_FORWARD, st);
         matmul_forward(x.qkv, NULL, x.ln1, w.qkvw, w.qkvb, NULL, N, C, 3 * C, st);
         profile_mark(prof, PART_QKV, PHASE_FORWARD, st);
-        const RingGroup* ring = g->options.context_parallel;
-        if (decode) attention_decode(attention_shape(c, 1, g->T), x.atty, layer_acts(g, l).qkv, row,
-                                     g->acts.scratch, st);
-        else if (ring) ring_attention_forward(ring, s, x.atty, (float*)x.att_saved, x.qkv, g->acts.scratch, st);
-        else attention_forward(g->options.attention, s, x.atty, x.att_saved, x.qkv, st);
+        if (decode) attention_decode(&g->options.attention, attention_shape(c, 1, g->T), x.atty, layer_acts(g, l).qkv,
+                                     row, g->acts.scratch, st);
+        else attention_forward(&g->options.attention, s, x.atty, x.att_saved, x.qkv, g->acts.scratch, st);
         profile_mark(prof, PART_ATTENTION, PHASE_FORWARD, st);
         // The residual connections are added in the projections' epilogues.
         matmul_forward(x.mid, NULL, x.atty, w.attprojw, w.attprojb, x.res, N, C, C, st);
@@ -200,7 +198,7 @@ static void embedding(GPT* g, const int* host_inputs, int B, int T, int backward
     Activations* a = &g->acts;
     int C = g->config.C;
     cudaStream_t st = g->stream;
-    const RingGroup* ring = g->options.context_parallel;
+    const AttentionRing* ring = g->options.attention.ring;
     int pieces = ring ? 2 * B : 1, rows = ring ? 1 : B, len = ring ? T / 2 : T;
     for (int k = 0; k < pieces; k++) {
         int row = k / 2, half = k % 2;
@@ -240,7 +238,7 @@ void gpt_forward_one(GPT* g, int token, int pos) {
     cudaStream_t st = g->stream;
     int C = c->C;
     if (g->B != 1 || pos < 0 || pos >= g->T) die("gpt_forward_one: position %d of a model built for B 1, T %d", pos, g->T);
-    const char* why = attention_decode_unsupported(attention_shape(c, 1, g->T));
+    const char* why = attention_decode_unsupported(&g->options.attention, attention_shape(c, 1, g->T));
     if (why) die("%s", why);
     g->host_tokens[pos] = token;
     profile_start(g->profile, st);
@@ -324,9 +322,7 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     cudaStream_t st = g->stream;
     int B = g->B, T = g->T, C = c->C, L = c->L, N = B * T;
     int re_ln = g->options.recompute & RECOMPUTE_LAYERNORM, re_gelu = g->options.recompute & RECOMPUTE_GELU;
-    AttentionKind kind = g->options.attention;
     AttentionShape s = attention_shape(c, B, T);
-    int deterministic = kind == ATTENTION_NAIVE ? 1 : g->options.deterministic;
     int reduce = g->dp.comm && last_micro_step;
     void* scratch = a->scratch;
     Profile* prof = g->profile;
@@ -363,11 +359,7 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
         matmul_backward(a->dnarrow, dw.attprojw, dw.attprojb, a->dresidual, x.atty, w.attprojw, NULL,
                         N, C, C, scratch, st);
         profile_mark(prof, PART_ATTPROJ, PHASE_BACKWARD, st);
-        if (g->options.context_parallel)
-            ring_attention_backward(g->options.context_parallel, s, a->dwide, a->dnarrow, x.atty,
-                                    (const float*)x.att_saved, x.qkv, scratch, deterministic, st);
-        else
-            attention_backward(kind, s, a->dwide, a->dnarrow, x.atty, x.att_saved, x.qkv, scratch, deterministic, st);
+        attention_backward(&g->options.attention, s, a->dwide, a->dnarrow, x.atty, x.att_saved, x.qkv, scratch, st);
         profile_mark(prof, PART_ATTENTION, PHASE_BACKWARD, st);
         if (re_ln) {
             layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, x.res, w.ln1w, w.ln1b, N, C, st);

@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # Everything about attention on a GPU machine, in one command from the repository root:
-#   bash scripts/gpu_attention.sh
+#   bash scripts/gpu_attention.sh [BASELINE_DIR]
 # builds the attention test and benchmark; runs the test while compute-sanitizer memcheck and
 # racecheck check it on the small shapes (FLASHGPT_ATTN_SMALL=1) next to it; runs the benchmark
 # and PyTorch SDPA (scripts/bench_sdpa.py) shape by shape, each shape's rows of both back to back,
 # so that both see the GPU in the same state (its clock falls under the power cap as a long run
-# goes on); ends with a summary.
+# goes on); ends with a summary. With BASELINE_DIR (another flashgpt tree, e.g. an earlier
+# commit) its benchmark is built too and runs beside this one's, shape by shape, and the summary
+# gives this tree's flash speed over the baseline's.
 # Logs go to $OUT when set, else build/attention-logs. About 5 minutes on an H200. Exits non-zero
 # when a step fails (a sanitizer that times out is reported, not failed), and its last line names
 # the steps that did.
 set -u
 . "$(dirname "$0")/gpu_common.sh"
-gpu_arguments 0 "$@"
+gpu_arguments 1 "$@"
+BASELINE=${1:-}
+if [ -n "$BASELINE" ] && [ ! -f "$BASELINE/Makefile" ]; then
+    echo "error: gpu_attention.sh: BASELINE_DIR $BASELINE is not a flashgpt tree (it has no Makefile)" >&2
+    exit 1
+fi
 LOGS=${OUT:-build/attention-logs}
 PYTHON=${PYTHON:-python3}
 SANITIZER_LIMIT_S=${SANITIZER_LIMIT_S:-100}
@@ -21,9 +28,19 @@ start=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - start )) s"; }
 
 echo "== build ($(elapsed))"
+baseline_pid=
+if [ -n "$BASELINE" ]; then
+    make -C "$BASELINE" -j16 build/bench/bench_attention > "$LOGS/build-baseline.log" 2>&1 &
+    baseline_pid=$!
+fi
 if ! make -j16 build/tests/test_attention build/bench/bench_attention > "$LOGS/build.log" 2>&1; then
     tail -30 "$LOGS/build.log"
     echo "build failed: see $LOGS/build.log"
+    exit 1
+fi
+if [ -n "$BASELINE" ] && ! wait "$baseline_pid"; then
+    tail -30 "$LOGS/build-baseline.log"
+    echo "baseline build failed: see $LOGS/build-baseline.log"
     exit 1
 fi
 
@@ -50,10 +67,14 @@ wait "$racecheck_pid" || step_failed racecheck
 echo "== bench_attention and bench_sdpa.py, shape by shape ($(elapsed))"
 : > "$LOGS/bench_attention.log"
 : > "$LOGS/bench_sdpa.log"
-bench_status=0 sdpa_status=0
+: > "$LOGS/bench_baseline.log"
+bench_status=0 sdpa_status=0 baseline_status=0
 for hs in 64 128; do
     for T in 512 1024 2048 4096 8192 16384 32768; do   # both benchmarks' SEQ_LENS
         build/bench/bench_attention "$hs" "$T" >> "$LOGS/bench_attention.log" 2>&1 || bench_status=$?
+        if [ -n "$BASELINE" ]; then
+            "$BASELINE/build/bench/bench_attention" "$hs" "$T" >> "$LOGS/bench_baseline.log" 2>&1 || baseline_status=$?
+        fi
         "$PYTHON" scripts/bench_sdpa.py "$hs" "$T" >> "$LOGS/bench_sdpa.log" 2>&1 || sdpa_status=$?
     done
 done
@@ -101,6 +122,27 @@ awk -F'|' '
                    torch[k, "flash"], torch[k, "cudnn"]
         }
     }' "$LOGS/bench_attention.log" "$LOGS/bench_sdpa.log"
+if [ -n "$BASELINE" ]; then
+    # This tree's flash TFLOP/s over the baseline's, per shape and pass.
+    echo
+    echo "| HS | T | flash fwd / bwd / bwd det: this tree over $BASELINE |"
+    echo "|---|---|---|"
+    awk -F'|' '
+        function trim(s) { gsub(/^ +| +$/, "", s); return s }
+        $2 ~ /^ *[0-9]+ *$/ && trim($5) == "flash" {
+            key = trim($2) " | " trim($3)
+            if (FILENAME ~ /baseline/) { b7[key] = $7; b9[key] = $9; b11[key] = $11 }
+            else { order[n++] = key; t7[key] = $7; t9[key] = $9; t11[key] = $11 }
+        }
+        function ratio(x, y) { return (y + 0 > 0) ? sprintf("%.3f", x / y) : "-" }
+        END {
+            for (i = 0; i < n; i++) {
+                k = order[i]
+                printf "| %s | %s / %s / %s |\n", k, ratio(t7[k], b7[k]), ratio(t9[k], b9[k]), ratio(t11[k], b11[k])
+            }
+        }' "$LOGS/bench_attention.log" "$LOGS/bench_baseline.log"
+    [ "$baseline_status" -eq 0 ] || step_failed "bench_attention (baseline)"
+fi
 [ "$test_status" -eq 0 ] || step_failed test_attention
 [ "$bench_status" -eq 0 ] || step_failed bench_attention
 [ "$sdpa_status" -eq 0 ] || step_failed bench_sdpa.py

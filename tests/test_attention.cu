@@ -82,8 +82,8 @@ typedef struct {
     const char* name;
     int wgmma;     // needs flash_attention_wgmma_available()
     int fixed_dq;  // has the fixed-point dQ path (FLASH_DQ_FIXED)
-    void (*forward)(AttentionShape, bf16*, float*, const bf16*, cudaStream_t);
-    void (*backward)(AttentionShape, bf16*, const bf16*, const bf16*, const float*, const bf16*, void*, FlashDq,
+    void (*forward)(const AttentionParams*, cudaStream_t);
+    void (*backward)(const AttentionParams*, void*, FlashDq,
                      cudaStream_t);
 } FlashFamily;
 
@@ -268,6 +268,8 @@ static void check_errors(const char* what, const Errors* e, double worst, int ch
 // ----------------------------------------------------------------------------------------------
 // GPU runs
 
+static const AttentionPlan NAIVE = {ATTENTION_NAIVE, 0, NULL}, FLASH = {ATTENTION_FLASH, 0, NULL};
+
 typedef struct {
     bf16 *qkv, *dout, *out, *dqkv;
     void *saved, *scratch;
@@ -305,11 +307,12 @@ static void run_forward(const FlashFamily* flash, AttentionShape s, DeviceBuffer
     size_t out_bytes = (size_t)s.B * s.T * s.NH * s.HS * sizeof(bf16);
     poison(d->out, out_bytes);
     poison(d->saved, d->saved_bytes);
-    if (flash) flash->forward(s, d->out, (float*)d->saved, d->qkv, 0);
-    else attention_forward(ATTENTION_NAIVE, s, d->out, d->saved, d->qkv, 0);
+    AttentionParams p = attention_fused_params(s, d->qkv, d->out, (float*)d->saved, NULL, NULL);
+    if (flash) flash->forward(&p, 0);
+    else attention_forward(&NAIVE, s, d->out, d->saved, d->qkv, d->scratch, 0);
     cudaCheck(cudaDeviceSynchronize());
     cudaCheck(cudaMemcpy(out, d->out, out_bytes, cudaMemcpyDeviceToHost));
-    size_t saved_bytes = attention_saved_bytes(flash ? ATTENTION_FLASH : ATTENTION_NAIVE, s);
+    size_t saved_bytes = attention_saved_bytes(flash ? &FLASH : &NAIVE, s);
     if (saved) cudaCheck(cudaMemcpy(saved, d->saved, saved_bytes, cudaMemcpyDeviceToHost));
 }
 
@@ -318,10 +321,9 @@ static void run_backward(const FlashFamily* flash, AttentionShape s, DeviceBuffe
     size_t dqkv_bytes = (size_t)s.B * s.T * 3 * s.NH * s.HS * sizeof(bf16);
     poison(d->dqkv, dqkv_bytes);
     poison(d->scratch, d->scratch_bytes);
-    if (flash)
-        flash->backward(s, d->dqkv, d->dout, d->out, (const float*)d->saved, d->qkv, d->scratch, dq, 0);
-    else
-        attention_backward(ATTENTION_NAIVE, s, d->dqkv, d->dout, d->out, d->saved, d->qkv, d->scratch, 0, 0);
+    AttentionParams p = attention_fused_params(s, d->qkv, d->out, (float*)d->saved, d->dqkv, d->dout);
+    if (flash) flash->backward(&p, d->scratch, dq, 0);
+    else attention_backward(&NAIVE, s, d->dqkv, d->dout, d->out, d->saved, d->qkv, d->scratch, 0);
     cudaCheck(cudaDeviceSynchronize());
     cudaCheck(cudaMemcpy(dqkv, d->dqkv, dqkv_bytes, cudaMemcpyDeviceToHost));
 }
@@ -350,11 +352,11 @@ static void test_naive(TestShape ts, DeviceBuffers* d, const Reference* ref, bf1
     char name[96];
     case_name(name, sizeof(name), "naive", ts);
     test_begin(name);
-    const char* why = attention_unsupported(ATTENTION_NAIVE, s);
+    const char* why = attention_unsupported(&NAIVE, s);
     CHECK(why == NULL, "refused: %s", why);
     if (!why) {
         int full = s.T <= FULL_REFERENCE_MAX_T;
-        bf16* probs = (bf16*)malloc(attention_saved_bytes(ATTENTION_NAIVE, s));
+        bf16* probs = (bf16*)malloc(attention_saved_bytes(&NAIVE, s));
         bf16* again = (bf16*)malloc((size_t)s.B * s.T * 3 * s.NH * s.HS * sizeof(bf16));
         run_forward(NULL, s, d, out, probs);
         check_probs(s, probs);
@@ -447,10 +449,10 @@ static void test_shape(TestShape ts) {
     for (size_t i = 0; i < out_n; i++) dout[i] = rng_bf16(&seed, 1.0f);
     Reference ref = reference(s, qkv, dout);
 
-    size_t saved_bytes = attention_saved_bytes(ATTENTION_NAIVE, s);
-    size_t scratch_bytes = attention_scratch_bytes(ATTENTION_NAIVE, s);
+    size_t saved_bytes = attention_saved_bytes(&NAIVE, s);
+    size_t scratch_bytes = attention_scratch_bytes(&NAIVE, s);
     if (ts.flash && !flash_attention_unsupported(s)) {
-        size_t fs = attention_saved_bytes(ATTENTION_FLASH, s), fx = flash_attention_scratch_bytes(s);
+        size_t fs = attention_saved_bytes(&FLASH, s), fx = flash_attention_scratch_bytes(s);
         if (fs > saved_bytes) saved_bytes = fs;
         if (fx > scratch_bytes) scratch_bytes = fx;
     }
@@ -497,7 +499,7 @@ static void test_fixed_point_nonfinite(const FlashFamily* f) {
     for (size_t i = 0; i < qkv_n; i++) qkv[i] = rng_bf16(&seed, 1.0f);
     for (size_t i = 0; i < out_n; i++) dout[i] = rng_bf16(&seed, 1.0f);
     qkv[((size_t)10 * 3 + 1) * s.NH * s.HS + 3] = __float2bfloat16(INFINITY);   // K[t 10, head 0, d 3]
-    DeviceBuffers d = device_buffers(s, qkv, dout, attention_saved_bytes(ATTENTION_FLASH, s),
+    DeviceBuffers d = device_buffers(s, qkv, dout, attention_saved_bytes(&FLASH, s),
                                      flash_attention_scratch_bytes(s));
     bf16* out = (bf16*)malloc(out_n * sizeof(bf16));
     bf16* dqkv = (bf16*)malloc(qkv_n * sizeof(bf16));
@@ -522,15 +524,160 @@ static void test_fixed_point_nonfinite(const FlashFamily* f) {
     test_end();
 }
 
+// The kernels read and write by the views' strides (attention/params.h): a family run on Q, K,
+// V, dO in separate per-head buffers (B, NH, T, HS) with padded strides, O, dQ, dK, dV written
+// the same way and L with padded rows, gives the bits of its run on the fused activations
+// (deterministic dQ paths), and leaves the padding alone.
+static const int STRIDED_T[] = {129, 1000};
+
+static void strided_name(char* name, size_t len, const FlashFamily* f, int T, int HS) {
+    snprintf(name, len, "attention %s strided views T=%d HS%d", f->name, T, HS);
+}
+
+typedef struct {
+    AttentionTensor view;
+    size_t n;   // elements of the buffer
+} HeadMajor;
+
+// A buffer (B, NH, T, HS) with 8 elements of padding after each row and 64 after each head.
+static HeadMajor head_major(AttentionShape s) {
+    long long row = s.HS + 8, head = (long long)s.T * row + 64;
+    HeadMajor h = {{NULL, head * s.NH, row, (int)head}, (size_t)head * s.NH * s.B};
+    cudaCheck(cudaMalloc(&h.view.ptr, h.n * sizeof(bf16)));
+    poison(h.view.ptr, h.n * sizeof(bf16));
+    return h;
+}
+
+// Element (b, t, h, :) of the fused view x copied into the strided one y, on the host.
+static void copy_view(bf16* y_host, const AttentionTensor* y, const bf16* x_host, const AttentionTensor* x,
+                      const bf16* x_base, AttentionShape s) {
+    for (int b = 0; b < s.B; b++)
+        for (int t = 0; t < s.T; t++)
+            for (int h = 0; h < s.NH; h++)
+                memcpy(y_host + b * y->batch + t * y->row + (long long)h * y->head,
+                       x_host + (x->ptr - x_base) + b * x->batch + t * x->row + (long long)h * x->head,
+                       s.HS * sizeof(bf16));
+}
+
+// The number of elements of the strided view y that differ from the fused x (bits), and of
+// the padding of y that was written (no longer the poison 0xFFFF).
+static void compare_view(const bf16* y_host, const AttentionTensor* y, size_t y_n, const bf16* x_host,
+                         const AttentionTensor* x, const bf16* x_base, AttentionShape s, int* differ, int* padding) {
+    char* touched = (char*)calloc(y_n, 1);
+    for (int b = 0; b < s.B; b++)
+        for (int t = 0; t < s.T; t++)
+            for (int h = 0; h < s.NH; h++) {
+                size_t at = b * y->batch + t * y->row + (long long)h * y->head;
+                if (memcmp(y_host + at, x_host + (x->ptr - x_base) + b * x->batch + t * x->row + (long long)h * x->head,
+                           s.HS * sizeof(bf16)) != 0)
+                    (*differ)++;
+                memset(touched + at, 1, s.HS);
+            }
+    for (size_t i = 0; i < y_n; i++) {
+        uint16_t bits;
+        memcpy(&bits, &y_host[i], 2);
+        if (!touched[i] && bits != 0xFFFF) (*padding)++;
+    }
+    free(touched);
+}
+
+static void test_strided_views(const FlashFamily* f, int T, int HS) {
+    char name[96];
+    strided_name(name, sizeof(name), f, T, HS);
+    if (f->wgmma && !flash_attention_wgmma_available()) {
+        test_skip(name, WGMMA_UNAVAILABLE);
+        return;
+    }
+    test_begin(name);
+    AttentionShape s = make_shape(T, HS, 1);
+    size_t out_n = (size_t)s.B * s.T * s.NH * s.HS, qkv_n = 3 * out_n, rows = (size_t)s.B * s.NH * s.T;
+    bf16* qkv = (bf16*)malloc(qkv_n * sizeof(bf16));
+    bf16* dout = (bf16*)malloc(out_n * sizeof(bf16));
+    Rng seed = {777u + (uint64_t)T};
+    for (size_t i = 0; i < qkv_n; i++) qkv[i] = rng_bf16(&seed, 2.0f);
+    for (size_t i = 0; i < out_n; i++) dout[i] = rng_bf16(&seed, 1.0f);
+    DeviceBuffers d = device_buffers(s, qkv, dout, attention_saved_bytes(&FLASH, s), flash_attention_scratch_bytes(s));
+    bf16* fused_out = (bf16*)malloc(out_n * sizeof(bf16));
+    float* fused_lse = (float*)malloc(rows * sizeof(float));
+    bf16* fused_dqkv = (bf16*)malloc(qkv_n * sizeof(bf16));
+    run_forward(f, s, &d, fused_out, fused_lse);
+    AttentionParams fused = attention_fused_params(s, qkv, fused_out, NULL, fused_dqkv, dout);
+
+    // The strided copies: inputs filled from the fused ones, outputs poisoned.
+    enum { Q, K, V, O, DO, DQ, DK, DV, N_VIEWS };
+    const AttentionTensor* fused_views[N_VIEWS] = {&fused.q, &fused.k, &fused.v, &fused.o, &fused.dout,
+                                                   &fused.dq, &fused.dk, &fused.dv};
+    HeadMajor x[N_VIEWS];
+    bf16* host[N_VIEWS];
+    for (int i = 0; i < N_VIEWS; i++) {
+        x[i] = head_major(s);
+        host[i] = (bf16*)malloc(x[i].n * sizeof(bf16));
+        memset((void*)host[i], 0xFF, x[i].n * sizeof(bf16));
+    }
+    for (int i = Q; i <= V; i++) copy_view(host[i], &x[i].view, qkv, fused_views[i], qkv, s);
+    copy_view(host[DO], &x[DO].view, dout, fused_views[DO], dout, s);
+    for (int i : {Q, K, V, DO}) cudaCheck(cudaMemcpy(x[i].view.ptr, host[i], x[i].n * sizeof(bf16), cudaMemcpyHostToDevice));
+    // L (B, NH, T) with 5 floats after each head's row and 3 after each sequence.
+    AttentionLse lse = {NULL, (long long)s.NH * (s.T + 5) + 3, s.T + 5};
+    size_t lse_n = (size_t)lse.batch * s.B;
+    cudaCheck(cudaMalloc(&lse.ptr, lse_n * sizeof(float)));
+    poison(lse.ptr, lse_n * sizeof(float));
+    AttentionParams p = {s, x[Q].view, x[K].view, x[V].view, x[O].view, lse, x[DO].view, x[DQ].view, x[DK].view,
+                         x[DV].view};
+    f->forward(&p, 0);
+    float* lse_host = (float*)malloc(lse_n * sizeof(float));
+    cudaCheck(cudaMemcpy(lse_host, lse.ptr, lse_n * sizeof(float), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(host[O], x[O].view.ptr, x[O].n * sizeof(bf16), cudaMemcpyDeviceToHost));
+    int differ = 0, padding = 0, lse_differ = 0;
+    compare_view(host[O], &x[O].view, x[O].n, fused_out, fused_views[O], fused_out, s, &differ, &padding);
+    for (int b = 0; b < s.B; b++)
+        for (int h = 0; h < s.NH; h++)
+            for (int t = 0; t < s.T; t++)
+                if (memcmp(&lse_host[b * lse.batch + (long long)h * lse.head + t],
+                           &fused_lse[((size_t)b * s.NH + h) * s.T + t], sizeof(float)) != 0)
+                    lse_differ++;
+    CHECK(differ == 0 && lse_differ == 0, "forward: %d rows of O and %d of L differ from the fused run", differ,
+          lse_differ);
+    CHECK(padding == 0, "forward: %d padding elements of O written", padding);
+
+    const FlashDq paths[2] = {FLASH_DQ_FIXED, FLASH_DQ_SEPARATE};
+    for (int k = f->fixed_dq ? 0 : 1; k < 2; k++) {
+        run_backward(f, s, &d, paths[k], fused_dqkv);
+        // The backward reads L where the fused run wrote it: the same values, in the strided rows.
+        for (int i = DQ; i <= DV; i++) poison(x[i].view.ptr, x[i].n * sizeof(bf16));
+        f->backward(&p, d.scratch, paths[k], 0);
+        differ = padding = 0;
+        for (int i = DQ; i <= DV; i++) {
+            cudaCheck(cudaMemcpy(host[i], x[i].view.ptr, x[i].n * sizeof(bf16), cudaMemcpyDeviceToHost));
+            compare_view(host[i], &x[i].view, x[i].n, fused_dqkv, fused_views[i], fused_dqkv, s, &differ, &padding);
+        }
+        CHECK(differ == 0, "backward (%s dQ): %d rows of dQ, dK, dV differ from the fused run",
+              k == 0 ? "fixed-point" : "separate", differ);
+        CHECK(padding == 0, "backward: %d padding elements written", padding);
+    }
+    for (int i = 0; i < N_VIEWS; i++) {
+        cudaCheck(cudaFree(x[i].view.ptr));
+        free(host[i]);
+    }
+    cudaCheck(cudaFree(lse.ptr));
+    free_device_buffers(&d);
+    free(lse_host);
+    free(fused_out);
+    free(fused_lse);
+    free(fused_dqkv);
+    free(qkv);
+    free(dout);
+    test_end();
+}
+
 // Head sizes outside what an implementation handles get a message instead of a computation.
 static void test_refusals(void) {
     test_begin("attention refuses unsupported head sizes");
-    const struct { AttentionKind kind; const char* impl; int HS; } refused[] = {
-        {ATTENTION_FLASH, "flash", 96}, {ATTENTION_FLASH, "flash", 32},
-        {ATTENTION_NAIVE, "naive", 100}, {ATTENTION_NAIVE, "naive", 264},
+    const struct { const AttentionPlan* plan; const char* impl; int HS; } refused[] = {
+        {&FLASH, "flash", 96}, {&FLASH, "flash", 32}, {&NAIVE, "naive", 100}, {&NAIVE, "naive", 264},
     };
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-        const char* why = attention_unsupported(refused[i].kind, make_shape(64, refused[i].HS, 1));
+        const char* why = attention_unsupported(refused[i].plan, make_shape(64, refused[i].HS, 1));
         CHECK(why != NULL && why[0] != '\0', "%s accepts head size %d", refused[i].impl, refused[i].HS);
         if (why) printf("    %s HS%d: %s\n", refused[i].impl, refused[i].HS, why);
     }
@@ -557,6 +704,12 @@ int main(void) {
             }
         }
         test_skip("attention refuses unsupported head sizes", "no CUDA device");
+        for (int f = 0; f < N_FAMILIES; f++)
+            for (int T : STRIDED_T)
+                for (int HS = 64; HS <= 128; HS += 64) {
+                    strided_name(name, sizeof(name), &FAMILIES[f], T, HS);
+                    test_skip(name, "no CUDA device");
+                }
         for (int f = 0; f < N_FAMILIES; f++) {
             if (!FAMILIES[f].fixed_dq) continue;
             fixed_point_name(name, sizeof(name), &FAMILIES[f]);
@@ -567,6 +720,9 @@ int main(void) {
     test_refusals();
     for (int f = 0; f < N_FAMILIES; f++)
         if (FAMILIES[f].fixed_dq) test_fixed_point_nonfinite(&FAMILIES[f]);
+    for (int f = 0; f < N_FAMILIES; f++)
+        for (int T : STRIDED_T)
+            for (int HS = 64; HS <= 128; HS += 64) test_strided_views(&FAMILIES[f], T, HS);
     for (int i = 0; i < n; i++) test_shape(shapes[i]);
     return test_exit_code();
 }

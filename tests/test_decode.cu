@@ -27,6 +27,7 @@ static void test_decode_kernel(int HS, int T) {
     test_begin(name);
     const int NH = 3;
     AttentionShape s = {1, T, NH, HS, 1, 1.0f / sqrtf((float)HS)};
+    AttentionPlan plan = {ATTENTION_FLASH};
     size_t row = 3 * (size_t)NH * HS, n = (size_t)T * row;
     bf16* host = (bf16*)malloc(n * sizeof(bf16));
     Rng rng = {(uint64_t)HS * 7919 + T};
@@ -45,7 +46,7 @@ static void test_decode_kernel(int HS, int T) {
         int pos = positions[k];
         if (pos >= T) continue;
         cudaCheck(cudaMemset(out, 0xff, (size_t)NH * HS * sizeof(bf16)));   // NaN
-        attention_decode(s, out, qkv, pos, scratch, 0);
+        attention_decode(&plan, s, out, qkv, pos, scratch, 0);
         cudaCheck(cudaMemcpy(got, out, (size_t)NH * HS * sizeof(bf16), cudaMemcpyDeviceToHost));
         for (int h = 0; h < NH; h++) {
             const bf16* q = host + (size_t)pos * row + (size_t)h * HS;
@@ -107,7 +108,7 @@ static void test_cached_generation(void) {
     test_begin("gpt_forward_one greedy tokens and logits equal a full forward per token");
     const int prompt_len = 7, length = 96;
     GPTConfig c = {.maxT = 128, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128};
-    ModelOptions mo = {.attention = ATTENTION_FLASH};
+    ModelOptions mo = {.attention = {.kind = ATTENTION_FLASH}};
     size_t P = count_params(&c);
     float* values = (float*)malloc(P * sizeof(float));
     init_param_values(values, &c, 11);

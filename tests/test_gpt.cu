@@ -118,7 +118,7 @@ static void copy_bf16_to_floats(float* out, const bf16* dev, size_t n) {
 static void mode_name(const ModelOptions* m, char* out, size_t len) {
     char recompute[64];
     recompute_name(m->recompute, recompute, sizeof(recompute));
-    int n = snprintf(out, len, "%s", attention_kind_name(m->attention));
+    int n = snprintf(out, len, "%s", attention_kind_name(m->attention.kind));
     if (m->recompute) n += snprintf(out + n, len - n, " recompute %s", recompute);
     if (m->classifier_rows) snprintf(out + n, len - n, " chunk %d", m->classifier_rows);
 }
@@ -127,9 +127,9 @@ static void test_reference(const Reference* r, ModelOptions opt) {
     char name[192], mode[128];
     const GPTConfig* c = &r->config;
     int B = r->B, T = r->T, N = B * T, V = c->V, Vp = c->Vp;
-    opt.deterministic = 1;
+    opt.attention.deterministic = 1;
     mode_name(&opt, mode, sizeof(mode));
-    const char* why = attention_unsupported(opt.attention, attention_shape(c, B, T));
+    const char* why = attention_unsupported(&opt.attention, attention_shape(c, B, T));
     if (why) {
         const char* parts[] = {"forward", "backward", "adamw"};
         for (int i = 0; i < 3; i++) {
@@ -518,7 +518,7 @@ static void test_memory_plan(void) {
     test_begin("gpt memory plan");
     GPTConfig c = {.maxT = 0, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768};
     size_t L = c.L, NH = c.NH, C = c.C;
-    ModelOptions flash = {.attention = ATTENTION_FLASH}, naive = {.attention = ATTENTION_NAIVE};
+    ModelOptions flash = {.attention = {.kind = ATTENTION_FLASH}}, naive = {.attention = {.kind = ATTENTION_NAIVE}};
     double total[3];
     for (int i = 0; i < 3; i++) {
         size_t T = 32768 * (size_t)(i + 1);
@@ -583,7 +583,7 @@ static void test_loss_curves(void) {
     static float curves[2][CURVE_STEPS];
     const AttentionKind kinds[2] = {ATTENTION_NAIVE, ATTENTION_FLASH};
     for (int k = 0; ok && k < 2; k++) {
-        ModelOptions mo = {.attention = kinds[k]};
+        ModelOptions mo = {.attention = {.kind = kinds[k]}};
         GPT g;
         gpt_build(&g, c, CURVE_B, CURVE_T, &mo, NULL);
         gpt_init_random(&g, 7);
@@ -633,10 +633,11 @@ int main(void) {
     // classifier chunks (N = 74 rows: chunks of 16 and 24 end on a partial one) must not
     // change the result beyond bf16 noise.
     const ModelOptions modes[] = {
-        {.attention = ATTENTION_NAIVE, .deterministic = 1},
-        {.attention = ATTENTION_FLASH, .deterministic = 1},
-        {.attention = ATTENTION_NAIVE, .deterministic = 1, .recompute = RECOMPUTE_GELU, .classifier_rows = 16},
-        {.attention = ATTENTION_FLASH, .deterministic = 1, .recompute = RECOMPUTE_GELU | RECOMPUTE_LAYERNORM,
+        {.attention = {.kind = ATTENTION_NAIVE, .deterministic = 1}},
+        {.attention = {.kind = ATTENTION_FLASH, .deterministic = 1}},
+        {.attention = {.kind = ATTENTION_NAIVE, .deterministic = 1}, .recompute = RECOMPUTE_GELU,
+         .classifier_rows = 16},
+        {.attention = {.kind = ATTENTION_FLASH, .deterministic = 1}, .recompute = RECOMPUTE_GELU | RECOMPUTE_LAYERNORM,
          .classifier_rows = 24},
     };
     const int n_modes = sizeof(modes) / sizeof(modes[0]);

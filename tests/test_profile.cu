@@ -97,9 +97,9 @@ static void test_profiled_step(void) {
     const char* name = "profile of a d2 step: every part timed, the sum within the step, the same bits";
     int B = 2, T = 64;
     // Both recomputations and chunks of 32 rows: the most marks a step records.
-    ModelOptions opt = {.attention = ATTENTION_FLASH, .deterministic = 1,
+    ModelOptions opt = {.attention = {.kind = ATTENTION_FLASH, .deterministic = 1},
                         .recompute = RECOMPUTE_GELU | RECOMPUTE_LAYERNORM, .classifier_rows = 32};
-    const char* why = attention_unsupported(opt.attention, attention_shape(&D2, B, T));
+    const char* why = attention_unsupported(&opt.attention, attention_shape(&D2, B, T));
     if (why) {
         test_skip(name, why);
         return;

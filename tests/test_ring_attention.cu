@@ -1,6 +1,7 @@
-// tests/test_ring_attention.cu: context parallelism's ring attention, simulated on one GPU: the
-// N ranks of a group run in this process (distributed/ring_attention.h, comm NULL), the ring's
-// moves are copies in memory; everything else is the code the NCCL ring runs. A full sequence
+// tests/test_ring_attention.cu: context parallelism's ring attention (attention/ring.h), simulated
+// on one GPU: the N ranks of a group run in this process, the ring's moves are copies in memory
+// (ring_in_memory, distributed/ring_transport.h); everything else is the code the NCCL ring
+// runs, called as the model calls it (attention.h, a plan with the ring). A full sequence
 // of T = 2 N c tokens is split zigzag (rank r: chunks r and 2N-1-r), and the ring's forward
 // (O, L) and backward (dQ, dK, dV), put back in sequence order, must equal the flash kernels
 // on the whole sequence (themselves checked against float64 in tests/test_attention.cu).
@@ -11,9 +12,10 @@
 // T must be a multiple of 2N (equal chunks): other lengths are refused (checked here too).
 #include <math.h>
 #include <string.h>
+#include "attention/attention.h"
 #include "attention/flash.h"
 #include "common/rng.h"
-#include "distributed/ring_attention.h"
+#include "distributed/ring_transport.h"
 #include "tests/test.h"
 
 static float rng_symmetric(Rng* rng) { return (float)(2.0 * rng_uniform(rng) - 1.0); }
@@ -48,8 +50,9 @@ static void test_ring(int N, int c, int B, int HS) {
     test_begin(name);
     float scale = 1.0f / sqrtf((float)HS);
     AttentionShape full = {B, T, NH, HS, 1, scale}, local = {B * N, n, NH, HS, 1, scale};
-    RingGroup g = {N, 0, N, NULL};
-    const char* why = ring_attention_unsupported(&g, local);
+    AttentionRing g = ring_in_memory(N);
+    AttentionPlan plan = {ATTENTION_FLASH, 1, &g};
+    const char* why = attention_unsupported(&plan, local);
     CHECK(!why, "refused: %s", why);
     // Inputs in sequence order, and the same rows in the ranks' order.
     bf16* qkv = (bf16*)malloc(rows * 3 * C * sizeof(bf16));
@@ -71,8 +74,9 @@ static void test_ring(int N, int c, int B, int HS) {
     bf16 *d_out = (bf16*)device_copy(NULL, rows * C * sizeof(bf16)), *d_dqkv = (bf16*)device_copy(NULL, rows * 3 * C * sizeof(bf16));
     float* d_lse = (float*)device_copy(NULL, rows * NH * sizeof(float));
     void* scratch = device_copy(NULL, flash_attention_scratch_bytes(full));
-    flash_attention_forward(full, d_out, d_lse, d_qkv, 0);
-    flash_attention_backward(full, d_dqkv, d_dout, d_out, d_lse, d_qkv, scratch, 1, 0);
+    AttentionParams p = attention_fused_params(full, d_qkv, d_out, d_lse, d_dqkv, d_dout);
+    flash_attention_forward(&p, 0);
+    flash_attention_backward(&p, scratch, 1, 0);
     bf16* out = (bf16*)malloc(rows * C * sizeof(bf16));
     bf16* dqkv = (bf16*)malloc(rows * 3 * C * sizeof(bf16));
     float* lse = (float*)malloc(rows * NH * sizeof(float));
@@ -83,12 +87,12 @@ static void test_ring(int N, int c, int B, int HS) {
     bf16 *l_qkv = (bf16*)device_copy(qkv_l, rows * 3 * C * sizeof(bf16)), *l_dout = (bf16*)device_copy(dout_l, rows * C * sizeof(bf16));
     bf16 *l_out = (bf16*)device_copy(NULL, rows * C * sizeof(bf16)), *l_dqkv = (bf16*)device_copy(NULL, rows * 3 * C * sizeof(bf16));
     float* l_lse = (float*)device_copy(NULL, rows * NH * sizeof(float));
-    void* workspace = device_copy(NULL, ring_attention_workspace_bytes(&g, local));
+    void* workspace = device_copy(NULL, attention_scratch_bytes(&plan, local));
     cudaCheck(cudaMemset(l_out, 0xff, rows * C * sizeof(bf16)));
     cudaCheck(cudaMemset(l_lse, 0xff, rows * NH * sizeof(float)));
     cudaCheck(cudaMemset(l_dqkv, 0xff, rows * 3 * C * sizeof(bf16)));
-    ring_attention_forward(&g, local, l_out, l_lse, l_qkv, workspace, 0);
-    ring_attention_backward(&g, local, l_dqkv, l_dout, l_out, l_lse, l_qkv, workspace, 1, 0);
+    attention_forward(&plan, local, l_out, l_lse, l_qkv, workspace, 0);
+    attention_backward(&plan, local, l_dqkv, l_dout, l_out, l_lse, l_qkv, workspace, 0);
     bf16* ring_out = (bf16*)malloc(rows * C * sizeof(bf16));
     bf16* ring_dqkv = (bf16*)malloc(rows * 3 * C * sizeof(bf16));
     float* ring_lse = (float*)malloc(rows * NH * sizeof(float));
@@ -126,7 +130,7 @@ static void test_ring(int N, int c, int B, int HS) {
 
 static void test_refused(void) {
     test_begin("ring attention refuses a local sequence of unequal chunks");
-    RingGroup g = {2, 0, 2, NULL};
+    AttentionRing g = ring_in_memory(2);
     AttentionShape odd = {2, 101, 2, 64, 1, 0.125f}, rows = {3, 100, 2, 64, 1, 0.125f};
     CHECK(ring_attention_unsupported(&g, odd) != NULL, "an odd local length was accepted");
     CHECK(ring_attention_unsupported(&g, rows) != NULL, "3 rows for a group of 2 held here were accepted");

@@ -1,0 +1,18 @@
+// attention/decode.h: attention for generation with a KV cache: the one new query of each of B
+// sequences against the p->shape.T keys and values cached for it (every key visible: they are
+// the positions up to the query's own), by the strides of attention/params.h, so the cache can
+// be a buffer of its own or the model's fused qkv activation. The same function as the query's
+// row of the causal forward; one kernel serves both attention kinds. p->q and p->o hold one row
+// per sequence (their row stride is unused); p->lse is not written.
+#ifndef FLASHGPT_DECODE_H
+#define FLASHGPT_DECODE_H
+
+#include <stddef.h>
+#include "attention/params.h"
+
+const char* decode_attention_unsupported(AttentionShape s);   // NULL when supported
+// Bytes of scratch for caches of up to s.T keys of s.B sequences.
+size_t decode_attention_scratch_bytes(AttentionShape s);
+void decode_attention(const AttentionParams* p, void* scratch, cudaStream_t stream);
+
+#endif

@@ -1,0 +1,45 @@
+// attention/params.h: what one attention call reads and writes, as pointers and strides (the way
+// FlashAttention's Flash_fwd_params holds them), so that every kernel runs on any layout: the
+// model's fused qkv activation, the ring's travelling keys and values, a KV cache of its own.
+//   AttentionTensor  (B, T, NH, HS) bf16: element (b, t, h, d) at ptr[b*batch + t*row + h*head + d]
+//   AttentionLse     (B, NH, T) fp32:     element (b, h, t)    at ptr[b*batch + h*head + t]
+// The HS values of a head are contiguous; the other strides are free (the flash kernels ask for
+// multiples of 8 elements, their 16-byte loads, and 16-byte aligned pointers).
+#ifndef FLASHGPT_ATTENTION_PARAMS_H
+#define FLASHGPT_ATTENTION_PARAMS_H
+
+#include "common/cuda_check.h"
+
+typedef struct {
+    int B, T, NH, HS;
+    int causal;     // 1: query t sees keys <= t only; 0: every key (the ring's off-diagonal blocks)
+    float scale;    // softmax scale; 1/sqrt(HS) for GPT-2
+} AttentionShape;
+
+typedef struct {
+    bf16* ptr;
+    long long batch, row;   // strides in elements
+    int head;
+} AttentionTensor;
+
+typedef struct {
+    float* ptr;
+    long long batch;
+    int head;               // the T values of a head are contiguous
+} AttentionLse;
+
+// One call: the forward reads q, k, v and writes o and lse (the log-sum-exp of the scaled
+// scores, natural log); the backward reads q, k, v, o, lse and dout and writes dq, dk, dv.
+typedef struct {
+    AttentionShape shape;
+    AttentionTensor q, k, v, o;
+    AttentionLse lse;
+    AttentionTensor dout, dq, dk, dv;
+} AttentionParams;
+
+// The model's activations: qkv (B, T, 3, NH, HS), O and dO (B, T, NH, HS), L (B, NH, T);
+// dqkv (B, T, 3, NH, HS) for the backward (NULL in a forward).
+AttentionParams attention_fused_params(AttentionShape s, const bf16* qkv, bf16* out, float* lse,
+                                       bf16* dqkv, const bf16* dout);
+
+#endif

@@ -1,0 +1,278 @@
+// attention/ring.cu: the ring attention of context parallelism (attention/ring.h), on the flash
+// kernels of attention/flash.h. Every block is one flash call on views (attention/params.h):
+// the queries of a local chunk where they lie in the fused qkv, the keys and values of a
+// travelling chunk where they lie in the ring's buffer; nothing is copied to make a block.
+// Per batch element, each rank i held here works in the workspace:
+//   kv[2]   (2c, 2C) bf16   the keys and values travelling the ring (this step's, the next)
+//   acc     (2c, C) fp32    forward: the merged output; backward: dQ
+//   dkv[2]  (2c, 2C) fp32   backward: the gradients of the travelling keys and values
+// and, shared: one block's output (c, C) or its dQ, dK, dV (c, 3C), its log-sum-exp (NH, c),
+// and the flash backward's scratch. Step 0, the local sequence against its own keys, writes
+// straight into the caller's out and lse (dqkv in the backward), which start the accumulators.
+// The ring's moves run on a stream of their own: the keys and values of step k+1 travel while
+// step k's blocks compute (the gradients of the backward go after the blocks that add to them).
+#include "attention/ring.h"
+
+#include "attention/flash.h"
+#include "attention/softmax.cuh"
+
+#define ALIGN_UP(x) (((x) + 255) / 256 * 256)
+
+// What the workspace holds, laid out for the local shape s.
+typedef struct {
+    bf16* kv[2];       // [count], each (2c, 2C)
+    float* acc;        // [count], each (2c, C)
+    float* dkv[2];     // [count], each (2c, 2C)
+    bf16* blk;         // (c, C) a block's output, or (c, 3C) its dQ, dK, dV
+    float* blk_lse;    // (NH, c)
+    void* flash_scratch;
+    size_t kv_stride, acc_stride, dkv_stride;   // bytes between two ranks' buffers
+} RingWorkspace;
+
+// Rank i's buffers (i among the ranks held here); buf picks this step's or the next.
+static bf16* kv_of(const RingWorkspace* w, int buf, int i) { return (bf16*)((char*)w->kv[buf] + i * w->kv_stride); }
+static float* acc_of(const RingWorkspace* w, int i) { return (float*)((char*)w->acc + i * w->acc_stride); }
+static float* dkv_of(const RingWorkspace* w, int buf, int i) {
+    return (float*)((char*)w->dkv[buf] + i * w->dkv_stride);
+}
+
+static AttentionShape one_sequence(AttentionShape s, int T, int causal) {
+    AttentionShape x = {1, T, s.NH, s.HS, causal, s.scale};
+    return x;
+}
+
+// Lays the workspace out at base (NULL: sizes only); returns its bytes.
+static size_t layout_workspace(RingWorkspace* w, char* base, const AttentionRing* g, AttentionShape s) {
+    size_t n = s.T, c = n / 2, C = (size_t)s.NH * s.HS, off = 0;
+    w->kv_stride = ALIGN_UP(n * 2 * C * sizeof(bf16));
+    w->acc_stride = ALIGN_UP(n * C * sizeof(float));
+    w->dkv_stride = ALIGN_UP(n * 2 * C * sizeof(float));
+    for (int k = 0; k < 2; k++) { w->kv[k] = (bf16*)(base + off); off += g->count * w->kv_stride; }
+    w->acc = (float*)(base + off); off += g->count * w->acc_stride;
+    for (int k = 0; k < 2; k++) { w->dkv[k] = (float*)(base + off); off += g->count * w->dkv_stride; }
+    w->blk = (bf16*)(base + off); off += ALIGN_UP(c * 3 * C * sizeof(bf16));
+    w->blk_lse = (float*)(base + off); off += ALIGN_UP((size_t)s.NH * c * sizeof(float));
+    w->flash_scratch = base + off; off += ALIGN_UP(flash_attention_scratch_bytes(one_sequence(s, (int)n, 1)));
+    return off;
+}
+
+const char* ring_attention_unsupported(const AttentionRing* g, AttentionShape s) {
+    if (s.T % 2 != 0) return "context parallel: the local sequence must be two equal chunks";
+    if (s.B % g->count != 0) return "context parallel: the rows must hold every local rank of each sequence";
+    if (!s.causal) return "context parallel: the ring computes causal attention";
+    return flash_attention_unsupported(one_sequence(s, s.T, 1));
+}
+
+size_t ring_attention_workspace_bytes(const AttentionRing* g, AttentionShape s) {
+    RingWorkspace w;
+    return layout_workspace(&w, NULL, g, s);
+}
+
+// ----------------------------------------------------------------------------------------------
+// Kernels: the merge, and moves between bf16 blocks and fp32 accumulators
+
+// One block per (row, head), a thread per dimension: the accumulator (o, l) of the row takes
+// the block's (o_blk, l_blk), both softmaxes normalised (attention/softmax.cuh's merge).
+__global__ void merge_block_kernel(float* acc_o, float* acc_l, int acc_l_ld, const bf16* blk_o, const float* blk_l,
+                                   int rows, int NH, int HS) {
+    int row = blockIdx.x / NH, h = blockIdx.x % NH, d = threadIdx.x;
+    float l_old = acc_l[(size_t)h * acc_l_ld + row], l_blk = blk_l[(size_t)h * rows + row];
+    float l = lse_merge(l_old, l_blk);
+    size_t o = ((size_t)row * NH + h) * HS + d;
+    acc_o[o] = expf(l_old - l) * acc_o[o] + expf(l_blk - l) * (float)blk_o[o];
+    __syncthreads();   // every thread has read l_old
+    if (d == 0) acc_l[(size_t)h * acc_l_ld + row] = l;
+}
+
+enum { OVERWRITE = 0, ADD = 1 };
+
+// dst (rows, cols; row stride dst_ld) = src (rows, cols; stride src_ld), or += with ADD.
+template <class Dst, class Src>
+__global__ void convert_kernel(Dst* dst, int dst_ld, const Src* src, int src_ld, int rows, int cols, int add) {
+    size_t n = (size_t)rows * cols;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        size_t r = i / cols, k = i % cols;
+        float x = (float)src[r * src_ld + k];
+        dst[r * dst_ld + k] = (Dst)(add ? (float)dst[r * dst_ld + k] + x : x);
+    }
+}
+
+template <class Dst, class Src>
+static void convert(Dst* dst, int dst_ld, const Src* src, int src_ld, int rows, int cols, int add, cudaStream_t st) {
+    long long blocks = ceil_div((long long)rows * cols, 256);
+    convert_kernel<<<(int)(blocks < 4096 ? blocks : 4096), 256, 0, st>>>(dst, dst_ld, src, src_ld, rows, cols, add);
+    cudaCheckLaunch();
+}
+
+// ----------------------------------------------------------------------------------------------
+// The ring
+
+// The stream of the ring's moves and the events that order it against the blocks' stream,
+// made on first use (one GPU per process).
+static cudaStream_t move_stream;
+static cudaEvent_t blocks_done, move_done;
+
+// Every rank's buffer to the next rank of the ring through the transport, once the work
+// enqueued on st so far is done; ring_wait makes st wait for it. A ring of one moves nothing.
+static void ring_pass(const AttentionRing* g, const void* from, void* to, size_t stride, size_t bytes,
+                      cudaStream_t st) {
+    if (g->size == 1) return;
+    if (!move_stream) {
+        cudaCheck(cudaStreamCreateWithFlags(&move_stream, cudaStreamNonBlocking));
+        cudaCheck(cudaEventCreateWithFlags(&blocks_done, cudaEventDisableTiming));
+        cudaCheck(cudaEventCreateWithFlags(&move_done, cudaEventDisableTiming));
+    }
+    cudaCheck(cudaEventRecord(blocks_done, st));
+    cudaCheck(cudaStreamWaitEvent(move_stream, blocks_done, 0));
+    g->pass(g, from, to, stride, bytes, move_stream);
+    cudaCheck(cudaEventRecord(move_done, move_stream));
+}
+
+// The blocks' stream waits for the moves issued so far.
+static void ring_wait(const AttentionRing* g, cudaStream_t st) {
+    if (g->size > 1) cudaCheck(cudaStreamWaitEvent(st, move_done, 0));
+}
+
+// The two blocks rank r computes at step k >= 1: (local chunk a, travelling chunk b) pairs.
+static void ring_blocks(int r, int k, int N, int a[2], int b[2]) {
+    int s = (r - k + N) % N;   // whose keys arrived
+    if (s < r) { a[0] = 0; b[0] = 0; a[1] = 1; b[1] = 0; }
+    else       { a[0] = 1; b[0] = 0; a[1] = 1; b[1] = 1; }
+}
+
+// One sequence's rows of HS-wide heads from ptr, row_stride elements apart. The batch stride is
+// never stepped (B is 1); it is nonzero because a tensor map's strides must be.
+static AttentionTensor rows_at(const bf16* ptr, long long row_stride, int HS) {
+    AttentionTensor t = {(bf16*)ptr, 2 * row_stride, row_stride, HS};
+    return t;
+}
+
+// The block of local chunk a's queries (in the row's fused qkv) against travelling chunk b's
+// keys and values (in kv, the values C after the keys), all visible: no mask.
+static AttentionParams block_params(AttentionShape s, const bf16* qkv_row, const bf16* kv, int a, int b) {
+    long long c = s.T / 2, C = (long long)s.NH * s.HS;
+    AttentionParams p = {one_sequence(s, (int)c, 0)};
+    p.q = rows_at(qkv_row + a * c * 3 * C, 3 * C, s.HS);
+    p.k = rows_at(kv + b * c * 2 * C, 2 * C, s.HS);
+    p.v = rows_at(kv + b * c * 2 * C + C, 2 * C, s.HS);
+    return p;
+}
+
+// The local sequence's own keys and values of each rank held here, into its travelling buffer.
+static void start_ring(const AttentionRing* g, const RingWorkspace* w, const bf16* qkv, int batch, int n, int C,
+                       cudaStream_t st) {
+    for (int i = 0; i < g->count; i++) {
+        const bf16* qkv_row = qkv + ((size_t)batch * g->count + i) * n * 3 * C;
+        cudaCheck(cudaMemcpy2DAsync(kv_of(w, 0, i), 2 * C * sizeof(bf16), qkv_row + C, 3 * C * sizeof(bf16),
+                                    2 * C * sizeof(bf16), n, cudaMemcpyDeviceToDevice, st));
+    }
+}
+
+void ring_attention_forward(const AttentionRing* g, AttentionShape s, bf16* out, float* lse, const bf16* qkv,
+                            void* workspace, cudaStream_t st) {
+    RingWorkspace w;
+    layout_workspace(&w, (char*)workspace, g, s);
+    int n = s.T, c = n / 2, C = s.NH * s.HS, N = g->size;
+    size_t kv_bytes = (size_t)n * 2 * C * sizeof(bf16);
+    for (int batch = 0; batch < s.B / g->count; batch++) {
+        // The keys and values leave for the next rank while step 0 computes.
+        start_ring(g, &w, qkv, batch, n, C, st);
+        ring_pass(g, w.kv[0], w.kv[1], w.kv_stride, kv_bytes, st);
+        for (int i = 0; i < g->count; i++) {
+            size_t row = (size_t)batch * g->count + i;
+            // Step 0: the local sequence, causal, into out and lse; its output starts the accumulator.
+            AttentionParams p = attention_fused_params(one_sequence(s, n, 1), qkv + row * n * 3 * C, out + row * n * C,
+                                                       lse + row * s.NH * n, NULL, NULL);
+            flash_attention_forward(&p, st);
+            convert(acc_of(&w, i), C, out + row * n * C, C, n, C, OVERWRITE, st);
+        }
+        int cur = 0;
+        for (int k = 1; k < N; k++) {
+            ring_wait(g, st);
+            cur = 1 - cur;
+            // The next step's keys travel while this step's blocks compute (after the blocks of
+            // the step before, which read the buffer they arrive in).
+            if (k + 1 < N) ring_pass(g, w.kv[cur], w.kv[1 - cur], w.kv_stride, kv_bytes, st);
+            for (int i = 0; i < g->count; i++) {
+                size_t row = (size_t)batch * g->count + i;
+                float* l = lse + row * s.NH * n;
+                int a[2], b[2];
+                ring_blocks(g->first + i, k, N, a, b);
+                for (int j = 0; j < 2; j++) {
+                    AttentionParams p = block_params(s, qkv + row * n * 3 * C, kv_of(&w, cur, i), a[j], b[j]);
+                    p.o = rows_at(w.blk, C, s.HS);
+                    p.lse = (AttentionLse){w.blk_lse, 0, c};
+                    flash_attention_forward(&p, st);
+                    merge_block_kernel<<<c * s.NH, s.HS, 0, st>>>(acc_of(&w, i) + (size_t)a[j] * c * C,
+                                                                 l + (size_t)a[j] * c, n, w.blk, w.blk_lse, c, s.NH,
+                                                                 s.HS);
+                    cudaCheckLaunch();
+                }
+            }
+        }
+        for (int i = 0; i < g->count; i++) {
+            size_t row = (size_t)batch * g->count + i;
+            convert(out + row * n * C, C, acc_of(&w, i), C, n, C, OVERWRITE, st);
+        }
+    }
+}
+
+void ring_attention_backward(const AttentionRing* g, AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out,
+                             const float* lse, const bf16* qkv, void* workspace, int deterministic,
+                             cudaStream_t st) {
+    RingWorkspace w;
+    layout_workspace(&w, (char*)workspace, g, s);
+    int n = s.T, c = n / 2, C = s.NH * s.HS, N = g->size;
+    size_t kv_bytes = (size_t)n * 2 * C * sizeof(bf16), dkv_bytes = (size_t)n * 2 * C * sizeof(float);
+    for (int batch = 0; batch < s.B / g->count; batch++) {
+        start_ring(g, &w, qkv, batch, n, C, st);
+        ring_pass(g, w.kv[0], w.kv[1], w.kv_stride, kv_bytes, st);
+        for (int i = 0; i < g->count; i++) {
+            size_t row = (size_t)batch * g->count + i;
+            bf16* d = dqkv + row * n * 3 * C;
+            // Step 0 with the final O and L, into dqkv; its gradients start the accumulators.
+            AttentionParams p = attention_fused_params(one_sequence(s, n, 1), qkv + row * n * 3 * C,
+                                                       (bf16*)out + row * n * C, (float*)lse + row * s.NH * n, d,
+                                                       dout + row * n * C);
+            flash_attention_backward(&p, w.flash_scratch, deterministic, st);
+            convert(acc_of(&w, i), C, d, 3 * C, n, C, OVERWRITE, st);
+            convert(dkv_of(&w, 0, i), 2 * C, d + C, 3 * C, n, 2 * C, OVERWRITE, st);
+        }
+        int cur = 0;
+        for (int k = 1; k < N; k++) {
+            // The gradients go on with what the last step added to them; the keys went ahead.
+            ring_pass(g, w.dkv[cur], w.dkv[1 - cur], w.dkv_stride, dkv_bytes, st);
+            ring_wait(g, st);
+            cur = 1 - cur;
+            if (k + 1 < N) ring_pass(g, w.kv[cur], w.kv[1 - cur], w.kv_stride, kv_bytes, st);
+            for (int i = 0; i < g->count; i++) {
+                size_t row = (size_t)batch * g->count + i;
+                int a[2], b[2];
+                ring_blocks(g->first + i, k, N, a, b);
+                for (int j = 0; j < 2; j++) {
+                    size_t q_row = row * n + (size_t)a[j] * c;   // the chunk's first row in out and dout
+                    AttentionParams p = block_params(s, qkv + row * n * 3 * C, kv_of(&w, cur, i), a[j], b[j]);
+                    p.o = rows_at(out + q_row * C, C, s.HS);
+                    p.dout = rows_at(dout + q_row * C, C, s.HS);
+                    // The chunk's final log-sum-exp, in place: its rows of each head's n.
+                    p.lse = (AttentionLse){(float*)lse + row * s.NH * n + (size_t)a[j] * c, 0, n};
+                    p.dq = rows_at(w.blk, 3 * C, s.HS);
+                    p.dk = rows_at(w.blk + C, 3 * C, s.HS);
+                    p.dv = rows_at(w.blk + 2 * C, 3 * C, s.HS);
+                    flash_attention_backward(&p, w.flash_scratch, deterministic, st);
+                    convert(acc_of(&w, i) + (size_t)a[j] * c * C, C, w.blk, 3 * C, c, C, ADD, st);
+                    convert(dkv_of(&w, cur, i) + (size_t)b[j] * c * 2 * C, 2 * C, w.blk + C, 3 * C, c, 2 * C, ADD, st);
+                }
+            }
+        }
+        // One more move brings each rank's key and value gradients home.
+        ring_pass(g, w.dkv[cur], w.dkv[1 - cur], w.dkv_stride, dkv_bytes, st);
+        ring_wait(g, st);
+        if (N > 1) cur = 1 - cur;
+        for (int i = 0; i < g->count; i++) {
+            bf16* d = dqkv + ((size_t)batch * g->count + i) * n * 3 * C;
+            convert(d, 3 * C, acc_of(&w, i), C, n, C, OVERWRITE, st);
+            convert(d + C, 3 * C, dkv_of(&w, cur, i), 2 * C, n, 2 * C, OVERWRITE, st);
+        }
+    }
+}

@@ -1,0 +1,53 @@
+// attention/ring.h: context parallelism's attention. One sequence of T tokens is cut into 2N
+// chunks of c = T / 2N; rank r of a group of N holds chunks r and 2N-1-r ("zigzag", so every
+// rank does the same causal work) as its local sequence of 2c rows. Attention runs as a ring:
+// each rank's queries meet its own keys (causal), then every other rank's keys and values as
+// they travel around the ring, block by block:
+//   from a rank s < r: both local chunks against s's first chunk (all of it visible)
+//   from a rank s > r: the local second chunk against both of s's chunks (all visible)
+// (the rest lies above the diagonal and is skipped). Each block is the flash kernel without a
+// mask on views of the local queries and the travelling keys and values (attention/params.h),
+// its output merged into an fp32 accumulator with the log-sum-exp (attention/softmax.cuh).
+// The backward runs the same blocks through the flash backward with the final O and L, so each
+// block's probabilities are the global ones: dQ stays local, dK and dV travel the ring with
+// their keys and values and come home after N passes.
+// How buffers move between ranks is the transport's (AttentionRing.pass): NCCL send/recv, or,
+// with all N ranks in one process on one GPU (simulated: the tests), copies in memory; both
+// come from distributed/ring_transport.h.
+#ifndef FLASHGPT_RING_H
+#define FLASHGPT_RING_H
+
+#include <stddef.h>
+#include "attention/params.h"
+
+// A context-parallel group as this process sees it.
+typedef struct AttentionRing AttentionRing;
+struct AttentionRing {
+    int size;          // N ranks in the group
+    int first, count;  // the group's ranks held here: one rank (count 1), or all N (simulated)
+    // Enqueues on stream, for every rank i held here: the next rank's buffer `to` receives rank
+    // i's buffer `from`, `bytes` each; the buffers of the ranks held here lie `stride` bytes apart.
+    void (*pass)(const AttentionRing* ring, const void* from, void* to, size_t stride, size_t bytes,
+                 cudaStream_t stream);
+    void* transport;   // what pass needs (an NCCL communicator), or NULL
+};
+
+// The chunk of the full sequence that half h (0, 1) of rank r's local sequence is.
+static inline int zigzag_chunk(int rank, int half, int size) { return half ? 2 * size - 1 - rank : rank; }
+
+// NULL when the ring runs the local shape s, else why not. s is the model's: B = batch * count
+// rows of T = 2c tokens, row b * count + i holding rank first + i's local sequence of batch b.
+const char* ring_attention_unsupported(const AttentionRing* g, AttentionShape s);
+// Bytes of workspace one call needs (shared by the layers).
+size_t ring_attention_workspace_bytes(const AttentionRing* g, AttentionShape s);
+
+// out (rows, 2c, NH, HS) and lse (rows, NH, 2c) of every local row, from qkv (rows, 2c, 3, NH, HS).
+void ring_attention_forward(const AttentionRing* g, AttentionShape s, bf16* out, float* lse, const bf16* qkv,
+                            void* workspace, cudaStream_t stream);
+
+// dqkv (rows, 2c, 3, NH, HS), overwritten, from dout, the forward's out and lse, and qkv.
+void ring_attention_backward(const AttentionRing* g, AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out,
+                             const float* lse, const bf16* qkv, void* workspace, int deterministic,
+                             cudaStream_t stream);
+
+#endif
