@@ -6,8 +6,9 @@
 // (k*R + r)*B ... (k*R + r)*B + B-1 of that order, so the ranks' samples are disjoint and
 // together cover every target exactly once. The positions past batches_per_epoch*R*B, too few
 // for a batch on every rank, are dropped alike on all ranks.
-// Shards are read with pread per sample, never held in memory; every token id is checked
-// against the vocabulary when the loader opens and again as each batch is read.
+// Shards are read with pread per sample, never held in memory. Opening reads only each shard's
+// header and a small sample of its tokens, so its cost grows with the number of shards, not
+// their size; every token id is checked against the vocabulary as its batch is read.
 #include "data/dataloader.h"
 
 #include <glob.h>
@@ -85,22 +86,23 @@ static int open_shard(DataLoader* dl, int s, char* err) {
     return -1;
 }
 
-// Checks every token of shard s against the vocabulary, a chunk at a time.
-static int check_shard(DataLoader* dl, int s, char* err) {
-    enum { CHUNK = 1 << 20 };
-    int* buf = malloc(CHUNK * sizeof(int));
-    if (!buf) {
-        set_err(err, "%s: out of memory", dl->paths[s]);
-        return -1;
+// Checks SAMPLE_WINDOWS runs of SAMPLE_TOKENS tokens spread evenly over shard s, the first at
+// its start and the last at its end, against the vocabulary: shards of a larger vocabulary fail
+// at open, before the model is built, for a few pages read. The rest is checked as it is read.
+#define SAMPLE_WINDOWS 8
+#define SAMPLE_TOKENS 128
+static int check_sample(DataLoader* dl, int s, int fd, char* err) {
+    const ShardHeader* h = &dl->headers[s];
+    int buf[SAMPLE_TOKENS];
+    int64_t w = h->n_tokens < SAMPLE_TOKENS ? h->n_tokens : SAMPLE_TOKENS;
+    for (int k = 0; k < SAMPLE_WINDOWS; k++) {
+        int64_t start = (h->n_tokens - w) * k / (SAMPLE_WINDOWS - 1);
+        if (shard_read_tokens(fd, dl->paths[s], h, start, (size_t)w, buf, dl->vocab_size,
+                              err) != 0) {
+            return -1;
+        }
     }
-    int rc = open_shard(dl, s, err);
-    for (int64_t i = 0; rc == 0 && i < dl->headers[s].n_tokens; i += CHUNK) {
-        int64_t left = dl->headers[s].n_tokens - i;
-        rc = shard_read_tokens(dl->fd, dl->paths[s], &dl->headers[s], i,
-                               (size_t)(left < CHUNK ? left : CHUNK), buf, dl->vocab_size, err);
-    }
-    free(buf);
-    return rc;
+    return 0;
 }
 
 // Shard s must have been made by the same tokenizer as the shards before it.
@@ -181,9 +183,10 @@ DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int wor
             return NULL;
         }
         int rc = shard_read_header(fd, dl->paths[s], vocab_size, &dl->headers[s], err);
-        close(fd);
         if (rc == 0) rc = check_fingerprint(dl, s, err);
-        if (rc != 0 || check_shard(dl, s, err) != 0) {
+        if (rc == 0) rc = check_sample(dl, s, fd, err);
+        close(fd);
+        if (rc != 0) {
             dataloader_close(dl);
             return NULL;
         }

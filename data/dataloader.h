@@ -25,10 +25,12 @@ typedef struct {
 
 typedef struct DataLoader DataLoader;
 
-// vocab_size: every token must be < vocab_size (a clear error otherwise).
-// Returns NULL with err for a missing file, a bad header, a truncated file, an id outside the
-// vocabulary, shards made by different tokenizers (their fingerprints, data/shard.h; shards
-// without one, such as llm.c's, go with any), or too little data for one batch per rank.
+// vocab_size: every token must be < vocab_size (a clear error otherwise). Opening reads each
+// shard's header and a small sample of its tokens, not the whole payload.
+// Returns NULL with err for a missing file, a bad header, a file truncated or longer than its
+// header says, an id outside the vocabulary in the sample, shards made by different tokenizers
+// (their fingerprints, data/shard.h; shards without one, such as llm.c's, go with any), or too
+// little data for one batch per rank.
 DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int world_size,
                             int shuffle, uint64_t seed, int vocab_size, char* err);
 
@@ -40,7 +42,9 @@ uint64_t dataloader_fingerprint(const DataLoader* dl);
 // fingerprint pass. 0, or -1 with err naming a shard.
 int dataloader_check_fingerprint(const DataLoader* dl, uint64_t expected, char* err);
 
-// Fills inputs and targets, each (B, T). Returns 0, or -1 with err (e.g. a shard changed).
+// Fills inputs and targets, each (B, T), checking every token read against the vocabulary.
+// Returns 0, or -1 with err naming the shard (an id outside the vocabulary, with the token's
+// position in the shard; a shard changed); a failed call leaves the position where it was.
 int dataloader_next(DataLoader* dl, int* inputs, int* targets, char* err);
 
 // Batches per epoch for this rank.

@@ -11,7 +11,8 @@ number or a character changed), and runs the program that reads it in a folder o
 under a time limit. A case passes when the program
 - exits 0, or stops with exit status 1 and one line starting "error: ", the last on stderr
   (train_gpt and generate, with the devices hidden, stop at "error: no CUDA device" once every
-  file checks out);
+  file checks out; of a shard, its header, size and a sample of its tokens, the other token ids
+  being checked only as their batches are read);
 - prints no sanitizer report or Python traceback, is not ended by a signal, ends in time;
 - refuses what is corrupt for sure: a file whose size its header fixes, cut or extended; another
   magic number; a checkpoint value that is not finite, a second moment below 0;

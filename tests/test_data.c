@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/read_file.h"
 #include "data/dataloader.h"
@@ -415,12 +416,15 @@ static void test_errors(void) {
     write_raw_shard(p, SHARD_MAGIC, 1, 500, 500, data, sizeof(data));
     expect_error("bytes after the tokens", p, 1, 4, 500, "unexpected bytes");
 
-    // An id past the vocabulary deep in an llm.c file (no vocabulary in its header).
+    // An id past the vocabulary in an llm.c file (no vocabulary in its header): its last token,
+    // which the sample the loader checks at open always holds (test_bad_token_when_read has one
+    // outside the sample).
     p = tmp_path("out_of_vocab.bin");
-    data[777] = 450;
+    data[999] = 450;
     write_raw_shard(p, SHARD_MAGIC, 1, 1000, 0, data, sizeof(data));
-    expect_error("token out of vocab", p, 1, 4, 420, "vocabulary");
-    expect_read_error("token out of vocab", p, 420, "vocabulary");
+    expect_error("token out of vocab", p, 1, 4, 420, "token 999 has id 450");
+    expect_read_error("token out of vocab", p, 420, "token 999 has id 450");
+    data[999] = 999 % 400;
     // A shard whose header says its vocabulary is larger than the model's.
     int ids[3] = {1, 2, 3};
     p = tmp_path("big_vocab.bin");
@@ -463,6 +467,97 @@ static void test_errors(void) {
               bad[i].T, bad[i].rank, bad[i].world, bad[i].vocab);
         dataloader_close(dl);
     }
+    test_end();
+}
+
+// An id past the vocabulary outside the sample checked at open is refused by the batch that
+// reads it, naming the shard and the token's position in it, and by that batch again when
+// retried; the batches before it load, and the loader's position stays at the failed batch.
+static void test_bad_token_when_read(void) {
+    test_begin("loader_refuses_a_bad_token_when_read");
+    char err[ERR_LEN] = "";
+    enum { FIRST = 1000, SECOND = 20000, BAD = 10000, B = 2, T = 50, V = 420 };
+    uint16_t* data = malloc(SECOND * sizeof(uint16_t));
+    for (int i = 0; i < SECOND; i++) data[i] = (uint16_t)(i % 400);
+    write_raw_shard(tmp_path("far_000000.bin"), SHARD_MAGIC, 1, FIRST, 0, data,
+                    FIRST * sizeof(uint16_t));
+    // Token 10000 of 20000 lies between the loader's sample windows (at 8516 and 11355).
+    data[BAD] = 450;
+    const char* bad = tmp_path("far_000001.bin");
+    write_raw_shard(bad, SHARD_MAGIC, 1, SECOND, 0, data, SECOND * sizeof(uint16_t));
+    free(data);
+    DataLoader* dl = dataloader_open(tmp_path("far_*.bin"), B, T, 0, 1, 0, 0, V, err);
+    CHECK(dl != NULL, "open read past the sample: %s", err);
+    if (dl) {
+        // Sample i holds stream positions i*T .. i*T + T; the first to hold the bad token is
+        // (p - 1) / T for its position p in the stream, and batch k holds samples k*B .. k*B+B-1.
+        int64_t first_bad = (int64_t)(FIRST + BAD - 1) / T / B;
+        int in[B * T], tg[B * T], rc = 0;
+        int64_t k = 0;
+        for (; k < first_bad && rc == 0; k++) rc = dataloader_next(dl, in, tg, err);
+        CHECK(rc == 0, "batch %lld, before the bad token, failed: %s", (long long)k - 1, err);
+        err[0] = 0;
+        rc = dataloader_next(dl, in, tg, err);
+        CHECK(rc != 0, "batch %lld holds the bad token and loaded", (long long)first_bad);
+        CHECK(strstr(err, bad) && strstr(err, "token 10000 has id 450") &&
+              strstr(err, "vocabulary of 420") && !strchr(err, '\n'),
+              "error '%s' does not name the shard, the position and the id in one line", err);
+        DataLoaderState st = dataloader_state(dl);
+        CHECK(st.epoch == 0 && st.step_in_epoch == first_bad, "a failed batch moved the "
+              "position to %lld/%lld", (long long)st.epoch, (long long)st.step_in_epoch);
+        err[0] = 0;
+        CHECK(dataloader_next(dl, in, tg, err) != 0 && strstr(err, "token 10000"),
+              "the failed batch loaded when retried: %s", err);
+        dataloader_close(dl);
+    }
+    test_end();
+}
+
+// The bytes this process has read through read and pread (Linux's /proc/self/io), or -1.
+static int64_t bytes_read(void) {
+    FILE* f = fopen("/proc/self/io", "r");
+    long long rchar = -1;
+    if (f) {
+        if (fscanf(f, "rchar: %lld", &rchar) != 1) rchar = -1;
+        fclose(f);
+    }
+    return rchar;
+}
+
+// Opening reads headers and a sample, not the payload: a sparse shard of 2^31 - 1 uint16 tokens
+// (4 GiB of zeros, a valid id) opens having read a few KiB.
+static void test_open_reads_little(void) {
+    const char* name = "loader_open_reads_headers_not_payload";
+    const char* path = tmp_path("huge_000000.bin");
+    int64_t size = SHARD_HEADER_INTS * 4 + (int64_t)INT32_MAX * 2;
+    write_raw_shard(path, SHARD_MAGIC, 1, INT32_MAX, 0, NULL, 0);
+    struct stat st;
+    if (truncate(path, (off_t)size) != 0 || stat(path, &st) != 0 ||
+        (int64_t)st.st_blocks * 512 > (1 << 20)) {
+        remove(path);
+        test_skip(name, "no sparse file of 4 GiB here");
+        return;
+    }
+    int64_t before = bytes_read();
+    if (before < 0) {
+        remove(path);
+        test_skip(name, "no /proc/self/io to count the bytes read");
+        return;
+    }
+    test_begin(name);
+    char err[ERR_LEN] = "";
+    DataLoader* dl = dataloader_open(path, 4, 64, 0, 1, 1, 5, 50257, err);
+    int64_t got = bytes_read() - before;
+    CHECK(dl != NULL, "open: %s", err);
+    CHECK(got < (1 << 20), "open read %lld bytes of a %lld-byte shard", (long long)got,
+          (long long)size);
+    if (dl) {
+        int in[4 * 64], tg[4 * 64];
+        CHECK(dataloader_next(dl, in, tg, err) == 0 && in[0] == 0 && tg[4 * 64 - 1] == 0,
+              "a batch of the sparse shard: %s", err);
+        dataloader_close(dl);
+    }
+    remove(path);
     test_end();
 }
 
@@ -609,6 +704,8 @@ int main(void) {
     test_resume(0);
     test_resume(1);
     test_errors();
+    test_bad_token_when_read();
+    test_open_reads_little();
     test_changed_shard();
     test_fingerprints();
     test_text_round_trip();

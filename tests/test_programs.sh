@@ -359,6 +359,30 @@ if [ -x ./train_gpt ]; then
     check "train_gpt refuses a random_tokens.py shard: $refusal" test -z "$refusal"
     end
 
+    # A token id outside the vocabulary halfway into a shard, between the windows the loader
+    # samples at open: start-up does not read that far (without a GPU the run stops at "no CUDA
+    # device"); with a GPU the batch that reads it stops the run, naming the shard and position.
+    begin "train_gpt_stops_at_a_bad_token_when_read"
+    mkdir -p "$tmp/bad_token"
+    bad="$tmp/bad_token/train_000000.bin"
+    cp "$tmp/ds/train_000000.bin" "$bad"
+    n=$(od -A n -t d4 -j 8 -N 4 "$bad" | tr -d ' ')
+    pos=$((n / 2))
+    check "the shard is too short for a token between the sampled windows: $n" test "$n" -gt 1100
+    printf '\377\377' | dd of="$bad" bs=1 seek=$((1024 + 2 * pos)) conv=notrunc 2>/dev/null
+    bad_data="--train-data $tmp/bad_token/train_*.bin --model d2 --context 64 -T 64 -B 1"
+    CUDA_VISIBLE_DEVICES= ./train_gpt $bad_data --val-data '' > "$tmp/out" 2>&1
+    check "start-up read the whole shard: $(grep ^error "$tmp/out")" \
+        test "$(grep ^error "$tmp/out")" = "error: no CUDA device"
+    ./train_gpt $bad_data --val-data '' --out-dir "$tmp/bad_token/run" > "$tmp/out" 2>&1
+    if ! has "$tmp/out" "no CUDA device"; then
+        check "the bad token trained on or not named: $(grep ^error "$tmp/out" | tr '\n' '|')" \
+            test "$(grep ^error "$tmp/out")" = \
+            "error: --train-data: $bad: token $pos has id 65535, outside the vocabulary of 300"
+        check "the bad token's error is not the last line" test "$(tail -1 "$tmp/out" | cut -c1-6)" = "error:"
+    fi
+    end
+
     # A new run's checkpoints would write over another run's of the same steps (and mix with the
     # others): a folder that holds checkpoint files is refused as --out-dir, unless resumed.
     # The devices are hidden, so that each run stops where the GPU would be taken.
