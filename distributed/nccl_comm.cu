@@ -66,11 +66,6 @@ void nccl_all_reduce_avg_bf16(NcclComm* comm, bf16* buf, size_t n, cudaStream_t 
     ncclCheck(ncclAllReduce(buf, buf, n, ncclBfloat16, ncclAvg, comm->comm, stream));
 }
 
-void nccl_reduce_scatter_avg_bf16(NcclComm* comm, const bf16* full, bf16* shard,
-                                  size_t shard_size, cudaStream_t stream) {
-    ncclCheck(ncclReduceScatter(full, shard, shard_size, ncclBfloat16, ncclAvg, comm->comm, stream));
-}
-
 void nccl_all_gather_bf16(NcclComm* comm, const bf16* shard, bf16* full, size_t shard_size,
                           cudaStream_t stream) {
     ncclCheck(ncclAllGather(shard, full, shard_size, ncclBfloat16, comm->comm, stream));
@@ -79,10 +74,6 @@ void nccl_all_gather_bf16(NcclComm* comm, const bf16* shard, bf16* full, size_t 
 void nccl_all_gather_f32(NcclComm* comm, const float* shard, float* full, size_t shard_size,
                          cudaStream_t stream) {
     ncclCheck(ncclAllGather(shard, full, shard_size, ncclFloat32, comm->comm, stream));
-}
-
-void nccl_all_reduce_sum_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream) {
-    ncclCheck(ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, comm->comm, stream));
 }
 
 void nccl_all_reduce_avg_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream) {

@@ -35,11 +35,6 @@ void nccl_group_end(void);
 // In place: buf (n) = the mean of buf over the ranks (data-parallel gradients).
 void nccl_all_reduce_avg_bf16(NcclComm* comm, bf16* buf, size_t n, cudaStream_t stream);
 
-// shard (shard_size) = the mean over the ranks of this rank's chunk of full (world_size *
-// shard_size: ZeroShard.padded_count); in place when shard == full + rank * shard_size.
-void nccl_reduce_scatter_avg_bf16(NcclComm* comm, const bf16* full, bf16* shard,
-                                  size_t shard_size, cudaStream_t stream);
-
 // full (world_size * shard_size) = every rank's shard, in rank order; in place when
 // shard == full + rank * shard_size. The bf16 form updates the parameters after the sharded
 // AdamW step; the fp32 form gathers master weights and moments for a checkpoint.
@@ -48,9 +43,7 @@ void nccl_all_gather_bf16(NcclComm* comm, const bf16* shard, bf16* full, size_t 
 void nccl_all_gather_f32(NcclComm* comm, const float* shard, float* full, size_t shard_size,
                          cudaStream_t stream);
 
-// In place on device memory: buf (n) = the sum over the ranks (a squared gradient norm from
-// per-shard parts), or the mean (the loss).
-void nccl_all_reduce_sum_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream);
+// In place on device memory: buf (n) = the mean over the ranks (the losses the trainer prints).
 void nccl_all_reduce_avg_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream);
 
 #endif

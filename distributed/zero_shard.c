@@ -1,8 +1,5 @@
-// distributed/zero_shard.c: ZeRO-1 shard bounds, a tensor's part in a shard, and re-slicing a
-// full array for a shard on resume.
+// distributed/zero_shard.c: ZeRO-1 shard bounds and a tensor's part in a shard.
 #include "distributed/zero_shard.h"
-
-#include <string.h>
 
 int zero_shard_init(ZeroShard* s, size_t param_count, int world_size, int rank, size_t align,
                     char* err) {
@@ -31,10 +28,4 @@ ZeroShardPart zero_shard_part(const ZeroShard* s, size_t tensor_begin, size_t te
     part.shard_offset = lo - s->begin;
     part.count = hi - lo;
     return part;
-}
-
-void zero_shard_take(const ZeroShard* s, const float* full, float* shard) {
-    size_t n = s->end - s->begin;
-    memcpy(shard, full + s->begin, n * sizeof(float));
-    memset(shard + n, 0, (s->shard_size - n) * sizeof(float));
 }

@@ -5,13 +5,14 @@
 // a multiple of the alignment: rank r owns [r * shard_size, (r + 1) * shard_size) of the padded
 // array, and of the real parameters [begin, end), the part of that range below P (possibly
 // empty for the last ranks when P is small). So the parameter and gradient buffers are allocated
-// with padded_count elements, the tail zeroed once; NCCL's reduce-scatter and all-gather then
-// move equal chunks, and rank r's chunk sits at r * shard_size, so both work in place.
+// with padded_count elements, the tail zeroed once; NCCL's all-gather then moves equal chunks,
+// and rank r's chunk sits at r * shard_size, so it works in place.
 // The zero padding adds nothing to a gradient norm and AdamW leaves it zero.
 //
 // Resume on any world size: a checkpoint holds the full master weights and moments in parameter
-// order (the ranks gather them before writing), so a run on M ranks takes [begin, end) of them
-// for its shard (zero_shard_take); nothing in the file depends on the world size that wrote it.
+// order (the ranks gather them before writing), so a run on M ranks reads [begin, end) of them
+// for its shard (load_optimizer_state); nothing in the file depends on the world size that
+// wrote it.
 #ifndef FLASHGPT_ZERO_SHARD_H
 #define FLASHGPT_ZERO_SHARD_H
 
@@ -40,7 +41,7 @@ int zero_shard_init(ZeroShard* s, size_t param_count, int world_size, int rank, 
 
 // A tensor's part in a shard: the tensor [tensor_begin, tensor_begin + tensor_count) of the
 // flat array meets [begin, end) in count elements, from flat index param_index, which is
-// shard_offset into the shard's own arrays (master weights, moments, reduced gradients).
+// shard_offset into the shard's own arrays (master weights and moments).
 typedef struct {
     size_t param_index;
     size_t shard_offset;
@@ -48,10 +49,6 @@ typedef struct {
 } ZeroShardPart;
 
 ZeroShardPart zero_shard_part(const ZeroShard* s, size_t tensor_begin, size_t tensor_count);
-
-// Resume: shard (shard_size) = full[begin, end) (full holds all P values in parameter order),
-// the rest of shard zero.
-void zero_shard_take(const ZeroShard* s, const float* full, float* shard);
 
 #ifdef __cplusplus
 }

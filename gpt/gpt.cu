@@ -144,6 +144,9 @@ static LayerActivations layer_acts_at_row(const GPT* g, int l, size_t row) {
     return x;
 }
 
+// Marks forward_layers records per layer.
+#define LAYER_FORWARD_MARKS 7
+
 // The blocks of the forward, from the residual stream entering layer 0 to the one leaving the
 // last, on N rows starting at `row`: the whole batch (row 0, N = B * T) or, with decode, the
 // one row at position `row` of a single sequence (B = 1), whose attention reads the keys and
@@ -213,6 +216,9 @@ static void embedding(GPT* g, const int* host_inputs, int B, int T, int backward
     }
 }
 
+// Marks of a forward (gpt_forward, gpt_forward_one): the start, the embedding, the layers', lnf.
+static int forward_marks(const GPT* g) { return 3 + LAYER_FORWARD_MARKS * g->config.L; }
+
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     const GPTConfig* c = &g->config;
     Activations* a = &g->acts;
@@ -220,7 +226,7 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     cudaStream_t st = g->stream;
     int C = c->C, N = B * T;
     wait_for_params(g);
-    profile_start(g->profile, st);
+    profile_start(g->profile, forward_marks(g), st);
     cudaCheck(cudaMemcpyAsync(a->inputs, host_inputs, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, st));
     embedding(g, host_inputs, B, T, 0);
@@ -241,7 +247,7 @@ void gpt_forward_one(GPT* g, int token, int pos) {
     const char* why = attention_decode_unsupported(&g->options.attention, attention_shape(c, 1, g->T));
     if (why) die("%s", why);
     g->host_tokens[pos] = token;
-    profile_start(g->profile, st);
+    profile_start(g->profile, forward_marks(g), st);
     cudaCheck(cudaMemcpyAsync(a->inputs + pos, g->host_tokens + pos, sizeof(int), cudaMemcpyHostToDevice, st));
     // Position pos's embedding: the encoder on one token whose position table starts at row pos.
     encoder_forward(a->residual + (size_t)pos * C, a->inputs + pos, p->wte, p->wpe + (size_t)pos * C, 1, 1, C, st);
@@ -261,11 +267,14 @@ bf16* gpt_logits(GPT* g, int row, int rows) {
     return g->acts.logits;
 }
 
+// Marks of a classifier on N rows: the start, two per chunk, the losses' copy.
+static int classifier_marks(const GPT* g, int N) { return 2 + 2 * (int)ceil_div(N, g->plan.logits_rows); }
+
 void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_scale, int write_dlogits) {
     const GPTConfig* c = &g->config;
     Activations* a = &g->acts;
     int N = B * T, C = c->C;
-    profile_start(g->profile, g->stream);
+    profile_start(g->profile, classifier_marks(g, N), g->stream);
     cudaCheck(cudaMemcpyAsync(a->targets, host_targets, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, g->stream));
     for (int row = 0; row < N; row += g->plan.logits_rows) {
@@ -306,13 +315,15 @@ static void reduce_grads(GPT* g, bf16* const* ptrs, const size_t* sizes, int n) 
 
 // Layer l's gradient slices, each of its own tensor, averaged over the ranks.
 static void reduce_layer_grads(GPT* g, int l) {
-    size_t C = g->config.C;
+    size_t C = g->config.C, sizes[NUM_LAYER_PARAMS];
+    for (int i = 0; i < NUM_LAYER_PARAMS; i++) sizes[i] = layer_param_size(PARAM_LN1W + i, C);
     LayerParameters d = layer_parameters(&g->grads, l, C);
-    bf16* const ptrs[] = {d.ln1w, d.ln1b, d.qkvw, d.qkvb, d.attprojw, d.attprojb,
-                          d.ln2w, d.ln2b, d.fcw, d.fcb, d.fcprojw, d.fcprojb};
-    const size_t sizes[] = {C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C, 4 * C * C, C};
-    reduce_grads(g, ptrs, sizes, 12);
+    reduce_grads(g, d.t, sizes, NUM_LAYER_PARAMS);
 }
+
+// Marks of a backward: the start, lnf, the layers' (7 each and 3 recomputations), the embedding.
+#define LAYER_BACKWARD_MARKS 10
+static int backward_marks(const GPT* g) { return 3 + LAYER_BACKWARD_MARKS * g->config.L; }
 
 void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     const GPTConfig* c = &g->config;
@@ -326,7 +337,7 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     int reduce = g->dp.comm && last_micro_step;
     void* scratch = a->scratch;
     Profile* prof = g->profile;
-    profile_start(prof, st);
+    profile_start(prof, backward_marks(g), st);
     cudaCheck(cudaMemsetAsync(a->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
     layernorm_backward(a->dresidual, d->lnfw, d->lnfb, a->dnarrow, layer_acts(g, L - 1).res_next,
                        p->lnfw, a->lnf_mean, a->lnf_rstd, N, C, scratch, st);
@@ -377,29 +388,27 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     if (reduce) {
         // wte has the classifier's and the encoder's parts only now; the last to go.
         bf16* const ptrs[] = {d->lnfw, d->lnfb, d->wpe, d->wte};
-        const size_t sizes[] = {g->param_sizes[14], g->param_sizes[15], g->param_sizes[1], g->param_sizes[0]};
+        const size_t sizes[] = {g->param_sizes[PARAM_LNFW], g->param_sizes[PARAM_LNFB], g->param_sizes[PARAM_WPE],
+                                g->param_sizes[PARAM_WTE]};
         reduce_grads(g, ptrs, sizes, 4);
         cudaCheck(cudaEventRecord(g->grads_reduced, g->comm_stream));
     }
-}
-
-int gpt_profile_marks(const GPT* g, int micro_steps) {
-    int L = g->config.L, chunks = (int)ceil_div(g->plan.rows, g->plan.logits_rows);
-    // forward 9 per layer + 3; classifier 2 per chunk + 2; backward 10 per layer (with both
-    // recomputations) + 3; the update 4.
-    return micro_steps * (19 * L + 2 * chunks + 8) + 4;
 }
 
 void gpt_zero_grads(GPT* g) {
     cudaCheck(cudaMemsetAsync(g->grads_memory, 0, g->num_params * sizeof(bf16), g->stream));
 }
 
+// Marks of gpt_grad_norm and of the rest of gpt_update: a start and one part each.
+#define GRAD_NORM_MARKS 2
+#define UPDATE_MARKS 2
+
 float gpt_grad_norm(GPT* g) {
     float norm2;
     // Data parallel: every rank holds the averaged gradients, so its norm is the global one.
     if (g->dp.comm) cudaCheck(cudaStreamWaitEvent(g->stream, g->grads_reduced, 0));
     // Started after the wait: a wait for the other ranks is no part of the update.
-    profile_start(g->profile, g->stream);
+    profile_start(g->profile, GRAD_NORM_MARKS, g->stream);
     global_norm_squared(g->acts.norm, g->grads_memory, g->num_params, g->acts.scratch, g->stream);
     cudaCheck(cudaMemcpyAsync(&norm2, g->acts.norm, sizeof(float), cudaMemcpyDeviceToHost, g->stream));
     profile_mark(g->profile, PART_UPDATE, PHASE_UPDATE, g->stream);
@@ -411,7 +420,7 @@ float gpt_update(GPT* g, const AdamWConfig* opt, float lr) {
     float norm = gpt_grad_norm(g);
     float grad_scale = (opt->grad_clip > 0.0f && norm > opt->grad_clip) ? opt->grad_clip / norm : 1.0f;
     g->adam_t++;
-    profile_start(g->profile, g->stream);
+    profile_start(g->profile, UPDATE_MARKS, g->stream);
     size_t off = 0;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         // The part of tensor i this rank updates (all of it without ZeRO-1).
@@ -434,4 +443,9 @@ float gpt_update(GPT* g, const AdamWConfig* opt, float lr) {
         cudaCheck(cudaEventRecord(g->params_ready, g->comm_stream));
     }
     return norm;
+}
+
+int gpt_profile_marks(const GPT* g, int micro_steps) {
+    return micro_steps * (forward_marks(g) + classifier_marks(g, g->plan.rows) + backward_marks(g)) + GRAD_NORM_MARKS +
+           UPDATE_MARKS;
 }

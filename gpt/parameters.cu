@@ -11,12 +11,23 @@ const char* const param_names[NUM_PARAM_TENSORS] = {
     "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
 const int param_decays[NUM_PARAM_TENSORS] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
 
+size_t layer_param_size(int i, size_t C) {
+    switch (i) {
+    case PARAM_QKVW: return 3 * C * C;
+    case PARAM_QKVB: return 3 * C;
+    case PARAM_ATTPROJW: return C * C;
+    case PARAM_FCW: case PARAM_FCPROJW: return 4 * C * C;
+    case PARAM_FCB: return 4 * C;
+    default: return C;   // the layernorms' weights and biases, attprojb, fcprojb
+    }
+}
+
 void param_sizes(const GPTConfig* c, size_t sizes[NUM_PARAM_TENSORS]) {
-    size_t L = c->L, C = c->C;
-    size_t s[NUM_PARAM_TENSORS] = {
-        (size_t)c->Vp * C, (size_t)c->maxT * C, L * C, L * C, L * 3 * C * C, L * 3 * C,
-        L * C * C, L * C, L * C, L * C, L * 4 * C * C, L * 4 * C, L * C * 4 * C, L * C, C, C};
-    memcpy(sizes, s, sizeof(s));
+    size_t C = c->C;
+    sizes[PARAM_WTE] = (size_t)c->Vp * C;
+    sizes[PARAM_WPE] = (size_t)c->maxT * C;
+    for (int i = PARAM_LN1W; i <= PARAM_FCPROJB; i++) sizes[i] = c->L * layer_param_size(i, C);
+    sizes[PARAM_LNFW] = sizes[PARAM_LNFB] = C;
 }
 
 size_t count_params(const GPTConfig* c) {
@@ -27,31 +38,18 @@ size_t count_params(const GPTConfig* c) {
 }
 
 void point_params(ParameterTensors* p, bf16* base, const GPTConfig* c) {
-    bf16** ptrs[NUM_PARAM_TENSORS] = {
-        &p->wte, &p->wpe, &p->ln1w, &p->ln1b, &p->qkvw, &p->qkvb, &p->attprojw, &p->attprojb,
-        &p->ln2w, &p->ln2b, &p->fcw, &p->fcb, &p->fcprojw, &p->fcprojb, &p->lnfw, &p->lnfb};
     size_t sizes[NUM_PARAM_TENSORS];
     param_sizes(c, sizes);
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        *ptrs[i] = base;
+        p->t[i] = base;
         base += sizes[i];
     }
 }
 
 LayerParameters layer_parameters(const ParameterTensors* p, int l, size_t C) {
     LayerParameters w;
-    w.ln1w = p->ln1w + l * C;
-    w.ln1b = p->ln1b + l * C;
-    w.qkvw = p->qkvw + l * 3 * C * C;
-    w.qkvb = p->qkvb + l * 3 * C;
-    w.attprojw = p->attprojw + l * C * C;
-    w.attprojb = p->attprojb + l * C;
-    w.ln2w = p->ln2w + l * C;
-    w.ln2b = p->ln2b + l * C;
-    w.fcw = p->fcw + l * 4 * C * C;
-    w.fcb = p->fcb + l * 4 * C;
-    w.fcprojw = p->fcprojw + l * C * 4 * C;
-    w.fcprojb = p->fcprojb + l * C;
+    for (int i = 0; i < NUM_LAYER_PARAMS; i++)
+        w.t[i] = p->t[PARAM_LN1W + i] + l * layer_param_size(PARAM_LN1W + i, C);
     return w;
 }
 
@@ -61,16 +59,15 @@ void init_param_values(float* values, const GPTConfig* c, uint64_t seed) {
     Rng rng = {seed};
     float* p = values;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        const char* name = param_names[i];
         size_t n = sizes[i];
-        if (!strcmp(name, "ln1w") || !strcmp(name, "ln2w") || !strcmp(name, "lnfw")) {
+        if (i == PARAM_LN1W || i == PARAM_LN2W || i == PARAM_LNFW) {
             for (size_t j = 0; j < n; j++) p[j] = 1.0f;
         } else if (!param_decays[i]) {
             memset(p, 0, n * sizeof(float));
         } else {
-            int residual = !strcmp(name, "attprojw") || !strcmp(name, "fcprojw");
+            int residual = i == PARAM_ATTPROJW || i == PARAM_FCPROJW;
             double std = residual ? 0.02 / sqrt(2.0 * c->L) : 0.02;
-            size_t real = !strcmp(name, "wte") ? (size_t)c->V * c->C : n;
+            size_t real = i == PARAM_WTE ? (size_t)c->V * c->C : n;
             for (size_t j = 0; j < real; j++) p[j] = (float)(std * rng_normal(&rng));
             for (size_t j = real; j < n; j++) p[j] = 0.0f;
         }

@@ -1,47 +1,71 @@
 // gpt/parameters.h: the model's parameters: sixteen tensors in one bf16 allocation, in the
-// order of the checkpoint file (llm.c's order), and each layer's slice of them.
+// order of the checkpoint file (llm.c's order), named by index and by field, and each layer's
+// slice of them.
 #ifndef FLASHGPT_GPT_PARAMETERS_H
 #define FLASHGPT_GPT_PARAMETERS_H
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "common/cuda_check.h"
 #include "gpt/config.h"
 
-#define NUM_PARAM_TENSORS 16
+// The tensors in checkpoint order; PARAM_LN1W to PARAM_FCPROJB hold a slice per layer.
+typedef enum {
+    PARAM_WTE, PARAM_WPE,
+    PARAM_LN1W, PARAM_LN1B, PARAM_QKVW, PARAM_QKVB, PARAM_ATTPROJW, PARAM_ATTPROJB,
+    PARAM_LN2W, PARAM_LN2B, PARAM_FCW, PARAM_FCB, PARAM_FCPROJW, PARAM_FCPROJB,
+    PARAM_LNFW, PARAM_LNFB,
+    NUM_PARAM_TENSORS
+} ParamTensor;
+#define NUM_LAYER_PARAMS (PARAM_FCPROJB + 1 - PARAM_LN1W)
+
+// By ParamTensor.
 extern const char* const param_names[NUM_PARAM_TENSORS];
 // 1 for the 2-D weights, the tensors that weight decay applies to.
 extern const int param_decays[NUM_PARAM_TENSORS];
 
-typedef struct {
-    bf16* wte;       // (Vp, C)
-    bf16* wpe;       // (maxT, C)
-    bf16* ln1w;      // (L, C)
-    bf16* ln1b;      // (L, C)
-    bf16* qkvw;      // (L, 3C, C)
-    bf16* qkvb;      // (L, 3C)
-    bf16* attprojw;  // (L, C, C)
-    bf16* attprojb;  // (L, C)
-    bf16* ln2w;      // (L, C)
-    bf16* ln2b;      // (L, C)
-    bf16* fcw;       // (L, 4C, C)
-    bf16* fcb;       // (L, 4C)
-    bf16* fcprojw;   // (L, C, 4C)
-    bf16* fcprojb;   // (L, C)
-    bf16* lnfw;      // (C)
-    bf16* lnfb;      // (C)
+// The fields in ParamTensor order, so t[i] is tensor i.
+typedef union {
+    struct {
+        bf16* wte;       // (Vp, C)
+        bf16* wpe;       // (maxT, C)
+        bf16* ln1w;      // (L, C)
+        bf16* ln1b;      // (L, C)
+        bf16* qkvw;      // (L, 3C, C)
+        bf16* qkvb;      // (L, 3C)
+        bf16* attprojw;  // (L, C, C)
+        bf16* attprojb;  // (L, C)
+        bf16* ln2w;      // (L, C)
+        bf16* ln2b;      // (L, C)
+        bf16* fcw;       // (L, 4C, C)
+        bf16* fcb;       // (L, 4C)
+        bf16* fcprojw;   // (L, C, 4C)
+        bf16* fcprojb;   // (L, C)
+        bf16* lnfw;      // (C)
+        bf16* lnfb;      // (C)
+    };
+    bf16* t[NUM_PARAM_TENSORS];
 } ParameterTensors;
+static_assert(sizeof(ParameterTensors) == NUM_PARAM_TENSORS * sizeof(bf16*), "a field per tensor");
 
 // Elements of each tensor, in checkpoint order.
 void param_sizes(const GPTConfig* c, size_t sizes[NUM_PARAM_TENSORS]);
+// Elements of one layer's slice of tensor i (PARAM_LN1W <= i <= PARAM_FCPROJB).
+size_t layer_param_size(int i, size_t C);
 size_t count_params(const GPTConfig* c);
 // Points the tensors into base (one allocation of count_params elements).
 void point_params(ParameterTensors* p, bf16* base, const GPTConfig* c);
 
-// Layer l's slices of the per-layer tensors (or of their gradients).
-typedef struct {
-    bf16 *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
+// Layer l's slices of the per-layer tensors (or of their gradients); t[i] is of tensor
+// PARAM_LN1W + i.
+typedef union {
+    struct {
+        bf16 *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
+    };
+    bf16* t[NUM_LAYER_PARAMS];
 } LayerParameters;
+static_assert(sizeof(LayerParameters) == NUM_LAYER_PARAMS * sizeof(bf16*), "a field per layer tensor");
 LayerParameters layer_parameters(const ParameterTensors* p, int l, size_t C);
 
 // The initial values (count_params fp32, checkpoint order), each already a bf16 value: N(0, 0.02)

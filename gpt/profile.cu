@@ -27,6 +27,9 @@ void profile_reserve(Profile* p, int marks) {
 }
 
 void profile_record(Profile* p, int part, int phase, cudaStream_t stream) {
+    if (p->count == p->pass_end)
+        die("profile: a mark (%s) past the count its pass gave profile_start",
+            part < 0 ? "start" : profile_part_names[part]);
     if (p->count == p->capacity) profile_reserve(p, p->capacity ? 2 * p->capacity : 256);
     ProfileMark* m = &p->marks[p->count++];
     m->part = part;

@@ -44,6 +44,7 @@ typedef struct {
 typedef struct {
     ProfileMark* marks;   // in stream order
     int count, capacity;  // capacity: events created so far (kept for the next step)
+    int pass_end;         // count may not go past it in the pass in progress (profile_start)
 } Profile;
 
 void profile_init(Profile* p);
@@ -51,12 +52,17 @@ void profile_free(Profile* p);
 // Makes events for at least `marks` marks, so that a profiled step creates none on its way.
 void profile_reserve(Profile* p, int marks);
 // Records an event on stream; part -1 starts an interval, else closes one for (part, phase).
+// Called through profile_start and profile_mark.
 void profile_record(Profile* p, int part, int phase, cudaStream_t stream);
 
 // A model function calls profile_start before its first call on the stream (so host work and
-// waits before it belong to no part) and profile_mark after each part.
-static inline void profile_start(Profile* p, cudaStream_t stream) {
-    if (p) profile_record(p, -1, 0, stream);
+// waits before it belong to no part), saying how many marks it records at most (this start
+// included: the count its reserve is made of), and profile_mark after each part; a mark past
+// that count dies, so a miscounted pass cannot outgrow the events reserved for it.
+static inline void profile_start(Profile* p, int marks, cudaStream_t stream) {
+    if (!p) return;
+    p->pass_end = p->count + marks;
+    profile_record(p, -1, 0, stream);
 }
 static inline void profile_mark(Profile* p, ProfilePart part, ProfilePhase phase, cudaStream_t stream) {
     if (p) profile_record(p, part, phase, stream);
