@@ -518,32 +518,18 @@ static void open_data(Run* r) {
     if (o->steps <= 0) die("--train-data %s: less than one step of data", o->train_data);
 }
 
-// A resumed run must be the interrupted one: the same batch, schedule and rounding.
-static void check_resume_matches(const Run* r) {
+// The run as its training state file says it after step: its settings, and where it stands.
+static TrainingState training_state(const Run* r, int step) {
     const TrainOptions* o = &r->o;
-    const TrainingState* s = &r->resume;
     const ModelOptions* mo = &o->model_options;
-    const LRSchedule* lr = &o->schedule;
-    // Any number of ranks may resume a run, with the same tokens per step.
-    long long tokens = (long long)s->B * s->T * s->grad_accum * s->world_size;   // world_size: data-parallel
-    if (s->B != o->B || s->T != o->T || tokens != o->total_batch)
-        die("--resume %s: the run used -B %d -T %d with %lld tokens per step, not -B %d -T %d with %lld",
-            o->resume_dir, s->B, s->T, tokens, o->B, o->T, o->total_batch);
-    if (s->seed != o->seed) die("--resume %s: the run used --seed %llu", o->resume_dir, (unsigned long long)s->seed);
-    if (s->lr != lr->lr || s->min_lr_frac != lr->min_lr_frac || s->warmup_steps != lr->warmup_steps ||
-        s->weight_decay != o->weight_decay || s->grad_clip != o->grad_clip)
-        die("--resume %s: the run used --lr %g --min-lr-frac %g --warmup-steps %d --weight-decay %g "
-            "--grad-clip %g", o->resume_dir, s->lr, s->min_lr_frac, s->warmup_steps, s->weight_decay, s->grad_clip);
-    if (s->attention != (int)mo->attention.kind || s->deterministic != mo->attention.deterministic ||
-        s->recompute != mo->recompute || s->classifier_rows != r->plan.logits_rows) {
-        char was[64];
-        recompute_name(s->recompute, was, sizeof(was));
-        die("--resume %s: the run used --attention %s%s --recompute %s with classifier chunks of %d rows; "
-            "an exact resume needs the same", o->resume_dir, attention_kind_name((AttentionKind)s->attention),
-            s->deterministic ? " --deterministic" : "", was, s->classifier_rows);
-    }
-    if (s->steps != o->steps)
-        printf("note: --steps %d, the run had %d: the learning-rate schedule changes\n", o->steps, s->steps);
+    TrainingState s = {.step = step, .world_size = r->data_ranks, .config = r->config, .B = o->B, .T = o->T,
+                       .grad_accum = r->grad_accum, .warmup_steps = o->schedule.warmup_steps, .steps = o->steps,
+                       .lr = o->schedule.lr, .min_lr_frac = o->schedule.min_lr_frac, .weight_decay = o->weight_decay,
+                       .grad_clip = o->grad_clip, .seed = o->seed, .train_loader = dataloader_state(r->train),
+                       .sample_rng = r->sample_rng.state, .adam_t = r->model.adam_t,
+                       .attention = (int)mo->attention.kind, .deterministic = mo->attention.deterministic,
+                       .recompute = mo->recompute, .classifier_rows = r->plan.logits_rows};
+    return s;
 }
 
 // Prints what the run is: device, model, batch, attention, optimizer, memory, MFU basis (the
@@ -697,7 +683,9 @@ static void setup(Run* r, const TrainOptions* options) {
     open_data(r);
     r->sample_rng.state = o->seed ^ 0x5851f42d4c957f2dULL;
     if (r->resuming) {
-        check_resume_matches(r);
+        // A resumed run must be the interrupted one: the same batch, schedule and rounding.
+        TrainingState asked = training_state(r, r->resume.step);
+        check_resume_settings(&r->resume, &asked, o->resume_dir);
         restore_position(r);
     }
     if (o->profile) {
@@ -900,17 +888,9 @@ static void print_sample(Run* r) {
 
 // The model and the training state of the step, both written atomically.
 static void save_checkpoint(Run* r, int step) {
-    const TrainOptions* o = &r->o;
-    const ModelOptions* mo = &o->model_options;
     char model_path[4096], state_path[4096];
-    checkpoint_paths(o->out_dir, step, model_path, state_path, sizeof(model_path));
-    TrainingState s = {.step = step, .world_size = r->data_ranks, .config = r->config, .B = o->B, .T = o->T, .grad_accum = r->grad_accum,
-                       .warmup_steps = o->schedule.warmup_steps, .steps = o->steps, .lr = o->schedule.lr,
-                       .min_lr_frac = o->schedule.min_lr_frac, .weight_decay = o->weight_decay,
-                       .grad_clip = o->grad_clip, .seed = o->seed, .train_loader = dataloader_state(r->train),
-                       .sample_rng = r->sample_rng.state, .adam_t = r->model.adam_t,
-                       .attention = (int)mo->attention.kind, .deterministic = mo->attention.deterministic,
-                       .recompute = mo->recompute, .classifier_rows = r->model.plan.logits_rows};
+    checkpoint_paths(r->o.out_dir, step, model_path, state_path, sizeof(model_path));
+    TrainingState s = training_state(r, step);
     gpt_save_checkpoint(&r->model, model_path);
     save_training_state(&r->model, &s, state_path);
     printf("checkpoint: %s, %s\n", model_path, state_path);

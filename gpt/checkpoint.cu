@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -16,19 +17,6 @@
 
 static_assert(sizeof(ModelFileHeader) == HEADER_INTS * sizeof(int32_t), "model header is 256 int32");
 static_assert(sizeof(StateFileHeader) == HEADER_INTS * sizeof(int32_t), "state header is 256 int32");
-
-static ShapeFields shape_fields(const GPTConfig* c) {
-    ShapeFields f = {.maxT = c->maxT, .V = c->V, .L = c->L, .NH = c->NH, .C = c->C, .Vp = c->Vp};
-    return f;
-}
-
-static GPTConfig shape_config(ShapeFields f) {
-    GPTConfig c = {.maxT = f.maxT, .V = f.V, .Vp = f.Vp, .L = f.L, .NH = f.NH, .C = f.C};
-    return c;
-}
-
-static void pack_u64(uint32_t h[2], uint64_t v) { h[0] = (uint32_t)v; h[1] = (uint32_t)(v >> 32); }
-static uint64_t unpack_u64(const uint32_t h[2]) { return (uint64_t)h[0] | ((uint64_t)h[1] << 32); }
 
 // path for reading; dies naming it unless it is a regular file (it is read at offsets and checked
 // against its size).
@@ -55,7 +43,8 @@ GPTConfig read_model_header(FILE* f, const char* path, int* version) {
         die("%s: not a model checkpoint (magic %d, expected %d)", path, h.f.magic, MODEL_MAGIC);
     if (h.f.version != MODEL_VERSION_FP32 && h.f.version != MODEL_VERSION_BF16)
         die("%s: unsupported checkpoint version %d (expected 3: fp32 or 5: bf16)", path, h.f.version);
-    GPTConfig c = shape_config(h.f.shape);
+    const ShapeFields* in = &h.f.shape;
+    GPTConfig c = {.maxT = in->maxT, .V = in->V, .Vp = in->Vp, .L = in->L, .NH = in->NH, .C = in->C};
     if (gpt_config_invalid(&c))
         die("%s: corrupt header (maxT %d, V %d, L %d, NH %d, C %d, Vp %d): %s", path, c.maxT, c.V, c.L,
             c.NH, c.C, c.Vp, gpt_config_invalid(&c));
@@ -150,7 +139,7 @@ void gpt_save_checkpoint(GPT* g, const char* path) {
     memset(&h, 0, sizeof(h));
     h.f.magic = MODEL_MAGIC;
     h.f.version = MODEL_VERSION_BF16;
-    h.f.shape = shape_fields(c);
+    h.f.shape = (ShapeFields){.maxT = c->maxT, .V = c->V, .L = c->L, .NH = c->NH, .C = c->C, .Vp = c->Vp};
     if (g->dp.comm) cudaCheck(cudaStreamSynchronize(g->comm_stream));   // the gathered parameters
     cudaCheck(cudaStreamSynchronize(g->stream));
     if (g->dp.rank != 0) return;
@@ -161,33 +150,94 @@ void gpt_save_checkpoint(GPT* g, const char* path) {
     close_written(f, tmp, path, ok);
 }
 
+// The training state header, a row per field of a TrainingState: its int32 slots (a 64-bit
+// value takes two, the low half first; a float is stored by its bits), the values a valid file
+// holds, and what a resume does with it. The header is written, read back, bounded and compared
+// on a resume by this table alone, so a new setting is one row here.
+// ATTENTION, SWITCH and RECOMPUTE are ints, shown as their flags take them.
+typedef enum { FIELD_INT, FIELD_FLOAT, FIELD_U64, FIELD_ATTENTION, FIELD_SWITCH, FIELD_RECOMPUTE } FieldType;
+// On a resume: FREE is not compared (where the run stood, its shape, a count per rank); SAME must
+// be the same for an exact resume; NOTE may differ, and is said (the schedule changes with it).
+typedef enum { RESUME_FREE, RESUME_SAME, RESUME_NOTE } ResumeRule;
+typedef struct {
+    const char* name;      // the flag that sets it, or the word for it
+    int slot;              // its first int32 in the header
+    FieldType type;
+    size_t offset, size;   // in TrainingState
+    double lo, hi;         // the values a valid file holds (the shape, 64-bit ones: state_invalid)
+    ResumeRule resume;
+} StateField;
+
+#define IN_STATE(member) offsetof(TrainingState, member), sizeof(((TrainingState*)0)->member)
+static const StateField state_fields[] = {
+    {"step", 2, FIELD_INT, IN_STATE(step), 0, INT_MAX, RESUME_FREE},
+    {"context", 3, FIELD_INT, IN_STATE(config.maxT), INT_MIN, INT_MAX, RESUME_FREE},
+    {"vocab", 4, FIELD_INT, IN_STATE(config.V), INT_MIN, INT_MAX, RESUME_FREE},
+    {"layers", 5, FIELD_INT, IN_STATE(config.L), INT_MIN, INT_MAX, RESUME_FREE},
+    {"heads", 6, FIELD_INT, IN_STATE(config.NH), INT_MIN, INT_MAX, RESUME_FREE},
+    {"channels", 7, FIELD_INT, IN_STATE(config.C), INT_MIN, INT_MAX, RESUME_FREE},
+    {"padded vocab", 8, FIELD_INT, IN_STATE(config.Vp), INT_MIN, INT_MAX, RESUME_FREE},
+    {"-B", 9, FIELD_INT, IN_STATE(B), 1, INT_MAX, RESUME_SAME},
+    {"-T", 10, FIELD_INT, IN_STATE(T), 1, INT_MAX, RESUME_SAME},
+    {"micro-steps", 11, FIELD_INT, IN_STATE(grad_accum), 1, INT_MAX, RESUME_FREE},
+    {"--warmup-steps", 12, FIELD_INT, IN_STATE(warmup_steps), 0, INT_MAX, RESUME_SAME},
+    {"--steps", 13, FIELD_INT, IN_STATE(steps), 1, INT_MAX, RESUME_NOTE},
+    {"AdamW step", 14, FIELD_INT, IN_STATE(adam_t), 0, INT_MAX, RESUME_FREE},
+    {"--lr", 15, FIELD_FLOAT, IN_STATE(lr), FLT_TRUE_MIN, FLT_MAX, RESUME_SAME},
+    {"--min-lr-frac", 16, FIELD_FLOAT, IN_STATE(min_lr_frac), 0, 1, RESUME_SAME},
+    {"--weight-decay", 17, FIELD_FLOAT, IN_STATE(weight_decay), 0, FLT_MAX, RESUME_SAME},
+    {"--grad-clip", 18, FIELD_FLOAT, IN_STATE(grad_clip), 0, FLT_MAX, RESUME_SAME},
+    {"--seed", 19, FIELD_U64, IN_STATE(seed), 0, 0, RESUME_SAME},
+    {"data epoch", 21, FIELD_U64, IN_STATE(train_loader.epoch), 0, 0, RESUME_FREE},
+    {"data step", 23, FIELD_U64, IN_STATE(train_loader.step_in_epoch), 0, 0, RESUME_FREE},
+    {"sampler state", 25, FIELD_U64, IN_STATE(sample_rng), 0, 0, RESUME_FREE},
+    {"--attention", 27, FIELD_ATTENTION, IN_STATE(attention), ATTENTION_FLASH, ATTENTION_NAIVE, RESUME_SAME},
+    {"--deterministic", 28, FIELD_SWITCH, IN_STATE(deterministic), 0, 1, RESUME_SAME},
+    {"--recompute", 29, FIELD_RECOMPUTE, IN_STATE(recompute), 0, RECOMPUTE_GELU | RECOMPUTE_LAYERNORM, RESUME_SAME},
+    {"--classifier-chunk", 30, FIELD_INT, IN_STATE(classifier_rows), 1, INT_MAX, RESUME_SAME},
+    // Data-parallel ranks; 0 in the files of one-GPU runs of earlier versions.
+    {"ranks", 31, FIELD_INT, IN_STATE(world_size), 0, INT_MAX, RESUME_FREE},
+};
+#define NUM_STATE_FIELDS (sizeof(state_fields) / sizeof(state_fields[0]))
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "a 64-bit field is copied to its slots low half first");
+
+static const void* field_in(const StateField* f, const TrainingState* s) { return (const char*)s + f->offset; }
+
+// f in s as a command line gives it: "-B 8", "--attention naive", "no --deterministic".
+static void describe_field(const StateField* f, const TrainingState* s, char* out, size_t len) {
+    const void* p = field_in(f, s);
+    char recompute[64];
+    switch (f->type) {
+    case FIELD_FLOAT: snprintf(out, len, "%s %g", f->name, *(const float*)p); break;
+    case FIELD_U64: snprintf(out, len, "%s %llu", f->name, (unsigned long long)*(const uint64_t*)p); break;
+    case FIELD_ATTENTION: snprintf(out, len, "%s %s", f->name, attention_kind_name((AttentionKind)*(const int*)p)); break;
+    case FIELD_SWITCH: snprintf(out, len, "%s%s", *(const int*)p ? "" : "no ", f->name); break;
+    case FIELD_RECOMPUTE:
+        recompute_name(*(const int*)p, recompute, sizeof(recompute));
+        snprintf(out, len, "%s %s", f->name, recompute);
+        break;
+    case FIELD_INT: snprintf(out, len, "%s %d", f->name, *(const int*)p); break;
+    }
+}
+
+// Whether f differs between was and now (floats by value, so 0 and -0 are one; the rest by
+// their bits); when it does, both described in then and asked (len bytes each).
+static int field_differs(const StateField* f, const TrainingState* was, const TrainingState* now, char* then,
+                         char* asked, size_t len) {
+    const void *a = field_in(f, was), *b = field_in(f, now);
+    if (f->type == FIELD_FLOAT ? *(const float*)a == *(const float*)b : memcmp(a, b, f->size) == 0) return 0;
+    describe_field(f, was, then, len);
+    describe_field(f, now, asked, len);
+    return 1;
+}
+
 void save_training_state(GPT* g, const TrainingState* s, const char* path) {
-    const GPTConfig* c = &s->config;
     StateFileHeader h;
     memset(&h, 0, sizeof(h));
-    h.f.magic = STATE_MAGIC;
-    h.f.version = STATE_VERSION;
-    h.f.step = s->step;
-    h.f.shape = shape_fields(c);
-    h.f.B = s->B;
-    h.f.T = s->T;
-    h.f.grad_accum = s->grad_accum;
-    h.f.warmup_steps = s->warmup_steps;
-    h.f.steps = s->steps;
-    h.f.adam_t = s->adam_t;
-    h.f.lr = s->lr;
-    h.f.min_lr_frac = s->min_lr_frac;
-    h.f.weight_decay = s->weight_decay;
-    h.f.grad_clip = s->grad_clip;
-    pack_u64(h.f.seed, s->seed);
-    pack_u64(h.f.loader_epoch, (uint64_t)s->train_loader.epoch);
-    pack_u64(h.f.loader_step_in_epoch, (uint64_t)s->train_loader.step_in_epoch);
-    pack_u64(h.f.sample_rng, s->sample_rng);
-    h.f.attention = s->attention;
-    h.f.deterministic = s->deterministic;
-    h.f.recompute = s->recompute;
-    h.f.classifier_rows = s->classifier_rows;
-    h.f.world_size = s->world_size;
+    h.ints[0] = STATE_MAGIC;
+    h.ints[1] = STATE_VERSION;
+    for (const StateField* x = state_fields; x < state_fields + NUM_STATE_FIELDS; x++)
+        memcpy(&h.ints[x->slot], field_in(x, s), x->size);
     cudaCheck(cudaStreamSynchronize(g->stream));
     FILE* f = NULL;
     char tmp[4096];
@@ -212,30 +262,19 @@ void save_training_state(GPT* g, const TrainingState* s, const char* path) {
     if (writer) close_written(f, tmp, path, ok);
 }
 
-// What is out of bounds in a state header, or NULL: every size is bounded before the products
-// a resume computes from it (tokens per step, samples of the epoch consumed).
-static const char* state_header_invalid(const StateFileHeader* h) {
-    const GPTConfig c = shape_config(h->f.shape);
-    const char* why = gpt_config_invalid(&c);
+// What is out of range across the fields of a state read back, each within its own bounds, or
+// NULL: every size is bounded before the products a resume computes from it (tokens per step,
+// samples of the epoch consumed).
+static const char* state_invalid(const TrainingState* s) {
+    const char* why = gpt_config_invalid(&s->config);
     if (why) return why;
-    if (h->f.step < 0 || h->f.steps <= 0 || h->f.step > h->f.steps || h->f.warmup_steps < 0 || h->f.adam_t < 0)
-        return "the step counts are out of range";
-    if (h->f.B <= 0 || h->f.T <= 0 || h->f.T > c.maxT || (long long)h->f.B * h->f.T > INT_MAX)
-        return "B or T is out of range";
-    if (h->f.world_size < 0) return "the number of ranks is negative";
-    long long ranks = h->f.world_size > 0 ? h->f.world_size : 1;
-    if (h->f.grad_accum <= 0 || h->f.grad_accum > LLONG_MAX / ((long long)h->f.B * h->f.T * ranks))
-        return "the micro-steps per step are out of range";
-    int64_t epoch = (int64_t)unpack_u64(h->f.loader_epoch), at = (int64_t)unpack_u64(h->f.loader_step_in_epoch);
-    if (epoch < 0 || at < 0 || at > INT64_MAX / ranks) return "the data loader's position is out of range";
-    if (!(h->f.lr > 0.0f) || !isfinite(h->f.lr) || !(h->f.min_lr_frac >= 0.0f && h->f.min_lr_frac <= 1.0f) ||
-        !(h->f.weight_decay >= 0.0f) || !isfinite(h->f.weight_decay) || !(h->f.grad_clip >= 0.0f) ||
-        !isfinite(h->f.grad_clip))
-        return "a hyperparameter is out of range";
-    if ((h->f.attention != ATTENTION_FLASH && h->f.attention != ATTENTION_NAIVE) ||
-        (h->f.deterministic != 0 && h->f.deterministic != 1) || h->f.recompute < 0 ||
-        h->f.recompute > (RECOMPUTE_GELU | RECOMPUTE_LAYERNORM) || h->f.classifier_rows <= 0)
-        return "an attention or memory option is out of range";
+    if (s->step > s->steps) return "the step counts are out of range";
+    if (s->T > s->config.maxT || (long long)s->B * s->T > INT_MAX) return "B or T is out of range";
+    long long ranks = s->world_size > 0 ? s->world_size : 1;
+    if (s->grad_accum > LLONG_MAX / ((long long)s->B * s->T * ranks)) return "the micro-steps per step are out of range";
+    const DataLoaderState* at = &s->train_loader;
+    if (at->epoch < 0 || at->step_in_epoch < 0 || at->step_in_epoch > INT64_MAX / ranks)
+        return "the data loader's position is out of range";
     return NULL;
 }
 
@@ -243,36 +282,42 @@ TrainingState read_training_state(const char* path) {
     FILE* f = open_checkpoint_file(path);
     StateFileHeader h;
     if (fread(h.ints, sizeof(int32_t), HEADER_INTS, f) != HEADER_INTS) die("%s: too short for a training state", path);
-    if (h.f.magic != STATE_MAGIC)
-        die("%s: not a training state file (magic %d, expected %d)", path, h.f.magic, STATE_MAGIC);
-    if (h.f.version != STATE_VERSION) die("%s: unsupported training state version %d", path, h.f.version);
-    const char* why = state_header_invalid(&h);
-    if (why) die("%s: corrupt training state header: %s", path, why);
+    if (h.ints[0] != STATE_MAGIC)
+        die("%s: not a training state file (magic %d, expected %d)", path, h.ints[0], STATE_MAGIC);
+    if (h.ints[1] != STATE_VERSION) die("%s: unsupported training state version %d", path, h.ints[1]);
     TrainingState s;
-    s.step = h.f.step;
-    s.config = shape_config(h.f.shape);
-    s.B = h.f.B;
-    s.T = h.f.T;
-    s.grad_accum = h.f.grad_accum;
-    s.warmup_steps = h.f.warmup_steps;
-    s.steps = h.f.steps;
-    s.adam_t = h.f.adam_t;
-    s.lr = h.f.lr;
-    s.min_lr_frac = h.f.min_lr_frac;
-    s.weight_decay = h.f.weight_decay;
-    s.grad_clip = h.f.grad_clip;
-    s.seed = unpack_u64(h.f.seed);
-    s.train_loader.epoch = (int64_t)unpack_u64(h.f.loader_epoch);
-    s.train_loader.step_in_epoch = (int64_t)unpack_u64(h.f.loader_step_in_epoch);
-    s.sample_rng = unpack_u64(h.f.sample_rng);
-    s.attention = h.f.attention;
-    s.deterministic = h.f.deterministic;
-    s.recompute = h.f.recompute;
-    s.classifier_rows = h.f.classifier_rows;
-    s.world_size = h.f.world_size > 0 ? h.f.world_size : 1;
+    memset(&s, 0, sizeof(s));
+    for (const StateField* x = state_fields; x < state_fields + NUM_STATE_FIELDS; x++) {
+        const void* p = memcpy((char*)&s + x->offset, &h.ints[x->slot], x->size);
+        double v = x->type == FIELD_FLOAT ? *(const float*)p : x->size == sizeof(int) ? *(const int*)p : 0;
+        if (!(v >= x->lo && v <= x->hi))
+            die("%s: corrupt training state header: %s %.10g is out of range", path, x->name, v);
+    }
+    const char* why = state_invalid(&s);
+    if (why) die("%s: corrupt training state header: %s", path, why);
+    if (s.world_size == 0) s.world_size = 1;
     check_file_size(f, path, (long long)(sizeof(h) + 3 * count_params(&s.config) * sizeof(float)));
     fclose(f);
     return s;
+}
+
+void check_resume_settings(const TrainingState* was, const TrainingState* now, const char* resume_dir) {
+    const StateField* end = state_fields + NUM_STATE_FIELDS;
+    char then[96], asked[96];
+    for (const StateField* f = state_fields; f < end; f++)
+        if (f->resume == RESUME_SAME && field_differs(f, was, now, then, asked, sizeof(then)))
+            die("--resume %s: the run used %s, this one asks for %s; an exact resume needs the same", resume_dir,
+                then, asked);
+    // Any number of ranks may resume a run, with the same tokens per step.
+    long long tokens = (long long)was->B * was->T * was->grad_accum * was->world_size;
+    long long asked_tokens = (long long)now->B * now->T * now->grad_accum * now->world_size;
+    if (tokens != asked_tokens)
+        die("--resume %s: the run used --total-batch-size %lld, this one asks for --total-batch-size %lld",
+            resume_dir, tokens, asked_tokens);
+    // Said only of a run that goes on.
+    for (const StateField* f = state_fields; f < end; f++)
+        if (f->resume == RESUME_NOTE && field_differs(f, was, now, then, asked, sizeof(then)))
+            printf("note: %s, the run had %s: the learning-rate schedule changes\n", asked, then);
 }
 
 void check_training_state_values(const char* path, const TrainingState* s) {

@@ -37,19 +37,8 @@ typedef union {
     int32_t ints[HEADER_INTS];
 } ModelFileHeader;
 
-// 64-bit values are stored as two int32, the low half first; floats by their bits.
-typedef union {
-    struct {
-        int32_t magic, version, step;
-        ShapeFields shape;
-        int32_t B, T, grad_accum, warmup_steps, steps, adam_t;
-        float lr, min_lr_frac, weight_decay, grad_clip;
-        uint32_t seed[2], loader_epoch[2], loader_step_in_epoch[2], sample_rng[2];
-        int32_t attention, deterministic, recompute, classifier_rows;
-        int32_t world_size;   // data-parallel ranks of the run (0 in files of one-GPU runs)
-    } f;
-    int32_t ints[HEADER_INTS];
-} StateFileHeader;
+// magic, version, then a TrainingState slot by slot (the table state_fields, gpt/checkpoint.cu).
+typedef struct { int32_t ints[HEADER_INTS]; } StateFileHeader;
 
 // What a resumed run must agree on, and where the interrupted one stood.
 typedef struct {
@@ -79,6 +68,10 @@ void gpt_save_checkpoint(GPT* g, const char* path);
 void save_training_state(GPT* g, const TrainingState* s, const char* path);
 // The state in path, from its header, which is checked (bounds, and the file's size).
 TrainingState read_training_state(const char* path);
+// Dies with one line naming the flag unless the resuming run (now, as its state file would say
+// it) has the tokens per step of the interrupted one (was, in the folder resume_dir) and every
+// setting an exact resume needs; says so when the learning-rate schedule changes (--steps).
+void check_resume_settings(const TrainingState* was, const TrainingState* now, const char* resume_dir);
 // Dies naming path unless every optimizer value in it is finite and every second moment >= 0:
 // a read of the whole file on the host, so that a corrupt state stops before the GPU.
 void check_training_state_values(const char* path, const TrainingState* s);

@@ -145,6 +145,34 @@ resume "$tmp/r"
 check "a step past the run's steps: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: corrupt training state header"
 end
 
+begin "train_gpt_resume_needs_the_same_settings"
+# Each setting an exact resume needs, changed on the command line: one line naming its flag, with
+# the value the state holds (read from its slot) and the one asked for.
+pair "$tmp/good" --
+while IFS='|' read -r asked was; do
+    resume "$tmp/good" $asked
+    check "$asked: $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/good: the run used $was, this one asks for $asked"
+done <<'EOF'
+-B 2|-B 1
+-T 32|-T 64
+--warmup-steps 3|--warmup-steps 2
+--lr 0.25|--lr 0.5
+--min-lr-frac 0.25|--min-lr-frac 0.5
+--weight-decay 0.25|--weight-decay 0.5
+--grad-clip 0.25|--grad-clip 0.5
+--seed 8|--seed 7
+--attention naive|--attention flash
+--deterministic|no --deterministic
+--recompute gelu|--recompute none
+--classifier-chunk 32|--classifier-chunk 64
+--total-batch-size 128|--total-batch-size 64
+EOF
+# Other steps change only the learning-rate schedule: said, and the run goes on.
+resume "$tmp/good" --steps 12
+check "--steps 12: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+check "--steps 12 said" has_line "$tmp/out" "note: --steps 12, the run had --steps 10: the learning-rate schedule changes"
+end
+
 begin "train_gpt_model_header_sizes_bounded"
 # A vocabulary near 2^31 whose padding wraps to a negative Vp in 32 bits, stated in the header.
 ckpt model "$tmp/wrapped.bin" V=2147483637 Vp=-2147483520
