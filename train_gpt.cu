@@ -376,7 +376,8 @@ static void resolve_model_shape(Run* r) {
     char err[ERR_LEN];
     memset(config, 0, sizeof(*config));
     if (o->resume_dir) {
-        int step = latest_checkpoint_step(o->resume_dir);
+        int step = latest_checkpoint_step(o->resume_dir, err);
+        if (step == -2) die("--resume %s", err);
         if (step < 0) die("--resume %s: no model_*.bin / state_*.bin checkpoint pair in it", o->resume_dir);
         checkpoint_paths(o->resume_dir, step, r->resume_model, r->resume_state, sizeof(r->resume_model));
         r->resume = read_training_state(r->resume_state);
@@ -685,7 +686,9 @@ static void setup(Run* r, const TrainOptions* options) {
     if (r->resuming) {
         // A resumed run must be the interrupted one: the same batch, schedule and rounding.
         TrainingState asked = training_state(r, r->resume.step);
-        check_resume_settings(&r->resume, &asked, o->resume_dir);
+        char note[ERR_LEN];
+        if (resume_settings_differ(&r->resume, &asked, err, note)) die("--resume %s: %s", o->resume_dir, err);
+        if (note[0]) printf("note: %s\n", note);
         restore_position(r);
     }
     if (o->profile) {
@@ -720,6 +723,8 @@ static void setup(Run* r, const TrainOptions* options) {
             r->ring = ring_over_nccl(r->ring_comm, cp, r->launch.rank % cp);
         }
     }
+    if (gpt_memory_unfit(&r->plan, err))
+        die("-B %d -T %d %s; try a smaller -B or --recompute gelu,layernorm", o->B, o->T, err);
     gpt_build(&r->model, r->config, r->rows, r->cols, &o->model_options, launched ? &r->dp : NULL);
     cudaCheck(cudaMalloc((void**)&r->loss_device, sizeof(float)));
     if (r->checkpoint_values) {

@@ -128,9 +128,9 @@ __device__ __forceinline__ void kv_producer(const KvBlock<HS, DQ>& kb, const CUt
         }
         // L (in log2 units, as the exponentials take it) and D by plain loads (rows of any
         // length T are not aligned for TMA), zeros past T; the arrival (a release) makes the
-        // stores visible to whoever waits on full. L is read through __ldg, a global load the
-        // compiler knows does not alias the shared-memory stores (it reaches L through the
-        // params struct, as a pointer of no known space), so the loads of a block overlap.
+        // stores visible to whoever waits on full. L, whose pointer comes from the params struct
+        // (of no address space the compiler knows), is read through __ldg: with a plain load
+        // the compiler waits for each L before the next, and the HS 64 backward ran 6-8% slower.
         for (int j = lane; j < BLOCK_M; j += 32) {
             bool valid = q0 + j < T;
             kb.sL[stage * BLOCK_M + j] = valid ? __ldg(&lse[q0 + j]) * (float)M_LOG2E : 0.0f;

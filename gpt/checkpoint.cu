@@ -301,23 +301,27 @@ TrainingState read_training_state(const char* path) {
     return s;
 }
 
-void check_resume_settings(const TrainingState* was, const TrainingState* now, const char* resume_dir) {
+int resume_settings_differ(const TrainingState* was, const TrainingState* now, char* err, char* note) {
     const StateField* end = state_fields + NUM_STATE_FIELDS;
     char then[96], asked[96];
+    note[0] = '\0';
     for (const StateField* f = state_fields; f < end; f++)
-        if (f->resume == RESUME_SAME && field_differs(f, was, now, then, asked, sizeof(then)))
-            die("--resume %s: the run used %s, this one asks for %s; an exact resume needs the same", resume_dir,
-                then, asked);
+        if (f->resume == RESUME_SAME && field_differs(f, was, now, then, asked, sizeof(then))) {
+            set_err(err, "the run used %s, this one asks for %s; an exact resume needs the same", then, asked);
+            return 1;
+        }
     // Any number of ranks may resume a run, with the same tokens per step.
     long long tokens = (long long)was->B * was->T * was->grad_accum * was->world_size;
     long long asked_tokens = (long long)now->B * now->T * now->grad_accum * now->world_size;
-    if (tokens != asked_tokens)
-        die("--resume %s: the run used --total-batch-size %lld, this one asks for --total-batch-size %lld",
-            resume_dir, tokens, asked_tokens);
-    // Said only of a run that goes on.
+    if (tokens != asked_tokens) {
+        set_err(err, "the run used --total-batch-size %lld, this one asks for --total-batch-size %lld", tokens,
+                asked_tokens);
+        return 1;
+    }
     for (const StateField* f = state_fields; f < end; f++)
         if (f->resume == RESUME_NOTE && field_differs(f, was, now, then, asked, sizeof(then)))
-            printf("note: %s, the run had %s: the learning-rate schedule changes\n", asked, then);
+            set_err(note, "%s, the run had %s: the learning-rate schedule changes", asked, then);
+    return 0;
 }
 
 void check_training_state_values(const char* path, const TrainingState* s) {
@@ -364,9 +368,12 @@ void checkpoint_paths(const char* dir, int step, char* model, char* state, size_
         die("%s: path too long", dir);
 }
 
-int latest_checkpoint_step(const char* dir) {
+int latest_checkpoint_step(const char* dir, char* err) {
     DIR* d = opendir(dir);
-    if (!d) die("--resume %s: cannot open the directory: %s", dir, strerror(errno));
+    if (!d) {
+        set_err(err, "%s: cannot open the directory: %s", dir, strerror(errno));
+        return -2;
+    }
     int best = -1;
     struct dirent* e;
     while ((e = readdir(d)) != NULL) {

@@ -68,10 +68,10 @@ void gpt_save_checkpoint(GPT* g, const char* path);
 void save_training_state(GPT* g, const TrainingState* s, const char* path);
 // The state in path, from its header, which is checked (bounds, and the file's size).
 TrainingState read_training_state(const char* path);
-// Dies with one line naming the flag unless the resuming run (now, as its state file would say
-// it) has the tokens per step of the interrupted one (was, in the folder resume_dir) and every
-// setting an exact resume needs; says so when the learning-rate schedule changes (--steps).
-void check_resume_settings(const TrainingState* was, const TrainingState* now, const char* resume_dir);
+// 1, with one line naming the flag in err, unless the resuming run (now, as its state file would
+// say it) has the tokens per step of the interrupted one (was) and every setting an exact resume
+// needs; 0 otherwise. note: a line when the learning-rate schedule changes (--steps), else "".
+int resume_settings_differ(const TrainingState* was, const TrainingState* now, char* err, char* note);
 // Dies naming path unless every optimizer value in it is finite and every second moment >= 0:
 // a read of the whole file on the host, so that a corrupt state stops before the GPU.
 void check_training_state_values(const char* path, const TrainingState* s);
@@ -81,8 +81,8 @@ void load_optimizer_state(GPT* g, const TrainingState* s, const char* path);
 
 // dir/model_%08d.bin and dir/state_%08d.bin of a step.
 void checkpoint_paths(const char* dir, int step, char* model, char* state, size_t len);
-// The latest step in dir with both files; -1 if none.
-int latest_checkpoint_step(const char* dir);
+// The latest step in dir with both files; -1 if none, -2 with err when dir cannot be read.
+int latest_checkpoint_step(const char* dir, char* err);
 // How many checkpoint files (model_*.bin and state_*.bin of a step) dir holds, the latest step
 // among them in *latest; 0 when dir does not exist, -1 with err when it cannot be read.
 int count_checkpoint_files(const char* dir, int* latest, char* err);

@@ -37,6 +37,15 @@ MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, const ModelOptions*
     return m;
 }
 
+int gpt_memory_unfit(const MemoryPlan* m, char* err) {
+    size_t need = memory_plan_total(m), free_bytes, total_bytes;
+    cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (need + MEMORY_RESERVE <= free_bytes) return 0;
+    set_err(err, "does not fit in GPU memory: the model needs %.2f GiB (+%.2f GiB reserve), %.2f GiB are free",
+            GIB(need), GIB(MEMORY_RESERVE), GIB(free_bytes));
+    return 1;
+}
+
 void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const DataParallel* dp) {
     static int matmul_ready = 0;
     memset(g, 0, sizeof(*g));
@@ -50,12 +59,8 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     else g->dp.world_size = 1;
     g->shard = optimizer_shard(&c, dp);
     g->plan = gpt_memory_plan(&c, B, T, opt, dp);
-    size_t need = memory_plan_total(&g->plan), free_bytes, total_bytes;
-    cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (need + MEMORY_RESERVE > free_bytes)
-        die("-B %d -T %d does not fit in GPU memory: the model needs %.2f GiB (+%.2f GiB reserve), "
-            "%.2f GiB are free; try a smaller -B or --recompute gelu,layernorm", B, T, GIB(need),
-            GIB(MEMORY_RESERVE), GIB(free_bytes));
+    char err[ERR_LEN];
+    if (gpt_memory_unfit(&g->plan, err)) die("gpt_build for batches of %d x %d: %s", B, T, err);
     if (!matmul_ready) {
         matmul_init();
         matmul_ready = 1;
