@@ -37,7 +37,7 @@ CPU_BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c)
 GPU_BENCHES := $(patsubst bench/%.cu,$(BUILD)/bench/%,$(wildcard bench/bench_*.cu))
 
 CPU_PROGRAMS := bpe prepare_data
-GPU_PROGRAMS := train_gpt generate
+GPU_PROGRAMS := train_gpt generate evaluate
 
 # Without nvcc the CUDA programs and GPU tests are left out, and said so.
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
@@ -96,7 +96,7 @@ bench: $(CPU_BENCHES) $(GPU_BENCHES) $(CPU_PROGRAMS) $(DEFAULT_TEXT)
 	@FLASHGPT_TEXT="$(TEST_TEXT)" bench/run_bench.sh $(CPU_BENCHES) $(GPU_BENCHES)
 
 clean:
-	rm -rf $(BUILD) $(CPU_PROGRAMS) train_gpt generate
+	rm -rf $(BUILD) $(CPU_PROGRAMS) train_gpt generate evaluate
 
 # Unpacked through a temporary name, so an interrupted gzip never leaves a partial text.
 $(BUILD)/texts/%.txt: texts/%.txt.gz
