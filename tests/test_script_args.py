@@ -7,6 +7,10 @@
 - Without numpy (a numpy package on PYTHONPATH whose import fails): import_gpt2.py and
   export_hf.py say in one line how to get it (make venv); plot_log.py and random_tokens.py
   need none and work.
+- bench_torch_decode.py, without torch (a torch package whose import fails, so that a machine
+  with torch runs no benchmark either): --help prints the usage; a bad value, an option it does
+  not know or too many positions for the context is one error line; good arguments are one line
+  saying it needs torch.
 - scripts/gpu_*.sh, run here against stubs of the programs they call (make, nvidia-smi,
   python3, torchrun, compute-sanitizer, ./train_gpt and the others; each records that it ran):
   --help prints the usage and runs nothing, an unknown option or an argument too many is one
@@ -83,13 +87,19 @@ def case_gen_unicode_tables():
         case.end()
 
 
-def case_without_numpy():
-    d = folder("no_numpy")
-    fake = os.path.join(d, "site", "numpy")
+def without(d, module):
+    """The environment of a script run without module: a package of that name on PYTHONPATH,
+    in folder d, whose import fails."""
+    fake = os.path.join(d, "site", module)
     os.makedirs(fake)
     with open(os.path.join(fake, "__init__.py"), "w") as f:
-        f.write('raise ImportError("No module named numpy")\n')
-    env = {"PYTHONPATH": os.path.dirname(fake)}
+        f.write(f'raise ImportError("No module named {module}")\n')
+    return {"PYTHONPATH": os.path.dirname(fake)}
+
+
+def case_without_numpy():
+    d = folder("no_numpy")
+    env = without(d, "numpy")
     for name, args in (("import_gpt2.py", [d, os.path.join(d, "o.bin")]),
                        ("export_hf.py", [os.path.join(d, "model.bin"), os.path.join(d, "hf")])):
         case = Case(f"{name} without numpy: one line saying how to get it")
@@ -104,6 +114,28 @@ def case_without_numpy():
                        ("random_tokens.py", [os.path.join(d, "shard.bin"), "10"])):
         result = run_script(script(name), *args, env=env)
         case.check(result.returncode == 0, f"{name}: exit {result.returncode}: {result.stderr.strip()!r}")
+    case.end()
+
+
+def case_bench_torch_decode():
+    name = "bench_torch_decode.py"
+    env = without(folder("no_torch"), "torch")
+    case = Case(f"{name} --help without torch: the usage")
+    result = run_script(script(name), "--help", env=env)
+    case.check(result.returncode == 0 and result.stdout.startswith("usage: "),
+               f"exit {result.returncode}, stdout {result.stdout[:80]!r}, stderr {result.stderr.strip()!r}")
+    case.end()
+    for args, must_mention in ((["--prompt", "0"], "--prompt"), (["--tokens", "-1"], "--tokens"),
+                               (["-B", "0"], "-B"), (["--batch", "x"], "-B/--batch"),
+                               (["--warmup", "-1"], "--warmup"), (["--vocab", "0"], "--vocab"),
+                               (["--vocab", str(2 ** 24 + 1)], "--vocab"), (["--prompt", "1.5"], "--prompt"),
+                               (["--prompt", str(2 ** 24 - 256)], "2^24"), (["--no-such-option"], "--no-such-option"),
+                               (["d12"], "unrecognized")):
+        case = Case(f"{name} {' '.join(args)}: refused in one line")
+        one_error_line(case, run_script(script(name), *args, env=env), must_mention)
+        case.end()
+    case = Case(f"{name} without torch: one line saying it needs torch")
+    one_error_line(case, run_script(script(name), "--prompt", "1000", "-B", "8", env=env), "needs torch")
     case.end()
 
 
@@ -173,6 +205,7 @@ def main():
     case_random_tokens()
     case_gen_unicode_tables()
     case_without_numpy()
+    case_bench_torch_decode()
     case_gpu_scripts()
     return 1 if Case.failures else 0
 
