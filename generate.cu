@@ -1,8 +1,6 @@
 // generate.cu: the generation program: text from a trained model. It reads a checkpoint and a
-// tokenizer, runs the prompt (<|endoftext|> then the prompt's tokens) through one forward, then
-// adds one token at a time with a KV cache (gpt_forward_one): each new token is one query per
-// layer against the keys and values already computed, not a forward over the whole window.
-// Tokens are printed as they come; the timing goes to stderr.
+// tokenizer and continues the prompt (<|endoftext|> then the prompt's tokens) with the KV cache
+// of gpt/generation.h. Tokens are printed as they come; the timing goes to stderr.
 #include <getopt.h>
 #include <math.h>
 #include <string.h>
@@ -16,7 +14,7 @@
 #include "common/rng.h"
 #include "gpt/checkpoint.h"
 #include "gpt/gpt.h"
-#include "gpt/sampler.h"
+#include "gpt/generation.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct {
@@ -108,15 +106,19 @@ static double now_seconds(void) {
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-// Draws the token after row `row` of the last forward.
-static int next_token(GPT* g, int row, const GenerateOptions* o, Rng* rng, bf16* row_bf16, float* logits,
-                      float* scratch) {
-    int V = g->config.V;
-    cudaCheck(cudaMemcpyAsync(row_bf16, gpt_logits(g, row, 1), (size_t)V * sizeof(bf16), cudaMemcpyDeviceToHost,
-                              g->stream));
-    cudaCheck(cudaStreamSynchronize(g->stream));
-    for (int v = 0; v < V; v++) logits[v] = __bfloat162float(row_bf16[v]);
-    return sample_token(logits, V, o->temperature, o->top_k, o->top_p, rng, scratch);
+// Prints each token as it comes; remembers when the first one came (the prompt's time).
+typedef struct {
+    const Tokenizer* tok;
+    double first_token_at;
+} Printer;
+
+static void print_token(int token, void* ctx) {
+    Printer* p = (Printer*)ctx;
+    if (p->first_token_at == 0.0) p->first_token_at = now_seconds();
+    size_t bytes;
+    const unsigned char* piece = tokenizer_token(p->tok, token, &bytes);
+    if (piece) fwrite(piece, 1, bytes, stdout);
+    fflush(stdout);
 }
 
 int main(int argc, char** argv) {
@@ -137,7 +139,7 @@ int main(int argc, char** argv) {
             config.V);
     size_t text_len;
     unsigned char* text = prompt_text(o.prompt, &text_len);
-    int* prompt = (int*)malloc((text_len + 1) * sizeof(int));
+    int* prompt = (int*)malloc((text_len + 1 + (size_t)o.max_tokens) * sizeof(int));
     if (!prompt) die("out of host memory for the prompt");
     prompt[0] = tokenizer_eot(tok);
     int n_prompt = 1 + (int)tokenizer_encode(tok, text, text_len, prompt + 1);
@@ -160,36 +162,20 @@ int main(int argc, char** argv) {
     gpt_set_params(&g, values);
     free(values);
     Rng rng = {o.seed};
-    float* logits = (float*)malloc((size_t)config.V * sizeof(float));
-    float* scratch = (float*)malloc(2 * (size_t)config.V * sizeof(float));
-    bf16* row = (bf16*)malloc((size_t)config.V * sizeof(bf16));
-    if (!logits || !scratch || !row) die("out of host memory");
+    Sampler sampler;
+    sampler_init(&sampler, config.V, (SamplerSettings){o.temperature, o.top_k, o.top_p});
 
     fwrite(text, 1, text_len, stdout);
     fflush(stdout);
+    Printer printer = {tok, 0.0};
     double t0 = now_seconds();
-    gpt_forward(&g, prompt, 1, n_prompt);
-    int token = next_token(&g, n_prompt - 1, &o, &rng, row, logits, scratch);
-    double t_prompt = now_seconds() - t0;
-    int generated = 0;
-    for (int pos = n_prompt;; pos++) {
-        size_t bytes;
-        const unsigned char* piece = tokenizer_token(tok, token, &bytes);
-        if (piece) fwrite(piece, 1, bytes, stdout);
-        fflush(stdout);
-        generated++;
-        if (pos == length - 1) break;
-        gpt_forward_one(&g, token, pos);
-        token = next_token(&g, pos, &o, &rng, row, logits, scratch);
-    }
-    double t_all = now_seconds() - t0;
+    int generated = gpt_generate(&g, prompt, n_prompt, length - n_prompt, 0, &sampler, &rng, print_token, &printer);
+    double t_all = now_seconds() - t0, t_prompt = printer.first_token_at - t0;
     printf("\n");
     fprintf(stderr, "prompt: %d tokens in %.1f ms; generated %d tokens in %.3f s: %.1f tokens/s%s\n", n_prompt,
             t_prompt * 1e3, generated, t_all - t_prompt, generated > 1 ? (generated - 1) / (t_all - t_prompt) : 0.0,
             n_prompt + o.max_tokens > config.maxT ? " (stopped at the model's context)" : "");
-    free(logits);
-    free(scratch);
-    free(row);
+    sampler_free(&sampler);
     free(prompt);
     free(text);
     gpt_free(&g);

@@ -36,7 +36,7 @@
 #include "gpt/lr_schedule.h"
 #include "gpt/mfu.h"
 #include "gpt/profile.h"
-#include "gpt/sampler.h"
+#include "gpt/generation.h"
 #include "tokenizer/tokenizer.h"
 
 #define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
@@ -856,39 +856,28 @@ static void report(Run* r, const StepReport* s) {
     }
 }
 
-// sample_tokens tokens after <|endoftext|>, printed as they come; the forward sees the last T
-// tokens (a sliding window).
+static void print_token(int token, void* tok) {
+    size_t bytes;
+    const unsigned char* text = tokenizer_token((const Tokenizer*)tok, token, &bytes);
+    if (text) fwrite(text, 1, bytes, stdout);
+}
+
+// sample_tokens tokens after <|endoftext|>, printed as they come, by generate's decoding (the
+// KV cache of the model's first sequence; when the context is full, the last T/2 tokens go on).
 static void print_sample(Run* r) {
     GPT* g = &r->model;
-    const GPTConfig* c = &g->config;
     int n = r->o.sample_tokens;
     int* tokens = (int*)malloc((size_t)(n + 1) * sizeof(int));
-    float* logits = (float*)malloc((size_t)c->V * sizeof(float));
-    float* scratch = (float*)malloc(2 * (size_t)c->V * sizeof(float));
-    bf16* row = (bf16*)malloc((size_t)c->V * sizeof(bf16));
-    if (!tokens || !logits || !scratch || !row) die("out of host memory for sampling");
+    if (!tokens) die("out of host memory for sampling");
+    Sampler sampler;
+    sampler_init(&sampler, g->config.V, (SamplerSettings){r->o.temperature, r->o.top_k, 1.0f});
     tokens[0] = tokenizer_eot(r->tok);
     printf("sample: ");
-    for (int i = 1; i <= n; i++) {
-        int len = i < g->T ? i : g->T;
-        const char* why = attention_unsupported(&g->options.attention, attention_shape(c, 1, len));
-        if (why) die("sampling: attention cannot run at T = %d: %s", len, why);
-        gpt_forward(g, tokens + i - len, 1, len);
-        cudaCheck(cudaMemcpyAsync(row, gpt_logits(g, len - 1, 1), (size_t)c->V * sizeof(bf16),
-                                  cudaMemcpyDeviceToHost, g->stream));
-        cudaCheck(cudaStreamSynchronize(g->stream));
-        for (int v = 0; v < c->V; v++) logits[v] = __bfloat162float(row[v]);
-        tokens[i] = sample_token(logits, c->V, r->o.temperature, r->o.top_k, 1.0f, &r->sample_rng, scratch);
-        size_t bytes;
-        const unsigned char* text = tokenizer_token(r->tok, tokens[i], &bytes);
-        if (text) fwrite(text, 1, bytes, stdout);
-    }
+    gpt_generate(g, tokens, 1, n, 1, &sampler, &r->sample_rng, print_token, r->tok);
     printf("\n");
     fflush(stdout);
+    sampler_free(&sampler);
     free(tokens);
-    free(logits);
-    free(scratch);
-    free(row);
 }
 
 // The model and the training state of the step, both written atomically.

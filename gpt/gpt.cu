@@ -248,7 +248,7 @@ void gpt_forward_one(GPT* g, int token, int pos) {
     ParameterTensors* p = &g->params;
     cudaStream_t st = g->stream;
     int C = c->C;
-    if (g->B != 1 || pos < 0 || pos >= g->T) die("gpt_forward_one: position %d of a model built for B 1, T %d", pos, g->T);
+    if (pos < 0 || pos >= g->T) die("gpt_forward_one: position %d of a model built for T %d", pos, g->T);
     const char* why = attention_decode_unsupported(&g->options.attention, attention_shape(c, 1, g->T));
     if (why) die("%s", why);
     g->host_tokens[pos] = token;
