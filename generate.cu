@@ -1,6 +1,9 @@
 // generate.cu: the generation program: text from a trained model. It reads a checkpoint and a
-// tokenizer and continues the prompt (<|endoftext|> then the prompt's tokens) with the KV cache
-// of gpt/generation.h. Tokens are printed as they come; the timing goes to stderr.
+// tokenizer and continues the prompt (<|endoftext|> then the prompt's tokens) on the inference
+// model of gpt/inference.h: the parameters, a KV cache for the prompt and the new tokens, and a
+// decoding step replayed as a CUDA graph. --samples N draws N continuations at once, one cache
+// row each. One sample is printed as it comes, several once they are done; the memory and the
+// timing go to stderr.
 #include <getopt.h>
 #include <math.h>
 #include <string.h>
@@ -14,7 +17,8 @@
 #include "common/rng.h"
 #include "gpt/checkpoint.h"
 #include "gpt/gpt.h"
-#include "gpt/generation.h"
+#include "gpt/inference.h"
+#include "gpt/activations.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct {
@@ -24,6 +28,7 @@ typedef struct {
     int max_tokens;
     float temperature, top_p;
     int top_k;
+    int samples;
     uint64_t seed;
 } GenerateOptions;
 
@@ -31,7 +36,7 @@ static void usage(void) {
     printf(
         "usage: generate --checkpoint FILE --tokenizer FILE [options] [PROMPT]\n"
         "Continues PROMPT (\"-\": standard input; none: a new document) with a trained model,\n"
-        "on the GPU, printing the tokens as they come.\n"
+        "on the GPU, printing the tokens as they come (several samples: once they are done).\n"
         "  --checkpoint FILE   model checkpoint (train_gpt's model_*.bin, version 3 or 5)\n"
         "  --tokenizer FILE    the tokenizer the model was trained with\n"
         "  --max-tokens N      tokens to generate, at most up to the model's context [256]\n"
@@ -39,12 +44,14 @@ static void usage(void) {
         "  --top-k N           sample among the K most likely tokens, 0 for all [0]\n"
         "  --top-p X           sample among the most likely tokens that make up X of the\n"
         "                      probability, 1 for all [1.0]\n"
+        "  --samples N         continuations of the prompt drawn together, one cache row each [1]\n"
         "  --seed N            sampling seed [1337]\n"
         "  -h, --help          this text\n");
 }
 
 static void parse_args(int argc, char** argv, GenerateOptions* o) {
-    enum { OPT_CHECKPOINT = 256, OPT_TOKENIZER, OPT_MAX_TOKENS, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SEED };
+    enum { OPT_CHECKPOINT = 256, OPT_TOKENIZER, OPT_MAX_TOKENS, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SAMPLES,
+           OPT_SEED };
     static const struct option long_options[] = {
         {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
         {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
@@ -52,6 +59,7 @@ static void parse_args(int argc, char** argv, GenerateOptions* o) {
         {"temperature", required_argument, NULL, OPT_TEMPERATURE},
         {"top-k", required_argument, NULL, OPT_TOP_K},
         {"top-p", required_argument, NULL, OPT_TOP_P},
+        {"samples", required_argument, NULL, OPT_SAMPLES},
         {"seed", required_argument, NULL, OPT_SEED},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -60,6 +68,7 @@ static void parse_args(int argc, char** argv, GenerateOptions* o) {
     o->temperature = 1.0f;
     o->top_p = 1.0f;
     o->seed = 1337;
+    o->samples = 1;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
@@ -70,6 +79,7 @@ static void parse_args(int argc, char** argv, GenerateOptions* o) {
         case OPT_TEMPERATURE: o->temperature = parse_float("--temperature", optarg); break;
         case OPT_TOP_K: o->top_k = parse_int_in("--top-k", optarg, 0, 1 << 30); break;
         case OPT_TOP_P: o->top_p = parse_float("--top-p", optarg); break;
+        case OPT_SAMPLES: o->samples = parse_int_in("--samples", optarg, 1, 1024); break;
         case OPT_SEED: o->seed = (uint64_t)parse_integer("--seed", optarg); break;
         case 'h': usage(); exit(0);
         case ':': die("%s needs a value (generate --help lists the options)", argv[optind - 1]);
@@ -106,19 +116,10 @@ static double now_seconds(void) {
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-// Prints each token as it comes; remembers when the first one came (the prompt's time).
-typedef struct {
-    const Tokenizer* tok;
-    double first_token_at;
-} Printer;
-
-static void print_token(int token, void* ctx) {
-    Printer* p = (Printer*)ctx;
-    if (p->first_token_at == 0.0) p->first_token_at = now_seconds();
+static void print_token(const Tokenizer* tok, int token) {
     size_t bytes;
-    const unsigned char* piece = tokenizer_token(p->tok, token, &bytes);
+    const unsigned char* piece = tokenizer_token(tok, token, &bytes);
     if (piece) fwrite(piece, 1, bytes, stdout);
-    fflush(stdout);
 }
 
 int main(int argc, char** argv) {
@@ -139,7 +140,7 @@ int main(int argc, char** argv) {
             config.V);
     size_t text_len;
     unsigned char* text = prompt_text(o.prompt, &text_len);
-    int* prompt = (int*)malloc((text_len + 1 + (size_t)o.max_tokens) * sizeof(int));
+    int* prompt = (int*)malloc((text_len + 1) * sizeof(int));
     if (!prompt) die("out of host memory for the prompt");
     prompt[0] = tokenizer_eot(tok);
     int n_prompt = 1 + (int)tokenizer_encode(tok, text, text_len, prompt + 1);
@@ -157,28 +158,45 @@ int main(int argc, char** argv) {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
         die("no CUDA device: generate runs on an NVIDIA GPU");
-    static GPT g;
-    gpt_build(&g, config, 1, length, &mo, NULL);
-    gpt_set_params(&g, values);
+    static InferenceModel m;
+    int S = o.samples, n_new = length - n_prompt;
+    inference_build(&m, config, S, length, n_prompt, (DrawSettings){o.temperature, o.top_k, o.top_p, o.seed});
+    inference_set_params(&m, values);
     free(values);
-    Rng rng = {o.seed};
-    Sampler sampler;
-    sampler_init(&sampler, config.V, (SamplerSettings){o.temperature, o.top_k, o.top_p});
+    inference_plan_print(&m.plan);
+    int* drawn = (int*)malloc((size_t)S * n_new * sizeof(int));   // (n_new, S)
+    if (!drawn) die("out of host memory for %d samples of %d tokens", S, n_new);
 
-    fwrite(text, 1, text_len, stdout);
-    fflush(stdout);
-    Printer printer = {tok, 0.0};
+    if (S == 1) {
+        fwrite(text, 1, text_len, stdout);
+        fflush(stdout);
+    }
     double t0 = now_seconds();
-    int generated = gpt_generate(&g, prompt, n_prompt, length - n_prompt, 0, &sampler, &rng, print_token, &printer);
-    double t_all = now_seconds() - t0, t_prompt = printer.first_token_at - t0;
-    printf("\n");
-    fprintf(stderr, "prompt: %d tokens in %.1f ms; generated %d tokens in %.3f s: %.1f tokens/s%s\n", n_prompt,
-            t_prompt * 1e3, generated, t_all - t_prompt, generated > 1 ? (generated - 1) / (t_all - t_prompt) : 0.0,
+    inference_prompt(&m, prompt, n_prompt);
+    double t_prompt = now_seconds() - t0;
+    for (int i = 0; i < n_new; i++) {
+        if (i > 0) inference_step(&m);
+        memcpy(drawn + (size_t)i * S, m.host_tokens, (size_t)S * sizeof(int));
+        if (S == 1) {
+            print_token(tok, m.host_tokens[0]);
+            fflush(stdout);
+        }
+    }
+    double t_steps = now_seconds() - t0 - t_prompt;
+    if (S == 1) printf("\n");
+    for (int s = 0; S > 1 && s < S; s++) {
+        printf("--- sample %d of %d\n", s + 1, S);
+        fwrite(text, 1, text_len, stdout);
+        for (int i = 0; i < n_new; i++) print_token(tok, drawn[(size_t)i * S + s]);
+        printf("\n");
+    }
+    fprintf(stderr, "prompt: %d tokens in %.1f ms; generated %d tokens x %d samples in %.3f s: %.1f tokens/s%s\n",
+            n_prompt, t_prompt * 1e3, n_new, S, t_steps, n_new > 1 ? (double)(n_new - 1) * S / t_steps : 0.0,
             n_prompt + o.max_tokens > config.maxT ? " (stopped at the model's context)" : "");
-    sampler_free(&sampler);
+    free(drawn);
     free(prompt);
     free(text);
-    gpt_free(&g);
+    inference_free(&m);
     tokenizer_free(tok);
     return 0;
 }

@@ -36,7 +36,7 @@
 #include "gpt/lr_schedule.h"
 #include "gpt/mfu.h"
 #include "gpt/profile.h"
-#include "gpt/generation.h"
+#include "gpt/inference.h"
 #include "tokenizer/tokenizer.h"
 
 #define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
@@ -333,7 +333,9 @@ typedef struct {
     MemoryPlan plan;
     GPT model;
     AdamWConfig adam;
-    Rng sample_rng;
+    Rng sample_rng;              // a seed per sample
+    InferenceModel sampler;      // rank 0 with --sample-every: the model samples are drawn on
+    int sampling;
     int start_step;              // steps already done
     FILE* log;                   // or NULL
     double flops_per_token;
@@ -735,6 +737,16 @@ static void setup(Run* r, const TrainOptions* options) {
         gpt_init_random(&r->model, o->seed);
     }
     if (r->resuming) load_optimizer_state(&r->model, &r->resume, r->resume_state);
+    // Samples come from generate's inference model, the training model's parameters copied in,
+    // its cache the training window: built now, so that a sampler that does not fit stops the run
+    // before the first step.
+    r->sampling = r->tok && o->sample_every > 0 && r->launch.rank == 0;
+    if (r->sampling) {
+        int length = o->sample_tokens + 1 < o->T ? o->sample_tokens + 1 : o->T;
+        if (length < 2) die("--sample-every: -T %d leaves no room for a sample", o->T);
+        inference_build(&r->sampler, r->config, 1, length, length / 2,
+                        (DrawSettings){o->temperature, o->top_k, 1.0f, 0});
+    }
     r->adam = (AdamWConfig){.b1 = 0.9f, .b2 = 0.95f, .eps = 1e-8f, .weight_decay = o->weight_decay,
                             .grad_clip = o->grad_clip};
     r->flops_per_token = flops_per_token(&r->config, o->T);
@@ -756,6 +768,7 @@ static void teardown(Run* r) {
     if (r->val) dataloader_close(r->val);
     if (r->tok) tokenizer_free(r->tok);
     gpt_free(&r->model);
+    if (r->sampling) inference_free(&r->sampler);
     profile_free(&r->profile);
 }
 
@@ -862,21 +875,28 @@ static void print_token(int token, void* tok) {
     if (text) fwrite(text, 1, bytes, stdout);
 }
 
-// sample_tokens tokens after <|endoftext|>, printed as they come, by generate's decoding (the
-// KV cache of the model's first sequence; when the context is full, the last T/2 tokens go on).
+// sample_tokens tokens after <|endoftext|>, printed as they come, decoded as generate decodes:
+// the sampling model's cache holds the training window; when it is full, the last half of it
+// goes through the model again and decoding goes on.
 static void print_sample(Run* r) {
-    GPT* g = &r->model;
-    int n = r->o.sample_tokens;
+    InferenceModel* m = &r->sampler;
+    int n = r->o.sample_tokens, count = 1;
     int* tokens = (int*)malloc((size_t)(n + 1) * sizeof(int));
     if (!tokens) die("out of host memory for sampling");
-    Sampler sampler;
-    sampler_init(&sampler, g->config.V, (SamplerSettings){r->o.temperature, r->o.top_k, 1.0f});
+    cudaCheck(cudaDeviceSynchronize());   // the update (and ZeRO-1's all-gather) has written the parameters
+    inference_copy_params(m, r->model.params_memory);
+    inference_set_seed(m, rng_next(&r->sample_rng));
     tokens[0] = tokenizer_eot(r->tok);
     printf("sample: ");
-    gpt_generate(g, tokens, 1, n, 1, &sampler, &r->sample_rng, print_token, r->tok);
+    inference_prompt(m, tokens, 1);
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && m->host_positions == m->length) inference_prompt(m, tokens + count - m->prompt_max, m->prompt_max);
+        else if (i > 0) inference_step(m);
+        tokens[count++] = m->host_tokens[0];
+        print_token(tokens[count - 1], r->tok);
+    }
     printf("\n");
     fflush(stdout);
-    sampler_free(&sampler);
     free(tokens);
 }
 

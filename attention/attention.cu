@@ -73,20 +73,14 @@ void attention_backward(const AttentionPlan* plan, AttentionShape s, bf16* dqkv,
 
 const char* attention_decode_unsupported(const AttentionPlan* plan, AttentionShape cache) {
     if (plan->ring) return "decode attention: not under context parallelism";
-    if (cache.B != 1) return "decode attention: one sequence at a time (B = 1)";
     return decode_attention_unsupported(cache);
 }
 
 size_t attention_decode_scratch_bytes(AttentionShape cache) { return decode_attention_scratch_bytes(cache); }
 
-void attention_decode(const AttentionPlan* plan, AttentionShape cache, bf16* out, const bf16* qkv, int pos,
-                      void* scratch, cudaStream_t stream) {
-    const char* why = attention_decode_unsupported(plan, cache);
+void attention_decode(const AttentionPlan* plan, const AttentionParams* p, const int* positions, void* scratch,
+                      cudaStream_t stream) {
+    const char* why = attention_decode_unsupported(plan, p->shape);
     if (why) die("%s", why);
-    if (pos < 0 || pos >= cache.T) die("attention_decode: position %d outside the cache of %d rows", pos, cache.T);
-    // The keys and values of rows 0..pos, the query of row pos.
-    AttentionParams p = attention_fused_params(cache, qkv, out, NULL, NULL, NULL);
-    p.shape.T = pos + 1;
-    p.q.ptr += (long long)pos * p.q.row;
-    decode_attention(&p, scratch, stream);
+    decode_attention(p, positions, scratch, stream);
 }

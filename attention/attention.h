@@ -49,12 +49,13 @@ void attention_backward(const AttentionPlan* plan, AttentionShape s,
                         void* scratch,        // attention_scratch_bytes
                         cudaStream_t stream);
 
-// Generation with a KV cache: the query of row pos of qkv (cache.T rows of one sequence, B = 1,
-// the fused layout above) against the keys and values of rows 0..pos, written to out (NH, HS).
-// The same function as row pos of the causal forward; one kernel serves both kinds.
+// Generation with a KV cache (attention/decode.h): the new query of each of cache.B sequences
+// against its cache of cache.T rows, on views; the query of sequence b is at positions[b]
+// (device) and sees the keys 0..positions[b]. The same function as that row of the causal
+// forward; one kernel serves both kinds.
 const char* attention_decode_unsupported(const AttentionPlan* plan, AttentionShape cache);
 size_t attention_decode_scratch_bytes(AttentionShape cache);
-void attention_decode(const AttentionPlan* plan, AttentionShape cache, bf16* out, const bf16* qkv, int pos,
-                      void* scratch, cudaStream_t stream);
+void attention_decode(const AttentionPlan* plan, const AttentionParams* p, const int* positions, void* scratch,
+                      cudaStream_t stream);
 
 #endif

@@ -23,14 +23,17 @@ size_t decode_attention_scratch_bytes(AttentionShape s) {
     return (size_t)s.B * s.NH * ceil_div(s.T, DECODE_CHUNK) * partial_floats(s.HS) * sizeof(float);
 }
 
-__global__ void __launch_bounds__(DECODE_THREADS) decode_chunk_kernel(float* partials, const AttentionParams p) {
+__global__ void __launch_bounds__(DECODE_THREADS) decode_chunk_kernel(float* partials, const AttentionParams p,
+                                                                      const int* positions) {
     __shared__ float scores[DECODE_CHUNK];
     extern __shared__ float shared[];   // q (HS), then the groups' o partial sums (DECODE_THREADS * 8)
     int HS = p.shape.HS;
     float* q = shared;
     float* o_sums = shared + HS;
     int h = blockIdx.x, chunk = blockIdx.y, seq = blockIdx.z, n_chunks = gridDim.y;
-    int first = chunk * DECODE_CHUNK, n = min(DECODE_CHUNK, p.shape.T - first);
+    int keys = positions ? positions[seq] + 1 : p.shape.T;
+    int first = chunk * DECODE_CHUNK, n = min(DECODE_CHUNK, keys - first);
+    if (n <= 0) return;   // past this sequence's keys: the merge reads no further
     const bf16* q_row = p.q.ptr + seq * p.q.batch + (long long)h * p.q.head;
     const bf16* k_base = p.k.ptr + seq * p.k.batch + first * p.k.row + (long long)h * p.k.head;
     const bf16* v_base = p.v.ptr + seq * p.v.batch + first * p.v.row + (long long)h * p.v.head;
@@ -76,11 +79,13 @@ __global__ void __launch_bounds__(DECODE_THREADS) decode_chunk_kernel(float* par
 
 // One block per (head, sequence), a thread per dimension: the chunks merged in order, each
 // pair of softmaxes as the ring merges its blocks.
-__global__ void decode_merge_kernel(AttentionTensor out, const float* partials, int n_chunks, int HS) {
+__global__ void decode_merge_kernel(AttentionTensor out, const float* partials, int n_chunks, int HS,
+                                    const int* positions) {
     int h = blockIdx.x, seq = blockIdx.y, d = threadIdx.x;
     const float* p = partials + ((size_t)seq * gridDim.x + h) * n_chunks * (1 + HS);
+    int used = positions ? (positions[seq] + DECODE_CHUNK) / DECODE_CHUNK : n_chunks;
     float lse = p[0], o = p[1 + d];
-    for (int c = 1; c < n_chunks; c++) {
+    for (int c = 1; c < used; c++) {
         const float* chunk = p + (size_t)c * (1 + HS);
         float merged = lse_merge(lse, chunk[0]);
         o = expf(lse - merged) * o + expf(chunk[0] - merged) * chunk[1 + d];
@@ -102,7 +107,7 @@ static int loads16(AttentionTensor t) {
     return aligned16(t.ptr) && t.batch % 8 == 0 && t.row % 8 == 0 && t.head % 8 == 0;
 }
 
-void decode_attention(const AttentionParams* p, void* scratch, cudaStream_t stream) {
+void decode_attention(const AttentionParams* p, const int* positions, void* scratch, cudaStream_t stream) {
     const char* why = decode_attention_unsupported(p->shape);
     if (why) die("%s", why);
     if (!loads16(p->k) || !loads16(p->v))
@@ -111,8 +116,29 @@ void decode_attention(const AttentionParams* p, void* scratch, cudaStream_t stre
     int n_chunks = (int)ceil_div(s.T, DECODE_CHUNK);
     float* partials = (float*)scratch;
     size_t smem = (s.HS + DECODE_THREADS * 8) * sizeof(float);
-    decode_chunk_kernel<<<dim3(s.NH, n_chunks, s.B), DECODE_THREADS, smem, stream>>>(partials, *p);
+    decode_chunk_kernel<<<dim3(s.NH, n_chunks, s.B), DECODE_THREADS, smem, stream>>>(partials, *p, positions);
     cudaCheckLaunch();
-    decode_merge_kernel<<<dim3(s.NH, s.B), s.HS, 0, stream>>>(p->o, partials, n_chunks, s.HS);
+    decode_merge_kernel<<<dim3(s.NH, s.B), s.HS, 0, stream>>>(p->o, partials, n_chunks, s.HS, positions);
+    cudaCheckLaunch();
+}
+
+// One block per (sequence, head), 16-byte copies: HS / 8 threads each for K and V.
+__global__ void kv_cache_append_kernel(AttentionTensor k, AttentionTensor v, AttentionTensor k_new,
+                                       AttentionTensor v_new, int NH, int HS, const int* positions) {
+    int b = blockIdx.x / NH, h = blockIdx.x % NH, packs = HS / 8, i = threadIdx.x % packs;
+    int pos = positions[b];
+    int from_v = threadIdx.x >= packs;
+    const AttentionTensor* dst = from_v ? &v : &k;
+    const AttentionTensor* src = from_v ? &v_new : &k_new;
+    const bf16x8* from = (const bf16x8*)(src->ptr + b * src->batch + (long long)h * src->head);
+    bf16x8* to = (bf16x8*)(dst->ptr + b * dst->batch + pos * dst->row + (long long)h * dst->head);
+    to[i] = from[i];
+}
+
+void kv_cache_append(const AttentionTensor* k, const AttentionTensor* v, const AttentionTensor* k_new,
+                     const AttentionTensor* v_new, int B, int NH, int HS, const int* positions, cudaStream_t stream) {
+    if (!loads16(*k) || !loads16(*v) || !loads16(*k_new) || !loads16(*v_new) || HS % 8 != 0)
+        die("kv_cache_append: the views must be 16-byte aligned, their strides and HS multiples of 8");
+    kv_cache_append_kernel<<<B * NH, 2 * (HS / 8), 0, stream>>>(*k, *v, *k_new, *v_new, NH, HS, positions);
     cudaCheckLaunch();
 }

@@ -3,7 +3,9 @@
 // the positions up to the query's own), by the strides of attention/params.h, so the cache can
 // be a buffer of its own or the model's fused qkv activation. The same function as the query's
 // row of the causal forward; one kernel serves both attention kinds. p->q and p->o hold one row
-// per sequence (their row stride is unused); p->lse is not written.
+// per sequence (their row stride is unused); p->lse is not written. With positions (device, B):
+// sequence b's query is at positions[b] and sees keys 0..positions[b] (< p->shape.T), read on
+// the GPU, so that one launch serves every step of a captured decoding loop.
 #ifndef FLASHGPT_DECODE_H
 #define FLASHGPT_DECODE_H
 
@@ -13,6 +15,12 @@
 const char* decode_attention_unsupported(AttentionShape s);   // NULL when supported
 // Bytes of scratch for caches of up to s.T keys of s.B sequences.
 size_t decode_attention_scratch_bytes(AttentionShape s);
-void decode_attention(const AttentionParams* p, void* scratch, cudaStream_t stream);
+void decode_attention(const AttentionParams* p, const int* positions, void* scratch, cudaStream_t stream);
+
+// Row positions[b] of sequence b of the cache views k and v (a cache of p->shape.T rows per
+// sequence) takes row b of the new keys and values k_new and v_new (views of B rows): what a
+// decoding step adds to its cache before its attention.
+void kv_cache_append(const AttentionTensor* k, const AttentionTensor* v, const AttentionTensor* k_new,
+                     const AttentionTensor* v_new, int B, int NH, int HS, const int* positions, cudaStream_t stream);
 
 #endif

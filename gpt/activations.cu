@@ -116,7 +116,6 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
         matmul_backward_scratch_bytes((int)N, (int)C, 4 * (int)C),
         matmul_backward_scratch_bytes((int)N, 4 * (int)C, (int)C),
         attention_scratch_bytes(&opt->attention, s),
-        attention_decode_scratch_bytes(attention_shape(c, 1, T)),
         global_norm_scratch_bytes(P)};
     for (size_t i = 0; i < sizeof(cand) / sizeof(cand[0]); i++) sc = cand[i] > sc ? cand[i] : sc;
     // The scratch lives in the logits' memory: the logits are dead from the moment the

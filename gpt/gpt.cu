@@ -139,40 +139,26 @@ static LayerActivations layer_acts(const GPT* g, int l) {
     return layer_activations(&g->acts, &g->config, g->B, g->T, &g->options, l);
 }
 
-// Layer l's slices moved on to row `row` (one position of the sequence, for generation).
-static LayerActivations layer_acts_at_row(const GPT* g, int l, size_t row) {
-    LayerActivations x = layer_acts(g, l);
-    size_t C = g->config.C;
-    x.res += row * C; x.ln1 += row * C; x.ln1_mean += row; x.ln1_rstd += row; x.qkv += row * 3 * C;
-    x.atty += row * C; x.mid += row * C; x.ln2 += row * C; x.ln2_mean += row; x.ln2_rstd += row;
-    x.fch += row * 4 * C; x.fch_gelu += row * 4 * C; x.res_next += row * C;
-    return x;
-}
-
 // Marks forward_layers records per layer.
 #define LAYER_FORWARD_MARKS 7
 
 // The blocks of the forward, from the residual stream entering layer 0 to the one leaving the
-// last, on N rows starting at `row`: the whole batch (row 0, N = B * T) or, with decode, the
-// one row at position `row` of a single sequence (B = 1), whose attention reads the keys and
-// values of the rows before it from each layer's qkv buffer, where earlier calls left them.
-static void forward_layers(GPT* g, int B, int T, int row, int decode) {
+// last, on the B * T rows of the batch.
+static void forward_layers(GPT* g, int B, int T) {
     const GPTConfig* c = &g->config;
     ParameterTensors* p = &g->params;
     cudaStream_t st = g->stream;
     Profile* prof = g->profile;
-    int C = c->C, L = c->L, N = decode ? 1 : B * T;
+    int C = c->C, L = c->L, N = B * T;
     AttentionShape s = attention_shape(c, B, T);
     for (int l = 0; l < L; l++) {
-        LayerActivations x = layer_acts_at_row(g, l, row);
+        LayerActivations x = layer_acts(g, l);
         LayerParameters w = layer_parameters(p, l, C);
         layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, x.res, w.ln1w, w.ln1b, N, C, st);
         profile_mark(prof, PART_LAYERNORM, PHASE_FORWARD, st);
         matmul_forward(x.qkv, NULL, x.ln1, w.qkvw, w.qkvb, NULL, N, C, 3 * C, st);
         profile_mark(prof, PART_QKV, PHASE_FORWARD, st);
-        if (decode) attention_decode(&g->options.attention, attention_shape(c, 1, g->T), x.atty, layer_acts(g, l).qkv,
-                                     row, g->acts.scratch, st);
-        else attention_forward(&g->options.attention, s, x.atty, x.att_saved, x.qkv, g->acts.scratch, st);
+        attention_forward(&g->options.attention, s, x.atty, x.att_saved, x.qkv, g->acts.scratch, st);
         profile_mark(prof, PART_ATTENTION, PHASE_FORWARD, st);
         // The residual connections are added in the projections' epilogues.
         matmul_forward(x.mid, NULL, x.atty, w.attprojw, w.attprojb, x.res, N, C, C, st);
@@ -221,7 +207,7 @@ static void embedding(GPT* g, const int* host_inputs, int B, int T, int backward
     }
 }
 
-// Marks of a forward (gpt_forward, gpt_forward_one): the start, the embedding, the layers', lnf.
+// Marks of a forward: the start, the embedding, the layers', lnf.
 static int forward_marks(const GPT* g) { return 3 + LAYER_FORWARD_MARKS * g->config.L; }
 
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
@@ -236,31 +222,9 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
                               cudaMemcpyHostToDevice, st));
     embedding(g, host_inputs, B, T, 0);
     profile_mark(g->profile, PART_EMBEDDING, PHASE_FORWARD, st);
-    forward_layers(g, B, T, 0, 0);
+    forward_layers(g, B, T);
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, layer_acts(g, c->L - 1).res_next, p->lnfw, p->lnfb, N, C,
                       st);
-    profile_mark(g->profile, PART_LAYERNORM, PHASE_FORWARD, st);
-}
-
-void gpt_forward_one(GPT* g, int token, int pos) {
-    const GPTConfig* c = &g->config;
-    Activations* a = &g->acts;
-    ParameterTensors* p = &g->params;
-    cudaStream_t st = g->stream;
-    int C = c->C;
-    if (pos < 0 || pos >= g->T) die("gpt_forward_one: position %d of a model built for T %d", pos, g->T);
-    const char* why = attention_decode_unsupported(&g->options.attention, attention_shape(c, 1, g->T));
-    if (why) die("%s", why);
-    g->host_tokens[pos] = token;
-    profile_start(g->profile, forward_marks(g), st);
-    cudaCheck(cudaMemcpyAsync(a->inputs + pos, g->host_tokens + pos, sizeof(int), cudaMemcpyHostToDevice, st));
-    // Position pos's embedding: the encoder on one token whose position table starts at row pos.
-    encoder_forward(a->residual + (size_t)pos * C, a->inputs + pos, p->wte, p->wpe + (size_t)pos * C, 1, 1, C, st);
-    profile_mark(g->profile, PART_EMBEDDING, PHASE_FORWARD, st);
-    forward_layers(g, 1, g->T, pos, 1);
-    size_t row = (size_t)pos;
-    layernorm_forward(a->lnf + row * C, a->lnf_mean + row, a->lnf_rstd + row,
-                      layer_acts_at_row(g, c->L - 1, row).res_next, p->lnfw, p->lnfb, 1, C, st);
     profile_mark(g->profile, PART_LAYERNORM, PHASE_FORWARD, st);
 }
 

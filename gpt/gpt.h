@@ -95,14 +95,6 @@ void gpt_init_random(GPT* g, uint64_t seed);
 // model was built for; the logits come from gpt_logits or gpt_classifier, a chunk at a time.
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T);
 
-// Generation with a KV cache, in the rows of the first sequence of the model's batch (pos < the
-// T it was built for): the one token at position pos, given that a gpt_forward of the tokens
-// before it (with B = 1, T = pos) or earlier calls of this function left their keys and values
-// in the layers' qkv buffers. lnf's row pos is then the same as a gpt_forward of all pos + 1
-// tokens would give (gpt_logits(g, pos, 1) reads it); each layer's attention is one query
-// against the cached keys (gpt/generation.h drives it).
-void gpt_forward_one(GPT* g, int token, int pos);
-
 // The logits (rows, Vp) of the rows [row, row + rows) of the last gpt_forward, rows at most
 // g->plan.logits_rows; returns them (device memory, valid until the next call).
 bf16* gpt_logits(GPT* g, int row, int rows);

@@ -164,3 +164,57 @@ void classifier_forward_backward(bf16* logits, float* losses, const int* targets
                                                             dloss_scale, write_dlogits);
     cudaCheckLaunch();
 }
+
+// ----------------------------------------------------------------------------------------------
+// Drawing the next token on the GPU
+
+// A uniform in (0, 1) from (seed, row, position, column): splitmix64's finalizer of a mix, so
+// that every draw of a decoding loop is new and none depends on the launch.
+__device__ inline float uniform_draw(uint64_t seed, int row, int position, int col) {
+    uint64_t x = seed ^ ((uint64_t)row * 0xD6E8FEB86659FD93ull) ^ ((uint64_t)position * 0x9E3779B97F4A7C15ull) ^
+                 ((uint64_t)col * 0xBF58476D1CE4E5B9ull);
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    return ((float)(x >> 40) + 0.5f) * (1.0f / 16777216.0f);
+}
+
+// One block per row: the column of the largest logit / temperature + Gumbel noise (the Gumbel-max
+// draw from softmax(logits / temperature)), or of the largest logit at temperature 0; the
+// lowest such column on ties.
+__global__ void __launch_bounds__(CLASSIFIER_THREADS)
+classifier_sample_kernel(int* tokens, const bf16* logits, int V, int Vp, float temperature, const uint64_t* seeds,
+                         const int* positions) {
+    int row = blockIdx.x;
+    uint64_t seed = *seeds;
+    const bf16* x = logits + (size_t)row * Vp;
+    int position = positions[row];
+    float best = -INFINITY;
+    int best_col = 0;
+    for (int col = threadIdx.x; col < V; col += blockDim.x) {
+        float score = (float)x[col];
+        if (temperature > 0.0f) score = score / temperature - logf(-logf(uniform_draw(seed, row, position, col)));
+        if (score > best) { best = score; best_col = col; }
+    }
+    __shared__ float s_best[CLASSIFIER_THREADS / 32];
+    __shared__ int s_col[CLASSIFIER_THREADS / 32];
+    for (int offset = 16; offset > 0; offset /= 2) {
+        float b = __shfl_xor_sync(0xffffffffu, best, offset);
+        int c = __shfl_xor_sync(0xffffffffu, best_col, offset);
+        if (b > best || (b == best && c < best_col)) { best = b; best_col = c; }
+    }
+    if (threadIdx.x % 32 == 0) { s_best[threadIdx.x / 32] = best; s_col[threadIdx.x / 32] = best_col; }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < CLASSIFIER_THREADS / 32; w++)
+            if (s_best[w] > best || (s_best[w] == best && s_col[w] < best_col)) { best = s_best[w]; best_col = s_col[w]; }
+        tokens[row] = best_col;
+    }
+}
+
+void classifier_sample(int* tokens, const bf16* logits, int N, int V, int Vp, float temperature, const uint64_t* seed,
+                       const int* positions, cudaStream_t stream) {
+    classifier_sample_kernel<<<N, CLASSIFIER_THREADS, 0, stream>>>(tokens, logits, V, Vp, temperature, seed,
+                                                                   positions);
+    cudaCheckLaunch();
+}

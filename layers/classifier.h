@@ -1,8 +1,10 @@
 // layers/classifier.h: fused softmax + cross-entropy + its gradient, one pass over the logits,
-// no fp32 probabilities stored. logits (N, Vp), of which the first V columns are real.
+// no fp32 probabilities stored; and the next token drawn from the logits on the GPU.
+// logits (N, Vp), of which the first V columns are real.
 #ifndef FLASHGPT_CLASSIFIER_H
 #define FLASHGPT_CLASSIFIER_H
 
+#include <stdint.h>
 #include "common/cuda_check.h"
 
 // losses (N) fp32 = logsumexp(logits[i, :V]) - logits[i, targets[i]]; targets (N) device.
@@ -10,5 +12,12 @@
 // in the first V columns and 0 in the padding columns V..Vp-1.
 void classifier_forward_backward(bf16* logits, float* losses, const int* targets, int N, int V,
                                  int Vp, float dloss_scale, int write_dlogits, cudaStream_t stream);
+
+// tokens (N) device: for each row of logits (N, Vp), the next token drawn from
+// softmax(logits[i, :V] / temperature), by the Gumbel-max trick with noise from (*seed, the
+// row, positions[i], the column), seed and positions read on the GPU; at temperature 0 the most
+// likely token. Only the ids leave the GPU.
+void classifier_sample(int* tokens, const bf16* logits, int N, int V, int Vp, float temperature, const uint64_t* seed,
+                       const int* positions, cudaStream_t stream);
 
 #endif

@@ -11,28 +11,39 @@ static void check_shape(const char* who, int C, const void* a, const void* b, co
         die("%s: needs C (%d) a multiple of 8 and 16-byte aligned buffers", who, C);
 }
 
-// One thread per 8 channels (a pack) of one position; packs_per_row = C / 8.
-__global__ void encoder_forward_kernel(bf16x8* out, const int* tokens, const bf16x8* wte,
+// One thread per 8 channels (a pack) of one position; packs_per_row = C / 8. Row bt is at
+// position positions[bt], or bt % T without them.
+__global__ void encoder_forward_kernel(bf16x8* out, const int* tokens, const int* positions, const bf16x8* wte,
                                        const bf16x8* wpe, int T, int packs_per_row, size_t packs) {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= packs) return;
     size_t bt = idx / packs_per_row;
     int p = (int)(idx % packs_per_row);
-    int t = (int)(bt % T);
+    int t = positions ? positions[bt] : (int)(bt % T);
     bf16x8 a = wte[(size_t)tokens[bt] * packs_per_row + p], b = wpe[(size_t)t * packs_per_row + p], o;
     for (int k = 0; k < 8; k++) o.v[k] = (bf16)((float)a.v[k] + (float)b.v[k]);
     out[idx] = o;
 }
 
-void encoder_forward(bf16* out, const int* tokens, const bf16* wte, const bf16* wpe,
-                     int B, int T, int C, cudaStream_t stream) {
+static void launch_forward(bf16* out, const int* tokens, const int* positions, const bf16* wte, const bf16* wpe,
+                           size_t rows, int T, int C, cudaStream_t stream) {
     check_shape("encoder_forward", C, out, wte, wpe);
-    size_t packs = (size_t)B * T * C / 8;
+    size_t packs = rows * C / 8;
     if (packs == 0) return;
     const int block = 256;
     encoder_forward_kernel<<<ceil_div(packs, block), block, 0, stream>>>(
-        (bf16x8*)out, tokens, (const bf16x8*)wte, (const bf16x8*)wpe, T, C / 8, packs);
+        (bf16x8*)out, tokens, positions, (const bf16x8*)wte, (const bf16x8*)wpe, T, C / 8, packs);
     cudaCheckLaunch();
+}
+
+void encoder_forward(bf16* out, const int* tokens, const bf16* wte, const bf16* wpe,
+                     int B, int T, int C, cudaStream_t stream) {
+    launch_forward(out, tokens, NULL, wte, wpe, (size_t)B * T, T, C, stream);
+}
+
+void encoder_forward_at(bf16* out, const int* tokens, const int* positions, const bf16* wte, const bf16* wpe,
+                        int N, int C, cudaStream_t stream) {
+    launch_forward(out, tokens, positions, wte, wpe, (size_t)N, 1, C, stream);
 }
 
 // Block (g, chunk), one thread per pack of 8 channels: group g's token, packs

@@ -9,6 +9,10 @@
 // out (B, T, C); tokens (B, T) device; wte (Vp, C); wpe (maxT, C) with T <= maxT.
 void encoder_forward(bf16* out, const int* tokens, const bf16* wte, const bf16* wpe,
                      int B, int T, int C, cudaStream_t stream);
+// out (N, C) = wte[tokens[i]] + wpe[positions[i]]: N rows at positions of their own, both
+// read on the GPU (a decoding step).
+void encoder_forward_at(bf16* out, const int* tokens, const int* positions, const bf16* wte, const bf16* wpe,
+                        int N, int C, cudaStream_t stream);
 
 // dwte (Vp, C) +=, dwpe (maxT, C) += (rows 0..T-1); dout (B, T, C); host_tokens (B, T) is the
 // same batch on the host (it orders the sums); scratch: encoder_backward_scratch_bytes(B, T, C).

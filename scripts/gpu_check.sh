@@ -71,7 +71,7 @@ for bytes in 0 4000 50000; do
     head -c "$bytes" "$text" | ./generate --checkpoint "$gen/run/model_00000002.bin" --tokenizer "$gen/data/tokenizer.bin" \
         --max-tokens 256 --temperature 0 - > "$LOGS/generate-$bytes.out" 2> "$LOGS/generate-$bytes.log" ||
         { tail -2 "$LOGS/generate-$bytes.log"; step_failed "generate after $bytes bytes"; continue; }
-    sed -n "s/^prompt: \([0-9]*\) tokens in \([0-9.]*\) ms; generated \([0-9]*\) tokens in [0-9.]* s: \([0-9.]*\) tokens.s.*/| $bytes | \1 | \2 | \3 | \4 |/p" \
+    sed -n "s/^prompt: \([0-9]*\) tokens in \([0-9.]*\) ms; generated \([0-9]*\) tokens x 1 samples in [0-9.]* s: \([0-9.]*\) tokens.s.*/| $bytes | \1 | \2 | \3 | \4 |/p" \
         "$LOGS/generate-$bytes.log"
 done
 echo "== Hugging Face export ($(elapsed))"

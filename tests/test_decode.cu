@@ -1,22 +1,24 @@
 // tests/test_decode.cu: generation with a KV cache.
-// 1. attention_decode (one query against the cached keys) against a float64 reference of the
-//    same row of causal attention, for HS 64 and 128, at positions inside the first chunk of
-//    keys, on its edges and past it (several chunks merged), with the output poisoned (NaN)
-//    before each call. Tolerance 1e-2 relative L2: the inputs are bf16 values, taken exactly;
-//    sums and the softmax run in fp32 (errors ~1e-6), so the bf16 rounding of O (2^-9 relative
-//    at most) dominates [measured below 3e-3].
-// 2. The model: a d2-sized GPT (L 2, C 128, NH 2, V 300) whose weights are scaled up so its
-//    logits spread over several nats; greedy tokens from the cached path (gpt_forward_one), and
-//    at every step the same prefix through a full gpt_forward: the logits row agrees within
-//    2e-2 relative L2 (bf16: the two paths round at different places), and the full forward's
-//    most likely token is the one the cache chose wherever its lead over the second exceeds
-//    0.1 nats (closer calls can flip under bf16 noise of ~1e-2; how many were that close is
-//    printed).
+// 1. attention_decode (one query against the cached keys, its position read on the GPU)
+//    against a float64 reference of the same row of causal attention, for HS 64 and 128, at
+//    positions inside the first chunk of keys, on its edges and past it (several chunks
+//    merged), with the output poisoned (NaN) before each call. Tolerance 1e-2 relative L2: the
+//    inputs are bf16 values, taken exactly; sums and the softmax run in fp32 (errors ~1e-6), so
+//    the bf16 rounding of O (2^-9 relative at most) dominates [measured below 3e-3].
+// 2. The inference model (gpt/inference.h): a d2-sized GPT (L 2, C 128, NH 2, V 300) whose
+//    weights are scaled up so its logits spread over several nats, three greedy samples of the
+//    same prompt decoded together by the captured step, and at every step the same prefix
+//    through a full gpt_forward of the training model: every sample draws the same tokens with
+//    the same logits, the logits agree with the full forward's within 2e-2 relative L2 (bf16:
+//    the two paths round at different places), and the full forward's most likely token is the
+//    one drawn wherever its lead over the second exceeds 0.1 nats (closer calls can flip under
+//    bf16 noise of ~1e-2; how many were that close is printed).
 #include <math.h>
 #include <string.h>
 #include "attention/attention.h"
 #include "common/rng.h"
 #include "gpt/gpt.h"
+#include "gpt/inference.h"
 #include "tests/test.h"
 
 static float rng_symmetric(Rng* rng) { return (float)(2.0 * rng_uniform(rng) - 1.0); }
@@ -28,6 +30,8 @@ static void test_decode_kernel(int HS, int T) {
     const int NH = 3;
     AttentionShape s = {1, T, NH, HS, 1, 1.0f / sqrtf((float)HS)};
     AttentionPlan plan = {ATTENTION_FLASH};
+    int* position;
+    cudaCheck(cudaMalloc((void**)&position, sizeof(int)));
     size_t row = 3 * (size_t)NH * HS, n = (size_t)T * row;
     bf16* host = (bf16*)malloc(n * sizeof(bf16));
     Rng rng = {(uint64_t)HS * 7919 + T};
@@ -46,7 +50,11 @@ static void test_decode_kernel(int HS, int T) {
         int pos = positions[k];
         if (pos >= T) continue;
         cudaCheck(cudaMemset(out, 0xff, (size_t)NH * HS * sizeof(bf16)));   // NaN
-        attention_decode(&plan, s, out, qkv, pos, scratch, 0);
+        // The cache is the fused qkv; the query is row pos's.
+        AttentionParams p = attention_fused_params(s, qkv, out, NULL, NULL, NULL);
+        p.q.ptr += (long long)pos * p.q.row;
+        cudaCheck(cudaMemcpy(position, &pos, sizeof(int), cudaMemcpyHostToDevice));
+        attention_decode(&plan, &p, position, scratch, 0);
         cudaCheck(cudaMemcpy(got, out, (size_t)NH * HS * sizeof(bf16), cudaMemcpyDeviceToHost));
         for (int h = 0; h < NH; h++) {
             const bf16* q = host + (size_t)pos * row + (size_t)h * HS;
@@ -82,6 +90,7 @@ static void test_decode_kernel(int HS, int T) {
     cudaCheck(cudaFree(qkv));
     cudaCheck(cudaFree(out));
     cudaCheck(cudaFree(scratch));
+    cudaCheck(cudaFree(position));
 }
 
 static void logits_row(GPT* g, int row, float* out) {
@@ -104,9 +113,21 @@ static int argmax(const float* x, int n, float* lead) {
     return best;
 }
 
+// The logits the inference model's last step (or prompt) left for sample b.
+static void inference_logits(const InferenceModel* m, int b, float* out) {
+    int V = m->config.V;
+    bf16* host = (bf16*)malloc((size_t)V * sizeof(bf16));
+    cudaCheck(cudaMemcpy(host, m->step.logits + (size_t)b * m->config.Vp, (size_t)V * sizeof(bf16),
+                         cudaMemcpyDeviceToHost));
+    for (int v = 0; v < V; v++) out[v] = __bfloat162float(host[v]);
+    free(host);
+}
+
+#define CACHED_NAME "inference model: greedy samples decoded together equal a full forward per token"
+
 static void test_cached_generation(void) {
-    test_begin("gpt_forward_one greedy tokens and logits equal a full forward per token");
-    const int prompt_len = 7, length = 96;
+    test_begin(CACHED_NAME);
+    const int prompt_len = 7, length = 96, samples = 3;
     GPTConfig c = {.maxT = 128, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128};
     ModelOptions mo = {.attention = {.kind = ATTENTION_FLASH}};
     size_t P = count_params(&c);
@@ -118,23 +139,31 @@ static void test_cached_generation(void) {
         for (size_t j = 0; param_decays[i] && j < sizes[i]; j++) values[off + j] *= 10.0f;
         off += sizes[i];
     }
-    static GPT cached, full;
-    gpt_build(&cached, c, 1, length, &mo, NULL);
+    static InferenceModel cached;
+    static GPT full;
+    inference_build(&cached, c, samples, length, prompt_len, (DrawSettings){0.0f, 0, 1.0f, 1});
     gpt_build(&full, c, 1, length, &mo, NULL);
-    gpt_set_params(&cached, values);
+    inference_set_params(&cached, values);
     gpt_set_params(&full, values);
     int tokens[96];
     Rng rng = {5};
     for (int i = 0; i < prompt_len; i++) tokens[i] = (int)(rng_next(&rng) % c.V);
     float* a = (float*)malloc((size_t)c.V * sizeof(float));
+    float* a_other = (float*)malloc((size_t)c.V * sizeof(float));
     float* b = (float*)malloc((size_t)c.V * sizeof(float));
-    gpt_forward(&cached, tokens, 1, prompt_len);
-    logits_row(&cached, prompt_len - 1, a);
+    inference_prompt(&cached, tokens, prompt_len);
     double worst = 0.0;
-    int close_calls = 0;
+    int close_calls = 0, differing_samples = 0;
     for (int pos = prompt_len; pos < length; pos++) {
-        float lead_cached, lead_full;
-        tokens[pos] = argmax(a, c.V, &lead_cached);
+        if (pos > prompt_len) inference_step(&cached);
+        // The draw of every sample, from logits of the prefix tokens[0..pos).
+        tokens[pos] = cached.host_tokens[0];
+        inference_logits(&cached, 0, a);
+        for (int s = 1; s < samples; s++) {
+            inference_logits(&cached, s, a_other);
+            if (cached.host_tokens[s] != tokens[pos] || memcmp(a, a_other, (size_t)c.V * sizeof(float)) != 0)
+                differing_samples++;
+        }
         // The full forward of the same prefix.
         gpt_forward(&full, tokens, 1, pos);
         logits_row(&full, pos - 1, b);
@@ -146,20 +175,21 @@ static void test_cached_generation(void) {
         double err = sqrt(diff / ref);
         worst = fmax(worst, err);
         CHECK(err < 2e-2, "position %d: the logits differ by %.3g relative L2", pos, err);
+        float lead_full;
         int full_token = argmax(b, c.V, &lead_full);
         if (lead_full > 0.1f) CHECK(full_token == tokens[pos], "position %d: cache chose %d, full forward %d (lead %.3f)",
                                     pos, tokens[pos], full_token, lead_full);
         else close_calls++;
-        gpt_forward_one(&cached, tokens[pos], pos);
-        if (pos + 1 < length) logits_row(&cached, pos, a);
     }
-    printf("    %d tokens; worst logits error %.2e; %d steps within 0.1 nats of a tie\n", length - prompt_len, worst,
-           close_calls);
+    CHECK(differing_samples == 0, "%d steps where the greedy samples differ", differing_samples);
+    printf("    %d tokens x %d samples; worst logits error %.2e; %d steps within 0.1 nats of a tie\n",
+           length - prompt_len, samples, worst, close_calls);
     test_end();
-    gpt_free(&cached);
+    inference_free(&cached);
     gpt_free(&full);
     free(values);
     free(a);
+    free(a_other);
     free(b);
 }
 
@@ -168,7 +198,7 @@ int main(void) {
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         const char* names[] = {"attention_decode HS64 T=3000", "attention_decode HS128 T=3000",
                                "attention_decode HS64 T=40",
-                               "gpt_forward_one greedy tokens and logits equal a full forward per token"};
+                               CACHED_NAME};
         for (int i = 0; i < 4; i++) test_skip(names[i], "no CUDA device");
         return test_exit_code();
     }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/test_generation.sh: train_gpt's samples and generate's text come from one decoding path
-# (gpt/generation.h). A d2 model trains 8 steps with a greedy sample of 100 tokens at the end
+# (gpt/inference.h). A d2 model trains 8 steps with a greedy sample of 100 tokens at the end
 # (more than its context of 64, so the cache fills and slides); generate, greedy, from the
 # checkpoint of that step, must print the first 63 of those tokens: the same text. Needs
 # ./prepare_data, ./train_gpt, ./generate and a CUDA device; says SKIPPED without them. Prints

@@ -1,0 +1,79 @@
+// gpt/inference.h: the model for generation alone: its bf16 parameters, a KV cache of its own
+// sized to the sequences (prompt + new tokens, not the context), and one layer's activations for
+// the prompt; nothing of training (no gradients, master weights, moments, per-layer
+// activations). B sequences decode together, a row each. The decoding step is captured once as
+// a CUDA graph and replayed for every token: its kernels read the tokens and positions from the
+// GPU and draw the next tokens there (layers/classifier.h's classifier_sample), so one token id
+// per sequence crosses to the host per step. With top-k or top-p the draw is the host's
+// (gpt/sampler.h), from the logits the graph leaves.
+#ifndef FLASHGPT_GPT_INFERENCE_H
+#define FLASHGPT_GPT_INFERENCE_H
+
+#include <stdint.h>
+#include "attention/attention.h"
+#include "common/rng.h"
+#include "gpt/config.h"
+#include "gpt/parameters.h"
+
+typedef struct {
+    size_t params, kv_cache, prompt, step;   // bytes: the parts of inference_build's allocation
+} InferencePlan;
+
+size_t inference_plan_total(const InferencePlan* m);
+// One line on stderr (stdout is the generated text).
+void inference_plan_print(const InferencePlan* m);
+
+typedef struct {
+    float temperature;   // 0: the most likely token
+    int top_k;           // 0: all
+    float top_p;         // 1: all
+    uint64_t seed;       // the first seed (inference_set_seed changes it)
+} DrawSettings;
+
+typedef struct {
+    GPTConfig config;
+    int B, length, prompt_max;   // sequences, positions each, the longest prompt
+    DrawSettings draw;
+    InferencePlan plan;
+    char* memory;                // one allocation, carved below
+    ParameterTensors params;
+    bf16* kv_cache;              // (L, B, length, 2C): a row's keys, then its values
+    struct { bf16 *x, *ln, *qkv, *atty, *mid, *fch, *fch_gelu; float *mean, *rstd, *lse; int* tokens; } prompt;
+    struct { bf16 *x, *ln, *qkv, *atty, *mid, *fch, *fch_gelu, *logits; float *mean, *rstd; } step;
+    void* decode_scratch;
+    int* tokens;                 // (B) device: the tokens the next step reads, then the ones it draws
+    int* positions;              // (B) device: their positions
+    uint64_t* seed;              // (1) device: the draws' seed
+    int* host_tokens;            // (B) pinned
+    int host_positions;          // every sequence's position (they decode in step)
+    float* host_logits;          // (B, V) host draws only
+    float* host_scratch;         // (2 V)
+    bf16* host_row;              // (V)
+    Rng rng;                     // host draws
+    AttentionPlan attention;
+    cudaStream_t stream;
+    cudaGraphExec_t step_graph;  // made by the first inference_step
+} InferenceModel;
+
+InferencePlan inference_plan(const GPTConfig* c, int B, int length, int prompt_max);
+
+// Allocates the model for B sequences of up to length positions, prompts of up to prompt_max
+// tokens; dies with the numbers when it does not fit.
+void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prompt_max, DrawSettings draw);
+// The parameters from fp32 values (checkpoint order), rounded to bf16; or a copy of bf16 ones
+// already on the GPU (a training model's, once the work that writes them is done).
+void inference_set_params(InferenceModel* m, const float* values);
+void inference_copy_params(InferenceModel* m, const bf16* params);
+// The seed of the draws from here on (the host's too, with top-k or top-p).
+void inference_set_seed(InferenceModel* m, uint64_t seed);
+
+// Runs the prompt (n tokens, every sequence's) through the model once, fills every sequence's
+// cache rows 0..n-1, and draws each sequence's first token into host_tokens.
+void inference_prompt(InferenceModel* m, const int* prompt, int n);
+// Takes every sequence one token further: host_tokens are the tokens drawn after the ones it
+// held (position host_positions, which then grows by one). host_positions < length.
+void inference_step(InferenceModel* m);
+
+void inference_free(InferenceModel* m);
+
+#endif

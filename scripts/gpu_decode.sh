@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Generation on a GPU machine, in one command from the repository root:
+#   bash scripts/gpu_decode.sh
+# builds; runs the decoding tests (tests/test_decode.cu, under compute-sanitizer memcheck too,
+# tests/test_generation.sh, tests/test_evaluate.sh); trains the d12 model of gpu_check.sh
+# (L12 C768 NH12, the test text's 4096-token BPE, a context of 16 384, two steps) and times
+# `generate` greedy, 256 new tokens, at prompts of 1, ~1000 and ~16 000 tokens and 1, 8 and 32
+# samples, each next to PyTorch's decoding loop on the same shape (scripts/bench_torch_decode.py:
+# a static KV cache, the step under torch.compile's CUDA graphs); ends with the table and the
+# ratios. TEST_TEXT: the text; PYTHON: the python with torch. Logs go to $OUT when set, else
+# build/decode-logs. Exits non-zero when a step fails, and its last line names the steps that did.
+set -u
+. "$(dirname "$0")/gpu_common.sh"
+gpu_arguments 0 "$@"
+LOGS=${OUT:-build/decode-logs}
+PYTHON=${PYTHON:-python3}
+mkdir -p "$LOGS"
+start=$(date +%s)
+elapsed() { echo "$(( $(date +%s) - start )) s"; }
+
+echo "== build ($(elapsed))"
+if ! make -j"$(nproc)" all build/tests/test_decode > "$LOGS/build.log" 2>&1; then
+    tail -30 "$LOGS/build.log"; echo "build failed: see $LOGS/build.log"; exit 1
+fi
+
+echo "== tests ($(elapsed))"
+build/tests/test_decode > "$LOGS/test_decode.log" 2>&1 || step_failed test_decode
+compute-sanitizer --tool memcheck --error-exitcode 99 build/tests/test_decode > "$LOGS/memcheck.log" 2>&1 ||
+    step_failed "test_decode under memcheck"
+for t in test_generation test_evaluate; do
+    FLASHGPT_TMP=build/testtmp bash "tests/$t.sh" > "$LOGS/$t.log" 2>&1 || step_failed "$t"
+done
+grep -hE '^(PASS|FAIL|SKIPPED|    )' "$LOGS"/test_decode.log "$LOGS"/test_generation.log "$LOGS"/test_evaluate.log
+grep -E 'ERROR SUMMARY' "$LOGS/memcheck.log"
+
+echo "== the d12 model ($(elapsed))"
+text=${TEST_TEXT:-build/texts/tinyshakespeare.txt}
+gen=build/gpu-decode
+rm -rf "$gen"
+./prepare_data --vocab-size 4096 --split-blank-lines --out-dir "$gen/data" "$text" > "$LOGS/prepare.log" 2>&1 ||
+    step_failed "prepare_data"
+./train_gpt --model d12 --context 16384 -B 8 -T 1024 --steps 2 --train-data "$gen/data/train_*.bin" --val-every 0 \
+    --tokenizer "$gen/data/tokenizer.bin" --out-dir "$gen/run" > "$LOGS/train.log" 2>&1 ||
+    { tail -3 "$LOGS/train.log"; step_failed "train_gpt"; }
+
+echo "== generate and PyTorch ($(elapsed))"
+table="$LOGS/table.md"
+echo "| prompt tokens | samples | generate tokens/s | PyTorch CUDA graph tokens/s | ratio |" > "$table"
+echo "|---|---|---|---|---|" >> "$table"
+for bytes in 0 3300 52000; do   # about 1, 1000 and 16 000 tokens of the BPE
+    for samples in 1 8 32; do
+        log="$LOGS/generate-$bytes-$samples.log"
+        head -c "$bytes" "$text" | ./generate --checkpoint "$gen/run/model_00000002.bin" \
+            --tokenizer "$gen/data/tokenizer.bin" --max-tokens 256 --temperature 0 --samples "$samples" - \
+            > /dev/null 2> "$log" || { tail -2 "$log"; step_failed "generate $bytes bytes x $samples"; continue; }
+        prompt=$(sed -n 's/^prompt: \([0-9]*\) tokens.*/\1/p' "$log")
+        ours=$(sed -n 's/.* s: \([0-9.]*\) tokens\/s.*/\1/p' "$log")
+        "$PYTHON" scripts/bench_torch_decode.py --model d12 --vocab 4096 -B "$samples" --prompt "$prompt" \
+            --tokens 256 > "$LOGS/torch-$bytes-$samples.log" 2>&1 || step_failed "bench_torch_decode $prompt x $samples"
+        theirs=$(awk -F'|' '$2 ~ /d12/ { gsub(/ /, "", $7); print $7 }' "$LOGS/torch-$bytes-$samples.log" | tail -1)
+        ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "-" }')
+        echo "| $prompt | $samples | $ours | ${theirs:--} | $ratio |" >> "$table"
+    done
+done
+grep -h '^memory' "$LOGS"/generate-0-1.log "$LOGS"/generate-52000-32.log 2>/dev/null
+cat "$table"
+echo "== done ($(elapsed))"
+gpu_finish
