@@ -4,12 +4,10 @@
 // Flash-decoding: the keys are cut into chunks of DECODE_CHUNK, so a long cache keeps many
 // thread blocks busy; one thread block per (head, chunk, sequence) computes the chunk's scores
 // into shared memory and keeps the chunk's softmax as its log-sum-exp and normalised output; a
-// second kernel merges the chunks exactly, pair by pair, with the ring's merge
-// (attention/softmax.cuh). One query reads every cached key and value once: the pass is
-// memory-bound, T * 2 * NH * HS * 2 bytes per sequence.
+// second kernel merges the chunks exactly by their log-sum-exps. One query reads every cached
+// key and value once: the pass is memory-bound, T * 2 * NH * HS * 2 bytes per sequence.
 #include <math.h>
 #include "attention/decode.h"
-#include "attention/softmax.cuh"
 #include "layers/kernel_common.cuh"
 
 #define DECODE_CHUNK 256
@@ -77,21 +75,23 @@ __global__ void __launch_bounds__(DECODE_THREADS) decode_chunk_kernel(float* par
     if (threadIdx.x == 0) out[0] = m + logf(l);
 }
 
-// One block per (head, sequence), a thread per dimension: the chunks merged in order, each
-// pair of softmaxes as the ring merges its blocks.
+// One block per (head, sequence), a thread per dimension: the exact merge of the chunks by
+// their log-sum-exps L_c, O = sum_c e^(L_c - M) O_c / sum_c e^(L_c - M) with M = max_c L_c, in
+// two passes whose terms do not wait on one another (a long cache has hundreds of chunks).
 __global__ void decode_merge_kernel(AttentionTensor out, const float* partials, int n_chunks, int HS,
                                     const int* positions) {
     int h = blockIdx.x, seq = blockIdx.y, d = threadIdx.x;
     const float* p = partials + ((size_t)seq * gridDim.x + h) * n_chunks * (1 + HS);
     int used = positions ? (positions[seq] + DECODE_CHUNK) / DECODE_CHUNK : n_chunks;
-    float lse = p[0], o = p[1 + d];
-    for (int c = 1; c < used; c++) {
-        const float* chunk = p + (size_t)c * (1 + HS);
-        float merged = lse_merge(lse, chunk[0]);
-        o = expf(lse - merged) * o + expf(chunk[0] - merged) * chunk[1 + d];
-        lse = merged;
+    float M = -INFINITY;
+    for (int c = 0; c < used; c++) M = fmaxf(M, p[(size_t)c * (1 + HS)]);
+    float l = 0.0f, o = 0.0f;
+    for (int c = 0; c < used; c++) {
+        float w = expf(p[(size_t)c * (1 + HS)] - M);
+        l += w;
+        o += w * p[(size_t)c * (1 + HS) + 1 + d];
     }
-    out.ptr[seq * out.batch + (long long)h * out.head + d] = (bf16)o;
+    out.ptr[seq * out.batch + (long long)h * out.head + d] = (bf16)(o / l);
 }
 
 const char* decode_attention_unsupported(AttentionShape s) {
