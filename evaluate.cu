@@ -14,7 +14,6 @@
 #include "common/cuda_check.h"
 #include "common/error.h"
 #include "common/parse.h"
-#include "common/read_file.h"
 #include "data/multiple_choice.h"
 #include "gpt/checkpoint.h"
 #include "gpt/gpt.h"
@@ -186,11 +185,8 @@ int main(int argc, char** argv) {
     // Everything that needs no GPU first: the files, the items, their tokens.
     Tokenizer* tok = tokenizer_load(o.tokenizer, err);
     if (!tok) die("--tokenizer %s", err);
-    FILE* f = fopen_regular_file(o.checkpoint, err);
-    if (!f) die("--checkpoint: %s", err);
-    int version;
-    GPTConfig config = read_model_header(f, o.checkpoint, &version);
-    fclose(f);
+    GPTConfig config;
+    if (read_model_shape(o.checkpoint, &config, err) != 0) die("--checkpoint: %s", err);
     if (tokenizer_vocab_size(tok) != config.V)
         die("--tokenizer %s has %d tokens, the model in %s %d", o.tokenizer, tokenizer_vocab_size(tok), o.checkpoint,
             config.V);

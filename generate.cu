@@ -130,11 +130,8 @@ int main(int argc, char** argv) {
     // Everything that needs no GPU first: the files, the prompt, the lengths.
     Tokenizer* tok = tokenizer_load(o.tokenizer, err);
     if (!tok) die("%s", err);
-    FILE* f = fopen_regular_file(o.checkpoint, err);
-    if (!f) die("--checkpoint: %s", err);
-    int version;
-    GPTConfig config = read_model_header(f, o.checkpoint, &version);
-    fclose(f);
+    GPTConfig config;
+    if (read_model_shape(o.checkpoint, &config, err) != 0) die("--checkpoint: %s", err);
     if (tokenizer_vocab_size(tok) != config.V)
         die("--tokenizer %s has %d tokens, the model in %s %d", o.tokenizer, tokenizer_vocab_size(tok), o.checkpoint,
             config.V);

@@ -362,11 +362,8 @@ static int shard_vocab(const char* pattern) {
 // The shape in the header of the model checkpoint at path (flag: the option that names it).
 static GPTConfig model_file_shape(const char* flag, const char* path) {
     char err[ERR_LEN];
-    FILE* f = fopen_regular_file(path, err);
-    if (!f) die("%s: %s", flag, err);
-    int version;
-    GPTConfig c = read_model_header(f, path, &version);
-    fclose(f);
+    GPTConfig c;
+    if (read_model_shape(path, &c, err) != 0) die("%s: %s", flag, err);
     return c;
 }
 

@@ -55,6 +55,15 @@ GPTConfig read_model_header(FILE* f, const char* path, int* version) {
     return c;
 }
 
+int read_model_shape(const char* path, GPTConfig* shape, char* err) {
+    FILE* f = fopen_regular_file(path, err);
+    if (!f) return -1;
+    int version;
+    *shape = read_model_header(f, path, &version);
+    fclose(f);
+    return 0;
+}
+
 float* read_model_values(const char* path, const GPTConfig* config) {
     FILE* f = open_checkpoint_file(path);
     int version;

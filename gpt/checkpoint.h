@@ -58,6 +58,9 @@ typedef struct {
 
 // The shape in a model checkpoint's header (its size checked too), and its version.
 GPTConfig read_model_header(FILE* f, const char* path, int* version);
+// The shape in the model checkpoint at path: 0, or -1 with err when path is not a regular file
+// that can be read (a corrupt header ends the program, as read_model_header does).
+int read_model_shape(const char* path, GPTConfig* shape, char* err);
 // The parameters of the version 3 or 5 checkpoint at path, whose shape must be config's, on the
 // host: count_params(config) fp32 values in checkpoint order (malloc'd), each checked finite.
 // gpt_set_params puts them into a model.
