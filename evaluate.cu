@@ -127,7 +127,7 @@ static ChoiceRows tokenize_items(const ChoiceItems* items, int n_items, const To
             memcpy(spaced + 1, it->endings[k], len + 1);
             n_end[k] = (int)tokenizer_encode(tok, (const unsigned char*)spaced, len + 1, ends[k]);
             free(spaced);
-            if (n_end[k] + 1 >= maxT)
+            if (n_end[k] + 1 > maxT)
                 die("%s:%d: ending %d is %d tokens, more than the model's context of %d leaves after "
                     "<|endoftext|>", path, it->line, k, n_end[k], maxT);
             if (n_end[k] > longest_end) longest_end = n_end[k];

@@ -79,7 +79,7 @@ static void parse_args(int argc, char** argv, GenerateOptions* o) {
         case OPT_TEMPERATURE: o->temperature = parse_float("--temperature", optarg); break;
         case OPT_TOP_K: o->top_k = parse_int_in("--top-k", optarg, 0, 1 << 30); break;
         case OPT_TOP_P: o->top_p = parse_float("--top-p", optarg); break;
-        case OPT_SAMPLES: o->samples = parse_int_in("--samples", optarg, 1, 1024); break;
+        case OPT_SAMPLES: o->samples = parse_int_in("--samples", optarg, 1, INFERENCE_MAX_SEQUENCES); break;
         case OPT_SEED: o->seed = (uint64_t)parse_integer("--seed", optarg); break;
         case 'h': usage(); exit(0);
         case ':': die("%s needs a value (generate --help lists the options)", argv[optind - 1]);

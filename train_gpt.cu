@@ -887,8 +887,13 @@ static void print_sample(Run* r) {
     printf("sample: ");
     inference_prompt(m, tokens, 1);
     for (int i = 0; i < n; i++) {
-        if (i > 0 && m->host_positions == m->length) inference_prompt(m, tokens + count - m->prompt_max, m->prompt_max);
-        else if (i > 0) inference_step(m);
+        if (i > 0 && m->host_positions == m->length) {
+            // A new seed: the noise of the draws is keyed by position, which starts over.
+            inference_set_seed(m, rng_next(&r->sample_rng));
+            inference_prompt(m, tokens + count - m->prompt_max, m->prompt_max);
+        } else if (i > 0) {
+            inference_step(m);
+        }
         tokens[count++] = m->host_tokens[0];
         print_token(tokens[count - 1], r->tok);
     }

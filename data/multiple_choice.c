@@ -92,6 +92,7 @@ static int read_string(Line* l, char** out) {
         if (e != 'u') { l->p--; free(s); return fail(l, "an unknown escape"); }
         unsigned cp;
         if (hex4(l, &cp) != 0) { free(s); return -1; }
+        if (cp == 0) { free(s); return fail(l, "a NUL character (\\u0000) inside a string"); }
         if (cp >= 0xD800 && cp < 0xDC00) {   // a high surrogate: its low half must follow
             unsigned low;
             if (l->end - l->p < 2 || l->p[0] != '\\' || l->p[1] != 'u') { free(s); return fail(l, "a lone surrogate"); }

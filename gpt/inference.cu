@@ -83,6 +83,9 @@ void inference_plan_print(const InferencePlan* m) {
 }
 
 void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prompt_max, DrawSettings draw) {
+    if (B < 1 || B > INFERENCE_MAX_SEQUENCES || length < 2 || length > c.maxT || prompt_max < 1 || prompt_max >= length)
+        die("inference_build: %d sequences (1 to %d) of %d positions (2 to the context, %d), prompts up to %d",
+            B, INFERENCE_MAX_SEQUENCES, length, c.maxT, prompt_max);
     memset(m, 0, sizeof(*m));
     m->config = c;
     m->B = B;
@@ -101,20 +104,24 @@ void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prom
     layout(m, m->memory, &c, B, length, prompt_max);
     cudaCheck(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
     cudaCheck(cudaMallocHost((void**)&m->host_tokens, (size_t)B * sizeof(int)));
-    m->host_logits = (float*)malloc((size_t)B * c.V * sizeof(float));
+    cudaCheck(cudaMallocHost((void**)&m->host_positions_staging, (size_t)B * sizeof(int)));
+    cudaCheck(cudaMallocHost((void**)&m->host_row, (size_t)B * c.Vp * sizeof(bf16)));   // copied in the graph
+    m->host_logits = (float*)malloc((size_t)c.V * sizeof(float));
     m->host_scratch = (float*)malloc(2 * (size_t)c.V * sizeof(float));
-    m->host_row = (bf16*)malloc((size_t)B * c.Vp * sizeof(bf16));
-    if (!m->host_logits || !m->host_scratch || !m->host_row) die("out of host memory for the draws");
+    if (!m->host_logits || !m->host_scratch) die("out of host memory for the draws");
     inference_set_seed(m, draw.seed);
 }
 
+// The copies go on the model's stream (non-blocking: the legacy stream's copies would not be
+// ordered before its kernels); a copy from pageable memory has read it when it returns.
 void inference_set_seed(InferenceModel* m, uint64_t seed) {
     m->rng.state = seed;
-    cudaCheck(cudaMemcpy(m->seed, &seed, sizeof(seed), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpyAsync(m->seed, &seed, sizeof(seed), cudaMemcpyHostToDevice, m->stream));
 }
 
 void inference_copy_params(InferenceModel* m, const bf16* params) {
-    cudaCheck(cudaMemcpy(m->params.wte, params, count_params(&m->config) * sizeof(bf16), cudaMemcpyDeviceToDevice));
+    cudaCheck(cudaMemcpyAsync(m->params.wte, params, count_params(&m->config) * sizeof(bf16),
+                              cudaMemcpyDeviceToDevice, m->stream));
 }
 
 void inference_set_params(InferenceModel* m, const float* values) {
@@ -122,7 +129,7 @@ void inference_set_params(InferenceModel* m, const float* values) {
     bf16* rounded = (bf16*)malloc(P * sizeof(bf16));
     if (!rounded) die("out of host memory (%zu parameters)", P);
     for (size_t i = 0; i < P; i++) rounded[i] = __float2bfloat16(values[i]);
-    cudaCheck(cudaMemcpy(m->params.wte, rounded, P * sizeof(bf16), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpyAsync(m->params.wte, rounded, P * sizeof(bf16), cudaMemcpyHostToDevice, m->stream));
     free(rounded);
 }
 
@@ -183,9 +190,9 @@ static void finish_draw(InferenceModel* m) {
     const DrawSettings* d = &m->draw;
     if (d->top_k == 0 && d->top_p >= 1.0f) return;
     for (int b = 0; b < m->B; b++) {
-        float* logits = m->host_logits + (size_t)b * c->V;
-        for (int v = 0; v < c->V; v++) logits[v] = __bfloat162float(m->host_row[(size_t)b * c->Vp + v]);
-        m->host_tokens[b] = sample_token(logits, c->V, d->temperature, d->top_k, d->top_p, &m->rng, m->host_scratch);
+        for (int v = 0; v < c->V; v++) m->host_logits[v] = __bfloat162float(m->host_row[(size_t)b * c->Vp + v]);
+        m->host_tokens[b] =
+            sample_token(m->host_logits, c->V, d->temperature, d->top_k, d->top_p, &m->rng, m->host_scratch);
     }
     cudaCheck(cudaMemcpyAsync(m->tokens, m->host_tokens, (size_t)m->B * sizeof(int), cudaMemcpyHostToDevice,
                               m->stream));
@@ -198,6 +205,7 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
     if (n < 1 || n > m->prompt_max || n >= m->length)
         die("inference_prompt: %d tokens, the model holds prompts of 1 to %d and %d positions", n, m->prompt_max,
             m->length);
+    cudaCheck(cudaStreamSynchronize(st));   // the staging buffers are free again
     cudaCheck(cudaMemcpyAsync(m->prompt.tokens, prompt, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, st));
     encoder_forward(m->prompt.x, m->prompt.tokens, m->params.wte, m->params.wpe, 1, n, C, st);
     AttentionShape s = attention_shape(c, 1, n);
@@ -218,8 +226,9 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
                           m->prompt.x + (size_t)(n - 1) * C, m->params.lnfw, m->params.lnfb, 1, C, st);
     matmul_forward(m->step.logits, NULL, m->step.ln, m->params.wte, NULL, NULL, m->B, C, c->Vp, st);
     // The draw of the token at position n keys its noise by position n - 1, the logits' own.
-    for (int b = 0; b < m->B; b++) m->host_tokens[b] = n - 1;
-    cudaCheck(cudaMemcpyAsync(m->positions, m->host_tokens, (size_t)m->B * sizeof(int), cudaMemcpyHostToDevice, st));
+    for (int b = 0; b < m->B; b++) m->host_positions_staging[b] = n - 1;
+    cudaCheck(cudaMemcpyAsync(m->positions, m->host_positions_staging, (size_t)m->B * sizeof(int),
+                              cudaMemcpyHostToDevice, st));
     enqueue_draw(m);
     finish_draw(m);
     m->host_positions = n;
@@ -256,6 +265,7 @@ static void enqueue_step(InferenceModel* m) {
 }
 
 void inference_step(InferenceModel* m) {
+    if (m->host_positions == 0) die("inference_step: no prompt yet (inference_prompt)");
     if (m->host_positions >= m->length)
         die("inference_step: position %d, the cache holds %d", m->host_positions, m->length);
     if (!m->step_graph) {
@@ -276,7 +286,8 @@ void inference_free(InferenceModel* m) {
     cudaCheck(cudaStreamDestroy(m->stream));
     cudaCheck(cudaFree(m->memory));
     cudaCheck(cudaFreeHost(m->host_tokens));
+    cudaCheck(cudaFreeHost(m->host_positions_staging));
+    cudaCheck(cudaFreeHost(m->host_row));
     free(m->host_logits);
     free(m->host_scratch);
-    free(m->host_row);
 }

@@ -27,8 +27,11 @@ typedef struct {
     float temperature;   // 0: the most likely token
     int top_k;           // 0: all
     float top_p;         // 1: all
-    uint64_t seed;       // the first seed (inference_set_seed changes it)
+    uint64_t seed;       // the draws' first seed (inference_set_seed sets another)
 } DrawSettings;
+
+// Sequences one model decodes at most (one thread each advances their positions).
+#define INFERENCE_MAX_SEQUENCES 1024
 
 typedef struct {
     GPTConfig config;
@@ -45,10 +48,11 @@ typedef struct {
     int* positions;              // (B) device: their positions
     uint64_t* seed;              // (1) device: the draws' seed
     int* host_tokens;            // (B) pinned
-    int host_positions;          // every sequence's position (they decode in step)
-    float* host_logits;          // (B, V) host draws only
+    int* host_positions_staging; // (B) pinned: the prompt's positions on their way to the GPU
+    int host_positions;          // every sequence's position (they decode in step); 0: no prompt yet
+    bf16* host_row;              // (B, Vp) pinned: host draws only, the logits the graph copies out
+    float* host_logits;          // (V) one sequence's, in fp32
     float* host_scratch;         // (2 V)
-    bf16* host_row;              // (V)
     Rng rng;                     // host draws
     AttentionPlan attention;
     cudaStream_t stream;
@@ -57,8 +61,10 @@ typedef struct {
 
 InferencePlan inference_plan(const GPTConfig* c, int B, int length, int prompt_max);
 
-// Allocates the model for B sequences of up to length positions, prompts of up to prompt_max
-// tokens; dies with the numbers when it does not fit.
+// Allocates the model for B sequences (1 to INFERENCE_MAX_SEQUENCES) of up to length positions
+// (2 to the context), prompts of up to prompt_max tokens (< length), whose shapes the flash and
+// decode attention take (the caller checks: attention_unsupported); dies with the numbers when
+// it does not fit.
 void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prompt_max, DrawSettings draw);
 // The parameters from fp32 values (checkpoint order), rounded to bf16; or a copy of bf16 ones
 // already on the GPU (a training model's, once the work that writes them is done).

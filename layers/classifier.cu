@@ -169,15 +169,20 @@ void classifier_forward_backward(bf16* logits, float* losses, const int* targets
 // Drawing the next token on the GPU
 
 // A uniform in (0, 1) from (seed, row, position, column): splitmix64's finalizer of a mix, so
-// that every draw of a decoding loop is new and none depends on the launch.
+// that every draw of a decoding loop is new and none depends on the launch. 23 bits, so that
+// the largest value, 1 - 2^-24, is a float below 1 (with 24, it rounds to 1 and -log(-log(u))
+// to +inf).
 __device__ inline float uniform_draw(uint64_t seed, int row, int position, int col) {
     uint64_t x = seed ^ ((uint64_t)row * 0xD6E8FEB86659FD93ull) ^ ((uint64_t)position * 0x9E3779B97F4A7C15ull) ^
                  ((uint64_t)col * 0xBF58476D1CE4E5B9ull);
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
     x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
     x ^= x >> 31;
-    return ((float)(x >> 40) + 0.5f) * (1.0f / 16777216.0f);
+    return ((float)(x >> 41) + 0.5f) * (1.0f / 8388608.0f);
 }
+
+// Below this the division by the temperature overflows; the draw is then the most likely token.
+#define MIN_TEMPERATURE 1e-6f
 
 // One block per row: the column of the largest logit / temperature + Gumbel noise (the Gumbel-max
 // draw from softmax(logits / temperature)), or of the largest logit at temperature 0; the
@@ -193,7 +198,8 @@ classifier_sample_kernel(int* tokens, const bf16* logits, int V, int Vp, float t
     int best_col = 0;
     for (int col = threadIdx.x; col < V; col += blockDim.x) {
         float score = (float)x[col];
-        if (temperature > 0.0f) score = score / temperature - logf(-logf(uniform_draw(seed, row, position, col)));
+        if (temperature >= MIN_TEMPERATURE)
+            score = score / temperature - logf(-logf(uniform_draw(seed, row, position, col)));
         if (score > best) { best = score; best_col = col; }
     }
     __shared__ float s_best[CLASSIFIER_THREADS / 32];

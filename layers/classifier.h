@@ -16,7 +16,7 @@ void classifier_forward_backward(bf16* logits, float* losses, const int* targets
 // tokens (N) device: for each row of logits (N, Vp), the next token drawn from
 // softmax(logits[i, :V] / temperature), by the Gumbel-max trick with noise from (*seed, the
 // row, positions[i], the column), seed and positions read on the GPU; at temperature 0 the most
-// likely token. Only the ids leave the GPU.
+// likely token (also below a temperature of 1e-6). Only the ids leave the GPU.
 void classifier_sample(int* tokens, const bf16* logits, int N, int V, int Vp, float temperature, const uint64_t* seed,
                        const int* positions, cudaStream_t stream);
 

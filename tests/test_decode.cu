@@ -5,14 +5,18 @@
 //    merged), with the output poisoned (NaN) before each call. Tolerance 1e-2 relative L2: the
 //    inputs are bf16 values, taken exactly; sums and the softmax run in fp32 (errors ~1e-6), so
 //    the bf16 rounding of O (2^-9 relative at most) dominates [measured below 3e-3].
-// 2. The inference model (gpt/inference.h): a d2-sized GPT (L 2, C 128, NH 2, V 300) whose
-//    weights are scaled up so its logits spread over several nats, three greedy samples of the
-//    same prompt decoded together by the captured step, and at every step the same prefix
-//    through a full gpt_forward of the training model: every sample draws the same tokens with
-//    the same logits, the logits agree with the full forward's within 2e-2 relative L2 (bf16:
-//    the two paths round at different places), and the full forward's most likely token is the
-//    one drawn wherever its lead over the second exceeds 0.1 nats (closer calls can flip under
-//    bf16 noise of ~1e-2; how many were that close is printed).
+// 2. The same kernel for three sequences at positions of their own (5, 300, 1025), read on the
+//    GPU, in one launch: each against its own reference.
+// 3. The inference model (gpt/inference.h): a d2-sized GPT (L 2, C 128, NH 2, V 300) whose
+//    weights are scaled up so its logits spread over several nats, samples of one prompt
+//    decoded together by the captured step, and for each sample at every step its own prefix
+//    through a full gpt_forward of the training model: the logits agree within 2e-2 relative
+//    L2 (bf16: the two paths round at different places). Greedy (3 samples): every sample draws
+//    the same tokens with the same logits, and the full forward's most likely token is the one
+//    drawn wherever its lead over the second exceeds 0.1 nats (closer calls can flip under bf16
+//    noise of ~1e-2; how many were that close is printed). At temperature 1 (3 samples, drawn on
+//    the GPU) the samples go apart and each keeps its own prefix's logits; with top-k 5 (2
+//    samples, drawn on the host) every draw is among the full forward's 5 most likely.
 #include <math.h>
 #include <string.h>
 #include "attention/attention.h"
@@ -123,11 +127,16 @@ static void inference_logits(const InferenceModel* m, int b, float* out) {
     free(host);
 }
 
-#define CACHED_NAME "inference model: greedy samples decoded together equal a full forward per token"
-
-static void test_cached_generation(void) {
-    test_begin(CACHED_NAME);
-    const int prompt_len = 7, length = 96, samples = 3;
+// The inference model against a full forward of the training model, for each sample of its
+// own prefix: samples decoded together under draw settings d. Greedy: every sample draws the
+// same tokens with the same logits, and the full forward's most likely token is the one drawn
+// wherever its lead over the second exceeds 0.1 nats. At a temperature the samples go apart,
+// and each one's logits must still be its own prefix's (a cache row mixed up with another's
+// would not be); with top-k each draw must be among the k most likely of the full forward
+// (within 0.05 nats of the k-th, bf16 noise).
+static void check_inference(const char* name, int samples, DrawSettings d) {
+    test_begin(name);
+    const int prompt_len = 7, length = 96;
     GPTConfig c = {.maxT = 128, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128};
     ModelOptions mo = {.attention = {.kind = ATTENTION_FLASH}};
     size_t P = count_params(&c);
@@ -141,70 +150,166 @@ static void test_cached_generation(void) {
     }
     static InferenceModel cached;
     static GPT full;
-    inference_build(&cached, c, samples, length, prompt_len, (DrawSettings){0.0f, 0, 1.0f, 1});
+    inference_build(&cached, c, samples, length, prompt_len, d);
     gpt_build(&full, c, 1, length, &mo, NULL);
     inference_set_params(&cached, values);
     gpt_set_params(&full, values);
-    int tokens[96];
+    int* tokens = (int*)malloc((size_t)samples * length * sizeof(int));   // (samples, length)
     Rng rng = {5};
     for (int i = 0; i < prompt_len; i++) tokens[i] = (int)(rng_next(&rng) % c.V);
+    for (int s = 1; s < samples; s++) memcpy(tokens + (size_t)s * length, tokens, prompt_len * sizeof(int));
     float* a = (float*)malloc((size_t)c.V * sizeof(float));
-    float* a_other = (float*)malloc((size_t)c.V * sizeof(float));
+    float* first = (float*)malloc((size_t)c.V * sizeof(float));
     float* b = (float*)malloc((size_t)c.V * sizeof(float));
     inference_prompt(&cached, tokens, prompt_len);
     double worst = 0.0;
-    int close_calls = 0, differing_samples = 0;
+    int close_calls = 0, differing = 0, outside_top_k = 0;
     for (int pos = prompt_len; pos < length; pos++) {
         if (pos > prompt_len) inference_step(&cached);
-        // The draw of every sample, from logits of the prefix tokens[0..pos).
-        tokens[pos] = cached.host_tokens[0];
-        inference_logits(&cached, 0, a);
-        for (int s = 1; s < samples; s++) {
-            inference_logits(&cached, s, a_other);
-            if (cached.host_tokens[s] != tokens[pos] || memcmp(a, a_other, (size_t)c.V * sizeof(float)) != 0)
-                differing_samples++;
+        for (int s = 0; s < samples; s++) {
+            int* mine = tokens + (size_t)s * length;
+            mine[pos] = cached.host_tokens[s];
+            inference_logits(&cached, s, a);
+            if (s == 0) memcpy(first, a, (size_t)c.V * sizeof(float));
+            else if (d.temperature == 0.0f && (mine[pos] != tokens[pos] || memcmp(a, first, (size_t)c.V * 4) != 0))
+                differing++;
+            // The full forward of this sample's prefix.
+            gpt_forward(&full, mine, 1, pos);
+            logits_row(&full, pos - 1, b);
+            double diff = 0.0, ref = 0.0;
+            for (int v = 0; v < c.V; v++) {
+                diff += ((double)a[v] - b[v]) * ((double)a[v] - b[v]);
+                ref += (double)b[v] * b[v];
+            }
+            double err = sqrt(diff / ref);
+            worst = fmax(worst, err);
+            CHECK(err < 2e-2, "sample %d position %d: the logits differ by %.3g relative L2", s, pos, err);
+            CHECK(mine[pos] >= 0 && mine[pos] < c.V, "sample %d position %d: token %d", s, pos, mine[pos]);
+            if (d.temperature == 0.0f) {
+                float lead;
+                int full_token = argmax(b, c.V, &lead);
+                if (lead > 0.1f) CHECK(full_token == mine[pos], "position %d: cache chose %d, full forward %d (lead %.3f)",
+                                       pos, mine[pos], full_token, lead);
+                else close_calls++;
+            }
+            if (d.top_k > 0) {
+                int above = 0;
+                for (int v = 0; v < c.V; v++) above += b[v] > b[mine[pos]] + 0.05f;
+                outside_top_k += above >= d.top_k;
+            }
         }
-        // The full forward of the same prefix.
-        gpt_forward(&full, tokens, 1, pos);
-        logits_row(&full, pos - 1, b);
-        double diff = 0.0, ref = 0.0;
-        for (int v = 0; v < c.V; v++) {
-            diff += ((double)a[v] - b[v]) * ((double)a[v] - b[v]);
-            ref += (double)b[v] * b[v];
-        }
-        double err = sqrt(diff / ref);
-        worst = fmax(worst, err);
-        CHECK(err < 2e-2, "position %d: the logits differ by %.3g relative L2", pos, err);
-        float lead_full;
-        int full_token = argmax(b, c.V, &lead_full);
-        if (lead_full > 0.1f) CHECK(full_token == tokens[pos], "position %d: cache chose %d, full forward %d (lead %.3f)",
-                                    pos, tokens[pos], full_token, lead_full);
-        else close_calls++;
     }
-    CHECK(differing_samples == 0, "%d steps where the greedy samples differ", differing_samples);
-    printf("    %d tokens x %d samples; worst logits error %.2e; %d steps within 0.1 nats of a tie\n",
+    CHECK(differing == 0, "%d draws where the greedy samples differ", differing);
+    CHECK(outside_top_k == 0, "%d draws outside the top %d", outside_top_k, d.top_k);
+    printf("    %d tokens x %d samples; worst logits error %.2e; %d greedy steps within 0.1 nats of a tie\n",
            length - prompt_len, samples, worst, close_calls);
     test_end();
     inference_free(&cached);
     gpt_free(&full);
     free(values);
+    free(tokens);
     free(a);
-    free(a_other);
+    free(first);
     free(b);
+}
+
+static const char* const INFERENCE_NAMES[3] = {
+    "inference model: 3 greedy samples decoded together equal a full forward per token",
+    "inference model: 3 samples at temperature 1, each its own prefix's logits",
+    "inference model: 2 samples with top-k 5 (drawn on the host), each its own prefix's logits"};
+
+static void test_inference(void) {
+    check_inference(INFERENCE_NAMES[0], 3, (DrawSettings){0.0f, 0, 1.0f, 1});
+    check_inference(INFERENCE_NAMES[1], 3, (DrawSettings){1.0f, 0, 1.0f, 2});
+    check_inference(INFERENCE_NAMES[2], 2, (DrawSettings){1.0f, 5, 1.0f, 3});
+}
+
+// Three sequences whose queries sit at positions of their own (device): each against the float64
+// reference of its own cache, one launch for all.
+#define BATCHED_NAME "attention_decode: 3 sequences at positions 5, 300 and 1025 in one launch"
+
+static void test_decode_batched(void) {
+    test_begin(BATCHED_NAME);
+    const int NH = 2, HS = 64, T = 1100, B = 3, pos[B] = {5, 300, 1025};
+    AttentionShape s = {B, T, NH, HS, 1, 1.0f / sqrtf((float)HS)};
+    AttentionPlan plan = {ATTENTION_FLASH};
+    size_t row = 3 * (size_t)NH * HS, n = (size_t)B * T * row, C = (size_t)NH * HS;
+    bf16* host = (bf16*)malloc(n * sizeof(bf16));
+    bf16* host_q = (bf16*)malloc((size_t)B * row * sizeof(bf16));
+    Rng rng = {99};
+    for (size_t i = 0; i < n; i++) host[i] = __float2bfloat16(2.0f * rng_symmetric(&rng));
+    for (int b = 0; b < B; b++) memcpy(host_q + b * row, host + ((size_t)b * T + pos[b]) * row, row * sizeof(bf16));
+    bf16 *qkv, *q, *out;
+    int* positions;
+    void* scratch;
+    cudaCheck(cudaMalloc((void**)&qkv, n * sizeof(bf16)));
+    cudaCheck(cudaMalloc((void**)&q, (size_t)B * row * sizeof(bf16)));
+    cudaCheck(cudaMalloc((void**)&out, (size_t)B * C * sizeof(bf16)));
+    cudaCheck(cudaMalloc((void**)&positions, B * sizeof(int)));
+    cudaCheck(cudaMalloc(&scratch, attention_decode_scratch_bytes(s)));
+    cudaCheck(cudaMemcpy(qkv, host, n * sizeof(bf16), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(q, host_q, (size_t)B * row * sizeof(bf16), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(positions, pos, B * sizeof(int), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemset(out, 0xff, (size_t)B * C * sizeof(bf16)));   // NaN
+    // K and V are the fused cache's; each sequence's query is its row of q.
+    AttentionParams p = attention_fused_params(s, qkv, out, NULL, NULL, NULL);
+    p.q = (AttentionTensor){q, (long long)row, 0, HS};
+    p.o = (AttentionTensor){out, (long long)C, 0, HS};
+    attention_decode(&plan, &p, positions, scratch, 0);
+    bf16* got = (bf16*)malloc((size_t)B * C * sizeof(bf16));
+    cudaCheck(cudaMemcpy(got, out, (size_t)B * C * sizeof(bf16), cudaMemcpyDeviceToHost));
+    double* scores = (double*)malloc((size_t)T * sizeof(double));
+    double worst = 0.0;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            const bf16* seq = host + (size_t)b * T * row;
+            double m = -INFINITY, l = 0.0, diff = 0.0, ref = 0.0;
+            for (int j = 0; j <= pos[b]; j++) {
+                double dot = 0.0;
+                for (int d = 0; d < HS; d++)
+                    dot += (double)__bfloat162float(host_q[b * row + h * HS + d]) *
+                           __bfloat162float(seq[(size_t)j * row + (NH + h) * HS + d]);
+                scores[j] = dot * s.scale;
+                m = fmax(m, scores[j]);
+            }
+            for (int j = 0; j <= pos[b]; j++) l += exp(scores[j] - m);
+            for (int d = 0; d < HS; d++) {
+                double o = 0.0;
+                for (int j = 0; j <= pos[b]; j++)
+                    o += exp(scores[j] - m) * __bfloat162float(seq[(size_t)j * row + (2 * NH + h) * HS + d]);
+                o /= l;
+                double g = __bfloat162float(got[b * C + h * HS + d]);
+                diff += (g - o) * (g - o);
+                ref += o * o;
+                if (isnan(g)) diff = INFINITY;
+            }
+            double err = sqrt(diff / ref);
+            worst = fmax(worst, err);
+            CHECK(err < 1e-2, "sequence %d (position %d) head %d: relative L2 error %.3g", b, pos[b], h, err);
+        }
+    printf("    worst relative L2 error %.2e\n", worst);
+    test_end();
+    free(host);
+    free(host_q);
+    free(got);
+    free(scores);
+    void* all[] = {qkv, q, out, positions, scratch};
+    for (int i = 0; i < 5; i++) cudaCheck(cudaFree(all[i]));
 }
 
 int main(void) {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         const char* names[] = {"attention_decode HS64 T=3000", "attention_decode HS128 T=3000",
-                               "attention_decode HS64 T=40",
-                               CACHED_NAME};
-        for (int i = 0; i < 4; i++) test_skip(names[i], "no CUDA device");
+                               "attention_decode HS64 T=40", BATCHED_NAME, INFERENCE_NAMES[0], INFERENCE_NAMES[1],
+                               INFERENCE_NAMES[2]};
+        for (int i = 0; i < 7; i++) test_skip(names[i], "no CUDA device");
         return test_exit_code();
     }
     test_decode_kernel(64, 3000);
     test_decode_kernel(128, 3000);
     test_decode_kernel(64, 40);
-    test_cached_generation();
+    test_decode_batched();
+    test_inference();
     return test_exit_code();
 }
