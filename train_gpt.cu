@@ -741,6 +741,10 @@ static void setup(Run* r, const TrainOptions* options) {
     if (r->sampling) {
         int length = o->sample_tokens + 1 < o->T ? o->sample_tokens + 1 : o->T;
         if (length < 2) die("--sample-every: -T %d leaves no room for a sample", o->T);
+        AttentionPlan flash = {ATTENTION_FLASH, 0, NULL};
+        const char* why = attention_unsupported(&flash, attention_shape(&r->config, 1, length / 2));
+        if (!why) why = attention_decode_unsupported(&flash, attention_shape(&r->config, 1, length));
+        if (why) die("--sample-every: samples are drawn with flash attention: %s", why);
         inference_build(&r->sampler, r->config, 1, length, length / 2,
                         (DrawSettings){o->temperature, o->top_k, 1.0f, 0});
     }
