@@ -429,6 +429,12 @@ static void resolve_model_shape(Run* r) {
     }
 }
 
+// Positions of the sampling model's cache: the sample and <|endoftext|>, at most the training
+// window.
+static int sample_length(const TrainOptions* o) {
+    return o->sample_tokens + 1 < o->T ? o->sample_tokens + 1 : o->T;
+}
+
 // The batch: B * T tokens per micro-step, grad_accum micro-steps per step.
 static void resolve_batch(Run* r) {
     TrainOptions* o = &r->o;
@@ -446,6 +452,14 @@ static void resolve_batch(Run* r) {
     AttentionShape local = attention_shape(&r->config, r->rows, r->cols);
     const char* why = attention_unsupported(&mo->attention, local);
     if (why) die("--attention %s: %s", attention_kind_name(mo->attention.kind), why);
+    if (r->tok && o->sample_every > 0) {
+        int length = sample_length(o);
+        if (length < 2) die("--sample-every: -T %d leaves no room for a sample", o->T);
+        AttentionPlan flash = {ATTENTION_FLASH, 0, NULL};
+        why = attention_unsupported(&flash, attention_shape(&r->config, 1, length / 2));
+        if (!why) why = attention_decode_unsupported(&flash, attention_shape(&r->config, 1, length));
+        if (why) die("--sample-every: samples are drawn with flash attention: %s", why);
+    }
     r->dp = (DataParallel){.comm = NULL, .rank = r->launch.rank, .world_size = r->launch.world_size,
                            .zero_stage = o->zero_stage};
     r->plan = gpt_memory_plan(&r->config, r->rows, r->cols, mo, &r->dp);
@@ -739,12 +753,7 @@ static void setup(Run* r, const TrainOptions* options) {
     // before the first step.
     r->sampling = r->tok && o->sample_every > 0 && r->launch.rank == 0;
     if (r->sampling) {
-        int length = o->sample_tokens + 1 < o->T ? o->sample_tokens + 1 : o->T;
-        if (length < 2) die("--sample-every: -T %d leaves no room for a sample", o->T);
-        AttentionPlan flash = {ATTENTION_FLASH, 0, NULL};
-        const char* why = attention_unsupported(&flash, attention_shape(&r->config, 1, length / 2));
-        if (!why) why = attention_decode_unsupported(&flash, attention_shape(&r->config, 1, length));
-        if (why) die("--sample-every: samples are drawn with flash attention: %s", why);
+        int length = sample_length(o);
         inference_build(&r->sampler, r->config, 1, length, length / 2,
                         (DrawSettings){o->temperature, o->top_k, 1.0f, 0});
     }
