@@ -35,29 +35,21 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     bf16* params = (bf16*)carve(count_params(c) * sizeof(bf16), &plan->params);
     if (base) point_params(&m->params, params, c);
     m->kv_cache = (bf16*)carve((size_t)c->L * B * length * 2 * C * sizeof(bf16), &plan->kv_cache);
-    AttentionShape prompt_shape = attention_shape(c, 1, prompt_max);
-    m->prompt.x = (bf16*)carve(P * C * sizeof(bf16), &plan->prompt);
-    m->prompt.ln = (bf16*)carve(P * C * sizeof(bf16), &plan->prompt);
-    m->prompt.qkv = (bf16*)carve(P * 3 * C * sizeof(bf16), &plan->prompt);
-    m->prompt.atty = (bf16*)carve(P * C * sizeof(bf16), &plan->prompt);
-    m->prompt.mid = (bf16*)carve(P * C * sizeof(bf16), &plan->prompt);
-    m->prompt.fch = (bf16*)carve(P * 4 * C * sizeof(bf16), &plan->prompt);
-    m->prompt.fch_gelu = (bf16*)carve(P * 4 * C * sizeof(bf16), &plan->prompt);
-    m->prompt.mean = (float*)carve(P * sizeof(float), &plan->prompt);
-    m->prompt.rstd = (float*)carve(P * sizeof(float), &plan->prompt);
-    m->prompt.lse = (float*)carve(attention_saved_bytes(&m->attention, prompt_shape), &plan->prompt);
-    m->prompt.tokens = (int*)carve(P * sizeof(int), &plan->prompt);
+    // A layer's activations on n rows, each buffer a width of C's.
+    auto carve_rows = [&](RowBuffers* r, size_t n, size_t* part) {
+        bf16** rows_of[] = {&r->x, &r->ln, &r->qkv, &r->atty, &r->mid, &r->fch, &r->fch_gelu};
+        const size_t widths[] = {1, 1, 3, 1, 1, 4, 4};
+        for (int i = 0; i < 7; i++) *rows_of[i] = (bf16*)carve(n * widths[i] * C * sizeof(bf16), part);
+        r->mean = (float*)carve(n * sizeof(float), part);
+        r->rstd = (float*)carve(n * sizeof(float), part);
+    };
+    carve_rows(&m->prompt, P, &plan->prompt);
+    size_t lse_bytes = attention_saved_bytes(&m->attention, attention_shape(c, 1, prompt_max));
+    m->prompt_lse = (float*)carve(lse_bytes, &plan->prompt);
+    m->prompt_tokens = (int*)carve(P * sizeof(int), &plan->prompt);
     size_t rows = B;
-    m->step.x = (bf16*)carve(rows * C * sizeof(bf16), &plan->step);
-    m->step.ln = (bf16*)carve(rows * C * sizeof(bf16), &plan->step);
-    m->step.qkv = (bf16*)carve(rows * 3 * C * sizeof(bf16), &plan->step);
-    m->step.atty = (bf16*)carve(rows * C * sizeof(bf16), &plan->step);
-    m->step.mid = (bf16*)carve(rows * C * sizeof(bf16), &plan->step);
-    m->step.fch = (bf16*)carve(rows * 4 * C * sizeof(bf16), &plan->step);
-    m->step.fch_gelu = (bf16*)carve(rows * 4 * C * sizeof(bf16), &plan->step);
-    m->step.logits = (bf16*)carve(rows * c->Vp * sizeof(bf16), &plan->step);
-    m->step.mean = (float*)carve(rows * sizeof(float), &plan->step);
-    m->step.rstd = (float*)carve(rows * sizeof(float), &plan->step);
+    carve_rows(&m->step, rows, &plan->step);
+    m->logits = (bf16*)carve(rows * c->Vp * sizeof(bf16), &plan->step);
     m->decode_scratch = carve(decode_attention_scratch_bytes(attention_shape(c, B, length)), &plan->step);
     m->tokens = (int*)carve(rows * sizeof(int), &plan->step);
     m->positions = (int*)carve(rows * sizeof(int), &plan->step);
@@ -141,23 +133,22 @@ static void cache_views(const InferenceModel* m, int l, AttentionTensor* k, Atte
     *v = (AttentionTensor){base + C, batch, row, (int)HS};
 }
 
-// The transformer blocks on N rows of x (their qkv, atty, ... in the buffers given); attend runs
-// each layer's attention on qkv into atty.
+// The transformer blocks on N rows of r->x; attend runs each layer's attention on r->qkv into
+// r->atty.
 template <class Attend>
-static void blocks(const InferenceModel* m, int N, bf16* x, bf16* ln, float* mean, float* rstd, bf16* qkv,
-                   bf16* atty, bf16* mid, bf16* fch, bf16* fch_gelu, Attend attend) {
+static void blocks(const InferenceModel* m, int N, const RowBuffers* r, Attend attend) {
     const GPTConfig* c = &m->config;
     int C = c->C;
     cudaStream_t st = m->stream;
     for (int l = 0; l < c->L; l++) {
         LayerParameters w = layer_parameters(&m->params, l, C);
-        layernorm_forward(ln, mean, rstd, x, w.ln1w, w.ln1b, N, C, st);
-        matmul_forward(qkv, NULL, ln, w.qkvw, w.qkvb, NULL, N, C, 3 * C, st);
-        attend(l, qkv, atty);
-        matmul_forward(mid, NULL, atty, w.attprojw, w.attprojb, x, N, C, C, st);
-        layernorm_forward(ln, mean, rstd, mid, w.ln2w, w.ln2b, N, C, st);
-        matmul_forward(fch_gelu, fch, ln, w.fcw, w.fcb, NULL, N, C, 4 * C, st);
-        matmul_forward(x, NULL, fch_gelu, w.fcprojw, w.fcprojb, mid, N, 4 * C, C, st);
+        layernorm_forward(r->ln, r->mean, r->rstd, r->x, w.ln1w, w.ln1b, N, C, st);
+        matmul_forward(r->qkv, NULL, r->ln, w.qkvw, w.qkvb, NULL, N, C, 3 * C, st);
+        attend(l);
+        matmul_forward(r->mid, NULL, r->atty, w.attprojw, w.attprojb, r->x, N, C, C, st);
+        layernorm_forward(r->ln, r->mean, r->rstd, r->mid, w.ln2w, w.ln2b, N, C, st);
+        matmul_forward(r->fch_gelu, r->fch, r->ln, w.fcw, w.fcb, NULL, N, C, 4 * C, st);
+        matmul_forward(r->x, NULL, r->fch_gelu, w.fcprojw, w.fcprojb, r->mid, N, 4 * C, C, st);
     }
 }
 
@@ -171,12 +162,12 @@ static void enqueue_draw(InferenceModel* m) {
     const GPTConfig* c = &m->config;
     const DrawSettings* d = &m->draw;
     if (d->top_k == 0 && d->top_p >= 1.0f) {
-        classifier_sample(m->tokens, m->step.logits, m->B, c->V, c->Vp, d->temperature, m->seed, m->positions,
+        classifier_sample(m->tokens, m->logits, m->B, c->V, c->Vp, d->temperature, m->seed, m->positions,
                           m->stream);
         cudaCheck(cudaMemcpyAsync(m->host_tokens, m->tokens, (size_t)m->B * sizeof(int), cudaMemcpyDeviceToHost,
                                   m->stream));
     } else {
-        cudaCheck(cudaMemcpyAsync(m->host_row, m->step.logits, (size_t)m->B * c->Vp * sizeof(bf16),
+        cudaCheck(cudaMemcpyAsync(m->host_row, m->logits, (size_t)m->B * c->Vp * sizeof(bf16),
                                   cudaMemcpyDeviceToHost, m->stream));
     }
     advance_kernel<<<1, m->B, 0, m->stream>>>(m->positions, m->B);
@@ -206,11 +197,11 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
         die("inference_prompt: %d tokens, the model holds prompts of 1 to %d and %d positions", n, m->prompt_max,
             m->length);
     cudaCheck(cudaStreamSynchronize(st));   // the staging buffers are free again
-    cudaCheck(cudaMemcpyAsync(m->prompt.tokens, prompt, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, st));
-    encoder_forward(m->prompt.x, m->prompt.tokens, m->params.wte, m->params.wpe, 1, n, C, st);
+    cudaCheck(cudaMemcpyAsync(m->prompt_tokens, prompt, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, st));
+    encoder_forward(m->prompt.x, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
     AttentionShape s = attention_shape(c, 1, n);
-    blocks(m, n, m->prompt.x, m->prompt.ln, m->prompt.mean, m->prompt.rstd, m->prompt.qkv, m->prompt.atty,
-           m->prompt.mid, m->prompt.fch, m->prompt.fch_gelu, [&](int l, bf16* qkv, bf16* atty) {
+    const bf16* qkv = m->prompt.qkv;
+    blocks(m, n, &m->prompt, [&](int l) {
                // Every sequence's cache takes the prompt's keys and values (rows 0..n-1).
                AttentionTensor k, v;
                cache_views(m, l, &k, &v);
@@ -218,13 +209,13 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
                    cudaCheck(cudaMemcpy2DAsync(k.ptr + b * k.batch, k.row * sizeof(bf16), qkv + C,
                                                3 * C * sizeof(bf16), 2 * C * sizeof(bf16), n,
                                                cudaMemcpyDeviceToDevice, st));
-               attention_forward(&m->attention, s, atty, m->prompt.lse, qkv, NULL, st);
+               attention_forward(&m->attention, s, m->prompt.atty, m->prompt_lse, qkv, NULL, st);
            });
     // The last position's lnf and logits, once per sequence (each draws its own token).
     for (int b = 0; b < m->B; b++)
         layernorm_forward(m->step.ln + (size_t)b * C, m->step.mean + b, m->step.rstd + b,
                           m->prompt.x + (size_t)(n - 1) * C, m->params.lnfw, m->params.lnfb, 1, C, st);
-    matmul_forward(m->step.logits, NULL, m->step.ln, m->params.wte, NULL, NULL, m->B, C, c->Vp, st);
+    matmul_forward(m->logits, NULL, m->step.ln, m->params.wte, NULL, NULL, m->B, C, c->Vp, st);
     // The draw of the token at position n keys its noise by position n - 1, the logits' own.
     for (int b = 0; b < m->B; b++) m->host_positions_staging[b] = n - 1;
     cudaCheck(cudaMemcpyAsync(m->positions, m->host_positions_staging, (size_t)m->B * sizeof(int),
@@ -241,8 +232,8 @@ static void enqueue_step(InferenceModel* m) {
     int C = c->C, B = m->B, HS = C / c->NH;
     cudaStream_t st = m->stream;
     encoder_forward_at(m->step.x, m->tokens, m->positions, m->params.wte, m->params.wpe, B, C, st);
-    blocks(m, B, m->step.x, m->step.ln, m->step.mean, m->step.rstd, m->step.qkv, m->step.atty, m->step.mid,
-           m->step.fch, m->step.fch_gelu, [&](int l, bf16* qkv, bf16* atty) {
+    bf16 *qkv = m->step.qkv, *atty = m->step.atty;
+    blocks(m, B, &m->step, [&](int l) {
                AttentionTensor k, v;
                cache_views(m, l, &k, &v);
                // The B new rows: Q, K, V of sequence b in row b of qkv.
@@ -260,7 +251,7 @@ static void enqueue_step(InferenceModel* m) {
                attention_decode(&m->attention, &p, m->positions, m->decode_scratch, st);
            });
     layernorm_forward(m->step.ln, m->step.mean, m->step.rstd, m->step.x, m->params.lnfw, m->params.lnfb, B, C, st);
-    matmul_forward(m->step.logits, NULL, m->step.ln, m->params.wte, NULL, NULL, B, C, c->Vp, st);
+    matmul_forward(m->logits, NULL, m->step.ln, m->params.wte, NULL, NULL, B, C, c->Vp, st);
     enqueue_draw(m);
 }
 

@@ -23,6 +23,13 @@ size_t inference_plan_total(const InferencePlan* m);
 // One line on stderr (stdout is the generated text).
 void inference_plan_print(const InferencePlan* m);
 
+// One layer's activations on some rows: the stream, its layernorm (mean, rstd), Q K V, the
+// attention's output, the stream after it, the MLP's input to GELU and its output.
+typedef struct {
+    bf16 *x, *ln, *qkv, *atty, *mid, *fch, *fch_gelu;
+    float *mean, *rstd;
+} RowBuffers;
+
 typedef struct {
     float temperature;   // 0: the most likely token
     int top_k;           // 0: all
@@ -41,8 +48,11 @@ typedef struct {
     char* memory;                // one allocation, carved below
     ParameterTensors params;
     bf16* kv_cache;              // (L, B, length, 2C): a row's keys, then its values
-    struct { bf16 *x, *ln, *qkv, *atty, *mid, *fch, *fch_gelu; float *mean, *rstd, *lse; int* tokens; } prompt;
-    struct { bf16 *x, *ln, *qkv, *atty, *mid, *fch, *fch_gelu, *logits; float *mean, *rstd; } step;
+    RowBuffers prompt;           // (prompt_max) rows, one layer at a time
+    float* prompt_lse;           // the prompt's attention L
+    int* prompt_tokens;          // (prompt_max)
+    RowBuffers step;             // (B) rows: the decoding step's
+    bf16* logits;                // (B, Vp)
     void* decode_scratch;
     int* tokens;                 // (B) device: the tokens the next step reads, then the ones it draws
     int* positions;              // (B) device: their positions

@@ -59,12 +59,7 @@ done
 echo "== generation ($(elapsed))"
 text=${TEST_TEXT:-build/texts/tinyshakespeare.txt}
 gen=build/gpu-check-generate
-rm -rf "$gen"
-./prepare_data --vocab-size 4096 --split-blank-lines --out-dir "$gen/data" "$text" > "$LOGS/generate-prepare.log" 2>&1 ||
-    step_failed "generation: prepare_data"
-./train_gpt --model d12 --context 16384 -B 8 -T 1024 --steps 2 --train-data "$gen/data/train_*.bin" --val-every 0 \
-    --tokenizer "$gen/data/tokenizer.bin" --out-dir "$gen/run" > "$LOGS/generate-train.log" 2>&1 ||
-    { tail -3 "$LOGS/generate-train.log"; step_failed "generation: train_gpt"; }
+gpu_generation_model "$gen" "$text" "$LOGS"
 echo "| prompt bytes | prompt tokens | prompt ms | generated | tokens/s |"
 echo "|---|---|---|---|---|"
 for bytes in 0 4000 50000; do

@@ -1,7 +1,8 @@
 # scripts/gpu_common.sh: what the scripts/gpu_*.sh scripts share, sourced by each (not run):
 # their command line (-h or --help prints the script's opening comment, its usage; an unknown
 # option or an argument too many is refused with one line, before any work) and their exit
-# status (each step that fails is recorded; gpu_finish names them and exits non-zero).
+# status (each step that fails is recorded; gpu_finish names them and exits non-zero); and the
+# model the generation checks run on.
 
 GPU_FAILED_STEPS=""
 
@@ -27,6 +28,19 @@ gpu_arguments() {
         echo "error: $(basename "$0"): unexpected argument '$1' (--help prints the usage)" >&2
         exit 1
     fi
+}
+
+# gpu_generation_model DIR TEXT LOGS: the model of the generation checks in DIR/run/model_00000002.bin
+# (d12: L12 C768 NH12, TEXT's 4096-token BPE in DIR/data, a context of 16 384, two steps); a
+# step that fails is recorded.
+gpu_generation_model() {
+    local dir=$1 text=$2 logs=$3
+    rm -rf "$dir"
+    ./prepare_data --vocab-size 4096 --split-blank-lines --out-dir "$dir/data" "$text" > "$logs/generate-prepare.log" 2>&1 ||
+        step_failed "generation model: prepare_data"
+    ./train_gpt --model d12 --context 16384 -B 8 -T 1024 --steps 2 --train-data "$dir/data/train_*.bin" --val-every 0 \
+        --tokenizer "$dir/data/tokenizer.bin" --out-dir "$dir/run" > "$logs/generate-train.log" 2>&1 ||
+        { tail -3 "$logs/generate-train.log"; step_failed "generation model: train_gpt"; }
 }
 
 # step_failed NAME: records that the step NAME failed.

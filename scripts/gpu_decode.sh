@@ -36,12 +36,7 @@ grep -E 'ERROR SUMMARY' "$LOGS/memcheck.log"
 echo "== the d12 model ($(elapsed))"
 text=${TEST_TEXT:-build/texts/tinyshakespeare.txt}
 gen=build/gpu-decode
-rm -rf "$gen"
-./prepare_data --vocab-size 4096 --split-blank-lines --out-dir "$gen/data" "$text" > "$LOGS/prepare.log" 2>&1 ||
-    step_failed "prepare_data"
-./train_gpt --model d12 --context 16384 -B 8 -T 1024 --steps 2 --train-data "$gen/data/train_*.bin" --val-every 0 \
-    --tokenizer "$gen/data/tokenizer.bin" --out-dir "$gen/run" > "$LOGS/train.log" 2>&1 ||
-    { tail -3 "$LOGS/train.log"; step_failed "train_gpt"; }
+gpu_generation_model "$gen" "$text" "$LOGS"
 
 echo "== generate and PyTorch ($(elapsed))"
 table="$LOGS/table.md"

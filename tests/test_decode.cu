@@ -121,7 +121,7 @@ static int argmax(const float* x, int n, float* lead) {
 static void inference_logits(const InferenceModel* m, int b, float* out) {
     int V = m->config.V;
     bf16* host = (bf16*)malloc((size_t)V * sizeof(bf16));
-    cudaCheck(cudaMemcpy(host, m->step.logits + (size_t)b * m->config.Vp, (size_t)V * sizeof(bf16),
+    cudaCheck(cudaMemcpy(host, m->logits + (size_t)b * m->config.Vp, (size_t)V * sizeof(bf16),
                          cudaMemcpyDeviceToHost));
     for (int v = 0; v < V; v++) out[v] = __bfloat162float(host[v]);
     free(host);
