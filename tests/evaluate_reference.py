@@ -23,9 +23,10 @@ import numpy as np
 
 from output_file import Failure, fail
 
-# evaluate computes in bf16 (8 bits of mantissa, the logits too) against float64 here; measured
-# per-token errors stay far below this, but a row's sum adds them up.
-TOL = 2e-2
+# evaluate computes in bf16 (8 bits of mantissa, the logits too) against float64 here: a logit
+# of size 10 is rounded by up to 0.04, and a row's sum adds a dozen such errors up. A row scored
+# at the wrong positions or from another row's tokens is off by tens of percent.
+TOL = 5e-2
 LN_EPS = 1e-5
 COLUMNS = ["item", "line", "label", "ending", "tokens", "sum_loss", "mean_loss", "ids"]
 GELU_SCALE = np.sqrt(2 / np.pi)
