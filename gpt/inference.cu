@@ -56,14 +56,6 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     m->seed = (uint64_t*)carve(sizeof(uint64_t), &plan->step);
 }
 
-InferencePlan inference_plan(const GPTConfig* c, int B, int length, int prompt_max) {
-    InferenceModel m;
-    memset(&m, 0, sizeof(m));
-    m.attention.kind = ATTENTION_FLASH;
-    layout(&m, NULL, c, B, length, prompt_max);
-    return m.plan;
-}
-
 size_t inference_plan_total(const InferencePlan* m) { return m->params + m->kv_cache + m->prompt + m->step; }
 
 void inference_plan_print(const InferencePlan* m) {

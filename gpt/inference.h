@@ -69,8 +69,6 @@ typedef struct {
     cudaGraphExec_t step_graph;  // made by the first inference_step
 } InferenceModel;
 
-InferencePlan inference_plan(const GPTConfig* c, int B, int length, int prompt_max);
-
 // Allocates the model for B sequences (1 to INFERENCE_MAX_SEQUENCES) of up to length positions
 // (2 to the context), prompts of up to prompt_max tokens (< length), whose shapes the flash and
 // decode attention take (the caller checks: attention_unsupported); dies with the numbers when
