@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # Generation on a GPU machine, in one command from the repository root:
-#   bash scripts/gpu_decode.sh
+#   bash scripts/gpu_decode.sh [BASELINE_DIR]
 # builds; runs the decoding tests (tests/test_decode.cu, under compute-sanitizer memcheck too,
 # tests/test_generation.sh, tests/test_evaluate.sh); trains the d12 model of gpu_check.sh
 # (L12 C768 NH12, the test text's 4096-token BPE, a context of 16 384, two steps) and times
 # `generate` greedy, 256 new tokens, at prompts of 1, ~1000 and ~16 000 tokens and 1, 8 and 32
 # samples, each next to PyTorch's decoding loop on the same shape (scripts/bench_torch_decode.py:
 # a static KV cache, the step under torch.compile's CUDA graphs); ends with the table and the
-# ratios. TEST_TEXT: the text; PYTHON: the python with torch. Logs go to $OUT when set, else
+# ratios. With BASELINE_DIR (another flashgpt tree, e.g. an earlier commit) its generate is built
+# and timed on the same model and prompts, one sample (a column of its own: the speed before).
+# TEST_TEXT: the text; PYTHON: the python with torch. Logs go to $OUT when set, else
 # build/decode-logs. Exits non-zero when a step fails, and its last line names the steps that did.
 set -u
 . "$(dirname "$0")/gpu_common.sh"
-gpu_arguments 0 "$@"
+gpu_arguments 1 "$@"
+BASELINE=${1:-}
+if [ -n "$BASELINE" ] && [ ! -f "$BASELINE/Makefile" ]; then
+    echo "error: gpu_decode.sh: BASELINE_DIR $BASELINE is not a flashgpt tree (it has no Makefile)" >&2
+    exit 1
+fi
 LOGS=${OUT:-build/decode-logs}
 PYTHON=${PYTHON:-python3}
 mkdir -p "$LOGS"
@@ -22,6 +29,8 @@ echo "== build ($(elapsed))"
 if ! make -j"$(nproc)" all build/tests/test_decode > "$LOGS/build.log" 2>&1; then
     tail -30 "$LOGS/build.log"; echo "build failed: see $LOGS/build.log"; exit 1
 fi
+[ -z "$BASELINE" ] || make -C "$BASELINE" -j"$(nproc)" generate > "$LOGS/build-baseline.log" 2>&1 ||
+    step_failed "baseline build"
 
 echo "== tests ($(elapsed))"
 build/tests/test_decode > "$LOGS/test_decode.log" 2>&1 || step_failed test_decode
@@ -40,8 +49,8 @@ gpu_generation_model "$gen" "$text" "$LOGS"
 
 echo "== generate and PyTorch ($(elapsed))"
 table="$LOGS/table.md"
-echo "| prompt tokens | samples | generate tokens/s | PyTorch CUDA graph tokens/s | ratio |" > "$table"
-echo "|---|---|---|---|---|" >> "$table"
+echo "| prompt tokens | samples | generate tokens/s | PyTorch CUDA graph tokens/s | ratio | baseline, 1 sample |" > "$table"
+echo "|---|---|---|---|---|---|" >> "$table"
 for bytes in 0 3300 52000; do   # about 1, 1000 and 16 000 tokens of the BPE
     for samples in 1 8 32; do
         log="$LOGS/generate-$bytes-$samples.log"
@@ -54,7 +63,14 @@ for bytes in 0 3300 52000; do   # about 1, 1000 and 16 000 tokens of the BPE
             --tokens 256 > "$LOGS/torch-$bytes-$samples.log" 2>&1 || step_failed "bench_torch_decode $prompt x $samples"
         theirs=$(awk -F'|' '$2 ~ /d12/ { gsub(/ /, "", $7); print $7 }' "$LOGS/torch-$bytes-$samples.log" | tail -1)
         ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "-" }')
-        echo "| $prompt | $samples | $ours | ${theirs:--} | $ratio |" >> "$table"
+        before=-
+        if [ -n "$BASELINE" ] && [ "$samples" = 1 ]; then
+            head -c "$bytes" "$text" | "$BASELINE/generate" --checkpoint "$gen/run/model_00000002.bin" \
+                --tokenizer "$gen/data/tokenizer.bin" --max-tokens 256 --temperature 0 - \
+                > /dev/null 2> "$LOGS/baseline-$bytes.log" || step_failed "baseline generate $bytes bytes"
+            before=$(sed -n 's/.* s: \([0-9.]*\) tokens\/s.*/\1/p' "$LOGS/baseline-$bytes.log")
+        fi
+        echo "| $prompt | $samples | $ours | ${theirs:--} | $ratio | ${before:--} |" >> "$table"
     done
 done
 grep -h '^memory' "$LOGS"/generate-0-1.log "$LOGS"/generate-52000-32.log 2>/dev/null

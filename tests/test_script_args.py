@@ -144,7 +144,7 @@ PATH_STUBS = ["make", "nvidia-smi", "python3", "torchrun", "compute-sanitizer"]
 LOCAL_STUBS = ["train_gpt", "prepare_data", "generate", "build/tests/test_attention",
                "build/bench/bench_attention", "build/tests/test_decode", "tests/test_generation.sh",
                "tests/test_evaluate.sh"]
-GPU_SCRIPTS = {"gpu_check.sh": 1, "gpu_scaling.sh": 0, "gpu_speed_race.sh": 0, "gpu_attention.sh": 1, "gpu_decode.sh": 0}
+GPU_SCRIPTS = {"gpu_check.sh": 1, "gpu_scaling.sh": 0, "gpu_speed_race.sh": 0, "gpu_attention.sh": 1, "gpu_decode.sh": 1}
 
 
 def gpu_run(name, args, stub_status):
