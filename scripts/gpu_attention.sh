@@ -14,11 +14,7 @@
 set -u
 . "$(dirname "$0")/gpu_common.sh"
 gpu_arguments 1 "$@"
-BASELINE=${1:-}
-if [ -n "$BASELINE" ] && [ ! -f "$BASELINE/Makefile" ]; then
-    echo "error: gpu_attention.sh: BASELINE_DIR $BASELINE is not a flashgpt tree (it has no Makefile)" >&2
-    exit 1
-fi
+BASELINE=$(gpu_baseline "${1:-}") || exit 1
 LOGS=${OUT:-build/attention-logs}
 PYTHON=${PYTHON:-python3}
 SANITIZER_LIMIT_S=${SANITIZER_LIMIT_S:-100}

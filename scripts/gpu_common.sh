@@ -1,8 +1,8 @@
 # scripts/gpu_common.sh: what the scripts/gpu_*.sh scripts share, sourced by each (not run):
 # their command line (-h or --help prints the script's opening comment, its usage; an unknown
 # option or an argument too many is refused with one line, before any work) and their exit
-# status (each step that fails is recorded; gpu_finish names them and exits non-zero); and the
-# model the generation checks run on.
+# status (each step that fails is recorded; gpu_finish names them and exits non-zero); the
+# baseline tree some of them compare with; and the model the generation checks run on.
 
 GPU_FAILED_STEPS=""
 
@@ -28,6 +28,16 @@ gpu_arguments() {
         echo "error: $(basename "$0"): unexpected argument '$1' (--help prints the usage)" >&2
         exit 1
     fi
+}
+
+# gpu_baseline DIR: prints DIR, a flashgpt tree to compare with ("" for none), or refuses it in
+# one line (exit status 1).
+gpu_baseline() {
+    if [ -n "$1" ] && [ ! -f "$1/Makefile" ]; then
+        echo "error: $(basename "$0"): BASELINE_DIR $1 is not a flashgpt tree (it has no Makefile)" >&2
+        return 1
+    fi
+    echo "$1"
 }
 
 # gpu_generation_model DIR TEXT LOGS: the model of the generation checks in DIR/run/model_00000002.bin
