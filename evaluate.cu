@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
         die("no CUDA device: evaluate runs on an NVIDIA GPU");
     MemoryPlan plan = gpt_memory_plan(&config, batch_rows, T, &mo, NULL);
-    if (gpt_memory_unfit(&plan, err)) die("--batch-items %d %s; try fewer", o.batch_items, err);
+    if (gpu_memory_unfit(memory_plan_total(&plan), err)) die("--batch-items %d %s; try fewer", o.batch_items, err);
     static GPT g;
     gpt_build(&g, config, batch_rows, T, &mo, NULL);
     gpt_set_params(&g, values);

@@ -736,7 +736,7 @@ static void setup(Run* r, const TrainOptions* options) {
             r->ring = ring_over_nccl(r->ring_comm, cp, r->launch.rank % cp);
         }
     }
-    if (gpt_memory_unfit(&r->plan, err))
+    if (gpu_memory_unfit(memory_plan_total(&r->plan), err))
         die("-B %d -T %d %s; try a smaller -B or --recompute gelu,layernorm", o->B, o->T, err);
     gpt_build(&r->model, r->config, r->rows, r->cols, &o->model_options, launched ? &r->dp : NULL);
     cudaCheck(cudaMalloc((void**)&r->loss_device, sizeof(float)));

@@ -4,7 +4,7 @@
 // programs end with die(): "error: <message>" on stderr and exit status 1. So do the CUDA
 // libraries (layers/, attention/, gpt/), in library words (never a program's flags), on what a
 // caller cannot recover from: a CUDA, cuBLAS or NCCL error (common/cuda_check.h), a call outside
-// their contract (the callers check first: attention_unsupported, gpt_memory_unfit, ...), host
+// their contract (the callers check first: attention_unsupported, gpu_memory_unfit, ...), host
 // memory running out, and, in gpt/checkpoint.cu, a checkpoint file that cannot be read or written
 // or is corrupt.
 #ifndef FLASHGPT_ERROR_H

@@ -17,6 +17,17 @@ void recompute_name(int flags, char* out, size_t len) {
              flags & RECOMPUTE_LAYERNORM ? "layernorm" : flags ? "" : "none");
 }
 
+#define MEMORY_RESERVE ((size_t)512 << 20)
+
+int gpu_memory_unfit(size_t bytes, char* err) {
+    size_t free_bytes, total_bytes;
+    cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (bytes + MEMORY_RESERVE <= free_bytes) return 0;
+    set_err(err, "does not fit in GPU memory: it needs %.2f GiB (+%.2f GiB reserve), %.2f GiB are free", GIB(bytes),
+            GIB(MEMORY_RESERVE), GIB(free_bytes));
+    return 1;
+}
+
 size_t memory_plan_total(const MemoryPlan* m) {
     return m->params + m->grads + m->optimizer + m->activations + m->attention_saved +
            m->logits_and_scratch + m->backward;

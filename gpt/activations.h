@@ -68,6 +68,9 @@ typedef struct {
 } MemoryPlan;
 
 size_t memory_plan_total(const MemoryPlan* m);
+// 1 when bytes do not fit in the GPU's free memory with a reserve for what the CUDA libraries
+// allocate on their own (the cuBLASLt workspace, ...), the numbers in err; 0 when they do.
+int gpu_memory_unfit(size_t bytes, char* err);
 // Prints the plan as a table, with the device's memory.
 void memory_plan_print(const MemoryPlan* m, AttentionKind kind);
 

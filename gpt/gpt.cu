@@ -11,10 +11,6 @@
 #include "layers/layernorm.h"
 #include "layers/matmul.h"
 
-#define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
-// Room left for the cuBLASLt workspace and what the CUDA libraries allocate on their own.
-#define MEMORY_RESERVE ((size_t)512 << 20)
-
 // The optimizer's shard of this rank: everything but with ZeRO-1 over several ranks.
 static ZeroShard optimizer_shard(const GPTConfig* c, const DataParallel* dp) {
     ZeroShard s;
@@ -37,15 +33,6 @@ MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, const ModelOptions*
     return m;
 }
 
-int gpt_memory_unfit(const MemoryPlan* m, char* err) {
-    size_t need = memory_plan_total(m), free_bytes, total_bytes;
-    cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (need + MEMORY_RESERVE <= free_bytes) return 0;
-    set_err(err, "does not fit in GPU memory: the model needs %.2f GiB (+%.2f GiB reserve), %.2f GiB are free",
-            GIB(need), GIB(MEMORY_RESERVE), GIB(free_bytes));
-    return 1;
-}
-
 void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const DataParallel* dp) {
     static int matmul_ready = 0;
     memset(g, 0, sizeof(*g));
@@ -60,7 +47,7 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     g->shard = optimizer_shard(&c, dp);
     g->plan = gpt_memory_plan(&c, B, T, opt, dp);
     char err[ERR_LEN];
-    if (gpt_memory_unfit(&g->plan, err)) die("gpt_build for batches of %d x %d: %s", B, T, err);
+    if (gpu_memory_unfit(memory_plan_total(&g->plan), err)) die("gpt_build for batches of %d x %d: %s", B, T, err);
     if (!matmul_ready) {
         matmul_init();
         matmul_ready = 1;

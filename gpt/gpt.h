@@ -76,11 +76,7 @@ typedef struct {
 // Bytes that gpt_build would allocate (dp NULL: one GPU).
 MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp);
 
-// 1 when the plan does not fit in the GPU's free memory (with a reserve for the CUDA libraries),
-// the numbers in err; 0 when it does.
-int gpt_memory_unfit(const MemoryPlan* m, char* err);
-
-// Allocates everything for batches up to (B, T), which must fit (gpt_memory_unfit). dp NULL:
+// Allocates everything for batches up to (B, T), which must fit (gpu_memory_unfit). dp NULL:
 // one GPU.
 void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const DataParallel* dp);
 void gpt_free(GPT* g);

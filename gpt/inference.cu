@@ -16,8 +16,6 @@
 #include "layers/matmul.h"
 
 #define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
-// Room for the cuBLASLt workspace and what the CUDA libraries allocate on their own.
-#define MEMORY_RESERVE ((size_t)512 << 20)
 
 static size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
 
@@ -78,11 +76,9 @@ void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prom
     m->draw = draw;
     m->attention.kind = ATTENTION_FLASH;
     layout(m, NULL, &c, B, length, prompt_max);
-    size_t need = inference_plan_total(&m->plan), free_bytes, total_bytes;
-    cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (need + MEMORY_RESERVE > free_bytes)
-        die("inference_build for %d sequences of %d positions: does not fit in GPU memory: it needs %.2f GiB "
-            "(+%.2f GiB reserve), %.2f GiB are free", B, length, GIB(need), GIB(MEMORY_RESERVE), GIB(free_bytes));
+    size_t need = inference_plan_total(&m->plan);
+    char err[ERR_LEN];
+    if (gpu_memory_unfit(need, err)) die("inference_build for %d sequences of %d positions: %s", B, length, err);
     matmul_init();
     cudaCheck(cudaMalloc((void**)&m->memory, need));
     layout(m, m->memory, &c, B, length, prompt_max);
