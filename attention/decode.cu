@@ -102,15 +102,11 @@ const char* decode_attention_unsupported(AttentionShape s) {
     return NULL;
 }
 
-// The keys and values come in 16-byte loads: aligned pointers, strides of whole packs of 8.
-static int loads16(AttentionTensor t) {
-    return aligned16(t.ptr) && t.batch % 8 == 0 && t.row % 8 == 0 && t.head % 8 == 0;
-}
-
 void decode_attention(const AttentionParams* p, const int* positions, void* scratch, cudaStream_t stream) {
     const char* why = decode_attention_unsupported(p->shape);
     if (why) die("%s", why);
-    if (!loads16(p->k) || !loads16(p->v))
+    // The keys and values come in 16-byte loads.
+    if (!attention_tensor_packed(&p->k) || !attention_tensor_packed(&p->v))
         die("attention_decode: k and v must be 16-byte aligned, their strides multiples of 8 elements");
     AttentionShape s = p->shape;
     int n_chunks = (int)ceil_div(s.T, DECODE_CHUNK);
@@ -137,7 +133,8 @@ __global__ void kv_cache_append_kernel(AttentionTensor k, AttentionTensor v, Att
 
 void kv_cache_append(const AttentionTensor* k, const AttentionTensor* v, const AttentionTensor* k_new,
                      const AttentionTensor* v_new, int B, int NH, int HS, const int* positions, cudaStream_t stream) {
-    if (!loads16(*k) || !loads16(*v) || !loads16(*k_new) || !loads16(*v_new) || HS % 8 != 0)
+    if (!attention_tensor_packed(k) || !attention_tensor_packed(v) || !attention_tensor_packed(k_new) ||
+        !attention_tensor_packed(v_new) || HS % 8 != 0)
         die("kv_cache_append: the views must be 16-byte aligned, their strides and HS multiples of 8");
     kv_cache_append_kernel<<<B * NH, 2 * (HS / 8), 0, stream>>>(*k, *v, *k_new, *v_new, NH, HS, positions);
     cudaCheckLaunch();

@@ -3,7 +3,6 @@
 // the backward it also picks the dQ path (flash.h's FlashDq), deterministic or not.
 #include <limits.h>
 #include <math.h>
-#include <stdint.h>
 #include "attention/flash.h"
 
 const char* flash_attention_unsupported(AttentionShape s) {
@@ -17,16 +16,12 @@ const char* flash_attention_unsupported(AttentionShape s) {
     return NULL;
 }
 
-static int aligned_view(const AttentionTensor* x) {
-    return ((uintptr_t)x->ptr % 16 == 0) && x->batch % 8 == 0 && x->row % 8 == 0 && x->head % 8 == 0;
-}
-
 const char* flash_attention_params_unsupported(const AttentionParams* p) {
     const char* why = flash_attention_unsupported(p->shape);
     if (why) return why;
     const AttentionTensor* views[] = {&p->q, &p->k, &p->v, &p->o, &p->dout, &p->dq, &p->dk, &p->dv};
     for (int i = 0; i < 8; i++)
-        if (views[i]->ptr && !aligned_view(views[i]))
+        if (views[i]->ptr && !attention_tensor_packed(views[i]))
             return "flash attention: every tensor must be 16-byte aligned, its strides multiples of 8 elements";
     return NULL;
 }

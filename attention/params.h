@@ -8,6 +8,7 @@
 #ifndef FLASHGPT_ATTENTION_PARAMS_H
 #define FLASHGPT_ATTENTION_PARAMS_H
 
+#include <stdint.h>
 #include "common/cuda_check.h"
 
 typedef struct {
@@ -36,6 +37,12 @@ typedef struct {
     AttentionLse lse;
     AttentionTensor dout, dq, dk, dv;
 } AttentionParams;
+
+// 1 when x can be read and written in 16-byte pieces: its pointer 16-byte aligned, its strides
+// whole packs of 8 elements (what the flash and decode kernels ask of every view).
+static inline int attention_tensor_packed(const AttentionTensor* x) {
+    return (uintptr_t)x->ptr % 16 == 0 && x->batch % 8 == 0 && x->row % 8 == 0 && x->head % 8 == 0;
+}
 
 // The model's activations: qkv (B, T, 3, NH, HS), O and dO (B, T, NH, HS), L (B, NH, T);
 // dqkv (B, T, 3, NH, HS) for the backward (NULL in a forward).

@@ -100,17 +100,13 @@ void gpt_free(GPT* g) {
 }
 
 void gpt_set_params(GPT* g, const float* values) {
-    size_t P = g->num_params;
-    bf16* rounded = (bf16*)malloc(P * sizeof(bf16));
-    if (!rounded) die("out of host memory (%zu parameters)", P);
-    for (size_t i = 0; i < P; i++) rounded[i] = __float2bfloat16(values[i]);
-    cudaCheck(cudaMemcpy(g->params_memory, rounded, P * sizeof(bf16), cudaMemcpyHostToDevice));
+    // On the legacy stream, which the model's streams are ordered after, as the copies below are.
+    upload_params(g->params_memory, values, &g->config, 0);
     // This rank's master weights: its shard's values, zeros past the parameters.
     const ZeroShard* s = &g->shard;
     cudaCheck(cudaMemset(g->optimizer_memory, 0, 3 * s->shard_size * sizeof(float)));
     cudaCheck(cudaMemcpy(g->master, values + s->begin, (s->end - s->begin) * sizeof(float), cudaMemcpyHostToDevice));
     g->adam_t = 0;
-    free(rounded);
 }
 
 void gpt_init_random(GPT* g, uint64_t seed) {

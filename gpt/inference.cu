@@ -105,12 +105,7 @@ void inference_copy_params(InferenceModel* m, const bf16* params) {
 }
 
 void inference_set_params(InferenceModel* m, const float* values) {
-    size_t P = count_params(&m->config);
-    bf16* rounded = (bf16*)malloc(P * sizeof(bf16));
-    if (!rounded) die("out of host memory (%zu parameters)", P);
-    for (size_t i = 0; i < P; i++) rounded[i] = __float2bfloat16(values[i]);
-    cudaCheck(cudaMemcpyAsync(m->params.wte, rounded, P * sizeof(bf16), cudaMemcpyHostToDevice, m->stream));
-    free(rounded);
+    upload_params(m->params.wte, values, &m->config, m->stream);
 }
 
 // Layer l's cache as views (attention/params.h): K and V of every sequence, length rows each.

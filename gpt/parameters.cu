@@ -77,3 +77,13 @@ void init_param_values(float* values, const GPTConfig* c, uint64_t seed) {
     size_t P = (size_t)(p - values);
     for (size_t i = 0; i < P; i++) values[i] = __bfloat162float(__float2bfloat16(values[i]));
 }
+
+void upload_params(bf16* params, const float* values, const GPTConfig* c, cudaStream_t stream) {
+    size_t P = count_params(c);
+    bf16* rounded = (bf16*)malloc(P * sizeof(bf16));
+    if (!rounded) die("out of host memory (%zu parameters)", P);
+    for (size_t i = 0; i < P; i++) rounded[i] = __float2bfloat16(values[i]);
+    // From pageable memory: the copy has read rounded when it returns.
+    cudaCheck(cudaMemcpyAsync(params, rounded, P * sizeof(bf16), cudaMemcpyHostToDevice, stream));
+    free(rounded);
+}

@@ -54,6 +54,9 @@ void param_sizes(const GPTConfig* c, size_t sizes[NUM_PARAM_TENSORS]);
 // Elements of one layer's slice of tensor i (PARAM_LN1W <= i <= PARAM_FCPROJB).
 size_t layer_param_size(int i, size_t C);
 size_t count_params(const GPTConfig* c);
+// params (count_params elements, device) = values (fp32, host) rounded to bf16, on stream; the
+// values may be freed when it returns.
+void upload_params(bf16* params, const float* values, const GPTConfig* c, cudaStream_t stream);
 // Points the tensors into base (one allocation of count_params elements).
 void point_params(ParameterTensors* p, bf16* base, const GPTConfig* c);
 
