@@ -6,12 +6,8 @@
 __global__ void gelu_forward_kernel(bf16x8* out, const bf16x8* inp, size_t packs) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= packs) return;
-    const float s = 0.7978845608028654f;  // sqrt(2/pi)
     bf16x8 x8 = inp[i], y8;
-    for (int k = 0; k < 8; k++) {
-        float x = (float)x8.v[k];
-        y8.v[k] = (bf16)(0.5f * x * (1.0f + tanhf(s * (x + 0.044715f * x * x * x))));
-    }
+    for (int k = 0; k < 8; k++) y8.v[k] = (bf16)gelu_tanh((float)x8.v[k]);
     out[i] = y8;
 }
 

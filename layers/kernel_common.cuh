@@ -1,5 +1,6 @@
 // layers/kernel_common.cuh: what the layers' kernels share: 16-byte packs of bf16, reductions
-// in a fixed order (deterministic), and column sums (the bias gradients).
+// in a fixed order (deterministic), column sums (the bias gradients), and the launch that lets a
+// kernel start while the one before it ends.
 #ifndef FLASHGPT_KERNEL_COMMON_CUH
 #define FLASHGPT_KERNEL_COMMON_CUH
 
@@ -30,6 +31,11 @@ template <typename Op> __device__ inline float block_reduce(float v, Op op, floa
     __syncthreads();
     return warp_reduce(lane < blockDim.x / 32 ? warp_results[lane] : none, op);
 }
+// GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+__device__ inline float gelu_tanh(float x) {
+    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
 __device__ inline float warp_reduce_sum(float v) { return warp_reduce(v, SumOp()); }
 __device__ inline float warp_reduce_max(float v) { return warp_reduce(v, MaxOp()); }
 __device__ inline float block_reduce_sum(float v) { return block_reduce(v, SumOp(), 0.0f); }
@@ -79,6 +85,34 @@ static void column_sums_add(bf16* out, const T* in, int rows, int cols, int ld, 
     column_sums_kernel<float><<<blocks_x, block, 0, stream>>>(
         NULL, out, scratch, blocks_y, cols, cols, blocks_y);
     cudaCheckLaunch();
+}
+
+// Programmatic dependent launch: a kernel launched by launch_overlapped may start while the
+// kernel before it on the stream (or in the CUDA graph captured from it) is still running. Its
+// blocks run freely up to grid_dependency_wait(), which returns once that kernel has completed
+// and its writes are visible; so work that reads nothing the kernel before writes (loading the
+// weights, say) overlaps that kernel's tail and the launch. Every block of such a kernel calls
+// grid_dependency_wait() before it reads or writes what other kernels of the stream touch, and
+// before it exits: then a kernel's completion implies its predecessors'. After a launch without
+// the attribute the wait returns at once. grid_dependents_launch() lets the next kernel start
+// before this one ends.
+__device__ inline void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ inline void grid_dependents_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+
+template <typename... Params, typename... Args>
+static void launch_overlapped(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
+                              cudaStream_t stream, Args... args) {
+    cudaLaunchAttribute overlap;
+    overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    overlap.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = shared_bytes;
+    config.stream = stream;
+    config.attrs = &overlap;
+    config.numAttrs = 1;
+    cudaCheck(cudaLaunchKernelEx(&config, kernel, ((Params)args)...));
 }
 
 #endif

@@ -6,7 +6,6 @@
 #include "layers/layernorm.h"
 #include "layers/kernel_common.cuh"
 
-#define LAYERNORM_EPS 1e-5f
 #define LN_WARPS 8                // warps per block, one row at a time each
 #define LN_BWD_ROWS_PER_BLOCK 64  // rows whose dweight, dbias one backward block sums
 

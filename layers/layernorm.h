@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include "common/cuda_check.h"
 
+#define LAYERNORM_EPS 1e-5f
+
 // out (N, C); mean, rstd (N) fp32; inp (N, C); weight, bias (C).
 void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp,
                        const bf16* weight, const bf16* bias, int N, int C, cudaStream_t stream);
