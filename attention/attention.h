@@ -52,7 +52,8 @@ void attention_backward(const AttentionPlan* plan, AttentionShape s,
 // Generation with a KV cache (attention/decode.h): the new query of each of cache.B sequences
 // against its cache of cache.T rows, on views; the query of sequence b is at positions[b]
 // (device) and sees the keys 0..positions[b] (positions NULL: every sequence sees all cache.T). The same function as that row of the causal
-// forward; one kernel serves both kinds.
+// forward; one kernel serves both kinds. The scratch (attention_decode_scratch_bytes) is zeroed
+// once before its first use and left zeroed by every call (decode.h).
 const char* attention_decode_unsupported(const AttentionPlan* plan, AttentionShape cache);
 size_t attention_decode_scratch_bytes(AttentionShape cache);
 void attention_decode(const AttentionPlan* plan, const AttentionParams* p, const int* positions, void* scratch,

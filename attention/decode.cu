@@ -1,97 +1,236 @@
 // attention/decode.cu: attention for generation with a KV cache (attention/decode.h): the one
-// new query of each of B sequences against the T keys and values cached for it, read by the
+// new query of each of B sequences against the keys and values cached for it, read by the
 // strides of the views (attention/params.h).
-// Flash-decoding: the keys are cut into chunks of DECODE_CHUNK, so a long cache keeps many
-// thread blocks busy; one thread block per (head, chunk, sequence) computes the chunk's scores
-// into shared memory and keeps the chunk's softmax as its log-sum-exp and normalised output; a
-// second kernel merges the chunks exactly by their log-sum-exps. One query reads every cached
-// key and value once: the pass is memory-bound, T * 2 * NH * HS * 2 bytes per sequence.
+// Flash-decoding in one launch: the keys are cut into chunks of DECODE_CHUNK, so a long cache
+// keeps every SM busy; one thread block per (head, chunk, sequence) keeps its chunk's softmax as
+// a log-sum-exp and a normalised output in scratch, and the last block of a (sequence, head) to
+// finish merges its chunks exactly by their log-sum-exps. A (sequence, head) whose keys fit in
+// one chunk has its output written by its one block. One query reads every cached key and value
+// once: the pass is memory-bound, (position + 1) * 2 * NH * HS * 2 bytes per sequence.
+// Inside a block, a group of HS / 8 consecutive threads reads a key's row (a 16-byte pack of 8
+// dims each: 128 contiguous bytes at HS 64) and keeps an online softmax over its keys, with
+// DECODE_UNROLL keys' K and V loads in flight per thread; the groups merge by warp shuffles, the
+// warps through shared memory, each in a fixed order (deterministic). Scores are in base 2 (q is
+// scaled by scale * log2(e)), and so are the log-sum-exps in scratch.
 #include <math.h>
 #include "attention/decode.h"
 #include "layers/kernel_common.cuh"
 
+// 256 keys per block of 256 threads: a 16K cache of 12 heads is 768 blocks (~6 per SM of an
+// H200's 132, 3 resident at a time), a 2K cache 96 (more keys per block would leave most SMs
+// idle there), and a cache of up to 256 keys one block per head, with no merge. At HS 64 each
+// thread reads 8 keys' packs of K and of V, in two rounds of DECODE_UNROLL.
 #define DECODE_CHUNK 256
 #define DECODE_THREADS 256
+#define DECODE_WARPS (DECODE_THREADS / 32)
+#define DECODE_UNROLL 4
 #define GRID_YZ_MAX 65535
+#define LOG2E 1.4426950408889634f
 
-// Per (sequence, head, chunk): the log-sum-exp, then o (HS), fp32, in scratch.
-static size_t partial_floats(int HS) { return 1 + (size_t)HS; }
+// The scratch of B * NH sequence-heads of n_chunks chunks each: the chunks' normalised outputs
+// o (B, NH, n_chunks, HS) fp32, their log-sum-exps lse (B, NH, n_chunks) fp32 (base 2), then done (B, NH):
+// how many chunks of a sequence-head have written theirs (zero between calls).
+struct DecodeScratch {
+    float* o;
+    float* lse;
+    unsigned* done;
+};
+
+static size_t partials(AttentionShape s) { return (size_t)s.B * s.NH * ceil_div(s.T, DECODE_CHUNK); }
+
+static DecodeScratch scratch_views(void* scratch, AttentionShape s) {
+    DecodeScratch d;
+    d.o = (float*)scratch;
+    d.lse = d.o + partials(s) * s.HS;
+    d.done = (unsigned*)(d.lse + partials(s));
+    return d;
+}
 
 size_t decode_attention_scratch_bytes(AttentionShape s) {
-    return (size_t)s.B * s.NH * ceil_div(s.T, DECODE_CHUNK) * partial_floats(s.HS) * sizeof(float);
+    return partials(s) * (s.HS + 1) * sizeof(float) + (size_t)s.B * s.NH * sizeof(unsigned);
 }
 
-__global__ void __launch_bounds__(DECODE_THREADS) decode_chunk_kernel(float* partials, const AttentionParams p,
-                                                                      const int* positions) {
-    __shared__ float scores[DECODE_CHUNK];
-    extern __shared__ float shared[];   // q (HS), then the groups' o partial sums (DECODE_THREADS * 8)
-    int HS = p.shape.HS;
-    float* q = shared;
-    float* o_sums = shared + HS;
-    int h = blockIdx.x, chunk = blockIdx.y, seq = blockIdx.z, n_chunks = gridDim.y;
-    int keys = positions ? positions[seq] + 1 : p.shape.T;
+// A 16-byte pack of 8 bf16 as floats (a bf16 is the top half of a float's bits).
+__device__ inline void unpack8(uint4 x, float f[8]) {
+    const unsigned w[4] = {x.x, x.y, x.z, x.w};
+    #pragma unroll
+    for (int i = 0; i < 4; i++) {
+        f[2 * i] = __uint_as_float(w[i] << 16);
+        f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+}
+
+// Block (head, chunk, sequence): keys [chunk * DECODE_CHUNK, + DECODE_CHUNK) of the sequence's
+// 0..positions[seq] (all T without positions). Group g of HS / 8 threads takes the keys g,
+// g + groups, ...; thread r of the group holds dims [8r, 8r + 8) of q, and of o for its keys.
+// Three blocks per SM (80 registers): 768 threads with 128 bytes of K and V in flight each.
+__global__ void __launch_bounds__(DECODE_THREADS, 3) decode_kernel(const AttentionParams p, const int* positions,
+                                                                DecodeScratch scratch) {
+    // The warps' (m, l, o[HS]) (HS <= DECODE_THREADS); in the merge of the chunks, the strides'
+    // (l, o[HS]): DECODE_THREADS / (HS / 4) of them, at most DECODE_THREADS / 2 (HS 8).
+    __shared__ float part_m[DECODE_WARPS], part_l[DECODE_THREADS / 2];
+    __shared__ __align__(16) float part_o[DECODE_WARPS * DECODE_THREADS];
+    __shared__ int is_last;
+    int HS = p.shape.HS, T = p.shape.T;
+    int h = blockIdx.x, chunk = blockIdx.y, seq = blockIdx.z, NH = gridDim.x, n_chunks = gridDim.y;
+    // Clamped to the cache, so that a position past it (a caller's bug) still leaves the counter
+    // zero. positions is not written by the kernel before (a step advances it at its end).
+    int keys = positions ? min(positions[seq] + 1, T) : T;
     int first = chunk * DECODE_CHUNK, n = min(DECODE_CHUNK, keys - first);
-    if (n <= 0) return;   // past this sequence's keys: the merge reads no further
-    const bf16* q_row = p.q.ptr + seq * p.q.batch + (long long)h * p.q.head;
-    const bf16* k_base = p.k.ptr + seq * p.k.batch + first * p.k.row + (long long)h * p.k.head;
-    const bf16* v_base = p.v.ptr + seq * p.v.batch + first * p.v.row + (long long)h * p.v.head;
-    for (int d = threadIdx.x; d < HS; d += blockDim.x) q[d] = (float)q_row[d] * p.shape.scale;
-    __syncthreads();
-    // Scores: a thread per key, 16-byte loads along the key's row.
-    float m = -INFINITY;
-    int j = threadIdx.x;
-    if (j < n) {
-        const bf16x8* k = (const bf16x8*)(k_base + j * p.k.row);
-        float s = 0.0f;
-        for (int pk = 0; pk < HS / 8; pk++) {
-            bf16x8 k8 = k[pk];
-            for (int e = 0; e < 8; e++) s += q[8 * pk + e] * (float)k8.v[e];
+    if (n <= 0) return;   // past this sequence's keys: the chunks counted are those that hold keys
+    int used = (keys + DECODE_CHUNK - 1) / DECODE_CHUNK;
+    int G = HS / 8, r = threadIdx.x % G, g = threadIdx.x / G, groups = DECODE_THREADS / G;
+    const bf16* k_base = p.k.ptr + seq * p.k.batch + first * p.k.row + (long long)h * p.k.head + 8 * r;
+    const bf16* v_base = p.v.ptr + seq * p.v.batch + first * p.v.row + (long long)h * p.v.head + 8 * r;
+    // The rows before the query's were written by earlier steps: the first round's loads of them
+    // go out before the wait and overlap the kernel before. The query's own row (the last key),
+    // q and the scratch come from that kernel.
+    const int old_rows = keys - 1 - first;
+    uint4 k8[DECODE_UNROLL], v8[DECODE_UNROLL];
+    #pragma unroll
+    for (int u = 0; u < DECODE_UNROLL; u++) {
+        int j = u * groups + g;
+        k8[u] = v8[u] = make_uint4(0, 0, 0, 0);
+        if (j < n && j < old_rows) {
+            k8[u] = *(const uint4*)(k_base + j * p.k.row);
+            v8[u] = *(const uint4*)(v_base + j * p.v.row);
         }
-        scores[j] = s;
-        m = s;
     }
-    m = block_reduce_max(m);
-    float e_s = j < n ? expf(scores[j] - m) : 0.0f;
-    if (j < n) scores[j] = e_s;
-    float l = block_reduce_sum(e_s);   // its barriers also make every exp visible
-    // o: thread (pack, g) sums 8 dimensions (one 16-byte pack) over the keys g, g + G, ... (G =
-    // DECODE_THREADS / (HS / 8) groups), so consecutive threads read a V row in whole; the
-    // groups' sums are then added in a fixed order.
-    int packs = HS / 8, pack = threadIdx.x % packs, g = threadIdx.x / packs, groups = DECODE_THREADS / packs;
-    float o[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    #pragma unroll 4
-    for (int k = g; k < n; k += groups) {
-        bf16x8 v8 = ((const bf16x8*)(v_base + k * p.v.row))[pack];
-        for (int e = 0; e < 8; e++) o[e] += scores[k] * (float)v8.v[e];
-    }
-    for (int e = 0; e < 8; e++) o_sums[g * HS + 8 * pack + e] = o[e];
-    __syncthreads();
-    float* out = partials + (((size_t)seq * gridDim.x + h) * n_chunks + chunk) * (1 + HS);
-    if (threadIdx.x < HS) {
-        float sum = 0.0f;
-        for (int k = 0; k < groups; k++) sum += o_sums[k * HS + threadIdx.x];
-        out[1 + threadIdx.x] = sum / l;
-    }
-    if (threadIdx.x == 0) out[0] = m + logf(l);
-}
+    grid_dependency_wait();
+    grid_dependents_launch();
+    float q[8];
+    unpack8(*(const uint4*)(p.q.ptr + seq * p.q.batch + (long long)h * p.q.head + 8 * r), q);
+    #pragma unroll
+    for (int e = 0; e < 8; e++) q[e] *= p.shape.scale * LOG2E;
 
-// One block per (head, sequence), a thread per dimension: the exact merge of the chunks by
-// their log-sum-exps L_c, O = sum_c e^(L_c - M) O_c / sum_c e^(L_c - M) with M = max_c L_c, in
-// two passes whose terms do not wait on one another (a long cache has hundreds of chunks).
-__global__ void decode_merge_kernel(AttentionTensor out, const float* partials, int n_chunks, int HS,
-                                    const int* positions) {
-    int h = blockIdx.x, seq = blockIdx.y, d = threadIdx.x;
-    const float* p = partials + ((size_t)seq * gridDim.x + h) * n_chunks * (1 + HS);
-    int used = positions ? (positions[seq] + DECODE_CHUNK) / DECODE_CHUNK : n_chunks;
-    float M = -INFINITY;
-    for (int c = 0; c < used; c++) M = fmaxf(M, p[(size_t)c * (1 + HS)]);
-    float l = 0.0f, o = 0.0f;
-    for (int c = 0; c < used; c++) {
-        float w = expf(p[(size_t)c * (1 + HS)] - M);
-        l += w;
-        o += w * p[(size_t)c * (1 + HS) + 1 + d];
+    // Online softmax of the group's keys: the running max m, sum l and o (unnormalised). The
+    // trip count is the block's, so every lane reaches the shuffles; keys past n score -inf.
+    float m = -INFINITY, l = 0.0f, o[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    for (int base = 0; base < n; base += groups * DECODE_UNROLL) {
+        #pragma unroll
+        for (int u = 0; u < DECODE_UNROLL; u++) {
+            int j = base + u * groups + g;
+            if (base == 0 && j < old_rows) continue;   // loaded before the wait
+            k8[u] = v8[u] = make_uint4(0, 0, 0, 0);
+            if (j < n) {
+                k8[u] = *(const uint4*)(k_base + j * p.k.row);
+                v8[u] = *(const uint4*)(v_base + j * p.v.row);
+            }
+        }
+        float s[DECODE_UNROLL], m_new = m;
+        #pragma unroll
+        for (int u = 0; u < DECODE_UNROLL; u++) {
+            float f[8], dot = 0.0f;
+            unpack8(k8[u], f);
+            #pragma unroll
+            for (int e = 0; e < 8; e++) dot += q[e] * f[e];
+            #pragma unroll
+            for (int offset = 16; offset > 0; offset >>= 1)
+                if (offset < G) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+            s[u] = base + u * groups + g < n ? dot : -INFINITY;
+            m_new = fmaxf(m_new, s[u]);
+        }
+        float m_use = m_new == -INFINITY ? 0.0f : m_new;   // a group with no key yet: weights 0, not NaN
+        float correction = exp2f(m - m_use);
+        l *= correction;
+        #pragma unroll
+        for (int e = 0; e < 8; e++) o[e] *= correction;
+        #pragma unroll
+        for (int u = 0; u < DECODE_UNROLL; u++) {
+            float f[8], w = exp2f(s[u] - m_use);
+            unpack8(v8[u], f);
+            l += w;
+            #pragma unroll
+            for (int e = 0; e < 8; e++) o[e] += w * f[e];
+        }
+        m = m_new;
     }
-    out.ptr[seq * out.batch + (long long)h * out.head + d] = (bf16)(o / l);
+
+    // The warp's groups merge by a butterfly (lanes g * G + r and g' * G + r exchange; group 0's
+    // lanes keep the warp's state), the warps through shared memory: thread d < HS merges dim d
+    // over them in order.
+    for (int offset = G; offset < 32; offset <<= 1) {
+        float m_other = __shfl_xor_sync(0xffffffffu, m, offset), l_other = __shfl_xor_sync(0xffffffffu, l, offset);
+        float m_new = fmaxf(m, m_other), m_use = m_new == -INFINITY ? 0.0f : m_new;
+        float a = exp2f(m - m_use), b = exp2f(m_other - m_use);
+        l = l * a + l_other * b;
+        #pragma unroll
+        for (int e = 0; e < 8; e++) o[e] = o[e] * a + __shfl_xor_sync(0xffffffffu, o[e], offset) * b;
+        m = m_new;
+    }
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane < G) {
+        if (lane == 0) {
+            part_m[warp] = m;
+            part_l[warp] = l;
+        }
+        float4* mine = (float4*)(part_o + warp * HS + 8 * lane);
+        mine[0] = make_float4(o[0], o[1], o[2], o[3]);
+        mine[1] = make_float4(o[4], o[5], o[6], o[7]);
+    }
+    __syncthreads();
+    size_t sh = (size_t)seq * NH + h;   // the sequence-head
+    bf16* out = p.o.ptr + seq * p.o.batch + (long long)h * p.o.head;
+    if (threadIdx.x < HS) {
+        int d = threadIdx.x;
+        float M = -INFINITY, sum_l = 0.0f, sum_o = 0.0f;
+        #pragma unroll
+        for (int i = 0; i < DECODE_WARPS; i++) M = fmaxf(M, part_m[i]);   // finite: warp 0 has a key
+        #pragma unroll
+        for (int i = 0; i < DECODE_WARPS; i++) {
+            float w = exp2f(part_m[i] - M);
+            sum_l += w * part_l[i];
+            sum_o += w * part_o[i * HS + d];
+        }
+        if (used == 1) out[d] = (bf16)(sum_o / sum_l);
+        else {
+            scratch.o[(sh * n_chunks + chunk) * HS + d] = sum_o / sum_l;
+            if (d == 0) scratch.lse[sh * n_chunks + chunk] = M + log2f(sum_l);
+        }
+    }
+    if (used == 1) return;
+
+    // The last of the sequence-head's chunks to finish merges them: each block's partial is
+    // visible device-wide (fence) before it counts; the last reads the others' from L2 (__ldcg).
+    __threadfence();
+    __syncthreads();
+    unsigned* done = scratch.done + sh;
+    if (threadIdx.x == 0) is_last = atomicAdd(done, 1u) == (unsigned)used - 1;
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    const float* lse = scratch.lse + sh * n_chunks;
+    const float4* parts = (const float4*)(scratch.o + sh * n_chunks * HS);
+    float M = -INFINITY;
+    for (int c = threadIdx.x; c < used; c += DECODE_THREADS) M = fmaxf(M, __ldcg(lse + c));
+    M = block_reduce_max(M);
+    // O = sum_c 2^(L_c - M) O_c / sum_c 2^(L_c - M): thread (c0, pack) sums 4 dims over the
+    // chunks c0, c0 + stride, ...; then thread d < HS adds the stride sums in order.
+    int P = HS / 4, pack = threadIdx.x % P, c0 = threadIdx.x / P, stride = DECODE_THREADS / P;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float sum_l = 0.0f;
+    #pragma unroll 4
+    for (int c = c0; c < used; c += stride) {
+        float w = exp2f(__ldcg(lse + c) - M);
+        float4 x = __ldcg(parts + (size_t)c * P + pack);
+        sum_l += w;
+        acc.x += w * x.x;
+        acc.y += w * x.y;
+        acc.z += w * x.z;
+        acc.w += w * x.w;
+    }
+    ((float4*)part_o)[c0 * P + pack] = acc;   // part_o and part_l were last read before the barriers above
+    if (pack == 0) part_l[c0] = sum_l;
+    __syncthreads();
+    if (threadIdx.x < HS) {
+        float o_d = 0.0f, l_all = 0.0f;
+        for (int i = 0; i < stride; i++) {
+            o_d += part_o[i * HS + threadIdx.x];
+            l_all += part_l[i];
+        }
+        out[threadIdx.x] = (bf16)(o_d / l_all);
+    }
+    if (threadIdx.x == 0) *done = 0;   // every chunk has counted: the next call finds it zeroed
 }
 
 const char* decode_attention_unsupported(AttentionShape s) {
@@ -105,37 +244,12 @@ const char* decode_attention_unsupported(AttentionShape s) {
 void decode_attention(const AttentionParams* p, const int* positions, void* scratch, cudaStream_t stream) {
     const char* why = decode_attention_unsupported(p->shape);
     if (why) die("%s", why);
-    // The keys and values come in 16-byte loads.
-    if (!attention_tensor_packed(&p->k) || !attention_tensor_packed(&p->v))
-        die("attention_decode: k and v must be 16-byte aligned, their strides multiples of 8 elements");
+    // q, k and v come in 16-byte loads, the partials in 16-byte loads of fp32.
+    if (!attention_tensor_packed(&p->q) || !attention_tensor_packed(&p->k) || !attention_tensor_packed(&p->v))
+        die("attention_decode: q, k and v must be 16-byte aligned, their strides multiples of 8 elements");
+    if (!aligned16(scratch)) die("attention_decode: the scratch must be 16-byte aligned");
     AttentionShape s = p->shape;
-    int n_chunks = (int)ceil_div(s.T, DECODE_CHUNK);
-    float* partials = (float*)scratch;
-    size_t smem = (s.HS + DECODE_THREADS * 8) * sizeof(float);
-    decode_chunk_kernel<<<dim3(s.NH, n_chunks, s.B), DECODE_THREADS, smem, stream>>>(partials, *p, positions);
-    cudaCheckLaunch();
-    decode_merge_kernel<<<dim3(s.NH, s.B), s.HS, 0, stream>>>(p->o, partials, n_chunks, s.HS, positions);
-    cudaCheckLaunch();
+    dim3 grid(s.NH, (unsigned)ceil_div(s.T, DECODE_CHUNK), s.B);
+    launch_overlapped(decode_kernel, grid, dim3(DECODE_THREADS), 0, stream, *p, positions, scratch_views(scratch, s));
 }
 
-// One block per (sequence, head), 16-byte copies: HS / 8 threads each for K and V.
-__global__ void kv_cache_append_kernel(AttentionTensor k, AttentionTensor v, AttentionTensor k_new,
-                                       AttentionTensor v_new, int NH, int HS, const int* positions) {
-    int b = blockIdx.x / NH, h = blockIdx.x % NH, packs = HS / 8, i = threadIdx.x % packs;
-    int pos = positions[b];
-    int from_v = threadIdx.x >= packs;
-    const AttentionTensor* dst = from_v ? &v : &k;
-    const AttentionTensor* src = from_v ? &v_new : &k_new;
-    const bf16x8* from = (const bf16x8*)(src->ptr + b * src->batch + (long long)h * src->head);
-    bf16x8* to = (bf16x8*)(dst->ptr + b * dst->batch + pos * dst->row + (long long)h * dst->head);
-    to[i] = from[i];
-}
-
-void kv_cache_append(const AttentionTensor* k, const AttentionTensor* v, const AttentionTensor* k_new,
-                     const AttentionTensor* v_new, int B, int NH, int HS, const int* positions, cudaStream_t stream) {
-    if (!attention_tensor_packed(k) || !attention_tensor_packed(v) || !attention_tensor_packed(k_new) ||
-        !attention_tensor_packed(v_new) || HS % 8 != 0)
-        die("kv_cache_append: the views must be 16-byte aligned, their strides and HS multiples of 8");
-    kv_cache_append_kernel<<<B * NH, 2 * (HS / 8), 0, stream>>>(*k, *v, *k_new, *v_new, NH, HS, positions);
-    cudaCheckLaunch();
-}

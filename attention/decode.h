@@ -13,14 +13,13 @@
 #include "attention/params.h"
 
 const char* decode_attention_unsupported(AttentionShape s);   // NULL when supported
-// Bytes of scratch for caches of up to s.T keys of s.B sequences.
+// Bytes of scratch (16-byte aligned) for caches of up to s.T keys of s.B sequences: the chunks'
+// partial results and a counter per (sequence, head). The scratch is zeroed once (cudaMemset)
+// before its first use; every call leaves its counters zero again, so calls on one stream (and
+// replays of a captured graph) reuse it as it is. Calls that may run at once need a scratch each.
 size_t decode_attention_scratch_bytes(AttentionShape s);
+// One launch (layers/kernel_common.cuh's launch_overlapped: it may start while the kernel before
+// it ends, and waits for that kernel before it reads anything).
 void decode_attention(const AttentionParams* p, const int* positions, void* scratch, cudaStream_t stream);
-
-// Row positions[b] of sequence b of the cache views k and v (a cache of p->shape.T rows per
-// sequence) takes row b of the new keys and values k_new and v_new (views of B rows): what a
-// decoding step adds to its cache before its attention.
-void kv_cache_append(const AttentionTensor* k, const AttentionTensor* v, const AttentionTensor* k_new,
-                     const AttentionTensor* v_new, int B, int NH, int HS, const int* positions, cudaStream_t stream);
 
 #endif
