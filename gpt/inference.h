@@ -1,11 +1,14 @@
 // gpt/inference.h: the model for generation alone: its bf16 parameters, a KV cache of its own
 // sized to the sequences (prompt + new tokens, not the context), and one layer's activations for
 // the prompt; nothing of training (no gradients, master weights, moments, per-layer
-// activations). B sequences decode together, a row each. The decoding step is captured once as
-// a CUDA graph and replayed for every token: its kernels read the tokens and positions from the
+// activations). B sequences decode together, a row each. The decoding step is captured as a
+// CUDA graph and replayed for every token: its kernels read the tokens and positions from the
 // GPU and draw the next tokens there (layers/classifier.h's classifier_sample), so one token id
-// per sequence crosses to the host per step. With top-k or top-p the draw is the host's
-// (gpt/sampler.h), from the logits the graph leaves.
+// per sequence crosses to the host per step, and the next step is launched before the host takes
+// them (the GPU never waits for the host). The graph is captured twice, each copy with logits and
+// host tokens of its own, so the host reads one step's while the next writes its own. With
+// top-k or top-p the draw is the host's (gpt/sampler.h), from the logits the graph leaves, and
+// each step waits for it.
 #ifndef FLASHGPT_GPT_INFERENCE_H
 #define FLASHGPT_GPT_INFERENCE_H
 
@@ -23,10 +26,12 @@ size_t inference_plan_total(const InferencePlan* m);
 // One line on stderr (stdout is the generated text).
 void inference_plan_print(const InferencePlan* m);
 
-// One layer's activations on some rows: the stream, its layernorm (mean, rstd), Q K V, the
-// attention's output, the stream after it, the MLP's input to GELU and its output.
+// One layer's activations on some rows: the stream, Q K V, the attention's output, the stream
+// after it, the MLP's hidden layer after GELU; and where the layernorm and GELU are kernels of
+// their own (the prompt's), the layernorm's output with its mean and rstd and the MLP's hidden
+// layer before GELU.
 typedef struct {
-    bf16 *x, *ln, *qkv, *atty, *mid, *fch, *fch_gelu;
+    bf16 *x, *qkv, *atty, *mid, *fch_gelu, *ln, *fch;
     float *mean, *rstd;
 } RowBuffers;
 
@@ -52,12 +57,14 @@ typedef struct {
     float* prompt_lse;           // the prompt's attention L
     int* prompt_tokens;          // (prompt_max)
     RowBuffers step;             // (B) rows: the decoding step's
-    bf16* logits;                // (B, Vp)
+    bf16* logits;                // (B, Vp): the logits of the latest step the caller has
+    bf16* logits_of[2];          // the graph copies' logits
     void* decode_scratch;
     int* tokens;                 // (B) device: the tokens the next step reads, then the ones it draws
     int* positions;              // (B) device: their positions
     uint64_t* seed;              // (1) device: the draws' seed
-    int* host_tokens;            // (B) pinned
+    int* host_tokens;            // (B) pinned: the tokens of the latest step the caller has
+    int* host_tokens_of[2];      // the graph copies' tokens
     int* host_positions_staging; // (B) pinned: the prompt's positions on their way to the GPU
     int host_positions;          // every sequence's position (they decode in step); 0: no prompt yet
     bf16* host_row;              // (B, Vp) pinned: host draws only, the logits the graph copies out
@@ -66,7 +73,10 @@ typedef struct {
     Rng rng;                     // host draws
     AttentionPlan attention;
     cudaStream_t stream;
-    cudaGraphExec_t step_graph;  // made by the first inference_step
+    cudaGraphExec_t step_graph[2];   // enqueue_step, captured by inference_build for each copy
+    cudaEvent_t step_done[2];        // recorded after each copy's launch
+    int next_graph;                  // the copy the next launch replays
+    int launched;                    // steps launched whose tokens the caller has not taken (0 to 2)
 } InferenceModel;
 
 // Allocates the model for B sequences (1 to INFERENCE_MAX_SEQUENCES) of up to length positions
@@ -82,7 +92,8 @@ void inference_copy_params(InferenceModel* m, const bf16* params);
 void inference_set_seed(InferenceModel* m, uint64_t seed);
 
 // Runs the prompt (n tokens, every sequence's) through the model once, fills every sequence's
-// cache rows 0..n-1, and draws each sequence's first token into host_tokens.
+// cache rows 0..n-1, and draws each sequence's first token into host_tokens (a step launched
+// ahead before it is dropped; parameters and seed set before it apply from it on).
 void inference_prompt(InferenceModel* m, const int* prompt, int n);
 // Takes every sequence one token further: host_tokens are the tokens drawn after the ones it
 // held (position host_positions, which then grows by one). host_positions < length.

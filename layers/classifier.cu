@@ -190,6 +190,7 @@ __device__ inline float uniform_draw(uint64_t seed, int row, int position, int c
 __global__ void __launch_bounds__(CLASSIFIER_THREADS)
 classifier_sample_kernel(int* tokens, const bf16* logits, int V, int Vp, float temperature, const uint64_t* seeds,
                          const int* positions) {
+    grid_dependency_wait();   // the logits come from the kernel before
     int row = blockIdx.x;
     uint64_t seed = *seeds;
     const bf16* x = logits + (size_t)row * Vp;
@@ -220,7 +221,6 @@ classifier_sample_kernel(int* tokens, const bf16* logits, int V, int Vp, float t
 
 void classifier_sample(int* tokens, const bf16* logits, int N, int V, int Vp, float temperature, const uint64_t* seed,
                        const int* positions, cudaStream_t stream) {
-    classifier_sample_kernel<<<N, CLASSIFIER_THREADS, 0, stream>>>(tokens, logits, V, Vp, temperature, seed,
-                                                                   positions);
-    cudaCheckLaunch();
+    launch_overlapped(classifier_sample_kernel, dim3(N), dim3(CLASSIFIER_THREADS), 0, stream, tokens, logits, V, Vp,
+                      temperature, seed, positions);
 }

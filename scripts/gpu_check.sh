@@ -3,7 +3,7 @@
 #   bash scripts/gpu_check.sh [BASELINE_DIR]
 # builds everything, runs `make test` (every GPU test), then trains d12 (GPT-2 124M) on random
 # tokens of GPT-2's vocabulary at T = 1024 (B = 64) and T = 65536 (B = 1) and prints tokens/s
-# and peak memory; then generation: a d12 with the test text's 4096-token BPE and a context of
+# and peak memory; then generation: a d12 with the test text's 8192-token BPE and a context of
 # 16384, two steps trained, generates 256 greedy tokens after prompts of 1, ~1K and ~14K tokens
 # (tokens/s), and its Hugging Face export is checked against train_gpt's loss
 # (scripts/check_export_hf.py). With BASELINE_DIR (another flashgpt tree, e.g. an earlier commit), its

@@ -41,12 +41,12 @@ gpu_baseline() {
 }
 
 # gpu_generation_model DIR TEXT LOGS: the model of the generation checks in DIR/run/model_00000002.bin
-# (d12: L12 C768 NH12, TEXT's 4096-token BPE in DIR/data, a context of 16 384, two steps); a
+# (d12: L12 C768 NH12, TEXT's 8192-token BPE in DIR/data, a context of 16 384, two steps); a
 # step that fails is recorded.
 gpu_generation_model() {
     local dir=$1 text=$2 logs=$3
     rm -rf "$dir"
-    ./prepare_data --vocab-size 4096 --split-blank-lines --out-dir "$dir/data" "$text" > "$logs/generate-prepare.log" 2>&1 ||
+    ./prepare_data --vocab-size 8192 --split-blank-lines --out-dir "$dir/data" "$text" > "$logs/generate-prepare.log" 2>&1 ||
         step_failed "generation model: prepare_data"
     ./train_gpt --model d12 --context 16384 -B 8 -T 1024 --steps 2 --train-data "$dir/data/train_*.bin" --val-every 0 \
         --tokenizer "$dir/data/tokenizer.bin" --out-dir "$dir/run" > "$logs/generate-train.log" 2>&1 ||

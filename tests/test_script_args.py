@@ -142,8 +142,8 @@ def case_bench_torch_decode():
 # The GPU scripts' commands: on PATH, and at the paths they run from the repository root.
 PATH_STUBS = ["make", "nvidia-smi", "python3", "torchrun", "compute-sanitizer"]
 LOCAL_STUBS = ["train_gpt", "prepare_data", "generate", "build/tests/test_attention",
-               "build/bench/bench_attention", "build/tests/test_decode", "tests/test_generation.sh",
-               "tests/test_evaluate.sh"]
+               "build/bench/bench_attention", "build/tests/test_decode", "build/tests/test_matmul_rows",
+               "tests/test_generation.sh", "tests/test_evaluate.sh"]
 GPU_SCRIPTS = {"gpu_check.sh": 1, "gpu_scaling.sh": 0, "gpu_speed_race.sh": 0, "gpu_attention.sh": 1, "gpu_decode.sh": 1}
 
 
