@@ -1,7 +1,9 @@
 // gpt/inference.cu: gpt/inference.h. The prompt runs layer by layer through the prompt
-// buffers (one layer's activations, reused by every layer), its keys and values copied into
-// every sequence's cache; each step then runs the same blocks on B rows, one per sequence, its
-// attention one query per sequence against that sequence's cache (attention/decode.h).
+// buffers (one layer's activations, reused by every layer) on the training model's kernels, its
+// keys and values copied into every sequence's cache; each step then runs the same blocks on B
+// rows, one per sequence, as five kernels a layer (layers/matmul_rows.h for the linear layers,
+// attention/decode.h for one query per sequence against that sequence's cache), replayed from
+// one of two captured graphs.
 #include "gpt/inference.h"
 
 #include <math.h>
