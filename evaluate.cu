@@ -183,13 +183,10 @@ int main(int argc, char** argv) {
     char err[ERR_LEN];
 
     // Everything that needs no GPU first: the files, the items, their tokens.
-    Tokenizer* tok = tokenizer_load(o.tokenizer, err);
-    if (!tok) die("--tokenizer %s", err);
     GPTConfig config;
     if (read_model_shape(o.checkpoint, &config, err) != 0) die("--checkpoint: %s", err);
-    if (tokenizer_vocab_size(tok) != config.V)
-        die("--tokenizer %s has %d tokens, the model in %s %d", o.tokenizer, tokenizer_vocab_size(tok), o.checkpoint,
-            config.V);
+    Tokenizer* tok = tokenizer_load_sized(o.tokenizer, config.V, err);
+    if (!tok) die("--tokenizer %s", err);
     if (o.scores && atomic_check(o.scores, err) != 0) die("--scores %s", err);
     ChoiceItems items;
     if (choice_items_read(o.hellaswag, &items, err) != 0) die("--hellaswag %s", err);

@@ -128,13 +128,10 @@ int main(int argc, char** argv) {
     char err[ERR_LEN];
 
     // Everything that needs no GPU first: the files, the prompt, the lengths.
-    Tokenizer* tok = tokenizer_load(o.tokenizer, err);
-    if (!tok) die("%s", err);
     GPTConfig config;
     if (read_model_shape(o.checkpoint, &config, err) != 0) die("--checkpoint: %s", err);
-    if (tokenizer_vocab_size(tok) != config.V)
-        die("--tokenizer %s has %d tokens, the model in %s %d", o.tokenizer, tokenizer_vocab_size(tok), o.checkpoint,
-            config.V);
+    Tokenizer* tok = tokenizer_load_sized(o.tokenizer, config.V, err);
+    if (!tok) die("--tokenizer %s", err);
     size_t text_len;
     unsigned char* text = prompt_text(o.prompt, &text_len);
     int* prompt = (int*)malloc((text_len + 1) * sizeof(int));

@@ -25,6 +25,8 @@ Tokenizer* tokenizer_train(const unsigned char* text, size_t len, int vocab_size
 // The project's tokenizer file. Load returns NULL and writes err on any problem.
 int tokenizer_save(const Tokenizer* t, const char* path, char* err);   // 0 on success
 Tokenizer* tokenizer_load(const char* path, char* err);
+// The same, refused (NULL, err) unless it has vocab_size ids: the tokenizer of a model.
+Tokenizer* tokenizer_load_sized(const char* path, int vocab_size, char* err);
 
 // A hash of the tokenizer's file content, never 0: shards record the fingerprint of the
 // tokenizer that made them (data/shard.h), so that a mismatch can be refused.

@@ -186,3 +186,13 @@ fail:
     free(merges);
     return NULL;
 }
+
+Tokenizer* tokenizer_load_sized(const char* path, int vocab_size, char* err) {
+    Tokenizer* t = tokenizer_load(path, err);
+    if (t && tokenizer_vocab_size(t) != vocab_size) {
+        set_err(err, "%s has %d tokens, the model %d", path, tokenizer_vocab_size(t), vocab_size);
+        tokenizer_free(t);
+        return NULL;
+    }
+    return t;
+}
