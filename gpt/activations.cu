@@ -146,11 +146,11 @@ static inline size_t layer_offset(int l, int B, int T, size_t width) { return (s
 // The layer whose slot of a buffer layer l uses: 0 when the buffer is recomputed (one slot).
 static inline int slot(int l, int recomputed) { return recomputed ? 0 : l; }
 
-LayerActivations layer_activations(const Activations* a, const GPTConfig* c, int B, int T,
+BlockActivations layer_activations(const Activations* a, const GPTConfig* c, int B, int T,
                                    const ModelOptions* opt, int l) {
     size_t C = c->C;
     int re_ln = opt->recompute & RECOMPUTE_LAYERNORM, re_gelu = opt->recompute & RECOMPUTE_GELU;
-    LayerActivations x;
+    BlockActivations x;
     x.res = a->residual + layer_offset(l, B, T, C);
     x.ln1 = a->ln1 + layer_offset(slot(l, re_ln), B, T, C);
     x.ln1_mean = a->ln1_mean + layer_offset(l, B, T, 1);

@@ -2,8 +2,8 @@
 // parameters, run the forward, the loss (classifier), the backward and the AdamW update.
 // Pre-LayerNorm blocks, learned positions, the token embedding tied to the output projection,
 // GELU (tanh form); bf16 parameters and activations, fp32 master weights and AdamW moments.
-// The layers live in layers/ and attention/; this library decides which buffer is which and
-// the order of the calls. The contract (parameter order, init, AdamW) is the one the numpy
+// The layers live in layers/ and attention/, the transformer block in gpt/block.h; this library
+// decides which buffer is which and the order of the calls. The contract (parameter order, init, AdamW) is the one the numpy
 // reference in tests/gen_gpt_reference.py follows.
 //
 //   gpt_forward(g, inputs, B, T)           lnf (B, T, C)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include "attention/attention.h"
 #include "common/rng.h"
+#include "gpt/block.h"
 #include "gpt/config.h"
 #include "gpt/parameters.h"
 
@@ -26,14 +27,12 @@ size_t inference_plan_total(const InferencePlan* m);
 // One line on stderr (stdout is the generated text).
 void inference_plan_print(const InferencePlan* m);
 
-// One layer's activations on some rows: the stream, Q K V, the attention's output, the stream
-// after it, the MLP's hidden layer after GELU; and where the layernorm and GELU are kernels of
-// their own (the prompt's), the layernorm's output with its mean and rstd and the MLP's hidden
-// layer before GELU.
+// One layer's activations on the decoding step's rows (a row per sequence): the stream, Q K V,
+// the attention's output, the stream after it, the MLP's hidden layer after GELU. The step's
+// kernels fuse the layernorms and GELU into the linear layers, and keep nothing else.
 typedef struct {
-    bf16 *x, *qkv, *atty, *mid, *fch_gelu, *ln, *fch;
-    float *mean, *rstd;
-} RowBuffers;
+    bf16 *x, *qkv, *atty, *mid, *fch_gelu;
+} StepActivations;
 
 typedef struct {
     float temperature;   // 0: the most likely token
@@ -53,10 +52,9 @@ typedef struct {
     char* memory;                // one allocation, carved below
     ParameterTensors params;
     bf16* kv_cache;              // (L, B, length, 2C): a row's keys, then its values
-    RowBuffers prompt;           // (prompt_max) rows, one layer at a time
-    float* prompt_lse;           // the prompt's attention L
+    BlockActivations prompt;     // (prompt_max) rows: one layer's, which every layer reuses
     int* prompt_tokens;          // (prompt_max)
-    RowBuffers step;             // (B) rows: the decoding step's
+    StepActivations step;        // (B) rows
     bf16* logits;                // (B, Vp): the logits of the latest step the caller has
     bf16* logits_of[2];          // the graph copies' logits
     void* decode_scratch;
