@@ -76,7 +76,9 @@ const char* attention_decode_unsupported(const AttentionPlan* plan, AttentionSha
     return decode_attention_unsupported(cache);
 }
 
-size_t attention_decode_scratch_bytes(AttentionShape cache) { return decode_attention_scratch_bytes(cache); }
+size_t attention_decode_scratch_bytes(const AttentionPlan* plan, AttentionShape cache) {
+    return decode_attention_scratch_bytes(cache);
+}
 
 void attention_decode(const AttentionPlan* plan, const AttentionParams* p, const int* positions, void* scratch,
                       cudaStream_t stream) {

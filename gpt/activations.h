@@ -1,7 +1,7 @@
-// gpt/activations.h: the activation memory and the memory plan. All activations live in one
-// allocation, carved into the buffers below for the largest batch (B, T) the model was built
-// for; a smaller forward (sampling) uses the start of each buffer. The plan counts every part
-// in bytes, so the whole model's memory is known, and checked against the GPU, before anything
+// gpt/activations.h: the activation memory and the model's memory sizes. All activations live
+// in one allocation, carved into the buffers below for the largest batch (B, T) the model was
+// built for; a smaller forward (sampling) uses the start of each buffer. MemorySizes counts every
+// part in bytes, so the whole model's memory is known, and checked against the GPU, before anything
 // is allocated.
 #ifndef FLASHGPT_GPT_ACTIVATIONS_H
 #define FLASHGPT_GPT_ACTIVATIONS_H
@@ -63,22 +63,22 @@ typedef struct {
     size_t params, grads, optimizer, activations, attention_saved, logits, scratch,
         logits_and_scratch, backward;
     int logits_rows, rows;   // rows of one classifier chunk, of the whole batch (B * T)
-} MemoryPlan;
+} MemorySizes;
 
-size_t memory_plan_total(const MemoryPlan* m);
+size_t memory_sizes_total(const MemorySizes* m);
 // 1 when bytes do not fit in the GPU's free memory with a reserve for what the CUDA libraries
 // allocate on their own (the cuBLASLt workspace, ...), the numbers in err; 0 when they do.
 int gpu_memory_unfit(size_t bytes, char* err);
-// Prints the plan as a table, with the device's memory.
-void memory_plan_print(const MemoryPlan* m, AttentionKind kind);
+// Prints the sizes as a table, with the device's memory.
+void memory_sizes_print(const MemorySizes* m, AttentionKind kind);
 
 AttentionShape attention_shape(const GPTConfig* c, int B, int T);
 
-// Lays the activations out in base (NULL: computes the sizes only) and fills the plan's
-// activation parts; returns the bytes of the whole region. A recomputed activation keeps one
+// Lays the activations out in base (NULL: computes the sizes only) and fills the activation
+// parts of m; returns the bytes of the whole region. A recomputed activation keeps one
 // layer's buffer: the forward writes it layer after layer, the backward recomputes it.
 size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B, int T,
-                          const ModelOptions* opt, MemoryPlan* m);
+                          const ModelOptions* opt, MemorySizes* m);
 
 // Layer l's slices of the per-layer activation buffers laid out for (B, T), which keep that
 // stride for any smaller forward (it uses the start of each slice).

@@ -22,8 +22,8 @@ static ZeroShard optimizer_shard(const GPTConfig* c, const DataParallel* dp) {
     return s;
 }
 
-MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp) {
-    MemoryPlan m;
+MemorySizes gpt_memory_sizes(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp) {
+    MemorySizes m;
     Activations a;
     ZeroShard s = optimizer_shard(c, dp);
     layout_activations(&a, NULL, c, B, T, opt, &m);
@@ -45,9 +45,9 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     if (dp) g->dp = *dp;
     else g->dp.world_size = 1;
     g->shard = optimizer_shard(&c, dp);
-    g->plan = gpt_memory_plan(&c, B, T, opt, dp);
+    g->sizes = gpt_memory_sizes(&c, B, T, opt, dp);
     char err[ERR_LEN];
-    if (gpu_memory_unfit(memory_plan_total(&g->plan), err)) die("gpt_build for batches of %d x %d: %s", B, T, err);
+    if (gpu_memory_unfit(memory_sizes_total(&g->sizes), err)) die("gpt_build for batches of %d x %d: %s", B, T, err);
     if (!matmul_ready) {
         matmul_init();
         matmul_ready = 1;
@@ -71,7 +71,7 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     cudaCheck(cudaMemset(g->grads_memory, 0, padded * sizeof(bf16)));
     point_params(&g->params, g->params_memory, &c);
     point_params(&g->grads, g->grads_memory, &c);
-    MemoryPlan m;
+    MemorySizes m;
     size_t acts_bytes = layout_activations(&g->acts, NULL, &c, B, T, opt, &m);
     cudaCheck(cudaMalloc((void**)&g->acts_memory, acts_bytes));
     layout_activations(&g->acts, g->acts_memory, &c, B, T, opt, &m);
@@ -191,7 +191,7 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
 }
 
 bf16* gpt_logits(GPT* g, int row, int rows) {
-    if (rows > g->plan.logits_rows) die("gpt_logits: %d rows, the buffer holds %d", rows, g->plan.logits_rows);
+    if (rows > g->sizes.logits_rows) die("gpt_logits: %d rows, the buffer holds %d", rows, g->sizes.logits_rows);
     const GPTConfig* c = &g->config;
     matmul_forward(g->acts.logits, NULL, g->acts.lnf + (size_t)row * c->C, g->params.wte, NULL, NULL, rows,
                    c->C, c->Vp, g->stream);
@@ -199,7 +199,7 @@ bf16* gpt_logits(GPT* g, int row, int rows) {
 }
 
 // Marks of a classifier on N rows: the start, two per chunk, the losses' copy.
-static int classifier_marks(const GPT* g, int N) { return 2 + 2 * (int)ceil_div(N, g->plan.logits_rows); }
+static int classifier_marks(const GPT* g, int N) { return 2 + 2 * (int)ceil_div(N, g->sizes.logits_rows); }
 
 void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_scale, int write_dlogits) {
     const GPTConfig* c = &g->config;
@@ -208,8 +208,8 @@ void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_s
     profile_start(g->profile, classifier_marks(g, N), g->stream);
     cudaCheck(cudaMemcpyAsync(a->targets, host_targets, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, g->stream));
-    for (int row = 0; row < N; row += g->plan.logits_rows) {
-        int rows = N - row < g->plan.logits_rows ? N - row : g->plan.logits_rows;
+    for (int row = 0; row < N; row += g->sizes.logits_rows) {
+        int rows = N - row < g->sizes.logits_rows ? N - row : g->sizes.logits_rows;
         bf16* logits = gpt_logits(g, row, rows);
         // The one pass that gives the losses also writes dlogits: counted as the forward.
         classifier_forward_backward(logits, a->losses + row, a->targets + row, rows, c->V, c->Vp,
@@ -338,6 +338,6 @@ float gpt_update(GPT* g, const AdamWConfig* opt, float lr) {
 }
 
 int gpt_profile_marks(const GPT* g, int micro_steps) {
-    return micro_steps * (forward_marks(g) + classifier_marks(g, g->plan.rows) + backward_marks(g)) + GRAD_NORM_MARKS +
+    return micro_steps * (forward_marks(g) + classifier_marks(g, g->sizes.rows) + backward_marks(g)) + GRAD_NORM_MARKS +
            UPDATE_MARKS;
 }

@@ -59,7 +59,7 @@ typedef struct {
     ParameterTensors params, grads;
     char* acts_memory;
     Activations acts;
-    MemoryPlan plan;
+    MemorySizes sizes;
     int* host_tokens;            // (B, T) pinned: the inputs of the batch in flight
     int* host_targets;           // (B, T) pinned
     float* host_losses;          // (B, T) pinned
@@ -73,8 +73,8 @@ typedef struct {
                                  // update record their parts' events in it (gpt/profile.h)
 } GPT;
 
-// Bytes that gpt_build would allocate (dp NULL: one GPU).
-MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp);
+// Bytes that gpt_build would allocate, part by part (dp NULL: one GPU).
+MemorySizes gpt_memory_sizes(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp);
 
 // Allocates everything for batches up to (B, T), which must fit (gpu_memory_unfit). dp NULL:
 // one GPU.
@@ -92,7 +92,7 @@ void gpt_init_random(GPT* g, uint64_t seed);
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T);
 
 // The logits (rows, Vp) of the rows [row, row + rows) of the last gpt_forward, rows at most
-// g->plan.logits_rows; returns them (device memory, valid until the next call).
+// g->sizes.logits_rows; returns them (device memory, valid until the next call).
 bf16* gpt_logits(GPT* g, int row, int rows);
 
 // Cross-entropy per position of the last gpt_forward (B, T) against host_targets, into the

@@ -8,7 +8,6 @@
 
 #include <math.h>
 #include <string.h>
-#include "attention/decode.h"
 #include "common/error.h"
 #include "gpt/activations.h"
 #include "gpt/sampler.h"
@@ -23,25 +22,25 @@
 
 static size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
 
-// Carves the allocation at base (NULL: sizes only) into m's buffers; fills the plan.
+// Carves the allocation at base (NULL: sizes only) into m's buffers; fills m->sizes.
 static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int length, int prompt_max) {
     size_t C = c->C, off = 0, P = prompt_max;
-    InferencePlan* plan = &m->plan;
-    memset(plan, 0, sizeof(*plan));
+    InferenceSizes* sizes = &m->sizes;
+    memset(sizes, 0, sizeof(*sizes));
     auto carve = [&](size_t bytes, size_t* part) {
         char* at = base ? base + off : NULL;
         off += align_up(bytes);
         *part += align_up(bytes);
         return at;
     };
-    bf16* params = (bf16*)carve(count_params(c) * sizeof(bf16), &plan->params);
+    bf16* params = (bf16*)carve(count_params(c) * sizeof(bf16), &sizes->params);
     if (base) point_params(&m->params, params, c);
-    m->kv_cache = (bf16*)carve((size_t)c->L * B * length * 2 * C * sizeof(bf16), &plan->kv_cache);
+    m->kv_cache = (bf16*)carve((size_t)c->L * B * length * 2 * C * sizeof(bf16), &sizes->kv_cache);
     // The prompt's activations: one layer's, reused by every layer, and nothing kept for a
     // backward: the stream in and out of a block share a buffer, as do the two layernorms'
     // outputs and their statistics.
     BlockActivations* a = &m->prompt;
-    auto carve_prompt = [&](size_t width) { return (bf16*)carve(P * width * C * sizeof(bf16), &plan->prompt); };
+    auto carve_prompt = [&](size_t width) { return (bf16*)carve(P * width * C * sizeof(bf16), &sizes->prompt); };
     a->res = a->res_next = carve_prompt(1);
     a->qkv = carve_prompt(3);
     a->atty = carve_prompt(1);
@@ -49,33 +48,34 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     a->fch_gelu = carve_prompt(4);
     a->ln1 = a->ln2 = carve_prompt(1);
     a->fch = carve_prompt(4);
-    a->ln1_mean = a->ln2_mean = (float*)carve(P * sizeof(float), &plan->prompt);
-    a->ln1_rstd = a->ln2_rstd = (float*)carve(P * sizeof(float), &plan->prompt);
-    a->att_saved = carve(attention_saved_bytes(&m->attention, attention_shape(c, 1, prompt_max)), &plan->prompt);
-    m->prompt_tokens = (int*)carve(P * sizeof(int), &plan->prompt);
+    a->ln1_mean = a->ln2_mean = (float*)carve(P * sizeof(float), &sizes->prompt);
+    a->ln1_rstd = a->ln2_rstd = (float*)carve(P * sizeof(float), &sizes->prompt);
+    a->att_saved = carve(attention_saved_bytes(&m->attention, attention_shape(c, 1, prompt_max)), &sizes->prompt);
+    m->prompt_tokens = (int*)carve(P * sizeof(int), &sizes->prompt);
     size_t rows = B;
-    auto carve_step = [&](size_t width) { return (bf16*)carve(rows * width * C * sizeof(bf16), &plan->step); };
+    auto carve_step = [&](size_t width) { return (bf16*)carve(rows * width * C * sizeof(bf16), &sizes->step); };
     StepActivations* r = &m->step;
     r->x = carve_step(1);
     r->qkv = carve_step(3);
     r->atty = carve_step(1);
     r->mid = carve_step(1);
     r->fch_gelu = carve_step(4);
-    for (int i = 0; i < 2; i++) m->logits_of[i] = (bf16*)carve(rows * c->Vp * sizeof(bf16), &plan->step);
-    m->decode_scratch = carve(decode_attention_scratch_bytes(attention_shape(c, B, length)), &plan->step);
-    m->tokens = (int*)carve(rows * sizeof(int), &plan->step);
-    m->positions = (int*)carve(rows * sizeof(int), &plan->step);
-    m->seed = (uint64_t*)carve(sizeof(uint64_t), &plan->step);
+    for (int i = 0; i < 2; i++) m->logits_of[i] = (bf16*)carve(rows * c->Vp * sizeof(bf16), &sizes->step);
+    AttentionShape cache = attention_shape(c, B, length);
+    m->decode_scratch = carve(attention_decode_scratch_bytes(&m->attention, cache), &sizes->step);
+    m->tokens = (int*)carve(rows * sizeof(int), &sizes->step);
+    m->positions = (int*)carve(rows * sizeof(int), &sizes->step);
+    m->seed = (uint64_t*)carve(sizeof(uint64_t), &sizes->step);
 }
 
-size_t inference_plan_total(const InferencePlan* m) { return m->params + m->kv_cache + m->prompt + m->step; }
+size_t inference_sizes_total(const InferenceSizes* m) { return m->params + m->kv_cache + m->prompt + m->step; }
 
-void inference_plan_print(const InferencePlan* m) {
+void inference_sizes_print(const InferenceSizes* m) {
     size_t free_bytes, total_bytes;
     cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
     fprintf(stderr, "memory (GiB): parameters (bf16) %.3f, KV cache %.3f, prompt activations %.3f, decoding %.3f; "
             "total %.3f (device: %.1f GiB)\n", GIB(m->params), GIB(m->kv_cache), GIB(m->prompt), GIB(m->step),
-           GIB(inference_plan_total(m)), GIB(total_bytes));
+           GIB(inference_sizes_total(m)), GIB(total_bytes));
 }
 
 // The copies go on the model's stream (non-blocking: the legacy stream's copies would not be
@@ -118,7 +118,7 @@ static void enqueue_draw(InferenceModel* m, int p) {
         cudaCheck(cudaMemcpyAsync(m->host_tokens_of[p], m->tokens, (size_t)m->B * sizeof(int),
                                   cudaMemcpyDeviceToHost, m->stream));
     } else {
-        cudaCheck(cudaMemcpyAsync(m->host_row, m->logits_of[p], (size_t)m->B * c->Vp * sizeof(bf16),
+        cudaCheck(cudaMemcpyAsync(m->host_logits, m->logits_of[p], (size_t)m->B * c->Vp * sizeof(bf16),
                                   cudaMemcpyDeviceToHost, m->stream));
     }
     launch_overlapped(advance_kernel, dim3(1), dim3(m->B), 0, m->stream, m->positions, m->B);
@@ -142,9 +142,9 @@ static void finish_draw(InferenceModel* m, int p) {
     const DrawSettings* d = &m->draw;
     if (draws_on_gpu(m)) return;
     for (int b = 0; b < m->B; b++) {
-        for (int v = 0; v < c->V; v++) m->host_logits[v] = __bfloat162float(m->host_row[(size_t)b * c->Vp + v]);
+        for (int v = 0; v < c->V; v++) m->draw_logits[v] = __bfloat162float(m->host_logits[(size_t)b * c->Vp + v]);
         m->host_tokens[b] =
-            sample_token(m->host_logits, c->V, d->temperature, d->top_k, d->top_p, &m->rng, m->host_scratch);
+            sample_token(m->draw_logits, c->V, d->temperature, d->top_k, d->top_p, &m->rng, m->draw_scratch);
     }
     cudaCheck(cudaMemcpyAsync(m->tokens, m->host_tokens, (size_t)m->B * sizeof(int), cudaMemcpyHostToDevice,
                               m->stream));
@@ -220,13 +220,13 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
                                   cudaMemcpyDeviceToDevice, st));
     lm_head(m, 0);
     // The draw of the token at position n keys its noise by position n - 1, the logits' own.
-    for (int b = 0; b < m->B; b++) m->host_positions_staging[b] = n - 1;
-    cudaCheck(cudaMemcpyAsync(m->positions, m->host_positions_staging, (size_t)m->B * sizeof(int),
+    for (int b = 0; b < m->B; b++) m->prompt_positions[b] = n - 1;
+    cudaCheck(cudaMemcpyAsync(m->positions, m->prompt_positions, (size_t)m->B * sizeof(int),
                               cudaMemcpyHostToDevice, st));
     enqueue_draw(m, 0);
     cudaCheck(cudaEventRecord(m->step_done[0], st));
     finish_draw(m, 0);
-    m->host_positions = n;
+    m->position = n;
     m->next_graph = 1;
     if (draws_on_gpu(m)) launch_step(m);   // ahead: the first step runs while the caller takes these
 }
@@ -286,7 +286,7 @@ void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prom
     m->draw = draw;
     m->attention.kind = ATTENTION_FLASH;
     layout(m, NULL, &c, B, length, prompt_max);
-    size_t need = inference_plan_total(&m->plan);
+    size_t need = inference_sizes_total(&m->sizes);
     char err[ERR_LEN];
     if (gpu_memory_unfit(need, err)) die("inference_build for %d sequences of %d positions: %s", B, length, err);
     matmul_init();
@@ -299,11 +299,11 @@ void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prom
         cudaCheck(cudaMallocHost((void**)&m->host_tokens_of[i], (size_t)B * sizeof(int)));
         cudaCheck(cudaEventCreateWithFlags(&m->step_done[i], cudaEventDisableTiming));
     }
-    cudaCheck(cudaMallocHost((void**)&m->host_positions_staging, (size_t)B * sizeof(int)));
-    cudaCheck(cudaMallocHost((void**)&m->host_row, (size_t)B * c.Vp * sizeof(bf16)));   // copied in the graph
-    m->host_logits = (float*)malloc((size_t)c.V * sizeof(float));
-    m->host_scratch = (float*)malloc(2 * (size_t)c.V * sizeof(float));
-    if (!m->host_logits || !m->host_scratch) die("out of host memory for the draws");
+    cudaCheck(cudaMallocHost((void**)&m->prompt_positions, (size_t)B * sizeof(int)));
+    cudaCheck(cudaMallocHost((void**)&m->host_logits, (size_t)B * c.Vp * sizeof(bf16)));   // copied in the graph
+    m->draw_logits = (float*)malloc((size_t)c.V * sizeof(float));
+    m->draw_scratch = (float*)malloc(2 * (size_t)c.V * sizeof(float));
+    if (!m->draw_logits || !m->draw_scratch) die("out of host memory for the draws");
     inference_set_seed(m, draw.seed);
     // The step reads every input from the GPU (tokens, positions, seed), so it is captured once
     // for each copy of its outputs.
@@ -318,16 +318,16 @@ void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prom
 }
 
 void inference_step(InferenceModel* m) {
-    if (m->host_positions == 0) die("inference_step: no prompt yet (inference_prompt)");
-    if (m->host_positions >= m->length)
-        die("inference_step: position %d, the cache holds %d", m->host_positions, m->length);
+    if (m->position == 0) die("inference_step: no prompt yet (inference_prompt)");
+    if (m->position >= m->length)
+        die("inference_step: position %d, the cache holds %d", m->position, m->length);
     if (m->launched == 0) launch_step(m);
     int p = m->launched == 2 ? m->next_graph : 1 - m->next_graph;   // the oldest step launched
     // With the draw on the GPU the step after runs ahead, so the GPU does not wait for the host.
-    if (m->launched == 1 && draws_on_gpu(m) && m->host_positions + 1 < m->length) launch_step(m);
+    if (m->launched == 1 && draws_on_gpu(m) && m->position + 1 < m->length) launch_step(m);
     finish_draw(m, p);
     m->launched--;
-    m->host_positions++;
+    m->position++;
 }
 
 void inference_free(InferenceModel* m) {
@@ -339,8 +339,8 @@ void inference_free(InferenceModel* m) {
     }
     cudaCheck(cudaStreamDestroy(m->stream));
     cudaCheck(cudaFree(m->memory));
-    cudaCheck(cudaFreeHost(m->host_positions_staging));
-    cudaCheck(cudaFreeHost(m->host_row));
-    free(m->host_logits);
-    free(m->host_scratch);
+    cudaCheck(cudaFreeHost(m->prompt_positions));
+    cudaCheck(cudaFreeHost(m->host_logits));
+    free(m->draw_logits);
+    free(m->draw_scratch);
 }

@@ -21,11 +21,11 @@
 
 typedef struct {
     size_t params, kv_cache, prompt, step;   // bytes: the parts of inference_build's allocation
-} InferencePlan;
+} InferenceSizes;
 
-size_t inference_plan_total(const InferencePlan* m);
+size_t inference_sizes_total(const InferenceSizes* m);
 // One line on stderr (stdout is the generated text).
-void inference_plan_print(const InferencePlan* m);
+void inference_sizes_print(const InferenceSizes* m);
 
 // One layer's activations on the decoding step's rows (a row per sequence): the stream, Q K V,
 // the attention's output, the stream after it, the MLP's hidden layer after GELU. The step's
@@ -48,7 +48,7 @@ typedef struct {
     GPTConfig config;
     int B, length, prompt_max;   // sequences, positions each, the longest prompt
     DrawSettings draw;
-    InferencePlan plan;
+    InferenceSizes sizes;
     char* memory;                // one allocation, carved below
     ParameterTensors params;
     bf16* kv_cache;              // (L, B, length, 2C): a row's keys, then its values
@@ -63,11 +63,12 @@ typedef struct {
     uint64_t* seed;              // (1) device: the draws' seed
     int* host_tokens;            // (B) pinned: the tokens of the latest step the caller has
     int* host_tokens_of[2];      // the graph copies' tokens
-    int* host_positions_staging; // (B) pinned: the prompt's positions on their way to the GPU
-    int host_positions;          // every sequence's position (they decode in step); 0: no prompt yet
-    bf16* host_row;              // (B, Vp) pinned: host draws only, the logits the graph copies out
-    float* host_logits;          // (V) one sequence's, in fp32
-    float* host_scratch;         // (2 V)
+    int position;                // the position of host_tokens in every sequence (they decode in
+                                 // step); 0: no prompt yet
+    int* prompt_positions;       // (B) pinned: the prompt's positions on their way to the GPU
+    bf16* host_logits;           // (B, Vp) pinned, host draws only: the logits the graph copies out
+    float* draw_logits;          // (V) host draws: one sequence's logits in fp32
+    float* draw_scratch;         // (2 V) host draws: sample_token's
     Rng rng;                     // host draws
     AttentionPlan attention;
     cudaStream_t stream;
@@ -94,7 +95,7 @@ void inference_set_seed(InferenceModel* m, uint64_t seed);
 // ahead before it is dropped; parameters and seed set before it apply from it on).
 void inference_prompt(InferenceModel* m, const int* prompt, int n);
 // Takes every sequence one token further: host_tokens are the tokens drawn after the ones it
-// held (position host_positions, which then grows by one). host_positions < length.
+// held (at m->position, which then grows by one). m->position < length.
 void inference_step(InferenceModel* m);
 
 void inference_free(InferenceModel* m);

@@ -44,8 +44,8 @@ static void test_decode_kernel(int HS, int T) {
     void* scratch;
     cudaCheck(cudaMalloc((void**)&qkv, n * sizeof(bf16)));
     cudaCheck(cudaMalloc((void**)&out, (size_t)NH * HS * sizeof(bf16)));
-    cudaCheck(cudaMalloc(&scratch, attention_decode_scratch_bytes(s)));
-    cudaCheck(cudaMemset(scratch, 0, attention_decode_scratch_bytes(s)));   // once: the calls leave it zeroed
+    cudaCheck(cudaMalloc(&scratch, attention_decode_scratch_bytes(&plan, s)));
+    cudaCheck(cudaMemset(scratch, 0, attention_decode_scratch_bytes(&plan, s)));   // once: the calls leave it zeroed
     cudaCheck(cudaMemcpy(qkv, host, n * sizeof(bf16), cudaMemcpyHostToDevice));
     const int positions[] = {0, 1, 77, 255, 256, 1023, 1024, 1025, 2047, T - 1};
     bf16* got = (bf16*)malloc((size_t)NH * HS * sizeof(bf16));
@@ -247,8 +247,8 @@ static void test_decode_batched(void) {
     cudaCheck(cudaMalloc((void**)&q, (size_t)B * row * sizeof(bf16)));
     cudaCheck(cudaMalloc((void**)&out, (size_t)B * C * sizeof(bf16)));
     cudaCheck(cudaMalloc((void**)&positions, B * sizeof(int)));
-    cudaCheck(cudaMalloc(&scratch, attention_decode_scratch_bytes(s)));
-    cudaCheck(cudaMemset(scratch, 0, attention_decode_scratch_bytes(s)));   // once: the calls leave it zeroed
+    cudaCheck(cudaMalloc(&scratch, attention_decode_scratch_bytes(&plan, s)));
+    cudaCheck(cudaMemset(scratch, 0, attention_decode_scratch_bytes(&plan, s)));   // once: the calls leave it zeroed
     cudaCheck(cudaMemcpy(qkv, host, n * sizeof(bf16), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(q, host_q, (size_t)B * row * sizeof(bf16), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(positions, pos, B * sizeof(int), cudaMemcpyHostToDevice));

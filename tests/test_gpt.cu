@@ -5,7 +5,7 @@
 // with the activations recomputed in the backward and the classifier in chunks of rows.
 // Then a resume with the train_gpt program: N steps straight vs N/2 steps, checkpoint, resume,
 // on shards written here;
-// the memory plan (linear in T for flash, host only); naive and flash training side by side on
+// the memory sizes (linear in T for flash, host only); naive and flash training side by side on
 // tinyshakespeare (the test text, TEST_TEXT), their loss curves compared.
 //
 // Tolerances. bf16 keeps 8 significant bits: one rounding is up to 2^-9 = 0.2% relative, and
@@ -145,12 +145,12 @@ static void test_reference(const Reference* r, ModelOptions opt) {
     // Forward: logits, a chunk of rows at a time, and loss.
     snprintf(name, sizeof(name), "gpt forward %s", mode);
     test_begin(name);
-    cudaCheck(cudaMemset(g.acts_memory, 0xff, memory_plan_total(&g.plan) - g.plan.params - g.plan.grads -
-                         g.plan.optimizer));  // NaN everywhere: an unwritten activation shows
+    cudaCheck(cudaMemset(g.acts_memory, 0xff, memory_sizes_total(&g.sizes) - g.sizes.params - g.sizes.grads -
+                         g.sizes.optimizer));  // NaN everywhere: an unwritten activation shows
     gpt_forward(&g, r->inputs, B, T);
     gpt_classifier(&g, r->targets, B, T, 0.0f, 0);
     float loss = gpt_mean_loss(&g, N);
-    int chunk = g.plan.logits_rows;
+    int chunk = g.sizes.logits_rows;
     if (opt.classifier_rows) CHECK(chunk == opt.classifier_rows, "chunks of %d rows, asked for %d", chunk, opt.classifier_rows);
     float* logits_chunk = (float*)malloc((size_t)chunk * Vp * sizeof(float));
     float* logits = (float*)malloc((size_t)N * V * sizeof(float));
@@ -509,13 +509,13 @@ static void test_schedule_and_sampler(void) {
     test_end();
 }
 
-// The memory plan (host only, no device needed), d12 with GPT-2's vocabulary: flash keeps
-// L (L, B, NH, T) fp32 per layer and nothing grows faster than T, so the whole plan is
+// The memory sizes (host only, no device needed), d12 with GPT-2's vocabulary: flash keeps
+// L (L, B, NH, T) fp32 per layer and nothing grows faster than T, so the whole model is
 // a + b T (its second difference over T, 2T, 3T is zero but for the 256-byte rounding of each
 // part); naive keeps P (L, B, NH, T, T) bf16. The logits stay within 1 GiB however many rows,
 // and each recomputation frees exactly the layers it no longer keeps.
-static void test_memory_plan(void) {
-    test_begin("gpt memory plan");
+static void test_memory_sizes(void) {
+    test_begin("gpt memory sizes");
     GPTConfig c = {.maxT = 0, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768};
     size_t L = c.L, NH = c.NH, C = c.C;
     ModelOptions flash = {.attention = {.kind = ATTENTION_FLASH}}, naive = {.attention = {.kind = ATTENTION_NAIVE}};
@@ -523,8 +523,8 @@ static void test_memory_plan(void) {
     for (int i = 0; i < 3; i++) {
         size_t T = 32768 * (size_t)(i + 1);
         c.maxT = (int)T;
-        MemoryPlan m = gpt_memory_plan(&c, 1, (int)T, &flash, NULL);
-        total[i] = (double)memory_plan_total(&m);
+        MemorySizes m = gpt_memory_sizes(&c, 1, (int)T, &flash, NULL);
+        total[i] = (double)memory_sizes_total(&m);
         CHECK(m.attention_saved == L * NH * T * sizeof(float), "flash keeps %zu bytes at T %zu", m.attention_saved, T);
         CHECK(m.logits <= CLASSIFIER_CHUNK_BYTES, "logits of %zu bytes at T %zu", m.logits, T);
         if (i == 2) printf("    flash, B 1, T %zu: %.2f GiB in all\n", T, GIB(total[i]));
@@ -532,22 +532,22 @@ static void test_memory_plan(void) {
     double curvature = total[2] - 2.0 * total[1] + total[0];
     CHECK(fabs(curvature) < 1e6, "flash memory is not linear in T: second difference %.0f bytes", curvature);
     c.maxT = 4096;
-    MemoryPlan m = gpt_memory_plan(&c, 1, 4096, &naive, NULL);
+    MemorySizes m = gpt_memory_sizes(&c, 1, 4096, &naive, NULL);
     CHECK(m.attention_saved == L * NH * 4096 * 4096 * sizeof(bf16), "naive keeps %zu bytes", m.attention_saved);
     c.maxT = 1024;
     size_t N = 64 * 1024;
-    MemoryPlan none = gpt_memory_plan(&c, 64, 1024, &naive, NULL);
+    MemorySizes none = gpt_memory_sizes(&c, 64, 1024, &naive, NULL);
     ModelOptions re = naive;
     re.recompute = RECOMPUTE_GELU;
-    MemoryPlan gelu = gpt_memory_plan(&c, 64, 1024, &re, NULL);
+    MemorySizes gelu = gpt_memory_sizes(&c, 64, 1024, &re, NULL);
     re.recompute = RECOMPUTE_GELU | RECOMPUTE_LAYERNORM;
-    MemoryPlan both = gpt_memory_plan(&c, 64, 1024, &re, NULL);
+    MemorySizes both = gpt_memory_sizes(&c, 64, 1024, &re, NULL);
     CHECK(none.activations - gelu.activations == (L - 1) * N * 4 * C * sizeof(bf16),
           "recompute gelu frees %zu bytes", none.activations - gelu.activations);
     CHECK(gelu.activations - both.activations == (2 * L - 1) * N * C * sizeof(bf16),
           "recompute layernorm frees %zu bytes", gelu.activations - both.activations);
     printf("    naive, B 64, T 1024: %.2f GiB, recompute gelu %.2f GiB, gelu,layernorm %.2f GiB\n",
-           GIB(memory_plan_total(&none)), GIB(memory_plan_total(&gelu)), GIB(memory_plan_total(&both)));
+           GIB(memory_sizes_total(&none)), GIB(memory_sizes_total(&gelu)), GIB(memory_sizes_total(&both)));
     test_end();
 }
 
@@ -628,7 +628,7 @@ static void test_loss_curves(void) {
 
 int main(void) {
     test_schedule_and_sampler();
-    test_memory_plan();
+    test_memory_sizes();
     // The float64 reference in every mode the trainer has: the recomputations and the
     // classifier chunks (N = 74 rows: chunks of 16 and 24 end on a partial one) must not
     // change the result beyond bf16 noise.
