@@ -84,5 +84,6 @@ void attention_decode(const AttentionPlan* plan, const AttentionParams* p, const
                       cudaStream_t stream) {
     const char* why = attention_decode_unsupported(plan, p->shape);
     if (why) die("%s", why);
+    if (!positions) die("attention_decode: the queries' positions are needed");
     decode_attention(p, positions, scratch, stream);
 }

@@ -132,11 +132,10 @@ static void lm_head(InferenceModel* m, int p) {
 
 static int draws_on_gpu(const InferenceModel* m) { return m->draw.top_k == 0 && m->draw.top_p >= 1.0f; }
 
-// Once copy p's work is done: its logits and tokens become the caller's, the host's draws (when
-// it draws) going into them and into tokens.
+// Once copy p's work is done: its tokens become the caller's (host_tokens), the host's draws
+// (when it draws) going into them and into tokens.
 static void finish_draw(InferenceModel* m, int p) {
     cudaCheck(cudaEventSynchronize(m->step_done[p]));
-    m->logits = m->logits_of[p];
     m->host_tokens = m->host_tokens_of[p];
     const GPTConfig* c = &m->config;
     const DrawSettings* d = &m->draw;

@@ -55,8 +55,7 @@ typedef struct {
     BlockActivations prompt;     // (prompt_max) rows: one layer's, which every layer reuses
     int* prompt_tokens;          // (prompt_max)
     StepActivations step;        // (B) rows
-    bf16* logits;                // (B, Vp): the logits of the latest step the caller has
-    bf16* logits_of[2];          // the graph copies' logits
+    bf16* logits_of[2];          // (B, Vp) the graph copies' logits
     void* decode_scratch;
     int* tokens;                 // (B) device: the tokens the next step reads, then the ones it draws
     int* positions;              // (B) device: their positions

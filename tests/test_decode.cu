@@ -118,12 +118,13 @@ static int argmax(const float* x, int n, float* lead) {
     return best;
 }
 
-// The logits the inference model's last step (or prompt) left for sample b.
+// The logits the inference model's last step (or prompt) left for sample b: those of the graph
+// copy whose tokens the caller has (the step run ahead writes the other copy's).
 static void inference_logits(const InferenceModel* m, int b, float* out) {
     int V = m->config.V;
+    const bf16* logits = m->logits_of[m->host_tokens == m->host_tokens_of[0] ? 0 : 1];
     bf16* host = (bf16*)malloc((size_t)V * sizeof(bf16));
-    cudaCheck(cudaMemcpy(host, m->logits + (size_t)b * m->config.Vp, (size_t)V * sizeof(bf16),
-                         cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(host, logits + (size_t)b * m->config.Vp, (size_t)V * sizeof(bf16), cudaMemcpyDeviceToHost));
     for (int v = 0; v < V; v++) out[v] = __bfloat162float(host[v]);
     free(host);
 }
