@@ -178,6 +178,10 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     ParameterTensors* p = &g->params;
     cudaStream_t st = g->stream;
     int C = c->C, N = B * T;
+    if (B < 1 || T < 1 || B > g->B || T > g->T)
+        die("gpt_forward: a batch of %d x %d, the model holds up to %d x %d", B, T, g->B, g->T);
+    g->forward_B = B;
+    g->forward_T = T;
     wait_for_params(g);
     profile_start(g->profile, forward_marks(g), st);
     cudaCheck(cudaMemcpyAsync(a->inputs, host_inputs, (size_t)N * sizeof(int),
@@ -205,6 +209,8 @@ void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_s
     const GPTConfig* c = &g->config;
     Activations* a = &g->acts;
     int N = B * T, C = c->C;
+    if (B != g->forward_B || T != g->forward_T)
+        die("gpt_classifier: a batch of %d x %d, the last gpt_forward's is %d x %d", B, T, g->forward_B, g->forward_T);
     profile_start(g->profile, classifier_marks(g, N), g->stream);
     cudaCheck(cudaMemcpyAsync(a->targets, host_targets, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, g->stream));
@@ -260,7 +266,10 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     Activations* a = &g->acts;
     ParameterTensors* d = &g->grads;
     cudaStream_t st = g->stream;
-    int B = g->B, T = g->T, C = c->C, N = B * T;
+    // The batch of the last forward, whose activations the layers read: it may be smaller than
+    // the model's largest (evaluation runs such forwards).
+    int B = g->forward_B, T = g->forward_T, C = c->C, N = B * T;
+    if (N == 0) die("gpt_backward: no gpt_forward before it");
     BlockPass pass = block_pass(g, B, T);
     BlockGradients grads = {a->dresidual, a->dnarrow, a->dwide};
     int reduce = g->dp.comm && last_micro_step;

@@ -44,6 +44,7 @@ typedef struct {
 typedef struct {
     GPTConfig config;
     int B, T;                    // the largest batch the buffers hold
+    int forward_B, forward_T;    // the batch of the last gpt_forward (0: none yet)
     ModelOptions options;
     size_t num_params;
     size_t param_sizes[NUM_PARAM_TENSORS];
@@ -89,16 +90,17 @@ void gpt_init_random(GPT* g, uint64_t seed);
 
 // The final layernorm's output lnf (B, T, C) of host_inputs (B, T), B and T within what the
 // model was built for; the logits come from gpt_logits or gpt_classifier, a chunk at a time.
+// The classifier and the backward that follow run on this batch.
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T);
 
 // The logits (rows, Vp) of the rows [row, row + rows) of the last gpt_forward, rows at most
 // g->sizes.logits_rows; returns them (device memory, valid until the next call).
 bf16* gpt_logits(GPT* g, int row, int rows);
 
-// Cross-entropy per position of the last gpt_forward (B, T) against host_targets, into the
-// losses; gpt_mean_loss reads them. The logits exist a chunk of rows at a time. write_dlogits:
-// also the classifier's backward, chunk by chunk: dlnf (B, T, C) into dnarrow for gpt_backward
-// and dwte += dlogits^T lnf, with dlogits = dloss/dlogits * dloss_scale.
+// Cross-entropy per position of the last gpt_forward (B, T: its batch) against host_targets,
+// into the losses; gpt_mean_loss reads them. The logits exist a chunk of rows at a time.
+// write_dlogits: also the classifier's backward, chunk by chunk: dlnf (B, T, C) into dnarrow
+// for gpt_backward and dwte += dlogits^T lnf, with dlogits = dloss/dlogits * dloss_scale.
 // Nothing waits for the GPU here.
 void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_scale, int write_dlogits);
 
@@ -106,9 +108,9 @@ void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_s
 // in a fixed order, in double.
 float gpt_mean_loss(GPT* g, int N);
 
-// Adds the gradients of the batch (B, T) to the grads; gpt_classifier with write_dlogits must
-// have run (dlnf in dnarrow, dwte started) and host_inputs must be the batch of the last
-// gpt_forward. last_micro_step: the gradients are then final, and data-parallel ranks average
+// Adds the gradients of the batch of the last gpt_forward to the grads; gpt_classifier with
+// write_dlogits must have run (dlnf in dnarrow, dwte started) and host_inputs must be that
+// batch. last_micro_step: the gradients are then final, and data-parallel ranks average
 // them over the ranks, layer by layer, while the backward goes on.
 void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step);
 

@@ -231,6 +231,44 @@ static void test_reference(const Reference* r, ModelOptions opt) {
     gpt_free(&g);
 }
 
+// The reference batch through a model built for a larger one (B + 1 rows of up to maxT
+// tokens), as evaluation runs smaller forwards: the backward takes the shape of the forward,
+// whose activations it reads, and gives the reference's gradients (TOL_GRAD). Every activation
+// is NaN before the forward, so a backward over the rows the forward did not write fails.
+#define SMALLER_FORWARD_NAME "gpt backward of a forward smaller than the model's batch"
+
+static void test_backward_of_smaller_forward(const Reference* r) {
+    const GPTConfig* c = &r->config;
+    int B = r->B, T = r->T, N = B * T;
+    ModelOptions opt = {.attention = {.kind = ATTENTION_FLASH, .deterministic = 1}};
+    test_begin(SMALLER_FORWARD_NAME);
+    CHECK(T < c->maxT, "the reference fills the context (T %d): no larger model to build", T);
+    GPT g;
+    gpt_build(&g, *c, B + 1, c->maxT, &opt, NULL);
+    gpt_set_params(&g, r->params);
+    cudaCheck(cudaMemset(g.acts_memory, 0xff, memory_sizes_total(&g.sizes) - g.sizes.params - g.sizes.grads -
+                         g.sizes.optimizer));   // NaN
+    gpt_zero_grads(&g);
+    gpt_forward(&g, r->inputs, B, T);
+    gpt_classifier(&g, r->targets, B, T, 1.0f / N, 1);
+    gpt_backward(&g, r->inputs, 1);
+    float* grads = (float*)malloc(r->P * sizeof(float));
+    copy_bf16_to_floats(grads, g.grads_memory, r->P);
+    size_t off = 0;
+    double worst = 0.0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        double err = relative_l2(grads + off, r->grads + off, g.param_sizes[i]);
+        CHECK(err < TOL_GRAD, "d%s relative L2 error %.3e >= %.0e", param_names[i], err, TOL_GRAD);
+        worst = err > worst ? err : worst;
+        off += g.param_sizes[i];
+    }
+    printf("    built for %d x %d, forward and backward of %d x %d: worst gradient error %.2e\n", B + 1, c->maxT, B, T,
+           worst);
+    test_end();
+    free(grads);
+    gpt_free(&g);
+}
+
 // Shards of a small repetitive token stream, so the model has something to learn.
 static void write_shard(const char* path, int n, int vocab, uint64_t seed) {
     char err[ERR_LEN];
@@ -657,6 +695,7 @@ int main(void) {
                 test_skip(name, "no CUDA device");
             }
         }
+        test_skip(SMALLER_FORWARD_NAME, "no CUDA device");
         test_skip(resume_naive_name, "no CUDA device");
         test_skip(resume_flash_name, "no CUDA device");
         test_skip("gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too",
@@ -678,6 +717,7 @@ int main(void) {
         test_end();
     } else {
         for (int i = 0; i < n_modes; i++) test_reference(&r, modes[i]);
+        test_backward_of_smaller_forward(&r);
     }
     test_resume(resume_naive_name, resume_naive_args);
     test_resume(resume_flash_name, resume_flash_args);
