@@ -78,12 +78,12 @@ void inference_sizes_print(const InferenceSizes* m) {
            GIB(inference_sizes_total(m)), GIB(total_bytes));
 }
 
+// The seed goes to the GPU, and the host's generator starts over, at the next prompt: the step
+// the GPU runs ahead reads the seed of the draws it continues.
+void inference_set_seed(InferenceModel* m, uint64_t seed) { m->draw.seed = seed; }
+
 // The copies go on the model's stream (non-blocking: the legacy stream's copies would not be
 // ordered before its kernels); a copy from pageable memory has read it when it returns.
-void inference_set_seed(InferenceModel* m, uint64_t seed) {
-    m->rng.state = seed;
-    cudaCheck(cudaMemcpyAsync(m->seed, &seed, sizeof(seed), cudaMemcpyHostToDevice, m->stream));
-}
 
 void inference_copy_params(InferenceModel* m, const bf16* params) {
     cudaCheck(cudaMemcpyAsync(m->params.wte, params, count_params(&m->config) * sizeof(bf16),
@@ -205,6 +205,8 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
             m->length);
     cudaCheck(cudaStreamSynchronize(st));   // a step run ahead is dropped; the staging buffers are free
     m->launched = 0;
+    m->rng.state = m->draw.seed;
+    cudaCheck(cudaMemcpyAsync(m->seed, &m->draw.seed, sizeof(uint64_t), cudaMemcpyHostToDevice, st));
     cudaCheck(cudaMemcpyAsync(m->prompt_tokens, prompt, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, st));
     encoder_forward(m->prompt.res, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
     BlockPass pass = {&m->attention, attention_shape(c, 1, n), 0, NULL, NULL, st};
@@ -303,7 +305,6 @@ void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prom
     m->draw_logits = (float*)malloc((size_t)c.V * sizeof(float));
     m->draw_scratch = (float*)malloc(2 * (size_t)c.V * sizeof(float));
     if (!m->draw_logits || !m->draw_scratch) die("out of host memory for the draws");
-    inference_set_seed(m, draw.seed);
     // The step reads every input from the GPU (tokens, positions, seed), so it is captured once
     // for each copy of its outputs.
     for (int p = 0; p < 2; p++) {

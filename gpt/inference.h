@@ -38,7 +38,7 @@ typedef struct {
     float temperature;   // 0: the most likely token
     int top_k;           // 0: all
     float top_p;         // 1: all
-    uint64_t seed;       // the draws' first seed (inference_set_seed sets another)
+    uint64_t seed;       // every prompt's draws start from it (inference_set_seed sets another)
 } DrawSettings;
 
 // Sequences one model decodes at most (one thread each advances their positions).
@@ -86,12 +86,14 @@ void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prom
 // already on the GPU (a training model's, once the work that writes them is done).
 void inference_set_params(InferenceModel* m, const float* values);
 void inference_copy_params(InferenceModel* m, const bf16* params);
-// The seed of the draws from here on (the host's too, with top-k or top-p).
+// The seed of the draws from the next inference_prompt on (the host's too, with top-k or
+// top-p); the draws after a prompt already run keep the seed they started from.
 void inference_set_seed(InferenceModel* m, uint64_t seed);
 
 // Runs the prompt (n tokens, every sequence's) through the model once, fills every sequence's
 // cache rows 0..n-1, and draws each sequence's first token into host_tokens (a step launched
-// ahead before it is dropped; parameters and seed set before it apply from it on).
+// ahead before it is dropped; parameters set before it apply from it on). Its draws and those
+// of the steps after it start from the seed: the same prompt and seed draw the same tokens.
 void inference_prompt(InferenceModel* m, const int* prompt, int n);
 // Takes every sequence one token further: host_tokens are the tokens drawn after the ones it
 // held (at m->position, which then grows by one). m->position < length.
