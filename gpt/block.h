@@ -12,6 +12,7 @@
 #include "common/cuda_check.h"
 #include "gpt/parameters.h"
 #include "gpt/profile.h"
+#include "layers/matmul.h"
 
 // What the backward computes again instead of keeping per layer (flags).
 enum { RECOMPUTE_GELU = 1, RECOMPUTE_LAYERNORM = 2 };
@@ -43,7 +44,8 @@ typedef struct {
     void* scratch;            // the layers' scratch: attention_scratch_bytes, and in the backward
                               // the matmuls' and layernorms' (may be NULL for a forward that takes none)
     Profile* profile;         // NULL: no marks
-    cudaStream_t stream;
+    const MatmulStream* matmul;   // the stream every kernel of the block runs on (matmul->stream),
+                                  // with the workspace of its matmuls
 } BlockPass;
 
 // Marks a block records in the profile, forward and backward (the backward's recomputations

@@ -34,7 +34,6 @@ MemorySizes gpt_memory_sizes(const GPTConfig* c, int B, int T, const ModelOption
 }
 
 void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const DataParallel* dp) {
-    static int matmul_ready = 0;
     memset(g, 0, sizeof(*g));
     g->config = c;
     g->B = B;
@@ -48,12 +47,9 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     g->sizes = gpt_memory_sizes(&c, B, T, opt, dp);
     char err[ERR_LEN];
     if (gpu_memory_unfit(memory_sizes_total(&g->sizes), err)) die("gpt_build for batches of %d x %d: %s", B, T, err);
-    if (!matmul_ready) {
-        matmul_init();
-        matmul_ready = 1;
-    }
     size_t padded = g->shard.padded_count, S = g->shard.shard_size;
     cudaCheck(cudaStreamCreate(&g->stream));
+    matmul_stream_init(&g->matmul, g->stream);
     if (g->dp.comm) {
         cudaCheck(cudaStreamCreate(&g->comm_stream));
         cudaCheck(cudaEventCreateWithFlags(&g->grads_ready, cudaEventDisableTiming));
@@ -89,6 +85,7 @@ void gpt_free(GPT* g) {
     cudaCheck(cudaFreeHost(g->host_tokens));
     cudaCheck(cudaFreeHost(g->host_targets));
     cudaCheck(cudaFreeHost(g->host_losses));
+    matmul_stream_free(&g->matmul);
     cudaCheck(cudaStreamDestroy(g->stream));
     if (g->dp.comm) {
         cudaCheck(cudaStreamSynchronize(g->comm_stream));
@@ -125,7 +122,7 @@ static BlockActivations layer_acts(const GPT* g, int l) {
 // How the blocks run on a batch of B rows of T tokens.
 static BlockPass block_pass(const GPT* g, int B, int T) {
     BlockPass pass = {&g->options.attention, attention_shape(&g->config, B, T), g->options.recompute, g->acts.scratch,
-                      g->profile, g->stream};
+                      g->profile, &g->matmul};
     return pass;
 }
 
@@ -198,7 +195,7 @@ bf16* gpt_logits(GPT* g, int row, int rows) {
     if (rows > g->sizes.logits_rows) die("gpt_logits: %d rows, the buffer holds %d", rows, g->sizes.logits_rows);
     const GPTConfig* c = &g->config;
     matmul_forward(g->acts.logits, NULL, g->acts.lnf + (size_t)row * c->C, g->params.wte, NULL, NULL, rows,
-                   c->C, c->Vp, g->stream);
+                   c->C, c->Vp, &g->matmul);
     return g->acts.logits;
 }
 
@@ -224,7 +221,7 @@ void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_s
         // logits = lnf @ wte^T; with neither bias nor GELU this takes no scratch.
         if (write_dlogits) {
             matmul_backward(a->dnarrow + (size_t)row * C, g->grads.wte, NULL, logits,
-                            a->lnf + (size_t)row * C, g->params.wte, NULL, rows, C, c->Vp, NULL, g->stream);
+                            a->lnf + (size_t)row * C, g->params.wte, NULL, rows, C, c->Vp, NULL, &g->matmul);
             profile_mark(g->profile, PART_CLASSIFIER, PHASE_BACKWARD, g->stream);
         }
     }

@@ -29,6 +29,7 @@
 #include "gpt/config.h"
 #include "gpt/parameters.h"
 #include "gpt/profile.h"
+#include "layers/matmul.h"
 
 // How the model is spread over data-parallel ranks; comm NULL: one GPU.
 typedef struct {
@@ -66,6 +67,7 @@ typedef struct {
     float* host_losses;          // (B, T) pinned
     int adam_t;                  // AdamW steps taken
     cudaStream_t stream;
+    MatmulStream matmul;         // stream, with the cuBLASLt workspace of its matmuls
     cudaStream_t comm_stream;    // data parallel: the collectives
     cudaEvent_t grads_ready;     // a layer's gradients are final (stream -> comm_stream)
     cudaEvent_t grads_reduced;   // every gradient is averaged (comm_stream -> stream)

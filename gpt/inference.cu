@@ -13,7 +13,6 @@
 #include "gpt/sampler.h"
 #include "layers/classifier.h"
 #include "layers/encoder.h"
-#include "layers/layernorm.h"
 #include "layers/matmul.h"
 #include "layers/matmul_rows.h"
 #include "layers/kernel_common.cuh"
@@ -209,7 +208,7 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
     cudaCheck(cudaMemcpyAsync(m->seed, &m->draw.seed, sizeof(uint64_t), cudaMemcpyHostToDevice, st));
     cudaCheck(cudaMemcpyAsync(m->prompt_tokens, prompt, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, st));
     encoder_forward(m->prompt.res, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
-    BlockPass pass = {&m->attention, attention_shape(c, 1, n), 0, NULL, NULL, st};
+    BlockPass pass = {&m->attention, attention_shape(c, 1, n), 0, NULL, NULL, &m->matmul};
     for (int l = 0; l < c->L; l++) {
         LayerParameters w = layer_parameters(&m->params, l, C);
         block_forward(&pass, &m->prompt, &w);
@@ -290,10 +289,10 @@ void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prom
     size_t need = inference_sizes_total(&m->sizes);
     char err[ERR_LEN];
     if (gpu_memory_unfit(need, err)) die("inference_build for %d sequences of %d positions: %s", B, length, err);
-    matmul_init();
     cudaCheck(cudaMalloc((void**)&m->memory, need));
     layout(m, m->memory, &c, B, length, prompt_max);
     cudaCheck(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
+    matmul_stream_init(&m->matmul, m->stream);
     // Zeros once: the decode attention's counters start at zero and every call leaves them so.
     cudaCheck(cudaMemsetAsync(m->memory, 0, need, m->stream));
     for (int i = 0; i < 2; i++) {
@@ -337,6 +336,7 @@ void inference_free(InferenceModel* m) {
         cudaCheck(cudaEventDestroy(m->step_done[p]));
         cudaCheck(cudaFreeHost(m->host_tokens_of[p]));
     }
+    matmul_stream_free(&m->matmul);
     cudaCheck(cudaStreamDestroy(m->stream));
     cudaCheck(cudaFree(m->memory));
     cudaCheck(cudaFreeHost(m->prompt_positions));

@@ -18,6 +18,7 @@
 #include "gpt/block.h"
 #include "gpt/config.h"
 #include "gpt/parameters.h"
+#include "layers/matmul.h"
 
 typedef struct {
     size_t params, kv_cache, prompt, step;   // bytes: the parts of inference_build's allocation
@@ -71,6 +72,7 @@ typedef struct {
     Rng rng;                     // host draws
     AttentionPlan attention;
     cudaStream_t stream;
+    MatmulStream matmul;         // stream, with the cuBLASLt workspace of the prompt's matmuls
     cudaGraphExec_t step_graph[2];   // enqueue_step, captured by inference_build for each copy
     cudaEvent_t step_done[2];        // recorded after each copy's launch
     int next_graph;                  // the copy the next launch replays
