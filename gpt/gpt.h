@@ -3,8 +3,8 @@
 // Pre-LayerNorm blocks, learned positions, the token embedding tied to the output projection,
 // GELU (tanh form); bf16 parameters and activations, fp32 master weights and AdamW moments.
 // The layers live in layers/ and attention/, the transformer block in gpt/block.h; this library
-// decides which buffer is which and the order of the calls. The contract (parameter order, init, AdamW) is the one the numpy
-// reference in tests/gen_gpt_reference.py follows.
+// decides which buffer is which and the order of the calls. The contract (parameter order,
+// init, AdamW) is the one the numpy reference in tests/gen_gpt_reference.py follows.
 //
 //   gpt_forward(g, inputs, B, T)           lnf (B, T, C)
 //   gpt_classifier(g, targets, ...)        losses (B, T); with write_dlogits also dlnf, dwte

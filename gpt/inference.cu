@@ -77,13 +77,12 @@ void inference_sizes_print(const InferenceSizes* m) {
            GIB(inference_sizes_total(m)), GIB(total_bytes));
 }
 
-// The seed goes to the GPU, and the host's generator starts over, at the next prompt: the step
-// the GPU runs ahead reads the seed of the draws it continues.
+// The seed reaches the GPU, and the host's generator starts from it, at the next prompt: the
+// step the GPU runs ahead keeps the seed of the draws it continues.
 void inference_set_seed(InferenceModel* m, uint64_t seed) { m->draw.seed = seed; }
 
 // The copies go on the model's stream (non-blocking: the legacy stream's copies would not be
 // ordered before its kernels); a copy from pageable memory has read it when it returns.
-
 void inference_copy_params(InferenceModel* m, const bf16* params) {
     cudaCheck(cudaMemcpyAsync(m->params.wte, params, count_params(&m->config) * sizeof(bf16),
                               cudaMemcpyDeviceToDevice, m->stream));
@@ -204,6 +203,7 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
             m->length);
     cudaCheck(cudaStreamSynchronize(st));   // a step run ahead is dropped; the staging buffers are free
     m->launched = 0;
+    // The draws start from the seed, on the GPU and on the host.
     m->rng.state = m->draw.seed;
     cudaCheck(cudaMemcpyAsync(m->seed, &m->draw.seed, sizeof(uint64_t), cudaMemcpyHostToDevice, st));
     cudaCheck(cudaMemcpyAsync(m->prompt_tokens, prompt, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, st));
@@ -250,13 +250,13 @@ static void enqueue_step(InferenceModel* m, int p) {
         // go to row b of qkv, its K and V also to row positions[b] of its cache.
         const StepLinear linears[STEP_LINEARS] = {
             // out        inp          weight      C      OC     epilogue
-            {r->qkv,      r->x,        w.qkvw,     C,     3 * C, {.ln_weight = w.ln1w, .ln_bias = w.ln1b, .bias = w.qkvb,
-                                                                  .cache = k.ptr, .cache_batch = k.batch,
-                                                                  .cache_row = k.row, .cache_from = C,
-                                                                  .positions = m->positions}},
+            {r->qkv,      r->x,        w.qkvw,     C,     3 * C, {.ln_weight = w.ln1w, .ln_bias = w.ln1b,
+                                                                  .bias = w.qkvb, .cache = k.ptr,
+                                                                  .cache_batch = k.batch, .cache_row = k.row,
+                                                                  .cache_from = C, .positions = m->positions}},
             {r->mid,      r->atty,     w.attprojw, C,     C,     {.bias = w.attprojb, .residual = r->x}},
-            {r->fch_gelu, r->mid,      w.fcw,      C,     4 * C, {.ln_weight = w.ln2w, .ln_bias = w.ln2b, .bias = w.fcb,
-                                                                  .gelu = 1}},
+            {r->fch_gelu, r->mid,      w.fcw,      C,     4 * C, {.ln_weight = w.ln2w, .ln_bias = w.ln2b,
+                                                                  .bias = w.fcb, .gelu = 1}},
             {r->x,        r->fch_gelu, w.fcprojw,  4 * C, C,     {.bias = w.fcprojb, .residual = r->mid}},
         };
         step_linear(m, &linears[STEP_QKV]);
