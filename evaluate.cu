@@ -202,8 +202,8 @@ int main(int argc, char** argv) {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
         die("no CUDA device: evaluate runs on an NVIDIA GPU");
-    MemoryPlan plan = gpt_memory_plan(&config, batch_rows, T, &mo, NULL);
-    if (gpu_memory_unfit(memory_plan_total(&plan), err)) die("--batch-items %d %s; try fewer", o.batch_items, err);
+    MemorySizes sizes = gpt_memory_sizes(&config, batch_rows, T, &mo, NULL);
+    if (gpu_memory_unfit(memory_sizes_total(&sizes), err)) die("--batch-items %d %s; try fewer", o.batch_items, err);
     static GPT g;
     gpt_build(&g, config, batch_rows, T, &mo, NULL);
     gpt_set_params(&g, values);

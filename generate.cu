@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
     inference_build(&m, config, S, length, n_prompt, (DrawSettings){o.temperature, o.top_k, o.top_p, o.seed});
     inference_set_params(&m, values);
     free(values);
-    inference_plan_print(&m.plan);
+    inference_sizes_print(&m.sizes);
     int* drawn = (int*)malloc((size_t)S * n_new * sizeof(int));   // (n_new, S)
     if (!drawn) die("out of host memory for %d samples of %d tokens", S, n_new);
 

@@ -330,7 +330,7 @@ typedef struct {
     char resume_model[4096], resume_state[4096];
     float* checkpoint_values;    // the parameters of --init-from or the interrupted run, read
                                  // and checked on the host before the GPU; NULL: random init
-    MemoryPlan plan;
+    MemorySizes sizes;
     GPT model;
     AdamWConfig adam;
     Rng sample_rng;              // a seed per sample
@@ -462,7 +462,7 @@ static void resolve_batch(Run* r) {
     }
     r->dp = (DataParallel){.comm = NULL, .rank = r->launch.rank, .world_size = r->launch.world_size,
                            .zero_stage = o->zero_stage};
-    r->plan = gpt_memory_plan(&r->config, r->rows, r->cols, mo, &r->dp);
+    r->sizes = gpt_memory_sizes(&r->config, r->rows, r->cols, mo, &r->dp);
 }
 
 // "what: pattern: N shards (first to last), detail": the files as the loaders read them.
@@ -542,7 +542,7 @@ static TrainingState training_state(const Run* r, int step) {
                        .grad_clip = o->grad_clip, .seed = o->seed, .train_loader = dataloader_state(r->train),
                        .sample_rng = r->sample_rng.state, .adam_t = r->model.adam_t,
                        .attention = (int)mo->attention.kind, .deterministic = mo->attention.deterministic,
-                       .recompute = mo->recompute, .classifier_rows = r->plan.logits_rows};
+                       .recompute = mo->recompute, .classifier_rows = r->sizes.logits_rows};
     return s;
 }
 
@@ -552,7 +552,7 @@ static void print_run(const Run* r, const char* device_name) {
     const TrainOptions* o = &r->o;
     const GPTConfig* c = &r->config;
     const ModelOptions* mo = &o->model_options;
-    const MemoryPlan* m = &r->model.plan;
+    const MemorySizes* m = &r->model.sizes;
     char recompute[64];
     recompute_name(mo->recompute, recompute, sizeof(recompute));
     printf("device: %s\n", device_name);
@@ -578,7 +578,7 @@ static void print_run(const Run* r, const char* device_name) {
            (int)ceil_div(m->rows, m->logits_rows), m->logits_rows < m->rows ? "s" : "", m->logits_rows);
     printf("optimizer: AdamW lr %g, warmup %d, cosine to %g x lr, weight decay %g, grad clip %g\n",
            o->schedule.lr, o->schedule.warmup_steps, o->schedule.min_lr_frac, o->weight_decay, o->grad_clip);
-    memory_plan_print(m, mo->attention.kind);
+    memory_sizes_print(m, mo->attention.kind);
     if (r->peak_tflops > 0.0f)
         printf("MFU: %.3g GFLOP per token, peak %.0f TFLOP/s\n", r->flops_per_token * 1e-9, r->peak_tflops);
     else printf("MFU: unknown peak for this device (give --peak-tflops), shown as 0\n");
@@ -736,7 +736,7 @@ static void setup(Run* r, const TrainOptions* options) {
             r->ring = ring_over_nccl(r->ring_comm, cp, r->launch.rank % cp);
         }
     }
-    if (gpu_memory_unfit(memory_plan_total(&r->plan), err))
+    if (gpu_memory_unfit(memory_sizes_total(&r->sizes), err))
         die("-B %d -T %d %s; try a smaller -B or --recompute gelu,layernorm", o->B, o->T, err);
     gpt_build(&r->model, r->config, r->rows, r->cols, &o->model_options, launched ? &r->dp : NULL);
     cudaCheck(cudaMalloc((void**)&r->loss_device, sizeof(float)));
@@ -900,7 +900,7 @@ static void print_sample(Run* r) {
     printf("sample: ");
     inference_prompt(m, tokens, 1);
     for (int i = 0; i < n; i++) {
-        if (i > 0 && m->host_positions == m->length) {
+        if (i > 0 && m->position == m->length) {
             // A new seed: the noise of the draws is keyed by position, which starts over.
             inference_set_seed(m, rng_next(&r->sample_rng));
             inference_prompt(m, tokens + count - m->prompt_max, m->prompt_max);
@@ -944,7 +944,7 @@ static void print_profile(Run* r, const StepReport* s) {
     PartWork work[NUM_PROFILE_PARTS][NUM_PROFILE_PHASES];
     profile_collect(&r->profile, ms);
     ProfileShape shape = {.rows = r->rows, .cols = r->cols, .context_parallel = r->o.context_parallel,
-                          .micro_steps = r->grad_accum, .classifier_rows = g->plan.logits_rows,
+                          .micro_steps = r->grad_accum, .classifier_rows = g->sizes.logits_rows,
                           .params = g->num_params, .updated_params = g->shard.end - g->shard.begin};
     profile_work(&g->config, &shape, work);
     ProfileSummary summary = {.step = s->step, .step_seconds = s->seconds, .mfu = s->mfu,

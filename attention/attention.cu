@@ -76,11 +76,14 @@ const char* attention_decode_unsupported(const AttentionPlan* plan, AttentionSha
     return decode_attention_unsupported(cache);
 }
 
-size_t attention_decode_scratch_bytes(AttentionShape cache) { return decode_attention_scratch_bytes(cache); }
+size_t attention_decode_scratch_bytes(const AttentionPlan* plan, AttentionShape cache) {
+    return decode_attention_scratch_bytes(cache);
+}
 
 void attention_decode(const AttentionPlan* plan, const AttentionParams* p, const int* positions, void* scratch,
                       cudaStream_t stream) {
     const char* why = attention_decode_unsupported(plan, p->shape);
     if (why) die("%s", why);
+    if (!positions) die("attention_decode: the queries' positions are needed");
     decode_attention(p, positions, scratch, stream);
 }

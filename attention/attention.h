@@ -49,13 +49,14 @@ void attention_backward(const AttentionPlan* plan, AttentionShape s,
                         void* scratch,        // attention_scratch_bytes
                         cudaStream_t stream);
 
-// Generation with a KV cache (attention/decode.h): the new query of each of cache.B sequences
-// against its cache of cache.T rows, on views; the query of sequence b is at positions[b]
-// (device) and sees the keys 0..positions[b] (positions NULL: every sequence sees all cache.T). The same function as that row of the causal
-// forward; one kernel serves both kinds. The scratch (attention_decode_scratch_bytes) is zeroed
-// once before its first use and left zeroed by every call (decode.h).
+// Generation with a KV cache (the kernel: attention/decode.h): the new query of each of cache.B
+// sequences against its cache of cache.T rows, on views; the query of sequence b is at
+// positions[b] (device, < cache.T) and sees the keys 0..positions[b]. The same function as that
+// row of the causal forward; one kernel serves both kinds. The scratch
+// (attention_decode_scratch_bytes) is zeroed once before its first use and left zeroed by every
+// call, so that calls on one stream, and the replays of a graph captured from them, share it.
 const char* attention_decode_unsupported(const AttentionPlan* plan, AttentionShape cache);
-size_t attention_decode_scratch_bytes(AttentionShape cache);
+size_t attention_decode_scratch_bytes(const AttentionPlan* plan, AttentionShape cache);
 void attention_decode(const AttentionPlan* plan, const AttentionParams* p, const int* positions, void* scratch,
                       cudaStream_t stream);
 

@@ -61,7 +61,7 @@ __device__ inline void unpack8(uint4 x, float f[8]) {
 }
 
 // Block (head, chunk, sequence): keys [chunk * DECODE_CHUNK, + DECODE_CHUNK) of the sequence's
-// 0..positions[seq] (all T without positions). Group g of HS / 8 threads takes the keys g,
+// 0..positions[seq]. Group g of HS / 8 threads takes the keys g,
 // g + groups, ...; thread r of the group holds dims [8r, 8r + 8) of q, and of o for its keys.
 // Three blocks per SM (80 registers): 768 threads with 128 bytes of K and V in flight each.
 __global__ void __launch_bounds__(DECODE_THREADS, 3) decode_kernel(const AttentionParams p, const int* positions,
@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(DECODE_THREADS, 3) decode_kernel(const Attenti
     int h = blockIdx.x, chunk = blockIdx.y, seq = blockIdx.z, NH = gridDim.x, n_chunks = gridDim.y;
     // Clamped to the cache, so that a position past it (a caller's bug) still leaves the counter
     // zero. positions is not written by the kernel before (a step advances it at its end).
-    int keys = positions ? min(positions[seq] + 1, T) : T;
+    int keys = min(positions[seq] + 1, T);
     int first = chunk * DECODE_CHUNK, n = min(DECODE_CHUNK, keys - first);
     if (n <= 0) return;   // past this sequence's keys: the chunks counted are those that hold keys
     int used = (keys + DECODE_CHUNK - 1) / DECODE_CHUNK;

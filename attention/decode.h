@@ -1,11 +1,11 @@
-// attention/decode.h: attention for generation with a KV cache: the one new query of each of B
-// sequences against the p->shape.T keys and values cached for it (every key visible: they are
-// the positions up to the query's own), by the strides of attention/params.h, so the cache can
-// be a buffer of its own or the model's fused qkv activation. The same function as the query's
-// row of the causal forward; one kernel serves both attention kinds. p->q and p->o hold one row
-// per sequence (their row stride is unused); p->lse is not written. With positions (device, B):
-// sequence b's query is at positions[b] and sees keys 0..positions[b] (< p->shape.T), read on
-// the GPU, so that one launch serves every step of a captured decoding loop.
+// attention/decode.h: the decode attention kernel behind attention.h (attention_decode), for
+// generation with a KV cache: the one new query of each of B sequences against the keys and
+// values cached for it, by the strides of attention/params.h, so the cache can be a buffer of
+// its own or the model's fused qkv activation. Sequence b's query is at positions[b] (device, B;
+// below p->shape.T) and sees the keys 0..positions[b], read on the GPU, so that one launch
+// serves every step of a captured decoding loop. The same function as the query's row of the
+// causal forward; one kernel serves both attention kinds. p->q and p->o hold one row per
+// sequence (their row stride is unused); p->lse is not written.
 #ifndef FLASHGPT_DECODE_H
 #define FLASHGPT_DECODE_H
 

@@ -1,4 +1,4 @@
-// gpt/activations.cu: the activation layout, the memory plan and the layer slices
+// gpt/activations.cu: the activation layout, the memory sizes and the layer slices
 // (gpt/activations.h).
 #include "gpt/activations.h"
 
@@ -28,12 +28,12 @@ int gpu_memory_unfit(size_t bytes, char* err) {
     return 1;
 }
 
-size_t memory_plan_total(const MemoryPlan* m) {
+size_t memory_sizes_total(const MemorySizes* m) {
     return m->params + m->grads + m->optimizer + m->activations + m->attention_saved +
            m->logits_and_scratch + m->backward;
 }
 
-void memory_plan_print(const MemoryPlan* m, AttentionKind kind) {
+void memory_sizes_print(const MemorySizes* m, AttentionKind kind) {
     size_t free_bytes, total_bytes;
     char logits[64], saved[64];
     cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -49,7 +49,7 @@ void memory_plan_print(const MemoryPlan* m, AttentionKind kind) {
     printf("  %-29s %8.3f\n", logits, GIB(m->logits));
     printf("  scratch (in the logits)       %8.3f\n", GIB(m->scratch));
     printf("  total                         %8.3f  (device: %.1f GiB, %.1f GiB in use)\n",
-           GIB(memory_plan_total(m)), GIB(total_bytes), GIB(total_bytes - free_bytes));
+           GIB(memory_sizes_total(m)), GIB(total_bytes), GIB(total_bytes - free_bytes));
 }
 
 AttentionShape attention_shape(const GPTConfig* c, int B, int T) {
@@ -85,7 +85,7 @@ static int classifier_chunk_rows(const GPTConfig* c, int N, const ModelOptions* 
 }
 
 size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B, int T,
-                          const ModelOptions* opt, MemoryPlan* m) {
+                          const ModelOptions* opt, MemorySizes* m) {
     size_t L = c->L, C = c->C, N = (size_t)B * T, off = 0;
     size_t P = count_params(c);
     size_t ln_layers = opt->recompute & RECOMPUTE_LAYERNORM ? 1 : L;
@@ -146,11 +146,11 @@ static inline size_t layer_offset(int l, int B, int T, size_t width) { return (s
 // The layer whose slot of a buffer layer l uses: 0 when the buffer is recomputed (one slot).
 static inline int slot(int l, int recomputed) { return recomputed ? 0 : l; }
 
-LayerActivations layer_activations(const Activations* a, const GPTConfig* c, int B, int T,
+BlockActivations layer_activations(const Activations* a, const GPTConfig* c, int B, int T,
                                    const ModelOptions* opt, int l) {
     size_t C = c->C;
     int re_ln = opt->recompute & RECOMPUTE_LAYERNORM, re_gelu = opt->recompute & RECOMPUTE_GELU;
-    LayerActivations x;
+    BlockActivations x;
     x.res = a->residual + layer_offset(l, B, T, C);
     x.ln1 = a->ln1 + layer_offset(slot(l, re_ln), B, T, C);
     x.ln1_mean = a->ln1_mean + layer_offset(l, B, T, 1);

@@ -1,7 +1,7 @@
-// gpt/activations.h: the activation memory and the memory plan. All activations live in one
-// allocation, carved into the buffers below for the largest batch (B, T) the model was built
-// for; a smaller forward (sampling) uses the start of each buffer. The plan counts every part
-// in bytes, so the whole model's memory is known, and checked against the GPU, before anything
+// gpt/activations.h: the activation memory and the model's memory sizes. All activations live
+// in one allocation, carved into the buffers below for the largest batch (B, T) the model was
+// built for; a smaller forward (sampling) uses the start of each buffer. MemorySizes counts every
+// part in bytes, so the whole model's memory is known, and checked against the GPU, before anything
 // is allocated.
 #ifndef FLASHGPT_GPT_ACTIVATIONS_H
 #define FLASHGPT_GPT_ACTIVATIONS_H
@@ -9,10 +9,8 @@
 #include <stddef.h>
 #include "attention/attention.h"
 #include "common/cuda_check.h"
+#include "gpt/block.h"
 #include "gpt/config.h"
-
-// What is kept for the backward and what is computed again in it.
-enum { RECOMPUTE_GELU = 1, RECOMPUTE_LAYERNORM = 2 };
 
 // How the model runs, beyond its shape: these change the memory and the speed, the result only
 // within bf16 rounding.
@@ -20,7 +18,7 @@ typedef struct {
     AttentionPlan attention;   // kind, deterministic backward, and the ring of context parallelism
                                // (attention/ring.h): with it, each row of the batch is a rank's two
                                // zigzag chunks of a sequence and takes those chunks' positions
-    int recompute;           // RECOMPUTE_* flags: kept for one layer, recomputed in the backward
+    int recompute;           // RECOMPUTE_* flags (gpt/block.h): kept for one layer, recomputed in the backward
     int classifier_rows;     // rows of logits per classifier chunk; 0: as many as fit in
                              // CLASSIFIER_CHUNK_BYTES
 } ModelOptions;
@@ -65,43 +63,26 @@ typedef struct {
     size_t params, grads, optimizer, activations, attention_saved, logits, scratch,
         logits_and_scratch, backward;
     int logits_rows, rows;   // rows of one classifier chunk, of the whole batch (B * T)
-} MemoryPlan;
+} MemorySizes;
 
-size_t memory_plan_total(const MemoryPlan* m);
+size_t memory_sizes_total(const MemorySizes* m);
 // 1 when bytes do not fit in the GPU's free memory with a reserve for what the CUDA libraries
 // allocate on their own (the cuBLASLt workspace, ...), the numbers in err; 0 when they do.
 int gpu_memory_unfit(size_t bytes, char* err);
-// Prints the plan as a table, with the device's memory.
-void memory_plan_print(const MemoryPlan* m, AttentionKind kind);
+// Prints the sizes as a table, with the device's memory.
+void memory_sizes_print(const MemorySizes* m, AttentionKind kind);
 
 AttentionShape attention_shape(const GPTConfig* c, int B, int T);
 
-// Lays the activations out in base (NULL: computes the sizes only) and fills the plan's
-// activation parts; returns the bytes of the whole region. A recomputed activation keeps one
+// Lays the activations out in base (NULL: computes the sizes only) and fills the activation
+// parts of m; returns the bytes of the whole region. A recomputed activation keeps one
 // layer's buffer: the forward writes it layer after layer, the backward recomputes it.
 size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B, int T,
-                          const ModelOptions* opt, MemoryPlan* m);
+                          const ModelOptions* opt, MemorySizes* m);
 
 // Layer l's slices of the per-layer activation buffers laid out for (B, T), which keep that
 // stride for any smaller forward (it uses the start of each slice).
-typedef struct {
-    bf16* res;        // (B, T, C) the stream entering the layer
-    bf16* ln1;        // (B, T, C)
-    float* ln1_mean;  // (B, T)
-    float* ln1_rstd;  // (B, T)
-    bf16* qkv;        // (B, T, 3, NH, HS)
-    bf16* atty;       // (B, T, NH, HS)
-    void* att_saved;  // attention_saved_bytes
-    bf16* mid;        // (B, T, C) the stream after the attention block
-    bf16* ln2;        // (B, T, C)
-    float* ln2_mean;  // (B, T)
-    float* ln2_rstd;  // (B, T)
-    bf16* fch;        // (B, T, 4C) before GELU
-    bf16* fch_gelu;   // (B, T, 4C)
-    bf16* res_next;   // (B, T, C) the stream leaving the layer
-} LayerActivations;
-
-LayerActivations layer_activations(const Activations* a, const GPTConfig* c, int B, int T,
+BlockActivations layer_activations(const Activations* a, const GPTConfig* c, int B, int T,
                                    const ModelOptions* opt, int l);
 
 #endif

@@ -3,10 +3,10 @@
 
 #include <string.h>
 #include "attention/attention.h"
+#include "gpt/block.h"
 #include "layers/adamw.h"
 #include "layers/classifier.h"
 #include "layers/encoder.h"
-#include "layers/gelu.h"
 #include "layers/global_norm.h"
 #include "layers/layernorm.h"
 #include "layers/matmul.h"
@@ -22,8 +22,8 @@ static ZeroShard optimizer_shard(const GPTConfig* c, const DataParallel* dp) {
     return s;
 }
 
-MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp) {
-    MemoryPlan m;
+MemorySizes gpt_memory_sizes(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp) {
+    MemorySizes m;
     Activations a;
     ZeroShard s = optimizer_shard(c, dp);
     layout_activations(&a, NULL, c, B, T, opt, &m);
@@ -34,7 +34,6 @@ MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, const ModelOptions*
 }
 
 void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const DataParallel* dp) {
-    static int matmul_ready = 0;
     memset(g, 0, sizeof(*g));
     g->config = c;
     g->B = B;
@@ -45,15 +44,12 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     if (dp) g->dp = *dp;
     else g->dp.world_size = 1;
     g->shard = optimizer_shard(&c, dp);
-    g->plan = gpt_memory_plan(&c, B, T, opt, dp);
+    g->sizes = gpt_memory_sizes(&c, B, T, opt, dp);
     char err[ERR_LEN];
-    if (gpu_memory_unfit(memory_plan_total(&g->plan), err)) die("gpt_build for batches of %d x %d: %s", B, T, err);
-    if (!matmul_ready) {
-        matmul_init();
-        matmul_ready = 1;
-    }
+    if (gpu_memory_unfit(memory_sizes_total(&g->sizes), err)) die("gpt_build for batches of %d x %d: %s", B, T, err);
     size_t padded = g->shard.padded_count, S = g->shard.shard_size;
     cudaCheck(cudaStreamCreate(&g->stream));
+    matmul_stream_init(&g->matmul, g->stream);
     if (g->dp.comm) {
         cudaCheck(cudaStreamCreate(&g->comm_stream));
         cudaCheck(cudaEventCreateWithFlags(&g->grads_ready, cudaEventDisableTiming));
@@ -71,7 +67,7 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     cudaCheck(cudaMemset(g->grads_memory, 0, padded * sizeof(bf16)));
     point_params(&g->params, g->params_memory, &c);
     point_params(&g->grads, g->grads_memory, &c);
-    MemoryPlan m;
+    MemorySizes m;
     size_t acts_bytes = layout_activations(&g->acts, NULL, &c, B, T, opt, &m);
     cudaCheck(cudaMalloc((void**)&g->acts_memory, acts_bytes));
     layout_activations(&g->acts, g->acts_memory, &c, B, T, opt, &m);
@@ -89,6 +85,7 @@ void gpt_free(GPT* g) {
     cudaCheck(cudaFreeHost(g->host_tokens));
     cudaCheck(cudaFreeHost(g->host_targets));
     cudaCheck(cudaFreeHost(g->host_losses));
+    matmul_stream_free(&g->matmul);
     cudaCheck(cudaStreamDestroy(g->stream));
     if (g->dp.comm) {
         cudaCheck(cudaStreamSynchronize(g->comm_stream));
@@ -118,46 +115,25 @@ void gpt_init_random(GPT* g, uint64_t seed) {
 }
 
 // Layer l's activation slices in the buffers laid out for the model's largest batch.
-static LayerActivations layer_acts(const GPT* g, int l) {
+static BlockActivations layer_acts(const GPT* g, int l) {
     return layer_activations(&g->acts, &g->config, g->B, g->T, &g->options, l);
 }
 
-// Marks forward_layers records per layer.
-#define LAYER_FORWARD_MARKS 7
+// How the blocks run on a batch of B rows of T tokens.
+static BlockPass block_pass(const GPT* g, int B, int T) {
+    BlockPass pass = {&g->options.attention, attention_shape(&g->config, B, T), g->options.recompute, g->acts.scratch,
+                      g->profile, &g->matmul};
+    return pass;
+}
 
 // The blocks of the forward, from the residual stream entering layer 0 to the one leaving the
 // last, on the B * T rows of the batch.
 static void forward_layers(GPT* g, int B, int T) {
-    const GPTConfig* c = &g->config;
-    ParameterTensors* p = &g->params;
-    cudaStream_t st = g->stream;
-    Profile* prof = g->profile;
-    int C = c->C, L = c->L, N = B * T;
-    AttentionShape s = attention_shape(c, B, T);
-    for (int l = 0; l < L; l++) {
-        LayerActivations x = layer_acts(g, l);
-        LayerParameters w = layer_parameters(p, l, C);
-        layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, x.res, w.ln1w, w.ln1b, N, C, st);
-        profile_mark(prof, PART_LAYERNORM, PHASE_FORWARD, st);
-        matmul_forward(x.qkv, NULL, x.ln1, w.qkvw, w.qkvb, NULL, N, C, 3 * C, st);
-        profile_mark(prof, PART_QKV, PHASE_FORWARD, st);
-        attention_forward(&g->options.attention, s, x.atty, x.att_saved, x.qkv, g->acts.scratch, st);
-        profile_mark(prof, PART_ATTENTION, PHASE_FORWARD, st);
-        // The residual connections are added in the projections' epilogues.
-        matmul_forward(x.mid, NULL, x.atty, w.attprojw, w.attprojb, x.res, N, C, C, st);
-        profile_mark(prof, PART_ATTPROJ, PHASE_FORWARD, st);
-        layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.mid, w.ln2w, w.ln2b, N, C, st);
-        profile_mark(prof, PART_LAYERNORM, PHASE_FORWARD, st);
-        if (g->options.recompute & RECOMPUTE_GELU) {
-            // The same kernel as the recomputation, so the backward sees the forward's bits.
-            matmul_forward(x.fch, NULL, x.ln2, w.fcw, w.fcb, NULL, N, C, 4 * C, st);
-            gelu_forward(x.fch_gelu, x.fch, (size_t)N * 4 * C, st);
-        } else {
-            matmul_forward(x.fch_gelu, x.fch, x.ln2, w.fcw, w.fcb, NULL, N, C, 4 * C, st);
-        }
-        profile_mark(prof, PART_MLP_UP, PHASE_FORWARD, st);
-        matmul_forward(x.res_next, NULL, x.fch_gelu, w.fcprojw, w.fcprojb, x.mid, N, 4 * C, C, st);
-        profile_mark(prof, PART_MLP_DOWN, PHASE_FORWARD, st);
+    BlockPass pass = block_pass(g, B, T);
+    for (int l = 0; l < g->config.L; l++) {
+        BlockActivations x = layer_acts(g, l);
+        LayerParameters w = layer_parameters(&g->params, l, g->config.C);
+        block_forward(&pass, &x, &w);
     }
 }
 
@@ -191,7 +167,7 @@ static void embedding(GPT* g, const int* host_inputs, int B, int T, int backward
 }
 
 // Marks of a forward: the start, the embedding, the layers', lnf.
-static int forward_marks(const GPT* g) { return 3 + LAYER_FORWARD_MARKS * g->config.L; }
+static int forward_marks(const GPT* g) { return 3 + BLOCK_FORWARD_MARKS * g->config.L; }
 
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     const GPTConfig* c = &g->config;
@@ -199,6 +175,10 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     ParameterTensors* p = &g->params;
     cudaStream_t st = g->stream;
     int C = c->C, N = B * T;
+    if (B < 1 || T < 1 || B > g->B || T > g->T)
+        die("gpt_forward: a batch of %d x %d, the model holds up to %d x %d", B, T, g->B, g->T);
+    g->forward_B = B;
+    g->forward_T = T;
     wait_for_params(g);
     profile_start(g->profile, forward_marks(g), st);
     cudaCheck(cudaMemcpyAsync(a->inputs, host_inputs, (size_t)N * sizeof(int),
@@ -212,25 +192,27 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
 }
 
 bf16* gpt_logits(GPT* g, int row, int rows) {
-    if (rows > g->plan.logits_rows) die("gpt_logits: %d rows, the buffer holds %d", rows, g->plan.logits_rows);
+    if (rows > g->sizes.logits_rows) die("gpt_logits: %d rows, the buffer holds %d", rows, g->sizes.logits_rows);
     const GPTConfig* c = &g->config;
     matmul_forward(g->acts.logits, NULL, g->acts.lnf + (size_t)row * c->C, g->params.wte, NULL, NULL, rows,
-                   c->C, c->Vp, g->stream);
+                   c->C, c->Vp, &g->matmul);
     return g->acts.logits;
 }
 
 // Marks of a classifier on N rows: the start, two per chunk, the losses' copy.
-static int classifier_marks(const GPT* g, int N) { return 2 + 2 * (int)ceil_div(N, g->plan.logits_rows); }
+static int classifier_marks(const GPT* g, int N) { return 2 + 2 * (int)ceil_div(N, g->sizes.logits_rows); }
 
 void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_scale, int write_dlogits) {
     const GPTConfig* c = &g->config;
     Activations* a = &g->acts;
     int N = B * T, C = c->C;
+    if (B != g->forward_B || T != g->forward_T)
+        die("gpt_classifier: a batch of %d x %d, the last gpt_forward's is %d x %d", B, T, g->forward_B, g->forward_T);
     profile_start(g->profile, classifier_marks(g, N), g->stream);
     cudaCheck(cudaMemcpyAsync(a->targets, host_targets, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, g->stream));
-    for (int row = 0; row < N; row += g->plan.logits_rows) {
-        int rows = N - row < g->plan.logits_rows ? N - row : g->plan.logits_rows;
+    for (int row = 0; row < N; row += g->sizes.logits_rows) {
+        int rows = N - row < g->sizes.logits_rows ? N - row : g->sizes.logits_rows;
         bf16* logits = gpt_logits(g, row, rows);
         // The one pass that gives the losses also writes dlogits: counted as the forward.
         classifier_forward_backward(logits, a->losses + row, a->targets + row, rows, c->V, c->Vp,
@@ -239,7 +221,7 @@ void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_s
         // logits = lnf @ wte^T; with neither bias nor GELU this takes no scratch.
         if (write_dlogits) {
             matmul_backward(a->dnarrow + (size_t)row * C, g->grads.wte, NULL, logits,
-                            a->lnf + (size_t)row * C, g->params.wte, NULL, rows, C, c->Vp, NULL, g->stream);
+                            a->lnf + (size_t)row * C, g->params.wte, NULL, rows, C, c->Vp, NULL, &g->matmul);
             profile_mark(g->profile, PART_CLASSIFIER, PHASE_BACKWARD, g->stream);
         }
     }
@@ -273,70 +255,34 @@ static void reduce_layer_grads(GPT* g, int l) {
     reduce_grads(g, d.t, sizes, NUM_LAYER_PARAMS);
 }
 
-// Marks of a backward: the start, lnf, the layers' (7 each and 3 recomputations), the embedding.
-#define LAYER_BACKWARD_MARKS 10
-static int backward_marks(const GPT* g) { return 3 + LAYER_BACKWARD_MARKS * g->config.L; }
+// Marks of a backward: the start, lnf, the layers', the embedding.
+static int backward_marks(const GPT* g) { return 3 + BLOCK_BACKWARD_MARKS * g->config.L; }
 
 void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     const GPTConfig* c = &g->config;
     Activations* a = &g->acts;
-    ParameterTensors* p = &g->params;
     ParameterTensors* d = &g->grads;
     cudaStream_t st = g->stream;
-    int B = g->B, T = g->T, C = c->C, L = c->L, N = B * T;
-    int re_ln = g->options.recompute & RECOMPUTE_LAYERNORM, re_gelu = g->options.recompute & RECOMPUTE_GELU;
-    AttentionShape s = attention_shape(c, B, T);
+    // The batch of the last forward, whose activations the layers read: it may be smaller than
+    // the model's largest (evaluation runs such forwards).
+    int B = g->forward_B, T = g->forward_T, C = c->C, N = B * T;
+    if (N == 0) die("gpt_backward: no gpt_forward before it");
+    BlockPass pass = block_pass(g, B, T);
+    BlockGradients grads = {a->dresidual, a->dnarrow, a->dwide};
     int reduce = g->dp.comm && last_micro_step;
-    void* scratch = a->scratch;
-    Profile* prof = g->profile;
-    profile_start(prof, backward_marks(g), st);
+    profile_start(g->profile, backward_marks(g), st);
     cudaCheck(cudaMemsetAsync(a->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
-    layernorm_backward(a->dresidual, d->lnfw, d->lnfb, a->dnarrow, layer_acts(g, L - 1).res_next,
-                       p->lnfw, a->lnf_mean, a->lnf_rstd, N, C, scratch, st);
-    profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
-    for (int l = L - 1; l >= 0; l--) {
-        LayerActivations x = layer_acts(g, l);
-        LayerParameters w = layer_parameters(p, l, C), dw = layer_parameters(d, l, C);
-        // A recomputed activation is made again from what the layer kept, just before its use
-        // (the same kernels on the same inputs: the forward's bits). Its time counts in the
-        // backward of its part, beyond the part's floor.
-        if (re_gelu) {
-            gelu_forward(x.fch_gelu, x.fch, (size_t)N * 4 * C, st);
-            profile_mark(prof, PART_MLP_UP, PHASE_BACKWARD, st);
-        }
-        if (re_ln) {
-            layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.mid, w.ln2w, w.ln2b, N, C, st);
-            profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
-        }
-        // dresidual holds d(output of layer l); the residual paths pass it through unchanged
-        // and the branches add to it.
-        // dwide: the gradient of fch, GELU's backward done in the epilogue of this matmul.
-        matmul_backward(a->dwide, dw.fcprojw, dw.fcprojb, a->dresidual, x.fch_gelu, w.fcprojw, x.fch,
-                        N, 4 * C, C, scratch, st);
-        profile_mark(prof, PART_MLP_DOWN, PHASE_BACKWARD, st);
-        matmul_backward(a->dnarrow, dw.fcw, dw.fcb, a->dwide, x.ln2, w.fcw, NULL, N, C, 4 * C, scratch, st);
-        profile_mark(prof, PART_MLP_UP, PHASE_BACKWARD, st);
-        layernorm_backward(a->dresidual, dw.ln2w, dw.ln2b, a->dnarrow, x.mid, w.ln2w, x.ln2_mean, x.ln2_rstd,
-                           N, C, scratch, st);
-        profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
-        matmul_backward(a->dnarrow, dw.attprojw, dw.attprojb, a->dresidual, x.atty, w.attprojw, NULL,
-                        N, C, C, scratch, st);
-        profile_mark(prof, PART_ATTPROJ, PHASE_BACKWARD, st);
-        attention_backward(&g->options.attention, s, a->dwide, a->dnarrow, x.atty, x.att_saved, x.qkv, scratch, st);
-        profile_mark(prof, PART_ATTENTION, PHASE_BACKWARD, st);
-        if (re_ln) {
-            layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, x.res, w.ln1w, w.ln1b, N, C, st);
-            profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
-        }
-        matmul_backward(a->dnarrow, dw.qkvw, dw.qkvb, a->dwide, x.ln1, w.qkvw, NULL, N, C, 3 * C, scratch, st);
-        profile_mark(prof, PART_QKV, PHASE_BACKWARD, st);
-        layernorm_backward(a->dresidual, dw.ln1w, dw.ln1b, a->dnarrow, x.res, w.ln1w, x.ln1_mean, x.ln1_rstd,
-                           N, C, scratch, st);
-        profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
+    layernorm_backward(a->dresidual, d->lnfw, d->lnfb, a->dnarrow, layer_acts(g, c->L - 1).res_next,
+                       g->params.lnfw, a->lnf_mean, a->lnf_rstd, N, C, a->scratch, st);
+    profile_mark(g->profile, PART_LAYERNORM, PHASE_BACKWARD, st);
+    for (int l = c->L - 1; l >= 0; l--) {
+        BlockActivations x = layer_acts(g, l);
+        LayerParameters w = layer_parameters(&g->params, l, C), dw = layer_parameters(d, l, C);
+        block_backward(&pass, &x, &w, &dw, &grads);
         if (reduce) reduce_layer_grads(g, l);
     }
     embedding(g, host_inputs, B, T, 1);
-    profile_mark(prof, PART_EMBEDDING, PHASE_BACKWARD, st);
+    profile_mark(g->profile, PART_EMBEDDING, PHASE_BACKWARD, st);
     if (reduce) {
         // wte has the classifier's and the encoder's parts only now; the last to go.
         bf16* const ptrs[] = {d->lnfw, d->lnfb, d->wpe, d->wte};
@@ -398,6 +344,6 @@ float gpt_update(GPT* g, const AdamWConfig* opt, float lr) {
 }
 
 int gpt_profile_marks(const GPT* g, int micro_steps) {
-    return micro_steps * (forward_marks(g) + classifier_marks(g, g->plan.rows) + backward_marks(g)) + GRAD_NORM_MARKS +
+    return micro_steps * (forward_marks(g) + classifier_marks(g, g->sizes.rows) + backward_marks(g)) + GRAD_NORM_MARKS +
            UPDATE_MARKS;
 }

@@ -2,9 +2,9 @@
 // parameters, run the forward, the loss (classifier), the backward and the AdamW update.
 // Pre-LayerNorm blocks, learned positions, the token embedding tied to the output projection,
 // GELU (tanh form); bf16 parameters and activations, fp32 master weights and AdamW moments.
-// The layers live in layers/ and attention/; this library decides which buffer is which and
-// the order of the calls. The contract (parameter order, init, AdamW) is the one the numpy
-// reference in tests/gen_gpt_reference.py follows.
+// The layers live in layers/ and attention/, the transformer block in gpt/block.h; this library
+// decides which buffer is which and the order of the calls. The contract (parameter order,
+// init, AdamW) is the one the numpy reference in tests/gen_gpt_reference.py follows.
 //
 //   gpt_forward(g, inputs, B, T)           lnf (B, T, C)
 //   gpt_classifier(g, targets, ...)        losses (B, T); with write_dlogits also dlnf, dwte
@@ -29,6 +29,7 @@
 #include "gpt/config.h"
 #include "gpt/parameters.h"
 #include "gpt/profile.h"
+#include "layers/matmul.h"
 
 // How the model is spread over data-parallel ranks; comm NULL: one GPU.
 typedef struct {
@@ -44,6 +45,7 @@ typedef struct {
 typedef struct {
     GPTConfig config;
     int B, T;                    // the largest batch the buffers hold
+    int forward_B, forward_T;    // the batch of the last gpt_forward (0: none yet)
     ModelOptions options;
     size_t num_params;
     size_t param_sizes[NUM_PARAM_TENSORS];
@@ -59,12 +61,13 @@ typedef struct {
     ParameterTensors params, grads;
     char* acts_memory;
     Activations acts;
-    MemoryPlan plan;
+    MemorySizes sizes;
     int* host_tokens;            // (B, T) pinned: the inputs of the batch in flight
     int* host_targets;           // (B, T) pinned
     float* host_losses;          // (B, T) pinned
     int adam_t;                  // AdamW steps taken
     cudaStream_t stream;
+    MatmulStream matmul;         // stream, with the cuBLASLt workspace of its matmuls
     cudaStream_t comm_stream;    // data parallel: the collectives
     cudaEvent_t grads_ready;     // a layer's gradients are final (stream -> comm_stream)
     cudaEvent_t grads_reduced;   // every gradient is averaged (comm_stream -> stream)
@@ -73,8 +76,8 @@ typedef struct {
                                  // update record their parts' events in it (gpt/profile.h)
 } GPT;
 
-// Bytes that gpt_build would allocate (dp NULL: one GPU).
-MemoryPlan gpt_memory_plan(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp);
+// Bytes that gpt_build would allocate, part by part (dp NULL: one GPU).
+MemorySizes gpt_memory_sizes(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp);
 
 // Allocates everything for batches up to (B, T), which must fit (gpu_memory_unfit). dp NULL:
 // one GPU.
@@ -89,16 +92,17 @@ void gpt_init_random(GPT* g, uint64_t seed);
 
 // The final layernorm's output lnf (B, T, C) of host_inputs (B, T), B and T within what the
 // model was built for; the logits come from gpt_logits or gpt_classifier, a chunk at a time.
+// The classifier and the backward that follow run on this batch.
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T);
 
 // The logits (rows, Vp) of the rows [row, row + rows) of the last gpt_forward, rows at most
-// g->plan.logits_rows; returns them (device memory, valid until the next call).
+// g->sizes.logits_rows; returns them (device memory, valid until the next call).
 bf16* gpt_logits(GPT* g, int row, int rows);
 
-// Cross-entropy per position of the last gpt_forward (B, T) against host_targets, into the
-// losses; gpt_mean_loss reads them. The logits exist a chunk of rows at a time. write_dlogits:
-// also the classifier's backward, chunk by chunk: dlnf (B, T, C) into dnarrow for gpt_backward
-// and dwte += dlogits^T lnf, with dlogits = dloss/dlogits * dloss_scale.
+// Cross-entropy per position of the last gpt_forward (B, T: its batch) against host_targets,
+// into the losses; gpt_mean_loss reads them. The logits exist a chunk of rows at a time.
+// write_dlogits: also the classifier's backward, chunk by chunk: dlnf (B, T, C) into dnarrow
+// for gpt_backward and dwte += dlogits^T lnf, with dlogits = dloss/dlogits * dloss_scale.
 // Nothing waits for the GPU here.
 void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_scale, int write_dlogits);
 
@@ -106,9 +110,9 @@ void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_s
 // in a fixed order, in double.
 float gpt_mean_loss(GPT* g, int N);
 
-// Adds the gradients of the batch (B, T) to the grads; gpt_classifier with write_dlogits must
-// have run (dlnf in dnarrow, dwte started) and host_inputs must be the batch of the last
-// gpt_forward. last_micro_step: the gradients are then final, and data-parallel ranks average
+// Adds the gradients of the batch of the last gpt_forward to the grads; gpt_classifier with
+// write_dlogits must have run (dlnf in dnarrow, dwte started) and host_inputs must be that
+// batch. last_micro_step: the gradients are then final, and data-parallel ranks average
 // them over the ranks, layer by layer, while the backward goes on.
 void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step);
 

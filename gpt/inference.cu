@@ -1,20 +1,18 @@
-// gpt/inference.cu: gpt/inference.h. The prompt runs layer by layer through the prompt
-// buffers (one layer's activations, reused by every layer) on the training model's kernels, its
-// keys and values copied into every sequence's cache; each step then runs the same blocks on B
-// rows, one per sequence, as five kernels a layer (layers/matmul_rows.h for the linear layers,
-// attention/decode.h for one query per sequence against that sequence's cache), replayed from
-// one of two captured graphs.
+// gpt/inference.cu: gpt/inference.h. The prompt runs through the block of the training model
+// (gpt/block.h), layer by layer on one layer's buffers, each layer's keys and values then copied
+// into every sequence's cache; each step then runs the same blocks on B rows, one per sequence,
+// as five kernels a layer (layers/matmul_rows.h for the linear layers, attention/decode.h for
+// one query per sequence against that sequence's cache), replayed from one of two captured
+// graphs.
 #include "gpt/inference.h"
 
 #include <math.h>
 #include <string.h>
-#include "attention/decode.h"
 #include "common/error.h"
 #include "gpt/activations.h"
 #include "gpt/sampler.h"
 #include "layers/classifier.h"
 #include "layers/encoder.h"
-#include "layers/layernorm.h"
 #include "layers/matmul.h"
 #include "layers/matmul_rows.h"
 #include "layers/kernel_common.cuh"
@@ -23,60 +21,68 @@
 
 static size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
 
-// Carves the allocation at base (NULL: sizes only) into m's buffers; fills the plan.
+// Carves the allocation at base (NULL: sizes only) into m's buffers; fills m->sizes.
 static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int length, int prompt_max) {
     size_t C = c->C, off = 0, P = prompt_max;
-    InferencePlan* plan = &m->plan;
-    memset(plan, 0, sizeof(*plan));
+    InferenceSizes* sizes = &m->sizes;
+    memset(sizes, 0, sizeof(*sizes));
     auto carve = [&](size_t bytes, size_t* part) {
         char* at = base ? base + off : NULL;
         off += align_up(bytes);
         *part += align_up(bytes);
         return at;
     };
-    bf16* params = (bf16*)carve(count_params(c) * sizeof(bf16), &plan->params);
+    bf16* params = (bf16*)carve(count_params(c) * sizeof(bf16), &sizes->params);
     if (base) point_params(&m->params, params, c);
-    m->kv_cache = (bf16*)carve((size_t)c->L * B * length * 2 * C * sizeof(bf16), &plan->kv_cache);
-    // A layer's activations on n rows, each buffer a width of C's. The step fuses its layernorms
-    // and GELU into matmul_rows and keeps no ln, fch, mean or rstd (they stay NULL).
-    auto carve_rows = [&](RowBuffers* r, size_t n, bool unfused, size_t* part) {
-        bf16** rows_of[] = {&r->x, &r->qkv, &r->atty, &r->mid, &r->fch_gelu, &r->ln, &r->fch};
-        const size_t widths[] = {1, 3, 1, 1, 4, 1, 4};
-        for (int i = 0; i < (unfused ? 7 : 5); i++) *rows_of[i] = (bf16*)carve(n * widths[i] * C * sizeof(bf16), part);
-        if (!unfused) return;
-        r->mean = (float*)carve(n * sizeof(float), part);
-        r->rstd = (float*)carve(n * sizeof(float), part);
-    };
-    carve_rows(&m->prompt, P, true, &plan->prompt);
-    size_t lse_bytes = attention_saved_bytes(&m->attention, attention_shape(c, 1, prompt_max));
-    m->prompt_lse = (float*)carve(lse_bytes, &plan->prompt);
-    m->prompt_tokens = (int*)carve(P * sizeof(int), &plan->prompt);
+    m->kv_cache = (bf16*)carve((size_t)c->L * B * length * 2 * C * sizeof(bf16), &sizes->kv_cache);
+    // The prompt's activations: one layer's, reused by every layer, and nothing kept for a
+    // backward: the stream in and out of a block share a buffer, as do the two layernorms'
+    // outputs and their statistics.
+    BlockActivations* a = &m->prompt;
+    auto carve_prompt = [&](size_t width) { return (bf16*)carve(P * width * C * sizeof(bf16), &sizes->prompt); };
+    a->res = a->res_next = carve_prompt(1);
+    a->qkv = carve_prompt(3);
+    a->atty = carve_prompt(1);
+    a->mid = carve_prompt(1);
+    a->fch_gelu = carve_prompt(4);
+    a->ln1 = a->ln2 = carve_prompt(1);
+    a->fch = carve_prompt(4);
+    a->ln1_mean = a->ln2_mean = (float*)carve(P * sizeof(float), &sizes->prompt);
+    a->ln1_rstd = a->ln2_rstd = (float*)carve(P * sizeof(float), &sizes->prompt);
+    a->att_saved = carve(attention_saved_bytes(&m->attention, attention_shape(c, 1, prompt_max)), &sizes->prompt);
+    m->prompt_tokens = (int*)carve(P * sizeof(int), &sizes->prompt);
     size_t rows = B;
-    carve_rows(&m->step, rows, false, &plan->step);
-    for (int i = 0; i < 2; i++) m->logits_of[i] = (bf16*)carve(rows * c->Vp * sizeof(bf16), &plan->step);
-    m->decode_scratch = carve(decode_attention_scratch_bytes(attention_shape(c, B, length)), &plan->step);
-    m->tokens = (int*)carve(rows * sizeof(int), &plan->step);
-    m->positions = (int*)carve(rows * sizeof(int), &plan->step);
-    m->seed = (uint64_t*)carve(sizeof(uint64_t), &plan->step);
+    auto carve_step = [&](size_t width) { return (bf16*)carve(rows * width * C * sizeof(bf16), &sizes->step); };
+    StepActivations* r = &m->step;
+    r->x = carve_step(1);
+    r->qkv = carve_step(3);
+    r->atty = carve_step(1);
+    r->mid = carve_step(1);
+    r->fch_gelu = carve_step(4);
+    for (int i = 0; i < 2; i++) m->logits_of[i] = (bf16*)carve(rows * c->Vp * sizeof(bf16), &sizes->step);
+    AttentionShape cache = attention_shape(c, B, length);
+    m->decode_scratch = carve(attention_decode_scratch_bytes(&m->attention, cache), &sizes->step);
+    m->tokens = (int*)carve(rows * sizeof(int), &sizes->step);
+    m->positions = (int*)carve(rows * sizeof(int), &sizes->step);
+    m->seed = (uint64_t*)carve(sizeof(uint64_t), &sizes->step);
 }
 
-size_t inference_plan_total(const InferencePlan* m) { return m->params + m->kv_cache + m->prompt + m->step; }
+size_t inference_sizes_total(const InferenceSizes* m) { return m->params + m->kv_cache + m->prompt + m->step; }
 
-void inference_plan_print(const InferencePlan* m) {
+void inference_sizes_print(const InferenceSizes* m) {
     size_t free_bytes, total_bytes;
     cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
     fprintf(stderr, "memory (GiB): parameters (bf16) %.3f, KV cache %.3f, prompt activations %.3f, decoding %.3f; "
             "total %.3f (device: %.1f GiB)\n", GIB(m->params), GIB(m->kv_cache), GIB(m->prompt), GIB(m->step),
-           GIB(inference_plan_total(m)), GIB(total_bytes));
+           GIB(inference_sizes_total(m)), GIB(total_bytes));
 }
+
+// The seed reaches the GPU, and the host's generator starts from it, at the next prompt: the
+// step the GPU runs ahead keeps the seed of the draws it continues.
+void inference_set_seed(InferenceModel* m, uint64_t seed) { m->draw.seed = seed; }
 
 // The copies go on the model's stream (non-blocking: the legacy stream's copies would not be
 // ordered before its kernels); a copy from pageable memory has read it when it returns.
-void inference_set_seed(InferenceModel* m, uint64_t seed) {
-    m->rng.state = seed;
-    cudaCheck(cudaMemcpyAsync(m->seed, &seed, sizeof(seed), cudaMemcpyHostToDevice, m->stream));
-}
-
 void inference_copy_params(InferenceModel* m, const bf16* params) {
     cudaCheck(cudaMemcpyAsync(m->params.wte, params, count_params(&m->config) * sizeof(bf16),
                               cudaMemcpyDeviceToDevice, m->stream));
@@ -110,7 +116,7 @@ static void enqueue_draw(InferenceModel* m, int p) {
         cudaCheck(cudaMemcpyAsync(m->host_tokens_of[p], m->tokens, (size_t)m->B * sizeof(int),
                                   cudaMemcpyDeviceToHost, m->stream));
     } else {
-        cudaCheck(cudaMemcpyAsync(m->host_row, m->logits_of[p], (size_t)m->B * c->Vp * sizeof(bf16),
+        cudaCheck(cudaMemcpyAsync(m->host_logits, m->logits_of[p], (size_t)m->B * c->Vp * sizeof(bf16),
                                   cudaMemcpyDeviceToHost, m->stream));
     }
     launch_overlapped(advance_kernel, dim3(1), dim3(m->B), 0, m->stream, m->positions, m->B);
@@ -118,28 +124,65 @@ static void enqueue_draw(InferenceModel* m, int p) {
 
 // logits_of[p] (B, Vp) = lnf(step.x) @ wte^T.
 static void lm_head(InferenceModel* m, int p) {
-    RowsEpilogue lnf = {m->params.lnfw, m->params.lnfb};
+    RowsEpilogue lnf = {.ln_weight = m->params.lnfw, .ln_bias = m->params.lnfb};
     matmul_rows_forward(m->logits_of[p], m->step.x, m->params.wte, &lnf, m->B, m->config.C, m->config.Vp, m->stream);
 }
 
 static int draws_on_gpu(const InferenceModel* m) { return m->draw.top_k == 0 && m->draw.top_p >= 1.0f; }
 
-// Once copy p's work is done: its logits and tokens become the caller's, the host's draws (when
-// it draws) going into them and into tokens.
+// Once copy p's work is done: its tokens become the caller's (host_tokens), the host's draws
+// (when it draws) going into them and into tokens.
 static void finish_draw(InferenceModel* m, int p) {
     cudaCheck(cudaEventSynchronize(m->step_done[p]));
-    m->logits = m->logits_of[p];
     m->host_tokens = m->host_tokens_of[p];
     const GPTConfig* c = &m->config;
     const DrawSettings* d = &m->draw;
     if (draws_on_gpu(m)) return;
     for (int b = 0; b < m->B; b++) {
-        for (int v = 0; v < c->V; v++) m->host_logits[v] = __bfloat162float(m->host_row[(size_t)b * c->Vp + v]);
+        for (int v = 0; v < c->V; v++) m->draw_logits[v] = __bfloat162float(m->host_logits[(size_t)b * c->Vp + v]);
         m->host_tokens[b] =
-            sample_token(m->host_logits, c->V, d->temperature, d->top_k, d->top_p, &m->rng, m->host_scratch);
+            sample_token(m->draw_logits, c->V, d->temperature, d->top_k, d->top_p, &m->rng, m->draw_scratch);
     }
     cudaCheck(cudaMemcpyAsync(m->tokens, m->host_tokens, (size_t)m->B * sizeof(int), cudaMemcpyHostToDevice,
                               m->stream));
+}
+
+// Every sequence's cache rows 0..n-1 of a layer take the prompt's keys and values, columns
+// C..3C of the layer's qkv (n, 3C): a thread per 8 of a row's 2C values, written to each of the
+// B sequences. C is a multiple of 8 (the head sizes attention takes are).
+__global__ void fill_caches_kernel(bf16x8* cache, long long batch, long long row, const bf16x8* qkv, int n, int C8,
+                                   int B) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= (long long)n * 2 * C8) return;
+    long long t = i / (2 * C8), j = i % (2 * C8);
+    bf16x8 kv = qkv[t * 3 * C8 + C8 + j];
+    for (int b = 0; b < B; b++) cache[b * batch + t * row + j] = kv;
+}
+
+// The prompt's keys and values of layer l (in m->prompt.qkv) into every sequence's cache.
+static void fill_caches(InferenceModel* m, int l, int n) {
+    AttentionTensor k, v;
+    cache_views(m, l, &k, &v);
+    int C8 = m->config.C / 8, block = 256;
+    fill_caches_kernel<<<(unsigned)ceil_div((long long)n * 2 * C8, block), block, 0, m->stream>>>(
+        (bf16x8*)k.ptr, k.batch / 8, k.row / 8, (const bf16x8*)m->prompt.qkv, n, C8, m->B);
+    cudaCheckLaunch();
+}
+
+// A linear layer of the decoding step as one matmul_rows kernel: out (B, OC) =
+// epilogue(inp (B, C) @ weight (OC, C)^T), with the layernorm before it and the bias, GELU,
+// residual add or cache write after it (layers/matmul_rows.h).
+typedef struct {
+    bf16* out;
+    const bf16* inp;
+    const bf16* weight;
+    int C, OC;
+    RowsEpilogue epilogue;
+} StepLinear;
+enum { STEP_QKV, STEP_ATTPROJ, STEP_FC, STEP_FCPROJ, STEP_LINEARS };   // a block's, in its order
+
+static void step_linear(InferenceModel* m, const StepLinear* f) {
+    matmul_rows_forward(f->out, f->inp, f->weight, &f->epilogue, m->B, f->C, f->OC, m->stream);
 }
 
 // Replays the step's next copy.
@@ -160,39 +203,30 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
             m->length);
     cudaCheck(cudaStreamSynchronize(st));   // a step run ahead is dropped; the staging buffers are free
     m->launched = 0;
+    // The draws start from the seed, on the GPU and on the host.
+    m->rng.state = m->draw.seed;
+    cudaCheck(cudaMemcpyAsync(m->seed, &m->draw.seed, sizeof(uint64_t), cudaMemcpyHostToDevice, st));
     cudaCheck(cudaMemcpyAsync(m->prompt_tokens, prompt, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, st));
-    encoder_forward(m->prompt.x, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
-    AttentionShape s = attention_shape(c, 1, n);
-    const RowBuffers* r = &m->prompt;
+    encoder_forward(m->prompt.res, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
+    BlockPass pass = {&m->attention, attention_shape(c, 1, n), 0, NULL, NULL, &m->matmul};
     for (int l = 0; l < c->L; l++) {
         LayerParameters w = layer_parameters(&m->params, l, C);
-        layernorm_forward(r->ln, r->mean, r->rstd, r->x, w.ln1w, w.ln1b, n, C, st);
-        matmul_forward(r->qkv, NULL, r->ln, w.qkvw, w.qkvb, NULL, n, C, 3 * C, st);
-        // Every sequence's cache takes the prompt's keys and values (rows 0..n-1).
-        AttentionTensor k, v;
-        cache_views(m, l, &k, &v);
-        for (int b = 0; b < m->B; b++)
-            cudaCheck(cudaMemcpy2DAsync(k.ptr + b * k.batch, k.row * sizeof(bf16), r->qkv + C, 3 * C * sizeof(bf16),
-                                        2 * C * sizeof(bf16), n, cudaMemcpyDeviceToDevice, st));
-        attention_forward(&m->attention, s, r->atty, m->prompt_lse, r->qkv, NULL, st);
-        matmul_forward(r->mid, NULL, r->atty, w.attprojw, w.attprojb, r->x, n, C, C, st);
-        layernorm_forward(r->ln, r->mean, r->rstd, r->mid, w.ln2w, w.ln2b, n, C, st);
-        matmul_forward(r->fch_gelu, r->fch, r->ln, w.fcw, w.fcb, NULL, n, C, 4 * C, st);
-        matmul_forward(r->x, NULL, r->fch_gelu, w.fcprojw, w.fcprojb, r->mid, n, 4 * C, C, st);
+        block_forward(&pass, &m->prompt, &w);
+        fill_caches(m, l, n);   // from the block's qkv, before the next block writes it
     }
     // The last position's logits, in every sequence's row (each draws its own token).
     for (int b = 0; b < m->B; b++)
-        cudaCheck(cudaMemcpyAsync(m->step.x + (size_t)b * C, m->prompt.x + (size_t)(n - 1) * C, C * sizeof(bf16),
+        cudaCheck(cudaMemcpyAsync(m->step.x + (size_t)b * C, m->prompt.res_next + (size_t)(n - 1) * C, C * sizeof(bf16),
                                   cudaMemcpyDeviceToDevice, st));
     lm_head(m, 0);
     // The draw of the token at position n keys its noise by position n - 1, the logits' own.
-    for (int b = 0; b < m->B; b++) m->host_positions_staging[b] = n - 1;
-    cudaCheck(cudaMemcpyAsync(m->positions, m->host_positions_staging, (size_t)m->B * sizeof(int),
+    for (int b = 0; b < m->B; b++) m->prompt_positions[b] = n - 1;
+    cudaCheck(cudaMemcpyAsync(m->positions, m->prompt_positions, (size_t)m->B * sizeof(int),
                               cudaMemcpyHostToDevice, st));
     enqueue_draw(m, 0);
     cudaCheck(cudaEventRecord(m->step_done[0], st));
     finish_draw(m, 0);
-    m->host_positions = n;
+    m->position = n;
     m->next_graph = 1;
     if (draws_on_gpu(m)) launch_step(m);   // ahead: the first step runs while the caller takes these
 }
@@ -206,29 +240,35 @@ static void enqueue_step(InferenceModel* m, int p) {
     const GPTConfig* c = &m->config;
     int C = c->C, B = m->B, HS = C / c->NH;
     cudaStream_t st = m->stream;
-    const RowBuffers* r = &m->step;
+    const StepActivations* r = &m->step;
     encoder_forward_at(r->x, m->tokens, m->positions, m->params.wte, m->params.wpe, B, C, st);
     for (int l = 0; l < c->L; l++) {
         LayerParameters w = layer_parameters(&m->params, l, C);
         AttentionTensor k, v;
         cache_views(m, l, &k, &v);
-        // Q, K, V of sequence b in row b of qkv; K and V also into row positions[b] of its cache.
-        RowsEpilogue qkv = {w.ln1w, w.ln1b, w.qkvb, 0, NULL, k.ptr, k.batch, k.row, C, m->positions};
-        matmul_rows_forward(r->qkv, r->x, w.qkvw, &qkv, B, C, 3 * C, st);
-        AttentionParams p;
-        memset(&p, 0, sizeof(p));
-        p.shape = attention_shape(c, B, m->length);
-        p.q = (AttentionTensor){r->qkv, 3LL * C, 0, HS};
-        p.k = k;
-        p.v = v;
-        p.o = (AttentionTensor){r->atty, (long long)C, 0, HS};
-        attention_decode(&m->attention, &p, m->positions, m->decode_scratch, st);
-        RowsEpilogue attproj = {NULL, NULL, w.attprojb, 0, r->x};
-        matmul_rows_forward(r->mid, r->atty, w.attprojw, &attproj, B, C, C, st);
-        RowsEpilogue fc = {w.ln2w, w.ln2b, w.fcb, 1, NULL};
-        matmul_rows_forward(r->fch_gelu, r->mid, w.fcw, &fc, B, C, 4 * C, st);
-        RowsEpilogue fcproj = {NULL, NULL, w.fcprojb, 0, r->mid};
-        matmul_rows_forward(r->x, r->fch_gelu, w.fcprojw, &fcproj, B, 4 * C, C, st);
+        // The block's linear layers, each with what surrounds it fused in. Q, K, V of sequence b
+        // go to row b of qkv, its K and V also to row positions[b] of its cache.
+        const StepLinear linears[STEP_LINEARS] = {
+            // out        inp          weight      C      OC     epilogue
+            {r->qkv,      r->x,        w.qkvw,     C,     3 * C, {.ln_weight = w.ln1w, .ln_bias = w.ln1b,
+                                                                  .bias = w.qkvb, .cache = k.ptr,
+                                                                  .cache_batch = k.batch, .cache_row = k.row,
+                                                                  .cache_from = C, .positions = m->positions}},
+            {r->mid,      r->atty,     w.attprojw, C,     C,     {.bias = w.attprojb, .residual = r->x}},
+            {r->fch_gelu, r->mid,      w.fcw,      C,     4 * C, {.ln_weight = w.ln2w, .ln_bias = w.ln2b,
+                                                                  .bias = w.fcb, .gelu = 1}},
+            {r->x,        r->fch_gelu, w.fcprojw,  4 * C, C,     {.bias = w.fcprojb, .residual = r->mid}},
+        };
+        step_linear(m, &linears[STEP_QKV]);
+        AttentionParams a;
+        memset(&a, 0, sizeof(a));
+        a.shape = attention_shape(c, B, m->length);
+        a.q = (AttentionTensor){r->qkv, 3LL * C, 0, HS};
+        a.k = k;
+        a.v = v;
+        a.o = (AttentionTensor){r->atty, (long long)C, 0, HS};
+        attention_decode(&m->attention, &a, m->positions, m->decode_scratch, st);
+        for (int i = STEP_ATTPROJ; i <= STEP_FCPROJ; i++) step_linear(m, &linears[i]);
     }
     lm_head(m, p);
     enqueue_draw(m, p);
@@ -246,25 +286,24 @@ void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prom
     m->draw = draw;
     m->attention.kind = ATTENTION_FLASH;
     layout(m, NULL, &c, B, length, prompt_max);
-    size_t need = inference_plan_total(&m->plan);
+    size_t need = inference_sizes_total(&m->sizes);
     char err[ERR_LEN];
     if (gpu_memory_unfit(need, err)) die("inference_build for %d sequences of %d positions: %s", B, length, err);
-    matmul_init();
     cudaCheck(cudaMalloc((void**)&m->memory, need));
     layout(m, m->memory, &c, B, length, prompt_max);
     cudaCheck(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
+    matmul_stream_init(&m->matmul, m->stream);
     // Zeros once: the decode attention's counters start at zero and every call leaves them so.
     cudaCheck(cudaMemsetAsync(m->memory, 0, need, m->stream));
     for (int i = 0; i < 2; i++) {
         cudaCheck(cudaMallocHost((void**)&m->host_tokens_of[i], (size_t)B * sizeof(int)));
         cudaCheck(cudaEventCreateWithFlags(&m->step_done[i], cudaEventDisableTiming));
     }
-    cudaCheck(cudaMallocHost((void**)&m->host_positions_staging, (size_t)B * sizeof(int)));
-    cudaCheck(cudaMallocHost((void**)&m->host_row, (size_t)B * c.Vp * sizeof(bf16)));   // copied in the graph
-    m->host_logits = (float*)malloc((size_t)c.V * sizeof(float));
-    m->host_scratch = (float*)malloc(2 * (size_t)c.V * sizeof(float));
-    if (!m->host_logits || !m->host_scratch) die("out of host memory for the draws");
-    inference_set_seed(m, draw.seed);
+    cudaCheck(cudaMallocHost((void**)&m->prompt_positions, (size_t)B * sizeof(int)));
+    cudaCheck(cudaMallocHost((void**)&m->host_logits, (size_t)B * c.Vp * sizeof(bf16)));   // copied in the graph
+    m->draw_logits = (float*)malloc((size_t)c.V * sizeof(float));
+    m->draw_scratch = (float*)malloc(2 * (size_t)c.V * sizeof(float));
+    if (!m->draw_logits || !m->draw_scratch) die("out of host memory for the draws");
     // The step reads every input from the GPU (tokens, positions, seed), so it is captured once
     // for each copy of its outputs.
     for (int p = 0; p < 2; p++) {
@@ -278,16 +317,16 @@ void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prom
 }
 
 void inference_step(InferenceModel* m) {
-    if (m->host_positions == 0) die("inference_step: no prompt yet (inference_prompt)");
-    if (m->host_positions >= m->length)
-        die("inference_step: position %d, the cache holds %d", m->host_positions, m->length);
+    if (m->position == 0) die("inference_step: no prompt yet (inference_prompt)");
+    if (m->position >= m->length)
+        die("inference_step: position %d, the cache holds %d", m->position, m->length);
     if (m->launched == 0) launch_step(m);
     int p = m->launched == 2 ? m->next_graph : 1 - m->next_graph;   // the oldest step launched
     // With the draw on the GPU the step after runs ahead, so the GPU does not wait for the host.
-    if (m->launched == 1 && draws_on_gpu(m) && m->host_positions + 1 < m->length) launch_step(m);
+    if (m->launched == 1 && draws_on_gpu(m) && m->position + 1 < m->length) launch_step(m);
     finish_draw(m, p);
     m->launched--;
-    m->host_positions++;
+    m->position++;
 }
 
 void inference_free(InferenceModel* m) {
@@ -297,10 +336,11 @@ void inference_free(InferenceModel* m) {
         cudaCheck(cudaEventDestroy(m->step_done[p]));
         cudaCheck(cudaFreeHost(m->host_tokens_of[p]));
     }
+    matmul_stream_free(&m->matmul);
     cudaCheck(cudaStreamDestroy(m->stream));
     cudaCheck(cudaFree(m->memory));
-    cudaCheck(cudaFreeHost(m->host_positions_staging));
-    cudaCheck(cudaFreeHost(m->host_row));
-    free(m->host_logits);
-    free(m->host_scratch);
+    cudaCheck(cudaFreeHost(m->prompt_positions));
+    cudaCheck(cudaFreeHost(m->host_logits));
+    free(m->draw_logits);
+    free(m->draw_scratch);
 }

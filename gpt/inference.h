@@ -15,31 +15,31 @@
 #include <stdint.h>
 #include "attention/attention.h"
 #include "common/rng.h"
+#include "gpt/block.h"
 #include "gpt/config.h"
 #include "gpt/parameters.h"
+#include "layers/matmul.h"
 
 typedef struct {
     size_t params, kv_cache, prompt, step;   // bytes: the parts of inference_build's allocation
-} InferencePlan;
+} InferenceSizes;
 
-size_t inference_plan_total(const InferencePlan* m);
+size_t inference_sizes_total(const InferenceSizes* m);
 // One line on stderr (stdout is the generated text).
-void inference_plan_print(const InferencePlan* m);
+void inference_sizes_print(const InferenceSizes* m);
 
-// One layer's activations on some rows: the stream, Q K V, the attention's output, the stream
-// after it, the MLP's hidden layer after GELU; and where the layernorm and GELU are kernels of
-// their own (the prompt's), the layernorm's output with its mean and rstd and the MLP's hidden
-// layer before GELU.
+// One layer's activations on the decoding step's rows (a row per sequence): the stream, Q K V,
+// the attention's output, the stream after it, the MLP's hidden layer after GELU. The step's
+// kernels fuse the layernorms and GELU into the linear layers, and keep nothing else.
 typedef struct {
-    bf16 *x, *qkv, *atty, *mid, *fch_gelu, *ln, *fch;
-    float *mean, *rstd;
-} RowBuffers;
+    bf16 *x, *qkv, *atty, *mid, *fch_gelu;
+} StepActivations;
 
 typedef struct {
     float temperature;   // 0: the most likely token
     int top_k;           // 0: all
     float top_p;         // 1: all
-    uint64_t seed;       // the draws' first seed (inference_set_seed sets another)
+    uint64_t seed;       // every prompt's draws start from it (inference_set_seed sets another)
 } DrawSettings;
 
 // Sequences one model decodes at most (one thread each advances their positions).
@@ -49,30 +49,30 @@ typedef struct {
     GPTConfig config;
     int B, length, prompt_max;   // sequences, positions each, the longest prompt
     DrawSettings draw;
-    InferencePlan plan;
+    InferenceSizes sizes;
     char* memory;                // one allocation, carved below
     ParameterTensors params;
     bf16* kv_cache;              // (L, B, length, 2C): a row's keys, then its values
-    RowBuffers prompt;           // (prompt_max) rows, one layer at a time
-    float* prompt_lse;           // the prompt's attention L
+    BlockActivations prompt;     // (prompt_max) rows: one layer's, which every layer reuses
     int* prompt_tokens;          // (prompt_max)
-    RowBuffers step;             // (B) rows: the decoding step's
-    bf16* logits;                // (B, Vp): the logits of the latest step the caller has
-    bf16* logits_of[2];          // the graph copies' logits
+    StepActivations step;        // (B) rows
+    bf16* logits_of[2];          // (B, Vp) the graph copies' logits
     void* decode_scratch;
     int* tokens;                 // (B) device: the tokens the next step reads, then the ones it draws
     int* positions;              // (B) device: their positions
     uint64_t* seed;              // (1) device: the draws' seed
     int* host_tokens;            // (B) pinned: the tokens of the latest step the caller has
     int* host_tokens_of[2];      // the graph copies' tokens
-    int* host_positions_staging; // (B) pinned: the prompt's positions on their way to the GPU
-    int host_positions;          // every sequence's position (they decode in step); 0: no prompt yet
-    bf16* host_row;              // (B, Vp) pinned: host draws only, the logits the graph copies out
-    float* host_logits;          // (V) one sequence's, in fp32
-    float* host_scratch;         // (2 V)
+    int position;                // the position of host_tokens in every sequence (they decode in
+                                 // step); 0: no prompt yet
+    int* prompt_positions;       // (B) pinned: the prompt's positions on their way to the GPU
+    bf16* host_logits;           // (B, Vp) pinned, host draws only: the logits the graph copies out
+    float* draw_logits;          // (V) host draws: one sequence's logits in fp32
+    float* draw_scratch;         // (2 V) host draws: sample_token's
     Rng rng;                     // host draws
     AttentionPlan attention;
     cudaStream_t stream;
+    MatmulStream matmul;         // stream, with the cuBLASLt workspace of the prompt's matmuls
     cudaGraphExec_t step_graph[2];   // enqueue_step, captured by inference_build for each copy
     cudaEvent_t step_done[2];        // recorded after each copy's launch
     int next_graph;                  // the copy the next launch replays
@@ -88,15 +88,17 @@ void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prom
 // already on the GPU (a training model's, once the work that writes them is done).
 void inference_set_params(InferenceModel* m, const float* values);
 void inference_copy_params(InferenceModel* m, const bf16* params);
-// The seed of the draws from here on (the host's too, with top-k or top-p).
+// The seed of the draws from the next inference_prompt on (the host's too, with top-k or
+// top-p); the draws after a prompt already run keep the seed they started from.
 void inference_set_seed(InferenceModel* m, uint64_t seed);
 
 // Runs the prompt (n tokens, every sequence's) through the model once, fills every sequence's
 // cache rows 0..n-1, and draws each sequence's first token into host_tokens (a step launched
-// ahead before it is dropped; parameters and seed set before it apply from it on).
+// ahead before it is dropped; parameters set before it apply from it on). Its draws and those
+// of the steps after it start from the seed: the same prompt and seed draw the same tokens.
 void inference_prompt(InferenceModel* m, const int* prompt, int n);
 // Takes every sequence one token further: host_tokens are the tokens drawn after the ones it
-// held (position host_positions, which then grows by one). host_positions < length.
+// held (at m->position, which then grows by one). m->position < length.
 void inference_step(InferenceModel* m);
 
 void inference_free(InferenceModel* m);

@@ -13,21 +13,25 @@
 //            gradient's input (aux, like dinp) runs along m = C.
 //   dweight^T (C, OC) += inp^T (C, N) @ dout (N, OC): A = inp op N (lda C),
 //            B = dout op T (ldb OC), C = D = dweight (ldd C); m C, n OC, k N; beta 1.
-// The workspace is shared, so matmuls run on one stream at a time.
+// Each matmul runs on the stream of its MatmulStream with that stream's workspace; the handle,
+// which holds no state of a call, serves every stream.
 #include <stdint.h>
 #include <cublasLt.h>
 #include "layers/matmul.h"
 #include "layers/kernel_common.cuh"
 
-#define MATMUL_WORKSPACE_BYTES ((size_t)32 << 20)
-
 static cublasLtHandle_t lt_handle;
-static void* lt_workspace;
 
-void matmul_init(void) {
-    if (lt_handle) return;
-    cublasCheck(cublasLtCreate(&lt_handle));
-    cudaCheck(cudaMalloc(&lt_workspace, MATMUL_WORKSPACE_BYTES));
+void matmul_stream_init(MatmulStream* s, cudaStream_t stream) {
+    if (!lt_handle) cublasCheck(cublasLtCreate(&lt_handle));
+    s->stream = stream;
+    cudaCheck(cudaMalloc(&s->workspace, MATMUL_WORKSPACE_BYTES));
+}
+
+void matmul_stream_free(MatmulStream* s) {
+    cudaCheck(cudaStreamSynchronize(s->stream));   // its last matmul is done with the workspace
+    cudaCheck(cudaFree(s->workspace));
+    s->workspace = NULL;
 }
 
 // Largest power of two (at most 256) dividing the address: the heuristic must only pick
@@ -49,8 +53,8 @@ static void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t a
 // epilogue.
 static void lt_matmul(bf16* d, const bf16* a, const bf16* b, const bf16* c, int m, int n, int k, int trans_a,
                       int trans_b, cublasLtEpilogue_t epilogue, const bf16* bias, const bf16* aux,
-                      cudaStream_t stream) {
-    if (!lt_handle) die("matmul: matmul_init was not called");
+                      const MatmulStream* s) {
+    if (!s->workspace) die("matmul: the MatmulStream has no workspace (matmul_stream_init)");
     cublasLtMatmulDesc_t desc;
     cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -94,8 +98,8 @@ static void lt_matmul(bf16* d, const bf16* a, const bf16* b, const bf16* c, int 
             m, n, k, trans_a, trans_b, (int)epilogue);
     const float alpha = 1.0f, beta = c ? 1.0f : 0.0f;
     cublasCheck(cublasLtMatmul(lt_handle, desc, &alpha, a, layout_a, b, layout_b, &beta, c ? c : d, layout_d,
-                               d, layout_d, &heuristic.algo, lt_workspace, MATMUL_WORKSPACE_BYTES,
-                               stream));
+                               d, layout_d, &heuristic.algo, s->workspace, MATMUL_WORKSPACE_BYTES,
+                               s->stream));
 
     cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
     cublasCheck(cublasLtMatrixLayoutDestroy(layout_a));
@@ -105,26 +109,26 @@ static void lt_matmul(bf16* d, const bf16* a, const bf16* b, const bf16* c, int 
 }
 
 void matmul_forward(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weight,
-                    const bf16* bias, const bf16* residual, int N, int C, int OC, cudaStream_t stream) {
+                    const bf16* bias, const bf16* residual, int N, int C, int OC, const MatmulStream* s) {
     if (pre_gelu && OC % 8 != 0)
         die("matmul_forward: the fused GELU needs OC a multiple of 8 (cuBLASLt), got OC=%d", OC);
     if (pre_gelu && residual) die("matmul_forward: the fused GELU takes no residual");
     cublasLtEpilogue_t epilogue =
         pre_gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
                  : (bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
-    lt_matmul(out, weight, inp, residual, OC, N, C, 1, 0, epilogue, bias, pre_gelu, stream);
+    lt_matmul(out, weight, inp, residual, OC, N, C, 1, 0, epilogue, bias, pre_gelu, s);
 }
 
 size_t matmul_backward_scratch_bytes(int N, int C, int OC) { return column_sums_scratch_bytes(N, OC); }
 
 void matmul_backward(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
                      const bf16* weight, const bf16* inp_pre_gelu, int N, int C, int OC,
-                     void* scratch, cudaStream_t stream) {
+                     void* scratch, const MatmulStream* s) {
     if (dbias && !scratch) die("matmul_backward: dbias needs the scratch");
     if (inp_pre_gelu && C % 8 != 0)
         die("matmul_backward: the fused GELU backward needs C a multiple of 8 (cuBLASLt), got C=%d", C);
-    if (dbias) column_sums_add(dbias, dout, N, OC, OC, (float*)scratch, stream);
-    lt_matmul(dweight, inp, dout, dweight, C, OC, N, 0, 1, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, stream);
+    if (dbias) column_sums_add(dbias, dout, N, OC, OC, (float*)scratch, s->stream);
+    lt_matmul(dweight, inp, dout, dweight, C, OC, N, 0, 1, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, s);
     lt_matmul(dinp, weight, dout, NULL, C, N, OC, 0, 0,
-              inp_pre_gelu ? CUBLASLT_EPILOGUE_DGELU : CUBLASLT_EPILOGUE_DEFAULT, NULL, inp_pre_gelu, stream);
+              inp_pre_gelu ? CUBLASLT_EPILOGUE_DGELU : CUBLASLT_EPILOGUE_DEFAULT, NULL, inp_pre_gelu, s);
 }

@@ -8,16 +8,28 @@
 #include <stddef.h>
 #include "common/cuda_check.h"
 
-// Creates the cuBLASLt handle and its workspace; call once before any matmul.
-// The workspace is shared: run the matmuls on one stream at a time.
-void matmul_init(void);
+// Where matmuls run: a stream and the cuBLASLt workspace that the matmuls on it alone use. An
+// algorithm may use its workspace for the whole of its run, so matmuls that can run at once (on
+// two streams) must not share one: each owner of a stream that runs matmuls makes a
+// MatmulStream of it, and every matmul names one.
+typedef struct {
+    cudaStream_t stream;
+    void* workspace;   // MATMUL_WORKSPACE_BYTES of device memory
+} MatmulStream;
+
+#define MATMUL_WORKSPACE_BYTES ((size_t)32 << 20)
+
+// A workspace for the matmuls on stream, which stays the caller's: it destroys the stream after
+// matmul_stream_free.
+void matmul_stream_init(MatmulStream* s, cudaStream_t stream);
+void matmul_stream_free(MatmulStream* s);
 
 // out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC, or NULL) + residual (N, OC, or NULL),
 // rounded to bf16 once.
 // If pre_gelu != NULL (and no residual): pre_gelu (N, OC) = that result and out =
 // gelu(pre_gelu); OC % 8 == 0.
 void matmul_forward(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weight,
-                    const bf16* bias, const bf16* residual, int N, int C, int OC, cudaStream_t stream);
+                    const bf16* bias, const bf16* residual, int N, int C, int OC, const MatmulStream* s);
 
 // dinp (N, C) = dout @ weight (overwritten); dweight (OC, C) += dout^T @ inp;
 // dbias (OC) += sum over N of dout (dbias may be NULL).
@@ -28,7 +40,7 @@ void matmul_forward(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weig
 // dbias uses none and may pass NULL. Deterministic.
 void matmul_backward(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
                      const bf16* weight, const bf16* inp_pre_gelu, int N, int C, int OC,
-                     void* scratch, cudaStream_t stream);
+                     void* scratch, const MatmulStream* s);
 size_t matmul_backward_scratch_bytes(int N, int C, int OC);
 
 #endif

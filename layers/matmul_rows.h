@@ -9,6 +9,8 @@
 
 #include "common/cuda_check.h"
 
+// What surrounds the linear layer in a transformer block, in the order it is applied; a part
+// left zero (NULL, 0) is not applied, so a layer names only its own parts.
 typedef struct {
     const bf16* ln_weight;     // (C): layernorm (eps 1e-5) of each input row first; NULL: none
     const bf16* ln_bias;       // (C), with ln_weight

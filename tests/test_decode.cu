@@ -17,6 +17,8 @@
 //    noise of ~1e-2; how many were that close is printed). At temperature 1 (3 samples, drawn on
 //    the GPU) the samples go apart and each keeps its own prefix's logits; with top-k 5 (2
 //    samples, drawn on the host) every draw is among the full forward's 5 most likely.
+// 4. inference_set_seed, with the draws on the GPU and on the host: a seed set between steps
+//    changes no draw until the next prompt, which draws what a model built with that seed draws.
 #include <math.h>
 #include <string.h>
 #include "attention/attention.h"
@@ -44,8 +46,8 @@ static void test_decode_kernel(int HS, int T) {
     void* scratch;
     cudaCheck(cudaMalloc((void**)&qkv, n * sizeof(bf16)));
     cudaCheck(cudaMalloc((void**)&out, (size_t)NH * HS * sizeof(bf16)));
-    cudaCheck(cudaMalloc(&scratch, attention_decode_scratch_bytes(s)));
-    cudaCheck(cudaMemset(scratch, 0, attention_decode_scratch_bytes(s)));   // once: the calls leave it zeroed
+    cudaCheck(cudaMalloc(&scratch, attention_decode_scratch_bytes(&plan, s)));
+    cudaCheck(cudaMemset(scratch, 0, attention_decode_scratch_bytes(&plan, s)));   // once: the calls leave it zeroed
     cudaCheck(cudaMemcpy(qkv, host, n * sizeof(bf16), cudaMemcpyHostToDevice));
     const int positions[] = {0, 1, 77, 255, 256, 1023, 1024, 1025, 2047, T - 1};
     bf16* got = (bf16*)malloc((size_t)NH * HS * sizeof(bf16));
@@ -118,12 +120,13 @@ static int argmax(const float* x, int n, float* lead) {
     return best;
 }
 
-// The logits the inference model's last step (or prompt) left for sample b.
+// The logits the inference model's last step (or prompt) left for sample b: those of the graph
+// copy whose tokens the caller has (the step run ahead writes the other copy's).
 static void inference_logits(const InferenceModel* m, int b, float* out) {
     int V = m->config.V;
+    const bf16* logits = m->logits_of[m->host_tokens == m->host_tokens_of[0] ? 0 : 1];
     bf16* host = (bf16*)malloc((size_t)V * sizeof(bf16));
-    cudaCheck(cudaMemcpy(host, m->logits + (size_t)b * m->config.Vp, (size_t)V * sizeof(bf16),
-                         cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(host, logits + (size_t)b * m->config.Vp, (size_t)V * sizeof(bf16), cudaMemcpyDeviceToHost));
     for (int v = 0; v < V; v++) out[v] = __bfloat162float(host[v]);
     free(host);
 }
@@ -135,20 +138,29 @@ static void inference_logits(const InferenceModel* m, int b, float* out) {
 // and each one's logits must still be its own prefix's (a cache row mixed up with another's
 // would not be); with top-k each draw must be among the k most likely of the full forward
 // (within 0.05 nats of the k-th, bf16 noise).
-static void check_inference(const char* name, int samples, DrawSettings d) {
-    test_begin(name);
-    const int prompt_len = 7, length = 96;
-    GPTConfig c = {.maxT = 128, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128};
-    ModelOptions mo = {.attention = {.kind = ATTENTION_FLASH}};
-    size_t P = count_params(&c);
-    float* values = (float*)malloc(P * sizeof(float));
-    init_param_values(values, &c, 11);
+// The d2-sized GPT of the inference tests, and its parameters: the contract's init with the
+// weights scaled up, so that the logits spread over several nats.
+static const GPTConfig SMALL_GPT = {.maxT = 128, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128};
+
+static float* small_gpt_values(void) {
+    const GPTConfig* c = &SMALL_GPT;
+    float* values = (float*)malloc(count_params(c) * sizeof(float));
+    init_param_values(values, c, 11);
     size_t sizes[NUM_PARAM_TENSORS], off = 0;
-    param_sizes(&c, sizes);
+    param_sizes(c, sizes);
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         for (size_t j = 0; param_decays[i] && j < sizes[i]; j++) values[off + j] *= 10.0f;
         off += sizes[i];
     }
+    return values;
+}
+
+static void check_inference(const char* name, int samples, DrawSettings d) {
+    test_begin(name);
+    const int prompt_len = 7, length = 96;
+    GPTConfig c = SMALL_GPT;
+    ModelOptions mo = {.attention = {.kind = ATTENTION_FLASH}};
+    float* values = small_gpt_values();
     static InferenceModel cached;
     static GPT full;
     inference_build(&cached, c, samples, length, prompt_len, d);
@@ -214,6 +226,57 @@ static void check_inference(const char* name, int samples, DrawSettings d) {
     free(b);
 }
 
+// The tokens m draws for each of its sequences after the prompt, steps + 1 of them (out: (steps
+// + 1, B)); set_at >= 0: inference_set_seed(m, seed) after that many steps.
+static void draw_after_prompt(InferenceModel* m, const int* prompt, int n, int steps, int set_at, uint64_t seed,
+                              int* out) {
+    inference_prompt(m, prompt, n);
+    for (int i = 0; i <= steps; i++) {
+        if (i > 0) inference_step(m);
+        memcpy(out + (size_t)i * m->B, m->host_tokens, (size_t)m->B * sizeof(int));
+        if (i == set_at) inference_set_seed(m, seed);
+    }
+}
+
+// inference_set_seed takes effect at the next prompt, for the draws on the GPU and on the host
+// alike: the same prompt draws the same tokens again; a seed set between steps changes none of
+// the draws that follow (the GPU had run a step ahead with the old one); the next prompt draws
+// what a model built with the new seed draws. Two samples at temperature 1 (the noise apart).
+#define SEED_STEPS 24
+static const char* const SEED_NAMES[2] = {
+    "inference_set_seed applies from the next prompt, draws on the GPU",
+    "inference_set_seed applies from the next prompt, draws on the host (top-k 5)"};
+
+static void check_seed(const char* name, DrawSettings d) {
+    test_begin(name);
+    const int B = 2, n = 5, length = 64, per_run = (SEED_STEPS + 1) * B;
+    const uint64_t other_seed = d.seed + 1000;
+    const int prompt[n] = {1, 2, 3, 4, 5};
+    float* values = small_gpt_values();
+    static InferenceModel m, fresh;
+    DrawSettings other = d;
+    other.seed = other_seed;
+    inference_build(&m, SMALL_GPT, B, length, n, d);
+    inference_build(&fresh, SMALL_GPT, B, length, n, other);
+    inference_set_params(&m, values);
+    inference_set_params(&fresh, values);
+    int first[per_run], again[per_run], seed_set[per_run], next[per_run], other_model[per_run];
+    draw_after_prompt(&m, prompt, n, SEED_STEPS, -1, 0, first);
+    draw_after_prompt(&m, prompt, n, SEED_STEPS, -1, 0, again);
+    draw_after_prompt(&m, prompt, n, SEED_STEPS, 3, other_seed, seed_set);
+    draw_after_prompt(&m, prompt, n, SEED_STEPS, -1, 0, next);
+    draw_after_prompt(&fresh, prompt, n, SEED_STEPS, -1, 0, other_model);
+    CHECK(memcmp(again, first, sizeof(first)) == 0, "the same prompt and seed drew other tokens");
+    CHECK(memcmp(seed_set, first, sizeof(first)) == 0, "a seed set between steps changed the draws after it");
+    CHECK(memcmp(next, other_model, sizeof(first)) == 0,
+          "the prompt after inference_set_seed drew other tokens than a model built with that seed");
+    CHECK(memcmp(next, first, sizeof(first)) != 0, "the two seeds drew the same tokens");
+    test_end();
+    inference_free(&m);
+    inference_free(&fresh);
+    free(values);
+}
+
 static const char* const INFERENCE_NAMES[3] = {
     "inference model: 3 greedy samples decoded together equal a full forward per token",
     "inference model: 3 samples at temperature 1, each its own prefix's logits",
@@ -223,6 +286,8 @@ static void test_inference(void) {
     check_inference(INFERENCE_NAMES[0], 3, (DrawSettings){0.0f, 0, 1.0f, 1});
     check_inference(INFERENCE_NAMES[1], 3, (DrawSettings){1.0f, 0, 1.0f, 2});
     check_inference(INFERENCE_NAMES[2], 2, (DrawSettings){1.0f, 5, 1.0f, 3});
+    check_seed(SEED_NAMES[0], (DrawSettings){1.0f, 0, 1.0f, 4});
+    check_seed(SEED_NAMES[1], (DrawSettings){1.0f, 5, 1.0f, 5});
 }
 
 // Three sequences whose queries sit at positions of their own (device): each against the float64
@@ -247,8 +312,8 @@ static void test_decode_batched(void) {
     cudaCheck(cudaMalloc((void**)&q, (size_t)B * row * sizeof(bf16)));
     cudaCheck(cudaMalloc((void**)&out, (size_t)B * C * sizeof(bf16)));
     cudaCheck(cudaMalloc((void**)&positions, B * sizeof(int)));
-    cudaCheck(cudaMalloc(&scratch, attention_decode_scratch_bytes(s)));
-    cudaCheck(cudaMemset(scratch, 0, attention_decode_scratch_bytes(s)));   // once: the calls leave it zeroed
+    cudaCheck(cudaMalloc(&scratch, attention_decode_scratch_bytes(&plan, s)));
+    cudaCheck(cudaMemset(scratch, 0, attention_decode_scratch_bytes(&plan, s)));   // once: the calls leave it zeroed
     cudaCheck(cudaMemcpy(qkv, host, n * sizeof(bf16), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(q, host_q, (size_t)B * row * sizeof(bf16), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(positions, pos, B * sizeof(int), cudaMemcpyHostToDevice));
@@ -304,8 +369,8 @@ int main(void) {
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         const char* names[] = {"attention_decode HS64 T=3000", "attention_decode HS128 T=3000",
                                "attention_decode HS64 T=40", BATCHED_NAME, INFERENCE_NAMES[0], INFERENCE_NAMES[1],
-                               INFERENCE_NAMES[2]};
-        for (int i = 0; i < 7; i++) test_skip(names[i], "no CUDA device");
+                               INFERENCE_NAMES[2], SEED_NAMES[0], SEED_NAMES[1]};
+        for (int i = 0; i < 9; i++) test_skip(names[i], "no CUDA device");
         return test_exit_code();
     }
     test_decode_kernel(64, 3000);

@@ -2,10 +2,11 @@
 // ($FLASHGPT_TESTDATA/gpt_reference.bin from tests/gen_gpt_reference.py: B=2, T=37, maxT=40,
 // V=97, Vp=128, L=2, NH=2, C=128): logits (B, T, V) and loss, every parameter gradient and the
 // grad norm, then 10 AdamW steps on the same batch; for the naive and the flash attention, and
-// with the activations recomputed in the backward and the classifier in chunks of rows.
+// with the activations recomputed in the backward and the classifier in chunks of rows; the
+// gradients of that batch through a model built for a larger one.
 // Then a resume with the train_gpt program: N steps straight vs N/2 steps, checkpoint, resume,
 // on shards written here;
-// the memory plan (linear in T for flash, host only); naive and flash training side by side on
+// the memory sizes (linear in T for flash, host only); naive and flash training side by side on
 // tinyshakespeare (the test text, TEST_TEXT), their loss curves compared.
 //
 // Tolerances. bf16 keeps 8 significant bits: one rounding is up to 2^-9 = 0.2% relative, and
@@ -145,12 +146,12 @@ static void test_reference(const Reference* r, ModelOptions opt) {
     // Forward: logits, a chunk of rows at a time, and loss.
     snprintf(name, sizeof(name), "gpt forward %s", mode);
     test_begin(name);
-    cudaCheck(cudaMemset(g.acts_memory, 0xff, memory_plan_total(&g.plan) - g.plan.params - g.plan.grads -
-                         g.plan.optimizer));  // NaN everywhere: an unwritten activation shows
+    cudaCheck(cudaMemset(g.acts_memory, 0xff, memory_sizes_total(&g.sizes) - g.sizes.params - g.sizes.grads -
+                         g.sizes.optimizer));  // NaN everywhere: an unwritten activation shows
     gpt_forward(&g, r->inputs, B, T);
     gpt_classifier(&g, r->targets, B, T, 0.0f, 0);
     float loss = gpt_mean_loss(&g, N);
-    int chunk = g.plan.logits_rows;
+    int chunk = g.sizes.logits_rows;
     if (opt.classifier_rows) CHECK(chunk == opt.classifier_rows, "chunks of %d rows, asked for %d", chunk, opt.classifier_rows);
     float* logits_chunk = (float*)malloc((size_t)chunk * Vp * sizeof(float));
     float* logits = (float*)malloc((size_t)N * V * sizeof(float));
@@ -228,6 +229,43 @@ static void test_reference(const Reference* r, ModelOptions opt) {
                    mode, t, step_loss, r->losses[t], worst_step);
     }
     test_end();
+    gpt_free(&g);
+}
+
+// The reference batch through a model built for a larger one (B + 1 rows of maxT tokens), as
+// evaluation runs smaller forwards: the backward takes the shape of the forward, whose
+// activations it reads, and gives the reference's gradients (TOL_GRAD). Every activation is NaN
+// before the forward, so a backward over the rows the forward did not write fails.
+#define SMALLER_FORWARD_NAME "gpt backward of a forward smaller than the model's batch"
+
+static void test_backward_of_smaller_forward(const Reference* r) {
+    const GPTConfig* c = &r->config;
+    int B = r->B, T = r->T, N = B * T;
+    ModelOptions opt = {.attention = {.kind = ATTENTION_FLASH, .deterministic = 1}};
+    test_begin(SMALLER_FORWARD_NAME);
+    GPT g;
+    gpt_build(&g, *c, B + 1, c->maxT, &opt, NULL);
+    gpt_set_params(&g, r->params);
+    cudaCheck(cudaMemset(g.acts_memory, 0xff, memory_sizes_total(&g.sizes) - g.sizes.params - g.sizes.grads -
+                         g.sizes.optimizer));   // NaN
+    gpt_zero_grads(&g);
+    gpt_forward(&g, r->inputs, B, T);
+    gpt_classifier(&g, r->targets, B, T, 1.0f / N, 1);
+    gpt_backward(&g, r->inputs, 1);
+    float* grads = (float*)malloc(r->P * sizeof(float));
+    copy_bf16_to_floats(grads, g.grads_memory, r->P);
+    size_t off = 0;
+    double worst = 0.0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        double err = relative_l2(grads + off, r->grads + off, g.param_sizes[i]);
+        CHECK(err < TOL_GRAD, "d%s relative L2 error %.3e >= %.0e", param_names[i], err, TOL_GRAD);
+        worst = err > worst ? err : worst;
+        off += g.param_sizes[i];
+    }
+    printf("    built for %d x %d, forward and backward of %d x %d: worst gradient error %.2e\n", B + 1, c->maxT, B, T,
+           worst);
+    test_end();
+    free(grads);
     gpt_free(&g);
 }
 
@@ -509,13 +547,13 @@ static void test_schedule_and_sampler(void) {
     test_end();
 }
 
-// The memory plan (host only, no device needed), d12 with GPT-2's vocabulary: flash keeps
-// L (L, B, NH, T) fp32 per layer and nothing grows faster than T, so the whole plan is
+// The memory sizes (host only, no device needed), d12 with GPT-2's vocabulary: flash keeps
+// L (L, B, NH, T) fp32 per layer and nothing grows faster than T, so the whole model is
 // a + b T (its second difference over T, 2T, 3T is zero but for the 256-byte rounding of each
 // part); naive keeps P (L, B, NH, T, T) bf16. The logits stay within 1 GiB however many rows,
 // and each recomputation frees exactly the layers it no longer keeps.
-static void test_memory_plan(void) {
-    test_begin("gpt memory plan");
+static void test_memory_sizes(void) {
+    test_begin("gpt memory sizes");
     GPTConfig c = {.maxT = 0, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768};
     size_t L = c.L, NH = c.NH, C = c.C;
     ModelOptions flash = {.attention = {.kind = ATTENTION_FLASH}}, naive = {.attention = {.kind = ATTENTION_NAIVE}};
@@ -523,8 +561,8 @@ static void test_memory_plan(void) {
     for (int i = 0; i < 3; i++) {
         size_t T = 32768 * (size_t)(i + 1);
         c.maxT = (int)T;
-        MemoryPlan m = gpt_memory_plan(&c, 1, (int)T, &flash, NULL);
-        total[i] = (double)memory_plan_total(&m);
+        MemorySizes m = gpt_memory_sizes(&c, 1, (int)T, &flash, NULL);
+        total[i] = (double)memory_sizes_total(&m);
         CHECK(m.attention_saved == L * NH * T * sizeof(float), "flash keeps %zu bytes at T %zu", m.attention_saved, T);
         CHECK(m.logits <= CLASSIFIER_CHUNK_BYTES, "logits of %zu bytes at T %zu", m.logits, T);
         if (i == 2) printf("    flash, B 1, T %zu: %.2f GiB in all\n", T, GIB(total[i]));
@@ -532,22 +570,22 @@ static void test_memory_plan(void) {
     double curvature = total[2] - 2.0 * total[1] + total[0];
     CHECK(fabs(curvature) < 1e6, "flash memory is not linear in T: second difference %.0f bytes", curvature);
     c.maxT = 4096;
-    MemoryPlan m = gpt_memory_plan(&c, 1, 4096, &naive, NULL);
+    MemorySizes m = gpt_memory_sizes(&c, 1, 4096, &naive, NULL);
     CHECK(m.attention_saved == L * NH * 4096 * 4096 * sizeof(bf16), "naive keeps %zu bytes", m.attention_saved);
     c.maxT = 1024;
     size_t N = 64 * 1024;
-    MemoryPlan none = gpt_memory_plan(&c, 64, 1024, &naive, NULL);
+    MemorySizes none = gpt_memory_sizes(&c, 64, 1024, &naive, NULL);
     ModelOptions re = naive;
     re.recompute = RECOMPUTE_GELU;
-    MemoryPlan gelu = gpt_memory_plan(&c, 64, 1024, &re, NULL);
+    MemorySizes gelu = gpt_memory_sizes(&c, 64, 1024, &re, NULL);
     re.recompute = RECOMPUTE_GELU | RECOMPUTE_LAYERNORM;
-    MemoryPlan both = gpt_memory_plan(&c, 64, 1024, &re, NULL);
+    MemorySizes both = gpt_memory_sizes(&c, 64, 1024, &re, NULL);
     CHECK(none.activations - gelu.activations == (L - 1) * N * 4 * C * sizeof(bf16),
           "recompute gelu frees %zu bytes", none.activations - gelu.activations);
     CHECK(gelu.activations - both.activations == (2 * L - 1) * N * C * sizeof(bf16),
           "recompute layernorm frees %zu bytes", gelu.activations - both.activations);
     printf("    naive, B 64, T 1024: %.2f GiB, recompute gelu %.2f GiB, gelu,layernorm %.2f GiB\n",
-           GIB(memory_plan_total(&none)), GIB(memory_plan_total(&gelu)), GIB(memory_plan_total(&both)));
+           GIB(memory_sizes_total(&none)), GIB(memory_sizes_total(&gelu)), GIB(memory_sizes_total(&both)));
     test_end();
 }
 
@@ -628,7 +666,7 @@ static void test_loss_curves(void) {
 
 int main(void) {
     test_schedule_and_sampler();
-    test_memory_plan();
+    test_memory_sizes();
     // The float64 reference in every mode the trainer has: the recomputations and the
     // classifier chunks (N = 74 rows: chunks of 16 and 24 end on a partial one) must not
     // change the result beyond bf16 noise.
@@ -657,6 +695,7 @@ int main(void) {
                 test_skip(name, "no CUDA device");
             }
         }
+        test_skip(SMALLER_FORWARD_NAME, "no CUDA device");
         test_skip(resume_naive_name, "no CUDA device");
         test_skip(resume_flash_name, "no CUDA device");
         test_skip("gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too",
@@ -678,6 +717,7 @@ int main(void) {
         test_end();
     } else {
         for (int i = 0; i < n_modes; i++) test_reference(&r, modes[i]);
+        test_backward_of_smaller_forward(&r);
     }
     test_resume(resume_naive_name, resume_naive_args);
     test_resume(resume_flash_name, resume_flash_args);

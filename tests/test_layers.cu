@@ -22,8 +22,11 @@
 static const char* case_names[] = {
     "layers_encoder", "layers_layernorm", "layers_layernorm_wide", "layers_matmul_bias",
     "layers_matmul_gelu", "layers_matmul_nobias", "layers_matmul_residual", "layers_classifier",
-    "layers_adamw", "layers_global_norm", "layers_determinism",
+    "layers_adamw", "layers_global_norm", "layers_determinism", "layers_matmul_two_streams",
 };
+
+// The matmuls of the tests run on the legacy stream, with its workspace.
+static MatmulStream legacy;
 
 // ---- host and device buffers, freed together at the end of each case
 static void* host_bufs[64];
@@ -244,7 +247,7 @@ static void test_matmul(const char* name, int OC, int use_bias, int use_gelu, in
     bf16* d_out = (bf16*)device_alloc((size_t)N * OC * sizeof(bf16));
     bf16* d_pre = use_gelu ? (bf16*)device_alloc((size_t)N * OC * sizeof(bf16)) : NULL;
     matmul_forward(d_out, d_pre, d_inp, d_weight, use_bias ? to_device_bf16(bias, OC) : NULL,
-                   use_residual ? to_device_bf16(residual, (size_t)N * OC) : NULL, N, C, OC, 0);
+                   use_residual ? to_device_bf16(residual, (size_t)N * OC) : NULL, N, C, OC, &legacy);
     double* ref_pre = ref_alloc((size_t)N * OC);
     double* ref_out = ref_alloc((size_t)N * OC);
     for (int i = 0; i < N; i++)
@@ -268,7 +271,7 @@ static void test_matmul(const char* name, int OC, int use_bias, int use_gelu, in
     // the promise of matmul.h: without dbias, no scratch
     void* scratch = use_bias ? device_alloc(matmul_backward_scratch_bytes(N, C, OC)) : NULL;
     matmul_backward(d_dinp, d_dweight, d_dbias, to_device_bf16(dout, (size_t)N * OC), d_inp, d_weight,
-                    d_inp_pre, N, C, OC, scratch, 0);
+                    d_inp_pre, N, C, OC, scratch, &legacy);
     double* ref_dinp = ref_alloc((size_t)N * C);
     double* ref_dweight = ref_copy(dweight, (size_t)OC * C);
     double* ref_dbias = ref_copy(dbias, OC);
@@ -436,7 +439,7 @@ static unsigned char* backward_run(size_t* bytes) {
     g[0] = grads;
     for (int i = 1; i < 8; i++) g[i] = g[i - 1] + sizes[i - 1];
     matmul_backward(g[5], g[6], g[7], dout_oc, inp, weight_mm, inp_pre_gelu, N, C, OC,
-                    device_alloc(matmul_backward_scratch_bytes(N, C, OC)), 0);
+                    device_alloc(matmul_backward_scratch_bytes(N, C, OC)), &legacy);
     layernorm_backward(g[2], g[3], g[4], dout_c, inp, weight_ln, mean, rstd, N, C,
                        device_alloc(layernorm_backward_scratch_bytes(N, C)), 0);
     encoder_backward(g[0], g[1], dout_c, tokens, B, T, C,
@@ -466,6 +469,58 @@ static void test_determinism(void) {
     free_all();
 }
 
+// Matmuls on two streams at once, each stream with its workspace (layers/matmul.h): every
+// output equals its float64 reference (1e-2: a long fp32 accumulation, then bf16). A 64 x 64
+// output of 32768 products each is one tile of the output, so cuBLASLt's algorithms split the
+// products over blocks that meet in the workspace: a workspace both streams used at once would
+// mix their partial sums. Each stream runs MATMULS_PER_STREAM products of its own inputs, the
+// launches alternating between the streams.
+#define MATMULS_PER_STREAM 6
+
+static void test_matmul_two_streams(void) {
+    test_begin("layers_matmul_two_streams");
+    const int N = 64, C = 32768, OC = 64;
+    MatmulStream streams[2];
+    float *inp[2], *weight[2];
+    bf16 *d_inp[2], *d_weight[2], *d_out[2][MATMULS_PER_STREAM];
+    for (int k = 0; k < 2; k++) {
+        cudaStream_t stream;
+        cudaCheck(cudaStreamCreate(&stream));
+        matmul_stream_init(&streams[k], stream);
+        inp[k] = random_values((size_t)N * C, 1.0f, 0.0f);
+        weight[k] = random_values((size_t)OC * C, 0.1f, 0.0f);
+        d_inp[k] = to_device_bf16(inp[k], (size_t)N * C);
+        d_weight[k] = to_device_bf16(weight[k], (size_t)OC * C);
+        for (int i = 0; i < MATMULS_PER_STREAM; i++) d_out[k][i] = (bf16*)device_alloc((size_t)N * OC * sizeof(bf16));
+    }
+    cudaCheck(cudaDeviceSynchronize());   // the inputs are in place before either stream starts
+    for (int i = 0; i < MATMULS_PER_STREAM; i++)
+        for (int k = 0; k < 2; k++)
+            matmul_forward(d_out[k][i], NULL, d_inp[k], d_weight[k], NULL, NULL, N, C, OC, &streams[k]);
+    cudaCheck(cudaDeviceSynchronize());
+    for (int k = 0; k < 2; k++) {
+        double* ref = ref_alloc((size_t)N * OC);
+        for (int n = 0; n < N; n++)
+            for (int o = 0; o < OC; o++) {
+                double acc = 0.0;
+                for (int c = 0; c < C; c++) acc += (double)inp[k][(size_t)n * C + c] * weight[k][(size_t)o * C + c];
+                ref[(size_t)n * OC + o] = acc;
+            }
+        for (int i = 0; i < MATMULS_PER_STREAM; i++) {
+            char what[64];
+            snprintf(what, sizeof(what), "stream %d, matmul %d", k, i);
+            CHECK_ERR(what, from_device_bf16(d_out[k][i], (size_t)N * OC), ref, (size_t)N * OC, 1e-2);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        cudaStream_t stream = streams[k].stream;
+        matmul_stream_free(&streams[k]);
+        cudaCheck(cudaStreamDestroy(stream));
+    }
+    test_end();
+    free_all();
+}
+
 int main(void) {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -473,7 +528,7 @@ int main(void) {
             test_skip(case_names[i], "no CUDA device");
         return 0;
     }
-    matmul_init();
+    matmul_stream_init(&legacy, 0);
     test_encoder();
     test_layernorm("layers_layernorm", 615, 320);
     test_layernorm("layers_layernorm_wide", 77, 1600);  // over 48 KiB of shared memory
@@ -485,5 +540,7 @@ int main(void) {
     test_adamw();
     test_global_norm();
     test_determinism();
+    test_matmul_two_streams();
+    matmul_stream_free(&legacy);
     return test_exit_code();
 }

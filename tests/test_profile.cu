@@ -137,7 +137,7 @@ static void test_profiled_step(void) {
 
     PartWork work[NUM_PROFILE_PARTS][NUM_PROFILE_PHASES];
     ProfileShape shape = {.rows = B, .cols = T, .context_parallel = 1, .micro_steps = 1,
-                          .classifier_rows = g.plan.logits_rows, .params = P, .updated_params = P};
+                          .classifier_rows = g.sizes.logits_rows, .params = P, .updated_params = P};
     profile_work(&D2, &shape, work);
     double sum = 0;
     for (int part = 0; part < NUM_PROFILE_PARTS; part++)

@@ -1,0 +1,78 @@
+// gpt/block.cu: the transformer block's forward and backward (gpt/block.h).
+#include "gpt/block.h"
+
+#include "layers/gelu.h"
+#include "layers/layernorm.h"
+
+void block_forward(const BlockPass* pass, const BlockActivations* x, const LayerParameters* w) {
+    AttentionShape s = pass->shape;
+    int C = s.NH * s.HS, N = s.B * s.T;
+    const MatmulStream* mm = pass->matmul;
+    cudaStream_t st = mm->stream;
+    Profile* prof = pass->profile;
+    layernorm_forward(x->ln1, x->ln1_mean, x->ln1_rstd, x->res, w->ln1w, w->ln1b, N, C, st);
+    profile_mark(prof, PART_LAYERNORM, PHASE_FORWARD, st);
+    matmul_forward(x->qkv, NULL, x->ln1, w->qkvw, w->qkvb, NULL, N, C, 3 * C, mm);
+    profile_mark(prof, PART_QKV, PHASE_FORWARD, st);
+    attention_forward(pass->attention, s, x->atty, x->att_saved, x->qkv, pass->scratch, st);
+    profile_mark(prof, PART_ATTENTION, PHASE_FORWARD, st);
+    // The residual connections are added in the projections' epilogues.
+    matmul_forward(x->mid, NULL, x->atty, w->attprojw, w->attprojb, x->res, N, C, C, mm);
+    profile_mark(prof, PART_ATTPROJ, PHASE_FORWARD, st);
+    layernorm_forward(x->ln2, x->ln2_mean, x->ln2_rstd, x->mid, w->ln2w, w->ln2b, N, C, st);
+    profile_mark(prof, PART_LAYERNORM, PHASE_FORWARD, st);
+    if (pass->recompute & RECOMPUTE_GELU) {
+        matmul_forward(x->fch, NULL, x->ln2, w->fcw, w->fcb, NULL, N, C, 4 * C, mm);
+        gelu_forward(x->fch_gelu, x->fch, (size_t)N * 4 * C, st);
+    } else {
+        matmul_forward(x->fch_gelu, x->fch, x->ln2, w->fcw, w->fcb, NULL, N, C, 4 * C, mm);
+    }
+    profile_mark(prof, PART_MLP_UP, PHASE_FORWARD, st);
+    matmul_forward(x->res_next, NULL, x->fch_gelu, w->fcprojw, w->fcprojb, x->mid, N, 4 * C, C, mm);
+    profile_mark(prof, PART_MLP_DOWN, PHASE_FORWARD, st);
+}
+
+void block_backward(const BlockPass* pass, const BlockActivations* x, const LayerParameters* w,
+                    const LayerParameters* dw, const BlockGradients* d) {
+    AttentionShape s = pass->shape;
+    int C = s.NH * s.HS, N = s.B * s.T;
+    int re_ln = pass->recompute & RECOMPUTE_LAYERNORM, re_gelu = pass->recompute & RECOMPUTE_GELU;
+    const MatmulStream* mm = pass->matmul;
+    cudaStream_t st = mm->stream;
+    Profile* prof = pass->profile;
+    void* scratch = pass->scratch;
+    // A recomputed activation is made again from what the block kept, just before its use (the
+    // same kernels on the same inputs: the forward's bits). Its time counts in the backward of
+    // its part, beyond the part's floor.
+    if (re_gelu) {
+        gelu_forward(x->fch_gelu, x->fch, (size_t)N * 4 * C, st);
+        profile_mark(prof, PART_MLP_UP, PHASE_BACKWARD, st);
+    }
+    if (re_ln) {
+        layernorm_forward(x->ln2, x->ln2_mean, x->ln2_rstd, x->mid, w->ln2w, w->ln2b, N, C, st);
+        profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
+    }
+    // dwide: the gradient of fch, GELU's backward done in the epilogue of this matmul.
+    matmul_backward(d->dwide, dw->fcprojw, dw->fcprojb, d->dresidual, x->fch_gelu, w->fcprojw, x->fch, N, 4 * C, C,
+                    scratch, mm);
+    profile_mark(prof, PART_MLP_DOWN, PHASE_BACKWARD, st);
+    matmul_backward(d->dnarrow, dw->fcw, dw->fcb, d->dwide, x->ln2, w->fcw, NULL, N, C, 4 * C, scratch, mm);
+    profile_mark(prof, PART_MLP_UP, PHASE_BACKWARD, st);
+    layernorm_backward(d->dresidual, dw->ln2w, dw->ln2b, d->dnarrow, x->mid, w->ln2w, x->ln2_mean, x->ln2_rstd, N, C,
+                       scratch, st);
+    profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
+    matmul_backward(d->dnarrow, dw->attprojw, dw->attprojb, d->dresidual, x->atty, w->attprojw, NULL, N, C, C,
+                    scratch, mm);
+    profile_mark(prof, PART_ATTPROJ, PHASE_BACKWARD, st);
+    attention_backward(pass->attention, s, d->dwide, d->dnarrow, x->atty, x->att_saved, x->qkv, scratch, st);
+    profile_mark(prof, PART_ATTENTION, PHASE_BACKWARD, st);
+    if (re_ln) {
+        layernorm_forward(x->ln1, x->ln1_mean, x->ln1_rstd, x->res, w->ln1w, w->ln1b, N, C, st);
+        profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
+    }
+    matmul_backward(d->dnarrow, dw->qkvw, dw->qkvb, d->dwide, x->ln1, w->qkvw, NULL, N, C, 3 * C, scratch, mm);
+    profile_mark(prof, PART_QKV, PHASE_BACKWARD, st);
+    layernorm_backward(d->dresidual, dw->ln1w, dw->ln1b, d->dnarrow, x->res, w->ln1w, x->ln1_mean, x->ln1_rstd, N, C,
+                       scratch, st);
+    profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
+}

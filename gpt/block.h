@@ -1,0 +1,75 @@
+// gpt/block.h: one transformer block of the GPT-2, written once. The training model runs it on
+// every layer of a batch, forward and backward (gpt/gpt.cu); the inference model runs its forward
+// on a prompt (gpt/inference.cu), whose decoding step then fuses the same layers into its
+// kernels. Pre-LayerNorm, the residual connections added in the projections' epilogues:
+//   mid      = res + attproj(attention(qkv(ln1(res))))          qkv (N, 3C), atty (N, C)
+//   res_next = mid + fcproj(gelu(fc(ln2(mid))))                 fch, fch_gelu (N, 4C)
+// on N = B * T rows of C = NH * HS channels (attention: B sequences of T tokens).
+#ifndef FLASHGPT_GPT_BLOCK_H
+#define FLASHGPT_GPT_BLOCK_H
+
+#include "attention/attention.h"
+#include "common/cuda_check.h"
+#include "gpt/parameters.h"
+#include "gpt/profile.h"
+#include "layers/matmul.h"
+
+// What the backward computes again instead of keeping per layer (flags).
+enum { RECOMPUTE_GELU = 1, RECOMPUTE_LAYERNORM = 2 };
+
+// A block's activations on its N rows: what the forward writes and the backward reads. Buffers
+// may coincide where nothing reads them again (the prompt's: res and res_next, ln1 and ln2).
+typedef struct {
+    bf16* res;        // (N, C) the stream entering the block
+    bf16* ln1;        // (N, C)
+    float* ln1_mean;  // (N)
+    float* ln1_rstd;  // (N)
+    bf16* qkv;        // (N, 3, NH, HS)
+    bf16* atty;       // (N, NH, HS)
+    void* att_saved;  // attention_saved_bytes: L (flash) or P (naive)
+    bf16* mid;        // (N, C) the stream after the attention block
+    bf16* ln2;        // (N, C)
+    float* ln2_mean;  // (N)
+    float* ln2_rstd;  // (N)
+    bf16* fch;        // (N, 4C) before GELU
+    bf16* fch_gelu;   // (N, 4C)
+    bf16* res_next;   // (N, C) the stream leaving the block
+} BlockActivations;
+
+// How the blocks of a pass run: the same for every layer.
+typedef struct {
+    const AttentionPlan* attention;
+    AttentionShape shape;     // B sequences of T tokens: N = B * T rows, C = NH * HS
+    int recompute;            // RECOMPUTE_* flags
+    void* scratch;            // the layers' scratch: attention_scratch_bytes, and in the backward
+                              // the matmuls' and layernorms' (may be NULL for a forward that takes none)
+    Profile* profile;         // NULL: no marks
+    const MatmulStream* matmul;   // the stream every kernel of the block runs on (matmul->stream),
+                                  // with the workspace of its matmuls
+} BlockPass;
+
+// Marks a block records in the profile, forward and backward (the backward's recomputations
+// included), each closing one of its parts (gpt/profile.h).
+#define BLOCK_FORWARD_MARKS 7
+#define BLOCK_BACKWARD_MARKS 10
+
+// x->res (N, C) through the block into x->res_next, writing every activation of x. With
+// RECOMPUTE_GELU the GELU is a kernel of its own after the fc matmul, the one the backward's
+// recomputation runs, so that the backward sees the forward's bits.
+void block_forward(const BlockPass* pass, const BlockActivations* x, const LayerParameters* w);
+
+// The gradients the backward of every block reads and writes.
+typedef struct {
+    bf16* dresidual;  // (N, C): d loss / d res_next in, d loss / d res out (the residual paths pass
+                      // it through, the branches add to it)
+    bf16* dnarrow;    // (N, C) the gradients of the layernorms' outputs and of atty
+    bf16* dwide;      // (N, 4C) the gradients of qkv (3C) and fch (4C)
+} BlockGradients;
+
+// The block's backward: d->dresidual from d loss / d res_next to d loss / d res, and dw += the
+// gradients of its parameters; x as the forward left it (the recomputed activations are made
+// again here).
+void block_backward(const BlockPass* pass, const BlockActivations* x, const LayerParameters* w,
+                    const LayerParameters* dw, const BlockGradients* d);
+
+#endif
