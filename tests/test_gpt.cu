@@ -30,6 +30,7 @@
 #include "gpt/gpt.h"
 #include "gpt/lr_schedule.h"
 #include "gpt/sampler.h"
+#include "layers/muon.h"
 #include "tests/test.h"
 
 #define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
@@ -139,7 +140,9 @@ static void test_reference(const Reference* r, ModelOptions opt) {
         return;
     }
     GPT g;
-    gpt_build(&g, *c, B, T, &opt, NULL);
+    OptimizerConfig adamw = {.kind = OPTIMIZER_ADAMW, .lr = r->hyper[0], .b1 = r->hyper[1], .b2 = r->hyper[2],
+                             .eps = r->hyper[3], .weight_decay = r->hyper[4], .grad_clip = r->hyper[5]};
+    gpt_build(&g, *c, B, T, &opt, NULL, &adamw);
     gpt_set_params(&g, r->params);
 
     // Forward: logits, a chunk of rows at a time, and loss.
@@ -210,7 +213,6 @@ static void test_reference(const Reference* r, ModelOptions opt) {
     // AdamW: nsteps updates on the same batch, comparing the loss before each.
     snprintf(name, sizeof(name), "gpt adamw %s", mode);
     test_begin(name);
-    AdamWConfig adam = {r->hyper[1], r->hyper[2], r->hyper[3], r->hyper[4], r->hyper[5]};
     gpt_set_params(&g, r->params);
     double worst_step = 0.0;
     for (int t = 0; t < r->nsteps; t++) {
@@ -219,7 +221,7 @@ static void test_reference(const Reference* r, ModelOptions opt) {
         gpt_classifier(&g, r->targets, B, T, 1.0f / N, 1);
         gpt_backward(&g, r->inputs, 1);
         float step_loss = gpt_mean_loss(&g, N);
-        gpt_update(&g, &adam, r->hyper[0]);
+        gpt_update(&g, 1.0f);
         double err = fabs(step_loss - r->losses[t]) / fabs(r->losses[t]);
         worst_step = err > worst_step ? err : worst_step;
         CHECK(err < TOL_ADAMW, "step %d: loss %.6f vs reference %.6f", t + 1, step_loss, r->losses[t]);
@@ -523,7 +525,7 @@ static void test_memory_plan(void) {
     for (int i = 0; i < 3; i++) {
         size_t T = 32768 * (size_t)(i + 1);
         c.maxT = (int)T;
-        MemoryPlan m = gpt_memory_plan(&c, 1, (int)T, &flash, NULL);
+        MemoryPlan m = gpt_memory_plan(&c, 1, (int)T, &flash, NULL, NULL);
         total[i] = (double)memory_plan_total(&m);
         CHECK(m.attention_saved == L * NH * T * sizeof(float), "flash keeps %zu bytes at T %zu", m.attention_saved, T);
         CHECK(m.logits <= CLASSIFIER_CHUNK_BYTES, "logits of %zu bytes at T %zu", m.logits, T);
@@ -532,22 +534,38 @@ static void test_memory_plan(void) {
     double curvature = total[2] - 2.0 * total[1] + total[0];
     CHECK(fabs(curvature) < 1e6, "flash memory is not linear in T: second difference %.0f bytes", curvature);
     c.maxT = 4096;
-    MemoryPlan m = gpt_memory_plan(&c, 1, 4096, &naive, NULL);
+    MemoryPlan m = gpt_memory_plan(&c, 1, 4096, &naive, NULL, NULL);
     CHECK(m.attention_saved == L * NH * 4096 * 4096 * sizeof(bf16), "naive keeps %zu bytes", m.attention_saved);
     c.maxT = 1024;
     size_t N = 64 * 1024;
-    MemoryPlan none = gpt_memory_plan(&c, 64, 1024, &naive, NULL);
+    MemoryPlan none = gpt_memory_plan(&c, 64, 1024, &naive, NULL, NULL);
     ModelOptions re = naive;
     re.recompute = RECOMPUTE_GELU;
-    MemoryPlan gelu = gpt_memory_plan(&c, 64, 1024, &re, NULL);
+    MemoryPlan gelu = gpt_memory_plan(&c, 64, 1024, &re, NULL, NULL);
     re.recompute = RECOMPUTE_GELU | RECOMPUTE_LAYERNORM;
-    MemoryPlan both = gpt_memory_plan(&c, 64, 1024, &re, NULL);
+    MemoryPlan both = gpt_memory_plan(&c, 64, 1024, &re, NULL, NULL);
     CHECK(none.activations - gelu.activations == (L - 1) * N * 4 * C * sizeof(bf16),
           "recompute gelu frees %zu bytes", none.activations - gelu.activations);
     CHECK(gelu.activations - both.activations == (2 * L - 1) * N * C * sizeof(bf16),
           "recompute layernorm frees %zu bytes", gelu.activations - both.activations);
     printf("    naive, B 64, T 1024: %.2f GiB, recompute gelu %.2f GiB, gelu,layernorm %.2f GiB\n",
            GIB(memory_plan_total(&none)), GIB(memory_plan_total(&gelu)), GIB(memory_plan_total(&both)));
+    // The optimizers: the same state (master, m, v), and under Muon the Newton-Schulz scratch of
+    // its largest batch of matrices, fcw's (L, 4C, C); ZeRO-1 over 4 ranks cuts it to 3 layers'.
+    OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW), muon = optimizer_defaults(OPTIMIZER_MUON);
+    MemoryPlan with_adamw = gpt_memory_plan(&c, 64, 1024, &naive, NULL, &adamw);
+    MemoryPlan with_muon = gpt_memory_plan(&c, 64, 1024, &naive, NULL, &muon);
+    CHECK(with_adamw.optimizer == 3 * none.params / sizeof(bf16) * sizeof(float) && with_adamw.optimizer_scratch == 0 &&
+          none.optimizer == 0, "AdamW's state %zu bytes, scratch %zu", with_adamw.optimizer, with_adamw.optimizer_scratch);
+    CHECK(with_muon.optimizer == with_adamw.optimizer &&
+          with_muon.optimizer_scratch == muon_scratch_bytes((int)L, 4 * (int)C, (int)C),
+          "Muon's state %zu bytes, scratch %zu", with_muon.optimizer, with_muon.optimizer_scratch);
+    DataParallel four = {.comm = NULL, .rank = 3, .world_size = 4, .zero_stage = 1};
+    MemoryPlan sharded = gpt_memory_plan(&c, 64, 1024, &naive, &four, &muon);
+    CHECK(sharded.optimizer_scratch == muon_scratch_bytes((int)L / 4, 4 * (int)C, (int)C),
+          "Muon's scratch on rank 3 of 4: %zu bytes", sharded.optimizer_scratch);
+    printf("    Muon's Newton-Schulz scratch at d12: %.3f GiB; of rank 3 of 4 with ZeRO-1: %.3f GiB\n",
+           GIB(with_muon.optimizer_scratch), GIB(sharded.optimizer_scratch));
     test_end();
 }
 
@@ -578,14 +596,15 @@ static void test_loss_curves(void) {
     int ok = n > 2 * CURVE_T;
     CHECK(ok, "the test text has %ld bytes, fewer than two sequences", n);
     GPTConfig c = {.maxT = CURVE_T, .V = 256, .Vp = 256, .L = 2, .NH = 2, .C = 128};
-    LRSchedule schedule = {.lr = 2e-3f, .warmup_steps = 20, .min_lr_frac = 0.1f};
-    AdamWConfig adam = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    LRSchedule schedule = {.lr = 1.0f, .warmup_steps = 20, .min_lr_frac = 0.1f};
+    OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW);
+    adamw.lr = 2e-3f;
     static float curves[2][CURVE_STEPS];
     const AttentionKind kinds[2] = {ATTENTION_NAIVE, ATTENTION_FLASH};
     for (int k = 0; ok && k < 2; k++) {
         ModelOptions mo = {.attention = {.kind = kinds[k]}};
         GPT g;
-        gpt_build(&g, c, CURVE_B, CURVE_T, &mo, NULL);
+        gpt_build(&g, c, CURVE_B, CURVE_T, &mo, NULL, &adamw);
         gpt_init_random(&g, 7);
         for (int step = 0; step < CURVE_STEPS; step++) {
             for (int b = 0; b < CURVE_B; b++) {
@@ -600,7 +619,7 @@ static void test_loss_curves(void) {
             gpt_classifier(&g, g.host_targets, CURVE_B, CURVE_T, 1.0f / (CURVE_B * CURVE_T), 1);
             gpt_backward(&g, g.host_tokens, 1);
             curves[k][step] = gpt_mean_loss(&g, CURVE_B * CURVE_T);
-            gpt_update(&g, &adam, learning_rate(&schedule, step + 1, CURVE_STEPS));
+            gpt_update(&g, learning_rate(&schedule, step + 1, CURVE_STEPS));
         }
         gpt_free(&g);
     }
