@@ -4,7 +4,7 @@
 // grad norm, then 10 AdamW steps on the same batch; for the naive and the flash attention, and
 // with the activations recomputed in the backward and the classifier in chunks of rows.
 // Then a resume with the train_gpt program: N steps straight vs N/2 steps, checkpoint, resume,
-// on shards written here;
+// on shards written here (AdamW and Muon; Muon's float64 tests are tests/test_muon.cu);
 // the memory plan (linear in T for flash, host only); naive and flash training side by side on
 // tinyshakespeare (the test text, TEST_TEXT), their loss curves compared.
 //
@@ -339,11 +339,11 @@ static void keep_final_model(const TrainRuns* runs, const char* out, const char*
 }
 
 // 6 steps straight vs resuming from the step-3 checkpoint: the same losses and the same final
-// model, bit for bit. The data loader crosses epochs with shuffling.
-static void test_resume(const char* name, const char* mode_args) {
+// model, bit for bit. The data loader crosses epochs with shuffling. The runs go to folder.
+static void test_resume(const char* name, const char* folder, const char* mode_args) {
     test_begin(name);
     TrainRuns runs;
-    train_runs_init(&runs, strstr(mode_args, "naive") ? "gpt_resume_naive" : "gpt_resume_flash");
+    train_runs_init(&runs, folder);
     char extra[8192], kept_model[4200], model6[4096], state6[4096], out_dir[4096];
     float straight[RUN_STEPS], resumed[RUN_STEPS];
     snprintf(extra, sizeof(extra), "-B %d %s", RUN_B, mode_args);
@@ -366,19 +366,20 @@ static void test_resume(const char* name, const char* mode_args) {
 
 // Data parallelism through NCCL with one rank (--gpus 1: the launcher, the rendezvous, the
 // communicator, the averaging and with --zero 1 the sharded update and the all-gather, all of
-// world size 1) gives the losses of the run without it, bit for bit (deterministic attention;
-// an average over one rank is the value itself).
-static void test_data_parallel_one_rank(void) {
-    test_begin("gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too");
+// world size 1; under Muon the shard by matrices and its broadcasts) gives the losses of the run
+// without it, bit for bit (deterministic attention; an average over one rank is the value
+// itself). optimizer: the runs' optimizer options; the runs go to folder.
+static void test_data_parallel_one_rank(const char* name, const char* folder, const char* optimizer) {
+    test_begin(name);
     TrainRuns runs;
-    train_runs_init(&runs, "gpt_dp1");
+    train_runs_init(&runs, folder);
     float plain[RUN_STEPS], dp[RUN_STEPS], zero[RUN_STEPS], resumed[RUN_STEPS];
     char extra[4400], kept[4200];
-    snprintf(extra, sizeof(extra), "-B %d --deterministic", RUN_B);
+    snprintf(extra, sizeof(extra), "-B %d --deterministic %s", RUN_B, optimizer);
     train_runs_run(&runs, "plain", "plain", extra, plain);
-    snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1", RUN_B);
+    snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1 %s", RUN_B, optimizer);
     train_runs_run(&runs, "dp", "dp", extra, dp);
-    snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1 --zero 1", RUN_B);
+    snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1 --zero 1 %s", RUN_B, optimizer);
     train_runs_run(&runs, "zero", "zero", extra, zero);
     for (int i = 0; i < RUN_STEPS; i++) {
         CHECK(memcmp(&plain[i], &dp[i], sizeof(float)) == 0, "step %d: %.9g alone, %.9g through NCCL", i + 1,
@@ -389,7 +390,8 @@ static void test_data_parallel_one_rank(void) {
     // The run without ranks resumed through NCCL with the sharded optimizer state (read back
     // shard by shard), from its step-3 checkpoint.
     keep_final_model(&runs, "plain", "plain", kept, sizeof(kept));
-    snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1 --zero 1 --resume '%s/plain'", RUN_B, runs.dir);
+    snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1 --zero 1 %s --resume '%s/plain'", RUN_B, optimizer,
+             runs.dir);
     train_runs_run(&runs, "plain_resumed_zero", "plain", extra, resumed);
     for (int i = RUN_STEPS / 2; i < RUN_STEPS; i++)
         CHECK(memcmp(&plain[i], &resumed[i], sizeof(float)) == 0, "step %d: %.9g straight, %.9g resumed with --zero 1",
@@ -457,30 +459,52 @@ static void test_context_parallel(void) {
 // run it came from.
 #define TOL_DP 2e-3
 
-static void test_data_parallel_two_ranks(void) {
-    const char* name = "gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2";
+static void test_data_parallel_two_ranks(const char* name, const char* folder, const char* optimizer) {
     if (skipped_below_two_gpus(name)) return;
     test_begin(name);
     TrainRuns runs;
-    train_runs_init(&runs, "gpt_dp2");
+    train_runs_init(&runs, folder);
     float one[RUN_STEPS], two[RUN_STEPS], two_zero[RUN_STEPS], resumed[RUN_STEPS];
     char extra[4096], kept[4200];
-    snprintf(extra, sizeof(extra), "-B %d", RUN_B);
+    snprintf(extra, sizeof(extra), "-B %d %s", RUN_B, optimizer);
     train_runs_run(&runs, "one", "one", extra, one);
-    snprintf(extra, sizeof(extra), "-B %d --gpus 2", RUN_B);
+    snprintf(extra, sizeof(extra), "-B %d --gpus 2 %s", RUN_B, optimizer);
     train_runs_run(&runs, "two", "two", extra, two);
-    snprintf(extra, sizeof(extra), "-B %d --gpus 2 --zero 1", RUN_B);
+    snprintf(extra, sizeof(extra), "-B %d --gpus 2 --zero 1 %s", RUN_B, optimizer);
     train_runs_run(&runs, "two_zero", "two_zero", extra, two_zero);
     check_close_losses(two, one, 0, TOL_DP, "2 ranks against 1");
     check_close_losses(two_zero, one, 0, TOL_DP, "2 ranks with --zero 1 against 1");
     keep_final_model(&runs, "two_zero", "two_zero", kept, sizeof(kept));
-    snprintf(extra, sizeof(extra), "-B %d --resume '%s/two_zero'", RUN_B, runs.dir);
+    snprintf(extra, sizeof(extra), "-B %d %s --resume '%s/two_zero'", RUN_B, optimizer, runs.dir);
     train_runs_run(&runs, "resume_2_to_1", "two_zero", extra, resumed);
     check_close_losses(resumed, two_zero, RUN_STEPS / 2, TOL_DP, "2 ranks (--zero 1) resumed on 1");
     keep_final_model(&runs, "one", "one", kept, sizeof(kept));
-    snprintf(extra, sizeof(extra), "-B %d --gpus 2 --zero 1 --resume '%s/one'", RUN_B, runs.dir);
+    snprintf(extra, sizeof(extra), "-B %d --gpus 2 --zero 1 %s --resume '%s/one'", RUN_B, optimizer, runs.dir);
     train_runs_run(&runs, "resume_1_to_2", "one", extra, resumed);
     check_close_losses(resumed, one, RUN_STEPS / 2, TOL_DP, "1 rank resumed on 2 (--zero 1)");
+    test_end();
+}
+
+// Two runs with --deterministic from the same seed: the same losses and the same final model and
+// training state, bit for bit.
+static void test_deterministic_runs(const char* name, const char* mode_args) {
+    test_begin(name);
+    TrainRuns runs;
+    train_runs_init(&runs, "gpt_deterministic");
+    float losses[2][RUN_STEPS];
+    char extra[8192], dirs[2][4096], models[2][4096], states[2][4096];
+    const char* labels[2] = {"first", "second"};
+    snprintf(extra, sizeof(extra), "-B %d %s", RUN_B, mode_args);
+    for (int k = 0; k < 2; k++) {
+        train_runs_run(&runs, labels[k], labels[k], extra, losses[k]);
+        snprintf(dirs[k], sizeof(dirs[k]), "%s/%s", runs.dir, labels[k]);
+        checkpoint_paths(dirs[k], RUN_STEPS, models[k], states[k], sizeof(models[k]));
+    }
+    for (int i = 0; i < RUN_STEPS; i++)
+        CHECK(!isnan(losses[0][i]) && memcmp(&losses[0][i], &losses[1][i], sizeof(float)) == 0,
+              "step %d: loss %.9g, then %.9g", i + 1, losses[0][i], losses[1][i]);
+    CHECK(files_equal(models[0], models[1]), "the final models differ");
+    CHECK(files_equal(states[0], states[1]), "the final training states differ");
     test_end();
 }
 
@@ -665,6 +689,15 @@ int main(void) {
     const char* resume_naive_args = "--attention naive";
     const char* resume_flash_name = "gpt resume bit-exact flash recompute gelu,layernorm chunk 40";
     const char* resume_naive_name = "gpt resume bit-exact naive";
+    // Muon at a learning rate that moves a d2 in 6 steps.
+    const char* muon_args = "--optimizer muon --lr 0.02";
+    const char* resume_muon_args = "--optimizer muon --lr 0.02 --attention flash --deterministic";
+    const char* resume_muon_name = "gpt resume bit-exact muon";
+    const char* deterministic_name = "gpt --deterministic muon: two runs, the same bits";
+    const char* dp1_name = "gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too";
+    const char* dp1_muon_name = "gpt data parallel through NCCL, one rank, muon, with and without --zero 1 (by matrices)";
+    const char* dp2_name = "gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2";
+    const char* dp2_muon_name = "gpt data parallel, muon, 2 ranks against 1, --zero 0 and 1 (by matrices), resume 2->1 and 1->2";
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         const char* parts[] = {"forward", "backward", "adamw"};
@@ -676,12 +709,9 @@ int main(void) {
                 test_skip(name, "no CUDA device");
             }
         }
-        test_skip(resume_naive_name, "no CUDA device");
-        test_skip(resume_flash_name, "no CUDA device");
-        test_skip("gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too",
-                  "no CUDA device");
-        test_skip("gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2",
-                  "no CUDA device");
+        const char* runs[] = {resume_naive_name, resume_flash_name, resume_muon_name, deterministic_name, dp1_name,
+                              dp1_muon_name, dp2_name, dp2_muon_name};
+        for (const char* run : runs) test_skip(run, "no CUDA device");
         test_skip("gpt context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
                   "no CUDA device");
         test_skip("gpt context parallel through NCCL on 2 GPUs: the losses of the simulated ring", "no CUDA device");
@@ -698,10 +728,14 @@ int main(void) {
     } else {
         for (int i = 0; i < n_modes; i++) test_reference(&r, modes[i]);
     }
-    test_resume(resume_naive_name, resume_naive_args);
-    test_resume(resume_flash_name, resume_flash_args);
-    test_data_parallel_one_rank();
-    test_data_parallel_two_ranks();
+    test_resume(resume_naive_name, "gpt_resume_naive", resume_naive_args);
+    test_resume(resume_flash_name, "gpt_resume_flash", resume_flash_args);
+    test_resume(resume_muon_name, "gpt_resume_muon", resume_muon_args);
+    test_deterministic_runs(deterministic_name, resume_muon_args);
+    test_data_parallel_one_rank(dp1_name, "gpt_dp1", "");
+    test_data_parallel_one_rank(dp1_muon_name, "gpt_dp1_muon", muon_args);
+    test_data_parallel_two_ranks(dp2_name, "gpt_dp2", "");
+    test_data_parallel_two_ranks(dp2_muon_name, "gpt_dp2_muon", muon_args);
     test_context_parallel();
     test_loss_curves();
     return test_exit_code();
