@@ -22,6 +22,16 @@
 // ---------------------------------------------------------------------------------------------
 // Kernels
 
+// Eight fp32 at p (32-byte aligned) in two 16-byte moves.
+__device__ inline void load8(const float* p, float v[8]) {
+    float4 lo = ((const float4*)p)[0], hi = ((const float4*)p)[1];
+    v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+}
+__device__ inline void store8(float* p, const float v[8]) {
+    ((float4*)p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    ((float4*)p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+}
+
 // One pack of 8 elements per thread, n8 packs: x (8 n8) bf16 = the Nesterov step u of the
 // momentum m (8 n8) fp32, which is updated, from grads (8 n8) bf16 times grad_scale.
 __global__ void muon_momentum_kernel(bf16* x, float* m, const bf16* grads, size_t n8, float momentum,
@@ -29,17 +39,15 @@ __global__ void muon_momentum_kernel(bf16* x, float* m, const bf16* grads, size_
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n8) return;
     bf16x8 g = ((const bf16x8*)grads)[i], u;
-    float4* mp = (float4*)m + 2 * i;
-    float4 lo = mp[0], hi = mp[1];
-    float mv[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    float mv[8];
+    load8(m + 8 * i, mv);
     #pragma unroll
     for (int k = 0; k < 8; k++) {
         float gk = (float)g.v[k] * grad_scale;
         mv[k] = momentum * mv[k] + (1.0f - momentum) * gk;
         u.v[k] = __float2bfloat16((1.0f - momentum) * gk + momentum * mv[k]);
     }
-    mp[0] = make_float4(mv[0], mv[1], mv[2], mv[3]);
-    mp[1] = make_float4(mv[4], mv[5], mv[6], mv[7]);
+    store8(m + 8 * i, mv);
     ((bf16x8*)x)[i] = u;
 }
 
@@ -93,16 +101,14 @@ __global__ void muon_apply_kernel(bf16* params, float* master, const bf16* updat
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n8) return;
     bf16x8 u = ((const bf16x8*)update)[i], out;
-    float4* mp = (float4*)master + 2 * i;
-    float4 lo = mp[0], hi = mp[1];
-    float p[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    float p[8];
+    load8(master + 8 * i, p);
     #pragma unroll
     for (int k = 0; k < 8; k++) {
         p[k] -= decay * p[k] + step * (float)u.v[k];
         out.v[k] = __float2bfloat16(p[k]);
     }
-    mp[0] = make_float4(p[0], p[1], p[2], p[3]);
-    mp[1] = make_float4(p[4], p[5], p[6], p[7]);
+    store8(master + 8 * i, p);
     ((bf16x8*)params)[i] = out;
 }
 

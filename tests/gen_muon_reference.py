@@ -120,11 +120,7 @@ def main():
     parts += [(inputs, "<i4"), (targets, "<i4"), (params, "<f4"), (grads, "<f4"), (m0, "<f4"), (v0, "<f4"),
               (master, "<f4"), (m, "<f4"), (v, "<f4"), (np.array(losses), "<f4")]
     path = os.path.join(outdir, "muon_reference.bin")
-    os.makedirs(outdir, exist_ok=True)
-    with open(path + ".tmp", "wb") as f:
-        for array, dtype in parts:
-            f.write(np.ascontiguousarray(array, dtype=dtype).tobytes())
-    os.replace(path + ".tmp", path)
+    gpt.write_reference(path, parts)
     print(f"{path}: {len(cases)} Newton-Schulz cases, one update, loss {losses[0]:.6f} -> {losses[-1]:.6f} "
           f"over {NSTEPS} Muon steps")
 

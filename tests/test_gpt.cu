@@ -31,6 +31,7 @@
 #include "gpt/lr_schedule.h"
 #include "gpt/sampler.h"
 #include "layers/muon.h"
+#include "tests/reference_file.h"
 #include "tests/test.h"
 
 #define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
@@ -60,27 +61,14 @@ static int read_floats(FILE* f, float* out, size_t n) { return fread(out, sizeof
 
 // 0 and a filled ref, or -1 with why.
 static int load_reference(const char* path, Reference* r, char* why) {
-    FILE* f = fopen(path, "rb");
-    if (!f) {
-        set_err(why, "%s: cannot open (tests/gen_gpt_reference.py writes it)", path);
-        return -1;
-    }
-    int32_t h[256];
-    if (fread(h, sizeof(int32_t), 256, f) != 256 || h[0] != 20241129 || h[1] != 1) {
-        set_err(why, "%s: bad header", path);
-        fclose(f);
-        return -1;
-    }
-    r->B = h[2];
-    r->T = h[3];
-    r->config = (GPTConfig){.maxT = h[4], .V = h[5], .Vp = h[6], .L = h[7], .NH = h[8], .C = h[9]};
-    r->nsteps = h[10];
-    r->P = (size_t)h[11];
-    if (r->P != count_params(&r->config)) {
-        set_err(why, "%s: %zu parameters, the model has %zu", path, r->P, count_params(&r->config));
-        fclose(f);
-        return -1;
-    }
+    ReferenceHeader h;
+    FILE* f = open_reference(path, 20241129, "tests/gen_gpt_reference.py", &h, why);
+    if (!f) return -1;
+    r->B = h.B;
+    r->T = h.T;
+    r->config = h.config;
+    r->nsteps = h.nsteps;
+    r->P = h.P;
     size_t N = (size_t)r->B * r->T, V = r->config.V;
     r->inputs = (int*)malloc(N * sizeof(int));
     r->targets = (int*)malloc(N * sizeof(int));
@@ -96,16 +84,6 @@ static int load_reference(const char* path, Reference* r, char* why) {
     fclose(f);
     if (!ok) set_err(why, "%s: truncated", path);
     return ok ? 0 : -1;
-}
-
-// ||a - b|| / ||b|| over n values (a in bf16 on the device side, given as floats).
-static double relative_l2(const float* a, const float* b, size_t n) {
-    double diff = 0.0, ref = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        diff += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        ref += (double)b[i] * b[i];
-    }
-    return ref > 0.0 ? sqrt(diff / ref) : sqrt(diff);
 }
 
 static void copy_bf16_to_floats(float* out, const bf16* dev, size_t n) {

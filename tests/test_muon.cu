@@ -26,6 +26,8 @@
 #include <vector>
 #include "gpt/gpt.h"
 #include "layers/muon.h"
+#include "tests/device_vectors.h"
+#include "tests/reference_file.h"
 #include "tests/test.h"
 
 #define TOL_NS 5e-2
@@ -55,24 +57,17 @@ static int read_floats(FILE* f, std::vector<float>& out, size_t n) {
 
 // 0 and a filled ref, or -1 with why.
 static int load_reference(const char* path, Reference* r, char* why) {
-    FILE* f = fopen(path, "rb");
-    if (!f) {
-        set_err(why, "%s: cannot open (tests/gen_muon_reference.py writes it)", path);
-        return -1;
-    }
-    int32_t h[256];
-    if (fread(h, sizeof(int32_t), 256, f) != 256 || h[0] != 20261202 || h[1] != 1) {
-        set_err(why, "%s: bad header", path);
-        fclose(f);
-        return -1;
-    }
-    r->B = h[2];
-    r->T = h[3];
-    r->config = (GPTConfig){.maxT = h[4], .V = h[5], .Vp = h[6], .L = h[7], .NH = h[8], .C = h[9]};
-    r->nsteps = h[10];
-    r->P = (size_t)h[11];
+    ReferenceHeader header;
+    FILE* f = open_reference(path, 20261202, "tests/gen_muon_reference.py", &header, why);
+    if (!f) return -1;
+    const int32_t* h = header.ints;
+    r->B = header.B;
+    r->T = header.T;
+    r->config = header.config;
+    r->nsteps = header.nsteps;
+    r->P = header.P;
     r->t0 = h[13];
-    int ok = r->P == count_params(&r->config) && fread(r->hyper, sizeof(float), 16, f) == 16;
+    int ok = fread(r->hyper, sizeof(float), 16, f) == 16;
     for (int i = 0; ok && i < h[12]; i++) {
         NewtonSchulzCase c;
         int32_t shape[3];
@@ -90,38 +85,8 @@ static int load_reference(const char* path, Reference* r, char* why) {
          read_floats(f, r->v0, P) && read_floats(f, r->master1, P) && read_floats(f, r->m1, P) &&
          read_floats(f, r->v1, P) && read_floats(f, r->losses, r->nsteps);
     fclose(f);
-    if (!ok) set_err(why, "%s: truncated, or of another model", path);
+    if (!ok) set_err(why, "%s: truncated", path);
     return ok ? 0 : -1;
-}
-
-// ||a - b|| / ||b|| over n values.
-static double relative_l2(const float* a, const float* b, size_t n) {
-    double diff = 0.0, ref = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        diff += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        ref += (double)b[i] * b[i];
-    }
-    return ref > 0.0 ? sqrt(diff / ref) : sqrt(diff);
-}
-
-static void to_bf16_device(bf16* d, const float* h, size_t n) {
-    std::vector<bf16> b(n);
-    for (size_t i = 0; i < n; i++) b[i] = __float2bfloat16(h[i]);
-    cudaCheck(cudaMemcpy(d, b.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
-}
-
-static std::vector<float> from_bf16_device(const bf16* d, size_t n) {
-    std::vector<bf16> b(n);
-    cudaCheck(cudaMemcpy(b.data(), d, n * sizeof(bf16), cudaMemcpyDeviceToHost));
-    std::vector<float> h(n);
-    for (size_t i = 0; i < n; i++) h[i] = __bfloat162float(b[i]);
-    return h;
-}
-
-static std::vector<float> from_device(const float* d, size_t n) {
-    std::vector<float> h(n);
-    cudaCheck(cudaMemcpy(h.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost));
-    return h;
 }
 
 static void test_newton_schulz(const Reference* r) {
@@ -135,9 +100,9 @@ static void test_newton_schulz(const Reference* r) {
         std::vector<float> runs[2];
         for (int run = 0; run < 2; run++) {
             cudaCheck(cudaMemset(scratch, 0xff, bytes));   // NaN: a value read before it is written shows
-            to_bf16_device(x, c.input.data(), n);
+            to_device(x, c.input);
             const bf16* out = newton_schulz(x, c.count, c.rows, c.cols, scratch, 0);
-            runs[run] = from_bf16_device(out, n);
+            runs[run] = from_device(out, n);
         }
         CHECK(memcmp(runs[0].data(), runs[1].data(), n * sizeof(float)) == 0, "(%d, %d, %d): two runs differ",
               c.count, c.rows, c.cols);
@@ -166,7 +131,7 @@ static const ModelOptions MODEL_OPTIONS = {.attention = {.kind = ATTENTION_NAIVE
 // the step count of a run (a one-GPU model: its arrays in parameter order).
 static void set_update_start(GPT* g, const Reference* r) {
     gpt_set_params(g, r->params.data());
-    to_bf16_device(g->grads_memory, r->grads.data(), r->P);
+    to_device(g->grads_memory, r->grads);
     cudaCheck(cudaMemcpy(g->m, r->m0.data(), r->P * sizeof(float), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(g->v, r->v0.data(), r->P * sizeof(float), cudaMemcpyHostToDevice));
     g->adam_t = r->t0;
@@ -264,7 +229,7 @@ static void test_simulated_ranks(const Reference* r) {
             GPT g;
             gpt_build(&g, r->config, r->B, r->T, &MODEL_OPTIONS, &dp, &muon);
             gpt_set_params(&g, r->params.data());
-            to_bf16_device(g.grads_memory, r->grads.data(), P);
+            to_device(g.grads_memory, r->grads);
             // The run's state of this rank's parts, from the whole arrays.
             for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
                 ZeroShardPart part = zero_shard_part(&g.shard, g.zero_tensors, i, rank);
@@ -274,7 +239,7 @@ static void test_simulated_ranks(const Reference* r) {
             }
             g.adam_t = r->t0;
             gpt_update(&g, 1.0f);
-            std::vector<float> params = from_bf16_device(g.params_memory, P);
+            std::vector<float> params = from_device(g.params_memory, P);
             std::vector<float> master = from_device(g.master, g.shard.shard_size), m = from_device(g.m, g.shard.shard_size);
             size_t tensor_begin = 0;
             for (int i = 0; i < NUM_PARAM_TENSORS; tensor_begin += g.param_sizes[i++]) {

@@ -9,6 +9,7 @@
 #include "distributed/nccl_comm.h"
 #include "distributed/rendezvous.h"
 #include "distributed/zero_shard.h"
+#include "tests/device_vectors.h"
 #include "tests/test.h"
 
 extern char** environ;
@@ -21,20 +22,6 @@ static float mean_value(size_t i, int world) { return (float)(i % 13) * (world +
 static int report(int rank, const char* what, size_t i, float got, float expected) {
     fprintf(stderr, "rank %d: %s element %zu is %g, expected %g\n", rank, what, i, got, expected);
     return 1;
-}
-
-static void to_device(bf16* d, const std::vector<float>& h) {
-    std::vector<bf16> b(h.size());
-    for (size_t i = 0; i < h.size(); i++) b[i] = __float2bfloat16(h[i]);
-    cudaCheck(cudaMemcpy(d, b.data(), b.size() * sizeof(bf16), cudaMemcpyHostToDevice));
-}
-
-static std::vector<float> from_device(const bf16* d, size_t n) {
-    std::vector<bf16> b(n);
-    cudaCheck(cudaMemcpy(b.data(), d, n * sizeof(bf16), cudaMemcpyDeviceToHost));
-    std::vector<float> h(n);
-    for (size_t i = 0; i < n; i++) h[i] = __bfloat162float(b[i]);
-    return h;
 }
 
 // Every collective once on this rank; the number of wrong results (each said on stderr).
