@@ -157,8 +157,9 @@ static void usage(void) {
         "                          [N: the run's second step, past the warm-up]\n"
         "several GPUs (one process each; torchrun, srun and mpirun start them too)\n"
         "  --gpus N                start N ranks on this node's GPUs [1]\n"
-        "  --zero N                1: shard the fp32 master weights and AdamW moments over the\n"
-        "                          ranks (ZeRO-1); 0: every rank keeps them whole [0]\n"
+        "  --zero N                1: shard the fp32 master weights and optimizer state over the\n"
+        "                          ranks (ZeRO-1; under muon by whole matrices, each rank\n"
+        "                          orthogonalising its share); 0: every rank keeps them whole [0]\n"
         "  --context-parallel N    N ranks share each sequence (-T a multiple of 2N), attention\n"
         "                          as a ring; with one process the N ranks run on its GPU [1]\n"
         "  -h, --help              this text\n");

@@ -113,7 +113,7 @@ int resume_settings_differ(const TrainingState* was, const TrainingState* now, c
 // a read of the whole file on the host, so that a corrupt state stops before the GPU.
 void check_training_state_values(const char* path, const TrainingState* s);
 // This rank's part of the optimizer arrays in path (s its read_training_state) into the model,
-// whose shape must be the state's, and the AdamW step count.
+// whose shape and optimizer must be the state's, and the optimizer's step count.
 void load_optimizer_state(GPT* g, const TrainingState* s, const char* path);
 
 // dir/model_%08d.bin and dir/state_%08d.bin of a step.

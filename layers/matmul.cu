@@ -40,6 +40,12 @@ static uint32_t alignment_of(const void* p) {
     return a;
 }
 
+// The alignment of batch matrices stride_bytes apart from p.
+static uint32_t batch_alignment(const void* p, size_t stride_bytes, int batch) {
+    uint32_t a = alignment_of(p), s = batch > 1 ? alignment_of((const void*)(uintptr_t)stride_bytes) : a;
+    return a < s ? a : s;
+}
+
 static void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
                      const void* value, size_t size) {
     cublasCheck(cublasLtMatmulDescSetAttribute(desc, attr, value, size));
@@ -95,7 +101,11 @@ static void lt_matmul(bf16* d, const bf16* a, const bf16* b, const bf16* c, int 
     const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-    const uint32_t align[4] = {alignment_of(a), alignment_of(b), alignment_of(c ? c : d), alignment_of(d)};
+    // In a batch every matrix must have it, so the stride's alignment bounds it too.
+    size_t stride_a = (size_t)m * k * sizeof(bf16), stride_b = (size_t)k * n * sizeof(bf16),
+           stride_d = (size_t)m * n * sizeof(bf16);
+    const uint32_t align[4] = {batch_alignment(a, stride_a, batch), batch_alignment(b, stride_b, batch),
+                               batch_alignment(c ? c : d, stride_d, batch), batch_alignment(d, stride_d, batch)};
     for (int i = 0; i < 4; i++)
         cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &align[i], sizeof(align[i])));
 
