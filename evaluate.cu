@@ -202,10 +202,10 @@ int main(int argc, char** argv) {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
         die("no CUDA device: evaluate runs on an NVIDIA GPU");
-    MemorySizes sizes = gpt_memory_sizes(&config, batch_rows, T, &mo, NULL);
+    MemorySizes sizes = gpt_memory_sizes(&config, batch_rows, T, &mo, NULL, NULL);
     if (gpu_memory_unfit(memory_sizes_total(&sizes), err)) die("--batch-items %d %s; try fewer", o.batch_items, err);
     static GPT g;
-    gpt_build(&g, config, batch_rows, T, &mo, NULL);
+    gpt_build(&g, config, batch_rows, T, &mo, NULL, NULL);
     gpt_set_params(&g, values);
     free(values);
     int* inputs = (int*)malloc((size_t)batch_rows * T * sizeof(int));

@@ -56,8 +56,9 @@ typedef struct {
     int B, T;
     long long total_batch;       // tokens per step; 0: B * T
     int steps;                   // 0: one epoch
-    LRSchedule schedule;
-    float weight_decay, grad_clip;
+    LRSchedule schedule;         // warmup and cosine of the optimizer's own lr (gpt_update)
+    OptimizerConfig optimizer;   // --optimizer and its settings: NAN until given, then the
+                                 // optimizer's defaults fill in the rest (resolve_optimizer)
     int val_every, val_batches;
     int sample_every, sample_tokens, top_k;
     float temperature;
@@ -82,9 +83,8 @@ static void default_train_options(TrainOptions* o) {
     o->train_data = "datasets/tinyshakespeare/train_*.bin";
     o->B = 4;
     o->T = 1024;
-    o->schedule.lr = 3e-4f;
-    o->weight_decay = 0.1f;
-    o->grad_clip = 1.0f;
+    o->optimizer = (OptimizerConfig){.kind = OPTIMIZER_ADAMW, .lr = NAN, .momentum = NAN, .embedding_lr = NAN,
+                                     .vector_lr = NAN, .b1 = NAN, .b2 = NAN, .weight_decay = NAN, .grad_clip = NAN};
     o->val_every = 100;
     o->val_batches = 20;
     o->sample_tokens = 128;
@@ -114,12 +114,24 @@ static void usage(void) {
         "  -T, --seq-len N         tokens per sequence [1024]\n"
         "  --total-batch-size N    tokens per optimizer step, a multiple of B*T [B*T]\n"
         "  --steps N               optimizer steps [one epoch]\n"
-        "  --lr X                  peak learning rate [3e-4]\n"
-        "  --warmup-steps N        linear warmup [0]\n"
-        "  --min-lr-frac X         the cosine ends at X * lr [0]\n"
-        "  --weight-decay X        AdamW weight decay of the 2-D weights [0.1]\n"
+        "  --warmup-steps N        linear warmup of every learning rate [0]\n"
+        "  --min-lr-frac X         the cosine ends at X * each peak [0]\n"
         "  --grad-clip X           global gradient norm clip, 0 for none [1.0]\n"
         "  --seed N                init, data order and sampling [1337]\n"
+        "optimizer\n"
+        "  --optimizer KIND        adamw: AdamW on every tensor; muon: Muon on the blocks' 2-D\n"
+        "                          matrices (momentum orthogonalised by Newton-Schulz), Adam on\n"
+        "                          the embeddings and vectors; reaches AdamW's loss in fewer steps\n"
+        "                          [adamw]\n"
+        "  --lr X                  peak learning rate: AdamW's, or Muon's for the matrices\n"
+        "                          [adamw 3e-4, muon 0.02]\n"
+        "  --weight-decay X        decoupled weight decay of the 2-D weights, times each group's\n"
+        "                          lr [adamw 0.1, muon 0]\n"
+        "  --muon-momentum X       muon: Nesterov momentum of the matrices [0.95]\n"
+        "  --embedding-lr X        muon: Adam's peak learning rate for wte (the head) and wpe [0.001]\n"
+        "  --vector-lr X           muon: Adam's for the layernorms and biases [0.002]\n"
+        "  --adam-beta1 X          muon: Adam's betas for those [0.8]\n"
+        "  --adam-beta2 X          [0.95]\n"
         "evaluation and output\n"
         "  --val-every N           validation loss every N steps, 0 for never [100]\n"
         "  --val-batches N         batches per validation [20]\n"
@@ -144,8 +156,9 @@ static void usage(void) {
         "                          [N: the run's second step, past the warm-up]\n"
         "several GPUs (one process each; torchrun, srun and mpirun start them too)\n"
         "  --gpus N                start N ranks on this node's GPUs [1]\n"
-        "  --zero N                1: shard the fp32 master weights and AdamW moments over the\n"
-        "                          ranks (ZeRO-1); 0: every rank keeps them whole [0]\n"
+        "  --zero N                1: shard the fp32 master weights and optimizer state over the\n"
+        "                          ranks (ZeRO-1; under muon by whole matrices, each rank\n"
+        "                          orthogonalising its share); 0: every rank keeps them whole [0]\n"
         "  --context-parallel N    N ranks share each sequence (-T a multiple of 2N), attention\n"
         "                          as a ring; with one process the N ranks run on its GPU [1]\n"
         "  -h, --help              this text\n");
@@ -166,6 +179,40 @@ static int parse_recompute(const char* s) {
     }
 }
 
+// The optimizer's settings: those given, checked, the kind's defaults (gpt/optimizer.h) for the
+// rest; Muon's own are refused under AdamW, whose betas are fixed.
+static void resolve_optimizer(OptimizerConfig* o) {
+    OptimizerConfig d = optimizer_defaults(o->kind);
+    int muon = o->kind == OPTIMIZER_MUON;
+    const struct {
+        const char* flag;
+        float* value;
+        float fallback;
+        int muon_only;
+    } settings[] = {{"--lr", &o->lr, d.lr, 0},
+                    {"--weight-decay", &o->weight_decay, d.weight_decay, 0},
+                    {"--grad-clip", &o->grad_clip, d.grad_clip, 0},
+                    {"--muon-momentum", &o->momentum, d.momentum, 1},
+                    {"--embedding-lr", &o->embedding_lr, d.embedding_lr, 1},
+                    {"--vector-lr", &o->vector_lr, d.vector_lr, 1},
+                    {"--adam-beta1", &o->b1, d.b1, 1},
+                    {"--adam-beta2", &o->b2, d.b2, 1}};
+    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+        if (isnan(*settings[i].value)) *settings[i].value = settings[i].fallback;
+        else if (settings[i].muon_only && !muon) die("%s is a setting of --optimizer muon", settings[i].flag);
+    }
+    o->eps = d.eps;
+    if (o->lr <= 0.0f) die("--lr %g must be positive", o->lr);
+    if (o->weight_decay < 0.0f) die("--weight-decay %g must be >= 0 (0 for none)", o->weight_decay);
+    if (o->grad_clip < 0.0f) die("--grad-clip %g must be >= 0 (0 for none)", o->grad_clip);
+    if (!muon) return;
+    if (o->momentum < 0.0f || o->momentum >= 1.0f) die("--muon-momentum %g must be in [0, 1)", o->momentum);
+    if (o->embedding_lr <= 0.0f || o->vector_lr <= 0.0f)
+        die("--embedding-lr %g and --vector-lr %g must be positive", o->embedding_lr, o->vector_lr);
+    if (o->b1 < 0.0f || o->b1 >= 1.0f || o->b2 < 0.0f || o->b2 >= 1.0f)
+        die("--adam-beta1 %g and --adam-beta2 %g must be in [0, 1)", o->b1, o->b2);
+}
+
 static void parse_args(int argc, char** argv, TrainOptions* o) {
     enum {
         OPT_MODEL = 256, OPT_CONTEXT, OPT_INIT_FROM, OPT_RESUME, OPT_TRAIN_DATA, OPT_VAL_DATA,
@@ -173,7 +220,8 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         OPT_GRAD_CLIP, OPT_SEED, OPT_VAL_EVERY, OPT_VAL_BATCHES, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS,
         OPT_TEMPERATURE, OPT_TOP_K, OPT_CHECKPOINT_EVERY, OPT_OUT_DIR, OPT_LOG, OPT_ATTENTION,
         OPT_DETERMINISTIC, OPT_RECOMPUTE, OPT_CLASSIFIER_CHUNK, OPT_PEAK_TFLOPS, OPT_GPUS, OPT_ZERO,
-        OPT_CONTEXT_PARALLEL, OPT_PROFILE
+        OPT_CONTEXT_PARALLEL, OPT_PROFILE, OPT_OPTIMIZER, OPT_MUON_MOMENTUM, OPT_EMBEDDING_LR, OPT_VECTOR_LR,
+        OPT_ADAM_BETA1, OPT_ADAM_BETA2
     };
     static const struct option long_options[] = {
         {"model", required_argument, NULL, OPT_MODEL},
@@ -211,6 +259,12 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         {"zero", required_argument, NULL, OPT_ZERO},
         {"context-parallel", required_argument, NULL, OPT_CONTEXT_PARALLEL},
         {"profile", optional_argument, NULL, OPT_PROFILE},
+        {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
+        {"muon-momentum", required_argument, NULL, OPT_MUON_MOMENTUM},
+        {"embedding-lr", required_argument, NULL, OPT_EMBEDDING_LR},
+        {"vector-lr", required_argument, NULL, OPT_VECTOR_LR},
+        {"adam-beta1", required_argument, NULL, OPT_ADAM_BETA1},
+        {"adam-beta2", required_argument, NULL, OPT_ADAM_BETA2},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     default_train_options(o);
@@ -229,11 +283,8 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         case 'T': o->T = parse_int("-T", optarg); break;
         case OPT_TOTAL_BATCH: o->total_batch = parse_integer("--total-batch-size", optarg); break;
         case OPT_STEPS: o->steps = parse_int("--steps", optarg); break;
-        case OPT_LR: o->schedule.lr = parse_float("--lr", optarg); break;
         case OPT_WARMUP: o->schedule.warmup_steps = parse_int("--warmup-steps", optarg); break;
         case OPT_MIN_LR_FRAC: o->schedule.min_lr_frac = parse_float("--min-lr-frac", optarg); break;
-        case OPT_WD: o->weight_decay = parse_float("--weight-decay", optarg); break;
-        case OPT_GRAD_CLIP: o->grad_clip = parse_float("--grad-clip", optarg); break;
         case OPT_SEED: o->seed = (uint64_t)parse_integer("--seed", optarg); break;
         case OPT_VAL_EVERY: o->val_every = parse_int("--val-every", optarg); break;
         case OPT_VAL_BATCHES: o->val_batches = parse_int("--val-batches", optarg); break;
@@ -278,6 +329,19 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
                 if (o->profile_step < 1) die("--profile %s: the step must be at least 1", optarg);
             }
             break;
+        case OPT_OPTIMIZER:
+            if (!strcmp(optarg, "adamw")) o->optimizer.kind = OPTIMIZER_ADAMW;
+            else if (!strcmp(optarg, "muon")) o->optimizer.kind = OPTIMIZER_MUON;
+            else die("--optimizer %s: expected adamw or muon", optarg);
+            break;
+        case OPT_LR: o->optimizer.lr = parse_float("--lr", optarg); break;
+        case OPT_WD: o->optimizer.weight_decay = parse_float("--weight-decay", optarg); break;
+        case OPT_GRAD_CLIP: o->optimizer.grad_clip = parse_float("--grad-clip", optarg); break;
+        case OPT_MUON_MOMENTUM: o->optimizer.momentum = parse_float("--muon-momentum", optarg); break;
+        case OPT_EMBEDDING_LR: o->optimizer.embedding_lr = parse_float("--embedding-lr", optarg); break;
+        case OPT_VECTOR_LR: o->optimizer.vector_lr = parse_float("--vector-lr", optarg); break;
+        case OPT_ADAM_BETA1: o->optimizer.b1 = parse_float("--adam-beta1", optarg); break;
+        case OPT_ADAM_BETA2: o->optimizer.b2 = parse_float("--adam-beta2", optarg); break;
         case 'h': usage(); exit(0);
         case ':': die("%s needs a value (train_gpt --help lists the options)", argv[optind - 1]);
         default: die("unknown option %s (train_gpt --help lists the options)", argv[optind - 1]);
@@ -290,11 +354,11 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
     if (o->val_every < 0 || o->sample_every < 0 || o->checkpoint_every < 0 || o->steps < 0)
         die("--steps, --val-every, --sample-every and --checkpoint-every must be >= 0");
     const LRSchedule* s = &o->schedule;
-    if (s->warmup_steps < 0 || s->lr <= 0.0f || s->min_lr_frac < 0.0f || s->min_lr_frac > 1.0f)
-        die("--lr must be positive, --warmup-steps >= 0, --min-lr-frac in [0, 1]");
+    if (s->warmup_steps < 0 || s->min_lr_frac < 0.0f || s->min_lr_frac > 1.0f)
+        die("--warmup-steps must be >= 0, --min-lr-frac in [0, 1]");
     if (o->B <= 0 || o->T <= 0) die("-B %d -T %d: both must be positive", o->B, o->T);
-    if (o->weight_decay < 0.0f) die("--weight-decay %g must be >= 0 (0 for none)", o->weight_decay);
-    if (o->grad_clip < 0.0f) die("--grad-clip %g must be >= 0 (0 for none)", o->grad_clip);
+    resolve_optimizer(&o->optimizer);
+    o->schedule.lr = o->optimizer.lr;
     if (o->resume_dir && o->init_from) die("--resume and --init-from exclude each other");
     if (o->context_parallel > 1) {
         if (o->T % (2 * o->context_parallel) != 0)
@@ -332,7 +396,6 @@ typedef struct {
                                  // and checked on the host before the GPU; NULL: random init
     MemorySizes sizes;
     GPT model;
-    AdamWConfig adam;
     Rng sample_rng;              // a seed per sample
     InferenceModel sampler;      // rank 0 with --sample-every: the model samples are drawn on
     int sampling;
@@ -462,7 +525,7 @@ static void resolve_batch(Run* r) {
     }
     r->dp = (DataParallel){.comm = NULL, .rank = r->launch.rank, .world_size = r->launch.world_size,
                            .zero_stage = o->zero_stage};
-    r->sizes = gpt_memory_sizes(&r->config, r->rows, r->cols, mo, &r->dp);
+    r->sizes = gpt_memory_sizes(&r->config, r->rows, r->cols, mo, &r->dp, &o->optimizer);
 }
 
 // "what: pattern: N shards (first to last), detail": the files as the loaders read them.
@@ -536,13 +599,22 @@ static void open_data(Run* r) {
 static TrainingState training_state(const Run* r, int step) {
     const TrainOptions* o = &r->o;
     const ModelOptions* mo = &o->model_options;
+    const OptimizerConfig* opt = &o->optimizer;
     TrainingState s = {.step = step, .world_size = r->data_ranks, .config = r->config, .B = o->B, .T = o->T,
                        .grad_accum = r->grad_accum, .warmup_steps = o->schedule.warmup_steps, .steps = o->steps,
-                       .lr = o->schedule.lr, .min_lr_frac = o->schedule.min_lr_frac, .weight_decay = o->weight_decay,
-                       .grad_clip = o->grad_clip, .seed = o->seed, .train_loader = dataloader_state(r->train),
+                       .lr = opt->lr, .min_lr_frac = o->schedule.min_lr_frac, .weight_decay = opt->weight_decay,
+                       .grad_clip = opt->grad_clip, .seed = o->seed, .train_loader = dataloader_state(r->train),
                        .sample_rng = r->sample_rng.state, .adam_t = r->model.adam_t,
                        .attention = (int)mo->attention.kind, .deterministic = mo->attention.deterministic,
-                       .recompute = mo->recompute, .classifier_rows = r->sizes.logits_rows};
+                       .recompute = mo->recompute, .classifier_rows = r->sizes.logits_rows, .optimizer = (int)opt->kind};
+    // Muon's own settings; an AdamW run's stay zero (its betas are fixed).
+    if (opt->kind == OPTIMIZER_MUON) {
+        s.muon_momentum = opt->momentum;
+        s.embedding_lr = opt->embedding_lr;
+        s.vector_lr = opt->vector_lr;
+        s.adam_b1 = opt->b1;
+        s.adam_b2 = opt->b2;
+    }
     return s;
 }
 
@@ -569,15 +641,21 @@ static void print_run(const Run* r, const char* device_name) {
         printf("ranks: %d (%s), each with the whole model, its gradients averaged by NCCL; ", r->launch.world_size,
                r->launch.launcher);
         if (o->zero_stage) printf("ZeRO-1: rank 0 keeps the optimizer state of %zu of %zu parameters\n",
-                                  z->end - z->begin, r->model.num_params);
+                                  z->owned, r->model.num_params);
         else printf("every rank keeps the whole optimizer state\n");
     }
     printf("attention: %s%s; recompute in the backward: %s; classifier: %d chunk%s of %d rows\n",
            attention_kind_name(mo->attention.kind),
            mo->attention.kind == ATTENTION_FLASH && !mo->attention.deterministic ? "" : " (deterministic)", recompute,
            (int)ceil_div(m->rows, m->logits_rows), m->logits_rows < m->rows ? "s" : "", m->logits_rows);
-    printf("optimizer: AdamW lr %g, warmup %d, cosine to %g x lr, weight decay %g, grad clip %g\n",
-           o->schedule.lr, o->schedule.warmup_steps, o->schedule.min_lr_frac, o->weight_decay, o->grad_clip);
+    const OptimizerConfig* opt = &o->optimizer;
+    if (opt->kind == OPTIMIZER_MUON)
+        printf("optimizer: Muon lr %g, momentum %g (Nesterov) for the blocks' matrices; Adam (%g, %g) lr %g for the "
+               "embeddings, %g for the vectors; ", opt->lr, opt->momentum, opt->b1, opt->b2, opt->embedding_lr,
+               opt->vector_lr);
+    else printf("optimizer: AdamW lr %g; ", opt->lr);
+    printf("warmup %d, cosine to %g x lr, weight decay %g, grad clip %g\n", o->schedule.warmup_steps,
+           o->schedule.min_lr_frac, opt->weight_decay, opt->grad_clip);
     memory_sizes_print(m, mo->attention.kind);
     if (r->peak_tflops > 0.0f)
         printf("MFU: %.3g GFLOP per token, peak %.0f TFLOP/s\n", r->flops_per_token * 1e-9, r->peak_tflops);
@@ -738,7 +816,7 @@ static void setup(Run* r, const TrainOptions* options) {
     }
     if (gpu_memory_unfit(memory_sizes_total(&r->sizes), err))
         die("-B %d -T %d %s; try a smaller -B or --recompute gelu,layernorm", o->B, o->T, err);
-    gpt_build(&r->model, r->config, r->rows, r->cols, &o->model_options, launched ? &r->dp : NULL);
+    gpt_build(&r->model, r->config, r->rows, r->cols, &o->model_options, launched ? &r->dp : NULL, &o->optimizer);
     cudaCheck(cudaMalloc((void**)&r->loss_device, sizeof(float)));
     if (r->checkpoint_values) {
         gpt_set_params(&r->model, r->checkpoint_values);
@@ -757,8 +835,6 @@ static void setup(Run* r, const TrainOptions* options) {
         inference_build(&r->sampler, r->config, 1, length, length / 2,
                         (DrawSettings){o->temperature, o->top_k, 1.0f, 0});
     }
-    r->adam = (AdamWConfig){.b1 = 0.9f, .b2 = 0.95f, .eps = 1e-8f, .weight_decay = o->weight_decay,
-                            .grad_clip = o->grad_clip};
     r->flops_per_token = flops_per_token(&r->config, o->T);
     r->peak_tflops = o->peak_tflops > 0.0f ? o->peak_tflops : device_peak_tflops(prop.name);
     if (r->profile_step) profile_reserve(&r->profile, gpt_profile_marks(&r->model, r->grad_accum));
@@ -820,6 +896,7 @@ static float mean_over_ranks(Run* r, float loss) {
 
 // One optimizer step: grad_accum micro-steps of forward, loss and backward, then AdamW. Returns
 // the mean loss over every rank's batches; *norm gets the gradient norm before clipping.
+// lr: the step's learning rate of the optimizer's own group (gpt_update).
 static float train_step(Run* r, float lr, float* norm) {
     GPT* g = &r->model;
     int rows = r->rows, cols = r->cols;
@@ -835,7 +912,7 @@ static float train_step(Run* r, float lr, float* norm) {
         loss_sum += gpt_mean_loss(g, rows * cols);
     }
     float loss = (float)(loss_sum / r->grad_accum);
-    *norm = gpt_update(g, &r->adam, lr);
+    *norm = gpt_update(g, lr);
     cudaCheck(cudaStreamSynchronize(g->stream));
     return mean_over_ranks(r, loss);
 }
@@ -945,7 +1022,7 @@ static void print_profile(Run* r, const StepReport* s) {
     profile_collect(&r->profile, ms);
     ProfileShape shape = {.rows = r->rows, .cols = r->cols, .context_parallel = r->o.context_parallel,
                           .micro_steps = r->grad_accum, .classifier_rows = g->sizes.logits_rows,
-                          .params = g->num_params, .updated_params = g->shard.end - g->shard.begin};
+                          .params = g->num_params, .updated_params = g->shard.owned};
     profile_work(&g->config, &shape, work);
     ProfileSummary summary = {.step = s->step, .step_seconds = s->seconds, .mfu = s->mfu,
                               .peak_tflops = r->peak_tflops,

@@ -19,5 +19,5 @@ void nccl_send_recv(NcclComm*, const void*, void*, size_t, int, int, cudaStream_
 void nccl_group_end(void) { unreachable(); }
 void nccl_all_reduce_avg_bf16(NcclComm*, bf16*, size_t, cudaStream_t) { unreachable(); }
 void nccl_all_gather_bf16(NcclComm*, const bf16*, bf16*, size_t, cudaStream_t) { unreachable(); }
-void nccl_all_gather_f32(NcclComm*, const float*, float*, size_t, cudaStream_t) { unreachable(); }
+void nccl_broadcast(NcclComm*, const void*, void*, size_t, int, cudaStream_t) { unreachable(); }
 void nccl_all_reduce_avg_f32(NcclComm*, float*, size_t, cudaStream_t) { unreachable(); }

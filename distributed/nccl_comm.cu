@@ -71,9 +71,8 @@ void nccl_all_gather_bf16(NcclComm* comm, const bf16* shard, bf16* full, size_t 
     ncclCheck(ncclAllGather(shard, full, shard_size, ncclBfloat16, comm->comm, stream));
 }
 
-void nccl_all_gather_f32(NcclComm* comm, const float* shard, float* full, size_t shard_size,
-                         cudaStream_t stream) {
-    ncclCheck(ncclAllGather(shard, full, shard_size, ncclFloat32, comm->comm, stream));
+void nccl_broadcast(NcclComm* comm, const void* send, void* recv, size_t bytes, int root, cudaStream_t stream) {
+    ncclCheck(ncclBroadcast(send, recv, bytes, ncclUint8, root, comm->comm, stream));
 }
 
 void nccl_all_reduce_avg_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream) {

@@ -36,12 +36,15 @@ void nccl_group_end(void);
 void nccl_all_reduce_avg_bf16(NcclComm* comm, bf16* buf, size_t n, cudaStream_t stream);
 
 // full (world_size * shard_size) = every rank's shard, in rank order; in place when
-// shard == full + rank * shard_size. The bf16 form updates the parameters after the sharded
-// AdamW step; the fp32 form gathers master weights and moments for a checkpoint.
+// shard == full + rank * shard_size: the parameters after the sharded AdamW step.
 void nccl_all_gather_bf16(NcclComm* comm, const bf16* shard, bf16* full, size_t shard_size,
                           cudaStream_t stream);
-void nccl_all_gather_f32(NcclComm* comm, const float* shard, float* full, size_t shard_size,
-                         cudaStream_t stream);
+
+// recv (bytes) on every rank = send (bytes) of rank root (send is read on root only; in place
+// when send == recv): between nccl_group_begin and _end, one per part, the gather of parts of
+// different sizes (the parameters after a Muon step sharded by matrices; the optimizer state
+// for a checkpoint).
+void nccl_broadcast(NcclComm* comm, const void* send, void* recv, size_t bytes, int root, cudaStream_t stream);
 
 // In place on device memory: buf (n) = the mean over the ranks (the losses the trainer prints).
 void nccl_all_reduce_avg_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream);

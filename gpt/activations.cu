@@ -30,7 +30,7 @@ int gpu_memory_unfit(size_t bytes, char* err) {
 
 size_t memory_sizes_total(const MemorySizes* m) {
     return m->params + m->grads + m->optimizer + m->activations + m->attention_saved +
-           m->logits_and_scratch + m->backward;
+           m->logits_and_scratch + m->backward + m->optimizer_scratch;
 }
 
 void memory_sizes_print(const MemorySizes* m, AttentionKind kind) {
@@ -42,7 +42,8 @@ void memory_sizes_print(const MemorySizes* m, AttentionKind kind) {
     printf("memory (GiB)\n");
     printf("  parameters (bf16)             %8.3f\n", GIB(m->params));
     printf("  gradients (bf16)              %8.3f\n", GIB(m->grads));
-    printf("  master + AdamW m, v (fp32)    %8.3f\n", GIB(m->optimizer));
+    printf("  optimizer state (fp32)        %8.3f\n", GIB(m->optimizer));
+    if (m->optimizer_scratch) printf("  Newton-Schulz scratch (bf16)  %8.3f\n", GIB(m->optimizer_scratch));
     printf("  activations                   %8.3f\n", GIB(m->activations));
     printf("  %-29s %8.3f\n", saved, GIB(m->attention_saved));
     printf("  backward buffers              %8.3f\n", GIB(m->backward));

@@ -62,6 +62,7 @@ typedef struct {
 typedef struct {
     size_t params, grads, optimizer, activations, attention_saved, logits, scratch,
         logits_and_scratch, backward;
+    size_t optimizer_scratch;   // Muon's Newton-Schulz buffers (gpt.h), 0 under AdamW
     int logits_rows, rows;   // rows of one classifier chunk, of the whole batch (B * T)
 } MemorySizes;
 

@@ -159,56 +159,78 @@ void gpt_save_checkpoint(GPT* g, const char* path) {
     close_written(f, tmp, path, ok);
 }
 
-// The training state header, a row per field of a TrainingState: its int32 slots (a 64-bit
-// value takes two, the low half first; a float is stored by its bits), the values a valid file
-// holds, and what a resume does with it. The header is written, read back, bounded and compared
-// on a resume by this table alone, so a new setting is one row here.
-// ATTENTION, SWITCH and RECOMPUTE are ints, shown as their flags take them.
-typedef enum { FIELD_INT, FIELD_FLOAT, FIELD_U64, FIELD_ATTENTION, FIELD_SWITCH, FIELD_RECOMPUTE } FieldType;
+// The training state header, a row per field of a TrainingState: its member of StateSlots (the
+// slots it takes; a float is stored by its bits), the values a valid file holds, and what a
+// resume does with it. The header is written, read back, bounded and compared on a resume by
+// this table alone, so a new setting is one member of StateSlots and one row here.
+// ATTENTION, SWITCH, RECOMPUTE and OPTIMIZER are ints, shown as their flags take them.
+typedef enum { FIELD_INT, FIELD_FLOAT, FIELD_U64, FIELD_ATTENTION, FIELD_SWITCH, FIELD_RECOMPUTE, FIELD_OPTIMIZER } FieldType;
 // On a resume: FREE is not compared (where the run stood, its shape, a count per rank); SAME must
 // be the same for an exact resume; NOTE may differ, and is said (the schedule changes with it).
 typedef enum { RESUME_FREE, RESUME_SAME, RESUME_NOTE } ResumeRule;
 typedef struct {
     const char* name;      // the flag that sets it, or the word for it
-    int slot;              // its first int32 in the header
+    size_t at;             // its first byte in the header
     FieldType type;
     size_t offset, size;   // in TrainingState
     double lo, hi;         // the values a valid file holds (the shape, 64-bit ones: state_invalid)
     ResumeRule resume;
 } StateField;
 
-#define IN_STATE(member) offsetof(TrainingState, member), sizeof(((TrainingState*)0)->member)
-static const StateField state_fields[] = {
-    {"step", 2, FIELD_INT, IN_STATE(step), 0, INT_MAX, RESUME_FREE},
-    {"context", 3, FIELD_INT, IN_STATE(config.maxT), INT_MIN, INT_MAX, RESUME_FREE},
-    {"vocab", 4, FIELD_INT, IN_STATE(config.V), INT_MIN, INT_MAX, RESUME_FREE},
-    {"layers", 5, FIELD_INT, IN_STATE(config.L), INT_MIN, INT_MAX, RESUME_FREE},
-    {"heads", 6, FIELD_INT, IN_STATE(config.NH), INT_MIN, INT_MAX, RESUME_FREE},
-    {"channels", 7, FIELD_INT, IN_STATE(config.C), INT_MIN, INT_MAX, RESUME_FREE},
-    {"padded vocab", 8, FIELD_INT, IN_STATE(config.Vp), INT_MIN, INT_MAX, RESUME_FREE},
-    {"-B", 9, FIELD_INT, IN_STATE(B), 1, INT_MAX, RESUME_SAME},
-    {"-T", 10, FIELD_INT, IN_STATE(T), 1, INT_MAX, RESUME_SAME},
-    {"micro-steps", 11, FIELD_INT, IN_STATE(grad_accum), 1, INT_MAX, RESUME_FREE},
-    {"--warmup-steps", 12, FIELD_INT, IN_STATE(warmup_steps), 0, INT_MAX, RESUME_SAME},
-    {"--steps", 13, FIELD_INT, IN_STATE(steps), 1, INT_MAX, RESUME_NOTE},
-    {"AdamW step", 14, FIELD_INT, IN_STATE(adam_t), 0, INT_MAX, RESUME_FREE},
-    {"--lr", 15, FIELD_FLOAT, IN_STATE(lr), FLT_TRUE_MIN, FLT_MAX, RESUME_SAME},
-    {"--min-lr-frac", 16, FIELD_FLOAT, IN_STATE(min_lr_frac), 0, 1, RESUME_SAME},
-    {"--weight-decay", 17, FIELD_FLOAT, IN_STATE(weight_decay), 0, FLT_MAX, RESUME_SAME},
-    {"--grad-clip", 18, FIELD_FLOAT, IN_STATE(grad_clip), 0, FLT_MAX, RESUME_SAME},
-    {"--seed", 19, FIELD_U64, IN_STATE(seed), 0, 0, RESUME_SAME},
-    {"data epoch", 21, FIELD_U64, IN_STATE(train_loader.epoch), 0, 0, RESUME_FREE},
-    {"data step", 23, FIELD_U64, IN_STATE(train_loader.step_in_epoch), 0, 0, RESUME_FREE},
-    {"sampler state", 25, FIELD_U64, IN_STATE(sample_rng), 0, 0, RESUME_FREE},
-    {"--attention", 27, FIELD_ATTENTION, IN_STATE(attention), ATTENTION_FLASH, ATTENTION_NAIVE, RESUME_SAME},
-    {"--deterministic", 28, FIELD_SWITCH, IN_STATE(deterministic), 0, 1, RESUME_SAME},
-    {"--recompute", 29, FIELD_RECOMPUTE, IN_STATE(recompute), 0, RECOMPUTE_GELU | RECOMPUTE_LAYERNORM, RESUME_SAME},
-    {"--classifier-chunk", 30, FIELD_INT, IN_STATE(classifier_rows), 1, INT_MAX, RESUME_SAME},
-    // Data-parallel ranks; 0 in the files of one-GPU runs of earlier versions.
-    {"ranks", 31, FIELD_INT, IN_STATE(world_size), 0, INT_MAX, RESUME_FREE},
-};
-#define NUM_STATE_FIELDS (sizeof(state_fields) / sizeof(state_fields[0]))
+static_assert(sizeof(StateSlots) <= sizeof(StateFileHeader), "the fields fit in the header");
+static_assert(sizeof(StateSlots) % sizeof(int32_t) == 0, "every member is whole int32 slots, with no padding");
+static_assert(offsetof(StateSlots, world_size) == 31 * sizeof(int32_t) &&
+              offsetof(StateSlots, seed) == 19 * sizeof(int32_t), "the slots of earlier versions stay where they were");
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "a 64-bit field is copied to its slots low half first");
+
+// A field's first byte in the header, checked at compile time to hold exactly its member.
+template <size_t At, size_t SlotBytes, size_t MemberBytes> constexpr size_t slots_of() {
+    static_assert(SlotBytes == MemberBytes, "a field's slots hold exactly its TrainingState member");
+    return At;
+}
+#define FIELD(name, slots, member, type, lo, hi, resume)                                                         \
+    {name,                                                                                                      \
+     slots_of<offsetof(StateSlots, slots), sizeof(((StateSlots*)0)->slots), sizeof(((TrainingState*)0)->member)>(), \
+     type, offsetof(TrainingState, member), sizeof(((TrainingState*)0)->member), lo, hi, resume}
+// The optimizer first: a resume with the other one is refused naming it, not a setting of it.
+static const StateField state_fields[] = {
+    FIELD("--optimizer", optimizer, optimizer, FIELD_OPTIMIZER, OPTIMIZER_ADAMW, OPTIMIZER_MUON, RESUME_SAME),
+    FIELD("step", step, step, FIELD_INT, 0, INT_MAX, RESUME_FREE),
+    FIELD("context", shape.maxT, config.maxT, FIELD_INT, INT_MIN, INT_MAX, RESUME_FREE),
+    FIELD("vocab", shape.V, config.V, FIELD_INT, INT_MIN, INT_MAX, RESUME_FREE),
+    FIELD("layers", shape.L, config.L, FIELD_INT, INT_MIN, INT_MAX, RESUME_FREE),
+    FIELD("heads", shape.NH, config.NH, FIELD_INT, INT_MIN, INT_MAX, RESUME_FREE),
+    FIELD("channels", shape.C, config.C, FIELD_INT, INT_MIN, INT_MAX, RESUME_FREE),
+    FIELD("padded vocab", shape.Vp, config.Vp, FIELD_INT, INT_MIN, INT_MAX, RESUME_FREE),
+    FIELD("-B", B, B, FIELD_INT, 1, INT_MAX, RESUME_SAME),
+    FIELD("-T", T, T, FIELD_INT, 1, INT_MAX, RESUME_SAME),
+    FIELD("micro-steps", grad_accum, grad_accum, FIELD_INT, 1, INT_MAX, RESUME_FREE),
+    FIELD("--warmup-steps", warmup_steps, warmup_steps, FIELD_INT, 0, INT_MAX, RESUME_SAME),
+    FIELD("--steps", steps, steps, FIELD_INT, 1, INT_MAX, RESUME_NOTE),
+    FIELD("AdamW step", adam_t, adam_t, FIELD_INT, 0, INT_MAX, RESUME_FREE),
+    FIELD("--lr", lr, lr, FIELD_FLOAT, FLT_TRUE_MIN, FLT_MAX, RESUME_SAME),
+    FIELD("--min-lr-frac", min_lr_frac, min_lr_frac, FIELD_FLOAT, 0, 1, RESUME_SAME),
+    FIELD("--weight-decay", weight_decay, weight_decay, FIELD_FLOAT, 0, FLT_MAX, RESUME_SAME),
+    FIELD("--grad-clip", grad_clip, grad_clip, FIELD_FLOAT, 0, FLT_MAX, RESUME_SAME),
+    FIELD("--seed", seed, seed, FIELD_U64, 0, 0, RESUME_SAME),
+    FIELD("data epoch", data_epoch, train_loader.epoch, FIELD_U64, 0, 0, RESUME_FREE),
+    FIELD("data step", data_step, train_loader.step_in_epoch, FIELD_U64, 0, 0, RESUME_FREE),
+    FIELD("sampler state", sample_rng, sample_rng, FIELD_U64, 0, 0, RESUME_FREE),
+    FIELD("--attention", attention, attention, FIELD_ATTENTION, ATTENTION_FLASH, ATTENTION_NAIVE, RESUME_SAME),
+    FIELD("--deterministic", deterministic, deterministic, FIELD_SWITCH, 0, 1, RESUME_SAME),
+    FIELD("--recompute", recompute, recompute, FIELD_RECOMPUTE, 0, RECOMPUTE_GELU | RECOMPUTE_LAYERNORM, RESUME_SAME),
+    FIELD("--classifier-chunk", classifier_rows, classifier_rows, FIELD_INT, 1, INT_MAX, RESUME_SAME),
+    // Data-parallel ranks; 0 in the files of one-GPU runs of earlier versions.
+    FIELD("ranks", world_size, world_size, FIELD_INT, 0, INT_MAX, RESUME_FREE),
+    // Muon's; 0 under AdamW (state_invalid).
+    FIELD("--muon-momentum", muon_momentum, muon_momentum, FIELD_FLOAT, 0, 1, RESUME_SAME),
+    FIELD("--embedding-lr", embedding_lr, embedding_lr, FIELD_FLOAT, 0, FLT_MAX, RESUME_SAME),
+    FIELD("--vector-lr", vector_lr, vector_lr, FIELD_FLOAT, 0, FLT_MAX, RESUME_SAME),
+    FIELD("--adam-beta1", adam_b1, adam_b1, FIELD_FLOAT, 0, 1, RESUME_SAME),
+    FIELD("--adam-beta2", adam_b2, adam_b2, FIELD_FLOAT, 0, 1, RESUME_SAME),
+};
+#undef FIELD
+#define NUM_STATE_FIELDS (sizeof(state_fields) / sizeof(state_fields[0]))
 
 static const void* field_in(const StateField* f, const TrainingState* s) { return (const char*)s + f->offset; }
 
@@ -225,6 +247,7 @@ static void describe_field(const StateField* f, const TrainingState* s, char* ou
         recompute_name(*(const int*)p, recompute, sizeof(recompute));
         snprintf(out, len, "%s %s", f->name, recompute);
         break;
+    case FIELD_OPTIMIZER: snprintf(out, len, "%s %s", f->name, optimizer_name((OptimizerKind)*(const int*)p)); break;
     case FIELD_INT: snprintf(out, len, "%s %d", f->name, *(const int*)p); break;
     }
 }
@@ -240,13 +263,43 @@ static int field_differs(const StateField* f, const TrainingState* was, const Tr
     return 1;
 }
 
+static int state_version(int optimizer) { return optimizer == OPTIMIZER_MUON ? STATE_VERSION_MUON : STATE_VERSION_ADAMW; }
+
+void state_header_pack(const TrainingState* s, StateFileHeader* h) {
+    memset(h, 0, sizeof(*h));
+    h->f.magic = STATE_MAGIC;
+    h->f.version = state_version(s->optimizer);
+    for (const StateField* x = state_fields; x < state_fields + NUM_STATE_FIELDS; x++)
+        memcpy((char*)h + x->at, field_in(x, s), x->size);
+}
+
+// Writes bytes of the fp32 array k (0 master weights, 1 m, 2 v) of the whole model, in
+// parameter order, to f on rank 0. With ZeRO-1 the ranks' parts are gathered first, one
+// broadcast each (every rank takes part). 0 on success.
+static int write_optimizer_array(GPT* g, int k, FILE* f) {
+    const float* array = optimizer_array(g, k);
+    if (!sharded(g)) return g->dp.rank == 0 ? write_device(f, array, g->num_params * sizeof(float)) : 0;
+    float* full;
+    const ZeroShard* s = &g->shard;
+    cudaCheck(cudaMalloc((void**)&full, g->num_params * sizeof(float)));
+    nccl_group_begin();
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++)
+        for (int r = 0; r < s->world_size; r++) {
+            ZeroShardPart part = zero_shard_part(s, g->zero_tensors, i, r);
+            if (part.count)
+                nccl_broadcast(g->dp.comm, array + part.shard_offset, full + part.param_index, part.count * sizeof(float),
+                               r, g->stream);
+        }
+    nccl_group_end();
+    cudaCheck(cudaStreamSynchronize(g->stream));
+    int failed = g->dp.rank == 0 ? write_device(f, full, g->num_params * sizeof(float)) : 0;
+    cudaCheck(cudaFree(full));
+    return failed;
+}
+
 void save_training_state(GPT* g, const TrainingState* s, const char* path) {
     StateFileHeader h;
-    memset(&h, 0, sizeof(h));
-    h.ints[0] = STATE_MAGIC;
-    h.ints[1] = STATE_VERSION;
-    for (const StateField* x = state_fields; x < state_fields + NUM_STATE_FIELDS; x++)
-        memcpy(&h.ints[x->slot], field_in(x, s), x->size);
+    state_header_pack(s, &h);
     cudaCheck(cudaStreamSynchronize(g->stream));
     FILE* f = NULL;
     char tmp[4096];
@@ -255,25 +308,14 @@ void save_training_state(GPT* g, const TrainingState* s, const char* path) {
         open_for_writing(path, tmp, sizeof(tmp), &f);
         ok = fwrite(&h, sizeof(h), 1, f) == 1;
     }
-    // With ZeRO-1 each array is gathered from the ranks' shards, one at a time.
-    float* full = NULL;
-    if (sharded(g)) cudaCheck(cudaMalloc((void**)&full, g->shard.padded_count * sizeof(float)));
-    for (int k = 0; k < 3; k++) {
-        const float* array = optimizer_array(g, k);
-        if (full) {
-            nccl_all_gather_f32(g->dp.comm, array, full, g->shard.shard_size, g->stream);
-            cudaCheck(cudaStreamSynchronize(g->stream));
-            array = full;
-        }
-        if (writer) ok = ok && write_device(f, array, g->num_params * sizeof(float)) == 0;
-    }
-    if (full) cudaCheck(cudaFree(full));
+    for (int k = 0; k < 3; k++)
+        if (write_optimizer_array(g, k, f) != 0) ok = 0;
     if (writer) close_written(f, tmp, path, ok);
 }
 
 // What is out of range across the fields of a state read back, each within its own bounds, or
 // NULL: every size is bounded before the products a resume computes from it (tokens per step,
-// samples of the epoch consumed).
+// samples of the epoch consumed); the optimizer's settings are those of its kind.
 static const char* state_invalid(const TrainingState* s) {
     const char* why = gpt_config_invalid(&s->config);
     if (why) return why;
@@ -284,27 +326,50 @@ static const char* state_invalid(const TrainingState* s) {
     const DataLoaderState* at = &s->train_loader;
     if (at->epoch < 0 || at->step_in_epoch < 0 || at->step_in_epoch > INT64_MAX / ranks)
         return "the data loader's position is out of range";
+    int muon = s->optimizer == OPTIMIZER_MUON;
+    float settings[5] = {s->muon_momentum, s->embedding_lr, s->vector_lr, s->adam_b1, s->adam_b2};
+    for (int i = 0; i < 5; i++)
+        if (!muon && settings[i] != 0.0f) return "an AdamW run with Muon's settings";
+    if (muon && (s->muon_momentum >= 1.0f || s->adam_b1 >= 1.0f || s->adam_b2 >= 1.0f || s->embedding_lr <= 0.0f ||
+                 s->vector_lr <= 0.0f))
+        return "Muon's momentum, Adam's betas or learning rates are out of range";
     return NULL;
+}
+
+int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err) {
+    if (h->f.magic != STATE_MAGIC) {
+        set_err(err, "not a training state file (magic %d, expected %d)", h->f.magic, STATE_MAGIC);
+        return -1;
+    }
+    if (h->f.version != STATE_VERSION_ADAMW && h->f.version != STATE_VERSION_MUON) {
+        set_err(err, "unsupported training state version %d", h->f.version);
+        return -1;
+    }
+    memset(s, 0, sizeof(*s));
+    for (const StateField* x = state_fields; x < state_fields + NUM_STATE_FIELDS; x++) {
+        const void* p = memcpy((char*)s + x->offset, (const char*)h + x->at, x->size);
+        double v = x->type == FIELD_FLOAT ? *(const float*)p : x->size == sizeof(int) ? *(const int*)p : 0;
+        if (!(v >= x->lo && v <= x->hi)) {
+            set_err(err, "corrupt training state header: %s %.10g is out of range", x->name, v);
+            return -1;
+        }
+    }
+    const char* why = h->f.version != state_version(s->optimizer) ? "the version is not the optimizer's" : state_invalid(s);
+    if (why) {
+        set_err(err, "corrupt training state header: %s", why);
+        return -1;
+    }
+    if (s->world_size == 0) s->world_size = 1;
+    return 0;
 }
 
 TrainingState read_training_state(const char* path) {
     FILE* f = open_checkpoint_file(path);
     StateFileHeader h;
-    if (fread(h.ints, sizeof(int32_t), HEADER_INTS, f) != HEADER_INTS) die("%s: too short for a training state", path);
-    if (h.ints[0] != STATE_MAGIC)
-        die("%s: not a training state file (magic %d, expected %d)", path, h.ints[0], STATE_MAGIC);
-    if (h.ints[1] != STATE_VERSION) die("%s: unsupported training state version %d", path, h.ints[1]);
     TrainingState s;
-    memset(&s, 0, sizeof(s));
-    for (const StateField* x = state_fields; x < state_fields + NUM_STATE_FIELDS; x++) {
-        const void* p = memcpy((char*)&s + x->offset, &h.ints[x->slot], x->size);
-        double v = x->type == FIELD_FLOAT ? *(const float*)p : x->size == sizeof(int) ? *(const int*)p : 0;
-        if (!(v >= x->lo && v <= x->hi))
-            die("%s: corrupt training state header: %s %.10g is out of range", path, x->name, v);
-    }
-    const char* why = state_invalid(&s);
-    if (why) die("%s: corrupt training state header: %s", path, why);
-    if (s.world_size == 0) s.world_size = 1;
+    char err[ERR_LEN];
+    if (fread(h.ints, sizeof(int32_t), HEADER_INTS, f) != HEADER_INTS) die("%s: too short for a training state", path);
+    if (state_header_unpack(&h, &s, err) != 0) die("%s: %s", path, err);
     check_file_size(f, path, (long long)(sizeof(h) + 3 * count_params(&s.config) * sizeof(float)));
     fclose(f);
     return s;
@@ -334,7 +399,9 @@ int resume_settings_differ(const TrainingState* was, const TrainingState* now, c
 }
 
 void check_training_state_values(const char* path, const TrainingState* s) {
-    static const char* const names[3] = {"master weight", "AdamW m", "AdamW v"};
+    static const char* const adamw[3] = {"master weight", "AdamW m", "AdamW v"};
+    static const char* const muon[3] = {"master weight", "momentum or Adam m", "Adam v"};
+    const char* const* names = s->optimizer == OPTIMIZER_MUON ? muon : adamw;
     FILE* f = open_checkpoint_file(path);
     size_t P = count_params(&s->config), per_chunk = IO_CHUNK / sizeof(float);
     float* chunk = (float*)malloc(IO_CHUNK);
@@ -357,16 +424,21 @@ void check_training_state_values(const char* path, const TrainingState* s) {
 
 void load_optimizer_state(GPT* g, const TrainingState* s, const char* path) {
     if (!gpt_config_same_shape(&s->config, &g->config)) die("%s: made for another model shape", path);
+    if (s->optimizer != (int)g->optimizer.kind) die("%s: made for another optimizer", path);
     FILE* f = open_checkpoint_file(path);
-    // This rank's shard of each array (all of it without ZeRO-1); zeros past the parameters.
+    // This rank's parts of each array (all of it without ZeRO-1); zeros elsewhere.
     const ZeroShard* shard = &g->shard;
     cudaCheck(cudaMemset(g->optimizer_memory, 0, 3 * shard->shard_size * sizeof(float)));
-    for (int k = 0; k < 3; k++) {
-        long long at = (long long)sizeof(StateFileHeader) + ((long long)k * g->num_params + shard->begin) * sizeof(float);
-        if (fseeko(f, at, SEEK_SET) != 0 ||
-            read_device(f, optimizer_array(g, k), (shard->end - shard->begin) * sizeof(float)) != 0)
-            die("%s: read failed", path);
-    }
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+            ZeroShardPart part = zero_shard_part(shard, g->zero_tensors, i, shard->rank);
+            if (part.count == 0) continue;
+            long long at = (long long)sizeof(StateFileHeader) + ((long long)k * g->num_params + part.param_index) *
+                                                                    sizeof(float);
+            if (fseeko(f, at, SEEK_SET) != 0 ||
+                read_device(f, optimizer_array(g, k) + part.shard_offset, part.count * sizeof(float)) != 0)
+                die("%s: read failed", path);
+        }
     g->adam_t = s->adam_t;
     fclose(f);
 }

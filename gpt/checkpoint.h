@@ -2,9 +2,11 @@
 //   model_%08d.bin: the model, llm.c compatible: int32 header[256] (ModelFileHeader), then the
 //     parameters in checkpoint order (gpt/parameters.h), fp32 (version 3) or bf16 (version 5).
 //   state_%08d.bin: what an exact resume needs besides the model: int32 header[256]
-//     (StateFileHeader), then the fp32 master weights, AdamW m and v (num_params each), whole
-//     whatever the ranks that wrote it: with ZeRO-1 the ranks gather their shards for rank 0,
-//     and a run on any number of ranks reads its own shard back.
+//     (StateFileHeader), then the fp32 master weights, m and v (num_params each: AdamW's
+//     moments; under Muon m is the matrices' momentum and Adam's first moment elsewhere, v
+//     Adam's second moment, zero for the matrices), whole whatever the ranks that wrote it:
+//     with ZeRO-1 the ranks gather their shards for rank 0, and a run on any number of ranks
+//     reads its own shard back.
 // Data-parallel ranks all call the writers (the gathers need every rank); only rank 0 writes.
 // Both are written through a temporary sibling and a rename (common/atomic_file.h). Every
 // reader checks magic, version, bounds, shape, size and values on the host, so a program can
@@ -21,7 +23,9 @@
 #define MODEL_VERSION_FP32 3
 #define MODEL_VERSION_BF16 5
 #define STATE_MAGIC 20241130
-#define STATE_VERSION 1
+#define STATE_VERSION_ADAMW 1    // the files of AdamW runs, as every earlier version wrote them
+#define STATE_VERSION_MUON 2     // Muon runs: their settings in slots 32-38, which an older
+                                 // reader would not see, so it refuses the version
 #define HEADER_INTS 256
 
 // The model's shape as both headers store it (llm.c's order).
@@ -37,8 +41,28 @@ typedef union {
     int32_t ints[HEADER_INTS];
 } ModelFileHeader;
 
-// magic, version, then a TrainingState slot by slot (the table state_fields, gpt/checkpoint.cu).
-typedef struct { int32_t ints[HEADER_INTS]; } StateFileHeader;
+// The training state's header: magic, version, then the fields of a TrainingState (the table
+// state_fields of gpt/checkpoint.cu pairs each with its member here), each in the int32 slots of
+// its member: an int or a float (by its bits) in one, a 64-bit value in two, low half first. A
+// field's slots follow from this layout, so none overlaps another or passes the end; the slots
+// after the last are zero. Slots 0-31 are those of every earlier version; an AdamW run's file has
+// zeros from slot 32 on.
+typedef struct {
+    int32_t magic, version;
+    int32_t step;
+    ShapeFields shape;
+    int32_t B, T, grad_accum, warmup_steps, steps, adam_t;
+    float lr, min_lr_frac, weight_decay, grad_clip;
+    int32_t seed[2], data_epoch[2], data_step[2], sample_rng[2];
+    int32_t attention, deterministic, recompute, classifier_rows, world_size;
+    int32_t optimizer;
+    float muon_momentum, embedding_lr, vector_lr, adam_b1, adam_b2;
+} StateSlots;
+
+typedef union {
+    StateSlots f;
+    int32_t ints[HEADER_INTS];
+} StateFileHeader;
 
 // What a resumed run must agree on, and where the interrupted one stood.
 typedef struct {
@@ -54,7 +78,17 @@ typedef struct {
     // What changes the rounding, so an exact resume needs the same: attention kind, its
     // deterministic flag, RECOMPUTE_* flags, rows per classifier chunk.
     int attention, deterministic, recompute, classifier_rows;
+    // The optimizer (OptimizerKind; lr is its peak, gpt/optimizer.h) and Muon's own settings,
+    // all zero in an AdamW run (whose betas are fixed).
+    int optimizer;
+    float muon_momentum, embedding_lr, vector_lr, adam_b1, adam_b2;
 } TrainingState;
+
+// The header of s (every slot past its fields zero), and back: 0, or -1 with err saying which
+// field is out of range or what is wrong across fields (for read_training_state to name the
+// file).
+void state_header_pack(const TrainingState* s, StateFileHeader* h);
+int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err);
 
 // The shape in a model checkpoint's header (its size checked too), and its version.
 GPTConfig read_model_header(FILE* f, const char* path, int* version);
@@ -79,7 +113,7 @@ int resume_settings_differ(const TrainingState* was, const TrainingState* now, c
 // a read of the whole file on the host, so that a corrupt state stops before the GPU.
 void check_training_state_values(const char* path, const TrainingState* s);
 // This rank's part of the optimizer arrays in path (s its read_training_state) into the model,
-// whose shape must be the state's, and the AdamW step count.
+// whose shape and optimizer must be the state's, and the optimizer's step count.
 void load_optimizer_state(GPT* g, const TrainingState* s, const char* path);
 
 // dir/model_%08d.bin and dir/state_%08d.bin of a step.

@@ -10,30 +10,66 @@
 #include "layers/global_norm.h"
 #include "layers/layernorm.h"
 #include "layers/matmul.h"
+#include "layers/muon.h"
 
-// The optimizer's shard of this rank: everything but with ZeRO-1 over several ranks.
-static ZeroShard optimizer_shard(const GPTConfig* c, const DataParallel* dp) {
+// The tensors as ZeRO-1 cuts them: under Muon each layer's matrix is a unit, so that a rank
+// orthogonalises it whole.
+static void zero_tensors(const GPTConfig* c, const OptimizerConfig* optimizer, ZeroTensor t[NUM_PARAM_TENSORS]) {
+    size_t sizes[NUM_PARAM_TENSORS];
+    param_sizes(c, sizes);
+    int muon = optimizer && optimizer->kind == OPTIMIZER_MUON;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        t[i].count = sizes[i];
+        t[i].unit = muon && param_group(i) == GROUP_MATRIX ? layer_param_size(i, c->C) : ZERO_SHARD_ALIGN;
+    }
+}
+
+// The optimizer's shard of this rank: everything but with ZeRO-1, by whole matrices under Muon.
+static ZeroShard optimizer_shard(const ZeroTensor* tensors, const DataParallel* dp, const OptimizerConfig* optimizer) {
     ZeroShard s;
     char err[ERR_LEN];
     int sharded = dp && dp->zero_stage == 1;
-    if (zero_shard_init(&s, count_params(c), sharded ? dp->world_size : 1, sharded ? dp->rank : 0,
-                        ZERO_SHARD_ALIGN, err) != 0)
+    int by_units = sharded && optimizer && optimizer->kind == OPTIMIZER_MUON;
+    if (zero_shard_init(&s, tensors, NUM_PARAM_TENSORS, sharded ? dp->world_size : 1, sharded ? dp->rank : 0,
+                        by_units, ZERO_SHARD_ALIGN, err) != 0)
         die("%s", err);
     return s;
 }
 
-MemorySizes gpt_memory_sizes(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp) {
+// Muon's scratch: enough for the largest of this rank's batches of matrices of one kind; 0
+// under AdamW.
+static size_t muon_scratch(const GPTConfig* c, const ZeroShard* s, const ZeroTensor* tensors,
+                           const OptimizerConfig* optimizer) {
+    size_t bytes = 0;
+    if (!optimizer || optimizer->kind != OPTIMIZER_MUON) return 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        ZeroShardPart part = zero_shard_part(s, tensors, i, s->rank);
+        if (param_group(i) != GROUP_MATRIX || part.count == 0) continue;
+        int rows, cols;
+        matrix_shape(i, c->C, &rows, &cols);
+        size_t need = muon_scratch_bytes((int)(part.count / tensors[i].unit), rows, cols);
+        bytes = need > bytes ? need : bytes;
+    }
+    return bytes;
+}
+
+MemorySizes gpt_memory_sizes(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp,
+                           const OptimizerConfig* optimizer) {
     MemorySizes m;
     Activations a;
-    ZeroShard s = optimizer_shard(c, dp);
+    ZeroTensor tensors[NUM_PARAM_TENSORS];
+    zero_tensors(c, optimizer, tensors);
+    ZeroShard s = optimizer_shard(tensors, dp, optimizer);
     layout_activations(&a, NULL, c, B, T, opt, &m);
     m.params = s.padded_count * sizeof(bf16);
     m.grads = s.padded_count * sizeof(bf16);
-    m.optimizer = 3 * s.shard_size * sizeof(float);
+    m.optimizer = optimizer ? 3 * s.shard_size * sizeof(float) : 0;
+    m.optimizer_scratch = muon_scratch(c, &s, tensors, optimizer);
     return m;
 }
 
-void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const DataParallel* dp) {
+void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const DataParallel* dp,
+               const OptimizerConfig* optimizer) {
     memset(g, 0, sizeof(*g));
     g->config = c;
     g->B = B;
@@ -43,8 +79,10 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     param_sizes(&c, g->param_sizes);
     if (dp) g->dp = *dp;
     else g->dp.world_size = 1;
-    g->shard = optimizer_shard(&c, dp);
-    g->sizes = gpt_memory_sizes(&c, B, T, opt, dp);
+    if (optimizer) g->optimizer = *optimizer;
+    zero_tensors(&c, optimizer, g->zero_tensors);
+    g->shard = optimizer_shard(g->zero_tensors, dp, optimizer);
+    g->sizes = gpt_memory_sizes(&c, B, T, opt, dp, optimizer);
     char err[ERR_LEN];
     if (gpu_memory_unfit(memory_sizes_total(&g->sizes), err)) die("gpt_build for batches of %d x %d: %s", B, T, err);
     size_t padded = g->shard.padded_count, S = g->shard.shard_size;
@@ -58,12 +96,15 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     }
     cudaCheck(cudaMalloc((void**)&g->params_memory, padded * sizeof(bf16)));
     cudaCheck(cudaMalloc((void**)&g->grads_memory, padded * sizeof(bf16)));
-    cudaCheck(cudaMalloc((void**)&g->optimizer_memory, 3 * S * sizeof(float)));
-    g->master = g->optimizer_memory;
-    g->m = g->optimizer_memory + S;
-    g->v = g->optimizer_memory + 2 * S;
+    if (optimizer) {
+        cudaCheck(cudaMalloc((void**)&g->optimizer_memory, 3 * S * sizeof(float)));
+        g->master = g->optimizer_memory;
+        g->m = g->optimizer_memory + S;
+        g->v = g->optimizer_memory + 2 * S;
+        cudaCheck(cudaMemset(g->optimizer_memory, 0, 3 * S * sizeof(float)));
+    }
+    if (g->sizes.optimizer_scratch) cudaCheck(cudaMalloc(&g->optimizer_scratch, g->sizes.optimizer_scratch));
     cudaCheck(cudaMemset(g->params_memory, 0, padded * sizeof(bf16)));
-    cudaCheck(cudaMemset(g->optimizer_memory, 0, 3 * S * sizeof(float)));
     cudaCheck(cudaMemset(g->grads_memory, 0, padded * sizeof(bf16)));
     point_params(&g->params, g->params_memory, &c);
     point_params(&g->grads, g->grads_memory, &c);
@@ -81,6 +122,7 @@ void gpt_free(GPT* g) {
     cudaCheck(cudaFree(g->params_memory));
     cudaCheck(cudaFree(g->grads_memory));
     cudaCheck(cudaFree(g->optimizer_memory));
+    cudaCheck(cudaFree(g->optimizer_scratch));
     cudaCheck(cudaFree(g->acts_memory));
     cudaCheck(cudaFreeHost(g->host_tokens));
     cudaCheck(cudaFreeHost(g->host_targets));
@@ -99,11 +141,16 @@ void gpt_free(GPT* g) {
 void gpt_set_params(GPT* g, const float* values) {
     // On the legacy stream, which the model's streams are ordered after, as the copies below are.
     upload_params(g->params_memory, values, &g->config, 0);
-    // This rank's master weights: its shard's values, zeros past the parameters.
+    g->adam_t = 0;
+    if (!g->optimizer_memory) return;
+    // This rank's master weights: its parts' values, zeros elsewhere.
     const ZeroShard* s = &g->shard;
     cudaCheck(cudaMemset(g->optimizer_memory, 0, 3 * s->shard_size * sizeof(float)));
-    cudaCheck(cudaMemcpy(g->master, values + s->begin, (s->end - s->begin) * sizeof(float), cudaMemcpyHostToDevice));
-    g->adam_t = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        ZeroShardPart part = zero_shard_part(s, g->zero_tensors, i, s->rank);
+        cudaCheck(cudaMemcpy(g->master + part.shard_offset, values + part.param_index, part.count * sizeof(float),
+                             cudaMemcpyHostToDevice));
+    }
 }
 
 void gpt_init_random(GPT* g, uint64_t seed) {
@@ -314,32 +361,60 @@ float gpt_grad_norm(GPT* g) {
     return sqrtf(norm2);
 }
 
-float gpt_update(GPT* g, const AdamWConfig* opt, float lr) {
+// With ZeRO-1, every rank's updated parameters to every rank, on the side stream; the next
+// forward waits for them on the GPU. Flat shards are equal chunks of the padded array, one
+// all-gather; Muon's parts of whole matrices go out one broadcast each.
+static void gather_params(GPT* g) {
+    const ZeroShard* s = &g->shard;
+    cudaCheck(cudaEventRecord(g->grads_ready, g->stream));
+    cudaCheck(cudaStreamWaitEvent(g->comm_stream, g->grads_ready, 0));
+    if (s->by_units) {
+        nccl_group_begin();
+        for (int i = 0; i < NUM_PARAM_TENSORS; i++)
+            for (int r = 0; r < s->world_size; r++) {
+                ZeroShardPart part = zero_shard_part(s, g->zero_tensors, i, r);
+                bf16* at = g->params_memory + part.param_index;
+                if (part.count) nccl_broadcast(g->dp.comm, at, at, part.count * sizeof(bf16), r, g->comm_stream);
+            }
+        nccl_group_end();
+    } else {
+        nccl_all_gather_bf16(g->dp.comm, g->params_memory + (size_t)g->dp.rank * s->shard_size, g->params_memory,
+                             s->shard_size, g->comm_stream);
+    }
+    cudaCheck(cudaEventRecord(g->params_ready, g->comm_stream));
+}
+
+float gpt_update(GPT* g, float lr) {
+    if (!g->optimizer_memory) die("gpt_update: the model was built without an optimizer");
+    const OptimizerConfig* o = &g->optimizer;
     float norm = gpt_grad_norm(g);
-    float grad_scale = (opt->grad_clip > 0.0f && norm > opt->grad_clip) ? opt->grad_clip / norm : 1.0f;
+    float grad_scale = (o->grad_clip > 0.0f && norm > o->grad_clip) ? o->grad_clip / norm : 1.0f;
+    int muon = o->kind == OPTIMIZER_MUON;
+    // The schedule's factor, for the groups whose peak is not o->lr (Muon's Adam groups).
+    float lr_scale = lr / o->lr;
     g->adam_t++;
     profile_start(g->profile, UPDATE_MARKS, g->stream);
-    size_t off = 0;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         // The part of tensor i this rank updates (all of it without ZeRO-1).
-        ZeroShardPart part = zero_shard_part(&g->shard, off, g->param_sizes[i]);
+        ZeroShardPart part = zero_shard_part(&g->shard, g->zero_tensors, i, g->shard.rank);
         size_t p = part.param_index, s = part.shard_offset;
-        if (part.count > 0)
-            adamw_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s, g->v + s, part.count, lr,
-                         opt->b1, opt->b2, g->adam_t, opt->eps, param_decays[i] ? opt->weight_decay : 0.0f,
-                         grad_scale, g->stream);
-        off += g->param_sizes[i];
+        if (part.count == 0) continue;
+        ParamGroup group = param_group(i);
+        float decay = param_decays[i] ? o->weight_decay : 0.0f;
+        if (muon && group == GROUP_MATRIX) {
+            int rows, cols;
+            matrix_shape(i, g->config.C, &rows, &cols);
+            muon_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s,
+                        (int)(part.count / g->zero_tensors[i].unit), rows, cols, lr, o->momentum, decay,
+                        grad_scale, g->optimizer_scratch, &g->matmul);
+        } else {
+            float adam_lr = !muon ? lr : (group == GROUP_EMBEDDING ? o->embedding_lr : o->vector_lr) * lr_scale;
+            adamw_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s, g->v + s, part.count,
+                         adam_lr, o->b1, o->b2, g->adam_t, o->eps, decay, grad_scale, g->stream);
+        }
     }
     profile_mark(g->profile, PART_UPDATE, PHASE_UPDATE, g->stream);
-    if (g->dp.comm && g->dp.zero_stage == 1) {
-        // Every rank's updated shard to every rank; the next forward waits for it on the GPU.
-        size_t S = g->shard.shard_size;
-        cudaCheck(cudaEventRecord(g->grads_ready, g->stream));
-        cudaCheck(cudaStreamWaitEvent(g->comm_stream, g->grads_ready, 0));
-        nccl_all_gather_bf16(g->dp.comm, g->params_memory + (size_t)g->dp.rank * S, g->params_memory, S,
-                             g->comm_stream);
-        cudaCheck(cudaEventRecord(g->params_ready, g->comm_stream));
-    }
+    if (g->dp.comm && g->dp.zero_stage == 1) gather_params(g);
     return norm;
 }
 

@@ -1,23 +1,27 @@
 // gpt/gpt.h: the GPT-2 model as a library: build it for a batch size, set or load its
-// parameters, run the forward, the loss (classifier), the backward and the AdamW update.
+// parameters, run the forward, the loss (classifier), the backward and the update (AdamW or
+// Muon, gpt/optimizer.h).
 // Pre-LayerNorm blocks, learned positions, the token embedding tied to the output projection,
-// GELU (tanh form); bf16 parameters and activations, fp32 master weights and AdamW moments.
+// GELU (tanh form); bf16 parameters and activations, fp32 master weights and optimizer state.
 // The layers live in layers/ and attention/, the transformer block in gpt/block.h; this library
 // decides which buffer is which and the order of the calls. The contract (parameter order,
-// init, AdamW) is the one the numpy reference in tests/gen_gpt_reference.py follows.
+// init, AdamW) is the one the numpy reference in tests/gen_gpt_reference.py follows; Muon's,
+// tests/gen_muon_reference.py.
 //
 //   gpt_forward(g, inputs, B, T)           lnf (B, T, C)
 //   gpt_classifier(g, targets, ...)        losses (B, T); with write_dlogits also dlnf, dwte
 //   gpt_backward(g, inputs)                grads += d loss / d params
-//   gpt_update(g, adamw, lr)               one AdamW step, the gradients clipped
+//   gpt_update(g, lr)                      one optimizer step, the gradients clipped
 //
 // Data parallel (DataParallel, one process per GPU): every rank holds the whole model and runs
 // its own batches; on the last micro-step of a step the backward averages each layer's
 // gradients over the ranks on a side stream (comm_stream) as soon as the layer is done, while
 // the layers below it go on; the update waits for the last of them. With ZeRO-1 each rank keeps
-// the fp32 master weights and AdamW moments of its shard only (distributed/zero_shard.h),
-// updates those parameters, and the ranks all-gather the bf16 parameters on the side stream;
-// the next forward waits for that on the GPU, not the host.
+// the fp32 master weights and optimizer state of its shard only (distributed/zero_shard.h:
+// AdamW's by flat ranges, Muon's by whole matrices, so that each rank orthogonalises its share
+// of them), updates those parameters, and the ranks all-gather the bf16 parameters on the side
+// stream; the next forward waits for that on the GPU, not the host. Without ZeRO-1 every rank
+// does the whole update.
 #ifndef FLASHGPT_GPT_H
 #define FLASHGPT_GPT_H
 
@@ -27,20 +31,19 @@
 #include "distributed/zero_shard.h"
 #include "gpt/activations.h"
 #include "gpt/config.h"
+#include "gpt/optimizer.h"
 #include "gpt/parameters.h"
 #include "gpt/profile.h"
 #include "layers/matmul.h"
 
-// How the model is spread over data-parallel ranks; comm NULL: one GPU.
+// How the model is spread over data-parallel ranks; comm NULL: one GPU, or with world_size > 1
+// and ZeRO-1 one rank's share of the update alone, nothing exchanged (ranks simulated in one
+// process).
 typedef struct {
     NcclComm* comm;
     int rank, world_size;
-    int zero_stage;          // 1: the fp32 master weights and AdamW moments sharded over the ranks
+    int zero_stage;          // 1: the fp32 master weights and optimizer state sharded over the ranks
 } DataParallel;
-
-typedef struct {
-    float b1, b2, eps, weight_decay, grad_clip;   // the learning rate comes per step
-} AdamWConfig;
 
 typedef struct {
     GPTConfig config;
@@ -50,14 +53,19 @@ typedef struct {
     size_t num_params;
     size_t param_sizes[NUM_PARAM_TENSORS];
     DataParallel dp;             // comm NULL on one GPU
+    OptimizerConfig optimizer;   // all zero when built without one
+    ZeroTensor zero_tensors[NUM_PARAM_TENSORS];   // the tensors as the shard cuts them
     ZeroShard shard;             // the parameters whose optimizer state this rank keeps: all of
                                  // them but with ZeRO-1 (padded_count >= num_params, zeros past)
     bf16* params_memory;         // (shard.padded_count) one allocation
     bf16* grads_memory;          // (shard.padded_count)
-    float* optimizer_memory;     // (3, shard.shard_size): master weights, m, v of the shard
+    float* optimizer_memory;     // (3, shard.shard_size): master weights, m, v of the shard; NULL
+                                 // without an optimizer. Under Muon m holds the matrices'
+                                 // momentum, and v is Adam's alone (zero for the matrices).
     float* master;
     float* m;
     float* v;
+    void* optimizer_scratch;     // Muon's Newton-Schulz scratch (plan.optimizer_scratch), or NULL
     ParameterTensors params, grads;
     char* acts_memory;
     Activations acts;
@@ -65,7 +73,7 @@ typedef struct {
     int* host_tokens;            // (B, T) pinned: the inputs of the batch in flight
     int* host_targets;           // (B, T) pinned
     float* host_losses;          // (B, T) pinned
-    int adam_t;                  // AdamW steps taken
+    int adam_t;                  // optimizer steps taken (Adam's bias correction counts them)
     cudaStream_t stream;
     MatmulStream matmul;         // stream, with the cuBLASLt workspace of its matmuls
     cudaStream_t comm_stream;    // data parallel: the collectives
@@ -76,16 +84,18 @@ typedef struct {
                                  // update record their parts' events in it (gpt/profile.h)
 } GPT;
 
-// Bytes that gpt_build would allocate, part by part (dp NULL: one GPU).
-MemorySizes gpt_memory_sizes(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp);
+// Bytes that gpt_build would allocate, part by part (dp NULL: one GPU; optimizer NULL: none).
+MemorySizes gpt_memory_sizes(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp,
+                             const OptimizerConfig* optimizer);
 
 // Allocates everything for batches up to (B, T), which must fit (gpu_memory_unfit). dp NULL:
-// one GPU.
-void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const DataParallel* dp);
+// one GPU. optimizer NULL: a model that is not trained (no optimizer state, no gpt_update).
+void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const DataParallel* dp,
+               const OptimizerConfig* optimizer);
 void gpt_free(GPT* g);
 
 // Sets the model from fp32 values (num_params, checkpoint order): master = values,
-// params = values rounded to bf16. AdamW starts over.
+// params = values rounded to bf16. The optimizer starts over.
 void gpt_set_params(GPT* g, const float* values);
 // The contract's random init (init_param_values) from seed.
 void gpt_init_random(GPT* g, uint64_t seed);
@@ -122,8 +132,10 @@ int gpt_profile_marks(const GPT* g, int micro_steps);
 void gpt_zero_grads(GPT* g);
 // The global gradient norm (before clipping), in fp32 on the GPU.
 float gpt_grad_norm(GPT* g);
-// One AdamW step on every tensor (with ZeRO-1: on this rank's shard, then the parameters are
-// all-gathered) with the gradients clipped to opt->grad_clip; returns the norm before clipping.
-float gpt_update(GPT* g, const AdamWConfig* opt, float lr);
+// One step of the model's optimizer on every tensor (with ZeRO-1: on this rank's shard, then
+// the parameters are all-gathered), the gradients clipped to grad_clip; returns the norm before
+// clipping. lr is the step's learning rate of the optimizer's own group (AdamW: every tensor;
+// Muon: the block matrices); Muon's Adam groups take their peaks times lr / (the group's peak).
+float gpt_update(GPT* g, float lr);
 
 #endif

@@ -15,6 +15,8 @@
 //            B = dout op T (ldb OC), C = D = dweight (ldd C); m C, n OC, k N; beta 1.
 // Each matmul runs on the stream of its MatmulStream with that stream's workspace; the handle,
 // which holds no state of a call, serves every stream.
+// matmul_batched (Muon's Newton-Schulz iterations) is a strided batch of such products, with
+// alpha and beta.
 #include <stdint.h>
 #include <cublasLt.h>
 #include "layers/matmul.h"
@@ -42,18 +44,38 @@ static uint32_t alignment_of(const void* p) {
     return a;
 }
 
+// The alignment of batch matrices stride_bytes apart from p.
+static uint32_t batch_alignment(const void* p, size_t stride_bytes, int batch) {
+    uint32_t a = alignment_of(p), s = batch > 1 ? alignment_of((const void*)(uintptr_t)stride_bytes) : a;
+    return a < s ? a : s;
+}
+
 static void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
                      const void* value, size_t size) {
     cublasCheck(cublasLtMatmulDescSetAttribute(desc, attr, value, size));
 }
 
-// D (m, n) = op(A) (m, k) @ op(B) (k, n) (+ C, when c is not NULL; c may be d), column-major and
-// packed (the leading dimension of each matrix is its stored row count), with an optional bias
-// (m) and GELU input (aux, m x n: written by the forward's GELU epilogues, read by DGELU) for the
+// The layout of batch packed (rows, cols) column-major matrices, one after another.
+static cublasLtMatrixLayout_t lt_layout(int rows, int cols, int batch) {
+    cublasLtMatrixLayout_t layout;
+    cublasCheck(cublasLtMatrixLayoutCreate(&layout, CUDA_R_16BF, rows, cols, rows));
+    if (batch > 1) {
+        int64_t stride = (int64_t)rows * cols;
+        cublasCheck(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
+        cublasCheck(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                     sizeof(stride)));
+    }
+    return layout;
+}
+
+// D (m, n) = alpha op(A) (m, k) @ op(B) (k, n) (+ beta C, when c is not NULL; c may be d),
+// column-major and packed (the leading dimension of each matrix is its stored row count), for
+// each of batch such products on matrices stored one after another, with an optional bias (m)
+// and GELU input (aux, m x n: written by the forward's GELU epilogues, read by DGELU) for the
 // epilogue.
 static void lt_matmul(bf16* d, const bf16* a, const bf16* b, const bf16* c, int m, int n, int k, int trans_a,
-                      int trans_b, cublasLtEpilogue_t epilogue, const bf16* bias, const bf16* aux,
-                      const MatmulStream* s) {
+                      int trans_b, cublasLtEpilogue_t epilogue, const bf16* bias, const bf16* aux, float alpha,
+                      float beta, int batch, const MatmulStream* s) {
     if (!s->workspace) die("matmul: the MatmulStream has no workspace (matmul_stream_init)");
     cublasLtMatmulDesc_t desc;
     cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -70,11 +92,10 @@ static void lt_matmul(bf16* d, const bf16* a, const bf16* b, const bf16* c, int 
     }
 
     // Layouts describe the matrices as stored, before op().
-    cublasLtMatrixLayout_t layout_a, layout_b, layout_d;
     int rows_a = trans_a ? k : m, rows_b = trans_b ? n : k;
-    cublasCheck(cublasLtMatrixLayoutCreate(&layout_a, CUDA_R_16BF, rows_a, trans_a ? m : k, rows_a));
-    cublasCheck(cublasLtMatrixLayoutCreate(&layout_b, CUDA_R_16BF, rows_b, trans_b ? k : n, rows_b));
-    cublasCheck(cublasLtMatrixLayoutCreate(&layout_d, CUDA_R_16BF, m, n, m));
+    cublasLtMatrixLayout_t layout_a = lt_layout(rows_a, trans_a ? m : k, batch);
+    cublasLtMatrixLayout_t layout_b = lt_layout(rows_b, trans_b ? k : n, batch);
+    cublasLtMatrixLayout_t layout_d = lt_layout(m, n, batch);
 
     cublasLtMatmulPreference_t pref;
     cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
@@ -84,7 +105,11 @@ static void lt_matmul(bf16* d, const bf16* a, const bf16* b, const bf16* c, int 
     const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-    const uint32_t align[4] = {alignment_of(a), alignment_of(b), alignment_of(c ? c : d), alignment_of(d)};
+    // In a batch every matrix must have it, so the stride's alignment bounds it too.
+    size_t stride_a = (size_t)m * k * sizeof(bf16), stride_b = (size_t)k * n * sizeof(bf16),
+           stride_d = (size_t)m * n * sizeof(bf16);
+    const uint32_t align[4] = {batch_alignment(a, stride_a, batch), batch_alignment(b, stride_b, batch),
+                               batch_alignment(c ? c : d, stride_d, batch), batch_alignment(d, stride_d, batch)};
     for (int i = 0; i < 4; i++)
         cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &align[i], sizeof(align[i])));
 
@@ -94,9 +119,9 @@ static void lt_matmul(bf16* d, const bf16* a, const bf16* b, const bf16* c, int 
                                                            layout_d, layout_d, pref, 1, &heuristic, &found);
     if (status != CUBLAS_STATUS_NOT_SUPPORTED) cublasCheck(status);
     if (status == CUBLAS_STATUS_NOT_SUPPORTED || found == 0)
-        die("matmul: cuBLASLt has no algorithm for m=%d n=%d k=%d (transa %d, transb %d, epilogue %d)",
-            m, n, k, trans_a, trans_b, (int)epilogue);
-    const float alpha = 1.0f, beta = c ? 1.0f : 0.0f;
+        die("matmul: cuBLASLt has no algorithm for m=%d n=%d k=%d (transa %d, transb %d, epilogue %d, batch %d)",
+            m, n, k, trans_a, trans_b, (int)epilogue, batch);
+    if (!c) beta = 0.0f;
     cublasCheck(cublasLtMatmul(lt_handle, desc, &alpha, a, layout_a, b, layout_b, &beta, c ? c : d, layout_d,
                                d, layout_d, &heuristic.algo, s->workspace, MATMUL_WORKSPACE_BYTES,
                                s->stream));
@@ -116,7 +141,7 @@ void matmul_forward(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weig
     cublasLtEpilogue_t epilogue =
         pre_gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
                  : (bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
-    lt_matmul(out, weight, inp, residual, OC, N, C, 1, 0, epilogue, bias, pre_gelu, s);
+    lt_matmul(out, weight, inp, residual, OC, N, C, 1, 0, epilogue, bias, pre_gelu, 1.0f, 1.0f, 1, s);
 }
 
 size_t matmul_backward_scratch_bytes(int N, int C, int OC) { return column_sums_scratch_bytes(N, OC); }
@@ -128,7 +153,17 @@ void matmul_backward(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, c
     if (inp_pre_gelu && C % 8 != 0)
         die("matmul_backward: the fused GELU backward needs C a multiple of 8 (cuBLASLt), got C=%d", C);
     if (dbias) column_sums_add(dbias, dout, N, OC, OC, (float*)scratch, s->stream);
-    lt_matmul(dweight, inp, dout, dweight, C, OC, N, 0, 1, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, s);
+    lt_matmul(dweight, inp, dout, dweight, C, OC, N, 0, 1, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, 1.0f, 1.0f, 1,
+              s);
     lt_matmul(dinp, weight, dout, NULL, C, N, OC, 0, 0,
-              inp_pre_gelu ? CUBLASLT_EPILOGUE_DGELU : CUBLASLT_EPILOGUE_DEFAULT, NULL, inp_pre_gelu, s);
+              inp_pre_gelu ? CUBLASLT_EPILOGUE_DGELU : CUBLASLT_EPILOGUE_DEFAULT, NULL, inp_pre_gelu, 1.0f, 0.0f,
+              1, s);
+}
+
+// Row-major out = op(a) op(b) is column-major out^T = op(b)^T op(a)^T, and a row-major matrix
+// is the column-major view of its transpose: so b comes first, with its own transposition.
+void matmul_batched(bf16* out, const bf16* a, const bf16* b, const bf16* c, int M, int N, int K, int trans_a,
+                    int trans_b, float alpha, float beta, int batch, const MatmulStream* s) {
+    lt_matmul(out, b, a, c, N, M, K, trans_b, trans_a, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, alpha, beta, batch,
+              s);
 }

@@ -43,4 +43,11 @@ void matmul_backward(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, c
                      void* scratch, const MatmulStream* s);
 size_t matmul_backward_scratch_bytes(int N, int C, int OC);
 
+// For each i < batch, row-major: out[i] (M, N) = alpha op(a[i]) (M, K) @ op(b[i]) (K, N)
+// + beta c[i] (M, N; c NULL: none, beta ignored), rounded to bf16 once; a is (M, K), or (K, M)
+// with trans_a, b is (K, N), or (N, K) with trans_b; the batch's matrices lie one after another
+// in each array. c may be out.
+void matmul_batched(bf16* out, const bf16* a, const bf16* b, const bf16* c, int M, int N, int K, int trans_a,
+                    int trans_b, float alpha, float beta, int batch, const MatmulStream* s);
+
 #endif

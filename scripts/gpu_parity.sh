@@ -13,6 +13,10 @@
 #        on tinyshakespeare bounds tests/test_learning.sh
 #   all: cosine to 0.1 lr, AdamW 0.9/0.95, weight decay 0.1, clip 1, validation on 20 batches
 #   every 25 steps.
+# OPTIMIZER=muon trains every run of both sides with Muon instead (train_gpt's --optimizer muon,
+# the reference's own Muon): lr $MUON_LR (0.02) for the blocks' matrices, momentum 0.95, Adam
+# (0.8, 0.95) at 0.001 for the embeddings and 0.002 for the vectors, no weight decay; its logs go
+# to a folder of the run's name with -muon after it.
 # Sides: flashgpt ($FLASHGPT, default ./train_gpt), flashgpt-base ($FLASHGPT_BASE, another build),
 # reference (scripts/train_torch_reference.py), and reference+X for its --emulate X (for
 # instance reference+residual,residual-grad).
@@ -30,6 +34,12 @@ DATA=${1:-}
 [ -f "$DATA/tokenizer.bin" ] && ls "$DATA"/train_*.bin > /dev/null 2>&1 ||
     { echo "error: $DATA: no tokenizer.bin and train_*.bin (prepare_data's output)" >&2; exit 1; }
 PYTHON=${PYTHON:-python3}
+OPTIMIZER=${OPTIMIZER:-adamw}
+case $OPTIMIZER in
+    adamw) WD=0.1 ;;
+    muon) WD=0 ;;
+    *) echo "error: OPTIMIZER $OPTIMIZER: expected adamw or muon" >&2; exit 1 ;;
+esac
 MODELS=${MODELS-"d6 d12"}
 RACE_STEPS=${RACE_STEPS:-100}
 SEEDS=${SEEDS:-"1 2 3"}
@@ -54,6 +64,7 @@ shape() {
         d6-t256) MODEL=d6 B=32 T=256 LR=1e-3 STEPS=350 WARMUP=25 ;;
         *) echo "error: MODELS: no parity run called $1" >&2; exit 2 ;;
     esac
+    [ "$OPTIMIZER" = adamw ] || LR=${MUON_LR:-0.02}
     if [ -z "$STEPS" ]; then
         STEPS=$("$PYTHON" -c 'import glob, sys
 import numpy as np
@@ -68,8 +79,8 @@ print((n - 1) // int(sys.argv[2]) // int(sys.argv[3]))' "$DATA" "$T" "$B")
 run() {
     local side=$1 name=$2 seed=$3 log=$4
     shift 4
-    local common=(--model "$MODEL" --context "$T" -T "$T" -B "$B" --lr "$LR" --steps "$STEPS" --warmup-steps "$WARMUP"
-                  --min-lr-frac 0.1 --weight-decay 0.1 --grad-clip 1 --seed "$seed" --val-every 25
+    local common=(--model "$MODEL" --context "$T" -T "$T" -B "$B" --optimizer "$OPTIMIZER" --lr "$LR" --steps "$STEPS"
+                  --warmup-steps "$WARMUP" --min-lr-frac 0.1 --weight-decay "$WD" --grad-clip 1 --seed "$seed" --val-every 25
                   --val-batches 20 --train-data "$DATA/train_*.bin" --val-data "$DATA/val_*.bin"
                   --log "$log.csv" "$@")
     case $side in
@@ -83,34 +94,39 @@ run() {
     esac > "$log.out" 2>&1 || { echo "   $side $name seed $seed failed: $(tail -1 "$log.out")"; return 1; }
 }
 
+# The logs' folder of a run: its name, with the optimizer after it but for AdamW.
+run_dir() { [ "$OPTIMIZER" = adamw ] && echo "$LOGS/$1" || echo "$LOGS/$1-$OPTIMIZER"; }
+
 for name in $MODELS; do
     shape "$name"
-    mkdir -p "$LOGS/$name"
+    dir=$(run_dir "$name")
+    mkdir -p "$dir"
     for side in $SIDES; do
-        echo "== $name $side, seeds $SEEDS at once, $STEPS steps of B $B T $T ($(elapsed))"
+        echo "== $name $side ($OPTIMIZER), seeds $SEEDS at once, $STEPS steps of B $B T $T ($(elapsed))"
         pids=()
-        for seed in $SEEDS; do run "$side" "$name" "$seed" "$LOGS/$name/$side-s$seed" & pids+=($!); done
+        for seed in $SEEDS; do run "$side" "$name" "$seed" "$dir/$side-s$seed" & pids+=($!); done
         for pid in "${pids[@]}"; do wait "$pid" || step_failed "$name $side"; done
     done
     args=()
-    for side in $SIDES; do args+=("$side" "$LOGS/$name/$side-s*.csv"); done
+    for side in $SIDES; do args+=("$side" "$dir/$side-s*.csv"); done
     echo "== $name: validation loss by step ($(elapsed))"
-    "$PYTHON" scripts/compare_curves.py "${args[@]}" | tee "$LOGS/$name/curves.md"
+    "$PYTHON" scripts/compare_curves.py "${args[@]}" | tee "$dir/curves.md"
     [ "${PIPESTATUS[0]}" = 0 ] || step_failed "$name curves"
 done
 
 if [ "${RACE:-0}" = 1 ]; then
     shape d12
-    mkdir -p "$LOGS/race"
+    race=$(run_dir race)
+    mkdir -p "$race"
     for side in flashgpt reference-compile; do
         echo "== race: d12 $side alone, $RACE_STEPS steps for its time per step ($(elapsed))"
-        run "$side" d12 1 "$LOGS/race/$side" --steps "$RACE_STEPS" --val-every 0 || step_failed "race $side"
-        grep -h "^done" "$LOGS/race/$side.out"
+        run "$side" d12 1 "$race/$side" --steps "$RACE_STEPS" --val-every 0 || step_failed "race $side"
+        grep -h "^done" "$race/$side.out"
     done
     echo "== race: the d12 curves at the speed of each side alone ($(elapsed))"
-    "$PYTHON" scripts/compare_curves.py reference "$LOGS/d12/reference-s*.csv" flashgpt "$LOGS/d12/flashgpt-s*.csv" \
-        --timing reference="$LOGS/race/reference-compile.csv" --timing flashgpt="$LOGS/race/flashgpt.csv" |
-        tail -3 | tee "$LOGS/race/time_to_loss.md"
+    "$PYTHON" scripts/compare_curves.py reference "$(run_dir d12)/reference-s*.csv" flashgpt "$(run_dir d12)/flashgpt-s*.csv" \
+        --timing reference="$race/reference-compile.csv" --timing flashgpt="$race/flashgpt.csv" |
+        tail -3 | tee "$race/time_to_loss.md"
 fi
 echo "== done ($(elapsed)), logs in $LOGS"
 gpu_finish

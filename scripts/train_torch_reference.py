@@ -9,9 +9,11 @@ What it shares with train_gpt, by construction:
 - the data: sample i of an epoch is the tokens [i*T, i*T + T] of the shards' stream, the samples
   shuffled every epoch (each side from its own generator); validation on the first
   --val-batches batches of the val shards, in order, every --val-every steps and at the last;
-- the optimizer: AdamW (b1 0.9, b2 0.95, eps 1e-8), weight decay on the 2-D weights only, the
-  global gradient norm clipped to --grad-clip, linear warmup from lr/warmup, then a cosine to
-  lr * --min-lr-frac at the last step;
+- the optimizer (--optimizer): AdamW (b1 0.9, b2 0.95, eps 1e-8), weight decay on the 2-D
+  weights only; or Muon (class Muon below, written here from train_gpt's description in
+  gpt/optimizer.h and layers/muon.h, not from its code) for the blocks' matrices with AdamW for
+  the embeddings and vectors; the global gradient norm clipped to --grad-clip, linear warmup
+  from lr/warmup, then a cosine to lr * --min-lr-frac at the last step, every group's lr alike;
 - the loss: mean cross-entropy over the real vocabulary.
 The numerics are PyTorch's usual mixed precision: fp32 weights, residual stream, LayerNorm and
 gradients, bf16 autocast for the matmuls and attention. --emulate (residual, residual-grad) rounds
@@ -92,6 +94,68 @@ class Batches:
         return rows[:, :-1], rows[:, 1:]
 
 
+# Muon's Newton-Schulz quintic and its steps (layers/muon.h).
+NS_COEFFICIENTS, NS_STEPS, NS_EPS = (3.4445, -4.7750, 2.0315), 5, 1e-7
+
+
+def newton_schulz(u):
+    """u (count, rows, cols) fp32: each matrix scaled to unit Frobenius norm in bf16, then five
+    quintic iterations on its shorter side as bf16 matmuls (fp32 accumulation, one rounding a
+    product, as cuBLASLt's alpha/beta epilogue does)."""
+    a, b, c = NS_COEFFICIENTS
+    x = u.bfloat16()
+    norm = x.float().square().sum(dim=(-2, -1), keepdim=True).sqrt()
+    x = (x.float() / (norm + NS_EPS)).bfloat16()
+    tall = x.size(-2) > x.size(-1)
+    if tall:
+        x = x.mT.contiguous()
+    for _ in range(NS_STEPS):
+        gram = torch.bmm(x, x.mT)
+        poly = torch.baddbmm(gram, gram, gram, beta=b, alpha=c)
+        x = torch.baddbmm(x, poly, x, beta=a, alpha=1.0)
+    return x.mT if tall else x
+
+
+class Muon:
+    """train_gpt's --optimizer muon: Nesterov momentum on each block matrix's gradient (the
+    layers' matrices of one kind stacked), orthogonalised by newton_schulz and applied with
+    lr * sqrt(max(1, rows / cols)) after decoupled weight decay; AdamW (its betas and eps) for wte
+    (the tied head) and wpe at embedding_lr with the weight decay, and for the vectors at
+    vector_lr without. step(scale) takes the schedule's factor of every peak."""
+
+    def __init__(self, model, a):
+        self.lr, self.momentum, self.weight_decay = a.lr, a.muon_momentum, a.weight_decay
+        self.kinds = [[getattr(block, name).weight for block in model.blocks]
+                      for name in ("qkv", "attproj", "fc", "fcproj")]
+        self.buffers = [torch.zeros(len(ps), *ps[0].shape, device=ps[0].device) for ps in self.kinds]
+        matrices = {id(p) for ps in self.kinds for p in ps}
+        embeddings = [model.wte.weight, model.wpe.weight]
+        vectors = [p for p in model.parameters() if id(p) not in matrices and p.dim() < 2]
+        self.adam = torch.optim.AdamW([{"params": embeddings, "weight_decay": a.weight_decay, "peak": a.embedding_lr},
+                                       {"params": vectors, "weight_decay": 0.0, "peak": a.vector_lr}],
+                                      lr=a.embedding_lr, betas=(a.adam_beta1, a.adam_beta2), eps=1e-8, fused=True)
+
+    @torch.no_grad()
+    def step(self, scale):
+        for group in self.adam.param_groups:
+            group["lr"] = group["peak"] * scale
+        self.adam.step()
+        lr = self.lr * scale
+        for params, buf in zip(self.kinds, self.buffers):
+            grad = torch.stack([p.grad for p in params])
+            buf.lerp_(grad, 1 - self.momentum)
+            update = newton_schulz(grad.lerp_(buf, self.momentum)).float()
+            update *= max(1.0, grad.size(-2) / grad.size(-1)) ** 0.5
+            for p, u in zip(params, update):
+                p.mul_(1 - lr * self.weight_decay).add_(u, alpha=-lr)
+
+    def zero_grad(self, set_to_none=True):
+        self.adam.zero_grad(set_to_none=set_to_none)
+        for params in self.kinds:
+            for p in params:
+                p.grad = None
+
+
 def learning_rate(a, step, steps):
     """train_gpt's schedule (gpt/lr_schedule.h); step counts from 1."""
     if step <= a.warmup_steps:
@@ -113,10 +177,16 @@ def parse_args(argv):
     ap.add_argument("-B", type=int, default=4)
     ap.add_argument("-T", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=0, help="optimizer steps [0: one epoch]")
-    ap.add_argument("--lr", type=float, default=3e-4)
+    ap.add_argument("--optimizer", default="adamw", choices=["adamw", "muon"])
+    ap.add_argument("--lr", type=float, help="peak: AdamW's, or Muon's for the matrices [adamw 3e-4, muon 0.02]")
     ap.add_argument("--warmup-steps", type=int, default=0)
     ap.add_argument("--min-lr-frac", type=float, default=0.0)
-    ap.add_argument("--weight-decay", type=float, default=0.1)
+    ap.add_argument("--weight-decay", type=float, help="[adamw 0.1, muon 0]")
+    ap.add_argument("--muon-momentum", type=float, default=0.95)
+    ap.add_argument("--embedding-lr", type=float, default=0.001, help="muon: AdamW's peak for wte and wpe")
+    ap.add_argument("--vector-lr", type=float, default=0.002, help="muon: AdamW's peak for the vectors")
+    ap.add_argument("--adam-beta1", type=float, default=0.8, help="muon: the betas of that AdamW")
+    ap.add_argument("--adam-beta2", type=float, default=0.95)
     ap.add_argument("--grad-clip", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--val-every", type=int, default=100)
@@ -125,6 +195,11 @@ def parse_args(argv):
     ap.add_argument("--emulate", default="", help="comma-separated: residual, residual-grad")
     ap.add_argument("--log", help="CSV log in train_gpt's columns")
     a = ap.parse_args(argv)
+    muon = a.optimizer == "muon"
+    if a.lr is None:
+        a.lr = 0.02 if muon else 3e-4
+    if a.weight_decay is None:
+        a.weight_decay = 0.0 if muon else 0.1
     unknown = set(filter(None, a.emulate.split(","))) - set(EMULATIONS)
     if unknown:
         ap.error(f"--emulate {a.emulate}: unknown {', '.join(sorted(unknown))}")
@@ -156,14 +231,17 @@ def main(argv):
     steps = a.steps or train.per_epoch
     L, C, NH = PRESETS[a.model]
     model = GPT(L, C, NH, V, a.context, a.emulate.split(",")).to(dev)
-    decay = [p for p in model.parameters() if p.dim() == 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=a.lr, betas=(0.9, 0.95), eps=1e-8, fused=True)
+    if a.optimizer == "muon":
+        opt = Muon(model, a)
+    else:
+        decay = [p for p in model.parameters() if p.dim() == 2]
+        no_decay = [p for p in model.parameters() if p.dim() < 2]
+        opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
+                                 {"params": no_decay, "weight_decay": 0.0}],
+                                lr=a.lr, betas=(0.9, 0.95), eps=1e-8, fused=True)
     step_fn = torch.compile(model) if a.compile else model
     print(f"torch {torch.__version__} reference: {a.model} (L {L} C {C} NH {NH} V {V}), B {a.B} T {a.T}, "
-          f"{steps} steps, lr {a.lr:g}, seed {a.seed}, emulate '{a.emulate}'", flush=True)
+          f"{steps} steps, {a.optimizer} lr {a.lr:g}, seed {a.seed}, emulate '{a.emulate}'", flush=True)
     log = open(a.log, "w") if a.log else None
     if log:
         log.write("step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n")
@@ -182,8 +260,9 @@ def main(argv):
     train_seconds = 0.0
     for step in range(1, steps + 1):
         lr = learning_rate(a, step, steps)
-        for group in opt.param_groups:
-            group["lr"] = lr
+        if a.optimizer == "adamw":
+            for group in opt.param_groups:
+                group["lr"] = lr
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         x, y = train.next(dev)
@@ -191,7 +270,10 @@ def main(argv):
             loss = step_fn(x, y)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip if a.grad_clip > 0 else float("inf"))
-        opt.step()
+        if a.optimizer == "muon":
+            opt.step(lr / a.lr)
+        else:
+            opt.step()
         opt.zero_grad(set_to_none=True)
         loss, norm = loss.item(), norm.item()
         seconds = time.perf_counter() - t0

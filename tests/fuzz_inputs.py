@@ -2,7 +2,7 @@
 """tests/fuzz_inputs.py: every program against mutated copies of its input files.
 
 The valid files are made here: a text, a tokenizer, token shards (uint16 and uint32), GPT-2's
-encoder.json and vocab.bpe, a model checkpoint of versions 3 and 5, a training state, a
+encoder.json and vocab.bpe, a model checkpoint of versions 3 and 5, training states of AdamW and Muon, a
 train_gpt log, a Hugging Face config.json and model.safetensors. Each case changes one of them,
 now and then two or three times over (bits flipped, bytes set, the file cut, extended, a piece of
 it cut out or repeated, an int32 of its header set to 0, -1, 2^31-1 and the like, a size in the
@@ -57,6 +57,9 @@ VP = (SHAPE["V"] + 127) // 128 * 128
 # The run the training state made here is of, as train_gpt's command line.
 RUN_ARGS = ["-B", "1", "-T", "64", "--steps", "10", "--lr", "0.5", "--min-lr-frac", "0.5", "--warmup-steps", "2",
             "--weight-decay", "0.5", "--grad-clip", "0.5", "--seed", "7"]
+# The Muon settings of the Muon run's state (state_file(muon=True)).
+MUON_SETTINGS = [0.9, 0.001, 0.002, 0.8, 0.95]
+MUON_ARGS = ["--optimizer", "muon", "--muon-momentum", "0.9", "--embedding-lr", "0.001", "--vector-lr", "0.002"]
 OLD_OUTPUT = b"an output already there, which a failed run must leave as it is\n"
 SPECIAL_INTS = [0, -1, 1, 2, 3, 7, 8, 64, 127, 128, 255, 256, 257, 299, 300, 301, 384, 65535, 65536, 65537,
                 1 << 24, (1 << 24) + 1, 1 << 30, 2**31 - 1, -2**31, -2]
@@ -274,17 +277,21 @@ def model_file(version):
     return struct.pack("<256i", *header, *[0] * 248) + body
 
 
-def state_file():
-    """A training state (gpt/checkpoint.h) of step 5 of the run of RUN_ARGS."""
+def state_file(muon=False):
+    """A training state (gpt/checkpoint.h) of step 5 of the run of RUN_ARGS (muon: and MUON_ARGS,
+    version 2 with the optimizer and MUON_SETTINGS in slots 32-38)."""
     s = SHAPE
-    ints = [20241130, 1, 5, s["maxT"], s["V"], s["L"], s["NH"], s["C"], VP, 1, 64, 1, 2, 10, 5]
+    ints = [20241130, 2 if muon else 1, 5, s["maxT"], s["V"], s["L"], s["NH"], s["C"], VP, 1, 64, 1, 2, 10, 5]
     floats = list(struct.unpack("<4i", struct.pack("<4f", 0.5, 0.5, 0.5, 0.5)))
     # seed 7, loader epoch 0 step 5, sampler 99, flash, not deterministic, no recomputation,
     # classifier chunks of 64 rows, one rank
     rest = [7, 0, 0, 0, 5, 0, 99, 0, 0, 0, 0, 64, 1]
+    if muon:
+        rest += [1, *struct.unpack("<5i", struct.pack("<5f", *MUON_SETTINGS))]
     P = parameter_count(s)
     second_moments = array.array("f", (abs(x) for x in random_values(P, 0.001, 4)))
-    return (struct.pack("<256i", *ints, *floats, *rest, *[0] * (256 - 32)) + random_values(P, 0.05, 2).tobytes() +
+    header = ints + floats + rest
+    return (struct.pack("<256i", *header, *[0] * (256 - len(header))) + random_values(P, 0.05, 2).tobytes() +
             random_values(P, 0.01, 3).tobytes() + second_moments.tobytes())
 
 
@@ -337,6 +344,7 @@ def make_seeds(folder, bins, limit):
     names = {"text": "a.txt", "tokenizer": "data/tokenizer.bin", "shard": "data/train_000000.bin",
              "val": "data/val_000000.bin", "shard32": "shard32.bin", "encoder": "encoder.json",
              "vocab": "vocab.bpe", "model5": "model5.bin", "model3": "model3.bin", "state": "state.bin",
+             "state_muon": "state_muon.bin",
              "log": "log.csv", "config": "hf/config.json", "safetensors": "hf/model.safetensors"}
     paths = {k: os.path.join(folder, v) for k, v in names.items()}
     os.makedirs(os.path.join(folder, "data"))
@@ -345,7 +353,7 @@ def make_seeds(folder, bins, limit):
     config = {"model_type": "gpt2", "n_embd": SHAPE["C"], "n_layer": SHAPE["L"], "n_head": SHAPE["NH"],
               "n_positions": SHAPE["maxT"], "vocab_size": SHAPE["V"]}
     made = {"text": words_text(60, 1), "encoder": encoder, "vocab": vocab, "model5": model_file(5),
-            "model3": model_file(3), "state": state_file(), "log": log_file(),
+            "model3": model_file(3), "state": state_file(), "state_muon": state_file(muon=True), "log": log_file(),
             "config": json.dumps(config, indent=2).encode(), "safetensors": safetensors_file()}
     for name, data in made.items():
         with open(paths[name], "wb") as f:
@@ -549,16 +557,17 @@ def train_gpt_init_from(case):
             "--train-data", case.seeds["shard"], "--tokenizer", case.seeds["tokenizer"]]
 
 
-def train_gpt_resume(which):
-    """train_gpt --resume of a folder whose model (model5) or state file is mutated."""
+def train_gpt_resume(which, state="state", args=()):
+    """train_gpt --resume of a folder whose model (model5) or state file (of the seed state, the
+    run of RUN_ARGS and args) is mutated."""
     def place(case):
-        for seed, name in (("model5", "ckpt/model_00000005.bin"), ("state", "ckpt/state_00000005.bin")):
+        for seed, name in (("model5", "ckpt/model_00000005.bin"), (state, "ckpt/state_00000005.bin")):
             if seed == which:
                 case.write(name, case.mutated)
             else:
                 case.copy(seed, name)
-        return [case.bin("train_gpt"), "--resume", case.path("ckpt"), *RUN_ARGS, "--train-data", case.seeds["shard"],
-                "--tokenizer", case.seeds["tokenizer"]]
+        return [case.bin("train_gpt"), "--resume", case.path("ckpt"), *RUN_ARGS, *args, "--train-data",
+                case.seeds["shard"], "--tokenizer", case.seeds["tokenizer"]]
     return place
 
 
@@ -642,6 +651,8 @@ TARGETS = [
     Target("train_gpt: --init-from model", "train_gpt", "model5", MODEL5, train_gpt_init_from),
     Target("train_gpt: --resume model", "train_gpt", "model5", MODEL5, train_gpt_resume("model5")),
     Target("train_gpt: --resume state", "train_gpt", "state", STATE, train_gpt_resume("state")),
+    Target("train_gpt: --resume Muon state", "train_gpt", "state_muon", STATE,
+           train_gpt_resume("state_muon", "state_muon", MUON_ARGS)),
     Target("generate: checkpoint", "generate", "model3", MODEL3, generate("checkpoint")),
     Target("generate: tokenizer.bin", "generate", "tokenizer", TOKENIZER, generate("tokenizer")),
     Target("import_gpt2.py: model.safetensors", "numpy", "safetensors", SAFETENSORS, import_gpt2("safetensors"),

@@ -242,6 +242,15 @@ def gradient_check(flat, inputs, targets, rng, per_tensor=8, h=1e-4):
         sys.exit(1)
 
 
+def write_reference(path, parts):
+    """The (array, dtype) parts one after another into path (its folder made), through a temporary."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "wb") as f:
+        for array, dtype in parts:
+            f.write(np.ascontiguousarray(array, dtype=dtype).tobytes())
+    os.replace(path + ".tmp", path)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: gen_gpt_reference.py OUTDIR")
@@ -273,13 +282,9 @@ def main():
     hyper = np.zeros(16, dtype="<f4")
     hyper[:6] = [LR, BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, GRAD_CLIP]
     path = os.path.join(outdir, "gpt_reference.bin")
-    os.makedirs(outdir, exist_ok=True)
-    with open(path + ".tmp", "wb") as f:
-        for array, dtype in [(header, "<i4"), (hyper, "<f4"), (inputs, "<i4"), (targets, "<i4"),
-                             (params0, "<f4"), (logits0, "<f4"), (loss0, "<f4"), (grads0, "<f4"),
-                             (grad_norm0, "<f4"), (np.array(losses), "<f4")]:
-            f.write(np.ascontiguousarray(array, dtype=dtype).tobytes())
-    os.replace(path + ".tmp", path)
+    write_reference(path, [(header, "<i4"), (hyper, "<f4"), (inputs, "<i4"), (targets, "<i4"),
+                           (params0, "<f4"), (logits0, "<f4"), (loss0, "<f4"), (grads0, "<f4"),
+                           (grad_norm0, "<f4"), (np.array(losses), "<f4")])
     print(f"{path}: GPT-2 L={L} C={C} B={B} T={T}, loss {losses[0]:.6f} -> {losses[-1]:.6f} "
           f"over {NSTEPS} AdamW steps, grad norm {grad_norm0:.6f}")
 

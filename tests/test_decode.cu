@@ -164,7 +164,7 @@ static void check_inference(const char* name, int samples, DrawSettings d) {
     static InferenceModel cached;
     static GPT full;
     inference_build(&cached, c, samples, length, prompt_len, d);
-    gpt_build(&full, c, 1, length, &mo, NULL);
+    gpt_build(&full, c, 1, length, &mo, NULL, NULL);
     inference_set_params(&cached, values);
     gpt_set_params(&full, values);
     int* tokens = (int*)malloc((size_t)samples * length * sizeof(int));   // (samples, length)

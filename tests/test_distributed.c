@@ -1,7 +1,7 @@
 // tests/test_distributed.c: the data-parallel library on CPU: the launchers' environments,
 // whether --gpus may start ranks under them, the Slurm node list, the TCP rendezvous between
 // forked processes on 127.0.0.1 (delivery, stray connections, time-outs, refusals), the
-// one-command launch of ranks, and ZeRO-1's shard arithmetic.
+// one-command launch of ranks, and ZeRO-1's shard arithmetic (flat, and by matrices for Muon).
 // Run as "test_distributed --child MODE" it is one rank of a launch_local_ranks case.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -531,6 +531,12 @@ static void test_local_launch(const char* self) {
 // ---------------------------------------------------------------------------------------------
 // ZeRO-1 shards
 
+// The flat shards of P parameters (one tensor).
+static int flat_shard(ZeroShard* s, size_t P, int W, int r, size_t align, char* err) {
+    ZeroTensor all = {P, 1};
+    return zero_shard_init(s, &all, 1, W, r, 0, align, err);
+}
+
 static void test_zero_shards(void) {
     test_begin("zero shards: every parameter in exactly one shard, equal aligned chunks");
     static const size_t counts[] = {0, 1, 2, 127, 128, 129, 1000, 4097, 65536, 999983, 124475904};
@@ -544,7 +550,7 @@ static void test_zero_shards(void) {
                 ZeroShard first;
                 for (int r = 0; r < W; r++) {
                     ZeroShard s;
-                    if (zero_shard_init(&s, P, W, r, align, err) != 0) {
+                    if (flat_shard(&s, P, W, r, align, err) != 0) {
                         test_fail("P %zu W %d r %d: %s", P, W, r, err);
                         bad++;
                         break;
@@ -553,7 +559,7 @@ static void test_zero_shards(void) {
                     int ok = s.shard_size % align == 0 && s.shard_size == first.shard_size &&
                              s.padded_count == s.shard_size * (size_t)W && s.padded_count >= P &&
                              s.padded_count - P < (size_t)W * align && s.begin == next &&
-                             s.end >= s.begin && s.end - s.begin <= s.shard_size &&
+                             s.end >= s.begin && s.end - s.begin <= s.shard_size && s.owned == s.end - s.begin &&
                              (s.begin == P || s.begin == (size_t)r * s.shard_size);
                     if (!ok) {
                         test_fail("P %zu align %zu W %d r %d: shard %zu padded %zu [%zu, %zu), "
@@ -570,27 +576,32 @@ static void test_zero_shards(void) {
                 }
             }
     ZeroShard s;
-    CHECK(zero_shard_init(&s, 10, 4, 4, 1, err) != 0, "rank 4 of 4 accepted");
-    CHECK(zero_shard_init(&s, 10, 0, 0, 1, err) != 0, "world size 0 accepted");
+    CHECK(flat_shard(&s, 10, 4, 4, 1, err) != 0, "rank 4 of 4 accepted");
+    CHECK(flat_shard(&s, 10, 0, 0, 1, err) != 0, "world size 0 accepted");
+    ZeroTensor no_unit = {10, 0};
+    CHECK(zero_shard_init(&s, &no_unit, 1, 2, 0, 1, 1, err) != 0, "units of 0 elements accepted");
     test_end();
 
     test_begin("zero shards: each tensor's parts cover it once");
-    static const size_t tensors[] = {50304 * 768, 1024 * 768, 768, 768, 768 * 2304, 2304, 1, 129, 5};
-    size_t ntensors = sizeof(tensors) / sizeof(tensors[0]), P = 0;
-    for (size_t t = 0; t < ntensors; t++) P += tensors[t];
+    static const ZeroTensor tensors[] = {{50304 * 768, 1}, {1024 * 768, 1}, {768, 1}, {768, 1}, {768 * 2304, 1},
+                                         {2304, 1}, {1, 1}, {129, 1}, {5, 1}};
+    int ntensors = (int)(sizeof(tensors) / sizeof(tensors[0]));
+    size_t P = 0;
+    for (int t = 0; t < ntensors; t++) P += tensors[t].count;
     for (int W = 1; W <= 9; W++) {
         size_t covered = 0;
         for (int r = 0; r < W; r++) {
-            zero_shard_init(&s, P, W, r, ZERO_SHARD_ALIGN, err);
+            zero_shard_init(&s, tensors, ntensors, W, r, 0, ZERO_SHARD_ALIGN, err);
+            CHECK(s.param_count == P, "W %d: %zu parameters, expected %zu", W, s.param_count, P);
             size_t in_shard = 0, begin = 0;
-            for (size_t t = 0; t < ntensors; begin += tensors[t++]) {
-                ZeroShardPart part = zero_shard_part(&s, begin, tensors[t]);
+            for (int t = 0; t < ntensors; begin += tensors[t++].count) {
+                ZeroShardPart part = zero_shard_part(&s, tensors, t, r);
                 if (part.count == 0) continue;
-                CHECK(part.param_index >= begin && part.param_index + part.count <= begin + tensors[t] &&
+                CHECK(part.param_index >= begin && part.param_index + part.count <= begin + tensors[t].count &&
                       part.param_index >= s.begin && part.param_index + part.count <= s.end &&
                       part.shard_offset == part.param_index - s.begin &&
                       part.shard_offset == in_shard,
-                      "W %d r %d tensor %zu: part at %zu (+%zu) offset %zu", W, r, t,
+                      "W %d r %d tensor %d: part at %zu (+%zu) offset %zu", W, r, t,
                       part.param_index, part.count, part.shard_offset);
                 in_shard += part.count;
             }
@@ -610,16 +621,16 @@ static void test_zero_shards(void) {
     static const int worlds[] = {1, 2, 3, 7, 8};
     for (size_t a = 0; a < 5; a++) {
         int N = worlds[a];
-        zero_shard_init(&s, n, N, 0, ZERO_SHARD_ALIGN, err);
+        flat_shard(&s, n, N, 0, ZERO_SHARD_ALIGN, err);
         float* file = calloc(s.padded_count, sizeof(float));
         for (int r = 0; r < N; r++) {
-            zero_shard_init(&s, n, N, r, ZERO_SHARD_ALIGN, err);
+            flat_shard(&s, n, N, r, ZERO_SHARD_ALIGN, err);
             for (size_t i = 0; i < s.shard_size; i++)
                 file[r * s.shard_size + i] = s.begin + i < s.end ? (float)(s.begin + i) : 0.0f;
         }
         for (size_t b = 0; b < 5; b++)
             for (int r = 0, M = worlds[b]; r < M; r++) {
-                zero_shard_init(&s, n, M, r, ZERO_SHARD_ALIGN, err);
+                flat_shard(&s, n, M, r, ZERO_SHARD_ALIGN, err);
                 for (size_t i = 0; i < s.shard_size; i++) {
                     float got = s.begin + i < s.end ? file[s.begin + i] : 0.0f;
                     float expected = s.begin + i < n ? (float)(s.begin + i) : 0.0f;
@@ -631,6 +642,117 @@ static void test_zero_shards(void) {
             }
         free(file);
     }
+    test_end();
+}
+
+// Muon's tensors of a GPT of L layers and C channels, vocabulary 50304, context 1024, as gpt.cu
+// gives them to the shard: each layer's matrix a unit, the rest in units of the alignment.
+static int muon_tensors(ZeroTensor* t, size_t L, size_t C) {
+    size_t counts[16] = {50304 * C, 1024 * C, L * C, L * C, L * 3 * C * C, L * 3 * C, L * C * C, L * C,
+                         L * C, L * C, L * 4 * C * C, L * 4 * C, L * 4 * C * C, L * C, C, C};
+    size_t units[16] = {0, 0, 0, 0, 3 * C * C, 0, C * C, 0, 0, 0, 4 * C * C, 0, 4 * C * C, 0, 0, 0};
+    for (int i = 0; i < 16; i++) t[i] = (ZeroTensor){counts[i], units[i] ? units[i] : ZERO_SHARD_ALIGN};
+    return 16;
+}
+
+static void test_zero_shards_by_units(void) {
+    test_begin("zero shards by matrices: whole units, each element in one part, aligned parts, balanced ranks");
+    // d12, d2, one layer, 5 layers, and a tensor whose count is not a multiple of its unit.
+    static const size_t shapes[][2] = {{12, 768}, {2, 128}, {1, 64}, {5, 64}};
+    char err[ERR_LEN] = "";
+    ZeroTensor t[17];
+    for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]) + 1; k++) {
+        int n = k < 4 ? muon_tensors(t, shapes[k][0], shapes[k][1]) : 3;
+        if (k == 4) {
+            t[0] = (ZeroTensor){1000, 300};
+            t[1] = (ZeroTensor){7, 128};
+            t[2] = (ZeroTensor){0, 5};
+        }
+        for (int W = 1; W <= 13; W += W < 9 ? 1 : 4) {
+            size_t tensor_begin = 0;
+            ZeroShard s;
+            size_t offsets[64] = {0}, owned[64] = {0}, sizes[64] = {0};
+            for (int r = 0; r < W; r++) {
+                zero_shard_init(&s, t, n, W, r, 1, ZERO_SHARD_ALIGN, err);
+                sizes[r] = s.shard_size;
+                owned[r] = s.owned;
+            }
+            for (int i = 0; i < n; tensor_begin += t[i++].count) {
+                size_t next = tensor_begin, units = (t[i].count + t[i].unit - 1) / t[i].unit, least = units, most = 0;
+                for (int r = 0; r < W; r++) {
+                    zero_shard_init(&s, t, n, W, r, 1, ZERO_SHARD_ALIGN, err);
+                    ZeroShardPart part = zero_shard_part(&s, t, i, r);
+                    size_t mine = (part.count + t[i].unit - 1) / t[i].unit;
+                    least = mine < least ? mine : least;
+                    most = mine > most ? mine : most;
+                    if (part.count == 0) continue;
+                    int whole = (part.param_index - tensor_begin) % t[i].unit == 0 &&
+                                (part.count % t[i].unit == 0 || part.param_index + part.count == tensor_begin + t[i].count);
+                    CHECK(part.param_index == next && whole && part.shard_offset % ZERO_SHARD_ALIGN == 0 &&
+                          part.shard_offset >= offsets[r] && part.shard_offset + part.count <= s.shard_size,
+                          "case %zu W %d r %d tensor %d: part at %zu (+%zu) offset %zu, expected from %zu, offset >= %zu",
+                          k, W, r, i, part.param_index, part.count, part.shard_offset, next, offsets[r]);
+                    next = part.param_index + part.count;
+                    offsets[r] = part.shard_offset + part.count;
+                    owned[r] -= part.count;
+                }
+                CHECK(next == tensor_begin + t[i].count || t[i].count == 0, "case %zu W %d tensor %d: the parts end at %zu of %zu",
+                      k, W, i, next - tensor_begin, t[i].count);
+                CHECK(most - least <= 1, "case %zu W %d tensor %d: %zu to %zu units a rank", k, W, i, least, most);
+            }
+            for (int r = 0; r < W; r++) {
+                zero_shard_init(&s, t, n, W, r, 1, ZERO_SHARD_ALIGN, err);
+                CHECK(owned[r] == 0 && s.padded_count == s.param_count && offsets[r] <= sizes[r] &&
+                      sizes[r] - offsets[r] < ZERO_SHARD_ALIGN,
+                      "case %zu W %d r %d: %zu owned elements in no part; shard of %zu, parts up to %zu", k, W, r,
+                      owned[r], sizes[r], offsets[r]);
+            }
+        }
+    }
+    test_end();
+
+    test_begin("zero shards by matrices: state written by N ranks resumes on M ranks, flat or by matrices");
+    // The file holds parameter i's value i; N ranks by matrices gather their arrays into it part
+    // by part (the broadcasts of a checkpoint), then M ranks read their parts back, by matrices
+    // or flat (a resume under AdamW's ZeRO-1 reads the same file).
+    int n = muon_tensors(t, 5, 64);
+    ZeroShard s;
+    zero_shard_init(&s, t, n, 1, 0, 1, ZERO_SHARD_ALIGN, err);
+    size_t P = s.param_count;
+    float* file = malloc(P * sizeof(float));
+    static const int worlds[] = {1, 2, 3, 7};
+    for (size_t a = 0; a < 4; a++) {
+        int N = worlds[a];
+        for (size_t i = 0; i < P; i++) file[i] = -1.0f;
+        for (int r = 0; r < N; r++) {
+            zero_shard_init(&s, t, n, N, r, 1, ZERO_SHARD_ALIGN, err);
+            float* array = calloc(s.shard_size, sizeof(float));
+            for (int i = 0; i < n; i++) {
+                ZeroShardPart part = zero_shard_part(&s, t, i, r);
+                for (size_t j = 0; j < part.count; j++) array[part.shard_offset + j] = (float)(part.param_index + j);
+            }
+            for (int i = 0; i < n; i++) {
+                ZeroShardPart part = zero_shard_part(&s, t, i, r);
+                memcpy(file + part.param_index, array + part.shard_offset, part.count * sizeof(float));
+            }
+            free(array);
+        }
+        for (size_t b = 0; b < 8; b++)
+            for (int r = 0, M = worlds[b % 4]; r < M; r++) {
+                zero_shard_init(&s, t, n, M, r, b < 4, ZERO_SHARD_ALIGN, err);
+                int wrong = 0;
+                for (int i = 0; i < n && !wrong; i++) {
+                    ZeroShardPart part = zero_shard_part(&s, t, i, r);
+                    for (size_t j = 0; j < part.count && !wrong; j++)
+                        if (file[part.param_index + j] != (float)(part.param_index + j)) {
+                            test_fail("%d -> %d ranks (%s), rank %d parameter %zu: %g", N, M, b < 4 ? "by matrices" : "flat",
+                                      r, part.param_index + j, file[part.param_index + j]);
+                            wrong = 1;
+                        }
+                }
+            }
+    }
+    free(file);
     test_end();
 }
 
@@ -646,5 +768,6 @@ int main(int argc, char** argv) {
     test_rendezvous_refusals(results);
     test_local_launch(argv[0]);
     test_zero_shards();
+    test_zero_shards_by_units();
     return test_exit_code();
 }

@@ -5,7 +5,7 @@
 // with the activations recomputed in the backward and the classifier in chunks of rows; the
 // gradients of that batch through a model built for a larger one.
 // Then a resume with the train_gpt program: N steps straight vs N/2 steps, checkpoint, resume,
-// on shards written here;
+// on shards written here (AdamW and Muon; Muon's float64 tests are tests/test_muon.cu);
 // the memory sizes (linear in T for flash, host only); naive and flash training side by side on
 // tinyshakespeare (the test text, TEST_TEXT), their loss curves compared.
 //
@@ -31,6 +31,8 @@
 #include "gpt/gpt.h"
 #include "gpt/lr_schedule.h"
 #include "gpt/sampler.h"
+#include "layers/muon.h"
+#include "tests/reference_file.h"
 #include "tests/test.h"
 
 #define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
@@ -60,27 +62,14 @@ static int read_floats(FILE* f, float* out, size_t n) { return fread(out, sizeof
 
 // 0 and a filled ref, or -1 with why.
 static int load_reference(const char* path, Reference* r, char* why) {
-    FILE* f = fopen(path, "rb");
-    if (!f) {
-        set_err(why, "%s: cannot open (tests/gen_gpt_reference.py writes it)", path);
-        return -1;
-    }
-    int32_t h[256];
-    if (fread(h, sizeof(int32_t), 256, f) != 256 || h[0] != 20241129 || h[1] != 1) {
-        set_err(why, "%s: bad header", path);
-        fclose(f);
-        return -1;
-    }
-    r->B = h[2];
-    r->T = h[3];
-    r->config = (GPTConfig){.maxT = h[4], .V = h[5], .Vp = h[6], .L = h[7], .NH = h[8], .C = h[9]};
-    r->nsteps = h[10];
-    r->P = (size_t)h[11];
-    if (r->P != count_params(&r->config)) {
-        set_err(why, "%s: %zu parameters, the model has %zu", path, r->P, count_params(&r->config));
-        fclose(f);
-        return -1;
-    }
+    ReferenceHeader h;
+    FILE* f = open_reference(path, 20241129, "tests/gen_gpt_reference.py", &h, why);
+    if (!f) return -1;
+    r->B = h.B;
+    r->T = h.T;
+    r->config = h.config;
+    r->nsteps = h.nsteps;
+    r->P = h.P;
     size_t N = (size_t)r->B * r->T, V = r->config.V;
     r->inputs = (int*)malloc(N * sizeof(int));
     r->targets = (int*)malloc(N * sizeof(int));
@@ -96,16 +85,6 @@ static int load_reference(const char* path, Reference* r, char* why) {
     fclose(f);
     if (!ok) set_err(why, "%s: truncated", path);
     return ok ? 0 : -1;
-}
-
-// ||a - b|| / ||b|| over n values (a in bf16 on the device side, given as floats).
-static double relative_l2(const float* a, const float* b, size_t n) {
-    double diff = 0.0, ref = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        diff += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        ref += (double)b[i] * b[i];
-    }
-    return ref > 0.0 ? sqrt(diff / ref) : sqrt(diff);
 }
 
 static void copy_bf16_to_floats(float* out, const bf16* dev, size_t n) {
@@ -140,7 +119,9 @@ static void test_reference(const Reference* r, ModelOptions opt) {
         return;
     }
     GPT g;
-    gpt_build(&g, *c, B, T, &opt, NULL);
+    OptimizerConfig adamw = {.kind = OPTIMIZER_ADAMW, .lr = r->hyper[0], .b1 = r->hyper[1], .b2 = r->hyper[2],
+                             .eps = r->hyper[3], .weight_decay = r->hyper[4], .grad_clip = r->hyper[5]};
+    gpt_build(&g, *c, B, T, &opt, NULL, &adamw);
     gpt_set_params(&g, r->params);
 
     // Forward: logits, a chunk of rows at a time, and loss.
@@ -211,7 +192,6 @@ static void test_reference(const Reference* r, ModelOptions opt) {
     // AdamW: nsteps updates on the same batch, comparing the loss before each.
     snprintf(name, sizeof(name), "gpt adamw %s", mode);
     test_begin(name);
-    AdamWConfig adam = {r->hyper[1], r->hyper[2], r->hyper[3], r->hyper[4], r->hyper[5]};
     gpt_set_params(&g, r->params);
     double worst_step = 0.0;
     for (int t = 0; t < r->nsteps; t++) {
@@ -220,7 +200,7 @@ static void test_reference(const Reference* r, ModelOptions opt) {
         gpt_classifier(&g, r->targets, B, T, 1.0f / N, 1);
         gpt_backward(&g, r->inputs, 1);
         float step_loss = gpt_mean_loss(&g, N);
-        gpt_update(&g, &adam, r->hyper[0]);
+        gpt_update(&g, g.optimizer.lr);
         double err = fabs(step_loss - r->losses[t]) / fabs(r->losses[t]);
         worst_step = err > worst_step ? err : worst_step;
         CHECK(err < TOL_ADAMW, "step %d: loss %.6f vs reference %.6f", t + 1, step_loss, r->losses[t]);
@@ -244,7 +224,7 @@ static void test_backward_of_smaller_forward(const Reference* r) {
     ModelOptions opt = {.attention = {.kind = ATTENTION_FLASH, .deterministic = 1}};
     test_begin(SMALLER_FORWARD_NAME);
     GPT g;
-    gpt_build(&g, *c, B + 1, c->maxT, &opt, NULL);
+    gpt_build(&g, *c, B + 1, c->maxT, &opt, NULL, NULL);
     gpt_set_params(&g, r->params);
     cudaCheck(cudaMemset(g.acts_memory, 0xff, memory_sizes_total(&g.sizes) - g.sizes.params - g.sizes.grads -
                          g.sizes.optimizer));   // NaN
@@ -375,11 +355,11 @@ static void keep_final_model(const TrainRuns* runs, const char* out, const char*
 }
 
 // 6 steps straight vs resuming from the step-3 checkpoint: the same losses and the same final
-// model, bit for bit. The data loader crosses epochs with shuffling.
-static void test_resume(const char* name, const char* mode_args) {
+// model, bit for bit. The data loader crosses epochs with shuffling. The runs go to folder.
+static void test_resume(const char* name, const char* folder, const char* mode_args) {
     test_begin(name);
     TrainRuns runs;
-    train_runs_init(&runs, strstr(mode_args, "naive") ? "gpt_resume_naive" : "gpt_resume_flash");
+    train_runs_init(&runs, folder);
     char extra[8192], kept_model[4200], model6[4096], state6[4096], out_dir[4096];
     float straight[RUN_STEPS], resumed[RUN_STEPS];
     snprintf(extra, sizeof(extra), "-B %d %s", RUN_B, mode_args);
@@ -402,19 +382,20 @@ static void test_resume(const char* name, const char* mode_args) {
 
 // Data parallelism through NCCL with one rank (--gpus 1: the launcher, the rendezvous, the
 // communicator, the averaging and with --zero 1 the sharded update and the all-gather, all of
-// world size 1) gives the losses of the run without it, bit for bit (deterministic attention;
-// an average over one rank is the value itself).
-static void test_data_parallel_one_rank(void) {
-    test_begin("gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too");
+// world size 1; under Muon the shard by matrices and its broadcasts) gives the losses of the run
+// without it, bit for bit (deterministic attention; an average over one rank is the value
+// itself). optimizer: the runs' optimizer options; the runs go to folder.
+static void test_data_parallel_one_rank(const char* name, const char* folder, const char* optimizer) {
+    test_begin(name);
     TrainRuns runs;
-    train_runs_init(&runs, "gpt_dp1");
+    train_runs_init(&runs, folder);
     float plain[RUN_STEPS], dp[RUN_STEPS], zero[RUN_STEPS], resumed[RUN_STEPS];
     char extra[4400], kept[4200];
-    snprintf(extra, sizeof(extra), "-B %d --deterministic", RUN_B);
+    snprintf(extra, sizeof(extra), "-B %d --deterministic %s", RUN_B, optimizer);
     train_runs_run(&runs, "plain", "plain", extra, plain);
-    snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1", RUN_B);
+    snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1 %s", RUN_B, optimizer);
     train_runs_run(&runs, "dp", "dp", extra, dp);
-    snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1 --zero 1", RUN_B);
+    snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1 --zero 1 %s", RUN_B, optimizer);
     train_runs_run(&runs, "zero", "zero", extra, zero);
     for (int i = 0; i < RUN_STEPS; i++) {
         CHECK(memcmp(&plain[i], &dp[i], sizeof(float)) == 0, "step %d: %.9g alone, %.9g through NCCL", i + 1,
@@ -425,7 +406,8 @@ static void test_data_parallel_one_rank(void) {
     // The run without ranks resumed through NCCL with the sharded optimizer state (read back
     // shard by shard), from its step-3 checkpoint.
     keep_final_model(&runs, "plain", "plain", kept, sizeof(kept));
-    snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1 --zero 1 --resume '%s/plain'", RUN_B, runs.dir);
+    snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1 --zero 1 %s --resume '%s/plain'", RUN_B, optimizer,
+             runs.dir);
     train_runs_run(&runs, "plain_resumed_zero", "plain", extra, resumed);
     for (int i = RUN_STEPS / 2; i < RUN_STEPS; i++)
         CHECK(memcmp(&plain[i], &resumed[i], sizeof(float)) == 0, "step %d: %.9g straight, %.9g resumed with --zero 1",
@@ -493,30 +475,52 @@ static void test_context_parallel(void) {
 // run it came from.
 #define TOL_DP 2e-3
 
-static void test_data_parallel_two_ranks(void) {
-    const char* name = "gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2";
+static void test_data_parallel_two_ranks(const char* name, const char* folder, const char* optimizer) {
     if (skipped_below_two_gpus(name)) return;
     test_begin(name);
     TrainRuns runs;
-    train_runs_init(&runs, "gpt_dp2");
+    train_runs_init(&runs, folder);
     float one[RUN_STEPS], two[RUN_STEPS], two_zero[RUN_STEPS], resumed[RUN_STEPS];
     char extra[4096], kept[4200];
-    snprintf(extra, sizeof(extra), "-B %d", RUN_B);
+    snprintf(extra, sizeof(extra), "-B %d %s", RUN_B, optimizer);
     train_runs_run(&runs, "one", "one", extra, one);
-    snprintf(extra, sizeof(extra), "-B %d --gpus 2", RUN_B);
+    snprintf(extra, sizeof(extra), "-B %d --gpus 2 %s", RUN_B, optimizer);
     train_runs_run(&runs, "two", "two", extra, two);
-    snprintf(extra, sizeof(extra), "-B %d --gpus 2 --zero 1", RUN_B);
+    snprintf(extra, sizeof(extra), "-B %d --gpus 2 --zero 1 %s", RUN_B, optimizer);
     train_runs_run(&runs, "two_zero", "two_zero", extra, two_zero);
     check_close_losses(two, one, 0, TOL_DP, "2 ranks against 1");
     check_close_losses(two_zero, one, 0, TOL_DP, "2 ranks with --zero 1 against 1");
     keep_final_model(&runs, "two_zero", "two_zero", kept, sizeof(kept));
-    snprintf(extra, sizeof(extra), "-B %d --resume '%s/two_zero'", RUN_B, runs.dir);
+    snprintf(extra, sizeof(extra), "-B %d %s --resume '%s/two_zero'", RUN_B, optimizer, runs.dir);
     train_runs_run(&runs, "resume_2_to_1", "two_zero", extra, resumed);
     check_close_losses(resumed, two_zero, RUN_STEPS / 2, TOL_DP, "2 ranks (--zero 1) resumed on 1");
     keep_final_model(&runs, "one", "one", kept, sizeof(kept));
-    snprintf(extra, sizeof(extra), "-B %d --gpus 2 --zero 1 --resume '%s/one'", RUN_B, runs.dir);
+    snprintf(extra, sizeof(extra), "-B %d --gpus 2 --zero 1 %s --resume '%s/one'", RUN_B, optimizer, runs.dir);
     train_runs_run(&runs, "resume_1_to_2", "one", extra, resumed);
     check_close_losses(resumed, one, RUN_STEPS / 2, TOL_DP, "1 rank resumed on 2 (--zero 1)");
+    test_end();
+}
+
+// Two runs with --deterministic from the same seed: the same losses and the same final model and
+// training state, bit for bit.
+static void test_deterministic_runs(const char* name, const char* mode_args) {
+    test_begin(name);
+    TrainRuns runs;
+    train_runs_init(&runs, "gpt_deterministic");
+    float losses[2][RUN_STEPS];
+    char extra[8192], dirs[2][4096], models[2][4096], states[2][4096];
+    const char* labels[2] = {"first", "second"};
+    snprintf(extra, sizeof(extra), "-B %d %s", RUN_B, mode_args);
+    for (int k = 0; k < 2; k++) {
+        train_runs_run(&runs, labels[k], labels[k], extra, losses[k]);
+        snprintf(dirs[k], sizeof(dirs[k]), "%s/%s", runs.dir, labels[k]);
+        checkpoint_paths(dirs[k], RUN_STEPS, models[k], states[k], sizeof(models[k]));
+    }
+    for (int i = 0; i < RUN_STEPS; i++)
+        CHECK(!isnan(losses[0][i]) && memcmp(&losses[0][i], &losses[1][i], sizeof(float)) == 0,
+              "step %d: loss %.9g, then %.9g", i + 1, losses[0][i], losses[1][i]);
+    CHECK(files_equal(models[0], models[1]), "the final models differ");
+    CHECK(files_equal(states[0], states[1]), "the final training states differ");
     test_end();
 }
 
@@ -561,7 +565,7 @@ static void test_memory_sizes(void) {
     for (int i = 0; i < 3; i++) {
         size_t T = 32768 * (size_t)(i + 1);
         c.maxT = (int)T;
-        MemorySizes m = gpt_memory_sizes(&c, 1, (int)T, &flash, NULL);
+        MemorySizes m = gpt_memory_sizes(&c, 1, (int)T, &flash, NULL, NULL);
         total[i] = (double)memory_sizes_total(&m);
         CHECK(m.attention_saved == L * NH * T * sizeof(float), "flash keeps %zu bytes at T %zu", m.attention_saved, T);
         CHECK(m.logits <= CLASSIFIER_CHUNK_BYTES, "logits of %zu bytes at T %zu", m.logits, T);
@@ -570,22 +574,38 @@ static void test_memory_sizes(void) {
     double curvature = total[2] - 2.0 * total[1] + total[0];
     CHECK(fabs(curvature) < 1e6, "flash memory is not linear in T: second difference %.0f bytes", curvature);
     c.maxT = 4096;
-    MemorySizes m = gpt_memory_sizes(&c, 1, 4096, &naive, NULL);
+    MemorySizes m = gpt_memory_sizes(&c, 1, 4096, &naive, NULL, NULL);
     CHECK(m.attention_saved == L * NH * 4096 * 4096 * sizeof(bf16), "naive keeps %zu bytes", m.attention_saved);
     c.maxT = 1024;
     size_t N = 64 * 1024;
-    MemorySizes none = gpt_memory_sizes(&c, 64, 1024, &naive, NULL);
+    MemorySizes none = gpt_memory_sizes(&c, 64, 1024, &naive, NULL, NULL);
     ModelOptions re = naive;
     re.recompute = RECOMPUTE_GELU;
-    MemorySizes gelu = gpt_memory_sizes(&c, 64, 1024, &re, NULL);
+    MemorySizes gelu = gpt_memory_sizes(&c, 64, 1024, &re, NULL, NULL);
     re.recompute = RECOMPUTE_GELU | RECOMPUTE_LAYERNORM;
-    MemorySizes both = gpt_memory_sizes(&c, 64, 1024, &re, NULL);
+    MemorySizes both = gpt_memory_sizes(&c, 64, 1024, &re, NULL, NULL);
     CHECK(none.activations - gelu.activations == (L - 1) * N * 4 * C * sizeof(bf16),
           "recompute gelu frees %zu bytes", none.activations - gelu.activations);
     CHECK(gelu.activations - both.activations == (2 * L - 1) * N * C * sizeof(bf16),
           "recompute layernorm frees %zu bytes", gelu.activations - both.activations);
     printf("    naive, B 64, T 1024: %.2f GiB, recompute gelu %.2f GiB, gelu,layernorm %.2f GiB\n",
            GIB(memory_sizes_total(&none)), GIB(memory_sizes_total(&gelu)), GIB(memory_sizes_total(&both)));
+    // The optimizers: the same state (master, m, v), and under Muon the Newton-Schulz scratch of
+    // its largest batch of matrices, fcw's (L, 4C, C); ZeRO-1 over 4 ranks cuts it to 3 layers'.
+    OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW), muon = optimizer_defaults(OPTIMIZER_MUON);
+    MemorySizes with_adamw = gpt_memory_sizes(&c, 64, 1024, &naive, NULL, &adamw);
+    MemorySizes with_muon = gpt_memory_sizes(&c, 64, 1024, &naive, NULL, &muon);
+    CHECK(with_adamw.optimizer == 3 * none.params / sizeof(bf16) * sizeof(float) && with_adamw.optimizer_scratch == 0 &&
+          none.optimizer == 0, "AdamW's state %zu bytes, scratch %zu", with_adamw.optimizer, with_adamw.optimizer_scratch);
+    CHECK(with_muon.optimizer == with_adamw.optimizer &&
+          with_muon.optimizer_scratch == muon_scratch_bytes((int)L, 4 * (int)C, (int)C),
+          "Muon's state %zu bytes, scratch %zu", with_muon.optimizer, with_muon.optimizer_scratch);
+    DataParallel four = {.comm = NULL, .rank = 3, .world_size = 4, .zero_stage = 1};
+    MemorySizes sharded = gpt_memory_sizes(&c, 64, 1024, &naive, &four, &muon);
+    CHECK(sharded.optimizer_scratch == muon_scratch_bytes((int)L / 4, 4 * (int)C, (int)C),
+          "Muon's scratch on rank 3 of 4: %zu bytes", sharded.optimizer_scratch);
+    printf("    Muon's Newton-Schulz scratch at d12: %.3f GiB; of rank 3 of 4 with ZeRO-1: %.3f GiB\n",
+           GIB(with_muon.optimizer_scratch), GIB(sharded.optimizer_scratch));
     test_end();
 }
 
@@ -617,13 +637,14 @@ static void test_loss_curves(void) {
     CHECK(ok, "the test text has %ld bytes, fewer than two sequences", n);
     GPTConfig c = {.maxT = CURVE_T, .V = 256, .Vp = 256, .L = 2, .NH = 2, .C = 128};
     LRSchedule schedule = {.lr = 2e-3f, .warmup_steps = 20, .min_lr_frac = 0.1f};
-    AdamWConfig adam = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW);
+    adamw.lr = schedule.lr;
     static float curves[2][CURVE_STEPS];
     const AttentionKind kinds[2] = {ATTENTION_NAIVE, ATTENTION_FLASH};
     for (int k = 0; ok && k < 2; k++) {
         ModelOptions mo = {.attention = {.kind = kinds[k]}};
         GPT g;
-        gpt_build(&g, c, CURVE_B, CURVE_T, &mo, NULL);
+        gpt_build(&g, c, CURVE_B, CURVE_T, &mo, NULL, &adamw);
         gpt_init_random(&g, 7);
         for (int step = 0; step < CURVE_STEPS; step++) {
             for (int b = 0; b < CURVE_B; b++) {
@@ -638,7 +659,7 @@ static void test_loss_curves(void) {
             gpt_classifier(&g, g.host_targets, CURVE_B, CURVE_T, 1.0f / (CURVE_B * CURVE_T), 1);
             gpt_backward(&g, g.host_tokens, 1);
             curves[k][step] = gpt_mean_loss(&g, CURVE_B * CURVE_T);
-            gpt_update(&g, &adam, learning_rate(&schedule, step + 1, CURVE_STEPS));
+            gpt_update(&g, learning_rate(&schedule, step + 1, CURVE_STEPS));
         }
         gpt_free(&g);
     }
@@ -684,6 +705,15 @@ int main(void) {
     const char* resume_naive_args = "--attention naive";
     const char* resume_flash_name = "gpt resume bit-exact flash recompute gelu,layernorm chunk 40";
     const char* resume_naive_name = "gpt resume bit-exact naive";
+    // Muon at a learning rate that moves a d2 in 6 steps.
+    const char* muon_args = "--optimizer muon --lr 0.02";
+    const char* resume_muon_args = "--optimizer muon --lr 0.02 --attention flash --deterministic";
+    const char* resume_muon_name = "gpt resume bit-exact muon";
+    const char* deterministic_name = "gpt --deterministic muon: two runs, the same bits";
+    const char* dp1_name = "gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too";
+    const char* dp1_muon_name = "gpt data parallel through NCCL, one rank, muon, with and without --zero 1 (by matrices)";
+    const char* dp2_name = "gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2";
+    const char* dp2_muon_name = "gpt data parallel, muon, 2 ranks against 1, --zero 0 and 1 (by matrices), resume 2->1 and 1->2";
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         const char* parts[] = {"forward", "backward", "adamw"};
@@ -696,12 +726,9 @@ int main(void) {
             }
         }
         test_skip(SMALLER_FORWARD_NAME, "no CUDA device");
-        test_skip(resume_naive_name, "no CUDA device");
-        test_skip(resume_flash_name, "no CUDA device");
-        test_skip("gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too",
-                  "no CUDA device");
-        test_skip("gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2",
-                  "no CUDA device");
+        const char* runs[] = {resume_naive_name, resume_flash_name, resume_muon_name, deterministic_name, dp1_name,
+                              dp1_muon_name, dp2_name, dp2_muon_name};
+        for (const char* run : runs) test_skip(run, "no CUDA device");
         test_skip("gpt context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
                   "no CUDA device");
         test_skip("gpt context parallel through NCCL on 2 GPUs: the losses of the simulated ring", "no CUDA device");
@@ -719,10 +746,14 @@ int main(void) {
         for (int i = 0; i < n_modes; i++) test_reference(&r, modes[i]);
         test_backward_of_smaller_forward(&r);
     }
-    test_resume(resume_naive_name, resume_naive_args);
-    test_resume(resume_flash_name, resume_flash_args);
-    test_data_parallel_one_rank();
-    test_data_parallel_two_ranks();
+    test_resume(resume_naive_name, "gpt_resume_naive", resume_naive_args);
+    test_resume(resume_flash_name, "gpt_resume_flash", resume_flash_args);
+    test_resume(resume_muon_name, "gpt_resume_muon", resume_muon_args);
+    test_deterministic_runs(deterministic_name, resume_muon_args);
+    test_data_parallel_one_rank(dp1_name, "gpt_dp1", "");
+    test_data_parallel_one_rank(dp1_muon_name, "gpt_dp1_muon", muon_args);
+    test_data_parallel_two_ranks(dp2_name, "gpt_dp2", "");
+    test_data_parallel_two_ranks(dp2_muon_name, "gpt_dp2_muon", muon_args);
     test_context_parallel();
     test_loss_curves();
     return test_exit_code();

@@ -9,6 +9,7 @@
 #include "distributed/nccl_comm.h"
 #include "distributed/rendezvous.h"
 #include "distributed/zero_shard.h"
+#include "tests/device_vectors.h"
 #include "tests/test.h"
 
 extern char** environ;
@@ -23,32 +24,20 @@ static int report(int rank, const char* what, size_t i, float got, float expecte
     return 1;
 }
 
-static void to_device(bf16* d, const std::vector<float>& h) {
-    std::vector<bf16> b(h.size());
-    for (size_t i = 0; i < h.size(); i++) b[i] = __float2bfloat16(h[i]);
-    cudaCheck(cudaMemcpy(d, b.data(), b.size() * sizeof(bf16), cudaMemcpyHostToDevice));
-}
-
-static std::vector<float> from_device(const bf16* d, size_t n) {
-    std::vector<bf16> b(n);
-    cudaCheck(cudaMemcpy(b.data(), d, n * sizeof(bf16), cudaMemcpyDeviceToHost));
-    std::vector<float> h(n);
-    for (size_t i = 0; i < n; i++) h[i] = __bfloat162float(b[i]);
-    return h;
-}
-
 // Every collective once on this rank; the number of wrong results (each said on stderr).
 static int check_collectives(NcclComm* comm, int rank, int world) {
     cudaStream_t stream;
     cudaCheck(cudaStreamCreate(&stream));
     char err[ERR_LEN];
     ZeroShard s;
-    if (zero_shard_init(&s, 1000, world, rank, ZERO_SHARD_ALIGN, err) != 0) die("%s", err);
+    ZeroTensor all = {1000, 1};
+    if (zero_shard_init(&s, &all, 1, world, rank, 0, ZERO_SHARD_ALIGN, err) != 0) die("%s", err);
     size_t n = s.padded_count, S = s.shard_size, first = (size_t)rank * S;
     bf16* buf;
     float* fbuf;
     cudaCheck(cudaMalloc(&buf, n * sizeof(bf16)));
-    cudaCheck(cudaMalloc(&fbuf, n * sizeof(float)));
+    size_t parts_total = 100 * (size_t)world * (world + 1) / 2;   // the broadcasts' below
+    cudaCheck(cudaMalloc(&fbuf, (n > parts_total ? n : parts_total) * sizeof(float)));
     int bad = 0;
 
     std::vector<float> h(n);
@@ -71,17 +60,27 @@ static int check_collectives(NcclComm* comm, int rank, int world) {
     for (size_t i = 0; i < n; i++)
         if (h[i] != (float)(i % 251)) { bad += report(rank, "all-gather bf16", i, h[i], (float)(i % 251)); break; }
 
-    // A checkpoint's fp32 state, gathered out of place.
+    // Parts of different sizes, one broadcast each, in one group: rank r's part is r + 1 chunks
+    // of 100 values from (its first chunk) r (r + 1) / 2 on, which it sends out of place from
+    // its own array (a checkpoint's fp32 state) and the others receive in place.
     float* fshard;
-    cudaCheck(cudaMalloc(&fshard, S * sizeof(float)));
-    for (size_t j = 0; j < S; j++) mine[j] = (float)(first + j);
-    cudaCheck(cudaMemcpy(fshard, mine.data(), S * sizeof(float), cudaMemcpyHostToDevice));
-    nccl_all_gather_f32(comm, fshard, fbuf, S, stream);
+    size_t part = 100 * (size_t)(rank + 1), at = 100 * (size_t)rank * (rank + 1) / 2;
+    size_t total = 100 * (size_t)world * (world + 1) / 2;
+    cudaCheck(cudaMalloc(&fshard, part * sizeof(float)));
+    std::vector<float> own(part);
+    for (size_t j = 0; j < part; j++) own[j] = (float)(at + j);
+    cudaCheck(cudaMemcpy(fshard, own.data(), part * sizeof(float), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemset(fbuf, 0xff, total * sizeof(float)));
+    nccl_group_begin();
+    for (int r = 0; r < world; r++)
+        nccl_broadcast(comm, r == rank ? fshard : NULL, fbuf + 100 * (size_t)r * (r + 1) / 2,
+                       100 * (size_t)(r + 1) * sizeof(float), r, stream);
+    nccl_group_end();
     cudaCheck(cudaStreamSynchronize(stream));
-    h.resize(n);
-    cudaCheck(cudaMemcpy(h.data(), fbuf, n * sizeof(float), cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < n; i++)
-        if (h[i] != (float)i) { bad += report(rank, "all-gather f32", i, h[i], (float)i); break; }
+    h.resize(total);
+    cudaCheck(cudaMemcpy(h.data(), fbuf, total * sizeof(float), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < total; i++)
+        if (h[i] != (float)i) { bad += report(rank, "broadcast parts f32", i, h[i], (float)i); break; }
 
     // The losses (averaged).
     float got[2] = {(float)(rank + 1), 0.5f}, expected[2] = {(world + 1) / 2.0f, 0.5f};

@@ -82,13 +82,12 @@ static double now_seconds(void) {
 
 // One optimizer step as train_gpt takes it, on the batch in the model's host buffers.
 static float train_step(GPT* g, int B, int T) {
-    AdamWConfig adam = {.b1 = 0.9f, .b2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 1.0f};
     gpt_zero_grads(g);
     gpt_forward(g, g->host_tokens, B, T);
     gpt_classifier(g, g->host_targets, B, T, 1.0f / (B * T), 1);
     gpt_backward(g, g->host_tokens, 1);
     float loss = gpt_mean_loss(g, B * T);
-    gpt_update(g, &adam, 1e-3f);
+    gpt_update(g, g->optimizer.lr);
     cudaCheck(cudaStreamSynchronize(g->stream));
     return loss;
 }
@@ -106,7 +105,9 @@ static void test_profiled_step(void) {
     }
     test_begin(name);
     GPT g;
-    gpt_build(&g, D2, B, T, &opt, NULL);
+    OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW);
+    adamw.lr = 1e-3f;
+    gpt_build(&g, D2, B, T, &opt, NULL, &adamw);
     size_t P = g.num_params;
     float* start = (float*)malloc(P * sizeof(float));
     bf16* profiled = (bf16*)malloc(P * sizeof(bf16));

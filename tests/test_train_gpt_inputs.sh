@@ -57,6 +57,10 @@ else:
     floats = [0.5, 0.5, 0.5, 0.5]
     rest = [7, 0, 0, 0, 5, 0, 99, 0, 0, 0, 0, 64, int(opt.get("world_size", 0))]
     header = ints + [struct.unpack("<i", struct.pack("<f", x))[0] for x in floats] + rest
+    if "muon" in opt:  # version 2: the optimizer and Muon's momentum, lrs and betas in slots 32-38
+        header[1] = 2
+        muon = [0.9, 0.001, 0.002, 0.8, 0.95]
+        header += [1] + [struct.unpack("<i", struct.pack("<f", x))[0] for x in muon]
     body = bytearray(4 * 3 * P)
     if "nan" in opt:
         body[4 * int(opt["nan"]):4 * int(opt["nan"]) + 4] = struct.pack("<f", float("nan"))
@@ -166,7 +170,26 @@ done <<'EOF'
 --recompute gelu|--recompute none
 --classifier-chunk 32|--classifier-chunk 64
 --total-batch-size 128|--total-batch-size 64
+--optimizer muon|--optimizer adamw
 EOF
+# A Muon run's state: resumed with its settings, or refused naming the one that differs.
+muon="--optimizer muon --muon-momentum 0.9 --embedding-lr 0.001 --vector-lr 0.002"
+pair "$tmp/muon" -- muon=1
+resume "$tmp/muon" $muon
+check "a Muon run resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+while IFS='|' read -r asked was; do
+    resume "$tmp/muon" $muon $asked
+    check "muon $asked: $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/muon: the run used $was, this one asks for $asked"
+done <<'EOF'
+--muon-momentum 0.8|--muon-momentum 0.9
+--embedding-lr 0.003|--embedding-lr 0.001
+--vector-lr 0.003|--vector-lr 0.002
+--adam-beta1 0.9|--adam-beta1 0.8
+--adam-beta2 0.99|--adam-beta2 0.95
+EOF
+resume "$tmp/muon"
+check "a Muon run resumed with AdamW: $(last "$tmp/out")" says "$tmp/out" \
+    "--resume $tmp/muon: the run used --optimizer muon, this one asks for --optimizer adamw"
 # Other steps change only the learning-rate schedule: said, and the run goes on.
 resume "$tmp/good" --steps 12
 check "--steps 12: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
@@ -295,6 +318,20 @@ check "--recompute gelu,: $(last "$tmp/out")" says "$tmp/out" "--recompute 'gelu
 # 0 keeps its meaning (no decay, no clipping), and the lists that are right pass.
 ./train_gpt --train-data "$train" $data --weight-decay 0 --grad-clip 0 --peak-tflops 100 --recompute gelu,layernorm > "$tmp/out" 2>&1
 check "0 and good values refused: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+# The optimizer: its name, Muon's own settings only with it, and theirs in range.
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
+    check "$args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<'EOF'
+--optimizer sgd|--optimizer sgd: expected adamw or muon
+--muon-momentum 0.9|--muon-momentum is a setting of --optimizer muon
+--adam-beta1 0.9|--adam-beta1 is a setting of --optimizer muon
+--optimizer muon --muon-momentum 1|--muon-momentum 1 must be in \[0, 1)
+--optimizer muon --embedding-lr 0|--embedding-lr 0 and --vector-lr 0.002 must be positive
+--optimizer muon --adam-beta2 -0.5|--adam-beta1 0.8 and --adam-beta2 -0.5 must be in \[0, 1)
+--optimizer muon --lr 0|--lr 0 must be positive
+--optimizer muon --lr 0.01 --muon-momentum 0 --weight-decay 0.1|no CUDA device
+EOF
 end
 
 exit $((failures > 0))

@@ -1,0 +1,75 @@
+// gpt/optimizer.h: the two optimizers the model trains with, their settings, and which
+// parameter tensor each updates how.
+//   AdamW: every tensor at one learning rate, weight decay on the 2-D weights.
+//   Muon: the blocks' 2-D matrices (qkvw, attprojw, fcw, fcprojw; each layer's matrix on its
+//     own) by Nesterov momentum orthogonalised with Newton-Schulz iterations (layers/muon.h),
+//     applied with lr * sqrt(max(1, rows / cols)); Adam for the rest: the embeddings wte (the
+//     tied head too) and wpe at embedding_lr, the vectors (layernorm weights and biases, the
+//     biases) at vector_lr.
+// The learning-rate schedule (gpt/lr_schedule.h) scales every group's rate alike. Weight decay
+// is decoupled: master -= lr * weight_decay * master on the 2-D weights (param_decays), with the
+// group's lr.
+#ifndef FLASHGPT_GPT_OPTIMIZER_H
+#define FLASHGPT_GPT_OPTIMIZER_H
+
+#include <string.h>
+#include "gpt/parameters.h"
+
+typedef enum { OPTIMIZER_ADAMW, OPTIMIZER_MUON } OptimizerKind;
+
+typedef struct {
+    OptimizerKind kind;
+    float lr;             // the peak: AdamW, of every tensor; Muon, of the blocks' matrices
+    float momentum;       // Muon's (Nesterov)
+    float embedding_lr;   // Muon: Adam's peak for wte and wpe
+    float vector_lr;      // Muon: Adam's peak for the vectors
+    float b1, b2, eps;    // Adam's: AdamW's, or under Muon the embeddings' and vectors'
+    float weight_decay;   // on the 2-D weights
+    float grad_clip;      // the global gradient norm is clipped to it; 0: never
+} OptimizerConfig;
+
+// The settings that work for d12 on a real text (bench/RESULTS.md, Muon): AdamW lr 3e-4, betas
+// (0.9, 0.95), weight decay 0.1; Muon lr 0.02, momentum 0.95, Adam (0.8, 0.95) at 0.001 for
+// the embeddings and 0.002 for the vectors, no weight decay. Both clip the norm at 1.
+static inline OptimizerConfig optimizer_defaults(OptimizerKind kind) {
+    OptimizerConfig o;
+    memset(&o, 0, sizeof(o));
+    o.kind = kind;
+    o.eps = 1e-8f;
+    o.grad_clip = 1.0f;
+    o.b2 = 0.95f;
+    if (kind == OPTIMIZER_ADAMW) {
+        o.lr = 3e-4f;
+        o.b1 = 0.9f;
+        o.weight_decay = 0.1f;
+    } else {
+        o.lr = 0.02f;
+        o.momentum = 0.95f;
+        o.embedding_lr = 0.001f;
+        o.vector_lr = 0.002f;
+        o.b1 = 0.8f;
+    }
+    return o;
+}
+
+static inline const char* optimizer_name(OptimizerKind kind) { return kind == OPTIMIZER_MUON ? "muon" : "adamw"; }
+
+// What updates a parameter tensor under Muon (under AdamW every tensor is one group).
+typedef enum { GROUP_MATRIX, GROUP_EMBEDDING, GROUP_VECTOR } ParamGroup;
+
+static inline ParamGroup param_group(int i) {
+    switch (i) {
+    case PARAM_QKVW: case PARAM_ATTPROJW: case PARAM_FCW: case PARAM_FCPROJW: return GROUP_MATRIX;
+    case PARAM_WTE: case PARAM_WPE: return GROUP_EMBEDDING;
+    default: return GROUP_VECTOR;
+    }
+}
+
+// Tensor i's rows and columns of one layer's matrix (out, in), as stored: (3C, C), (C, C),
+// (4C, C), (C, 4C).
+static inline void matrix_shape(int i, int C, int* rows, int* cols) {
+    *rows = i == PARAM_QKVW ? 3 * C : i == PARAM_FCW ? 4 * C : C;
+    *cols = i == PARAM_FCPROJW ? 4 * C : C;
+}
+
+#endif

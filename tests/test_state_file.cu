@@ -1,0 +1,184 @@
+// tests/test_state_file.cu: the training state's header (gpt/checkpoint.h), on the host: 2000
+// random AdamW states pack to the bytes of the layout every earlier version wrote (the slots
+// written out here by number, independently of the library's StateSlots) and read back to
+// themselves; Muon's settings take slots 32-38 of a version 2 file and leave the others as they
+// are; headers whose optimizer, version and settings disagree are refused with one line.
+#include <float.h>
+#include <string.h>
+#include "common/rng.h"
+#include "gpt/checkpoint.h"
+#include "tests/test.h"
+
+// The header of s as the files of earlier versions lay it out, slot by slot.
+static void pack_by_slot_numbers(const TrainingState* s, int32_t h[HEADER_INTS]) {
+    memset(h, 0, HEADER_INTS * sizeof(int32_t));
+    const int32_t ints[] = {STATE_MAGIC, STATE_VERSION_ADAMW, s->step, s->config.maxT, s->config.V, s->config.L,
+                            s->config.NH, s->config.C, s->config.Vp, s->B, s->T, s->grad_accum, s->warmup_steps,
+                            s->steps, s->adam_t};
+    memcpy(h, ints, sizeof(ints));
+    const float floats[] = {s->lr, s->min_lr_frac, s->weight_decay, s->grad_clip};
+    memcpy(h + 15, floats, sizeof(floats));
+    const uint64_t wide[] = {s->seed, (uint64_t)s->train_loader.epoch, (uint64_t)s->train_loader.step_in_epoch,
+                             s->sample_rng};
+    for (int i = 0; i < 4; i++) {
+        h[19 + 2 * i] = (int32_t)(uint32_t)wide[i];
+        h[20 + 2 * i] = (int32_t)(uint32_t)(wide[i] >> 32);
+    }
+    const int32_t flags[] = {s->attention, s->deterministic, s->recompute, s->classifier_rows, s->world_size};
+    memcpy(h + 27, flags, sizeof(flags));
+}
+
+static float random_float(Rng* rng, float lo, float hi) { return lo + (hi - lo) * (float)rng_uniform(rng); }
+
+// A valid AdamW state: each field within its bounds and the ones across fields.
+static TrainingState random_state(Rng* rng) {
+    TrainingState s;
+    memset(&s, 0, sizeof(s));
+    s.config.L = 1 + (int)(rng_next(rng) % 48);
+    s.config.NH = 1 + (int)(rng_next(rng) % 16);
+    s.config.C = s.config.NH * 8 * (1 + (int)(rng_next(rng) % 16));
+    s.config.V = 1 + (int)(rng_next(rng) % 100000);
+    s.config.Vp = padded_vocab(s.config.V);
+    s.config.maxT = 1 + (int)(rng_next(rng) % 65536);
+    s.B = 1 + (int)(rng_next(rng) % 64);
+    s.T = 1 + (int)(rng_next(rng) % (uint64_t)s.config.maxT);
+    s.world_size = 1 + (int)(rng_next(rng) % 8);
+    s.grad_accum = 1 + (int)(rng_next(rng) % 8);
+    s.steps = 1 + (int)(rng_next(rng) % 100000);
+    s.step = (int)(rng_next(rng) % (uint64_t)(s.steps + 1));
+    s.warmup_steps = (int)(rng_next(rng) % 1000);
+    s.adam_t = s.step;
+    s.lr = random_float(rng, 1e-6f, 1e-2f);
+    s.min_lr_frac = random_float(rng, 0.0f, 1.0f);
+    s.weight_decay = random_float(rng, 0.0f, 0.5f);
+    s.grad_clip = random_float(rng, 0.0f, 2.0f);
+    s.seed = rng_next(rng);
+    s.train_loader.epoch = (int64_t)(rng_next(rng) % 1000);
+    s.train_loader.step_in_epoch = (int64_t)(rng_next(rng) % 1000000);
+    s.sample_rng = rng_next(rng);
+    s.attention = (int)(rng_next(rng) % 2);
+    s.deterministic = (int)(rng_next(rng) % 2);
+    s.recompute = (int)(rng_next(rng) % 4);
+    s.classifier_rows = 1 + (int)(rng_next(rng) % 100000);
+    return s;
+}
+
+static void make_muon(TrainingState* s, Rng* rng) {
+    s->optimizer = OPTIMIZER_MUON;
+    s->muon_momentum = random_float(rng, 0.0f, 0.99f);
+    s->embedding_lr = random_float(rng, 1e-4f, 1e-2f);
+    s->vector_lr = random_float(rng, 1e-4f, 1e-2f);
+    s->adam_b1 = random_float(rng, 0.0f, 0.99f);
+    s->adam_b2 = random_float(rng, 0.0f, 0.99f);
+}
+
+static void test_adamw_layout(void) {
+    test_begin("state header: 2000 random AdamW states in the slots of earlier versions, read back whole");
+    Rng rng = {20241130};
+    int bad = 0;
+    for (int i = 0; i < 2000 && bad < 5; i++) {
+        TrainingState s = random_state(&rng), back;
+        // Random bits in every field for the layout; a valid state for the way back.
+        TrainingState bits = s;
+        unsigned char* p = (unsigned char*)&bits;
+        for (size_t j = 0; j < sizeof(bits); j++) p[j] = (unsigned char)rng_next(&rng);
+        bits.optimizer = OPTIMIZER_ADAMW;
+        bits.muon_momentum = bits.embedding_lr = bits.vector_lr = bits.adam_b1 = bits.adam_b2 = 0.0f;
+        StateFileHeader packed, again;
+        int32_t expected[HEADER_INTS];
+        char err[ERR_LEN] = "";
+        for (int k = 0; k < 2; k++) {
+            const TrainingState* t = k ? &s : &bits;
+            state_header_pack(t, &packed);
+            pack_by_slot_numbers(t, expected);
+            if (memcmp(packed.ints, expected, sizeof(expected)) != 0) {
+                int slot = 0;
+                while (packed.ints[slot] == expected[slot]) slot++;
+                test_fail("state %d: slot %d holds %d, the old layout %d", i, slot, packed.ints[slot], expected[slot]);
+                bad++;
+            }
+        }
+        if (state_header_unpack(&packed, &back, err) != 0) {
+            test_fail("state %d: refused: %s", i, err);
+            bad++;
+            continue;
+        }
+        state_header_pack(&back, &again);
+        if (memcmp(&packed, &again, sizeof(packed)) != 0) {
+            test_fail("state %d: read back, it packs to other bytes", i);
+            bad++;
+        }
+    }
+    test_end();
+}
+
+static void test_muon_slots(void) {
+    test_begin("state header: Muon's settings in slots 32-38 of version 2, the rest as AdamW's");
+    Rng rng = {46};
+    for (int i = 0; i < 200; i++) {
+        TrainingState s = random_state(&rng), back;
+        StateFileHeader adamw, muon, again;
+        state_header_pack(&s, &adamw);
+        make_muon(&s, &rng);
+        state_header_pack(&s, &muon);
+        char err[ERR_LEN] = "";
+        CHECK(muon.ints[1] == STATE_VERSION_MUON && adamw.ints[1] == STATE_VERSION_ADAMW, "versions %d and %d",
+              muon.ints[1], adamw.ints[1]);
+        CHECK(memcmp(muon.ints + 2, adamw.ints + 2, 30 * sizeof(int32_t)) == 0, "state %d: slots 2-31 differ", i);
+        const float settings[5] = {s.muon_momentum, s.embedding_lr, s.vector_lr, s.adam_b1, s.adam_b2};
+        CHECK(muon.ints[32] == OPTIMIZER_MUON && memcmp(muon.ints + 33, settings, sizeof(settings)) == 0,
+              "state %d: slots 32-38 do not hold the optimizer and its settings", i);
+        for (int k = 39; k < HEADER_INTS; k++) CHECK(muon.ints[k] == 0 && adamw.ints[k] == 0, "slot %d is not zero", k);
+        for (int k = 32; k < 39; k++) CHECK(adamw.ints[k] == 0, "an AdamW state's slot %d is not zero", k);
+        CHECK(state_header_unpack(&muon, &back, err) == 0, "state %d refused: %s", i, err);
+        state_header_pack(&back, &again);
+        CHECK(memcmp(&muon, &again, sizeof(muon)) == 0, "state %d: read back, it packs to other bytes", i);
+        if (test_case_failures) break;
+    }
+    test_end();
+}
+
+// A header changed by change is refused, with one line that holds words.
+static void expect_refused(const char* what, const TrainingState* s, void (*change)(StateFileHeader*),
+                           const char* words) {
+    StateFileHeader h;
+    TrainingState back;
+    char err[ERR_LEN] = "";
+    state_header_pack(s, &h);
+    change(&h);
+    int rc = state_header_unpack(&h, &back, err);
+    CHECK(rc != 0, "%s: accepted", what);
+    CHECK(rc == 0 || (strstr(err, words) && !strchr(err, '\n')), "%s: '%s' does not say '%s'", what, err, words);
+}
+
+static void to_version_2(StateFileHeader* h) { h->f.version = STATE_VERSION_MUON; }
+static void to_version_1(StateFileHeader* h) { h->f.version = STATE_VERSION_ADAMW; }
+static void to_version_3(StateFileHeader* h) { h->f.version = 3; }
+static void momentum_given(StateFileHeader* h) { h->f.muon_momentum = 0.9f; }
+static void momentum_one(StateFileHeader* h) { h->f.muon_momentum = 1.0f; }
+static void no_vector_lr(StateFileHeader* h) { h->f.vector_lr = 0.0f; }
+static void optimizer_two(StateFileHeader* h) { h->f.optimizer = 2; }
+static void beta_nan(StateFileHeader* h) { h->f.adam_b2 = NAN; }
+
+static void test_refusals(void) {
+    test_begin("state header: an optimizer, version and settings that disagree are refused");
+    Rng rng = {7};
+    TrainingState adamw = random_state(&rng), muon = adamw;
+    make_muon(&muon, &rng);
+    expect_refused("AdamW as version 2", &adamw, to_version_2, "the version is not the optimizer's");
+    expect_refused("Muon as version 1", &muon, to_version_1, "the version is not the optimizer's");
+    expect_refused("version 3", &adamw, to_version_3, "unsupported training state version 3");
+    expect_refused("AdamW with a momentum", &adamw, momentum_given, "an AdamW run with Muon's settings");
+    expect_refused("Muon with momentum 1", &muon, momentum_one, "out of range");
+    expect_refused("Muon without a vector lr", &muon, no_vector_lr, "out of range");
+    expect_refused("optimizer 2", &adamw, optimizer_two, "--optimizer 2 is out of range");
+    expect_refused("a NaN beta", &muon, beta_nan, "--adam-beta2 nan is out of range");
+    test_end();
+}
+
+int main(void) {
+    test_adamw_layout();
+    test_muon_slots();
+    test_refusals();
+    return test_exit_code();
+}
