@@ -91,6 +91,8 @@ static int load_reference(const char* path, Reference* r, char* why) {
 
 static void test_newton_schulz(const Reference* r) {
     test_begin("muon newton-schulz against float64");
+    MatmulStream legacy;   // the legacy stream, with a workspace of its own
+    matmul_stream_init(&legacy, 0);
     for (const NewtonSchulzCase& c : r->cases) {
         size_t n = (size_t)c.count * c.rows * c.cols, bytes = newton_schulz_scratch_bytes(c.count, c.rows, c.cols);
         bf16* x;
@@ -101,7 +103,7 @@ static void test_newton_schulz(const Reference* r) {
         for (int run = 0; run < 2; run++) {
             cudaCheck(cudaMemset(scratch, 0xff, bytes));   // NaN: a value read before it is written shows
             to_device(x, c.input);
-            const bf16* out = newton_schulz(x, c.count, c.rows, c.cols, scratch, 0);
+            const bf16* out = newton_schulz(x, c.count, c.rows, c.cols, scratch, &legacy);
             runs[run] = from_device(out, n);
         }
         CHECK(memcmp(runs[0].data(), runs[1].data(), n * sizeof(float)) == 0, "(%d, %d, %d): two runs differ",
@@ -115,6 +117,7 @@ static void test_newton_schulz(const Reference* r) {
         cudaCheck(cudaFree(x));
         cudaCheck(cudaFree(scratch));
     }
+    matmul_stream_free(&legacy);
     test_end();
 }
 
