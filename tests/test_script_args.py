@@ -7,10 +7,13 @@
 - Without numpy (a numpy package on PYTHONPATH whose import fails): import_gpt2.py and
   export_hf.py say in one line how to get it (make venv); plot_log.py and random_tokens.py
   need none and work.
-- bench_torch_decode.py, without torch (a torch package whose import fails, so that a machine
-  with torch runs no benchmark either): --help prints the usage; a bad value, an option it does
-  not know or too many positions for the context is one error line; good arguments are one line
-  saying it needs torch.
+- The scripts that need torch, without it (a torch package whose import fails, so that a machine
+  with torch runs no benchmark either): --help prints the usage (torch_gpt2.py, a module, what
+  it is); good arguments are one line saying it needs torch. bench_torch_decode.py: a bad value,
+  an option it does not know or too many positions for the context is one error line.
+  bench_sdpa.py: half a shape is refused. train_torch_reference.py: a --log that is one of the
+  shards (by name, through a link, a hard link), a folder, or in a missing folder is one error
+  line, and the shards and their folder are left as they were.
 - scripts/gpu_*.sh, run here against stubs of the programs they call (make, nvidia-smi,
   python3, torchrun, compute-sanitizer, ./train_gpt and the others; each records that it ran):
   --help prints the usage and runs nothing, an unknown option or an argument too many is one
@@ -117,14 +120,49 @@ def case_without_numpy():
     case.end()
 
 
-def case_bench_torch_decode():
-    name = "bench_torch_decode.py"
-    env = without(folder("no_torch"), "torch")
-    case = Case(f"{name} --help without torch: the usage")
-    result = run_script(script(name), "--help", env=env)
-    case.check(result.returncode == 0 and result.stdout.startswith("usage: "),
-               f"exit {result.returncode}, stdout {result.stdout[:80]!r}, stderr {result.stderr.strip()!r}")
+def case_torch_scripts():
+    d = folder("no_torch")
+    env = without(d, "torch")
+    shards = os.path.join(d, "data")
+    os.makedirs(shards)
+    for name in ("train_000000.bin", "val_000000.bin"):
+        with open(os.path.join(shards, name), "wb") as f:
+            f.write(b"a shard")
+    train = ["--train-data", os.path.join(shards, "train_*.bin")]
+    for name, good in (("bench_torch_decode.py", ["--prompt", "1000", "-B", "8"]), ("bench_torch_gpt2.py", []),
+                       ("bench_sdpa.py", ["64", "1024"]), ("train_torch_reference.py", train),
+                       ("torch_gpt2.py", None)):
+        case = Case(f"{name} --help without torch: the usage")
+        result = run_script(script(name), "--help", env=env)
+        want = "usage: " if good is not None else "scripts/torch_gpt2.py: "
+        case.check(result.returncode == 0 and result.stdout.startswith(want),
+                   f"exit {result.returncode}, stdout {result.stdout[:80]!r}, stderr {result.stderr.strip()!r}")
+        case.end()
+        if good is not None:
+            case = Case(f"{name} without torch: one line saying it needs torch")
+            one_error_line(case, run_script(script(name), *good, env=env), "needs torch")
+            case.end()
+    case = Case("bench_sdpa.py 64: half a shape is refused")
+    result = run_script(script("bench_sdpa.py"), "64", env=env)
+    case.check(result.returncode == 2 and "error: one shape is HS" in result.stderr,
+               f"exit {result.returncode}, stderr {result.stderr.strip()!r}")
     case.end()
+    before = {n: open(os.path.join(shards, n), "rb").read() for n in os.listdir(shards)}
+    os.symlink("val_000000.bin", os.path.join(shards, "link.csv"))
+    os.link(os.path.join(shards, "val_000000.bin"), os.path.join(shards, "hard.csv"))
+    for log, must_mention in (("val_000000.bin", "is the input"), ("train_000000.bin", "is the input"),
+                              ("link.csv", "is the input"), ("hard.csv", "is the input"),
+                              (".", "is a directory"), ("nodir/log.csv", "no such folder")):
+        case = Case(f"train_torch_reference.py --log {log}: refused in one line before the data")
+        one_error_line(case, run_script(script("train_torch_reference.py"), *train, "--log",
+                                        os.path.join(shards, log), env=env), must_mention)
+        after = {n: open(os.path.join(shards, n), "rb").read() for n in os.listdir(shards) if n.endswith(".bin")}
+        case.check(after == before, "a shard changed")
+        case.check(sorted(os.listdir(shards)) == sorted(list(before) + ["hard.csv", "link.csv"]),
+                   f"the folder holds {sorted(os.listdir(shards))}")
+        case.end()
+
+    name = "bench_torch_decode.py"
     for args, must_mention in ((["--prompt", "0"], "--prompt"), (["--tokens", "-1"], "--tokens"),
                                (["-B", "0"], "-B"), (["--batch", "x"], "-B/--batch"),
                                (["--warmup", "-1"], "--warmup"), (["--vocab", "0"], "--vocab"),
@@ -134,9 +172,6 @@ def case_bench_torch_decode():
         case = Case(f"{name} {' '.join(args)}: refused in one line")
         one_error_line(case, run_script(script(name), *args, env=env), must_mention)
         case.end()
-    case = Case(f"{name} without torch: one line saying it needs torch")
-    one_error_line(case, run_script(script(name), "--prompt", "1000", "-B", "8", env=env), "needs torch")
-    case.end()
 
 
 # The GPU scripts' commands: on PATH, and at the paths they run from the repository root.
@@ -206,7 +241,7 @@ def main():
     case_random_tokens()
     case_gen_unicode_tables()
     case_without_numpy()
-    case_bench_torch_decode()
+    case_torch_scripts()
     case_gpu_scripts()
     return 1 if Case.failures else 0
 
