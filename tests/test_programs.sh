@@ -84,6 +84,25 @@ check "old shards left beside the new ones" test ! -e "$tmp/ds/train_000001.bin"
 check "an old val shard left" test ! -e "$tmp/ds/val_000000.bin"
 end
 
+# The replaced folder's mode (setgid bit included), group and, as root, owner go to the new one,
+# and the setgid bit gives the shards its group: a group this user is in (root: any), another
+# owner only as root.
+begin "prepare_data_keeps_the_folder_mode_group_and_owner"
+mkdir -m 700 "$tmp/private"
+./prepare_data --out-dir "$tmp/private" --vocab-size 300 --split-blank-lines "$tmp/a.txt" >/dev/null 2>"$tmp/err"
+check "mode 700: $(tail -1 "$tmp/err")" test "$(stat -c %a "$tmp/private")" = 700
+mkdir "$tmp/shared"
+if [ "$(id -u)" = 0 ]; then group=65534; chown 65534 "$tmp/shared"; else group=$(id -G | tr ' ' '\n' | tail -1); fi
+chgrp "$group" "$tmp/shared" && chmod 2750 "$tmp/shared"
+want=$(stat -c '%a %u %g' "$tmp/shared")
+for run in 1 2; do   # over the empty folder, then over its dataset
+    ./prepare_data --out-dir "$tmp/shared" --vocab-size 300 --split-blank-lines "$tmp/a.txt" >/dev/null 2>"$tmp/err"
+    check "run $run: $want became $(stat -c '%a %u %g' "$tmp/shared"): $(tail -1 "$tmp/err")" \
+        test "$(stat -c '%a %u %g' "$tmp/shared")" = "$want"
+    check "run $run: the shard's group is not $group" test "$(stat -c %g "$tmp/shared/train_000000.bin")" = "$group"
+done
+end
+
 begin "prepare_data_input_shrinking_is_an_error"
 cp "$tmp/big.txt" "$tmp/shrinks.txt"
 ./prepare_data --out-dir "$tmp/shrunk" --vocab-size 300 --split-blank-lines --shard-tokens 2000 "$tmp/shrinks.txt" \
