@@ -200,6 +200,26 @@ else
     echo "SKIPPED prepare_data_out_dir_mount_point_refused_before_training (unshare -rm: no mount namespace here)"
 fi
 
+# A file of --out-dir that the new folder cannot take (here one mounted on, which no link may
+# name; another's file under fs.protected_hardlinks is the same) is found before the training.
+if unshare -rm true 2>/dev/null; then
+    begin "prepare_data_file_it_cannot_keep_found_before_training"
+    ./prepare_data --out-dir "$tmp/keep" --vocab-size 300 --split-blank-lines "$tmp/a.txt" >/dev/null 2>&1
+    echo notes > "$tmp/keep/notes.txt"
+    old=$(sums "$tmp/keep")
+    unshare -rm sh -c 'mount --bind "$1" "$2/notes.txt" && exec ./prepare_data --out-dir "$2" --vocab-size 300 \
+        --split-blank-lines "$3"' sh "$tmp/b.txt" "$tmp/keep" "$tmp/b.txt" >/dev/null 2>"$tmp/err"
+    check "accepted" test $? -ne 0
+    check "no line says why: $(tail -1 "$tmp/err")" has "$tmp/err" "^error: --out-dir .*cannot keep notes.txt"
+    check "it trained first" not has "$tmp/err" "training"
+    check "the dataset changed" test "$(sums "$tmp/keep")" = "$old"
+    check "notes.txt changed" test "$(cat "$tmp/keep/notes.txt")" = notes
+    check "a temporary is left" test -z "$(ls "$tmp" | grep 'keep\.tmp')"
+    end
+else
+    echo "SKIPPED prepare_data_file_it_cannot_keep_found_before_training (unshare -rm: no mount namespace here)"
+fi
+
 begin "prepare_data_fifo_input_refused_without_waiting"
 mkfifo "$tmp/in_fifo"
 timeout 10 ./prepare_data --out-dir "$tmp/from_fifo" --vocab-size 300 "$tmp/in_fifo" >/dev/null 2>"$tmp/err"
