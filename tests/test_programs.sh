@@ -335,6 +335,34 @@ TEXT=$tmp/text_dir_$$ scripts/prepare_tinyshakespeare.sh >/dev/null 2>"$tmp/err"
 check "a folder: $(tail -1 "$tmp/err")" has "$tmp/err" "^error: TEXT=.*: is a directory"
 end
 
+# scripts/make_parity_text.sh python OUT_DIR, on a stand-in for the standard library (python3 on
+# PATH says where it is): OUT_DIR the caller's folder or one above it is refused before any work,
+# though prepare_data runs from another; a folder of its own gets the dataset; --help prints the
+# opening comment.
+begin "make_parity_text_never_replaces_the_current_folder"
+mkdir -p "$tmp/parity/lib" "$tmp/parity/bin" "$tmp/parity/here"
+for i in $(seq 6); do cp scripts/compare_curves.py "$tmp/parity/lib/m$i.py"; done
+printf '#!/bin/sh\necho "%s"\n' "$tmp/parity/lib" > "$tmp/parity/bin/python3"
+chmod +x "$tmp/parity/bin/python3"
+echo mine > "$tmp/parity/here/mine.txt"
+inode=$(stat -c %i "$tmp/parity/here")
+for dir in here:. here:./ here/sub:.. here/sub:../; do
+    mkdir -p "$tmp/parity/${dir%%:*}"   # sub only now: prepare_data refuses a folder that holds one
+    (cd "$tmp/parity/${dir%%:*}" && PATH="$tmp/parity/bin:$PATH" exec bash "$OLDPWD/scripts/make_parity_text.sh" \
+        python "${dir#*:}") >/dev/null 2>"$tmp/err"
+    check "OUT_DIR ${dir#*:} in ${dir%%:*} accepted" test $? -ne 0
+    check "OUT_DIR ${dir#*:} in ${dir%%:*}: $(tail -1 "$tmp/err")" has "$tmp/err" "^error: OUT_DIR .*current folder"
+    check "OUT_DIR ${dir#*:} in ${dir%%:*}: more than one line" test "$(wc -l < "$tmp/err")" = 1
+done
+check "the folder was replaced" test "$(stat -c %i "$tmp/parity/here")" = "$inode"
+check "the folder changed: $(ls "$tmp/parity/here" | tr '\n' ' ')" test "$(ls "$tmp/parity/here" | tr '\n' ' ')" = "mine.txt sub "
+(cd "$tmp/parity/here" && PATH="$tmp/parity/bin:$PATH" exec bash "$OLDPWD/scripts/make_parity_text.sh" python ds) \
+    >/dev/null 2>"$tmp/err"
+check "OUT_DIR ds: $(tail -1 "$tmp/err")" test -s "$tmp/parity/here/ds/val_000000.bin"
+bash scripts/make_parity_text.sh --help > "$tmp/out"
+check "--help: $(tail -1 "$tmp/out")" test "$(tail -1 "$tmp/out")" = "which replaces OUT_DIR: not the current folder nor one above it."
+end
+
 # make train's run goes to runs/NAME, or when an earlier run has that folder to runs/NAME-2, -3,
 # ...: never into another run's files. Without a GPU (nvidia-smi made to list none) it says where
 # the run would go and makes no folder.
