@@ -2,11 +2,13 @@
 # tests/test_programs.sh: bpe, prepare_data and train_gpt against what can go wrong around their files: a
 # dataset rebuilt under a write error or a kill, outputs that are FIFOs, pipes behind
 # /dev/stdout, symbolic links, folders or inputs, an --out-dir spelled with slashes and dots or
-# one that cannot be replaced (the current folder, a mount point), files in it that only look
-# like a dataset's, inputs that are FIFOs or shrink while read, shards read with another
-# tokenizer, leftover temporaries; make train's check of TEXT; train_gpt's checks before the GPU
-# (when it is built), its --gpus launch, and that it takes the shards of scripts/random_tokens.py. Needs ./bpe and
-# ./prepare_data; prints PASS / FAIL / SKIPPED lines like tests/test.h.
+# one that cannot be replaced (the current folder, a mount point), its mode, group and owner,
+# files in it that only look like a dataset's or cannot be kept, inputs that are FIFOs (of
+# generate and evaluate too) or shrink while read, shards read with another tokenizer, leftover
+# temporaries; make train's check of TEXT; make_parity_text.sh's OUT_DIR; train_gpt's checks
+# before the GPU (when it is built), its --gpus launch, and that it takes the shards of
+# scripts/random_tokens.py. Needs ./bpe and ./prepare_data; prints PASS / FAIL / SKIPPED lines
+# like tests/test.h.
 set -u
 cd "$(dirname "$0")/.."
 tmp=${FLASHGPT_TMP:-/tmp}/programs
@@ -491,32 +493,42 @@ state"
 fi
 
 # A tokenizer file's header says how long it is, and GPT-2's vocabulary files are about a
-# megabyte: a device that never ends in their place is refused, not read until memory runs out
-# (here a limit of 4 GB, where it would say "out of memory").
+# megabyte: a large file in their place (here 2 GB, sparse) is refused unread, not read until
+# memory runs out (here a limit of 4 GB, where it would say "out of memory").
 begin "tokenizer_files_are_not_read_past_their_size"
-(ulimit -v 4000000; timeout 60 ./bpe encode --tokenizer /dev/zero --input "$tmp/a.txt" --out "$tmp/zero.bin") \
+truncate -s 2G "$tmp/large.bin"
+(ulimit -v 4000000; timeout 60 ./bpe encode --tokenizer "$tmp/large.bin" --input "$tmp/a.txt" --out "$tmp/zero.bin") \
     > "$tmp/out" 2>&1
-check "--tokenizer /dev/zero: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: bpe encode: /dev/zero: not a tokenizer file"
-(ulimit -v 4000000; timeout 60 ./bpe encode --gpt2 /dev/zero /dev/zero --input "$tmp/a.txt" --out "$tmp/zero.bin") \
-    > "$tmp/out" 2>&1
-check "--gpt2 /dev/zero: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: bpe encode: /dev/zero: larger than 1073741824 bytes"
+check "--tokenizer a large file: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: bpe encode: .*large.bin: not a tokenizer file"
+(ulimit -v 4000000; timeout 60 ./bpe encode --gpt2 "$tmp/large.bin" "$tmp/large.bin" --input "$tmp/a.txt" \
+    --out "$tmp/zero.bin") > "$tmp/out" 2>&1
+check "--gpt2 a large file: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: bpe encode: .*large.bin: larger than 1073741824 bytes"
+rm "$tmp/large.bin"
 end
 
-# Shards and checkpoints are read at offsets and checked against their size, which a FIFO or a
-# device cannot be: one in their place is refused in one line, never waited on for a writer.
-begin "shards_and_checkpoints_refuse_what_is_not_a_regular_file"
+# Shards, checkpoints, tokenizers and HellaSwag's items are read at offsets or checked against
+# their size, which a FIFO or a device cannot be: one in their place is refused in one line,
+# never waited on for a writer.
+begin "input_files_refuse_what_is_not_a_regular_file"
 mkdir -p "$tmp/not_regular/run"
 mkfifo "$tmp/not_regular/train_000000.bin" "$tmp/not_regular/model.bin" "$tmp/not_regular/run/model_00000005.bin" \
-    "$tmp/not_regular/run/state_00000005.bin"
+    "$tmp/not_regular/run/state_00000005.bin" "$tmp/not_regular/tokenizer.bin" "$tmp/not_regular/items.jsonl"
 refused() {  # refused <what> <path> <command...>: one error line, naming path, within 10 s
     local what=$1 path=$2; shift 2
     timeout 10 "$@" > "$tmp/out" 2>&1
     check "$what: $(tail -1 "$tmp/out")" test "$(grep -c '^error' "$tmp/out")" = 1
-    check "$what: $(tail -1 "$tmp/out")" grep -qx -- "error: \(.*: \)\?$path: not a regular file" "$tmp/out"
+    check "$what: $(tail -1 "$tmp/out")" grep -qx -- "error: \(.* \)\?$path: not a regular file" "$tmp/out"
 }
+fifo_tok=$tmp/not_regular/tokenizer.bin
 refused "bpe decode --input a FIFO" "$tmp/not_regular/train_000000.bin" \
     ./bpe decode --tokenizer "$tmp/ds/tokenizer.bin" --input "$tmp/not_regular/train_000000.bin"
 refused "bpe decode --input /dev/zero" /dev/zero ./bpe decode --tokenizer "$tmp/ds/tokenizer.bin" --input /dev/zero
+refused "bpe encode --tokenizer a FIFO" "$fifo_tok" ./bpe encode --tokenizer "$fifo_tok" --input "$tmp/a.txt" --out "$tmp/f.bin"
+refused "bpe encode --tokenizer /dev/zero" /dev/zero ./bpe encode --tokenizer /dev/zero --input "$tmp/a.txt" --out "$tmp/f.bin"
+refused "bpe decode --tokenizer a FIFO" "$fifo_tok" ./bpe decode --tokenizer "$fifo_tok" --input "$tmp/ds/train_000000.bin"
+refused "bpe encode --gpt2 a FIFO" "$fifo_tok" ./bpe encode --gpt2 "$fifo_tok" "$tmp/a.txt" --input "$tmp/a.txt" --out "$tmp/f.bin"
+refused "prepare_data --tokenizer a FIFO" "$fifo_tok" \
+    ./prepare_data --tokenizer "$fifo_tok" --split-blank-lines --out-dir "$tmp/from_fifo_tok" "$tmp/a.txt"
 if [ -x ./train_gpt ]; then
     data="--model d2 --context 64 -T 64 -B 1"
     refused "--train-data a FIFO" "$tmp/not_regular/train_000000.bin" ./train_gpt $data --train-data "$tmp/not_regular/train_*.bin"
@@ -528,10 +540,27 @@ if [ -x ./train_gpt ]; then
         ./train_gpt $data --train-data "$tmp/ds/train_*.bin" --init-from "$tmp/not_regular/model.bin"
     refused "--resume a folder of FIFOs" "$tmp/not_regular/run/state_00000005.bin" \
         ./train_gpt -B 1 -T 64 --train-data "$tmp/ds/train_*.bin" --resume "$tmp/not_regular/run"
+    refused "--tokenizer a FIFO" "$fifo_tok" ./train_gpt $data --train-data "$tmp/ds/train_*.bin" --tokenizer "$fifo_tok"
 fi
+# A model of zeros (gpt/checkpoint.h's version 5, bf16) of ds's tokenizer: generate and evaluate
+# take it and get as far as the file in question.
+vocab=$(od -A n -t d4 -j 8 -N 4 "$tmp/ds/tokenizer.bin" | tr -d ' ')
+python3 -c 'import struct, sys
+maxT, V, L, NH, C = 64, int(sys.argv[2]), 1, 1, 64
+Vp = (V + 127) // 128 * 128
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<256i", 20240326, 5, maxT, V, L, NH, C, Vp, *[0] * 248))
+    f.write(bytes(2 * (Vp * C + maxT * C + L * (12 * C * C + 13 * C) + 2 * C)))' "$tmp/zero.bin" "$vocab"
 if [ -x ./generate ]; then
     refused "generate --checkpoint a FIFO" "$tmp/not_regular/model.bin" \
         ./generate --checkpoint "$tmp/not_regular/model.bin" --tokenizer "$tmp/ds/tokenizer.bin"
+    refused "generate --tokenizer a FIFO" "$fifo_tok" ./generate --checkpoint "$tmp/zero.bin" --tokenizer "$fifo_tok"
+fi
+if [ -x ./evaluate ]; then
+    refused "evaluate --tokenizer a FIFO" "$fifo_tok" \
+        ./evaluate --checkpoint "$tmp/zero.bin" --tokenizer "$fifo_tok" --hellaswag tests/data/hellaswag_tiny.jsonl
+    refused "evaluate --hellaswag a FIFO" "$tmp/not_regular/items.jsonl" \
+        ./evaluate --checkpoint "$tmp/zero.bin" --tokenizer "$tmp/ds/tokenizer.bin" --hellaswag "$tmp/not_regular/items.jsonl"
 fi
 end
 
