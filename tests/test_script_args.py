@@ -4,6 +4,9 @@
 - random_tokens.py: a bad count is one error line; a good one writes the shard of its format.
 - gen_unicode_tables.py: --help prints the usage and writes nothing; a flag or a folder is
   refused before the tables are computed.
+- compare_curves.py: a row of too few or too many fields, or a step time (ms) of 0, is one
+  error line naming the log; logs of one step (no time past the first) print no NaN, and a side
+  that does not reach the target is no side's yardstick.
 - Without numpy (a numpy package on PYTHONPATH whose import fails): import_gpt2.py and
   export_hf.py say in one line how to get it (make venv); plot_log.py and random_tokens.py
   need none and work.
@@ -88,6 +91,43 @@ def case_gen_unicode_tables():
         one_error_line(case, run_script(script("gen_unicode_tables.py"), *args, cwd=d, limit_s=10), must_mention)
         case.check(not os.listdir(d), f"wrote {os.listdir(d)}")
         case.end()
+
+
+LOG_HEADER = "step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n"
+
+
+def write_log(path, rows):
+    """A log in train_gpt's columns: rows of (step, val_loss, ms)."""
+    with open(path, "w") as f:
+        f.write(LOG_HEADER + "".join(f"{step},5,{val},0.1,1,{ms},5,0,1\n" for step, val, ms in rows))
+    return path
+
+
+def case_compare_curves():
+    d = folder("compare_curves")
+    good = write_log(os.path.join(d, "good.csv"), [(1, 4.5, 10), (2, 4.0, 11), (3, 3.8, 12)])
+    for name, text, must_mention in (("short", LOG_HEADER + "1,5,4.5,0.1,1,10,5,0,1\n2,5,4.0\n", "line 3 has 3"),
+                                     ("long", LOG_HEADER + "1,5,4.5,0.1,1,10,5,0,1,7\n", "line 2 has 10"),
+                                     ("zero_ms", LOG_HEADER + "1,5,4.5,0.1,1,0,5,0,1\n", "line 2: ms 0")):
+        case = Case(f"compare_curves: a log with a {name.replace('_', ' ')} row is refused in one line")
+        with open(os.path.join(d, name + ".csv"), "w") as f:
+            f.write(text)
+        one_error_line(case, run_script(script("compare_curves.py"), "a", good, "b", os.path.join(d, name + ".csv")),
+                       f"{name}.csv: not a training log ({must_mention}")
+        case.end()
+    case = Case("compare_curves: logs of one step print no NaN")
+    result = run_script(script("compare_curves.py"), "a", write_log(os.path.join(d, "one_a.csv"), [(1, 4.5, 10)]),
+                        "b", write_log(os.path.join(d, "one_b.csv"), [(1, 4.4, 12)]))
+    case.check(result.returncode == 0 and result.stderr == "", f"exit {result.returncode}: {result.stderr.strip()!r}")
+    case.check("nan" not in result.stdout and "b: step 1 (no time" in result.stdout, f"printed {result.stdout!r}")
+    case.end()
+    case = Case("compare_curves: a first side that misses the target is no yardstick")
+    result = run_script(script("compare_curves.py"), "a", good, "b",
+                        write_log(os.path.join(d, "better.csv"), [(1, 4.4, 10), (2, 3.9, 20), (3, 3.7, 20)]),
+                        "--target", "3.7")
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    case.check("a: not reached" in result.stdout and "as soon as" not in result.stdout, f"printed {result.stdout!r}")
+    case.end()
 
 
 def without(d, module):
@@ -240,6 +280,7 @@ def case_gpu_scripts():
 def main():
     case_random_tokens()
     case_gen_unicode_tables()
+    case_compare_curves()
     case_without_numpy()
     case_torch_scripts()
     case_gpu_scripts()
