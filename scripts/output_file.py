@@ -35,6 +35,8 @@ def fail(message):
 def plan(path):
     """How path is written, as common/atomic_file.c plans it: (the file to write, its os.stat or
     None where nothing is there yet, whether it is written in place)."""
+    if not path:
+        fail("'': empty path")
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -162,6 +164,8 @@ def atomic_folder(path):
     """A new folder to fill with path's files, renamed to path once the block ends without an
     exception; path (taken by its canonical path, links followed) must not exist or be an empty
     folder other than the current one."""
+    if not path:
+        fail("'': empty path")
     target = os.path.realpath(path)
     if os.path.lexists(target) and (not os.path.isdir(target) or os.listdir(target)):
         fail(f"{path}: already exists and is not an empty folder (not overwritten)")
