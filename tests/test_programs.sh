@@ -399,6 +399,26 @@ rm -rf "runs/$name" "runs/$name-2" "datasets/$name"
 [ -z "$had_datasets" ] && rmdir datasets 2>/dev/null
 end
 
+# A text whose name has nothing before its extension (.txt) or leaves "." (..txt) gets a data and
+# a run folder of its whole name, never datasets/ or runs/ themselves.
+begin "make_train_names_folders_of_a_text_named_.txt"
+had_runs=$([ -d runs ] && echo yes)
+had_datasets=$([ -d datasets ] && echo yes)
+for name in .txt ..txt; do
+    mkdir -p "$tmp/dot_$name"
+    make_text "$tmp/dot_$name/$name" 40 4
+    TEXT="$tmp/dot_$name/$name" scripts/prepare_tinyshakespeare.sh > "$tmp/out" 2> "$tmp/err"
+    check "$name: datasets/$name expected: $(cat "$tmp/out") $(tail -1 "$tmp/err")" test "$(cat "$tmp/out")" = "$PWD/datasets/$name"
+    check "$name: no data in datasets/$name" test -s "datasets/$name/train_000000.bin"
+    check "$name: wrote into datasets/ itself" test ! -e datasets/tokenizer.bin
+    PATH="$tmp/no_gpu:$PATH" TEXT="$tmp/dot_$name/$name" scripts/train_tinyshakespeare.sh > /dev/null 2> "$tmp/err"
+    check "$name: runs/$name expected: $(tail -1 "$tmp/err")" grep -q "the run would go to $PWD/runs/$name; " "$tmp/err"
+    rm -rf "datasets/$name"
+done
+[ -z "$had_runs" ] && rmdir runs 2>/dev/null
+[ -z "$had_datasets" ] && rmdir datasets 2>/dev/null
+end
+
 # train_gpt checks its command line and files before it looks for a GPU, so these run anywhere.
 if [ -x ./train_gpt ]; then
     begin "train_gpt_checks_before_the_gpu"
