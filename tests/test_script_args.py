@@ -17,11 +17,14 @@
   bench_sdpa.py: half a shape is refused. train_torch_reference.py: a --log that is one of the
   shards (by name, through a link, a hard link), a folder, or in a missing folder is one error
   line, and the shards and their folder are left as they were.
-- scripts/gpu_*.sh, run here against stubs of the programs they call (make, nvidia-smi,
-  python3, torchrun, compute-sanitizer, ./train_gpt and the others; each records that it ran):
-  --help prints the usage and runs nothing, an unknown option or an argument too many is one
-  error line and runs nothing; when every stub succeeds the script exits 0, when every stub but
-  make fails it exits 1 and its last line names the failed steps.
+- scripts/gpu_*.sh, copied with gpu_common.sh into the scripts/ of a folder that stands for the
+  repository and run there against stubs of the programs they call (make, nvidia-smi, python3,
+  torchrun, compute-sanitizer, ./train_gpt and the others; each records that it ran): --help
+  prints the usage and runs nothing, an unknown option, an argument too many or a run from
+  another folder is one error line and runs nothing (nor makes a folder there); when every stub
+  succeeds the script exits 0, when every stub but make fails it exits 1 and its last line names
+  the failed steps. gpu_parity.sh: an empty MODELS or SEEDS, a run or side of another name, or
+  flashgpt-base without FLASHGPT_BASE is one error line and runs nothing.
 Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/test.h.
 """
 import os
@@ -219,13 +222,18 @@ PATH_STUBS = ["make", "nvidia-smi", "python3", "torchrun", "compute-sanitizer"]
 LOCAL_STUBS = ["train_gpt", "prepare_data", "generate", "build/tests/test_attention",
                "build/bench/bench_attention", "build/tests/test_decode", "build/tests/test_matmul_rows",
                "tests/test_generation.sh", "tests/test_evaluate.sh"]
-GPU_SCRIPTS = {"gpu_check.sh": 1, "gpu_scaling.sh": 0, "gpu_speed_race.sh": 0, "gpu_attention.sh": 1, "gpu_decode.sh": 1}
+# Each script: the number of operands it takes, and those of a run (gpu_parity.sh's dataset,
+# which gpu_run makes).
+GPU_SCRIPTS = {"gpu_check.sh": (1, []), "gpu_scaling.sh": (0, []), "gpu_speed_race.sh": (0, []),
+               "gpu_attention.sh": (1, []), "gpu_decode.sh": (1, []), "gpu_parity.sh": (1, ["data"])}
+PARITY_VARIABLES = ("MODELS", "SIDES", "SEEDS", "FLASHGPT", "FLASHGPT_BASE", "RACE")
 
 
-def gpu_run(name, args, stub_status):
-    """Runs scripts/NAME ARGS in a fresh folder where every command it calls is a stub that
-    exits with stub_status(command) and writes its name to ran.log. Returns (CompletedProcess,
-    the commands that ran)."""
+def gpu_run(name, args, stub_status, env_vars=None, where="."):
+    """Runs scripts/NAME ARGS (with env_vars) in the folder where, under a fresh folder that
+    stands for the repository (its scripts/ the script and gpu_common.sh, a dataset in data/)
+    and where every command the script calls is a stub that exits with stub_status(command)
+    and writes its name to ran.log. Returns (CompletedProcess, the commands that ran)."""
     d = folder("gpu_" + name)
     bin_dir, ran = os.path.join(d, "bin"), os.path.join(d, "ran.log")
     for stub in [os.path.join("bin", s) for s in PATH_STUBS] + LOCAL_STUBS:
@@ -234,11 +242,20 @@ def gpu_run(name, args, stub_status):
         with open(path, "w") as f:
             f.write(f'#!/bin/sh\necho {os.path.basename(stub)} >> "{ran}"\nexit {stub_status(os.path.basename(stub))}\n')
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
-    env = {k: v for k, v in os.environ.items() if k not in ("TEST_TEXT", "PYTHON", "STEPS", "SHAPES", "CP_T")}
-    env.update(PATH=bin_dir + os.pathsep + env["PATH"], OUT=os.path.join(d, "logs"))
+    os.makedirs(os.path.join(d, "scripts"))
+    for copied in (name, "gpu_common.sh"):
+        shutil.copy(script(copied), os.path.join(d, "scripts", copied))
+    os.makedirs(os.path.join(d, "data"))
+    for data in ("tokenizer.bin", "train_000000.bin"):
+        open(os.path.join(d, "data", data), "w").close()
+    os.makedirs(os.path.join(d, where), exist_ok=True)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TEST_TEXT", "PYTHON", "STEPS", "SHAPES", "CP_T", "OUT") + PARITY_VARIABLES}
+    env.update(PATH=bin_dir + os.pathsep + env["PATH"], **(env_vars or {}))
     try:
-        result = subprocess.run(["bash", script(name), *args], cwd=d, env=env, capture_output=True,
-                                text=True, timeout=120)
+        result = subprocess.run(["bash", os.path.relpath(os.path.join(d, "scripts", name), os.path.join(d, where)),
+                                 *args], cwd=os.path.join(d, where), env=env, capture_output=True, text=True,
+                                timeout=120)
     except subprocess.TimeoutExpired:
         result = subprocess.CompletedProcess(name, None, "", "timed out after 120 s")
     commands = open(ran).read().split() if os.path.exists(ran) else []
@@ -246,7 +263,7 @@ def gpu_run(name, args, stub_status):
 
 
 def case_gpu_scripts():
-    for name, operands in GPU_SCRIPTS.items():
+    for name, (operands, run_args) in GPU_SCRIPTS.items():
         case = Case(f"{name} --help: the usage, nothing run")
         result, ran = gpu_run(name, ["--help"], lambda stub: 1)
         first = open(script(name)).read().splitlines()[1].lstrip("# ")
@@ -264,17 +281,44 @@ def case_gpu_scripts():
             one_error_line(case, result, must_mention)
             case.check(not ran, f"ran {ran}")
             case.end()
+        case = Case(f"{name} run from another folder: refused in one line, nothing run or made")
+        result, ran = gpu_run(name, [os.path.join("..", a) for a in run_args], lambda stub: 0, where="elsewhere")
+        one_error_line(case, result, "run it from the repository root")
+        case.check(not ran, f"ran {ran}")
+        elsewhere = os.path.join(TMP, "args_gpu_" + name, "elsewhere")
+        case.check(not os.listdir(elsewhere), f"made {os.listdir(elsewhere)}")
+        case.end()
         case = Case(f"{name}: every step succeeds, exit status 0")
-        result, ran = gpu_run(name, [], lambda stub: 0)
+        result, ran = gpu_run(name, run_args, lambda stub: 0, {"OUT": "logs"})
         case.check(result.returncode == 0 and "failed steps" not in result.stdout,
                    f"exit {result.returncode}, last line {result.stdout.splitlines()[-1:]}")
         case.end()
         case = Case(f"{name}: every step after the build fails, exit status 1 naming them")
-        result, ran = gpu_run(name, [], lambda stub: 0 if stub == "make" else 1)
+        result, ran = gpu_run(name, run_args, lambda stub: 0 if stub == "make" else 1, {"OUT": "logs"})
         last = (result.stdout.splitlines() or [""])[-1]
         case.check(result.returncode == 1, f"exit status {result.returncode}")
         case.check(last.startswith("failed steps: "), f"last line {last!r}")
         case.end()
+
+
+def case_gpu_parity_variables():
+    for env_vars, must_mention in (({"MODELS": ""}, "MODELS is empty"), ({"SEEDS": " "}, "SEEDS is empty"),
+                                   ({"MODELS": "d6 d7"}, "no parity run called d7"),
+                                   ({"SIDES": "flashgpt refrence"}, "no side called refrence"),
+                                   ({"SIDES": "flashgpt-base"}, "FLASHGPT_BASE")):
+        what = " ".join(f"{k}='{v}'" for k, v in env_vars.items())
+        case = Case(f"gpu_parity.sh with {what}: refused in one line, nothing run")
+        result, ran = gpu_run("gpu_parity.sh", ["data"], lambda stub: 0, dict(env_vars, OUT="logs"))
+        one_error_line(case, result, must_mention)
+        case.check(not ran, f"ran {ran}")
+        case.end()
+    case = Case("gpu_parity.sh with MODELS=d6-t256 and SIDES of each kind: runs each")
+    result, ran = gpu_run("gpu_parity.sh", ["data"], lambda stub: 0,
+                          {"MODELS": "d6-t256", "SIDES": "flashgpt flashgpt-base reference+residual",
+                           "FLASHGPT_BASE": "./train_gpt", "SEEDS": "1", "OUT": "logs"})
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    case.check(ran.count("train_gpt") == 2 and ran.count("python3") == 2, f"ran {ran}")
+    case.end()
 
 
 def main():
@@ -284,6 +328,7 @@ def main():
     case_without_numpy()
     case_torch_scripts()
     case_gpu_scripts()
+    case_gpu_parity_variables()
     return 1 if Case.failures else 0
 
 
