@@ -637,6 +637,15 @@ def plot_log(case):
     return [*case.script("plot_log.py"), case.write("log.csv", case.mutated), case.path("out.svg")]
 
 
+def compare_curves(case):
+    """compare_curves.py, the mutated log one side's, the valid one the other's."""
+    return [*case.script("compare_curves.py"), "valid", case.seeds["log"], "mutated", case.write("log.csv", case.mutated)]
+
+
+def curves_finite(case):
+    return "it printed nan or inf" if re.search(rb"\bnan|\binf", case.out, re.I) else None
+
+
 def svg_well_formed(case):
     try:
         svg = ElementTree.parse(case.path("out.svg")).getroot()
@@ -676,6 +685,7 @@ TARGETS = [
     Target("export_hf.py: model v5", "numpy", "model5", MODEL5, export_hf, exported_imports),
     Target("export_hf.py: model v3", "numpy", "model3", MODEL3, export_hf, exported_imports),
     Target("plot_log.py: log.csv", "python3", "log", TEXTUAL, plot_log, svg_well_formed),
+    Target("compare_curves.py: log.csv", "python3", "log", TEXTUAL, compare_curves, curves_finite),
 ]
 
 
@@ -759,7 +769,7 @@ def run_case(target, index, seeds, bins, python, tmp, seed, limit):
     case = Case(folder, mutated, seeds, bins, python, limit)
     cmd = target.place(case)
     before = snapshot(folder)
-    rc, _, err = case.run(cmd)
+    rc, case.out, err = case.run(cmd)
     problem = problem_of(target, case, data, mutated, mutations, rc, err, before)
     if problem is None:
         shutil.rmtree(folder)
