@@ -8,7 +8,7 @@
   the link stays;
 - a device, a FIFO or a socket is written in place, and so is a file reached through a link that
   names no path to it (/dev/stdout or /proc/self/fd/N on a deleted file); a directory is
-  refused, and so is a path not yet made that ends in '/';
+  refused, and so are a path not yet made that ends in '/' and an empty name;
 - a path that names one of the program's inputs (directly, through a link or a hard link) is
   refused, so an input is never lost;
 - a folder of files (export_hf.py's) is built in a temporary folder beside it and renamed into
