@@ -289,8 +289,10 @@ static void check_replacement(const char* out_dir, const char* const* inputs, in
 }
 
 // The files in the existing out_dir that are not the dataset's move on with it: linked into the
-// new folder.
-static void keep_other_files(const char* out_dir, const char* new_dir) {
+// new folder. With trial, each link is made and removed at once: done before the long work, it
+// finds a file the kernel will not link (another's file under fs.protected_hardlinks, one
+// mounted on) then, rather than after it.
+static void keep_other_files(const char* out_dir, const char* new_dir, int trial) {
     DIR* d = opendir(out_dir);
     if (!d) return;   // a new dataset
     struct dirent* e;
@@ -307,6 +309,7 @@ static void keep_other_files(const char* out_dir, const char* new_dir) {
             die("--out-dir %s: cannot keep %s in the new dataset: %s", out_dir, e->d_name,
                 strerror(errno));
         }
+        if (trial && unlink(to) != 0) die("%s: cannot remove: %s", to, strerror(errno));
     }
     closedir(d);
 }
@@ -398,7 +401,8 @@ int main(int argc, char** argv) {
     signal(SIGBUS, on_sigbus);
 
     // Every check of the inputs and the output comes before the long work (reading the inputs
-    // through, training) and before any folder is made.
+    // through, training) and before any folder is made, but one: that the old folder's other
+    // files can be kept is tried once the new folder is made, still before the training.
     for (int i = 0; i < n_inputs; i++) check_input(inputs[i]);
     char err[ERR_LEN], new_dir[4096];
     if (atomic_dir_check(out_dir, err) != 0) die("--out-dir %s", err);
@@ -434,6 +438,7 @@ int main(int argc, char** argv) {
     else if (gpt2_json) tok = tokenizer_load_gpt2(gpt2_json, gpt2_bpe, err);
     if (!tok && vocab_size == 0) die("%s", err);
     if (atomic_dir_open(out_dir, new_dir, sizeof new_dir, err) != 0) die("--out-dir %s", err);
+    keep_other_files(out_dir, new_dir, 1);
     if (!tok) tok = train_tokenizer(files, n_inputs, n_train_docs, split, vocab_size);
     save_tokenizer(tok, new_dir);
     int V = tokenizer_vocab_size(tok), eot = tokenizer_eot(tok);
@@ -480,7 +485,7 @@ int main(int argc, char** argv) {
     if (show_progress) fprintf(stderr, "\n");
     sink_flush(&train);
     sink_flush(&val);
-    keep_other_files(out_dir, new_dir);
+    keep_other_files(out_dir, new_dir, 0);
     if (atomic_dir_close(new_dir, out_dir, 1, err) != 0) die("--out-dir %s", err);
     fprintf(stderr, "prepare_data: wrote %s/tokenizer.bin and the shards\n", out_dir);
 

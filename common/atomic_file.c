@@ -304,6 +304,20 @@ int atomic_dir_open(const char* path, char* tmp, size_t tmp_len, char* err) {
         return -1;
     }
     temporary_hold(tmp);
+    // The folder it replaces passes on its owner and group, each where this process may give
+    // it (another's folder only as root; a group only one this process is in), and its mode
+    // with its setgid bit, so that the files made in it take its group as they would have in
+    // the old one; the owner may write in it until atomic_dir_close gives it the exact mode.
+    struct stat old;
+    if (stat(dir, &old) == 0) {
+        if (chown(tmp, old.st_uid, old.st_gid) != 0) (void)!chown(tmp, (uid_t)-1, old.st_gid);
+        if (chmod(tmp, (old.st_mode & 07777) | S_IRWXU) != 0) {
+            set_err(err, "%s: cannot give it the mode of %s: %s", tmp, dir, strerror(errno));
+            temporary_remove(tmp);
+            temporary_release(tmp);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -329,6 +343,11 @@ static int swap_in(const char* tmp, const char* target, char* err) {
 int atomic_dir_close(const char* tmp, const char* path, int ok, char* err) {
     char dir[PATH_BYTES];
     if (ok && dir_target(path, dir, err) != 0) ok = 0;
+    struct stat old;
+    if (ok && stat(dir, &old) == 0 && chmod(tmp, old.st_mode & 07777) != 0) {
+        set_err(err, "%s: cannot give it the mode of %s: %s", tmp, dir, strerror(errno));
+        ok = 0;
+    }
     if (ok) {
         // The files in tmp are on disk (atomic_close); its entries must be too before the swap.
         int fd = open(tmp, O_RDONLY | O_DIRECTORY);

@@ -35,11 +35,14 @@ int atomic_close(FILE* f, const char* tmp, const char* path, int ok, char* err);
 int atomic_dir_check(const char* path, char* err);
 
 // After the checks of atomic_dir_check, a new, empty temporary folder beside the folder path
-// (its name into tmp, tmp_len bytes), the folders above path made if missing. 0, or -1 with err.
+// (its name into tmp, tmp_len bytes), the folders above path made if missing. Where a folder is
+// at path, the new one takes its group and owner where the process may give them, and its mode
+// (setgid bit included) but that its owner may write in it. 0, or -1 with err.
 int atomic_dir_open(const char* path, char* tmp, size_t tmp_len, char* err);
 
-// ok says whether the folder tmp was completed. Puts it at path in one step, then removes the
-// folder that was there; otherwise removes tmp. 0, or -1 with err.
+// ok says whether the folder tmp was completed. Gives it the exact mode of the folder at path,
+// puts it at path in one step, then removes the folder that was there; otherwise removes tmp.
+// 0, or -1 with err.
 int atomic_dir_close(const char* tmp, const char* path, int ok, char* err);
 
 #ifdef __cplusplus

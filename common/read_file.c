@@ -9,12 +9,12 @@
 #include "common/read_file.h"
 #include "common/error.h"
 
-unsigned char* read_file_at_most(const char* path, size_t max_len, size_t* len, char* err) {
-    FILE* f = fopen(path, "rb");
-    if (!f) {
-        set_err(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+static void set_too_large(char* err, const char* path, size_t max_len) {
+    set_err(err, "%s: larger than %zu bytes, the most such a file may hold", path, max_len);
+}
+
+// The bytes of f, opened from path, up to max_len of them (see read_file_at_most); closes f.
+static unsigned char* read_stream(FILE* f, const char* path, size_t max_len, size_t* len, char* err) {
     // The buffer grows to max_len + 2 at most: room for the byte that shows the file is longer,
     // and for the 0 after the bytes.
     size_t cap = max_len + 2 < (1 << 16) ? max_len + 2 : 1 << 16, n = 0;
@@ -34,7 +34,7 @@ unsigned char* read_file_at_most(const char* path, size_t max_len, size_t* len, 
         cap = bigger_cap;
     }
     if (ferror(f) || n > max_len) {
-        if (n > max_len) set_err(err, "%s: larger than %zu bytes, the most such a file may hold", path, max_len);
+        if (n > max_len) set_too_large(err, path, max_len);
         else set_err(err, "%s: cannot read: %s", path, strerror(errno));
         free(buf);
         fclose(f);
@@ -47,7 +47,24 @@ unsigned char* read_file_at_most(const char* path, size_t max_len, size_t* len, 
 }
 
 unsigned char* read_file(const char* path, size_t* len, char* err) {
-    return read_file_at_most(path, SIZE_MAX / 2, len, err);   // beyond any memory: no bound
+    FILE* f = fopen(path, "rb");
+    if (!f) {
+        set_err(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    return read_stream(f, path, SIZE_MAX / 2, len, err);   // beyond any memory: no bound
+}
+
+unsigned char* read_file_at_most(const char* path, size_t max_len, size_t* len, char* err) {
+    FILE* f = fopen_regular_file(path, err);
+    if (!f) return NULL;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && (uint64_t)st.st_size > max_len) {   // refused unread
+        set_too_large(err, path, max_len);
+        fclose(f);
+        return NULL;
+    }
+    return read_stream(f, path, max_len, len, err);
 }
 
 int open_regular_file(const char* path, char* err) {

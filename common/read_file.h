@@ -1,6 +1,6 @@
 // common/read_file.h: reading a whole file into memory, for the tokenizer, the data tools and the
 // programs; opening a file that is read at offsets or checked against its size (shards,
-// checkpoints), which only a regular file can be.
+// checkpoints, tokenizers, the files of a bounded size below), which only a regular file can be.
 #ifndef FLASHGPT_READ_FILE_H
 #define FLASHGPT_READ_FILE_H
 
@@ -12,11 +12,12 @@ extern "C" {
 #endif
 
 // The file's bytes in a malloc'd buffer (with one extra 0 byte after them) and their count in
-// *len, or NULL with err naming path.
+// *len, or NULL with err naming path. Any file that reads to an end: a pipe (/dev/stdin) too.
 unsigned char* read_file(const char* path, size_t* len, char* err);
 
-// The same, for a file of a kind that is never larger than max_len bytes: one that is (a wrong
-// file, a device that never ends) is refused once max_len + 1 bytes have been read.
+// The same, for a regular file of a kind that is never larger than max_len bytes (a FIFO, a
+// device or a folder is refused as open_regular_file refuses it): one that is larger (a wrong
+// file) is refused unread, or once max_len + 1 bytes have been read should it grow meanwhile.
 unsigned char* read_file_at_most(const char* path, size_t max_len, size_t* len, char* err);
 
 // path opened for reading when it is a regular file: a descriptor, or -1 with err naming path

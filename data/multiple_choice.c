@@ -313,7 +313,7 @@ int choice_items_parse(const char* text, size_t len, const char* name, ChoiceIte
             item->line = line_no;
             out->n++;
         }
-        p = e + 1;
+        p = e < end ? e + 1 : end;   // past the line break, where the last line has one
     }
     if (out->n == 0) {
         set_err(err, "%s: no items (one JSON object per line, with \"ctx\", \"endings\" and \"label\")", name);

@@ -8,17 +8,24 @@ Time: CUDA events around one call, 3 warm-up calls, median of 10. Prints a Markd
 Usage: bench_sdpa.py [HS T]: every shape, or the one given (for a profiler, say).
 A benchmark only: the build and the tests never use it. Needs torch with CUDA.
 """
+import argparse
 import statistics
 import sys
 
-import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch_needed import exit_without
+
+try:
+    import torch
+except ImportError:
+    torch = None  # said once the arguments are read: --help and their errors need no torch
+else:
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
 
 TOKENS_PER_CALL = 16384
 SEQ_LENS = [512, 1024, 2048, 4096, 8192, 16384, 32768]
+HEAD_SIZES = (64, 128)
 WARMUP, REPS = 3, 10
-BACKENDS = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]
 
 
 def median_ms(call):
@@ -55,7 +62,15 @@ def bench(backend, B, NH, T, HS):
         return median_ms(forward), median_ms(backward)
 
 
-def main():
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("HS", nargs="?", type=int, help="the head size of the one shape to run, 64 or 128 [every shape]")
+    ap.add_argument("T", nargs="?", type=int, help="its sequence length")
+    a = ap.parse_args(argv)
+    if a.T is None and a.HS is not None or a.T is not None and (a.HS not in HEAD_SIZES or a.T <= 0):
+        ap.error("one shape is HS (64 or 128) and T > 0")
+    only = [a.HS, a.T] if a.T else None
+    exit_without(torch)
     if not torch.cuda.is_available():
         print("bench_sdpa: skipped (no CUDA device)")
         return 0
@@ -63,15 +78,14 @@ def main():
           f"bf16, causal, {TOKENS_PER_CALL} tokens per call (B = 1 when T > {TOKENS_PER_CALL})\n")
     print("| HS | T | B×NH | backend | fwd ms | fwd TFLOP/s | bwd ms | bwd TFLOP/s |")
     print("|---|---|---|---|---|---|---|---|")
-    only = [int(a) for a in sys.argv[1:3]] if len(sys.argv) == 3 else None
-    for HS in (64, 128):
+    for HS in HEAD_SIZES:
         NH = 1024 // HS
         for T in ([only[1]] if only else SEQ_LENS):
             if only and HS != only[0]:
                 continue
             B = max(1, TOKENS_PER_CALL // T)
             fwd_flops = 4 * B * NH * T * T * HS * 0.5
-            for name, backend in BACKENDS:
+            for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
                 try:
                     fwd, bwd = bench(backend, B, NH, T, HS)
                     print(f"| {HS} | {T} | {B}×{NH} | {name} | {fwd:.3f} | {fwd_flops / fwd * 1e-9:.1f} | "
@@ -84,4 +98,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -26,9 +26,10 @@ generate's. --header prints a title line and the table's header first.
   python3 scripts/bench_torch_decode.py --prompt 16384 -B 32 --no-compile
 """
 import argparse
-import os
 import sys
 import time
+
+from torch_needed import exit_without
 
 try:
     import torch
@@ -131,9 +132,7 @@ def decode_step(model, cache, token, pos):
 
 def main(argv):
     ap, a = parse_args(argv)
-    if torch is None:
-        sys.exit(f"error: {os.path.basename(sys.argv[0])} needs torch, which {sys.executable} lacks: "
-                 "the project never depends on torch, so run this benchmark where torch is")
+    exit_without(torch)
     if a.model not in PRESETS:
         ap.error(f"--model {a.model}: not a preset of scripts/torch_gpt2.py ({', '.join(PRESETS)})")
     if not torch.cuda.is_available():

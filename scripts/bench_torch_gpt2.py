@@ -13,11 +13,17 @@ import argparse
 import os
 import time
 
-import torch
-import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel
+from torch_needed import exit_without
 
-from torch_gpt2 import GPT
+try:
+    import torch
+except ImportError:
+    torch = None  # said once the arguments are read: --help and their errors need no torch
+else:
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from torch_gpt2 import GPT
 
 
 def main():
@@ -32,6 +38,7 @@ def main():
     a = ap.parse_args()
     if a.steps <= a.warmup:
         ap.error("--steps must exceed --warmup")
+    exit_without(torch)
     world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if world > 1:

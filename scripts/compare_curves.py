@@ -12,7 +12,8 @@ how soon each side reaches a target loss (--target, or the first side's mean fin
 step at which its mean curve first reaches it (linearly between validations), times its training
 seconds per step (validation excluded). The seconds per step are the mean over a side's logs
 after their first step, or over the logs of --timing NAME=GLOB, runs of that side made alone on
-the GPU when its curve's runs shared it.
+the GPU when its curve's runs shared it; logs of one step give no time, and a side without one
+gets its step alone.
 """
 import argparse
 import csv
@@ -27,14 +28,21 @@ def read_run(path, validated=True):
     seconds, val = {}, {}
     try:
         with open(path, newline="") as f:
-            for row in csv.DictReader(f):
-                step = int(row["step"])
-                seconds[step] = float(row["ms"]) / 1e3
+            lines = csv.reader(f)
+            header = next(lines, [])
+            for fields in filter(None, lines):
+                if len(fields) != len(header):
+                    raise ValueError(f"line {lines.line_num} has {len(fields)} fields, the header {len(header)}")
+                row = dict(zip(header, fields))
+                step, ms = int(row["step"]), float(row["ms"])
+                if not ms > 0 or not math.isfinite(ms):
+                    raise ValueError(f"line {lines.line_num}: ms {row['ms']} is not the time of a step")
+                seconds[step] = ms / 1e3
                 if row["val_loss"]:
                     v = float(row["val_loss"])
                     if math.isfinite(v):
                         val[step] = v
-    except (OSError, KeyError, ValueError) as e:
+    except (OSError, KeyError, ValueError, csv.Error) as e:
         sys.exit(f"error: {path}: not a training log ({e})")
     if validated and not val:
         sys.exit(f"error: {path}: no validation loss")
@@ -49,9 +57,10 @@ def read_runs(name, pattern, validated=True):
 
 
 def seconds_per_step(runs):
-    """Mean training seconds of a step, past each run's first (which warms up)."""
+    """Mean training seconds of a step, past each run's first (which warms up); None when no
+    run has a step past its first."""
     times = [t for seconds, _ in runs for step, t in seconds.items() if step > min(seconds)]
-    return sum(times) / len(times) if times else float("nan")
+    return sum(times) / len(times) if times else None
 
 
 def step_reaching(curve, target):
@@ -108,17 +117,20 @@ def main(argv):
         print(f"  {name}: mean {mean:.4f}, spread {spread:.4f} ({finals})")
     print(f"\nto validation loss {target:.4f} (the mean curve; training time, validation excluded):")
     first_time = None
-    for name, runs in sides:
+    for i, (name, runs) in enumerate(sides):
         step = step_reaching({s: stats(runs, s)[0] for s in steps}, target)
         per_step = timing.get(name, seconds_per_step(runs))
         source = "alone" if name in timing else "from its curve's runs"
+        timed = f"{per_step * 1e3:.1f} ms a step, {source}" if per_step else "no time: its logs have one step"
         if step is None:
-            print(f"  {name}: not reached in {last} steps ({per_step * 1e3:.1f} ms a step, {source})")
-            continue
-        time = step * per_step
-        first_time = time if first_time is None else first_time
-        print(f"  {name}: step {step:.0f} x {per_step * 1e3:.1f} ms ({source}) = {time:.1f} s, "
-              f"{first_time / time:.3f}x as soon as {sides[0][0]}")
+            print(f"  {name}: not reached in {last} steps ({timed})")
+        elif not per_step:
+            print(f"  {name}: step {step:.0f} ({timed})")
+        else:
+            time = step * per_step
+            first_time = time if i == 0 else first_time
+            print(f"  {name}: step {step:.0f} x {per_step * 1e3:.1f} ms ({source}) = {time:.1f} s" +
+                  (f", {first_time / time:.3f}x as soon as {sides[0][0]}" if first_time else ""))
 
 
 if __name__ == "__main__":

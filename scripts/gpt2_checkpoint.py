@@ -54,6 +54,9 @@ def run_command_line(argv, usage, flag, expected, run):
     if len(args) != 2:
         print(f"error: expected {expected} ({usage})", file=sys.stderr)
         return 1
+    if "" in args:
+        print(f"error: an empty name among {expected} ({usage})", file=sys.stderr)
+        return 1
     try:
         print(run(args[0], args[1], flag in argv))
     except Failure as e:

@@ -1,8 +1,9 @@
 # scripts/gpu_common.sh: what the scripts/gpu_*.sh scripts share, sourced by each (not run):
 # their command line (-h or --help prints the script's opening comment, its usage; an unknown
-# option or an argument too many is refused with one line, before any work) and their exit
-# status (each step that fails is recorded; gpu_finish names them and exits non-zero); the
-# baseline tree some of them compare with; and the model the generation checks run on.
+# option, an argument too many or a run from another folder than the repository root, whose
+# paths they use, is refused with one line, before any work) and their exit status (each step
+# that fails is recorded; gpu_finish names them and exits non-zero); the baseline tree some of
+# them compare with; and the model the generation checks run on.
 
 GPU_FAILED_STEPS=""
 
@@ -11,7 +12,8 @@ gpu_usage() {
     sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"
 }
 
-# gpu_arguments MAX "$@": handles -h / --help and refuses options and more than MAX arguments.
+# gpu_arguments MAX "$@": handles -h / --help and refuses options, more than MAX arguments and
+# a current folder other than the repository root.
 gpu_arguments() {
     local max=$1 arg
     shift
@@ -26,6 +28,12 @@ gpu_arguments() {
     if [ $# -gt "$max" ]; then
         shift "$max"
         echo "error: $(basename "$0"): unexpected argument '$1' (--help prints the usage)" >&2
+        exit 1
+    fi
+    local root
+    root=$(cd "$(dirname "$0")/.." && pwd -P)
+    if [ "$(pwd -P)" != "$root" ]; then
+        echo "error: $(basename "$0"): run it from the repository root, $root (--help prints the usage)" >&2
         exit 1
     fi
 }

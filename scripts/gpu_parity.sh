@@ -24,7 +24,8 @@
 # flashgpt and the reference under torch.compile, and prints the training time each needs to
 # reach the reference's mean final d12 validation loss: the step where its mean curve gets there,
 # times its seconds per step alone.
-# Logs go to $OUT/parity when OUT is set, else build/parity.
+# Logs go to $OUT/parity when OUT is set, else build/parity. An empty MODELS, SIDES or SEEDS, or
+# a run or side of another name, is refused in one line before any work.
 # Exits non-zero when a run fails, and its last line names the runs that did.
 set -u
 . "$(dirname "$0")/gpu_common.sh"
@@ -46,6 +47,31 @@ SEEDS=${SEEDS:-"1 2 3"}
 SIDES=${SIDES:-"flashgpt reference"}
 FLASHGPT=${FLASHGPT:-./train_gpt}
 LOGS=${OUT:-build}/parity
+
+# run_shape <run>: the model, B, T, lr, steps and warmup of the run (no steps: one epoch of the
+# train shards); status 1 for no such run.
+run_shape() {
+    case $1 in
+        d6) MODEL=d6 B=32 T=512 LR=1e-3 STEPS= ;;
+        d12) MODEL=d12 B=16 T=1024 LR=6e-4 STEPS= ;;
+        d6-t256) MODEL=d6 B=32 T=256 LR=1e-3 STEPS=350 WARMUP=25 ;;
+        *) return 1 ;;
+    esac
+}
+
+refuse() { echo "error: $(basename "$0"): $1 (--help prints the usage)" >&2; exit 1; }
+for var in MODELS SIDES SEEDS; do
+    [ -n "$(printf %s ${!var})" ] || refuse "$var is empty: no run would be made"
+done
+for name in $MODELS; do run_shape "$name" || refuse "MODELS: no parity run called $name"; done
+for side in $SIDES; do
+    case $side in
+        flashgpt|reference|reference-compile|reference+?*) ;;
+        flashgpt-base) [ -n "${FLASHGPT_BASE:-}" ] || refuse "SIDES: flashgpt-base needs FLASHGPT_BASE, the other build" ;;
+        *) refuse "SIDES: no side called $side" ;;
+    esac
+done
+
 mkdir -p "$LOGS"
 start=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - start )) s"; }
@@ -55,15 +81,9 @@ if [ "$FLASHGPT" = ./train_gpt ]; then
     make -j"$(nproc)" train_gpt > "$LOGS/build.log" 2>&1 || { tail -20 "$LOGS/build.log"; exit 1; }
 fi
 
-# shape <run>: the model, B, T, lr, steps and warmup of the run; one epoch of the train shards
-# unless the run has its own number of steps.
+# shape <run>: run_shape, and for a run of one epoch its steps, the warmup their first 10%.
 shape() {
-    case $1 in
-        d6) MODEL=d6 B=32 T=512 LR=1e-3 STEPS= ;;
-        d12) MODEL=d12 B=16 T=1024 LR=6e-4 STEPS= ;;
-        d6-t256) MODEL=d6 B=32 T=256 LR=1e-3 STEPS=350 WARMUP=25 ;;
-        *) echo "error: MODELS: no parity run called $1" >&2; exit 2 ;;
-    esac
+    run_shape "$1"
     [ "$OPTIMIZER" = adamw ] || LR=${MUON_LR:-0.02}
     if [ -z "$STEPS" ]; then
         STEPS=$("$PYTHON" -c 'import glob, sys
@@ -85,12 +105,10 @@ run() {
                   --log "$log.csv" "$@")
     case $side in
         flashgpt) "$FLASHGPT" "${common[@]}" --tokenizer "$DATA/tokenizer.bin" ;;
-        flashgpt-base) "${FLASHGPT_BASE:?set FLASHGPT_BASE to the other build}" "${common[@]}" \
-                           --tokenizer "$DATA/tokenizer.bin" ;;
+        flashgpt-base) "$FLASHGPT_BASE" "${common[@]}" --tokenizer "$DATA/tokenizer.bin" ;;
         reference) "$PYTHON" scripts/train_torch_reference.py "${common[@]}" ;;
         reference-compile) "$PYTHON" scripts/train_torch_reference.py "${common[@]}" --compile ;;
         reference+*) "$PYTHON" scripts/train_torch_reference.py "${common[@]}" --emulate "${side#reference+}" ;;
-        *) echo "error: SIDES: unknown side $side" >&2; return 2 ;;
     esac > "$log.out" 2>&1 || { echo "   $side $name seed $seed failed: $(tail -1 "$log.out")"; return 1; }
 }
 

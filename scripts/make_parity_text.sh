@@ -9,9 +9,10 @@
 #                                                      standard library (not site-packages)
 # Each source file is one document; the documents are put in a fixed pseudo-random order, so the
 # validation documents (prepare_data's last 10%) are a sample of the whole. OUT_DIR gets
-# prepare_data's dataset with an 8192-id BPE (docs: 8.07M training tokens; python 3.11.7: 7.68M).
+# prepare_data's dataset with an 8192-id BPE (docs: 8.07M training tokens; python 3.11.7: 7.68M),
+# which replaces OUT_DIR: not the current folder nor one above it.
 set -euo pipefail
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; }
 case "${1:-}" in
     -h|--help) usage; exit 0 ;;
     docs|python) ;;
@@ -20,6 +21,10 @@ esac
 [ $# -eq 2 ] || { usage >&2; echo "error: two arguments: docs|python OUT_DIR" >&2; exit 2; }
 kind=$1 out=$(realpath -m "$2")
 root=$(cd "$(dirname "$0")/.." && pwd)
+# prepare_data refuses such an OUT_DIR too, as it runs here, but only after the text is made.
+case "$(pwd -P)/" in
+    "${out%/}/"*) echo "error: OUT_DIR $2 is the current folder or above it, which the dataset would replace" >&2; exit 2 ;;
+esac
 [ -x "$root/prepare_data" ] || make -C "$root" prepare_data >&2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -39,7 +44,6 @@ else
     while IFS= read -r f; do cp "$f" "$work/docs/$n.py"; n=$((n + 1)); done < <(
         find "$lib" -name '*.py' -not -path '*/site-packages/*' -size +0 | sort)
 fi
-cd "$work/docs"
-ls | sort | shuf --random-source=<(yes 7) > "$work/order.txt"
+ls "$work/docs" | sort | shuf --random-source=<(yes 7) | sed "s|^|$work/docs/|" > "$work/order.txt"
 mapfile -t docs < "$work/order.txt"
 "$root/prepare_data" --out-dir "$out" --vocab-size 8192 "${docs[@]}"

@@ -8,7 +8,7 @@
   the link stays;
 - a device, a FIFO or a socket is written in place, and so is a file reached through a link that
   names no path to it (/dev/stdout or /proc/self/fd/N on a deleted file); a directory is
-  refused, and so is a path not yet made that ends in '/';
+  refused, and so are a path not yet made that ends in '/' and an empty name;
 - a path that names one of the program's inputs (directly, through a link or a hard link) is
   refused, so an input is never lost;
 - a folder of files (export_hf.py's) is built in a temporary folder beside it and renamed into
@@ -35,6 +35,8 @@ def fail(message):
 def plan(path):
     """How path is written, as common/atomic_file.c plans it: (the file to write, its os.stat or
     None where nothing is there yet, whether it is written in place)."""
+    if not path:
+        fail("'': empty path")
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -162,6 +164,8 @@ def atomic_folder(path):
     """A new folder to fill with path's files, renamed to path once the block ends without an
     exception; path (taken by its canonical path, links followed) must not exist or be an empty
     folder other than the current one."""
+    if not path:
+        fail("'': empty path")
     target = os.path.realpath(path)
     if os.path.lexists(target) and (not os.path.isdir(target) or os.listdir(target)):
         fail(f"{path}: already exists and is not an empty folder (not overwritten)")

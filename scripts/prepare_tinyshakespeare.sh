@@ -2,10 +2,11 @@
 # Tokenizes a text into datasets/NAME/: tokenizer.bin (a 4096-id BPE trained on the training
 # part), train_*.bin and val_*.bin (one document per paragraph, 10% held out). The text is
 # tinyshakespeare, which the project carries (texts/, unpacked into build/texts/), or TEXT=path;
-# NAME is the text file's name without its extension, so another text never replaces the data of
-# tinyshakespeare. Prints that directory on stdout; everything else goes to stderr. Does nothing
-# when the outputs were made from the same text (path, size and modification time) with the same
-# options, as the stamp file prepared_from records.
+# NAME is the text file's name without its extension (the whole name where that leaves nothing,
+# "." or ".."), so another text never replaces the data of tinyshakespeare, nor datasets/ itself.
+# Prints that directory on stdout; everything else goes to stderr. Does nothing when the outputs
+# were made from the same text (path, size and modification time) with the same options, as the
+# stamp file prepared_from records.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 text=${TEXT:-$root/build/texts/tinyshakespeare.txt}
@@ -26,7 +27,9 @@ if [ -n "${why:-}" ]; then
     exit 1
 fi
 name=$(basename "$text")
-out=$root/datasets/${name%.*}
+stem=${name%.*}
+case $stem in ""|.|..) stem=$name ;; esac
+out=$root/datasets/$stem
 options=(--vocab-size 4096 --split-blank-lines)
 stamp_file=$out/prepared_from
 stamp=$(printf 'text %s\nsize and time %s\noptions %s' "$(realpath "$text")" \

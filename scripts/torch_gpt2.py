@@ -12,6 +12,11 @@ rounds it to bf16 after every add ("residual"), its gradient where the branches 
 ("residual-grad"), or both, as a bf16 stream does.
 """
 import math
+import sys
+
+if __name__ == "__main__":  # a module, run by mistake: it says what it is, with or without torch
+    print(__doc__.strip())
+    sys.exit(0)
 
 import torch
 import torch.nn as nn

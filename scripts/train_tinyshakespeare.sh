@@ -3,15 +3,14 @@
 # target of `make train`. Prepares the data first (scripts/prepare_tinyshakespeare.sh: a 4096-id
 # BPE, train and val shards), prints samples on the way, and ends by comparing the validation
 # loss with the unigram baseline (a model that ignores context). Checkpoints, the CSV log and
-# its chart (loss.svg, scripts/plot_log.py) go to runs/NAME/, NAME the text's file name without
-# its extension (tinyshakespeare by default), or when an earlier run has that folder (it is not
-# empty) to the first of runs/NAME-2/, runs/NAME-3/, ... missing or empty: a run never writes
-# over another's files.
+# its chart (loss.svg, scripts/plot_log.py) go to runs/NAME/, NAME the data's as
+# prepare_tinyshakespeare.sh names it (tinyshakespeare by default), or when an earlier run has
+# that folder (it is not empty) to the first of runs/NAME-2/, runs/NAME-3/, ... missing or empty:
+# a run never writes over another's files.
 # Every GPU of the machine takes part (--gpus). TEXT=path uses another text; extra arguments go
 # to train_gpt.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-name=$(basename "${TEXT:-tinyshakespeare.txt}")
 
 # The run's folder: the first of base, base-2, base-3, ... that is missing or empty.
 run_folder() {
@@ -37,7 +36,8 @@ if [ -n "$baseline" ]; then
 elif [ -s "$data/unigram_baseline.txt" ]; then
     baseline=$(cat "$data/unigram_baseline.txt")
 fi
-out=$(run_folder "$root/runs/${name%.*}")
+name=$(basename "$data")   # NAME, as prepare_tinyshakespeare.sh names the data's folder
+out=$(run_folder "$root/runs/$name")
 
 if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
     echo "error: no CUDA device here: the data is ready in $data and the run would go to $out; run this again on a machine with an NVIDIA GPU" >&2
@@ -62,7 +62,7 @@ if [ "$gpus" -gt 1 ] && [ $((32 % gpus)) -eq 0 ]; then ranks=(--gpus "$gpus"); B
     --val-every 25 --val-batches 20 --sample-every 125 --sample-tokens 96 --top-k 50 \
     --out-dir "$out" --log "$out/log.csv" "$@"
 
-python3 "$root/scripts/plot_log.py" --title "train_gpt on ${name%.*}" "$out/log.csv" "$out/loss.svg" && echo "loss curves: $out/loss.svg" >&2
+python3 "$root/scripts/plot_log.py" --title "train_gpt on $name" "$out/log.csv" "$out/loss.svg" && echo "loss curves: $out/loss.svg" >&2
 val=$(awk -F, 'NR > 1 && $3 != "" { v = $3 } END { print v }' "$out/log.csv")
 if [ -n "$baseline" ] && [ -n "$val" ]; then
     awk -v v="$val" -v b="$baseline" 'BEGIN {

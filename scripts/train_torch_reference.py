@@ -23,6 +23,7 @@ the residual stream or its gradient to bf16 as a bf16 stream does: for ablations
       --train-data 'datasets/x/train_*.bin' --log runs/ref/log.csv
 """
 import argparse
+import contextlib
 import glob
 import math
 import os
@@ -30,16 +31,19 @@ import sys
 import time
 
 import numpy as np
-import torch
 
-from torch_gpt2 import EMULATIONS, GPT, PRESETS
+from output_file import Failure, atomic_output, check_output
+from torch_needed import exit_without
+
+try:
+    import torch
+except ImportError:
+    torch = None  # said once the arguments and the log are checked, which need no torch
+else:
+    from torch_gpt2 import EMULATIONS, GPT, PRESETS
 
 SHARD_MAGIC, HEADER_INTS = 20240520, 256
 TOKEN_TYPES = {1: np.uint16, 2: np.uint32}
-
-
-class Failure(Exception):
-    """A one-line reason the run cannot go on."""
 
 
 def open_stream(pattern):
@@ -172,7 +176,7 @@ def parse_args(argv):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--train-data", required=True, help="shard glob")
     ap.add_argument("--val-data", help="shard glob [the train glob with val_ for train_ in the file name]")
-    ap.add_argument("--model", default="d12", choices=sorted(PRESETS))
+    ap.add_argument("--model", default="d12", help="a preset of scripts/torch_gpt2.py [d12]")
     ap.add_argument("--context", type=int, default=1024)
     ap.add_argument("-B", type=int, default=4)
     ap.add_argument("-T", type=int, default=1024)
@@ -193,16 +197,13 @@ def parse_args(argv):
     ap.add_argument("--val-batches", type=int, default=20)
     ap.add_argument("--compile", action="store_true", help="the model under torch.compile")
     ap.add_argument("--emulate", default="", help="comma-separated: residual, residual-grad")
-    ap.add_argument("--log", help="CSV log in train_gpt's columns")
+    ap.add_argument("--log", help="CSV log in train_gpt's columns (written through a temporary, in place at the end)")
     a = ap.parse_args(argv)
     muon = a.optimizer == "muon"
     if a.lr is None:
         a.lr = 0.02 if muon else 3e-4
     if a.weight_decay is None:
         a.weight_decay = 0.0 if muon else 0.1
-    unknown = set(filter(None, a.emulate.split(","))) - set(EMULATIONS)
-    if unknown:
-        ap.error(f"--emulate {a.emulate}: unknown {', '.join(sorted(unknown))}")
     if a.T > a.context:
         ap.error(f"-T {a.T} is longer than the model's context {a.context} (--context)")
     if min(a.B, a.T, a.val_batches) <= 0 or a.steps < 0 or a.val_every < 0 or a.warmup_steps < 0 or a.lr <= 0:
@@ -210,13 +211,30 @@ def parse_args(argv):
     if a.val_data is None:
         head, tail = os.path.split(a.train_data)
         a.val_data = os.path.join(head, tail.replace("train_", "val_", 1)) if "train_" in tail else ""
-    return a
+    return ap, a
 
 
 def main(argv):
-    a = parse_args(argv)
+    ap, a = parse_args(argv)
+    # The log may name no input (a shard), and its folder must take it: known before anything loads.
+    inputs = glob.glob(a.train_data) + (glob.glob(a.val_data) if a.val_data else [])
+    if a.log:
+        check_output(a.log, inputs)
+    exit_without(torch)
+    if a.model not in PRESETS:
+        ap.error(f"--model {a.model}: not a preset of scripts/torch_gpt2.py ({', '.join(PRESETS)})")
+    unknown = set(filter(None, a.emulate.split(","))) - set(EMULATIONS)
+    if unknown:
+        ap.error(f"--emulate {a.emulate}: unknown {', '.join(sorted(unknown))}")
     if not torch.cuda.is_available():
         raise Failure("no CUDA device")
+    with atomic_output(a.log, inputs, binary=False) if a.log else contextlib.nullcontext() as log:
+        run(a, log)
+
+
+def run(a, log):
+    """The run the arguments a describe; each step's line goes to stdout and to log (a file, or
+    None) in train_gpt's columns."""
     dev = "cuda"
     torch.manual_seed(a.seed)
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -242,7 +260,6 @@ def main(argv):
     step_fn = torch.compile(model) if a.compile else model
     print(f"torch {torch.__version__} reference: {a.model} (L {L} C {C} NH {NH} V {V}), B {a.B} T {a.T}, "
           f"{steps} steps, {a.optimizer} lr {a.lr:g}, seed {a.seed}, emulate '{a.emulate}'", flush=True)
-    log = open(a.log, "w") if a.log else None
     if log:
         log.write("step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n")
 

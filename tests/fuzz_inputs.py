@@ -3,15 +3,16 @@
 
 The valid files are made here: a text, a tokenizer, token shards (uint16 and uint32), GPT-2's
 encoder.json and vocab.bpe, a model checkpoint of versions 3 and 5, training states of AdamW and Muon, a
-train_gpt log, a Hugging Face config.json and model.safetensors. Each case changes one of them,
+train_gpt log, a Hugging Face config.json and model.safetensors, multiple-choice items in
+HellaSwag's layout. Each case changes one of them,
 now and then two or three times over (bits flipped, bytes set, the file cut, extended, a piece of
 it cut out or repeated, an int32 of its header set to 0, -1, 2^31-1 and the like, a size in the
 header changed and the file resized to match, a value set to NaN; in the text formats a line, a
 number or a character changed), and runs the program that reads it in a folder of its own,
 under a time limit. A case passes when the program
 - exits 0, or stops with exit status 1 and one line starting "error: ", the last on stderr
-  (train_gpt and generate, with the devices hidden, stop at "error: no CUDA device" once every
-  file checks out; of a shard, its header, size and a sample of its tokens, the other token ids
+  (train_gpt, generate and evaluate, with the devices hidden, stop at "error: no CUDA device"
+  once every file checks out; of a shard, its header, size and a sample of its tokens, the other token ids
   being checked only as their batches are read);
 - prints no sanitizer report or Python traceback, is not ended by a signal, ends in time;
 - refuses what is corrupt for sure: a file whose size its header fixes, cut or extended; another
@@ -28,11 +29,11 @@ case's folder is kept.
 
 usage: fuzz_inputs.py [--cases N] [--seed S] [--bin DIR] [--only TEXT] [--limit SECONDS] [--jobs N]
 
---bin: the folder of bpe, prepare_data, train_gpt and generate (the repository's by default). A
-long run under the sanitizers takes a build of them with -fsanitize=address,undefined (for
-train_gpt and generate, their host code through nvcc's -Xcompiler) in a folder of its own, and
---cases 1000 --limit 60. The Python scripts run with $PYTHON (python3 by default); the ones that
-need numpy say SKIPPED without it, as train_gpt and generate do when not built. Files go to
+--bin: the folder of bpe, prepare_data, train_gpt, generate and evaluate (the repository's by
+default). A long run under the sanitizers takes a build of them with -fsanitize=address,undefined
+(for train_gpt, generate and evaluate, their host code through nvcc's -Xcompiler) in a folder of
+its own, and --cases 1000 --limit 60. The Python scripts run with $PYTHON (python3 by default);
+the ones that need numpy say SKIPPED without it, as the CUDA programs do when not built. Files go to
 $FLASHGPT_TMP/fuzz_inputs.
 """
 import argparse
@@ -328,6 +329,21 @@ def log_file():
     return ("\n".join(lines) + "\n").encode()
 
 
+def items_file():
+    """Eight items of HellaSwag's layout, short enough for SHAPE's context of 64 in the tokenizer
+    made here: the keys of hellaswag_val.jsonl, escapes, a label as a string."""
+    rng = random.Random(6)
+    words = "the of and to in a is that for it as was with be by on not he this are or his from".split()
+    lines = []
+    for i in range(8):
+        ctx = " ".join(rng.choice(words) for _ in range(6)) + (r' \u00e9\n\"x\" \ud83d\ude00' if i % 3 == 0 else "")
+        endings = [" ".join(rng.choice(words) for _ in range(3)) for _ in range(4)]
+        label = f'"{i % 4}"' if i == 5 else str(i % 4)
+        lines.append(f'{{"ind": {i}, "activity_label": "words", "ctx": "{ctx}", "endings": {json.dumps(endings)}, '
+                     f'"label": {label}, "split": "val", "source_id": null}}')
+    return ("\n".join(lines) + "\n").encode()
+
+
 def run(cmd, limit, cwd=None):
     """(exit status, or None past the limit; stdout as bytes; stderr as text)."""
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
@@ -345,7 +361,8 @@ def make_seeds(folder, bins, limit):
              "val": "data/val_000000.bin", "shard32": "shard32.bin", "encoder": "encoder.json",
              "vocab": "vocab.bpe", "model5": "model5.bin", "model3": "model3.bin", "state": "state.bin",
              "state_muon": "state_muon.bin",
-             "log": "log.csv", "config": "hf/config.json", "safetensors": "hf/model.safetensors"}
+             "log": "log.csv", "config": "hf/config.json", "safetensors": "hf/model.safetensors",
+             "items": "items.jsonl"}
     paths = {k: os.path.join(folder, v) for k, v in names.items()}
     os.makedirs(os.path.join(folder, "data"))
     os.makedirs(os.path.join(folder, "hf"))
@@ -354,7 +371,8 @@ def make_seeds(folder, bins, limit):
               "n_positions": SHAPE["maxT"], "vocab_size": SHAPE["V"]}
     made = {"text": words_text(60, 1), "encoder": encoder, "vocab": vocab, "model5": model_file(5),
             "model3": model_file(3), "state": state_file(), "state_muon": state_file(muon=True), "log": log_file(),
-            "config": json.dumps(config, indent=2).encode(), "safetensors": safetensors_file()}
+            "config": json.dumps(config, indent=2).encode(), "safetensors": safetensors_file(),
+            "items": items_file()}
     for name, data in made.items():
         with open(paths[name], "wb") as f:
             f.write(data)
@@ -582,6 +600,13 @@ def generate(which):
     return place
 
 
+def evaluate_items(case):
+    """evaluate on mutated items, with --scores over an output already there."""
+    case.write("scores.csv", OLD_OUTPUT)
+    return [case.bin("evaluate"), "--checkpoint", case.seeds["model5"], "--tokenizer", case.seeds["tokenizer"],
+            "--hellaswag", case.write("items.jsonl", case.mutated), "--scores", case.path("scores.csv")]
+
+
 def import_gpt2(which):
     def place(case):
         case.write("out.bin", OLD_OUTPUT)
@@ -621,6 +646,15 @@ def plot_log(case):
     return [*case.script("plot_log.py"), case.write("log.csv", case.mutated), case.path("out.svg")]
 
 
+def compare_curves(case):
+    """compare_curves.py, the mutated log one side's, the valid one the other's."""
+    return [*case.script("compare_curves.py"), "valid", case.seeds["log"], "mutated", case.write("log.csv", case.mutated)]
+
+
+def curves_finite(case):
+    return "it printed nan or inf" if re.search(rb"\bnan|\binf", case.out, re.I) else None
+
+
 def svg_well_formed(case):
     try:
         svg = ElementTree.parse(case.path("out.svg")).getroot()
@@ -655,12 +689,14 @@ TARGETS = [
            train_gpt_resume("state_muon", "state_muon", MUON_ARGS)),
     Target("generate: checkpoint", "generate", "model3", MODEL3, generate("checkpoint")),
     Target("generate: tokenizer.bin", "generate", "tokenizer", TOKENIZER, generate("tokenizer")),
+    Target("evaluate: items.jsonl", "evaluate", "items", TEXTUAL, evaluate_items),
     Target("import_gpt2.py: model.safetensors", "numpy", "safetensors", SAFETENSORS, import_gpt2("safetensors"),
            imported_exports),
     Target("import_gpt2.py: config.json", "numpy", "config", TEXTUAL, import_gpt2("config"), imported_exports),
     Target("export_hf.py: model v5", "numpy", "model5", MODEL5, export_hf, exported_imports),
     Target("export_hf.py: model v3", "numpy", "model3", MODEL3, export_hf, exported_imports),
     Target("plot_log.py: log.csv", "python3", "log", TEXTUAL, plot_log, svg_well_formed),
+    Target("compare_curves.py: log.csv", "python3", "log", TEXTUAL, compare_curves, curves_finite),
 ]
 
 
@@ -713,7 +749,7 @@ def problem_of(target, case, data, mutated, mutations, rc, err, before):
     if sanitizer:
         return f"{sanitizer.group()} (exit status {rc})"
     lines = [l for l in err.splitlines() if l.strip()]
-    stopped = rc != 0 or target.needs in ("train_gpt", "generate")
+    stopped = rc != 0 or target.needs in ("train_gpt", "generate", "evaluate")
     if stopped:
         errors = [l for l in lines if l.startswith("error: ")]
         if rc != 1 or len(errors) != 1 or lines[-1] != errors[0]:
@@ -744,7 +780,7 @@ def run_case(target, index, seeds, bins, python, tmp, seed, limit):
     case = Case(folder, mutated, seeds, bins, python, limit)
     cmd = target.place(case)
     before = snapshot(folder)
-    rc, _, err = case.run(cmd)
+    rc, case.out, err = case.run(cmd)
     problem = problem_of(target, case, data, mutated, mutations, rc, err, before)
     if problem is None:
         shutil.rmtree(folder)
@@ -768,7 +804,7 @@ def main(argv):
     tmp = os.path.join(os.environ.get("FLASHGPT_TMP", "/tmp"), "fuzz_inputs")
     shutil.rmtree(tmp, ignore_errors=True)
     bins = os.path.abspath(args.bin)
-    have = {p: os.access(os.path.join(bins, p), os.X_OK) for p in ("bpe", "prepare_data", "train_gpt", "generate")}
+    have = {p: os.access(os.path.join(bins, p), os.X_OK) for p in ("bpe", "prepare_data", "train_gpt", "generate", "evaluate")}
     have["python3"] = True
     have["numpy"] = subprocess.run([python, "-c", "import numpy"], capture_output=True).returncode == 0
     if not have["bpe"]:

@@ -6,7 +6,8 @@ plot_log.py (an SVG), export_hf.py (a folder), random_tokens.py (a shard while a
 An output that is one of the inputs (by name, through a link, a hard link) is refused and the
 input kept; a link at the output is followed (its target replaced, the link kept; a dangling
 one creates its target); a FIFO, and a deleted file through /proc/self/fd, are written in place;
-a directory, a missing path ending in '/' and (for a folder) the current folder are refused; a
+a directory, a missing path ending in '/', an empty name (the message names it, not ': ...') and
+(for a folder) the current folder are refused; a
 link or a folder at OUTPUT.tmp is neither written through nor removed; the new file gets the permissions of a new
 file (0666 less the umask); SIGINT or SIGTERM during a write leaves the old file and no
 temporary, even when it comes as the temporary is made. Each case works in a folder of its own under $FLASHGPT_TMP; prints PASS / FAIL lines
@@ -22,7 +23,7 @@ import time
 
 import numpy as np
 
-from case import Case, limit_memory
+from case import Case, limit_memory, run_script
 from test_export_hf import random_checkpoint, run_exporter
 from test_import_gpt2 import TMP, make_checkpoint, run_importer
 from test_plot_log import HEADER, line
@@ -253,6 +254,29 @@ def case_plot_trailing_slash():
     case.end()
 
 
+def case_empty_output_name():
+    """An empty output name, run in a folder of the inputs: one line naming what is empty, the
+    folder (which '' would resolve to) left as it was."""
+    d = folder("empty_name")
+    hf = hf_folder(d)
+    ckpt = os.path.join(d, "model.bin")
+    random_checkpoint(ckpt, RNG, bf16=True)
+    log = os.path.join(d, "log.csv")
+    write(log, log_text().encode())
+    entries = listing(d)
+    for name, result, must_mention in (
+            ("import_gpt2.py HF_DIR ''", run_importer(hf, "", cwd=d), "an empty name among HF_DIR and OUT.bin"),
+            ("import_gpt2.py '' OUT.bin", run_importer("", "o.bin", cwd=d), "an empty name among HF_DIR and OUT.bin"),
+            ("export_hf.py CHECKPOINT ''", run_exporter(ckpt, "", cwd=d), "an empty name among CHECKPOINT.bin"),
+            ("plot_log.py LOG ''", run_plotter(log, "", cwd=d), "error: '': empty path"),
+            ("random_tokens.py '' 10", run_script(os.path.join(SCRIPTS, "random_tokens.py"), "", "10", cwd=d),
+             "error: '': empty path")):
+        case = Case(f"{name}: refused in one line naming the empty name")
+        refused(case, result, must_mention)
+        case.check(listing(d) == entries, f"{d} held {entries}, now {listing(d)}")
+        case.end()
+
+
 def case_export_current_folder():
     case = Case("export: the current folder, empty, is refused as OUT_DIR")
     d = folder("export_cwd")
@@ -382,6 +406,7 @@ def main():
     case_plot_trailing_slash()
     case_export_through_link()
     case_export_current_folder()
+    case_empty_output_name()
     case_signal(signal.SIGTERM)
     case_signal(signal.SIGINT)
     case_signal_as_made("mkstemp")

@@ -2,11 +2,13 @@
 # tests/test_programs.sh: bpe, prepare_data and train_gpt against what can go wrong around their files: a
 # dataset rebuilt under a write error or a kill, outputs that are FIFOs, pipes behind
 # /dev/stdout, symbolic links, folders or inputs, an --out-dir spelled with slashes and dots or
-# one that cannot be replaced (the current folder, a mount point), files in it that only look
-# like a dataset's, inputs that are FIFOs or shrink while read, shards read with another
-# tokenizer, leftover temporaries; make train's check of TEXT; train_gpt's checks before the GPU
-# (when it is built), its --gpus launch, and that it takes the shards of scripts/random_tokens.py. Needs ./bpe and
-# ./prepare_data; prints PASS / FAIL / SKIPPED lines like tests/test.h.
+# one that cannot be replaced (the current folder, a mount point), its mode, group and owner,
+# files in it that only look like a dataset's or cannot be kept, inputs that are FIFOs (of
+# generate and evaluate too) or shrink while read, shards read with another tokenizer, leftover
+# temporaries; make train's check of TEXT; make_parity_text.sh's OUT_DIR; train_gpt's checks
+# before the GPU (when it is built), its --gpus launch, and that it takes the shards of
+# scripts/random_tokens.py. Needs ./bpe and ./prepare_data; prints PASS / FAIL / SKIPPED lines
+# like tests/test.h.
 set -u
 cd "$(dirname "$0")/.."
 tmp=${FLASHGPT_TMP:-/tmp}/programs
@@ -82,6 +84,25 @@ check "notes.txt lost" grep -q notes "$tmp/ds/notes.txt"
 ./prepare_data --out-dir "$tmp/ds" --vocab-size 300 --val-fraction 0 "$tmp/b.txt" >/dev/null 2>&1
 check "old shards left beside the new ones" test ! -e "$tmp/ds/train_000001.bin"
 check "an old val shard left" test ! -e "$tmp/ds/val_000000.bin"
+end
+
+# The replaced folder's mode (setgid bit included), group and, as root, owner go to the new one,
+# and the setgid bit gives the shards its group: a group this user is in (root: any), another
+# owner only as root.
+begin "prepare_data_keeps_the_folder_mode_group_and_owner"
+mkdir -m 700 "$tmp/private"
+./prepare_data --out-dir "$tmp/private" --vocab-size 300 --split-blank-lines "$tmp/a.txt" >/dev/null 2>"$tmp/err"
+check "mode 700: $(tail -1 "$tmp/err")" test "$(stat -c %a "$tmp/private")" = 700
+mkdir "$tmp/shared"
+if [ "$(id -u)" = 0 ]; then group=65534; chown 65534 "$tmp/shared"; else group=$(id -G | tr ' ' '\n' | tail -1); fi
+chgrp "$group" "$tmp/shared" && chmod 2750 "$tmp/shared"
+want=$(stat -c '%a %u %g' "$tmp/shared")
+for run in 1 2; do   # over the empty folder, then over its dataset
+    ./prepare_data --out-dir "$tmp/shared" --vocab-size 300 --split-blank-lines "$tmp/a.txt" >/dev/null 2>"$tmp/err"
+    check "run $run: $want became $(stat -c '%a %u %g' "$tmp/shared"): $(tail -1 "$tmp/err")" \
+        test "$(stat -c '%a %u %g' "$tmp/shared")" = "$want"
+    check "run $run: the shard's group is not $group" test "$(stat -c %g "$tmp/shared/train_000000.bin")" = "$group"
+done
 end
 
 begin "prepare_data_input_shrinking_is_an_error"
@@ -179,6 +200,26 @@ if unshare -rm true 2>/dev/null; then
     end
 else
     echo "SKIPPED prepare_data_out_dir_mount_point_refused_before_training (unshare -rm: no mount namespace here)"
+fi
+
+# A file of --out-dir that the new folder cannot take (here one mounted on, which no link may
+# name; another's file under fs.protected_hardlinks is the same) is found before the training.
+if unshare -rm true 2>/dev/null; then
+    begin "prepare_data_file_it_cannot_keep_found_before_training"
+    ./prepare_data --out-dir "$tmp/keep" --vocab-size 300 --split-blank-lines "$tmp/a.txt" >/dev/null 2>&1
+    echo notes > "$tmp/keep/notes.txt"
+    old=$(sums "$tmp/keep")
+    unshare -rm sh -c 'mount --bind "$1" "$2/notes.txt" && exec ./prepare_data --out-dir "$2" --vocab-size 300 \
+        --split-blank-lines "$3"' sh "$tmp/b.txt" "$tmp/keep" "$tmp/b.txt" >/dev/null 2>"$tmp/err"
+    check "accepted" test $? -ne 0
+    check "no line says why: $(tail -1 "$tmp/err")" has "$tmp/err" "^error: --out-dir .*cannot keep notes.txt"
+    check "it trained first" not has "$tmp/err" "training"
+    check "the dataset changed" test "$(sums "$tmp/keep")" = "$old"
+    check "notes.txt changed" test "$(cat "$tmp/keep/notes.txt")" = notes
+    check "a temporary is left" test -z "$(ls "$tmp" | grep 'keep\.tmp')"
+    end
+else
+    echo "SKIPPED prepare_data_file_it_cannot_keep_found_before_training (unshare -rm: no mount namespace here)"
 fi
 
 begin "prepare_data_fifo_input_refused_without_waiting"
@@ -296,6 +337,34 @@ TEXT=$tmp/text_dir_$$ scripts/prepare_tinyshakespeare.sh >/dev/null 2>"$tmp/err"
 check "a folder: $(tail -1 "$tmp/err")" has "$tmp/err" "^error: TEXT=.*: is a directory"
 end
 
+# scripts/make_parity_text.sh python OUT_DIR, on a stand-in for the standard library (python3 on
+# PATH says where it is): OUT_DIR the caller's folder or one above it is refused before any work,
+# though prepare_data runs from another; a folder of its own gets the dataset; --help prints the
+# opening comment.
+begin "make_parity_text_never_replaces_the_current_folder"
+mkdir -p "$tmp/parity/lib" "$tmp/parity/bin" "$tmp/parity/here"
+for i in $(seq 6); do cp scripts/compare_curves.py "$tmp/parity/lib/m$i.py"; done
+printf '#!/bin/sh\necho "%s"\n' "$tmp/parity/lib" > "$tmp/parity/bin/python3"
+chmod +x "$tmp/parity/bin/python3"
+echo mine > "$tmp/parity/here/mine.txt"
+inode=$(stat -c %i "$tmp/parity/here")
+for dir in here:. here:./ here/sub:.. here/sub:../; do
+    mkdir -p "$tmp/parity/${dir%%:*}"   # sub only now: prepare_data refuses a folder that holds one
+    (cd "$tmp/parity/${dir%%:*}" && PATH="$tmp/parity/bin:$PATH" exec bash "$OLDPWD/scripts/make_parity_text.sh" \
+        python "${dir#*:}") >/dev/null 2>"$tmp/err"
+    check "OUT_DIR ${dir#*:} in ${dir%%:*} accepted" test $? -ne 0
+    check "OUT_DIR ${dir#*:} in ${dir%%:*}: $(tail -1 "$tmp/err")" has "$tmp/err" "^error: OUT_DIR .*current folder"
+    check "OUT_DIR ${dir#*:} in ${dir%%:*}: more than one line" test "$(wc -l < "$tmp/err")" = 1
+done
+check "the folder was replaced" test "$(stat -c %i "$tmp/parity/here")" = "$inode"
+check "the folder changed: $(ls "$tmp/parity/here" | tr '\n' ' ')" test "$(ls "$tmp/parity/here" | tr '\n' ' ')" = "mine.txt sub "
+(cd "$tmp/parity/here" && PATH="$tmp/parity/bin:$PATH" exec bash "$OLDPWD/scripts/make_parity_text.sh" python ds) \
+    >/dev/null 2>"$tmp/err"
+check "OUT_DIR ds: $(tail -1 "$tmp/err")" test -s "$tmp/parity/here/ds/val_000000.bin"
+bash scripts/make_parity_text.sh --help > "$tmp/out"
+check "--help: $(tail -1 "$tmp/out")" test "$(tail -1 "$tmp/out")" = "which replaces OUT_DIR: not the current folder nor one above it."
+end
+
 # make train's run goes to runs/NAME, or when an earlier run has that folder to runs/NAME-2, -3,
 # ...: never into another run's files. Without a GPU (nvidia-smi made to list none) it says where
 # the run would go and makes no folder.
@@ -326,6 +395,26 @@ would_go_to "$name-3"
 check "the earlier run's files changed" test "$(cat "runs/$name/log.csv")" = "an earlier run's log"
 check "the data is not ready" test -s "datasets/$name/train_000000.bin"
 rm -rf "runs/$name" "runs/$name-2" "datasets/$name"
+[ -z "$had_runs" ] && rmdir runs 2>/dev/null
+[ -z "$had_datasets" ] && rmdir datasets 2>/dev/null
+end
+
+# A text whose name has nothing before its extension (.txt) or leaves "." (..txt) gets a data and
+# a run folder of its whole name, never datasets/ or runs/ themselves.
+begin "make_train_names_folders_of_a_text_named_.txt"
+had_runs=$([ -d runs ] && echo yes)
+had_datasets=$([ -d datasets ] && echo yes)
+for name in .txt ..txt; do
+    mkdir -p "$tmp/dot_$name"
+    make_text "$tmp/dot_$name/$name" 40 4
+    TEXT="$tmp/dot_$name/$name" scripts/prepare_tinyshakespeare.sh > "$tmp/out" 2> "$tmp/err"
+    check "$name: datasets/$name expected: $(cat "$tmp/out") $(tail -1 "$tmp/err")" test "$(cat "$tmp/out")" = "$PWD/datasets/$name"
+    check "$name: no data in datasets/$name" test -s "datasets/$name/train_000000.bin"
+    check "$name: wrote into datasets/ itself" test ! -e datasets/tokenizer.bin
+    PATH="$tmp/no_gpu:$PATH" TEXT="$tmp/dot_$name/$name" scripts/train_tinyshakespeare.sh > /dev/null 2> "$tmp/err"
+    check "$name: runs/$name expected: $(tail -1 "$tmp/err")" grep -q "the run would go to $PWD/runs/$name; " "$tmp/err"
+    rm -rf "datasets/$name"
+done
 [ -z "$had_runs" ] && rmdir runs 2>/dev/null
 [ -z "$had_datasets" ] && rmdir datasets 2>/dev/null
 end
@@ -424,32 +513,42 @@ state"
 fi
 
 # A tokenizer file's header says how long it is, and GPT-2's vocabulary files are about a
-# megabyte: a device that never ends in their place is refused, not read until memory runs out
-# (here a limit of 4 GB, where it would say "out of memory").
+# megabyte: a large file in their place (here 2 GB, sparse) is refused unread, not read until
+# memory runs out (here a limit of 4 GB, where it would say "out of memory").
 begin "tokenizer_files_are_not_read_past_their_size"
-(ulimit -v 4000000; timeout 60 ./bpe encode --tokenizer /dev/zero --input "$tmp/a.txt" --out "$tmp/zero.bin") \
+truncate -s 2G "$tmp/large.bin"
+(ulimit -v 4000000; timeout 60 ./bpe encode --tokenizer "$tmp/large.bin" --input "$tmp/a.txt" --out "$tmp/zero.bin") \
     > "$tmp/out" 2>&1
-check "--tokenizer /dev/zero: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: bpe encode: /dev/zero: not a tokenizer file"
-(ulimit -v 4000000; timeout 60 ./bpe encode --gpt2 /dev/zero /dev/zero --input "$tmp/a.txt" --out "$tmp/zero.bin") \
-    > "$tmp/out" 2>&1
-check "--gpt2 /dev/zero: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: bpe encode: /dev/zero: larger than 1073741824 bytes"
+check "--tokenizer a large file: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: bpe encode: .*large.bin: not a tokenizer file"
+(ulimit -v 4000000; timeout 60 ./bpe encode --gpt2 "$tmp/large.bin" "$tmp/large.bin" --input "$tmp/a.txt" \
+    --out "$tmp/zero.bin") > "$tmp/out" 2>&1
+check "--gpt2 a large file: $(tail -1 "$tmp/out")" has "$tmp/out" "^error: bpe encode: .*large.bin: larger than 1073741824 bytes"
+rm "$tmp/large.bin"
 end
 
-# Shards and checkpoints are read at offsets and checked against their size, which a FIFO or a
-# device cannot be: one in their place is refused in one line, never waited on for a writer.
-begin "shards_and_checkpoints_refuse_what_is_not_a_regular_file"
+# Shards, checkpoints, tokenizers and HellaSwag's items are read at offsets or checked against
+# their size, which a FIFO or a device cannot be: one in their place is refused in one line,
+# never waited on for a writer.
+begin "input_files_refuse_what_is_not_a_regular_file"
 mkdir -p "$tmp/not_regular/run"
 mkfifo "$tmp/not_regular/train_000000.bin" "$tmp/not_regular/model.bin" "$tmp/not_regular/run/model_00000005.bin" \
-    "$tmp/not_regular/run/state_00000005.bin"
+    "$tmp/not_regular/run/state_00000005.bin" "$tmp/not_regular/tokenizer.bin" "$tmp/not_regular/items.jsonl"
 refused() {  # refused <what> <path> <command...>: one error line, naming path, within 10 s
     local what=$1 path=$2; shift 2
     timeout 10 "$@" > "$tmp/out" 2>&1
     check "$what: $(tail -1 "$tmp/out")" test "$(grep -c '^error' "$tmp/out")" = 1
-    check "$what: $(tail -1 "$tmp/out")" grep -qx -- "error: \(.*: \)\?$path: not a regular file" "$tmp/out"
+    check "$what: $(tail -1 "$tmp/out")" grep -qx -- "error: \(.* \)\?$path: not a regular file" "$tmp/out"
 }
+fifo_tok=$tmp/not_regular/tokenizer.bin
 refused "bpe decode --input a FIFO" "$tmp/not_regular/train_000000.bin" \
     ./bpe decode --tokenizer "$tmp/ds/tokenizer.bin" --input "$tmp/not_regular/train_000000.bin"
 refused "bpe decode --input /dev/zero" /dev/zero ./bpe decode --tokenizer "$tmp/ds/tokenizer.bin" --input /dev/zero
+refused "bpe encode --tokenizer a FIFO" "$fifo_tok" ./bpe encode --tokenizer "$fifo_tok" --input "$tmp/a.txt" --out "$tmp/f.bin"
+refused "bpe encode --tokenizer /dev/zero" /dev/zero ./bpe encode --tokenizer /dev/zero --input "$tmp/a.txt" --out "$tmp/f.bin"
+refused "bpe decode --tokenizer a FIFO" "$fifo_tok" ./bpe decode --tokenizer "$fifo_tok" --input "$tmp/ds/train_000000.bin"
+refused "bpe encode --gpt2 a FIFO" "$fifo_tok" ./bpe encode --gpt2 "$fifo_tok" "$tmp/a.txt" --input "$tmp/a.txt" --out "$tmp/f.bin"
+refused "prepare_data --tokenizer a FIFO" "$fifo_tok" \
+    ./prepare_data --tokenizer "$fifo_tok" --split-blank-lines --out-dir "$tmp/from_fifo_tok" "$tmp/a.txt"
 if [ -x ./train_gpt ]; then
     data="--model d2 --context 64 -T 64 -B 1"
     refused "--train-data a FIFO" "$tmp/not_regular/train_000000.bin" ./train_gpt $data --train-data "$tmp/not_regular/train_*.bin"
@@ -461,10 +560,27 @@ if [ -x ./train_gpt ]; then
         ./train_gpt $data --train-data "$tmp/ds/train_*.bin" --init-from "$tmp/not_regular/model.bin"
     refused "--resume a folder of FIFOs" "$tmp/not_regular/run/state_00000005.bin" \
         ./train_gpt -B 1 -T 64 --train-data "$tmp/ds/train_*.bin" --resume "$tmp/not_regular/run"
+    refused "--tokenizer a FIFO" "$fifo_tok" ./train_gpt $data --train-data "$tmp/ds/train_*.bin" --tokenizer "$fifo_tok"
 fi
+# A model of zeros (gpt/checkpoint.h's version 5, bf16) of ds's tokenizer: generate and evaluate
+# take it and get as far as the file in question.
+vocab=$(od -A n -t d4 -j 8 -N 4 "$tmp/ds/tokenizer.bin" | tr -d ' ')
+python3 -c 'import struct, sys
+maxT, V, L, NH, C = 64, int(sys.argv[2]), 1, 1, 64
+Vp = (V + 127) // 128 * 128
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<256i", 20240326, 5, maxT, V, L, NH, C, Vp, *[0] * 248))
+    f.write(bytes(2 * (Vp * C + maxT * C + L * (12 * C * C + 13 * C) + 2 * C)))' "$tmp/zero.bin" "$vocab"
 if [ -x ./generate ]; then
     refused "generate --checkpoint a FIFO" "$tmp/not_regular/model.bin" \
         ./generate --checkpoint "$tmp/not_regular/model.bin" --tokenizer "$tmp/ds/tokenizer.bin"
+    refused "generate --tokenizer a FIFO" "$fifo_tok" ./generate --checkpoint "$tmp/zero.bin" --tokenizer "$fifo_tok"
+fi
+if [ -x ./evaluate ]; then
+    refused "evaluate --tokenizer a FIFO" "$fifo_tok" \
+        ./evaluate --checkpoint "$tmp/zero.bin" --tokenizer "$fifo_tok" --hellaswag tests/data/hellaswag_tiny.jsonl
+    refused "evaluate --hellaswag a FIFO" "$tmp/not_regular/items.jsonl" \
+        ./evaluate --checkpoint "$tmp/zero.bin" --tokenizer "$tmp/ds/tokenizer.bin" --hellaswag "$tmp/not_regular/items.jsonl"
 fi
 end
 

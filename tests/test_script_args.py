@@ -4,18 +4,27 @@
 - random_tokens.py: a bad count is one error line; a good one writes the shard of its format.
 - gen_unicode_tables.py: --help prints the usage and writes nothing; a flag or a folder is
   refused before the tables are computed.
+- compare_curves.py: a row of too few or too many fields, or a step time (ms) of 0, is one
+  error line naming the log; logs of one step (no time past the first) print no NaN, and a side
+  that does not reach the target is no side's yardstick.
 - Without numpy (a numpy package on PYTHONPATH whose import fails): import_gpt2.py and
   export_hf.py say in one line how to get it (make venv); plot_log.py and random_tokens.py
   need none and work.
-- bench_torch_decode.py, without torch (a torch package whose import fails, so that a machine
-  with torch runs no benchmark either): --help prints the usage; a bad value, an option it does
-  not know or too many positions for the context is one error line; good arguments are one line
-  saying it needs torch.
-- scripts/gpu_*.sh, run here against stubs of the programs they call (make, nvidia-smi,
-  python3, torchrun, compute-sanitizer, ./train_gpt and the others; each records that it ran):
-  --help prints the usage and runs nothing, an unknown option or an argument too many is one
-  error line and runs nothing; when every stub succeeds the script exits 0, when every stub but
-  make fails it exits 1 and its last line names the failed steps.
+- The scripts that need torch, without it (a torch package whose import fails, so that a machine
+  with torch runs no benchmark either): --help prints the usage (torch_gpt2.py, a module, what
+  it is); good arguments are one line saying it needs torch. bench_torch_decode.py: a bad value,
+  an option it does not know or too many positions for the context is one error line.
+  bench_sdpa.py: half a shape is refused. train_torch_reference.py: a --log that is one of the
+  shards (by name, through a link, a hard link), a folder, or in a missing folder is one error
+  line, and the shards and their folder are left as they were.
+- scripts/gpu_*.sh, copied with gpu_common.sh into the scripts/ of a folder that stands for the
+  repository and run there against stubs of the programs they call (make, nvidia-smi, python3,
+  torchrun, compute-sanitizer, ./train_gpt and the others; each records that it ran): --help
+  prints the usage and runs nothing, an unknown option, an argument too many or a run from
+  another folder is one error line and runs nothing (nor makes a folder there); when every stub
+  succeeds the script exits 0, when every stub but make fails it exits 1 and its last line names
+  the failed steps. gpu_parity.sh: an empty MODELS or SEEDS, a run or side of another name, or
+  flashgpt-base without FLASHGPT_BASE is one error line and runs nothing.
 Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/test.h.
 """
 import os
@@ -87,6 +96,43 @@ def case_gen_unicode_tables():
         case.end()
 
 
+LOG_HEADER = "step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n"
+
+
+def write_log(path, rows):
+    """A log in train_gpt's columns: rows of (step, val_loss, ms)."""
+    with open(path, "w") as f:
+        f.write(LOG_HEADER + "".join(f"{step},5,{val},0.1,1,{ms},5,0,1\n" for step, val, ms in rows))
+    return path
+
+
+def case_compare_curves():
+    d = folder("compare_curves")
+    good = write_log(os.path.join(d, "good.csv"), [(1, 4.5, 10), (2, 4.0, 11), (3, 3.8, 12)])
+    for name, text, must_mention in (("short", LOG_HEADER + "1,5,4.5,0.1,1,10,5,0,1\n2,5,4.0\n", "line 3 has 3"),
+                                     ("long", LOG_HEADER + "1,5,4.5,0.1,1,10,5,0,1,7\n", "line 2 has 10"),
+                                     ("zero_ms", LOG_HEADER + "1,5,4.5,0.1,1,0,5,0,1\n", "line 2: ms 0")):
+        case = Case(f"compare_curves: a log with a {name.replace('_', ' ')} row is refused in one line")
+        with open(os.path.join(d, name + ".csv"), "w") as f:
+            f.write(text)
+        one_error_line(case, run_script(script("compare_curves.py"), "a", good, "b", os.path.join(d, name + ".csv")),
+                       f"{name}.csv: not a training log ({must_mention}")
+        case.end()
+    case = Case("compare_curves: logs of one step print no NaN")
+    result = run_script(script("compare_curves.py"), "a", write_log(os.path.join(d, "one_a.csv"), [(1, 4.5, 10)]),
+                        "b", write_log(os.path.join(d, "one_b.csv"), [(1, 4.4, 12)]))
+    case.check(result.returncode == 0 and result.stderr == "", f"exit {result.returncode}: {result.stderr.strip()!r}")
+    case.check("nan" not in result.stdout and "b: step 1 (no time" in result.stdout, f"printed {result.stdout!r}")
+    case.end()
+    case = Case("compare_curves: a first side that misses the target is no yardstick")
+    result = run_script(script("compare_curves.py"), "a", good, "b",
+                        write_log(os.path.join(d, "better.csv"), [(1, 4.4, 10), (2, 3.9, 20), (3, 3.7, 20)]),
+                        "--target", "3.7")
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    case.check("a: not reached" in result.stdout and "as soon as" not in result.stdout, f"printed {result.stdout!r}")
+    case.end()
+
+
 def without(d, module):
     """The environment of a script run without module: a package of that name on PYTHONPATH,
     in folder d, whose import fails."""
@@ -117,14 +163,49 @@ def case_without_numpy():
     case.end()
 
 
-def case_bench_torch_decode():
-    name = "bench_torch_decode.py"
-    env = without(folder("no_torch"), "torch")
-    case = Case(f"{name} --help without torch: the usage")
-    result = run_script(script(name), "--help", env=env)
-    case.check(result.returncode == 0 and result.stdout.startswith("usage: "),
-               f"exit {result.returncode}, stdout {result.stdout[:80]!r}, stderr {result.stderr.strip()!r}")
+def case_torch_scripts():
+    d = folder("no_torch")
+    env = without(d, "torch")
+    shards = os.path.join(d, "data")
+    os.makedirs(shards)
+    for name in ("train_000000.bin", "val_000000.bin"):
+        with open(os.path.join(shards, name), "wb") as f:
+            f.write(b"a shard")
+    train = ["--train-data", os.path.join(shards, "train_*.bin")]
+    for name, good in (("bench_torch_decode.py", ["--prompt", "1000", "-B", "8"]), ("bench_torch_gpt2.py", []),
+                       ("bench_sdpa.py", ["64", "1024"]), ("train_torch_reference.py", train),
+                       ("torch_gpt2.py", None)):
+        case = Case(f"{name} --help without torch: the usage")
+        result = run_script(script(name), "--help", env=env)
+        want = "usage: " if good is not None else "scripts/torch_gpt2.py: "
+        case.check(result.returncode == 0 and result.stdout.startswith(want),
+                   f"exit {result.returncode}, stdout {result.stdout[:80]!r}, stderr {result.stderr.strip()!r}")
+        case.end()
+        if good is not None:
+            case = Case(f"{name} without torch: one line saying it needs torch")
+            one_error_line(case, run_script(script(name), *good, env=env), "needs torch")
+            case.end()
+    case = Case("bench_sdpa.py 64: half a shape is refused")
+    result = run_script(script("bench_sdpa.py"), "64", env=env)
+    case.check(result.returncode == 2 and "error: one shape is HS" in result.stderr,
+               f"exit {result.returncode}, stderr {result.stderr.strip()!r}")
     case.end()
+    before = {n: open(os.path.join(shards, n), "rb").read() for n in os.listdir(shards)}
+    os.symlink("val_000000.bin", os.path.join(shards, "link.csv"))
+    os.link(os.path.join(shards, "val_000000.bin"), os.path.join(shards, "hard.csv"))
+    for log, must_mention in (("val_000000.bin", "is the input"), ("train_000000.bin", "is the input"),
+                              ("link.csv", "is the input"), ("hard.csv", "is the input"),
+                              (".", "is a directory"), ("nodir/log.csv", "no such folder")):
+        case = Case(f"train_torch_reference.py --log {log}: refused in one line before the data")
+        one_error_line(case, run_script(script("train_torch_reference.py"), *train, "--log",
+                                        os.path.join(shards, log), env=env), must_mention)
+        after = {n: open(os.path.join(shards, n), "rb").read() for n in os.listdir(shards) if n.endswith(".bin")}
+        case.check(after == before, "a shard changed")
+        case.check(sorted(os.listdir(shards)) == sorted(list(before) + ["hard.csv", "link.csv"]),
+                   f"the folder holds {sorted(os.listdir(shards))}")
+        case.end()
+
+    name = "bench_torch_decode.py"
     for args, must_mention in ((["--prompt", "0"], "--prompt"), (["--tokens", "-1"], "--tokens"),
                                (["-B", "0"], "-B"), (["--batch", "x"], "-B/--batch"),
                                (["--warmup", "-1"], "--warmup"), (["--vocab", "0"], "--vocab"),
@@ -134,9 +215,6 @@ def case_bench_torch_decode():
         case = Case(f"{name} {' '.join(args)}: refused in one line")
         one_error_line(case, run_script(script(name), *args, env=env), must_mention)
         case.end()
-    case = Case(f"{name} without torch: one line saying it needs torch")
-    one_error_line(case, run_script(script(name), "--prompt", "1000", "-B", "8", env=env), "needs torch")
-    case.end()
 
 
 # The GPU scripts' commands: on PATH, and at the paths they run from the repository root.
@@ -144,13 +222,18 @@ PATH_STUBS = ["make", "nvidia-smi", "python3", "torchrun", "compute-sanitizer"]
 LOCAL_STUBS = ["train_gpt", "prepare_data", "generate", "build/tests/test_attention",
                "build/bench/bench_attention", "build/tests/test_decode", "build/tests/test_matmul_rows",
                "tests/test_generation.sh", "tests/test_evaluate.sh"]
-GPU_SCRIPTS = {"gpu_check.sh": 1, "gpu_scaling.sh": 0, "gpu_speed_race.sh": 0, "gpu_attention.sh": 1, "gpu_decode.sh": 1}
+# Each script: the number of operands it takes, and those of a run (gpu_parity.sh's dataset,
+# which gpu_run makes).
+GPU_SCRIPTS = {"gpu_check.sh": (1, []), "gpu_scaling.sh": (0, []), "gpu_speed_race.sh": (0, []),
+               "gpu_attention.sh": (1, []), "gpu_decode.sh": (1, []), "gpu_parity.sh": (1, ["data"])}
+PARITY_VARIABLES = ("MODELS", "SIDES", "SEEDS", "FLASHGPT", "FLASHGPT_BASE", "RACE")
 
 
-def gpu_run(name, args, stub_status):
-    """Runs scripts/NAME ARGS in a fresh folder where every command it calls is a stub that
-    exits with stub_status(command) and writes its name to ran.log. Returns (CompletedProcess,
-    the commands that ran)."""
+def gpu_run(name, args, stub_status, env_vars=None, where="."):
+    """Runs scripts/NAME ARGS (with env_vars) in the folder where, under a fresh folder that
+    stands for the repository (its scripts/ the script and gpu_common.sh, a dataset in data/)
+    and where every command the script calls is a stub that exits with stub_status(command)
+    and writes its name to ran.log. Returns (CompletedProcess, the commands that ran)."""
     d = folder("gpu_" + name)
     bin_dir, ran = os.path.join(d, "bin"), os.path.join(d, "ran.log")
     for stub in [os.path.join("bin", s) for s in PATH_STUBS] + LOCAL_STUBS:
@@ -159,11 +242,20 @@ def gpu_run(name, args, stub_status):
         with open(path, "w") as f:
             f.write(f'#!/bin/sh\necho {os.path.basename(stub)} >> "{ran}"\nexit {stub_status(os.path.basename(stub))}\n')
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
-    env = {k: v for k, v in os.environ.items() if k not in ("TEST_TEXT", "PYTHON", "STEPS", "SHAPES", "CP_T")}
-    env.update(PATH=bin_dir + os.pathsep + env["PATH"], OUT=os.path.join(d, "logs"))
+    os.makedirs(os.path.join(d, "scripts"))
+    for copied in (name, "gpu_common.sh"):
+        shutil.copy(script(copied), os.path.join(d, "scripts", copied))
+    os.makedirs(os.path.join(d, "data"))
+    for data in ("tokenizer.bin", "train_000000.bin"):
+        open(os.path.join(d, "data", data), "w").close()
+    os.makedirs(os.path.join(d, where), exist_ok=True)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TEST_TEXT", "PYTHON", "STEPS", "SHAPES", "CP_T", "OUT") + PARITY_VARIABLES}
+    env.update(PATH=bin_dir + os.pathsep + env["PATH"], **(env_vars or {}))
     try:
-        result = subprocess.run(["bash", script(name), *args], cwd=d, env=env, capture_output=True,
-                                text=True, timeout=120)
+        result = subprocess.run(["bash", os.path.relpath(os.path.join(d, "scripts", name), os.path.join(d, where)),
+                                 *args], cwd=os.path.join(d, where), env=env, capture_output=True, text=True,
+                                timeout=120)
     except subprocess.TimeoutExpired:
         result = subprocess.CompletedProcess(name, None, "", "timed out after 120 s")
     commands = open(ran).read().split() if os.path.exists(ran) else []
@@ -171,7 +263,7 @@ def gpu_run(name, args, stub_status):
 
 
 def case_gpu_scripts():
-    for name, operands in GPU_SCRIPTS.items():
+    for name, (operands, run_args) in GPU_SCRIPTS.items():
         case = Case(f"{name} --help: the usage, nothing run")
         result, ran = gpu_run(name, ["--help"], lambda stub: 1)
         first = open(script(name)).read().splitlines()[1].lstrip("# ")
@@ -189,25 +281,54 @@ def case_gpu_scripts():
             one_error_line(case, result, must_mention)
             case.check(not ran, f"ran {ran}")
             case.end()
+        case = Case(f"{name} run from another folder: refused in one line, nothing run or made")
+        result, ran = gpu_run(name, [os.path.join("..", a) for a in run_args], lambda stub: 0, where="elsewhere")
+        one_error_line(case, result, "run it from the repository root")
+        case.check(not ran, f"ran {ran}")
+        elsewhere = os.path.join(TMP, "args_gpu_" + name, "elsewhere")
+        case.check(not os.listdir(elsewhere), f"made {os.listdir(elsewhere)}")
+        case.end()
         case = Case(f"{name}: every step succeeds, exit status 0")
-        result, ran = gpu_run(name, [], lambda stub: 0)
+        result, ran = gpu_run(name, run_args, lambda stub: 0, {"OUT": "logs"})
         case.check(result.returncode == 0 and "failed steps" not in result.stdout,
                    f"exit {result.returncode}, last line {result.stdout.splitlines()[-1:]}")
         case.end()
         case = Case(f"{name}: every step after the build fails, exit status 1 naming them")
-        result, ran = gpu_run(name, [], lambda stub: 0 if stub == "make" else 1)
+        result, ran = gpu_run(name, run_args, lambda stub: 0 if stub == "make" else 1, {"OUT": "logs"})
         last = (result.stdout.splitlines() or [""])[-1]
         case.check(result.returncode == 1, f"exit status {result.returncode}")
         case.check(last.startswith("failed steps: "), f"last line {last!r}")
         case.end()
 
 
+def case_gpu_parity_variables():
+    for env_vars, must_mention in (({"MODELS": ""}, "MODELS is empty"), ({"SEEDS": " "}, "SEEDS is empty"),
+                                   ({"MODELS": "d6 d7"}, "no parity run called d7"),
+                                   ({"SIDES": "flashgpt refrence"}, "no side called refrence"),
+                                   ({"SIDES": "flashgpt-base"}, "FLASHGPT_BASE")):
+        what = " ".join(f"{k}='{v}'" for k, v in env_vars.items())
+        case = Case(f"gpu_parity.sh with {what}: refused in one line, nothing run")
+        result, ran = gpu_run("gpu_parity.sh", ["data"], lambda stub: 0, dict(env_vars, OUT="logs"))
+        one_error_line(case, result, must_mention)
+        case.check(not ran, f"ran {ran}")
+        case.end()
+    case = Case("gpu_parity.sh with MODELS=d6-t256 and SIDES of each kind: runs each")
+    result, ran = gpu_run("gpu_parity.sh", ["data"], lambda stub: 0,
+                          {"MODELS": "d6-t256", "SIDES": "flashgpt flashgpt-base reference+residual",
+                           "FLASHGPT_BASE": "./train_gpt", "SEEDS": "1", "OUT": "logs"})
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    case.check(ran.count("train_gpt") == 2 and ran.count("python3") == 2, f"ran {ran}")
+    case.end()
+
+
 def main():
     case_random_tokens()
     case_gen_unicode_tables()
+    case_compare_curves()
     case_without_numpy()
-    case_bench_torch_decode()
+    case_torch_scripts()
     case_gpu_scripts()
+    case_gpu_parity_variables()
     return 1 if Case.failures else 0
 
 

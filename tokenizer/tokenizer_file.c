@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include "tokenizer/bpe.h"
 #include "common/atomic_file.h"
+#include "common/read_file.h"
 
 #define TOKENIZER_MAGIC 0x4B544746
 #define TOKENIZER_VERSION 1
@@ -67,14 +68,12 @@ uint64_t tokenizer_fingerprint(const Tokenizer* t) {
     return h ? h : 1;   // 0 means "no fingerprint" in a shard
 }
 
-// The header is read and checked first, then only the bytes it announces: a large file that
-// is no tokenizer (a shard, a text, a device that never ends) is refused without being read.
+// A regular file (a FIFO is refused, not waited on for a writer). The header is read and
+// checked first, then the file's size against it: a large file that is no tokenizer (a shard, a
+// text) is refused without being read.
 Tokenizer* tokenizer_load(const char* path, char* err) {
-    FILE* f = fopen(path, "rb");
-    if (!f) {
-        set_err(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    FILE* f = fopen_regular_file(path, err);
+    if (!f) return NULL;
     unsigned char* body = NULL;
     uint32_t* offset = NULL;
     unsigned char* bytes = NULL;
@@ -115,9 +114,8 @@ Tokenizer* tokenizer_load(const char* path, char* err) {
     }
     uint32_t total = (uint32_t)h[5];
     uint64_t expected = sizeof h + 4 * (uint64_t)V + total + 12 * (uint64_t)M;
-    // A regular file's size is known before anything is read; a pipe's shows as it is read.
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size != expected) {
+    if (fstat(fileno(f), &st) == 0 && (uint64_t)st.st_size != expected) {
         set_err(err, "%s: %s: %lld bytes, the header says %llu", path,
                 (uint64_t)st.st_size < expected ? "truncated" : "trailing bytes", (long long)st.st_size,
                 (unsigned long long)expected);
