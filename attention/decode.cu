@@ -14,7 +14,9 @@
 // scaled by scale * log2(e)), and so are the log-sum-exps in scratch.
 #include <math.h>
 #include "attention/decode.h"
-#include "layers/kernel_common.cuh"
+#include "device/bf16.cuh"
+#include "device/launch.cuh"
+#include "device/reduce.cuh"
 
 // 256 keys per block of 256 threads: a 16K cache of 12 heads is 768 blocks (~6 per SM of an
 // H200's 132, 3 resident at a time), a 2K cache 96 (more keys per block would leave most SMs

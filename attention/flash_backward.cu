@@ -16,7 +16,7 @@
 //      instead of 5 (S and dP are recomputed there).
 #include <math.h>
 #include "attention/flash.h"
-#include "attention/mma.cuh"
+#include "device/mma.cuh"
 #include "attention/smem_tile.cuh"
 #include "attention/softmax.cuh"
 
@@ -350,7 +350,7 @@ static void launch_dq(const AttentionParams* p, const float* delta, cudaStream_t
     constexpr int BLOCK_M = 16 * NWARPS, S = PaddedRow<HS>::stride;
     constexpr int smem = (2 * BLOCK_M + 4 * BLOCK_N) * S * (int)sizeof(bf16);
     constexpr auto kernel = flash_backward_dq_kernel<HS, NWARPS, BLOCK_N>;
-    set_smem_limit_once<kernel>(smem);
+    raise_smem_limit<kernel>("flash_attention_backward_mma", smem);
     int n_q_blocks = (int)ceil_div(p->shape.T, BLOCK_M);
     kernel<<<n_q_blocks * p->shape.B * p->shape.NH, NWARPS * 32, smem, stream>>>(*p, delta);
     cudaCheckLaunch();
@@ -368,7 +368,7 @@ template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ>
 static void launch_kv(const AttentionParams* p, BackwardScratch w, int kv_smem, cudaStream_t stream) {
     constexpr int BLOCK_N = 16 * NWARPS;
     constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, ATOMIC_DQ>;
-    set_smem_limit_once<kernel>(kv_smem);
+    raise_smem_limit<kernel>("flash_attention_backward_mma", kv_smem);
     int n_kv_blocks = (int)ceil_div(p->shape.T, BLOCK_N);
     kernel<<<n_kv_blocks * p->shape.B * p->shape.NH, NWARPS * 32, kv_smem, stream>>>(*p, (float*)w.dq_accum, w.delta);
     cudaCheckLaunch();

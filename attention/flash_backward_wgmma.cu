@@ -28,7 +28,7 @@
 #include <string.h>
 #include "attention/flash.h"
 #include "attention/wgmma.cuh"
-#include "attention/smem_tile.cuh"
+#include "device/smem.cuh"
 #include "attention/softmax.cuh"
 #include "attention/tma.cuh"
 #include "attention/grid_order.cuh"
@@ -488,7 +488,7 @@ template <int HS, FlashDq DQ>
 static void launch_backward_wgmma(const AttentionParams* p, BackwardScratch w, cudaStream_t stream) {
     using K = KvBlock<HS, DQ>;
     constexpr auto kernel = flash_backward_wgmma_kernel<HS, DQ>;
-    set_smem_limit_once<kernel>(K::SMEM);
+    raise_smem_limit<kernel>("flash_attention_backward_wgmma", K::SMEM);
     AttentionShape s = p->shape;
     CUtensorMap map_k, map_v, map_q, map_do, map_dq;
     make_heads_tensor_map(&map_k, &p->k, s, K::BLOCK_N);
@@ -679,7 +679,7 @@ static void launch_dq_wgmma(const AttentionParams* p, const float* delta, cudaSt
     // Q, dO, 3 stages of K, 2 of V, the scheduling anchor, and room to align the start to 1024 bytes.
     constexpr int smem = (2 * BLOCK_M + 5 * BLOCK_N) * HS * (int)sizeof(bf16) + 256 * (int)sizeof(float) + 1024;
     constexpr auto kernel = flash_backward_dq_wgmma_kernel<HS, BLOCK_N, MIN_BLOCKS>;
-    set_smem_limit_once<kernel>(smem);
+    raise_smem_limit<kernel>("flash_attention_backward_wgmma", smem);
     AttentionShape s = p->shape;
     CUtensorMap map_q, map_k, map_v, map_do;
     make_heads_tensor_map(&map_q, &p->q, s, BLOCK_M);

@@ -7,7 +7,7 @@
 // The T x T scores never leave the chip.
 #include <math.h>
 #include "attention/flash.h"
-#include "attention/mma.cuh"
+#include "device/mma.cuh"
 #include "attention/smem_tile.cuh"
 #include "attention/softmax.cuh"
 
@@ -153,7 +153,7 @@ static void launch_forward(const AttentionParams* p, cudaStream_t stream) {
     constexpr int BLOCK_M = 16 * M_TILES * NWARPS;
     constexpr int smem = (BLOCK_M + 4 * BLOCK_N) * PaddedRow<HS>::stride * (int)sizeof(bf16);
     constexpr auto kernel = flash_forward_kernel<HS, M_TILES, NWARPS, BLOCK_N>;
-    set_smem_limit_once<kernel>(smem);
+    raise_smem_limit<kernel>("flash_attention_forward_mma", smem);
     int n_q_blocks = (int)ceil_div(p->shape.T, BLOCK_M);
     kernel<<<n_q_blocks * p->shape.B * p->shape.NH, NWARPS * 32, smem, stream>>>(*p);
     cudaCheckLaunch();

@@ -13,7 +13,7 @@
 #include <math.h>
 #include "attention/flash.h"
 #include "attention/wgmma.cuh"
-#include "attention/smem_tile.cuh"
+#include "device/smem.cuh"
 #include "attention/softmax.cuh"
 #include "attention/tma.cuh"
 #include "attention/grid_order.cuh"
@@ -270,7 +270,7 @@ static void launch_forward_wgmma(const AttentionParams* p, cudaStream_t stream) 
     // Q, 3 stages of K and of V, the scheduling anchor, and room to align the start to 1024 bytes.
     constexpr int smem = (BLOCK_M + 6 * BLOCK_N) * HS * (int)sizeof(bf16) + 256 * (int)sizeof(float) + 1024;
     constexpr auto kernel = flash_forward_wgmma_kernel<HS, BLOCK_N, MIN_BLOCKS, PRODUCER>;
-    set_smem_limit_once<kernel>(smem);
+    raise_smem_limit<kernel>("flash_attention_forward_wgmma", smem);
     AttentionShape s = p->shape;
     CUtensorMap map_q, map_k, map_v;
     make_heads_tensor_map(&map_q, &p->q, s, BLOCK_M);

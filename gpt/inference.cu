@@ -17,7 +17,7 @@
 #include "layers/layernorm.h"
 #include "layers/matmul.h"
 #include "layers/matmul_rows.h"
-#include "layers/kernel_common.cuh"
+#include "device/launch.cuh"
 
 #define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
 
