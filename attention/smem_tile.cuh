@@ -25,6 +25,20 @@ __device__ __forceinline__ void load_tile_async(bf16* tile, const bf16* g, long 
     }
 }
 
+// The K/V loop's next block: advances the K and V pointers (rows k_stride and v_stride apart) by
+// ROWS rows and starts loading that block into `stage` of the double-buffered tiles sK and sV;
+// rows >= rows_valid become zeros.
+template <int ROWS, int COLS, int NTHREADS>
+__device__ __forceinline__ void load_next_kv_block(bf16* sK, bf16* sV, int stage, const bf16*& k_ptr, long long k_stride,
+                                                   const bf16*& v_ptr, long long v_stride, int rows_valid) {
+    constexpr int S = PaddedRow<COLS>::stride;
+    k_ptr += ROWS * k_stride;
+    v_ptr += ROWS * v_stride;
+    load_tile_async<ROWS, COLS, NTHREADS>(sK + stage * ROWS * S, k_ptr, k_stride, rows_valid);
+    load_tile_async<ROWS, COLS, NTHREADS>(sV + stage * ROWS * S, v_ptr, v_stride, rows_valid);
+    cp_async_commit();
+}
+
 // Starts loading n_valid floats (the rest zero) of a per-row vector such as L or D.
 template <int N, int NTHREADS>
 __device__ __forceinline__ void load_vec_async(float* v, const float* g, int n_valid) {
