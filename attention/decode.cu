@@ -14,7 +14,9 @@
 // scaled by scale * log2(e)), and so are the log-sum-exps in scratch.
 #include <math.h>
 #include "attention/decode.h"
-#include "layers/kernel_common.cuh"
+#include "device/bf16.cuh"
+#include "device/launch.cuh"
+#include "device/reduce.cuh"
 
 // 256 keys per block of 256 threads: a 16K cache of 12 heads is 768 blocks (~6 per SM of an
 // H200's 132, 3 resident at a time), a 2K cache 96 (more keys per block would leave most SMs
@@ -60,6 +62,21 @@ __device__ inline void unpack8(uint4 x, float f[8]) {
     }
 }
 
+// The keys sequence seq's query sees: 0..positions[seq], clamped to the cache, so that a position
+// past it (a caller's bug) still leaves the counters zero.
+__device__ inline int keys_seen_by(const int* positions, int seq, int T) {
+    return min(__ldcg(positions + seq) + 1, T);
+}
+
+// A 16-byte load from L2, issued where it stands: ptxas moves a plain load below a branch that
+// comes before its first use (here the return that the positions decide), which would put its
+// wait after theirs instead of beside it; it does not move a volatile one.
+__device__ __forceinline__ uint4 load_16_now(const void* p) {
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+
 // Block (head, chunk, sequence): keys [chunk * DECODE_CHUNK, + DECODE_CHUNK) of the sequence's
 // 0..positions[seq]. Group g of HS / 8 threads takes the keys g,
 // g + groups, ...; thread r of the group holds dims [8r, 8r + 8) of q, and of o for its keys.
@@ -73,33 +90,45 @@ __global__ void __launch_bounds__(DECODE_THREADS, 3) decode_kernel(const Attenti
     __shared__ int is_last;
     int HS = p.shape.HS, T = p.shape.T;
     int h = blockIdx.x, chunk = blockIdx.y, seq = blockIdx.z, NH = gridDim.x, n_chunks = gridDim.y;
-    // Clamped to the cache, so that a position past it (a caller's bug) still leaves the counter
-    // zero. positions is not written by the kernel before (a step advances it at its end).
-    int keys = min(positions[seq] + 1, T);
-    int first = chunk * DECODE_CHUNK, n = min(DECODE_CHUNK, keys - first);
-    if (n <= 0) return;   // past this sequence's keys: the chunks counted are those that hold keys
-    int used = (keys + DECODE_CHUNK - 1) / DECODE_CHUNK;
+    int first = chunk * DECODE_CHUNK;
     int G = HS / 8, r = threadIdx.x % G, g = threadIdx.x / G, groups = DECODE_THREADS / G;
     const bf16* k_base = p.k.ptr + seq * p.k.batch + first * p.k.row + (long long)h * p.k.head + 8 * r;
     const bf16* v_base = p.v.ptr + seq * p.v.batch + first * p.v.row + (long long)h * p.v.head + 8 * r;
-    // The rows before the query's were written by earlier steps: the first round's loads of them
-    // go out before the wait and overlap the kernel before. The query's own row (the last key),
-    // q and the scratch come from that kernel.
-    const int old_rows = keys - 1 - first;
+    // The first round of keys, by the positions as they read before the wait (a guess: the
+    // kernel before may write them). The rows before the query's, which earlier steps wrote, go
+    // out before the wait and overlap the kernel before; the query's own row and q come from that
+    // kernel, and go out right after the wait, beside the positions read again. Only that read
+    // decides; when it differs from the guess, the first round is loaded again. Every load that
+    // may precede a write goes around L1 (__ldcg, load_16_now), so none leaves a stale line there.
+    const int guess_keys = keys_seen_by(positions, seq, T);
+    const int guess_n = min(DECODE_CHUNK, guess_keys - first), own = guess_keys - 1 - first;   // own: the query's row
     uint4 k8[DECODE_UNROLL], v8[DECODE_UNROLL];
     #pragma unroll
     for (int u = 0; u < DECODE_UNROLL; u++) {
         int j = u * groups + g;
         k8[u] = v8[u] = make_uint4(0, 0, 0, 0);
-        if (j < n && j < old_rows) {
-            k8[u] = *(const uint4*)(k_base + j * p.k.row);
-            v8[u] = *(const uint4*)(v_base + j * p.v.row);
+        if (j < guess_n && j < own) {
+            k8[u] = __ldcg((const uint4*)(k_base + j * p.k.row));
+            v8[u] = __ldcg((const uint4*)(v_base + j * p.v.row));
         }
     }
-    grid_dependency_wait();
+    const bf16* k_own = k_base + max(own, 0) * p.k.row;
+    const bf16* v_own = v_base + max(own, 0) * p.v.row;
+    grid_dependency_wait();   // every block, even one past its sequence's keys (device/launch.cuh)
     grid_dependents_launch();
+    const uint4 q8 = load_16_now(p.q.ptr + seq * p.q.batch + (long long)h * p.q.head + 8 * r);
+    #pragma unroll
+    for (int u = 0; u < DECODE_UNROLL; u++)
+        if (u * groups + g == own && own < guess_n) {
+            k8[u] = load_16_now(k_own);
+            v8[u] = load_16_now(v_own);
+        }
+    const int keys = keys_seen_by(positions, seq, T), n = min(DECODE_CHUNK, keys - first);
+    if (n <= 0) return;   // past this sequence's keys: the chunks counted are those that hold keys
+    const int used = (keys + DECODE_CHUNK - 1) / DECODE_CHUNK;
+    const bool first_round_loaded = keys == guess_keys;
     float q[8];
-    unpack8(*(const uint4*)(p.q.ptr + seq * p.q.batch + (long long)h * p.q.head + 8 * r), q);
+    unpack8(q8, q);
     #pragma unroll
     for (int e = 0; e < 8; e++) q[e] *= p.shape.scale * LOG2E;
 
@@ -110,7 +139,7 @@ __global__ void __launch_bounds__(DECODE_THREADS, 3) decode_kernel(const Attenti
         #pragma unroll
         for (int u = 0; u < DECODE_UNROLL; u++) {
             int j = base + u * groups + g;
-            if (base == 0 && j < old_rows) continue;   // loaded before the wait
+            if (base == 0 && first_round_loaded) continue;
             k8[u] = v8[u] = make_uint4(0, 0, 0, 0);
             if (j < n) {
                 k8[u] = *(const uint4*)(k_base + j * p.k.row);

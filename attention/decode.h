@@ -18,9 +18,11 @@ const char* decode_attention_unsupported(AttentionShape s);   // NULL when suppo
 // before its first use; every call leaves its counters zero again, so calls on one stream (and
 // replays of a captured graph) reuse it as it is. Calls that may run at once need a scratch each.
 size_t decode_attention_scratch_bytes(AttentionShape s);
-// One launch (layers/kernel_common.cuh's launch_overlapped: it may start while the kernel before
-// it ends). It waits for that kernel before it reads q, the query's own row of K and V or the
-// scratch; the rows before the query's, which earlier steps wrote, it starts reading before.
+// One launch (device/launch.cuh's launch_overlapped: it may start while the kernel before
+// it ends). It waits for that kernel before it reads q, the positions, the query's own row of K
+// and V or the scratch, so that kernel may write any of them; the rows before the query's,
+// which earlier steps wrote, it starts reading before (where the positions it finds then are
+// not those after the wait, it reads them again).
 void decode_attention(const AttentionParams* p, const int* positions, void* scratch, cudaStream_t stream);
 
 #endif

@@ -16,7 +16,7 @@
 //      instead of 5 (S and dP are recomputed there).
 #include <math.h>
 #include "attention/flash.h"
-#include "attention/mma.cuh"
+#include "device/mma.cuh"
 #include "attention/smem_tile.cuh"
 #include "attention/softmax.cuh"
 
@@ -35,24 +35,179 @@ __device__ __forceinline__ bf16* head_rows(const AttentionTensor& v, int b, int 
 // number of barriers and the dQ tile. With ATOMIC_DQ (FLASH_DQ_ATOMIC) the block also writes dS^T
 // to shared memory (double-buffered too) and, after the one barrier that starts the next Q block,
 // every warp adds a (32, HS*BLOCK_M/32/NWARPS) piece of that block's dQ = dS K to the
-// accumulator, so the dQ matmul and its atomics overlap the next block's work instead of waiting
-// at a second barrier.
+// accumulator (add_dq), so the dQ matmul and its atomics overlap the next block's work instead
+// of waiting at a second barrier. The kernel: the tile order, the loads of K, V and each Q block,
+// the loop over the Q blocks (kv_q_block: per sub-block S^T and dP^T, P^T and dS^T, dV and dK),
+// the last block's dQ, and the epilogue (kv_store_dk_dv).
+
+// The kernel's shared memory, in this order.
+template <int HS, int BLOCK_M, int NWARPS, bool ATOMIC_DQ>
+struct KvTiles {
+    static constexpr int BLOCK_N = 16 * NWARPS, S = PaddedRow<HS>::stride, SDS = PaddedRow<BLOCK_M>::stride;
+    bf16* sK;     // (BLOCK_N, HS), later the dK staging area
+    bf16* sV;     // (BLOCK_N, HS), later the dV staging area
+    bf16* sQ;     // 2 stages of (BLOCK_M, HS)
+    bf16* sdO;    // 2 stages of (BLOCK_M, HS)
+    bf16* sdS;    // 2 stages of (BLOCK_N, BLOCK_M): dS^T, ATOMIC_DQ only
+    float* sL;    // 2 stages of (BLOCK_M)
+    float* sD;    // 2 stages of (BLOCK_M)
+    __device__ __forceinline__ explicit KvTiles(unsigned char* smem) {
+        sK = reinterpret_cast<bf16*>(smem);
+        sV = sK + BLOCK_N * S;
+        sQ = sV + BLOCK_N * S;
+        sdO = sQ + 2 * BLOCK_M * S;
+        sdS = sdO + 2 * BLOCK_M * S;
+        sL = reinterpret_cast<float*>(sdS + (ATOMIC_DQ ? 2 * BLOCK_N * SDS : 0));
+        sD = sL + 2 * BLOCK_M;
+    }
+};
+
+// dQ (BLOCK_M, HS) of the Q block at q0 += dS K = (dS^T)^T K, from its dS^T in ds_tile: warp ->
+// rows 32*strip.. (two m-tiles, so every K fragment feeds both), columns c0..c0+DQ_COLS, added to
+// the accumulator (B, NH, T, HS) of head bh with atomics.
+template <int HS, int BLOCK_M, int NWARPS>
+__device__ __forceinline__ void add_dq(float* dq_accum, const bf16* ds_tile, const bf16* sK, int q0, int bh, int T,
+                                       int warp, int g, int t) {
+    constexpr int BLOCK_N = 16 * NWARPS, S = PaddedRow<HS>::stride, SDS = PaddedRow<BLOCK_M>::stride;
+    constexpr int STRIPS = BLOCK_M / 32;
+    constexpr int DQ_COLS = HS * STRIPS / NWARPS;
+    static_assert(DQ_COLS % 16 == 0, "dQ tiles of whole 16-column pairs");
+    int strip = warp % STRIPS, c0 = (warp / STRIPS) * DQ_COLS;
+    float dq[2][DQ_COLS / 8][4] = {};
+    for (int kk = 0; kk < BLOCK_N / 16; kk++) {
+        uint32_t dsa[2][4];
+        for (int mt = 0; mt < 2; mt++) load_a_trans(dsa[mt], ds_tile, SDS, strip * 32 + mt * 16, kk * 16);
+        for (int dp = 0; dp < DQ_COLS / 16; dp++) {
+            uint32_t kb[4];
+            load_b_kn(kb, sK, S, kk * 16, c0 + dp * 16);
+            for (int mt = 0; mt < 2; mt++) {
+                mma_bf16(dq[mt][2 * dp], dsa[mt], kb[0], kb[1]);
+                mma_bf16(dq[mt][2 * dp + 1], dsa[mt], kb[2], kb[3]);
+            }
+        }
+    }
+    for (int mt = 0; mt < 2; mt++)
+        for (int half = 0; half < 2; half++) {
+            int query = q0 + strip * 32 + mt * 16 + g + 8 * half;
+            if (query >= T) continue;
+            float* dst = dq_accum + ((long long)bh * T + query) * HS + c0 + 2 * t;
+            for (int dt = 0; dt < DQ_COLS / 8; dt++) {
+#if __CUDA_ARCH__ >= 900
+                atomicAdd(reinterpret_cast<float2*>(dst + dt * 8),
+                          make_float2(dq[mt][dt][2 * half], dq[mt][dt][2 * half + 1]));
+#else
+                atomicAdd(dst + dt * 8, dq[mt][dt][2 * half]);
+                atomicAdd(dst + dt * 8 + 1, dq[mt][dt][2 * half + 1]);
+#endif
+            }
+        }
+}
+
+// dK (times scale) and dV through this warp's rows of sK and sV, then whole-row stores of the
+// warp's 16 keys from warp_k0.
+template <int HS>
+__device__ __forceinline__ void kv_store_dk_dv(const AttentionParams& p, bf16* sK, bf16* sV, const float (&dk)[HS / 8][4],
+                                               const float (&dv)[HS / 8][4], int b, int h, int warp, int warp_k0, int T) {
+    for (int dt = 0; dt < HS / 8; dt++) {
+        store_c_tile<HS>(sK, warp * 16, dt * 8, dk[dt], p.shape.scale, p.shape.scale);
+        store_c_tile<HS>(sV, warp * 16, dt * 8, dv[dt], 1.0f, 1.0f);
+    }
+    __syncwarp();
+    store_rows_warp<16, HS>(head_rows(p.dk, b, h) + warp_k0 * p.dk.row, p.dk.row, sK, warp * 16, T - warp_k0);
+    store_rows_warp<16, HS>(head_rows(p.dv, b, h) + warp_k0 * p.dv.row, p.dv.row, sV, warp * 16, T - warp_k0);
+}
+
+// One Q block (from q0, in `stage`), sub-block by sub-block of SUB_M queries: S^T and dP^T,
+// then P^T and dS^T, then dV += P^T dO and dK += dS^T Q; with ATOMIC_DQ, dS^T to shared memory
+// for the block's dQ (add_dq, at the start of the next block).
+template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ, bool KV_IN_REGS>
+__device__ __forceinline__ void kv_q_block(float (&dk)[HS / 8][4], float (&dv)[HS / 8][4],
+                                           const uint32_t (&k_frag)[KV_IN_REGS ? HS / 16 : 1][4],
+                                           const uint32_t (&v_frag)[KV_IN_REGS ? HS / 16 : 1][4],
+                                           const KvTiles<HS, BLOCK_M, NWARPS, ATOMIC_DQ>& tiles, int stage, int q0,
+                                           int warp_k0, int warp, int g, int t, int T, int causal, float scale_log2) {
+    using Tiles = KvTiles<HS, BLOCK_M, NWARPS, ATOMIC_DQ>;
+    constexpr int BLOCK_N = Tiles::BLOCK_N, S = Tiles::S, SDS = Tiles::SDS;
+    const bf16* q_tile = tiles.sQ + stage * BLOCK_M * S;
+    const bf16* do_tile = tiles.sdO + stage * BLOCK_M * S;
+    const float* l_blk = tiles.sL + stage * BLOCK_M;
+    const float* d_blk = tiles.sD + stage * BLOCK_M;
+    bf16* ds_tile = tiles.sdS + stage * BLOCK_N * SDS;
+    for (int m0 = 0; m0 < BLOCK_M; m0 += SUB_M) {   // the sub-block: queries q0+m0..
+        int qs = q0 + m0;
+        // Causal: on the diagonal a warp may find all its keys after every query of the sub-block.
+        if (causal && warp_k0 > qs + SUB_M - 1) {
+            if (ATOMIC_DQ) {
+                const float zero[4] = {0.f, 0.f, 0.f, 0.f};
+                for (int nt = 0; nt < SUB_M / 8; nt++)
+                    store_c_tile<BLOCK_M>(ds_tile, warp * 16, m0 + nt * 8, zero, 1.0f, 1.0f);
+            }
+            continue;
+        }
+        // S^T = K Q^T and dP^T = V dO^T: (16 keys, SUB_M queries) per warp; K and V as A
+        // fragments, kept in registers (KV_IN_REGS) or read per k-step.
+        float st[SUB_M / 8][4] = {}, dpt[SUB_M / 8][4] = {};
+        for (int kk = 0; kk < HS / 16; kk++) {
+            uint32_t ka[4], va[4];
+            if constexpr (KV_IN_REGS) {
+                for (int r = 0; r < 4; r++) { ka[r] = k_frag[kk][r]; va[r] = v_frag[kk][r]; }
+            } else {
+                load_a(ka, tiles.sK, S, warp * 16, kk * 16);
+                load_a(va, tiles.sV, S, warp * 16, kk * 16);
+            }
+            for (int np = 0; np < SUB_M / 16; np++) {
+                uint32_t qb[4], dob[4];
+                load_b_nk(qb, q_tile, S, m0 + np * 16, kk * 16);
+                mma_bf16(st[2 * np], ka, qb[0], qb[1]);
+                mma_bf16(st[2 * np + 1], ka, qb[2], qb[3]);
+                load_b_nk(dob, do_tile, S, m0 + np * 16, kk * 16);
+                mma_bf16(dpt[2 * np], va, dob[0], dob[1]);
+                mma_bf16(dpt[2 * np + 1], va, dob[2], dob[3]);
+            }
+        }
+        // P^T = exp(scale*S^T - L) and dS^T = P^T * (dP^T - D), L and D per query (column).
+        // Masked: queries past T, keys past T and (causal) keys after the query.
+        if (qs + SUB_M > T || warp_k0 + 16 > T || (causal && warp_k0 + 15 > qs)) {
+            VisibleColumns seen[2] = {queries_seeing(warp_k0 + g, qs + 2 * t, T, causal),
+                                      queries_seeing(warp_k0 + g + 8, qs + 2 * t, T, causal)};
+            mask_tile<SUB_M / 8>(&st[0][0], seen);
+        }
+        probabilities_by_column<SUB_M / 8>(&st[0][0], [&](int nt) {
+            float2 l = *reinterpret_cast<const float2*>(l_blk + m0 + nt * 8 + 2 * t);
+            return make_float2(l.x * (float)M_LOG2E, l.y * (float)M_LOG2E);
+        }, scale_log2);
+        score_grads_by_column<SUB_M / 8>(&dpt[0][0], &st[0][0], [&](int nt) {
+            return *reinterpret_cast<const float2*>(d_blk + m0 + nt * 8 + 2 * t);
+        });
+        // dV += P^T dO and dK += dS^T Q (scale applied once at the end): (16 keys, HS).
+        for (int kq = 0; kq < SUB_M / 16; kq++) {
+            uint32_t pa[4], dsa[4];
+            c_to_a(pa, st[2 * kq], st[2 * kq + 1]);
+            c_to_a(dsa, dpt[2 * kq], dpt[2 * kq + 1]);
+            for (int dp = 0; dp < HS / 16; dp++) {
+                uint32_t dob[4], qb[4];
+                load_b_kn(dob, do_tile, S, m0 + kq * 16, dp * 16);
+                mma_bf16(dv[2 * dp], pa, dob[0], dob[1]);
+                mma_bf16(dv[2 * dp + 1], pa, dob[2], dob[3]);
+                load_b_kn(qb, q_tile, S, m0 + kq * 16, dp * 16);
+                mma_bf16(dk[2 * dp], dsa, qb[0], qb[1]);
+                mma_bf16(dk[2 * dp + 1], dsa, qb[2], qb[3]);
+            }
+        }
+        if (ATOMIC_DQ)
+            for (int nt = 0; nt < SUB_M / 8; nt++)
+                store_c_tile<BLOCK_M>(ds_tile, warp * 16, m0 + nt * 8, dpt[nt], 1.0f, 1.0f);
+    }
+}
+
 template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ>
 __global__ void __launch_bounds__(NWARPS * 32)
 flash_backward_kv_kernel(const AttentionParams p, float* dq_accum, const float* delta) {
-    constexpr int NTHREADS = NWARPS * 32;
-    constexpr int BLOCK_N = 16 * NWARPS;
-    constexpr int S = PaddedRow<HS>::stride;
-    constexpr int SDS = PaddedRow<BLOCK_M>::stride;
+    using Tiles = KvTiles<HS, BLOCK_M, NWARPS, ATOMIC_DQ>;
+    constexpr int NTHREADS = NWARPS * 32, BLOCK_N = Tiles::BLOCK_N, S = Tiles::S, SDS = Tiles::SDS;
     static_assert(BLOCK_M % SUB_M == 0 && SUB_M % 16 == 0, "Q sub-blocks of whole 16-query tiles");
     extern __shared__ __align__(16) unsigned char smem[];
-    bf16* sK = reinterpret_cast<bf16*>(smem);     // (BLOCK_N, HS), later the dK staging area
-    bf16* sV = sK + BLOCK_N * S;                   // (BLOCK_N, HS), later the dV staging area
-    bf16* sQ = sV + BLOCK_N * S;                   // 2 stages of (BLOCK_M, HS)
-    bf16* sdO = sQ + 2 * BLOCK_M * S;              // 2 stages of (BLOCK_M, HS)
-    bf16* sdS = sdO + 2 * BLOCK_M * S;             // 2 stages of (BLOCK_N, BLOCK_M): dS^T, ATOMIC_DQ only
-    float* sL = reinterpret_cast<float*>(sdS + (ATOMIC_DQ ? 2 * BLOCK_N * SDS : 0));   // 2 stages of (BLOCK_M)
-    float* sD = sL + 2 * BLOCK_M;                  // 2 stages of (BLOCK_M)
+    const Tiles tiles(smem);
 
     const int T = p.shape.T, NH = p.shape.NH, BH = p.shape.B * NH, causal = p.shape.causal;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -73,53 +228,15 @@ flash_backward_kv_kernel(const AttentionParams p, float* dq_accum, const float* 
 
     auto load_q_block = [&](int i, int stage) {
         int q0 = i * BLOCK_M;
-        load_tile_async<BLOCK_M, HS, NTHREADS>(sQ + stage * BLOCK_M * S, q_ptr, p.q.row, T - q0);
-        load_tile_async<BLOCK_M, HS, NTHREADS>(sdO + stage * BLOCK_M * S, do_ptr, p.dout.row, T - q0);
+        load_tile_async<BLOCK_M, HS, NTHREADS>(tiles.sQ + stage * BLOCK_M * S, q_ptr, p.q.row, T - q0);
+        load_tile_async<BLOCK_M, HS, NTHREADS>(tiles.sdO + stage * BLOCK_M * S, do_ptr, p.dout.row, T - q0);
         q_ptr += BLOCK_M * p.q.row;
         do_ptr += BLOCK_M * p.dout.row;
-        load_vec_async<BLOCK_M, NTHREADS>(sL + stage * BLOCK_M, l_ptr + q0, T - q0);
-        load_vec_async<BLOCK_M, NTHREADS>(sD + stage * BLOCK_M, d_ptr + q0, T - q0);
+        load_vec_async<BLOCK_M, NTHREADS>(tiles.sL + stage * BLOCK_M, l_ptr + q0, T - q0);
+        load_vec_async<BLOCK_M, NTHREADS>(tiles.sD + stage * BLOCK_M, d_ptr + q0, T - q0);
     };
-    // dQ (BLOCK_M, HS) of the Q block at q0 += dS K = (dS^T)^T K, from its dS^T in sdS + stage:
-    // warp -> rows 32*strip.. (two m-tiles, so every K fragment feeds both), columns
-    // c0..c0+DQ_COLS, added to the accumulator with atomics.
-    auto add_dq = [&](int q0, int stage) {
-        constexpr int STRIPS = BLOCK_M / 32;
-        constexpr int DQ_COLS = HS * STRIPS / NWARPS;
-        static_assert(DQ_COLS % 16 == 0, "dQ tiles of whole 16-column pairs");
-        const bf16* ds_tile = sdS + stage * BLOCK_N * SDS;
-        int strip = warp % STRIPS, c0 = (warp / STRIPS) * DQ_COLS;
-        float dq[2][DQ_COLS / 8][4] = {};
-        for (int kk = 0; kk < BLOCK_N / 16; kk++) {
-            uint32_t dsa[2][4];
-            for (int mt = 0; mt < 2; mt++) load_a_trans(dsa[mt], ds_tile, SDS, strip * 32 + mt * 16, kk * 16);
-            for (int dp = 0; dp < DQ_COLS / 16; dp++) {
-                uint32_t kb[4];
-                load_b_kn(kb, sK, S, kk * 16, c0 + dp * 16);
-                for (int mt = 0; mt < 2; mt++) {
-                    mma_bf16(dq[mt][2 * dp], dsa[mt], kb[0], kb[1]);
-                    mma_bf16(dq[mt][2 * dp + 1], dsa[mt], kb[2], kb[3]);
-                }
-            }
-        }
-        for (int mt = 0; mt < 2; mt++)
-            for (int half = 0; half < 2; half++) {
-                int query = q0 + strip * 32 + mt * 16 + g + 8 * half;
-                if (query >= T) continue;
-                float* dst = dq_accum + ((long long)bh * T + query) * HS + c0 + 2 * t;
-                for (int dt = 0; dt < DQ_COLS / 8; dt++) {
-#if __CUDA_ARCH__ >= 900
-                    atomicAdd(reinterpret_cast<float2*>(dst + dt * 8),
-                              make_float2(dq[mt][dt][2 * half], dq[mt][dt][2 * half + 1]));
-#else
-                    atomicAdd(dst + dt * 8, dq[mt][dt][2 * half]);
-                    atomicAdd(dst + dt * 8 + 1, dq[mt][dt][2 * half + 1]);
-#endif
-                }
-            }
-    };
-    load_tile_async<BLOCK_N, HS, NTHREADS>(sK, head_rows(p.k, b, h) + k0 * p.k.row, p.k.row, T - k0);
-    load_tile_async<BLOCK_N, HS, NTHREADS>(sV, head_rows(p.v, b, h) + k0 * p.v.row, p.v.row, T - k0);
+    load_tile_async<BLOCK_N, HS, NTHREADS>(tiles.sK, head_rows(p.k, b, h) + k0 * p.k.row, p.k.row, T - k0);
+    load_tile_async<BLOCK_N, HS, NTHREADS>(tiles.sV, head_rows(p.v, b, h) + k0 * p.v.row, p.v.row, T - k0);
     cp_async_commit();
     load_q_block(first_q_block, 0);
     cp_async_commit();
@@ -131,8 +248,8 @@ flash_backward_kv_kernel(const AttentionParams p, float* dq_accum, const float* 
     uint32_t k_frag[KV_IN_REGS ? HS / 16 : 1][4], v_frag[KV_IN_REGS ? HS / 16 : 1][4];
     if constexpr (KV_IN_REGS)
         for (int kk = 0; kk < HS / 16; kk++) {
-            load_a(k_frag[kk], sK, S, warp * 16, kk * 16);
-            load_a(v_frag[kk], sV, S, warp * 16, kk * 16);
+            load_a(k_frag[kk], tiles.sK, S, warp * 16, kk * 16);
+            load_a(v_frag[kk], tiles.sV, S, warp * 16, kk * 16);
         }
 
     float dk[HS / 8][4] = {}, dv[HS / 8][4] = {};
@@ -149,93 +266,20 @@ flash_backward_kv_kernel(const AttentionParams p, float* dq_accum, const float* 
             load_q_block(i + 1, stage ^ 1);
             cp_async_commit();
         }
-        if (ATOMIC_DQ && i > first_q_block) add_dq(q0 - BLOCK_M, stage ^ 1);
-        const bf16* q_tile = sQ + stage * BLOCK_M * S;
-        const bf16* do_tile = sdO + stage * BLOCK_M * S;
-        const float* l_blk = sL + stage * BLOCK_M;
-        const float* d_blk = sD + stage * BLOCK_M;
-        bf16* ds_tile = sdS + stage * BLOCK_N * SDS;
-
-        for (int m0 = 0; m0 < BLOCK_M; m0 += SUB_M) {   // the sub-block: queries q0+m0..
-            int qs = q0 + m0;
-            // Causal: on the diagonal a warp may find all its keys after every query of the sub-block.
-            if (causal && warp_k0 > qs + SUB_M - 1) {
-                if (ATOMIC_DQ) {
-                    const float zero[4] = {0.f, 0.f, 0.f, 0.f};
-                    for (int nt = 0; nt < SUB_M / 8; nt++)
-                        store_c_tile<BLOCK_M>(ds_tile, warp * 16, m0 + nt * 8, zero, 1.0f, 1.0f);
-                }
-                continue;
-            }
-            // S^T = K Q^T and dP^T = V dO^T: (16 keys, SUB_M queries) per warp.
-            float st[SUB_M / 8][4] = {}, dpt[SUB_M / 8][4] = {};
-            for (int kk = 0; kk < HS / 16; kk++) {
-                uint32_t ka[4], va[4];
-                if constexpr (KV_IN_REGS) {
-                    for (int r = 0; r < 4; r++) { ka[r] = k_frag[kk][r]; va[r] = v_frag[kk][r]; }
-                } else {
-                    load_a(ka, sK, S, warp * 16, kk * 16);
-                    load_a(va, sV, S, warp * 16, kk * 16);
-                }
-                for (int np = 0; np < SUB_M / 16; np++) {
-                    uint32_t qb[4], dob[4];
-                    load_b_nk(qb, q_tile, S, m0 + np * 16, kk * 16);
-                    mma_bf16(st[2 * np], ka, qb[0], qb[1]);
-                    mma_bf16(st[2 * np + 1], ka, qb[2], qb[3]);
-                    load_b_nk(dob, do_tile, S, m0 + np * 16, kk * 16);
-                    mma_bf16(dpt[2 * np], va, dob[0], dob[1]);
-                    mma_bf16(dpt[2 * np + 1], va, dob[2], dob[3]);
-                }
-            }
-            // P^T = exp(scale*S^T - L) and dS^T = P^T * (dP^T - D), L and D per query (column).
-            // Masked: queries past T, keys past T and (causal) keys after the query.
-            if (qs + SUB_M > T || warp_k0 + 16 > T || (causal && warp_k0 + 15 > qs)) {
-                VisibleColumns seen[2] = {queries_seeing(warp_k0 + g, qs + 2 * t, T, causal),
-                                          queries_seeing(warp_k0 + g + 8, qs + 2 * t, T, causal)};
-                mask_tile<SUB_M / 8>(&st[0][0], seen);
-            }
-            probabilities_by_column<SUB_M / 8>(&st[0][0], [&](int nt) {
-                float2 l = *reinterpret_cast<const float2*>(l_blk + m0 + nt * 8 + 2 * t);
-                return make_float2(l.x * (float)M_LOG2E, l.y * (float)M_LOG2E);
-            }, scale_log2);
-            score_grads_by_column<SUB_M / 8>(&dpt[0][0], &st[0][0], [&](int nt) {
-                return *reinterpret_cast<const float2*>(d_blk + m0 + nt * 8 + 2 * t);
-            });
-            // dV += P^T dO and dK += dS^T Q (scale applied once at the end): (16 keys, HS).
-            for (int kq = 0; kq < SUB_M / 16; kq++) {
-                uint32_t pa[4], dsa[4];
-                c_to_a(pa, st[2 * kq], st[2 * kq + 1]);
-                c_to_a(dsa, dpt[2 * kq], dpt[2 * kq + 1]);
-                for (int dp = 0; dp < HS / 16; dp++) {
-                    uint32_t dob[4], qb[4];
-                    load_b_kn(dob, do_tile, S, m0 + kq * 16, dp * 16);
-                    mma_bf16(dv[2 * dp], pa, dob[0], dob[1]);
-                    mma_bf16(dv[2 * dp + 1], pa, dob[2], dob[3]);
-                    load_b_kn(qb, q_tile, S, m0 + kq * 16, dp * 16);
-                    mma_bf16(dk[2 * dp], dsa, qb[0], qb[1]);
-                    mma_bf16(dk[2 * dp + 1], dsa, qb[2], qb[3]);
-                }
-            }
-            if (ATOMIC_DQ)
-                for (int nt = 0; nt < SUB_M / 8; nt++)
-                    store_c_tile<BLOCK_M>(ds_tile, warp * 16, m0 + nt * 8, dpt[nt], 1.0f, 1.0f);
-        }
+        if (ATOMIC_DQ && i > first_q_block)
+            add_dq<HS, BLOCK_M, NWARPS>(dq_accum, tiles.sdS + (stage ^ 1) * BLOCK_N * SDS, tiles.sK, q0 - BLOCK_M, bh, T,
+                                        warp, g, t);
+        kv_q_block<HS, BLOCK_M, SUB_M, NWARPS, ATOMIC_DQ, KV_IN_REGS>(dk, dv, k_frag, v_frag, tiles, stage, q0, warp_k0,
+                                                                      warp, g, t, T, causal, scale_log2);
     }
     __syncthreads();   // the last dS^T in place; after this, every warp is done with sV
     if (ATOMIC_DQ) {
         int last = n_q_blocks - 1;
-        add_dq(last * BLOCK_M, (last - first_q_block) & 1);
+        add_dq<HS, BLOCK_M, NWARPS>(dq_accum, tiles.sdS + ((last - first_q_block) & 1) * BLOCK_N * SDS, tiles.sK,
+                                    last * BLOCK_M, bh, T, warp, g, t);
         __syncthreads();   // every warp is done with sK
     }
-
-    // dK (times scale) and dV through this warp's rows of sK and sV, then whole-row stores.
-    for (int dt = 0; dt < HS / 8; dt++) {
-        store_c_tile<HS>(sK, warp * 16, dt * 8, dk[dt], p.shape.scale, p.shape.scale);
-        store_c_tile<HS>(sV, warp * 16, dt * 8, dv[dt], 1.0f, 1.0f);
-    }
-    __syncwarp();
-    store_rows_warp<16, HS>(head_rows(p.dk, b, h) + warp_k0 * p.dk.row, p.dk.row, sK, warp * 16, T - warp_k0);
-    store_rows_warp<16, HS>(head_rows(p.dv, b, h) + warp_k0 * p.dv.row, p.dv.row, sV, warp * 16, T - warp_k0);
+    kv_store_dk_dv<HS>(p, tiles.sK, tiles.sV, dk, dv, b, h, warp, warp_k0, T);
 }
 
 // Deterministic dQ: thread block per Q block of 16*NWARPS rows (warp w owns 16 of them, with
@@ -293,14 +337,8 @@ flash_backward_dq_kernel(const AttentionParams p, const float* delta) {
         int stage = j & 1, kv0 = j * BLOCK_N;
         cp_async_wait<0>();
         __syncthreads();   // block j in place, block j-1 done with: its stage takes block j+1
-        if (j + 1 < n_kv_blocks) {
-            int next = kv0 + BLOCK_N;
-            k_ptr += BLOCK_N * p.k.row;
-            v_ptr += BLOCK_N * p.v.row;
-            load_tile_async<BLOCK_N, HS, NTHREADS>(sK + (stage ^ 1) * BLOCK_N * S, k_ptr, p.k.row, T - next);
-            load_tile_async<BLOCK_N, HS, NTHREADS>(sV + (stage ^ 1) * BLOCK_N * S, v_ptr, p.v.row, T - next);
-            cp_async_commit();
-        }
+        if (j + 1 < n_kv_blocks)
+            load_next_kv_block<BLOCK_N, HS, NTHREADS>(sK, sV, stage ^ 1, k_ptr, p.k.row, v_ptr, p.v.row, T - (kv0 + BLOCK_N));
         const bf16* k_tile = sK + stage * BLOCK_N * S;
         const bf16* v_tile = sV + stage * BLOCK_N * S;
 
@@ -350,7 +388,7 @@ static void launch_dq(const AttentionParams* p, const float* delta, cudaStream_t
     constexpr int BLOCK_M = 16 * NWARPS, S = PaddedRow<HS>::stride;
     constexpr int smem = (2 * BLOCK_M + 4 * BLOCK_N) * S * (int)sizeof(bf16);
     constexpr auto kernel = flash_backward_dq_kernel<HS, NWARPS, BLOCK_N>;
-    set_smem_limit_once<kernel>(smem);
+    raise_smem_limit<kernel>("flash_attention_backward_mma", smem);
     int n_q_blocks = (int)ceil_div(p->shape.T, BLOCK_M);
     kernel<<<n_q_blocks * p->shape.B * p->shape.NH, NWARPS * 32, smem, stream>>>(*p, delta);
     cudaCheckLaunch();
@@ -368,7 +406,7 @@ template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ>
 static void launch_kv(const AttentionParams* p, BackwardScratch w, int kv_smem, cudaStream_t stream) {
     constexpr int BLOCK_N = 16 * NWARPS;
     constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, ATOMIC_DQ>;
-    set_smem_limit_once<kernel>(kv_smem);
+    raise_smem_limit<kernel>("flash_attention_backward_mma", kv_smem);
     int n_kv_blocks = (int)ceil_div(p->shape.T, BLOCK_N);
     kernel<<<n_kv_blocks * p->shape.B * p->shape.NH, NWARPS * 32, kv_smem, stream>>>(*p, (float*)w.dq_accum, w.delta);
     cudaCheckLaunch();

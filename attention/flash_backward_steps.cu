@@ -22,7 +22,7 @@
 // result to bf16.
 #include <float.h>
 #include "attention/flash.h"
-#include "attention/mma.cuh"
+#include "device/bf16.cuh"
 
 // Element (b, t, h, d) of a view (the head's offset may pass 2^31 elements).
 __device__ __forceinline__ bf16* element(const AttentionTensor& v, int b, int t, int h, int d) {

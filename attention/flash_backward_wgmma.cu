@@ -28,7 +28,7 @@
 #include <string.h>
 #include "attention/flash.h"
 #include "attention/wgmma.cuh"
-#include "attention/smem_tile.cuh"
+#include "device/smem.cuh"
 #include "attention/softmax.cuh"
 #include "attention/tma.cuh"
 #include "attention/grid_order.cuh"
@@ -141,87 +141,100 @@ __device__ __forceinline__ void kv_producer(const KvBlock<HS, DQ>& kb, const CUt
     }
 }
 
-// A consumer warpgroup: dK and dV of its 64 keys over every Q block that sees them (and, with
-// ATOMIC_DQ, the dQ pieces), left in dk and dv (accumulator layout, dK unscaled).
+// A consumer thread's place, and what it keeps in registers across the Q blocks: warpgroup wg
+// (0 or 1) owns keys wg_k0.. (64 of them), warp `warp` 16 of those, the thread keys key0 and
+// key0 + 8 (the accumulator layout); the addresses of the stage barriers and of its word of the
+// scheduling anchor. The fast kernel keeps the lane and the barriers' addresses in registers
+// across the loop (opaque): ptxas otherwise reads threadIdx and the shared-memory window again
+// in every Q block and waits for them (HS 128: 3-5% of the backward). Without the dQ part the
+// loop measured 1-2% slower with them kept.
 template <int HS, FlashDq DQ>
-__device__ __forceinline__ void kv_consumer(const KvBlock<HS, DQ>& kb, const CUtensorMap* map_dq,
-                                            const AttentionParams& params, float (&dk)[HS / 2], float (&dv)[HS / 2]) {
-    using K = KvBlock<HS, DQ>;
-    constexpr int BLOCK_N = K::BLOCK_N, BLOCK_M = K::BLOCK_M, DS_BYTES = K::DS_BYTES, DQ_BYTES = K::DQ_BYTES;
-    constexpr int Q_BYTES = K::Q_BYTES;
-    constexpr bool ATOMIC_DQ = K::ATOMIC_DQ, FIXED = K::FIXED;
-    const int T = params.shape.T, causal = params.shape.causal, bh = kb.bh, k0 = kb.k0;
-    const int first_q_block = kb.first_q_block, n_q_blocks = kb.n_q_blocks;
-    unsigned char *sK = kb.sK, *sV = kb.sV, *sQ = kb.sQ, *sdO = kb.sdO, *sdS = kb.sdS, *sdQ = kb.sdQ;
-    const float *sL = kb.sL, *sD = kb.sD, *sF = kb.sF;
-    uint64_t *bar_full = kb.bar_full, *bar_empty = kb.bar_empty, *bar_ds = kb.bar_ds;
-    int wg = warp_uniform(threadIdx.x / 128 - 1), warp = warp_uniform((threadIdx.x / 32) % 4);
-    // The fast kernel keeps the lane and the barriers' addresses in registers across the loop
-    // (opaque): ptxas otherwise reads threadIdx and the shared-memory window again in every Q
-    // block and waits for them (HS 128: 3-5% of the backward). Without the dQ part the loop
-    // measured 1-2% slower with them kept.
-    int lane = threadIdx.x % 32;
-    uint32_t full_addr = smem_addr(&bar_full[0]), empty_addr = smem_addr(&bar_empty[0]);
-    if constexpr (ATOMIC_DQ) {
-        lane = (int)opaque(lane);
-        full_addr = opaque(full_addr);
-        empty_addr = opaque(empty_addr);
+struct KvConsumerThread {
+    int wg, warp, lane, t, wg_k0, key0;
+    uint32_t full_addr, empty_addr, anchor_addr;
+
+    __device__ __forceinline__ explicit KvConsumerThread(const KvBlock<HS, DQ>& kb) {
+        wg = warp_uniform(threadIdx.x / 128 - 1), warp = warp_uniform((threadIdx.x / 32) % 4);
+        lane = threadIdx.x % 32;
+        full_addr = smem_addr(&kb.bar_full[0]), empty_addr = smem_addr(&kb.bar_empty[0]);
+        if constexpr (KvBlock<HS, DQ>::ATOMIC_DQ) {
+            lane = (int)opaque(lane);
+            full_addr = opaque(full_addr);
+            empty_addr = opaque(empty_addr);
+        }
+        t = lane % 4;
+        anchor_addr = smem_addr(kb.sched_anchor) + 4 * (128 * wg + 32 * warp + lane);
+        wg_k0 = kb.k0 + wg * 64;
+        key0 = wg_k0 + warp * 16 + lane / 4;
     }
-    int t = lane % 4;
-    const uint32_t anchor_addr = smem_addr(kb.sched_anchor) + 4 * (128 * wg + 32 * warp + lane);
-    int wg_k0 = k0 + wg * 64;                          // first key of this warpgroup
-    int key0 = wg_k0 + warp * 16 + lane / 4;           // this thread's keys: key0 and key0 + 8
-    #pragma unroll
-    for (int i = 0; i < HS / 2; i++) dk[i] = dv[i] = 0.0f;
-    const float scale_log2 = params.shape.scale * (float)M_LOG2E;
-    const uint32_t sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
-    // ATOMIC_DQ: this warpgroup's dQ piece of a Q block is queries 64*dq_qh.., dimensions
-    // 64*dq_dh.. of it; the warp stages its 16 rows in sdQ_warp, and one lane adds them to
-    // dq_accum with a bulk reduction once the stores are visible to the async proxy (the
-    // reduction adds fp32 or int32 as the tensor map says).
-    const int dq_qh = HS == 64 ? wg : 0, dq_dh = HS == 64 ? 0 : wg;
-    unsigned char* sdQ_warp = sdQ + wg * DQ_BYTES + warp * 16 * 64 * (int)sizeof(float);
-    auto reduce_dq_piece = [&](int q_start) {
+};
+
+// ATOMIC_DQ: a consumer warpgroup's dQ pieces. Its piece of a Q block (64 x 64) is queries
+// 64*dq_qh.., dimensions 64*dq_dh.. of it, dS K over the block's 128 keys, from the dS^T tile
+// both warpgroups store (two buffers; bar_ds[b] says buffer b holds both halves, bar_ds[2 + b]
+// that both dQ products have read them). The product of block n is issued in block n + 1; each
+// warp then stages its 16 rows of the piece in sdQ_warp, and in the block after that one lane
+// adds them to dq_accum with a bulk reduction, once the stores are visible to the async proxy
+// (the reduction adds fp32 or int32 as the tensor map says).
+template <int HS, FlashDq DQ>
+struct DqPieces {
+    using K = KvBlock<HS, DQ>;
+    static constexpr int BLOCK_N = K::BLOCK_N, BLOCK_M = K::BLOCK_M, DS_BYTES = K::DS_BYTES;
+    static constexpr bool FIXED = K::FIXED;
+    const K& kb;
+    const KvConsumerThread<HS, DQ>& th;
+    const CUtensorMap* map_dq;
+    unsigned char* sdQ_warp;
+    int dq_qh, dq_dh;
+    uint32_t sK_addr, ds_full_addr, ds_empty_addr;
+
+    __device__ __forceinline__ DqPieces(const K& block, const KvConsumerThread<HS, DQ>& thread, const CUtensorMap* map,
+                                        uint32_t sK_tile)
+        : kb(block), th(thread), map_dq(map), sK_addr(sK_tile) {
+        dq_qh = HS == 64 ? th.wg : 0, dq_dh = HS == 64 ? 0 : th.wg;
+        sdQ_warp = kb.sdQ + th.wg * K::DQ_BYTES + th.warp * 16 * 64 * (int)sizeof(float);
+        ds_full_addr = opaque(smem_addr(&kb.bar_ds[0])), ds_empty_addr = ds_full_addr + 16;
+    }
+    // The staged piece of the Q block from q_start goes out.
+    __device__ __forceinline__ void reduce(int q_start) const {
         fence_proxy_async_shared();
         __syncwarp();
-        if (lane == 0) {
-            tma_reduce_add_4d(map_dq, 0, q_start + dq_qh * 64 + warp * 16, dq_dh * 2, bh, sdQ_warp);
+        if (th.lane == 0) {
+            tma_reduce_add_4d(map_dq, 0, q_start + dq_qh * 64 + th.warp * 16, dq_dh * 2, kb.bh, sdQ_warp);
             bulk_commit();
         }
-    };
-    const uint32_t ds_full_addr = opaque(smem_addr(&bar_ds[0])), ds_empty_addr = ds_full_addr + 16;
+    }
     // dS^T of block n (keys, queries) into buffer n % 2, once both warpgroups' dQ products of
     // block n-2 have read it, then this thread's arrival on it. A fragment register r of k-step
     // kk holds rows +8*(r&1), columns 16kk + 8*(r>>1) + 2t.
-    auto store_ds = [&](int n, const uint32_t (&dsa)[BLOCK_M / 16][4]) {
+    __device__ __forceinline__ void store_ds(int n, const uint32_t (&dsa)[BLOCK_M / 16][4]) const {
         if (n >= 2) mbarrier_wait(ds_empty_addr + 8 * (n % 2), ((n - 2) >> 1) & 1);
-        unsigned char* sdS_blk = sdS + (n % 2) * DS_BYTES;
+        unsigned char* sdS_blk = kb.sdS + (n % 2) * DS_BYTES;
         #pragma unroll
         for (int kk = 0; kk < BLOCK_M / 16; kk++)
             #pragma unroll
             for (int r = 0; r < 4; r++) {
-                int row = key0 - k0 + 8 * (r & 1), col = 16 * kk + 8 * (r >> 1);
-                *reinterpret_cast<uint32_t*>(sdS_blk + swizzled_offset<BLOCK_N>(row, col) + 4 * t) = dsa[kk][r];
+                int row = th.key0 - kb.k0 + 8 * (r & 1), col = 16 * kk + 8 * (r >> 1);
+                *reinterpret_cast<uint32_t*>(sdS_blk + swizzled_offset<BLOCK_N>(row, col) + 4 * th.t) = dsa[kk][r];
             }
         fence_proxy_async_shared();
         mbarrier_arrive(ds_full_addr + 8 * (n % 2));
-    };
-    // This warpgroup's dQ piece (64 x 64) of block n = dS[queries of the piece, all 128 keys]
-    // K[all keys, dims of the piece]: A from the dS^T tile, B from the K tile, both MN-major (one
-    // 64-wide panel each).
-    auto issue_dq = [&](float (&dq)[32], int n) {
-        const uint32_t sdS_addr = smem_addr(sdS + (n % 2) * DS_BYTES);
+    }
+    // Block n's piece (64 x 64) = dS[queries of the piece, all 128 keys] K[all keys, dims of the
+    // piece]: A from the dS^T tile, B from the K tile, both MN-major (one 64-wide panel each).
+    __device__ __forceinline__ void issue(float (&dq)[32], int n) const {
+        const uint32_t sdS_addr = smem_addr(kb.sdS + (n % 2) * DS_BYTES);
         #pragma unroll
         for (int kk = 0; kk < BLOCK_N / 16; kk++)
             wgmma_ss<64, 1, 1>(dq, desc_mn_major<BLOCK_N>(sdS_addr + dq_qh * BLOCK_N * 128, kk),
                                desc_mn_major<BLOCK_N>(sK_addr + dq_dh * BLOCK_N * 128, kk), kk > 0);
-    };
+    }
     // The warp's 16 rows of the piece into sdQ_warp (once the reduction before has read them), as
     // the tensor map's box: two panels of 32 columns in the 128-byte swizzle; FIXED: in units of
     // each row's 2^-shift, `fixed` (rows 16*warp + g and + 8 of the piece's Q block). dq[4n + e]
     // is row 16*warp + g + 8*(e>>1), column 8n + 2t + (e&1).
-    float fixed[2] = {1.0f, 1.0f};
-    auto stage_dq_piece = [&](const float (&dq)[32]) {
+    __device__ __forceinline__ void stage(const float (&dq)[32], const float (&fixed)[2]) const {
+        const int lane = th.lane, t = th.t;
         if (lane == 0) bulk_wait_read<0>();
         __syncwarp();
         // The same stores written two ways, each the faster for its head size: HS 64 by one
@@ -257,17 +270,181 @@ __device__ __forceinline__ void kv_consumer(const KvBlock<HS, DQ>& kb, const CUt
                         *reinterpret_cast<float2*>(sdQ_warp + offset) = make_float2(x, y);
                 }
         }
-    };
+    }
+    // FIXED: the scales of this block's rows of its piece (from the stage's sF), for the next
+    // block, which converts it (the stage may be refilled by then).
+    __device__ __forceinline__ void keep_scales(float (&fixed)[2], const float* f_stage) const {
+        const float* f_blk = f_stage + dq_qh * 64 + 16 * th.warp + th.lane / 4;
+        fixed[0] = f_blk[0];
+        fixed[1] = f_blk[8];
+    }
+};
+
+// P^T = exp(scale S^T - L) while dP^T still runs, then dS^T = P^T (dP^T - D) once it is done,
+// both packed as A fragments (pa, dsa) of the gradient products: the softmax step of a Q block
+// from q0, whose L and D are l_blk and d_blk. Masked scores become -inf, so their P^T is 0:
+// queries past T, keys past T and (causal) keys after the query. Only blocks on the diagonal or
+// at the end of the sequence need it, and the branch keeps the others free of its cost.
+template <int HS, FlashDq DQ>
+__device__ __forceinline__ void kv_score_grads(const KvConsumerThread<HS, DQ>& th, const float* l_blk, const float* d_blk,
+                                               int q0, int T, int causal, float scale_log2,
+                                               float (&st)[KvBlock<HS, DQ>::BLOCK_M / 2],
+                                               float (&dpt)[KvBlock<HS, DQ>::BLOCK_M / 2],
+                                               uint32_t (&pa)[KvBlock<HS, DQ>::BLOCK_M / 16][4],
+                                               uint32_t (&dsa)[KvBlock<HS, DQ>::BLOCK_M / 16][4]) {
+    constexpr int BLOCK_M = KvBlock<HS, DQ>::BLOCK_M;
+    const int t = th.t, wg_k0 = th.wg_k0;
+    // L and D of this thread's columns (queries nt*8 + 2t, +1): HS 128 loads them before the
+    // waits below, so that the exponentials and dS^T do not wait for shared memory; HS 64
+    // has no registers for that (it would spill) and loads each pair where it is used.
+    constexpr bool EARLY = HS == 128;
+    auto load_pair = [&](const float* blk, int nt) { return *reinterpret_cast<const float2*>(blk + nt * 8 + 2 * t); };
+    float2 l2[BLOCK_M / 8], d2[BLOCK_M / 8];
+    #pragma unroll
+    for (int nt = 0; nt < BLOCK_M / 8; nt++)
+        if constexpr (EARLY) l2[nt] = load_pair(l_blk, nt);
+
+    wgmma_wait<1>();
+    pin_registers(st);
+    if (q0 + BLOCK_M > T || wg_k0 + 64 > T || (causal && wg_k0 + 63 > q0)) {
+        VisibleColumns seen[2];
+        #pragma unroll
+        for (int half = 0; half < 2; half++) seen[half] = queries_seeing(th.key0 + 8 * half, q0 + 2 * t, T, causal);
+        mask_tile<BLOCK_M / 8>(st, seen);
+    }
+    probabilities_by_column<BLOCK_M / 8>(st, [&](int nt) { if constexpr (EARLY) return l2[nt]; else return load_pair(l_blk, nt); }, scale_log2);
+    #pragma unroll
+    for (int nt = 0; nt < BLOCK_M / 8; nt++)
+        if constexpr (EARLY) d2[nt] = load_pair(d_blk, nt);
+    // dS^T = P^T (dP^T - D) once dP^T is done. ptxas would place that wait as early as it may,
+    // above the exponentials, which would then no longer run under dP^T; it keeps the wait
+    // below memory operations, so this store (never read) of a value that needs all of P^T
+    // holds it there.
+    uint32_t anchor = 0;
+    #pragma unroll
+    for (int i = 0; i < BLOCK_M / 2; i++) anchor ^= __float_as_uint(st[i]);
+    asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(th.anchor_addr), "r"(anchor) : "memory");
+    wgmma_wait<0>();
+    pin_registers(dpt);
+    score_grads_by_column<BLOCK_M / 8>(dpt, st, [&](int nt) { if constexpr (EARLY) return d2[nt]; else return load_pair(d_blk, nt); });
+    // Packed here, after dS^T, so that S^T and dP^T are dead before the products that read the
+    // fragments are issued: with P^T, dP^T and the A fragments live at once, HS 64 needs more
+    // than the 240 registers a consumer has, and ptxas then serialises every wgmma (measured
+    // 12-17% slower at T >= 8K).
+    #pragma unroll
+    for (int kk = 0; kk < BLOCK_M / 16; kk++) {
+        c_to_a(pa[kk], &st[8 * kk], &st[8 * kk + 4]);
+        c_to_a(dsa[kk], &dpt[8 * kk], &dpt[8 * kk + 4]);
+    }
+}
+
+// dV += P^T dO and dK += dS^T Q (scale applied once at the end): P^T and dS^T from registers,
+// dO and Q (the Q block's tiles at sdO_addr, sQ_addr) as MN-major B operands (rows = queries =
+// the k of these products).
+template <int HS, int BLOCK_M>
+__device__ __forceinline__ void issue_dv(float (&dv)[HS / 2], const uint32_t (&pa)[BLOCK_M / 16][4], uint32_t sdO_addr) {
+    #pragma unroll
+    for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dv, pa[kk], desc_mn_major<BLOCK_M>(sdO_addr, kk));
+}
+template <int HS, int BLOCK_M>
+__device__ __forceinline__ void issue_dk(float (&dk)[HS / 2], const uint32_t (&dsa)[BLOCK_M / 16][4], uint32_t sQ_addr) {
+    #pragma unroll
+    for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dk, dsa[kk], desc_mn_major<BLOCK_M>(sQ_addr, kk));
+}
+
+// The gradient products of a Q block (its Q and dO tiles at sQ_addr, sdO_addr) without dQ:
+// dV += P^T dO and dK += dS^T Q; once both are done the stage goes back to the producer.
+template <int HS, FlashDq DQ>
+__device__ __forceinline__ void kv_grad_products(const KvConsumerThread<HS, DQ>& th, int stage, uint32_t sQ_addr,
+                                                 uint32_t sdO_addr, uint32_t (&pa)[KvBlock<HS, DQ>::BLOCK_M / 16][4],
+                                                 uint32_t (&dsa)[KvBlock<HS, DQ>::BLOCK_M / 16][4], float (&dk)[HS / 2],
+                                                 float (&dv)[HS / 2]) {
+    constexpr int BLOCK_M = KvBlock<HS, DQ>::BLOCK_M;
+    wgmma_fence();
+    issue_dv<HS, BLOCK_M>(dv, pa, sdO_addr);
+    issue_dk<HS, BLOCK_M>(dk, dsa, sQ_addr);
+    wgmma_commit();
+    wgmma_wait<0>();
+    pin_registers(dv);
+    pin_registers(dk);
+    pin_registers(pa);
+    pin_registers(dsa);
+    mbarrier_arrive(th.empty_addr + 8 * stage);
+}
+
+// The same with the dQ pieces (Q block n of the consumer's walk): dQ of the block before (its
+// dS^T is in place: the other consumer stored its half most of a block ago), then dV, then dK;
+// the piece is converted and staged under dV and dK. The consumers no longer meet within a
+// block, so each runs at its own pace (HS 64 6-12% faster than with a barrier at each block's
+// dS^T, HS 128 1-3%). The first block has no block before it: its dQ product reads buffer 1,
+// whatever it holds, and is dropped, so that every path issues the same wgmma groups (ptxas
+// serialises every wgmma otherwise). Returns whether the next Q block has landed, asked now so
+// that the answer is in at the top of the loop (the wait there, asked only then, held 7% of the
+// HS 128 consumers' samples).
+template <int HS, FlashDq DQ>
+__device__ __forceinline__ bool kv_grad_products_with_dq(const KvBlock<HS, DQ>& kb, const KvConsumerThread<HS, DQ>& th,
+                                                         const DqPieces<HS, DQ>& pieces, int n, int stage,
+                                                         uint32_t sQ_addr, uint32_t sdO_addr,
+                                                         uint32_t (&pa)[KvBlock<HS, DQ>::BLOCK_M / 16][4],
+                                                         uint32_t (&dsa)[KvBlock<HS, DQ>::BLOCK_M / 16][4],
+                                                         float (&dk)[HS / 2], float (&dv)[HS / 2], float (&fixed)[2]) {
+    constexpr int BLOCK_M = KvBlock<HS, DQ>::BLOCK_M;
+    float dq[32];
+    if (n > 0) mbarrier_wait(pieces.ds_full_addr + 8 * ((n - 1) % 2), ((n - 1) >> 1) & 1);
+    wgmma_fence();
+    pieces.issue(dq, n + 1);
+    wgmma_commit();
+    issue_dv<HS, BLOCK_M>(dv, pa, sdO_addr);
+    wgmma_commit();
+    pieces.store_ds(n, dsa);
+    wgmma_fence();
+    issue_dk<HS, BLOCK_M>(dk, dsa, sQ_addr);
+    wgmma_commit();
+    wgmma_wait<2>();   // dQ done, dV and dK running
+    pin_registers(dq);
+    if (n > 0) {
+        mbarrier_arrive(pieces.ds_empty_addr + 8 * ((n - 1) % 2));
+        pieces.stage(dq, fixed);
+    }
+    if constexpr (KvBlock<HS, DQ>::FIXED) pieces.keep_scales(fixed, kb.sF + stage * BLOCK_M);
+    wgmma_wait<0>();
+    pin_registers(dv);
+    pin_registers(dk);
+    pin_registers(pa);
+    pin_registers(dsa);
+    mbarrier_arrive(th.empty_addr + 8 * stage);   // this thread is done with the stage
+    return mbarrier_test_wait(th.full_addr + 8 * (stage ^ 1), ((n + 1) >> 1) & 1);
+}
+
+// A consumer warpgroup: dK and dV of its 64 keys over every Q block that sees them (and, with
+// ATOMIC_DQ, the dQ pieces), left in dk and dv (accumulator layout, dK unscaled). Per Q block:
+// S^T and dP^T issued, the dQ piece of two blocks before sent, the softmax step
+// (kv_score_grads), then the gradient products.
+template <int HS, FlashDq DQ>
+__device__ __forceinline__ void kv_consumer(const KvBlock<HS, DQ>& kb, const CUtensorMap* map_dq,
+                                            const AttentionParams& params, float (&dk)[HS / 2], float (&dv)[HS / 2]) {
+    using K = KvBlock<HS, DQ>;
+    constexpr int BLOCK_N = K::BLOCK_N, BLOCK_M = K::BLOCK_M, Q_BYTES = K::Q_BYTES;
+    constexpr bool ATOMIC_DQ = K::ATOMIC_DQ;
+    const int T = params.shape.T, causal = params.shape.causal;
+    const int first_q_block = kb.first_q_block, n_q_blocks = kb.n_q_blocks;
+    const KvConsumerThread<HS, DQ> th(kb);
+    const int wg = th.wg;
+    #pragma unroll
+    for (int i = 0; i < HS / 2; i++) dk[i] = dv[i] = 0.0f;
+    const float scale_log2 = params.shape.scale * (float)M_LOG2E;
+    const uint32_t sK_addr = smem_addr(kb.sK), sV_addr = smem_addr(kb.sV);
+    const DqPieces<HS, DQ> pieces(kb, th, map_dq, sK_addr);
+    float fixed[2] = {1.0f, 1.0f};   // FIXED: the scales of the rows of the piece to stage next
     mbarrier_wait(kb.bar_kv, 0);
     bool full_ready = false;   // ATOMIC_DQ: block i's stage already tested full at the end of block i-1
 
     for (int i = first_q_block; i < n_q_blocks; i++) {
         int n = i - first_q_block, stage = n & 1, q0 = i * BLOCK_M;
-        if (!full_ready) mbarrier_wait(full_addr + 8 * stage, (n >> 1) & 1);   // Q, dO, L, D of block i have landed
-        const uint32_t sQ_addr = smem_addr(sQ + stage * Q_BYTES), sdO_addr = smem_addr(sdO + stage * Q_BYTES);
-        const float* l_blk = sL + stage * BLOCK_M;
-        const float* d_blk = sD + stage * BLOCK_M;
+        if (!full_ready) mbarrier_wait(th.full_addr + 8 * stage, (n >> 1) & 1);   // Q, dO, L, D of block i have landed
+        const uint32_t sQ_addr = smem_addr(kb.sQ + stage * Q_BYTES), sdO_addr = smem_addr(kb.sdO + stage * Q_BYTES);
 
+        // S^T = K Q^T and dP^T = V dO^T, 64 keys x BLOCK_M queries, both operands in shared memory.
         // Declared here, not above the loop: their first wgmma ignores the old values (scale-d = 0),
         // so nothing of them lives from one Q block to the next.
         float st[BLOCK_M / 2], dpt[BLOCK_M / 2];   // S^T, then P^T; dP^T, then dS^T
@@ -277,126 +454,25 @@ __device__ __forceinline__ void kv_consumer(const KvBlock<HS, DQ>& kb, const CUt
         wgmma_a_bt<HS, BLOCK_N, BLOCK_M>(dpt, sV_addr, wg * 64, sdO_addr);
         // The dQ piece staged at the end of the previous block (block i-2's) goes out while these
         // run: its fence waits for the stores, off the path of the products.
-        if (ATOMIC_DQ && n > 1) reduce_dq_piece(q0 - 2 * BLOCK_M);
-        // L and D of this thread's columns (queries nt*8 + 2t, +1): HS 128 loads them before the
-        // waits below, so that the exponentials and dS^T do not wait for shared memory; HS 64
-        // has no registers for that (it would spill) and loads each pair where it is used.
-        constexpr bool EARLY = HS == 128;
-        auto load_pair = [&](const float* blk, int nt) { return *reinterpret_cast<const float2*>(blk + nt * 8 + 2 * t); };
-        float2 l2[BLOCK_M / 8], d2[BLOCK_M / 8];
-        #pragma unroll
-        for (int nt = 0; nt < BLOCK_M / 8; nt++)
-            if constexpr (EARLY) l2[nt] = load_pair(l_blk, nt);
-
-        // P^T while dP^T is still running. Masked scores become -inf, so their P^T is 0: queries
-        // past T, keys past T and (causal) keys after the query. Only blocks on the diagonal or at
-        // the end of the sequence need it, and the branch keeps the others free of its cost.
-        wgmma_wait<1>();
-        pin_registers(st);
-        if (q0 + BLOCK_M > T || wg_k0 + 64 > T || (causal && wg_k0 + 63 > q0)) {
-            VisibleColumns seen[2];
-            #pragma unroll
-            for (int half = 0; half < 2; half++) seen[half] = queries_seeing(key0 + 8 * half, q0 + 2 * t, T, causal);
-            mask_tile<BLOCK_M / 8>(st, seen);
-        }
-        probabilities_by_column<BLOCK_M / 8>(st, [&](int nt) { if constexpr (EARLY) return l2[nt]; else return load_pair(l_blk, nt); }, scale_log2);
-        #pragma unroll
-        for (int nt = 0; nt < BLOCK_M / 8; nt++)
-            if constexpr (EARLY) d2[nt] = load_pair(d_blk, nt);
-        // dS^T = P^T (dP^T - D) once dP^T is done. ptxas would place that wait as early as it may,
-        // above the exponentials, which would then no longer run under dP^T; it keeps the wait
-        // below memory operations, so this store (never read) of a value that needs all of P^T
-        // holds it there.
-        uint32_t anchor = 0;
-        #pragma unroll
-        for (int i = 0; i < BLOCK_M / 2; i++) anchor ^= __float_as_uint(st[i]);
-        asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(anchor_addr), "r"(anchor) : "memory");
-        wgmma_wait<0>();
-        pin_registers(dpt);
-        score_grads_by_column<BLOCK_M / 8>(dpt, st, [&](int nt) { if constexpr (EARLY) return d2[nt]; else return load_pair(d_blk, nt); });
-        // dV += P^T dO and dK += dS^T Q (scale applied once at the end), P^T and dS^T packed into A
-        // fragments, dO and Q as MN-major B operands (rows = queries = the k of these products).
-        // Both are issued after dS^T so that S^T and dP^T are dead by then: with P^T, dP^T and the
-        // A fragments live at once, HS 64 needs more than the 240 registers a consumer has, and
-        // ptxas then serialises every wgmma (measured 12-17% slower at T >= 8K).
-        #pragma unroll
-        for (int kk = 0; kk < BLOCK_M / 16; kk++) {
-            c_to_a(pa[kk], &st[8 * kk], &st[8 * kk + 4]);
-            c_to_a(dsa[kk], &dpt[8 * kk], &dpt[8 * kk + 4]);
-        }
-        if constexpr (!ATOMIC_DQ) {
-            wgmma_fence();
-            #pragma unroll
-            for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dv, pa[kk], desc_mn_major<BLOCK_M>(sdO_addr, kk));
-            #pragma unroll
-            for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dk, dsa[kk], desc_mn_major<BLOCK_M>(sQ_addr, kk));
-            wgmma_commit();
-            // dV and dK done: the stage goes back to the producer.
-            wgmma_wait<0>();
-            pin_registers(dv);
-            pin_registers(dk);
-            pin_registers(pa);
-            pin_registers(dsa);
-            mbarrier_arrive(empty_addr + 8 * stage);
-        } else {
-            // dQ of the block before (its dS^T is in place: the other consumer stored its half
-            // most of a block ago), then dV, then dK; the piece is converted and staged under dV
-            // and dK. The consumers no longer meet within a block, so each runs at its own pace
-            // (HS 64 6-12% faster than with a barrier at each block's dS^T, HS 128 1-3%). The
-            // first block has no block before it: its dQ product
-            // reads buffer 1, whatever it holds, and is dropped, so that every path issues the
-            // same wgmma groups (ptxas serialises every wgmma otherwise).
-            float dq[32];
-            if (n > 0) mbarrier_wait(ds_full_addr + 8 * ((n - 1) % 2), ((n - 1) >> 1) & 1);
-            wgmma_fence();
-            issue_dq(dq, n + 1);
-            wgmma_commit();
-            #pragma unroll
-            for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dv, pa[kk], desc_mn_major<BLOCK_M>(sdO_addr, kk));
-            wgmma_commit();
-            store_ds(n, dsa);
-            wgmma_fence();
-            #pragma unroll
-            for (int kk = 0; kk < BLOCK_M / 16; kk++) wgmma_rs<HS>(dk, dsa[kk], desc_mn_major<BLOCK_M>(sQ_addr, kk));
-            wgmma_commit();
-            wgmma_wait<2>();   // dQ done, dV and dK running
-            pin_registers(dq);
-            if (n > 0) {
-                mbarrier_arrive(ds_empty_addr + 8 * ((n - 1) % 2));
-                stage_dq_piece(dq);
-            }
-            // FIXED: the scales of this block's rows of its piece (16*warp + g and + 8), for the
-            // next block, which converts it (the stage may be refilled by then).
-            if constexpr (FIXED) {
-                const float* f_blk = sF + stage * BLOCK_M + dq_qh * 64 + 16 * warp + lane / 4;
-                fixed[0] = f_blk[0];
-                fixed[1] = f_blk[8];
-            }
-            wgmma_wait<0>();
-            pin_registers(dv);
-            pin_registers(dk);
-            pin_registers(pa);
-            pin_registers(dsa);
-            mbarrier_arrive(empty_addr + 8 * stage);   // this thread is done with the stage
-            // Whether block i+1 has landed, asked now so that the answer is in at the top of the
-            // loop (the wait there, asked only then, held 7% of the HS 128 consumers' samples).
-            full_ready = mbarrier_test_wait(full_addr + 8 * (stage ^ 1), ((n + 1) >> 1) & 1);
-        }
+        if (ATOMIC_DQ && n > 1) pieces.reduce(q0 - 2 * BLOCK_M);
+        kv_score_grads(th, kb.sL + stage * BLOCK_M, kb.sD + stage * BLOCK_M, q0, T, causal, scale_log2, st, dpt, pa, dsa);
+        if constexpr (!ATOMIC_DQ) kv_grad_products(th, stage, sQ_addr, sdO_addr, pa, dsa, dk, dv);
+        else full_ready = kv_grad_products_with_dq(kb, th, pieces, n, stage, sQ_addr, sdO_addr, pa, dsa, dk, dv, fixed);
     }
     if (ATOMIC_DQ) {
         // The last block's dQ piece: the piece before it goes out, then this one.
         int last = n_q_blocks - 1 - first_q_block;
-        if (last > 0) reduce_dq_piece((n_q_blocks - 2) * BLOCK_M);
-        mbarrier_wait(ds_full_addr + 8 * (last % 2), (last >> 1) & 1);
+        if (last > 0) pieces.reduce((n_q_blocks - 2) * BLOCK_M);
+        mbarrier_wait(pieces.ds_full_addr + 8 * (last % 2), (last >> 1) & 1);
         float dq[32];
         wgmma_fence();
-        issue_dq(dq, last);
+        pieces.issue(dq, last);
         wgmma_commit();
         wgmma_wait<0>();
         pin_registers(dq);
-        stage_dq_piece(dq);
-        reduce_dq_piece((n_q_blocks - 1) * BLOCK_M);
-        if (lane == 0) bulk_wait<0>();                 // every reduction has landed
+        pieces.stage(dq, fixed);
+        pieces.reduce((n_q_blocks - 1) * BLOCK_M);
+        if (th.lane == 0) bulk_wait<0>();                 // every reduction has landed
     }
 }
 
@@ -488,7 +564,7 @@ template <int HS, FlashDq DQ>
 static void launch_backward_wgmma(const AttentionParams* p, BackwardScratch w, cudaStream_t stream) {
     using K = KvBlock<HS, DQ>;
     constexpr auto kernel = flash_backward_wgmma_kernel<HS, DQ>;
-    set_smem_limit_once<kernel>(K::SMEM);
+    raise_smem_limit<kernel>("flash_attention_backward_wgmma", K::SMEM);
     AttentionShape s = p->shape;
     CUtensorMap map_k, map_v, map_q, map_do, map_dq;
     make_heads_tensor_map(&map_k, &p->k, s, K::BLOCK_N);
@@ -679,7 +755,7 @@ static void launch_dq_wgmma(const AttentionParams* p, const float* delta, cudaSt
     // Q, dO, 3 stages of K, 2 of V, the scheduling anchor, and room to align the start to 1024 bytes.
     constexpr int smem = (2 * BLOCK_M + 5 * BLOCK_N) * HS * (int)sizeof(bf16) + 256 * (int)sizeof(float) + 1024;
     constexpr auto kernel = flash_backward_dq_wgmma_kernel<HS, BLOCK_N, MIN_BLOCKS>;
-    set_smem_limit_once<kernel>(smem);
+    raise_smem_limit<kernel>("flash_attention_backward_wgmma", smem);
     AttentionShape s = p->shape;
     CUtensorMap map_q, map_k, map_v, map_do;
     make_heads_tensor_map(&map_q, &p->q, s, BLOCK_M);

@@ -7,7 +7,7 @@
 // The T x T scores never leave the chip.
 #include <math.h>
 #include "attention/flash.h"
-#include "attention/mma.cuh"
+#include "device/mma.cuh"
 #include "attention/smem_tile.cuh"
 #include "attention/softmax.cuh"
 
@@ -72,14 +72,8 @@ flash_forward_kernel(const AttentionParams p) {
         // Block j is in place for every thread, and every thread is done with block j-1, so its
         // stage can take block j+1, which loads while block j is used: one barrier per block.
         __syncthreads();
-        if (j + 1 < n_kv_blocks) {
-            int next = kv0 + BLOCK_N;
-            k_ptr += BLOCK_N * p.k.row;
-            v_ptr += BLOCK_N * p.v.row;
-            load_tile_async<BLOCK_N, HS, NTHREADS>(sK + (stage ^ 1) * BLOCK_N * S, k_ptr, p.k.row, T - next);
-            load_tile_async<BLOCK_N, HS, NTHREADS>(sV + (stage ^ 1) * BLOCK_N * S, v_ptr, p.v.row, T - next);
-            cp_async_commit();
-        }
+        if (j + 1 < n_kv_blocks)
+            load_next_kv_block<BLOCK_N, HS, NTHREADS>(sK, sV, stage ^ 1, k_ptr, p.k.row, v_ptr, p.v.row, T - (kv0 + BLOCK_N));
         const bf16* k_tile = sK + stage * BLOCK_N * S;
         const bf16* v_tile = sV + stage * BLOCK_N * S;
 
@@ -153,7 +147,7 @@ static void launch_forward(const AttentionParams* p, cudaStream_t stream) {
     constexpr int BLOCK_M = 16 * M_TILES * NWARPS;
     constexpr int smem = (BLOCK_M + 4 * BLOCK_N) * PaddedRow<HS>::stride * (int)sizeof(bf16);
     constexpr auto kernel = flash_forward_kernel<HS, M_TILES, NWARPS, BLOCK_N>;
-    set_smem_limit_once<kernel>(smem);
+    raise_smem_limit<kernel>("flash_attention_forward_mma", smem);
     int n_q_blocks = (int)ceil_div(p->shape.T, BLOCK_M);
     kernel<<<n_q_blocks * p->shape.B * p->shape.NH, NWARPS * 32, smem, stream>>>(*p);
     cudaCheckLaunch();

@@ -13,7 +13,7 @@
 #include <math.h>
 #include "attention/flash.h"
 #include "attention/wgmma.cuh"
-#include "attention/smem_tile.cuh"
+#include "device/smem.cuh"
 #include "attention/softmax.cuh"
 #include "attention/tma.cuh"
 #include "attention/grid_order.cuh"
@@ -33,6 +33,271 @@
 //   empty[s]: every consumer thread is done with it), and they take turns issuing their
 //   products (named barriers 2 and 3), so that one warpgroup's softmax runs under the other's
 //   wgmma.
+// ForwardBlock is the thread block's tile (the grid order), its shared memory and the copies
+// that fill it; the kernel is the producer's loop (forward_producer), the consumers' loop over
+// the K/V blocks (forward_mainloop) and their epilogue (forward_epilogue).
+template <int HS, int BLOCK_N, bool PRODUCER>
+struct ForwardBlock {
+    // CONSUMERS threads do the math, from thread FIRST on.
+    static constexpr int CONSUMERS = 256, FIRST = PRODUCER ? 128 : 0, BLOCK_M = 128;
+    static constexpr int KV_BYTES = BLOCK_N * HS * (int)sizeof(bf16);
+    const CUtensorMap* map_q;   // Q, boxes of BLOCK_M rows
+    const CUtensorMap* map_k;   // K, boxes of BLOCK_N rows
+    const CUtensorMap* map_v;   // V, boxes of BLOCK_N rows
+    unsigned char* sQ;          // (BLOCK_M, HS), later O
+    unsigned char* sK;          // 3 stages of (BLOCK_N, HS)
+    unsigned char* sV;          // 3 stages of (BLOCK_N, HS)
+    float* sched_anchor;        // (CONSUMERS), see forward_mainloop
+    uint64_t* bar_q;            // TMA arrivals of Q; of K/V block j in bar_full[j % 3]
+    uint64_t* bar_full;         // [3]
+    uint64_t* bar_empty;        // [3], with PRODUCER only
+    int T, causal;              // of the shape
+    int b, h, q0, n_kv_blocks;  // the tile: Q rows q0.. of head h of sequence b, and the K/V blocks they see
+
+    // Swizzle atoms must start on 1024-byte boundaries; the launcher adds 1024 bytes for this.
+    // Causal work grows with the row index: the last Q blocks are issued first so the short ones
+    // fill in the tail of the grid; heads in groups (grid_order.cuh). Causal: K/V blocks entirely
+    // above the diagonal of this Q block are never touched.
+    __device__ ForwardBlock(unsigned char* smem_raw, uint64_t* q_bar, uint64_t* full, uint64_t* empty,
+                            const CUtensorMap* q_map, const CUtensorMap* k_map, const CUtensorMap* v_map,
+                            const AttentionShape& shape, int n_q_blocks, int head_group) {
+        map_q = q_map, map_k = k_map, map_v = v_map;
+        sQ = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+        sK = sQ + BLOCK_M * HS * sizeof(bf16);
+        sV = sK + 3 * KV_BYTES;
+        sched_anchor = reinterpret_cast<float*>(sV + 3 * KV_BYTES);
+        bar_q = q_bar, bar_full = full, bar_empty = empty;
+        T = shape.T, causal = shape.causal;
+        const int NH = shape.NH;
+        GridTile tile = grid_tile(blockIdx.x, n_q_blocks, shape.B * NH, head_group);
+        int q_block = n_q_blocks - 1 - tile.rank;
+        b = tile.bh / NH, h = tile.bh % NH;
+        q0 = q_block * BLOCK_M;
+        n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N);
+    }
+    // (rows, HS) tile of this (b, h) from row t0: one TMA copy per 64-column panel; rows past T
+    // arrive as zeros.
+    __device__ __forceinline__ void load_tile(unsigned char* dst, const CUtensorMap* map, int t0, int rows, uint64_t* bar) const {
+        #pragma unroll
+        for (int panel = 0; panel < HS / 64; panel++) tma_load_4d(dst + panel * rows * 128, map, panel * 64, h, t0, b, bar);
+    }
+    __device__ __forceinline__ void load_q() const {
+        mbarrier_arrive_expect_tx(bar_q, BLOCK_M * HS * sizeof(bf16));
+        load_tile(sQ, map_q, q0, BLOCK_M, bar_q);
+    }
+    __device__ __forceinline__ void load_kv_block(int j) const {   // K/V block j into stage j % 3
+        int st = j % 3;
+        mbarrier_arrive_expect_tx(&bar_full[st], 2 * KV_BYTES);
+        load_tile(sK + st * KV_BYTES, map_k, j * BLOCK_N, BLOCK_N, &bar_full[st]);
+        load_tile(sV + st * KV_BYTES, map_v, j * BLOCK_N, BLOCK_N, &bar_full[st]);
+    }
+    __device__ __forceinline__ void init_barriers() const {
+        mbarrier_init(bar_q, 1);
+        for (int st = 0; st < 3; st++) {
+            mbarrier_init(&bar_full[st], 1);
+            mbarrier_init(&bar_empty[st], CONSUMERS);
+        }
+        fence_barrier_init();
+    }
+    // Block j is in place once its barrier's phase completes (the TMA copies counted their bytes
+    // against it). Without a producer, the __syncthreads then says every warpgroup is done with
+    // the stage block j+1 takes, which held block j-2: its S = Q K^T was waited for in iteration
+    // j-2 and its O += P V in iteration j-1; thread 0 issues the copies.
+    __device__ __forceinline__ void wait_block(int j) const {
+        if (j == 0) mbarrier_wait(bar_q, 0);
+        mbarrier_wait(&bar_full[j % 3], (j / 3) & 1);
+        if constexpr (!PRODUCER) {
+            __syncthreads();
+            int next = j + 1;
+            if (threadIdx.x == 0 && next < n_kv_blocks) load_kv_block(next);
+        }
+    }
+};
+
+// The producer (one thread): Q, then block j into stage j % 3 once the consumers are done with
+// block j - 3, which held it.
+template <int HS, int BLOCK_N, bool PRODUCER>
+__device__ __forceinline__ void forward_producer(const ForwardBlock<HS, BLOCK_N, PRODUCER>& fb) {
+    fb.load_q();
+    for (int j = 0; j < fb.n_kv_blocks; j++) {
+        if (j >= 3) mbarrier_wait(&fb.bar_empty[j % 3], ((j - 3) / 3) & 1);
+        fb.load_kv_block(j);
+    }
+}
+
+// A consumer thread: warpgroup wg owns the Q block's rows 64 wg.. (from wg_q0), warp `warp` of
+// it 16 of those, and the thread rows row0 and row0 + 8 (the accumulator layout).
+struct ForwardRows { int wg, warp, lane, wg_q0, row0; };
+
+// With PRODUCER the warpgroups issue their products in turns: warpgroup 0, then 1, then 0...
+// Each waits for its turn (its barrier of the 256 consumer threads: the other's arrival) and
+// hands it over when its wgmma are issued; warpgroup 1 hands warpgroup 0 the first turn, and
+// warpgroup 0 takes the turn after its last, so that no arrival is left over.
+template <bool PRODUCER> __device__ __forceinline__ void take_turn(int wg) {
+    if constexpr (PRODUCER) {
+        if (wg == 0) named_barrier_sync(2, 256);
+        else named_barrier_sync(3, 256);
+    }
+}
+template <bool PRODUCER> __device__ __forceinline__ void pass_turn(int wg) {
+    if constexpr (PRODUCER) {
+        if (wg == 0) named_barrier_arrive(3, 256);
+        else named_barrier_arrive(2, 256);
+    }
+}
+
+// O += P V over the K/V block in the V stage at sV_stage, P from registers (A fragments), one
+// commit group.
+template <int HS, int BLOCK_N>
+__device__ __forceinline__ void issue_pv(float (&o)[HS / 2], const uint32_t (&p)[BLOCK_N / 16][4], uint32_t sV_stage) {
+    #pragma unroll
+    for (int kk = 0; kk < BLOCK_N / 16; kk++) wgmma_rs<HS>(o, p[kk], desc_mn_major<BLOCK_N>(sV_stage, kk));
+    wgmma_commit();
+}
+
+// The softmax of one block of scores S (keys from kv0): masked where `masked` (the blocks that
+// hold key T or, causal, the diagonal), then the online softmax of the thread's two rows, which
+// leaves P in S and in alpha the factor that takes O to the new maxima.
+template <int BLOCK_N>
+__device__ __forceinline__ void forward_softmax(float (&s)[BLOCK_N / 2], float (&m)[2], float (&l)[2], float (&alpha)[2],
+                                                const ForwardRows& at, int kv0, bool masked, int T, int causal,
+                                                float scale_log2) {
+    if (masked) {
+        VisibleColumns seen[2];
+        #pragma unroll
+        for (int half = 0; half < 2; half++) seen[half] = keys_seen(at.row0 + 8 * half, kv0 + 2 * (at.lane % 4), T, causal);
+        mask_tile<BLOCK_N / 8>(s, seen);
+    }
+    online_softmax<BLOCK_N / 8, LAZY_RESCALE_LOG2>(s, m, l, alpha, scale_log2);
+}
+
+// P as bf16 A fragments of O += P V, from the scores' accumulator.
+template <int BLOCK_N>
+__device__ __forceinline__ void pack_p(uint32_t (&p)[BLOCK_N / 16][4], const float (&s)[BLOCK_N / 2]) {
+    #pragma unroll
+    for (int kk = 0; kk < BLOCK_N / 16; kk++) c_to_a(p[kk], &s[8 * kk], &s[8 * kk + 4]);
+}
+
+// The consumers' loop over the K/V blocks: per block j, S_j = Q K_j^T and O += P_{j-1} V_{j-1}
+// issued back to back, the softmax of S_j while the second runs, then O rescaled to the new
+// maxima and P_j packed; after the loop the last block's P V. Leaves the unnormalised O in o
+// and the rows' maxima and this thread's share of their sums in m and l.
+template <int HS, int BLOCK_N, bool PRODUCER>
+__device__ __forceinline__ void forward_mainloop(const ForwardBlock<HS, BLOCK_N, PRODUCER>& fb, const AttentionParams& params,
+                                                 const ForwardRows& at, float (&o)[HS / 2], float (&m)[2], float (&l)[2]) {
+    using F = ForwardBlock<HS, BLOCK_N, PRODUCER>;
+    constexpr int BLOCK_M = F::BLOCK_M, KV_BYTES = F::KV_BYTES;
+    const int T = fb.T, causal = fb.causal, wg = at.wg;
+    float s[BLOCK_N / 2];                 // S = Q K^T of this warpgroup, accumulator layout
+    uint32_t p[BLOCK_N / 16][4];          // P of the previous block, A fragments of O += P V
+    #pragma unroll
+    for (int i = 0; i < HS / 2; i++) o[i] = 0.0f;
+    m[0] = m[1] = -INFINITY;
+    l[0] = l[1] = 0.0f;
+    float alpha[2];
+    // exp(scale*(s - m)) = 2^(scale*log2(e)*s - scale*log2(e)*m): one FFMA and one EX2 per score.
+    const float scale_log2 = params.shape.scale * (float)M_LOG2E;
+    const uint32_t sK_addr = smem_addr(fb.sK), sV_addr = smem_addr(fb.sV);
+    // S = Q K^T with this warpgroup's Q as A fragments in registers (loaded once, after bar_q):
+    // with both operands in shared memory, the 64 x 64 products of HS 64 would read 128 bytes
+    // a clock, all that shared memory gives.
+    uint32_t qa[HS / 16][4];
+    // Only the blocks from mask_from on need masks: the last one when T is not a multiple of
+    // BLOCK_N (it holds key T) and, causal, those from the one holding the warpgroup's first
+    // query (wg_q0 is a multiple of 64). One comparison a block instead of the whole condition.
+    const int mask_from = min(T / BLOCK_N, causal ? at.wg_q0 / BLOCK_N : INT_MAX);
+
+    // Block 0: S_0 and its softmax (o is 0: alpha unused).
+    if (wg == 1) pass_turn<PRODUCER>(wg);
+    fb.wait_block(0);
+    load_a_fragments<BLOCK_M, HS>(qa, fb.sQ, wg * 64);
+    take_turn<PRODUCER>(wg);
+    wgmma_fence();
+    wgmma_ra_bt<HS, BLOCK_N>(s, qa, sK_addr);
+    pass_turn<PRODUCER>(wg);
+    wgmma_wait<0>();
+    pin_registers(s);
+    forward_softmax<BLOCK_N>(s, m, l, alpha, at, 0, mask_from == 0, T, causal, scale_log2);
+    pack_p<BLOCK_N>(p, s);
+
+    for (int j = 1; j < fb.n_kv_blocks; j++) {
+        int kv0 = j * BLOCK_N;
+        fb.wait_block(j);
+        take_turn<PRODUCER>(wg);
+        wgmma_fence();
+        wgmma_ra_bt<HS, BLOCK_N>(s, qa, sK_addr + j % 3 * KV_BYTES);   // S_j = Q K_j^T
+        issue_pv<HS, BLOCK_N>(o, p, sV_addr + (j - 1) % 3 * KV_BYTES);   // O += P_{j-1} V_{j-1}
+        pass_turn<PRODUCER>(wg);
+        wgmma_wait<1>();  // S done; O += P V may still run
+        pin_registers(s);
+        forward_softmax<BLOCK_N>(s, m, l, alpha, at, kv0, j >= mask_from, T, causal, scale_log2);
+        // ptxas places wgmma.wait_group as early as it may, which would put the softmax after
+        // the wait, serialised with O += P V; it keeps the wait after memory operations, so this
+        // store of the new row sums (never read) holds it below the softmax.
+        pin_registers(s);
+        asm volatile("st.shared.f32 [%0], %1;\n" :: "r"(smem_addr(fb.sched_anchor) + (threadIdx.x - F::FIRST) * 4), "f"(l[0] + l[1]) : "memory");
+        wgmma_wait<0>();
+        pin_registers(o);
+        pin_registers(p);
+        if constexpr (PRODUCER) mbarrier_arrive(&fb.bar_empty[(j - 1) % 3]);   // K, V of block j-1 no longer read
+        if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {   // a max moved in this warp
+            #pragma unroll
+            for (int i = 0; i < HS / 2; i++) o[i] *= alpha[(i >> 1) & 1];
+        }
+        // P of this block as bf16 A fragments, into the registers O += P V has just released:
+        // packed here rather than before the wait, which would need a second set and a copy.
+        pack_p<BLOCK_N>(p, s);
+    }
+    take_turn<PRODUCER>(wg);
+    wgmma_fence();
+    issue_pv<HS, BLOCK_N>(o, p, sV_addr + (fb.n_kv_blocks - 1) % 3 * KV_BYTES);
+    pass_turn<PRODUCER>(wg);
+    if (wg == 0) take_turn<PRODUCER>(wg);
+    wgmma_wait<0>();
+    pin_registers(o);
+}
+
+// O = o / l and L = scale*m + log(l). O is staged as bf16 in this warpgroup's own rows of sQ
+// (each warp read only its own 16 rows, into its Q fragments; the __syncwarp puts those reads
+// before the other lanes' stores), and the same warpgroup stores those rows as whole 16-byte
+// segments: a barrier of its own 128 threads suffices.
+template <int HS, int BLOCK_N, bool PRODUCER>
+__device__ __forceinline__ void forward_epilogue(const ForwardBlock<HS, BLOCK_N, PRODUCER>& fb, const AttentionParams& params,
+                                                 const ForwardRows& at, const float (&o)[HS / 2], const float (&m)[2],
+                                                 const float (&l)[2]) {
+    using F = ForwardBlock<HS, BLOCK_N, PRODUCER>;
+    constexpr int BLOCK_M = F::BLOCK_M;
+    const int T = fb.T, b = fb.b, h = fb.h, q0 = fb.q0, wg = at.wg;
+    int t = at.lane % 4;
+    float inv[2];
+    #pragma unroll
+    for (int half = 0; half < 2; half++) {
+        float sum = quad_sum(l[half]);
+        inv[half] = 1.0f / sum;
+        int row = at.row0 + 8 * half;
+        if (t == 0 && row < T) params.lse.ptr[b * params.lse.batch + (long long)h * params.lse.head + row] = m[half] * params.shape.scale + logf(sum);
+    }
+    __syncwarp();
+    #pragma unroll
+    for (int dt = 0; dt < HS / 8; dt++)
+        #pragma unroll
+        for (int half = 0; half < 2; half++) {
+            int r = at.row0 - q0 + 8 * half, c = dt * 8;
+            *reinterpret_cast<uint32_t*>(fb.sQ + swizzled_offset<BLOCK_M>(r, c) + 4 * t) =
+                pack_bf16(o[4 * dt + 2 * half] * inv[half], o[4 * dt + 2 * half + 1] * inv[half]);
+        }
+    if (wg == 0) named_barrier_sync(4, 128);
+    else named_barrier_sync(5, 128);
+    constexpr int CHUNKS = HS / 8;
+    #pragma unroll
+    for (int k = 0; k < 64 * CHUNKS / 128; k++) {
+        int i = (threadIdx.x - F::FIRST) % 128 + k * 128, r = wg * 64 + i / CHUNKS, c = (i % CHUNKS) * 8;
+        if (q0 + r < T)
+            *reinterpret_cast<int4*>(params.o.ptr + b * params.o.batch + (q0 + r) * params.o.row + (long long)h * params.o.head + c) =
+                *reinterpret_cast<const int4*>(fb.sQ + swizzled_offset<BLOCK_M>(r, c));
+    }
+}
+
 // MIN_BLOCKS: thread blocks per SM the registers are sized for.
 template <int HS, int BLOCK_N, int MIN_BLOCKS, bool PRODUCER>
 __global__ void __launch_bounds__(PRODUCER ? 384 : 256, MIN_BLOCKS)
@@ -41,226 +306,36 @@ flash_forward_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,   // Q, bo
                            const __grid_constant__ CUtensorMap map_v,   // V, boxes of BLOCK_N rows
                            const AttentionParams params, int n_q_blocks, int head_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
-    // CONSUMERS threads do the math, from thread FIRST on.
-    constexpr int CONSUMERS = 256, FIRST = PRODUCER ? 128 : 0, BLOCK_M = 128;
+    using F = ForwardBlock<HS, BLOCK_N, PRODUCER>;
     constexpr int PRODUCER_REGISTERS = 24, CONSUMER_REGISTERS = 240;
-    static_assert(!PRODUCER || (PRODUCER_REGISTERS * 128 + CONSUMER_REGISTERS * CONSUMERS <=
+    static_assert(!PRODUCER || (PRODUCER_REGISTERS * 128 + CONSUMER_REGISTERS * F::CONSUMERS <=
                                 65536 / (384 * MIN_BLOCKS) / 8 * 8 * 384),
                   "the consumers claim more registers than the block has");
-    constexpr int KV_BYTES = BLOCK_N * HS * (int)sizeof(bf16);
     extern __shared__ unsigned char smem_raw[];
-    // Swizzle atoms must start on 1024-byte boundaries; the launcher adds 1024 bytes for this.
-    unsigned char* sQ = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);  // (BLOCK_M, HS), later O
-    unsigned char* sK = sQ + BLOCK_M * HS * sizeof(bf16);                           // 3 stages of (BLOCK_N, HS)
-    unsigned char* sV = sK + 3 * KV_BYTES;                                           // 3 stages of (BLOCK_N, HS)
-    float* sched_anchor = reinterpret_cast<float*>(sV + 3 * KV_BYTES);              // (CONSUMERS), see the loop
-    __shared__ uint64_t bar_q, bar_full[3], bar_empty[3];   // TMA arrivals; empty: with PRODUCER only
-
-    // Causal work grows with the row index: the last Q blocks are issued first so the short ones
-    // fill in the tail of the grid; heads in groups (grid_order.cuh).
-    const int T = params.shape.T, NH = params.shape.NH, causal = params.shape.causal;
-    GridTile tile = grid_tile(blockIdx.x, n_q_blocks, params.shape.B * NH, head_group);
-    int q_block = n_q_blocks - 1 - tile.rank;
-    int bh = tile.bh, b = bh / NH, h = bh % NH;
-    int q0 = q_block * BLOCK_M;
-    // Causal: K/V blocks entirely above the diagonal of this Q block are never touched.
-    int n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N);
-
-    // (rows, HS) tile of this (b, h) from row t0: one TMA copy per 64-column panel; rows past T
-    // arrive as zeros.
-    auto load_tile = [&](unsigned char* dst, const CUtensorMap* map, int t0, int rows, uint64_t* bar) {
-        #pragma unroll
-        for (int panel = 0; panel < HS / 64; panel++) tma_load_4d(dst + panel * rows * 128, map, panel * 64, h, t0, b, bar);
-    };
-    auto load_q = [&]() {
-        mbarrier_arrive_expect_tx(&bar_q, BLOCK_M * HS * sizeof(bf16));
-        load_tile(sQ, &map_q, q0, BLOCK_M, &bar_q);
-    };
-    auto load_kv_block = [&](int j) {   // K/V block j into stage j % 3
-        int st = j % 3;
-        mbarrier_arrive_expect_tx(&bar_full[st], 2 * KV_BYTES);
-        load_tile(sK + st * KV_BYTES, &map_k, j * BLOCK_N, BLOCK_N, &bar_full[st]);
-        load_tile(sV + st * KV_BYTES, &map_v, j * BLOCK_N, BLOCK_N, &bar_full[st]);
-    };
-    if (threadIdx.x == 0) {
-        mbarrier_init(&bar_q, 1);
-        for (int st = 0; st < 3; st++) {
-            mbarrier_init(&bar_full[st], 1);
-            mbarrier_init(&bar_empty[st], CONSUMERS);
-        }
-        fence_barrier_init();
-    }
+    __shared__ uint64_t bar_q, bar_full[3], bar_empty[3];
+    const F fb(smem_raw, &bar_q, bar_full, bar_empty, &map_q, &map_k, &map_v, params.shape, n_q_blocks, head_group);
+    if (threadIdx.x == 0) fb.init_barriers();
     __syncthreads();
     if constexpr (PRODUCER) {
-        if (threadIdx.x < FIRST) {
-            // The producer: block j goes into stage j % 3 once the consumers are done with block
-            // j - 3, which held it.
+        if (threadIdx.x < F::FIRST) {
             warpgroup_release_registers<PRODUCER_REGISTERS>();
-            if (threadIdx.x == 0) {
-                load_q();
-                for (int j = 0; j < n_kv_blocks; j++) {
-                    if (j >= 3) mbarrier_wait(&bar_empty[j % 3], ((j - 3) / 3) & 1);
-                    load_kv_block(j);
-                }
-            }
+            if (threadIdx.x == 0) forward_producer(fb);
             return;
         }
         warpgroup_claim_registers<CONSUMER_REGISTERS>();
     } else if (threadIdx.x == 0) {
-        load_q();
-        load_kv_block(0);
+        fb.load_q();
+        fb.load_kv_block(0);
     }
-
-    int wg = warp_uniform((threadIdx.x - FIRST) / 128), warp = warp_uniform((threadIdx.x / 32) % 4);
-    int lane = threadIdx.x % 32;
-    int wg_q0 = q0 + wg * 64;                           // first query row of this warpgroup
-    int row0 = wg_q0 + warp * 16 + lane / 4;            // this thread's rows: row0 and row0 + 8
-
-    float s[BLOCK_N / 2];                 // S = Q K^T of this warpgroup, accumulator layout
-    uint32_t p[BLOCK_N / 16][4];          // P of the previous block, A fragments of O += P V
-    float o[HS / 2];                      // unnormalised O, accumulator layout
-    #pragma unroll
-    for (int i = 0; i < HS / 2; i++) o[i] = 0.0f;
-    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
-    // exp(scale*(s - m)) = 2^(scale*log2(e)*s - scale*log2(e)*m): one FFMA and one EX2 per score.
-    const float scale_log2 = params.shape.scale * (float)M_LOG2E;
-    // Masks S (only blocks that need it), then the online softmax of its rows.
-    auto softmax = [&](int kv0, bool masked) {
-        if (masked) {
-            VisibleColumns seen[2];
-            #pragma unroll
-            for (int half = 0; half < 2; half++) seen[half] = keys_seen(row0 + 8 * half, kv0 + 2 * (lane % 4), T, causal);
-            mask_tile<BLOCK_N / 8>(s, seen);
-        }
-        online_softmax<BLOCK_N / 8, LAZY_RESCALE_LOG2>(s, m, l, alpha, scale_log2);
-    };
-
-    const uint32_t sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
-    // S = Q K^T with this warpgroup's Q as A fragments in registers (loaded once, after bar_q):
-    // with both operands in shared memory, the 64 x 64 products of HS 64 would read 128 bytes
-    // a clock, all that shared memory gives.
-    uint32_t qa[HS / 16][4];
-    auto issue_scores = [&](int stage) { wgmma_ra_bt<HS, BLOCK_N>(s, qa, sK_addr + stage * KV_BYTES); };
-    auto issue_pv = [&](int stage) {
-        #pragma unroll
-        for (int kk = 0; kk < BLOCK_N / 16; kk++) wgmma_rs<HS>(o, p[kk], desc_mn_major<BLOCK_N>(sV_addr + stage * KV_BYTES, kk));
-        wgmma_commit();
-    };
-    // Block j is in place once its barrier's phase completes (the TMA copies counted their bytes
-    // against it). Without a producer, the __syncthreads then says every warpgroup is done with
-    // the stage block j+1 takes, which held block j-2: its S = Q K^T was waited for in iteration
-    // j-2 and its O += P V in iteration j-1; thread 0 issues the copies.
-    auto wait_block = [&](int j) {
-        if (j == 0) mbarrier_wait(&bar_q, 0);
-        mbarrier_wait(&bar_full[j % 3], (j / 3) & 1);
-        if constexpr (!PRODUCER) {
-            __syncthreads();
-            if (threadIdx.x == 0 && j + 1 < n_kv_blocks) load_kv_block(j + 1);
-        }
-    };
-    // With PRODUCER the warpgroups issue their products in turns: warpgroup 0, then 1, then 0...
-    // Each waits for its turn (its barrier: the other's arrival) and hands it over when its
-    // wgmma are issued; warpgroup 1 hands warpgroup 0 the first turn, and warpgroup 0 takes the
-    // turn after its last, so that no arrival is left over.
-    auto take_turn = [&]() {
-        if constexpr (PRODUCER) {
-            if (wg == 0) named_barrier_sync(2, CONSUMERS);
-            else named_barrier_sync(3, CONSUMERS);
-        }
-    };
-    auto pass_turn = [&]() {
-        if constexpr (PRODUCER) {
-            if (wg == 0) named_barrier_arrive(3, CONSUMERS);
-            else named_barrier_arrive(2, CONSUMERS);
-        }
-    };
-    // Only the blocks from mask_from on need masks: the last one when T is not a multiple of
-    // BLOCK_N (it holds key T) and, causal, those from the one holding the warpgroup's first
-    // query (wg_q0 is a multiple of 64). One comparison a block instead of the whole condition.
-    const int mask_from = min(T / BLOCK_N, causal ? wg_q0 / BLOCK_N : INT_MAX);
-
-    if (wg == 1) pass_turn();
-    wait_block(0);
-    load_a_fragments<BLOCK_M, HS>(qa, sQ, wg * 64);
-    take_turn();
-    wgmma_fence();
-    issue_scores(0);
-    pass_turn();
-    wgmma_wait<0>();
-    pin_registers(s);
-    softmax(0, mask_from == 0);  // o is 0: alpha unused
-    #pragma unroll
-    for (int kk = 0; kk < BLOCK_N / 16; kk++) c_to_a(p[kk], &s[8 * kk], &s[8 * kk + 4]);
-
-    for (int j = 1; j < n_kv_blocks; j++) {
-        int kv0 = j * BLOCK_N;
-        wait_block(j);
-        take_turn();
-        wgmma_fence();
-        issue_scores(j % 3);
-        issue_pv((j - 1) % 3);
-        pass_turn();
-        wgmma_wait<1>();  // S done; O += P V may still run
-        pin_registers(s);
-        softmax(kv0, j >= mask_from);
-        // ptxas places wgmma.wait_group as early as it may, which would put the softmax after
-        // the wait, serialised with O += P V; it keeps the wait after memory operations, so this
-        // store of the new row sums (never read) holds it below the softmax.
-        pin_registers(s);
-        asm volatile("st.shared.f32 [%0], %1;\n" :: "r"(smem_addr(sched_anchor) + (threadIdx.x - FIRST) * 4), "f"(l[0] + l[1]) : "memory");
-        wgmma_wait<0>();
-        pin_registers(o);
-        pin_registers(p);
-        if constexpr (PRODUCER) mbarrier_arrive(&bar_empty[(j - 1) % 3]);   // K, V of block j-1 no longer read
-        if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {   // a max moved in this warp
-            #pragma unroll
-            for (int i = 0; i < HS / 2; i++) o[i] *= alpha[(i >> 1) & 1];
-        }
-        // P of this block as bf16 A fragments, into the registers O += P V has just released:
-        // packed here rather than before the wait, which would need a second set and a copy.
-        #pragma unroll
-        for (int kk = 0; kk < BLOCK_N / 16; kk++) c_to_a(p[kk], &s[8 * kk], &s[8 * kk + 4]);
-    }
-    take_turn();
-    wgmma_fence();
-    issue_pv((n_kv_blocks - 1) % 3);
-    pass_turn();
-    if (wg == 0) take_turn();
-    wgmma_wait<0>();
-    pin_registers(o);
-
-    // O = o / l and L = scale*m + log(l). O is staged as bf16 in this warpgroup's own rows of sQ
-    // (each warp read only its own 16 rows, into its Q fragments; the __syncwarp puts those reads
-    // before the other lanes' stores), and the same warpgroup stores those rows as whole 16-byte
-    // segments: a barrier of its own 128 threads suffices.
-    int t = lane % 4;
-    float inv[2];
-    #pragma unroll
-    for (int half = 0; half < 2; half++) {
-        float sum = quad_sum(l[half]);
-        inv[half] = 1.0f / sum;
-        int row = row0 + 8 * half;
-        if (t == 0 && row < T) params.lse.ptr[b * params.lse.batch + (long long)h * params.lse.head + row] = m[half] * params.shape.scale + logf(sum);
-    }
-    __syncwarp();
-    #pragma unroll
-    for (int dt = 0; dt < HS / 8; dt++)
-        #pragma unroll
-        for (int half = 0; half < 2; half++) {
-            int r = row0 - q0 + 8 * half, c = dt * 8;
-            *reinterpret_cast<uint32_t*>(sQ + swizzled_offset<BLOCK_M>(r, c) + 4 * t) =
-                pack_bf16(o[4 * dt + 2 * half] * inv[half], o[4 * dt + 2 * half + 1] * inv[half]);
-        }
-    if (wg == 0) named_barrier_sync(4, 128);
-    else named_barrier_sync(5, 128);
-    constexpr int CHUNKS = HS / 8;
-    #pragma unroll
-    for (int k = 0; k < 64 * CHUNKS / 128; k++) {
-        int i = (threadIdx.x - FIRST) % 128 + k * 128, r = wg * 64 + i / CHUNKS, c = (i % CHUNKS) * 8;
-        if (q0 + r < T)
-            *reinterpret_cast<int4*>(params.o.ptr + b * params.o.batch + (q0 + r) * params.o.row + (long long)h * params.o.head + c) =
-                *reinterpret_cast<const int4*>(sQ + swizzled_offset<BLOCK_M>(r, c));
-    }
+    ForwardRows at;
+    at.wg = warp_uniform((threadIdx.x - F::FIRST) / 128), at.warp = warp_uniform((threadIdx.x / 32) % 4);
+    at.lane = threadIdx.x % 32;
+    at.wg_q0 = fb.q0 + at.wg * 64;
+    at.row0 = at.wg_q0 + at.warp * 16 + at.lane / 4;
+    float o[HS / 2];   // unnormalised O, accumulator layout
+    float m[2], l[2];  // the rows' running maxima, this thread's share of their sums
+    forward_mainloop(fb, params, at, o, m, l);
+    forward_epilogue(fb, params, at, o, m, l);
 #endif
 }
 
@@ -270,7 +345,7 @@ static void launch_forward_wgmma(const AttentionParams* p, cudaStream_t stream) 
     // Q, 3 stages of K and of V, the scheduling anchor, and room to align the start to 1024 bytes.
     constexpr int smem = (BLOCK_M + 6 * BLOCK_N) * HS * (int)sizeof(bf16) + 256 * (int)sizeof(float) + 1024;
     constexpr auto kernel = flash_forward_wgmma_kernel<HS, BLOCK_N, MIN_BLOCKS, PRODUCER>;
-    set_smem_limit_once<kernel>(smem);
+    raise_smem_limit<kernel>("flash_attention_forward_wgmma", smem);
     AttentionShape s = p->shape;
     CUtensorMap map_q, map_k, map_v;
     make_heads_tensor_map(&map_q, &p->q, s, BLOCK_M);

@@ -13,7 +13,7 @@
 // leading dimension and batch stride.
 #include <limits.h>
 #include "attention/naive.h"
-#include "layers/kernel_common.cuh"
+#include "device/reduce.cuh"
 
 #define SOFTMAX_THREADS 256
 

@@ -2,34 +2,16 @@
 // COLS bf16 (a block of Q, K, V, dO, ...) with each row padded by 8 elements (16 bytes): the
 // padding shifts consecutive rows by 4 banks, so the 8 row addresses of every ldmatrix and the
 // 8 rows written by a C fragment fall on distinct banks (no conflicts, no swizzle to get wrong).
-// Tiles are filled with cp.async (global -> shared without passing through registers, so loads
-// of the next block overlap the math on this one); rows past the sequence end are zero-filled.
+// Tiles are filled with cp.async (device/smem.cuh); rows past the sequence end are zero-filled.
 #ifndef FLASHGPT_SMEM_TILE_CUH
 #define FLASHGPT_SMEM_TILE_CUH
 
 #include <stdint.h>
 #include "common/cuda_check.h"
-#include "attention/mma.cuh"
+#include "device/bf16.cuh"
+#include "device/smem.cuh"
 
 template <int COLS> struct PaddedRow { static constexpr int stride = COLS + 8; };
-
-// 16-byte copy; with valid == 0 nothing is read and the destination gets zeros.
-__device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                 :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_4(void* dst, const void* src, bool valid) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
-                 :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-// Waits until at most n of this thread's committed groups are still in flight.
-template <int n> __device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" :: "n"(n) : "memory");
-}
 
 // Starts loading rows [0, ROWS) of a global matrix (first row at g, rows g_stride apart) into
 // a padded tile; rows >= rows_valid become zeros. Every thread of the block takes part.
@@ -41,6 +23,20 @@ __device__ __forceinline__ void load_tile_async(bf16* tile, const bf16* g, long 
         bool valid = r < rows_valid;
         cp_async_16(tile + r * PaddedRow<COLS>::stride + c, g + (valid ? r : 0) * g_stride + c, valid);
     }
+}
+
+// The K/V loop's next block: advances the K and V pointers (rows k_stride and v_stride apart) by
+// ROWS rows and starts loading that block into `stage` of the double-buffered tiles sK and sV;
+// rows >= rows_valid become zeros.
+template <int ROWS, int COLS, int NTHREADS>
+__device__ __forceinline__ void load_next_kv_block(bf16* sK, bf16* sV, int stage, const bf16*& k_ptr, long long k_stride,
+                                                   const bf16*& v_ptr, long long v_stride, int rows_valid) {
+    constexpr int S = PaddedRow<COLS>::stride;
+    k_ptr += ROWS * k_stride;
+    v_ptr += ROWS * v_stride;
+    load_tile_async<ROWS, COLS, NTHREADS>(sK + stage * ROWS * S, k_ptr, k_stride, rows_valid);
+    load_tile_async<ROWS, COLS, NTHREADS>(sV + stage * ROWS * S, v_ptr, v_stride, rows_valid);
+    cp_async_commit();
 }
 
 // Starts loading n_valid floats (the rest zero) of a per-row vector such as L or D.
@@ -70,16 +66,6 @@ __device__ __forceinline__ void store_rows_warp(bf16* g, long long g_stride, con
         if (r < rows_valid)
             *reinterpret_cast<int4*>(g + r * g_stride + c) =
                 *reinterpret_cast<const int4*>(tile + (r0 + r) * PaddedRow<COLS>::stride + c);
-    }
-}
-
-// Lets `kernel` use `bytes` (> 48 KiB) of dynamic shared memory; done once per process since
-// the call costs microseconds, which would show on every launch of a short kernel.
-template <auto kernel> static void set_smem_limit_once(int bytes) {
-    static int done = 0;
-    if (!done) {
-        cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-        done = 1;
     }
 }
 

@@ -12,7 +12,7 @@
 #define FLASHGPT_SOFTMAX_CUH
 
 #include <math.h>
-#include "common/device_math.cuh"
+#include "device/math.cuh"
 
 // The columns a thread's row sees, relative to its first column (8 * 0 + 2t): tile column c
 // (8 * nt + (e & 1)) is visible when lo <= c < hi.

@@ -17,7 +17,7 @@
 #include <cudaTypedefs.h>
 #include "common/cuda_check.h"
 #include "attention/params.h"
-#include "attention/mma.cuh"
+#include "device/smem.cuh"
 
 // A tensor map over a tensor of `rank` dimensions, innermost first: dims[i] elements,
 // strides[i - 1] bytes between consecutive indices of dimension i >= 1 (multiples of 16), and the

@@ -32,7 +32,7 @@
 
 #include <stdint.h>
 #include "common/cuda_check.h"
-#include "attention/mma.cuh"
+#include "device/mma.cuh"
 
 // Byte offset of element (r, c) in a swizzled (ROWS, COLS) tile; c a multiple of 8.
 template <int ROWS>

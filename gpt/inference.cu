@@ -15,7 +15,8 @@
 #include "layers/encoder.h"
 #include "layers/matmul.h"
 #include "layers/matmul_rows.h"
-#include "layers/kernel_common.cuh"
+#include "device/bf16.cuh"
+#include "device/launch.cuh"
 
 #define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
 

@@ -8,8 +8,10 @@
 #include <math.h>
 #include <cuda_fp16.h>
 #include "layers/classifier.h"
-#include "common/device_math.cuh"
-#include "layers/kernel_common.cuh"
+#include "device/bf16.cuh"
+#include "device/launch.cuh"
+#include "device/math.cuh"
+#include "device/reduce.cuh"
 
 // 256 threads x 25 packs x 8 = 51 200 columns in registers (100 of a thread's 128), so that two
 // blocks share an SM (two rows: 200 KB of its 256 KB of registers): one loads its row while the

@@ -4,7 +4,7 @@
 // adds that token's rows of dout in this order; dwpe sums over B in order. Same bits on every run.
 // Threads move 8 channels at a time: C % 8 == 0 and the buffers 16-byte aligned.
 #include "layers/encoder.h"
-#include "layers/kernel_common.cuh"
+#include "device/bf16.cuh"
 
 static void check_shape(const char* who, int C, const void* a, const void* b, const void* c) {
     if (C % 8 != 0 || !aligned16(a) || !aligned16(b) || !aligned16(c))

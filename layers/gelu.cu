@@ -1,6 +1,7 @@
 // layers/gelu.cu: GELU (tanh form) over n bf16 values, one thread per 8 (a 16-byte pack),
 // computed in fp32 and rounded once.
 #include "layers/gelu.h"
+#include "device/bf16.cuh"
 #include "layers/kernel_common.cuh"
 
 __global__ void gelu_forward_kernel(bf16x8* out, const bf16x8* inp, size_t packs) {

@@ -1,7 +1,7 @@
 // layers/global_norm.cu: sum of squares of the gradients (n), deterministic: a fixed grid (a
 // function of n only) writes one partial sum per block into scratch, then one block adds them.
 #include "layers/global_norm.h"
-#include "layers/kernel_common.cuh"
+#include "device/reduce.cuh"
 
 #define NORM_THREADS 512
 #define NORM_MAX_BLOCKS 1024

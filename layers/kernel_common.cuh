@@ -1,45 +1,14 @@
-// layers/kernel_common.cuh: what the layers' kernels share: 16-byte packs of bf16, reductions
-// in a fixed order (deterministic), column sums (the bias gradients), and the launch that lets a
-// kernel start while the one before it ends.
+// layers/kernel_common.cuh: what the layers' kernels share beyond device/: GELU (tanh form) and
+// column sums in a fixed order (deterministic), the bias gradients.
 #ifndef FLASHGPT_KERNEL_COMMON_CUH
 #define FLASHGPT_KERNEL_COMMON_CUH
 
-#include <stdint.h>
 #include "common/cuda_check.h"
 
-// Eight bf16 that move in one 16-byte load or store: memory-bound kernels need that many bytes
-// in flight per thread. The address must be 16-byte aligned (aligned16).
-struct alignas(16) bf16x8 { bf16 v[8]; };
-static inline int aligned16(const void* p) { return (uintptr_t)p % 16 == 0; }
-
-// Reductions with a fixed order (xor butterfly): the same bits on every run, in every lane.
-struct SumOp { __device__ float operator()(float a, float b) const { return a + b; } };
-struct MaxOp { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
-
-template <typename Op> __device__ inline float warp_reduce(float v, Op op) {
-    for (int offset = 16; offset > 0; offset >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
-    return v;
-}
-// Over the block (blockDim.x a multiple of 32); every thread gets the result. `none`: the value
-// that changes nothing (0 for a sum, -inf for a max), for the lanes past the block's warps.
-template <typename Op> __device__ inline float block_reduce(float v, Op op, float none) {
-    __shared__ float warp_results[32];
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    v = warp_reduce(v, op);
-    __syncthreads();  // an earlier call may still be reading warp_results
-    if (lane == 0) warp_results[warp] = v;
-    __syncthreads();
-    return warp_reduce(lane < blockDim.x / 32 ? warp_results[lane] : none, op);
-}
 // GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 __device__ inline float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
-
-__device__ inline float warp_reduce_sum(float v) { return warp_reduce(v, SumOp()); }
-__device__ inline float warp_reduce_max(float v) { return warp_reduce(v, MaxOp()); }
-__device__ inline float block_reduce_sum(float v) { return block_reduce(v, SumOp(), 0.0f); }
-__device__ inline float block_reduce_max(float v) { return block_reduce(v, MaxOp(), -INFINITY); }
 
 // Deterministic column sums of a row-major (rows, cols) matrix with row stride ld, in two passes
 // with fp32 accumulation in a fixed order. Block (x, y), 32 x 8 threads, sums the rows
@@ -85,34 +54,6 @@ static void column_sums_add(bf16* out, const T* in, int rows, int cols, int ld, 
     column_sums_kernel<float><<<blocks_x, block, 0, stream>>>(
         NULL, out, scratch, blocks_y, cols, cols, blocks_y);
     cudaCheckLaunch();
-}
-
-// Programmatic dependent launch: a kernel launched by launch_overlapped may start while the
-// kernel before it on the stream (or in the CUDA graph captured from it) is still running. Its
-// blocks run freely up to grid_dependency_wait(), which returns once that kernel has completed
-// and its writes are visible; so work that reads nothing the kernel before writes (loading the
-// weights, say) overlaps that kernel's tail and the launch. Every block of such a kernel calls
-// grid_dependency_wait() before it reads or writes what other kernels of the stream touch, and
-// before it exits: then a kernel's completion implies its predecessors'. After a launch without
-// the attribute the wait returns at once. grid_dependents_launch() lets the next kernel start
-// before this one ends.
-__device__ inline void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ inline void grid_dependents_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
-
-template <typename... Params, typename... Args>
-static void launch_overlapped(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
-                              cudaStream_t stream, Args... args) {
-    cudaLaunchAttribute overlap;
-    overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    overlap.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = grid;
-    config.blockDim = block;
-    config.dynamicSmemBytes = shared_bytes;
-    config.stream = stream;
-    config.attrs = &overlap;
-    config.numAttrs = 1;
-    cudaCheck(cudaLaunchKernelEx(&config, kernel, ((Params)args)...));
 }
 
 #endif

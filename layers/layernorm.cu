@@ -4,6 +4,9 @@
 // own shared-memory slice, then the slices in order) into partials (blocks, 2, C) in scratch, and
 // column_sums_add reduces the partials in a fixed order.
 #include "layers/layernorm.h"
+#include "device/bf16.cuh"
+#include "device/reduce.cuh"
+#include "device/smem.cuh"
 #include "layers/kernel_common.cuh"
 
 #define LN_WARPS 8                // warps per block, one row at a time each
@@ -134,12 +137,7 @@ void layernorm_backward(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout
     float* partials = (float*)scratch;
     float* column_scratch = (float*)((char*)scratch + partials_bytes(N, C));
     size_t smem = (size_t)LN_WARPS * 2 * C * sizeof(float);
-    static size_t smem_allowed = 48 * 1024;  // raised once per size, not on every call
-    if (smem > smem_allowed) {
-        cudaCheck(cudaFuncSetAttribute(layernorm_backward_kernel,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        smem_allowed = smem;
-    }
+    raise_smem_limit<layernorm_backward_kernel>("layernorm_backward", smem);
     layernorm_backward_kernel<<<blocks, LN_WARPS * 32, smem, stream>>>(
         partials, (bf16x8*)dinp, (const bf16x8*)dout, (const bf16x8*)inp, (const bf16x8*)weight,
         mean, rstd, N, C);

@@ -10,11 +10,14 @@
 // as long as A and B agree: thread (g = lane / 4, t = lane % 4) takes the 8 contiguous channels
 // 8t..8t+7, one 16-byte load, and hands channels 8t..8t+3 to the first mma of the step and
 // 8t+4..8t+7 to the second, in the k slots the fragment layout gives thread t
-// (attention/mma.cuh).
+// (device/mma.cuh).
 #include "layers/matmul_rows.h"
 
-#include "attention/smem_tile.cuh"
 #include "common/error.h"
+#include "device/bf16.cuh"
+#include "device/launch.cuh"
+#include "device/mma.cuh"
+#include "device/smem.cuh"
 #include "layers/kernel_common.cuh"
 #include "layers/layernorm.h"
 
@@ -27,7 +30,6 @@
 // Rows in shared memory are padded by 32 elements, so rows g and g + 1, read by one quarter of a
 // warp, fall on distinct banks when C is a multiple of 64.
 #define ROWS_PAD 32
-#define MAX_SHARED_BYTES (227 * 1024)
 
 struct RowsArgs {
     bf16* out;
@@ -192,16 +194,8 @@ void matmul_rows_forward(bf16* out, const bf16* inp, const bf16* weight, const R
         die("matmul_rows_forward: needs C (%d) a multiple of 8, OC (%d) at least 1, the layernorm's weight and "
             "bias together and 16-byte aligned inputs and weights", C, OC);
     size_t shared_bytes = rows_shared_bytes(C, e->ln_weight != NULL);
-    if (shared_bytes > MAX_SHARED_BYTES)
-        die("matmul_rows_forward: C %d needs %zu bytes of shared memory, more than the GPU's %d", C, shared_bytes,
-            MAX_SHARED_BYTES);
+    raise_smem_limit<matmul_rows_kernel>("matmul_rows_forward", shared_bytes);
     if (N == 0) return;
-    static size_t shared_allowed = 0;   // the kernel's limit, raised once to the largest C seen
-    if (shared_bytes > shared_allowed) {
-        cudaCheck(cudaFuncSetAttribute(matmul_rows_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int)shared_bytes));
-        shared_allowed = shared_bytes;
-    }
     RowsArgs a = {out, inp, weight, *e, N, C, OC};
     dim3 grid((unsigned)ceil_div(OC, ROWS_COLUMNS), (unsigned)ceil_div(N, ROWS_MAX));
     launch_overlapped(matmul_rows_kernel, grid, dim3(ROWS_THREADS), shared_bytes, stream, a);

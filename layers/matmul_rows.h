@@ -3,7 +3,7 @@
 // and the bias, GELU, residual and the KV cache's write after it. On so few rows the layer is
 // bound by reading the weights once, which cuBLAS's kernels for large matrices do not reach;
 // these kernels read each weight once, start reading before the kernel before them has ended
-// (layers/kernel_common.cuh's launch_overlapped), and do the math on tensor cores.
+// (device/launch.cuh's launch_overlapped), and do the math on tensor cores.
 #ifndef FLASHGPT_MATMUL_ROWS_H
 #define FLASHGPT_MATMUL_ROWS_H
 

@@ -11,7 +11,8 @@
 #include "layers/muon.h"
 
 #include <math.h>
-#include "layers/kernel_common.cuh"
+#include "device/bf16.cuh"
+#include "device/reduce.cuh"
 
 #define MUON_THREADS 256
 // Packs of 8 elements per thread in the norm kernels: 8192 elements a block.

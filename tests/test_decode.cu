@@ -6,7 +6,12 @@
 //    inputs are bf16 values, taken exactly; sums and the softmax run in fp32 (errors ~1e-6), so
 //    the bf16 rounding of O (2^-9 relative at most) dominates [measured below 3e-3].
 // 2. The same kernel for three sequences at positions of their own (5, 300, 1025), read on the
-//    GPU, in one launch: each against its own reference.
+//    GPU, in one launch: each against its own reference. Then the same once more with the
+//    positions written by the kernel just before the call: that kernel lets the call start at
+//    once (programmatic dependent launch) and writes them only after about 5 ms, over 1025, 5
+//    and 300, so that a call reading them before its wait takes another sequence's keys, or
+//    rows loaded for a position that is not the one after the wait. (Where the call cannot
+//    start early, as under a sanitizer that serialises kernels, this passes either way.)
 // 3. The inference model (gpt/inference.h): a d2-sized GPT (L 2, C 128, NH 2, V 300) whose
 //    weights are scaled up so its logits spread over several nats, samples of one prompt
 //    decoded together by the captured step, and for each sample at every step its own prefix
@@ -23,6 +28,7 @@
 #include <string.h>
 #include "attention/attention.h"
 #include "common/rng.h"
+#include "device/launch.cuh"
 #include "gpt/gpt.h"
 #include "gpt/inference.h"
 #include "tests/test.h"
@@ -293,9 +299,20 @@ static void test_inference(void) {
 // Three sequences whose queries sit at positions of their own (device): each against the float64
 // reference of its own cache, one launch for all.
 #define BATCHED_NAME "attention_decode: 3 sequences at positions 5, 300 and 1025 in one launch"
+#define LATE_NAME "attention_decode: the positions the kernel before writes, late, are the ones it takes"
+#define LATE_DELAY_CYCLES 10000000LL   // about 5 ms
 
-static void test_decode_batched(void) {
-    test_begin(BATCHED_NAME);
+// Lets the kernel after it start at once, then after delay_cycles copies n positions into place.
+__global__ void write_positions_late_kernel(int* positions, const int* final_positions, int n, long long delay_cycles) {
+    grid_dependents_launch();
+    long long start = clock64();
+    while (clock64() - start < delay_cycles) {}
+    for (int i = 0; i < n; i++) positions[i] = final_positions[i];
+}
+
+// late: the positions hold these until the kernel before the call writes the real ones.
+static void test_decode_batched(const char* name, const int* late) {
+    test_begin(name);
     const int NH = 2, HS = 64, T = 1100, B = 3, pos[B] = {5, 300, 1025};
     AttentionShape s = {B, T, NH, HS, 1, 1.0f / sqrtf((float)HS)};
     AttentionPlan plan = {ATTENTION_FLASH};
@@ -306,8 +323,11 @@ static void test_decode_batched(void) {
     for (size_t i = 0; i < n; i++) host[i] = __float2bfloat16(2.0f * rng_symmetric(&rng));
     for (int b = 0; b < B; b++) memcpy(host_q + b * row, host + ((size_t)b * T + pos[b]) * row, row * sizeof(bf16));
     bf16 *qkv, *q, *out;
-    int* positions;
+    int *positions, *final_positions;
     void* scratch;
+    cudaStream_t stream;
+    cudaCheck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cudaCheck(cudaMalloc((void**)&final_positions, B * sizeof(int)));
     cudaCheck(cudaMalloc((void**)&qkv, n * sizeof(bf16)));
     cudaCheck(cudaMalloc((void**)&q, (size_t)B * row * sizeof(bf16)));
     cudaCheck(cudaMalloc((void**)&out, (size_t)B * C * sizeof(bf16)));
@@ -316,15 +336,22 @@ static void test_decode_batched(void) {
     cudaCheck(cudaMemset(scratch, 0, attention_decode_scratch_bytes(&plan, s)));   // once: the calls leave it zeroed
     cudaCheck(cudaMemcpy(qkv, host, n * sizeof(bf16), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(q, host_q, (size_t)B * row * sizeof(bf16), cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(positions, pos, B * sizeof(int), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(final_positions, pos, B * sizeof(int), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(positions, late ? late : pos, B * sizeof(int), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemset(out, 0xff, (size_t)B * C * sizeof(bf16)));   // NaN
+    cudaCheck(cudaDeviceSynchronize());   // the legacy stream's copies and sets, before the stream's work
     // K and V are the fused cache's; each sequence's query is its row of q.
     AttentionParams p = attention_fused_params(s, qkv, out, NULL, NULL, NULL);
     p.q = (AttentionTensor){q, (long long)row, 0, HS};
     p.o = (AttentionTensor){out, (long long)C, 0, HS};
-    attention_decode(&plan, &p, positions, scratch, 0);
+    if (late) {
+        write_positions_late_kernel<<<1, 1, 0, stream>>>(positions, final_positions, B, LATE_DELAY_CYCLES);
+        cudaCheckLaunch();
+    }
+    attention_decode(&plan, &p, positions, scratch, stream);
     bf16* got = (bf16*)malloc((size_t)B * C * sizeof(bf16));
-    cudaCheck(cudaMemcpy(got, out, (size_t)B * C * sizeof(bf16), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpyAsync(got, out, (size_t)B * C * sizeof(bf16), cudaMemcpyDeviceToHost, stream));
+    cudaCheck(cudaStreamSynchronize(stream));
     double* scores = (double*)malloc((size_t)T * sizeof(double));
     double worst = 0.0;
     for (int b = 0; b < B; b++)
@@ -360,23 +387,26 @@ static void test_decode_batched(void) {
     free(host_q);
     free(got);
     free(scores);
-    void* all[] = {qkv, q, out, positions, scratch};
-    for (int i = 0; i < 5; i++) cudaCheck(cudaFree(all[i]));
+    void* all[] = {qkv, q, out, positions, final_positions, scratch};
+    for (int i = 0; i < 6; i++) cudaCheck(cudaFree(all[i]));
+    cudaCheck(cudaStreamDestroy(stream));
 }
 
 int main(void) {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         const char* names[] = {"attention_decode HS64 T=3000", "attention_decode HS128 T=3000",
-                               "attention_decode HS64 T=40", BATCHED_NAME, INFERENCE_NAMES[0], INFERENCE_NAMES[1],
-                               INFERENCE_NAMES[2], SEED_NAMES[0], SEED_NAMES[1]};
-        for (int i = 0; i < 9; i++) test_skip(names[i], "no CUDA device");
+                               "attention_decode HS64 T=40", BATCHED_NAME, LATE_NAME, INFERENCE_NAMES[0],
+                               INFERENCE_NAMES[1], INFERENCE_NAMES[2], SEED_NAMES[0], SEED_NAMES[1]};
+        for (int i = 0; i < 10; i++) test_skip(names[i], "no CUDA device");
         return test_exit_code();
     }
     test_decode_kernel(64, 3000);
     test_decode_kernel(128, 3000);
     test_decode_kernel(64, 40);
-    test_decode_batched();
+    test_decode_batched(BATCHED_NAME, NULL);
+    static const int late[3] = {1025, 5, 300};
+    test_decode_batched(LATE_NAME, late);
     test_inference();
     return test_exit_code();
 }

@@ -10,6 +10,10 @@
 // 5. Bias and residual (the projections), N 9, C 512, OC 128.
 // 6. Layernorm without bias (the LM head), N 2, C 128, OC 384.
 // 7. The same call twice (layernorm, bias, GELU and residual; N 33, C 768) gives the same bits.
+// 8. A C whose 16 weight rows need more shared memory than this GPU gives a thread block (its
+//    opt-in limit, read from the device: on an A100 less than on Hopper) ends the program with
+//    one line naming matmul_rows_forward and the shared memory, before any kernel runs: this
+//    test run again as a child (--too-wide), which must exit non-zero with that line.
 // The output has one row more than N (where a column past OC of the last row would land) and the
 // cache one sequence more than N: both stay poisoned. The layernorm cases' inputs sit off zero
 // (mean 0.5), so a missed mean shows; the reference rounds the normalised row to bf16, as the
@@ -19,7 +23,9 @@
 // fp32 (~1e-6); a normalised input may round to the neighbouring bf16 where fp32 and float64 fall
 // on either side of a tie, which the dot products average out.
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include "common/rng.h"
 #include "layers/layernorm.h"
 #include "layers/matmul_rows.h"
@@ -200,6 +206,7 @@ static const char* const NAMES[] = {
     "matmul_rows: bias and residual (projections), N 9, C 512, OC 128",
     "matmul_rows: layernorm without bias (LM head), N 2, C 128, OC 384",
     "matmul_rows: the same call twice gives the same bits",
+    "matmul_rows: a C past this GPU's shared memory ends the program in one line",
 };
 #define TESTS (int)(sizeof(NAMES) / sizeof(NAMES[0]))
 
@@ -215,7 +222,40 @@ static void run_test(const char* name, const Shape* shapes, int n) {
     test_end();
 }
 
-int main(void) {
+// The child of case 8: a call (N 0, so that nothing would run even if it were let through) whose
+// weight tile alone, 16 rows of C + 32 bf16, is more than the device's opt-in limit per block.
+static int call_too_wide(void) {
+    int device, optin;
+    cudaCheck(cudaGetDevice(&device));
+    cudaCheck(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    int C = (optin / (16 * 2) / 8 + 1) * 8;
+    RowsEpilogue none = {0};
+    matmul_rows_forward(NULL, NULL, NULL, &none, 0, C, 16, 0);
+    cudaCheck(cudaDeviceSynchronize());
+    printf("matmul_rows_forward took C %d (device limit %d bytes)\n", C, optin);
+    return 0;
+}
+
+static void test_too_wide(const char* self) {
+    test_begin(NAMES[7]);
+    char command[4096], out[4096] = "";
+    snprintf(command, sizeof(command), "'%s' --too-wide 2>&1", self);
+    FILE* child = popen(command, "r");
+    CHECK(child != NULL, "cannot run %s", command);
+    if (!child) { test_end(); return; }
+    size_t n = fread(out, 1, sizeof(out) - 1, child);
+    out[n] = 0;
+    int status = pclose(child);
+    int lines = 0;
+    for (size_t i = 0; i < n; i++) lines += out[i] == '\n';
+    CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) != 0, "the child did not fail: %s", out);
+    CHECK(strstr(out, "matmul_rows_forward") && strstr(out, "shared memory") && lines == 1,
+          "not one line naming matmul_rows_forward and its shared memory: %s", out);
+    test_end();
+}
+
+int main(int argc, char** argv) {
+    if (argc == 2 && strcmp(argv[1], "--too-wide") == 0) return call_too_wide();
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         for (int i = 0; i < TESTS; i++) test_skip(NAMES[i], "no CUDA device");
@@ -238,5 +278,6 @@ int main(void) {
     run_test(NAMES[5], &lm_head, 1);
     const Shape everything = {33, 768, 768, 1, 1, 1, 1, NULL, 1};
     run_test(NAMES[6], &everything, 1);
+    test_too_wide(argv[0]);
     return test_exit_code();
 }

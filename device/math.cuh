@@ -1,5 +1,5 @@
-// common/device_math.cuh: device math that the attention kernels and the layers share:
-// 2^x on the special-function unit.
+// device/math.cuh: device math that the attention kernels and the layers share: 2^x on the
+// special-function unit.
 #ifndef FLASHGPT_DEVICE_MATH_CUH
 #define FLASHGPT_DEVICE_MATH_CUH
 

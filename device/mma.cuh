@@ -1,6 +1,6 @@
-// attention/mma.cuh: tensor-core building blocks for the flash kernels: the bf16 mma.sync
-// m16n8k16 with fp32 accumulators, the ldmatrix loads that fill its operand fragments from a
-// row-major shared-memory tile, and the packing of fp32 accumulators back into bf16 operands.
+// device/mma.cuh: tensor-core building blocks (sm_80 on): the bf16 mma.sync m16n8k16 with fp32
+// accumulators, the ldmatrix loads that fill its operand fragments from a row-major
+// shared-memory tile, and the packing of fp32 accumulators back into bf16 operands.
 //
 // Fragment layouts of m16n8k16 (g = lane / 4, t = lane % 4), each register two bf16 or one float:
 //   A 16x16 (row-major):  a0 (g, 2t..2t+1)  a1 (g+8, 2t..)  a2 (g, 2t+8..)  a3 (g+8, 2t+8..)
@@ -8,16 +8,13 @@
 //   C 16x8  (fp32):       c0 c1 (g, 2t..2t+1)  c2 c3 (g+8, 2t..2t+1)
 // A C fragment of a 16x16 block (two n-tiles) is therefore exactly the A fragment of that
 // block once packed to bf16: that is how P and dS go from one matmul into the next.
-#ifndef FLASHGPT_MMA_CUH
-#define FLASHGPT_MMA_CUH
+#ifndef FLASHGPT_DEVICE_MMA_CUH
+#define FLASHGPT_DEVICE_MMA_CUH
 
 #include <stdint.h>
 #include "common/cuda_check.h"
-#include "common/device_math.cuh"
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
+#include "device/bf16.cuh"
+#include "device/smem.cuh"
 
 // c += a * b, one 16x8x16 tile per warp.
 __device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
@@ -63,12 +60,6 @@ __device__ __forceinline__ void load_b_nk(uint32_t b[4], const bf16* tile, int s
 __device__ __forceinline__ void load_b_kn(uint32_t b[4], const bf16* tile, int stride, int k0, int n0) {
     int lane = threadIdx.x % 32;
     ldmatrix_x4_trans(b, tile + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * stride + n0 + (lane >> 4) * 8);
-}
-
-// Two floats to a bf16 pair, the first in the low half (the lower column index).
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&v);
 }
 
 // A fragment for k-step kk of a product whose left operand sits in C fragments c[n-tile][4]

@@ -1,0 +1,20 @@
+// device/bf16.cuh: bf16 packs: eight bf16 in one 16-byte load or store, for the memory-bound
+// kernels, and two floats rounded into one 32-bit bf16 pair, the operand of a tensor-core mma.
+#ifndef FLASHGPT_DEVICE_BF16_CUH
+#define FLASHGPT_DEVICE_BF16_CUH
+
+#include <stdint.h>
+#include "common/cuda_check.h"
+
+// Eight bf16 that move in one 16-byte load or store: memory-bound kernels need that many bytes
+// in flight per thread. The address must be 16-byte aligned (aligned16).
+struct alignas(16) bf16x8 { bf16 v[8]; };
+static inline int aligned16(const void* p) { return (uintptr_t)p % 16 == 0; }
+
+// Two floats to a bf16 pair, the first in the low half (the lower column index).
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&v);
+}
+
+#endif
