@@ -139,19 +139,19 @@ class Muon:
                                        {"params": vectors, "weight_decay": 0.0, "peak": a.vector_lr}],
                                       lr=a.embedding_lr, betas=(a.adam_beta1, a.adam_beta2), eps=1e-8, fused=True)
 
-    @torch.no_grad()
     def step(self, scale):
         for group in self.adam.param_groups:
             group["lr"] = group["peak"] * scale
         self.adam.step()
         lr = self.lr * scale
-        for params, buf in zip(self.kinds, self.buffers):
-            grad = torch.stack([p.grad for p in params])
-            buf.lerp_(grad, 1 - self.momentum)
-            update = newton_schulz(grad.lerp_(buf, self.momentum)).float()
-            update *= max(1.0, grad.size(-2) / grad.size(-1)) ** 0.5
-            for p, u in zip(params, update):
-                p.mul_(1 - lr * self.weight_decay).add_(u, alpha=-lr)
+        with torch.no_grad():
+            for params, buf in zip(self.kinds, self.buffers):
+                grad = torch.stack([p.grad for p in params])
+                buf.lerp_(grad, 1 - self.momentum)
+                update = newton_schulz(grad.lerp_(buf, self.momentum)).float()
+                update *= max(1.0, grad.size(-2) / grad.size(-1)) ** 0.5
+                for p, u in zip(params, update):
+                    p.mul_(1 - lr * self.weight_decay).add_(u, alpha=-lr)
 
     def zero_grad(self, set_to_none=True):
         self.adam.zero_grad(set_to_none=set_to_none)
