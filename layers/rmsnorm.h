@@ -1,6 +1,6 @@
 // layers/rmsnorm.h: RMSNorm over the last dimension, without weights (the modern recipe's norm).
 // out (N, C) = inp * rstd, rstd (N) fp32 = 1 / sqrt(mean_C(inp^2) + RMSNORM_EPS), kept for the
-// backward.
+// backward. layers/rotary.h norms each head's queries and keys with the same eps.
 #ifndef FLASHGPT_RMSNORM_H
 #define FLASHGPT_RMSNORM_H
 

@@ -1,20 +1,34 @@
 // tests/test_modern_layers.cu: GPU tests of the modern recipe's layers against float64 CPU
-// references: RMSNorm (layers/rmsnorm.h). Shapes are no multiple of any block size; outputs are
-// poisoned (NaN) first, so an unwritten element fails; "+=" outputs start from random values the
-// size of the increment; every backward runs twice from the same inputs and must give the same
-// bits. Inputs are exact bf16 values on both sides.
+// references: RMSNorm (layers/rmsnorm.h), QK-norm + rotary (layers/rotary.h). Shapes are no
+// multiple of any block size; outputs are poisoned (NaN) first, so an unwritten element fails;
+// "+=" outputs start from random values the size of the increment; every backward runs twice
+// from the same inputs and must give the same bits. Inputs are exact bf16 values on both sides.
 // Tolerances (relative L2 error ||out - ref|| / ||ref|| unless said): a bf16 rounding is within
 // 2^-8 of the value (half an ulp of 8 significant bits), ~1.5e-3 RMS, so bf16 outputs get 5e-3
 // for one rounding and 1e-2 where one more bf16 intermediate comes in; fp32 outputs get 1e-5 (a
 // few fp32 roundings, ~1e-7 each).
+// Rotary runs five sequences: at positions t, as rank 1 of a context-parallel group of 4 (two
+// zigzag chunks, attention/ring.h), at 70 000 + t, at 2^24 - T + t (its last row at 2^24 - 1),
+// and at 5 + 3t (positions of their own, as a decoding step's rows).
+// Its outputs are held element by element too: |out - ref| <= 2^-8 |ref| + 2e-5 |pair|, |pair|
+// the length of the element's rotation pair in the reference: the bf16 rounding, plus the fp32
+// arithmetic's ~5e-6 |pair| (the norm's sum and rsqrt, __sincosf's 2^-21.4, the angle's fraction
+// in fp32). An angle a few thousandths of a radian off, as an fp32 product p f_i gives at
+// p ~ 70 000 (a radian at 2^24), fails it. Its backward is checked against the derivative of
+// the float64 forward by central differences, not against the backward's own formula.
 #include <math.h>
 #include <string.h>
 #include <stdint.h>
 #include "tests/test.h"
 #include "tests/layer_test.h"
+#include "attention/ring.h"
 #include "layers/rmsnorm.h"
+#include "layers/rotary.h"
 
-static const char* case_names[] = {"modern_rmsnorm", "modern_rmsnorm_wide"};
+static const char* case_names[] = {
+    "modern_rmsnorm", "modern_rmsnorm_wide", "modern_rotary_hs64", "modern_rotary_hs128",
+    "modern_rotary_hs16", "modern_rotary_hs512",
+};
 
 // Two device buffers of the same bytes (two runs of a backward from the same inputs).
 static void check_same_bits(const char* what, const void* a, const void* b, size_t bytes) {
@@ -25,6 +39,12 @@ static void check_same_bits(const char* what, const void* a, const void* b, size
     size_t differ = 0;
     for (size_t i = 0; i < bytes; i++) differ += ha[i] != hb[i];
     CHECK(differ == 0, "%s: %zu of %zu bytes differ between two runs from the same inputs", what, differ, bytes);
+}
+
+static int* to_device_int(const int* h, size_t n) {
+    int* d = (int*)device_alloc(n * sizeof(int));
+    cudaCheck(cudaMemcpy(d, h, n * sizeof(int), cudaMemcpyHostToDevice));
+    return d;
 }
 
 // ---- RMSNorm
@@ -78,7 +98,150 @@ static void test_rmsnorm(const char* name, int N, int C) {
     free_all();
 }
 
+// ---- QK-norm + rotary
+// cos and sin (HS / 2) of the angles p f_i, f_i = base^(-2i / HS), in float64.
+static void rotary_angles_reference(double* c, double* s, int HS, double p, double base) {
+    for (int i = 0; i < HS / 2; i++) {
+        double angle = p * pow(base, -2.0 * i / HS);
+        c[i] = cos(angle);
+        s[i] = sin(angle);
+    }
+}
+
+// out (HS) = the float64 forward of one query or key x (HS), rotated by the angles (c, s);
+// returns its rstd.
+static double rotary_reference(double* out, const double* x, int HS, const double* c, const double* s) {
+    double ms = 0.0;
+    for (int i = 0; i < HS; i++) ms += x[i] * x[i] / HS;
+    double r = 1.0 / sqrt(ms + (double)RMSNORM_EPS);
+    for (int i = 0; i < HS / 2; i++) {
+        double y_lo = x[i] * r, y_hi = x[i + HS / 2] * r;
+        out[i] = y_lo * c[i] - y_hi * s[i];
+        out[i + HS / 2] = y_hi * c[i] + y_lo * s[i];
+    }
+    return r;
+}
+
+// dx (HS) = d/dx of sum(g * forward(x)) by central differences of the float64 forward.
+static void rotary_derivative(double* dx, const double* x, const double* g, int HS, const double* c,
+                              const double* s) {
+    const double h = 1e-5;   // truncation ~h^2, cancellation ~1e-16 / h: both below 1e-9
+    double xp[512], out[512];
+    memcpy(xp, x, HS * sizeof(double));
+    for (int i = 0; i < HS; i++) {
+        double sum[2];
+        for (int side = 0; side < 2; side++) {
+            xp[i] = x[i] + (side ? -h : h);
+            rotary_reference(out, xp, HS, c, s);
+            sum[side] = 0.0;
+            for (int k = 0; k < HS; k++) sum[side] += g[k] * out[k];
+        }
+        xp[i] = x[i];
+        dx[i] = (sum[0] - sum[1]) / (2.0 * h);
+    }
+}
+
+#define ROTARY_SEQUENCES 5
+
+// Position of row t of sequence b of T rows (T even), the five sequences the header lists.
+static int rotary_position(int b, int t, int T) {
+    const int ranks = 4, rank = 1, chunk = T / 2;
+    switch (b) {
+        case 0: return t;
+        case 1: return zigzag_chunk(rank, t / chunk, ranks) * chunk + t % chunk;
+        case 2: return 70000 + t;
+        case 3: return (1 << 24) - T + t;
+        default: return 5 + 3 * t;
+    }
+}
+
+static void test_rotary(const char* name, int T, int NH, int HS) {
+    test_begin(name);
+    const int B = ROTARY_SEQUENCES, N = B * T, width = 3 * NH * HS;
+    const size_t n = (size_t)N * width;
+    const float base = 10000.0f;
+    int* positions = (int*)host_alloc(N * sizeof(int));
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) positions[b * T + t] = rotary_position(b, t, T);
+    int* d_positions = to_device_int(positions, N);
+    float* qkv = random_values(n, 1.5f, 0.2f);
+    float* dqkv = random_values(n, 1.0f, 0.0f);
+    bf16* d_qkv = to_device_bf16(qkv, n);
+    float* d_rstd = (float*)device_alloc((size_t)N * 2 * NH * sizeof(float));
+    qk_norm_rotary_forward(d_qkv, d_rstd, d_positions, N, NH, HS, base, 0);
+    bf16* d_dqkv[2];
+    for (int run = 0; run < 2; run++) {
+        d_dqkv[run] = to_device_bf16(dqkv, n);
+        qk_norm_rotary_backward(d_dqkv[run], d_qkv, d_rstd, d_positions, N, NH, HS, base, 0);
+    }
+    float* out = from_device_bf16(d_qkv, n);
+    float* rstd = from_device_f32(d_rstd, (size_t)N * 2 * NH);
+    float* dx = from_device_bf16(d_dqkv[0], n);
+
+    double* ref_out = ref_alloc(n);   // the queries' and keys' columns; V is compared bit for bit
+    double* ref_rstd = ref_alloc((size_t)N * 2 * NH);
+    double* ref_dx = ref_alloc(n);
+    double x[512], g[512], c[256], s[256];
+    int outside[ROTARY_SEQUENCES] = {0}, v_changed = 0, dv_changed = 0;
+    double worst[ROTARY_SEQUENCES] = {0};   // the largest |out - ref| / |pair| outside the bound
+    for (int row = 0; row < N; row++) {
+        const size_t at = (size_t)row * width;
+        rotary_angles_reference(c, s, HS, positions[row], base);
+        for (int v = 0; v < 2 * NH; v++) {
+            for (int i = 0; i < HS; i++) {
+                x[i] = qkv[at + v * HS + i];
+                g[i] = dqkv[at + v * HS + i];
+            }
+            ref_rstd[(size_t)row * 2 * NH + v] = rotary_reference(ref_out + at + v * HS, x, HS, c, s);
+            rotary_derivative(ref_dx + at + v * HS, x, g, HS, c, s);
+            for (int i = 0; i < HS; i++) {
+                const size_t e = at + v * HS + i, partner = at + v * HS + (i + HS / 2) % HS;
+                double pair = sqrt(ref_out[e] * ref_out[e] + ref_out[partner] * ref_out[partner]);
+                double err = fabs(out[e] - ref_out[e]);
+                if (!(err <= ldexp(fabs(ref_out[e]), -8) + 2e-5 * pair)) {
+                    outside[row / T]++;
+                    if (!(err / pair <= worst[row / T])) worst[row / T] = err / pair;
+                }
+            }
+        }
+        for (int i = 2 * NH * HS; i < width; i++) {   // V: the input's values, its gradient's
+            ref_out[at + i] = qkv[at + i];
+            ref_dx[at + i] = dqkv[at + i];
+            v_changed += out[at + i] != qkv[at + i];
+            dv_changed += dx[at + i] != dqkv[at + i];
+        }
+    }
+    for (int b = 0; b < B; b++)
+        CHECK(outside[b] == 0, "forward: %d elements of the sequence from position %d outside the bound, the worst "
+              "%.2g of its pair's length", outside[b], positions[b * T], worst[b]);
+    CHECK_ERR("forward out", out, ref_out, n, 5e-3);
+    CHECK_ERR("forward rstd", rstd, ref_rstd, (size_t)N * 2 * NH, 1e-5);
+    CHECK(v_changed == 0, "forward: %d values of V changed", v_changed);
+    // The backward recovers the normed queries and keys from the rounded output: one more bf16.
+    CHECK_ERR("backward dqkv against the float64 forward's derivative", dx, ref_dx, n, 1e-2);
+    CHECK(dv_changed == 0, "backward: %d gradients of V changed", dv_changed);
+    check_same_bits("backward dqkv", d_dqkv[0], d_dqkv[1], n * sizeof(bf16));
+    test_end();
+    free_all();
+}
+
+// Host only: every head size that is a multiple of 8 is taken or refused with the reason.
+static void test_rotary_unsupported(void) {
+    test_begin("modern_rotary_unsupported");
+    for (int HS = 8; HS <= 1024; HS += 8) {
+        int taken = HS == 16 || HS == 32 || HS == 64 || HS == 128 || HS == 256 || HS == 512;
+        const char* why = rotary_unsupported(HS, 10000.0f);
+        CHECK(taken ? why == NULL : why != NULL, "head size %d: %s", HS, why ? why : "taken");
+    }
+    const float bases[] = {1.0f, 0.5f, 0.0f, -10000.0f, INFINITY, NAN};
+    for (int i = 0; i < 6; i++)
+        CHECK(rotary_unsupported(64, bases[i]) != NULL, "base %g was taken", bases[i]);
+    CHECK(rotary_unsupported(64, 500000.0f) == NULL, "base 500000 was refused");
+    test_end();
+}
+
 int main(void) {
+    test_rotary_unsupported();   // host only
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         for (size_t i = 0; i < sizeof(case_names) / sizeof(case_names[0]); i++)
@@ -87,5 +250,11 @@ int main(void) {
     }
     test_rmsnorm("modern_rmsnorm", 615, 320);
     test_rmsnorm("modern_rmsnorm_wide", 77, 1600);
+    // T even (two zigzag chunks); N = 5T rows, no multiple of the 8 rows of a block. 2 NH vectors
+    // per row: the last round of groups part empty at HS 64 (8 a round), 128 (4) and 16 (32).
+    test_rotary("modern_rotary_hs64", 38, 3, 64);
+    test_rotary("modern_rotary_hs128", 22, 3, 128);
+    test_rotary("modern_rotary_hs16", 10, 17, 16);
+    test_rotary("modern_rotary_hs512", 6, 1, 512);
     return test_exit_code();
 }
