@@ -1,5 +1,6 @@
 // tests/test_modern_layers.cu: GPU tests of the modern recipe's layers against float64 CPU
-// references: RMSNorm (layers/rmsnorm.h), QK-norm + rotary (layers/rotary.h). Shapes are no
+// references: RMSNorm (layers/rmsnorm.h), QK-norm + rotary (layers/rotary.h), the ReLU^2 matmul
+// (layers/matmul.h). Shapes are no
 // multiple of any block size; outputs are poisoned (NaN) first, so an unwritten element fails;
 // "+=" outputs start from random values the size of the increment; every backward runs twice
 // from the same inputs and must give the same bits. Inputs are exact bf16 values on both sides.
@@ -24,11 +25,15 @@
 #include "attention/ring.h"
 #include "layers/rmsnorm.h"
 #include "layers/rotary.h"
+#include "layers/matmul.h"
 
 static const char* case_names[] = {
     "modern_rmsnorm", "modern_rmsnorm_wide", "modern_rotary_hs64", "modern_rotary_hs128",
-    "modern_rotary_hs16", "modern_rotary_hs512",
+    "modern_rotary_hs16", "modern_rotary_hs512", "modern_matmul_relu2", "modern_matmul_relu2_nobias",
 };
+
+// The matmuls of the tests run on the legacy stream, with its workspace.
+static MatmulStream legacy;
 
 // Two device buffers of the same bytes (two runs of a backward from the same inputs).
 static void check_same_bits(const char* what, const void* a, const void* b, size_t bytes) {
@@ -240,6 +245,74 @@ static void test_rotary_unsupported(void) {
     test_end();
 }
 
+// ---- the ReLU^2 matmul: forward (N, C) -> (N, OC) = relu(h)^2; backward of the layer that reads
+// it, whose input u = relu(h)^2 is (N, H) and whose dinp is the gradient with respect to h.
+static void test_matmul_relu2(const char* name, int use_bias) {
+    test_begin(name);
+    const int N = 615, C = 192, OC = 768, H = 768, OUT = 200;
+    float* inp = random_values((size_t)N * C, 1.0f, 0.0f);
+    float* weight = random_values((size_t)OC * C, 0.1f, 0.0f);
+    float* bias = use_bias ? random_values(OC, 0.5f, 0.0f) : NULL;
+    bf16* d_out = (bf16*)device_alloc((size_t)N * OC * sizeof(bf16));
+    matmul_forward_relu2(d_out, to_device_bf16(inp, (size_t)N * C), to_device_bf16(weight, (size_t)OC * C),
+                         use_bias ? to_device_bf16(bias, OC) : NULL, N, C, OC, &legacy);
+    double* ref_out = ref_alloc((size_t)N * OC);
+    for (int i = 0; i < N; i++)
+        for (int o = 0; o < OC; o++) {
+            double h = use_bias ? bias[o] : 0.0;
+            for (int c = 0; c < C; c++) h += (double)inp[(size_t)i * C + c] * weight[(size_t)o * C + c];
+            ref_out[(size_t)i * OC + o] = h > 0.0 ? h * h : 0.0;
+        }
+    // h is rounded to bf16 before it is squared: one more rounding.
+    CHECK_ERR("forward out", from_device_bf16(d_out, (size_t)N * OC), ref_out, (size_t)N * OC, 1e-2);
+
+    // The backward's input: u = bf16(relu(h)^2) from h in [-3, 3], half of them negative.
+    float* h = random_values((size_t)N * H, 3.0f, 0.0f);
+    float* u = (float*)host_alloc((size_t)N * H * sizeof(float));
+    for (size_t i = 0; i < (size_t)N * H; i++) u[i] = bf16_value(h[i] > 0.0f ? h[i] * h[i] : 0.0f);
+    float* w2 = random_values((size_t)OUT * H, 0.1f, 0.0f);
+    float* dout = random_values((size_t)N * OUT, 1.0f, 0.0f);
+    float* dweight = random_values((size_t)OUT * H, 5.0f, 0.0f);
+    float* dbias = random_values(OUT, 10.0f, 0.0f);
+    bf16* d_u = to_device_bf16(u, (size_t)N * H);
+    bf16* d_w2 = to_device_bf16(w2, (size_t)OUT * H);
+    bf16* d_dout = to_device_bf16(dout, (size_t)N * OUT);
+    bf16 *d_dinp[2], *d_dweight[2], *d_dbias[2] = {NULL, NULL};
+    for (int run = 0; run < 2; run++) {
+        d_dinp[run] = (bf16*)device_alloc((size_t)N * H * sizeof(bf16));
+        d_dweight[run] = to_device_bf16(dweight, (size_t)OUT * H);
+        if (use_bias) d_dbias[run] = to_device_bf16(dbias, OUT);
+        void* scratch = use_bias ? device_alloc(matmul_backward_scratch_bytes(N, H, OUT)) : NULL;
+        matmul_backward_relu2(d_dinp[run], d_dweight[run], d_dbias[run], d_dout, d_u, d_w2, N, H, OUT, scratch,
+                              &legacy);
+    }
+    double* ref_dinp = ref_alloc((size_t)N * H);
+    double* ref_dweight = ref_copy(dweight, (size_t)OUT * H);
+    double* ref_dbias = ref_copy(dbias, OUT);
+    for (int i = 0; i < N; i++) {
+        const float* g = dout + (size_t)i * OUT;
+        for (int o = 0; o < OUT; o++) ref_dbias[o] += g[o];
+        for (int c = 0; c < H; c++) {
+            double acc = 0.0, hc = h[(size_t)i * H + c], uc = u[(size_t)i * H + c];
+            for (int o = 0; o < OUT; o++) {
+                acc += (double)g[o] * w2[(size_t)o * H + c];
+                ref_dweight[(size_t)o * H + c] += (double)g[o] * uc;
+            }
+            ref_dinp[(size_t)i * H + c] = acc * 2.0 * (hc > 0.0 ? hc : 0.0);
+        }
+    }
+    // dout @ W rounded to bf16, then times 2 sqrt(u), u itself rounded: 1e-2.
+    CHECK_ERR("backward dinp", from_device_bf16(d_dinp[0], (size_t)N * H), ref_dinp, (size_t)N * H, 1e-2);
+    CHECK_ERR("backward dweight", from_device_bf16(d_dweight[0], (size_t)OUT * H), ref_dweight, (size_t)OUT * H,
+              1e-2);
+    if (use_bias) CHECK_ERR("backward dbias", from_device_bf16(d_dbias[0], OUT), ref_dbias, OUT, 1e-2);
+    check_same_bits("backward dinp", d_dinp[0], d_dinp[1], (size_t)N * H * sizeof(bf16));
+    check_same_bits("backward dweight", d_dweight[0], d_dweight[1], (size_t)OUT * H * sizeof(bf16));
+    if (use_bias) check_same_bits("backward dbias", d_dbias[0], d_dbias[1], OUT * sizeof(bf16));
+    test_end();
+    free_all();
+}
+
 int main(void) {
     test_rotary_unsupported();   // host only
     int devices = 0;
@@ -248,6 +321,7 @@ int main(void) {
             test_skip(case_names[i], "no CUDA device");
         return test_exit_code();
     }
+    matmul_stream_init(&legacy, 0);
     test_rmsnorm("modern_rmsnorm", 615, 320);
     test_rmsnorm("modern_rmsnorm_wide", 77, 1600);
     // T even (two zigzag chunks); N = 5T rows, no multiple of the 8 rows of a block. 2 NH vectors
@@ -256,5 +330,8 @@ int main(void) {
     test_rotary("modern_rotary_hs128", 22, 3, 128);
     test_rotary("modern_rotary_hs16", 10, 17, 16);
     test_rotary("modern_rotary_hs512", 6, 1, 512);
+    test_matmul_relu2("modern_matmul_relu2", 1);
+    test_matmul_relu2("modern_matmul_relu2_nobias", 0);
+    matmul_stream_free(&legacy);
     return test_exit_code();
 }
