@@ -1,6 +1,7 @@
 // tests/test_modern_layers.cu: GPU tests of the modern recipe's layers against float64 CPU
 // references: RMSNorm (layers/rmsnorm.h), QK-norm + rotary (layers/rotary.h), the ReLU^2 matmul
-// (layers/matmul.h). Shapes are no
+// (layers/matmul.h), the soft-capped draw (layers/classifier.h; test_layers.cu holds the
+// classifier's loss, soft-capped or not, which share a reference). Shapes are no
 // multiple of any block size; outputs are poisoned (NaN) first, so an unwritten element fails;
 // "+=" outputs start from random values the size of the increment; every backward runs twice
 // from the same inputs and must give the same bits. Inputs are exact bf16 values on both sides.
@@ -26,10 +27,12 @@
 #include "layers/rmsnorm.h"
 #include "layers/rotary.h"
 #include "layers/matmul.h"
+#include "layers/classifier.h"
 
 static const char* case_names[] = {
     "modern_rmsnorm", "modern_rmsnorm_wide", "modern_rotary_hs64", "modern_rotary_hs128",
     "modern_rotary_hs16", "modern_rotary_hs512", "modern_matmul_relu2", "modern_matmul_relu2_nobias",
+    "modern_sample_softcap",
 };
 
 // The matmuls of the tests run on the legacy stream, with its workspace.
@@ -313,6 +316,67 @@ static void test_matmul_relu2(const char* name, int use_bias) {
     free_all();
 }
 
+// ---- the soft-capped draw
+static void test_sample_softcap(void) {
+    test_begin("modern_sample_softcap");
+    uint64_t seed = 20240520;
+    uint64_t* d_seed = (uint64_t*)device_alloc(sizeof(uint64_t));
+    cudaCheck(cudaMemcpy(d_seed, &seed, sizeof seed, cudaMemcpyHostToDevice));
+    int* d_token = (int*)device_alloc(sizeof(int));
+    int token;
+
+    // Temperature 0: logits 100 (column 3) and 120 (column 7) both cap to 2 exactly in fp32, a tie
+    // that the lowest column wins; without the cap 120 does.
+    {
+        const int V = 13, Vp = 16, position = 0;
+        float* logits = random_values(Vp, 1.0f, 0.0f);
+        logits[3] = 100.0f;
+        logits[7] = 120.0f;
+        bf16* d_logits = to_device_bf16(logits, Vp);
+        int* d_position = to_device_int(&position, 1);
+        classifier_sample_softcap(d_token, d_logits, 1, V, Vp, 2.0f, 0.0f, d_seed, d_position, 0);
+        cudaCheck(cudaMemcpy(&token, d_token, sizeof token, cudaMemcpyDeviceToHost));
+        CHECK(token == 3, "temperature 0, cap 2: drew %d, expected 3 (the capped tie's lowest column)", token);
+        classifier_sample(d_token, d_logits, 1, V, Vp, 0.0f, d_seed, d_position, 0);
+        cudaCheck(cudaMemcpy(&token, d_token, sizeof token, cudaMemcpyDeviceToHost));
+        CHECK(token == 7, "temperature 0, no cap: drew %d, expected 7", token);
+    }
+
+    // Temperature 1: ROWS rows of the logits 0, 2, 4, 6 with a cap of 2 (z = 0, 1.52, 1.93, 1.99).
+    // Each column's count is within 5 standard deviations of its probability softmax(z); without
+    // the cap the probabilities are 0.002, 0.016, 0.117, 0.865, far outside those bounds.
+    {
+        enum { ROWS = 20000, V = 4, Vp = 8 };
+        float* logits = (float*)host_alloc((size_t)ROWS * Vp * sizeof(float));
+        int* positions = (int*)host_alloc(ROWS * sizeof(int));
+        for (int i = 0; i < ROWS; i++) {
+            for (int j = 0; j < Vp; j++) logits[(size_t)i * Vp + j] = j < V ? 2.0f * j : 0.0f;
+            positions[i] = i;
+        }
+        int* d_tokens = (int*)device_alloc(ROWS * sizeof(int));
+        classifier_sample_softcap(d_tokens, to_device_bf16(logits, (size_t)ROWS * Vp), ROWS, V, Vp, 2.0f, 1.0f,
+                                  d_seed, to_device_int(positions, ROWS), 0);
+        int* tokens = (int*)host_alloc(ROWS * sizeof(int));
+        cudaCheck(cudaMemcpy(tokens, d_tokens, ROWS * sizeof(int), cudaMemcpyDeviceToHost));
+        int counts[V] = {0}, others = 0;
+        for (int i = 0; i < ROWS; i++) {
+            if (tokens[i] >= 0 && tokens[i] < V) counts[tokens[i]]++;
+            else others++;
+        }
+        CHECK(others == 0, "temperature 1: %d draws outside the %d real columns", others, V);
+        double p[V], sum = 0.0;
+        for (int j = 0; j < V; j++) sum += p[j] = exp(2.0 * tanh(j));
+        for (int j = 0; j < V; j++) {
+            p[j] /= sum;
+            double freq = (double)counts[j] / ROWS, sigma = sqrt(p[j] * (1.0 - p[j]) / ROWS);
+            CHECK(fabs(freq - p[j]) <= 5.0 * sigma, "temperature 1, cap 2: column %d drawn %.4f of the time, "
+                  "expected %.4f (+- %.4f)", j, freq, p[j], 5.0 * sigma);
+        }
+    }
+    test_end();
+    free_all();
+}
+
 int main(void) {
     test_rotary_unsupported();   // host only
     int devices = 0;
@@ -332,6 +396,7 @@ int main(void) {
     test_rotary("modern_rotary_hs512", 6, 1, 512);
     test_matmul_relu2("modern_matmul_relu2", 1);
     test_matmul_relu2("modern_matmul_relu2_nobias", 0);
+    test_sample_softcap();
     matmul_stream_free(&legacy);
     return test_exit_code();
 }
