@@ -186,35 +186,41 @@ static void test_rotary(const char* name, int T, int NH, int HS) {
     float* rstd = from_device_f32(d_rstd, (size_t)N * 2 * NH);
     float* dx = from_device_bf16(d_dqkv[0], n);
 
-    double* ref_out = ref_alloc(n);   // the queries' and keys' columns; V is compared bit for bit
+    // The queries' and keys' columns (N, 2, NH, HS) of the outputs, and their references; V's are
+    // compared bit for bit with the inputs.
+    const int qk = 2 * NH * HS;
+    const size_t n_qk = (size_t)N * qk;
+    float* out_qk = (float*)host_alloc(n_qk * sizeof(float));
+    float* dx_qk = (float*)host_alloc(n_qk * sizeof(float));
+    double* ref_out = ref_alloc(n_qk);
+    double* ref_dx = ref_alloc(n_qk);
     double* ref_rstd = ref_alloc((size_t)N * 2 * NH);
-    double* ref_dx = ref_alloc(n);
     double x[512], g[512], c[256], s[256];
     int outside[ROTARY_SEQUENCES] = {0}, v_changed = 0, dv_changed = 0;
     double worst[ROTARY_SEQUENCES] = {0};   // the largest |out - ref| / |pair| outside the bound
     for (int row = 0; row < N; row++) {
-        const size_t at = (size_t)row * width;
+        const size_t at = (size_t)row * width, at_qk = (size_t)row * qk;
         rotary_angles_reference(c, s, HS, positions[row], base);
         for (int v = 0; v < 2 * NH; v++) {
             for (int i = 0; i < HS; i++) {
                 x[i] = qkv[at + v * HS + i];
                 g[i] = dqkv[at + v * HS + i];
             }
-            ref_rstd[(size_t)row * 2 * NH + v] = rotary_reference(ref_out + at + v * HS, x, HS, c, s);
-            rotary_derivative(ref_dx + at + v * HS, x, g, HS, c, s);
-            for (int i = 0; i < HS; i++) {
-                const size_t e = at + v * HS + i, partner = at + v * HS + (i + HS / 2) % HS;
-                double pair = sqrt(ref_out[e] * ref_out[e] + ref_out[partner] * ref_out[partner]);
-                double err = fabs(out[e] - ref_out[e]);
-                if (!(err <= ldexp(fabs(ref_out[e]), -8) + 2e-5 * pair)) {
-                    outside[row / T]++;
-                    if (!(err / pair <= worst[row / T])) worst[row / T] = err / pair;
-                }
+            ref_rstd[(size_t)row * 2 * NH + v] = rotary_reference(ref_out + at_qk + v * HS, x, HS, c, s);
+            rotary_derivative(ref_dx + at_qk + v * HS, x, g, HS, c, s);
+        }
+        for (int i = 0; i < qk; i++) {
+            out_qk[at_qk + i] = out[at + i];
+            dx_qk[at_qk + i] = dx[at + i];
+            const size_t e = at_qk + i, partner = at_qk + i / HS * HS + (i % HS + HS / 2) % HS;
+            double pair = sqrt(ref_out[e] * ref_out[e] + ref_out[partner] * ref_out[partner]);
+            double err = fabs(out_qk[e] - ref_out[e]);
+            if (!(err <= ldexp(fabs(ref_out[e]), -8) + 2e-5 * pair)) {
+                outside[row / T]++;
+                if (!(err / pair <= worst[row / T])) worst[row / T] = err / pair;
             }
         }
-        for (int i = 2 * NH * HS; i < width; i++) {   // V: the input's values, its gradient's
-            ref_out[at + i] = qkv[at + i];
-            ref_dx[at + i] = dqkv[at + i];
+        for (int i = qk; i < width; i++) {
             v_changed += out[at + i] != qkv[at + i];
             dv_changed += dx[at + i] != dqkv[at + i];
         }
@@ -222,11 +228,11 @@ static void test_rotary(const char* name, int T, int NH, int HS) {
     for (int b = 0; b < B; b++)
         CHECK(outside[b] == 0, "forward: %d elements of the sequence from position %d outside the bound, the worst "
               "%.2g of its pair's length", outside[b], positions[b * T], worst[b]);
-    CHECK_ERR("forward out", out, ref_out, n, 5e-3);
+    CHECK_ERR("forward out", out_qk, ref_out, n_qk, 5e-3);
     CHECK_ERR("forward rstd", rstd, ref_rstd, (size_t)N * 2 * NH, 1e-5);
     CHECK(v_changed == 0, "forward: %d values of V changed", v_changed);
     // The backward recovers the normed queries and keys from the rounded output: one more bf16.
-    CHECK_ERR("backward dqkv against the float64 forward's derivative", dx, ref_dx, n, 1e-2);
+    CHECK_ERR("backward dqkv against the float64 forward's derivative", dx_qk, ref_dx, n_qk, 1e-2);
     CHECK(dv_changed == 0, "backward: %d gradients of V changed", dv_changed);
     check_same_bits("backward dqkv", d_dqkv[0], d_dqkv[1], n * sizeof(bf16));
     test_end();
