@@ -5,6 +5,11 @@
 // summed, and kept in the same registers as fp16 (times 2^15); then the gradient goes from those
 // over the bf16 row. Columns past the cache (larger vocabularies) are read in a loop with a running max
 // and sum per thread, and read again for the gradient. No probabilities are stored.
+// With a soft cap (a template parameter, so that GPT-2's uncapped kernel is the code it was), each
+// logit x becomes z = cap tanh(x / cap) before the softmax: the row max is the cap of the max
+// (tanh rises), the exponentials are of z, and the gradient pass reads the row's logits again
+// (from L2: the row was read moments before) for each column's dz/dx = 1 - tanh^2, the registers
+// being full of exponentials.
 #include <math.h>
 #include <cuda_fp16.h>
 #include "layers/classifier.h"
@@ -48,6 +53,30 @@ __device__ inline Pack load_pack(const Pack* x, int p, int V) {
     return v;
 }
 
+// The soft cap z = cap tanh(x / cap) = cap - cap s, with s = 1 - tanh(x / cap) = 2 / (1 + e^(2x / cap))
+// from ex2 and a fast reciprocal: |z error| ~ cap 2^-21 at most (where s ~ 1). s keeps its
+// relative precision as z nears +cap, so dz/dx = 1 - tanh^2 = s (2 - s), taken at |x| (it is
+// even), keeps its own in both tails (1 - (z / cap)^2 would cancel). x = -inf (the padding)
+// stays -inf, +inf becomes cap.
+struct Softcap {
+    float cap, two_log2e_over_cap;
+    __device__ float one_minus_tanh(float x) const {
+        return __fdividef(2.0f, 1.0f + fast_exp2(x * two_log2e_over_cap));
+    }
+    __device__ float operator()(float x) const { return x == -INFINITY ? x : cap - cap * one_minus_tanh(x); }
+    __device__ float derivative(float x) const {
+        float s = one_minus_tanh(fabsf(x));
+        return s * (2.0f - s);
+    }
+};
+static Softcap make_softcap(float cap) { return Softcap{cap, cap > 0.0f ? 2.0f * LOG2E / cap : 0.0f}; }
+
+// What the softmax sees of a logit: x itself, or its cap.
+template <bool CAPPED> __device__ inline float score(float x, const Softcap& cap) {
+    if constexpr (CAPPED) return cap(x);
+    else return x;
+}
+
 // The max of a pack of bf16, two columns at a time in bf16 (exact).
 __device__ inline float pack_max(Pack v) {
     __nv_bfloat162 m = *reinterpret_cast<__nv_bfloat162*>(&v.w[0]);
@@ -55,12 +84,12 @@ __device__ inline float pack_max(Pack v) {
     return fmaxf(__low2float(m), __high2float(m));
 }
 
-// 2^(v log2(e) - m2) of a pack of bf16 (m2 = max * log2(e), less EXP_SCALE_LOG2 for the kept
-// ones): summed in fp32 into sum (a tree, so the exponentials overlap), and returned as fp16,
-// which keeps 11 significant bits to bf16's 8.
-__device__ inline Pack pack_exp(Pack v, float m2, float& sum) {
+// 2^(score(v) log2(e) - m2) of a pack of bf16 (m2 = max * log2(e), less EXP_SCALE_LOG2 for the
+// kept ones): summed in fp32 into sum (a tree, so the exponentials overlap), and returned as
+// fp16, which keeps 11 significant bits to bf16's 8.
+template <bool CAPPED> __device__ inline Pack pack_exp(Pack v, float m2, float& sum, const Softcap& cap) {
     float e[8];
-    for (int k = 0; k < 8; k++) e[k] = fast_exp2(fmaf(column(v, k), LOG2E, -m2));
+    for (int k = 0; k < 8; k++) e[k] = fast_exp2(fmaf(score<CAPPED>(column(v, k), cap), LOG2E, -m2));
     sum = ((e[0] + e[1]) + (e[2] + e[3])) + ((e[4] + e[5]) + (e[6] + e[7]));
     Pack out;
     for (int j = 0; j < 4; j++) {
@@ -70,10 +99,11 @@ __device__ inline Pack pack_exp(Pack v, float m2, float& sum) {
     return out;
 }
 
-// The gradient of pack p from its exponentials e (pack_exp): e * e_scale = softmax * dloss_scale;
-// target_d in the target's column, computed from its logit in fp32 (p - 1 for p near 1 would
-// keep few of the bits of an fp16 p); 0 in the padding.
-__device__ inline bf16x8 pack_gradient(Pack e, int p, int V, float e_scale, int target,
+// The gradient of pack p from its exponentials e (pack_exp): e * e_scale = softmax * dloss_scale,
+// capped: times dz/dx of its logits x; target_d in the target's column, computed from its logit
+// in fp32 (p - 1 for p near 1 would keep few of the bits of an fp16 p); 0 in the padding.
+template <bool CAPPED>
+__device__ inline bf16x8 pack_gradient(Pack e, Pack x, const Softcap& cap, int p, int V, float e_scale, int target,
                                        float target_d) {
     float d[8];
     for (int j = 0; j < 4; j++) {
@@ -81,6 +111,8 @@ __device__ inline bf16x8 pack_gradient(Pack e, int p, int V, float e_scale, int 
         d[2 * j] = f.x * e_scale;
         d[2 * j + 1] = f.y * e_scale;
     }
+    if constexpr (CAPPED)
+        for (int k = 0; k < 8; k++) d[k] *= cap.derivative(column(x, k));
     if ((unsigned)(target - 8 * p) < 8u)  // the target's pack
         for (int k = 0; k < 8; k++) d[k] = 8 * p + k == target ? target_d : d[k];
     if (8 * p + 8 > V)  // 0 already, unless the row holds NaN or inf
@@ -92,9 +124,10 @@ __device__ inline bf16x8 pack_gradient(Pack e, int p, int V, float e_scale, int 
 
 // One block per row. Thread t owns the packs t + i * CLASSIFIER_THREADS of the row: the first
 // CLASSIFIER_CACHE_PACKS of them in registers, any past those in loops.
+template <bool CAPPED>
 __global__ void __launch_bounds__(CLASSIFIER_THREADS, 2)
 classifier_kernel(Pack* logits, float* losses, const int* targets, int V, int Vp,
-                  float dloss_scale, int write_dlogits) {
+                  float dloss_scale, int write_dlogits, Softcap cap) {
     Pack* x = logits + (size_t)blockIdx.x * (Vp / 8);
     const int cached = CLASSIFIER_CACHE_PACKS * CLASSIFIER_THREADS;  // packs in registers
     const int real_packs = (int)ceil_div(V, 8);  // packs with a real column
@@ -116,26 +149,28 @@ classifier_kernel(Pack* logits, float* losses, const int* targets, int V, int Vp
     #pragma unroll
     for (int i = 0; i < CLASSIFIER_CACHE_PACKS; i++) m = fmaxf(m, pack_max(cache[i]));
 
-    // Packs past the cache: a running max and a sum of exp(v - tail_max), rescaled once per pack.
+    // Packs past the cache: a running max (of the scores) and a sum of exp(score(v) - tail_max),
+    // rescaled once per pack.
     float tail_max = -INFINITY, tail_sum = 0.0f;
     for (int p = cached + threadIdx.x; p < real_packs; p += CLASSIFIER_THREADS) {
         Pack v = load_pack(x, p, V);
-        float m_new = fmaxf(tail_max, pack_max(v)), pack_sum;
-        pack_exp(v, m_new * LOG2E, pack_sum);
+        float m_new = fmaxf(tail_max, score<CAPPED>(pack_max(v), cap)), pack_sum;
+        pack_exp<CAPPED>(v, m_new * LOG2E, pack_sum, cap);
         tail_sum = tail_sum * fast_exp2((tail_max - m_new) * LOG2E) + pack_sum;
         tail_max = m_new;
     }
 
-    const float row_max = block_reduce_max(fmaxf(m, tail_max));
+    const float row_max = block_reduce_max(fmaxf(score<CAPPED>(m, cap), tail_max));
     const float m2 = row_max * LOG2E - EXP_SCALE_LOG2;
-    const float max_minus_target = row_max - target_logit;  // loss = this + log(sum / 2^15)
+    // loss = this + log(sum / 2^15)
+    const float max_minus_target = row_max - score<CAPPED>(target_logit, cap);
     float sum = tail_sum * fast_exp2(tail_max * LOG2E - m2);  // 0 without a tail
     #pragma unroll
     for (int i = 0; i < CLASSIFIER_CACHE_PACKS; i++) {
         float pack_sum;
         // m2 + 0 * sum: each pack waits for the one before (one FFMA), else ptxas starts on all
         // of them at once and needs more registers than there are.
-        cache[i] = pack_exp(cache[i], fmaf(0.0f, sum, m2), pack_sum);  // exponentials from here on
+        cache[i] = pack_exp<CAPPED>(cache[i], fmaf(0.0f, sum, m2), pack_sum, cap);  // exponentials from here on
         sum += pack_sum;
     }
     sum = block_reduce_sum(sum);
@@ -144,27 +179,22 @@ classifier_kernel(Pack* logits, float* losses, const int* targets, int V, int Vp
     if (!write_dlogits) return;
 
     const float e_scale = dloss_scale / sum;
-    const float target_d = (fast_exp2(EXP_SCALE_LOG2 - max_minus_target * LOG2E) / sum - 1.0f) * dloss_scale;
+    float target_d = (fast_exp2(EXP_SCALE_LOG2 - max_minus_target * LOG2E) / sum - 1.0f) * dloss_scale;
+    if constexpr (CAPPED) target_d *= cap.derivative(target_logit);
     #pragma unroll
     for (int i = 0; i < CLASSIFIER_CACHE_PACKS; i++) {
         int p = threadIdx.x + i * CLASSIFIER_THREADS;
-        if (p < packs) ((bf16x8*)x)[p] = pack_gradient(cache[i], p, V, e_scale, target, target_d);
+        Pack logits_again = {};   // for the capped gradient's dz/dx; this thread alone writes pack p
+        if constexpr (CAPPED) logits_again = load_pack(x, p, V);
+        if (p < packs) ((bf16x8*)x)[p] = pack_gradient<CAPPED>(cache[i], logits_again, cap, p, V, e_scale, target,
+                                                               target_d);
     }
     for (int p = cached + threadIdx.x; p < packs; p += CLASSIFIER_THREADS) {
         float unused;
-        Pack e = pack_exp(load_pack(x, p, V), m2, unused);
-        ((bf16x8*)x)[p] = pack_gradient(e, p, V, e_scale, target, target_d);
+        Pack v = load_pack(x, p, V);
+        Pack e = pack_exp<CAPPED>(v, m2, unused, cap);
+        ((bf16x8*)x)[p] = pack_gradient<CAPPED>(e, v, cap, p, V, e_scale, target, target_d);
     }
-}
-
-void classifier_forward_backward(bf16* logits, float* losses, const int* targets, int N, int V,
-                                 int Vp, float dloss_scale, int write_dlogits, cudaStream_t stream) {
-    if (Vp % 8 != 0 || V > Vp || !aligned16(logits))
-        die("classifier: needs Vp (%d) a multiple of 8, V (%d) <= Vp and 16-byte aligned logits", Vp, V);
-    if (N == 0) return;
-    classifier_kernel<<<N, CLASSIFIER_THREADS, 0, stream>>>((Pack*)logits, losses, targets, V, Vp,
-                                                            dloss_scale, write_dlogits);
-    cudaCheckLaunch();
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -186,12 +216,13 @@ __device__ inline float uniform_draw(uint64_t seed, int row, int position, int c
 // Below this the division by the temperature overflows; the draw is then the most likely token.
 #define MIN_TEMPERATURE 1e-6f
 
-// One block per row: the column of the largest logit / temperature + Gumbel noise (the Gumbel-max
-// draw from softmax(logits / temperature)), or of the largest logit at temperature 0; the
-// lowest such column on ties.
+// One block per row: the column of the largest score / temperature + Gumbel noise (the
+// Gumbel-max draw from softmax(score / temperature)), or of the largest score at temperature 0;
+// the lowest such column on ties. The score is the logit, or its soft cap.
+template <bool CAPPED>
 __global__ void __launch_bounds__(CLASSIFIER_THREADS)
-classifier_sample_kernel(int* tokens, const bf16* logits, int V, int Vp, float temperature, const uint64_t* seeds,
-                         const int* positions) {
+classifier_sample_kernel(int* tokens, const bf16* logits, int V, int Vp, Softcap cap, float temperature,
+                         const uint64_t* seeds, const int* positions) {
     grid_dependency_wait();   // the logits come from the kernel before
     int row = blockIdx.x;
     uint64_t seed = *seeds;
@@ -200,10 +231,10 @@ classifier_sample_kernel(int* tokens, const bf16* logits, int V, int Vp, float t
     float best = -INFINITY;
     int best_col = 0;
     for (int col = threadIdx.x; col < V; col += blockDim.x) {
-        float score = (float)x[col];
+        float s = score<CAPPED>((float)x[col], cap);
         if (temperature >= MIN_TEMPERATURE)
-            score = score / temperature - logf(-logf(uniform_draw(seed, row, position, col)));
-        if (score > best) { best = score; best_col = col; }
+            s = s / temperature - logf(-logf(uniform_draw(seed, row, position, col)));
+        if (s > best) { best = s; best_col = col; }
     }
     __shared__ float s_best[CLASSIFIER_THREADS / 32];
     __shared__ int s_col[CLASSIFIER_THREADS / 32];
@@ -221,8 +252,43 @@ classifier_sample_kernel(int* tokens, const bf16* logits, int V, int Vp, float t
     }
 }
 
+// ----------------------------------------------------------------------------------------------
+// Launchers
+
+static void check_softcap(const char* who, float softcap) {
+    if (!(softcap >= 0.0f) || !isfinite(softcap))
+        die("%s: the soft cap must be 0 (none) or positive, got %g", who, softcap);
+}
+
+void classifier_forward_backward_softcap(bf16* logits, float* losses, const int* targets, int N, int V, int Vp,
+                                         float softcap, float dloss_scale, int write_dlogits, cudaStream_t stream) {
+    if (Vp % 8 != 0 || V > Vp || !aligned16(logits))
+        die("classifier: needs Vp (%d) a multiple of 8, V (%d) <= Vp and 16-byte aligned logits", Vp, V);
+    check_softcap("classifier", softcap);
+    if (N == 0) return;
+    if (softcap > 0.0f)
+        classifier_kernel<true><<<N, CLASSIFIER_THREADS, 0, stream>>>(
+            (Pack*)logits, losses, targets, V, Vp, dloss_scale, write_dlogits, make_softcap(softcap));
+    else
+        classifier_kernel<false><<<N, CLASSIFIER_THREADS, 0, stream>>>(
+            (Pack*)logits, losses, targets, V, Vp, dloss_scale, write_dlogits, make_softcap(0.0f));
+    cudaCheckLaunch();
+}
+
+void classifier_forward_backward(bf16* logits, float* losses, const int* targets, int N, int V,
+                                 int Vp, float dloss_scale, int write_dlogits, cudaStream_t stream) {
+    classifier_forward_backward_softcap(logits, losses, targets, N, V, Vp, 0.0f, dloss_scale, write_dlogits, stream);
+}
+
+void classifier_sample_softcap(int* tokens, const bf16* logits, int N, int V, int Vp, float softcap, float temperature,
+                               const uint64_t* seed, const int* positions, cudaStream_t stream) {
+    check_softcap("classifier_sample", softcap);
+    launch_overlapped(softcap > 0.0f ? classifier_sample_kernel<true> : classifier_sample_kernel<false>, dim3(N),
+                      dim3(CLASSIFIER_THREADS), 0, stream, tokens, logits, V, Vp, make_softcap(softcap), temperature,
+                      seed, positions);
+}
+
 void classifier_sample(int* tokens, const bf16* logits, int N, int V, int Vp, float temperature, const uint64_t* seed,
                        const int* positions, cudaStream_t stream) {
-    launch_overlapped(classifier_sample_kernel, dim3(N), dim3(CLASSIFIER_THREADS), 0, stream, tokens, logits, V, Vp,
-                      temperature, seed, positions);
+    classifier_sample_softcap(tokens, logits, N, V, Vp, 0.0f, temperature, seed, positions, stream);
 }

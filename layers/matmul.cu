@@ -17,10 +17,50 @@
 // which holds no state of a call, serves every stream.
 // matmul_batched (Muon's Newton-Schulz iterations) is a strided batch of such products, with
 // alpha and beta.
+//
+// ReLU^2 has no cuBLASLt epilogue: the matmul writes h, a pass squares it in place, and only
+// u = relu(h)^2 is kept; the backward takes relu(h) = sqrt(u), its dinp matmul writes dout @ W
+// and a pass multiplies it by 2 sqrt(u). Bytes moved beyond the matmuls' inputs at d12, B 64,
+// T 1024 (N 65 536 rows of 4C = 3072: one (N, 4C) bf16 tensor is 403 MB):
+//   forward  h written (403), read and u written (806): 1.21 GB; GELU's epilogue writes pre_gelu
+//            and out, 806 MB. The layer keeps u alone (403 MB), as GELU does under --recompute gelu.
+//   backward dout @ W written (403), read with u and dinp written (1.21 GB): 1.61 GB; GELU's DGELU
+//            epilogue reads pre_gelu and writes dinp, 806 MB.
+// So 1.2 GB more than GELU per layer, ~0.25 ms at 4.8 TB/s, ~3 ms per step of 12 layers. The
+// other ways cost as much or more: cuBLASLt's RELU_AUX epilogue (relu(h) and a bitmask) plus a
+// squaring pass moves 1.23 GB forward and must keep relu(h) beside u, since DRELU only masks and
+// the backward needs 2 relu(h) (806 MB kept per layer, the same backward); keeping h as GELU does
+// moves the same bytes and keeps twice the memory; an fp32 h (one rounding of u instead of two)
+// moves 0.8 GB more. Precision: u = bf16(hb^2), hb = bf16(h), so sqrt(u) = |h| (1 + a)(1 + b/2),
+// |a|, |b| <= 2^-8: within 1.5 * 2^-8 of relu(h), against 2^-8 for a stored bf16 relu(h).
 #include <stdint.h>
 #include <cublasLt.h>
 #include "layers/matmul.h"
+#include "device/bf16.cuh"
 #include "layers/kernel_common.cuh"
+
+// h (packs of 8) -> relu(h)^2 in place, in fp32, rounded once. A NaN passes through.
+__global__ void relu2_forward_kernel(bf16x8* h, size_t packs) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= packs) return;
+    bf16x8 v = h[i];
+    for (int k = 0; k < 8; k++) {
+        float x = (float)v.v[k], r = x < 0.0f ? 0.0f : x;
+        v.v[k] = (bf16)(r * r);
+    }
+    h[i] = v;
+}
+
+// grad (packs of 8) *= 2 relu(h) = 2 sqrt(u), in place, u = relu(h)^2.
+__global__ void relu2_backward_kernel(bf16x8* grad, const bf16x8* u, size_t packs) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= packs) return;
+    bf16x8 g = grad[i], u8 = u[i];
+    for (int k = 0; k < 8; k++) g.v[k] = (bf16)((float)g.v[k] * (2.0f * sqrtf((float)u8.v[k])));
+    grad[i] = g;
+}
+
+#define ELEMENTWISE_THREADS 256
 
 static cublasLtHandle_t lt_handle;
 
@@ -144,17 +184,35 @@ void matmul_forward(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weig
     lt_matmul(out, weight, inp, residual, OC, N, C, 1, 0, epilogue, bias, pre_gelu, 1.0f, 1.0f, 1, s);
 }
 
+void matmul_forward_relu2(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias, int N, int C, int OC,
+                          const MatmulStream* s) {
+    if (OC % 8 != 0 || !aligned16(out))
+        die("matmul_forward_relu2: needs OC (%d) a multiple of 8 and a 16-byte aligned out", OC);
+    lt_matmul(out, weight, inp, NULL, OC, N, C, 1, 0, bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT,
+              bias, NULL, 1.0f, 0.0f, 1, s);
+    size_t packs = (size_t)N * OC / 8;
+    if (packs == 0) return;
+    relu2_forward_kernel<<<ceil_div(packs, ELEMENTWISE_THREADS), ELEMENTWISE_THREADS, 0, s->stream>>>(
+        (bf16x8*)out, packs);
+    cudaCheckLaunch();
+}
+
 size_t matmul_backward_scratch_bytes(int N, int C, int OC) { return column_sums_scratch_bytes(N, OC); }
+
+// dweight (OC, C) += dout^T @ inp; dbias (OC, or NULL) += the column sums of dout.
+static void weight_gradients(const char* who, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
+                             int N, int C, int OC, void* scratch, const MatmulStream* s) {
+    if (dbias && !scratch) die("%s: dbias needs the scratch", who);
+    if (dbias) column_sums_add(dbias, dout, N, OC, OC, (float*)scratch, s->stream);
+    lt_matmul(dweight, inp, dout, dweight, C, OC, N, 0, 1, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, 1.0f, 1.0f, 1, s);
+}
 
 void matmul_backward(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
                      const bf16* weight, const bf16* inp_pre_gelu, int N, int C, int OC,
                      void* scratch, const MatmulStream* s) {
-    if (dbias && !scratch) die("matmul_backward: dbias needs the scratch");
     if (inp_pre_gelu && C % 8 != 0)
         die("matmul_backward: the fused GELU backward needs C a multiple of 8 (cuBLASLt), got C=%d", C);
-    if (dbias) column_sums_add(dbias, dout, N, OC, OC, (float*)scratch, s->stream);
-    lt_matmul(dweight, inp, dout, dweight, C, OC, N, 0, 1, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, 1.0f, 1.0f, 1,
-              s);
+    weight_gradients("matmul_backward", dweight, dbias, dout, inp, N, C, OC, scratch, s);
     lt_matmul(dinp, weight, dout, NULL, C, N, OC, 0, 0,
               inp_pre_gelu ? CUBLASLT_EPILOGUE_DGELU : CUBLASLT_EPILOGUE_DEFAULT, NULL, inp_pre_gelu, 1.0f, 0.0f,
               1, s);
@@ -166,4 +224,17 @@ void matmul_batched(bf16* out, const bf16* a, const bf16* b, const bf16* c, int 
                     int trans_b, float alpha, float beta, int batch, const MatmulStream* s) {
     lt_matmul(out, b, a, c, N, M, K, trans_b, trans_a, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, alpha, beta, batch,
               s);
+}
+
+void matmul_backward_relu2(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
+                           const bf16* weight, int N, int C, int OC, void* scratch, const MatmulStream* s) {
+    if (C % 8 != 0 || !aligned16(dinp) || !aligned16(inp))
+        die("matmul_backward_relu2: needs C (%d) a multiple of 8 and 16-byte aligned dinp and inp", C);
+    weight_gradients("matmul_backward_relu2", dweight, dbias, dout, inp, N, C, OC, scratch, s);
+    lt_matmul(dinp, weight, dout, NULL, C, N, OC, 0, 0, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, 1.0f, 0.0f, 1, s);
+    size_t packs = (size_t)N * C / 8;
+    if (packs == 0) return;
+    relu2_backward_kernel<<<ceil_div(packs, ELEMENTWISE_THREADS), ELEMENTWISE_THREADS, 0, s->stream>>>(
+        (bf16x8*)dinp, (const bf16x8*)inp, packs);
+    cudaCheckLaunch();
 }

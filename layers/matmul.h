@@ -1,7 +1,8 @@
 // layers/matmul.h: the linear layer through cuBLASLt, bf16 in and out, fp32 accumulation.
 // out (N, OC) = inp (N, C) @ weight^T + bias, weight (OC, C) row-major, bias (OC); optionally
 // followed by GELU (tanh form), fused into the matmul epilogue, as is its backward, or with the
-// residual stream added in the same epilogue.
+// residual stream added in the same epilogue; or followed by ReLU^2 (the modern MLP's), which
+// cuBLASLt has no epilogue for: one elementwise pass after the matmul, forward and backward.
 #ifndef FLASHGPT_MATMUL_H
 #define FLASHGPT_MATMUL_H
 
@@ -49,5 +50,18 @@ size_t matmul_backward_scratch_bytes(int N, int C, int OC);
 // in each array. c may be out.
 void matmul_batched(bf16* out, const bf16* a, const bf16* b, const bf16* c, int M, int N, int K, int trans_a,
                     int trans_b, float alpha, float beta, int batch, const MatmulStream* s);
+
+// out (N, OC) = relu(h)^2, h = inp (N, C) @ weight (OC, C)^T + bias (OC, or NULL), h rounded to
+// bf16 (in out) before it is squared; OC % 8 == 0 and out 16-byte aligned. Only out is kept: the
+// backward takes relu(h) = sqrt(out).
+void matmul_forward_relu2(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias, int N, int C, int OC,
+                          const MatmulStream* s);
+
+// matmul_backward for the layer that reads relu(h)^2 (the MLP's second): inp (N, C) = relu(h)^2, the
+// output of matmul_forward_relu2, and dinp (N, C) is the gradient with respect to h:
+// (dout @ weight) * 2 sqrt(inp); C % 8 == 0, dinp and inp 16-byte aligned. dweight, dbias, scratch
+// as in matmul_backward.
+void matmul_backward_relu2(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
+                           const bf16* weight, int N, int C, int OC, void* scratch, const MatmulStream* s);
 
 #endif

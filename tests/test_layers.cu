@@ -12,6 +12,7 @@
 #include <string.h>
 #include <stdint.h>
 #include "tests/test.h"
+#include "tests/layer_test.h"
 #include "layers/encoder.h"
 #include "layers/layernorm.h"
 #include "layers/matmul.h"
@@ -22,92 +23,12 @@
 static const char* case_names[] = {
     "layers_encoder", "layers_layernorm", "layers_layernorm_wide", "layers_matmul_bias",
     "layers_matmul_gelu", "layers_matmul_nobias", "layers_matmul_residual", "layers_classifier",
+    "layers_classifier_softcap",
     "layers_adamw", "layers_global_norm", "layers_determinism", "layers_matmul_two_streams",
 };
 
 // The matmuls of the tests run on the legacy stream, with its workspace.
 static MatmulStream legacy;
-
-// ---- host and device buffers, freed together at the end of each case
-static void* host_bufs[64];
-static void* device_bufs[64];
-static int n_host, n_device;
-
-static void* host_alloc(size_t bytes) {
-    void* p = malloc(bytes ? bytes : 1);
-    if (!p || n_host == 64) { fprintf(stderr, "test_layers: out of host buffers\n"); exit(1); }
-    return host_bufs[n_host++] = p;
-}
-static void* device_alloc(size_t bytes) {
-    void* p;
-    if (n_device == 64) { fprintf(stderr, "test_layers: out of device buffers\n"); exit(1); }
-    cudaCheck(cudaMalloc(&p, bytes ? bytes : 1));
-    cudaCheck(cudaMemset(p, 0xff, bytes));  // NaN in bf16 and fp32
-    return device_bufs[n_device++] = p;
-}
-static void free_all(void) {
-    for (int i = 0; i < n_host; i++) free(host_bufs[i]);
-    for (int i = 0; i < n_device; i++) cudaCheck(cudaFree(device_bufs[i]));
-    n_host = n_device = 0;
-}
-
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static float uniform(void) {  // [0, 1)
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (float)((rng_state >> 40) / 16777216.0);
-}
-static float bf16_value(float x) { return __bfloat162float(__float2bfloat16(x)); }
-
-// n values offset + scale * U(-1, 1), each exact in bf16.
-static float* random_values(size_t n, float scale, float offset) {
-    float* h = (float*)host_alloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++) h[i] = bf16_value(offset + scale * (2.0f * uniform() - 1.0f));
-    return h;
-}
-static bf16* to_device_bf16(const float* h, size_t n) {
-    bf16* tmp = (bf16*)host_alloc(n * sizeof(bf16));
-    for (size_t i = 0; i < n; i++) tmp[i] = __float2bfloat16(h[i]);
-    bf16* d = (bf16*)device_alloc(n * sizeof(bf16));
-    cudaCheck(cudaMemcpy(d, tmp, n * sizeof(bf16), cudaMemcpyHostToDevice));
-    return d;
-}
-static float* to_device_f32(const float* h, size_t n) {
-    float* d = (float*)device_alloc(n * sizeof(float));
-    cudaCheck(cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice));
-    return d;
-}
-static float* from_device_bf16(const bf16* d, size_t n) {
-    bf16* tmp = (bf16*)host_alloc(n * sizeof(bf16));
-    cudaCheck(cudaMemcpy(tmp, d, n * sizeof(bf16), cudaMemcpyDeviceToHost));
-    float* h = (float*)host_alloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++) h[i] = __bfloat162float(tmp[i]);
-    return h;
-}
-static float* from_device_f32(const float* d, size_t n) {
-    float* h = (float*)host_alloc(n * sizeof(float));
-    cudaCheck(cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost));
-    return h;
-}
-static double* ref_alloc(size_t n) { return (double*)host_alloc(n * sizeof(double)); }
-static double* ref_copy(const float* h, size_t n) {
-    double* r = ref_alloc(n);
-    for (size_t i = 0; i < n; i++) r[i] = h[i];
-    return r;
-}
-
-// ||out - ref|| / ||ref||; NaN when out holds a NaN.
-static double rel_err(const float* out, const double* ref, size_t n) {
-    double diff = 0.0, norm = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        diff += (out[i] - ref[i]) * (out[i] - ref[i]);
-        norm += ref[i] * ref[i];
-    }
-    return sqrt(diff / (norm > 0.0 ? norm : 1.0));
-}
-#define CHECK_ERR(what, out, ref, n, tol) do { double e_ = rel_err(out, ref, n); \
-    CHECK(e_ < (tol), "%s: relative error %.3g (tolerance %.0e)", what, e_, (double)(tol)); } while (0)
 
 // ---- encoder
 static void test_encoder(void) {
@@ -301,17 +222,23 @@ static void test_matmul(const char* name, int OC, int use_bias, int use_gelu, in
 
 
 // ---- classifier
-static void test_classifier(void) {
-    test_begin("layers_classifier");
+// capped: the logits soft-capped first (the modern recipe), z = cap tanh(x / cap) in place of x in
+// the softmax, and the gradient times dz/dx = 1 - tanh^2(x / cap).
+static void test_classifier(const char* name, int capped) {
+    test_begin(name);
     // A small vocabulary, and one past the 51 200 columns that a block of the kernel holds in
     // registers: the rest of each row goes through its loop (two packs of 8 for some threads).
-    // Row 0's target is the last real column; the padding holds 50, which must not count.
-    const struct { int N, V, Vp; } shapes[] = {{123, 300, 384}, {5, 54003, 54016}};
+    // Row 0's target is the last real column; the padding holds 50, which must not count. Capped,
+    // the small vocabulary's logits reach twice its cap of 30, and the large one's cap of 5 is one
+    // that most of its logits saturate.
+    const struct { int N, V, Vp; float cap, capped_spread; } shapes[] = {{123, 300, 384, 30.0f, 60.0f},
+                                                                         {5, 54003, 54016, 5.0f, 20.0f}};
     for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
         const int N = shapes[c].N, V = shapes[c].V, Vp = shapes[c].Vp;
+        const double cap = capped ? shapes[c].cap : 0.0;
         const size_t NVp = (size_t)N * Vp;
         char what[64];
-        float* logits = random_values(NVp, 4.0f, 0.0f);
+        float* logits = random_values(NVp, capped ? shapes[c].capped_spread : 4.0f, 0.0f);
         for (int i = 0; i < N; i++)
             for (int j = V; j < Vp; j++) logits[(size_t)i * Vp + j] = 50.0f;
         int* targets = (int*)host_alloc(N * sizeof(int));
@@ -321,37 +248,56 @@ static void test_classifier(void) {
         const float dloss_scale = 1.0f / N;
         double* ref_loss = ref_alloc(N);
         double* ref_dlogits = ref_alloc(NVp);
+        double* z = ref_alloc(V);
         for (int i = 0; i < N; i++) {
             const float* x = logits + (size_t)i * Vp;
             double m = -INFINITY, s = 0.0;
-            for (int j = 0; j < V; j++) m = fmax(m, x[j]);
-            for (int j = 0; j < V; j++) s += exp(x[j] - m);
+            for (int j = 0; j < V; j++) m = fmax(m, z[j] = capped ? cap * tanh(x[j] / cap) : x[j]);
+            for (int j = 0; j < V; j++) s += exp(z[j] - m);
             double lse = m + log(s);
-            ref_loss[i] = lse - x[targets[i]];
-            for (int j = 0; j < Vp; j++)
+            ref_loss[i] = lse - z[targets[i]];
+            for (int j = 0; j < Vp; j++) {
+                double t = capped && j < V ? tanh(x[j] / cap) : 0.0;
                 ref_dlogits[(size_t)i * Vp + j] =
-                    j < V ? (exp(x[j] - lse) - (j == targets[i])) * dloss_scale : 0.0;
-        }
-        for (int write_dlogits = 0; write_dlogits <= 1; write_dlogits++) {
-            bf16* d_logits = to_device_bf16(logits, NVp);
-            float* d_losses = (float*)device_alloc(N * sizeof(float));
-            classifier_forward_backward(d_logits, d_losses, d_targets, N, V, Vp, dloss_scale,
-                                        write_dlogits, 0);
-            snprintf(what, sizeof what, "V %d: losses%s", V, write_dlogits ? " (with dlogits)" : "");
-            CHECK_ERR(what, from_device_f32(d_losses, N), ref_loss, N, 1e-5);
-            float* after = from_device_bf16(d_logits, NVp);
-            if (!write_dlogits) {
-                CHECK(memcmp(after, logits, NVp * sizeof(float)) == 0,
-                      "V %d: logits changed without write_dlogits", V);
-                continue;
+                    j < V ? (exp(z[j] - lse) - (j == targets[i])) * dloss_scale * (1.0 - t * t) : 0.0;
             }
-            snprintf(what, sizeof what, "V %d: dlogits", V);
-            CHECK_ERR(what, after, ref_dlogits, NVp, 1e-2);
-            int padding_nonzero = 0;
-            for (int i = 0; i < N; i++)
-                for (int j = V; j < Vp; j++) padding_nonzero += after[(size_t)i * Vp + j] != 0.0f;
-            CHECK(padding_nonzero == 0, "V %d: %d padding dlogits are not 0", V, padding_nonzero);
         }
+        // The dlogits of two runs from the same logits: the same bits.
+        bf16* d_dlogits[2] = {NULL, NULL};
+        for (int write_dlogits = 0; write_dlogits <= 1; write_dlogits++)
+            for (int run = 0; run < 1 + write_dlogits; run++) {
+                bf16* d_logits = to_device_bf16(logits, NVp);
+                float* d_losses = (float*)device_alloc(N * sizeof(float));
+                if (capped)
+                    classifier_forward_backward_softcap(d_logits, d_losses, d_targets, N, V, Vp, (float)cap,
+                                                        dloss_scale, write_dlogits, 0);
+                else
+                    classifier_forward_backward(d_logits, d_losses, d_targets, N, V, Vp, dloss_scale,
+                                                write_dlogits, 0);
+                if (write_dlogits) d_dlogits[run] = d_logits;
+                if (run == 1) continue;
+                // capped: z within ~cap 2^-21 of cap tanh(x / cap), ~1e-7 of losses of 10 to 30
+                snprintf(what, sizeof what, "V %d: losses%s", V, write_dlogits ? " (with dlogits)" : "");
+                CHECK_ERR(what, from_device_f32(d_losses, N), ref_loss, N, 1e-5);
+                float* after = from_device_bf16(d_logits, NVp);
+                if (!write_dlogits) {
+                    CHECK(memcmp(after, logits, NVp * sizeof(float)) == 0,
+                          "V %d: logits changed without write_dlogits", V);
+                    continue;
+                }
+                snprintf(what, sizeof what, "V %d: dlogits", V);
+                CHECK_ERR(what, after, ref_dlogits, NVp, 1e-2);
+                int padding_nonzero = 0;
+                for (int i = 0; i < N; i++)
+                    for (int j = V; j < Vp; j++) padding_nonzero += after[(size_t)i * Vp + j] != 0.0f;
+                CHECK(padding_nonzero == 0, "V %d: %d padding dlogits are not 0", V, padding_nonzero);
+            }
+        unsigned char* bits[2];
+        for (int run = 0; run < 2; run++) {
+            bits[run] = (unsigned char*)host_alloc(NVp * sizeof(bf16));
+            cudaCheck(cudaMemcpy(bits[run], d_dlogits[run], NVp * sizeof(bf16), cudaMemcpyDeviceToHost));
+        }
+        CHECK(memcmp(bits[0], bits[1], NVp * sizeof(bf16)) == 0, "V %d: two runs give different dlogits", V);
     }
     test_end();
     free_all();
@@ -536,7 +482,8 @@ int main(void) {
     test_matmul("layers_matmul_gelu", 768, 1, 1, 0);
     test_matmul("layers_matmul_nobias", 200, 0, 0, 0);
     test_matmul("layers_matmul_residual", 576, 1, 0, 1);   // the residual stream added in the epilogue
-    test_classifier();
+    test_classifier("layers_classifier", 0);
+    test_classifier("layers_classifier_softcap", 1);
     test_adamw();
     test_global_norm();
     test_determinism();
