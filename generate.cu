@@ -7,9 +7,9 @@
 #include <getopt.h>
 #include <math.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/cuda_check.h"
 #include "common/error.h"
 #include "common/parse.h"
@@ -108,12 +108,6 @@ static unsigned char* prompt_text(const char* prompt, size_t* len) {
     unsigned char* text = read_file("/dev/stdin", len, err);
     if (!text) die("the prompt from standard input: %s", err);
     return text;
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
 static void print_token(const Tokenizer* tok, int token) {

@@ -17,9 +17,10 @@
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/bytes.h"
+#include "common/clock.h"
 #include "common/cuda_check.h"
 #include "common/error.h"
 #include "common/parse.h"
@@ -38,8 +39,6 @@
 #include "gpt/profile.h"
 #include "gpt/inference.h"
 #include "tokenizer/tokenizer.h"
-
-#define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
 
 // ----------------------------------------------------------------------------------------------
 // Options
@@ -923,12 +922,6 @@ static void save_checkpoint(Run* r, int step) {
     gpt_save_checkpoint(&r->model, model_path);
     save_training_state(&r->model, &s, state_path);
     printf("checkpoint: %s, %s\n", model_path, state_path);
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
 static size_t device_memory_used(void) {

@@ -3,13 +3,12 @@
 #include "gpt/activations.h"
 
 #include <math.h>
+#include "common/bytes.h"
 #include "gpt/parameters.h"
 #include "layers/encoder.h"
 #include "layers/global_norm.h"
 #include "layers/layernorm.h"
 #include "layers/matmul.h"
-
-#define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
 
 void recompute_name(int flags, char* out, size_t len) {
     snprintf(out, len, "%s%s%s", flags & RECOMPUTE_GELU ? "gelu" : "",
@@ -57,20 +56,17 @@ AttentionShape attention_shape(const GPTConfig* c, int B, int T) {
     return s;
 }
 
-#define CARVE_ALIGN 256
-static size_t round_up(size_t bytes) { return (bytes + CARVE_ALIGN - 1) / CARVE_ALIGN * CARVE_ALIGN; }
-
 // Takes bytes from the region at base (NULL: only counts), adding them to *part.
 static void* carve(char* base, size_t* offset, size_t bytes, size_t* part) {
     void* p = base ? base + *offset : NULL;
-    *offset += round_up(bytes);
-    *part += round_up(bytes);
+    *offset += carve_round_up(bytes);
+    *part += carve_round_up(bytes);
     return p;
 }
 
 // Bytes between the saved attention blocks of two layers: each layer's block is rounded up.
 static size_t saved_stride(const GPTConfig* c, int B, int T, const ModelOptions* opt) {
-    return round_up(attention_saved_bytes(&opt->attention, attention_shape(c, B, T)));
+    return carve_round_up(attention_saved_bytes(&opt->attention, attention_shape(c, B, T)));
 }
 
 // Rows of logits per classifier chunk for N rows: the option, or what fits in

@@ -24,6 +24,7 @@
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
+#include "common/bytes.h"
 #include "common/rng.h"
 #include "data/shard.h"
 #include "gpt/checkpoint.h"
@@ -32,7 +33,6 @@
 #include "gpt/sampler.h"
 #include "tests/test.h"
 
-#define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
 
 #define TOL_LOGITS 2e-2
 #define TOL_LOSS 2e-3
