@@ -13,6 +13,7 @@
 #include "common/atomic_file.h"
 #include "common/cuda_check.h"
 #include "common/error.h"
+#include "common/output_path.h"
 #include "common/parse.h"
 #include "data/multiple_choice.h"
 #include "gpt/checkpoint.h"
@@ -187,7 +188,10 @@ int main(int argc, char** argv) {
     if (read_model_shape(o.checkpoint, &config, err) != 0) die("--checkpoint: %s", err);
     Tokenizer* tok = tokenizer_load_sized(o.tokenizer, config.V, err);
     if (!tok) die("--tokenizer %s", err);
-    if (o.scores && atomic_check(o.scores, err) != 0) die("--scores %s", err);
+    const ProgramInput files[] = {{"--checkpoint", o.checkpoint, 0}, {"--tokenizer", o.tokenizer, 0},
+                                   {"--hellaswag", o.hellaswag, 0}};
+    if (o.scores && (atomic_check(o.scores, err) != 0 || check_output_not_input(o.scores, files, 3, err) != 0))
+        die("--scores %s", err);
     ChoiceItems items;
     if (choice_items_read(o.hellaswag, &items, err) != 0) die("--hellaswag %s", err);
     int n_items = o.max_items > 0 && o.max_items < items.n ? o.max_items : items.n;

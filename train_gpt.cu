@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/cuda_check.h"
 #include "common/error.h"
+#include "common/output_path.h"
 #include "common/parse.h"
 #include "common/read_file.h"
 #include "common/rng.h"
@@ -602,13 +603,6 @@ static void restore_position(Run* r) {
     r->start_step = r->resume.step;
 }
 
-// The folder a file path is in: the part before its last '/', "." without one.
-static void folder_of(const char* path, char* dir, size_t len) {
-    const char* slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, len, ".");
-    else snprintf(dir, len, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-}
-
 // Whether the checkpoint folder is the one the run resumes (however it is spelled).
 static int writes_resumed_folder(const Run* r) {
     struct stat out, resumed;
@@ -617,12 +611,13 @@ static int writes_resumed_folder(const Run* r) {
 }
 
 // The outputs, before any of them is made: the checkpoint folder (flag: the option that named
-// it) and rank 0's log, each a folder or file that exists or whose folders can be made, writable.
-// The checkpoint folder holds no other run's checkpoints: this run's would write over those of
-// the same steps, and a --resume of the folder would take whichever run got further.
+// it) and rank 0's log, each a folder or file that exists or whose folders can be made, writable;
+// the log none of the inputs. The checkpoint folder holds no other run's checkpoints: this run's
+// would write over those of the same steps, and a --resume of the folder would take whichever
+// run got further.
 static void check_outputs(const Run* r, const char* out_dir_flag) {
     const TrainOptions* o = &r->o;
-    char err[ERR_LEN], dir[4096];
+    char err[ERR_LEN];
     if (o->out_dir && check_dirs(o->out_dir, err) != 0)
         die("%s %s: %s", out_dir_flag, *o->out_dir ? o->out_dir : "''", err);
     if (o->out_dir && !writes_resumed_folder(r)) {
@@ -634,24 +629,21 @@ static void check_outputs(const Run* r, const char* out_dir_flag) {
                 latest, o->out_dir);
     }
     if (!o->log_path || r->launch.rank != 0) return;
-    const char* log = o->log_path;
-    struct stat st;
-    if (!*log || log[strlen(log) - 1] == '/') die("--log %s: not a file name", *log ? log : "''");
-    if (stat(log, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) die("--log %s: is a directory", log);
-        if (access(log, W_OK) != 0) die("--log %s: cannot write: %s", log, strerror(errno));
-        return;
-    }
-    folder_of(log, dir, sizeof(dir));
-    if (check_dirs(dir, err) != 0) die("--log %s: %s", log, err);
+    const ProgramInput inputs[] = {
+        {"--train-data", o->train_data, 1}, {"--val-data", r->val ? o->val_data : NULL, 1},
+        {"--tokenizer", o->tokenizer, 0}, {"--init-from", o->init_from, 0},
+        {"--resume", r->resuming ? r->resume_model : NULL, 0}, {"--resume", r->resuming ? r->resume_state : NULL, 0}};
+    if (check_output_file(o->log_path, err) != 0 ||
+        check_output_not_input(o->log_path, inputs, sizeof(inputs) / sizeof(inputs[0]), err) != 0)
+        die("--log %s", err);
 }
 
 // The log, its folder made if missing: appended to when a resumed run finds one, else new.
 static void open_log(Run* r) {
     const char* path = r->o.log_path;
-    char dir[4096];
+    char dir[4096], err[ERR_LEN];
     folder_of(path, dir, sizeof(dir));
-    make_dirs(dir);
+    if (make_dirs(dir, err) != 0) die("--log %s: %s", path, err);
     struct stat st;
     int append = r->resuming && stat(path, &st) == 0 && st.st_size > 0;
     r->log = fopen(path, append ? "a" : "w");
@@ -763,7 +755,7 @@ static void setup(Run* r, const TrainOptions* options) {
     if (r->profile_step) profile_reserve(&r->profile, gpt_profile_marks(&r->model, r->grad_accum));
     print_run(r, prop.name);
 
-    if (o->out_dir) make_dirs(o->out_dir);
+    if (o->out_dir && make_dirs(o->out_dir, err) != 0) die("%s %s", options->out_dir ? "--out-dir" : "--resume", err);
     if (o->log_path && r->launch.rank == 0) open_log(r);
 }
 

@@ -89,11 +89,5 @@ int latest_checkpoint_step(const char* dir, char* err);
 // How many checkpoint files (model_*.bin and state_*.bin of a step) dir holds, the latest step
 // among them in *latest; 0 when dir does not exist, -1 with err when it cannot be read.
 int count_checkpoint_files(const char* dir, int* latest, char* err);
-// Whether the folder dir exists or could be made, and files could be written in it, without
-// making anything: each part of it that exists is a folder and the deepest one is writable.
-// 0, or -1 with err saying what is wrong.
-int check_dirs(const char* dir, char* err);
-// Makes dir and its parents; dies naming the path on failure.
-void make_dirs(const char* dir);
 
 #endif

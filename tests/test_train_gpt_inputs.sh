@@ -2,7 +2,8 @@
 # tests/test_train_gpt_inputs.sh: train_gpt and generate against bad inputs that must stop them
 # with one line before the GPU is touched: checkpoints of a --resume folder or --init-from that
 # are truncated, empty, random, of another shape, with values that are not finite or headers
-# whose sizes overflow; --log and --out-dir that cannot be written; flags out of range. Also
+# whose sizes overflow; --log and --out-dir that cannot be written, a --log that is an input;
+# flags out of range. Also
 # which validation shards the default --val-data finds, and that it says when there are none.
 # The checkpoints are made here (ckpt.py below, in the formats of gpt/checkpoint.h), so no
 # GPU is needed; each bad case is one change to a pair that passes every check. Needs
@@ -239,6 +240,31 @@ if ! touch "$tmp/r/probe" 2>/dev/null; then
     check "--resume unwritable: $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/r: cannot write in $tmp/r"
 fi
 chmod 755 "$tmp/r"
+end
+
+begin "train_gpt_log_is_never_an_input"
+# The log is opened once the GPU is taken, which would empty the file: an input as --log (also
+# through a link) is refused before that, and left as it was.
+data="--model d2 --context 64 -T 64"
+ckpt model "$tmp/init.bin"
+ln -sf "$tmp/ds/tokenizer.bin" "$tmp/tokenizer_link.bin"
+sums_before=$(cksum "$tmp/ds/"*.bin "$tmp/init.bin")
+while IFS='|' read -r log flag input; do
+    ./train_gpt --train-data "$train" $data --tokenizer "$tmp/ds/tokenizer.bin" --init-from "$tmp/init.bin" \
+        --log "$log" > "$tmp/out" 2>&1
+    check "--log $log: $(last "$tmp/out")" says "$tmp/out" "--log $log: is the input $flag $input (not overwritten)"
+done <<EOF
+$tmp/ds/train_000000.bin|--train-data|$tmp/ds/train_000000.bin
+$tmp/ds/val_000000.bin|--val-data|$tmp/ds/val_000000.bin
+$tmp/ds/tokenizer.bin|--tokenizer|$tmp/ds/tokenizer.bin
+$tmp/tokenizer_link.bin|--tokenizer|$tmp/ds/tokenizer.bin
+$tmp/init.bin|--init-from|$tmp/init.bin
+EOF
+pair "$tmp/good" --
+resume "$tmp/good" --log "$tmp/good/state_00000005.bin"
+check "--log the resumed state: $(last "$tmp/out")" says "$tmp/out" \
+    "--log $tmp/good/state_00000005.bin: is the input --resume $tmp/good/state_00000005.bin (not overwritten)"
+check "an input changed" test "$(cksum "$tmp/ds/"*.bin "$tmp/init.bin")" = "$sums_before"
 end
 
 begin "train_gpt_resume_writes_only_its_own_folder"
