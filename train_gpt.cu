@@ -344,21 +344,6 @@ typedef struct {
     Profile profile;
 } Run;
 
-// The vocabulary stated in the header of the first shard matching pattern (0 if it says none).
-static int shard_vocab(const char* pattern) {
-    glob_t gl;
-    char err[ERR_LEN];
-    if (glob(pattern, 0, NULL, &gl) != 0 || gl.gl_pathc == 0) die("no file matches %s", pattern);
-    const char* path = gl.gl_pathv[0];
-    int fd = open_regular_file(path, err);
-    if (fd < 0) die("%s", err);
-    ShardHeader h;
-    if (shard_read_header(fd, path, 0, &h, err) != 0) die("%s", err);
-    close(fd);
-    globfree(&gl);
-    return h.vocab_size;
-}
-
 // The shape in the header of the model checkpoint at path (flag: the option that names it).
 static GPTConfig model_file_shape(const char* flag, const char* path) {
     char err[ERR_LEN];
@@ -415,7 +400,8 @@ static void resolve_model_shape(Run* r) {
         if (!r->tok) die("%s", err);
     }
     if (!config->V) {
-        config->V = r->tok ? tokenizer_vocab_size(r->tok) : shard_vocab(o->train_data);
+        config->V = r->tok ? tokenizer_vocab_size(r->tok) : dataloader_vocab_size(o->train_data, err);
+        if (config->V < 0) die("--train-data: %s", err);
         if (!config->V) die("%s: the shards do not state their vocabulary; give --tokenizer", o->train_data);
         config->Vp = padded_vocab(config->V);
     }

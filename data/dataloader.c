@@ -121,6 +121,28 @@ static int check_fingerprint(DataLoader* dl, int s, char* err) {
     return -1;
 }
 
+// The shards pattern matches, in sorted order, into g (globfree it): 0, or -1 with err naming the
+// pattern when none does.
+static int glob_shards(const char* pattern, glob_t* g, char* err) {
+    int rc = glob(pattern, 0, NULL, g);
+    if (rc == 0) return 0;
+    if (rc == GLOB_NOMATCH) set_err(err, "%s: no file matches", pattern);
+    else set_err(err, "%s: cannot list the files that match", pattern);
+    globfree(g);
+    return -1;
+}
+
+int dataloader_vocab_size(const char* pattern, char* err) {
+    glob_t g;
+    if (glob_shards(pattern, &g, err) != 0) return -1;
+    ShardHeader h;
+    int fd = open_regular_file(g.gl_pathv[0], err);
+    int rc = fd < 0 ? -1 : shard_read_header(fd, g.gl_pathv[0], 0, &h, err);
+    if (fd >= 0) close(fd);
+    globfree(&g);
+    return rc == 0 ? h.vocab_size : -1;
+}
+
 DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int world_size,
                             int shuffle, uint64_t seed, int vocab_size, char* err) {
     if (B < 1 || T < 1 || (int64_t)B * T > INT32_MAX - 1) {
@@ -136,13 +158,7 @@ DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int wor
         return NULL;
     }
     glob_t g;
-    int grc = glob(pattern, 0, NULL, &g);
-    if (grc != 0) {
-        if (grc == GLOB_NOMATCH) set_err(err, "%s: no file matches", pattern);
-        else set_err(err, "%s: cannot list the files that match", pattern);
-        globfree(&g);
-        return NULL;
-    }
+    if (glob_shards(pattern, &g, err) != 0) return NULL;
     DataLoader* dl = calloc(1, sizeof(DataLoader));
     if (!dl) {
         globfree(&g);

@@ -34,6 +34,11 @@ typedef struct DataLoader DataLoader;
 DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int world_size,
                             int shuffle, uint64_t seed, int vocab_size, char* err);
 
+// The vocabulary size the header of the first shard pattern matches states, 0 when it states none
+// (llm.c's shards), or -1 with err naming the pattern or the shard: a model's vocabulary when no
+// tokenizer or checkpoint gives it.
+int dataloader_vocab_size(const char* pattern, char* err);
+
 // The fingerprint of the tokenizer that made the shards, 0 when none of them records it.
 uint64_t dataloader_fingerprint(const DataLoader* dl);
 

@@ -692,6 +692,27 @@ static void test_text_round_trip(void) {
     test_end();
 }
 
+// The vocabulary a glob's first shard states: the model's when nothing else gives it.
+static void test_vocab_size(void) {
+    test_begin("dataloader_vocab_size_of_the_first_shard");
+    char err[ERR_LEN] = "";
+    int tokens[64] = {0};
+    uint16_t data[64] = {0};
+    CHECK(shard_write(tmp_path("vocab_a_000.bin"), tokens, 64, 300, err) == 0, "%s", err);
+    CHECK(shard_write(tmp_path("vocab_a_001.bin"), tokens, 64, 500, err) == 0, "%s", err);
+    write_raw_shard(tmp_path("vocab_b_000.bin"), SHARD_MAGIC, 1, 64, 0, data, sizeof(data));
+    write_raw_shard(tmp_path("vocab_c_000.bin"), 1234, 1, 64, 300, data, sizeof(data));
+    int v = dataloader_vocab_size(tmp_path("vocab_a_*.bin"), err);
+    CHECK(v == 300, "the first of two shards: %d (%s)", v, err);
+    v = dataloader_vocab_size(tmp_path("vocab_b_*.bin"), err);
+    CHECK(v == 0, "an llm.c shard, which states none: %d (%s)", v, err);
+    v = dataloader_vocab_size(tmp_path("vocab_c_*.bin"), err);
+    CHECK(v == -1 && strstr(err, "vocab_c_000.bin"), "a bad header: %d, '%s'", v, err);
+    v = dataloader_vocab_size(tmp_path("vocab_none_*.bin"), err);
+    CHECK(v == -1 && strstr(err, "vocab_none_*.bin: no file matches"), "no shard: %d, '%s'", v, err);
+    test_end();
+}
+
 int main(void) {
     tmp_dir = test_env("FLASHGPT_TMP", "/tmp");
     test_round_trip("shard_round_trip_u16", 50257, SHARD_VERSION_U16);
@@ -709,5 +730,6 @@ int main(void) {
     test_changed_shard();
     test_fingerprints();
     test_text_round_trip();
+    test_vocab_size();
     return test_exit_code();
 }
