@@ -767,20 +767,13 @@ static void teardown(Run* r) {
 static void next_batch(Run* r, DataLoader* dl, const char* what) {
     GPT* g = &r->model;
     char err[ERR_LEN];
-    if (!r->full_tokens) {
-        if (dataloader_next(dl, g->host_tokens, g->host_targets, err) != 0) die("%s: %s", what, err);
-        return;
-    }
-    if (dataloader_next(dl, r->full_tokens, r->full_targets, err) != 0) die("%s: %s", what, err);
-    int T = r->o.T, c = r->cols / 2;
-    for (int row = 0; row < r->rows; row++) {
-        int b = row / r->ring.count, rank = r->ring.first + row % r->ring.count;
-        for (int half = 0; half < 2; half++) {
-            size_t from = (size_t)b * T + (size_t)zigzag_chunk(rank, half, r->ring.size) * c;
-            size_t to = (size_t)row * r->cols + (size_t)half * c;
-            memcpy(g->host_tokens + to, r->full_tokens + from, c * sizeof(int));
-            memcpy(g->host_targets + to, r->full_targets + from, c * sizeof(int));
-        }
+    int split = r->full_tokens != NULL;
+    if (dataloader_next(dl, split ? r->full_tokens : g->host_tokens, split ? r->full_targets : g->host_targets,
+                        err) != 0)
+        die("%s: %s", what, err);
+    if (split) {
+        zigzag_split(&r->ring, r->full_tokens, r->o.B, r->o.T, g->host_tokens);
+        zigzag_split(&r->ring, r->full_targets, r->o.B, r->o.T, g->host_targets);
     }
 }
 

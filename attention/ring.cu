@@ -13,6 +13,7 @@
 // step k's blocks compute (the gradients of the backward go after the blocks that add to them).
 #include "attention/ring.h"
 
+#include <string.h>
 #include "attention/flash.h"
 #include "attention/softmax.cuh"
 #include "common/bytes.h"
@@ -53,6 +54,15 @@ static size_t layout_workspace(RingWorkspace* w, char* base, const AttentionRing
     w->blk_lse = (float*)(base + off); off += carve_round_up((size_t)s.NH * c * sizeof(float));
     w->flash_scratch = base + off; off += carve_round_up(flash_attention_scratch_bytes(one_sequence(s, (int)n, 1)));
     return off;
+}
+
+void zigzag_split(const AttentionRing* g, const int* batch, int B, int T, int* rows) {
+    size_t c = (size_t)T / (2 * g->size);
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < g->count; i++)
+            for (int half = 0; half < 2; half++)
+                memcpy(rows + ((size_t)b * g->count + i) * 2 * c + half * c,
+                       batch + (size_t)b * T + zigzag_chunk(g->first + i, half, g->size) * c, c * sizeof(int));
 }
 
 const char* ring_attention_unsupported(const AttentionRing* g, AttentionShape s) {
