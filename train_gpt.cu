@@ -777,17 +777,6 @@ static void next_batch(Run* r, DataLoader* dl, const char* what) {
     }
 }
 
-// The mean of a loss over every rank (the loss itself on one).
-static float mean_over_ranks(Run* r, float loss) {
-    if (!r->dp.comm) return loss;
-    cudaStream_t st = r->model.stream;
-    cudaCheck(cudaMemcpyAsync(r->loss_device, &loss, sizeof(float), cudaMemcpyHostToDevice, st));
-    nccl_all_reduce_avg_f32(r->dp.comm, r->loss_device, 1, st);
-    cudaCheck(cudaMemcpyAsync(&loss, r->loss_device, sizeof(float), cudaMemcpyDeviceToHost, st));
-    cudaCheck(cudaStreamSynchronize(st));
-    return loss;
-}
-
 // One optimizer step: grad_accum micro-steps of forward, loss and backward, then AdamW. Returns
 // the mean loss over every rank's batches; *norm gets the gradient norm before clipping.
 static float train_step(Run* r, float lr, float* norm) {
@@ -807,7 +796,7 @@ static float train_step(Run* r, float lr, float* norm) {
     float loss = (float)(loss_sum / r->grad_accum);
     *norm = gpt_update(g, &r->adam, lr);
     cudaCheck(cudaStreamSynchronize(g->stream));
-    return mean_over_ranks(r, loss);
+    return nccl_mean_over_ranks(r->dp.comm, loss, r->loss_device, g->stream);
 }
 
 // Mean loss over the first val_batches batches of the val loader (from its start).
@@ -821,7 +810,7 @@ static float validation_loss(Run* r) {
         gpt_classifier(g, g->host_targets, r->rows, r->cols, 0.0f, 0);
         sum += gpt_mean_loss(g, r->rows * r->cols);
     }
-    return mean_over_ranks(r, (float)(sum / r->o.val_batches));
+    return nccl_mean_over_ranks(r->dp.comm, (float)(sum / r->o.val_batches), r->loss_device, g->stream);
 }
 
 // What one step did, for the report.
@@ -960,38 +949,18 @@ static void train(Run* r) {
                timed_tokens / total_time * 1e-3, GIB(peak_mem));
 }
 
-// --gpus N: this program again as N ranks on this node's GPUs (distributed/launcher.h), the
-// option left out of their command line. Inside a launcher that started this process alone (a
-// Slurm batch script, srun -n 1) the ranks are the whole run; under one that started several it is
-// refused. Returns when all have ended.
-static int launch_ranks(int argc, char** argv, const TrainOptions* o) {
-    int n = o->gpus;
-    char err[ERR_LEN];
-    LaunchInfo launch;
-    extern char** environ;
-    if (launch_info_parse(environ, &launch, err) != 0) die("%s", err);
-    if (launch_local_check(&launch, n, err) != 0) die("%s", err);
-    if (n > 1 && !nccl_comm_available())
-        die("--gpus %d needs NCCL, and this build has none (install NCCL, or set NCCL_HOME, and rebuild)", n);
-    // Checked here, once, rather than by each rank.
-    int device_count = 0;
-    if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) die("--gpus %d: no CUDA device", n);
-    if (device_count < n)
-        die("--gpus %d: this process sees %d GPU%s", n, device_count, device_count > 1 ? "s" : "");
-    char** args = (char**)calloc((size_t)argc + 1, sizeof(char*));
-    if (!args) die("out of host memory");
-    int k = 0;
-    for (int i = 0; i < argc; i++)
-        if (!o->gpus_args[i]) args[k++] = argv[i];
-    if (launch_local_ranks(args, n, err) != 0) die("%s", err);
-    free(args);
-    return 0;
-}
-
 int main(int argc, char** argv) {
     TrainOptions options;
     parse_args(argc, argv, &options);
-    if (options.gpus > 0) return launch_ranks(argc, argv, &options);
+    if (options.gpus > 0) {
+        // This program again as the ranks, --gpus left out of their command line.
+        int gpus = 0;
+        char err[ERR_LEN];
+        if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
+        if (launch_gpus(argc, argv, options.gpus_args, options.gpus, gpus, nccl_comm_available(), err) != 0)
+            die("%s", err);
+        return 0;
+    }
     static Run run;
     setup(&run, &options);
     train(&run);

@@ -79,3 +79,12 @@ void nccl_all_gather_f32(NcclComm* comm, const float* shard, float* full, size_t
 void nccl_all_reduce_avg_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream) {
     ncclCheck(ncclAllReduce(buf, buf, n, ncclFloat32, ncclAvg, comm->comm, stream));
 }
+
+float nccl_mean_over_ranks(NcclComm* comm, float value, float* scratch, cudaStream_t stream) {
+    if (!comm) return value;
+    cudaCheck(cudaMemcpyAsync(scratch, &value, sizeof(float), cudaMemcpyHostToDevice, stream));
+    nccl_all_reduce_avg_f32(comm, scratch, 1, stream);
+    cudaCheck(cudaMemcpyAsync(&value, scratch, sizeof(float), cudaMemcpyDeviceToHost, stream));
+    cudaCheck(cudaStreamSynchronize(stream));
+    return value;
+}
