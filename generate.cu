@@ -16,6 +16,7 @@
 #include "common/read_file.h"
 #include "common/rng.h"
 #include "gpt/checkpoint.h"
+#include "gpt/generation.h"
 #include "gpt/gpt.h"
 #include "gpt/inference.h"
 #include "gpt/activations.h"
@@ -110,10 +111,23 @@ static unsigned char* prompt_text(const char* prompt, size_t* len) {
     return text;
 }
 
-static void print_token(const Tokenizer* tok, int token) {
-    size_t bytes;
-    const unsigned char* piece = tokenizer_token(tok, token, &bytes);
-    if (piece) fwrite(piece, 1, bytes, stdout);
+// What generate does with each step's tokens: keeps them, (n_new, S); one sample is printed as
+// it comes. The prompt's time ends with its first token.
+typedef struct {
+    const Tokenizer* tok;
+    int S;
+    int* drawn;
+    double t0, t_prompt;
+} Drawn;
+
+static void take_tokens(const int* tokens, int i, void* user) {
+    Drawn* d = (Drawn*)user;
+    if (i == 0) d->t_prompt = now_seconds() - d->t0;
+    memcpy(d->drawn + (size_t)i * d->S, tokens, (size_t)d->S * sizeof(int));
+    if (d->S == 1) {
+        print_token(d->tok, tokens[0]);
+        fflush(stdout);
+    }
 }
 
 int main(int argc, char** argv) {
@@ -152,36 +166,27 @@ int main(int argc, char** argv) {
     inference_set_params(&m, values);
     free(values);
     inference_plan_print(&m.plan);
-    int* drawn = (int*)malloc((size_t)S * n_new * sizeof(int));   // (n_new, S)
-    if (!drawn) die("out of host memory for %d samples of %d tokens", S, n_new);
+    Drawn d = {tok, S, (int*)malloc((size_t)S * n_new * sizeof(int)), 0.0, 0.0};
+    if (!d.drawn) die("out of host memory for %d samples of %d tokens", S, n_new);
 
     if (S == 1) {
         fwrite(text, 1, text_len, stdout);
         fflush(stdout);
     }
-    double t0 = now_seconds();
-    inference_prompt(&m, prompt, n_prompt);
-    double t_prompt = now_seconds() - t0;
-    for (int i = 0; i < n_new; i++) {
-        if (i > 0) inference_step(&m);
-        memcpy(drawn + (size_t)i * S, m.host_tokens, (size_t)S * sizeof(int));
-        if (S == 1) {
-            print_token(tok, m.host_tokens[0]);
-            fflush(stdout);
-        }
-    }
-    double t_steps = now_seconds() - t0 - t_prompt;
+    d.t0 = now_seconds();
+    generate_tokens(&m, prompt, n_prompt, n_new, NULL, take_tokens, &d);
+    double t_steps = now_seconds() - d.t0 - d.t_prompt;
     if (S == 1) printf("\n");
     for (int s = 0; S > 1 && s < S; s++) {
         printf("--- sample %d of %d\n", s + 1, S);
         fwrite(text, 1, text_len, stdout);
-        for (int i = 0; i < n_new; i++) print_token(tok, drawn[(size_t)i * S + s]);
+        for (int i = 0; i < n_new; i++) print_token(tok, d.drawn[(size_t)i * S + s]);
         printf("\n");
     }
     fprintf(stderr, "prompt: %d tokens in %.1f ms; generated %d tokens x %d samples in %.3f s: %.1f tokens/s%s\n",
-            n_prompt, t_prompt * 1e3, n_new, S, t_steps, n_new > 1 ? (double)(n_new - 1) * S / t_steps : 0.0,
+            n_prompt, d.t_prompt * 1e3, n_new, S, t_steps, n_new > 1 ? (double)(n_new - 1) * S / t_steps : 0.0,
             n_prompt + o.max_tokens > config.maxT ? " (stopped at the model's context)" : "");
-    free(drawn);
+    free(d.drawn);
     free(prompt);
     free(text);
     inference_free(&m);

@@ -34,6 +34,7 @@
 #include "distributed/ring_transport.h"
 #include "data/shard.h"
 #include "gpt/checkpoint.h"
+#include "gpt/generation.h"
 #include "gpt/gpt.h"
 #include "gpt/lr_schedule.h"
 #include "gpt/mfu.h"
@@ -838,40 +839,19 @@ static void report(Run* r, const StepReport* s) {
     }
 }
 
-static void print_token(int token, void* tok) {
-    size_t bytes;
-    const unsigned char* text = tokenizer_token((const Tokenizer*)tok, token, &bytes);
-    if (text) fwrite(text, 1, bytes, stdout);
-}
+static void print_sample_token(const int* tokens, int i, void* tok) { print_token((const Tokenizer*)tok, tokens[0]); }
 
 // sample_tokens tokens after <|endoftext|>, printed as they come, decoded as generate decodes:
 // the sampling model's cache holds the training window; when it is full, the last half of it
-// goes through the model again and decoding goes on.
+// goes through the model again and decoding goes on (gpt/generation.h).
 static void print_sample(Run* r) {
-    InferenceModel* m = &r->sampler;
-    int n = r->o.sample_tokens, count = 1;
-    int* tokens = (int*)malloc((size_t)(n + 1) * sizeof(int));
-    if (!tokens) die("out of host memory for sampling");
+    int eot = tokenizer_eot(r->tok);
     cudaCheck(cudaDeviceSynchronize());   // the update (and ZeRO-1's all-gather) has written the parameters
-    inference_copy_params(m, r->model.params_memory);
-    inference_set_seed(m, rng_next(&r->sample_rng));
-    tokens[0] = tokenizer_eot(r->tok);
+    inference_copy_params(&r->sampler, r->model.params_memory);
     printf("sample: ");
-    inference_prompt(m, tokens, 1);
-    for (int i = 0; i < n; i++) {
-        if (i > 0 && m->host_positions == m->length) {
-            // A new seed: the noise of the draws is keyed by position, which starts over.
-            inference_set_seed(m, rng_next(&r->sample_rng));
-            inference_prompt(m, tokens + count - m->prompt_max, m->prompt_max);
-        } else if (i > 0) {
-            inference_step(m);
-        }
-        tokens[count++] = m->host_tokens[0];
-        print_token(tokens[count - 1], r->tok);
-    }
+    generate_tokens(&r->sampler, &eot, 1, r->o.sample_tokens, &r->sample_rng, print_sample_token, r->tok);
     printf("\n");
     fflush(stdout);
-    free(tokens);
 }
 
 // The model and the training state of the step, both written atomically.

@@ -1,0 +1,25 @@
+// gpt/generation.h: text from the inference model (gpt/inference.h), token by token: the one loop
+// that generate and train_gpt's samples run, the caller taking each token as it comes.
+#ifndef FLASHGPT_GPT_GENERATION_H
+#define FLASHGPT_GPT_GENERATION_H
+
+#include "common/rng.h"
+#include "gpt/inference.h"
+#include "tokenizer/tokenizer.h"
+
+// Called with the i-th new token of every sequence (tokens: m->B of them, sequence order).
+typedef void (*OnTokens)(const int* tokens, int i, void* user);
+
+// Draws n_new tokens of every sequence after the prompt (n_prompt tokens, the sequences', at most
+// m->prompt_max). One sequence may run past the cache: when it is full, its last prompt_max
+// tokens go through the model again as a new prompt and decoding goes on from there; several
+// must fit, n_prompt + n_new - 1 <= m->length. seeds: with it, each run of a prompt first takes
+// the next seed of it (inference_set_seed: the draws' noise is keyed by position, which starts
+// over); without it (NULL) the model's seed stands.
+void generate_tokens(InferenceModel* m, const int* prompt, int n_prompt, int n_new, Rng* seeds, OnTokens on_tokens,
+                     void* user);
+
+// The bytes of token on stdout (nothing for an id outside the vocabulary).
+void print_token(const Tokenizer* tok, int token);
+
+#endif
