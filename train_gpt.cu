@@ -419,7 +419,7 @@ static void resolve_model_shape(Run* r) {
 // Positions of the sampling model's cache: the sample and <|endoftext|>, at most the training
 // window.
 static int sample_length(const TrainOptions* o) {
-    return o->sample_tokens + 1 < o->T ? o->sample_tokens + 1 : o->T;
+    return o->sample_tokens < o->T - 1 ? o->sample_tokens + 1 : o->T;
 }
 
 // The batch: B * T tokens per micro-step, grad_accum micro-steps per step.

@@ -323,4 +323,16 @@ check "--recompute gelu,: $(last "$tmp/out")" says "$tmp/out" "--recompute 'gelu
 check "0 and good values refused: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 end
 
+begin "train_gpt_sample_tokens_up_to_the_largest_int"
+# A sample longer than the window slides through it: any count that fits an int is fine.
+for n in 1 63 64 2147483646 2147483647; do
+    ./train_gpt --train-data "$train" $data --tokenizer "$tmp/ds/tokenizer.bin" --sample-every 1 --sample-tokens $n \
+        > "$tmp/out" 2>&1
+    check "--sample-tokens $n: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+done
+./train_gpt --train-data "$train" --model d2 --context 64 -T 1 --tokenizer "$tmp/ds/tokenizer.bin" --sample-every 1 \
+    > "$tmp/out" 2>&1
+check "-T 1: $(last "$tmp/out")" says "$tmp/out" "--sample-every: -T 1 leaves no room for a sample"
+end
+
 exit $((failures > 0))
