@@ -4,7 +4,6 @@
 // decoding step replayed as a CUDA graph. --samples N draws N continuations at once, one cache
 // row each. One sample is printed as it comes, several once they are done; the memory and the
 // timing go to stderr.
-#include <getopt.h>
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,7 +11,7 @@
 #include "common/clock.h"
 #include "common/cuda_check.h"
 #include "common/error.h"
-#include "common/parse.h"
+#include "common/options.h"
 #include "common/read_file.h"
 #include "common/rng.h"
 #include "gpt/checkpoint.h"
@@ -33,65 +32,30 @@ typedef struct {
     uint64_t seed;
 } GenerateOptions;
 
-static void usage(void) {
-    printf(
-        "usage: generate --checkpoint FILE --tokenizer FILE [options] [PROMPT]\n"
-        "Continues PROMPT (\"-\": standard input; none: a new document) with a trained model,\n"
-        "on the GPU, printing the tokens as they come (several samples: once they are done).\n"
-        "  --checkpoint FILE   model checkpoint (train_gpt's model_*.bin, version 3 or 5)\n"
-        "  --tokenizer FILE    the tokenizer the model was trained with\n"
-        "  --max-tokens N      tokens to generate, at most up to the model's context [256]\n"
-        "  --temperature X     0 for the most likely token (greedy) [1.0]\n"
-        "  --top-k N           sample among the K most likely tokens, 0 for all [0]\n"
-        "  --top-p X           sample among the most likely tokens that make up X of the\n"
-        "                      probability, 1 for all [1.0]\n"
-        "  --samples N         continuations of the prompt drawn together, one cache row each [1]\n"
-        "  --seed N            sampling seed [1337]\n"
-        "  -h, --help          this text\n");
-}
-
 static void parse_args(int argc, char** argv, GenerateOptions* o) {
-    enum { OPT_CHECKPOINT = 256, OPT_TOKENIZER, OPT_MAX_TOKENS, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SAMPLES,
-           OPT_SEED };
-    static const struct option long_options[] = {
-        {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
-        {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-        {"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},
-        {"temperature", required_argument, NULL, OPT_TEMPERATURE},
-        {"top-k", required_argument, NULL, OPT_TOP_K},
-        {"top-p", required_argument, NULL, OPT_TOP_P},
-        {"samples", required_argument, NULL, OPT_SAMPLES},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    memset(o, 0, sizeof(*o));
-    o->max_tokens = 256;
-    o->temperature = 1.0f;
-    o->top_p = 1.0f;
-    o->seed = 1337;
-    o->samples = 1;
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
-        switch (c) {
-        case OPT_CHECKPOINT: o->checkpoint = optarg; break;
-        case OPT_TOKENIZER: o->tokenizer = optarg; break;
-        case OPT_MAX_TOKENS: o->max_tokens = parse_int_in("--max-tokens", optarg, 1, 1 << 30); break;
-        case OPT_TEMPERATURE: o->temperature = parse_float("--temperature", optarg); break;
-        case OPT_TOP_K: o->top_k = parse_int_in("--top-k", optarg, 0, 1 << 30); break;
-        case OPT_TOP_P: o->top_p = parse_float("--top-p", optarg); break;
-        case OPT_SAMPLES: o->samples = parse_int_in("--samples", optarg, 1, INFERENCE_MAX_SEQUENCES); break;
-        case OPT_SEED: o->seed = (uint64_t)parse_integer("--seed", optarg); break;
-        case 'h': usage(); exit(0);
-        case ':': die("%s needs a value (generate --help lists the options)", argv[optind - 1]);
-        default: die("unknown option %s (generate --help lists the options)", argv[optind - 1]);
-        }
-    }
-    if (optind < argc) o->prompt = argv[optind++];
-    if (optind < argc) die("unexpected argument '%s': give the prompt as one argument (quoted)", argv[optind]);
-    if (!o->checkpoint) die("--checkpoint: missing (generate --help)");
-    if (!o->tokenizer) die("--tokenizer: missing (generate --help)");
-    if (o->temperature < 0.0f) die("--temperature %g must be >= 0", o->temperature);
+    *o = (GenerateOptions){.max_tokens = 256, .temperature = 1.0f, .top_p = 1.0f, .samples = 1, .seed = 1337};
+    const Option options[] = {
+        OPTION_CHECKPOINT(o->checkpoint),
+        OPTION_MODEL_TOKENIZER(o->tokenizer),
+        {OPTION_INT, "--max-tokens", "N", &o->max_tokens, "tokens to generate, at most up to the model's context [256]",
+         1, 1 << 30},
+        OPTION_TEMPERATURE(o->temperature),
+        OPTION_TOP_K(o->top_k),
+        {OPTION_FLOAT, "--top-p", "X", &o->top_p,
+         "sample among the most likely tokens that make up X of the\nprobability, 1 for all [1.0]"},
+        {OPTION_INT, "--samples", "N", &o->samples, "continuations of the prompt drawn together, one cache row each [1]",
+         1, INFERENCE_MAX_SEQUENCES},
+        {OPTION_SEED, "--seed", "N", &o->seed, "sampling seed [1337]"},
+    };
+    const CommandLine line = {
+        "generate",
+        "usage: generate --checkpoint FILE --tokenizer FILE [options] [--] [PROMPT]\n"
+        "Continues PROMPT (\"-\": standard input; none: a new document) with a trained model,\n"
+        "on the GPU, printing the tokens as they come (several samples: once they are done).\n",
+        22, "PROMPT", options, sizeof(options) / sizeof(options[0])};
+    int first = options_parse(&line, argc, argv);
+    if (first < argc) o->prompt = argv[first++];
+    if (first < argc) die("unexpected argument '%s': give the prompt as one argument (quoted)", argv[first]);
     if (!(o->top_p > 0.0f && o->top_p <= 1.0f)) die("--top-p %g must be in (0, 1]", o->top_p);
 }
 

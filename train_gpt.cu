@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/cuda_check.h"
 #include "common/error.h"
+#include "common/options.h"
 #include "common/output_path.h"
 #include "common/parse.h"
 #include "common/read_file.h"
@@ -76,226 +77,113 @@ typedef struct {
     int profile_step;            // of this step; 0: the run's second
 } TrainOptions;
 
-static void default_train_options(TrainOptions* o) {
-    memset(o, 0, sizeof(*o));
-    o->model = "d12";
-    o->context = 1024;
-    o->train_data = "datasets/tinyshakespeare/train_*.bin";
-    o->B = 4;
-    o->T = 1024;
-    o->schedule.lr = 3e-4f;
-    o->weight_decay = 0.1f;
-    o->grad_clip = 1.0f;
-    o->val_every = 100;
-    o->val_batches = 20;
-    o->sample_tokens = 128;
-    o->temperature = 1.0f;
-    o->seed = 1337;
-    o->model_options.attention.kind = ATTENTION_FLASH;
-    o->context_parallel = 1;
-}
-
-static void usage(void) {
-    printf(
-        "usage: train_gpt [options]\n"
-        "Trains a GPT-2 on token shards, on one GPU or several.\n"
-        "model\n"
-        "  --model NAME            d2, d6, d12 (124M), d24 (350M), d36 (774M), d48 (1.5B) [d12]\n"
-        "  --context N             context length of the model [1024]\n"
-        "  --init-from FILE        start from a model checkpoint (version 3 fp32 or 5 bf16)\n"
-        "  --resume DIR            continue the run whose checkpoints are in DIR, exactly\n"
-        "data\n"
-        "  --train-data GLOB       training shards [datasets/tinyshakespeare/train_*.bin]\n"
-        "  --val-data GLOB         validation shards, \"\" for none [the train glob with val_ for train_,\n"
-        "                          when such shards exist]\n"
-        "  --tokenizer FILE        tokenizer: sets the vocabulary and decodes samples\n"
-        "                          (without it the vocabulary comes from the shards' header)\n"
-        "batch and schedule\n"
-        "  -B, --batch-size N      sequences per micro-step [4]\n"
-        "  -T, --seq-len N         tokens per sequence [1024]\n"
-        "  --total-batch-size N    tokens per optimizer step, a multiple of B*T [B*T]\n"
-        "  --steps N               optimizer steps [one epoch]\n"
-        "  --lr X                  peak learning rate [3e-4]\n"
-        "  --warmup-steps N        linear warmup [0]\n"
-        "  --min-lr-frac X         the cosine ends at X * lr [0]\n"
-        "  --weight-decay X        AdamW weight decay of the 2-D weights [0.1]\n"
-        "  --grad-clip X           global gradient norm clip, 0 for none [1.0]\n"
-        "  --seed N                init, data order and sampling [1337]\n"
-        "evaluation and output\n"
-        "  --val-every N           validation loss every N steps, 0 for never [100]\n"
-        "  --val-batches N         batches per validation [20]\n"
-        "  --sample-every N        print a sample every N steps, 0 for never [0]\n"
-        "  --sample-tokens N       tokens per sample [128]\n"
-        "  --temperature X         sampling temperature, 0 for the most likely token [1.0]\n"
-        "  --top-k N               sample among the K most likely tokens, 0 for all [0]\n"
-        "  --checkpoint-every N    checkpoint every N steps (and always at the end) [0: end only]\n"
-        "  --out-dir DIR           where checkpoints go, made if missing; none without it (--resume: DIR)\n"
-        "  --log FILE              a CSV line per step (its folder made if missing)\n"
-        "attention, memory and speed\n"
-        "  --attention KIND        flash or naive [flash]\n"
-        "  --deterministic         the flash backward with the same bits every run (naive always is)\n"
-        "  --recompute LIST        recompute in the backward instead of keeping per layer:\n"
-        "                          gelu, layernorm, both (gelu,layernorm) or none [none]\n"
-        "  --classifier-chunk N    rows of logits per classifier chunk, 0 for as many as\n"
-        "                          fit in 1 GiB [0]\n"
-        "  --peak-tflops X         the GPU's dense bf16 peak for MFU [from the device name]; also\n"
-        "                          the FLOP rate of --profile's floors [790, an H200's measured]\n"
-        "  --profile [N]           after step N, a table of where its time went: each layer kind\n"
-        "                          forward and backward, and the update, against its floor\n"
-        "                          [N: the run's second step, past the warm-up]\n"
-        "several GPUs (one process each; torchrun, srun and mpirun start them too)\n"
-        "  --gpus N                start N ranks on this node's GPUs [1]\n"
-        "  --zero N                1: shard the fp32 master weights and AdamW moments over the\n"
-        "                          ranks (ZeRO-1); 0: every rank keeps them whole [0]\n"
-        "  --context-parallel N    N ranks share each sequence (-T a multiple of 2N), attention\n"
-        "                          as a ring; with one process the N ranks run on its GPU [1]\n"
-        "  -h, --help              this text\n");
+static void parse_attention(const char* name, const char* value, void* kind) {
+    if (!strcmp(value, "flash")) *(AttentionKind*)kind = ATTENTION_FLASH;
+    else if (!strcmp(value, "naive")) *(AttentionKind*)kind = ATTENTION_NAIVE;
+    else die("%s %s: expected flash or naive", name, value);
 }
 
 // "none" or a comma-separated list of gelu and layernorm, as RECOMPUTE_* flags; an empty item
 // (an empty list, a comma at either end or two together) is refused.
-static int parse_recompute(const char* s) {
-    if (!strcmp(s, "none")) return 0;
-    int flags = 0;
-    for (const char* p = s;; p++) {
+static void parse_recompute(const char* name, const char* value, void* flags) {
+    int* f = (int*)flags;
+    *f = 0;
+    for (const char* p = value; strcmp(value, "none");) {
         size_t len = strcspn(p, ",");
-        if (len == 4 && !strncmp(p, "gelu", 4)) flags |= RECOMPUTE_GELU;
-        else if (len == 9 && !strncmp(p, "layernorm", 9)) flags |= RECOMPUTE_LAYERNORM;
-        else die("--recompute '%s': expected none or a comma-separated list of gelu and layernorm", s);
+        if (len == 4 && !strncmp(p, "gelu", 4)) *f |= RECOMPUTE_GELU;
+        else if (len == 9 && !strncmp(p, "layernorm", 9)) *f |= RECOMPUTE_LAYERNORM;
+        else die("%s '%s': expected none or a comma-separated list of gelu and layernorm", name, value);
         p += len;
-        if (!*p) return flags;
+        if (!*p++) return;
     }
 }
 
+static void parse_peak(const char* name, const char* value, void* peak) {
+    *(float*)peak = parse_float(name, value);
+    if (*(float*)peak <= 0.0f) die("%s %s: a peak must be positive", name, value);
+}
+
 static void parse_args(int argc, char** argv, TrainOptions* o) {
-    enum {
-        OPT_MODEL = 256, OPT_CONTEXT, OPT_INIT_FROM, OPT_RESUME, OPT_TRAIN_DATA, OPT_VAL_DATA,
-        OPT_TOKENIZER, OPT_TOTAL_BATCH, OPT_STEPS, OPT_LR, OPT_WARMUP, OPT_MIN_LR_FRAC, OPT_WD,
-        OPT_GRAD_CLIP, OPT_SEED, OPT_VAL_EVERY, OPT_VAL_BATCHES, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS,
-        OPT_TEMPERATURE, OPT_TOP_K, OPT_CHECKPOINT_EVERY, OPT_OUT_DIR, OPT_LOG, OPT_ATTENTION,
-        OPT_DETERMINISTIC, OPT_RECOMPUTE, OPT_CLASSIFIER_CHUNK, OPT_PEAK_TFLOPS, OPT_GPUS, OPT_ZERO,
-        OPT_CONTEXT_PARALLEL, OPT_PROFILE
+    *o = (TrainOptions){.model = "d12", .context = 1024, .train_data = "datasets/tinyshakespeare/train_*.bin", .B = 4,
+                        .T = 1024, .schedule = {.lr = 3e-4f}, .weight_decay = 0.1f, .grad_clip = 1.0f, .val_every = 100,
+                        .val_batches = 20, .sample_tokens = 128, .temperature = 1.0f, .seed = 1337,
+                        .model_options = {.attention = {.kind = ATTENTION_FLASH}}, .context_parallel = 1};
+    if (!(o->gpus_args = (unsigned char*)calloc((size_t)argc, 1))) die("out of host memory");
+    ModelOptions* mo = &o->model_options;
+    const Option options[] = {
+        {OPTION_GROUP, "model"},
+        {OPTION_TEXT, "--model", "NAME", &o->model, "d2, d6, d12 (124M), d24 (350M), d36 (774M), d48 (1.5B) [d12]", 0, 0,
+         NULL, &o->model_given},
+        {OPTION_INT, "--context", "N", &o->context, "context length of the model [1024]", 0, 0, NULL, &o->context_given},
+        {OPTION_TEXT, "--init-from", "FILE", &o->init_from, "start from a model checkpoint (version 3 fp32 or 5 bf16)"},
+        {OPTION_TEXT, "--resume", "DIR", &o->resume_dir, "continue the run whose checkpoints are in DIR, exactly"},
+        {OPTION_GROUP, "data"},
+        {OPTION_TEXT, "--train-data", "GLOB", &o->train_data, "training shards [datasets/tinyshakespeare/train_*.bin]"},
+        {OPTION_TEXT, "--val-data", "GLOB", &o->val_data,
+         "validation shards, \"\" for none [the train glob with val_ for train_,\nwhen such shards exist]"},
+        {OPTION_TEXT, "--tokenizer", "FILE", &o->tokenizer,
+         "tokenizer: sets the vocabulary and decodes samples\n(without it the vocabulary comes from the shards' header)"},
+        {OPTION_GROUP, "batch and schedule"},
+        {OPTION_INT, "-B, --batch-size", "N", &o->B, "sequences per micro-step [4]"},
+        {OPTION_INT, "-T, --seq-len", "N", &o->T, "tokens per sequence [1024]"},
+        {OPTION_INT64, "--total-batch-size", "N", &o->total_batch, "tokens per optimizer step, a multiple of B*T [B*T]"},
+        {OPTION_INT, "--steps", "N", &o->steps, "optimizer steps [one epoch]"},
+        {OPTION_FLOAT, "--lr", "X", &o->schedule.lr, "peak learning rate [3e-4]"},
+        {OPTION_INT, "--warmup-steps", "N", &o->schedule.warmup_steps, "linear warmup [0]"},
+        {OPTION_FLOAT, "--min-lr-frac", "X", &o->schedule.min_lr_frac, "the cosine ends at X * lr [0]"},
+        {OPTION_FLOAT, "--weight-decay", "X", &o->weight_decay, "AdamW weight decay of the 2-D weights [0.1]", 0,
+         INFINITY},
+        {OPTION_FLOAT, "--grad-clip", "X", &o->grad_clip, "global gradient norm clip, 0 for none [1.0]", 0, INFINITY},
+        {OPTION_SEED, "--seed", "N", &o->seed, "init, data order and sampling [1337]"},
+        {OPTION_GROUP, "evaluation and output"},
+        {OPTION_INT, "--val-every", "N", &o->val_every, "validation loss every N steps, 0 for never [100]"},
+        {OPTION_INT, "--val-batches", "N", &o->val_batches, "batches per validation [20]"},
+        {OPTION_INT, "--sample-every", "N", &o->sample_every, "print a sample every N steps, 0 for never [0]"},
+        {OPTION_INT, "--sample-tokens", "N", &o->sample_tokens, "tokens per sample [128]"},
+        OPTION_TEMPERATURE(o->temperature),
+        OPTION_TOP_K(o->top_k),
+        {OPTION_INT, "--checkpoint-every", "N", &o->checkpoint_every,
+         "checkpoint every N steps (and always at the end) [0: end only]"},
+        {OPTION_TEXT, "--out-dir", "DIR", &o->out_dir,
+         "where checkpoints go, made if missing; none without it (--resume: DIR)"},
+        {OPTION_TEXT, "--log", "FILE", &o->log_path, "a CSV line per step (its folder made if missing)"},
+        {OPTION_GROUP, "attention, memory and speed"},
+        {OPTION_CALL, "--attention", "KIND", &mo->attention.kind, "flash or naive [flash]", 0, 0, parse_attention},
+        {OPTION_FLAG, "--deterministic", NULL, &mo->attention.deterministic,
+         "the flash backward with the same bits every run (naive always is)"},
+        {OPTION_CALL, "--recompute", "LIST", &mo->recompute,
+         "recompute in the backward instead of keeping per layer:\ngelu, layernorm, both (gelu,layernorm) or none [none]",
+         0, 0, parse_recompute},
+        {OPTION_INT, "--classifier-chunk", "N", &mo->classifier_rows,
+         "rows of logits per classifier chunk, 0 for as many as\nfit in 1 GiB [0]", 0, 2147483647},
+        {OPTION_CALL, "--peak-tflops", "X", &o->peak_tflops,
+         "the GPU's dense bf16 peak for MFU [from the device name]; also\nthe FLOP rate of --profile's floors [790, an "
+         "H200's measured]", 0, 0, parse_peak},
+        {OPTION_INT, "--profile", "[N]", &o->profile_step,
+         "after step N, a table of where its time went: each layer kind\nforward and backward, and the update, against "
+         "its floor\n[N: the run's second step, past the warm-up]", 1, 2147483647, NULL, &o->profile},
+        {OPTION_GROUP, "several GPUs (one process each; torchrun, srun and mpirun start them too)"},
+        {OPTION_INT, "--gpus", "N", &o->gpus, "start N ranks on this node's GPUs [1]", 1, 1 << 16, NULL, NULL,
+         o->gpus_args},
+        {OPTION_INT, "--zero", "N", &o->zero_stage,
+         "1: shard the fp32 master weights and AdamW moments over the\nranks (ZeRO-1); 0: every rank keeps them whole [0]",
+         0, 1},
+        {OPTION_INT, "--context-parallel", "N", &o->context_parallel,
+         "N ranks share each sequence (-T a multiple of 2N), attention\nas a ring; with one process the N ranks run on "
+         "its GPU [1]", 1, 1 << 16},
     };
-    static const struct option long_options[] = {
-        {"model", required_argument, NULL, OPT_MODEL},
-        {"context", required_argument, NULL, OPT_CONTEXT},
-        {"init-from", required_argument, NULL, OPT_INIT_FROM},
-        {"resume", required_argument, NULL, OPT_RESUME},
-        {"train-data", required_argument, NULL, OPT_TRAIN_DATA},
-        {"val-data", required_argument, NULL, OPT_VAL_DATA},
-        {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-        {"batch-size", required_argument, NULL, 'B'},
-        {"seq-len", required_argument, NULL, 'T'},
-        {"total-batch-size", required_argument, NULL, OPT_TOTAL_BATCH},
-        {"steps", required_argument, NULL, OPT_STEPS},
-        {"lr", required_argument, NULL, OPT_LR},
-        {"warmup-steps", required_argument, NULL, OPT_WARMUP},
-        {"min-lr-frac", required_argument, NULL, OPT_MIN_LR_FRAC},
-        {"weight-decay", required_argument, NULL, OPT_WD},
-        {"grad-clip", required_argument, NULL, OPT_GRAD_CLIP},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"val-every", required_argument, NULL, OPT_VAL_EVERY},
-        {"val-batches", required_argument, NULL, OPT_VAL_BATCHES},
-        {"sample-every", required_argument, NULL, OPT_SAMPLE_EVERY},
-        {"sample-tokens", required_argument, NULL, OPT_SAMPLE_TOKENS},
-        {"temperature", required_argument, NULL, OPT_TEMPERATURE},
-        {"top-k", required_argument, NULL, OPT_TOP_K},
-        {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
-        {"out-dir", required_argument, NULL, OPT_OUT_DIR},
-        {"log", required_argument, NULL, OPT_LOG},
-        {"attention", required_argument, NULL, OPT_ATTENTION},
-        {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
-        {"recompute", required_argument, NULL, OPT_RECOMPUTE},
-        {"classifier-chunk", required_argument, NULL, OPT_CLASSIFIER_CHUNK},
-        {"peak-tflops", required_argument, NULL, OPT_PEAK_TFLOPS},
-        {"gpus", required_argument, NULL, OPT_GPUS},
-        {"zero", required_argument, NULL, OPT_ZERO},
-        {"context-parallel", required_argument, NULL, OPT_CONTEXT_PARALLEL},
-        {"profile", optional_argument, NULL, OPT_PROFILE},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    default_train_options(o);
-    int c;
-    opterr = 0;  // the errors below name the option
-    while ((c = getopt_long(argc, argv, ":B:T:h", long_options, NULL)) != -1) {
-        switch (c) {
-        case OPT_MODEL: o->model = optarg; o->model_given = 1; break;
-        case OPT_CONTEXT: o->context = parse_int("--context", optarg); o->context_given = 1; break;
-        case OPT_INIT_FROM: o->init_from = optarg; break;
-        case OPT_RESUME: o->resume_dir = optarg; break;
-        case OPT_TRAIN_DATA: o->train_data = optarg; break;
-        case OPT_VAL_DATA: o->val_data = optarg; break;
-        case OPT_TOKENIZER: o->tokenizer = optarg; break;
-        case 'B': o->B = parse_int("-B", optarg); break;
-        case 'T': o->T = parse_int("-T", optarg); break;
-        case OPT_TOTAL_BATCH: o->total_batch = parse_integer("--total-batch-size", optarg); break;
-        case OPT_STEPS: o->steps = parse_int("--steps", optarg); break;
-        case OPT_LR: o->schedule.lr = parse_float("--lr", optarg); break;
-        case OPT_WARMUP: o->schedule.warmup_steps = parse_int("--warmup-steps", optarg); break;
-        case OPT_MIN_LR_FRAC: o->schedule.min_lr_frac = parse_float("--min-lr-frac", optarg); break;
-        case OPT_WD: o->weight_decay = parse_float("--weight-decay", optarg); break;
-        case OPT_GRAD_CLIP: o->grad_clip = parse_float("--grad-clip", optarg); break;
-        case OPT_SEED: o->seed = (uint64_t)parse_integer("--seed", optarg); break;
-        case OPT_VAL_EVERY: o->val_every = parse_int("--val-every", optarg); break;
-        case OPT_VAL_BATCHES: o->val_batches = parse_int("--val-batches", optarg); break;
-        case OPT_SAMPLE_EVERY: o->sample_every = parse_int("--sample-every", optarg); break;
-        case OPT_SAMPLE_TOKENS: o->sample_tokens = parse_int("--sample-tokens", optarg); break;
-        case OPT_TEMPERATURE: o->temperature = parse_float("--temperature", optarg); break;
-        case OPT_TOP_K: o->top_k = parse_int("--top-k", optarg); break;
-        case OPT_CHECKPOINT_EVERY: o->checkpoint_every = parse_int("--checkpoint-every", optarg); break;
-        case OPT_OUT_DIR: o->out_dir = optarg; break;
-        case OPT_LOG: o->log_path = optarg; break;
-        case OPT_ATTENTION:
-            if (!strcmp(optarg, "flash")) o->model_options.attention.kind = ATTENTION_FLASH;
-            else if (!strcmp(optarg, "naive")) o->model_options.attention.kind = ATTENTION_NAIVE;
-            else die("--attention %s: expected flash or naive", optarg);
-            break;
-        case OPT_DETERMINISTIC: o->model_options.attention.deterministic = 1; break;
-        case OPT_RECOMPUTE: o->model_options.recompute = parse_recompute(optarg); break;
-        case OPT_CLASSIFIER_CHUNK:
-            o->model_options.classifier_rows = parse_int_in("--classifier-chunk", optarg, 0, 2147483647);
-            break;
-        case OPT_PEAK_TFLOPS:
-            o->peak_tflops = parse_float("--peak-tflops", optarg);
-            if (o->peak_tflops <= 0.0f) die("--peak-tflops %s: a peak must be positive", optarg);
-            break;
-        case OPT_GPUS:
-            o->gpus = parse_int_in("--gpus", optarg, 1, 1 << 16);
-            // The ranks' command line leaves it out however it is written (--gpu=2, --gp 2): it is
-            // argv[optind - 1], with the option before it when that element is only the value.
-            if (!o->gpus_args && !(o->gpus_args = (unsigned char*)calloc((size_t)argc, 1))) die("out of host memory");
-            o->gpus_args[optind - 1] = 1;
-            if (optarg == argv[optind - 1]) o->gpus_args[optind - 2] = 1;
-            break;
-        case OPT_CONTEXT_PARALLEL: o->context_parallel = parse_int_in("--context-parallel", optarg, 1, 1 << 16); break;
-        case OPT_ZERO: o->zero_stage = parse_int_in("--zero", optarg, 0, 1); break;
-        case OPT_PROFILE:
-            o->profile = 1;
-            // The step as --profile=N or as the next argument when that is a number.
-            if (!optarg && optind < argc && argv[optind][0] && strspn(argv[optind], "0123456789") == strlen(argv[optind]))
-                optarg = argv[optind++];
-            if (optarg) {
-                o->profile_step = parse_int("--profile", optarg);
-                if (o->profile_step < 1) die("--profile %s: the step must be at least 1", optarg);
-            }
-            break;
-        case 'h': usage(); exit(0);
-        case ':': die("%s needs a value (train_gpt --help lists the options)", argv[optind - 1]);
-        default: die("unknown option %s (train_gpt --help lists the options)", argv[optind - 1]);
-        }
-    }
-    if (optind < argc) die("unexpected argument '%s' (train_gpt --help lists the options)", argv[optind]);
+    const CommandLine line = {"train_gpt",
+                              "usage: train_gpt [options]\nTrains a GPT-2 on token shards, on one GPU or several.\n", 26,
+                              NULL, options, sizeof(options) / sizeof(options[0])};
+    int first = options_parse(&line, argc, argv);
+    if (first < argc) die("unexpected argument '%s' (train_gpt --help lists the options)", argv[first]);
     if (o->sample_tokens <= 0) die("--sample-tokens %d must be positive", o->sample_tokens);
-    if (o->temperature < 0.0f) die("--temperature %g must be >= 0", o->temperature);
-    if (o->top_k < 0) die("--top-k %d must be >= 0", o->top_k);
     if (o->val_every < 0 || o->sample_every < 0 || o->checkpoint_every < 0 || o->steps < 0)
         die("--steps, --val-every, --sample-every and --checkpoint-every must be >= 0");
     const LRSchedule* s = &o->schedule;
     if (s->warmup_steps < 0 || s->lr <= 0.0f || s->min_lr_frac < 0.0f || s->min_lr_frac > 1.0f)
         die("--lr must be positive, --warmup-steps >= 0, --min-lr-frac in [0, 1]");
     if (o->B <= 0 || o->T <= 0) die("-B %d -T %d: both must be positive", o->B, o->T);
-    if (o->weight_decay < 0.0f) die("--weight-decay %g must be >= 0 (0 for none)", o->weight_decay);
-    if (o->grad_clip < 0.0f) die("--grad-clip %g must be >= 0 (0 for none)", o->grad_clip);
     if (o->resume_dir && o->init_from) die("--resume and --init-from exclude each other");
     if (o->context_parallel > 1) {
         if (o->T % (2 * o->context_parallel) != 0)

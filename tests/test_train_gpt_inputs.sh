@@ -323,6 +323,37 @@ check "--recompute gelu,: $(last "$tmp/out")" says "$tmp/out" "--recompute 'gelu
 check "0 and good values refused: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 end
 
+begin "train_gpt_and_generate_name_the_wrong_argument"
+# An error names the argument that is wrong, not the one before it; after -- an argument is an
+# operand (generate's prompt) however it starts; a float below the normal range is taken.
+data="--model d2 --context 64 -T 64"
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
+    check "train_gpt $args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<'EOF'
+-xyz|unknown option -x in '-xyz' (train_gpt --help lists the options)
+-x|unknown option -x (train_gpt --help lists the options)
+--nothing|unknown option --nothing (train_gpt --help lists the options)
+--s 5|--s is ambiguous: it begins 5 options
+--deterministic=1|--deterministic takes no value
+--steps|--steps needs a value
+-- extra|unexpected argument 'extra'
+--temperature 1e-45|no CUDA device
+--temperature 1e-50|--temperature 1e-50: too small for a float
+--lr 1e39|--lr 1e39: too large for a float
+EOF
+if [ -x ./generate ]; then
+    model=(--checkpoint "$tmp/fine.bin" --tokenizer "$tmp/ds/tokenizer.bin")
+    ./generate "${model[@]}" "-5 degrees" > "$tmp/out" 2>&1
+    check "generate '-5 degrees': $(last "$tmp/out")" says "$tmp/out" \
+        "unknown option -5 in '-5 degrees' (generate --help lists the options; a PROMPT that starts with '-' goes after --)"
+    ./generate "${model[@]}" -- "-5 degrees" > "$tmp/out" 2>&1
+    check "generate -- '-5 degrees': $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+    ./generate "${model[@]}" --temperature 1e-45 > "$tmp/out" 2>&1
+    check "generate --temperature 1e-45: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+fi
+end
+
 begin "train_gpt_sample_tokens_up_to_the_largest_int"
 # A sample longer than the window slides through it: any count that fits an int is fine.
 for n in 1 63 64 2147483646 2147483647; do
