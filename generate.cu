@@ -4,21 +4,16 @@
 // decoding step replayed as a CUDA graph. --samples N draws N continuations at once, one cache
 // row each. One sample is printed as it comes, several once they are done; the memory and the
 // timing go to stderr.
-#include <math.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/cuda_check.h"
 #include "common/error.h"
 #include "common/options.h"
 #include "common/read_file.h"
-#include "common/rng.h"
 #include "gpt/checkpoint.h"
 #include "gpt/generation.h"
-#include "gpt/gpt.h"
 #include "gpt/inference.h"
-#include "gpt/activations.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct {
@@ -114,9 +109,7 @@ int main(int argc, char** argv) {
         die("the prompt is %d tokens with <|endoftext|>: the model's context of %d leaves no room to generate",
             n_prompt, config.maxT);
     int length = n_prompt + o.max_tokens < config.maxT ? n_prompt + o.max_tokens : config.maxT;
-    ModelOptions mo = {.attention = {.kind = ATTENTION_FLASH}};
-    const char* why = attention_unsupported(&mo.attention, attention_shape(&config, 1, n_prompt));
-    if (!why) why = attention_decode_unsupported(&mo.attention, attention_shape(&config, 1, length));
+    const char* why = generation_unsupported(&config, length, n_prompt);
     if (why) die("%s: %s", o.checkpoint, why);
     // The long read last: every value of the checkpoint, checked on the host.
     float* values = read_model_values(o.checkpoint, &config);

@@ -3,6 +3,13 @@
 
 #include <string.h>
 #include "common/error.h"
+#include "gpt/activations.h"
+
+const char* generation_unsupported(const GPTConfig* c, int length, int prompt_max) {
+    AttentionPlan flash = {ATTENTION_FLASH, 0, NULL};
+    const char* why = attention_unsupported(&flash, attention_shape(c, 1, prompt_max));
+    return why ? why : attention_decode_unsupported(&flash, attention_shape(c, 1, length));
+}
 
 void generate_tokens(InferenceModel* m, const int* prompt, int n_prompt, int n_new, Rng* seeds, OnTokens on_tokens,
                      void* user) {

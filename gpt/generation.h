@@ -7,6 +7,10 @@
 #include "gpt/inference.h"
 #include "tokenizer/tokenizer.h"
 
+// NULL when the inference model can be built for sequences of length positions and prompts of up
+// to prompt_max tokens (the flash and decode attention take their shapes), else why not.
+const char* generation_unsupported(const GPTConfig* c, int length, int prompt_max);
+
 // Called with the i-th new token of every sequence (tokens: m->B of them, sequence order).
 typedef void (*OnTokens)(const int* tokens, int i, void* user);
 
