@@ -330,48 +330,28 @@ static void resolve_batch(Run* r) {
     if (r->tok && o->sample_every > 0) {
         int length = sample_length(o);
         if (length < 2) die("--sample-every: -T %d leaves no room for a sample", o->T);
-        AttentionPlan flash = {ATTENTION_FLASH, 0, NULL};
-        why = attention_unsupported(&flash, attention_shape(&r->config, 1, length / 2));
-        if (!why) why = attention_decode_unsupported(&flash, attention_shape(&r->config, 1, length));
-        if (why) die("--sample-every: samples are drawn with flash attention: %s", why);
+        if ((why = generation_unsupported(&r->config, length, length / 2))) die("--sample-every: samples are drawn with flash attention: %s", why);
     }
     r->dp = (DataParallel){.comm = NULL, .rank = r->launch.rank, .world_size = r->launch.world_size,
                            .zero_stage = o->zero_stage};
     r->plan = gpt_memory_plan(&r->config, r->rows, r->cols, mo, &r->dp);
 }
 
-// "what: pattern: N shards (first to last), detail": the files as the loaders read them.
-static void print_shards(const char* what, const char* pattern, const char* detail) {
-    glob_t gl;
-    size_t n = glob(pattern, 0, NULL, &gl) == 0 ? gl.gl_pathc : 0;
-    printf("%s: %s: %zu shard%s", what, pattern, n, n == 1 ? "" : "s");
-    if (n == 1) printf(" (%s)", gl.gl_pathv[0]);
-    if (n > 1) printf(" (%s to %s)", gl.gl_pathv[0], gl.gl_pathv[n - 1]);
-    printf(", %s\n", detail);
-    globfree(&gl);
-}
-
 // The val loader, when there is validation: --val-data, or by default the val shards beside
-// the train shards ("train_" in the glob's file-name part becomes "val_") when there are any.
-// Says which shards it reads, or plainly that validation is off and why.
+// the train shards (dataloader_val_pattern) when there are any. Says which shards it reads, or
+// plainly that validation is off and why.
 static void open_val_data(Run* r) {
     TrainOptions* o = &r->o;
-    char err[ERR_LEN], off[4200] = "";
+    char err[ERR_LEN], off[ERR_LEN + 4096] = "", shards[2 * 4096 + 64];
     static char val_glob[4096];
-    const char* slash = strrchr(o->train_data, '/');
-    const char* name = slash ? slash + 1 : o->train_data;
-    const char* train_at = strstr(name, "train_");
     if (o->val_every == 0) snprintf(off, sizeof(off), "--val-every 0");
     else if (o->val_data && !*o->val_data) snprintf(off, sizeof(off), "--val-data ''");
-    else if (!o->val_data && !train_at)
-        snprintf(off, sizeof(off), "the train shards' file names have no train_ to take val_; give --val-data");
     else if (!o->val_data) {
-        if (snprintf(val_glob, sizeof(val_glob), "%.*sval_%s", (int)(train_at - o->train_data), o->train_data,
-                     train_at + strlen("train_")) >= (int)sizeof(val_glob))
-            die("--train-data %s: path too long", o->train_data);
-        glob_t matches;
-        if (glob(val_glob, 0, NULL, &matches) == 0) o->val_data = val_glob;
-        else snprintf(off, sizeof(off), "no file matches %s", val_glob);
+        glob_t matches = {};
+        if (dataloader_val_pattern(o->train_data, val_glob, sizeof(val_glob), err) != 0)
+            snprintf(off, sizeof(off), "%s; give --val-data", err);
+        else if (glob(val_glob, 0, NULL, &matches) != 0) snprintf(off, sizeof(off), "no file matches %s", val_glob);
+        else o->val_data = val_glob;
         globfree(&matches);
     }
     if (*off) {
@@ -386,22 +366,21 @@ static void open_val_data(Run* r) {
         die("--val-data and --train-data: %s", err);
     if (o->val_batches > dataloader_batches_per_epoch(r->val)) o->val_batches = (int)dataloader_batches_per_epoch(r->val);
     if (o->val_batches <= 0) die("--val-batches must be positive");
-    char detail[128];
-    snprintf(detail, sizeof(detail), "%d batches every %d steps", o->val_batches, o->val_every);
-    print_shards("val data", o->val_data, detail);
+    dataloader_describe(r->val, shards, sizeof(shards));
+    printf("val data: %s: %s, %d batches every %d steps\n", o->val_data, shards, o->val_batches, o->val_every);
 }
 
 // The train loader and the val loader (open_val_data), and the steps: one epoch by default.
 static void open_data(Run* r) {
     TrainOptions* o = &r->o;
-    char err[ERR_LEN];
+    char err[ERR_LEN], shards[2 * 4096 + 64];
     r->train = dataloader_open(o->train_data, o->B, o->T, r->data_rank, r->data_ranks, 1, o->seed, r->config.V, err);
     if (!r->train) die("--train-data: %s", err);
     if (r->tok && dataloader_check_fingerprint(r->train, tokenizer_fingerprint(r->tok), err) != 0)
         die("--train-data and --tokenizer %s: %s", o->tokenizer, err);
-    char detail[128];
-    snprintf(detail, sizeof(detail), "%lld batches per epoch", (long long)dataloader_batches_per_epoch(r->train));
-    print_shards("train data", o->train_data, detail);
+    dataloader_describe(r->train, shards, sizeof(shards));
+    printf("train data: %s: %s, %lld batches per epoch\n", o->train_data, shards,
+           (long long)dataloader_batches_per_epoch(r->train));
     open_val_data(r);
     if (o->steps <= 0) o->steps = (int)(dataloader_batches_per_epoch(r->train) / r->grad_accum);
     if (o->steps <= 0) die("--train-data %s: less than one step of data", o->train_data);
@@ -464,16 +443,12 @@ static void print_run(const Run* r, const char* device_name) {
 // rank), its sampler and its step.
 static void restore_position(Run* r) {
     char err[ERR_LEN];
-    DataLoaderState at = r->resume.train_loader;
-    if (r->resume.world_size != r->data_ranks) {
-        // The same samples of the epoch consumed (the state's header bounds the product).
-        long long samples = at.step_in_epoch * r->resume.world_size;
-        at.step_in_epoch = samples / r->data_ranks;
-        if (samples % r->data_ranks)
-            printf("note: %d data-parallel ranks resume a run of %d: the last samples of the epoch in progress "
-                   "are seen again\n", r->data_ranks, r->resume.world_size);
-    }
-    if (dataloader_restore(r->train, at, err) != 0) die("%s: %s", r->resume_state, err);
+    int seen_again;
+    if (dataloader_restore_ranks(r->train, r->resume.train_loader, r->resume.world_size, &seen_again, err) != 0)
+        die("%s: %s", r->resume_state, err);
+    if (seen_again)
+        printf("note: %d data-parallel ranks resume a run of %d: the last samples of the epoch in progress "
+               "are seen again\n", r->data_ranks, r->resume.world_size);
     r->sample_rng.state = r->resume.sample_rng;
     r->start_step = r->resume.step;
 }

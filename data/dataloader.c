@@ -12,6 +12,7 @@
 #include "data/dataloader.h"
 
 #include <glob.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -290,5 +291,34 @@ int dataloader_restore(DataLoader* dl, DataLoaderState s, char* err) {
         return -1;
     }
     dl->state = s;
+    return 0;
+}
+
+int dataloader_restore_ranks(DataLoader* dl, DataLoaderState s, int saved_ranks, int* seen_again, char* err) {
+    // The same samples of the epoch (the caller bounds the product).
+    int64_t samples = s.step_in_epoch * saved_ranks;
+    s.step_in_epoch = samples / dl->world_size;
+    *seen_again = samples % dl->world_size != 0;
+    return dataloader_restore(dl, s, err);
+}
+
+void dataloader_describe(const DataLoader* dl, char* out, size_t len) {
+    int n = dl->n_shards;
+    if (n == 1) snprintf(out, len, "1 shard (%s)", dl->paths[0]);
+    else snprintf(out, len, "%d shards (%s to %s)", n, dl->paths[0], dl->paths[n - 1]);
+}
+
+int dataloader_val_pattern(const char* train_pattern, char* out, size_t len, char* err) {
+    const char* slash = strrchr(train_pattern, '/');
+    const char* train_at = strstr(slash ? slash + 1 : train_pattern, "train_");
+    if (!train_at) {
+        set_err(err, "the train shards' file names have no train_ to take val_");
+        return -1;
+    }
+    if (snprintf(out, len, "%.*sval_%s", (int)(train_at - train_pattern), train_pattern, train_at + strlen("train_")) >=
+        (int)len) {
+        set_err(err, "%s: path too long", train_pattern);
+        return -1;
+    }
     return 0;
 }
