@@ -30,6 +30,7 @@
 #include "common/rng.h"
 #include "data/dataloader.h"
 #include "distributed/launcher.h"
+#include "distributed/ranks.h"
 #include "distributed/nccl_comm.h"
 #include "distributed/rendezvous.h"
 #include "distributed/ring_transport.h"
@@ -200,11 +201,8 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
 
 typedef struct {
     TrainOptions o;              // as resolved: steps, total batch, val data, out dir filled in
-    LaunchInfo launch;           // this rank among the ranks (rank 0 of 1 without a launcher)
+    Ranks ranks;                 // this process among the ranks, its context-parallel group
     DataParallel dp;             // comm NULL without a launcher
-    AttentionRing ring;          // the context-parallel group (size 1: none)
-    NcclComm* ring_comm;         // its communicator, with one rank per process; else NULL
-    int data_rank, data_ranks;   // whose part of the data: the context-parallel group's
     int rows, cols;              // the model's batch: rows of local sequences of cols tokens
     int* full_tokens;            // (B, T) a batch as the loader gives it, when the model's
     int* full_targets;           // rows are zigzag chunks of it (context parallel); else NULL
@@ -316,11 +314,11 @@ static void resolve_batch(Run* r) {
     if (o->T > r->config.maxT) die("-T %d is longer than the model's context %d (--context)", o->T, r->config.maxT);
     if ((long long)o->B * o->T > INT_MAX) die("-B %d -T %d: B * T must stay below 2^31 tokens", o->B, o->T);
     // One micro-step of every context-parallel group.
-    long long tokens_per_micro = (long long)o->B * o->T * r->data_ranks;
+    long long tokens_per_micro = (long long)o->B * o->T * r->ranks.data_ranks;
     if (o->total_batch == 0) o->total_batch = tokens_per_micro;
     if (o->total_batch < 0 || o->total_batch % tokens_per_micro != 0)
         die("--total-batch-size %lld is not a positive multiple of B * T * data-parallel ranks = %d * %d * %d",
-            o->total_batch, o->B, o->T, r->data_ranks);
+            o->total_batch, o->B, o->T, r->ranks.data_ranks);
     if (o->total_batch / tokens_per_micro > INT_MAX) die("--total-batch-size %lld: too many micro-steps", o->total_batch);
     r->grad_accum = (int)(o->total_batch / tokens_per_micro);
     const ModelOptions* mo = &o->model_options;
@@ -332,7 +330,7 @@ static void resolve_batch(Run* r) {
         if (length < 2) die("--sample-every: -T %d leaves no room for a sample", o->T);
         if ((why = generation_unsupported(&r->config, length, length / 2))) die("--sample-every: samples are drawn with flash attention: %s", why);
     }
-    r->dp = (DataParallel){.comm = NULL, .rank = r->launch.rank, .world_size = r->launch.world_size,
+    r->dp = (DataParallel){.comm = NULL, .rank = r->ranks.launch.rank, .world_size = r->ranks.launch.world_size,
                            .zero_stage = o->zero_stage};
     r->plan = gpt_memory_plan(&r->config, r->rows, r->cols, mo, &r->dp);
 }
@@ -374,7 +372,7 @@ static void open_val_data(Run* r) {
 static void open_data(Run* r) {
     TrainOptions* o = &r->o;
     char err[ERR_LEN], shards[2 * 4096 + 64];
-    r->train = dataloader_open(o->train_data, o->B, o->T, r->data_rank, r->data_ranks, 1, o->seed, r->config.V, err);
+    r->train = dataloader_open(o->train_data, o->B, o->T, r->ranks.data_rank, r->ranks.data_ranks, 1, o->seed, r->config.V, err);
     if (!r->train) die("--train-data: %s", err);
     if (r->tok && dataloader_check_fingerprint(r->train, tokenizer_fingerprint(r->tok), err) != 0)
         die("--train-data and --tokenizer %s: %s", o->tokenizer, err);
@@ -390,7 +388,7 @@ static void open_data(Run* r) {
 static TrainingState training_state(const Run* r, int step) {
     const TrainOptions* o = &r->o;
     const ModelOptions* mo = &o->model_options;
-    TrainingState s = {.step = step, .world_size = r->data_ranks, .config = r->config, .B = o->B, .T = o->T,
+    TrainingState s = {.step = step, .world_size = r->ranks.data_ranks, .config = r->config, .B = o->B, .T = o->T,
                        .grad_accum = r->grad_accum, .warmup_steps = o->schedule.warmup_steps, .steps = o->steps,
                        .lr = o->schedule.lr, .min_lr_frac = o->schedule.min_lr_frac, .weight_decay = o->weight_decay,
                        .grad_clip = o->grad_clip, .seed = o->seed, .train_loader = dataloader_state(r->train),
@@ -413,15 +411,15 @@ static void print_run(const Run* r, const char* device_name) {
     printf("model: L %d, C %d, NH %d, HS %d, vocab %d (padded %d), context %d, %zu parameters\n",
            c->L, c->C, c->NH, c->C / c->NH, c->V, c->Vp, c->maxT, r->model.num_params);
     printf("batch: B %d x T %d x %d micro-steps x %d data-parallel rank%s = %lld tokens per step, %d steps "
-           "(from step %d)\n", o->B, o->T, r->grad_accum, r->data_ranks, r->data_ranks > 1 ? "s" : "", o->total_batch,
+           "(from step %d)\n", o->B, o->T, r->grad_accum, r->ranks.data_ranks, r->ranks.data_ranks > 1 ? "s" : "", o->total_batch,
            o->steps, r->start_step + 1);
     if (o->context_parallel > 1)
         printf("context parallel: %d ranks share each sequence (%s), each %d tokens of it in two chunks of %d\n",
-               o->context_parallel, r->ring_comm ? "an NCCL ring" : "simulated on this GPU", r->cols, r->cols / 2);
+               o->context_parallel, r->ranks.ring_comm ? "an NCCL ring" : "simulated on this GPU", r->cols, r->cols / 2);
     if (r->dp.comm) {
         const ZeroShard* z = &r->model.shard;
-        printf("ranks: %d (%s), each with the whole model, its gradients averaged by NCCL; ", r->launch.world_size,
-               r->launch.launcher);
+        printf("ranks: %d (%s), each with the whole model, its gradients averaged by NCCL; ", r->ranks.launch.world_size,
+               r->ranks.launch.launcher);
         if (o->zero_stage) printf("ZeRO-1: rank 0 keeps the optimizer state of %zu of %zu parameters\n",
                                   z->end - z->begin, r->model.num_params);
         else printf("every rank keeps the whole optimizer state\n");
@@ -448,7 +446,7 @@ static void restore_position(Run* r) {
         die("%s: %s", r->resume_state, err);
     if (seen_again)
         printf("note: %d data-parallel ranks resume a run of %d: the last samples of the epoch in progress "
-               "are seen again\n", r->data_ranks, r->resume.world_size);
+               "are seen again\n", r->ranks.data_ranks, r->resume.world_size);
     r->sample_rng.state = r->resume.sample_rng;
     r->start_step = r->resume.step;
 }
@@ -478,7 +476,7 @@ static void check_outputs(const Run* r, const char* out_dir_flag) {
                 "continues it; give a new run another --out-dir", out_dir_flag, o->out_dir, n, n > 1 ? "s" : "",
                 latest, o->out_dir);
     }
-    if (!o->log_path || r->launch.rank != 0) return;
+    if (!o->log_path || r->ranks.launch.rank != 0) return;
     const ProgramInput inputs[] = {
         {"--train-data", o->train_data, 1}, {"--val-data", r->val ? o->val_data : NULL, 1},
         {"--tokenizer", o->tokenizer, 0}, {"--init-from", o->init_from, 0},
@@ -509,26 +507,18 @@ static void setup(Run* r, const TrainOptions* options) {
     r->o = *options;
     TrainOptions* o = &r->o;
     char err[ERR_LEN];
-    extern char** environ;
-    if (launch_info_parse(environ, &r->launch, err) != 0) die("%s", err);
-    int launched = strcmp(r->launch.launcher, "none") != 0;
-    if (r->launch.world_size > 1 && !nccl_comm_available())
-        die("%d ranks need NCCL, and this build has none (install NCCL, or set NCCL_HOME, and rebuild)",
-            r->launch.world_size);
-    if (o->zero_stage && !launched) die("--zero 1 shards the optimizer over ranks: start them with --gpus N or a launcher");
+    if (ranks_plan(&r->ranks, o->context_parallel, err) != 0) die("%s", err);
+    const LaunchInfo* launch = &r->ranks.launch;
+    if (o->zero_stage && !r->ranks.launched)
+        die("--zero 1 shards the optimizer over ranks: start them with --gpus N or a launcher");
     // Only rank 0 speaks; errors (stderr) still come from every rank.
-    if (r->launch.rank != 0 && !freopen("/dev/null", "w", stdout)) die("cannot silence rank %d", r->launch.rank);
-    // The context-parallel groups: N consecutive ranks each, or all N on this GPU (simulated).
-    int cp = o->context_parallel, world = r->launch.world_size, simulated = world == 1;
-    if (world % cp != 0 && !simulated) die("--context-parallel %d does not divide the %d ranks", cp, world);
-    // The NCCL ring's communicator is made with the GPU (below); until then only the shape counts.
-    r->ring = simulated ? ring_in_memory(cp) : ring_over_nccl(NULL, cp, r->launch.rank % cp);
-    r->data_rank = simulated ? 0 : r->launch.rank / cp;
-    r->data_ranks = simulated ? 1 : world / cp;
-    r->rows = o->B * r->ring.count;
-    r->cols = o->T / cp;
-    if (cp > 1) {
-        o->model_options.attention.ring = &r->ring;
+    if (launch->rank != 0 && !freopen("/dev/null", "w", stdout)) die("cannot silence rank %d", launch->rank);
+    if (launch->world_size % o->context_parallel != 0 && launch->world_size > 1)
+        die("--context-parallel %d does not divide the %d ranks", o->context_parallel, launch->world_size);
+    r->rows = o->B * r->ranks.ring.count;
+    r->cols = o->T / o->context_parallel;
+    if (o->context_parallel > 1) {
+        o->model_options.attention.ring = &r->ranks.ring;
         r->full_tokens = (int*)malloc((size_t)o->B * o->T * sizeof(int));
         r->full_targets = (int*)malloc((size_t)o->B * o->T * sizeof(int));
         if (!r->full_tokens || !r->full_targets) die("out of host memory for a batch");
@@ -561,25 +551,12 @@ static void setup(Run* r, const TrainOptions* options) {
         r->checkpoint_values = read_model_values(o->init_from, &r->config);
     }
 
-    int device_count = 0;
-    if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) die("no CUDA device");
-    if (r->launch.local_rank >= device_count)
-        die("rank %d is local rank %d, and this node has %d GPU%s", r->launch.rank, r->launch.local_rank, device_count,
-            device_count > 1 ? "s" : "");
-    cudaCheck(cudaSetDevice(r->launch.local_rank));
     cudaDeviceProp prop;
-    cudaCheck(cudaGetDeviceProperties(&prop, r->launch.local_rank));
-    if (launched) {
-        r->dp.comm = nccl_comm_create(&r->launch, RENDEZVOUS_DEFAULT_TIMEOUT_S, err);
-        if (!r->dp.comm) die("%s", err);
-        if (cp > 1 && !simulated) {
-            r->ring_comm = nccl_comm_split(r->dp.comm, r->launch.rank / cp, r->launch.rank % cp);
-            r->ring = ring_over_nccl(r->ring_comm, cp, r->launch.rank % cp);
-        }
-    }
+    if (ranks_connect(&r->ranks, &prop, err) != 0) die("%s", err);
+    r->dp.comm = r->ranks.comm;
     if (gpu_memory_unfit(memory_plan_total(&r->plan), err))
         die("-B %d -T %d %s; try a smaller -B or --recompute gelu,layernorm", o->B, o->T, err);
-    gpt_build(&r->model, r->config, r->rows, r->cols, &o->model_options, launched ? &r->dp : NULL);
+    gpt_build(&r->model, r->config, r->rows, r->cols, &o->model_options, r->ranks.launched ? &r->dp : NULL);
     cudaCheck(cudaMalloc((void**)&r->loss_device, sizeof(float)));
     if (r->checkpoint_values) {
         gpt_set_params(&r->model, r->checkpoint_values);
@@ -592,7 +569,7 @@ static void setup(Run* r, const TrainOptions* options) {
     // Samples come from generate's inference model, the training model's parameters copied in,
     // its cache the training window: built now, so that a sampler that does not fit stops the run
     // before the first step.
-    r->sampling = r->tok && o->sample_every > 0 && r->launch.rank == 0;
+    r->sampling = r->tok && o->sample_every > 0 && r->ranks.launch.rank == 0;
     if (r->sampling) {
         int length = sample_length(o);
         inference_build(&r->sampler, r->config, 1, length, length / 2,
@@ -606,14 +583,13 @@ static void setup(Run* r, const TrainOptions* options) {
     print_run(r, prop.name);
 
     if (o->out_dir && make_dirs(o->out_dir, err) != 0) die("%s %s", options->out_dir ? "--out-dir" : "--resume", err);
-    if (o->log_path && r->launch.rank == 0) open_log(r);
+    if (o->log_path && r->ranks.launch.rank == 0) open_log(r);
 }
 
 static void teardown(Run* r) {
     if (r->log) fclose(r->log);
     free(r->full_tokens);
     free(r->full_targets);
-    if (r->ring_comm) nccl_comm_destroy(r->ring_comm);
     cudaCheck(cudaFree(r->loss_device));
     dataloader_close(r->train);
     if (r->val) dataloader_close(r->val);
@@ -636,8 +612,8 @@ static void next_batch(Run* r, DataLoader* dl, const char* what) {
                         err) != 0)
         die("%s: %s", what, err);
     if (split) {
-        zigzag_split(&r->ring, r->full_tokens, r->o.B, r->o.T, g->host_tokens);
-        zigzag_split(&r->ring, r->full_targets, r->o.B, r->o.T, g->host_targets);
+        zigzag_split(&r->ranks.ring, r->full_tokens, r->o.B, r->o.T, g->host_tokens);
+        zigzag_split(&r->ranks.ring, r->full_targets, r->o.B, r->o.T, g->host_targets);
     }
 }
 
@@ -774,7 +750,7 @@ static void train(Run* r) {
         s.peak_mem = peak_mem;
         s.tokens_per_s = o->total_batch / s.seconds;
         // One process per GPU: launch.world_size GPUs made these tokens (1 when the ring is simulated).
-        s.mfu = model_flops_utilisation(r->flops_per_token, s.tokens_per_s, r->peak_tflops, r->launch.world_size);
+        s.mfu = model_flops_utilisation(r->flops_per_token, s.tokens_per_s, r->peak_tflops, r->ranks.launch.world_size);
         if (step > r->start_step + 1) {  // the first step pays for warm-up
             total_time += s.seconds;
             timed_tokens += o->total_batch;
@@ -782,7 +758,7 @@ static void train(Run* r) {
         if (r->val && (step % o->val_every == 0 || step == o->steps)) s.val_loss = validation_loss(r);
         report(r, &s);
         if (profiled) print_profile(r, &s);
-        if (r->tok && o->sample_every > 0 && (step % o->sample_every == 0 || step == o->steps) && r->launch.rank == 0)
+        if (r->tok && o->sample_every > 0 && (step % o->sample_every == 0 || step == o->steps) && r->ranks.launch.rank == 0)
             print_sample(r);
         if (o->out_dir && ((o->checkpoint_every > 0 && step % o->checkpoint_every == 0) || step == o->steps))
             save_checkpoint(r, step);
@@ -808,6 +784,6 @@ int main(int argc, char** argv) {
     setup(&run, &options);
     train(&run);
     teardown(&run);
-    nccl_comm_destroy(run.dp.comm);
+    ranks_free(&run.ranks);
     return 0;
 }
