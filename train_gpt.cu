@@ -11,13 +11,11 @@
 // attention/ring.h. With one process the N ranks of the group run on its GPU (simulated: the
 // same code but for the ring's moves, distributed/ring_transport.h, for testing).
 #include <errno.h>
-#include <getopt.h>
 #include <glob.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/bytes.h"
 #include "common/clock.h"
@@ -26,22 +24,18 @@
 #include "common/options.h"
 #include "common/output_path.h"
 #include "common/parse.h"
-#include "common/read_file.h"
 #include "common/rng.h"
 #include "data/dataloader.h"
 #include "distributed/launcher.h"
-#include "distributed/ranks.h"
 #include "distributed/nccl_comm.h"
-#include "distributed/rendezvous.h"
-#include "distributed/ring_transport.h"
-#include "data/shard.h"
+#include "distributed/ranks.h"
 #include "gpt/checkpoint.h"
 #include "gpt/generation.h"
 #include "gpt/gpt.h"
+#include "gpt/inference.h"
 #include "gpt/lr_schedule.h"
 #include "gpt/mfu.h"
 #include "gpt/profile.h"
-#include "gpt/inference.h"
 #include "tokenizer/tokenizer.h"
 
 // ----------------------------------------------------------------------------------------------
@@ -231,14 +225,6 @@ typedef struct {
     Profile profile;
 } Run;
 
-// The shape in the header of the model checkpoint at path (flag: the option that names it).
-static GPTConfig model_file_shape(const char* flag, const char* path) {
-    char err[ERR_LEN];
-    GPTConfig c;
-    if (read_model_shape(path, &c, err) != 0) die("%s: %s", flag, err);
-    return c;
-}
-
 // The model shape: the interrupted run's, a checkpoint's, or a preset's; the vocabulary from the
 // tokenizer or the shards when no file states it. Headers only: the values are read later.
 static void resolve_model_shape(Run* r) {
@@ -247,24 +233,14 @@ static void resolve_model_shape(Run* r) {
     char err[ERR_LEN];
     memset(config, 0, sizeof(*config));
     if (o->resume_dir) {
-        int step = latest_checkpoint_step(o->resume_dir, err);
-        if (step == -2) die("--resume %s", err);
-        if (step < 0) die("--resume %s: no model_*.bin / state_*.bin checkpoint pair in it", o->resume_dir);
-        checkpoint_paths(o->resume_dir, step, r->resume_model, r->resume_state, sizeof(r->resume_model));
-        r->resume = read_training_state(r->resume_state);
+        if (find_resume_checkpoint(o->resume_dir, r->resume_model, r->resume_state, sizeof(r->resume_model),
+                                   &r->resume, err) != 0)
+            die("--resume %s", err);
         r->resuming = 1;
         *config = r->resume.config;
-        GPTConfig model = model_file_shape("--resume", r->resume_model);
-        if (!gpt_config_same_shape(&model, config)) {
-            char have[128], want[128];
-            gpt_config_describe(&model, have, sizeof(have));
-            gpt_config_describe(config, want, sizeof(want));
-            die("--resume %s: %s is %s, %s %s: not one checkpoint", o->resume_dir, r->resume_model, have,
-                r->resume_state, want);
-        }
         if (!o->out_dir) o->out_dir = o->resume_dir;
-    } else if (o->init_from) {
-        *config = model_file_shape("--init-from", o->init_from);
+    } else if (o->init_from && read_model_shape(o->init_from, config, err) != 0) {
+        die("--init-from: %s", err);
     }
     const ModelPreset* preset = find_model_preset(o->model);
     if (!preset) die("--model %s: unknown (d2, d6, d12, d24, d36, d48)", o->model);
@@ -451,31 +427,17 @@ static void restore_position(Run* r) {
     r->start_step = r->resume.step;
 }
 
-// Whether the checkpoint folder is the one the run resumes (however it is spelled).
-static int writes_resumed_folder(const Run* r) {
-    struct stat out, resumed;
-    return r->resuming && stat(r->o.out_dir, &out) == 0 && stat(r->o.resume_dir, &resumed) == 0 &&
-           out.st_dev == resumed.st_dev && out.st_ino == resumed.st_ino;
-}
-
 // The outputs, before any of them is made: the checkpoint folder (flag: the option that named
 // it) and rank 0's log, each a folder or file that exists or whose folders can be made, writable;
-// the log none of the inputs. The checkpoint folder holds no other run's checkpoints: this run's
-// would write over those of the same steps, and a --resume of the folder would take whichever
-// run got further.
+// the checkpoint folder none of another run's, the log none of the inputs.
 static void check_outputs(const Run* r, const char* out_dir_flag) {
     const TrainOptions* o = &r->o;
     char err[ERR_LEN];
     if (o->out_dir && check_dirs(o->out_dir, err) != 0)
         die("%s %s: %s", out_dir_flag, *o->out_dir ? o->out_dir : "''", err);
-    if (o->out_dir && !writes_resumed_folder(r)) {
-        int latest, n = count_checkpoint_files(o->out_dir, &latest, err);
-        if (n < 0) die("%s %s: %s", out_dir_flag, o->out_dir, err);
-        if (n > 0)
-            die("%s %s holds the checkpoints of another run (%d file%s, the latest of step %d): --resume %s "
-                "continues it; give a new run another --out-dir", out_dir_flag, o->out_dir, n, n > 1 ? "s" : "",
-                latest, o->out_dir);
-    }
+    int n = o->out_dir ? check_checkpoint_folder(o->out_dir, r->resuming ? o->resume_dir : NULL, err) : 0;
+    if (n < 0) die("%s %s", out_dir_flag, err);
+    if (n > 0) die("%s %s: --resume %s continues it; give a new run another --out-dir", out_dir_flag, err, o->out_dir);
     if (!o->log_path || r->ranks.launch.rank != 0) return;
     const ProgramInput inputs[] = {
         {"--train-data", o->train_data, 1}, {"--val-data", r->val ? o->val_data : NULL, 1},

@@ -107,15 +107,12 @@ int check_output_file(const char* path, char* err) {
     return 0;
 }
 
-// Whether the file of st is the one at path.
-static int is_file(const struct stat* st, const char* path) {
-    struct stat other;
-    return stat(path, &other) == 0 && other.st_dev == st->st_dev && other.st_ino == st->st_ino;
+int same_file(const char* a, const char* b) {
+    struct stat x, y;
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
 int check_output_not_input(const char* output, const ProgramInput* inputs, int n, char* err) {
-    struct stat st;
-    if (stat(output, &st) != 0) return 0;   // not there yet: no input
     for (int i = 0; i < n; i++) {
         const ProgramInput* in = &inputs[i];
         int same = 0;
@@ -123,10 +120,10 @@ int check_output_not_input(const char* output, const ProgramInput* inputs, int n
             glob_t matches;
             if (glob(in->path, 0, NULL, &matches) == 0)
                 for (size_t k = 0; !same && k < matches.gl_pathc; k++)
-                    if ((same = is_file(&st, matches.gl_pathv[k])))
+                    if ((same = same_file(output, matches.gl_pathv[k])))
                         set_err(err, "%s: is the input %s %s (not overwritten)", output, in->flag, matches.gl_pathv[k]);
             globfree(&matches);
-        } else if (in->path && (same = is_file(&st, in->path))) {
+        } else if (in->path && (same = same_file(output, in->path))) {
             set_err(err, "%s: is the input %s %s (not overwritten)", output, in->flag, in->path);
         }
         if (same) return -1;

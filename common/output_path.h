@@ -29,6 +29,10 @@ void folder_of(const char* path, char* dir, size_t len);
 // beginning with path.
 int check_output_file(const char* path, char* err);
 
+// 1 when a and b both exist and are one file or folder however each is spelled (a symbolic or
+// hard link, another path to it), else 0.
+int same_file(const char* a, const char* b);
+
 // An input of a program: the option that names it and its path, or with pattern set a glob whose
 // every match is an input (as the data loader reads shards); a NULL path is no input.
 typedef struct {
@@ -37,9 +41,8 @@ typedef struct {
     int pattern;
 } ProgramInput;
 
-// 0 unless the file output names exists and is one of the n inputs however either is spelled (a
-// symbolic or hard link, another path to it): then -1 with err "OUTPUT: is the input FLAG PATH
-// (not overwritten)".
+// 0 unless the file output names exists and is one of the n inputs (same_file): then -1 with err
+// "OUTPUT: is the input FLAG PATH (not overwritten)".
 int check_output_not_input(const char* output, const ProgramInput* inputs, int n, char* err);
 
 #ifdef __cplusplus

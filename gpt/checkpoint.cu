@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "common/atomic_file.h"
+#include "common/output_path.h"
 #include "common/read_file.h"
 
 #define IO_CHUNK ((size_t)64 << 20)
@@ -415,5 +416,40 @@ int count_checkpoint_files(const char* dir, int* latest, char* err) {
         if (step > *latest) *latest = step;
     }
     closedir(d);
+    return n;
+}
+
+int find_resume_checkpoint(const char* dir, char* model, char* state, size_t len, TrainingState* s, char* err) {
+    int step = latest_checkpoint_step(dir, err);
+    if (step == -2) return -1;
+    if (step < 0) {
+        set_err(err, "%s: no model_*.bin / state_*.bin checkpoint pair in it", dir);
+        return -1;
+    }
+    checkpoint_paths(dir, step, model, state, len);
+    *s = read_training_state(state);
+    GPTConfig shape;
+    if (read_model_shape(model, &shape, err) != 0) return -1;
+    if (!gpt_config_same_shape(&shape, &s->config)) {
+        char have[128], want[128];
+        gpt_config_describe(&shape, have, sizeof(have));
+        gpt_config_describe(&s->config, want, sizeof(want));
+        set_err(err, "%s: %s is %s, %s %s: not one checkpoint", dir, model, have, state, want);
+        return -1;
+    }
+    return 0;
+}
+
+int check_checkpoint_folder(const char* dir, const char* resumed_dir, char* err) {
+    if (resumed_dir && same_file(dir, resumed_dir)) return 0;
+    int latest, n = count_checkpoint_files(dir, &latest, err);
+    if (n < 0) {
+        char why[ERR_LEN];
+        snprintf(why, sizeof(why), "%s", err);
+        set_err(err, "%s: %s", dir, why);
+    } else if (n > 0) {
+        set_err(err, "%s holds the checkpoints of another run (%d file%s, the latest of step %d)", dir, n,
+                n > 1 ? "s" : "", latest);
+    }
     return n;
 }
