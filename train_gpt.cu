@@ -78,19 +78,9 @@ static void parse_attention(const char* name, const char* value, void* kind) {
     else die("%s %s: expected flash or naive", name, value);
 }
 
-// "none" or a comma-separated list of gelu and layernorm, as RECOMPUTE_* flags; an empty item
-// (an empty list, a comma at either end or two together) is refused.
 static void parse_recompute(const char* name, const char* value, void* flags) {
-    int* f = (int*)flags;
-    *f = 0;
-    for (const char* p = value; strcmp(value, "none");) {
-        size_t len = strcspn(p, ",");
-        if (len == 4 && !strncmp(p, "gelu", 4)) *f |= RECOMPUTE_GELU;
-        else if (len == 9 && !strncmp(p, "layernorm", 9)) *f |= RECOMPUTE_LAYERNORM;
-        else die("%s '%s': expected none or a comma-separated list of gelu and layernorm", name, value);
-        p += len;
-        if (!*p++) return;
-    }
+    if ((*(int*)flags = recompute_flags(value)) < 0)
+        die("%s '%s': expected none or a comma-separated list of gelu and layernorm", name, value);
 }
 
 static void parse_peak(const char* name, const char* value, void* peak) {
@@ -450,15 +440,10 @@ static void check_outputs(const Run* r, const char* out_dir_flag) {
 
 // The log, its folder made if missing: appended to when a resumed run finds one, else new.
 static void open_log(Run* r) {
-    const char* path = r->o.log_path;
-    char dir[4096], err[ERR_LEN];
-    folder_of(path, dir, sizeof(dir));
-    if (make_dirs(dir, err) != 0) die("--log %s: %s", path, err);
-    struct stat st;
-    int append = r->resuming && stat(path, &st) == 0 && st.st_size > 0;
-    r->log = fopen(path, append ? "a" : "w");
-    if (!r->log) die("--log %s: cannot open: %s", path, strerror(errno));
-    if (!append) fprintf(r->log, "step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n");
+    char err[ERR_LEN];
+    int appended;
+    if (!(r->log = open_output_file(r->o.log_path, r->resuming, &appended, err))) die("--log %s", err);
+    if (!appended) fprintf(r->log, "step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n");
 }
 
 // Checks everything the command line says against the files, reads the checkpoint values on
@@ -665,12 +650,6 @@ static void save_checkpoint(Run* r, int step) {
     printf("checkpoint: %s, %s\n", model_path, state_path);
 }
 
-static size_t device_memory_used(void) {
-    size_t free_bytes, total_bytes;
-    cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
-    return total_bytes - free_bytes;
-}
-
 // The profile of the step just done (--profile): its parts' times against their floors.
 static void print_profile(Run* r, const StepReport* s) {
     const GPT* g = &r->model;
@@ -707,7 +686,7 @@ static void train(Run* r) {
         if (!isfinite(s.loss)) die("the loss is %f at step %d: training diverged (try a lower --lr)", s.loss, step);
         if (!isfinite(s.norm))
             die("the gradient norm is %f at step %d: training diverged (try a lower --lr)", s.norm, step);
-        size_t used = device_memory_used();
+        size_t used = gpu_memory_in_use();
         peak_mem = used > peak_mem ? used : peak_mem;
         s.peak_mem = peak_mem;
         s.tokens_per_s = o->total_batch / s.seconds;

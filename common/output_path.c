@@ -107,6 +107,20 @@ int check_output_file(const char* path, char* err) {
     return 0;
 }
 
+FILE* open_output_file(const char* path, int append, int* appended, char* err) {
+    char dir[PATH_BYTES], why[ERR_LEN];
+    folder_of(path, dir, sizeof(dir));
+    if (make_dirs(dir, why) != 0) {
+        set_err(err, "%s: %s", path, why);
+        return NULL;
+    }
+    struct stat st;
+    *appended = append && stat(path, &st) == 0 && st.st_size > 0;
+    FILE* f = fopen(path, *appended ? "a" : "w");
+    if (!f) set_err(err, "%s: cannot open: %s", path, strerror(errno));
+    return f;
+}
+
 int same_file(const char* a, const char* b) {
     struct stat x, y;
     return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;

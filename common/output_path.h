@@ -7,6 +7,7 @@
 #define FLASHGPT_OUTPUT_PATH_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,6 +29,11 @@ void folder_of(const char* path, char* dir, size_t len);
 // folder, writable if it exists, else in a folder that check_dirs accepts. 0, or -1 with err
 // beginning with path.
 int check_output_file(const char* path, char* err);
+
+// The file check_output_file accepted, opened for writing in place, its folders made (make_dirs):
+// appended to when append is set and the file holds something (then *appended is 1), else new or
+// emptied. NULL with err beginning with path.
+FILE* open_output_file(const char* path, int append, int* appended, char* err);
 
 // 1 when a and b both exist and are one file or folder however each is spelled (a symbolic or
 // hard link, another path to it), else 0.

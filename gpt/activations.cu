@@ -3,6 +3,7 @@
 #include "gpt/activations.h"
 
 #include <math.h>
+#include <string.h>
 #include "common/bytes.h"
 #include "gpt/parameters.h"
 #include "layers/encoder.h"
@@ -16,6 +17,19 @@ void recompute_name(int flags, char* out, size_t len) {
              flags & RECOMPUTE_LAYERNORM ? "layernorm" : flags ? "" : "none");
 }
 
+int recompute_flags(const char* list) {
+    if (!strcmp(list, "none")) return 0;
+    int flags = 0;
+    for (const char* p = list;; p++) {
+        size_t len = strcspn(p, ",");
+        if (len == 4 && !strncmp(p, "gelu", 4)) flags |= RECOMPUTE_GELU;
+        else if (len == 9 && !strncmp(p, "layernorm", 9)) flags |= RECOMPUTE_LAYERNORM;
+        else return -1;
+        p += len;
+        if (!*p) return flags;
+    }
+}
+
 #define MEMORY_RESERVE ((size_t)512 << 20)
 
 int gpu_memory_unfit(size_t bytes, char* err) {
@@ -25,6 +39,12 @@ int gpu_memory_unfit(size_t bytes, char* err) {
     set_err(err, "does not fit in GPU memory: it needs %.2f GiB (+%.2f GiB reserve), %.2f GiB are free", GIB(bytes),
             GIB(MEMORY_RESERVE), GIB(free_bytes));
     return 1;
+}
+
+size_t gpu_memory_in_use(void) {
+    size_t free_bytes, total_bytes;
+    cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
+    return total_bytes - free_bytes;
 }
 
 size_t memory_plan_total(const MemoryPlan* m) {
