@@ -99,7 +99,8 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         {OPTION_GROUP, "model"},
         {OPTION_TEXT, "--model", "NAME", &o->model, "d2, d6, d12 (124M), d24 (350M), d36 (774M), d48 (1.5B) [d12]", 0, 0,
          NULL, &o->model_given},
-        {OPTION_INT, "--context", "N", &o->context, "context length of the model [1024]", 0, 0, NULL, &o->context_given},
+        {OPTION_INT, "--context", "N", &o->context, "context length of the model [1024]", 1, INT_MAX, NULL,
+         &o->context_given},
         {OPTION_TEXT, "--init-from", "FILE", &o->init_from, "start from a model checkpoint (version 3 fp32 or 5 bf16)"},
         {OPTION_TEXT, "--resume", "DIR", &o->resume_dir, "continue the run whose checkpoints are in DIR, exactly"},
         {OPTION_GROUP, "data"},
@@ -109,26 +110,27 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         {OPTION_TEXT, "--tokenizer", "FILE", &o->tokenizer,
          "tokenizer: sets the vocabulary and decodes samples\n(without it the vocabulary comes from the shards' header)"},
         {OPTION_GROUP, "batch and schedule"},
-        {OPTION_INT, "-B, --batch-size", "N", &o->B, "sequences per micro-step [4]"},
-        {OPTION_INT, "-T, --seq-len", "N", &o->T, "tokens per sequence [1024]"},
+        {OPTION_INT, "-B, --batch-size", "N", &o->B, "sequences per micro-step [4]", 1, INT_MAX},
+        {OPTION_INT, "-T, --seq-len", "N", &o->T, "tokens per sequence [1024]", 1, INT_MAX},
         {OPTION_INT64, "--total-batch-size", "N", &o->total_batch, "tokens per optimizer step, a multiple of B*T [B*T]"},
-        {OPTION_INT, "--steps", "N", &o->steps, "optimizer steps [one epoch]"},
+        {OPTION_INT, "--steps", "N", &o->steps, "optimizer steps [one epoch]", 0, INT_MAX},
         {OPTION_FLOAT, "--lr", "X", &o->schedule.lr, "peak learning rate [3e-4]"},
-        {OPTION_INT, "--warmup-steps", "N", &o->schedule.warmup_steps, "linear warmup [0]"},
-        {OPTION_FLOAT, "--min-lr-frac", "X", &o->schedule.min_lr_frac, "the cosine ends at X * lr [0]"},
+        {OPTION_INT, "--warmup-steps", "N", &o->schedule.warmup_steps, "linear warmup [0]", 0, INT_MAX},
+        {OPTION_FLOAT, "--min-lr-frac", "X", &o->schedule.min_lr_frac, "the cosine ends at X * lr [0]", 0, 1},
         {OPTION_FLOAT, "--weight-decay", "X", &o->weight_decay, "AdamW weight decay of the 2-D weights [0.1]", 0,
          INFINITY},
         {OPTION_FLOAT, "--grad-clip", "X", &o->grad_clip, "global gradient norm clip, 0 for none [1.0]", 0, INFINITY},
         {OPTION_SEED, "--seed", "N", &o->seed, "init, data order and sampling [1337]"},
         {OPTION_GROUP, "evaluation and output"},
-        {OPTION_INT, "--val-every", "N", &o->val_every, "validation loss every N steps, 0 for never [100]"},
-        {OPTION_INT, "--val-batches", "N", &o->val_batches, "batches per validation [20]"},
-        {OPTION_INT, "--sample-every", "N", &o->sample_every, "print a sample every N steps, 0 for never [0]"},
-        {OPTION_INT, "--sample-tokens", "N", &o->sample_tokens, "tokens per sample [128]"},
+        {OPTION_INT, "--val-every", "N", &o->val_every, "validation loss every N steps, 0 for never [100]", 0, INT_MAX},
+        {OPTION_INT, "--val-batches", "N", &o->val_batches, "batches per validation [20]", 1, INT_MAX},
+        {OPTION_INT, "--sample-every", "N", &o->sample_every, "print a sample every N steps, 0 for never [0]", 0,
+         INT_MAX},
+        {OPTION_INT, "--sample-tokens", "N", &o->sample_tokens, "tokens per sample [128]", 1, INT_MAX},
         OPTION_TEMPERATURE(o->temperature),
         OPTION_TOP_K(o->top_k),
         {OPTION_INT, "--checkpoint-every", "N", &o->checkpoint_every,
-         "checkpoint every N steps (and always at the end) [0: end only]"},
+         "checkpoint every N steps (and always at the end) [0: end only]", 0, INT_MAX},
         {OPTION_TEXT, "--out-dir", "DIR", &o->out_dir,
          "where checkpoints go, made if missing; none without it (--resume: DIR)"},
         {OPTION_TEXT, "--log", "FILE", &o->log_path, "a CSV line per step (its folder made if missing)"},
@@ -162,13 +164,7 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
                               NULL, options, sizeof(options) / sizeof(options[0])};
     int first = options_parse(&line, argc, argv);
     if (first < argc) die("unexpected argument '%s' (train_gpt --help lists the options)", argv[first]);
-    if (o->sample_tokens <= 0) die("--sample-tokens %d must be positive", o->sample_tokens);
-    if (o->val_every < 0 || o->sample_every < 0 || o->checkpoint_every < 0 || o->steps < 0)
-        die("--steps, --val-every, --sample-every and --checkpoint-every must be >= 0");
-    const LRSchedule* s = &o->schedule;
-    if (s->warmup_steps < 0 || s->lr <= 0.0f || s->min_lr_frac < 0.0f || s->min_lr_frac > 1.0f)
-        die("--lr must be positive, --warmup-steps >= 0, --min-lr-frac in [0, 1]");
-    if (o->B <= 0 || o->T <= 0) die("-B %d -T %d: both must be positive", o->B, o->T);
+    if (o->schedule.lr <= 0.0f) die("--lr %g must be positive", o->schedule.lr);
     if (o->resume_dir && o->init_from) die("--resume and --init-from exclude each other");
     if (o->context_parallel > 1) {
         if (o->T % (2 * o->context_parallel) != 0)
@@ -190,7 +186,6 @@ typedef struct {
     int rows, cols;              // the model's batch: rows of local sequences of cols tokens
     int* full_tokens;            // (B, T) a batch as the loader gives it, when the model's
     int* full_targets;           // rows are zigzag chunks of it (context parallel); else NULL
-    float* loss_device;          // (1) the step's loss, averaged over the ranks
     GPTConfig config;
     int grad_accum;              // micro-steps per step (per rank)
     Tokenizer* tok;              // or NULL
@@ -242,7 +237,6 @@ static void resolve_model_shape(Run* r) {
         if (o->context_given && o->context != config->maxT)
             die("--context %d does not match %s (context %d)", o->context, source, config->maxT);
     } else {
-        if (o->context <= 0) die("--context %d must be positive", o->context);
         config->L = preset->L;
         config->C = preset->C;
         config->NH = preset->NH;
@@ -329,7 +323,6 @@ static void open_val_data(Run* r) {
     if (dataloader_check_fingerprint(r->val, dataloader_fingerprint(r->train), err) != 0)
         die("--val-data and --train-data: %s", err);
     if (o->val_batches > dataloader_batches_per_epoch(r->val)) o->val_batches = (int)dataloader_batches_per_epoch(r->val);
-    if (o->val_batches <= 0) die("--val-batches must be positive");
     dataloader_describe(r->val, shards, sizeof(shards));
     printf("val data: %s: %s, %d batches every %d steps\n", o->val_data, shards, o->val_batches, o->val_every);
 }
@@ -504,7 +497,6 @@ static void setup(Run* r, const TrainOptions* options) {
     if (gpu_memory_unfit(memory_plan_total(&r->plan), err))
         die("-B %d -T %d %s; try a smaller -B or --recompute gelu,layernorm", o->B, o->T, err);
     gpt_build(&r->model, r->config, r->rows, r->cols, &o->model_options, r->ranks.launched ? &r->dp : NULL);
-    cudaCheck(cudaMalloc((void**)&r->loss_device, sizeof(float)));
     if (r->checkpoint_values) {
         gpt_set_params(&r->model, r->checkpoint_values);
         free(r->checkpoint_values);
@@ -537,7 +529,6 @@ static void teardown(Run* r) {
     if (r->log) fclose(r->log);
     free(r->full_tokens);
     free(r->full_targets);
-    cudaCheck(cudaFree(r->loss_device));
     dataloader_close(r->train);
     if (r->val) dataloader_close(r->val);
     if (r->tok) tokenizer_free(r->tok);
@@ -583,7 +574,7 @@ static float train_step(Run* r, float lr, float* norm) {
     float loss = (float)(loss_sum / r->grad_accum);
     *norm = gpt_update(g, &r->adam, lr);
     cudaCheck(cudaStreamSynchronize(g->stream));
-    return nccl_mean_over_ranks(r->dp.comm, loss, r->loss_device, g->stream);
+    return nccl_mean_over_ranks(r->dp.comm, loss, g->stream);
 }
 
 // Mean loss over the first val_batches batches of the val loader (from its start).
@@ -597,7 +588,7 @@ static float validation_loss(Run* r) {
         gpt_classifier(g, g->host_targets, r->rows, r->cols, 0.0f, 0);
         sum += gpt_mean_loss(g, r->rows * r->cols);
     }
-    return nccl_mean_over_ranks(r->dp.comm, (float)(sum / r->o.val_batches), r->loss_device, g->stream);
+    return nccl_mean_over_ranks(r->dp.comm, (float)(sum / r->o.val_batches), g->stream);
 }
 
 // What one step did, for the report.

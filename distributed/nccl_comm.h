@@ -47,8 +47,8 @@ void nccl_all_gather_f32(NcclComm* comm, const float* shard, float* full, size_t
 void nccl_all_reduce_avg_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream);
 
 // The mean over the ranks of a value each holds on the host (a loss the trainer prints), through
-// scratch (1 float of device memory) on stream, which it waits for; with comm NULL (one rank
-// without a communicator) the value itself.
-float nccl_mean_over_ranks(NcclComm* comm, float value, float* scratch, cudaStream_t stream);
+// a float of device memory that comm keeps, on stream, which it waits for; with comm NULL (one
+// rank without a communicator) the value itself.
+float nccl_mean_over_ranks(NcclComm* comm, float value, cudaStream_t stream);
 
 #endif
