@@ -262,12 +262,6 @@ static void resolve_model_shape(Run* r) {
     }
 }
 
-// Positions of the sampling model's cache: the sample and <|endoftext|>, at most the training
-// window.
-static int sample_length(const TrainOptions* o) {
-    return o->sample_tokens < o->T - 1 ? o->sample_tokens + 1 : o->T;
-}
-
 // The batch: B * T tokens per micro-step, grad_accum micro-steps per step.
 static void resolve_batch(Run* r) {
     TrainOptions* o = &r->o;
@@ -286,9 +280,9 @@ static void resolve_batch(Run* r) {
     const char* why = attention_unsupported(&mo->attention, local);
     if (why) die("--attention %s: %s", attention_kind_name(mo->attention.kind), why);
     if (r->tok && o->sample_every > 0) {
-        int length = sample_length(o);
-        if (length < 2) die("--sample-every: -T %d leaves no room for a sample", o->T);
-        if ((why = generation_unsupported(&r->config, length, length / 2))) die("--sample-every: samples are drawn with flash attention: %s", why);
+        if (o->T < 2) die("--sample-every: -T %d leaves no room for a sample", o->T);
+        if ((why = sampler_unsupported(&r->config, o->T, o->sample_tokens)))
+            die("--sample-every: samples are drawn with flash attention: %s", why);
     }
     r->dp = (DataParallel){.comm = NULL, .rank = r->ranks.launch.rank, .world_size = r->ranks.launch.world_size,
                            .zero_stage = o->zero_stage};
@@ -509,11 +503,8 @@ static void setup(Run* r, const TrainOptions* options) {
     // its cache the training window: built now, so that a sampler that does not fit stops the run
     // before the first step.
     r->sampling = r->tok && o->sample_every > 0 && r->ranks.launch.rank == 0;
-    if (r->sampling) {
-        int length = sample_length(o);
-        inference_build(&r->sampler, r->config, 1, length, length / 2,
-                        (DrawSettings){o->temperature, o->top_k, 1.0f, 0});
-    }
+    if (r->sampling)
+        sampler_build(&r->sampler, r->config, o->T, o->sample_tokens, (DrawSettings){o->temperature, o->top_k, 1.0f, 0});
     r->adam = (AdamWConfig){.b1 = 0.9f, .b2 = 0.95f, .eps = 1e-8f, .weight_decay = o->weight_decay,
                             .grad_clip = o->grad_clip};
     r->flops_per_token = flops_per_token(&r->config, o->T);
@@ -616,21 +607,6 @@ static void report(Run* r, const StepReport* s) {
     }
 }
 
-static void print_sample_token(const int* tokens, int i, void* tok) { print_token((const Tokenizer*)tok, tokens[0]); }
-
-// sample_tokens tokens after <|endoftext|>, printed as they come, decoded as generate decodes:
-// the sampling model's cache holds the training window; when it is full, the last half of it
-// goes through the model again and decoding goes on (gpt/generation.h).
-static void print_sample(Run* r) {
-    int eot = tokenizer_eot(r->tok);
-    cudaCheck(cudaDeviceSynchronize());   // the update (and ZeRO-1's all-gather) has written the parameters
-    inference_copy_params(&r->sampler, r->model.params_memory);
-    printf("sample: ");
-    generate_tokens(&r->sampler, &eot, 1, r->o.sample_tokens, &r->sample_rng, print_sample_token, r->tok);
-    printf("\n");
-    fflush(stdout);
-}
-
 // The model and the training state of the step, both written atomically.
 static void save_checkpoint(Run* r, int step) {
     char model_path[4096], state_path[4096];
@@ -690,8 +666,8 @@ static void train(Run* r) {
         if (r->val && (step % o->val_every == 0 || step == o->steps)) s.val_loss = validation_loss(r);
         report(r, &s);
         if (profiled) print_profile(r, &s);
-        if (r->tok && o->sample_every > 0 && (step % o->sample_every == 0 || step == o->steps) && r->ranks.launch.rank == 0)
-            print_sample(r);
+        if (r->sampling && (step % o->sample_every == 0 || step == o->steps))
+            print_sample(&r->sampler, r->model.params_memory, o->sample_tokens, &r->sample_rng, r->tok);
         if (o->out_dir && ((o->checkpoint_every > 0 && step % o->checkpoint_every == 0) || step == o->steps))
             save_checkpoint(r, step);
     }

@@ -39,7 +39,8 @@ static inline float parse_float(const char* flag, const char* s) {
     if (end == s || *end || isnan(v)) die("%s: '%s' is not a number", flag, s);
     if (isinf(v) && errno != ERANGE) die("%s: '%s' is not a finite number", flag, s);
     if (isinf(v)) die("%s %s: too large for a float (the largest is %g)", flag, s, FLT_MAX);
-    if (errno == ERANGE && v == 0.0f) die("%s %s: too small for a float (the smallest above 0 is %g)", flag, s, FLT_TRUE_MIN);
+    if (errno == ERANGE && v == 0.0f)
+        die("%s %s: too small for a float (the smallest above 0 is %g)", flag, s, FLT_TRUE_MIN);
     return v;
 }
 

@@ -45,3 +45,25 @@ void print_token(const Tokenizer* tok, int token) {
     const unsigned char* text = tokenizer_token(tok, token, &bytes);
     if (text) fwrite(text, 1, bytes, stdout);
 }
+
+const char* sampler_unsupported(const GPTConfig* c, int T, int n) {
+    int length = sample_window(T, n);
+    return generation_unsupported(c, length, length / 2);
+}
+
+void sampler_build(InferenceModel* m, GPTConfig c, int T, int n, DrawSettings draw) {
+    int length = sample_window(T, n);
+    inference_build(m, c, 1, length, length / 2, draw);
+}
+
+static void print_sample_token(const int* tokens, int i, void* tok) { print_token((const Tokenizer*)tok, tokens[0]); }
+
+void print_sample(InferenceModel* m, const bf16* params, int n, Rng* seeds, const Tokenizer* tok) {
+    int eot = tokenizer_eot(tok);
+    cudaCheck(cudaDeviceSynchronize());
+    inference_copy_params(m, params);
+    printf("sample: ");
+    generate_tokens(m, &eot, 1, n, seeds, print_sample_token, (void*)tok);
+    printf("\n");
+    fflush(stdout);
+}

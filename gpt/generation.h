@@ -26,4 +26,18 @@ void generate_tokens(InferenceModel* m, const int* prompt, int n_prompt, int n_n
 // The bytes of token on stdout (nothing for an id outside the vocabulary).
 void print_token(const Tokenizer* tok, int token);
 
+// Samples of a model in training (train_gpt --sample-every), decoded as generate decodes: n
+// tokens after <|endoftext|> on an inference model of one sequence whose cache is the training
+// window: the sample and <|endoftext|>, at most T positions (sample_window). A longer sample
+// slides through it (generate_tokens), its prompts half the window.
+static inline int sample_window(int T, int n) { return n < T - 1 ? n + 1 : T; }
+// NULL when samples of n tokens of a model of shape c trained on T tokens (T >= 2) can be drawn,
+// else why not (generation_unsupported).
+const char* sampler_unsupported(const GPTConfig* c, int T, int n);
+void sampler_build(InferenceModel* m, GPTConfig c, int T, int n, DrawSettings draw);
+// "sample: " and the tokens on stdout as they come, from the bf16 parameters params on the GPU
+// (copied in once every device's work is done, the work that writes them among it), each run of
+// a prompt taking the next seed of seeds.
+void print_sample(InferenceModel* m, const bf16* params, int n, Rng* seeds, const Tokenizer* tok);
+
 #endif

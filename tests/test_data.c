@@ -734,8 +734,8 @@ static void test_ranks_names_and_val_pattern(void) {
         CHECK(dataloader_state(one).step_in_epoch == 6 && again == 0, "1 rank: step %lld, seen again %d",
               (long long)dataloader_state(one).step_in_epoch, again);
         dataloader_describe(one, text, sizeof(text));
-        CHECK(!strncmp(text, "5 shards (", 10) && strstr(text, "stream_000000.bin to ") && strstr(text, "stream_000004.bin)"),
-              "'%s'", text);
+        CHECK(!strncmp(text, "5 shards (", 10) && strstr(text, "stream_000000.bin to ") &&
+                  strstr(text, "stream_000004.bin)"), "'%s'", text);
     }
     dataloader_close(four);
     dataloader_close(one);
