@@ -10,12 +10,10 @@
 // sequence, rank r of a group holding its zigzag chunks r and 2N-1-r; attention is the ring of
 // attention/ring.h. With one process the N ranks of the group run on its GPU (simulated: the
 // same code but for the ring's moves, distributed/ring_transport.h, for testing).
-#include <errno.h>
 #include <glob.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "common/bytes.h"
 #include "common/clock.h"
