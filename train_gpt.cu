@@ -510,7 +510,8 @@ static void setup(Run* r, const TrainOptions* options) {
     if (r->profile_step) profile_reserve(&r->profile, gpt_profile_marks(&r->model, r->grad_accum));
     print_run(r, prop.name);
 
-    if (o->out_dir && make_dirs(o->out_dir, err) != 0) die("%s %s", options->out_dir ? "--out-dir" : "--resume", err);
+    if (o->out_dir && make_dirs(o->out_dir, err) != 0)
+        die("%s %s: %s", options->out_dir ? "--out-dir" : "--resume", o->out_dir, err);
     if (o->log_path && r->ranks.launch.rank == 0) open_log(r);
 }
 

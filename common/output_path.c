@@ -12,16 +12,22 @@
 
 #define PATH_BYTES 4096
 
-int check_dirs(const char* dir, char* err) {
-    char path[PATH_BYTES];
+// dir into path (PATH_BYTES): 0, or -1 with err when it is empty or too long.
+static int folder_name(const char* dir, char* path, char* err) {
     if (!*dir) {
         set_err(err, "the folder name is empty");
         return -1;
     }
-    if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
+    if (snprintf(path, PATH_BYTES, "%s", dir) >= PATH_BYTES) {
         set_err(err, "path too long");
         return -1;
     }
+    return 0;
+}
+
+int check_dirs(const char* dir, char* err) {
+    char path[PATH_BYTES];
+    if (folder_name(dir, path, err) != 0) return -1;
     // Up from dir to the first part of it that exists (a file on the way stops stat too).
     struct stat st;
     while (stat(path, &st) != 0) {
@@ -47,20 +53,13 @@ int check_dirs(const char* dir, char* err) {
 
 int make_dirs(const char* dir, char* err) {
     char path[PATH_BYTES];
-    if (!*dir) {
-        set_err(err, "cannot create a folder of an empty name");
-        return -1;
-    }
-    if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
-        set_err(err, "%s: path too long", dir);
-        return -1;
-    }
+    if (folder_name(dir, path, err) != 0) return -1;
     for (char* p = path + 1;; p++) {
         if (*p == '/' || *p == '\0') {
             char saved = *p;
             *p = '\0';
             if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-                set_err(err, "%s: cannot create: %s", path, strerror(errno));
+                set_err(err, "cannot create %s: %s", path, strerror(errno));
                 return -1;
             }
             *p = saved;
@@ -69,7 +68,7 @@ int make_dirs(const char* dir, char* err) {
     }
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        set_err(err, "%s: not a directory", dir);
+        set_err(err, "%s is not a directory", dir);
         return -1;
     }
     return 0;

@@ -18,7 +18,7 @@ extern "C" {
 // 0, or -1 with err saying what is wrong (the caller names dir).
 int check_dirs(const char* dir, char* err);
 
-// Makes dir and its parents. 0, or -1 with err naming the part that could not be made.
+// Makes dir and its parents. 0, or -1 with err (the caller names dir).
 int make_dirs(const char* dir, char* err);
 
 // The folder a file path is in: the part before its last '/', "." without one.
