@@ -247,7 +247,7 @@ begin "train_gpt_log_is_never_an_input"
 # through a link) is refused before that, and left as it was.
 data="--model d2 --context 64 -T 64"
 ckpt model "$tmp/init.bin"
-ln -sf "$tmp/ds/tokenizer.bin" "$tmp/tokenizer_link.bin"
+ln -sf ds/tokenizer.bin "$tmp/tokenizer_link.bin"
 sums_before=$(cksum "$tmp/ds/"*.bin "$tmp/init.bin")
 while IFS='|' read -r log flag input; do
     ./train_gpt --train-data "$train" $data --tokenizer "$tmp/ds/tokenizer.bin" --init-from "$tmp/init.bin" \
