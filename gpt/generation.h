@@ -1,5 +1,6 @@
 // gpt/generation.h: text from the inference model (gpt/inference.h), token by token: the one loop
-// that generate and train_gpt's samples run, the caller taking each token as it comes.
+// that generate and train_gpt's samples run, the caller taking each token as it comes, and the
+// samples of a model in training drawn on it.
 #ifndef FLASHGPT_GPT_GENERATION_H
 #define FLASHGPT_GPT_GENERATION_H
 
