@@ -26,9 +26,9 @@ C_LIB_SRC := $(wildcard common/*.c tokenizer/*.c data/*.c distributed/*.c)
 C_LIB_OBJ := $(C_LIB_SRC:%.c=$(BUILD)/%.o)
 
 # CUDA libraries: the layers, attention (the ring of context parallelism among it), the GPT
-# model, the ring's transport, and the NCCL collectives (below); the transport calls them
-# through distributed/nccl_comm.h, which a build without NCCL serves too.
-CU_LIB_SRC := $(wildcard layers/*.cu attention/*.cu gpt/*.cu) distributed/ring_transport.cu
+# model, the ring's transport, a run's ranks, and the NCCL collectives (below); the transport and
+# the ranks call them through distributed/nccl_comm.h, which a build without NCCL serves too.
+CU_LIB_SRC := $(wildcard layers/*.cu attention/*.cu gpt/*.cu) distributed/ring_transport.cu distributed/ranks.cu
 CU_LIB_OBJ = $(CU_LIB_SRC:%.cu=$(BUILD)/%.o)
 
 CPU_TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))

@@ -7,13 +7,13 @@
 //   acc_norm  the lowest mean cross-entropy per token (length-normalised; llm.c's figure)
 // Items are scored in batches of rows on the GPU, one forward and the classifier's losses per
 // batch. --scores writes every row's numbers and tokens as CSV.
-#include <getopt.h>
 #include <string.h>
 
 #include "common/atomic_file.h"
 #include "common/cuda_check.h"
 #include "common/error.h"
-#include "common/parse.h"
+#include "common/options.h"
+#include "common/output_path.h"
 #include "data/multiple_choice.h"
 #include "gpt/checkpoint.h"
 #include "gpt/gpt.h"
@@ -28,52 +28,26 @@ typedef struct {
     int max_items;           // 0: all
 } EvaluateOptions;
 
-static void usage(void) {
-    printf(
+static void parse_args(int argc, char** argv, EvaluateOptions* o) {
+    *o = (EvaluateOptions){.batch_items = 16};
+    const Option options[] = {
+        OPTION_CHECKPOINT(o->checkpoint),
+        OPTION_MODEL_TOKENIZER(o->tokenizer),
+        {OPTION_TEXT, "--hellaswag", "FILE", &o->hellaswag, "the items, e.g. hellaswag_val.jsonl", 0, 0, NULL, NULL, NULL,
+         1},
+        {OPTION_INT, "--batch-items", "N", &o->batch_items, "items scored per forward (4 rows each) [16]", 1, 1 << 16},
+        {OPTION_INT, "--max-items", "N", &o->max_items, "only the first N items, 0 for all [0]", 0, 1 << 30},
+        {OPTION_TEXT, "--scores", "FILE", &o->scores,
+         "write every ending's token count, losses and row of tokens as CSV"},
+    };
+    const CommandLine line = {
+        "evaluate",
         "usage: evaluate --checkpoint FILE --tokenizer FILE --hellaswag FILE [options]\n"
         "Multiple-choice accuracy of a trained model on a file in HellaSwag's layout (one JSON\n"
-        "object per line with \"ctx\", four \"endings\" and \"label\"), on the GPU.\n"
-        "  --checkpoint FILE   model checkpoint (train_gpt's model_*.bin, version 3 or 5)\n"
-        "  --tokenizer FILE    the tokenizer the model was trained with\n"
-        "  --hellaswag FILE    the items, e.g. hellaswag_val.jsonl\n"
-        "  --batch-items N     items scored per forward (4 rows each) [16]\n"
-        "  --max-items N       only the first N items, 0 for all [0]\n"
-        "  --scores FILE       write every ending's token count, losses and row of tokens as CSV\n"
-        "  -h, --help          this text\n");
-}
-
-static void parse_args(int argc, char** argv, EvaluateOptions* o) {
-    enum { OPT_CHECKPOINT = 256, OPT_TOKENIZER, OPT_HELLASWAG, OPT_SCORES, OPT_BATCH_ITEMS, OPT_MAX_ITEMS };
-    static const struct option long_options[] = {
-        {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
-        {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-        {"hellaswag", required_argument, NULL, OPT_HELLASWAG},
-        {"scores", required_argument, NULL, OPT_SCORES},
-        {"batch-items", required_argument, NULL, OPT_BATCH_ITEMS},
-        {"max-items", required_argument, NULL, OPT_MAX_ITEMS},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    memset(o, 0, sizeof(*o));
-    o->batch_items = 16;
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
-        switch (c) {
-        case OPT_CHECKPOINT: o->checkpoint = optarg; break;
-        case OPT_TOKENIZER: o->tokenizer = optarg; break;
-        case OPT_HELLASWAG: o->hellaswag = optarg; break;
-        case OPT_SCORES: o->scores = optarg; break;
-        case OPT_BATCH_ITEMS: o->batch_items = parse_int_in("--batch-items", optarg, 1, 1 << 16); break;
-        case OPT_MAX_ITEMS: o->max_items = parse_int_in("--max-items", optarg, 0, 1 << 30); break;
-        case 'h': usage(); exit(0);
-        case ':': die("%s needs a value (evaluate --help lists the options)", argv[optind - 1]);
-        default: die("unknown option %s (evaluate --help lists the options)", argv[optind - 1]);
-        }
-    }
-    if (optind < argc) die("unexpected argument '%s' (evaluate --help)", argv[optind]);
-    if (!o->checkpoint) die("--checkpoint: missing (evaluate --help)");
-    if (!o->tokenizer) die("--tokenizer: missing (evaluate --help)");
-    if (!o->hellaswag) die("--hellaswag: missing (evaluate --help)");
+        "object per line with \"ctx\", four \"endings\" and \"label\"), on the GPU.\n",
+        22, NULL, options, sizeof(options) / sizeof(options[0])};
+    int first = options_parse(&line, argc, argv);
+    if (first < argc) die("unexpected argument '%s' (evaluate --help)", argv[first]);
 }
 
 // One ending's row: [first, first + n) of the token pool; the ending is its last `ending` tokens.
@@ -187,7 +161,10 @@ int main(int argc, char** argv) {
     if (read_model_shape(o.checkpoint, &config, err) != 0) die("--checkpoint: %s", err);
     Tokenizer* tok = tokenizer_load_sized(o.tokenizer, config.V, err);
     if (!tok) die("--tokenizer %s", err);
-    if (o.scores && atomic_check(o.scores, err) != 0) die("--scores %s", err);
+    const ProgramInput files[] = {{"--checkpoint", o.checkpoint, 0}, {"--tokenizer", o.tokenizer, 0},
+                                   {"--hellaswag", o.hellaswag, 0}};
+    if (o.scores && (atomic_check(o.scores, err) != 0 || check_output_not_input(o.scores, files, 3, err) != 0))
+        die("--scores %s", err);
     ChoiceItems items;
     if (choice_items_read(o.hellaswag, &items, err) != 0) die("--hellaswag %s", err);
     int n_items = o.max_items > 0 && o.max_items < items.n ? o.max_items : items.n;

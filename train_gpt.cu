@@ -10,36 +10,31 @@
 // sequence, rank r of a group holding its zigzag chunks r and 2N-1-r; attention is the ring of
 // attention/ring.h. With one process the N ranks of the group run on its GPU (simulated: the
 // same code but for the ring's moves, distributed/ring_transport.h, for testing).
-#include <errno.h>
-#include <getopt.h>
 #include <glob.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "common/bytes.h"
+#include "common/clock.h"
 #include "common/cuda_check.h"
 #include "common/error.h"
+#include "common/options.h"
+#include "common/output_path.h"
 #include "common/parse.h"
-#include "common/read_file.h"
 #include "common/rng.h"
 #include "data/dataloader.h"
 #include "distributed/launcher.h"
 #include "distributed/nccl_comm.h"
-#include "distributed/rendezvous.h"
-#include "distributed/ring_transport.h"
-#include "data/shard.h"
+#include "distributed/ranks.h"
 #include "gpt/checkpoint.h"
+#include "gpt/generation.h"
 #include "gpt/gpt.h"
+#include "gpt/inference.h"
 #include "gpt/lr_schedule.h"
 #include "gpt/mfu.h"
 #include "gpt/profile.h"
-#include "gpt/inference.h"
 #include "tokenizer/tokenizer.h"
-
-#define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
 
 // ----------------------------------------------------------------------------------------------
 // Options
@@ -76,114 +71,32 @@ typedef struct {
     int profile_step;            // of this step; 0: the run's second
 } TrainOptions;
 
-static void default_train_options(TrainOptions* o) {
-    memset(o, 0, sizeof(*o));
-    o->model = "d12";
-    o->context = 1024;
-    o->train_data = "datasets/tinyshakespeare/train_*.bin";
-    o->B = 4;
-    o->T = 1024;
-    o->optimizer = (OptimizerConfig){.kind = OPTIMIZER_ADAMW, .lr = NAN, .momentum = NAN, .embedding_lr = NAN,
-                                     .vector_lr = NAN, .b1 = NAN, .b2 = NAN, .weight_decay = NAN, .grad_clip = NAN};
-    o->val_every = 100;
-    o->val_batches = 20;
-    o->sample_tokens = 128;
-    o->temperature = 1.0f;
-    o->seed = 1337;
-    o->model_options.attention.kind = ATTENTION_FLASH;
-    o->context_parallel = 1;
+static void parse_attention(const char* name, const char* value, void* kind) {
+    if (!strcmp(value, "flash")) *(AttentionKind*)kind = ATTENTION_FLASH;
+    else if (!strcmp(value, "naive")) *(AttentionKind*)kind = ATTENTION_NAIVE;
+    else die("%s %s: expected flash or naive", name, value);
 }
 
-static void usage(void) {
-    printf(
-        "usage: train_gpt [options]\n"
-        "Trains a GPT-2 on token shards, on one GPU or several.\n"
-        "model\n"
-        "  --model NAME            d2, d6, d12 (124M), d24 (350M), d36 (774M), d48 (1.5B) [d12]\n"
-        "  --context N             context length of the model [1024]\n"
-        "  --init-from FILE        start from a model checkpoint (version 3 fp32 or 5 bf16)\n"
-        "  --resume DIR            continue the run whose checkpoints are in DIR, exactly\n"
-        "data\n"
-        "  --train-data GLOB       training shards [datasets/tinyshakespeare/train_*.bin]\n"
-        "  --val-data GLOB         validation shards, \"\" for none [the train glob with val_ for train_,\n"
-        "                          when such shards exist]\n"
-        "  --tokenizer FILE        tokenizer: sets the vocabulary and decodes samples\n"
-        "                          (without it the vocabulary comes from the shards' header)\n"
-        "batch and schedule\n"
-        "  -B, --batch-size N      sequences per micro-step [4]\n"
-        "  -T, --seq-len N         tokens per sequence [1024]\n"
-        "  --total-batch-size N    tokens per optimizer step, a multiple of B*T [B*T]\n"
-        "  --steps N               optimizer steps [one epoch]\n"
-        "  --warmup-steps N        linear warmup of every learning rate [0]\n"
-        "  --min-lr-frac X         the cosine ends at X * each peak [0]\n"
-        "  --grad-clip X           global gradient norm clip, 0 for none [1.0]\n"
-        "  --seed N                init, data order and sampling [1337]\n"
-        "optimizer\n"
-        "  --optimizer KIND        adamw: AdamW on every tensor; muon: Muon on the blocks' 2-D\n"
-        "                          matrices (momentum orthogonalised by Newton-Schulz), Adam on\n"
-        "                          the embeddings and vectors; reaches AdamW's loss in fewer steps\n"
-        "                          [adamw]\n"
-        "  --lr X                  peak learning rate: AdamW's, or Muon's for the matrices\n"
-        "                          [adamw 3e-4, muon 0.02]\n"
-        "  --weight-decay X        decoupled weight decay of the 2-D weights, times each group's\n"
-        "                          lr [adamw 0.1, muon 0]\n"
-        "  --muon-momentum X       muon: Nesterov momentum of the matrices [0.95]\n"
-        "  --embedding-lr X        muon: Adam's peak learning rate for wte (the head) and wpe [0.001]\n"
-        "  --vector-lr X           muon: Adam's for the layernorms and biases [0.002]\n"
-        "  --adam-beta1 X          muon: Adam's betas for those [0.8]\n"
-        "  --adam-beta2 X          [0.95]\n"
-        "evaluation and output\n"
-        "  --val-every N           validation loss every N steps, 0 for never [100]\n"
-        "  --val-batches N         batches per validation [20]\n"
-        "  --sample-every N        print a sample every N steps, 0 for never [0]\n"
-        "  --sample-tokens N       tokens per sample [128]\n"
-        "  --temperature X         sampling temperature, 0 for the most likely token [1.0]\n"
-        "  --top-k N               sample among the K most likely tokens, 0 for all [0]\n"
-        "  --checkpoint-every N    checkpoint every N steps (and always at the end) [0: end only]\n"
-        "  --out-dir DIR           where checkpoints go, made if missing; none without it (--resume: DIR)\n"
-        "  --log FILE              a CSV line per step (its folder made if missing)\n"
-        "attention, memory and speed\n"
-        "  --attention KIND        flash or naive [flash]\n"
-        "  --deterministic         the flash backward with the same bits every run (naive always is)\n"
-        "  --recompute LIST        recompute in the backward instead of keeping per layer:\n"
-        "                          gelu, layernorm, both (gelu,layernorm) or none [none]\n"
-        "  --classifier-chunk N    rows of logits per classifier chunk, 0 for as many as\n"
-        "                          fit in 1 GiB [0]\n"
-        "  --peak-tflops X         the GPU's dense bf16 peak for MFU [from the device name]; also\n"
-        "                          the FLOP rate of --profile's floors [790, an H200's measured]\n"
-        "  --profile [N]           after step N, a table of where its time went: each layer kind\n"
-        "                          forward and backward, and the update, against its floor\n"
-        "                          [N: the run's second step, past the warm-up]\n"
-        "several GPUs (one process each; torchrun, srun and mpirun start them too)\n"
-        "  --gpus N                start N ranks on this node's GPUs [1]\n"
-        "  --zero N                1: shard the fp32 master weights and optimizer state over the\n"
-        "                          ranks (ZeRO-1; under muon by whole matrices, each rank\n"
-        "                          orthogonalising its share); 0: every rank keeps them whole [0]\n"
-        "  --context-parallel N    N ranks share each sequence (-T a multiple of 2N), attention\n"
-        "                          as a ring; with one process the N ranks run on its GPU [1]\n"
-        "  -h, --help              this text\n");
+static void parse_recompute(const char* name, const char* value, void* flags) {
+    if ((*(int*)flags = recompute_flags(value)) < 0)
+        die("%s '%s': expected none or a comma-separated list of gelu and layernorm", name, value);
 }
 
-// "none" or a comma-separated list of gelu and layernorm, as RECOMPUTE_* flags; an empty item
-// (an empty list, a comma at either end or two together) is refused.
-static int parse_recompute(const char* s) {
-    if (!strcmp(s, "none")) return 0;
-    int flags = 0;
-    for (const char* p = s;; p++) {
-        size_t len = strcspn(p, ",");
-        if (len == 4 && !strncmp(p, "gelu", 4)) flags |= RECOMPUTE_GELU;
-        else if (len == 9 && !strncmp(p, "layernorm", 9)) flags |= RECOMPUTE_LAYERNORM;
-        else die("--recompute '%s': expected none or a comma-separated list of gelu and layernorm", s);
-        p += len;
-        if (!*p) return flags;
-    }
+static void parse_peak(const char* name, const char* value, void* peak) {
+    *(float*)peak = parse_float(name, value);
+    if (*(float*)peak <= 0.0f) die("%s %s: a peak must be positive", name, value);
 }
 
-// The optimizer's settings: those given, checked, the kind's defaults (gpt/optimizer.h) for the
-// rest; Muon's own are refused under AdamW, whose betas are fixed.
+static void parse_optimizer(const char* name, const char* value, void* kind) {
+    if (!strcmp(value, "adamw")) *(OptimizerKind*)kind = OPTIMIZER_ADAMW;
+    else if (!strcmp(value, "muon")) *(OptimizerKind*)kind = OPTIMIZER_MUON;
+    else die("%s %s: expected adamw or muon", name, value);
+}
+
+// The optimizer's settings: those given, the kind's defaults (gpt/optimizer.h) for the rest;
+// Muon's own are refused under AdamW, whose betas are fixed.
 static void resolve_optimizer(OptimizerConfig* o) {
     OptimizerConfig d = optimizer_defaults(o->kind);
-    int muon = o->kind == OPTIMIZER_MUON;
     const struct {
         const char* flag;
         float* value;
@@ -199,13 +112,12 @@ static void resolve_optimizer(OptimizerConfig* o) {
                     {"--adam-beta2", &o->b2, d.b2, 1}};
     for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
         if (isnan(*settings[i].value)) *settings[i].value = settings[i].fallback;
-        else if (settings[i].muon_only && !muon) die("%s is a setting of --optimizer muon", settings[i].flag);
+        else if (settings[i].muon_only && o->kind != OPTIMIZER_MUON)
+            die("%s is a setting of --optimizer muon", settings[i].flag);
     }
     o->eps = d.eps;
     if (o->lr <= 0.0f) die("--lr %g must be positive", o->lr);
-    if (o->weight_decay < 0.0f) die("--weight-decay %g must be >= 0 (0 for none)", o->weight_decay);
-    if (o->grad_clip < 0.0f) die("--grad-clip %g must be >= 0 (0 for none)", o->grad_clip);
-    if (!muon) return;
+    if (o->kind != OPTIMIZER_MUON) return;
     if (o->momentum < 0.0f || o->momentum >= 1.0f) die("--muon-momentum %g must be in [0, 1)", o->momentum);
     if (o->embedding_lr <= 0.0f || o->vector_lr <= 0.0f)
         die("--embedding-lr %g and --vector-lr %g must be positive", o->embedding_lr, o->vector_lr);
@@ -214,149 +126,99 @@ static void resolve_optimizer(OptimizerConfig* o) {
 }
 
 static void parse_args(int argc, char** argv, TrainOptions* o) {
-    enum {
-        OPT_MODEL = 256, OPT_CONTEXT, OPT_INIT_FROM, OPT_RESUME, OPT_TRAIN_DATA, OPT_VAL_DATA,
-        OPT_TOKENIZER, OPT_TOTAL_BATCH, OPT_STEPS, OPT_LR, OPT_WARMUP, OPT_MIN_LR_FRAC, OPT_WD,
-        OPT_GRAD_CLIP, OPT_SEED, OPT_VAL_EVERY, OPT_VAL_BATCHES, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS,
-        OPT_TEMPERATURE, OPT_TOP_K, OPT_CHECKPOINT_EVERY, OPT_OUT_DIR, OPT_LOG, OPT_ATTENTION,
-        OPT_DETERMINISTIC, OPT_RECOMPUTE, OPT_CLASSIFIER_CHUNK, OPT_PEAK_TFLOPS, OPT_GPUS, OPT_ZERO,
-        OPT_CONTEXT_PARALLEL, OPT_PROFILE, OPT_OPTIMIZER, OPT_MUON_MOMENTUM, OPT_EMBEDDING_LR, OPT_VECTOR_LR,
-        OPT_ADAM_BETA1, OPT_ADAM_BETA2
+    *o = (TrainOptions){.model = "d12", .context = 1024, .train_data = "datasets/tinyshakespeare/train_*.bin", .B = 4,
+                        .T = 1024,
+                        .optimizer = {.kind = OPTIMIZER_ADAMW, .lr = NAN, .momentum = NAN, .embedding_lr = NAN,
+                                      .vector_lr = NAN, .b1 = NAN, .b2 = NAN, .weight_decay = NAN, .grad_clip = NAN},
+                        .val_every = 100, .val_batches = 20, .sample_tokens = 128, .temperature = 1.0f, .seed = 1337,
+                        .model_options = {.attention = {.kind = ATTENTION_FLASH}}, .context_parallel = 1};
+    if (!(o->gpus_args = (unsigned char*)calloc((size_t)argc, 1))) die("out of host memory");
+    ModelOptions* mo = &o->model_options;
+    const Option options[] = {
+        {OPTION_GROUP, "model"},
+        {OPTION_TEXT, "--model", "NAME", &o->model, "d2, d6, d12 (124M), d24 (350M), d36 (774M), d48 (1.5B) [d12]", 0, 0,
+         NULL, &o->model_given},
+        {OPTION_INT, "--context", "N", &o->context, "context length of the model [1024]", 1, INT_MAX, NULL,
+         &o->context_given},
+        {OPTION_TEXT, "--init-from", "FILE", &o->init_from, "start from a model checkpoint (version 3 fp32 or 5 bf16)"},
+        {OPTION_TEXT, "--resume", "DIR", &o->resume_dir, "continue the run whose checkpoints are in DIR, exactly"},
+        {OPTION_GROUP, "data"},
+        {OPTION_TEXT, "--train-data", "GLOB", &o->train_data, "training shards [datasets/tinyshakespeare/train_*.bin]"},
+        {OPTION_TEXT, "--val-data", "GLOB", &o->val_data,
+         "validation shards, \"\" for none [the train glob with val_ for train_,\nwhen such shards exist]"},
+        {OPTION_TEXT, "--tokenizer", "FILE", &o->tokenizer,
+         "tokenizer: sets the vocabulary and decodes samples\n(without it the vocabulary comes from the shards' header)"},
+        {OPTION_GROUP, "batch and schedule"},
+        {OPTION_INT, "-B, --batch-size", "N", &o->B, "sequences per micro-step [4]", 1, INT_MAX},
+        {OPTION_INT, "-T, --seq-len", "N", &o->T, "tokens per sequence [1024]", 1, INT_MAX},
+        {OPTION_INT64, "--total-batch-size", "N", &o->total_batch, "tokens per optimizer step, a multiple of B*T [B*T]"},
+        {OPTION_INT, "--steps", "N", &o->steps, "optimizer steps [one epoch]", 0, INT_MAX},
+        {OPTION_INT, "--warmup-steps", "N", &o->schedule.warmup_steps, "linear warmup of every learning rate [0]", 0,
+         INT_MAX},
+        {OPTION_FLOAT, "--min-lr-frac", "X", &o->schedule.min_lr_frac, "the cosine ends at X * each peak [0]", 0, 1},
+        {OPTION_FLOAT, "--grad-clip", "X", &o->optimizer.grad_clip, "global gradient norm clip, 0 for none [1.0]", 0,
+         INFINITY},
+        {OPTION_SEED, "--seed", "N", &o->seed, "init, data order and sampling [1337]"},
+        {OPTION_GROUP, "optimizer"},
+        {OPTION_CALL, "--optimizer", "KIND", &o->optimizer.kind,
+         "adamw: AdamW on every tensor; muon: Muon on the blocks' 2-D\nmatrices (momentum orthogonalised by "
+         "Newton-Schulz), Adam on\nthe embeddings and vectors; reaches AdamW's loss in fewer steps\n[adamw]",
+         0, 0, parse_optimizer},
+        {OPTION_FLOAT, "--lr", "X", &o->optimizer.lr,
+         "peak learning rate: AdamW's, or Muon's for the matrices\n[adamw 3e-4, muon 0.02]", 0, INFINITY},
+        {OPTION_FLOAT, "--weight-decay", "X", &o->optimizer.weight_decay,
+         "decoupled weight decay of the 2-D weights, times each group's\nlr [adamw 0.1, muon 0]", 0, INFINITY},
+        {OPTION_FLOAT, "--muon-momentum", "X", &o->optimizer.momentum, "muon: Nesterov momentum of the matrices [0.95]"},
+        {OPTION_FLOAT, "--embedding-lr", "X", &o->optimizer.embedding_lr,
+         "muon: Adam's peak learning rate for wte (the head) and wpe [0.001]", 0, INFINITY},
+        {OPTION_FLOAT, "--vector-lr", "X", &o->optimizer.vector_lr,
+         "muon: Adam's for the layernorms and biases [0.002]", 0, INFINITY},
+        {OPTION_FLOAT, "--adam-beta1", "X", &o->optimizer.b1, "muon: Adam's betas for those [0.8]"},
+        {OPTION_FLOAT, "--adam-beta2", "X", &o->optimizer.b2, "[0.95]"},
+        {OPTION_GROUP, "evaluation and output"},
+        {OPTION_INT, "--val-every", "N", &o->val_every, "validation loss every N steps, 0 for never [100]", 0, INT_MAX},
+        {OPTION_INT, "--val-batches", "N", &o->val_batches, "batches per validation [20]", 1, INT_MAX},
+        {OPTION_INT, "--sample-every", "N", &o->sample_every, "print a sample every N steps, 0 for never [0]", 0,
+         INT_MAX},
+        {OPTION_INT, "--sample-tokens", "N", &o->sample_tokens, "tokens per sample [128]", 1, INT_MAX},
+        OPTION_TEMPERATURE(o->temperature),
+        OPTION_TOP_K(o->top_k),
+        {OPTION_INT, "--checkpoint-every", "N", &o->checkpoint_every,
+         "checkpoint every N steps (and always at the end) [0: end only]", 0, INT_MAX},
+        {OPTION_TEXT, "--out-dir", "DIR", &o->out_dir,
+         "where checkpoints go, made if missing; none without it (--resume: DIR)"},
+        {OPTION_TEXT, "--log", "FILE", &o->log_path, "a CSV line per step (its folder made if missing)"},
+        {OPTION_GROUP, "attention, memory and speed"},
+        {OPTION_CALL, "--attention", "KIND", &mo->attention.kind, "flash or naive [flash]", 0, 0, parse_attention},
+        {OPTION_FLAG, "--deterministic", NULL, &mo->attention.deterministic,
+         "the flash backward with the same bits every run (naive always is)"},
+        {OPTION_CALL, "--recompute", "LIST", &mo->recompute,
+         "recompute in the backward instead of keeping per layer:\ngelu, layernorm, both (gelu,layernorm) or none [none]",
+         0, 0, parse_recompute},
+        {OPTION_INT, "--classifier-chunk", "N", &mo->classifier_rows,
+         "rows of logits per classifier chunk, 0 for as many as\nfit in 1 GiB [0]", 0, 2147483647},
+        {OPTION_CALL, "--peak-tflops", "X", &o->peak_tflops,
+         "the GPU's dense bf16 peak for MFU [from the device name]; also\nthe FLOP rate of --profile's floors [790, an "
+         "H200's measured]", 0, 0, parse_peak},
+        {OPTION_INT, "--profile", "[N]", &o->profile_step,
+         "after step N, a table of where its time went: each layer kind\nforward and backward, and the update, against "
+         "its floor\n[N: the run's second step, past the warm-up]", 1, 2147483647, NULL, &o->profile},
+        {OPTION_GROUP, "several GPUs (one process each; torchrun, srun and mpirun start them too)"},
+        {OPTION_INT, "--gpus", "N", &o->gpus, "start N ranks on this node's GPUs [1]", 1, 1 << 16, NULL, NULL,
+         o->gpus_args},
+        {OPTION_INT, "--zero", "N", &o->zero_stage,
+         "1: shard the fp32 master weights and optimizer state over the\nranks (ZeRO-1; under muon by whole matrices, each "
+         "rank\northogonalising its share); 0: every rank keeps them whole [0]",
+         0, 1},
+        {OPTION_INT, "--context-parallel", "N", &o->context_parallel,
+         "N ranks share each sequence (-T a multiple of 2N), attention\nas a ring; with one process the N ranks run on "
+         "its GPU [1]", 1, 1 << 16},
     };
-    static const struct option long_options[] = {
-        {"model", required_argument, NULL, OPT_MODEL},
-        {"context", required_argument, NULL, OPT_CONTEXT},
-        {"init-from", required_argument, NULL, OPT_INIT_FROM},
-        {"resume", required_argument, NULL, OPT_RESUME},
-        {"train-data", required_argument, NULL, OPT_TRAIN_DATA},
-        {"val-data", required_argument, NULL, OPT_VAL_DATA},
-        {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-        {"batch-size", required_argument, NULL, 'B'},
-        {"seq-len", required_argument, NULL, 'T'},
-        {"total-batch-size", required_argument, NULL, OPT_TOTAL_BATCH},
-        {"steps", required_argument, NULL, OPT_STEPS},
-        {"lr", required_argument, NULL, OPT_LR},
-        {"warmup-steps", required_argument, NULL, OPT_WARMUP},
-        {"min-lr-frac", required_argument, NULL, OPT_MIN_LR_FRAC},
-        {"weight-decay", required_argument, NULL, OPT_WD},
-        {"grad-clip", required_argument, NULL, OPT_GRAD_CLIP},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"val-every", required_argument, NULL, OPT_VAL_EVERY},
-        {"val-batches", required_argument, NULL, OPT_VAL_BATCHES},
-        {"sample-every", required_argument, NULL, OPT_SAMPLE_EVERY},
-        {"sample-tokens", required_argument, NULL, OPT_SAMPLE_TOKENS},
-        {"temperature", required_argument, NULL, OPT_TEMPERATURE},
-        {"top-k", required_argument, NULL, OPT_TOP_K},
-        {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
-        {"out-dir", required_argument, NULL, OPT_OUT_DIR},
-        {"log", required_argument, NULL, OPT_LOG},
-        {"attention", required_argument, NULL, OPT_ATTENTION},
-        {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
-        {"recompute", required_argument, NULL, OPT_RECOMPUTE},
-        {"classifier-chunk", required_argument, NULL, OPT_CLASSIFIER_CHUNK},
-        {"peak-tflops", required_argument, NULL, OPT_PEAK_TFLOPS},
-        {"gpus", required_argument, NULL, OPT_GPUS},
-        {"zero", required_argument, NULL, OPT_ZERO},
-        {"context-parallel", required_argument, NULL, OPT_CONTEXT_PARALLEL},
-        {"profile", optional_argument, NULL, OPT_PROFILE},
-        {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
-        {"muon-momentum", required_argument, NULL, OPT_MUON_MOMENTUM},
-        {"embedding-lr", required_argument, NULL, OPT_EMBEDDING_LR},
-        {"vector-lr", required_argument, NULL, OPT_VECTOR_LR},
-        {"adam-beta1", required_argument, NULL, OPT_ADAM_BETA1},
-        {"adam-beta2", required_argument, NULL, OPT_ADAM_BETA2},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    default_train_options(o);
-    int c;
-    opterr = 0;  // the errors below name the option
-    while ((c = getopt_long(argc, argv, ":B:T:h", long_options, NULL)) != -1) {
-        switch (c) {
-        case OPT_MODEL: o->model = optarg; o->model_given = 1; break;
-        case OPT_CONTEXT: o->context = parse_int("--context", optarg); o->context_given = 1; break;
-        case OPT_INIT_FROM: o->init_from = optarg; break;
-        case OPT_RESUME: o->resume_dir = optarg; break;
-        case OPT_TRAIN_DATA: o->train_data = optarg; break;
-        case OPT_VAL_DATA: o->val_data = optarg; break;
-        case OPT_TOKENIZER: o->tokenizer = optarg; break;
-        case 'B': o->B = parse_int("-B", optarg); break;
-        case 'T': o->T = parse_int("-T", optarg); break;
-        case OPT_TOTAL_BATCH: o->total_batch = parse_integer("--total-batch-size", optarg); break;
-        case OPT_STEPS: o->steps = parse_int("--steps", optarg); break;
-        case OPT_WARMUP: o->schedule.warmup_steps = parse_int("--warmup-steps", optarg); break;
-        case OPT_MIN_LR_FRAC: o->schedule.min_lr_frac = parse_float("--min-lr-frac", optarg); break;
-        case OPT_SEED: o->seed = (uint64_t)parse_integer("--seed", optarg); break;
-        case OPT_VAL_EVERY: o->val_every = parse_int("--val-every", optarg); break;
-        case OPT_VAL_BATCHES: o->val_batches = parse_int("--val-batches", optarg); break;
-        case OPT_SAMPLE_EVERY: o->sample_every = parse_int("--sample-every", optarg); break;
-        case OPT_SAMPLE_TOKENS: o->sample_tokens = parse_int("--sample-tokens", optarg); break;
-        case OPT_TEMPERATURE: o->temperature = parse_float("--temperature", optarg); break;
-        case OPT_TOP_K: o->top_k = parse_int("--top-k", optarg); break;
-        case OPT_CHECKPOINT_EVERY: o->checkpoint_every = parse_int("--checkpoint-every", optarg); break;
-        case OPT_OUT_DIR: o->out_dir = optarg; break;
-        case OPT_LOG: o->log_path = optarg; break;
-        case OPT_ATTENTION:
-            if (!strcmp(optarg, "flash")) o->model_options.attention.kind = ATTENTION_FLASH;
-            else if (!strcmp(optarg, "naive")) o->model_options.attention.kind = ATTENTION_NAIVE;
-            else die("--attention %s: expected flash or naive", optarg);
-            break;
-        case OPT_DETERMINISTIC: o->model_options.attention.deterministic = 1; break;
-        case OPT_RECOMPUTE: o->model_options.recompute = parse_recompute(optarg); break;
-        case OPT_CLASSIFIER_CHUNK:
-            o->model_options.classifier_rows = parse_int_in("--classifier-chunk", optarg, 0, 2147483647);
-            break;
-        case OPT_PEAK_TFLOPS:
-            o->peak_tflops = parse_float("--peak-tflops", optarg);
-            if (o->peak_tflops <= 0.0f) die("--peak-tflops %s: a peak must be positive", optarg);
-            break;
-        case OPT_GPUS:
-            o->gpus = parse_int_in("--gpus", optarg, 1, 1 << 16);
-            // The ranks' command line leaves it out however it is written (--gpu=2, --gp 2): it is
-            // argv[optind - 1], with the option before it when that element is only the value.
-            if (!o->gpus_args && !(o->gpus_args = (unsigned char*)calloc((size_t)argc, 1))) die("out of host memory");
-            o->gpus_args[optind - 1] = 1;
-            if (optarg == argv[optind - 1]) o->gpus_args[optind - 2] = 1;
-            break;
-        case OPT_CONTEXT_PARALLEL: o->context_parallel = parse_int_in("--context-parallel", optarg, 1, 1 << 16); break;
-        case OPT_ZERO: o->zero_stage = parse_int_in("--zero", optarg, 0, 1); break;
-        case OPT_PROFILE:
-            o->profile = 1;
-            // The step as --profile=N or as the next argument when that is a number.
-            if (!optarg && optind < argc && argv[optind][0] && strspn(argv[optind], "0123456789") == strlen(argv[optind]))
-                optarg = argv[optind++];
-            if (optarg) {
-                o->profile_step = parse_int("--profile", optarg);
-                if (o->profile_step < 1) die("--profile %s: the step must be at least 1", optarg);
-            }
-            break;
-        case OPT_OPTIMIZER:
-            if (!strcmp(optarg, "adamw")) o->optimizer.kind = OPTIMIZER_ADAMW;
-            else if (!strcmp(optarg, "muon")) o->optimizer.kind = OPTIMIZER_MUON;
-            else die("--optimizer %s: expected adamw or muon", optarg);
-            break;
-        case OPT_LR: o->optimizer.lr = parse_float("--lr", optarg); break;
-        case OPT_WD: o->optimizer.weight_decay = parse_float("--weight-decay", optarg); break;
-        case OPT_GRAD_CLIP: o->optimizer.grad_clip = parse_float("--grad-clip", optarg); break;
-        case OPT_MUON_MOMENTUM: o->optimizer.momentum = parse_float("--muon-momentum", optarg); break;
-        case OPT_EMBEDDING_LR: o->optimizer.embedding_lr = parse_float("--embedding-lr", optarg); break;
-        case OPT_VECTOR_LR: o->optimizer.vector_lr = parse_float("--vector-lr", optarg); break;
-        case OPT_ADAM_BETA1: o->optimizer.b1 = parse_float("--adam-beta1", optarg); break;
-        case OPT_ADAM_BETA2: o->optimizer.b2 = parse_float("--adam-beta2", optarg); break;
-        case 'h': usage(); exit(0);
-        case ':': die("%s needs a value (train_gpt --help lists the options)", argv[optind - 1]);
-        default: die("unknown option %s (train_gpt --help lists the options)", argv[optind - 1]);
-        }
-    }
-    if (optind < argc) die("unexpected argument '%s' (train_gpt --help lists the options)", argv[optind]);
-    if (o->sample_tokens <= 0) die("--sample-tokens %d must be positive", o->sample_tokens);
-    if (o->temperature < 0.0f) die("--temperature %g must be >= 0", o->temperature);
-    if (o->top_k < 0) die("--top-k %d must be >= 0", o->top_k);
-    if (o->val_every < 0 || o->sample_every < 0 || o->checkpoint_every < 0 || o->steps < 0)
-        die("--steps, --val-every, --sample-every and --checkpoint-every must be >= 0");
-    const LRSchedule* s = &o->schedule;
-    if (s->warmup_steps < 0 || s->min_lr_frac < 0.0f || s->min_lr_frac > 1.0f)
-        die("--warmup-steps must be >= 0, --min-lr-frac in [0, 1]");
-    if (o->B <= 0 || o->T <= 0) die("-B %d -T %d: both must be positive", o->B, o->T);
+    const CommandLine line = {"train_gpt",
+                              "usage: train_gpt [options]\nTrains a GPT-2 on token shards, on one GPU or several.\n", 26,
+                              NULL, options, sizeof(options) / sizeof(options[0])};
+    int first = options_parse(&line, argc, argv);
+    if (first < argc) die("unexpected argument '%s' (train_gpt --help lists the options)", argv[first]);
     resolve_optimizer(&o->optimizer);
     o->schedule.lr = o->optimizer.lr;
     if (o->resume_dir && o->init_from) die("--resume and --init-from exclude each other");
@@ -375,15 +237,11 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
 
 typedef struct {
     TrainOptions o;              // as resolved: steps, total batch, val data, out dir filled in
-    LaunchInfo launch;           // this rank among the ranks (rank 0 of 1 without a launcher)
+    Ranks ranks;                 // this process among the ranks, its context-parallel group
     DataParallel dp;             // comm NULL without a launcher
-    AttentionRing ring;          // the context-parallel group (size 1: none)
-    NcclComm* ring_comm;         // its communicator, with one rank per process; else NULL
-    int data_rank, data_ranks;   // whose part of the data: the context-parallel group's
     int rows, cols;              // the model's batch: rows of local sequences of cols tokens
     int* full_tokens;            // (B, T) a batch as the loader gives it, when the model's
     int* full_targets;           // rows are zigzag chunks of it (context parallel); else NULL
-    float* loss_device;          // (1) the step's loss, averaged over the ranks
     GPTConfig config;
     int grad_accum;              // micro-steps per step (per rank)
     Tokenizer* tok;              // or NULL
@@ -407,29 +265,6 @@ typedef struct {
     Profile profile;
 } Run;
 
-// The vocabulary stated in the header of the first shard matching pattern (0 if it says none).
-static int shard_vocab(const char* pattern) {
-    glob_t gl;
-    char err[ERR_LEN];
-    if (glob(pattern, 0, NULL, &gl) != 0 || gl.gl_pathc == 0) die("no file matches %s", pattern);
-    const char* path = gl.gl_pathv[0];
-    int fd = open_regular_file(path, err);
-    if (fd < 0) die("%s", err);
-    ShardHeader h;
-    if (shard_read_header(fd, path, 0, &h, err) != 0) die("%s", err);
-    close(fd);
-    globfree(&gl);
-    return h.vocab_size;
-}
-
-// The shape in the header of the model checkpoint at path (flag: the option that names it).
-static GPTConfig model_file_shape(const char* flag, const char* path) {
-    char err[ERR_LEN];
-    GPTConfig c;
-    if (read_model_shape(path, &c, err) != 0) die("%s: %s", flag, err);
-    return c;
-}
-
 // The model shape: the interrupted run's, a checkpoint's, or a preset's; the vocabulary from the
 // tokenizer or the shards when no file states it. Headers only: the values are read later.
 static void resolve_model_shape(Run* r) {
@@ -438,24 +273,14 @@ static void resolve_model_shape(Run* r) {
     char err[ERR_LEN];
     memset(config, 0, sizeof(*config));
     if (o->resume_dir) {
-        int step = latest_checkpoint_step(o->resume_dir, err);
-        if (step == -2) die("--resume %s", err);
-        if (step < 0) die("--resume %s: no model_*.bin / state_*.bin checkpoint pair in it", o->resume_dir);
-        checkpoint_paths(o->resume_dir, step, r->resume_model, r->resume_state, sizeof(r->resume_model));
-        r->resume = read_training_state(r->resume_state);
+        if (find_resume_checkpoint(o->resume_dir, r->resume_model, r->resume_state, sizeof(r->resume_model),
+                                   &r->resume, err) != 0)
+            die("--resume %s", err);
         r->resuming = 1;
         *config = r->resume.config;
-        GPTConfig model = model_file_shape("--resume", r->resume_model);
-        if (!gpt_config_same_shape(&model, config)) {
-            char have[128], want[128];
-            gpt_config_describe(&model, have, sizeof(have));
-            gpt_config_describe(config, want, sizeof(want));
-            die("--resume %s: %s is %s, %s %s: not one checkpoint", o->resume_dir, r->resume_model, have,
-                r->resume_state, want);
-        }
         if (!o->out_dir) o->out_dir = o->resume_dir;
-    } else if (o->init_from) {
-        *config = model_file_shape("--init-from", o->init_from);
+    } else if (o->init_from && read_model_shape(o->init_from, config, err) != 0) {
+        die("--init-from: %s", err);
     }
     const ModelPreset* preset = find_model_preset(o->model);
     if (!preset) die("--model %s: unknown (d2, d6, d12, d24, d36, d48)", o->model);
@@ -467,7 +292,6 @@ static void resolve_model_shape(Run* r) {
         if (o->context_given && o->context != config->maxT)
             die("--context %d does not match %s (context %d)", o->context, source, config->maxT);
     } else {
-        if (o->context <= 0) die("--context %d must be positive", o->context);
         config->L = preset->L;
         config->C = preset->C;
         config->NH = preset->NH;
@@ -478,7 +302,8 @@ static void resolve_model_shape(Run* r) {
         if (!r->tok) die("%s", err);
     }
     if (!config->V) {
-        config->V = r->tok ? tokenizer_vocab_size(r->tok) : shard_vocab(o->train_data);
+        config->V = r->tok ? tokenizer_vocab_size(r->tok) : dataloader_vocab_size(o->train_data, err);
+        if (config->V < 0) die("--train-data: %s", err);
         if (!config->V) die("%s: the shards do not state their vocabulary; give --tokenizer", o->train_data);
         config->Vp = padded_vocab(config->V);
     }
@@ -492,23 +317,17 @@ static void resolve_model_shape(Run* r) {
     }
 }
 
-// Positions of the sampling model's cache: the sample and <|endoftext|>, at most the training
-// window.
-static int sample_length(const TrainOptions* o) {
-    return o->sample_tokens + 1 < o->T ? o->sample_tokens + 1 : o->T;
-}
-
 // The batch: B * T tokens per micro-step, grad_accum micro-steps per step.
 static void resolve_batch(Run* r) {
     TrainOptions* o = &r->o;
     if (o->T > r->config.maxT) die("-T %d is longer than the model's context %d (--context)", o->T, r->config.maxT);
     if ((long long)o->B * o->T > INT_MAX) die("-B %d -T %d: B * T must stay below 2^31 tokens", o->B, o->T);
     // One micro-step of every context-parallel group.
-    long long tokens_per_micro = (long long)o->B * o->T * r->data_ranks;
+    long long tokens_per_micro = (long long)o->B * o->T * r->ranks.data_ranks;
     if (o->total_batch == 0) o->total_batch = tokens_per_micro;
     if (o->total_batch < 0 || o->total_batch % tokens_per_micro != 0)
         die("--total-batch-size %lld is not a positive multiple of B * T * data-parallel ranks = %d * %d * %d",
-            o->total_batch, o->B, o->T, r->data_ranks);
+            o->total_batch, o->B, o->T, r->ranks.data_ranks);
     if (o->total_batch / tokens_per_micro > INT_MAX) die("--total-batch-size %lld: too many micro-steps", o->total_batch);
     r->grad_accum = (int)(o->total_batch / tokens_per_micro);
     const ModelOptions* mo = &o->model_options;
@@ -516,50 +335,30 @@ static void resolve_batch(Run* r) {
     const char* why = attention_unsupported(&mo->attention, local);
     if (why) die("--attention %s: %s", attention_kind_name(mo->attention.kind), why);
     if (r->tok && o->sample_every > 0) {
-        int length = sample_length(o);
-        if (length < 2) die("--sample-every: -T %d leaves no room for a sample", o->T);
-        AttentionPlan flash = {ATTENTION_FLASH, 0, NULL};
-        why = attention_unsupported(&flash, attention_shape(&r->config, 1, length / 2));
-        if (!why) why = attention_decode_unsupported(&flash, attention_shape(&r->config, 1, length));
-        if (why) die("--sample-every: samples are drawn with flash attention: %s", why);
+        if (o->T < 2) die("--sample-every: -T %d leaves no room for a sample", o->T);
+        if ((why = sampler_unsupported(&r->config, o->T, o->sample_tokens)))
+            die("--sample-every: samples are drawn with flash attention: %s", why);
     }
-    r->dp = (DataParallel){.comm = NULL, .rank = r->launch.rank, .world_size = r->launch.world_size,
+    r->dp = (DataParallel){.comm = NULL, .rank = r->ranks.launch.rank, .world_size = r->ranks.launch.world_size,
                            .zero_stage = o->zero_stage};
     r->sizes = gpt_memory_sizes(&r->config, r->rows, r->cols, mo, &r->dp, &o->optimizer);
 }
 
-// "what: pattern: N shards (first to last), detail": the files as the loaders read them.
-static void print_shards(const char* what, const char* pattern, const char* detail) {
-    glob_t gl;
-    size_t n = glob(pattern, 0, NULL, &gl) == 0 ? gl.gl_pathc : 0;
-    printf("%s: %s: %zu shard%s", what, pattern, n, n == 1 ? "" : "s");
-    if (n == 1) printf(" (%s)", gl.gl_pathv[0]);
-    if (n > 1) printf(" (%s to %s)", gl.gl_pathv[0], gl.gl_pathv[n - 1]);
-    printf(", %s\n", detail);
-    globfree(&gl);
-}
-
 // The val loader, when there is validation: --val-data, or by default the val shards beside
-// the train shards ("train_" in the glob's file-name part becomes "val_") when there are any.
-// Says which shards it reads, or plainly that validation is off and why.
+// the train shards (dataloader_val_pattern) when there are any. Says which shards it reads, or
+// plainly that validation is off and why.
 static void open_val_data(Run* r) {
     TrainOptions* o = &r->o;
-    char err[ERR_LEN], off[4200] = "";
+    char err[ERR_LEN], off[ERR_LEN + 4096] = "", shards[2 * 4096 + 64];
     static char val_glob[4096];
-    const char* slash = strrchr(o->train_data, '/');
-    const char* name = slash ? slash + 1 : o->train_data;
-    const char* train_at = strstr(name, "train_");
     if (o->val_every == 0) snprintf(off, sizeof(off), "--val-every 0");
     else if (o->val_data && !*o->val_data) snprintf(off, sizeof(off), "--val-data ''");
-    else if (!o->val_data && !train_at)
-        snprintf(off, sizeof(off), "the train shards' file names have no train_ to take val_; give --val-data");
     else if (!o->val_data) {
-        if (snprintf(val_glob, sizeof(val_glob), "%.*sval_%s", (int)(train_at - o->train_data), o->train_data,
-                     train_at + strlen("train_")) >= (int)sizeof(val_glob))
-            die("--train-data %s: path too long", o->train_data);
-        glob_t matches;
-        if (glob(val_glob, 0, NULL, &matches) == 0) o->val_data = val_glob;
-        else snprintf(off, sizeof(off), "no file matches %s", val_glob);
+        glob_t matches = {};
+        if (dataloader_val_pattern(o->train_data, val_glob, sizeof(val_glob), err) != 0)
+            snprintf(off, sizeof(off), "%s; give --val-data", err);
+        else if (glob(val_glob, 0, NULL, &matches) != 0) snprintf(off, sizeof(off), "no file matches %s", val_glob);
+        else o->val_data = val_glob;
         globfree(&matches);
     }
     if (*off) {
@@ -573,23 +372,21 @@ static void open_val_data(Run* r) {
     if (dataloader_check_fingerprint(r->val, dataloader_fingerprint(r->train), err) != 0)
         die("--val-data and --train-data: %s", err);
     if (o->val_batches > dataloader_batches_per_epoch(r->val)) o->val_batches = (int)dataloader_batches_per_epoch(r->val);
-    if (o->val_batches <= 0) die("--val-batches must be positive");
-    char detail[128];
-    snprintf(detail, sizeof(detail), "%d batches every %d steps", o->val_batches, o->val_every);
-    print_shards("val data", o->val_data, detail);
+    dataloader_describe(r->val, shards, sizeof(shards));
+    printf("val data: %s: %s, %d batches every %d steps\n", o->val_data, shards, o->val_batches, o->val_every);
 }
 
 // The train loader and the val loader (open_val_data), and the steps: one epoch by default.
 static void open_data(Run* r) {
     TrainOptions* o = &r->o;
-    char err[ERR_LEN];
-    r->train = dataloader_open(o->train_data, o->B, o->T, r->data_rank, r->data_ranks, 1, o->seed, r->config.V, err);
+    char err[ERR_LEN], shards[2 * 4096 + 64];
+    r->train = dataloader_open(o->train_data, o->B, o->T, r->ranks.data_rank, r->ranks.data_ranks, 1, o->seed, r->config.V, err);
     if (!r->train) die("--train-data: %s", err);
     if (r->tok && dataloader_check_fingerprint(r->train, tokenizer_fingerprint(r->tok), err) != 0)
         die("--train-data and --tokenizer %s: %s", o->tokenizer, err);
-    char detail[128];
-    snprintf(detail, sizeof(detail), "%lld batches per epoch", (long long)dataloader_batches_per_epoch(r->train));
-    print_shards("train data", o->train_data, detail);
+    dataloader_describe(r->train, shards, sizeof(shards));
+    printf("train data: %s: %s, %lld batches per epoch\n", o->train_data, shards,
+           (long long)dataloader_batches_per_epoch(r->train));
     open_val_data(r);
     if (o->steps <= 0) o->steps = (int)(dataloader_batches_per_epoch(r->train) / r->grad_accum);
     if (o->steps <= 0) die("--train-data %s: less than one step of data", o->train_data);
@@ -600,7 +397,7 @@ static TrainingState training_state(const Run* r, int step) {
     const TrainOptions* o = &r->o;
     const ModelOptions* mo = &o->model_options;
     const OptimizerConfig* opt = &o->optimizer;
-    TrainingState s = {.step = step, .world_size = r->data_ranks, .config = r->config, .B = o->B, .T = o->T,
+    TrainingState s = {.step = step, .world_size = r->ranks.data_ranks, .config = r->config, .B = o->B, .T = o->T,
                        .grad_accum = r->grad_accum, .warmup_steps = o->schedule.warmup_steps, .steps = o->steps,
                        .lr = opt->lr, .min_lr_frac = o->schedule.min_lr_frac, .weight_decay = opt->weight_decay,
                        .grad_clip = opt->grad_clip, .seed = o->seed, .train_loader = dataloader_state(r->train),
@@ -631,15 +428,15 @@ static void print_run(const Run* r, const char* device_name) {
     printf("model: L %d, C %d, NH %d, HS %d, vocab %d (padded %d), context %d, %zu parameters\n",
            c->L, c->C, c->NH, c->C / c->NH, c->V, c->Vp, c->maxT, r->model.num_params);
     printf("batch: B %d x T %d x %d micro-steps x %d data-parallel rank%s = %lld tokens per step, %d steps "
-           "(from step %d)\n", o->B, o->T, r->grad_accum, r->data_ranks, r->data_ranks > 1 ? "s" : "", o->total_batch,
+           "(from step %d)\n", o->B, o->T, r->grad_accum, r->ranks.data_ranks, r->ranks.data_ranks > 1 ? "s" : "", o->total_batch,
            o->steps, r->start_step + 1);
     if (o->context_parallel > 1)
         printf("context parallel: %d ranks share each sequence (%s), each %d tokens of it in two chunks of %d\n",
-               o->context_parallel, r->ring_comm ? "an NCCL ring" : "simulated on this GPU", r->cols, r->cols / 2);
+               o->context_parallel, r->ranks.ring_comm ? "an NCCL ring" : "simulated on this GPU", r->cols, r->cols / 2);
     if (r->dp.comm) {
         const ZeroShard* z = &r->model.shard;
-        printf("ranks: %d (%s), each with the whole model, its gradients averaged by NCCL; ", r->launch.world_size,
-               r->launch.launcher);
+        printf("ranks: %d (%s), each with the whole model, its gradients averaged by NCCL; ", r->ranks.launch.world_size,
+               r->ranks.launch.launcher);
         if (o->zero_stage) printf("ZeRO-1: rank 0 keeps the optimizer state of %zu of %zu parameters\n",
                                   z->owned, r->model.num_params);
         else printf("every rank keeps the whole optimizer state\n");
@@ -667,75 +464,43 @@ static void print_run(const Run* r, const char* device_name) {
 // rank), its sampler and its step.
 static void restore_position(Run* r) {
     char err[ERR_LEN];
-    DataLoaderState at = r->resume.train_loader;
-    if (r->resume.world_size != r->data_ranks) {
-        // The same samples of the epoch consumed (the state's header bounds the product).
-        long long samples = at.step_in_epoch * r->resume.world_size;
-        at.step_in_epoch = samples / r->data_ranks;
-        if (samples % r->data_ranks)
-            printf("note: %d data-parallel ranks resume a run of %d: the last samples of the epoch in progress "
-                   "are seen again\n", r->data_ranks, r->resume.world_size);
-    }
-    if (dataloader_restore(r->train, at, err) != 0) die("%s: %s", r->resume_state, err);
+    int seen_again;
+    if (dataloader_restore_ranks(r->train, r->resume.train_loader, r->resume.world_size, &seen_again, err) != 0)
+        die("%s: %s", r->resume_state, err);
+    if (seen_again)
+        printf("note: %d data-parallel ranks resume a run of %d: the last samples of the epoch in progress "
+               "are seen again\n", r->ranks.data_ranks, r->resume.world_size);
     r->sample_rng.state = r->resume.sample_rng;
     r->start_step = r->resume.step;
 }
 
-// The folder a file path is in: the part before its last '/', "." without one.
-static void folder_of(const char* path, char* dir, size_t len) {
-    const char* slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, len, ".");
-    else snprintf(dir, len, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-}
-
-// Whether the checkpoint folder is the one the run resumes (however it is spelled).
-static int writes_resumed_folder(const Run* r) {
-    struct stat out, resumed;
-    return r->resuming && stat(r->o.out_dir, &out) == 0 && stat(r->o.resume_dir, &resumed) == 0 &&
-           out.st_dev == resumed.st_dev && out.st_ino == resumed.st_ino;
-}
-
 // The outputs, before any of them is made: the checkpoint folder (flag: the option that named
-// it) and rank 0's log, each a folder or file that exists or whose folders can be made, writable.
-// The checkpoint folder holds no other run's checkpoints: this run's would write over those of
-// the same steps, and a --resume of the folder would take whichever run got further.
+// it) and rank 0's log, each a folder or file that exists or whose folders can be made, writable;
+// the checkpoint folder none of another run's, the log none of the inputs.
 static void check_outputs(const Run* r, const char* out_dir_flag) {
     const TrainOptions* o = &r->o;
-    char err[ERR_LEN], dir[4096];
+    char err[ERR_LEN];
     if (o->out_dir && check_dirs(o->out_dir, err) != 0)
         die("%s %s: %s", out_dir_flag, *o->out_dir ? o->out_dir : "''", err);
-    if (o->out_dir && !writes_resumed_folder(r)) {
-        int latest, n = count_checkpoint_files(o->out_dir, &latest, err);
-        if (n < 0) die("%s %s: %s", out_dir_flag, o->out_dir, err);
-        if (n > 0)
-            die("%s %s holds the checkpoints of another run (%d file%s, the latest of step %d): --resume %s "
-                "continues it; give a new run another --out-dir", out_dir_flag, o->out_dir, n, n > 1 ? "s" : "",
-                latest, o->out_dir);
-    }
-    if (!o->log_path || r->launch.rank != 0) return;
-    const char* log = o->log_path;
-    struct stat st;
-    if (!*log || log[strlen(log) - 1] == '/') die("--log %s: not a file name", *log ? log : "''");
-    if (stat(log, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) die("--log %s: is a directory", log);
-        if (access(log, W_OK) != 0) die("--log %s: cannot write: %s", log, strerror(errno));
-        return;
-    }
-    folder_of(log, dir, sizeof(dir));
-    if (check_dirs(dir, err) != 0) die("--log %s: %s", log, err);
+    int n = o->out_dir ? check_checkpoint_folder(o->out_dir, r->resuming ? o->resume_dir : NULL, err) : 0;
+    if (n < 0) die("%s %s", out_dir_flag, err);
+    if (n > 0) die("%s %s: --resume %s continues it; give a new run another --out-dir", out_dir_flag, err, o->out_dir);
+    if (!o->log_path || r->ranks.launch.rank != 0) return;
+    const ProgramInput inputs[] = {
+        {"--train-data", o->train_data, 1}, {"--val-data", r->val ? o->val_data : NULL, 1},
+        {"--tokenizer", o->tokenizer, 0}, {"--init-from", o->init_from, 0},
+        {"--resume", r->resuming ? r->resume_model : NULL, 0}, {"--resume", r->resuming ? r->resume_state : NULL, 0}};
+    if (check_output_file(o->log_path, err) != 0 ||
+        check_output_not_input(o->log_path, inputs, sizeof(inputs) / sizeof(inputs[0]), err) != 0)
+        die("--log %s", err);
 }
 
 // The log, its folder made if missing: appended to when a resumed run finds one, else new.
 static void open_log(Run* r) {
-    const char* path = r->o.log_path;
-    char dir[4096];
-    folder_of(path, dir, sizeof(dir));
-    make_dirs(dir);
-    struct stat st;
-    int append = r->resuming && stat(path, &st) == 0 && st.st_size > 0;
-    r->log = fopen(path, append ? "a" : "w");
-    if (!r->log) die("--log %s: cannot open: %s", path, strerror(errno));
-    if (!append) fprintf(r->log, "step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n");
+    char err[ERR_LEN];
+    int appended;
+    if (!(r->log = open_output_file(r->o.log_path, r->resuming, &appended, err))) die("--log %s", err);
+    if (!appended) fprintf(r->log, "step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n");
 }
 
 // Checks everything the command line says against the files, reads the checkpoint values on
@@ -746,26 +511,18 @@ static void setup(Run* r, const TrainOptions* options) {
     r->o = *options;
     TrainOptions* o = &r->o;
     char err[ERR_LEN];
-    extern char** environ;
-    if (launch_info_parse(environ, &r->launch, err) != 0) die("%s", err);
-    int launched = strcmp(r->launch.launcher, "none") != 0;
-    if (r->launch.world_size > 1 && !nccl_comm_available())
-        die("%d ranks need NCCL, and this build has none (install NCCL, or set NCCL_HOME, and rebuild)",
-            r->launch.world_size);
-    if (o->zero_stage && !launched) die("--zero 1 shards the optimizer over ranks: start them with --gpus N or a launcher");
+    if (ranks_plan(&r->ranks, o->context_parallel, err) != 0) die("%s", err);
+    const LaunchInfo* launch = &r->ranks.launch;
+    if (o->zero_stage && !r->ranks.launched)
+        die("--zero 1 shards the optimizer over ranks: start them with --gpus N or a launcher");
     // Only rank 0 speaks; errors (stderr) still come from every rank.
-    if (r->launch.rank != 0 && !freopen("/dev/null", "w", stdout)) die("cannot silence rank %d", r->launch.rank);
-    // The context-parallel groups: N consecutive ranks each, or all N on this GPU (simulated).
-    int cp = o->context_parallel, world = r->launch.world_size, simulated = world == 1;
-    if (world % cp != 0 && !simulated) die("--context-parallel %d does not divide the %d ranks", cp, world);
-    // The NCCL ring's communicator is made with the GPU (below); until then only the shape counts.
-    r->ring = simulated ? ring_in_memory(cp) : ring_over_nccl(NULL, cp, r->launch.rank % cp);
-    r->data_rank = simulated ? 0 : r->launch.rank / cp;
-    r->data_ranks = simulated ? 1 : world / cp;
-    r->rows = o->B * r->ring.count;
-    r->cols = o->T / cp;
-    if (cp > 1) {
-        o->model_options.attention.ring = &r->ring;
+    if (launch->rank != 0 && !freopen("/dev/null", "w", stdout)) die("cannot silence rank %d", launch->rank);
+    if (launch->world_size % o->context_parallel != 0 && launch->world_size > 1)
+        die("--context-parallel %d does not divide the %d ranks", o->context_parallel, launch->world_size);
+    r->rows = o->B * r->ranks.ring.count;
+    r->cols = o->T / o->context_parallel;
+    if (o->context_parallel > 1) {
+        o->model_options.attention.ring = &r->ranks.ring;
         r->full_tokens = (int*)malloc((size_t)o->B * o->T * sizeof(int));
         r->full_targets = (int*)malloc((size_t)o->B * o->T * sizeof(int));
         if (!r->full_tokens || !r->full_targets) die("out of host memory for a batch");
@@ -798,26 +555,13 @@ static void setup(Run* r, const TrainOptions* options) {
         r->checkpoint_values = read_model_values(o->init_from, &r->config);
     }
 
-    int device_count = 0;
-    if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) die("no CUDA device");
-    if (r->launch.local_rank >= device_count)
-        die("rank %d is local rank %d, and this node has %d GPU%s", r->launch.rank, r->launch.local_rank, device_count,
-            device_count > 1 ? "s" : "");
-    cudaCheck(cudaSetDevice(r->launch.local_rank));
     cudaDeviceProp prop;
-    cudaCheck(cudaGetDeviceProperties(&prop, r->launch.local_rank));
-    if (launched) {
-        r->dp.comm = nccl_comm_create(&r->launch, RENDEZVOUS_DEFAULT_TIMEOUT_S, err);
-        if (!r->dp.comm) die("%s", err);
-        if (cp > 1 && !simulated) {
-            r->ring_comm = nccl_comm_split(r->dp.comm, r->launch.rank / cp, r->launch.rank % cp);
-            r->ring = ring_over_nccl(r->ring_comm, cp, r->launch.rank % cp);
-        }
-    }
+    if (ranks_connect(&r->ranks, &prop, err) != 0) die("%s", err);
+    r->dp.comm = r->ranks.comm;
     if (gpu_memory_unfit(memory_sizes_total(&r->sizes), err))
         die("-B %d -T %d %s; try a smaller -B or --recompute gelu,layernorm", o->B, o->T, err);
-    gpt_build(&r->model, r->config, r->rows, r->cols, &o->model_options, launched ? &r->dp : NULL, &o->optimizer);
-    cudaCheck(cudaMalloc((void**)&r->loss_device, sizeof(float)));
+    gpt_build(&r->model, r->config, r->rows, r->cols, &o->model_options, r->ranks.launched ? &r->dp : NULL,
+              &o->optimizer);
     if (r->checkpoint_values) {
         gpt_set_params(&r->model, r->checkpoint_values);
         free(r->checkpoint_values);
@@ -829,27 +573,23 @@ static void setup(Run* r, const TrainOptions* options) {
     // Samples come from generate's inference model, the training model's parameters copied in,
     // its cache the training window: built now, so that a sampler that does not fit stops the run
     // before the first step.
-    r->sampling = r->tok && o->sample_every > 0 && r->launch.rank == 0;
-    if (r->sampling) {
-        int length = sample_length(o);
-        inference_build(&r->sampler, r->config, 1, length, length / 2,
-                        (DrawSettings){o->temperature, o->top_k, 1.0f, 0});
-    }
+    r->sampling = r->tok && o->sample_every > 0 && r->ranks.launch.rank == 0;
+    if (r->sampling)
+        sampler_build(&r->sampler, r->config, o->T, o->sample_tokens, (DrawSettings){o->temperature, o->top_k, 1.0f, 0});
     r->flops_per_token = flops_per_token(&r->config, o->T);
     r->peak_tflops = o->peak_tflops > 0.0f ? o->peak_tflops : device_peak_tflops(prop.name);
     if (r->profile_step) profile_reserve(&r->profile, gpt_profile_marks(&r->model, r->grad_accum));
     print_run(r, prop.name);
 
-    if (o->out_dir) make_dirs(o->out_dir);
-    if (o->log_path && r->launch.rank == 0) open_log(r);
+    if (o->out_dir && make_dirs(o->out_dir, err) != 0)
+        die("%s %s: %s", options->out_dir ? "--out-dir" : "--resume", o->out_dir, err);
+    if (o->log_path && r->ranks.launch.rank == 0) open_log(r);
 }
 
 static void teardown(Run* r) {
     if (r->log) fclose(r->log);
     free(r->full_tokens);
     free(r->full_targets);
-    if (r->ring_comm) nccl_comm_destroy(r->ring_comm);
-    cudaCheck(cudaFree(r->loss_device));
     dataloader_close(r->train);
     if (r->val) dataloader_close(r->val);
     if (r->tok) tokenizer_free(r->tok);
@@ -866,37 +606,19 @@ static void teardown(Run* r) {
 static void next_batch(Run* r, DataLoader* dl, const char* what) {
     GPT* g = &r->model;
     char err[ERR_LEN];
-    if (!r->full_tokens) {
-        if (dataloader_next(dl, g->host_tokens, g->host_targets, err) != 0) die("%s: %s", what, err);
-        return;
-    }
-    if (dataloader_next(dl, r->full_tokens, r->full_targets, err) != 0) die("%s: %s", what, err);
-    int T = r->o.T, c = r->cols / 2;
-    for (int row = 0; row < r->rows; row++) {
-        int b = row / r->ring.count, rank = r->ring.first + row % r->ring.count;
-        for (int half = 0; half < 2; half++) {
-            size_t from = (size_t)b * T + (size_t)zigzag_chunk(rank, half, r->ring.size) * c;
-            size_t to = (size_t)row * r->cols + (size_t)half * c;
-            memcpy(g->host_tokens + to, r->full_tokens + from, c * sizeof(int));
-            memcpy(g->host_targets + to, r->full_targets + from, c * sizeof(int));
-        }
+    int split = r->full_tokens != NULL;
+    if (dataloader_next(dl, split ? r->full_tokens : g->host_tokens, split ? r->full_targets : g->host_targets,
+                        err) != 0)
+        die("%s: %s", what, err);
+    if (split) {
+        zigzag_split(&r->ranks.ring, r->full_tokens, r->o.B, r->o.T, g->host_tokens);
+        zigzag_split(&r->ranks.ring, r->full_targets, r->o.B, r->o.T, g->host_targets);
     }
 }
 
-// The mean of a loss over every rank (the loss itself on one).
-static float mean_over_ranks(Run* r, float loss) {
-    if (!r->dp.comm) return loss;
-    cudaStream_t st = r->model.stream;
-    cudaCheck(cudaMemcpyAsync(r->loss_device, &loss, sizeof(float), cudaMemcpyHostToDevice, st));
-    nccl_all_reduce_avg_f32(r->dp.comm, r->loss_device, 1, st);
-    cudaCheck(cudaMemcpyAsync(&loss, r->loss_device, sizeof(float), cudaMemcpyDeviceToHost, st));
-    cudaCheck(cudaStreamSynchronize(st));
-    return loss;
-}
-
-// One optimizer step: grad_accum micro-steps of forward, loss and backward, then AdamW. Returns
-// the mean loss over every rank's batches; *norm gets the gradient norm before clipping.
-// lr: the step's learning rate of the optimizer's own group (gpt_update).
+// One optimizer step: grad_accum micro-steps of forward, loss and backward, then the update at
+// lr, the step's learning rate of the optimizer's own group (gpt_update). Returns the mean loss
+// over every rank's batches; *norm gets the gradient norm before clipping.
 static float train_step(Run* r, float lr, float* norm) {
     GPT* g = &r->model;
     int rows = r->rows, cols = r->cols;
@@ -914,7 +636,7 @@ static float train_step(Run* r, float lr, float* norm) {
     float loss = (float)(loss_sum / r->grad_accum);
     *norm = gpt_update(g, lr);
     cudaCheck(cudaStreamSynchronize(g->stream));
-    return mean_over_ranks(r, loss);
+    return nccl_mean_over_ranks(r->dp.comm, loss, g->stream);
 }
 
 // Mean loss over the first val_batches batches of the val loader (from its start).
@@ -928,7 +650,7 @@ static float validation_loss(Run* r) {
         gpt_classifier(g, g->host_targets, r->rows, r->cols, 0.0f, 0);
         sum += gpt_mean_loss(g, r->rows * r->cols);
     }
-    return mean_over_ranks(r, (float)(sum / r->o.val_batches));
+    return nccl_mean_over_ranks(r->dp.comm, (float)(sum / r->o.val_batches), g->stream);
 }
 
 // What one step did, for the report.
@@ -956,42 +678,6 @@ static void report(Run* r, const StepReport* s) {
     }
 }
 
-static void print_token(int token, void* tok) {
-    size_t bytes;
-    const unsigned char* text = tokenizer_token((const Tokenizer*)tok, token, &bytes);
-    if (text) fwrite(text, 1, bytes, stdout);
-}
-
-// sample_tokens tokens after <|endoftext|>, printed as they come, decoded as generate decodes:
-// the sampling model's cache holds the training window; when it is full, the last half of it
-// goes through the model again and decoding goes on.
-static void print_sample(Run* r) {
-    InferenceModel* m = &r->sampler;
-    int n = r->o.sample_tokens, count = 1;
-    int* tokens = (int*)malloc((size_t)(n + 1) * sizeof(int));
-    if (!tokens) die("out of host memory for sampling");
-    cudaCheck(cudaDeviceSynchronize());   // the update (and ZeRO-1's all-gather) has written the parameters
-    inference_copy_params(m, r->model.params_memory);
-    inference_set_seed(m, rng_next(&r->sample_rng));
-    tokens[0] = tokenizer_eot(r->tok);
-    printf("sample: ");
-    inference_prompt(m, tokens, 1);
-    for (int i = 0; i < n; i++) {
-        if (i > 0 && m->position == m->length) {
-            // A new seed: the noise of the draws is keyed by position, which starts over.
-            inference_set_seed(m, rng_next(&r->sample_rng));
-            inference_prompt(m, tokens + count - m->prompt_max, m->prompt_max);
-        } else if (i > 0) {
-            inference_step(m);
-        }
-        tokens[count++] = m->host_tokens[0];
-        print_token(tokens[count - 1], r->tok);
-    }
-    printf("\n");
-    fflush(stdout);
-    free(tokens);
-}
-
 // The model and the training state of the step, both written atomically.
 static void save_checkpoint(Run* r, int step) {
     char model_path[4096], state_path[4096];
@@ -1000,18 +686,6 @@ static void save_checkpoint(Run* r, int step) {
     gpt_save_checkpoint(&r->model, model_path);
     save_training_state(&r->model, &s, state_path);
     printf("checkpoint: %s, %s\n", model_path, state_path);
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-static size_t device_memory_used(void) {
-    size_t free_bytes, total_bytes;
-    cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
-    return total_bytes - free_bytes;
 }
 
 // The profile of the step just done (--profile): its parts' times against their floors.
@@ -1050,12 +724,12 @@ static void train(Run* r) {
         if (!isfinite(s.loss)) die("the loss is %f at step %d: training diverged (try a lower --lr)", s.loss, step);
         if (!isfinite(s.norm))
             die("the gradient norm is %f at step %d: training diverged (try a lower --lr)", s.norm, step);
-        size_t used = device_memory_used();
+        size_t used = gpu_memory_in_use();
         peak_mem = used > peak_mem ? used : peak_mem;
         s.peak_mem = peak_mem;
         s.tokens_per_s = o->total_batch / s.seconds;
         // One process per GPU: launch.world_size GPUs made these tokens (1 when the ring is simulated).
-        s.mfu = model_flops_utilisation(r->flops_per_token, s.tokens_per_s, r->peak_tflops, r->launch.world_size);
+        s.mfu = model_flops_utilisation(r->flops_per_token, s.tokens_per_s, r->peak_tflops, r->ranks.launch.world_size);
         if (step > r->start_step + 1) {  // the first step pays for warm-up
             total_time += s.seconds;
             timed_tokens += o->total_batch;
@@ -1063,8 +737,8 @@ static void train(Run* r) {
         if (r->val && (step % o->val_every == 0 || step == o->steps)) s.val_loss = validation_loss(r);
         report(r, &s);
         if (profiled) print_profile(r, &s);
-        if (r->tok && o->sample_every > 0 && (step % o->sample_every == 0 || step == o->steps) && r->launch.rank == 0)
-            print_sample(r);
+        if (r->sampling && (step % o->sample_every == 0 || step == o->steps))
+            print_sample(&r->sampler, r->model.params_memory, o->sample_tokens, &r->sample_rng, r->tok);
         if (o->out_dir && ((o->checkpoint_every > 0 && step % o->checkpoint_every == 0) || step == o->steps))
             save_checkpoint(r, step);
     }
@@ -1073,42 +747,22 @@ static void train(Run* r) {
                timed_tokens / total_time * 1e-3, GIB(peak_mem));
 }
 
-// --gpus N: this program again as N ranks on this node's GPUs (distributed/launcher.h), the
-// option left out of their command line. Inside a launcher that started this process alone (a
-// Slurm batch script, srun -n 1) the ranks are the whole run; under one that started several it is
-// refused. Returns when all have ended.
-static int launch_ranks(int argc, char** argv, const TrainOptions* o) {
-    int n = o->gpus;
-    char err[ERR_LEN];
-    LaunchInfo launch;
-    extern char** environ;
-    if (launch_info_parse(environ, &launch, err) != 0) die("%s", err);
-    if (launch_local_check(&launch, n, err) != 0) die("%s", err);
-    if (n > 1 && !nccl_comm_available())
-        die("--gpus %d needs NCCL, and this build has none (install NCCL, or set NCCL_HOME, and rebuild)", n);
-    // Checked here, once, rather than by each rank.
-    int device_count = 0;
-    if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) die("--gpus %d: no CUDA device", n);
-    if (device_count < n)
-        die("--gpus %d: this process sees %d GPU%s", n, device_count, device_count > 1 ? "s" : "");
-    char** args = (char**)calloc((size_t)argc + 1, sizeof(char*));
-    if (!args) die("out of host memory");
-    int k = 0;
-    for (int i = 0; i < argc; i++)
-        if (!o->gpus_args[i]) args[k++] = argv[i];
-    if (launch_local_ranks(args, n, err) != 0) die("%s", err);
-    free(args);
-    return 0;
-}
-
 int main(int argc, char** argv) {
     TrainOptions options;
     parse_args(argc, argv, &options);
-    if (options.gpus > 0) return launch_ranks(argc, argv, &options);
+    if (options.gpus > 0) {
+        // This program again as the ranks, --gpus left out of their command line.
+        int gpus = 0;
+        char err[ERR_LEN];
+        if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
+        if (launch_gpus(argc, argv, options.gpus_args, options.gpus, gpus, nccl_comm_available(), err) != 0)
+            die("%s", err);
+        return 0;
+    }
     static Run run;
     setup(&run, &options);
     train(&run);
     teardown(&run);
-    nccl_comm_destroy(run.dp.comm);
+    ranks_free(&run.ranks);
     return 0;
 }

@@ -13,10 +13,10 @@
 // step k's blocks compute (the gradients of the backward go after the blocks that add to them).
 #include "attention/ring.h"
 
+#include <string.h>
 #include "attention/flash.h"
 #include "attention/softmax.cuh"
-
-#define ALIGN_UP(x) (((x) + 255) / 256 * 256)
+#include "common/bytes.h"
 
 // What the workspace holds, laid out for the local shape s.
 typedef struct {
@@ -44,16 +44,25 @@ static AttentionShape one_sequence(AttentionShape s, int T, int causal) {
 // Lays the workspace out at base (NULL: sizes only); returns its bytes.
 static size_t layout_workspace(RingWorkspace* w, char* base, const AttentionRing* g, AttentionShape s) {
     size_t n = s.T, c = n / 2, C = (size_t)s.NH * s.HS, off = 0;
-    w->kv_stride = ALIGN_UP(n * 2 * C * sizeof(bf16));
-    w->acc_stride = ALIGN_UP(n * C * sizeof(float));
-    w->dkv_stride = ALIGN_UP(n * 2 * C * sizeof(float));
+    w->kv_stride = carve_round_up(n * 2 * C * sizeof(bf16));
+    w->acc_stride = carve_round_up(n * C * sizeof(float));
+    w->dkv_stride = carve_round_up(n * 2 * C * sizeof(float));
     for (int k = 0; k < 2; k++) { w->kv[k] = (bf16*)(base + off); off += g->count * w->kv_stride; }
     w->acc = (float*)(base + off); off += g->count * w->acc_stride;
     for (int k = 0; k < 2; k++) { w->dkv[k] = (float*)(base + off); off += g->count * w->dkv_stride; }
-    w->blk = (bf16*)(base + off); off += ALIGN_UP(c * 3 * C * sizeof(bf16));
-    w->blk_lse = (float*)(base + off); off += ALIGN_UP((size_t)s.NH * c * sizeof(float));
-    w->flash_scratch = base + off; off += ALIGN_UP(flash_attention_scratch_bytes(one_sequence(s, (int)n, 1)));
+    w->blk = (bf16*)(base + off); off += carve_round_up(c * 3 * C * sizeof(bf16));
+    w->blk_lse = (float*)(base + off); off += carve_round_up((size_t)s.NH * c * sizeof(float));
+    w->flash_scratch = base + off; off += carve_round_up(flash_attention_scratch_bytes(one_sequence(s, (int)n, 1)));
     return off;
+}
+
+void zigzag_split(const AttentionRing* g, const int* batch, int B, int T, int* rows) {
+    size_t c = (size_t)T / (2 * g->size);
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < g->count; i++)
+            for (int half = 0; half < 2; half++)
+                memcpy(rows + ((size_t)b * g->count + i) * 2 * c + half * c,
+                       batch + (size_t)b * T + zigzag_chunk(g->first + i, half, g->size) * c, c * sizeof(int));
 }
 
 const char* ring_attention_unsupported(const AttentionRing* g, AttentionShape s) {

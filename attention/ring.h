@@ -35,6 +35,11 @@ struct AttentionRing {
 // The chunk of the full sequence that half h (0, 1) of rank r's local sequence is.
 static inline int zigzag_chunk(int rank, int half, int size) { return half ? 2 * size - 1 - rank : rank; }
 
+// A batch of B sequences of T tokens (B, T), on the host, as the model's rows hold it under the
+// ring: into rows (B * count, 2c), c = T / 2 size, row b * count + i being rank first + i's local
+// sequence of sequence b, its two zigzag chunks one after the other.
+void zigzag_split(const AttentionRing* g, const int* batch, int B, int T, int* rows);
+
 // NULL when the ring runs the local shape s, else why not. s is the model's: B = batch * count
 // rows of T = 2c tokens, row b * count + i holding rank first + i's local sequence of batch b.
 const char* ring_attention_unsupported(const AttentionRing* g, AttentionShape s);

@@ -4,6 +4,7 @@
 #define FLASHGPT_PARSE_H
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include "common/error.h"
@@ -29,11 +30,17 @@ static inline int parse_int_in(const char* flag, const char* s, int lo, int hi) 
     return (int)v;
 }
 
+// A finite float. A value below the normal floats' range is taken as the nearest float that is
+// not 0 (1e-45 as 1.4e-45); one that rounds to 0 or past the largest float is refused.
 static inline float parse_float(const char* flag, const char* s) {
     char* end;
     errno = 0;
     float v = strtof(s, &end);
-    if (errno || end == s || *end || !isfinite(v)) die("%s: '%s' is not a number", flag, s);
+    if (end == s || *end || isnan(v)) die("%s: '%s' is not a number", flag, s);
+    if (isinf(v) && errno != ERANGE) die("%s: '%s' is not a finite number", flag, s);
+    if (isinf(v)) die("%s %s: too large for a float (the largest is %g)", flag, s, FLT_MAX);
+    if (errno == ERANGE && v == 0.0f)
+        die("%s %s: too small for a float (the smallest above 0 is %g)", flag, s, FLT_TRUE_MIN);
     return v;
 }
 

@@ -12,6 +12,7 @@
 #include "data/dataloader.h"
 
 #include <glob.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -121,6 +122,28 @@ static int check_fingerprint(DataLoader* dl, int s, char* err) {
     return -1;
 }
 
+// The shards pattern matches, in sorted order, into g (globfree it): 0, or -1 with err naming the
+// pattern when none does.
+static int glob_shards(const char* pattern, glob_t* g, char* err) {
+    int rc = glob(pattern, 0, NULL, g);
+    if (rc == 0) return 0;
+    if (rc == GLOB_NOMATCH) set_err(err, "%s: no file matches", pattern);
+    else set_err(err, "%s: cannot list the files that match", pattern);
+    globfree(g);
+    return -1;
+}
+
+int dataloader_vocab_size(const char* pattern, char* err) {
+    glob_t g;
+    if (glob_shards(pattern, &g, err) != 0) return -1;
+    ShardHeader h;
+    int fd = open_regular_file(g.gl_pathv[0], err);
+    int rc = fd < 0 ? -1 : shard_read_header(fd, g.gl_pathv[0], 0, &h, err);
+    if (fd >= 0) close(fd);
+    globfree(&g);
+    return rc == 0 ? h.vocab_size : -1;
+}
+
 DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int world_size,
                             int shuffle, uint64_t seed, int vocab_size, char* err) {
     if (B < 1 || T < 1 || (int64_t)B * T > INT32_MAX - 1) {
@@ -136,13 +159,7 @@ DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int wor
         return NULL;
     }
     glob_t g;
-    int grc = glob(pattern, 0, NULL, &g);
-    if (grc != 0) {
-        if (grc == GLOB_NOMATCH) set_err(err, "%s: no file matches", pattern);
-        else set_err(err, "%s: cannot list the files that match", pattern);
-        globfree(&g);
-        return NULL;
-    }
+    if (glob_shards(pattern, &g, err) != 0) return NULL;
     DataLoader* dl = calloc(1, sizeof(DataLoader));
     if (!dl) {
         globfree(&g);
@@ -274,5 +291,34 @@ int dataloader_restore(DataLoader* dl, DataLoaderState s, char* err) {
         return -1;
     }
     dl->state = s;
+    return 0;
+}
+
+int dataloader_restore_ranks(DataLoader* dl, DataLoaderState s, int saved_ranks, int* seen_again, char* err) {
+    // The same samples of the epoch (the caller bounds the product).
+    int64_t samples = s.step_in_epoch * saved_ranks;
+    s.step_in_epoch = samples / dl->world_size;
+    *seen_again = samples % dl->world_size != 0;
+    return dataloader_restore(dl, s, err);
+}
+
+void dataloader_describe(const DataLoader* dl, char* out, size_t len) {
+    int n = dl->n_shards;
+    if (n == 1) snprintf(out, len, "1 shard (%s)", dl->paths[0]);
+    else snprintf(out, len, "%d shards (%s to %s)", n, dl->paths[0], dl->paths[n - 1]);
+}
+
+int dataloader_val_pattern(const char* train_pattern, char* out, size_t len, char* err) {
+    const char* slash = strrchr(train_pattern, '/');
+    const char* train_at = strstr(slash ? slash + 1 : train_pattern, "train_");
+    if (!train_at) {
+        set_err(err, "the train shards' file names have no train_ to take val_");
+        return -1;
+    }
+    if (snprintf(out, len, "%.*sval_%s", (int)(train_at - train_pattern), train_pattern, train_at + strlen("train_")) >=
+        (int)len) {
+        set_err(err, "%s: path too long", train_pattern);
+        return -1;
+    }
     return 0;
 }

@@ -34,6 +34,11 @@ typedef struct DataLoader DataLoader;
 DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int world_size,
                             int shuffle, uint64_t seed, int vocab_size, char* err);
 
+// The vocabulary size the header of the first shard pattern matches states, 0 when it states none
+// (llm.c's shards), or -1 with err naming the pattern or the shard: a model's vocabulary when no
+// tokenizer or checkpoint gives it.
+int dataloader_vocab_size(const char* pattern, char* err);
+
 // The fingerprint of the tokenizer that made the shards, 0 when none of them records it.
 uint64_t dataloader_fingerprint(const DataLoader* dl);
 
@@ -53,6 +58,19 @@ int64_t dataloader_batches_per_epoch(const DataLoader* dl);
 void dataloader_reset(DataLoader* dl);   // back to the first batch of epoch 0
 DataLoaderState dataloader_state(const DataLoader* dl);
 int dataloader_restore(DataLoader* dl, DataLoaderState s, char* err);   // 0 on success
+// The same for a state saved by a loader of saved_ranks ranks (a run resumed on another number
+// of them): the samples of the epoch it had taken count as taken, in this loader's batches;
+// *seen_again is 1 when they are no whole number of them, and the last are read again.
+int dataloader_restore_ranks(DataLoader* dl, DataLoaderState s, int saved_ranks, int* seen_again, char* err);
+
+// Which files the loader reads, for a program to say: "1 shard (PATH)" or "N shards (FIRST to
+// LAST)", into out (len bytes).
+void dataloader_describe(const DataLoader* dl, char* out, size_t len);
+
+// The glob of the validation shards beside the training shards of train_pattern: "train_" in its
+// file-name part becomes "val_" (datasets/x/train_*.bin: datasets/x/val_*.bin), into out (len
+// bytes). 0, or -1 with err when that part has no "train_" or out is too short.
+int dataloader_val_pattern(const char* train_pattern, char* out, size_t len, char* err);
 
 void dataloader_close(DataLoader* dl);
 

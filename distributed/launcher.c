@@ -301,3 +301,32 @@ int launch_local_ranks(char* const argv[], int n, char* err) {
     free(pids);
     return failed ? -1 : 0;
 }
+
+int launch_gpus(int argc, char* const argv[], const unsigned char* leave_out, int n, int gpus, int nccl, char* err) {
+    extern char** environ;
+    LaunchInfo launch;
+    if (launch_info_parse(environ, &launch, err) != 0 || launch_local_check(&launch, n, err) != 0) return -1;
+    if (n > 1 && !nccl) {
+        set_err(err, "--gpus %d needs NCCL, and this build has none (install NCCL, or set NCCL_HOME, and rebuild)", n);
+        return -1;
+    }
+    if (gpus == 0) {
+        set_err(err, "--gpus %d: no CUDA device", n);
+        return -1;
+    }
+    if (gpus < n) {
+        set_err(err, "--gpus %d: this process sees %d GPU%s", n, gpus, gpus > 1 ? "s" : "");
+        return -1;
+    }
+    char** args = calloc((size_t)argc + 1, sizeof(char*));
+    if (!args) {
+        set_err(err, "out of memory");
+        return -1;
+    }
+    int k = 0;
+    for (int i = 0; i < argc; i++)
+        if (!leave_out[i]) args[k++] = argv[i];
+    int rc = launch_local_ranks(args, n, err);
+    free(args);
+    return rc;
+}

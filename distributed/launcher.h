@@ -56,6 +56,14 @@ int launch_local_check(const LaunchInfo* info, int n, char* err);
 // Returns 0 when every rank exited with status 0, or -1 with err naming the first that did not.
 int launch_local_ranks(char* const argv[], int n, char* err);
 
+// A program's own launch of n ranks on this node (train_gpt --gpus n), in this process's
+// environment: refused under a launcher that started several ranks (launch_local_check), for
+// n > 1 in a build without NCCL (nccl 0), and when this process sees fewer than n GPUs (gpus: the
+// CUDA devices it sees); else argv (argc elements) runs as the n ranks (launch_local_ranks)
+// without the elements marked in leave_out (the option that asked for the launch). 0 when every
+// rank exited with status 0, or -1 with err.
+int launch_gpus(int argc, char* const argv[], const unsigned char* leave_out, int n, int gpus, int nccl, char* err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,6 +14,7 @@ struct NcclComm {
     ncclComm_t comm;
     int rank;
     int world_size;
+    float* value;   // (1) device memory for nccl_mean_over_ranks, made at its first call
 };
 
 int nccl_comm_available(void) { return 1; }
@@ -31,18 +32,20 @@ NcclComm* nccl_comm_create(const LaunchInfo* launch, double timeout_s, char* err
     }
     c->rank = launch->rank;
     c->world_size = launch->world_size;
+    c->value = NULL;
     ncclCheck(ncclCommInitRank(&c->comm, c->world_size, id, c->rank));
     return c;
 }
 
 void nccl_comm_destroy(NcclComm* comm) {
     if (!comm) return;
+    if (comm->value) cudaCheck(cudaFree(comm->value));
     ncclCheck(ncclCommDestroy(comm->comm));
     free(comm);
 }
 
 NcclComm* nccl_comm_split(NcclComm* comm, int color, int key) {
-    NcclComm* c = (NcclComm*)malloc(sizeof(NcclComm));
+    NcclComm* c = (NcclComm*)calloc(1, sizeof(NcclComm));
     if (!c) die("out of memory for an NCCL communicator");
     ncclCheck(ncclCommSplit(comm->comm, color, key, &c->comm, NULL));
     ncclCheck(ncclCommUserRank(c->comm, &c->rank));
@@ -77,4 +80,14 @@ void nccl_broadcast(NcclComm* comm, const void* send, void* recv, size_t bytes, 
 
 void nccl_all_reduce_avg_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream) {
     ncclCheck(ncclAllReduce(buf, buf, n, ncclFloat32, ncclAvg, comm->comm, stream));
+}
+
+float nccl_mean_over_ranks(NcclComm* comm, float value, cudaStream_t stream) {
+    if (!comm) return value;
+    if (!comm->value) cudaCheck(cudaMalloc((void**)&comm->value, sizeof(float)));
+    cudaCheck(cudaMemcpyAsync(comm->value, &value, sizeof(float), cudaMemcpyHostToDevice, stream));
+    nccl_all_reduce_avg_f32(comm, comm->value, 1, stream);
+    cudaCheck(cudaMemcpyAsync(&value, comm->value, sizeof(float), cudaMemcpyDeviceToHost, stream));
+    cudaCheck(cudaStreamSynchronize(stream));
+    return value;
 }

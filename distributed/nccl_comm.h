@@ -49,4 +49,9 @@ void nccl_broadcast(NcclComm* comm, const void* send, void* recv, size_t bytes, 
 // In place on device memory: buf (n) = the mean over the ranks (the losses the trainer prints).
 void nccl_all_reduce_avg_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream);
 
+// The mean over the ranks of a value each holds on the host (a loss the trainer prints), through
+// a float of device memory that comm keeps, on stream, which it waits for; with comm NULL (one
+// rank without a communicator) the value itself.
+float nccl_mean_over_ranks(NcclComm* comm, float value, cudaStream_t stream);
+
 #endif

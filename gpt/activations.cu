@@ -3,18 +3,31 @@
 #include "gpt/activations.h"
 
 #include <math.h>
+#include <string.h>
+#include "common/bytes.h"
 #include "gpt/parameters.h"
 #include "layers/encoder.h"
 #include "layers/global_norm.h"
 #include "layers/layernorm.h"
 #include "layers/matmul.h"
 
-#define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
-
 void recompute_name(int flags, char* out, size_t len) {
     snprintf(out, len, "%s%s%s", flags & RECOMPUTE_GELU ? "gelu" : "",
              flags == (RECOMPUTE_GELU | RECOMPUTE_LAYERNORM) ? "," : "",
              flags & RECOMPUTE_LAYERNORM ? "layernorm" : flags ? "" : "none");
+}
+
+int recompute_flags(const char* list) {
+    if (!strcmp(list, "none")) return 0;
+    int flags = 0;
+    for (const char* p = list;; p++) {
+        size_t len = strcspn(p, ",");
+        if (len == 4 && !strncmp(p, "gelu", 4)) flags |= RECOMPUTE_GELU;
+        else if (len == 9 && !strncmp(p, "layernorm", 9)) flags |= RECOMPUTE_LAYERNORM;
+        else return -1;
+        p += len;
+        if (!*p) return flags;
+    }
 }
 
 #define MEMORY_RESERVE ((size_t)512 << 20)
@@ -26,6 +39,12 @@ int gpu_memory_unfit(size_t bytes, char* err) {
     set_err(err, "does not fit in GPU memory: it needs %.2f GiB (+%.2f GiB reserve), %.2f GiB are free", GIB(bytes),
             GIB(MEMORY_RESERVE), GIB(free_bytes));
     return 1;
+}
+
+size_t gpu_memory_in_use(void) {
+    size_t free_bytes, total_bytes;
+    cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
+    return total_bytes - free_bytes;
 }
 
 size_t memory_sizes_total(const MemorySizes* m) {
@@ -58,20 +77,17 @@ AttentionShape attention_shape(const GPTConfig* c, int B, int T) {
     return s;
 }
 
-#define CARVE_ALIGN 256
-static size_t round_up(size_t bytes) { return (bytes + CARVE_ALIGN - 1) / CARVE_ALIGN * CARVE_ALIGN; }
-
 // Takes bytes from the region at base (NULL: only counts), adding them to *part.
 static void* carve(char* base, size_t* offset, size_t bytes, size_t* part) {
     void* p = base ? base + *offset : NULL;
-    *offset += round_up(bytes);
-    *part += round_up(bytes);
+    *offset += carve_round_up(bytes);
+    *part += carve_round_up(bytes);
     return p;
 }
 
 // Bytes between the saved attention blocks of two layers: each layer's block is rounded up.
 static size_t saved_stride(const GPTConfig* c, int B, int T, const ModelOptions* opt) {
-    return round_up(attention_saved_bytes(&opt->attention, attention_shape(c, B, T)));
+    return carve_round_up(attention_saved_bytes(&opt->attention, attention_shape(c, B, T)));
 }
 
 // Rows of logits per classifier chunk for N rows: the option, or what fits in

@@ -25,6 +25,9 @@ typedef struct {
 
 // "none", "gelu", "layernorm" or "gelu,layernorm".
 void recompute_name(int flags, char* out, size_t len);
+// The flags of a list: "none" or gelu and layernorm separated by commas; -1 for any other text
+// (an empty item too: an empty list, a comma at either end or two together).
+int recompute_flags(const char* list);
 
 // Logits of at most this many bytes exist at once: the classifier runs over chunks of rows.
 #define CLASSIFIER_CHUNK_BYTES ((size_t)1 << 30)
@@ -70,6 +73,8 @@ size_t memory_sizes_total(const MemorySizes* m);
 // 1 when bytes do not fit in the GPU's free memory with a reserve for what the CUDA libraries
 // allocate on their own (the cuBLASLt workspace, ...), the numbers in err; 0 when they do.
 int gpu_memory_unfit(size_t bytes, char* err);
+// Bytes of the GPU's memory in use, by this process and any other.
+size_t gpu_memory_in_use(void);
 // Prints the sizes as a table, with the device's memory.
 void memory_sizes_print(const MemorySizes* m, AttentionKind kind);
 

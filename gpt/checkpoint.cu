@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "common/atomic_file.h"
+#include "common/output_path.h"
 #include "common/read_file.h"
 
 #define IO_CHUNK ((size_t)64 << 20)
@@ -490,52 +491,37 @@ int count_checkpoint_files(const char* dir, int* latest, char* err) {
     return n;
 }
 
-int check_dirs(const char* dir, char* err) {
-    char path[4096];
-    if (!*dir) {
-        set_err(err, "the folder name is empty");
+int find_resume_checkpoint(const char* dir, char* model, char* state, size_t len, TrainingState* s, char* err) {
+    int step = latest_checkpoint_step(dir, err);
+    if (step == -2) return -1;
+    if (step < 0) {
+        set_err(err, "%s: no model_*.bin / state_*.bin checkpoint pair in it", dir);
         return -1;
     }
-    if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
-        set_err(err, "path too long");
-        return -1;
-    }
-    // Up from dir to the first part of it that exists (a file on the way stops stat too).
-    struct stat st;
-    while (stat(path, &st) != 0) {
-        if ((errno != ENOENT && errno != ENOTDIR) || !strcmp(path, ".") || !strcmp(path, "/")) {
-            set_err(err, "%s: %s", path, strerror(errno));
-            return -1;
-        }
-        char* slash = strrchr(path, '/');
-        while (slash && slash > path && slash[-1] == '/') slash--;
-        if (!slash) snprintf(path, sizeof(path), ".");
-        else slash[slash == path] = '\0';
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        set_err(err, "%s is not a directory", path);
-        return -1;
-    }
-    if (access(path, W_OK | X_OK) != 0) {
-        set_err(err, "cannot write in %s: %s", path, strerror(errno));
+    checkpoint_paths(dir, step, model, state, len);
+    *s = read_training_state(state);
+    GPTConfig shape;
+    if (read_model_shape(model, &shape, err) != 0) return -1;
+    if (!gpt_config_same_shape(&shape, &s->config)) {
+        char have[128], want[128];
+        gpt_config_describe(&shape, have, sizeof(have));
+        gpt_config_describe(&s->config, want, sizeof(want));
+        set_err(err, "%s: %s is %s, %s %s: not one checkpoint", dir, model, have, state, want);
         return -1;
     }
     return 0;
 }
 
-void make_dirs(const char* dir) {
-    if (!*dir) die("cannot create a folder of an empty name");
-    char path[4096];
-    if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) die("%s: path too long", dir);
-    for (char* p = path + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char saved = *p;
-            *p = '\0';
-            if (mkdir(path, 0755) != 0 && errno != EEXIST) die("%s: cannot create: %s", path, strerror(errno));
-            *p = saved;
-            if (saved == '\0') break;
-        }
+int check_checkpoint_folder(const char* dir, const char* resumed_dir, char* err) {
+    if (resumed_dir && same_file(dir, resumed_dir)) return 0;
+    int latest, n = count_checkpoint_files(dir, &latest, err);
+    if (n < 0) {
+        char why[ERR_LEN];
+        snprintf(why, sizeof(why), "%s", err);
+        set_err(err, "%s: %s", dir, why);
+    } else if (n > 0) {
+        set_err(err, "%s holds the checkpoints of another run (%d file%s, the latest of step %d)", dir, n,
+                n > 1 ? "s" : "", latest);
     }
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) die("%s: not a directory", dir);
+    return n;
 }

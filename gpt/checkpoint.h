@@ -123,11 +123,15 @@ int latest_checkpoint_step(const char* dir, char* err);
 // How many checkpoint files (model_*.bin and state_*.bin of a step) dir holds, the latest step
 // among them in *latest; 0 when dir does not exist, -1 with err when it cannot be read.
 int count_checkpoint_files(const char* dir, int* latest, char* err);
-// Whether the folder dir exists or could be made, and files could be written in it, without
-// making anything: each part of it that exists is a folder and the deepest one is writable.
-// 0, or -1 with err saying what is wrong.
-int check_dirs(const char* dir, char* err);
-// Makes dir and its parents; dies naming the path on failure.
-void make_dirs(const char* dir);
+
+// The checkpoint a run resumed from dir continues: the latest step with both files (their paths
+// into model and state, len bytes each) and its training state (read_training_state), whose
+// shape the model file's header must have. 0, or -1 with err naming dir or the file.
+int find_resume_checkpoint(const char* dir, char* model, char* state, size_t len, TrainingState* s, char* err);
+// Whether a run may write its checkpoints into dir: 0 when it holds none of another run (whose
+// steps this run would write over, and whose --resume would take whichever run got further) or is
+// resumed_dir (NULL: none), the folder of the run resumed, however spelled; else the number of
+// checkpoint files it holds with err saying so, or -1 with err when it cannot be read.
+int check_checkpoint_folder(const char* dir, const char* resumed_dir, char* err);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <string.h>
+#include "common/bytes.h"
 #include "common/error.h"
 #include "gpt/activations.h"
 #include "gpt/sampler.h"
@@ -18,10 +19,6 @@
 #include "device/bf16.cuh"
 #include "device/launch.cuh"
 
-#define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
-
-static size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
-
 // Carves the allocation at base (NULL: sizes only) into m's buffers; fills m->sizes.
 static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int length, int prompt_max) {
     size_t C = c->C, off = 0, P = prompt_max;
@@ -29,8 +26,8 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     memset(sizes, 0, sizeof(*sizes));
     auto carve = [&](size_t bytes, size_t* part) {
         char* at = base ? base + off : NULL;
-        off += align_up(bytes);
-        *part += align_up(bytes);
+        off += carve_round_up(bytes);
+        *part += carve_round_up(bytes);
         return at;
     };
     bf16* params = (bf16*)carve(count_params(c) * sizeof(bf16), &sizes->params);

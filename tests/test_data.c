@@ -692,6 +692,60 @@ static void test_text_round_trip(void) {
     test_end();
 }
 
+// The vocabulary a glob's first shard states: the model's when nothing else gives it.
+static void test_vocab_size(void) {
+    test_begin("dataloader_vocab_size_of_the_first_shard");
+    char err[ERR_LEN] = "";
+    int tokens[64] = {0};
+    uint16_t data[64] = {0};
+    CHECK(shard_write(tmp_path("vocab_a_000.bin"), tokens, 64, 300, err) == 0, "%s", err);
+    CHECK(shard_write(tmp_path("vocab_a_001.bin"), tokens, 64, 500, err) == 0, "%s", err);
+    write_raw_shard(tmp_path("vocab_b_000.bin"), SHARD_MAGIC, 1, 64, 0, data, sizeof(data));
+    write_raw_shard(tmp_path("vocab_c_000.bin"), 1234, 1, 64, 300, data, sizeof(data));
+    int v = dataloader_vocab_size(tmp_path("vocab_a_*.bin"), err);
+    CHECK(v == 300, "the first of two shards: %d (%s)", v, err);
+    v = dataloader_vocab_size(tmp_path("vocab_b_*.bin"), err);
+    CHECK(v == 0, "an llm.c shard, which states none: %d (%s)", v, err);
+    v = dataloader_vocab_size(tmp_path("vocab_c_*.bin"), err);
+    CHECK(v == -1 && strstr(err, "vocab_c_000.bin"), "a bad header: %d, '%s'", v, err);
+    v = dataloader_vocab_size(tmp_path("vocab_none_*.bin"), err);
+    CHECK(v == -1 && strstr(err, "vocab_none_*.bin: no file matches"), "no shard: %d, '%s'", v, err);
+    test_end();
+}
+
+// A state saved by 2 ranks restored by 4 and by 1, in their own batches; the shards as a program
+// names them; the validation glob beside the training one.
+static void test_ranks_names_and_val_pattern(void) {
+    test_begin("dataloader_restore_ranks_describe_and_val_pattern");
+    char err[ERR_LEN] = "", text[512];
+    write_stream_shards();
+    const char* pattern = tmp_path(STREAM_PATTERN);
+    DataLoader* four = dataloader_open(pattern, 2, 16, 0, 4, 0, 3, STREAM_VOCAB, err);
+    DataLoader* one = dataloader_open(pattern, 2, 16, 0, 1, 0, 3, STREAM_VOCAB, err);
+    CHECK(four && one, "open: %s", err);
+    if (four && one) {
+        int again = -1;
+        DataLoaderState saved = {1, 3};   // 3 batches of 2 ranks: 6 batches' samples
+        CHECK(dataloader_restore_ranks(four, saved, 2, &again, err) == 0, "%s", err);
+        CHECK(dataloader_state(four).epoch == 1 && dataloader_state(four).step_in_epoch == 1 && again == 1,
+              "4 ranks: epoch %lld step %lld, seen again %d", (long long)dataloader_state(four).epoch,
+              (long long)dataloader_state(four).step_in_epoch, again);
+        CHECK(dataloader_restore_ranks(one, saved, 2, &again, err) == 0, "%s", err);
+        CHECK(dataloader_state(one).step_in_epoch == 6 && again == 0, "1 rank: step %lld, seen again %d",
+              (long long)dataloader_state(one).step_in_epoch, again);
+        dataloader_describe(one, text, sizeof(text));
+        CHECK(!strncmp(text, "5 shards (", 10) && strstr(text, "stream_000000.bin to ") &&
+                  strstr(text, "stream_000004.bin)"), "'%s'", text);
+    }
+    dataloader_close(four);
+    dataloader_close(one);
+    CHECK(dataloader_val_pattern("data/train_x/train_*.bin", text, sizeof(text), err) == 0 &&
+              !strcmp(text, "data/train_x/val_*.bin"), "'%s' (%s)", text, err);
+    CHECK(dataloader_val_pattern("data/shards_*.bin", text, sizeof(text), err) != 0 && strstr(err, "no train_"),
+          "no train_: '%s'", err);
+    test_end();
+}
+
 int main(void) {
     tmp_dir = test_env("FLASHGPT_TMP", "/tmp");
     test_round_trip("shard_round_trip_u16", 50257, SHARD_VERSION_U16);
@@ -709,5 +763,7 @@ int main(void) {
     test_changed_shard();
     test_fingerprints();
     test_text_round_trip();
+    test_vocab_size();
+    test_ranks_names_and_val_pattern();
     return test_exit_code();
 }

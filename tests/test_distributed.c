@@ -1,7 +1,8 @@
 // tests/test_distributed.c: the data-parallel library on CPU: the launchers' environments,
 // whether --gpus may start ranks under them, the Slurm node list, the TCP rendezvous between
 // forked processes on 127.0.0.1 (delivery, stray connections, time-outs, refusals), the
-// one-command launch of ranks, and ZeRO-1's shard arithmetic (flat, and by matrices for Muon).
+// one-command launch of ranks (and a program's --gpus: its refusals, the ranks' command line),
+// and ZeRO-1's shard arithmetic (flat, and by matrices for Muon).
 // Run as "test_distributed --child MODE" it is one rank of a launch_local_ranks case.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -528,6 +529,24 @@ static void test_local_launch(const char* self) {
     test_end();
 }
 
+// A program's --gpus: refused without NCCL or GPUs enough, in one line each; otherwise its ranks
+// run the program's command line without the option (here --gpus 2 around this program's child
+// mode, which any other command line would not reach).
+static void test_launch_gpus(const char* self) {
+    char err[ERR_LEN] = "";
+    char* argv[] = {(char*)self, "--gpus", "2", "--child", "rendezvous", NULL};
+    const unsigned char gpus_option[] = {0, 1, 1, 0, 0};
+    test_begin("launch_gpus: refused without NCCL or GPUs enough");
+    CHECK(launch_gpus(5, argv, gpus_option, 2, 2, 0, err) != 0 && strstr(err, "--gpus 2 needs NCCL"), "'%s'", err);
+    CHECK(launch_gpus(5, argv, gpus_option, 2, 0, 1, err) != 0 && !strcmp(err, "--gpus 2: no CUDA device"), "'%s'", err);
+    CHECK(launch_gpus(5, argv, gpus_option, 2, 1, 1, err) != 0 && !strcmp(err, "--gpus 2: this process sees 1 GPU"),
+          "'%s'", err);
+    test_end();
+    test_begin("launch_gpus: the ranks run the command line without --gpus");
+    CHECK(launch_gpus(5, argv, gpus_option, 2, 2, 1, err) == 0, "%s", err);
+    test_end();
+}
+
 // ---------------------------------------------------------------------------------------------
 // ZeRO-1 shards
 
@@ -758,6 +777,10 @@ static void test_zero_shards_by_units(void) {
 
 int main(int argc, char** argv) {
     if (argc == 3 && strcmp(argv[1], "--child") == 0) return child_main(argv[2]);
+    if (argc > 1) {
+        fprintf(stderr, "test_distributed: no arguments, or --child MODE\n");
+        return 2;
+    }
     test_launchers();
     test_local_launch_check();
     test_nodelists();
@@ -767,6 +790,7 @@ int main(int argc, char** argv) {
     test_rendezvous_missing(results);
     test_rendezvous_refusals(results);
     test_local_launch(argv[0]);
+    test_launch_gpus(argv[0]);
     test_zero_shards();
     test_zero_shards_by_units();
     return test_exit_code();

@@ -3,10 +3,10 @@
 # tests/data/hellaswag_tiny.jsonl (items 0-15 are the true next line of tinyshakespeare against
 # three endings of random letters; items 16-23 four real lines, none the continuation).
 # Without a GPU: the checks before the GPU (a malformed item line, a missing items file, --scores
-# in a missing folder, and a valid run that gets as far as looking for a device), on a model of
-# zeros written here; and tests/evaluate_reference.py on that model. With a CUDA device: a d6
-# trained here for 200 steps prefers the real lines, batching leaves the scores as they are, and
-# the scores match the float64 reference. Needs ./evaluate, ./prepare_data and the text
+# in a missing folder or naming an input, and a valid run that gets as far as looking for a
+# device), on a model of zeros written here; and tests/evaluate_reference.py on that model. With
+# a CUDA device: a d6 trained here for 200 steps prefers the real lines, batching leaves the
+# scores as they are, and the scores match the float64 reference. Needs ./evaluate, ./prepare_data and the text
 # ($FLASHGPT_TEXT); the reference needs numpy ($PYTHON, else .venv/bin/python3). Prints PASS /
 # FAIL / SKIPPED lines like tests/test.h.
 set -u
@@ -71,6 +71,25 @@ CUDA_VISIBLE_DEVICES= ./evaluate "${zero[@]}" --hellaswag "$items" --scores "$tm
 check "exit status 0" test $? -ne 0
 check "not one line naming --scores: $(last "$tmp/out")" says "$tmp/out" "--scores $tmp/no_folder/scores.csv: "
 check "the folder was made" test ! -e "$tmp/no_folder"
+end
+
+# --scores is renamed over its path once the GPU has scored the items: an input there (also
+# through a link) is refused before the GPU, and left as it was.
+begin "evaluate_scores_is_never_an_input"
+cp "$items" "$tmp/items.jsonl"
+ln -f "$tok" "$tmp/tokenizer_hard_link.bin"
+sums_before=$(cksum "$tmp/zero.bin" "$tok" "$tmp/items.jsonl")
+while IFS='|' read -r scores flag input; do
+    CUDA_VISIBLE_DEVICES= ./evaluate "${zero[@]}" --hellaswag "$tmp/items.jsonl" --scores "$scores" > "$tmp/out" 2>&1
+    check "exit status 0" test $? -ne 0
+    check "--scores $scores: $(last "$tmp/out")" says "$tmp/out" "--scores $scores: is the input $flag $input (not overwritten)"
+done <<EOF
+$tmp/zero.bin|--checkpoint|$tmp/zero.bin
+$tok|--tokenizer|$tok
+$tmp/tokenizer_hard_link.bin|--tokenizer|$tok
+$tmp/items.jsonl|--hellaswag|$tmp/items.jsonl
+EOF
+check "an input changed" test "$(cksum "$tmp/zero.bin" "$tok" "$tmp/items.jsonl")" = "$sums_before"
 end
 
 # The only error left for a valid run without a device is the device: every earlier check passed.

@@ -25,6 +25,8 @@
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
+#include "common/bytes.h"
+#include "common/output_path.h"
 #include "common/rng.h"
 #include "data/shard.h"
 #include "gpt/checkpoint.h"
@@ -35,7 +37,6 @@
 #include "tests/reference_file.h"
 #include "tests/test.h"
 
-#define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
 
 #define TOL_LOGITS 2e-2
 #define TOL_LOSS 2e-3
@@ -315,7 +316,8 @@ static void train_runs_init(TrainRuns* runs, const char* name) {
     char clear[1200];
     snprintf(clear, sizeof(clear), "rm -rf '%s'", runs->dir);
     CHECK(system(clear) == 0, "%s", clear);
-    make_dirs(runs->dir);
+    char err[ERR_LEN];
+    CHECK(make_dirs(runs->dir, err) == 0, "%s", err);
     snprintf(train_path, sizeof(train_path), "%s/train_000.bin", runs->dir);
     snprintf(val_path, sizeof(val_path), "%s/val_000.bin", runs->dir);
     write_shard(train_path, 4 * RUN_B * RUN_T + 1, 300, 1);

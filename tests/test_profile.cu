@@ -6,7 +6,7 @@
 // CPU, the MFU the trainer prints (gpt/mfu.h) for one GPU and for several.
 #include <math.h>
 #include <string.h>
-#include <time.h>
+#include "common/clock.h"
 #include "gpt/gpt.h"
 #include "gpt/profile.h"
 #include "gpt/mfu.h"
@@ -72,12 +72,6 @@ static void test_floors(void) {
     check_count("floor set by FLOPs", work_floor_seconds((PartWork){790e12, 4.3e9}, 790e12, 4.3e12), 1.0);
     check_count("floor set by bytes", work_floor_seconds((PartWork){790e9, 4.3e12}, 790e12, 4.3e12), 1.0);
     test_end();
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
 // One optimizer step as train_gpt takes it, on the batch in the model's host buffers.

@@ -9,7 +9,8 @@
 //   O 1e-2, dQ dK dV 2e-2: the ring rounds each block's partial output (and dqkv) to bf16
 //   before the fp32 merge, one rounding (2^-9 relative) more than the whole-sequence kernel;
 //   L 1e-4 |L - ref| / (1 + |ref|): the merge of log-sum-exps runs in fp32.
-// T must be a multiple of 2N (equal chunks): other lengths are refused (checked here too).
+// T must be a multiple of 2N (equal chunks): other lengths are refused (checked here too). The
+// split of a batch into the ranks' rows (zigzag_split) is checked on the host.
 #include <math.h>
 #include <string.h>
 #include "attention/attention.h"
@@ -137,6 +138,31 @@ static void test_refused(void) {
     test_end();
 }
 
+// A batch split for the ring: each model row holds its rank's two zigzag chunks of its sequence,
+// for all N ranks held here (simulated) and for one rank of a group (NCCL), the token at sequence
+// position p of sequence b being b * T + p.
+static void test_zigzag_split(void) {
+    test_begin("zigzag_split puts each rank's chunks of each sequence in its row");
+    enum { B = 2, N = 3, T = 2 * N * 5 };
+    int batch[B * T], rows[B * T];
+    for (int i = 0; i < B * T; i++) batch[i] = i;
+    AttentionRing all = ring_in_memory(N), one = {N, 1, 1, NULL, NULL};
+    const AttentionRing* rings[2] = {&all, &one};
+    for (int k = 0; k < 2; k++) {
+        const AttentionRing* g = rings[k];
+        int c = T / (2 * N), wrong = 0;
+        memset(rows, 0xff, sizeof(rows));
+        zigzag_split(g, batch, B, T, rows);
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < g->count; i++)
+                for (int t = 0; t < 2 * c; t++)
+                    wrong += rows[(b * g->count + i) * 2 * c + t] !=
+                             b * T + (int)global_position(g->first + i, t, c, N);
+        CHECK(wrong == 0, "%s: %d tokens out of place", k ? "one rank" : "simulated", wrong);
+    }
+    test_end();
+}
+
 int main(void) {
     const int cases[][4] = {  // N, c, B, HS
         {2, 64, 1, 64}, {2, 100, 2, 64}, {2, 300, 1, 128}, {4, 64, 1, 64}, {4, 77, 1, 128}, {1, 96, 1, 64}};
@@ -150,9 +176,11 @@ int main(void) {
             test_skip(name, "no CUDA device");
         }
         test_refused();
+        test_zigzag_split();
         return test_exit_code();
     }
     for (int i = 0; i < n_cases; i++) test_ring(cases[i][0], cases[i][1], cases[i][2], cases[i][3]);
     test_refused();
+    test_zigzag_split();
     return test_exit_code();
 }

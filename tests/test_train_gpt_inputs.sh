@@ -2,7 +2,8 @@
 # tests/test_train_gpt_inputs.sh: train_gpt and generate against bad inputs that must stop them
 # with one line before the GPU is touched: checkpoints of a --resume folder or --init-from that
 # are truncated, empty, random, of another shape, with values that are not finite or headers
-# whose sizes overflow; --log and --out-dir that cannot be written; flags out of range. Also
+# whose sizes overflow; --log and --out-dir that cannot be written, a --log that is an input;
+# flags out of range. Also
 # which validation shards the default --val-data finds, and that it says when there are none.
 # The checkpoints are made here (ckpt.py below, in the formats of gpt/checkpoint.h), so no
 # GPU is needed; each bad case is one change to a pair that passes every check. Needs
@@ -264,6 +265,31 @@ fi
 chmod 755 "$tmp/r"
 end
 
+begin "train_gpt_log_is_never_an_input"
+# The log is opened once the GPU is taken, which would empty the file: an input as --log (also
+# through a link) is refused before that, and left as it was.
+data="--model d2 --context 64 -T 64"
+ckpt model "$tmp/init.bin"
+ln -sf ds/tokenizer.bin "$tmp/tokenizer_link.bin"
+sums_before=$(cksum "$tmp/ds/"*.bin "$tmp/init.bin")
+while IFS='|' read -r log flag input; do
+    ./train_gpt --train-data "$train" $data --tokenizer "$tmp/ds/tokenizer.bin" --init-from "$tmp/init.bin" \
+        --log "$log" > "$tmp/out" 2>&1
+    check "--log $log: $(last "$tmp/out")" says "$tmp/out" "--log $log: is the input $flag $input (not overwritten)"
+done <<EOF
+$tmp/ds/train_000000.bin|--train-data|$tmp/ds/train_000000.bin
+$tmp/ds/val_000000.bin|--val-data|$tmp/ds/val_000000.bin
+$tmp/ds/tokenizer.bin|--tokenizer|$tmp/ds/tokenizer.bin
+$tmp/tokenizer_link.bin|--tokenizer|$tmp/ds/tokenizer.bin
+$tmp/init.bin|--init-from|$tmp/init.bin
+EOF
+pair "$tmp/good" --
+resume "$tmp/good" --log "$tmp/good/state_00000005.bin"
+check "--log the resumed state: $(last "$tmp/out")" says "$tmp/out" \
+    "--log $tmp/good/state_00000005.bin: is the input --resume $tmp/good/state_00000005.bin (not overwritten)"
+check "an input changed" test "$(cksum "$tmp/ds/"*.bin "$tmp/init.bin")" = "$sums_before"
+end
+
 begin "train_gpt_resume_writes_only_its_own_folder"
 # A resumed run writes into the folder it resumes, however it is spelled, but not into one that
 # holds another run's checkpoints.
@@ -332,6 +358,49 @@ done <<'EOF'
 --optimizer muon --lr 0|--lr 0 must be positive
 --optimizer muon --lr 0.01 --muon-momentum 0 --weight-decay 0.1|no CUDA device
 EOF
+end
+
+begin "train_gpt_and_generate_name_the_wrong_argument"
+# An error names the argument that is wrong, not the one before it; after -- an argument is an
+# operand (generate's prompt) however it starts; a float below the normal range is taken.
+data="--model d2 --context 64 -T 64"
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
+    check "train_gpt $args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<'EOF'
+-xyz|unknown option -x in '-xyz' (train_gpt --help lists the options)
+-x|unknown option -x (train_gpt --help lists the options)
+--nothing|unknown option --nothing (train_gpt --help lists the options)
+--s 5|--s is ambiguous: it begins 5 options
+--deterministic=1|--deterministic takes no value
+--steps|--steps needs a value
+-- extra|unexpected argument 'extra'
+--temperature 1e-45|no CUDA device
+--temperature 1e-50|--temperature 1e-50: too small for a float
+--lr 1e39|--lr 1e39: too large for a float
+EOF
+if [ -x ./generate ]; then
+    model=(--checkpoint "$tmp/fine.bin" --tokenizer "$tmp/ds/tokenizer.bin")
+    ./generate "${model[@]}" "-5 degrees" > "$tmp/out" 2>&1
+    check "generate '-5 degrees': $(last "$tmp/out")" says "$tmp/out" \
+        "unknown option -5 in '-5 degrees' (generate --help lists the options; a PROMPT that starts with '-' goes after --)"
+    ./generate "${model[@]}" -- "-5 degrees" > "$tmp/out" 2>&1
+    check "generate -- '-5 degrees': $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+    ./generate "${model[@]}" --temperature 1e-45 > "$tmp/out" 2>&1
+    check "generate --temperature 1e-45: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+fi
+end
+
+begin "train_gpt_sample_tokens_up_to_the_largest_int"
+# A sample longer than the window slides through it: any count that fits an int is fine.
+for n in 1 63 64 2147483646 2147483647; do
+    ./train_gpt --train-data "$train" $data --tokenizer "$tmp/ds/tokenizer.bin" --sample-every 1 --sample-tokens $n \
+        > "$tmp/out" 2>&1
+    check "--sample-tokens $n: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+done
+./train_gpt --train-data "$train" --model d2 --context 64 -T 1 --tokenizer "$tmp/ds/tokenizer.bin" --sample-every 1 \
+    > "$tmp/out" 2>&1
+check "-T 1: $(last "$tmp/out")" says "$tmp/out" "--sample-every: -T 1 leaves no room for a sample"
 end
 
 exit $((failures > 0))
