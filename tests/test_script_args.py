@@ -16,7 +16,8 @@
   an option it does not know or too many positions for the context is one error line.
   bench_sdpa.py: half a shape is refused. train_torch_reference.py: a --log that is one of the
   shards (by name, through a link, a hard link), a folder, or in a missing folder is one error
-  line, and the shards and their folder are left as they were.
+  line, and the shards and their folder are left as they were; so is an --init-from that is no
+  checkpoint or no file, or that is the --log, which leaves it as it was.
 - scripts/gpu_*.sh, copied with gpu_common.sh into the scripts/ of a folder that stands for the
   repository and run there against stubs of the programs they call (make, nvidia-smi, python3,
   torchrun, compute-sanitizer, ./train_gpt and the others; each records that it ran): --help
@@ -203,6 +204,17 @@ def case_torch_scripts():
         case.check(after == before, "a shard changed")
         case.check(sorted(os.listdir(shards)) == sorted(list(before) + ["hard.csv", "link.csv"]),
                    f"the folder holds {sorted(os.listdir(shards))}")
+        case.end()
+    init = os.path.join(shards, "init.bin")
+    with open(init, "wb") as f:
+        f.write(b"weights")
+    for args, must_mention in ((["--init-from", init], f"{init}: truncated"),
+                               (["--init-from", os.path.join(d, "none.bin")], "none.bin: no such file"),
+                               (["--init-from", init, "--log", init], f"{init}: is the input")):
+        case = Case(f"train_torch_reference.py {' '.join(os.path.basename(a) for a in args)}: refused in one line "
+                    "naming the file, before torch")
+        one_error_line(case, run_script(script("train_torch_reference.py"), *train, *args, env=env), must_mention)
+        case.check(open(init, "rb").read() == b"weights", "the checkpoint changed")
         case.end()
 
     name = "bench_torch_decode.py"
