@@ -32,6 +32,8 @@ CU_LIB_SRC := $(wildcard layers/*.cu attention/*.cu gpt/*.cu) distributed/ring_t
 CU_LIB_OBJ = $(CU_LIB_SRC:%.cu=$(BUILD)/%.o)
 
 CPU_TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
+# Programs the Python tests run (tests/data_order.c: the data loader's batches).
+TEST_HELPERS := $(BUILD)/tests/data_order
 GPU_TESTS   := $(patsubst tests/%.cu,$(BUILD)/tests/%,$(wildcard tests/test_*.cu))
 CPU_BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 GPU_BENCHES := $(patsubst bench/%.cu,$(BUILD)/bench/%,$(wildcard bench/bench_*.cu))
@@ -85,7 +87,7 @@ endif
 all: $(CPU_PROGRAMS) $(GPU_PROGRAMS)
 
 # test_gpt runs the train_gpt program (a resume), so the programs are built first.
-test: $(CPU_TESTS) $(GPU_TESTS) $(CPU_PROGRAMS) $(GPU_PROGRAMS) $(PYTHON_DEP) $(DEFAULT_TEXT)
+test: $(CPU_TESTS) $(TEST_HELPERS) $(GPU_TESTS) $(CPU_PROGRAMS) $(GPU_PROGRAMS) $(PYTHON_DEP) $(DEFAULT_TEXT)
 	@PYTHON=$(PYTHON) BUILD=$(BUILD) TEXT="$(TEST_TEXT)" UNBUILT_GPU_TESTS="$(UNBUILT_GPU_TESTS)" \
 	    tests/run_tests.sh $(CPU_TESTS) $(GPU_TESTS)
 

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/atomic_file.h"
 #include "common/bytes.h"
 #include "common/clock.h"
 #include "common/cuda_check.h"
@@ -44,6 +45,7 @@ typedef struct {
     int context;                 // maxT
     int model_given, context_given;   // set on the command line (they must match a checkpoint)
     const char* init_from;       // model checkpoint, or NULL
+    const char* save_init;       // where to write the initial model and stop, or NULL
     const char* resume_dir;      // or NULL
     const char* train_data;      // shard glob
     const char* val_data;        // shard glob, "" for none, NULL: beside the train shards
@@ -141,6 +143,8 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         {OPTION_INT, "--context", "N", &o->context, "context length of the model [1024]", 1, INT_MAX, NULL,
          &o->context_given},
         {OPTION_TEXT, "--init-from", "FILE", &o->init_from, "start from a model checkpoint (version 3 fp32 or 5 bf16)"},
+        {OPTION_TEXT, "--save-init", "FILE", &o->save_init,
+         "write the initial model (drawn from --seed) to FILE, a version 3\ncheckpoint, and stop before the GPU"},
         {OPTION_TEXT, "--resume", "DIR", &o->resume_dir, "continue the run whose checkpoints are in DIR, exactly"},
         {OPTION_GROUP, "data"},
         {OPTION_TEXT, "--train-data", "GLOB", &o->train_data, "training shards [datasets/tinyshakespeare/train_*.bin]"},
@@ -222,6 +226,8 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
     resolve_optimizer(&o->optimizer);
     o->schedule.lr = o->optimizer.lr;
     if (o->resume_dir && o->init_from) die("--resume and --init-from exclude each other");
+    if (o->save_init && (o->resume_dir || o->init_from))
+        die("--save-init writes the model drawn from --seed, not one of --resume or --init-from");
     if (o->context_parallel > 1) {
         if (o->T % (2 * o->context_parallel) != 0)
             die("-T %d: --context-parallel %d cuts each sequence into %d equal chunks, so -T must be a multiple of %d",
@@ -485,14 +491,30 @@ static void check_outputs(const Run* r, const char* out_dir_flag) {
     int n = o->out_dir ? check_checkpoint_folder(o->out_dir, r->resuming ? o->resume_dir : NULL, err) : 0;
     if (n < 0) die("%s %s", out_dir_flag, err);
     if (n > 0) die("%s %s: --resume %s continues it; give a new run another --out-dir", out_dir_flag, err, o->out_dir);
-    if (!o->log_path || r->ranks.launch.rank != 0) return;
+    if (r->ranks.launch.rank != 0) return;
     const ProgramInput inputs[] = {
         {"--train-data", o->train_data, 1}, {"--val-data", r->val ? o->val_data : NULL, 1},
         {"--tokenizer", o->tokenizer, 0}, {"--init-from", o->init_from, 0},
         {"--resume", r->resuming ? r->resume_model : NULL, 0}, {"--resume", r->resuming ? r->resume_state : NULL, 0}};
-    if (check_output_file(o->log_path, err) != 0 ||
-        check_output_not_input(o->log_path, inputs, sizeof(inputs) / sizeof(inputs[0]), err) != 0)
+    int n_inputs = sizeof(inputs) / sizeof(inputs[0]);
+    if (o->log_path &&
+        (check_output_file(o->log_path, err) != 0 || check_output_not_input(o->log_path, inputs, n_inputs, err) != 0))
         die("--log %s", err);
+    if (o->save_init &&
+        (atomic_check(o->save_init, err) != 0 || check_output_not_input(o->save_init, inputs, n_inputs, err) != 0))
+        die("--save-init %s", err);
+}
+
+// --save-init: the model the run would start from (gpt_init_random's values, drawn on the host),
+// written by rank 0.
+static void save_initial_model(const Run* r) {
+    if (r->ranks.launch.rank != 0) return;
+    float* values = (float*)malloc(count_params(&r->config) * sizeof(float));
+    if (!values) die("out of host memory for the initial model");
+    init_param_values(values, &r->config, r->o.seed);
+    save_model_values(r->o.save_init, &r->config, values);
+    free(values);
+    printf("initial model (seed %llu): %s\n", (unsigned long long)r->o.seed, r->o.save_init);
 }
 
 // The log, its folder made if missing: appended to when a resumed run finds one, else new.
@@ -547,6 +569,10 @@ static void setup(Run* r, const TrainOptions* options) {
             die("--profile %d: this run does steps %d to %d", o->profile_step, first, o->steps);
     }
     check_outputs(r, options->out_dir ? "--out-dir" : "--resume");
+    if (o->save_init) {   // the run ends with its initial model, before the GPU
+        save_initial_model(r);
+        exit(0);
+    }
     // The long reads last: every value of the checkpoint files.
     if (r->resuming) {
         r->checkpoint_values = read_model_values(r->resume_model, &r->config);

@@ -143,13 +143,18 @@ static void close_written(FILE* f, const char* tmp, const char* path, int ok) {
 static float* optimizer_array(GPT* g, int k) { return k == 0 ? g->master : k == 1 ? g->m : g->v; }
 static int sharded(const GPT* g) { return g->dp.comm && g->dp.zero_stage == 1; }
 
-void gpt_save_checkpoint(GPT* g, const char* path) {
-    const GPTConfig* c = &g->config;
+// The header of a model checkpoint of c's shape in the format of version.
+static ModelFileHeader model_header(const GPTConfig* c, int version) {
     ModelFileHeader h;
     memset(&h, 0, sizeof(h));
     h.f.magic = MODEL_MAGIC;
-    h.f.version = MODEL_VERSION_BF16;
+    h.f.version = version;
     h.f.shape = (ShapeFields){.maxT = c->maxT, .V = c->V, .L = c->L, .NH = c->NH, .C = c->C, .Vp = c->Vp};
+    return h;
+}
+
+void gpt_save_checkpoint(GPT* g, const char* path) {
+    ModelFileHeader h = model_header(&g->config, MODEL_VERSION_BF16);
     if (g->dp.comm) cudaCheck(cudaStreamSynchronize(g->comm_stream));   // the gathered parameters
     cudaCheck(cudaStreamSynchronize(g->stream));
     if (g->dp.rank != 0) return;
@@ -157,6 +162,16 @@ void gpt_save_checkpoint(GPT* g, const char* path) {
     char tmp[4096];
     open_for_writing(path, tmp, sizeof(tmp), &f);
     int ok = fwrite(&h, sizeof(h), 1, f) == 1 && write_device(f, g->params_memory, g->num_params * sizeof(bf16)) == 0;
+    close_written(f, tmp, path, ok);
+}
+
+void save_model_values(const char* path, const GPTConfig* c, const float* values) {
+    ModelFileHeader h = model_header(c, MODEL_VERSION_FP32);
+    FILE* f;
+    char tmp[4096];
+    open_for_writing(path, tmp, sizeof(tmp), &f);
+    size_t n = count_params(c);
+    int ok = fwrite(&h, sizeof(h), 1, f) == 1 && fwrite(values, sizeof(float), n, f) == n;
     close_written(f, tmp, path, ok);
 }
 

@@ -101,6 +101,9 @@ int read_model_shape(const char* path, GPTConfig* shape, char* err);
 float* read_model_values(const char* path, const GPTConfig* config);
 // The model as a version 5 (bf16) checkpoint.
 void gpt_save_checkpoint(GPT* g, const char* path);
+// values (count_params(c) fp32, checkpoint order, on the host) as a version 3 (fp32) checkpoint:
+// a model written without a GPU (train_gpt --save-init, its initial one).
+void save_model_values(const char* path, const GPTConfig* c, const float* values);
 
 void save_training_state(GPT* g, const TrainingState* s, const char* path);
 // The state in path, from its header, which is checked (bounds, and the file's size).

@@ -4,10 +4,15 @@
 Each side is a name and the CSV logs of its runs (train_gpt's --log columns, which
 scripts/train_torch_reference.py writes too), one run per seed:
 
-  python3 scripts/compare_curves.py flashgpt 'runs/f-*.csv' reference 'runs/r-*.csv'
+  python3 scripts/compare_curves.py flashgpt 'runs/f-s*.csv' reference 'runs/r-s*.csv'
 
-Prints, at every step where all the runs validated, each side's mean validation loss and its
-seed spread (max - min), and each side's difference from the first; then the final losses; then
+Runs of two sides pair where their paths hold the same text in the place of their globs'
+wildcards (runs/f-s2.csv and runs/r-s2.csv: seed 2), as paired runs do: the same initial
+weights and data order on both sides (scripts/gpu_parity.sh), so that their difference is
+free of the seed's. Prints, at every step where all the runs validated, each side's mean
+validation loss and its seed spread (max - min), and the first side's paired difference from
+each other side: the mean over the pairs of first minus other, and its spread; then the final
+losses, and the final paired differences pair by pair; then
 how soon each side reaches a target loss (--target, or the first side's mean final loss): the
 step at which its mean curve first reaches it (linearly between validations), times its training
 seconds per step (validation excluded). The seconds per step are the mean over a side's logs
@@ -19,6 +24,7 @@ import argparse
 import csv
 import glob
 import math
+import re
 import sys
 
 
@@ -49,17 +55,34 @@ def read_run(path, validated=True):
     return seconds, val
 
 
+def run_key(pattern, path):
+    """What stands in path, which glob found for pattern, from the place of pattern's first
+    wildcard to that of its last ("2" of runs/f-s2.csv for runs/f-s*.csv): runs of two sides
+    with the same key are a pair."""
+    wild = [m.span() for m in re.finditer(r"[*?]|\[[^]]+\]", pattern)]
+    if not wild:
+        return ""
+    tail = len(pattern) - wild[-1][1]
+    return path[wild[0][0]:len(path) - tail]
+
+
 def read_runs(name, pattern, validated=True):
+    """The runs of the logs pattern matches, by run_key."""
     paths = sorted(glob.glob(pattern))
     if not paths:
         sys.exit(f"error: {name}: {pattern}: no file matches")
-    return [read_run(p, validated) for p in paths]
+    return {run_key(pattern, p): read_run(p, validated) for p in paths}
+
+
+def paired_differences(first, other, step):
+    """{key: first's validation loss minus other's at step} over the runs that pair."""
+    return {k: first[k][1][step] - other[k][1][step] for k in first if k in other}
 
 
 def seconds_per_step(runs):
     """Mean training seconds of a step, past each run's first (which warms up); None when no
     run has a step past its first."""
-    times = [t for seconds, _ in runs for step, t in seconds.items() if step > min(seconds)]
+    times = [t for seconds, _ in runs.values() for step, t in seconds.items() if step > min(seconds)]
     return sum(times) / len(times) if times else None
 
 
@@ -92,33 +115,47 @@ def main(argv):
         if name not in dict(sides) or not pattern:
             ap.error(f"--timing {spec}: not NAME=GLOB of a side")
         timing[name] = seconds_per_step(read_runs(name, pattern, validated=False))
-    steps = sorted(set.intersection(*(set(v) for _, runs in sides for _, v in runs)))
+    steps = sorted(set.intersection(*(set(v) for _, runs in sides for _, v in runs.values())))
     if not steps:
         sys.exit("error: the runs share no validation step")
 
-    def stats(runs, step):
-        vals = [v[step] for _, v in runs]
-        return sum(vals) / len(vals), max(vals) - min(vals)
+    def stats(values):
+        values = list(values)
+        return sum(values) / len(values), max(values) - min(values)
 
+    def side_stats(runs, step):
+        return stats(v[step] for _, v in runs.values())
+
+    first_name, first = sides[0]
     print("| step | " + " | ".join(f"{n} ({len(r)} runs): mean (spread)" for n, r in sides) +
-          "".join(f" | {n} - {sides[0][0]}" for n, _ in sides[1:]) + " |")
+          "".join(f" | {first_name} - {n}, paired: mean (spread)" for n, _ in sides[1:]) + " |")
     print("|---" * (2 * len(sides)) + "|")
     for step in steps:
-        means = [stats(runs, step) for _, runs in sides]
-        cells = [f"{m:.4f} ({s:.4f})" for m, s in means]
-        diffs = [f"{m - means[0][0]:+.4f}" for m, _ in means[1:]]
-        print(f"| {step} | " + " | ".join(cells + diffs) + " |")
+        cells = ["{:.4f} ({:.4f})".format(*side_stats(runs, step)) for _, runs in sides]
+        for _, runs in sides[1:]:
+            diffs = paired_differences(first, runs, step)
+            cells.append("{:+.4f} ({:.4f})".format(*stats(diffs.values())) if diffs else "no pairs")
+        print(f"| {step} | " + " | ".join(cells) + " |")
     last = steps[-1]
-    target = a.target if a.target is not None else stats(sides[0][1], last)[0]
+    target = a.target if a.target is not None else side_stats(first, last)[0]
     print(f"\nfinal (step {last}):")
     for name, runs in sides:
-        mean, spread = stats(runs, last)
-        finals = ", ".join(f"{v[last]:.4f}" for _, v in runs)
+        mean, spread = side_stats(runs, last)
+        finals = ", ".join(f"{v[last]:.4f}" for _, v in runs.values())
         print(f"  {name}: mean {mean:.4f}, spread {spread:.4f} ({finals})")
+    for name, runs in sides[1:]:
+        diffs = paired_differences(first, runs, last)
+        if not diffs:
+            print(f"  {first_name} - {name}: no runs pair (their names differ where the globs have wildcards)")
+            continue
+        mean, spread = stats(diffs.values())
+        each = ", ".join(f"{k}: {d:+.4f}" for k, d in diffs.items())
+        print(f"  {first_name} - {name}, paired: mean {mean:+.4f}, spread {spread:.4f} over {len(diffs)} pairs "
+              f"of {max(len(first), len(runs))} runs ({each})")
     print(f"\nto validation loss {target:.4f} (the mean curve; training time, validation excluded):")
     first_time = None
     for i, (name, runs) in enumerate(sides):
-        step = step_reaching({s: stats(runs, s)[0] for s in steps}, target)
+        step = step_reaching({s: side_stats(runs, s)[0] for s in steps}, target)
         per_step = timing.get(name, seconds_per_step(runs))
         source = "alone" if name in timing else "from its curve's runs"
         timed = f"{per_step * 1e3:.1f} ms a step, {source}" if per_step else "no time: its logs have one step"

@@ -6,7 +6,14 @@
 # millions of tokens (scripts/make_parity_text.sh makes one). For each run (MODELS) and side
 # (SIDES) it trains one epoch with every seed (SEEDS), the seeds of a side at once on the GPU
 # (only the losses count here), and prints the validation curves side by side with their seed
-# spread (scripts/compare_curves.py). The runs (MODELS):
+# spread and the paired differences (scripts/compare_curves.py).
+# The runs are paired: for each run and seed, train_gpt first writes its initial weights
+# (--save-init, on the host, to init-sSEED.bin beside the logs, removed once the sides have run),
+# and the reference starts from them (--init-from) and reads train_gpt's data order for the seed
+# (the same batches, epoch shuffles and validation batches: scripts/shard_batches.py); flashgpt
+# draws the same weights from the seed itself. So a seed's runs differ by their numerics alone,
+# not by the seed's draws, and compare_curves.py gives, beside each side's mean and spread over
+# the seeds, the mean and spread of flashgpt minus the reference, seed by seed. The runs (MODELS):
 #   d6:  B 32, T 512, lr 1e-3, one epoch, warmup over its first 10%
 #   d12: B 16, T 1024, lr 6e-4, one epoch, warmup over its first 10%
 #   d6-t256: make train's run (B 32, T 256, lr 1e-3, 350 steps, warmup 25), whose final loss
@@ -19,7 +26,8 @@
 # to a folder of the run's name with -muon after it.
 # Sides: flashgpt ($FLASHGPT, default ./train_gpt), flashgpt-base ($FLASHGPT_BASE, another build),
 # reference (scripts/train_torch_reference.py), and reference+X for its --emulate X (for
-# instance reference+residual,residual-grad).
+# instance reference+residual,residual-grad). $FLASHGPT writes the initial weights the reference
+# sides start from.
 # RACE=1 (with d12 among MODELS) then times RACE_STEPS (100) steps of d12 alone for each side,
 # flashgpt and the reference under torch.compile, and prints the training time each needs to
 # reach the reference's mean final d12 validation loss: the step where its mean curve gets there,
@@ -95,20 +103,25 @@ print((n - 1) // int(sys.argv[2]) // int(sys.argv[3]))' "$DATA" "$T" "$B")
 }
 
 # run <side> <run> <seed> <log> [ARGS]: one run, its CSV in <log>.csv and its output in
-# <log>.out; ARGS come last, so they override the run's own.
+# <log>.out; ARGS come last, so they override the run's own. The side init writes the seed's
+# initial weights, which the reference sides start from, to init-s<seed>.bin in <log>'s folder.
 run() {
     local side=$1 name=$2 seed=$3 log=$4
+    local init
+    init=$(dirname "$log")/init-s$seed.bin
     shift 4
     local common=(--model "$MODEL" --context "$T" -T "$T" -B "$B" --optimizer "$OPTIMIZER" --lr "$LR" --steps "$STEPS"
                   --warmup-steps "$WARMUP" --min-lr-frac 0.1 --weight-decay "$WD" --grad-clip 1 --seed "$seed" --val-every 25
                   --val-batches 20 --train-data "$DATA/train_*.bin" --val-data "$DATA/val_*.bin"
                   --log "$log.csv" "$@")
     case $side in
+        init) "$FLASHGPT" "${common[@]}" --tokenizer "$DATA/tokenizer.bin" --save-init "$init" ;;
         flashgpt) "$FLASHGPT" "${common[@]}" --tokenizer "$DATA/tokenizer.bin" ;;
         flashgpt-base) "$FLASHGPT_BASE" "${common[@]}" --tokenizer "$DATA/tokenizer.bin" ;;
-        reference) "$PYTHON" scripts/train_torch_reference.py "${common[@]}" ;;
-        reference-compile) "$PYTHON" scripts/train_torch_reference.py "${common[@]}" --compile ;;
-        reference+*) "$PYTHON" scripts/train_torch_reference.py "${common[@]}" --emulate "${side#reference+}" ;;
+        reference) "$PYTHON" scripts/train_torch_reference.py "${common[@]}" --init-from "$init" ;;
+        reference-compile) "$PYTHON" scripts/train_torch_reference.py "${common[@]}" --init-from "$init" --compile ;;
+        reference+*) "$PYTHON" scripts/train_torch_reference.py "${common[@]}" --init-from "$init" \
+                         --emulate "${side#reference+}" ;;
     esac > "$log.out" 2>&1 || { echo "   $side $name seed $seed failed: $(tail -1 "$log.out")"; return 1; }
 }
 
@@ -119,12 +132,17 @@ for name in $MODELS; do
     shape "$name"
     dir=$(run_dir "$name")
     mkdir -p "$dir"
+    echo "== $name initial weights of seeds $SEEDS, by train_gpt --save-init ($(elapsed))"
+    pids=()
+    for seed in $SEEDS; do run init "$name" "$seed" "$dir/init-s$seed" & pids+=($!); done
+    for pid in "${pids[@]}"; do wait "$pid" || step_failed "$name init"; done
     for side in $SIDES; do
         echo "== $name $side ($OPTIMIZER), seeds $SEEDS at once, $STEPS steps of B $B T $T ($(elapsed))"
         pids=()
         for seed in $SEEDS; do run "$side" "$name" "$seed" "$dir/$side-s$seed" & pids+=($!); done
         for pid in "${pids[@]}"; do wait "$pid" || step_failed "$name $side"; done
     done
+    for seed in $SEEDS; do rm -f "$dir/init-s$seed.bin"; done
     args=()
     for side in $SIDES; do args+=("$side" "$dir/$side-s*.csv"); done
     echo "== $name: validation loss by step ($(elapsed))"
@@ -136,11 +154,13 @@ if [ "${RACE:-0}" = 1 ]; then
     shape d12
     race=$(run_dir race)
     mkdir -p "$race"
+    run init d12 1 "$race/init-s1" || step_failed "race init"
     for side in flashgpt reference-compile; do
         echo "== race: d12 $side alone, $RACE_STEPS steps for its time per step ($(elapsed))"
         run "$side" d12 1 "$race/$side" --steps "$RACE_STEPS" --val-every 0 || step_failed "race $side"
         grep -h "^done" "$race/$side.out"
     done
+    rm -f "$race/init-s1.bin"
     echo "== race: the d12 curves at the speed of each side alone ($(elapsed))"
     "$PYTHON" scripts/compare_curves.py reference "$(run_dir d12)/reference-s*.csv" flashgpt "$(run_dir d12)/flashgpt-s*.csv" \
         --timing reference="$race/reference-compile.csv" --timing flashgpt="$race/flashgpt.csv" |

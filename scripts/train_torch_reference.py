@@ -5,9 +5,11 @@ token shards with train_gpt's hyperparameters and writes train_gpt's CSV log, so
 validation curves can be laid side by side (scripts/gpu_parity.sh, scripts/compare_curves.py).
 
 What it shares with train_gpt, by construction:
-- the model and its init (scripts/torch_gpt2.py);
-- the data: sample i of an epoch is the tokens [i*T, i*T + T] of the shards' stream, the samples
-  shuffled every epoch (each side from its own generator); validation on the first
+- the model and its init (scripts/torch_gpt2.py): drawn from --seed by PyTorch's generator, or,
+  with --init-from, train_gpt's own initial weights (`train_gpt --save-init FILE`, the same seed
+  and model), so that both sides start from the same draws;
+- the data: train_gpt's batches in train_gpt's order for --seed (scripts/shard_batches.py:
+  data/dataloader.c's samples and its shuffle of every epoch, one rank); validation on the first
   --val-batches batches of the val shards, in order, every --val-every steps and at the last;
 - the optimizer (--optimizer): AdamW (b1 0.9, b2 0.95, eps 1e-8), weight decay on the 2-D
   weights only; or Muon (class Muon below, written here from train_gpt's description in
@@ -32,7 +34,9 @@ import time
 
 import numpy as np
 
+from gpt2_checkpoint import Checkpoint, Shape, from_bf16_bits
 from output_file import Failure, atomic_output, check_output
+from shard_batches import Batches, open_stream
 from torch_needed import exit_without
 
 try:
@@ -41,62 +45,6 @@ except ImportError:
     torch = None  # said once the arguments and the log are checked, which need no torch
 else:
     from torch_gpt2 import EMULATIONS, GPT, PRESETS
-
-SHARD_MAGIC, HEADER_INTS = 20240520, 256
-TOKEN_TYPES = {1: np.uint16, 2: np.uint32}
-
-
-def open_stream(pattern):
-    """The shards matching pattern, in sorted order, as a list of token arrays, and the largest
-    vocabulary size their headers give (0 when none does)."""
-    paths = sorted(glob.glob(pattern))
-    if not paths:
-        raise Failure(f"{pattern}: no file matches")
-    shards, vocab = [], 0
-    for path in paths:
-        header = np.fromfile(path, dtype=np.int32, count=HEADER_INTS)
-        if len(header) < HEADER_INTS or header[0] != SHARD_MAGIC or header[1] not in TOKEN_TYPES:
-            raise Failure(f"{path}: not a token shard")
-        dtype = TOKEN_TYPES[int(header[1])]
-        tokens = np.memmap(path, dtype=dtype, mode="r", offset=4 * HEADER_INTS)
-        if len(tokens) != header[2]:
-            raise Failure(f"{path}: the header says {header[2]} tokens, the file holds {len(tokens)}")
-        shards.append(tokens)
-        vocab = max(vocab, int(header[3]))
-    return np.concatenate(shards) if len(shards) > 1 else shards[0], vocab
-
-
-class Batches:
-    """Batches (B, T) of inputs and targets from a token stream: an epoch is the (N-1)//T samples
-    that start at multiples of T, in order or shuffled every epoch."""
-
-    def __init__(self, stream, B, T, shuffle, seed):
-        self.stream, self.B, self.T, self.shuffle, self.seed = stream, B, T, shuffle, seed
-        self.samples = (len(stream) - 1) // T
-        self.per_epoch = self.samples // B
-        if self.per_epoch == 0:
-            raise Failure(f"{len(stream)} tokens make fewer than one batch of B {B}, T {T}")
-        self.reset()
-
-    def reset(self):
-        self.epoch, self.step = 0, 0
-        self.order = self._order()
-
-    def _order(self):
-        if not self.shuffle:
-            return np.arange(self.samples)
-        return np.random.default_rng([self.seed, self.epoch]).permutation(self.samples)
-
-    def next(self, device):
-        picks = self.order[self.step * self.B:(self.step + 1) * self.B]
-        rows = np.stack([self.stream[i * self.T:i * self.T + self.T + 1] for i in picks]).astype(np.int64)
-        self.step += 1
-        if self.step == self.per_epoch:
-            self.epoch, self.step = self.epoch + 1, 0
-            self.order = self._order()
-        rows = torch.from_numpy(rows).to(device, non_blocking=True)
-        return rows[:, :-1], rows[:, 1:]
-
 
 # Muon's Newton-Schulz quintic and its steps (layers/muon.h).
 NS_COEFFICIENTS, NS_STEPS, NS_EPS = (3.4445, -4.7750, 2.0315), 5, 1e-7
@@ -178,6 +126,9 @@ def parse_args(argv):
     ap.add_argument("--val-data", help="shard glob [the train glob with val_ for train_ in the file name]")
     ap.add_argument("--model", default="d12", help="a preset of scripts/torch_gpt2.py [d12]")
     ap.add_argument("--context", type=int, default=1024)
+    ap.add_argument("--init-from", metavar="FILE",
+                    help="start from this model checkpoint of the run's model (train_gpt --save-init writes "
+                         "the initial one of a seed) [PyTorch's draws from --seed]")
     ap.add_argument("-B", type=int, default=4)
     ap.add_argument("-T", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=0, help="optimizer steps [0: one epoch]")
@@ -216,10 +167,13 @@ def parse_args(argv):
 
 def main(argv):
     ap, a = parse_args(argv)
-    # The log may name no input (a shard), and its folder must take it: known before anything loads.
+    # The log may name no input (a shard, the checkpoint), and its folder must take it: known
+    # before anything loads; then the checkpoint's header and values, which need no torch.
     inputs = glob.glob(a.train_data) + (glob.glob(a.val_data) if a.val_data else [])
+    inputs += [a.init_from] if a.init_from else []
     if a.log:
         check_output(a.log, inputs)
+    init = Checkpoint(a.init_from) if a.init_from else None
     exit_without(torch)
     if a.model not in PRESETS:
         ap.error(f"--model {a.model}: not a preset of scripts/torch_gpt2.py ({', '.join(PRESETS)})")
@@ -229,12 +183,31 @@ def main(argv):
     if not torch.cuda.is_available():
         raise Failure("no CUDA device")
     with atomic_output(a.log, inputs, binary=False) if a.log else contextlib.nullcontext() as log:
-        run(a, log)
+        run(a, init, log)
 
 
-def run(a, log):
-    """The run the arguments a describe; each step's line goes to stdout and to log (a file, or
-    None) in train_gpt's columns."""
+def load_init(model, init, shape):
+    """The model's parameters (fp32) set to the values of the checkpoint init (a Checkpoint),
+    which must be of the model's shape."""
+    if init.shape != shape:
+        raise Failure(f"{init.path}: the checkpoint's model is {init.shape}, this run's {shape} "
+                      "(--model, --context and the shards' vocabulary)")
+    slices = ((sl, from_bf16_bits(v) if init.bf16 else np.array(v, dtype=np.float32)) for sl, v in init.slices())
+    try:
+        model.load_checkpoint(slices)
+    except ValueError as e:
+        raise Failure(f"{init.path}: {e}")
+
+
+def to_device(rows, device):
+    """A batch's rows (B, T+1) as the inputs and targets (B, T) on device."""
+    rows = torch.from_numpy(rows).to(device, non_blocking=True)
+    return rows[:, :-1], rows[:, 1:]
+
+
+def run(a, init, log):
+    """The run the arguments a describe, from the checkpoint init (a Checkpoint) or None; each
+    step's line goes to stdout and to log (a file, or None) in train_gpt's columns."""
     dev = "cuda"
     torch.manual_seed(a.seed)
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -249,6 +222,8 @@ def run(a, log):
     steps = a.steps or train.per_epoch
     L, C, NH = PRESETS[a.model]
     model = GPT(L, C, NH, V, a.context, a.emulate.split(",")).to(dev)
+    if init:
+        load_init(model, init, Shape(maxT=a.context, V=V, L=L, NH=NH, C=C))
     if a.optimizer == "muon":
         opt = Muon(model, a)
     else:
@@ -259,7 +234,8 @@ def run(a, log):
                                 lr=a.lr, betas=(0.9, 0.95), eps=1e-8, fused=True)
     step_fn = torch.compile(model) if a.compile else model
     print(f"torch {torch.__version__} reference: {a.model} (L {L} C {C} NH {NH} V {V}), B {a.B} T {a.T}, "
-          f"{steps} steps, {a.optimizer} lr {a.lr:g}, seed {a.seed}, emulate '{a.emulate}'", flush=True)
+          f"{steps} steps, {a.optimizer} lr {a.lr:g}, seed {a.seed}, emulate '{a.emulate}', "
+          f"init {a.init_from or 'drawn by PyTorch'}", flush=True)
     if log:
         log.write("step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n")
 
@@ -269,7 +245,7 @@ def run(a, log):
         total = 0.0
         with torch.no_grad(), torch.autocast(device_type="cuda", dtype=torch.bfloat16):
             for _ in range(val_batches):
-                x, y = val.next(dev)
+                x, y = to_device(val.next(), dev)
                 total += step_fn(x, y).item()
         model.train()
         return total / val_batches
@@ -282,7 +258,7 @@ def run(a, log):
                 group["lr"] = lr
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        x, y = train.next(dev)
+        x, y = to_device(train.next(), dev)
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
             loss = step_fn(x, y)
         loss.backward()

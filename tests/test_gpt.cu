@@ -5,7 +5,8 @@
 // with the activations recomputed in the backward and the classifier in chunks of rows; the
 // gradients of that batch through a model built for a larger one.
 // Then a resume with the train_gpt program: N steps straight vs N/2 steps, checkpoint, resume,
-// on shards written here (AdamW and Muon; Muon's float64 tests are tests/test_muon.cu);
+// on shards written here (AdamW and Muon; Muon's float64 tests are tests/test_muon.cu); a run
+// from train_gpt --save-init's file against the run from the seed;
 // the memory sizes (linear in T for flash, host only); naive and flash training side by side on
 // tinyshakespeare (the test text, TEST_TEXT), their loss curves compared.
 //
@@ -526,6 +527,29 @@ static void test_deterministic_runs(const char* name, const char* mode_args) {
     test_end();
 }
 
+// train_gpt --save-init writes the model a run of its seed starts from: the run from that file
+// (--init-from, the same seed for the data order) takes the steps of the run from the seed, bit
+// for bit (deterministic attention).
+static void test_saved_init(const char* name) {
+    test_begin(name);
+    TrainRuns runs;
+    train_runs_init(&runs, "gpt_saved_init");
+    float seeded[RUN_STEPS], loaded[RUN_STEPS];
+    char init[4200], log[4200], args[16384], extra[8400];
+    snprintf(init, sizeof(init), "%s/init.bin", runs.dir);
+    snprintf(log, sizeof(log), "%s/save_init.out", runs.dir);
+    snprintf(args, sizeof(args), "%s -B %d --save-init '%s'", runs.common, RUN_B, init);
+    CHECK(run_train_gpt(args, log) == 0, "train_gpt --save-init failed (see %s)", log);
+    snprintf(extra, sizeof(extra), "-B %d --deterministic", RUN_B);
+    train_runs_run(&runs, "seeded", "seeded", extra, seeded);
+    snprintf(extra, sizeof(extra), "-B %d --deterministic --init-from '%s'", RUN_B, init);
+    train_runs_run(&runs, "loaded", "loaded", extra, loaded);
+    for (int i = 0; i < RUN_STEPS; i++)
+        CHECK(!isnan(seeded[i]) && memcmp(&seeded[i], &loaded[i], sizeof(float)) == 0,
+              "step %d: loss %.9g from the seed, %.9g from --save-init's file", i + 1, seeded[i], loaded[i]);
+    test_end();
+}
+
 // Host-side pieces: the learning-rate schedule and the sampler.
 static void test_schedule_and_sampler(void) {
     test_begin("gpt lr schedule and sampler");
@@ -712,6 +736,7 @@ int main(void) {
     const char* resume_muon_args = "--optimizer muon --lr 0.02 --attention flash --deterministic";
     const char* resume_muon_name = "gpt resume bit-exact muon";
     const char* deterministic_name = "gpt --deterministic muon: two runs, the same bits";
+    const char* saved_init_name = "gpt --save-init: the run from its file takes the steps of the run from the seed";
     const char* dp1_name = "gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too";
     const char* dp1_muon_name = "gpt data parallel through NCCL, one rank, muon, with and without --zero 1 (by matrices)";
     const char* dp2_name = "gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2";
@@ -728,8 +753,8 @@ int main(void) {
             }
         }
         test_skip(SMALLER_FORWARD_NAME, "no CUDA device");
-        const char* runs[] = {resume_naive_name, resume_flash_name, resume_muon_name, deterministic_name, dp1_name,
-                              dp1_muon_name, dp2_name, dp2_muon_name};
+        const char* runs[] = {resume_naive_name, resume_flash_name, resume_muon_name, deterministic_name,
+                              saved_init_name, dp1_name, dp1_muon_name, dp2_name, dp2_muon_name};
         for (const char* run : runs) test_skip(run, "no CUDA device");
         test_skip("gpt context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
                   "no CUDA device");
@@ -752,6 +777,7 @@ int main(void) {
     test_resume(resume_flash_name, "gpt_resume_flash", resume_flash_args);
     test_resume(resume_muon_name, "gpt_resume_muon", resume_muon_args);
     test_deterministic_runs(deterministic_name, resume_muon_args);
+    test_saved_init(saved_init_name);
     test_data_parallel_one_rank(dp1_name, "gpt_dp1", "");
     test_data_parallel_one_rank(dp1_muon_name, "gpt_dp1_muon", muon_args);
     test_data_parallel_two_ranks(dp2_name, "gpt_dp2", "");

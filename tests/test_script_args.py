@@ -6,7 +6,9 @@
   refused before the tables are computed.
 - compare_curves.py: a row of too few or too many fields, or a step time (ms) of 0, is one
   error line naming the log; logs of one step (no time past the first) print no NaN, and a side
-  that does not reach the target is no side's yardstick.
+  that does not reach the target is no side's yardstick; runs pair by the text in the place of
+  their globs' wildcards (seed 1 with seed 1, an unmatched one left out) and the paired
+  differences are the first side's minus the other's, their mean and spread.
 - Without numpy (a numpy package on PYTHONPATH whose import fails): import_gpt2.py and
   export_hf.py say in one line how to get it (make venv); plot_log.py and random_tokens.py
   need none and work.
@@ -16,7 +18,8 @@
   an option it does not know or too many positions for the context is one error line.
   bench_sdpa.py: half a shape is refused. train_torch_reference.py: a --log that is one of the
   shards (by name, through a link, a hard link), a folder, or in a missing folder is one error
-  line, and the shards and their folder are left as they were.
+  line, and the shards and their folder are left as they were; so is an --init-from that is no
+  checkpoint or no file, or that is the --log, which leaves it as it was.
 - scripts/gpu_*.sh, copied with gpu_common.sh into the scripts/ of a folder that stands for the
   repository and run there against stubs of the programs they call (make, nvidia-smi, python3,
   torchrun, compute-sanitizer, ./train_gpt and the others; each records that it ran): --help
@@ -24,7 +27,8 @@
   another folder is one error line and runs nothing (nor makes a folder there); when every stub
   succeeds the script exits 0, when every stub but make fails it exits 1 and its last line names
   the failed steps. gpu_parity.sh: an empty MODELS or SEEDS, a run or side of another name, or
-  flashgpt-base without FLASHGPT_BASE is one error line and runs nothing.
+  flashgpt-base without FLASHGPT_BASE is one error line and runs nothing; each side runs, and
+  the reference of each seed starts from the initial weights train_gpt wrote for that seed.
 Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/test.h.
 """
 import os
@@ -131,6 +135,21 @@ def case_compare_curves():
     case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
     case.check("a: not reached" in result.stdout and "as soon as" not in result.stdout, f"printed {result.stdout!r}")
     case.end()
+    case = Case("compare_curves: runs pair by what stands for their globs' wildcards; the paired differences")
+    for side, finals in (("a", {"1": 4.0, "2": 4.2, "3": 4.4}), ("b", {"1": 3.9, "2": 4.25, "4": 5.0})):
+        for seed, final in finals.items():
+            write_log(os.path.join(d, f"pair_{side}-s{seed}.csv"), [(1, 5.0, 10), (2, final, 10)])
+    result = run_script(script("compare_curves.py"), "a", os.path.join(d, "pair_a-s*.csv"),
+                        "b", os.path.join(d, "pair_b-s[0-9].csv"))
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    for line in ("| 2 | 4.2000 (0.4000) | 4.3833 (1.1000) | +0.0250 (0.1500) |",
+                 "  a - b, paired: mean +0.0250, spread 0.1500 over 2 pairs of 3 runs (1: +0.1000, 2: -0.0500)"):
+        case.check(line in result.stdout.splitlines(), f"no line {line!r} in {result.stdout!r}")
+    result = run_script(script("compare_curves.py"), "a", os.path.join(d, "pair_a-s1.csv"),
+                        "b", os.path.join(d, "pair_b-s*.csv"))
+    case.check("| 2 | 4.0000 (0.0000) | 4.3833 (1.1000) | no pairs |" in result.stdout and "no runs pair" in result.stdout,
+               f"one run against globbed runs: {result.stdout!r}")
+    case.end()
 
 
 def without(d, module):
@@ -204,6 +223,17 @@ def case_torch_scripts():
         case.check(sorted(os.listdir(shards)) == sorted(list(before) + ["hard.csv", "link.csv"]),
                    f"the folder holds {sorted(os.listdir(shards))}")
         case.end()
+    init = os.path.join(shards, "init.bin")
+    with open(init, "wb") as f:
+        f.write(b"weights")
+    for args, must_mention in ((["--init-from", init], f"{init}: truncated"),
+                               (["--init-from", os.path.join(d, "none.bin")], "none.bin: no such file"),
+                               (["--init-from", init, "--log", init], f"{init}: is the input")):
+        case = Case(f"train_torch_reference.py {' '.join(os.path.basename(a) for a in args)}: refused in one line "
+                    "naming the file, before torch")
+        one_error_line(case, run_script(script("train_torch_reference.py"), *train, *args, env=env), must_mention)
+        case.check(open(init, "rb").read() == b"weights", "the checkpoint changed")
+        case.end()
 
     name = "bench_torch_decode.py"
     for args, must_mention in ((["--prompt", "0"], "--prompt"), (["--tokens", "-1"], "--tokens"),
@@ -240,7 +270,7 @@ def gpu_run(name, args, stub_status, env_vars=None, where="."):
         path = os.path.join(d, stub)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
-            f.write(f'#!/bin/sh\necho {os.path.basename(stub)} >> "{ran}"\nexit {stub_status(os.path.basename(stub))}\n')
+            f.write(f'#!/bin/sh\necho {os.path.basename(stub)} "$@" >> "{ran}"\nexit {stub_status(os.path.basename(stub))}\n')
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
     os.makedirs(os.path.join(d, "scripts"))
     for copied in (name, "gpu_common.sh"):
@@ -258,7 +288,7 @@ def gpu_run(name, args, stub_status, env_vars=None, where="."):
                                 timeout=120)
     except subprocess.TimeoutExpired:
         result = subprocess.CompletedProcess(name, None, "", "timed out after 120 s")
-    commands = open(ran).read().split() if os.path.exists(ran) else []
+    commands = [line.split()[0] for line in open(ran)] if os.path.exists(ran) else []
     return result, commands
 
 
@@ -312,12 +342,21 @@ def case_gpu_parity_variables():
         one_error_line(case, result, must_mention)
         case.check(not ran, f"ran {ran}")
         case.end()
-    case = Case("gpu_parity.sh with MODELS=d6-t256 and SIDES of each kind: runs each")
+    case = Case("gpu_parity.sh with MODELS=d6-t256 and SIDES of each kind: runs each, the reference from "
+                "train_gpt's initial weights of the seed")
     result, ran = gpu_run("gpu_parity.sh", ["data"], lambda stub: 0,
                           {"MODELS": "d6-t256", "SIDES": "flashgpt flashgpt-base reference+residual",
-                           "FLASHGPT_BASE": "./train_gpt", "SEEDS": "1", "OUT": "logs"})
+                           "FLASHGPT_BASE": "./train_gpt", "SEEDS": "1 2", "OUT": "logs"})
     case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
-    case.check(ran.count("train_gpt") == 2 and ran.count("python3") == 2, f"ran {ran}")
+    # Each seed: the initial weights, flashgpt, flashgpt-base, the reference; then the curves.
+    case.check(ran.count("train_gpt") == 6 and ran.count("python3") == 3, f"ran {ran}")
+    lines = open(os.path.join(TMP, "args_gpu_gpu_parity.sh", "ran.log")).read().splitlines()
+    for seed in (1, 2):
+        init = f"logs/parity/d6-t256/init-s{seed}.bin"
+        saves = [line for line in lines if line.startswith("train_gpt ") and f"--save-init {init}" in line]
+        case.check(len(saves) == 1 and f"--seed {seed} " in saves[0], f"seed {seed}: train_gpt --save-init {saves}")
+        starts = [line for line in lines if "train_torch_reference.py" in line and f"--init-from {init}" in line]
+        case.check(len(starts) == 1 and f"--seed {seed} " in starts[0], f"seed {seed}: the reference {starts}")
     case.end()
 
 

@@ -290,6 +290,64 @@ check "--log the resumed state: $(last "$tmp/out")" says "$tmp/out" \
 check "an input changed" test "$(cksum "$tmp/ds/"*.bin "$tmp/init.bin")" = "$sums_before"
 end
 
+begin "train_gpt_save_init_writes_the_initial_model_without_the_gpu"
+# --save-init: the model a run of the seed starts from, as a version 3 (fp32) checkpoint of the
+# run's shape, then the run stops (0) before the GPU: gpt/parameters.h's init, each value a bf16
+# one (the master weights train_gpt starts from); the same file for the same seed, another for
+# another; a file --init-from takes. Refused in one line, writing nothing: with --init-from or
+# --resume, or as a folder, a missing folder or an input.
+data="--model d2 --context 64 -T 64"
+mkdir -p "$tmp/init"
+./train_gpt --train-data "$train" $data --seed 7 --save-init "$tmp/init/s7.bin" > "$tmp/out" 2>&1
+check "--save-init: exit $?, $(tail -1 "$tmp/out")" has_line "$tmp/out" "initial model (seed 7): $tmp/init/s7.bin"
+check "--save-init said an error" not has "$tmp/out" "^error"
+"$PYTHON" - "$tmp/init/s7.bin" > "$tmp/init/check" 2>&1 <<'EOF'
+import sys
+sys.path.insert(0, "scripts")
+from gpt2_checkpoint import Checkpoint, Shape
+c = Checkpoint(sys.argv[1])
+assert c.version == 3 and c.shape == Shape(maxT=64, V=300, L=2, NH=2, C=128), (c.version, c.shape)
+assert not (c.values.view("<u4") & 0xFFFF).any(), "a value that is no bf16 value"
+for sl, v in c.slices():
+    name = sl.hf_name
+    if name == "wte.weight":
+        assert not v[300:].any(), "a padding row of wte is not zero"
+        v = v[:300]
+    if name.endswith("bias"):
+        assert not v.any(), name
+    elif name.startswith(("ln_", "h.0.ln_", "h.1.ln_")):
+        assert (v == 1).all(), name
+    else:  # N(0, 0.02), the residual projections N(0, 0.02 / sqrt(2 L))
+        std = 0.01 if name.endswith("c_proj.weight") else 0.02
+        assert abs(v.std() / std - 1) < 0.1 and abs(v.mean()) < 0.1 * std, (name, v.mean(), v.std())
+print("ok")
+EOF
+check "the file: $(tail -1 "$tmp/init/check")" test "$(cat "$tmp/init/check")" = ok
+./train_gpt --train-data "$train" $data --seed 7 --save-init "$tmp/init/again7.bin" > "$tmp/out" 2>&1
+check "the same seed, another file" cmp -s "$tmp/init/s7.bin" "$tmp/init/again7.bin"
+./train_gpt --train-data "$train" $data --seed 8 --save-init "$tmp/init/s8.bin" > "$tmp/out" 2>&1
+check "seed 8: $(tail -1 "$tmp/out")" test -s "$tmp/init/s8.bin"
+check "seeds 7 and 8, one file" not cmp -s "$tmp/init/s7.bin" "$tmp/init/s8.bin"
+./train_gpt --train-data "$train" $data --init-from "$tmp/init/s7.bin" > "$tmp/out" 2>&1
+check "--init-from the file: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+pair "$tmp/good" --
+sums_before=$(cksum "$tmp/ds/"*.bin "$tmp/init/s7.bin")
+while IFS='|' read -r args message; do
+    ./train_gpt --train-data "$train" $data --tokenizer "$tmp/ds/tokenizer.bin" $args > "$tmp/out" 2>&1
+    check "$args: $(last "$tmp/out")" says "$tmp/out" "$message"
+done <<EOF
+--save-init $tmp/init/new.bin --init-from $tmp/init/s7.bin|--save-init writes the model drawn from --seed, not one of --resume or --init-from
+--save-init $tmp/init/new.bin --resume $tmp/good|--save-init writes the model drawn from --seed, not one of --resume or --init-from
+--save-init $tmp/init|--save-init $tmp/init: is a directory
+--save-init $tmp/init/missing/new.bin|--save-init $tmp/init/missing/new.bin: cannot write .*/init/missing: No such
+--save-init $tmp/ds/train_000000.bin|--save-init $tmp/ds/train_000000.bin: is the input --train-data $tmp/ds/train_000000.bin
+--save-init $tmp/ds/tokenizer.bin|--save-init $tmp/ds/tokenizer.bin: is the input --tokenizer $tmp/ds/tokenizer.bin
+EOF
+check "a refused --save-init wrote a file: $(ls "$tmp/init" | tr '\n' ' ')" \
+    test "$(ls "$tmp/init" | tr '\n' ' ')" = "again7.bin check s7.bin s8.bin "
+check "an input changed" test "$(cksum "$tmp/ds/"*.bin "$tmp/init/s7.bin")" = "$sums_before"
+end
+
 begin "train_gpt_resume_writes_only_its_own_folder"
 # A resumed run writes into the folder it resumes, however it is spelled, but not into one that
 # holds another run's checkpoints.
@@ -371,7 +429,7 @@ done <<'EOF'
 -xyz|unknown option -x in '-xyz' (train_gpt --help lists the options)
 -x|unknown option -x (train_gpt --help lists the options)
 --nothing|unknown option --nothing (train_gpt --help lists the options)
---s 5|--s is ambiguous: it begins 5 options
+--s 5|--s is ambiguous: it begins 6 options
 --deterministic=1|--deterministic takes no value
 --steps|--steps needs a value
 -- extra|unexpected argument 'extra'
