@@ -3,6 +3,12 @@
 
 #include "layers/gelu.h"
 #include "layers/layernorm.h"
+#include "layers/rotary.h"
+
+const char* block_unsupported(const Architecture* arch, int HS) {
+    if (!arch->rotary && !arch->qk_norm) return NULL;
+    return rotary_unsupported(HS, arch->rotary_base);
+}
 
 void block_forward(const BlockPass* pass, const BlockActivations* x, const LayerParameters* w) {
     AttentionShape s = pass->shape;

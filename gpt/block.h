@@ -17,6 +17,10 @@
 // What the backward computes again instead of keeping per layer (flags).
 enum { RECOMPUTE_GELU = 1, RECOMPUTE_LAYERNORM = 2 };
 
+// NULL when the block computes the architecture at head size HS, else why not: rotary and
+// QK-norm take the head sizes of layers/rotary.h.
+const char* block_unsupported(const Architecture* arch, int HS);
+
 // A block's activations on its N rows: what the forward writes and the backward reads. Buffers
 // may coincide where nothing reads them again (the prompt's: res and res_next, ln1 and ln2).
 typedef struct {

@@ -20,7 +20,7 @@ static void zero_tensors(const GPTConfig* c, const OptimizerConfig* optimizer, Z
     int muon = optimizer && optimizer->kind == OPTIMIZER_MUON;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         t[i].count = sizes[i];
-        t[i].unit = muon && param_group(i) == GROUP_MATRIX ? layer_param_size(i, c->C) : ZERO_SHARD_ALIGN;
+        t[i].unit = muon && param_group(i) == GROUP_MATRIX ? layer_param_size(i, c) : ZERO_SHARD_ALIGN;
     }
 }
 
@@ -179,7 +179,7 @@ static void forward_layers(GPT* g, int B, int T) {
     BlockPass pass = block_pass(g, B, T);
     for (int l = 0; l < g->config.L; l++) {
         BlockActivations x = layer_acts(g, l);
-        LayerParameters w = layer_parameters(&g->params, l, g->config.C);
+        LayerParameters w = layer_parameters(&g->params, l, &g->config);
         block_forward(&pass, &x, &w);
     }
 }
@@ -285,20 +285,22 @@ float gpt_mean_loss(GPT* g, int N) {
 }
 
 // Averages gradient tensors over the data-parallel ranks on the side stream, once the model's
-// stream has computed them (grads_ready). ptrs[i] holds sizes[i] gradients.
+// stream has computed them (grads_ready). ptrs[i] holds sizes[i] gradients (0: a tensor the
+// architecture does not have).
 static void reduce_grads(GPT* g, bf16* const* ptrs, const size_t* sizes, int n) {
     cudaCheck(cudaEventRecord(g->grads_ready, g->stream));
     cudaCheck(cudaStreamWaitEvent(g->comm_stream, g->grads_ready, 0));
     nccl_group_begin();
-    for (int i = 0; i < n; i++) nccl_all_reduce_avg_bf16(g->dp.comm, ptrs[i], sizes[i], g->comm_stream);
+    for (int i = 0; i < n; i++)
+        if (sizes[i]) nccl_all_reduce_avg_bf16(g->dp.comm, ptrs[i], sizes[i], g->comm_stream);
     nccl_group_end();
 }
 
 // Layer l's gradient slices, each of its own tensor, averaged over the ranks.
 static void reduce_layer_grads(GPT* g, int l) {
-    size_t C = g->config.C, sizes[NUM_LAYER_PARAMS];
-    for (int i = 0; i < NUM_LAYER_PARAMS; i++) sizes[i] = layer_param_size(PARAM_LN1W + i, C);
-    LayerParameters d = layer_parameters(&g->grads, l, C);
+    size_t sizes[NUM_LAYER_PARAMS];
+    for (int i = 0; i < NUM_LAYER_PARAMS; i++) sizes[i] = layer_param_size(PARAM_LN1W + i, &g->config);
+    LayerParameters d = layer_parameters(&g->grads, l, &g->config);
     reduce_grads(g, d.t, sizes, NUM_LAYER_PARAMS);
 }
 
@@ -324,7 +326,7 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     profile_mark(g->profile, PART_LAYERNORM, PHASE_BACKWARD, st);
     for (int l = c->L - 1; l >= 0; l--) {
         BlockActivations x = layer_acts(g, l);
-        LayerParameters w = layer_parameters(&g->params, l, C), dw = layer_parameters(d, l, C);
+        LayerParameters w = layer_parameters(&g->params, l, c), dw = layer_parameters(d, l, c);
         block_backward(&pass, &x, &w, &dw, &grads);
         if (reduce) reduce_layer_grads(g, l);
     }
@@ -408,7 +410,8 @@ float gpt_update(GPT* g, float lr) {
                         (int)(part.count / g->zero_tensors[i].unit), rows, cols, lr, o->momentum, decay,
                         grad_scale, g->optimizer_scratch, &g->matmul);
         } else {
-            float adam_lr = !muon ? lr : (group == GROUP_EMBEDDING ? o->embedding_lr : o->vector_lr) * lr_scale;
+            float peak = group == GROUP_EMBEDDING ? o->embedding_lr : group == GROUP_HEAD ? o->head_lr : o->vector_lr;
+            float adam_lr = !muon ? lr : peak * lr_scale;
             adamw_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s, g->v + s, part.count,
                          adam_lr, o->b1, o->b2, g->adam_t, o->eps, decay, grad_scale, g->stream);
         }

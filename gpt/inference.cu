@@ -208,7 +208,7 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
     encoder_forward(m->prompt.res, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
     BlockPass pass = {&m->attention, attention_shape(c, 1, n), 0, NULL, NULL, &m->matmul};
     for (int l = 0; l < c->L; l++) {
-        LayerParameters w = layer_parameters(&m->params, l, C);
+        LayerParameters w = layer_parameters(&m->params, l, c);
         block_forward(&pass, &m->prompt, &w);
         fill_caches(m, l, n);   // from the block's qkv, before the next block writes it
     }
@@ -241,7 +241,7 @@ static void enqueue_step(InferenceModel* m, int p) {
     const StepActivations* r = &m->step;
     encoder_forward_at(r->x, m->tokens, m->positions, m->params.wte, m->params.wpe, B, C, st);
     for (int l = 0; l < c->L; l++) {
-        LayerParameters w = layer_parameters(&m->params, l, C);
+        LayerParameters w = layer_parameters(&m->params, l, c);
         AttentionTensor k, v;
         cache_views(m, l, &k, &v);
         // The block's linear layers, each with what surrounds it fused in. Q, K, V of sequence b

@@ -35,7 +35,8 @@ static inline FILE* open_reference(const char* path, int32_t magic, const char* 
     }
     h->B = x[2];
     h->T = x[3];
-    h->config = (GPTConfig){.maxT = x[4], .V = x[5], .Vp = x[6], .L = x[7], .NH = x[8], .C = x[9]};
+    h->config = (GPTConfig){.maxT = x[4], .V = x[5], .Vp = x[6], .L = x[7], .NH = x[8], .C = x[9],
+                            .arch = ARCHITECTURE_GPT2};
     h->nsteps = x[10];
     h->P = (size_t)x[11];
     if (h->P != count_params(&h->config)) {

@@ -146,7 +146,8 @@ static void inference_logits(const InferenceModel* m, int b, float* out) {
 // (within 0.05 nats of the k-th, bf16 noise).
 // The d2-sized GPT of the inference tests, and its parameters: the contract's init with the
 // weights scaled up, so that the logits spread over several nats.
-static const GPTConfig SMALL_GPT = {.maxT = 128, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128};
+static const GPTConfig SMALL_GPT = {.maxT = 128, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128,
+                                    .arch = ARCHITECTURE_GPT2};
 
 static float* small_gpt_values(void) {
     const GPTConfig* c = &SMALL_GPT;

@@ -32,6 +32,7 @@
 #include "gpt/checkpoint.h"
 #include "gpt/gpt.h"
 #include "gpt/lr_schedule.h"
+#include "gpt/optimizer.h"
 #include "gpt/sampler.h"
 #include "layers/muon.h"
 #include "tests/reference_file.h"
@@ -553,6 +554,65 @@ static void test_schedule_and_sampler(void) {
     test_end();
 }
 
+// The parameters by architecture (host only): GPT-2's d12 has llm.c's 124 475 904 (its layout
+// unchanged), the modern one wte, the blocks' matrices and lm_head alone (162 201 600), every
+// other tensor of size 0, lm_head last. The init: from one seed, wte is the same draw in both
+// (the draws go tensor by tensor); zero_init leaves attprojw, fcprojw and lm_head zero; without
+// it lm_head is drawn, its padding rows zero.
+static void test_parameters_by_architecture(void) {
+    test_begin("gpt parameters by architecture: sizes, order and init");
+    GPTConfig gpt2 = {.maxT = 1024, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768,
+                      .arch = ARCHITECTURE_GPT2};
+    GPTConfig modern = gpt2;
+    modern.arch = (Architecture)ARCHITECTURE_MODERN;
+    CHECK(count_params(&gpt2) == 124475904, "GPT-2 d12: %zu parameters", count_params(&gpt2));
+    CHECK(count_params(&modern) == 162201600, "modern d12: %zu parameters", count_params(&modern));
+    size_t sizes[NUM_PARAM_TENSORS];
+    param_sizes(&modern, sizes);
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        int present = i == PARAM_WTE || param_group(i) == GROUP_MATRIX || i == PARAM_LM_HEAD;
+        CHECK((sizes[i] > 0) == present, "modern: %s has %zu elements", param_names[i], sizes[i]);
+    }
+    CHECK(sizes[PARAM_LM_HEAD] == sizes[PARAM_WTE], "lm_head has %zu elements", sizes[PARAM_LM_HEAD]);
+    // A small model's init, both ways.
+    gpt2 = (GPTConfig){.maxT = 40, .V = 97, .Vp = 128, .L = 2, .NH = 2, .C = 128, .arch = ARCHITECTURE_GPT2};
+    modern = gpt2;
+    modern.arch = (Architecture)ARCHITECTURE_MODERN;
+    GPTConfig drawn = modern;
+    drawn.arch.zero_init = 0;
+    size_t P2 = count_params(&gpt2), PM = count_params(&modern);
+    float* a = (float*)malloc(P2 * sizeof(float));
+    float* b = (float*)malloc(PM * sizeof(float));
+    float* d = (float*)malloc(PM * sizeof(float));
+    init_param_values(a, &gpt2, 3);
+    init_param_values(b, &modern, 3);
+    init_param_values(d, &drawn, 3);
+    size_t wte = (size_t)gpt2.Vp * gpt2.C, real = (size_t)gpt2.V * gpt2.C;
+    CHECK(memcmp(a, b, wte * sizeof(float)) == 0, "wte differs between the architectures from one seed");
+    param_sizes(&modern, sizes);
+    size_t off = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; off += sizes[i++]) {
+        int zero = i == PARAM_ATTPROJW || i == PARAM_FCPROJW || i == PARAM_LM_HEAD;
+        size_t nonzero_b = 0, nonzero_d = 0;
+        for (size_t j = 0; j < sizes[i]; j++) {
+            nonzero_b += b[off + j] != 0.0f;
+            nonzero_d += d[off + j] != 0.0f;
+        }
+        if (sizes[i]) CHECK(zero ? nonzero_b == 0 : nonzero_b > sizes[i] / 2, "modern: %s has %zu values not zero",
+                            param_names[i], nonzero_b);
+        if (i == PARAM_LM_HEAD) {
+            size_t padding = 0;
+            for (size_t j = real; j < sizes[i]; j++) padding += d[off + j] != 0.0f;
+            CHECK(nonzero_d > real / 2 && padding == 0, "lm_head drawn: %zu values not zero, %zu in its padding",
+                  nonzero_d, padding);
+        }
+    }
+    free(a);
+    free(b);
+    free(d);
+    test_end();
+}
+
 // The memory sizes (host only, no device needed), d12 with GPT-2's vocabulary: flash keeps
 // L (L, B, NH, T) fp32 per layer and nothing grows faster than T, so the whole model is
 // a + b T (its second difference over T, 2T, 3T is zero but for the 256-byte rounding of each
@@ -560,7 +620,8 @@ static void test_schedule_and_sampler(void) {
 // and each recomputation frees exactly the layers it no longer keeps.
 static void test_memory_sizes(void) {
     test_begin("gpt memory sizes");
-    GPTConfig c = {.maxT = 0, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768};
+    GPTConfig c = {.maxT = 0, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768,
+                   .arch = ARCHITECTURE_GPT2};
     size_t L = c.L, NH = c.NH, C = c.C;
     ModelOptions flash = {.attention = {.kind = ATTENTION_FLASH}}, naive = {.attention = {.kind = ATTENTION_NAIVE}};
     double total[3];
@@ -637,7 +698,7 @@ static void test_loss_curves(void) {
     long n = (long)len;
     int ok = n > 2 * CURVE_T;
     CHECK(ok, "the test text has %ld bytes, fewer than two sequences", n);
-    GPTConfig c = {.maxT = CURVE_T, .V = 256, .Vp = 256, .L = 2, .NH = 2, .C = 128};
+    GPTConfig c = {.maxT = CURVE_T, .V = 256, .Vp = 256, .L = 2, .NH = 2, .C = 128, .arch = ARCHITECTURE_GPT2};
     LRSchedule schedule = {.lr = 2e-3f, .warmup_steps = 20, .min_lr_frac = 0.1f};
     OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW);
     adamw.lr = schedule.lr;
@@ -689,6 +750,7 @@ static void test_loss_curves(void) {
 
 int main(void) {
     test_schedule_and_sampler();
+    test_parameters_by_architecture();
     test_memory_sizes();
     // The float64 reference in every mode the trainer has: the recomputations and the
     // classifier chunks (N = 74 rows: chunks of 16 and 24 end on a partial one) must not
