@@ -206,7 +206,7 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
     cudaCheck(cudaMemcpyAsync(m->seed, &m->draw.seed, sizeof(uint64_t), cudaMemcpyHostToDevice, st));
     cudaCheck(cudaMemcpyAsync(m->prompt_tokens, prompt, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, st));
     encoder_forward(m->prompt.res, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
-    BlockPass pass = {&m->attention, attention_shape(c, 1, n), 0, NULL, NULL, &m->matmul};
+    BlockPass pass = {&c->arch, &m->attention, attention_shape(c, 1, n), NULL, 0, NULL, NULL, &m->matmul};
     for (int l = 0; l < c->L; l++) {
         LayerParameters w = layer_parameters(&m->params, l, c);
         block_forward(&pass, &m->prompt, &w);

@@ -617,7 +617,8 @@ static void test_parameters_by_architecture(void) {
 // L (L, B, NH, T) fp32 per layer and nothing grows faster than T, so the whole model is
 // a + b T (its second difference over T, 2T, 3T is zero but for the 256-byte rounding of each
 // part); naive keeps P (L, B, NH, T, T) bf16. The logits stay within 1 GiB however many rows,
-// and each recomputation frees exactly the layers it no longer keeps.
+// and each recomputation frees exactly the layers it no longer keeps; the modern architecture's
+// buffers differ from GPT-2's by exactly the ones it has not and the ones it adds.
 static void test_memory_sizes(void) {
     test_begin("gpt memory sizes");
     GPTConfig c = {.maxT = 0, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768,
@@ -653,6 +654,15 @@ static void test_memory_sizes(void) {
           "recompute layernorm frees %zu bytes", gelu.activations - both.activations);
     printf("    naive, B 64, T 1024: %.2f GiB, recompute gelu %.2f GiB, gelu,layernorm %.2f GiB\n",
            GIB(memory_sizes_total(&none)), GIB(memory_sizes_total(&gelu)), GIB(memory_sizes_total(&both)));
+    // The modern architecture keeps no GELU input (ReLU^2 its output alone) and no layernorm
+    // means; it adds QK-norm's rstd of each head's q and k, and rotary's positions.
+    GPTConfig modern = c;
+    modern.arch = (Architecture)ARCHITECTURE_MODERN;
+    MemorySizes m_modern = gpt_memory_sizes(&modern, 64, 1024, &naive, NULL, NULL);
+    size_t freed = L * N * 4 * C * sizeof(bf16) + (2 * L + 1) * N * sizeof(float);
+    size_t added = L * N * 2 * NH * sizeof(float) + N * sizeof(int);
+    CHECK(none.activations - m_modern.activations == freed - added, "the modern architecture's activations are %zu "
+          "bytes fewer than GPT-2's, expected %zu", none.activations - m_modern.activations, freed - added);
     // The optimizers: the same state (master, m, v), and under Muon the Newton-Schulz scratch of
     // its largest batch of matrices, fcw's (L, 4C, C); ZeRO-1 over 4 ranks cuts it to 3 layers'.
     OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW), muon = optimizer_defaults(OPTIMIZER_MUON);
