@@ -44,6 +44,10 @@ typedef struct {
     const char* model;           // preset name
     int context;                 // maxT
     int model_given, context_given;   // set on the command line (they must match a checkpoint)
+    const char* arch;            // architecture preset name (gpt/config.h)
+    int arch_given;
+    Architecture components;     // the architecture's fields given on their own (components_given,
+    int components_given[ARCHITECTURE_FIELDS];   // in Architecture's field order)
     const char* init_from;       // model checkpoint, or NULL
     const char* save_init;       // where to write the initial model and stop, or NULL
     const char* resume_dir;      // or NULL
@@ -89,16 +93,40 @@ static void parse_peak(const char* name, const char* value, void* peak) {
     if (*(float*)peak <= 0.0f) die("%s %s: a peak must be positive", name, value);
 }
 
+static void parse_arch(const char* name, const char* value, void* arch) {
+    if (!find_architecture_preset(value)) die("%s %s: expected gpt2 or modern", name, value);
+    *(const char**)arch = value;
+}
+
+static void parse_norm(const char* name, const char* value, void* rms) {
+    if (!strcmp(value, "layer")) *(int*)rms = 0;
+    else if (!strcmp(value, "rms")) *(int*)rms = 1;
+    else die("%s %s: expected layer or rms", name, value);
+}
+
+static void parse_mlp(const char* name, const char* value, void* relu2) {
+    if (!strcmp(value, "gelu")) *(int*)relu2 = 0;
+    else if (!strcmp(value, "relu2")) *(int*)relu2 = 1;
+    else die("%s %s: expected gelu or relu2", name, value);
+}
+
+static void parse_head(const char* name, const char* value, void* untied) {
+    if (!strcmp(value, "tied")) *(int*)untied = 0;
+    else if (!strcmp(value, "untied")) *(int*)untied = 1;
+    else die("%s %s: expected tied or untied", name, value);
+}
+
 static void parse_optimizer(const char* name, const char* value, void* kind) {
     if (!strcmp(value, "adamw")) *(OptimizerKind*)kind = OPTIMIZER_ADAMW;
     else if (!strcmp(value, "muon")) *(OptimizerKind*)kind = OPTIMIZER_MUON;
     else die("%s %s: expected adamw or muon", name, value);
 }
 
-// The optimizer's settings: those given, the kind's defaults (gpt/optimizer.h) for the rest;
-// Muon's own are refused under AdamW, whose betas are fixed.
-static void resolve_optimizer(OptimizerConfig* o) {
-    OptimizerConfig d = optimizer_defaults(o->kind);
+// The optimizer's settings: those given, the kind's defaults (gpt/optimizer.h; the modern
+// architecture's with modern) for the rest; Muon's own are refused under AdamW, whose betas are
+// fixed.
+static void resolve_optimizer(OptimizerConfig* o, int modern) {
+    OptimizerConfig d = modern ? modern_optimizer_defaults(o->kind) : optimizer_defaults(o->kind);
     const struct {
         const char* flag;
         float* value;
@@ -109,6 +137,7 @@ static void resolve_optimizer(OptimizerConfig* o) {
                     {"--grad-clip", &o->grad_clip, d.grad_clip, 0},
                     {"--muon-momentum", &o->momentum, d.momentum, 1},
                     {"--embedding-lr", &o->embedding_lr, d.embedding_lr, 1},
+                    {"--head-lr", &o->head_lr, d.head_lr, 1},
                     {"--vector-lr", &o->vector_lr, d.vector_lr, 1},
                     {"--adam-beta1", &o->b1, d.b1, 1},
                     {"--adam-beta2", &o->b2, d.b2, 1}};
@@ -121,31 +150,58 @@ static void resolve_optimizer(OptimizerConfig* o) {
     if (o->lr <= 0.0f) die("--lr %g must be positive", o->lr);
     if (o->kind != OPTIMIZER_MUON) return;
     if (o->momentum < 0.0f || o->momentum >= 1.0f) die("--muon-momentum %g must be in [0, 1)", o->momentum);
-    if (o->embedding_lr <= 0.0f || o->vector_lr <= 0.0f)
-        die("--embedding-lr %g and --vector-lr %g must be positive", o->embedding_lr, o->vector_lr);
+    if (o->embedding_lr <= 0.0f || o->head_lr <= 0.0f || o->vector_lr <= 0.0f)
+        die("--embedding-lr %g, --head-lr %g and --vector-lr %g must be positive", o->embedding_lr, o->head_lr,
+            o->vector_lr);
     if (o->b1 < 0.0f || o->b1 >= 1.0f || o->b2 < 0.0f || o->b2 >= 1.0f)
         die("--adam-beta1 %g and --adam-beta2 %g must be in [0, 1)", o->b1, o->b2);
 }
 
 static void parse_args(int argc, char** argv, TrainOptions* o) {
-    *o = (TrainOptions){.model = "d12", .context = 1024, .train_data = "datasets/tinyshakespeare/train_*.bin", .B = 4,
+    *o = (TrainOptions){.model = "d12", .context = 1024, .arch = "gpt2", .components = ARCHITECTURE_GPT2,
+                        .train_data = "datasets/tinyshakespeare/train_*.bin", .B = 4,
                         .T = 1024,
                         .optimizer = {.kind = OPTIMIZER_ADAMW, .lr = NAN, .momentum = NAN, .embedding_lr = NAN,
-                                      .vector_lr = NAN, .b1 = NAN, .b2 = NAN, .weight_decay = NAN, .grad_clip = NAN},
+                                      .head_lr = NAN, .vector_lr = NAN, .b1 = NAN, .b2 = NAN, .weight_decay = NAN,
+                                      .grad_clip = NAN},
                         .val_every = 100, .val_batches = 20, .sample_tokens = 128, .temperature = 1.0f, .seed = 1337,
                         .model_options = {.attention = {.kind = ATTENTION_FLASH}}, .context_parallel = 1};
     if (!(o->gpus_args = (unsigned char*)calloc((size_t)argc, 1))) die("out of host memory");
     ModelOptions* mo = &o->model_options;
+    Architecture* a = &o->components;
+    int* given = o->components_given;
     const Option options[] = {
         {OPTION_GROUP, "model"},
         {OPTION_TEXT, "--model", "NAME", &o->model, "d2, d6, d12 (124M), d24 (350M), d36 (774M), d48 (1.5B) [d12]", 0, 0,
          NULL, &o->model_given},
         {OPTION_INT, "--context", "N", &o->context, "context length of the model [1024]", 1, INT_MAX, NULL,
          &o->context_given},
-        {OPTION_TEXT, "--init-from", "FILE", &o->init_from, "start from a model checkpoint (version 3 fp32 or 5 bf16)"},
+        {OPTION_TEXT, "--init-from", "FILE", &o->init_from,
+         "start from a model checkpoint (version 3 or 5: GPT-2, fp32 or\nbf16; 6 or 7: another architecture)"},
         {OPTION_TEXT, "--save-init", "FILE", &o->save_init,
-         "write the initial model (drawn from --seed) to FILE, a version 3\ncheckpoint, and stop before the GPU"},
+         "write the initial model (drawn from --seed) to FILE, an fp32\ncheckpoint, and stop before the GPU"},
         {OPTION_TEXT, "--resume", "DIR", &o->resume_dir, "continue the run whose checkpoints are in DIR, exactly"},
+        {OPTION_GROUP, "architecture (--arch, then each component on its own; a checkpoint's must match)"},
+        {OPTION_CALL, "--arch", "NAME", &o->arch,
+         "gpt2: GPT-2 of 2019 (llm.c and Hugging Face compatible);\nmodern: --rotary 1, --norm rms, --qk-norm 1, --mlp relu2, --bias 0,\n--head untied, --zero-init 1, --softcap 30, and its own\ndefaults: adamw --lr 2e-3, muon --embedding-lr 0.05\n[gpt2; with --resume or --init-from: the checkpoint's]",
+         0, 0, parse_arch, &o->arch_given},
+        {OPTION_INT, "--rotary", "0|1", &a->rotary, "rotary position embeddings on q and k, no learned ones", 0, 1,
+         NULL, &given[0]},
+        {OPTION_FLOAT, "--rotary-base", "X", &a->rotary_base, "rotary's frequencies base^(-2i/HS) [10000]", 1,
+         INFINITY, NULL, &given[1]},
+        {OPTION_CALL, "--norm", "KIND", &a->rms_norm, "layer (LayerNorm) or rms (RMSNorm without weights)", 0, 0,
+         parse_norm, &given[2]},
+        {OPTION_INT, "--qk-norm", "0|1", &a->qk_norm, "RMSNorm of each head's queries and keys", 0, 1, NULL,
+         &given[3]},
+        {OPTION_CALL, "--mlp", "KIND", &a->relu2, "the MLP's activation: gelu (tanh form) or relu2", 0, 0,
+         parse_mlp, &given[4]},
+        {OPTION_INT, "--bias", "0|1", &a->bias, "biases in the linear layers", 0, 1, NULL, &given[5]},
+        {OPTION_CALL, "--head", "KIND", &a->untied_head, "the output head: tied (wte) or untied (its own)", 0, 0,
+         parse_head, &given[6]},
+        {OPTION_INT, "--zero-init", "0|1", &a->zero_init, "the output projections and head start at zero", 0, 1,
+         NULL, &given[7]},
+        {OPTION_FLOAT, "--softcap", "X", &a->softcap, "logits z -> X tanh(z / X), 0 for none", 0, INFINITY, NULL,
+         &given[8]},
         {OPTION_GROUP, "data"},
         {OPTION_TEXT, "--train-data", "GLOB", &o->train_data, "training shards [datasets/tinyshakespeare/train_*.bin]"},
         {OPTION_TEXT, "--val-data", "GLOB", &o->val_data,
@@ -169,12 +225,14 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
          "Newton-Schulz), Adam on\nthe embeddings and vectors; reaches AdamW's loss in fewer steps\n[adamw]",
          0, 0, parse_optimizer},
         {OPTION_FLOAT, "--lr", "X", &o->optimizer.lr,
-         "peak learning rate: AdamW's, or Muon's for the matrices\n[adamw 3e-4, muon 0.02]", 0, INFINITY},
+         "peak learning rate: AdamW's, or Muon's for the matrices\n[adamw 3e-4 (modern 2e-3), muon 0.02]", 0, INFINITY},
         {OPTION_FLOAT, "--weight-decay", "X", &o->optimizer.weight_decay,
          "decoupled weight decay of the 2-D weights, times each group's\nlr [adamw 0.1, muon 0]", 0, INFINITY},
         {OPTION_FLOAT, "--muon-momentum", "X", &o->optimizer.momentum, "muon: Nesterov momentum of the matrices [0.95]"},
         {OPTION_FLOAT, "--embedding-lr", "X", &o->optimizer.embedding_lr,
-         "muon: Adam's peak learning rate for wte (the head) and wpe [0.001]", 0, INFINITY},
+         "muon: Adam's peak learning rate for wte (the head when tied)\nand wpe [0.001; modern 0.05]", 0, INFINITY},
+        {OPTION_FLOAT, "--head-lr", "X", &o->optimizer.head_lr, "muon: Adam's for an untied head [0.002]", 0,
+         INFINITY},
         {OPTION_FLOAT, "--vector-lr", "X", &o->optimizer.vector_lr,
          "muon: Adam's for the layernorms and biases [0.002]", 0, INFINITY},
         {OPTION_FLOAT, "--adam-beta1", "X", &o->optimizer.b1, "muon: Adam's betas for those [0.8]"},
@@ -219,12 +277,10 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
          "its GPU [1]", 1, 1 << 16},
     };
     const CommandLine line = {"train_gpt",
-                              "usage: train_gpt [options]\nTrains a GPT-2 on token shards, on one GPU or several.\n", 26,
+                              "usage: train_gpt [options]\nTrains a GPT (GPT-2's architecture or the modern one) on token shards, on one GPU\nor several.\n", 26,
                               NULL, options, sizeof(options) / sizeof(options[0])};
     int first = options_parse(&line, argc, argv);
     if (first < argc) die("unexpected argument '%s' (train_gpt --help lists the options)", argv[first]);
-    resolve_optimizer(&o->optimizer);
-    o->schedule.lr = o->optimizer.lr;
     if (o->resume_dir && o->init_from) die("--resume and --init-from exclude each other");
     if (o->save_init && (o->resume_dir || o->init_from))
         die("--save-init writes the model drawn from --seed, not one of --resume or --init-from");
@@ -271,8 +327,41 @@ typedef struct {
     Profile profile;
 } Run;
 
+// The architecture: a checkpoint's (from_file), or --arch's preset; each component given on its
+// own replaces its field, and with a checkpoint the result must be the checkpoint's. Then the
+// optimizer's settings, whose defaults are those of --arch, or without it of the preset the
+// architecture is (gpt2's for any other).
+static void resolve_architecture(Run* r, int from_file) {
+    TrainOptions* o = &r->o;
+    Architecture* arch = &r->config.arch;
+    const Architecture file = *arch;
+    if (!from_file || o->arch_given) *arch = find_architecture_preset(o->arch)->arch;
+    int32_t slots[ARCHITECTURE_FIELDS], given[ARCHITECTURE_FIELDS];
+    memcpy(slots, arch, sizeof(slots));
+    memcpy(given, &o->components, sizeof(given));
+    for (int i = 0; i < ARCHITECTURE_FIELDS; i++)
+        if (o->components_given[i]) slots[i] = given[i];
+    memcpy(arch, slots, sizeof(slots));
+    char asked[256], have[256];
+    architecture_describe(arch, asked, sizeof(asked));
+    if (from_file && !architecture_equal(arch, &file)) {
+        architecture_describe(&file, have, sizeof(have));
+        die("the architecture asked for (%s) is not that of %s (%s)", asked, o->resume_dir ? o->resume_dir : o->init_from,
+            have);
+    }
+    const char* why = architecture_invalid(arch);
+    if (!why) why = block_unsupported(arch, r->config.C / r->config.NH);
+    if (why) die("the architecture (%s): %s", asked, why);
+    const ArchitecturePreset* defaults = o->arch_given ? find_architecture_preset(o->arch) : architecture_preset_of(arch);
+    int head_lr_given = !isnan(o->optimizer.head_lr);
+    resolve_optimizer(&o->optimizer, defaults && !strcmp(defaults->name, "modern"));
+    if (head_lr_given && !arch->untied_head) die("--head-lr: the model's head is wte (--head tied), at --embedding-lr");
+    o->schedule.lr = o->optimizer.lr;
+}
+
 // The model shape: the interrupted run's, a checkpoint's, or a preset's; the vocabulary from the
-// tokenizer or the shards when no file states it. Headers only: the values are read later.
+// tokenizer or the shards when no file states it; the architecture (resolve_architecture).
+// Headers only: the values are read later.
 static void resolve_model_shape(Run* r) {
     TrainOptions* o = &r->o;
     GPTConfig* config = &r->config;
@@ -317,10 +406,11 @@ static void resolve_model_shape(Run* r) {
         die("--tokenizer %s has %d tokens, the model %d", o->tokenizer, tokenizer_vocab_size(r->tok), config->V);
     const char* why = gpt_config_invalid(config);
     if (why) {
-        char shape[128];
+        char shape[384];
         gpt_config_describe(config, shape, sizeof(shape));
         die("the model (%s) cannot be built: %s", shape, why);
     }
+    resolve_architecture(r, o->resume_dir || o->init_from);
 }
 
 // The batch: B * T tokens per micro-step, grad_accum micro-steps per step.
@@ -337,6 +427,8 @@ static void resolve_batch(Run* r) {
     if (o->total_batch / tokens_per_micro > INT_MAX) die("--total-batch-size %lld: too many micro-steps", o->total_batch);
     r->grad_accum = (int)(o->total_batch / tokens_per_micro);
     const ModelOptions* mo = &o->model_options;
+    if ((mo->recompute & RECOMPUTE_GELU) && r->config.arch.relu2)
+        die("--recompute gelu: the relu2 MLP keeps relu(h)^2 alone (its backward takes relu(h) = sqrt), no GELU");
     AttentionShape local = attention_shape(&r->config, r->rows, r->cols);
     const char* why = attention_unsupported(&mo->attention, local);
     if (why) die("--attention %s: %s", attention_kind_name(mo->attention.kind), why);
@@ -417,6 +509,7 @@ static TrainingState training_state(const Run* r, int step) {
         s.vector_lr = opt->vector_lr;
         s.adam_b1 = opt->b1;
         s.adam_b2 = opt->b2;
+        if (r->config.arch.untied_head) s.head_lr = opt->head_lr;
     }
     return s;
 }
@@ -431,8 +524,10 @@ static void print_run(const Run* r, const char* device_name) {
     char recompute[64];
     recompute_name(mo->recompute, recompute, sizeof(recompute));
     printf("device: %s\n", device_name);
-    printf("model: L %d, C %d, NH %d, HS %d, vocab %d (padded %d), context %d, %zu parameters\n",
-           c->L, c->C, c->NH, c->C / c->NH, c->V, c->Vp, c->maxT, r->model.num_params);
+    char arch[256];
+    architecture_describe(&c->arch, arch, sizeof(arch));
+    printf("model: L %d, C %d, NH %d, HS %d, vocab %d (padded %d), context %d, %zu parameters; architecture %s\n",
+           c->L, c->C, c->NH, c->C / c->NH, c->V, c->Vp, c->maxT, r->model.num_params, arch);
     printf("batch: B %d x T %d x %d micro-steps x %d data-parallel rank%s = %lld tokens per step, %d steps "
            "(from step %d)\n", o->B, o->T, r->grad_accum, r->ranks.data_ranks, r->ranks.data_ranks > 1 ? "s" : "", o->total_batch,
            o->steps, r->start_step + 1);
@@ -452,11 +547,14 @@ static void print_run(const Run* r, const char* device_name) {
            mo->attention.kind == ATTENTION_FLASH && !mo->attention.deterministic ? "" : " (deterministic)", recompute,
            (int)ceil_div(m->rows, m->logits_rows), m->logits_rows < m->rows ? "s" : "", m->logits_rows);
     const OptimizerConfig* opt = &o->optimizer;
-    if (opt->kind == OPTIMIZER_MUON)
+    if (opt->kind == OPTIMIZER_MUON) {
         printf("optimizer: Muon lr %g, momentum %g (Nesterov) for the blocks' matrices; Adam (%g, %g) lr %g for the "
-               "embeddings, %g for the vectors; ", opt->lr, opt->momentum, opt->b1, opt->b2, opt->embedding_lr,
-               opt->vector_lr);
-    else printf("optimizer: AdamW lr %g; ", opt->lr);
+               "embeddings, ", opt->lr, opt->momentum, opt->b1, opt->b2, opt->embedding_lr);
+        if (c->arch.untied_head) printf("%g for the head, ", opt->head_lr);
+        printf("%g for the vectors; ", opt->vector_lr);
+    } else {
+        printf("optimizer: AdamW lr %g; ", opt->lr);
+    }
     printf("warmup %d, cosine to %g x lr, weight decay %g, grad clip %g\n", o->schedule.warmup_steps,
            o->schedule.min_lr_frac, opt->weight_decay, opt->grad_clip);
     memory_sizes_print(m, mo->attention.kind);

@@ -56,7 +56,7 @@ int options_parse(const CommandLine* line, int argc, char** argv);
 
 // The options the programs share.
 #define OPTION_CHECKPOINT(target) \
-    {OPTION_TEXT, "--checkpoint", "FILE", &(target), "model checkpoint (train_gpt's model_*.bin, version 3 or 5)", \
+    {OPTION_TEXT, "--checkpoint", "FILE", &(target), "model checkpoint (train_gpt's model_*.bin)", \
      0, 0, NULL, NULL, NULL, 1}
 #define OPTION_MODEL_TOKENIZER(target) \
     {OPTION_TEXT, "--tokenizer", "FILE", &(target), "the tokenizer the model was trained with", 0, 0, NULL, NULL, \

@@ -101,34 +101,43 @@ static int classifier_chunk_rows(const GPTConfig* c, int N, const ModelOptions* 
     return rows < (size_t)N ? (int)rows : N;
 }
 
+// carve, or NULL and nothing taken for a buffer the architecture does not have.
+static void* carve_if(int present, char* base, size_t* offset, size_t bytes, size_t* part) {
+    return present ? carve(base, offset, bytes, part) : NULL;
+}
+
 size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B, int T,
                           const ModelOptions* opt, MemorySizes* m) {
     size_t L = c->L, C = c->C, N = (size_t)B * T, off = 0;
     size_t P = count_params(c);
     size_t ln_layers = opt->recompute & RECOMPUTE_LAYERNORM ? 1 : L;
     size_t gelu_layers = opt->recompute & RECOMPUTE_GELU ? 1 : L;
+    const Architecture* arch = &c->arch;
+    int layernorm = !arch->rms_norm, gelu = !arch->relu2;
     AttentionShape s = attention_shape(c, B, T);
     m->activations = m->attention_saved = m->logits_and_scratch = m->backward = 0;
     a->residual = (bf16*)carve(base, &off, (L + 1) * N * C * sizeof(bf16), &m->activations);
     a->ln1 = (bf16*)carve(base, &off, ln_layers * N * C * sizeof(bf16), &m->activations);
-    a->ln1_mean = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
+    a->ln1_mean = (float*)carve_if(layernorm, base, &off, L * N * sizeof(float), &m->activations);
     a->ln1_rstd = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
     a->qkv = (bf16*)carve(base, &off, L * N * 3 * C * sizeof(bf16), &m->activations);
+    a->qk_rstd = (float*)carve_if(arch->qk_norm, base, &off, L * N * 2 * c->NH * sizeof(float), &m->activations);
     a->atty = (bf16*)carve(base, &off, L * N * C * sizeof(bf16), &m->activations);
     a->residual_mid = (bf16*)carve(base, &off, L * N * C * sizeof(bf16), &m->activations);
     a->ln2 = opt->recompute & RECOMPUTE_LAYERNORM
                  ? a->ln1
                  : (bf16*)carve(base, &off, L * N * C * sizeof(bf16), &m->activations);
-    a->ln2_mean = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
+    a->ln2_mean = (float*)carve_if(layernorm, base, &off, L * N * sizeof(float), &m->activations);
     a->ln2_rstd = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
-    a->fch = (bf16*)carve(base, &off, L * N * 4 * C * sizeof(bf16), &m->activations);
+    a->fch = (bf16*)carve_if(gelu, base, &off, L * N * 4 * C * sizeof(bf16), &m->activations);
     a->fch_gelu = (bf16*)carve(base, &off, gelu_layers * N * 4 * C * sizeof(bf16), &m->activations);
     a->lnf = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->activations);
-    a->lnf_mean = (float*)carve(base, &off, N * sizeof(float), &m->activations);
+    a->lnf_mean = (float*)carve_if(layernorm, base, &off, N * sizeof(float), &m->activations);
     a->lnf_rstd = (float*)carve(base, &off, N * sizeof(float), &m->activations);
     a->losses = (float*)carve(base, &off, N * sizeof(float), &m->activations);
     a->inputs = (int*)carve(base, &off, N * sizeof(int), &m->activations);
     a->targets = (int*)carve(base, &off, N * sizeof(int), &m->activations);
+    a->positions = (int*)carve_if(arch->rotary, base, &off, N * sizeof(int), &m->activations);
     a->att_saved = (char*)carve(base, &off, L * saved_stride(c, B, T, opt), &m->attention_saved);
     a->dresidual = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->backward);
     a->dnarrow = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->backward);
@@ -160,6 +169,11 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
 }
 
 static inline size_t layer_offset(int l, int B, int T, size_t width) { return (size_t)l * B * T * width; }
+// Layer l's slice of a buffer of width per row, or NULL for a buffer the architecture has not.
+template <typename Elem>
+static Elem* layer_slice(Elem* buffer, int l, int B, int T, size_t width) {
+    return buffer ? buffer + layer_offset(l, B, T, width) : NULL;
+}
 // The layer whose slot of a buffer layer l uses: 0 when the buffer is recomputed (one slot).
 static inline int slot(int l, int recomputed) { return recomputed ? 0 : l; }
 
@@ -170,16 +184,17 @@ BlockActivations layer_activations(const Activations* a, const GPTConfig* c, int
     BlockActivations x;
     x.res = a->residual + layer_offset(l, B, T, C);
     x.ln1 = a->ln1 + layer_offset(slot(l, re_ln), B, T, C);
-    x.ln1_mean = a->ln1_mean + layer_offset(l, B, T, 1);
+    x.ln1_mean = layer_slice(a->ln1_mean, l, B, T, 1);
     x.ln1_rstd = a->ln1_rstd + layer_offset(l, B, T, 1);
     x.qkv = a->qkv + layer_offset(l, B, T, 3 * C);
+    x.qk_rstd = layer_slice(a->qk_rstd, l, B, T, 2 * (size_t)c->NH);
     x.atty = a->atty + layer_offset(l, B, T, C);
     x.att_saved = a->att_saved + l * saved_stride(c, B, T, opt);
     x.mid = a->residual_mid + layer_offset(l, B, T, C);
     x.ln2 = a->ln2 + layer_offset(slot(l, re_ln), B, T, C);
-    x.ln2_mean = a->ln2_mean + layer_offset(l, B, T, 1);
+    x.ln2_mean = layer_slice(a->ln2_mean, l, B, T, 1);
     x.ln2_rstd = a->ln2_rstd + layer_offset(l, B, T, 1);
-    x.fch = a->fch + layer_offset(l, B, T, 4 * C);
+    x.fch = layer_slice(a->fch, l, B, T, 4 * C);
     x.fch_gelu = a->fch_gelu + layer_offset(slot(l, re_gelu), B, T, 4 * C);
     x.res_next = a->residual + layer_offset(l + 1, B, T, C);
     return x;

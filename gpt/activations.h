@@ -32,23 +32,26 @@ int recompute_flags(const char* list);
 // Logits of at most this many bytes exist at once: the classifier runs over chunks of rows.
 #define CLASSIFIER_CHUNK_BYTES ((size_t)1 << 30)
 
+// A buffer the architecture has no use for is NULL and takes no memory (marked below).
 typedef struct {
     bf16* residual;      // (L + 1, B, T, C): the stream entering each layer, then the final one
     bf16* ln1;           // (L, B, T, C); recomputed: (B, T, C), shared with ln2
-    float* ln1_mean;     // (L, B, T)
+    float* ln1_mean;     // (L, B, T); LayerNorm only
     float* ln1_rstd;     // (L, B, T)
     bf16* qkv;           // (L, B, T, 3, NH, HS)
+    float* qk_rstd;      // (L, B, T, 2, NH); QK-norm only
     bf16* atty;          // (L, B, T, NH, HS)
     char* att_saved;     // (L, attention_saved_bytes): P (naive) or L (flash)
     bf16* residual_mid;  // (L, B, T, C): the stream after the attention block
     bf16* ln2;           // (L, B, T, C); recomputed: the buffer of ln1
-    float* ln2_mean;     // (L, B, T)
+    float* ln2_mean;     // (L, B, T); LayerNorm only
     float* ln2_rstd;     // (L, B, T)
-    bf16* fch;           // (L, B, T, 4C) before GELU
-    bf16* fch_gelu;      // (L, B, T, 4C); recomputed: (B, T, 4C)
+    bf16* fch;           // (L, B, T, 4C) before GELU; GELU only
+    bf16* fch_gelu;      // (L, B, T, 4C) GELU's or ReLU^2's output; recomputed GELU: (B, T, 4C)
     bf16* lnf;           // (B, T, C)
-    float* lnf_mean;     // (B, T)
+    float* lnf_mean;     // (B, T); LayerNorm only
     float* lnf_rstd;     // (B, T)
+    int* positions;      // (B, T) each row's position, for rotary only (gpt/gpt.h sets them)
     bf16* logits;        // (rows, Vp): one chunk of the B * T rows, overwritten with dlogits
     float* losses;       // (B, T)
     int* inputs;         // (B, T)

@@ -1,10 +1,14 @@
-// gpt/block.h: one transformer block of the GPT-2, written once. The training model runs it on
-// every layer of a batch, forward and backward (gpt/gpt.cu); the inference model runs its forward
-// on a prompt (gpt/inference.cu), whose decoding step then fuses the same layers into its
-// kernels. Pre-LayerNorm, the residual connections added in the projections' epilogues:
-//   mid      = res + attproj(attention(qkv(ln1(res))))          qkv (N, 3C), atty (N, C)
-//   res_next = mid + fcproj(gelu(fc(ln2(mid))))                 fch, fch_gelu (N, 4C)
-// on N = B * T rows of C = NH * HS channels (attention: B sequences of T tokens).
+// gpt/block.h: one transformer block of the GPT, written once, for either architecture
+// (gpt/config.h). The training model runs it on every layer of a batch, forward and backward
+// (gpt/gpt.cu); the inference model runs its forward on a prompt (gpt/inference.cu), whose
+// decoding step then fuses the same layers into its kernels. Pre-norm, the residual connections
+// added in the projections' epilogues:
+//   mid      = res + attproj(attention(rope(qknorm(qkv(ln1(res))))))   qkv (N, 3C), atty (N, C)
+//   res_next = mid + fcproj(act(fc(ln2(mid))))                          fch, fch_gelu (N, 4C)
+// on N = B * T rows of C = NH * HS channels (attention: B sequences of T tokens). GPT-2's: ln
+// LayerNorm, act GELU, biases, no QK-norm or rotary. The modern one: ln RMSNorm without weights,
+// QK-norm and rotary in place on q and k (layers/rotary.h), act ReLU^2 (its output alone kept), no
+// biases; each component switched on its own.
 #ifndef FLASHGPT_GPT_BLOCK_H
 #define FLASHGPT_GPT_BLOCK_H
 
@@ -17,30 +21,46 @@
 // What the backward computes again instead of keeping per layer (flags).
 enum { RECOMPUTE_GELU = 1, RECOMPUTE_LAYERNORM = 2 };
 
+// NULL when the block computes the architecture at head size HS, else why not: rotary and
+// QK-norm take the head sizes of layers/rotary.h.
+const char* block_unsupported(const Architecture* arch, int HS);
+
+// The architecture's norm of inp (N, C) into out, forward and backward (dinp +=): LayerNorm with
+// weight, bias, mean and rstd (N), or RMSNorm without weights (mean, weight, bias unused, rstd
+// (N)); scratch: the layernorm backward's. The blocks' ln1 and ln2 and the model's lnf.
+void norm_forward(const Architecture* arch, bf16* out, float* mean, float* rstd, const bf16* inp, const bf16* weight,
+                  const bf16* bias, int N, int C, cudaStream_t stream);
+void norm_backward(const Architecture* arch, bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout,
+                   const bf16* inp, const bf16* weight, const float* mean, const float* rstd, int N, int C,
+                   void* scratch, cudaStream_t stream);
+
 // A block's activations on its N rows: what the forward writes and the backward reads. Buffers
 // may coincide where nothing reads them again (the prompt's: res and res_next, ln1 and ln2).
 typedef struct {
     bf16* res;        // (N, C) the stream entering the block
     bf16* ln1;        // (N, C)
-    float* ln1_mean;  // (N)
+    float* ln1_mean;  // (N); LayerNorm only
     float* ln1_rstd;  // (N)
-    bf16* qkv;        // (N, 3, NH, HS)
+    bf16* qkv;        // (N, 3, NH, HS); with QK-norm or rotary, q and k as attention takes them
+    float* qk_rstd;   // (N, 2, NH) QK-norm's rstd of each head's q and k; QK-norm only
     bf16* atty;       // (N, NH, HS)
     void* att_saved;  // attention_saved_bytes: L (flash) or P (naive)
     bf16* mid;        // (N, C) the stream after the attention block
     bf16* ln2;        // (N, C)
-    float* ln2_mean;  // (N)
+    float* ln2_mean;  // (N); LayerNorm only
     float* ln2_rstd;  // (N)
-    bf16* fch;        // (N, 4C) before GELU
-    bf16* fch_gelu;   // (N, 4C)
+    bf16* fch;        // (N, 4C) before GELU; GELU only
+    bf16* fch_gelu;   // (N, 4C) the MLP's activation: GELU's, or relu(h)^2
     bf16* res_next;   // (N, C) the stream leaving the block
 } BlockActivations;
 
 // How the blocks of a pass run: the same for every layer.
 typedef struct {
+    const Architecture* arch;
     const AttentionPlan* attention;
     AttentionShape shape;     // B sequences of T tokens: N = B * T rows, C = NH * HS
-    int recompute;            // RECOMPUTE_* flags
+    const int* positions;     // (N) each row's position on the GPU, for rotary (else NULL)
+    int recompute;            // RECOMPUTE_* flags; RECOMPUTE_GELU for a GELU MLP only
     void* scratch;            // the layers' scratch: attention_scratch_bytes, and in the backward
                               // the matmuls' and layernorms' (may be NULL for a forward that takes none)
     Profile* profile;         // NULL: no marks
@@ -53,16 +73,16 @@ typedef struct {
 #define BLOCK_FORWARD_MARKS 7
 #define BLOCK_BACKWARD_MARKS 10
 
-// x->res (N, C) through the block into x->res_next, writing every activation of x. With
-// RECOMPUTE_GELU the GELU is a kernel of its own after the fc matmul, the one the backward's
-// recomputation runs, so that the backward sees the forward's bits.
+// x->res (N, C) through the block into x->res_next, writing every activation of x (those of
+// the architecture). With RECOMPUTE_GELU the GELU is a kernel of its own after the fc matmul, the
+// one the backward's recomputation runs, so that the backward sees the forward's bits.
 void block_forward(const BlockPass* pass, const BlockActivations* x, const LayerParameters* w);
 
 // The gradients the backward of every block reads and writes.
 typedef struct {
     bf16* dresidual;  // (N, C): d loss / d res_next in, d loss / d res out (the residual paths pass
                       // it through, the branches add to it)
-    bf16* dnarrow;    // (N, C) the gradients of the layernorms' outputs and of atty
+    bf16* dnarrow;    // (N, C) the gradients of the norms' outputs and of atty
     bf16* dwide;      // (N, 4C) the gradients of qkv (3C) and fch (4C)
 } BlockGradients;
 

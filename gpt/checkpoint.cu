@@ -36,23 +36,38 @@ static void check_file_size(FILE* f, const char* path, long long expected) {
         die("%s: %lld bytes, expected %lld: truncated or corrupt", path, (long long)st.st_size, expected);
 }
 
+static int fp32_version(int version) { return version == MODEL_VERSION_FP32 || version == MODEL_VERSION_ARCH_FP32; }
+
 GPTConfig read_model_header(FILE* f, const char* path, int* version) {
     ModelFileHeader h;
     if (fread(h.ints, sizeof(int32_t), HEADER_INTS, f) != HEADER_INTS)
         die("%s: too short for a model checkpoint header", path);
     if (h.f.magic != MODEL_MAGIC)
         die("%s: not a model checkpoint (magic %d, expected %d)", path, h.f.magic, MODEL_MAGIC);
-    if (h.f.version != MODEL_VERSION_FP32 && h.f.version != MODEL_VERSION_BF16)
-        die("%s: unsupported checkpoint version %d (expected 3: fp32 or 5: bf16)", path, h.f.version);
+    int v = h.f.version;
+    int gpt2 = v == MODEL_VERSION_FP32 || v == MODEL_VERSION_BF16;
+    if (!gpt2 && v != MODEL_VERSION_ARCH_FP32 && v != MODEL_VERSION_ARCH_BF16)
+        die("%s: unsupported checkpoint version %d (expected 3 or 5: GPT-2, fp32 or bf16; 6 or 7: another "
+            "architecture)", path, v);
     const ShapeFields* in = &h.f.shape;
-    GPTConfig c = {.maxT = in->maxT, .V = in->V, .Vp = in->Vp, .L = in->L, .NH = in->NH, .C = in->C};
+    GPTConfig c = {.maxT = in->maxT, .V = in->V, .Vp = in->Vp, .L = in->L, .NH = in->NH, .C = in->C,
+                   .arch = ARCHITECTURE_GPT2};
     if (gpt_config_invalid(&c))
         die("%s: corrupt header (maxT %d, V %d, L %d, NH %d, C %d, Vp %d): %s", path, c.maxT, c.V, c.L,
             c.NH, c.C, c.Vp, gpt_config_invalid(&c));
+    if (!gpt2) {
+        c.arch = h.f.arch;
+        const char* why = architecture_invalid(&c.arch);
+        if (why) die("%s: corrupt header: %s", path, why);
+        for (int i = MODEL_HEADER_USED_INTS; i < HEADER_INTS; i++)
+            if (h.ints[i] != 0)
+                die("%s: corrupt header: slot %d holds %d, past the architecture every slot is 0", path, i, h.ints[i]);
+        if ((why = block_unsupported(&c.arch, c.C / c.NH))) die("%s: %s", path, why);
+    }
     // Checked before anything is sized from the header, so a corrupt one is called corrupt.
-    size_t elem = h.f.version == MODEL_VERSION_BF16 ? sizeof(bf16) : sizeof(float);
+    size_t elem = fp32_version(v) ? sizeof(float) : sizeof(bf16);
     check_file_size(f, path, (long long)(sizeof(h) + count_params(&c) * elem));
-    *version = h.f.version;
+    *version = v;
     return c;
 }
 
@@ -69,17 +84,18 @@ float* read_model_values(const char* path, const GPTConfig* config) {
     FILE* f = open_checkpoint_file(path);
     int version;
     GPTConfig c = read_model_header(f, path, &version);
-    if (!gpt_config_same_shape(&c, config)) {
-        char have[128], want[128];
+    if (!gpt_config_same_model(&c, config)) {
+        char have[384], want[384];
         gpt_config_describe(&c, have, sizeof(have));
         gpt_config_describe(config, want, sizeof(want));
         die("%s: the checkpoint is %s, the model is %s", path, have, want);
     }
-    size_t P = count_params(&c), elem = version == MODEL_VERSION_BF16 ? sizeof(bf16) : sizeof(float);
+    int bf16_values = !fp32_version(version);
+    size_t P = count_params(&c), elem = bf16_values ? sizeof(bf16) : sizeof(float);
     float* values = (float*)malloc(P * sizeof(float));
     // bf16 values come through a bounded buffer; fp32 ones straight into values.
-    void* chunk = version == MODEL_VERSION_BF16 ? malloc(IO_CHUNK) : NULL;
-    if (!values || (version == MODEL_VERSION_BF16 && !chunk)) die("out of host memory reading %s", path);
+    void* chunk = bf16_values ? malloc(IO_CHUNK) : NULL;
+    if (!values || (bf16_values && !chunk)) die("out of host memory reading %s", path);
     size_t per_chunk = IO_CHUNK / elem;
     for (size_t done = 0; done < P;) {
         size_t n = P - done < per_chunk ? P - done : per_chunk;
@@ -143,18 +159,22 @@ static void close_written(FILE* f, const char* tmp, const char* path, int ok) {
 static float* optimizer_array(GPT* g, int k) { return k == 0 ? g->master : k == 1 ? g->m : g->v; }
 static int sharded(const GPT* g) { return g->dp.comm && g->dp.zero_stage == 1; }
 
-// The header of a model checkpoint of c's shape in the format of version.
-static ModelFileHeader model_header(const GPTConfig* c, int version) {
+// The header of a model checkpoint of c's shape and architecture, its values bf16 or fp32: GPT-2's
+// llm.c versions 5 and 3, another architecture's 7 and 6.
+static ModelFileHeader model_header(const GPTConfig* c, int bf16) {
     ModelFileHeader h;
     memset(&h, 0, sizeof(h));
     h.f.magic = MODEL_MAGIC;
-    h.f.version = version;
+    int gpt2 = architecture_is_gpt2(&c->arch);
+    h.f.version = bf16 ? (gpt2 ? MODEL_VERSION_BF16 : MODEL_VERSION_ARCH_BF16)
+                       : (gpt2 ? MODEL_VERSION_FP32 : MODEL_VERSION_ARCH_FP32);
     h.f.shape = (ShapeFields){.maxT = c->maxT, .V = c->V, .L = c->L, .NH = c->NH, .C = c->C, .Vp = c->Vp};
+    if (!gpt2) h.f.arch = c->arch;
     return h;
 }
 
 void gpt_save_checkpoint(GPT* g, const char* path) {
-    ModelFileHeader h = model_header(&g->config, MODEL_VERSION_BF16);
+    ModelFileHeader h = model_header(&g->config, 1);
     if (g->dp.comm) cudaCheck(cudaStreamSynchronize(g->comm_stream));   // the gathered parameters
     cudaCheck(cudaStreamSynchronize(g->stream));
     if (g->dp.rank != 0) return;
@@ -166,7 +186,7 @@ void gpt_save_checkpoint(GPT* g, const char* path) {
 }
 
 void save_model_values(const char* path, const GPTConfig* c, const float* values) {
-    ModelFileHeader h = model_header(c, MODEL_VERSION_FP32);
+    ModelFileHeader h = model_header(c, 0);
     FILE* f;
     char tmp[4096];
     open_for_writing(path, tmp, sizeof(tmp), &f);
@@ -244,6 +264,7 @@ static const StateField state_fields[] = {
     FIELD("--vector-lr", vector_lr, vector_lr, FIELD_FLOAT, 0, FLT_MAX, RESUME_SAME),
     FIELD("--adam-beta1", adam_b1, adam_b1, FIELD_FLOAT, 0, 1, RESUME_SAME),
     FIELD("--adam-beta2", adam_b2, adam_b2, FIELD_FLOAT, 0, 1, RESUME_SAME),
+    FIELD("--head-lr", head_lr, head_lr, FIELD_FLOAT, 0, FLT_MAX, RESUME_SAME),
 };
 #undef FIELD
 #define NUM_STATE_FIELDS (sizeof(state_fields) / sizeof(state_fields[0]))
@@ -343,8 +364,8 @@ static const char* state_invalid(const TrainingState* s) {
     if (at->epoch < 0 || at->step_in_epoch < 0 || at->step_in_epoch > INT64_MAX / ranks)
         return "the data loader's position is out of range";
     int muon = s->optimizer == OPTIMIZER_MUON;
-    float settings[5] = {s->muon_momentum, s->embedding_lr, s->vector_lr, s->adam_b1, s->adam_b2};
-    for (int i = 0; i < 5; i++)
+    float settings[6] = {s->muon_momentum, s->embedding_lr, s->vector_lr, s->adam_b1, s->adam_b2, s->head_lr};
+    for (int i = 0; i < 6; i++)
         if (!muon && settings[i] != 0.0f) return "an AdamW run with Muon's settings";
     if (muon && (s->muon_momentum >= 1.0f || s->adam_b1 >= 1.0f || s->adam_b2 >= 1.0f || s->embedding_lr <= 0.0f ||
                  s->vector_lr <= 0.0f))
@@ -379,13 +400,14 @@ int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err) {
     return 0;
 }
 
-TrainingState read_training_state(const char* path) {
+TrainingState read_training_state(const char* path, const Architecture* arch) {
     FILE* f = open_checkpoint_file(path);
     StateFileHeader h;
     TrainingState s;
     char err[ERR_LEN];
     if (fread(h.ints, sizeof(int32_t), HEADER_INTS, f) != HEADER_INTS) die("%s: too short for a training state", path);
     if (state_header_unpack(&h, &s, err) != 0) die("%s: %s", path, err);
+    s.config.arch = *arch;
     check_file_size(f, path, (long long)(sizeof(h) + 3 * count_params(&s.config) * sizeof(float)));
     fclose(f);
     return s;
@@ -439,7 +461,7 @@ void check_training_state_values(const char* path, const TrainingState* s) {
 }
 
 void load_optimizer_state(GPT* g, const TrainingState* s, const char* path) {
-    if (!gpt_config_same_shape(&s->config, &g->config)) die("%s: made for another model shape", path);
+    if (!gpt_config_same_model(&s->config, &g->config)) die("%s: made for another model", path);
     if (s->optimizer != (int)g->optimizer.kind) die("%s: made for another optimizer", path);
     FILE* f = open_checkpoint_file(path);
     // This rank's parts of each array (all of it without ZeRO-1); zeros elsewhere.
@@ -514,11 +536,11 @@ int find_resume_checkpoint(const char* dir, char* model, char* state, size_t len
         return -1;
     }
     checkpoint_paths(dir, step, model, state, len);
-    *s = read_training_state(state);
     GPTConfig shape;
     if (read_model_shape(model, &shape, err) != 0) return -1;
+    *s = read_training_state(state, &shape.arch);
     if (!gpt_config_same_shape(&shape, &s->config)) {
-        char have[128], want[128];
+        char have[384], want[384];
         gpt_config_describe(&shape, have, sizeof(have));
         gpt_config_describe(&s->config, want, sizeof(want));
         set_err(err, "%s: %s is %s, %s %s: not one checkpoint", dir, model, have, state, want);

@@ -1,12 +1,16 @@
 // gpt/checkpoint.h: the two files of a checkpoint, and where they go.
-//   model_%08d.bin: the model, llm.c compatible: int32 header[256] (ModelFileHeader), then the
-//     parameters in checkpoint order (gpt/parameters.h), fp32 (version 3) or bf16 (version 5).
+//   model_%08d.bin: the model: int32 header[256] (ModelFileHeader), then the parameters in
+//     checkpoint order (gpt/parameters.h). A GPT-2 is llm.c's file, fp32 (version 3) or bf16
+//     (version 5); a model of another architecture (gpt/config.h) is version 6 (fp32) or 7
+//     (bf16), its architecture in the header after the shape, its present tensors in the same
+//     order.
 //   state_%08d.bin: what an exact resume needs besides the model: int32 header[256]
 //     (StateFileHeader), then the fp32 master weights, m and v (num_params each: AdamW's
 //     moments; under Muon m is the matrices' momentum and Adam's first moment elsewhere, v
 //     Adam's second moment, zero for the matrices), whole whatever the ranks that wrote it:
 //     with ZeRO-1 the ranks gather their shards for rank 0, and a run on any number of ranks
-//     reads its own shard back.
+//     reads its own shard back. The model's architecture is the model file's alone: a resume
+//     reads it there.
 // Data-parallel ranks all call the writers (the gathers need every rank); only rank 0 writes.
 // Both are written through a temporary sibling and a rename (common/atomic_file.h). Every
 // reader checks magic, version, bounds, shape, size and values on the host, so a program can
@@ -22,9 +26,12 @@
 #define MODEL_MAGIC 20240326
 #define MODEL_VERSION_FP32 3
 #define MODEL_VERSION_BF16 5
+#define MODEL_VERSION_ARCH_FP32 6   // a model of any architecture but GPT-2's
+#define MODEL_VERSION_ARCH_BF16 7
 #define STATE_MAGIC 20241130
 #define STATE_VERSION_ADAMW 1    // the files of AdamW runs, as every earlier version wrote them
-#define STATE_VERSION_MUON 2     // Muon runs: their settings in slots 32-38, which an older
+#define STATE_VERSION_MUON 2     // Muon runs: their settings in slots 32-38 (an untied head's
+                                 // learning rate in 38, 0 in the files of a tied head), which an older
                                  // reader would not see, so it refuses the version
 #define HEADER_INTS 256
 
@@ -33,13 +40,18 @@ typedef struct {
     int32_t maxT, V, L, NH, C, Vp;
 } ShapeFields;
 
+// Slots 0-7 as llm.c's; versions 6 and 7 hold the architecture in slots 8-16 (Architecture's
+// fields in their order: rotary, rotary_base, rms_norm, qk_norm, relu2, bias, untied_head,
+// zero_init, softcap; the floats by their bits), zero in versions 3 and 5. Every later slot is 0.
 typedef union {
     struct {
         int32_t magic, version;
         ShapeFields shape;
+        Architecture arch;
     } f;
     int32_t ints[HEADER_INTS];
 } ModelFileHeader;
+#define MODEL_HEADER_USED_INTS (8 + ARCHITECTURE_FIELDS)
 
 // The training state's header: magic, version, then the fields of a TrainingState (the table
 // state_fields of gpt/checkpoint.cu pairs each with its member here), each in the int32 slots of
@@ -57,6 +69,7 @@ typedef struct {
     int32_t attention, deterministic, recompute, classifier_rows, world_size;
     int32_t optimizer;
     float muon_momentum, embedding_lr, vector_lr, adam_b1, adam_b2;
+    float head_lr;   // Muon with an untied head; 0 otherwise, as in the files of earlier versions
 } StateSlots;
 
 typedef union {
@@ -68,7 +81,8 @@ typedef union {
 typedef struct {
     int step;                    // steps done
     int world_size;              // data-parallel ranks: train_loader counts this rank's batches
-    GPTConfig config;
+    GPTConfig config;            // the shape from the header, the architecture from the model file
+                                 // (read_training_state)
     int B, T, grad_accum, warmup_steps, steps;
     float lr, min_lr_frac, weight_decay, grad_clip;
     uint64_t seed;
@@ -79,9 +93,10 @@ typedef struct {
     // deterministic flag, RECOMPUTE_* flags, rows per classifier chunk.
     int attention, deterministic, recompute, classifier_rows;
     // The optimizer (OptimizerKind; lr is its peak, gpt/optimizer.h) and Muon's own settings,
-    // all zero in an AdamW run (whose betas are fixed).
+    // all zero in an AdamW run (whose betas are fixed); head_lr zero without an untied head.
     int optimizer;
     float muon_momentum, embedding_lr, vector_lr, adam_b1, adam_b2;
+    float head_lr;
 } TrainingState;
 
 // The header of s (every slot past its fields zero), and back: 0, or -1 with err saying which
@@ -90,24 +105,28 @@ typedef struct {
 void state_header_pack(const TrainingState* s, StateFileHeader* h);
 int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err);
 
-// The shape in a model checkpoint's header (its size checked too), and its version.
+// The shape and architecture in a model checkpoint's header (every field checked, the file's
+// size too, and that the block computes the architecture at its head size), and its version.
 GPTConfig read_model_header(FILE* f, const char* path, int* version);
-// The shape in the model checkpoint at path: 0, or -1 with err when path is not a regular file
-// that can be read (a corrupt header ends the program, as read_model_header does).
+// The shape and architecture in the model checkpoint at path: 0, or -1 with err when path is
+// not a regular file that can be read (a corrupt header ends the program, as read_model_header
+// does).
 int read_model_shape(const char* path, GPTConfig* shape, char* err);
-// The parameters of the version 3 or 5 checkpoint at path, whose shape must be config's, on the
-// host: count_params(config) fp32 values in checkpoint order (malloc'd), each checked finite.
-// gpt_set_params puts them into a model.
+// The parameters of the checkpoint at path, whose shape and architecture must be config's, on
+// the host: count_params(config) fp32 values in checkpoint order (malloc'd), each checked
+// finite. gpt_set_params puts them into a model.
 float* read_model_values(const char* path, const GPTConfig* config);
-// The model as a version 5 (bf16) checkpoint.
+// The model as a bf16 checkpoint: version 5 for a GPT-2, 7 for any other architecture.
 void gpt_save_checkpoint(GPT* g, const char* path);
-// values (count_params(c) fp32, checkpoint order, on the host) as a version 3 (fp32) checkpoint:
+// values (count_params(c) fp32, checkpoint order, on the host) as an fp32 checkpoint (version 3 for
+// a GPT-2, 6 for any other architecture):
 // a model written without a GPU (train_gpt --save-init, its initial one).
 void save_model_values(const char* path, const GPTConfig* c, const float* values);
 
 void save_training_state(GPT* g, const TrainingState* s, const char* path);
-// The state in path, from its header, which is checked (bounds, and the file's size).
-TrainingState read_training_state(const char* path);
+// The state in path, from its header, which is checked (bounds, and the file's size, that of a
+// model of architecture arch: the model file's).
+TrainingState read_training_state(const char* path, const Architecture* arch);
 // 1, with one line naming the flag in err, unless the resuming run (now, as its state file would
 // say it) has the tokens per step of the interrupted one (was) and every setting an exact resume
 // needs; 0 otherwise. note: a line when the learning-rate schedule changes (--steps), else "".
@@ -116,7 +135,7 @@ int resume_settings_differ(const TrainingState* was, const TrainingState* now, c
 // a read of the whole file on the host, so that a corrupt state stops before the GPU.
 void check_training_state_values(const char* path, const TrainingState* s);
 // This rank's part of the optimizer arrays in path (s its read_training_state) into the model,
-// whose shape and optimizer must be the state's, and the optimizer's step count.
+// whose shape, architecture and optimizer must be the state's, and the optimizer's step count.
 void load_optimizer_state(GPT* g, const TrainingState* s, const char* path);
 
 // dir/model_%08d.bin and dir/state_%08d.bin of a step.
@@ -129,7 +148,8 @@ int count_checkpoint_files(const char* dir, int* latest, char* err);
 
 // The checkpoint a run resumed from dir continues: the latest step with both files (their paths
 // into model and state, len bytes each) and its training state (read_training_state), whose
-// shape the model file's header must have. 0, or -1 with err naming dir or the file.
+// shape the model file's header must have, with the model file's architecture. 0, or -1 with err
+// naming dir or the file.
 int find_resume_checkpoint(const char* dir, char* model, char* state, size_t len, TrainingState* s, char* err);
 // Whether a run may write its checkpoints into dir: 0 when it holds none of another run (whose
 // steps this run would write over, and whose --resume would take whichever run got further) or is

@@ -1,21 +1,117 @@
-// gpt/config.h: the shape of a GPT-2 model and the named presets.
+// gpt/config.h: a GPT model's shape and architecture, and their named presets.
 // Shapes throughout the model use these letters: L layers, C channels, NH heads, HS = C / NH
 // head size, V vocabulary, Vp = V padded up to a multiple of 128 (for the matmuls; the padded
 // logits never count in the loss), maxT the context length; B batch, T sequence length <= maxT,
 // N = B * T rows.
+// The architecture is GPT-2's of 2019 or the modern small-GPT recipe (rotary positions, RMSNorm,
+// QK-norm, ReLU^2, no biases, an untied head, zero-initialised projections, soft-capped logits),
+// each component switchable on its own for ablations.
 #ifndef FLASHGPT_GPT_CONFIG_H
 #define FLASHGPT_GPT_CONFIG_H
 
+#include <assert.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+// What the model computes besides its sizes. Every field is 4 bytes, in this order: the model
+// checkpoint stores them one slot each (gpt/checkpoint.h), the floats by their bits.
 typedef struct {
-    int maxT;   // context length: the rows of the position embedding
+    int rotary;          // 1: rotary position embeddings on q and k ("rotate half", layers/rotary.h)
+                         // and no wpe; 0: the learned positions wpe
+    float rotary_base;   // rotary's base: frequencies base^(-2i / HS)
+    int rms_norm;        // 1: RMSNorm without weights (eps 1e-6) for ln1, ln2 and lnf; 0: LayerNorm
+                         // with weight and bias (eps 1e-5)
+    int qk_norm;         // 1: RMSNorm over HS of each head's q and k, before rotary
+    int relu2;           // 1: the MLP's activation is relu(x)^2; 0: GELU (tanh form)
+    int bias;            // 1: biases in the four linear layers (qkvb, attprojb, fcb, fcprojb)
+    int untied_head;     // 1: an output head lm_head (Vp, C) of its own; 0: wte is the head
+    int zero_init;       // 1: attprojw, fcprojw (and lm_head) start at zero
+    float softcap;       // > 0: logits z become softcap * tanh(z / softcap) (loss and draw); 0: none
+} Architecture;
+#define ARCHITECTURE_FIELDS 9
+static_assert(sizeof(Architecture) == ARCHITECTURE_FIELDS * sizeof(int32_t), "a 4-byte slot per field");
+
+// The presets' values, as initialisers.
+#define ARCHITECTURE_GPT2                                                                                      \
+    {.rotary = 0, .rotary_base = 10000.0f, .rms_norm = 0, .qk_norm = 0, .relu2 = 0, .bias = 1, .untied_head = 0, \
+     .zero_init = 0, .softcap = 0.0f}
+#define ARCHITECTURE_MODERN                                                                                    \
+    {.rotary = 1, .rotary_base = 10000.0f, .rms_norm = 1, .qk_norm = 1, .relu2 = 1, .bias = 0, .untied_head = 1, \
+     .zero_init = 1, .softcap = 30.0f}
+
+typedef struct {
+    const char* name;
+    Architecture arch;
+} ArchitecturePreset;
+
+// gpt2 (llm.c- and Hugging Face-compatible, the default) and modern.
+static const ArchitecturePreset architecture_presets[] = {{"gpt2", ARCHITECTURE_GPT2}, {"modern", ARCHITECTURE_MODERN}};
+#define NUM_ARCHITECTURE_PRESETS ((int)(sizeof(architecture_presets) / sizeof(architecture_presets[0])))
+
+static inline const ArchitecturePreset* find_architecture_preset(const char* name) {
+    for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++)
+        if (!strcmp(name, architecture_presets[i].name)) return &architecture_presets[i];
+    return NULL;
+}
+
+// Field by field, by value.
+static inline int architecture_equal(const Architecture* a, const Architecture* b) {
+    return a->rotary == b->rotary && a->rotary_base == b->rotary_base && a->rms_norm == b->rms_norm &&
+           a->qk_norm == b->qk_norm && a->relu2 == b->relu2 && a->bias == b->bias &&
+           a->untied_head == b->untied_head && a->zero_init == b->zero_init && a->softcap == b->softcap;
+}
+
+// The preset whose architecture a is, or NULL (an ablation).
+static inline const ArchitecturePreset* architecture_preset_of(const Architecture* a) {
+    for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++)
+        if (architecture_equal(a, &architecture_presets[i].arch)) return &architecture_presets[i];
+    return NULL;
+}
+
+// GPT-2's architecture: the one llm.c's checkpoint versions hold.
+static inline int architecture_is_gpt2(const Architecture* a) {
+    return architecture_equal(a, &architecture_presets[0].arch);
+}
+
+// NULL when every field holds a value it may, else which does not. (The head sizes rotary and
+// QK-norm take are the block's to say: gpt/block.h.)
+static inline const char* architecture_invalid(const Architecture* a) {
+    const int flags[] = {a->rotary, a->rms_norm, a->qk_norm, a->relu2, a->bias, a->untied_head, a->zero_init};
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+        if (flags[i] != 0 && flags[i] != 1) return "a switch of the architecture is neither 0 nor 1";
+    if (!(a->rotary_base > 1.0f) || !isfinite(a->rotary_base)) return "the rotary base is not a finite number above 1";
+    if (!(a->softcap >= 0.0f) || !isfinite(a->softcap)) return "the softcap is not a finite number >= 0";
+    return NULL;
+}
+
+// "gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, relu2, no
+// bias, untied head, zero init, softcap 30" (off ones as GPT-2's: "learned positions", "layernorm").
+static inline void architecture_describe(const Architecture* a, char* out, size_t len) {
+    const ArchitecturePreset* preset = architecture_preset_of(a);
+    if (preset) {
+        snprintf(out, len, "%s", preset->name);
+        return;
+    }
+    char positions[64], softcap[32];
+    if (a->rotary) snprintf(positions, sizeof(positions), "rotary (base %g)", a->rotary_base);
+    else snprintf(positions, sizeof(positions), "learned positions");
+    if (a->softcap > 0.0f) snprintf(softcap, sizeof(softcap), "softcap %g", a->softcap);
+    else snprintf(softcap, sizeof(softcap), "no softcap");
+    snprintf(out, len, "%s, %s, %s, %s, %s, %s head, %s, %s", positions, a->rms_norm ? "rms norm" : "layernorm",
+             a->qk_norm ? "qk-norm" : "no qk-norm", a->relu2 ? "relu2" : "gelu", a->bias ? "bias" : "no bias",
+             a->untied_head ? "untied" : "tied", a->zero_init ? "zero init" : "no zero init", softcap);
+}
+
+typedef struct {
+    int maxT;   // context length: the rows of the position embedding (when it has one)
     int V;      // vocabulary
     int Vp;     // V padded up to a multiple of 128
     int L;      // layers
     int NH;     // heads
     int C;      // channels
+    Architecture arch;
 } GPTConfig;
 
 // Bounds of the sizes, checked before anything is computed from them: V rounded up to 128
@@ -29,7 +125,7 @@ typedef struct {
 // V rounded up to a multiple of 128 (V within GPT_MAX_VOCAB; computed wide, so no V overflows).
 static inline int padded_vocab(int V) { return (int)(((long long)V + 127) / 128 * 128); }
 
-// GPT-2's sizes (d12 is the 124M model, d48 the 1.5B), and small ones for tests.
+// The sizes (GPT-2's: d12 is the 124M model, d48 the 1.5B), and small ones for tests.
 typedef struct {
     const char* name;
     int L, C, NH;
@@ -48,7 +144,8 @@ static inline const ModelPreset* find_model_preset(const char* name) {
     return NULL;
 }
 
-// NULL when the shape is one the model can be built with, else what is wrong.
+// NULL when the shape is one the model can be built with, else what is wrong (the architecture:
+// architecture_invalid).
 static inline const char* gpt_config_invalid(const GPTConfig* c) {
     if (c->maxT <= 0 || c->V <= 0 || c->L <= 0 || c->NH <= 0 || c->C <= 0) return "a size is not positive";
     if (c->maxT > GPT_MAX_CONTEXT) return "the context is longer than 2^24";
@@ -65,8 +162,16 @@ static inline int gpt_config_same_shape(const GPTConfig* a, const GPTConfig* b) 
     return a->maxT == b->maxT && a->V == b->V && a->L == b->L && a->NH == b->NH && a->C == b->C;
 }
 
+// The same shape and architecture: the same model.
+static inline int gpt_config_same_model(const GPTConfig* a, const GPTConfig* b) {
+    return gpt_config_same_shape(a, b) && architecture_equal(&a->arch, &b->arch);
+}
+
+// "L 12 C 768 NH 12 V 50257 context 1024, gpt2"
 static inline void gpt_config_describe(const GPTConfig* c, char* out, size_t len) {
-    snprintf(out, len, "L %d C %d NH %d V %d context %d", c->L, c->C, c->NH, c->V, c->maxT);
+    char arch[256];
+    architecture_describe(&c->arch, arch, sizeof(arch));
+    snprintf(out, len, "L %d C %d NH %d V %d context %d, %s", c->L, c->C, c->NH, c->V, c->maxT, arch);
 }
 
 #endif

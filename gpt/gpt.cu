@@ -20,7 +20,7 @@ static void zero_tensors(const GPTConfig* c, const OptimizerConfig* optimizer, Z
     int muon = optimizer && optimizer->kind == OPTIMIZER_MUON;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         t[i].count = sizes[i];
-        t[i].unit = muon && param_group(i) == GROUP_MATRIX ? layer_param_size(i, c->C) : ZERO_SHARD_ALIGN;
+        t[i].unit = muon && param_group(i) == GROUP_MATRIX ? layer_param_size(i, c) : ZERO_SHARD_ALIGN;
     }
 }
 
@@ -70,6 +70,11 @@ MemorySizes gpt_memory_sizes(const GPTConfig* c, int B, int T, const ModelOption
 
 void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const DataParallel* dp,
                const OptimizerConfig* optimizer) {
+    const char* why = architecture_invalid(&c.arch);
+    if (!why) why = block_unsupported(&c.arch, c.C / c.NH);
+    if (!why && c.arch.relu2 && (opt->recompute & RECOMPUTE_GELU))
+        why = "RECOMPUTE_GELU with the relu2 MLP, which keeps no GELU";
+    if (why) die("gpt_build: %s", why);
     memset(g, 0, sizeof(*g));
     g->config = c;
     g->B = B;
@@ -168,9 +173,30 @@ static BlockActivations layer_acts(const GPT* g, int l) {
 
 // How the blocks run on a batch of B rows of T tokens.
 static BlockPass block_pass(const GPT* g, int B, int T) {
-    BlockPass pass = {&g->options.attention, attention_shape(&g->config, B, T), g->options.recompute, g->acts.scratch,
-                      g->profile, &g->matmul};
+    BlockPass pass = {&g->config.arch, &g->options.attention, attention_shape(&g->config, B, T), g->acts.positions,
+                      g->options.recompute, g->acts.scratch, g->profile, &g->matmul};
     return pass;
+}
+
+// Rotary's positions (acts.positions) of the rows of batches of T tokens, set when T changes:
+// row b's token t is at t, or context parallel, where its zigzag chunk lies in the sequence
+// (attention/ring.h; row b holds rank first + b % count's chunks). The same for every batch of
+// that T: no host work per step. A forward of fewer rows reads the first of them.
+static void set_positions(GPT* g, int T) {
+    if (!g->config.arch.rotary || g->positions_T == T) return;
+    const AttentionRing* ring = g->options.attention.ring;
+    size_t n = (size_t)g->B * T;
+    int* host = (int*)malloc(n * sizeof(int));
+    if (!host) die("out of host memory for %zu positions", n);
+    int chunk = T / 2;
+    for (int b = 0; b < g->B; b++)
+        for (int t = 0; t < T; t++)
+            host[(size_t)b * T + t] =
+                ring ? zigzag_chunk(ring->first + b % ring->count, t / chunk, ring->size) * chunk + t % chunk : t;
+    // From pageable memory: the copy has read host when it returns.
+    cudaCheck(cudaMemcpyAsync(g->acts.positions, host, n * sizeof(int), cudaMemcpyHostToDevice, g->stream));
+    free(host);
+    g->positions_T = T;
 }
 
 // The blocks of the forward, from the residual stream entering layer 0 to the one leaving the
@@ -179,7 +205,7 @@ static void forward_layers(GPT* g, int B, int T) {
     BlockPass pass = block_pass(g, B, T);
     for (int l = 0; l < g->config.L; l++) {
         BlockActivations x = layer_acts(g, l);
-        LayerParameters w = layer_parameters(&g->params, l, g->config.C);
+        LayerParameters w = layer_parameters(&g->params, l, &g->config);
         block_forward(&pass, &x, &w);
     }
 }
@@ -193,23 +219,23 @@ static void wait_for_params(GPT* g) {
 
 // The embedding layer, forward (the residual stream from the tokens) or backward (wte and wpe
 // gradients). Context parallel, each half of a row is a chunk of the sequence and takes that
-// chunk's positions: one call per chunk.
+// chunk's positions: one call per chunk. With rotary there is no wpe: one call.
 static void embedding(GPT* g, const int* host_inputs, int B, int T, int backward) {
     Activations* a = &g->acts;
     int C = g->config.C;
     cudaStream_t st = g->stream;
-    const AttentionRing* ring = g->options.attention.ring;
+    const AttentionRing* ring = g->config.arch.rotary ? NULL : g->options.attention.ring;
     int pieces = ring ? 2 * B : 1, rows = ring ? 1 : B, len = ring ? T / 2 : T;
     for (int k = 0; k < pieces; k++) {
         int row = k / 2, half = k % 2;
         size_t at = ring ? (size_t)row * T + (size_t)half * len : 0;
         size_t pos = ring ? (size_t)zigzag_chunk(ring->first + row % ring->count, half, ring->size) * len : 0;
+        // wpe's rows from pos on (NULL without wpe).
+        bf16* dwpe = g->grads.wpe ? g->grads.wpe + pos * C : NULL;
+        const bf16* wpe = g->params.wpe ? g->params.wpe + pos * C : NULL;
         if (backward)
-            encoder_backward(g->grads.wte, g->grads.wpe + pos * C, a->dresidual + at * C, host_inputs + at, rows, len,
-                             C, a->scratch, st);
-        else
-            encoder_forward(a->residual + at * C, a->inputs + at, g->params.wte, g->params.wpe + pos * C, rows, len, C,
-                            st);
+            encoder_backward(g->grads.wte, dwpe, a->dresidual + at * C, host_inputs + at, rows, len, C, a->scratch, st);
+        else encoder_forward(a->residual + at * C, a->inputs + at, g->params.wte, wpe, rows, len, C, st);
     }
 }
 
@@ -230,19 +256,20 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     profile_start(g->profile, forward_marks(g), st);
     cudaCheck(cudaMemcpyAsync(a->inputs, host_inputs, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, st));
+    set_positions(g, T);
     embedding(g, host_inputs, B, T, 0);
     profile_mark(g->profile, PART_EMBEDDING, PHASE_FORWARD, st);
     forward_layers(g, B, T);
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, layer_acts(g, c->L - 1).res_next, p->lnfw, p->lnfb, N, C,
-                      st);
+    norm_forward(&c->arch, a->lnf, a->lnf_mean, a->lnf_rstd, layer_acts(g, c->L - 1).res_next, p->lnfw, p->lnfb, N, C,
+                 st);
     profile_mark(g->profile, PART_LAYERNORM, PHASE_FORWARD, st);
 }
 
 bf16* gpt_logits(GPT* g, int row, int rows) {
     if (rows > g->sizes.logits_rows) die("gpt_logits: %d rows, the buffer holds %d", rows, g->sizes.logits_rows);
     const GPTConfig* c = &g->config;
-    matmul_forward(g->acts.logits, NULL, g->acts.lnf + (size_t)row * c->C, g->params.wte, NULL, NULL, rows,
-                   c->C, c->Vp, &g->matmul);
+    matmul_forward(g->acts.logits, NULL, g->acts.lnf + (size_t)row * c->C, head_weights(&g->params, c), NULL, NULL,
+                   rows, c->C, c->Vp, &g->matmul);
     return g->acts.logits;
 }
 
@@ -262,13 +289,17 @@ void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_s
         int rows = N - row < g->sizes.logits_rows ? N - row : g->sizes.logits_rows;
         bf16* logits = gpt_logits(g, row, rows);
         // The one pass that gives the losses also writes dlogits: counted as the forward.
-        classifier_forward_backward(logits, a->losses + row, a->targets + row, rows, c->V, c->Vp,
-                                    dloss_scale, write_dlogits, g->stream);
+        if (c->arch.softcap > 0.0f)
+            classifier_forward_backward_softcap(logits, a->losses + row, a->targets + row, rows, c->V, c->Vp,
+                                                c->arch.softcap, dloss_scale, write_dlogits, g->stream);
+        else classifier_forward_backward(logits, a->losses + row, a->targets + row, rows, c->V, c->Vp, dloss_scale,
+                                         write_dlogits, g->stream);
         profile_mark(g->profile, PART_CLASSIFIER, PHASE_FORWARD, g->stream);
-        // logits = lnf @ wte^T; with neither bias nor GELU this takes no scratch.
+        // logits = lnf @ head^T; with neither bias nor GELU this takes no scratch.
         if (write_dlogits) {
-            matmul_backward(a->dnarrow + (size_t)row * C, g->grads.wte, NULL, logits,
-                            a->lnf + (size_t)row * C, g->params.wte, NULL, rows, C, c->Vp, NULL, &g->matmul);
+            matmul_backward(a->dnarrow + (size_t)row * C, head_weights(&g->grads, c), NULL, logits,
+                            a->lnf + (size_t)row * C, head_weights(&g->params, c), NULL, rows, C, c->Vp, NULL,
+                            &g->matmul);
             profile_mark(g->profile, PART_CLASSIFIER, PHASE_BACKWARD, g->stream);
         }
     }
@@ -285,20 +316,22 @@ float gpt_mean_loss(GPT* g, int N) {
 }
 
 // Averages gradient tensors over the data-parallel ranks on the side stream, once the model's
-// stream has computed them (grads_ready). ptrs[i] holds sizes[i] gradients.
+// stream has computed them (grads_ready). ptrs[i] holds sizes[i] gradients (0: a tensor the
+// architecture does not have).
 static void reduce_grads(GPT* g, bf16* const* ptrs, const size_t* sizes, int n) {
     cudaCheck(cudaEventRecord(g->grads_ready, g->stream));
     cudaCheck(cudaStreamWaitEvent(g->comm_stream, g->grads_ready, 0));
     nccl_group_begin();
-    for (int i = 0; i < n; i++) nccl_all_reduce_avg_bf16(g->dp.comm, ptrs[i], sizes[i], g->comm_stream);
+    for (int i = 0; i < n; i++)
+        if (sizes[i]) nccl_all_reduce_avg_bf16(g->dp.comm, ptrs[i], sizes[i], g->comm_stream);
     nccl_group_end();
 }
 
 // Layer l's gradient slices, each of its own tensor, averaged over the ranks.
 static void reduce_layer_grads(GPT* g, int l) {
-    size_t C = g->config.C, sizes[NUM_LAYER_PARAMS];
-    for (int i = 0; i < NUM_LAYER_PARAMS; i++) sizes[i] = layer_param_size(PARAM_LN1W + i, C);
-    LayerParameters d = layer_parameters(&g->grads, l, C);
+    size_t sizes[NUM_LAYER_PARAMS];
+    for (int i = 0; i < NUM_LAYER_PARAMS; i++) sizes[i] = layer_param_size(PARAM_LN1W + i, &g->config);
+    LayerParameters d = layer_parameters(&g->grads, l, &g->config);
     reduce_grads(g, d.t, sizes, NUM_LAYER_PARAMS);
 }
 
@@ -319,23 +352,23 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     int reduce = g->dp.comm && last_micro_step;
     profile_start(g->profile, backward_marks(g), st);
     cudaCheck(cudaMemsetAsync(a->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
-    layernorm_backward(a->dresidual, d->lnfw, d->lnfb, a->dnarrow, layer_acts(g, c->L - 1).res_next,
-                       g->params.lnfw, a->lnf_mean, a->lnf_rstd, N, C, a->scratch, st);
+    norm_backward(&c->arch, a->dresidual, d->lnfw, d->lnfb, a->dnarrow, layer_acts(g, c->L - 1).res_next,
+                  g->params.lnfw, a->lnf_mean, a->lnf_rstd, N, C, a->scratch, st);
     profile_mark(g->profile, PART_LAYERNORM, PHASE_BACKWARD, st);
     for (int l = c->L - 1; l >= 0; l--) {
         BlockActivations x = layer_acts(g, l);
-        LayerParameters w = layer_parameters(&g->params, l, C), dw = layer_parameters(d, l, C);
+        LayerParameters w = layer_parameters(&g->params, l, c), dw = layer_parameters(d, l, c);
         block_backward(&pass, &x, &w, &dw, &grads);
         if (reduce) reduce_layer_grads(g, l);
     }
     embedding(g, host_inputs, B, T, 1);
     profile_mark(g->profile, PART_EMBEDDING, PHASE_BACKWARD, st);
     if (reduce) {
-        // wte has the classifier's and the encoder's parts only now; the last to go.
-        bf16* const ptrs[] = {d->lnfw, d->lnfb, d->wpe, d->wte};
+        // wte has the classifier's (when tied) and the encoder's parts only now; the last to go.
+        bf16* const ptrs[] = {d->lnfw, d->lnfb, d->wpe, d->lm_head, d->wte};
         const size_t sizes[] = {g->param_sizes[PARAM_LNFW], g->param_sizes[PARAM_LNFB], g->param_sizes[PARAM_WPE],
-                                g->param_sizes[PARAM_WTE]};
-        reduce_grads(g, ptrs, sizes, 4);
+                                g->param_sizes[PARAM_LM_HEAD], g->param_sizes[PARAM_WTE]};
+        reduce_grads(g, ptrs, sizes, 5);
         cudaCheck(cudaEventRecord(g->grads_reduced, g->comm_stream));
     }
 }
@@ -408,7 +441,8 @@ float gpt_update(GPT* g, float lr) {
                         (int)(part.count / g->zero_tensors[i].unit), rows, cols, lr, o->momentum, decay,
                         grad_scale, g->optimizer_scratch, &g->matmul);
         } else {
-            float adam_lr = !muon ? lr : (group == GROUP_EMBEDDING ? o->embedding_lr : o->vector_lr) * lr_scale;
+            float peak = group == GROUP_EMBEDDING ? o->embedding_lr : group == GROUP_HEAD ? o->head_lr : o->vector_lr;
+            float adam_lr = !muon ? lr : peak * lr_scale;
             adamw_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s, g->v + s, part.count,
                          adam_lr, o->b1, o->b2, g->adam_t, o->eps, decay, grad_scale, g->stream);
         }

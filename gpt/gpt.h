@@ -1,15 +1,17 @@
-// gpt/gpt.h: the GPT-2 model as a library: build it for a batch size, set or load its
+// gpt/gpt.h: the GPT model as a library: build it for a batch size, set or load its
 // parameters, run the forward, the loss (classifier), the backward and the update (AdamW or
 // Muon, gpt/optimizer.h).
-// Pre-LayerNorm blocks, learned positions, the token embedding tied to the output projection,
-// GELU (tanh form); bf16 parameters and activations, fp32 master weights and optimizer state.
+// Either architecture of gpt/config.h: GPT-2's (pre-LayerNorm blocks, learned positions, the
+// token embedding tied to the output projection, GELU (tanh form)) or the modern one (RMSNorm,
+// rotary positions with QK-norm, ReLU^2, no biases, an untied head, soft-capped logits), or any
+// mix; bf16 parameters and activations, fp32 master weights and optimizer state.
 // The layers live in layers/ and attention/, the transformer block in gpt/block.h; this library
 // decides which buffer is which and the order of the calls. The contract (parameter order,
 // init, AdamW) is the one the numpy reference in tests/gen_gpt_reference.py follows; Muon's,
 // tests/gen_muon_reference.py.
 //
 //   gpt_forward(g, inputs, B, T)           lnf (B, T, C)
-//   gpt_classifier(g, targets, ...)        losses (B, T); with write_dlogits also dlnf, dwte
+//   gpt_classifier(g, targets, ...)        losses (B, T); with write_dlogits also dlnf, dhead
 //   gpt_backward(g, inputs)                grads += d loss / d params
 //   gpt_update(g, lr)                      one optimizer step, the gradients clipped
 //
@@ -49,6 +51,7 @@ typedef struct {
     GPTConfig config;
     int B, T;                    // the largest batch the buffers hold
     int forward_B, forward_T;    // the batch of the last gpt_forward (0: none yet)
+    int positions_T;             // the T of the rows' positions on the GPU (rotary; 0: none yet)
     ModelOptions options;
     size_t num_params;
     size_t param_sizes[NUM_PARAM_TENSORS];
@@ -100,20 +103,22 @@ void gpt_set_params(GPT* g, const float* values);
 // The contract's random init (init_param_values) from seed.
 void gpt_init_random(GPT* g, uint64_t seed);
 
-// The final layernorm's output lnf (B, T, C) of host_inputs (B, T), B and T within what the
-// model was built for; the logits come from gpt_logits or gpt_classifier, a chunk at a time.
-// The classifier and the backward that follow run on this batch.
+// The final norm's output lnf (B, T, C) of host_inputs (B, T), B and T within what the model
+// was built for; the logits come from gpt_logits or gpt_classifier, a chunk at a time. The
+// classifier and the backward that follow run on this batch. With rotary, each row of the batch
+// takes its positions: t, or under context parallelism its zigzag chunks' (set once per T).
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T);
 
-// The logits (rows, Vp) of the rows [row, row + rows) of the last gpt_forward, rows at most
-// g->sizes.logits_rows; returns them (device memory, valid until the next call).
+// The logits (rows, Vp) = lnf @ head^T (head: wte or lm_head), before any soft cap, of the rows
+// [row, row + rows) of the last gpt_forward, rows at most g->sizes.logits_rows; returns them
+// (device memory, valid until the next call).
 bf16* gpt_logits(GPT* g, int row, int rows);
 
 // Cross-entropy per position of the last gpt_forward (B, T: its batch) against host_targets,
-// into the losses; gpt_mean_loss reads them. The logits exist a chunk of rows at a time.
-// write_dlogits: also the classifier's backward, chunk by chunk: dlnf (B, T, C) into dnarrow
-// for gpt_backward and dwte += dlogits^T lnf, with dlogits = dloss/dlogits * dloss_scale.
-// Nothing waits for the GPU here.
+// of the logits soft-capped when the architecture caps them, into the losses; gpt_mean_loss
+// reads them. The logits exist a chunk of rows at a time. write_dlogits: also the classifier's
+// backward, chunk by chunk: dlnf (B, T, C) into dnarrow for gpt_backward and dhead += dlogits^T
+// lnf, with dlogits = dloss/dlogits * dloss_scale. Nothing waits for the GPU here.
 void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_scale, int write_dlogits);
 
 // The mean of the N losses of the last gpt_classifier, once the GPU is done; summed on the host
@@ -121,7 +126,7 @@ void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_s
 float gpt_mean_loss(GPT* g, int N);
 
 // Adds the gradients of the batch of the last gpt_forward to the grads; gpt_classifier with
-// write_dlogits must have run (dlnf in dnarrow, dwte started) and host_inputs must be that
+// write_dlogits must have run (dlnf in dnarrow, dhead started) and host_inputs must be that
 // batch. last_micro_step: the gradients are then final, and data-parallel ranks average
 // them over the ranks, layer by layer, while the backward goes on.
 void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step);

@@ -3,7 +3,10 @@
 // into every sequence's cache; each step then runs the same blocks on B rows, one per sequence,
 // as five kernels a layer (layers/matmul_rows.h for the linear layers, attention/decode.h for
 // one query per sequence against that sequence's cache), replayed from one of two captured
-// graphs.
+// graphs. With QK-norm or rotary two small kernels follow the QKV layer: the norm and rotation
+// of the step's q and k (layers/rotary.h, on B rows) and the write of k and v into the caches;
+// a head of q or k spans several of matmul_rows' blocks of 16 columns, so neither fits its
+// epilogue.
 #include "gpt/inference.h"
 
 #include <math.h>
@@ -16,12 +19,14 @@
 #include "layers/encoder.h"
 #include "layers/matmul.h"
 #include "layers/matmul_rows.h"
+#include "layers/rotary.h"
 #include "device/bf16.cuh"
 #include "device/launch.cuh"
 
 // Carves the allocation at base (NULL: sizes only) into m's buffers; fills m->sizes.
 static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int length, int prompt_max) {
     size_t C = c->C, off = 0, P = prompt_max;
+    const Architecture* arch = &c->arch;
     InferenceSizes* sizes = &m->sizes;
     memset(sizes, 0, sizeof(*sizes));
     auto carve = [&](size_t bytes, size_t* part) {
@@ -34,21 +39,24 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     if (base) point_params(&m->params, params, c);
     m->kv_cache = (bf16*)carve((size_t)c->L * B * length * 2 * C * sizeof(bf16), &sizes->kv_cache);
     // The prompt's activations: one layer's, reused by every layer, and nothing kept for a
-    // backward: the stream in and out of a block share a buffer, as do the two layernorms'
-    // outputs and their statistics.
+    // backward: the stream in and out of a block share a buffer, as do the two norms' outputs
+    // and their statistics. The architecture's only (gpt/activations.h).
     BlockActivations* a = &m->prompt;
     auto carve_prompt = [&](size_t width) { return (bf16*)carve(P * width * C * sizeof(bf16), &sizes->prompt); };
+    size_t qk_rstd_width = 2 * (size_t)c->NH;   // QK-norm's rstd per row: each head's q and k
     a->res = a->res_next = carve_prompt(1);
     a->qkv = carve_prompt(3);
     a->atty = carve_prompt(1);
     a->mid = carve_prompt(1);
     a->fch_gelu = carve_prompt(4);
     a->ln1 = a->ln2 = carve_prompt(1);
-    a->fch = carve_prompt(4);
-    a->ln1_mean = a->ln2_mean = (float*)carve(P * sizeof(float), &sizes->prompt);
+    a->fch = arch->relu2 ? NULL : carve_prompt(4);
+    a->ln1_mean = a->ln2_mean = arch->rms_norm ? NULL : (float*)carve(P * sizeof(float), &sizes->prompt);
     a->ln1_rstd = a->ln2_rstd = (float*)carve(P * sizeof(float), &sizes->prompt);
+    a->qk_rstd = arch->qk_norm ? (float*)carve(P * qk_rstd_width * sizeof(float), &sizes->prompt) : NULL;
     a->att_saved = carve(attention_saved_bytes(&m->attention, attention_shape(c, 1, prompt_max)), &sizes->prompt);
     m->prompt_tokens = (int*)carve(P * sizeof(int), &sizes->prompt);
+    m->prompt_rows = arch->rotary ? (int*)carve(P * sizeof(int), &sizes->prompt) : NULL;
     size_t rows = B;
     auto carve_step = [&](size_t width) { return (bf16*)carve(rows * width * C * sizeof(bf16), &sizes->step); };
     StepActivations* r = &m->step;
@@ -57,6 +65,7 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     r->atty = carve_step(1);
     r->mid = carve_step(1);
     r->fch_gelu = carve_step(4);
+    r->qk_rstd = arch->qk_norm ? (float*)carve(rows * qk_rstd_width * sizeof(float), &sizes->step) : NULL;
     for (int i = 0; i < 2; i++) m->logits_of[i] = (bf16*)carve(rows * c->Vp * sizeof(bf16), &sizes->step);
     AttentionShape cache = attention_shape(c, B, length);
     m->decode_scratch = carve(attention_decode_scratch_bytes(&m->attention, cache), &sizes->step);
@@ -109,8 +118,11 @@ static void enqueue_draw(InferenceModel* m, int p) {
     const GPTConfig* c = &m->config;
     const DrawSettings* d = &m->draw;
     if (d->top_k == 0 && d->top_p >= 1.0f) {
-        classifier_sample(m->tokens, m->logits_of[p], m->B, c->V, c->Vp, d->temperature, m->seed, m->positions,
-                          m->stream);
+        if (c->arch.softcap > 0.0f)
+            classifier_sample_softcap(m->tokens, m->logits_of[p], m->B, c->V, c->Vp, c->arch.softcap, d->temperature,
+                                      m->seed, m->positions, m->stream);
+        else classifier_sample(m->tokens, m->logits_of[p], m->B, c->V, c->Vp, d->temperature, m->seed, m->positions,
+                               m->stream);
         cudaCheck(cudaMemcpyAsync(m->host_tokens_of[p], m->tokens, (size_t)m->B * sizeof(int),
                                   cudaMemcpyDeviceToHost, m->stream));
     } else {
@@ -120,10 +132,11 @@ static void enqueue_draw(InferenceModel* m, int p) {
     launch_overlapped(advance_kernel, dim3(1), dim3(m->B), 0, m->stream, m->positions, m->B);
 }
 
-// logits_of[p] (B, Vp) = lnf(step.x) @ wte^T.
+// logits_of[p] (B, Vp) = lnf(step.x) @ head^T (wte, or lm_head), before any soft cap.
 static void lm_head(InferenceModel* m, int p) {
-    RowsEpilogue lnf = {.ln_weight = m->params.lnfw, .ln_bias = m->params.lnfb};
-    matmul_rows_forward(m->logits_of[p], m->step.x, m->params.wte, &lnf, m->B, m->config.C, m->config.Vp, m->stream);
+    const GPTConfig* c = &m->config;
+    RowsEpilogue lnf = {.ln_weight = m->params.lnfw, .ln_bias = m->params.lnfb, .rms_norm = c->arch.rms_norm};
+    matmul_rows_forward(m->logits_of[p], m->step.x, head_weights(&m->params, c), &lnf, m->B, c->C, c->Vp, m->stream);
 }
 
 static int draws_on_gpu(const InferenceModel* m) { return m->draw.top_k == 0 && m->draw.top_p >= 1.0f; }
@@ -136,8 +149,12 @@ static void finish_draw(InferenceModel* m, int p) {
     const GPTConfig* c = &m->config;
     const DrawSettings* d = &m->draw;
     if (draws_on_gpu(m)) return;
+    float cap = c->arch.softcap;
     for (int b = 0; b < m->B; b++) {
-        for (int v = 0; v < c->V; v++) m->draw_logits[v] = __bfloat162float(m->host_logits[(size_t)b * c->Vp + v]);
+        for (int v = 0; v < c->V; v++) {
+            float x = __bfloat162float(m->host_logits[(size_t)b * c->Vp + v]);
+            m->draw_logits[v] = cap > 0.0f ? cap * tanhf(x / cap) : x;
+        }
         m->host_tokens[b] =
             sample_token(m->draw_logits, c->V, d->temperature, d->top_k, d->top_p, &m->rng, m->draw_scratch);
     }
@@ -155,6 +172,16 @@ __global__ void fill_caches_kernel(bf16x8* cache, long long batch, long long row
     long long t = i / (2 * C8), j = i % (2 * C8);
     bf16x8 kv = qkv[t * 3 * C8 + C8 + j];
     for (int b = 0; b < B; b++) cache[b * batch + t * row + j] = kv;
+}
+
+// Each sequence's new key and value, columns C..3C of its row of the step's qkv (B, 3C), into
+// its cache at its position: a thread per 8 of a row's 2C values.
+__global__ void write_caches_kernel(bf16x8* cache, long long batch, long long row, const bf16x8* qkv,
+                                    const int* positions, int B, int C8) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= B * 2 * C8) return;
+    int b = i / (2 * C8), j = i % (2 * C8);
+    cache[b * batch + positions[b] * row + j] = qkv[(size_t)b * 3 * C8 + C8 + j];
 }
 
 // The prompt's keys and values of layer l (in m->prompt.qkv) into every sequence's cache.
@@ -206,9 +233,9 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
     cudaCheck(cudaMemcpyAsync(m->seed, &m->draw.seed, sizeof(uint64_t), cudaMemcpyHostToDevice, st));
     cudaCheck(cudaMemcpyAsync(m->prompt_tokens, prompt, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, st));
     encoder_forward(m->prompt.res, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
-    BlockPass pass = {&m->attention, attention_shape(c, 1, n), 0, NULL, NULL, &m->matmul};
+    BlockPass pass = {&c->arch, &m->attention, attention_shape(c, 1, n), m->prompt_rows, 0, NULL, NULL, &m->matmul};
     for (int l = 0; l < c->L; l++) {
-        LayerParameters w = layer_parameters(&m->params, l, C);
+        LayerParameters w = layer_parameters(&m->params, l, c);
         block_forward(&pass, &m->prompt, &w);
         fill_caches(m, l, n);   // from the block's qkv, before the next block writes it
     }
@@ -231,17 +258,20 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
 
 // One step on the GPU: the B tokens at their positions through every block, their keys and
 // values into the caches, the logits and (on the GPU) the draw, the positions one further. On B
-// rows every linear layer is one matmul_rows kernel with the layernorm before it and the bias,
-// GELU, residual or cache write after it fused in; with the attention that is five kernels a
-// layer, each starting while the one before ends.
+// rows every linear layer is one matmul_rows kernel with the norm before it and the bias,
+// activation, residual or cache write after it fused in; with the attention that is five
+// kernels a layer, each starting while the one before ends (seven with QK-norm or rotary).
 static void enqueue_step(InferenceModel* m, int p) {
     const GPTConfig* c = &m->config;
+    const Architecture* arch = &c->arch;
     int C = c->C, B = m->B, HS = C / c->NH;
+    // q and k change after the QKV layer: the caches are written after them, not in its epilogue.
+    int qk_after = arch->qk_norm || arch->rotary;
     cudaStream_t st = m->stream;
     const StepActivations* r = &m->step;
     encoder_forward_at(r->x, m->tokens, m->positions, m->params.wte, m->params.wpe, B, C, st);
     for (int l = 0; l < c->L; l++) {
-        LayerParameters w = layer_parameters(&m->params, l, C);
+        LayerParameters w = layer_parameters(&m->params, l, c);
         AttentionTensor k, v;
         cache_views(m, l, &k, &v);
         // The block's linear layers, each with what surrounds it fused in. Q, K, V of sequence b
@@ -249,15 +279,25 @@ static void enqueue_step(InferenceModel* m, int p) {
         const StepLinear linears[STEP_LINEARS] = {
             // out        inp          weight      C      OC     epilogue
             {r->qkv,      r->x,        w.qkvw,     C,     3 * C, {.ln_weight = w.ln1w, .ln_bias = w.ln1b,
-                                                                  .bias = w.qkvb, .cache = k.ptr,
+                                                                  .rms_norm = arch->rms_norm, .bias = w.qkvb,
+                                                                  .cache = qk_after ? NULL : k.ptr,
                                                                   .cache_batch = k.batch, .cache_row = k.row,
                                                                   .cache_from = C, .positions = m->positions}},
             {r->mid,      r->atty,     w.attprojw, C,     C,     {.bias = w.attprojb, .residual = r->x}},
             {r->fch_gelu, r->mid,      w.fcw,      C,     4 * C, {.ln_weight = w.ln2w, .ln_bias = w.ln2b,
-                                                                  .bias = w.fcb, .gelu = 1}},
+                                                                  .rms_norm = arch->rms_norm, .bias = w.fcb,
+                                                                  .gelu = !arch->relu2, .relu2 = arch->relu2}},
             {r->x,        r->fch_gelu, w.fcprojw,  4 * C, C,     {.bias = w.fcprojb, .residual = r->mid}},
         };
         step_linear(m, &linears[STEP_QKV]);
+        if (qk_after) {
+            qk_norm_rotary_forward(r->qkv, r->qk_rstd, arch->rotary ? m->positions : NULL, B, c->NH, HS,
+                                   arch->rotary_base, st);
+            int C8 = C / 8, block = 256;
+            write_caches_kernel<<<(unsigned)ceil_div(B * 2 * C8, block), block, 0, st>>>(
+                (bf16x8*)k.ptr, k.batch / 8, k.row / 8, (const bf16x8*)r->qkv, m->positions, B, C8);
+            cudaCheckLaunch();
+        }
         AttentionParams a;
         memset(&a, 0, sizeof(a));
         a.shape = attention_shape(c, B, m->length);
@@ -293,6 +333,15 @@ void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prom
     matmul_stream_init(&m->matmul, m->stream);
     // Zeros once: the decode attention's counters start at zero and every call leaves them so.
     cudaCheck(cudaMemsetAsync(m->memory, 0, need, m->stream));
+    if (m->prompt_rows) {
+        int* rows = (int*)malloc((size_t)prompt_max * sizeof(int));
+        if (!rows) die("out of host memory for the prompt's positions");
+        for (int t = 0; t < prompt_max; t++) rows[t] = t;
+        // From pageable memory: the copy has read rows when it returns.
+        cudaCheck(cudaMemcpyAsync(m->prompt_rows, rows, (size_t)prompt_max * sizeof(int), cudaMemcpyHostToDevice,
+                                  m->stream));
+        free(rows);
+    }
     for (int i = 0; i < 2; i++) {
         cudaCheck(cudaMallocHost((void**)&m->host_tokens_of[i], (size_t)B * sizeof(int)));
         cudaCheck(cudaEventCreateWithFlags(&m->step_done[i], cudaEventDisableTiming));

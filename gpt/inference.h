@@ -1,7 +1,8 @@
-// gpt/inference.h: the model for generation alone: its bf16 parameters, a KV cache of its own
-// sized to the sequences (prompt + new tokens, not the context), and one layer's activations for
-// the prompt; nothing of training (no gradients, master weights, moments, per-layer
-// activations). B sequences decode together, a row each. The decoding step is captured as a
+// gpt/inference.h: the model for generation alone, of either architecture (gpt/config.h): its
+// bf16 parameters, a KV cache of its own sized to the sequences (prompt + new tokens, not the
+// context; keys as attention reads them: normed and rotated where the architecture does), and
+// one layer's activations for the prompt; nothing of training (no gradients, master weights,
+// moments, per-layer activations). B sequences decode together, a row each. The decoding step is captured as a
 // CUDA graph and replayed for every token: its kernels read the tokens and positions from the
 // GPU and draw the next tokens there (layers/classifier.h's classifier_sample), so one token id
 // per sequence crosses to the host per step, and the next step is launched before the host takes
@@ -29,10 +30,12 @@ size_t inference_sizes_total(const InferenceSizes* m);
 void inference_sizes_print(const InferenceSizes* m);
 
 // One layer's activations on the decoding step's rows (a row per sequence): the stream, Q K V,
-// the attention's output, the stream after it, the MLP's hidden layer after GELU. The step's
-// kernels fuse the layernorms and GELU into the linear layers, and keep nothing else.
+// the attention's output, the stream after it, the MLP's hidden layer after its activation; and
+// QK-norm's rstd (B, 2, NH), which nothing reads. The step's kernels fuse the norms and the
+// activation into the linear layers, and keep nothing else.
 typedef struct {
     bf16 *x, *qkv, *atty, *mid, *fch_gelu;
+    float* qk_rstd;
 } StepActivations;
 
 typedef struct {
@@ -55,6 +58,7 @@ typedef struct {
     bf16* kv_cache;              // (L, B, length, 2C): a row's keys, then its values
     BlockActivations prompt;     // (prompt_max) rows: one layer's, which every layer reuses
     int* prompt_tokens;          // (prompt_max)
+    int* prompt_rows;            // (prompt_max) device: the prompt's positions 0, 1, ... (rotary), or NULL
     StepActivations step;        // (B) rows
     bf16* logits_of[2];          // (B, Vp) the graph copies' logits
     void* decode_scratch;

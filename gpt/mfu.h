@@ -7,11 +7,15 @@
 #include "gpt/config.h"
 #include "gpt/parameters.h"
 
-// 6 per weight for the matmuls forward and backward (every parameter but wpe, which is only
-// looked up; wte counts once, as the classifier), plus attention: QK^T and PV, 2 * 2 * T * C
-// per layer forward, times 3 with backward (causal masking ignored).
+// 6 per weight for the matmuls forward and backward (every parameter but the embeddings that are
+// only looked up: wpe, and wte when the head is lm_head; a tied wte counts once, as the
+// classifier), plus attention: QK^T and PV, 2 * 2 * T * C per layer forward, times 3 with
+// backward (causal masking ignored).
 static inline double flops_per_token(const GPTConfig* c, int T) {
-    double weights = (double)count_params(c) - (double)c->maxT * c->C;
+    size_t sizes[NUM_PARAM_TENSORS];
+    param_sizes(c, sizes);
+    double looked_up = (double)sizes[PARAM_WPE] + (c->arch.untied_head ? (double)sizes[PARAM_WTE] : 0.0);
+    double weights = (double)count_params(c) - looked_up;
     return 6.0 * weights + 12.0 * c->L * c->C * (double)T;
 }
 

@@ -4,8 +4,8 @@
 //   Muon: the blocks' 2-D matrices (qkvw, attprojw, fcw, fcprojw; each layer's matrix on its
 //     own) by Nesterov momentum orthogonalised with Newton-Schulz iterations (layers/muon.h),
 //     applied with lr * sqrt(max(1, rows / cols)); Adam for the rest: the embeddings wte (the
-//     tied head too) and wpe at embedding_lr, the vectors (layernorm weights and biases, the
-//     biases) at vector_lr.
+//     tied head too) and wpe at embedding_lr, an untied head lm_head at head_lr, the vectors
+//     (layernorm weights and biases, the biases) at vector_lr.
 // The learning-rate schedule (gpt/lr_schedule.h) scales every group's rate alike. Weight decay
 // is decoupled: master -= lr * weight_decay * master on the 2-D weights (param_decays), with the
 // group's lr.
@@ -22,6 +22,7 @@ typedef struct {
     float lr;             // the peak: AdamW, of every tensor; Muon, of the blocks' matrices
     float momentum;       // Muon's (Nesterov)
     float embedding_lr;   // Muon: Adam's peak for wte and wpe
+    float head_lr;        // Muon: Adam's peak for lm_head (an untied head)
     float vector_lr;      // Muon: Adam's peak for the vectors
     float b1, b2, eps;    // Adam's: AdamW's, or under Muon the embeddings' and vectors'
     float weight_decay;   // on the 2-D weights
@@ -30,7 +31,8 @@ typedef struct {
 
 // The settings that work for d12 on a real text (bench/RESULTS.md, Muon): AdamW lr 3e-4, betas
 // (0.9, 0.95), weight decay 0.1; Muon lr 0.02, momentum 0.95, Adam (0.8, 0.95) at 0.001 for
-// the embeddings and 0.002 for the vectors, no weight decay. Both clip the norm at 1.
+// the embeddings, 0.002 for an untied head and for the vectors, no weight decay. Both clip the
+// norm at 1.
 static inline OptimizerConfig optimizer_defaults(OptimizerKind kind) {
     OptimizerConfig o;
     memset(&o, 0, sizeof(o));
@@ -46,21 +48,32 @@ static inline OptimizerConfig optimizer_defaults(OptimizerKind kind) {
         o.lr = 0.02f;
         o.momentum = 0.95f;
         o.embedding_lr = 0.001f;
+        o.head_lr = 0.002f;
         o.vector_lr = 0.002f;
         o.b1 = 0.8f;
     }
     return o;
 }
 
+// The modern architecture's (gpt/config.h), as issue 47 measured them at d12 on two texts: AdamW
+// at lr 2e-3; Muon with wte at 0.05 (the head at 0.002, its own group); the rest as above.
+static inline OptimizerConfig modern_optimizer_defaults(OptimizerKind kind) {
+    OptimizerConfig o = optimizer_defaults(kind);
+    if (kind == OPTIMIZER_ADAMW) o.lr = 2e-3f;
+    else o.embedding_lr = 0.05f;
+    return o;
+}
+
 static inline const char* optimizer_name(OptimizerKind kind) { return kind == OPTIMIZER_MUON ? "muon" : "adamw"; }
 
 // What updates a parameter tensor under Muon (under AdamW every tensor is one group).
-typedef enum { GROUP_MATRIX, GROUP_EMBEDDING, GROUP_VECTOR } ParamGroup;
+typedef enum { GROUP_MATRIX, GROUP_EMBEDDING, GROUP_HEAD, GROUP_VECTOR } ParamGroup;
 
 static inline ParamGroup param_group(int i) {
     switch (i) {
     case PARAM_QKVW: case PARAM_ATTPROJW: case PARAM_FCW: case PARAM_FCPROJW: return GROUP_MATRIX;
     case PARAM_WTE: case PARAM_WPE: return GROUP_EMBEDDING;
+    case PARAM_LM_HEAD: return GROUP_HEAD;
     default: return GROUP_VECTOR;
     }
 }

@@ -1,4 +1,5 @@
-// layers/encoder.cu: the embedding layer, out (B, T, C) = wte[tokens] (Vp, C) + wpe[t] (maxT, C).
+// layers/encoder.cu: the embedding layer, out (B, T, C) = wte[tokens] (Vp, C) + wpe[t] (maxT, C),
+// or wte[tokens] alone (rotary positions: no wpe).
 // Backward without atomics: the host groups the positions (B*T) by token id (a counting sort, so
 // each group lists its positions in increasing order), and one thread per (token, 8 channels)
 // adds that token's rows of dout in this order; dwpe sums over B in order. Same bits on every run.
@@ -12,16 +13,19 @@ static void check_shape(const char* who, int C, const void* a, const void* b, co
 }
 
 // One thread per 8 channels (a pack) of one position; packs_per_row = C / 8. Row bt is at
-// position positions[bt], or bt % T without them.
+// position positions[bt], or bt % T without them; no wpe: wte's row alone.
 __global__ void encoder_forward_kernel(bf16x8* out, const int* tokens, const int* positions, const bf16x8* wte,
                                        const bf16x8* wpe, int T, int packs_per_row, size_t packs) {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= packs) return;
     size_t bt = idx / packs_per_row;
     int p = (int)(idx % packs_per_row);
-    int t = positions ? positions[bt] : (int)(bt % T);
-    bf16x8 a = wte[(size_t)tokens[bt] * packs_per_row + p], b = wpe[(size_t)t * packs_per_row + p], o;
-    for (int k = 0; k < 8; k++) o.v[k] = (bf16)((float)a.v[k] + (float)b.v[k]);
+    bf16x8 o = wte[(size_t)tokens[bt] * packs_per_row + p];
+    if (wpe) {
+        int t = positions ? positions[bt] : (int)(bt % T);
+        bf16x8 b = wpe[(size_t)t * packs_per_row + p];
+        for (int k = 0; k < 8; k++) o.v[k] = (bf16)((float)o.v[k] + (float)b.v[k]);
+    }
     out[idx] = o;
 }
 
@@ -141,6 +145,7 @@ void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* host_
     encoder_backward_wte_kernel<<<grid, block, 0, stream>>>((bf16x8*)dwte, (const bf16x8*)dout, dev,
                                                             dev + N, dev + N + groups + 1, C / 8);
     cudaCheckLaunch();
+    if (!dwpe) return;
     encoder_backward_wpe_kernel<<<ceil_div((size_t)T * C / 8, block), block, 0, stream>>>(
         (bf16x8*)dwpe, (const bf16x8*)dout, B, T, C / 8);
     cudaCheckLaunch();

@@ -1,4 +1,5 @@
-// layers/encoder.h: the embedding layer. out (B, T, C) = wte[tokens] (Vp, C) + wpe[t] (maxT, C).
+// layers/encoder.h: the embedding layer. out (B, T, C) = wte[tokens] (Vp, C) + wpe[t] (maxT, C);
+// a model without learned positions (rotary) passes wpe and dwpe NULL: out = wte[tokens].
 // The backward is deterministic: no floating-point atomics, every sum in a fixed order.
 #ifndef FLASHGPT_ENCODER_H
 #define FLASHGPT_ENCODER_H

@@ -1,7 +1,7 @@
 // layers/matmul_rows.cu: layers/matmul_rows.h. One thread block computes 16 output columns of
 // up to 32 rows: it copies its 16 weight rows (16 x C) into shared memory with cp.async before
 // waiting on the kernel before it; after the wait it takes the input rows (into shared memory
-// when it normalises them first). Its 8 warps split C into steps of 32 and run the bf16
+// when it normalises them first, by layernorm or RMSNorm). Its 8 warps split C into steps of 32 and run the bf16
 // mma.sync m16n8k16 with the weights as A (16 columns x 16) and the input rows as B (16 x 8
 // rows), so one block serves 1 to 32 rows at the cost of one read of its weights. The warps'
 // sums meet in shared memory in a fixed order (deterministic), and the epilogue runs on them.
@@ -20,6 +20,7 @@
 #include "device/smem.cuh"
 #include "layers/kernel_common.cuh"
 #include "layers/layernorm.h"
+#include "layers/rmsnorm.h"
 
 #define ROWS_WARPS 8
 #define ROWS_THREADS (ROWS_WARPS * 32)
@@ -39,24 +40,24 @@ struct RowsArgs {
     int N, C, OC;
 };
 
-// Shared memory: the weight tile (ROWS_COLUMNS, C + ROWS_PAD); with the layernorm, the input
-// rows (ROWS_MAX, C + ROWS_PAD), normalised in place, and its weight and bias (C each); the
-// warps' sums (ROWS_WARPS, ROWS_MAX, ROWS_COLUMNS) fp32; the bias of the block's columns.
-static size_t rows_shared_bytes(int C, bool ln) {
+// Shared memory: the weight tile (ROWS_COLUMNS, C + ROWS_PAD); with a norm, the input rows
+// (ROWS_MAX, C + ROWS_PAD), normalised in place, and the layernorm's weight and bias (C each);
+// the warps' sums (ROWS_WARPS, ROWS_MAX, ROWS_COLUMNS) fp32; the bias of the block's columns.
+static size_t rows_shared_bytes(int C, bool norm, bool ln) {
     size_t pitch = C + ROWS_PAD;
-    return (ROWS_COLUMNS * pitch + (ln ? ROWS_MAX * pitch + 2 * C : 0)) * sizeof(bf16) +
+    return (ROWS_COLUMNS * pitch + (norm ? ROWS_MAX * pitch : 0) + (ln ? 2 * C : 0)) * sizeof(bf16) +
            ((size_t)ROWS_WARPS * ROWS_MAX * ROWS_COLUMNS + ROWS_COLUMNS) * sizeof(float);
 }
 
 __global__ void __launch_bounds__(ROWS_THREADS, 2) matmul_rows_kernel(const RowsArgs a) {
     extern __shared__ __align__(16) unsigned char shared[];
     const RowsEpilogue& e = a.e;
-    const bool ln = e.ln_weight != NULL;
+    const bool ln = e.ln_weight != NULL, norm = ln || e.rms_norm;
     const int C = a.C, pitch = C + ROWS_PAD, packs = C / 8;
     const int col0 = blockIdx.x * ROWS_COLUMNS, n0 = blockIdx.y * ROWS_MAX, rows = min(ROWS_MAX, a.N - n0);
     bf16* w_tile = (bf16*)shared;
     bf16* x_tile = w_tile + ROWS_COLUMNS * pitch;
-    bf16* ln_w = x_tile + (ln ? ROWS_MAX * pitch : 0);
+    bf16* ln_w = x_tile + (norm ? ROWS_MAX * pitch : 0);
     bf16* ln_b = ln_w + (ln ? C : 0);
     float* partial = (float*)(ln_b + (ln ? C : 0));
     float* bias = partial + ROWS_WARPS * ROWS_MAX * ROWS_COLUMNS;
@@ -78,9 +79,9 @@ __global__ void __launch_bounds__(ROWS_THREADS, 2) matmul_rows_kernel(const Rows
     grid_dependency_wait();
     grid_dependents_launch();
 
-    // The inputs: with the layernorm, every row into shared memory; the residual of this
-    // thread's outputs into registers, in flight while the rest goes on.
-    for (int i = threadIdx.x; ln && i < rows * packs; i += ROWS_THREADS) {
+    // The inputs: with a norm, every row into shared memory; the residual of this thread's
+    // outputs into registers, in flight while the rest goes on.
+    for (int i = threadIdx.x; norm && i < rows * packs; i += ROWS_THREADS) {
         int r = i / packs, c = (i % packs) * 8;
         cp_async_16(x_tile + r * pitch + c, a.inp + (size_t)(n0 + r) * C + c, true);
     }
@@ -95,39 +96,46 @@ __global__ void __launch_bounds__(ROWS_THREADS, 2) matmul_rows_kernel(const Rows
     __syncthreads();
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    if (ln) {
+    if (norm) {
         // All rows at once, a group of `per_row` threads each (a warp when there are few rows):
-        // mean and rstd in two passes as layers/layernorm.cu (no cancellation in the variance),
-        // then the row normalised in place, rounded to bf16 as that kernel's output is.
+        // layernorm's mean and rstd in two passes as layers/layernorm.cu (no cancellation in the
+        // variance), or RMSNorm's rstd, then the row normalised in place, rounded to bf16 as
+        // those kernels' outputs are.
         const int per_row = rows <= ROWS_THREADS / 32 ? 32 : ROWS_THREADS / ROWS_MAX;
         int r = threadIdx.x / per_row, part = threadIdx.x % per_row;
         bf16x8* x = (bf16x8*)(x_tile + r * pitch);
         float sum = 0.0f, sum_sq = 0.0f;
-        for (int p = part; r < rows && p < packs; p += per_row) {
+        for (int p = part; ln && r < rows && p < packs; p += per_row) {
             bf16x8 v = x[p];
             for (int k = 0; k < 8; k++) sum += (float)v.v[k];
         }
         for (int offset = per_row / 2; offset > 0; offset >>= 1)
             sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-        float m = sum / C;
+        float m = sum / C;   // RMSNorm: 0
         for (int p = part; r < rows && p < packs; p += per_row) {
             bf16x8 v = x[p];
             for (int k = 0; k < 8; k++) sum_sq += ((float)v.v[k] - m) * ((float)v.v[k] - m);
         }
         for (int offset = per_row / 2; offset > 0; offset >>= 1)
             sum_sq += __shfl_xor_sync(0xffffffffu, sum_sq, offset);
-        float rstd = rsqrtf(sum_sq / C + LAYERNORM_EPS);
+        float rstd = rsqrtf(sum_sq / C + (ln ? LAYERNORM_EPS : RMSNORM_EPS));
         for (int p = part; r < rows && p < packs; p += per_row) {
-            bf16x8 v = x[p], w = ((const bf16x8*)ln_w)[p], b = ((const bf16x8*)ln_b)[p];
-            for (int k = 0; k < 8; k++) v.v[k] = (bf16)(((float)v.v[k] - m) * rstd * (float)w.v[k] + (float)b.v[k]);
+            bf16x8 v = x[p];
+            if (ln) {
+                bf16x8 w = ((const bf16x8*)ln_w)[p], b = ((const bf16x8*)ln_b)[p];
+                for (int k = 0; k < 8; k++)
+                    v.v[k] = (bf16)(((float)v.v[k] - m) * rstd * (float)w.v[k] + (float)b.v[k]);
+            } else {
+                for (int k = 0; k < 8; k++) v.v[k] = (bf16)((float)v.v[k] * rstd);
+            }
             x[p] = v;
         }
         __syncthreads();
     }
 
     // The B operand: the normalised rows in shared memory, or the input rows in global memory.
-    const bf16* x_rows = ln ? x_tile : a.inp + (size_t)n0 * C;
-    const int x_pitch = ln ? pitch : C;
+    const bf16* x_rows = norm ? x_tile : a.inp + (size_t)n0 * C;
+    const int x_pitch = norm ? pitch : C;
     float acc[ROWS_MAX / 8][4] = {};
     const int n_tiles = (rows + 7) / 8, steps = (C + 31) / 32;
     const uint4 zero = {0u, 0u, 0u, 0u};
@@ -178,6 +186,10 @@ __global__ void __launch_bounds__(ROWS_THREADS, 2) matmul_rows_kernel(const Rows
         float v = bias[c];
         for (int w = 0; w < ROWS_WARPS; w++) v += partial[(w * ROWS_MAX + r) * ROWS_COLUMNS + c];
         if (e.gelu) v = gelu_tanh(v);
+        if (e.relu2) {
+            v = fmaxf((float)(bf16)v, 0.0f);
+            v *= v;
+        }
         bf16 o = (bf16)(v + residual[q]);
         int n = n0 + r;
         a.out[(size_t)n * a.OC + col] = o;
@@ -193,7 +205,9 @@ void matmul_rows_forward(bf16* out, const bf16* inp, const bf16* weight, const R
         (e->ln_weight && (!aligned16(e->ln_weight) || !aligned16(e->ln_bias))))
         die("matmul_rows_forward: needs C (%d) a multiple of 8, OC (%d) at least 1, the layernorm's weight and "
             "bias together and 16-byte aligned inputs and weights", C, OC);
-    size_t shared_bytes = rows_shared_bytes(C, e->ln_weight != NULL);
+    if ((e->ln_weight && e->rms_norm) || (e->gelu && e->relu2))
+        die("matmul_rows_forward: one norm and one activation at most");
+    size_t shared_bytes = rows_shared_bytes(C, e->ln_weight || e->rms_norm, e->ln_weight != NULL);
     raise_smem_limit<matmul_rows_kernel>("matmul_rows_forward", shared_bytes);
     if (N == 0) return;
     RowsArgs a = {out, inp, weight, *e, N, C, OC};

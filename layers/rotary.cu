@@ -5,6 +5,8 @@
 // pairs 8j .. 8j + 7, so that a rotation needs nothing from another lane and a lane's 8 angles
 // serve every vector of the row. The warp takes 32 / (HS / 16) vectors at a time; a group's sums
 // (the mean square, the backward's dot product) go over its lanes by xor shuffles, in a fixed order.
+// Each part can be off (template parameters): without the norm y = x, without the rotation
+// cos 1 and sin 0, both exact, so either part alone is the fused pass with the other removed.
 #include <math.h>
 #include "layers/rotary.h"
 #include "layers/rmsnorm.h"
@@ -37,6 +39,21 @@ __device__ inline void rotary_angles(float* c, float* s, int position, int j, do
     }
 }
 
+// c, s: the angles of the lane's pairs in row's position, or no rotation (cos 1, sin 0).
+template <bool ROTATE>
+__device__ inline void row_angles(float* c, float* s, const int* positions, int row, int j, double ratio,
+                                  double ratio8) {
+    if constexpr (ROTATE) {
+        rotary_angles(c, s, positions[row], j, ratio, ratio8);
+    } else {
+        for (int k = 0; k < 8; k++) {
+            c[k] = 1.0f;
+            s[k] = 0.0f;
+        }
+    }
+}
+
+template <bool NORM, bool ROTATE>
 __global__ void __launch_bounds__(ROTARY_WARPS * 32)
 qk_norm_rotary_forward_kernel(bf16* qkv, float* rstd, const int* positions, int N, int NH, int HS, double ratio,
                               double ratio8) {
@@ -46,7 +63,7 @@ qk_norm_rotary_forward_kernel(bf16* qkv, float* rstd, const int* positions, int 
     const int lanes = HS / 16, lanes_log2 = __ffs(lanes) - 1, j = lane & (lanes - 1), vectors = 2 * NH;
     const float inv_HS = 1.0f / HS;
     float c[8], s[8];
-    rotary_angles(c, s, positions[row], j, ratio, ratio8);
+    row_angles<ROTATE>(c, s, positions, row, j, ratio, ratio8);
     bf16* x = qkv + (size_t)row * 3 * NH * HS;
     float* row_rstd = rstd + (size_t)row * vectors;
     for (int first = 0; first < vectors; first += 32 >> lanes_log2) {
@@ -64,7 +81,7 @@ qk_norm_rotary_forward_kernel(bf16* qkv, float* rstd, const int* positions, int 
             hi[k] = (float)hi8.v[k];
             sum_sq += lo[k] * lo[k] + hi[k] * hi[k];
         }
-        const float scale = rsqrtf(group_reduce_sum(sum_sq, lanes) * inv_HS + RMSNORM_EPS);
+        const float scale = NORM ? rsqrtf(group_reduce_sum(sum_sq, lanes) * inv_HS + RMSNORM_EPS) : 1.0f;
         for (int k = 0; k < 8; k++) {
             float y_lo = lo[k] * scale, y_hi = hi[k] * scale;
             lo8.v[k] = (bf16)(y_lo * c[k] - y_hi * s[k]);
@@ -73,7 +90,7 @@ qk_norm_rotary_forward_kernel(bf16* qkv, float* rstd, const int* positions, int 
         if (active) {
             *(bf16x8*)(x + lo_at) = lo8;
             *(bf16x8*)(x + hi_at) = hi8;
-            if (j == 0) row_rstd[v] = scale;
+            if (NORM && j == 0) row_rstd[v] = scale;
         }
     }
 }
@@ -81,6 +98,7 @@ qk_norm_rotary_forward_kernel(bf16* qkv, float* rstd, const int* positions, int 
 // out = R y (R the rotation of each pair), y = x * rstd. Back through R: dy = R^T dout, and the
 // normed y = R^T out from the stored output. Back through the norm (as layers/rmsnorm.cu):
 // dx = rstd * (dy - y * mean_HS(dy * y)).
+template <bool NORM, bool ROTATE>
 __global__ void __launch_bounds__(ROTARY_WARPS * 32)
 qk_norm_rotary_backward_kernel(bf16* dqkv, const bf16* qkv, const float* rstd, const int* positions, int N, int NH,
                                int HS, double ratio, double ratio8) {
@@ -90,7 +108,7 @@ qk_norm_rotary_backward_kernel(bf16* dqkv, const bf16* qkv, const float* rstd, c
     const int lanes = HS / 16, lanes_log2 = __ffs(lanes) - 1, j = lane & (lanes - 1), vectors = 2 * NH;
     const float inv_HS = 1.0f / HS;
     float c[8], s[8];
-    rotary_angles(c, s, positions[row], j, ratio, ratio8);
+    row_angles<ROTATE>(c, s, positions, row, j, ratio, ratio8);
     bf16* dx = dqkv + (size_t)row * 3 * NH * HS;
     const bf16* out = qkv + (size_t)row * 3 * NH * HS;
     const float* row_rstd = rstd + (size_t)row * vectors;
@@ -105,7 +123,7 @@ qk_norm_rotary_backward_kernel(bf16* dqkv, const bf16* qkv, const float* rstd, c
             dhi8 = *(const bf16x8*)(dx + hi_at);
             lo8 = *(const bf16x8*)(out + lo_at);
             hi8 = *(const bf16x8*)(out + hi_at);
-            scale = row_rstd[v];
+            scale = NORM ? row_rstd[v] : 1.0f;
         }
         float dy_lo[8], dy_hi[8], y_lo[8], y_hi[8], dot = 0.0f;
         for (int k = 0; k < 8; k++) {
@@ -116,7 +134,7 @@ qk_norm_rotary_backward_kernel(bf16* dqkv, const bf16* qkv, const float* rstd, c
             y_hi[k] = hi * c[k] - lo * s[k];
             dot += dy_lo[k] * y_lo[k] + dy_hi[k] * y_hi[k];
         }
-        const float mean_dot = group_reduce_sum(dot, lanes) * inv_HS;
+        const float mean_dot = NORM ? group_reduce_sum(dot, lanes) * inv_HS : 0.0f;
         for (int k = 0; k < 8; k++) {
             dlo8.v[k] = (bf16)((dy_lo[k] - y_lo[k] * mean_dot) * scale);
             dhi8.v[k] = (bf16)((dy_hi[k] - y_hi[k] * mean_dot) * scale);
@@ -137,32 +155,50 @@ const char* rotary_unsupported(int HS, float base) {
 }
 
 // Checks the call (ends the program with the reason) and gives the frequencies' ratios.
-static void check_call(const char* who, const void* a, const void* b, int N, int NH, int HS, float base,
-                       double* ratio, double* ratio8) {
+static void check_call(const char* who, const void* a, const void* b, const void* rstd, const void* positions, int N,
+                       int NH, int HS, float base, double* ratio, double* ratio8) {
     const char* why = rotary_unsupported(HS, base);
     if (why) die("%s: %s (head size %d, base %g)", who, why, HS, base);
+    if (!rstd && !positions) die("%s: neither the norm (rstd) nor the rotation (positions) asked for", who);
     if (N < 0 || NH < 1) die("%s: needs N >= 0 rows and NH >= 1 heads, got N %d, NH %d", who, N, NH);
     if (!aligned16(a) || !aligned16(b)) die("%s: needs 16-byte aligned buffers", who);
     *ratio = pow((double)base, -2.0 / HS);
     *ratio8 = pow((double)base, -16.0 / HS);
 }
 
+// The kernel of the parts asked for: the norm with rstd, the rotation with positions.
+template <template <bool, bool> class Kernel, typename... Args>
+static void launch_parts(const void* rstd, const void* positions, int N, cudaStream_t stream, Args... args) {
+    dim3 grid((unsigned)ceil_div(N, ROTARY_WARPS)), block(ROTARY_WARPS * 32);
+    if (rstd && positions) Kernel<true, true>::launch(grid, block, stream, args...);
+    else if (rstd) Kernel<true, false>::launch(grid, block, stream, args...);
+    else Kernel<false, true>::launch(grid, block, stream, args...);
+    cudaCheckLaunch();
+}
+
+template <bool NORM, bool ROTATE> struct Forward {
+    template <typename... Args> static void launch(dim3 grid, dim3 block, cudaStream_t stream, Args... args) {
+        qk_norm_rotary_forward_kernel<NORM, ROTATE><<<grid, block, 0, stream>>>(args...);
+    }
+};
+template <bool NORM, bool ROTATE> struct Backward {
+    template <typename... Args> static void launch(dim3 grid, dim3 block, cudaStream_t stream, Args... args) {
+        qk_norm_rotary_backward_kernel<NORM, ROTATE><<<grid, block, 0, stream>>>(args...);
+    }
+};
+
 void qk_norm_rotary_forward(bf16* qkv, float* rstd, const int* positions, int N, int NH, int HS, float base,
                             cudaStream_t stream) {
     double ratio, ratio8;
-    check_call("qk_norm_rotary_forward", qkv, qkv, N, NH, HS, base, &ratio, &ratio8);
+    check_call("qk_norm_rotary_forward", qkv, qkv, rstd, positions, N, NH, HS, base, &ratio, &ratio8);
     if (N == 0) return;
-    qk_norm_rotary_forward_kernel<<<ceil_div(N, ROTARY_WARPS), ROTARY_WARPS * 32, 0, stream>>>(
-        qkv, rstd, positions, N, NH, HS, ratio, ratio8);
-    cudaCheckLaunch();
+    launch_parts<Forward>(rstd, positions, N, stream, qkv, rstd, positions, N, NH, HS, ratio, ratio8);
 }
 
 void qk_norm_rotary_backward(bf16* dqkv, const bf16* qkv, const float* rstd, const int* positions, int N, int NH,
                              int HS, float base, cudaStream_t stream) {
     double ratio, ratio8;
-    check_call("qk_norm_rotary_backward", dqkv, qkv, N, NH, HS, base, &ratio, &ratio8);
+    check_call("qk_norm_rotary_backward", dqkv, qkv, rstd, positions, N, NH, HS, base, &ratio, &ratio8);
     if (N == 0) return;
-    qk_norm_rotary_backward_kernel<<<ceil_div(N, ROTARY_WARPS), ROTARY_WARPS * 32, 0, stream>>>(
-        dqkv, qkv, rstd, positions, N, NH, HS, ratio, ratio8);
-    cudaCheckLaunch();
+    launch_parts<Backward>(rstd, positions, N, stream, dqkv, qkv, rstd, positions, N, NH, HS, ratio, ratio8);
 }

@@ -25,13 +25,15 @@
 const char* rotary_unsupported(int HS, float base);
 
 // qkv (N, 3, NH, HS) in place: queries and keys normed and rotated; rstd (N, 2, NH) fp32;
-// positions (N) int32 on the device. qkv 16-byte aligned.
+// positions (N) int32 on the device. qkv 16-byte aligned. Either part alone: rstd NULL, no norm
+// (QK-norm off); positions NULL, no rotation (rotary off); not both.
 void qk_norm_rotary_forward(bf16* qkv, float* rstd, const int* positions, int N, int NH, int HS, float base,
                             cudaStream_t stream);
 
 // dqkv (N, 3, NH, HS) in place: the gradients of the rotated queries and keys (from attention's
 // backward) become those of the queries and keys before the norm; the values' gradients are
-// untouched. qkv, rstd: what the forward left; positions and base as in the forward.
+// untouched. qkv, rstd: what the forward left; positions and base as in the forward (rstd and
+// positions NULL where the forward's were).
 void qk_norm_rotary_backward(bf16* dqkv, const bf16* qkv, const float* rstd, const int* positions, int N, int NH,
                              int HS, float base, cudaStream_t stream);
 

@@ -3,8 +3,12 @@
 
 usage: export_hf.py [--fp32] CHECKPOINT.bin OUT_DIR
 
-CHECKPOINT.bin is a model checkpoint of version 3 (fp32) or 5 (bf16, what train_gpt writes);
-gpt2_checkpoint.py describes it. OUT_DIR gets what transformers' GPT2LMHeadModel.from_pretrained
+CHECKPOINT.bin is a model checkpoint of version 3 (fp32) or 5 (bf16, what train_gpt writes for a
+GPT-2); gpt2_checkpoint.py describes it. A model of another architecture (train_gpt --arch
+modern or any component changed: versions 6 and 7) is refused in one line: no transformers
+architecture computes it exactly (Llama's and Qwen's RMSNorm has weights and their MLP is
+SwiGLU; the modern model's norms have none, its MLP is ReLU^2, its queries and keys are normed
+and its logits soft-capped). OUT_DIR gets what transformers' GPT2LMHeadModel.from_pretrained
 loads:
 - config.json: GPT2LMHeadModel with the checkpoint's sizes (n_positions = n_ctx = maxT,
   vocab_size = V), GELU in its tanh form (gelu_new), layernorm eps 1e-5, no dropout (flashgpt
@@ -25,8 +29,9 @@ import json
 import os
 import sys
 
-from gpt2_checkpoint import Checkpoint, from_bf16_bits, run_command_line, to_hf, write_safetensors
-from output_file import atomic_folder
+from gpt2_checkpoint import (VERSIONS_OTHER_ARCHITECTURE, Checkpoint, checkpoint_version, from_bf16_bits,
+                             run_command_line, to_hf, write_safetensors)
+from output_file import atomic_folder, fail
 
 USAGE = "usage: export_hf.py [--fp32] CHECKPOINT.bin OUT_DIR"
 GPT2_VOCAB, GPT2_EOT = 50257, 50256
@@ -76,6 +81,10 @@ def write_folder(ckpt, folder, fp32):
 
 def export_hf(ckpt_path, out_dir, fp32):
     """Writes out_dir (built beside it, renamed at the end); returns a summary line."""
+    version = checkpoint_version(ckpt_path)
+    if version in VERSIONS_OTHER_ARCHITECTURE:
+        fail(f"{ckpt_path}: version {version}, a model of another architecture than GPT-2's: no transformers "
+             "architecture computes it exactly (Llama's and Qwen's norms have weights, their MLP is SwiGLU)")
     ckpt = Checkpoint(ckpt_path)
     with atomic_folder(out_dir) as tmp_dir:
         write_folder(ckpt, tmp_dir, fp32)

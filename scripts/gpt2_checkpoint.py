@@ -4,7 +4,8 @@ and the safetensors file.
 
 The checkpoint is llm.c's: int32 header[256] ([0] 20240326, [1] version 3 (fp32 parameters) or
 5 (bf16), [2] maxT, [3] V, [4] L, [5] NH, [6] C, [7] Vp = V rounded up to a multiple of 128),
-then the parameters in this order:
+then the parameters in this order (versions 6 and 7 are train_gpt's models of another
+architecture, gpt/checkpoint.h, which these scripts do not take):
   wte (Vp, C), wpe (maxT, C), ln1w (L, C), ln1b (L, C), qkvw (L, 3C, C), qkvb (L, 3C),
   attprojw (L, C, C), attprojb (L, C), ln2w (L, C), ln2b (L, C), fcw (L, 4C, C), fcb (L, 4C),
   fcprojw (L, C, 4C), fcprojb (L, C), lnfw (C), lnfb (C)
@@ -31,6 +32,7 @@ from output_file import Failure, atomic_output, fail
 
 CHECKPOINT_MAGIC = 20240326
 VERSION_FP32, VERSION_BF16 = 3, 5
+VERSIONS_OTHER_ARCHITECTURE = (6, 7)
 HEADER_INTS = 256
 HEADER_BYTES = 4 * HEADER_INTS
 # The largest size a header slot (int32) holds, also once the vocabulary is padded to 128.
@@ -172,6 +174,15 @@ def write_checkpoint(path, shape, bf16, slices, inputs):
                     else np.ascontiguousarray(values, dtype="<f4").tobytes())
             count += values.size
     return count
+
+
+def checkpoint_version(path):
+    """The version in the header of the model checkpoint at path, or None when path is no
+    checkpoint (Checkpoint says what is wrong with it)."""
+    if not os.path.isfile(path) or os.path.getsize(path) < 8:
+        return None
+    magic, version = (int(v) for v in np.fromfile(path, dtype="<i4", count=2))
+    return version if magic == CHECKPOINT_MAGIC else None
 
 
 class Checkpoint:

@@ -1,26 +1,39 @@
 #!/usr/bin/env python3
-"""tests/gen_gpt_reference.py OUTDIR: the float64 numpy reference of the whole GPT-2.
+"""tests/gen_gpt_reference.py OUTDIR: the float64 numpy reference of the whole GPT, in both
+architectures of gpt/config.h.
 
-Runs a tiny GPT-2 (B=2, T=37, maxT=40, V=97 padded to Vp=128, L=2, NH=2, C=128) forward and
+Runs a tiny GPT (B=2, T=37, maxT=40, V=97 padded to Vp=128, L=2, NH=2, C=128) forward and
 backward on one seeded batch, then 10 AdamW steps on that same batch, and writes
-OUTDIR/gpt_reference.bin for tests/test_gpt.cu. The file layout (all little-endian):
+OUTDIR/gpt_reference.bin (GPT-2's architecture) and OUTDIR/gpt_modern_reference.bin (the modern
+one: rotary, RMSNorm, QK-norm, ReLU^2, no biases, an untied head, soft-capped logits; the latter
+also 10 Muon steps) for tests/test_gpt.cu. The file layout (all little-endian):
   int32 header[256]  [0] 20241129, [1] 1, [2] B, [3] T, [4] maxT, [5] V, [6] Vp, [7] L, [8] NH,
-                     [9] C, [10] nsteps, [11] P = number of parameter floats
-  float32 hyper[16]  lr, b1, b2, eps, weight decay, grad clip
+                     [9] C, [10] nsteps, [11] P = number of parameter floats, [12] Muon steps
+                     (0: none), [16..24] the architecture as the model checkpoint holds it
+                     (gpt/checkpoint.h: rotary, rotary_base, rms_norm, qk_norm, relu2, bias,
+                     untied_head, zero_init, softcap; the floats by their bits)
+  float32 hyper[16]  AdamW's lr, b1, b2, eps, weight decay, grad clip; then Muon's lr, momentum,
+                     embedding lr, head lr, vector lr, b1, b2, eps, weight decay (its clip: AdamW's)
   int32 inputs (B, T), int32 targets (B, T)
   float32 params (P)       initial values, each exactly representable in bf16
-  float32 logits (B, T, V) real vocabulary only;  float32 loss
+  float32 logits (B, T, V) real vocabulary only, before the soft cap;  float32 loss
   float32 grads (P)        of the mean loss at the initial params;  float32 grad_norm (unclipped)
-  float32 losses (nsteps)  losses[i]: the batch's loss before update i + 1
-Parameters are in checkpoint order: wte (Vp, C), wpe (maxT, C), ln1w (L, C), ln1b (L, C),
-qkvw (L, 3C, C), qkvb (L, 3C), attprojw (L, C, C), attprojb (L, C), ln2w (L, C), ln2b (L, C),
-fcw (L, 4C, C), fcb (L, 4C), fcprojw (L, C, 4C), fcprojb (L, C), lnfw (C), lnfb (C).
-Every bias starts N(0, 0.02) and layernorm weights 1 + N(0, 0.1), so all of them matter. The
-key part of qkvb has an exactly zero gradient (softmax ignores a shift shared by a row's scores):
-compare gradients with an absolute tolerance there.
+  float32 losses (nsteps)  losses[i]: the batch's loss before AdamW update i + 1
+  float32 muon losses (Muon steps): the same under Muon (gpt/optimizer.h)
+Parameters are in checkpoint order, the architecture's tensors only: wte (Vp, C), wpe (maxT, C),
+ln1w (L, C), ln1b (L, C), qkvw (L, 3C, C), qkvb (L, 3C), attprojw (L, C, C), attprojb (L, C),
+ln2w (L, C), ln2b (L, C), fcw (L, 4C, C), fcb (L, 4C), fcprojw (L, C, 4C), fcprojb (L, C),
+lnfw (C), lnfb (C), lm_head (Vp, C). The modern model has wte, the four matrices and lm_head.
+Every tensor starts random so that all of them matter: every bias N(0, 0.02) and layernorm
+weights 1 + N(0, 0.1); the modern model's projections are not zero, its head is N(0, 0.1) (its
+logits ~1) and its soft cap 2 (30 in the preset, which a tiny model's logits would not feel), so
+that the cap bends them; its rotary base is 100 (not the preset's 10000), so that a base not
+taken from the file shows. The key part of GPT-2's qkvb has an exactly zero gradient
+(softmax ignores a shift shared by a row's scores): compare gradients with an absolute tolerance
+there.
 
-With FLASHGPT_GRADCHECK=1 the hand-written backward is first checked against central finite
-differences at random coordinates of every parameter tensor.
+With FLASHGPT_GRADCHECK=1 the hand-written backward of each architecture is first checked against
+central finite differences at random coordinates of every parameter tensor.
 """
 import os
 import sys
@@ -32,11 +45,18 @@ VP = (V + 127) // 128 * 128
 HS = C // NH
 NSTEPS = 10
 LR, BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, GRAD_CLIP = 1e-3, 0.9, 0.95, 1e-8, 0.1, 1.0
-LN_EPS = 1e-5
+LN_EPS, RMS_EPS = 1e-5, 1e-6
+HEAD_STD = 0.1
 SEED = 20241129
 MAGIC, VERSION = 20241129, 1
 
-PARAM_SHAPES = [
+# The architectures (gpt/config.h's fields, in its order).
+GPT2 = dict(rotary=0, rotary_base=10000.0, rms_norm=0, qk_norm=0, relu2=0, bias=1, untied_head=0, zero_init=0,
+            softcap=0.0)
+MODERN = dict(rotary=1, rotary_base=100.0, rms_norm=1, qk_norm=1, relu2=1, bias=0, untied_head=1, zero_init=0,
+              softcap=2.0)
+
+ALL_SHAPES = [
     ("wte", (VP, C)), ("wpe", (MAXT, C)),
     ("ln1w", (L, C)), ("ln1b", (L, C)),
     ("qkvw", (L, 3 * C, C)), ("qkvb", (L, 3 * C)),
@@ -45,19 +65,52 @@ PARAM_SHAPES = [
     ("fcw", (L, 4 * C, C)), ("fcb", (L, 4 * C)),
     ("fcprojw", (L, C, 4 * C)), ("fcprojb", (L, C)),
     ("lnfw", (C,)), ("lnfb", (C,)),
+    ("lm_head", (VP, C)),
 ]
-DECAYED = {"wte", "wpe", "qkvw", "attprojw", "fcw", "fcprojw"}
-NUM_PARAMS = sum(int(np.prod(shape)) for _, shape in PARAM_SHAPES)
+DECAYED = {"wte", "wpe", "qkvw", "attprojw", "fcw", "fcprojw", "lm_head"}
 
 
-def views(flat):
+def present(name, arch):
+    """Whether the architecture has the tensor (gpt/parameters.cu)."""
+    if name == "wpe":
+        return not arch["rotary"]
+    if name in ("ln1w", "ln1b", "ln2w", "ln2b", "lnfw", "lnfb"):
+        return not arch["rms_norm"]
+    if name in ("qkvb", "attprojb", "fcb", "fcprojb"):
+        return arch["bias"]
+    if name == "lm_head":
+        return arch["untied_head"]
+    return True
+
+
+def param_shapes(arch):
+    return [(name, shape) for name, shape in ALL_SHAPES if present(name, arch)]
+
+
+def num_params(arch):
+    return sum(int(np.prod(shape)) for _, shape in param_shapes(arch))
+
+
+PARAM_SHAPES = param_shapes(GPT2)
+NUM_PARAMS = num_params(GPT2)
+
+
+def views(flat, arch=GPT2):
     """Named views, in checkpoint order, of a flat (P) array."""
     out, offset = {}, 0
-    for name, shape in PARAM_SHAPES:
+    for name, shape in param_shapes(arch):
         n = int(np.prod(shape))
         out[name] = flat[offset:offset + n].reshape(shape)
         offset += n
     return out
+
+
+def architecture_slots(arch):
+    """The architecture as int32 slots, as the model checkpoint's header holds it."""
+    ints = []
+    for key, value in arch.items():
+        ints.append(np.array(value, dtype="<f4").view("<i4").item() if isinstance(value, float) else int(value))
+    return ints
 
 
 def round_to_bf16(x):
@@ -67,18 +120,22 @@ def round_to_bf16(x):
     return bits.view(np.float32)
 
 
-def init_params(rng):
-    flat = np.zeros(NUM_PARAMS)
-    p = views(flat)
+def init_params(rng, arch=GPT2):
+    flat = np.zeros(num_params(arch))
+    p = views(flat, arch)
     residual_std = 0.02 / np.sqrt(2 * L)
-    for name, shape in PARAM_SHAPES:
+    for name, shape in param_shapes(arch):
         if name in ("ln1w", "ln2w", "lnfw"):
             p[name][...] = 1 + rng.normal(0, 0.1, shape)
         elif name in ("attprojw", "fcprojw"):
             p[name][...] = rng.normal(0, residual_std, shape)
+        elif name == "lm_head":
+            p[name][...] = rng.normal(0, HEAD_STD, shape)
         else:  # other weights, and every bias (non-zero so that they matter in the forward)
             p[name][...] = rng.normal(0, 0.02, shape)
     p["wte"][V:] = 0
+    if arch["untied_head"]:
+        p["lm_head"][V:] = 0
     return round_to_bf16(flat).astype(np.float64)
 
 
@@ -97,6 +154,75 @@ def layernorm_backward(dout, w, cache):
     dx = rstd * (dxhat - dxhat.mean(-1, keepdims=True)
                  - xhat * (dxhat * xhat).mean(-1, keepdims=True))
     return dx, (dout * xhat).sum((0, 1)), dout.sum((0, 1))
+
+
+def rmsnorm_forward(x):  # over the last axis, no weights
+    rstd = 1 / np.sqrt((x ** 2).mean(-1, keepdims=True) + RMS_EPS)
+    xhat = x * rstd
+    return xhat, (xhat, rstd)
+
+
+def rmsnorm_backward(dout, cache):
+    xhat, rstd = cache
+    return rstd * (dout - xhat * (dout * xhat).mean(-1, keepdims=True))
+
+
+def norm_forward(x, p, name, l, arch):
+    """The architecture's norm of x (B, T, C): LayerNorm with p[name + "w"], p[name + "b"] (of
+    layer l, None for lnf), or RMSNorm."""
+    if arch["rms_norm"]:
+        return rmsnorm_forward(x)
+    w, b = p[name + "w"], p[name + "b"]
+    return layernorm_forward(x, w if l is None else w[l], b if l is None else b[l])
+
+
+def norm_backward(dout, cache, p, g, name, l, arch):
+    """dx of the norm, its weight's and bias's gradients into g (LayerNorm)."""
+    if arch["rms_norm"]:
+        return rmsnorm_backward(dout, cache)
+    w = p[name + "w"] if l is None else p[name + "w"][l]
+    dx, dw, db = layernorm_backward(dout, w, cache)
+    if l is None:
+        g[name + "w"][...], g[name + "b"][...] = dw, db
+    else:
+        g[name + "w"][l], g[name + "b"][l] = dw, db
+    return dx
+
+
+def rotate(x, base, sign):
+    """x (B, T, NH, HS) rotated by the angles t f_i of each row's position t ("rotate half": i
+    pairs with i + HS/2, f_i = base^(-2i/HS)); sign -1: by the opposite angles, the transpose."""
+    angles = np.arange(T)[:, None] * base ** (-2.0 * np.arange(HS // 2) / HS)  # (T, HS/2)
+    c, s = np.cos(angles)[None, :, None, :], sign * np.sin(angles)[None, :, None, :]
+    lo, hi = x[..., :HS // 2], x[..., HS // 2:]
+    return np.concatenate([lo * c - hi * s, hi * c + lo * s], axis=-1)
+
+
+def qk_forward(qkv, arch):
+    """qkv (B, T, 3C) with each head's q and k RMS-normed (qk_norm) and rotated (rotary), and
+    the norm's caches."""
+    caches = [None, None]
+    if not arch["qk_norm"] and not arch["rotary"]:
+        return qkv, caches
+    x = qkv.reshape(B, T, 3, NH, HS).copy()
+    for j in (0, 1):
+        if arch["qk_norm"]:
+            x[:, :, j], caches[j] = rmsnorm_forward(x[:, :, j])
+        if arch["rotary"]:
+            x[:, :, j] = rotate(x[:, :, j], arch["rotary_base"], 1)
+    return x.reshape(B, T, 3 * C), caches
+
+
+def qk_backward(dqkv, caches, arch):
+    if not arch["qk_norm"] and not arch["rotary"]:
+        return dqkv
+    d = dqkv.reshape(B, T, 3, NH, HS).copy()
+    for j in (0, 1):
+        if arch["rotary"]:
+            d[:, :, j] = rotate(d[:, :, j], arch["rotary_base"], -1)
+        if arch["qk_norm"]:
+            d[:, :, j] = rmsnorm_backward(d[:, :, j], caches[j])
+    return d.reshape(B, T, 3 * C)
 
 
 def attention_forward(qkv):  # qkv (B, T, 3C) -> out (B, T, C)
@@ -133,66 +259,90 @@ def gelu_backward(dout, x):
     return dout * (0.5 * (1 + t) + 0.5 * x * (1 - t ** 2) * dt)
 
 
+def act_forward(x, arch):
+    return np.maximum(x, 0) ** 2 if arch["relu2"] else gelu_forward(x)
+
+
+def act_backward(dout, x, arch):
+    return dout * 2 * np.maximum(x, 0) if arch["relu2"] else gelu_backward(dout, x)
+
+
 # ---- the model
 
-def forward(flat, inputs, targets):
-    """Returns (mean loss, logits (B, T, V), cache for backward)."""
-    p = views(flat)
-    x = p["wte"][inputs] + p["wpe"][:T]  # (B, T, C)
+def linear(x, p, w, b, l):
+    """x @ p[w][l]^T (+ p[b][l] when the architecture has the bias)."""
+    out = x @ p[w][l].T
+    return out + p[b][l] if b in p else out
+
+
+def head(p, arch):
+    return p["lm_head"] if arch["untied_head"] else p["wte"]
+
+
+def forward(flat, inputs, targets, arch=GPT2):
+    """Returns (mean loss, logits (B, T, V) before the soft cap, cache for backward)."""
+    p = views(flat, arch)
+    x = p["wte"][inputs] + (0 if arch["rotary"] else p["wpe"][:T])  # (B, T, C)
     layers = []
     for l in range(L):
-        ln1, ln1_cache = layernorm_forward(x, p["ln1w"][l], p["ln1b"][l])
-        qkv = ln1 @ p["qkvw"][l].T + p["qkvb"][l]  # (B, T, 3C)
+        ln1, ln1_cache = norm_forward(x, p, "ln1", l, arch)
+        qkv, qk_caches = qk_forward(linear(ln1, p, "qkvw", "qkvb", l), arch)  # (B, T, 3C)
         atty, att_cache = attention_forward(qkv)
-        x = x + atty @ p["attprojw"][l].T + p["attprojb"][l]
-        ln2, ln2_cache = layernorm_forward(x, p["ln2w"][l], p["ln2b"][l])
-        pre_gelu = ln2 @ p["fcw"][l].T + p["fcb"][l]  # (B, T, 4C)
-        h = gelu_forward(pre_gelu)
-        x = x + h @ p["fcprojw"][l].T + p["fcprojb"][l]
-        layers.append((ln1, ln1_cache, att_cache, atty, ln2, ln2_cache, pre_gelu, h))
-    lnf, lnf_cache = layernorm_forward(x, p["lnfw"], p["lnfb"])
-    logits = lnf @ p["wte"][:V].T  # (B, T, V): padded columns never count
-    shifted = logits - logits.max(-1, keepdims=True)
+        x = x + linear(atty, p, "attprojw", "attprojb", l)
+        ln2, ln2_cache = norm_forward(x, p, "ln2", l, arch)
+        pre_act = linear(ln2, p, "fcw", "fcb", l)  # (B, T, 4C)
+        h = act_forward(pre_act, arch)
+        x = x + linear(h, p, "fcprojw", "fcprojb", l)
+        layers.append((ln1, ln1_cache, qk_caches, att_cache, atty, ln2, ln2_cache, pre_act, h))
+    lnf, lnf_cache = norm_forward(x, p, "lnf", None, arch)
+    logits = lnf @ head(p, arch)[:V].T  # (B, T, V): padded columns never count
+    cap = arch["softcap"]
+    z = cap * np.tanh(logits / cap) if cap > 0 else logits
+    shifted = z - z.max(-1, keepdims=True)
     logprobs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
     loss = -np.take_along_axis(logprobs, targets[..., None], -1).mean()
-    cache = (inputs, targets, layers, lnf, lnf_cache, np.exp(logprobs))
+    cache = (inputs, targets, layers, lnf, lnf_cache, np.exp(logprobs), logits)
     return loss, logits, cache
 
 
-def backward(flat, cache):
-    """Gradient (P) of the mean loss; the padding rows of wte get 0."""
-    p = views(flat)
+def backward(flat, cache, arch=GPT2):
+    """Gradient (P) of the mean loss; the padding rows of wte and lm_head get 0."""
+    p = views(flat, arch)
     grad = np.zeros_like(flat)
-    g = views(grad)
-    inputs, targets, layers, lnf, lnf_cache, probs = cache
+    g = views(grad, arch)
+    inputs, targets, layers, lnf, lnf_cache, probs, logits = cache
     dlogits = probs.copy()  # (softmax - onehot(target)) / (B * T)
     dlogits[np.arange(B)[:, None], np.arange(T), targets] -= 1
     dlogits /= B * T
-    g["wte"][:V] += np.einsum("btv,btc->vc", dlogits, lnf)
-    dx, g["lnfw"][...], g["lnfb"][...] = layernorm_backward(dlogits @ p["wte"][:V], p["lnfw"],
-                                                            lnf_cache)
+    cap = arch["softcap"]
+    if cap > 0:
+        dlogits *= 1 - np.tanh(logits / cap) ** 2
+    g_head = g["lm_head"] if arch["untied_head"] else g["wte"]
+    g_head[:V] += np.einsum("btv,btc->vc", dlogits, lnf)
+    dx = norm_backward(dlogits @ head(p, arch)[:V], lnf_cache, p, g, "lnf", None, arch)
     for l in reversed(range(L)):
-        ln1, ln1_cache, att_cache, atty, ln2, ln2_cache, pre_gelu, h = layers[l]
+        ln1, ln1_cache, qk_caches, att_cache, atty, ln2, ln2_cache, pre_act, h = layers[l]
         # x = x + h @ fcprojw^T + fcprojb
         g["fcprojw"][l] = np.einsum("bto,btc->oc", dx, h)
-        g["fcprojb"][l] = dx.sum((0, 1))
-        dpre = gelu_backward(dx @ p["fcprojw"][l], pre_gelu)
+        if arch["bias"]:
+            g["fcprojb"][l] = dx.sum((0, 1))
+        dpre = act_backward(dx @ p["fcprojw"][l], pre_act, arch)
         g["fcw"][l] = np.einsum("bto,btc->oc", dpre, ln2)
-        g["fcb"][l] = dpre.sum((0, 1))
-        dln2, g["ln2w"][l], g["ln2b"][l] = layernorm_backward(dpre @ p["fcw"][l], p["ln2w"][l],
-                                                              ln2_cache)
-        dx = dx + dln2
+        if arch["bias"]:
+            g["fcb"][l] = dpre.sum((0, 1))
+        dx = dx + norm_backward(dpre @ p["fcw"][l], ln2_cache, p, g, "ln2", l, arch)
         # x = x + atty @ attprojw^T + attprojb
         g["attprojw"][l] = np.einsum("bto,btc->oc", dx, atty)
-        g["attprojb"][l] = dx.sum((0, 1))
-        dqkv = attention_backward(dx @ p["attprojw"][l], att_cache)
+        if arch["bias"]:
+            g["attprojb"][l] = dx.sum((0, 1))
+        dqkv = qk_backward(attention_backward(dx @ p["attprojw"][l], att_cache), qk_caches, arch)
         g["qkvw"][l] = np.einsum("bto,btc->oc", dqkv, ln1)
-        g["qkvb"][l] = dqkv.sum((0, 1))
-        dln1, g["ln1w"][l], g["ln1b"][l] = layernorm_backward(dqkv @ p["qkvw"][l], p["ln1w"][l],
-                                                              ln1_cache)
-        dx = dx + dln1
+        if arch["bias"]:
+            g["qkvb"][l] = dqkv.sum((0, 1))
+        dx = dx + norm_backward(dqkv @ p["qkvw"][l], ln1_cache, p, g, "ln1", l, arch)
     np.add.at(g["wte"], inputs, dx)
-    g["wpe"][:T] = dx.sum(0)
+    if not arch["rotary"]:
+        g["wpe"][:T] = dx.sum(0)
     return grad
 
 
@@ -208,22 +358,22 @@ def adamw_step(flat, grad, m, v, t, decay_mask):
     flat -= LR * (mhat / (np.sqrt(vhat) + ADAM_EPS) + WEIGHT_DECAY * decay_mask * flat)
 
 
-def gradient_check(flat, inputs, targets, rng, per_tensor=8, h=1e-4):
+def gradient_check(flat, inputs, targets, rng, arch, per_tensor=8, h=1e-4):
     """Checks backward against fourth-order central differences at random coordinates of every
     tensor. Their noise is about 1e-16 * loss / h (rounding), so a coordinate passes when the two
     differ by at most 1e-6 * |gradient| + 1e-9; exits 1 otherwise."""
-    analytic = backward(flat, forward(flat, inputs, targets)[2])
+    analytic = backward(flat, forward(flat, inputs, targets, arch)[2], arch)
     worst_rel, worst_abs, failures, offset = 0.0, 0.0, 0, 0
-    for name, shape in PARAM_SHAPES:
-        # rows of wte past V and of wpe past T get no gradient: sample where one exists
-        rows = {"wte": V, "wpe": T}.get(name, shape[0])
+    for name, shape in param_shapes(arch):
+        # rows of wte and lm_head past V and of wpe past T get no gradient: sample where one exists
+        rows = {"wte": V, "wpe": T, "lm_head": V}.get(name, shape[0])
         size = int(np.prod(shape))
         for i in rng.integers(0, rows * size // shape[0], per_tensor) + offset:
             saved = flat[i]
             loss_at = {}
             for step in (-2, -1, 1, 2):
                 flat[i] = saved + step * h
-                loss_at[step] = forward(flat, inputs, targets)[0]
+                loss_at[step] = forward(flat, inputs, targets, arch)[0]
             flat[i] = saved
             numeric = (8 * (loss_at[1] - loss_at[-1]) - (loss_at[2] - loss_at[-2])) / (12 * h)
             err = abs(numeric - analytic[i])
@@ -235,7 +385,7 @@ def gradient_check(flat, inputs, targets, rng, per_tensor=8, h=1e-4):
                 print(f"gradient check: {name} flat[{i}]: backward {analytic[i]:.9e}, "
                       f"finite difference {numeric:.9e}", file=sys.stderr)
         offset += size
-    print(f"gradient check: {per_tensor} coordinates of each of {len(PARAM_SHAPES)} tensors, "
+    print(f"gradient check: {per_tensor} coordinates of each of {len(param_shapes(arch))} tensors, "
           f"max relative error {worst_rel:.1e}, max absolute error {worst_abs:.1e}, "
           f"{failures} failed")
     if failures:
@@ -251,42 +401,62 @@ def write_reference(path, parts):
     os.replace(path + ".tmp", path)
 
 
+def model_reference(path, arch, seed, muon_steps):
+    """The reference file of the architecture at path: its init and batch from seed, the forward
+    and backward, NSTEPS AdamW steps and muon_steps Muon steps (tests/gen_muon_reference.py's)."""
+    rng = np.random.default_rng(seed)
+    flat = init_params(rng, arch)
+    tokens = rng.integers(0, V, (B, T + 1))
+    inputs, targets = tokens[:, :-1], tokens[:, 1:]  # next-token prediction, as in training
+    if os.environ.get("FLASHGPT_GRADCHECK") == "1":
+        gradient_check(flat, inputs, targets, rng, arch)
+
+    params0 = flat.copy()
+    loss0, logits0, cache = forward(flat, inputs, targets, arch)
+    grads0 = backward(flat, cache, arch)
+    grad_norm0 = np.sqrt((grads0 ** 2).sum())
+
+    P = num_params(arch)
+    decay_mask = np.zeros(P)
+    for name, view in views(decay_mask, arch).items():
+        view[...] = name in DECAYED
+    m, v = np.zeros(P), np.zeros(P)
+    losses = []
+    for t in range(1, NSTEPS + 1):
+        loss, _, cache = forward(flat, inputs, targets, arch)
+        losses.append(loss)
+        adamw_step(flat, backward(flat, cache, arch), m, v, t, decay_mask)
+
+    hyper = np.zeros(16, dtype="<f4")
+    hyper[:6] = [LR, BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, GRAD_CLIP]
+    muon_losses = []
+    if muon_steps:
+        import gen_muon_reference as muon  # noqa: E402  (it imports this file: only once this one is loaded)
+        hyper[6:15] = [muon.LR, muon.MOMENTUM, muon.EMBEDDING_LR, muon.HEAD_LR, muon.VECTOR_LR, muon.BETA1,
+                       muon.BETA2, muon.ADAM_EPS, muon.WEIGHT_DECAY]
+        flat, m, v = params0.copy(), np.zeros(P), np.zeros(P)
+        for t in range(1, muon_steps + 1):
+            loss, _, cache = forward(flat, inputs, targets, arch)
+            muon_losses.append(loss)
+            muon.muon_step(flat, backward(flat, cache, arch), m, v, t, 1.0, arch)
+
+    header = np.zeros(256, dtype="<i4")
+    header[:13] = [MAGIC, VERSION, B, T, MAXT, V, VP, L, NH, C, NSTEPS, P, muon_steps]
+    header[16:25] = architecture_slots(arch)
+    write_reference(path, [(header, "<i4"), (hyper, "<f4"), (inputs, "<i4"), (targets, "<i4"),
+                           (params0, "<f4"), (logits0, "<f4"), (loss0, "<f4"), (grads0, "<f4"),
+                           (grad_norm0, "<f4"), (np.array(losses), "<f4"), (np.array(muon_losses), "<f4")])
+    said = f", {muon_steps} Muon steps {muon_losses[0]:.6f} -> {muon_losses[-1]:.6f}" if muon_steps else ""
+    print(f"{path}: L={L} C={C} B={B} T={T}, loss {losses[0]:.6f} -> {losses[-1]:.6f} "
+          f"over {NSTEPS} AdamW steps{said}, grad norm {grad_norm0:.6f}")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: gen_gpt_reference.py OUTDIR")
     outdir = sys.argv[1]
-    rng = np.random.default_rng(SEED)
-    flat = init_params(rng)
-    tokens = rng.integers(0, V, (B, T + 1))
-    inputs, targets = tokens[:, :-1], tokens[:, 1:]  # next-token prediction, as in training
-    if os.environ.get("FLASHGPT_GRADCHECK") == "1":
-        gradient_check(flat, inputs, targets, rng)
-
-    params0 = flat.copy()
-    loss0, logits0, cache = forward(flat, inputs, targets)
-    grads0 = backward(flat, cache)
-    grad_norm0 = np.sqrt((grads0 ** 2).sum())
-
-    decay_mask = np.zeros(NUM_PARAMS)
-    for name, view in views(decay_mask).items():
-        view[...] = name in DECAYED
-    m, v = np.zeros(NUM_PARAMS), np.zeros(NUM_PARAMS)
-    losses = []
-    for t in range(1, NSTEPS + 1):
-        loss, _, cache = forward(flat, inputs, targets)
-        losses.append(loss)
-        adamw_step(flat, backward(flat, cache), m, v, t, decay_mask)
-
-    header = np.zeros(256, dtype="<i4")
-    header[:12] = [MAGIC, VERSION, B, T, MAXT, V, VP, L, NH, C, NSTEPS, NUM_PARAMS]
-    hyper = np.zeros(16, dtype="<f4")
-    hyper[:6] = [LR, BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, GRAD_CLIP]
-    path = os.path.join(outdir, "gpt_reference.bin")
-    write_reference(path, [(header, "<i4"), (hyper, "<f4"), (inputs, "<i4"), (targets, "<i4"),
-                           (params0, "<f4"), (logits0, "<f4"), (loss0, "<f4"), (grads0, "<f4"),
-                           (grad_norm0, "<f4"), (np.array(losses), "<f4")])
-    print(f"{path}: GPT-2 L={L} C={C} B={B} T={T}, loss {losses[0]:.6f} -> {losses[-1]:.6f} "
-          f"over {NSTEPS} AdamW steps, grad norm {grad_norm0:.6f}")
+    model_reference(os.path.join(outdir, "gpt_reference.bin"), GPT2, SEED, 0)
+    model_reference(os.path.join(outdir, "gpt_modern_reference.bin"), MODERN, SEED + 1, NSTEPS)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ Three parts, on the tiny GPT-2 of tests/gen_gpt_reference.py (its init, batch an
 - NSTEPS Muon steps from the initial parameters on the one batch: the loss before each.
 Layout (little-endian):
   int32 header[256]  [0] 20261202, [1] 1, [2] B, [3] T, [4] maxT, [5] V, [6] Vp, [7] L, [8] NH,
-                     [9] C, [10] NSTEPS, [11] P, [12] cases, [13] T0
+                     [9] C, [10] NSTEPS, [11] P, [12] cases, [13] T0, [16..24] the architecture
+                     (GPT-2's; gen_gpt_reference.py's layout)
   float32 hyper[16]  lr, momentum, embedding lr, vector lr, b1, b2, eps, weight decay, grad clip,
                      lr scale (of the one update)
   per case: int32 count, rows, cols; float32 input (count, rows, cols), each a bf16 value;
@@ -31,7 +32,7 @@ import gen_gpt_reference as gpt  # noqa: E402  (the model, its init and batch)
 
 MAGIC, VERSION = 20261202, 1
 NSTEPS, T0 = 10, 3
-LR, MOMENTUM, EMBEDDING_LR, VECTOR_LR = 0.02, 0.95, 0.001, 0.002
+LR, MOMENTUM, EMBEDDING_LR, HEAD_LR, VECTOR_LR = 0.02, 0.95, 0.001, 0.002, 0.002
 BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, GRAD_CLIP = 0.8, 0.95, 1e-8, 0.1, 1.0
 LR_SCALE = 0.75
 NS_A, NS_B, NS_C, NS_STEPS, NS_EPS = 3.4445, -4.7750, 2.0315, 5, 1e-7
@@ -51,12 +52,13 @@ def newton_schulz(m):
     return x.T if tall else x
 
 
-def muon_step(master, grad, m, v, t, lr_scale):
-    """One step of train_gpt's Muon on master, m and v in place, the gradient clipped first."""
+def muon_step(master, grad, m, v, t, lr_scale, arch=gpt.GPT2):
+    """One step of train_gpt's Muon on master, m and v in place (the parameters of a model of
+    the architecture arch), the gradient clipped first."""
     norm = np.sqrt((grad ** 2).sum())
     grad = grad * (GRAD_CLIP / norm) if norm > GRAD_CLIP else grad
-    p, g, mv, vv = gpt.views(master), gpt.views(grad), gpt.views(m), gpt.views(v)
-    for name, _ in gpt.PARAM_SHAPES:
+    p, g, mv, vv = gpt.views(master, arch), gpt.views(grad, arch), gpt.views(m, arch), gpt.views(v, arch)
+    for name, _ in gpt.param_shapes(arch):
         decay = WEIGHT_DECAY if name in gpt.DECAYED else 0.0
         if name in MATRICES:
             lr = LR * lr_scale
@@ -66,7 +68,7 @@ def muon_step(master, grad, m, v, t, lr_scale):
             update = np.stack([newton_schulz(layer) for layer in u]) * np.sqrt(max(1.0, rows / cols))
             p[name][...] -= lr * (decay * p[name] + update)
         else:
-            lr = (EMBEDDING_LR if name in EMBEDDINGS else VECTOR_LR) * lr_scale
+            lr = (EMBEDDING_LR if name in EMBEDDINGS else HEAD_LR if name == "lm_head" else VECTOR_LR) * lr_scale
             mv[name][...] = BETA1 * mv[name] + (1 - BETA1) * g[name]
             vv[name][...] = BETA2 * vv[name] + (1 - BETA2) * g[name] ** 2
             mhat, vhat = mv[name] / (1 - BETA1 ** t), vv[name] / (1 - BETA2 ** t)
@@ -112,6 +114,7 @@ def main():
 
     header = np.zeros(256, dtype="<i4")
     header[:14] = [MAGIC, VERSION, gpt.B, gpt.T, gpt.MAXT, gpt.V, gpt.VP, L, gpt.NH, C, NSTEPS, P, len(cases), T0]
+    header[16:25] = gpt.architecture_slots(gpt.GPT2)
     hyper = np.zeros(16, dtype="<f4")
     hyper[:10] = [LR, MOMENTUM, EMBEDDING_LR, VECTOR_LR, BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, GRAD_CLIP, LR_SCALE]
     parts = [(header, "<i4"), (hyper, "<f4")]

@@ -1,13 +1,15 @@
 // tests/reference_file.h: the header of the files the numpy reference generators write
 // (tests/gen_gpt_reference.py, tests/gen_muon_reference.py): int32[256] holding the magic, version
-// 1, B, T, the model's shape (maxT, V, Vp, L, NH, C), the steps and the parameter count; the
-// slots after those are each file's own. And the relative error a result is checked by.
+// 1, B, T, the model's shape (maxT, V, Vp, L, NH, C), the steps and the parameter count in slots
+// 0-11, the architecture in slots 16-24 (as the model checkpoint holds it, gpt/checkpoint.h); the
+// slots 12-15 are each file's own. And the relative error a result is checked by.
 #ifndef FLASHGPT_TESTS_REFERENCE_FILE_H
 #define FLASHGPT_TESTS_REFERENCE_FILE_H
 
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include "common/error.h"
 #include "gpt/parameters.h"
 
@@ -36,8 +38,16 @@ static inline FILE* open_reference(const char* path, int32_t magic, const char* 
     h->B = x[2];
     h->T = x[3];
     h->config = (GPTConfig){.maxT = x[4], .V = x[5], .Vp = x[6], .L = x[7], .NH = x[8], .C = x[9]};
+    memcpy(&h->config.arch, x + 16, sizeof(Architecture));
     h->nsteps = x[10];
     h->P = (size_t)x[11];
+    const char* invalid = gpt_config_invalid(&h->config);
+    if (!invalid) invalid = architecture_invalid(&h->config.arch);
+    if (invalid) {
+        set_err(why, "%s: bad header: %s", path, invalid);
+        fclose(f);
+        return NULL;
+    }
     if (h->P != count_params(&h->config)) {
         set_err(why, "%s: %zu parameters, the model has %zu", path, h->P, count_params(&h->config));
         fclose(f);

@@ -1,12 +1,14 @@
 // tests/test_config.c: the model shape's validation (gpt/config.h) against the sizes a crafted
-// checkpoint header can hold: every int32, near 2^31 included (CPU).
+// checkpoint header can hold: every int32, near 2^31 included; the architecture's fields, each
+// refused out of its range, the presets valid (CPU).
 #include <limits.h>
+#include <stddef.h>
 
 #include "gpt/config.h"
 #include "tests/test.h"
 
 static GPTConfig shape(int maxT, int V, int Vp, int L, int NH, int C) {
-    GPTConfig c = {.maxT = maxT, .V = V, .Vp = Vp, .L = L, .NH = NH, .C = C};
+    GPTConfig c = {.maxT = maxT, .V = V, .Vp = Vp, .L = L, .NH = NH, .C = C, .arch = ARCHITECTURE_GPT2};
     return c;
 }
 
@@ -59,7 +61,51 @@ static void test_real_shapes_valid(void) {
     test_end();
 }
 
+// Each field out of its range is refused, the presets are valid and named back, and a preset
+// with a field changed is described by its components.
+static void test_architecture_fields(void) {
+    test_begin("config_architecture_fields");
+    for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++) {
+        const Architecture* a = &architecture_presets[i].arch;
+        const char* why = architecture_invalid(a);
+        CHECK(!why, "preset %s: %s", architecture_presets[i].name, why);
+        CHECK(architecture_preset_of(a) == &architecture_presets[i], "preset %s is not found back",
+              architecture_presets[i].name);
+    }
+    const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
+    CHECK(architecture_is_gpt2(&gpt2) && !architecture_is_gpt2(&modern), "GPT-2's architecture is not told apart");
+    const float bad_floats[] = {1.0f, 0.5f, 0.0f, -1.0f, INFINITY, NAN};
+    for (int i = 0; i < 6; i++) {
+        Architecture a = modern;
+        a.rotary_base = bad_floats[i];
+        CHECK(architecture_invalid(&a) != NULL, "rotary base %g is accepted", bad_floats[i]);
+        a = modern;
+        a.softcap = bad_floats[i];
+        int valid = bad_floats[i] >= 0.0f && isfinite(bad_floats[i]);
+        CHECK((architecture_invalid(&a) == NULL) == valid, "softcap %g: %s", bad_floats[i],
+              valid ? "refused" : "accepted");
+    }
+    const size_t flags[] = {offsetof(Architecture, rotary),  offsetof(Architecture, rms_norm),
+                            offsetof(Architecture, qk_norm), offsetof(Architecture, relu2),
+                            offsetof(Architecture, bias),    offsetof(Architecture, untied_head),
+                            offsetof(Architecture, zero_init)};
+    for (int i = 0; i < 7; i++)
+        for (int v = -1; v <= 2; v += 3) {
+            Architecture a = gpt2;
+            memcpy((char*)&a + flags[i], &v, sizeof(v));
+            CHECK(architecture_invalid(&a) != NULL, "switch %d set to %d is accepted", i, v);
+        }
+    Architecture ablation = modern;
+    ablation.qk_norm = 0;
+    char text[256];
+    architecture_describe(&ablation, text, sizeof(text));
+    CHECK(!architecture_preset_of(&ablation) && strstr(text, "no qk-norm") && strstr(text, "rotary (base 10000)"),
+          "modern without QK-norm is described as '%s'", text);
+    test_end();
+}
+
 int main(void) {
+    test_architecture_fields();
     test_vocab_near_int_max();
     test_sizes_bounded();
     test_real_shapes_valid();

@@ -22,6 +22,9 @@
 //    noise of ~1e-2; how many were that close is printed). At temperature 1 (3 samples, drawn on
 //    the GPU) the samples go apart and each keeps its own prefix's logits; with top-k 5 (2
 //    samples, drawn on the host) every draw is among the full forward's 5 most likely.
+//    The same three for a model of the modern architecture (rotary and QK-norm on the step's q
+//    and k before the cache takes k, RMSNorm and ReLU^2 in the fused layers, the untied head, the
+//    soft-capped draw on the GPU and on the host).
 // 4. inference_set_seed, with the draws on the GPU and on the host: a seed set between steps
 //    changes no draw until the next prompt, which draws what a model built with that seed draws.
 #include <math.h>
@@ -144,14 +147,19 @@ static void inference_logits(const InferenceModel* m, int b, float* out) {
 // and each one's logits must still be its own prefix's (a cache row mixed up with another's
 // would not be); with top-k each draw must be among the k most likely of the full forward
 // (within 0.05 nats of the k-th, bf16 noise).
-// The d2-sized GPT of the inference tests, and its parameters: the contract's init with the
-// weights scaled up, so that the logits spread over several nats.
-static const GPTConfig SMALL_GPT = {.maxT = 128, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128};
+// The d2-sized GPT of the inference tests, in either architecture, and its parameters: the
+// contract's init with the weights scaled up, so that the logits spread over several nats (the
+// modern one's drawn too where its init has zeros: the projections and the head).
+static const GPTConfig SMALL_GPT = {.maxT = 128, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128,
+                                    .arch = ARCHITECTURE_GPT2};
+static const GPTConfig SMALL_MODERN = {.maxT = 128, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128,
+                                       .arch = ARCHITECTURE_MODERN};
 
-static float* small_gpt_values(void) {
-    const GPTConfig* c = &SMALL_GPT;
+static float* small_gpt_values(const GPTConfig* c) {
     float* values = (float*)malloc(count_params(c) * sizeof(float));
-    init_param_values(values, c, 11);
+    GPTConfig drawn = *c;
+    drawn.arch.zero_init = 0;
+    init_param_values(values, &drawn, 11);
     size_t sizes[NUM_PARAM_TENSORS], off = 0;
     param_sizes(c, sizes);
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
@@ -161,12 +169,12 @@ static float* small_gpt_values(void) {
     return values;
 }
 
-static void check_inference(const char* name, int samples, DrawSettings d) {
+static void check_inference(const char* name, const GPTConfig* config, int samples, DrawSettings d) {
     test_begin(name);
     const int prompt_len = 7, length = 96;
-    GPTConfig c = SMALL_GPT;
+    GPTConfig c = *config;
     ModelOptions mo = {.attention = {.kind = ATTENTION_FLASH}};
-    float* values = small_gpt_values();
+    float* values = small_gpt_values(&c);
     static InferenceModel cached;
     static GPT full;
     inference_build(&cached, c, samples, length, prompt_len, d);
@@ -258,7 +266,7 @@ static void check_seed(const char* name, DrawSettings d) {
     const int B = 2, n = 5, length = 64, per_run = (SEED_STEPS + 1) * B;
     const uint64_t other_seed = d.seed + 1000;
     const int prompt[n] = {1, 2, 3, 4, 5};
-    float* values = small_gpt_values();
+    float* values = small_gpt_values(&SMALL_GPT);
     static InferenceModel m, fresh;
     DrawSettings other = d;
     other.seed = other_seed;
@@ -283,15 +291,21 @@ static void check_seed(const char* name, DrawSettings d) {
     free(values);
 }
 
-static const char* const INFERENCE_NAMES[3] = {
+static const char* const INFERENCE_NAMES[6] = {
     "inference model: 3 greedy samples decoded together equal a full forward per token",
     "inference model: 3 samples at temperature 1, each its own prefix's logits",
-    "inference model: 2 samples with top-k 5 (drawn on the host), each its own prefix's logits"};
+    "inference model: 2 samples with top-k 5 (drawn on the host), each its own prefix's logits",
+    "inference model, modern: 3 greedy samples decoded together equal a full forward per token",
+    "inference model, modern: 3 samples at temperature 1 (soft-capped draw on the GPU), each its own prefix's logits",
+    "inference model, modern: 2 samples with top-k 5 (soft-capped draw on the host), each its own prefix's logits"};
 
 static void test_inference(void) {
-    check_inference(INFERENCE_NAMES[0], 3, (DrawSettings){0.0f, 0, 1.0f, 1});
-    check_inference(INFERENCE_NAMES[1], 3, (DrawSettings){1.0f, 0, 1.0f, 2});
-    check_inference(INFERENCE_NAMES[2], 2, (DrawSettings){1.0f, 5, 1.0f, 3});
+    for (int k = 0; k < 2; k++) {
+        const GPTConfig* c = k ? &SMALL_MODERN : &SMALL_GPT;
+        check_inference(INFERENCE_NAMES[3 * k], c, 3, (DrawSettings){0.0f, 0, 1.0f, 1});
+        check_inference(INFERENCE_NAMES[3 * k + 1], c, 3, (DrawSettings){1.0f, 0, 1.0f, 2});
+        check_inference(INFERENCE_NAMES[3 * k + 2], c, 2, (DrawSettings){1.0f, 5, 1.0f, 3});
+    }
     check_seed(SEED_NAMES[0], (DrawSettings){1.0f, 0, 1.0f, 4});
     check_seed(SEED_NAMES[1], (DrawSettings){1.0f, 5, 1.0f, 5});
 }
@@ -397,8 +411,9 @@ int main(void) {
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         const char* names[] = {"attention_decode HS64 T=3000", "attention_decode HS128 T=3000",
                                "attention_decode HS64 T=40", BATCHED_NAME, LATE_NAME, INFERENCE_NAMES[0],
-                               INFERENCE_NAMES[1], INFERENCE_NAMES[2], SEED_NAMES[0], SEED_NAMES[1]};
-        for (int i = 0; i < 10; i++) test_skip(names[i], "no CUDA device");
+                               INFERENCE_NAMES[1], INFERENCE_NAMES[2], INFERENCE_NAMES[3], INFERENCE_NAMES[4],
+                               INFERENCE_NAMES[5], SEED_NAMES[0], SEED_NAMES[1]};
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) test_skip(names[i], "no CUDA device");
         return test_exit_code();
     }
     test_decode_kernel(64, 3000);

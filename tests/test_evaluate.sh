@@ -119,8 +119,9 @@ else
     echo "SKIPPED evaluate_reference_checks_every_row (no numpy for $PYTHON: make venv)"
 fi
 
-# On the GPU: a d6 on the BPE, briefly trained (tests/test_learning.sh's settings, 200 steps).
-gpu_cases="evaluate_learned_model_prefers_the_real_lines evaluate_batches_leave_the_scores evaluate_matches_the_float64_reference"
+# On the GPU: a d6 on the BPE, briefly trained (tests/test_learning.sh's settings, 200 steps); the
+# same of the modern architecture (its own lr default, 2e-3) after it.
+gpu_cases="evaluate_learned_model_prefers_the_real_lines evaluate_batches_leave_the_scores evaluate_matches_the_float64_reference evaluate_learned_modern_model_prefers_the_real_lines"
 ./train_gpt --model d6 --context 256 -B 32 -T 256 --steps 200 --lr 1e-3 --warmup-steps 25 --min-lr-frac 0.1 \
     --weight-decay 0.1 --grad-clip 1 --seed 1 --val-every 0 --val-data '' \
     --train-data "$tmp/data/train_*.bin" --tokenizer "$tok" --out-dir "$tmp/run" > "$tmp/train.out" 2>&1
@@ -138,14 +139,18 @@ trained=(--checkpoint "$model" --tokenizer "$tok")
 
 # A model that learned some English prefers the real line over random letters. The threshold,
 # 12 of the 16 knowable items (0.75) by the mean loss, was set before any run; chance is 0.25.
-begin "evaluate_learned_model_prefers_the_real_lines"
-./evaluate "${trained[@]}" --hellaswag "$items" --max-items 16 --scores "$tmp/first16.csv" > "$tmp/first16.out" 2>&1
-st=$?
-check "evaluate failed: $(last "$tmp/first16.out")" test $st -eq 0
-right=$(sed -n 's/^hellaswag: .*, 16 items: acc .*, acc_norm [0-9.]* (\([0-9]*\) right)$/\1/p' "$tmp/first16.out")
-check "acc_norm of ${right:-no} right out of 16, expected at least 12: $(last "$tmp/first16.out")" \
-    test "${right:-0}" -ge 12
-end
+prefers_real_lines() {  # prefers_real_lines <case name> <out prefix> <evaluate's model options...>
+    local name=$1 out=$2; shift 2
+    begin "$name"
+    ./evaluate "$@" --hellaswag "$items" --max-items 16 --scores "$out.csv" > "$out.out" 2>&1
+    st=$?
+    check "evaluate failed: $(last "$out.out")" test $st -eq 0
+    right=$(sed -n 's/^hellaswag: .*, 16 items: acc .*, acc_norm [0-9.]* (\([0-9]*\) right)$/\1/p' "$out.out")
+    check "acc_norm of ${right:-no} right out of 16, expected at least 12: $(last "$out.out")" \
+        test "${right:-0}" -ge 12
+    end
+}
+prefers_real_lines "evaluate_learned_model_prefers_the_real_lines" "$tmp/first16" "${trained[@]}"
 
 # The full file in batches of 5 items (the last of 4) scores the first 16 items' rows in other
 # batch positions and at another padded length: their ids and sum_loss (within 1e-2 relative:
@@ -177,4 +182,15 @@ if [ -n "$numpy" ]; then
 else
     echo "SKIPPED evaluate_matches_the_float64_reference (no numpy for $PYTHON: make venv)"
 fi
+
+# The modern architecture (a version 7 checkpoint): evaluate reads it and scores with its model.
+./train_gpt --model d6 --context 256 -B 32 -T 256 --steps 200 --arch modern --warmup-steps 25 --min-lr-frac 0.1 \
+    --weight-decay 0.1 --grad-clip 1 --seed 1 --val-every 0 --val-data '' \
+    --train-data "$tmp/data/train_*.bin" --tokenizer "$tok" --out-dir "$tmp/modern" > "$tmp/modern_train.out" 2>&1
+if [ $? -ne 0 ]; then
+    echo "FAIL evaluate_learned_modern_model_prefers_the_real_lines: train_gpt: $(last "$tmp/modern_train.out")"
+    exit 1
+fi
+prefers_real_lines "evaluate_learned_modern_model_prefers_the_real_lines" "$tmp/modern16" \
+    --checkpoint "$tmp/modern/model_00000200.bin" --tokenizer "$tok"
 exit $((failures > 0))

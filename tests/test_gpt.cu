@@ -1,12 +1,15 @@
-// tests/test_gpt.cu: the GPT-2 of the gpt/ library against the float64 numpy reference
-// ($FLASHGPT_TESTDATA/gpt_reference.bin from tests/gen_gpt_reference.py: B=2, T=37, maxT=40,
-// V=97, Vp=128, L=2, NH=2, C=128): logits (B, T, V) and loss, every parameter gradient and the
-// grad norm, then 10 AdamW steps on the same batch; for the naive and the flash attention, and
-// with the activations recomputed in the backward and the classifier in chunks of rows; the
+// tests/test_gpt.cu: the GPT of the gpt/ library against the float64 numpy reference, in both
+// architectures ($FLASHGPT_TESTDATA/gpt_reference.bin and gpt_modern_reference.bin from
+// tests/gen_gpt_reference.py: B=2, T=37, maxT=40, V=97, Vp=128, L=2, NH=2, C=128): logits (B, T,
+// V) and loss, every parameter gradient and the grad norm, then 10 AdamW steps on the same batch
+// (the modern model also 10 Muon steps); for the naive and the flash attention, and with the
+// activations recomputed in the backward (layernorm: the norms, RMSNorm's too; gelu: GPT-2's
+// alone, as ReLU^2 keeps nothing else to recompute) and the classifier in chunks of rows; the
 // gradients of that batch through a model built for a larger one.
 // Then a resume with the train_gpt program: N steps straight vs N/2 steps, checkpoint, resume,
-// on shards written here (AdamW and Muon; Muon's float64 tests are tests/test_muon.cu); a run
-// from train_gpt --save-init's file against the run from the seed;
+// on shards written here (AdamW and Muon, GPT-2 and the modern recipe; Muon's float64 tests are
+// tests/test_muon.cu); a run from train_gpt --save-init's file against the run from the seed;
+// context parallelism simulated, both architectures;
 // the memory sizes (linear in T for flash, host only); naive and flash training side by side on
 // tinyshakespeare (the test text, TEST_TEXT), their loss curves compared.
 //
@@ -33,6 +36,7 @@
 #include "gpt/checkpoint.h"
 #include "gpt/gpt.h"
 #include "gpt/lr_schedule.h"
+#include "gpt/optimizer.h"
 #include "gpt/sampler.h"
 #include "layers/muon.h"
 #include "tests/reference_file.h"
@@ -46,10 +50,12 @@
 #define TOL_ADAMW 1e-2
 
 typedef struct {
-    int B, T, nsteps;
+    const char* model;   // "" (GPT-2's file) or "modern " (the test names say which)
+    int B, T, nsteps, muon_steps;
     GPTConfig config;
     size_t P;
-    float hyper[16];
+    float hyper[16];     // AdamW's lr, b1, b2, eps, weight decay, grad clip; Muon's lr, momentum,
+                         // embedding lr, head lr, vector lr, b1, b2, eps, weight decay
     int* inputs;      // (B, T)
     int* targets;     // (B, T)
     float* params;    // (P)
@@ -57,7 +63,8 @@ typedef struct {
     float loss;
     float* grads;     // (P)
     float grad_norm;
-    float* losses;    // (nsteps)
+    float* losses;    // (nsteps) AdamW's
+    float* muon_losses;   // (muon_steps)
 } Reference;
 
 static int read_floats(FILE* f, float* out, size_t n) { return fread(out, sizeof(float), n, f) == n; }
@@ -71,6 +78,7 @@ static int load_reference(const char* path, Reference* r, char* why) {
     r->T = h.T;
     r->config = h.config;
     r->nsteps = h.nsteps;
+    r->muon_steps = h.ints[12];
     r->P = h.P;
     size_t N = (size_t)r->B * r->T, V = r->config.V;
     r->inputs = (int*)malloc(N * sizeof(int));
@@ -79,11 +87,12 @@ static int load_reference(const char* path, Reference* r, char* why) {
     r->logits = (float*)malloc(N * V * sizeof(float));
     r->grads = (float*)malloc(r->P * sizeof(float));
     r->losses = (float*)malloc(r->nsteps * sizeof(float));
+    r->muon_losses = (float*)malloc((r->muon_steps + 1) * sizeof(float));
     int ok = read_floats(f, r->hyper, 16) && fread(r->inputs, sizeof(int), N, f) == N &&
              fread(r->targets, sizeof(int), N, f) == N && read_floats(f, r->params, r->P) &&
              read_floats(f, r->logits, N * V) && read_floats(f, &r->loss, 1) &&
              read_floats(f, r->grads, r->P) && read_floats(f, &r->grad_norm, 1) &&
-             read_floats(f, r->losses, r->nsteps);
+             read_floats(f, r->losses, r->nsteps) && read_floats(f, r->muon_losses, r->muon_steps);
     fclose(f);
     if (!ok) set_err(why, "%s: truncated", path);
     return ok ? 0 : -1;
@@ -105,29 +114,60 @@ static void mode_name(const ModelOptions* m, char* out, size_t len) {
     if (m->classifier_rows) snprintf(out + n, len - n, " chunk %d", m->classifier_rows);
 }
 
+// The parts of a reference test, by name: "gpt [modern ]forward <mode>", ...; Muon's where the
+// file has Muon steps.
+static const char* const REFERENCE_PARTS[4] = {"forward", "backward", "adamw", "muon"};
+static int reference_parts(int muon_steps) { return muon_steps ? 4 : 3; }
+
+// steps updates of the model g on the reference batch from its initial parameters, the loss
+// before each against losses (TOL_ADAMW); the test called name.
+static void check_steps(GPT* g, const Reference* r, const float* losses, int steps, const char* name,
+                        const char* mode) {
+    int B = r->B, T = r->T, N = B * T;
+    test_begin(name);
+    gpt_set_params(g, r->params);
+    double worst_step = 0.0;
+    for (int t = 0; t < steps; t++) {
+        gpt_zero_grads(g);
+        gpt_forward(g, r->inputs, B, T);
+        gpt_classifier(g, r->targets, B, T, 1.0f / N, 1);
+        gpt_backward(g, r->inputs, 1);
+        float step_loss = gpt_mean_loss(g, N);
+        gpt_update(g, g->optimizer.lr);
+        double err = fabs(step_loss - losses[t]) / fabs(losses[t]);
+        worst_step = err > worst_step ? err : worst_step;
+        CHECK(err < TOL_ADAMW, "step %d: loss %.6f vs reference %.6f", t + 1, step_loss, losses[t]);
+        if (t == steps - 1)
+            printf("    %s%s: loss after %d %s steps %.6f vs %.6f, worst relative error %.2e\n", r->model, mode, t,
+                   optimizer_name(g->optimizer.kind), step_loss, losses[t], worst_step);
+    }
+    test_end();
+}
+
 static void test_reference(const Reference* r, ModelOptions opt) {
     char name[192], mode[128];
     const GPTConfig* c = &r->config;
     int B = r->B, T = r->T, N = B * T, V = c->V, Vp = c->Vp;
+    const char* model = r->model;
     opt.attention.deterministic = 1;
     mode_name(&opt, mode, sizeof(mode));
     const char* why = attention_unsupported(&opt.attention, attention_shape(c, B, T));
     if (why) {
-        const char* parts[] = {"forward", "backward", "adamw"};
-        for (int i = 0; i < 3; i++) {
-            snprintf(name, sizeof(name), "gpt %s %s", parts[i], mode);
+        for (int i = 0; i < reference_parts(r->muon_steps); i++) {
+            snprintf(name, sizeof(name), "gpt %s%s %s", model, REFERENCE_PARTS[i], mode);
             test_skip(name, why);
         }
         return;
     }
     GPT g;
-    OptimizerConfig adamw = {.kind = OPTIMIZER_ADAMW, .lr = r->hyper[0], .b1 = r->hyper[1], .b2 = r->hyper[2],
-                             .eps = r->hyper[3], .weight_decay = r->hyper[4], .grad_clip = r->hyper[5]};
+    const float* h = r->hyper;
+    OptimizerConfig adamw = {.kind = OPTIMIZER_ADAMW, .lr = h[0], .b1 = h[1], .b2 = h[2], .eps = h[3],
+                             .weight_decay = h[4], .grad_clip = h[5]};
     gpt_build(&g, *c, B, T, &opt, NULL, &adamw);
     gpt_set_params(&g, r->params);
 
     // Forward: logits, a chunk of rows at a time, and loss.
-    snprintf(name, sizeof(name), "gpt forward %s", mode);
+    snprintf(name, sizeof(name), "gpt %sforward %s", model, mode);
     test_begin(name);
     cudaCheck(cudaMemset(g.acts_memory, 0xff, memory_sizes_total(&g.sizes) - g.sizes.params - g.sizes.grads -
                          g.sizes.optimizer));  // NaN everywhere: an unwritten activation shows
@@ -146,8 +186,8 @@ static void test_reference(const Reference* r, ModelOptions opt) {
     }
     double err_logits = relative_l2(logits, r->logits, (size_t)N * V);
     double err_loss = fabs(loss - r->loss) / fabs(r->loss);
-    printf("    %s: logits relative L2 error %.2e, loss %.6f vs %.6f (relative error %.2e)\n",
-           mode, err_logits, loss, r->loss, err_loss);
+    printf("    %s%s: logits relative L2 error %.2e, loss %.6f vs %.6f (relative error %.2e)\n",
+           model, mode, err_logits, loss, r->loss, err_loss);
     CHECK(err_logits < TOL_LOGITS, "logits relative L2 error %.3e >= %.0e", err_logits, TOL_LOGITS);
     CHECK(err_loss < TOL_LOSS, "loss %.6f vs reference %.6f", loss, r->loss);
     test_end();
@@ -155,7 +195,7 @@ static void test_reference(const Reference* r, ModelOptions opt) {
     free(logits);
 
     // Backward: every tensor's gradient, the norm, and the same bits on a second run.
-    snprintf(name, sizeof(name), "gpt backward %s", mode);
+    snprintf(name, sizeof(name), "gpt %sbackward %s", model, mode);
     test_begin(name);
     float* grads = (float*)malloc(r->P * sizeof(float));
     bf16* first = (bf16*)malloc(r->P * sizeof(bf16));
@@ -175,56 +215,51 @@ static void test_reference(const Reference* r, ModelOptions opt) {
     const char* worst_name = "";
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         size_t n = g.param_sizes[i];
+        if (n == 0) continue;   // not in the architecture
         double err = relative_l2(grads + off, r->grads + off, n);
-        printf("    %s: d%-9s relative L2 error %.2e\n", mode, param_names[i], err);
+        printf("    %s%s: d%-9s relative L2 error %.2e\n", model, mode, param_names[i], err);
         CHECK(err < TOL_GRAD, "d%s relative L2 error %.3e >= %.0e", param_names[i], err, TOL_GRAD);
         if (err > worst) { worst = err; worst_name = param_names[i]; }
         off += n;
     }
     float norm = gpt_grad_norm(&g);
     double err_norm = fabs(norm - r->grad_norm) / r->grad_norm;
-    printf("    %s: worst gradient d%s %.2e; grad norm %.6f vs %.6f (relative error %.2e)\n",
-           mode, worst_name, worst, norm, r->grad_norm, err_norm);
+    printf("    %s%s: worst gradient d%s %.2e; grad norm %.6f vs %.6f (relative error %.2e)\n",
+           model, mode, worst_name, worst, norm, r->grad_norm, err_norm);
     CHECK(err_norm < TOL_NORM, "grad norm %.6f vs reference %.6f", norm, r->grad_norm);
     test_end();
     free(grads);
     free(first);
     free(second);
 
-    // AdamW: nsteps updates on the same batch, comparing the loss before each.
-    snprintf(name, sizeof(name), "gpt adamw %s", mode);
-    test_begin(name);
-    gpt_set_params(&g, r->params);
-    double worst_step = 0.0;
-    for (int t = 0; t < r->nsteps; t++) {
-        gpt_zero_grads(&g);
-        gpt_forward(&g, r->inputs, B, T);
-        gpt_classifier(&g, r->targets, B, T, 1.0f / N, 1);
-        gpt_backward(&g, r->inputs, 1);
-        float step_loss = gpt_mean_loss(&g, N);
-        gpt_update(&g, g.optimizer.lr);
-        double err = fabs(step_loss - r->losses[t]) / fabs(r->losses[t]);
-        worst_step = err > worst_step ? err : worst_step;
-        CHECK(err < TOL_ADAMW, "step %d: loss %.6f vs reference %.6f", t + 1, step_loss, r->losses[t]);
-        if (t == r->nsteps - 1)
-            printf("    %s: loss after %d AdamW steps %.6f vs %.6f, worst relative error %.2e\n",
-                   mode, t, step_loss, r->losses[t], worst_step);
-    }
-    test_end();
+    // The optimizers: nsteps updates on the same batch, comparing the loss before each.
+    snprintf(name, sizeof(name), "gpt %sadamw %s", model, mode);
+    check_steps(&g, r, r->losses, r->nsteps, name, mode);
+    gpt_free(&g);
+    if (!r->muon_steps) return;
+    OptimizerConfig muon = {.kind = OPTIMIZER_MUON, .lr = h[6], .momentum = h[7], .embedding_lr = h[8],
+                            .head_lr = h[9], .vector_lr = h[10], .b1 = h[11], .b2 = h[12], .eps = h[13],
+                            .weight_decay = h[14], .grad_clip = h[5]};
+    gpt_build(&g, *c, B, T, &opt, NULL, &muon);
+    snprintf(name, sizeof(name), "gpt %smuon %s", model, mode);
+    check_steps(&g, r, r->muon_losses, r->muon_steps, name, mode);
     gpt_free(&g);
 }
 
 // The reference batch through a model built for a larger one (B + 1 rows of maxT tokens), as
 // evaluation runs smaller forwards: the backward takes the shape of the forward, whose
 // activations it reads, and gives the reference's gradients (TOL_GRAD). Every activation is NaN
-// before the forward, so a backward over the rows the forward did not write fails.
-#define SMALLER_FORWARD_NAME "gpt backward of a forward smaller than the model's batch"
+// before the forward, so a backward over the rows the forward did not write fails. With rotary
+// the rows take the positions of the forward's T, not the model's.
+#define SMALLER_FORWARD_NAME "gpt %sbackward of a forward smaller than the model's batch"
 
 static void test_backward_of_smaller_forward(const Reference* r) {
+    char name[192];
+    snprintf(name, sizeof(name), SMALLER_FORWARD_NAME, r->model);
     const GPTConfig* c = &r->config;
     int B = r->B, T = r->T, N = B * T;
     ModelOptions opt = {.attention = {.kind = ATTENTION_FLASH, .deterministic = 1}};
-    test_begin(SMALLER_FORWARD_NAME);
+    test_begin(name);
     GPT g;
     gpt_build(&g, *c, B + 1, c->maxT, &opt, NULL, NULL);
     gpt_set_params(&g, r->params);
@@ -440,23 +475,23 @@ static int skipped_below_two_gpus(const char* name) {
 
 // Context parallelism simulated on this GPU (the N ranks of the group in one process, the ring's
 // moves copies in memory): d6 runs of 2 and 4 ranks per sequence give the losses of the run
-// without it within bf16 noise (the ring rounds each block's partial output to bf16 before its
+// without it within bf16 noise, in either architecture (the modern one's rotary takes each zigzag
+// chunk's global positions: a chunk rotated by its local ones would not give the run's losses) (the ring rounds each block's partial output to bf16 before its
 // merge, and six layers and six AdamW steps carry that on): TOL_CP relative per step [2.4e-3
 // and 1.3e-3 for 2 and 4 ranks on an H200; d2 runs, 4e-5]. Then, with 2 GPUs, the ring through
 // NCCL against the same ring simulated: they differ in nothing but where the blocks run.
 #define TOL_CP 1e-2
-static void test_context_parallel(void) {
-    const char* simulated_name = "gpt context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it";
-    const char* nccl_name = "gpt context parallel through NCCL on 2 GPUs: the losses of the simulated ring";
+static void test_context_parallel(const char* simulated_name, const char* nccl_name, const char* folder,
+                                  const char* arch_args) {
     test_begin(simulated_name);
     TrainRuns runs;
-    train_runs_init(&runs, "gpt_cp");
+    train_runs_init(&runs, folder);
     float plain[RUN_STEPS], cp[3][RUN_STEPS];
-    char extra[256], label[32];
-    snprintf(extra, sizeof(extra), "-B %d --deterministic --model d6", RUN_B);
+    char extra[512], label[32];
+    snprintf(extra, sizeof(extra), "-B %d --deterministic --model d6 %s", RUN_B, arch_args);
     train_runs_run(&runs, "plain", "plain", extra, plain);
     for (int n = 2, k = 0; n <= 4; n *= 2, k++) {
-        snprintf(extra, sizeof(extra), "-B %d --deterministic --model d6 --context-parallel %d", RUN_B, n);
+        snprintf(extra, sizeof(extra), "-B %d --deterministic --model d6 %s --context-parallel %d", RUN_B, arch_args, n);
         snprintf(label, sizeof(label), "cp%d", n);
         train_runs_run(&runs, label, label, extra, cp[k]);
         printf("    %d ranks: worst relative loss difference %.2e\n", n, check_close_losses(cp[k], plain, 0, TOL_CP, label));
@@ -464,7 +499,7 @@ static void test_context_parallel(void) {
     test_end();
     if (skipped_below_two_gpus(nccl_name)) return;
     test_begin(nccl_name);
-    snprintf(extra, sizeof(extra), "-B %d --deterministic --model d6 --context-parallel 2 --gpus 2", RUN_B);
+    snprintf(extra, sizeof(extra), "-B %d --deterministic --model d6 %s --context-parallel 2 --gpus 2", RUN_B, arch_args);
     train_runs_run(&runs, "cp2_nccl", "cp2_nccl", extra, cp[2]);
     check_close_losses(cp[2], cp[0], 0, TOL_CP, "through NCCL against simulated");
     test_end();
@@ -577,14 +612,75 @@ static void test_schedule_and_sampler(void) {
     test_end();
 }
 
+// The parameters by architecture (host only): GPT-2's d12 has llm.c's 124 475 904 (its layout
+// unchanged), the modern one wte, the blocks' matrices and lm_head alone (162 201 600), every
+// other tensor of size 0, lm_head last. The init: from one seed, wte is the same draw in both
+// (the draws go tensor by tensor); zero_init leaves attprojw, fcprojw and lm_head zero; without
+// it lm_head is drawn, its padding rows zero.
+static void test_parameters_by_architecture(void) {
+    test_begin("gpt parameters by architecture: sizes, order and init");
+    GPTConfig gpt2 = {.maxT = 1024, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768,
+                      .arch = ARCHITECTURE_GPT2};
+    GPTConfig modern = gpt2;
+    modern.arch = (Architecture)ARCHITECTURE_MODERN;
+    CHECK(count_params(&gpt2) == 124475904, "GPT-2 d12: %zu parameters", count_params(&gpt2));
+    CHECK(count_params(&modern) == 162201600, "modern d12: %zu parameters", count_params(&modern));
+    size_t sizes[NUM_PARAM_TENSORS];
+    param_sizes(&modern, sizes);
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        int present = i == PARAM_WTE || param_group(i) == GROUP_MATRIX || i == PARAM_LM_HEAD;
+        CHECK((sizes[i] > 0) == present, "modern: %s has %zu elements", param_names[i], sizes[i]);
+    }
+    CHECK(sizes[PARAM_LM_HEAD] == sizes[PARAM_WTE], "lm_head has %zu elements", sizes[PARAM_LM_HEAD]);
+    // A small model's init, both ways.
+    gpt2 = (GPTConfig){.maxT = 40, .V = 97, .Vp = 128, .L = 2, .NH = 2, .C = 128, .arch = ARCHITECTURE_GPT2};
+    modern = gpt2;
+    modern.arch = (Architecture)ARCHITECTURE_MODERN;
+    GPTConfig drawn = modern;
+    drawn.arch.zero_init = 0;
+    size_t P2 = count_params(&gpt2), PM = count_params(&modern);
+    float* a = (float*)malloc(P2 * sizeof(float));
+    float* b = (float*)malloc(PM * sizeof(float));
+    float* d = (float*)malloc(PM * sizeof(float));
+    init_param_values(a, &gpt2, 3);
+    init_param_values(b, &modern, 3);
+    init_param_values(d, &drawn, 3);
+    size_t wte = (size_t)gpt2.Vp * gpt2.C, real = (size_t)gpt2.V * gpt2.C;
+    CHECK(memcmp(a, b, wte * sizeof(float)) == 0, "wte differs between the architectures from one seed");
+    param_sizes(&modern, sizes);
+    size_t off = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; off += sizes[i++]) {
+        int zero = i == PARAM_ATTPROJW || i == PARAM_FCPROJW || i == PARAM_LM_HEAD;
+        size_t nonzero_b = 0, nonzero_d = 0;
+        for (size_t j = 0; j < sizes[i]; j++) {
+            nonzero_b += b[off + j] != 0.0f;
+            nonzero_d += d[off + j] != 0.0f;
+        }
+        if (sizes[i]) CHECK(zero ? nonzero_b == 0 : nonzero_b > sizes[i] / 2, "modern: %s has %zu values not zero",
+                            param_names[i], nonzero_b);
+        if (i == PARAM_LM_HEAD) {
+            size_t padding = 0;
+            for (size_t j = real; j < sizes[i]; j++) padding += d[off + j] != 0.0f;
+            CHECK(nonzero_d > real / 2 && padding == 0, "lm_head drawn: %zu values not zero, %zu in its padding",
+                  nonzero_d, padding);
+        }
+    }
+    free(a);
+    free(b);
+    free(d);
+    test_end();
+}
+
 // The memory sizes (host only, no device needed), d12 with GPT-2's vocabulary: flash keeps
 // L (L, B, NH, T) fp32 per layer and nothing grows faster than T, so the whole model is
 // a + b T (its second difference over T, 2T, 3T is zero but for the 256-byte rounding of each
 // part); naive keeps P (L, B, NH, T, T) bf16. The logits stay within 1 GiB however many rows,
-// and each recomputation frees exactly the layers it no longer keeps.
+// and each recomputation frees exactly the layers it no longer keeps; the modern architecture's
+// buffers differ from GPT-2's by exactly the ones it has not and the ones it adds.
 static void test_memory_sizes(void) {
     test_begin("gpt memory sizes");
-    GPTConfig c = {.maxT = 0, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768};
+    GPTConfig c = {.maxT = 0, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768,
+                   .arch = ARCHITECTURE_GPT2};
     size_t L = c.L, NH = c.NH, C = c.C;
     ModelOptions flash = {.attention = {.kind = ATTENTION_FLASH}}, naive = {.attention = {.kind = ATTENTION_NAIVE}};
     double total[3];
@@ -616,6 +712,15 @@ static void test_memory_sizes(void) {
           "recompute layernorm frees %zu bytes", gelu.activations - both.activations);
     printf("    naive, B 64, T 1024: %.2f GiB, recompute gelu %.2f GiB, gelu,layernorm %.2f GiB\n",
            GIB(memory_sizes_total(&none)), GIB(memory_sizes_total(&gelu)), GIB(memory_sizes_total(&both)));
+    // The modern architecture keeps no GELU input (ReLU^2 its output alone) and no layernorm
+    // means; it adds QK-norm's rstd of each head's q and k, and rotary's positions.
+    GPTConfig modern = c;
+    modern.arch = (Architecture)ARCHITECTURE_MODERN;
+    MemorySizes m_modern = gpt_memory_sizes(&modern, 64, 1024, &naive, NULL, NULL);
+    size_t freed = L * N * 4 * C * sizeof(bf16) + (2 * L + 1) * N * sizeof(float);
+    size_t added = L * N * 2 * NH * sizeof(float) + N * sizeof(int);
+    CHECK(none.activations - m_modern.activations == freed - added, "the modern architecture's activations are %zu "
+          "bytes fewer than GPT-2's, expected %zu", none.activations - m_modern.activations, freed - added);
     // The optimizers: the same state (master, m, v), and under Muon the Newton-Schulz scratch of
     // its largest batch of matrices, fcw's (L, 4C, C); ZeRO-1 over 4 ranks cuts it to 3 layers'.
     OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW), muon = optimizer_defaults(OPTIMIZER_MUON);
@@ -661,7 +766,7 @@ static void test_loss_curves(void) {
     long n = (long)len;
     int ok = n > 2 * CURVE_T;
     CHECK(ok, "the test text has %ld bytes, fewer than two sequences", n);
-    GPTConfig c = {.maxT = CURVE_T, .V = 256, .Vp = 256, .L = 2, .NH = 2, .C = 128};
+    GPTConfig c = {.maxT = CURVE_T, .V = 256, .Vp = 256, .L = 2, .NH = 2, .C = 128, .arch = ARCHITECTURE_GPT2};
     LRSchedule schedule = {.lr = 2e-3f, .warmup_steps = 20, .min_lr_frac = 0.1f};
     OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW);
     adamw.lr = schedule.lr;
@@ -713,16 +818,24 @@ static void test_loss_curves(void) {
 
 int main(void) {
     test_schedule_and_sampler();
+    test_parameters_by_architecture();
     test_memory_sizes();
     // The float64 reference in every mode the trainer has: the recomputations and the
     // classifier chunks (N = 74 rows: chunks of 16 and 24 end on a partial one) must not
-    // change the result beyond bf16 noise.
+    // change the result beyond bf16 noise. The modern model keeps no GELU to recompute.
     const ModelOptions modes[] = {
         {.attention = {.kind = ATTENTION_NAIVE, .deterministic = 1}},
         {.attention = {.kind = ATTENTION_FLASH, .deterministic = 1}},
         {.attention = {.kind = ATTENTION_NAIVE, .deterministic = 1}, .recompute = RECOMPUTE_GELU,
          .classifier_rows = 16},
         {.attention = {.kind = ATTENTION_FLASH, .deterministic = 1}, .recompute = RECOMPUTE_GELU | RECOMPUTE_LAYERNORM,
+         .classifier_rows = 24},
+    };
+    const ModelOptions modern_modes[] = {
+        {.attention = {.kind = ATTENTION_NAIVE, .deterministic = 1}},
+        {.attention = {.kind = ATTENTION_FLASH, .deterministic = 1}},
+        {.attention = {.kind = ATTENTION_NAIVE, .deterministic = 1}, .classifier_rows = 16},
+        {.attention = {.kind = ATTENTION_FLASH, .deterministic = 1}, .recompute = RECOMPUTE_LAYERNORM,
          .classifier_rows = 24},
     };
     const int n_modes = sizeof(modes) / sizeof(modes[0]);
@@ -735,54 +848,77 @@ int main(void) {
     const char* muon_args = "--optimizer muon --lr 0.02";
     const char* resume_muon_args = "--optimizer muon --lr 0.02 --attention flash --deterministic";
     const char* resume_muon_name = "gpt resume bit-exact muon";
+    // The modern recipe (its own defaults: Muon's wte at 0.05), with its memory options.
+    const char* resume_modern_args =
+        "--arch modern --optimizer muon --lr 0.02 --attention flash --deterministic --recompute layernorm "
+        "--classifier-chunk 40";
+    const char* resume_modern_name = "gpt resume bit-exact modern muon recompute layernorm chunk 40";
     const char* deterministic_name = "gpt --deterministic muon: two runs, the same bits";
     const char* saved_init_name = "gpt --save-init: the run from its file takes the steps of the run from the seed";
     const char* dp1_name = "gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too";
     const char* dp1_muon_name = "gpt data parallel through NCCL, one rank, muon, with and without --zero 1 (by matrices)";
     const char* dp2_name = "gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2";
     const char* dp2_muon_name = "gpt data parallel, muon, 2 ranks against 1, --zero 0 and 1 (by matrices), resume 2->1 and 1->2";
+    const char* cp_names[2][2] = {
+        {"gpt context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
+         "gpt context parallel through NCCL on 2 GPUs: the losses of the simulated ring"},
+        {"gpt modern context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
+         "gpt modern context parallel through NCCL on 2 GPUs: the losses of the simulated ring"}};
     int devices = 0;
+    // The reference files: GPT-2's in every mode, the modern one's in those it has (with Muon).
+    const char* files[2] = {"gpt_reference.bin", "gpt_modern_reference.bin"};
+    const char* models[2] = {"", "modern "};
+    const ModelOptions* file_modes[2] = {modes, modern_modes};
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-        const char* parts[] = {"forward", "backward", "adamw"};
-        for (int i = 0; i < n_modes; i++) {
-            char name[192], mode[128];
-            mode_name(&modes[i], mode, sizeof(mode));
-            for (int j = 0; j < 3; j++) {
-                snprintf(name, sizeof(name), "gpt %s %s", parts[j], mode);
-                test_skip(name, "no CUDA device");
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < n_modes; i++) {
+                char name[192], mode[128];
+                mode_name(&file_modes[k][i], mode, sizeof(mode));
+                for (int j = 0; j < reference_parts(k); j++) {
+                    snprintf(name, sizeof(name), "gpt %s%s %s", models[k], REFERENCE_PARTS[j], mode);
+                    test_skip(name, "no CUDA device");
+                }
             }
+        for (int k = 0; k < 2; k++) {
+            char name[192];
+            snprintf(name, sizeof(name), SMALLER_FORWARD_NAME, models[k]);
+            test_skip(name, "no CUDA device");
         }
-        test_skip(SMALLER_FORWARD_NAME, "no CUDA device");
-        const char* runs[] = {resume_naive_name, resume_flash_name, resume_muon_name, deterministic_name,
-                              saved_init_name, dp1_name, dp1_muon_name, dp2_name, dp2_muon_name};
+        const char* runs[] = {resume_naive_name, resume_flash_name, resume_muon_name, resume_modern_name,
+                              deterministic_name, saved_init_name, dp1_name, dp1_muon_name, dp2_name,
+                              dp2_muon_name};
         for (const char* run : runs) test_skip(run, "no CUDA device");
-        test_skip("gpt context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
-                  "no CUDA device");
-        test_skip("gpt context parallel through NCCL on 2 GPUs: the losses of the simulated ring", "no CUDA device");
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < 2; j++) test_skip(cp_names[k][j], "no CUDA device");
         test_skip("gpt naive vs flash loss curves", "no CUDA device");
         return test_exit_code();
     }
-    char path[4096], why[ERR_LEN];
-    snprintf(path, sizeof(path), "%s/gpt_reference.bin", test_env("FLASHGPT_TESTDATA", "build/testdata"));
-    Reference r;
-    if (load_reference(path, &r, why) != 0) {
-        test_begin("gpt reference file");
-        CHECK(0, "%s", why);
-        test_end();
-    } else {
-        for (int i = 0; i < n_modes; i++) test_reference(&r, modes[i]);
+    for (int k = 0; k < 2; k++) {
+        char path[4096], why[ERR_LEN];
+        snprintf(path, sizeof(path), "%s/%s", test_env("FLASHGPT_TESTDATA", "build/testdata"), files[k]);
+        Reference r;
+        if (load_reference(path, &r, why) != 0) {
+            test_begin(files[k]);
+            CHECK(0, "%s", why);
+            test_end();
+            continue;
+        }
+        r.model = models[k];
+        for (int i = 0; i < n_modes; i++) test_reference(&r, file_modes[k][i]);
         test_backward_of_smaller_forward(&r);
     }
     test_resume(resume_naive_name, "gpt_resume_naive", resume_naive_args);
     test_resume(resume_flash_name, "gpt_resume_flash", resume_flash_args);
     test_resume(resume_muon_name, "gpt_resume_muon", resume_muon_args);
+    test_resume(resume_modern_name, "gpt_resume_modern", resume_modern_args);
     test_deterministic_runs(deterministic_name, resume_muon_args);
     test_saved_init(saved_init_name);
     test_data_parallel_one_rank(dp1_name, "gpt_dp1", "");
     test_data_parallel_one_rank(dp1_muon_name, "gpt_dp1_muon", muon_args);
     test_data_parallel_two_ranks(dp2_name, "gpt_dp2", "");
     test_data_parallel_two_ranks(dp2_muon_name, "gpt_dp2_muon", muon_args);
-    test_context_parallel();
+    test_context_parallel(cp_names[0][0], cp_names[0][1], "gpt_cp", "");
+    test_context_parallel(cp_names[1][0], cp_names[1][1], "gpt_cp_modern", "--arch modern");
     test_loss_curves();
     return test_exit_code();
 }

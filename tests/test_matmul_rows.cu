@@ -14,9 +14,12 @@
 //    opt-in limit, read from the device: on an A100 less than on Hopper) ends the program with
 //    one line naming matmul_rows_forward and the shared memory, before any kernel runs: this
 //    test run again as a child (--too-wide), which must exit non-zero with that line.
+// 9. RMSNorm without bias (the modern QKV layer and LM head), N 7 and 33, C 256, OC 768.
+// 10. RMSNorm and ReLU^2, no bias (the modern MLP's first layer), N 4 and 33, C 128, OC 512: the
+//    reference rounds h to bf16 before squaring it, as the kernel (and layers/matmul.h) do.
 // The output has one row more than N (where a column past OC of the last row would land) and the
-// cache one sequence more than N: both stay poisoned. The layernorm cases' inputs sit off zero
-// (mean 0.5), so a missed mean shows; the reference rounds the normalised row to bf16, as the
+// cache one sequence more than N: both stay poisoned. The norm cases' inputs sit off zero
+// (mean 0.5), so a missed mean shows (and RMSNorm's mean square is not a variance); the reference rounds the normalised row to bf16, as the
 // kernel does.
 // Tolerance: 1e-2 relative L2 over the output, and |out - ref| <= 1e-2 (|ref| + rms(ref)) for
 // each element: the output is rounded to bf16 once (2^-9 relative at most) and the sums run in
@@ -29,6 +32,7 @@
 #include "common/rng.h"
 #include "layers/layernorm.h"
 #include "layers/matmul_rows.h"
+#include "layers/rmsnorm.h"
 #include "tests/test.h"
 
 #define CACHE_LENGTH 9   // rows (positions) of each sequence's cache
@@ -39,6 +43,7 @@ typedef struct {
     int layernorm, bias, gelu, residual;
     const int* positions;   // the KV-cache write of columns C.. of row n at positions[n], or NULL
     int twice;              // a second call must give the same bits
+    int rms_norm, relu2;    // the modern block's norm and activation
 } Shape;
 
 // The inputs of a call, on the host (exact bf16 values) and on the GPU.
@@ -78,12 +83,22 @@ static void reference(double* ref, const Shape* s, float* const host[INPUTS]) {
             for (int k = 0; k < C; k++)
                 x[k] = __bfloat162float(__double2bfloat16((x[k] - m) * rstd * host[LN_WEIGHT][k] + host[LN_BIAS][k]));
         }
+        if (s->rms_norm) {
+            double ms = 0.0;
+            for (int k = 0; k < C; k++) ms += x[k] * x[k];
+            double rstd = 1.0 / sqrt(ms / C + RMSNORM_EPS);
+            for (int k = 0; k < C; k++) x[k] = __bfloat162float(__double2bfloat16(x[k] * rstd));
+        }
         for (int o = 0; o < OC; o++) {
             const float* w = host[WEIGHT] + (size_t)o * C;
             double v = 0.0;
             for (int k = 0; k < C; k++) v += x[k] * w[k];
             if (s->bias) v += host[BIAS][o];
             if (s->gelu) v = gelu_ref(v);
+            if (s->relu2) {
+                double h = __bfloat162float(__double2bfloat16(v));
+                v = h > 0.0 ? h * h : 0.0;
+            }
             if (s->residual) v += host[RESIDUAL][(size_t)n * OC + o];
             ref[(size_t)n * OC + o] = v;
         }
@@ -102,7 +117,7 @@ static double check_call(const Shape* s) {
     const int used[INPUTS] = {1, 1, s->layernorm, s->layernorm, s->bias, s->residual};
     // Weights scaled so the outputs are O(1) at every C; layernorm weights around 1.
     const float scales[INPUTS] = {1.0f, 0.1f * sqrtf(768.0f / C), 0.1f, 0.1f, 0.1f, 1.0f};
-    const float offsets[INPUTS] = {s->layernorm ? 0.5f : 0.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f};
+    const float offsets[INPUTS] = {s->layernorm || s->rms_norm ? 0.5f : 0.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f};
     float* host[INPUTS] = {NULL};
     bf16* dev[INPUTS] = {NULL};
     for (int i = 0; i < INPUTS; i++)
@@ -113,6 +128,8 @@ static double check_call(const Shape* s) {
     e.ln_bias = dev[LN_BIAS];
     e.bias = dev[BIAS];
     e.gelu = s->gelu;
+    e.rms_norm = s->rms_norm;
+    e.relu2 = s->relu2;
     e.residual = dev[RESIDUAL];
 
     const size_t out_n = (size_t)N * OC, out_alloc = out_n + OC;   // a row past N: must stay poisoned
@@ -207,6 +224,8 @@ static const char* const NAMES[] = {
     "matmul_rows: layernorm without bias (LM head), N 2, C 128, OC 384",
     "matmul_rows: the same call twice gives the same bits",
     "matmul_rows: a C past this GPU's shared memory ends the program in one line",
+    "matmul_rows: RMSNorm without bias (modern QKV and LM head), N 7 and 33, C 256, OC 768",
+    "matmul_rows: RMSNorm and ReLU^2 without bias (modern MLP), N 4 and 33, C 128, OC 512",
 };
 #define TESTS (int)(sizeof(NAMES) / sizeof(NAMES[0]))
 
@@ -279,5 +298,9 @@ int main(int argc, char** argv) {
     const Shape everything = {33, 768, 768, 1, 1, 1, 1, NULL, 1};
     run_test(NAMES[6], &everything, 1);
     test_too_wide(argv[0]);
+    const Shape modern_qkv[2] = {{7, 256, 768, 0, 0, 0, 0, NULL, 0, 1, 0}, {33, 256, 768, 0, 0, 0, 0, NULL, 0, 1, 0}};
+    run_test(NAMES[8], modern_qkv, 2);
+    const Shape modern_mlp[2] = {{4, 128, 512, 0, 0, 0, 0, NULL, 0, 1, 1}, {33, 128, 512, 0, 0, 0, 0, NULL, 0, 1, 1}};
+    run_test(NAMES[9], modern_mlp, 2);
     return test_exit_code();
 }

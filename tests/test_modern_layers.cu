@@ -9,7 +9,7 @@
 // 2^-8 of the value (half an ulp of 8 significant bits), ~1.5e-3 RMS, so bf16 outputs get 5e-3
 // for one rounding and 1e-2 where one more bf16 intermediate comes in; fp32 outputs get 1e-5 (a
 // few fp32 roundings, ~1e-7 each).
-// Rotary runs five sequences: at positions t, as rank 1 of a context-parallel group of 4 (two
+// Rotary runs five sequences (QK-norm and rotary together, and each alone): at positions t, as rank 1 of a context-parallel group of 4 (two
 // zigzag chunks, attention/ring.h), at 70 000 + t, at 2^24 - T + t (its last row at 2^24 - 1),
 // and at 5 + 3t (positions of their own, as a decoding step's rows).
 // Its outputs are held element by element too: |out - ref| <= 2^-8 |ref| + 2e-5 |pair|, |pair|
@@ -31,7 +31,8 @@
 
 static const char* case_names[] = {
     "modern_rmsnorm", "modern_rmsnorm_wide", "modern_rotary_hs64", "modern_rotary_hs128",
-    "modern_rotary_hs16", "modern_rotary_hs512", "modern_matmul_relu2", "modern_matmul_relu2_nobias",
+    "modern_rotary_hs16", "modern_rotary_hs512", "modern_qk_norm_alone_hs64", "modern_rotary_alone_hs128",
+    "modern_matmul_relu2", "modern_matmul_relu2_nobias",
     "modern_sample_softcap",
 };
 
@@ -116,12 +117,12 @@ static void rotary_angles_reference(double* c, double* s, int HS, double p, doub
     }
 }
 
-// out (HS) = the float64 forward of one query or key x (HS), rotated by the angles (c, s);
-// returns its rstd.
-static double rotary_reference(double* out, const double* x, int HS, const double* c, const double* s) {
+// out (HS) = the float64 forward of one query or key x (HS), normed (unless norm is 0) and
+// rotated by the angles (c, s); returns its rstd (1 without the norm).
+static double rotary_reference(double* out, const double* x, int HS, const double* c, const double* s, int norm) {
     double ms = 0.0;
     for (int i = 0; i < HS; i++) ms += x[i] * x[i] / HS;
-    double r = 1.0 / sqrt(ms + (double)RMSNORM_EPS);
+    double r = norm ? 1.0 / sqrt(ms + (double)RMSNORM_EPS) : 1.0;
     for (int i = 0; i < HS / 2; i++) {
         double y_lo = x[i] * r, y_hi = x[i + HS / 2] * r;
         out[i] = y_lo * c[i] - y_hi * s[i];
@@ -132,7 +133,7 @@ static double rotary_reference(double* out, const double* x, int HS, const doubl
 
 // dx (HS) = d/dx of sum(g * forward(x)) by central differences of the float64 forward.
 static void rotary_derivative(double* dx, const double* x, const double* g, int HS, const double* c,
-                              const double* s) {
+                              const double* s, int norm) {
     const double h = 1e-5;   // truncation ~h^2, cancellation ~1e-16 / h: both below 1e-9
     double xp[512], out[512];
     memcpy(xp, x, HS * sizeof(double));
@@ -140,7 +141,7 @@ static void rotary_derivative(double* dx, const double* x, const double* g, int 
         double sum[2];
         for (int side = 0; side < 2; side++) {
             xp[i] = x[i] + (side ? -h : h);
-            rotary_reference(out, xp, HS, c, s);
+            rotary_reference(out, xp, HS, c, s, norm);
             sum[side] = 0.0;
             for (int k = 0; k < HS; k++) sum[side] += g[k] * out[k];
         }
@@ -163,7 +164,9 @@ static int rotary_position(int b, int t, int T) {
     }
 }
 
-static void test_rotary(const char* name, int T, int NH, int HS) {
+// norm, rotate: the parts asked for (QK-norm, rotary); a part left out is NULL in the call and
+// absent from the reference (the angles of position 0: cos 1, sin 0).
+static void test_rotary(const char* name, int T, int NH, int HS, int norm, int rotate) {
     test_begin(name);
     const int B = ROTARY_SEQUENCES, N = B * T, width = 3 * NH * HS;
     const size_t n = (size_t)N * width;
@@ -176,11 +179,13 @@ static void test_rotary(const char* name, int T, int NH, int HS) {
     float* dqkv = random_values(n, 1.0f, 0.0f);
     bf16* d_qkv = to_device_bf16(qkv, n);
     float* d_rstd = (float*)device_alloc((size_t)N * 2 * NH * sizeof(float));
-    qk_norm_rotary_forward(d_qkv, d_rstd, d_positions, N, NH, HS, base, 0);
+    float* rstd_arg = norm ? d_rstd : NULL;
+    const int* positions_arg = rotate ? d_positions : NULL;
+    qk_norm_rotary_forward(d_qkv, rstd_arg, positions_arg, N, NH, HS, base, 0);
     bf16* d_dqkv[2];
     for (int run = 0; run < 2; run++) {
         d_dqkv[run] = to_device_bf16(dqkv, n);
-        qk_norm_rotary_backward(d_dqkv[run], d_qkv, d_rstd, d_positions, N, NH, HS, base, 0);
+        qk_norm_rotary_backward(d_dqkv[run], d_qkv, rstd_arg, positions_arg, N, NH, HS, base, 0);
     }
     float* out = from_device_bf16(d_qkv, n);
     float* rstd = from_device_f32(d_rstd, (size_t)N * 2 * NH);
@@ -200,14 +205,14 @@ static void test_rotary(const char* name, int T, int NH, int HS) {
     double worst[ROTARY_SEQUENCES] = {0};   // the largest |out - ref| / |pair| outside the bound
     for (int row = 0; row < N; row++) {
         const size_t at = (size_t)row * width, at_qk = (size_t)row * qk;
-        rotary_angles_reference(c, s, HS, positions[row], base);
+        rotary_angles_reference(c, s, HS, rotate ? positions[row] : 0, base);
         for (int v = 0; v < 2 * NH; v++) {
             for (int i = 0; i < HS; i++) {
                 x[i] = qkv[at + v * HS + i];
                 g[i] = dqkv[at + v * HS + i];
             }
-            ref_rstd[(size_t)row * 2 * NH + v] = rotary_reference(ref_out + at_qk + v * HS, x, HS, c, s);
-            rotary_derivative(ref_dx + at_qk + v * HS, x, g, HS, c, s);
+            ref_rstd[(size_t)row * 2 * NH + v] = rotary_reference(ref_out + at_qk + v * HS, x, HS, c, s, norm);
+            rotary_derivative(ref_dx + at_qk + v * HS, x, g, HS, c, s, norm);
         }
         for (int i = 0; i < qk; i++) {
             out_qk[at_qk + i] = out[at + i];
@@ -229,7 +234,7 @@ static void test_rotary(const char* name, int T, int NH, int HS) {
         CHECK(outside[b] == 0, "forward: %d elements of the sequence from position %d outside the bound, the worst "
               "%.2g of its pair's length", outside[b], positions[b * T], worst[b]);
     CHECK_ERR("forward out", out_qk, ref_out, n_qk, 5e-3);
-    CHECK_ERR("forward rstd", rstd, ref_rstd, (size_t)N * 2 * NH, 1e-5);
+    if (norm) CHECK_ERR("forward rstd", rstd, ref_rstd, (size_t)N * 2 * NH, 1e-5);
     CHECK(v_changed == 0, "forward: %d values of V changed", v_changed);
     // The backward recovers the normed queries and keys from the rounded output: one more bf16.
     CHECK_ERR("backward dqkv against the float64 forward's derivative", dx_qk, ref_dx, n_qk, 1e-2);
@@ -396,10 +401,13 @@ int main(void) {
     test_rmsnorm("modern_rmsnorm_wide", 77, 1600);
     // T even (two zigzag chunks); N = 5T rows, no multiple of the 8 rows of a block. 2 NH vectors
     // per row: the last round of groups part empty at HS 64 (8 a round), 128 (4) and 16 (32).
-    test_rotary("modern_rotary_hs64", 38, 3, 64);
-    test_rotary("modern_rotary_hs128", 22, 3, 128);
-    test_rotary("modern_rotary_hs16", 10, 17, 16);
-    test_rotary("modern_rotary_hs512", 6, 1, 512);
+    test_rotary("modern_rotary_hs64", 38, 3, 64, 1, 1);
+    test_rotary("modern_rotary_hs128", 22, 3, 128, 1, 1);
+    test_rotary("modern_rotary_hs16", 10, 17, 16, 1, 1);
+    test_rotary("modern_rotary_hs512", 6, 1, 512, 1, 1);
+    // Each part alone (the architecture's --qk-norm and --rotary switched on their own).
+    test_rotary("modern_qk_norm_alone_hs64", 38, 3, 64, 1, 0);
+    test_rotary("modern_rotary_alone_hs128", 22, 3, 128, 0, 1);
     test_matmul_relu2("modern_matmul_relu2", 1);
     test_matmul_relu2("modern_matmul_relu2_nobias", 0);
     test_sample_softcap();

@@ -12,7 +12,7 @@
 #include "gpt/mfu.h"
 #include "tests/test.h"
 
-static const GPTConfig D2 = {.maxT = 64, .V = 97, .Vp = 128, .L = 2, .NH = 2, .C = 128};
+static const GPTConfig D2 = {.maxT = 64, .V = 97, .Vp = 128, .L = 2, .NH = 2, .C = 128, .arch = ARCHITECTURE_GPT2};
 
 // Relative equality: the counts are sums of products of small integers, exact in a double.
 static int same(double a, double b) { return fabs(a - b) <= 1e-12 * fabs(b); }
@@ -167,7 +167,7 @@ static void test_profiled_step(void) {
 // H200 is 51.1% of 989 TFLOP/s, and twice the tokens on two GPUs is the same utilisation.
 static void test_mfu(void) {
     test_begin("mfu: model FLOPs over the peak of every GPU of the run");
-    GPTConfig d12 = {.maxT = 1024, .V = 50257, .Vp = 50304, .L = 12, .NH = 12, .C = 768};
+    GPTConfig d12 = {.maxT = 1024, .V = 50257, .Vp = 50304, .L = 12, .NH = 12, .C = 768, .arch = ARCHITECTURE_GPT2};
     double f = flops_per_token(&d12, 1024);
     double want = 6.0 * ((double)count_params(&d12) - 1024.0 * 768) + 12.0 * 12 * 768 * 1024;
     check_count("d12 FLOPs per token", f, want);

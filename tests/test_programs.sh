@@ -558,7 +558,7 @@ if [ -x ./train_gpt ]; then
         ./train_gpt $data --train-data "$tmp/ds/train_*.bin" --val-data "$tmp/not_regular/train_*.bin"
     refused "--init-from a FIFO" "$tmp/not_regular/model.bin" \
         ./train_gpt $data --train-data "$tmp/ds/train_*.bin" --init-from "$tmp/not_regular/model.bin"
-    refused "--resume a folder of FIFOs" "$tmp/not_regular/run/state_00000005.bin" \
+    refused "--resume a folder of FIFOs" "$tmp/not_regular/run/model_00000005.bin" \
         ./train_gpt -B 1 -T 64 --train-data "$tmp/ds/train_*.bin" --resume "$tmp/not_regular/run"
     refused "--tokenizer a FIFO" "$fifo_tok" ./train_gpt $data --train-data "$tmp/ds/train_*.bin" --tokenizer "$fifo_tok"
 fi

@@ -1,8 +1,9 @@
 // tests/test_state_file.cu: the training state's header (gpt/checkpoint.h), on the host: 2000
 // random AdamW states pack to the bytes of the layout every earlier version wrote (the slots
 // written out here by number, independently of the library's StateSlots) and read back to
-// themselves; Muon's settings take slots 32-38 of a version 2 file and leave the others as they
-// are; headers whose optimizer, version and settings disagree are refused with one line.
+// themselves; Muon's settings take slots 32-37 of a version 2 file (an untied head's learning
+// rate slot 38) and leave the others as they are; headers whose optimizer, version and settings
+// disagree are refused with one line.
 #include <float.h>
 #include <string.h>
 #include "common/rng.h"
@@ -83,7 +84,7 @@ static void test_adamw_layout(void) {
         unsigned char* p = (unsigned char*)&bits;
         for (size_t j = 0; j < sizeof(bits); j++) p[j] = (unsigned char)rng_next(&rng);
         bits.optimizer = OPTIMIZER_ADAMW;
-        bits.muon_momentum = bits.embedding_lr = bits.vector_lr = bits.adam_b1 = bits.adam_b2 = 0.0f;
+        bits.muon_momentum = bits.embedding_lr = bits.vector_lr = bits.adam_b1 = bits.adam_b2 = bits.head_lr = 0.0f;
         StateFileHeader packed, again;
         int32_t expected[HEADER_INTS];
         char err[ERR_LEN] = "";
@@ -113,13 +114,16 @@ static void test_adamw_layout(void) {
 }
 
 static void test_muon_slots(void) {
-    test_begin("state header: Muon's settings in slots 32-38 of version 2, the rest as AdamW's");
+    test_begin("state header: Muon's settings in slots 32-37 of version 2, an untied head's lr in 38, the rest as AdamW's");
     Rng rng = {46};
     for (int i = 0; i < 200; i++) {
         TrainingState s = random_state(&rng), back;
         StateFileHeader adamw, muon, again;
         state_header_pack(&s, &adamw);
         make_muon(&s, &rng);
+        // Every other state of an untied head: its lr in slot 38, which the files of a tied
+        // head and of earlier versions hold 0 in.
+        if (i % 2) s.head_lr = random_float(&rng, 1e-4f, 1e-2f);
         state_header_pack(&s, &muon);
         char err[ERR_LEN] = "";
         CHECK(muon.ints[1] == STATE_VERSION_MUON && adamw.ints[1] == STATE_VERSION_ADAMW, "versions %d and %d",
@@ -127,7 +131,8 @@ static void test_muon_slots(void) {
         CHECK(memcmp(muon.ints + 2, adamw.ints + 2, 30 * sizeof(int32_t)) == 0, "state %d: slots 2-31 differ", i);
         const float settings[5] = {s.muon_momentum, s.embedding_lr, s.vector_lr, s.adam_b1, s.adam_b2};
         CHECK(muon.ints[32] == OPTIMIZER_MUON && memcmp(muon.ints + 33, settings, sizeof(settings)) == 0,
-              "state %d: slots 32-38 do not hold the optimizer and its settings", i);
+              "state %d: slots 32-37 do not hold the optimizer and its settings", i);
+        CHECK(memcmp(muon.ints + 38, &s.head_lr, sizeof(float)) == 0, "state %d: slot 38 does not hold the head's lr", i);
         for (int k = 39; k < HEADER_INTS; k++) CHECK(muon.ints[k] == 0 && adamw.ints[k] == 0, "slot %d is not zero", k);
         for (int k = 32; k < 39; k++) CHECK(adamw.ints[k] == 0, "an AdamW state's slot %d is not zero", k);
         CHECK(state_header_unpack(&muon, &back, err) == 0, "state %d refused: %s", i, err);
@@ -159,6 +164,7 @@ static void momentum_one(StateFileHeader* h) { h->f.muon_momentum = 1.0f; }
 static void no_vector_lr(StateFileHeader* h) { h->f.vector_lr = 0.0f; }
 static void optimizer_two(StateFileHeader* h) { h->f.optimizer = 2; }
 static void beta_nan(StateFileHeader* h) { h->f.adam_b2 = NAN; }
+static void head_lr_given(StateFileHeader* h) { h->f.head_lr = 0.002f; }
 
 static void test_refusals(void) {
     test_begin("state header: an optimizer, version and settings that disagree are refused");
@@ -169,6 +175,7 @@ static void test_refusals(void) {
     expect_refused("Muon as version 1", &muon, to_version_1, "the version is not the optimizer's");
     expect_refused("version 3", &adamw, to_version_3, "unsupported training state version 3");
     expect_refused("AdamW with a momentum", &adamw, momentum_given, "an AdamW run with Muon's settings");
+    expect_refused("AdamW with a head lr", &adamw, head_lr_given, "an AdamW run with Muon's settings");
     expect_refused("Muon with momentum 1", &muon, momentum_one, "out of range");
     expect_refused("Muon without a vector lr", &muon, no_vector_lr, "out of range");
     expect_refused("optimizer 2", &adamw, optimizer_two, "--optimizer 2 is out of range");

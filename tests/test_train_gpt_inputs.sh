@@ -36,18 +36,30 @@ make_text "$tmp/b.txt" 400 2
 # training state (fp32 zeros) of the shape given, each with one thing changed when asked.
 cat > "$tmp/ckpt.py" <<'EOF'
 import struct, sys
-def params(maxT, V, Vp, L, NH, C):
+def params(maxT, V, Vp, L, NH, C, modern):
+    if modern:  # wte, the blocks' four matrices, lm_head
+        return 2 * Vp * C + L * 12 * C * C
     return Vp * C + maxT * C + L * (12 * C * C + 13 * C) + 2 * C
 def pad(V):
     return (V + 127) // 128 * 128
+def bits(x):
+    return struct.unpack("<i", struct.pack("<f", x))[0]
 kind, path = sys.argv[1], sys.argv[2]
 opt = dict(a.split("=", 1) for a in sys.argv[3:])
 maxT, V, L, NH, C = (int(opt.get(k, d)) for k, d in (("maxT", 64), ("V", 300), ("L", 2), ("NH", 2), ("C", 128)))
 Vp = int(opt.get("Vp", pad(V)))
+modern = "modern" in opt
 # A header with its own Vp is refused before its size counts: a few bytes of body stand in.
-P = params(maxT, V, Vp, L, NH, C) if "Vp" not in opt else 16
+P = params(maxT, V, Vp, L, NH, C, modern) if "Vp" not in opt else 16
 if kind == "model":
     header = [20240326, 5, maxT, V, L, NH, C, Vp]
+    if modern:  # version 7: the modern preset's architecture in slots 8-16, one changed slot when asked
+        header[1] = 7
+        header += [1, bits(10000.0), 1, 1, 1, 0, 1, 1, bits(30.0)]
+        if "slot" in opt:
+            at, value = (int(x) for x in opt["slot"].split(":"))
+            header += [0] * (at + 1 - len(header))
+            header[at] = value
     body = bytearray(2 * P)
     if "nan" in opt:
         body[2 * int(opt["nan"]):2 * int(opt["nan"]) + 2] = struct.pack("<H", 0x7fc0)
@@ -135,6 +147,61 @@ check "a state with a NaN: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_000
 pair "$tmp/r" -- negative_v=3
 resume "$tmp/r"
 check "a negative second moment: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: the AdamW v of parameter 3 is -1"
+end
+
+begin "train_gpt_architecture_of_the_checkpoint"
+# A modern model (version 7): resumed and started from with its architecture, by --arch or
+# without it; another architecture asked for, a corrupt architecture and an unused slot set are
+# refused naming the file or what differs.
+pair "$tmp/modern" modern=1 -- modern=1
+resume "$tmp/modern"
+check "a modern run resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+resume "$tmp/modern" --arch modern --softcap 30
+check "a modern run resumed with --arch modern: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+resume "$tmp/modern" --arch gpt2
+check "a modern run resumed as gpt2: $(last "$tmp/out")" says "$tmp/out" \
+    "the architecture asked for (gpt2) is not that of $tmp/modern (modern)"
+resume "$tmp/modern" --qk-norm 0
+check "a modern run resumed without QK-norm: $(last "$tmp/out")" says "$tmp/out" \
+    "the architecture asked for (rotary (base 10000), rms norm, no qk-norm, .*) is not that of $tmp/modern (modern)"
+resume "$tmp/good" --arch modern
+check "a GPT-2 run resumed as modern: $(last "$tmp/out")" says "$tmp/out" "the architecture asked for (modern) is not that of"
+pair "$tmp/r" modern=1 -- 
+resume "$tmp/r"
+check "a modern model with a GPT-2's state: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: .* bytes, expected"
+pair "$tmp/r" modern=1 slot=12:2 -- modern=1
+resume "$tmp/r"
+check "a switch of 2: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/model_00000005.bin: corrupt header: a switch of the architecture is neither 0 nor 1"
+pair "$tmp/r" modern=1 slot=9:0 -- modern=1
+resume "$tmp/r"
+check "a rotary base of 0: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: corrupt header: the rotary base"
+pair "$tmp/r" modern=1 slot=17:1 -- modern=1
+resume "$tmp/r"
+check "a slot past the architecture: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: corrupt header: slot 17 holds 1"
+pair "$tmp/r" modern=1 C=96 -- modern=1 C=96
+resume "$tmp/r"
+check "rotary at head size 48: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: the head size must be"
+ckpt model "$tmp/modern.bin" modern=1
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/modern.bin" > "$tmp/out" 2>&1
+check "--init-from a modern model: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/modern.bin" --head tied > "$tmp/out" 2>&1
+check "--init-from a modern model, --head tied: $(last "$tmp/out")" says "$tmp/out" "the architecture asked for"
+./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch modern --optimizer muon --head-lr 0.01 \
+    --recompute layernorm > "$tmp/out" 2>&1
+check "--arch modern: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --optimizer muon --head-lr 0.01 > "$tmp/out" 2>&1
+check "--head-lr of a tied head: $(last "$tmp/out")" says "$tmp/out" "--head-lr: the model's head is wte"
+./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch modern --recompute gelu > "$tmp/out" 2>&1
+check "--recompute gelu of relu2: $(last "$tmp/out")" says "$tmp/out" "--recompute gelu: the relu2 MLP"
+./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch modern --rotary-base 1 > "$tmp/out" 2>&1
+check "--rotary-base 1: $(last "$tmp/out")" says "$tmp/out" "the architecture (.*): the rotary base"
+./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch other > "$tmp/out" 2>&1
+check "--arch other: $(last "$tmp/out")" says "$tmp/out" "--arch other: expected gpt2 or modern"
+if [ -x ./generate ]; then
+    ./generate --checkpoint "$tmp/modern.bin" --tokenizer "$tmp/ds/tokenizer.bin" hello > "$tmp/out" 2>&1
+    check "generate a modern model: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+fi
 end
 
 begin "train_gpt_state_header_sizes_bounded"
@@ -411,7 +478,7 @@ done <<'EOF'
 --muon-momentum 0.9|--muon-momentum is a setting of --optimizer muon
 --adam-beta1 0.9|--adam-beta1 is a setting of --optimizer muon
 --optimizer muon --muon-momentum 1|--muon-momentum 1 must be in \[0, 1)
---optimizer muon --embedding-lr 0|--embedding-lr 0 and --vector-lr 0.002 must be positive
+--optimizer muon --embedding-lr 0|--embedding-lr 0, --head-lr 0.002 and --vector-lr 0.002 must be positive
 --optimizer muon --adam-beta2 -0.5|--adam-beta1 0.8 and --adam-beta2 -0.5 must be in \[0, 1)
 --optimizer muon --lr 0|--lr 0 must be positive
 --optimizer muon --lr 0.01 --muon-momentum 0 --weight-decay 0.1|no CUDA device
@@ -429,7 +496,7 @@ done <<'EOF'
 -xyz|unknown option -x in '-xyz' (train_gpt --help lists the options)
 -x|unknown option -x (train_gpt --help lists the options)
 --nothing|unknown option --nothing (train_gpt --help lists the options)
---s 5|--s is ambiguous: it begins 6 options
+--s 5|--s is ambiguous: it begins 7 options
 --deterministic=1|--deterministic takes no value
 --steps|--steps needs a value
 -- extra|unexpected argument 'extra'
