@@ -44,7 +44,7 @@ typedef struct {
     const char* model;           // preset name
     int context;                 // maxT
     int model_given, context_given;   // set on the command line (they must match a checkpoint)
-    const char* arch;            // architecture preset name (gpt/config.h)
+    int arch;                    // architecture preset (gpt/config.h's architecture_presets)
     int arch_given;
     Architecture components;     // the architecture's fields given on their own (components_given,
     int components_given[ARCHITECTURE_FIELDS];   // in Architecture's field order)
@@ -77,12 +77,6 @@ typedef struct {
     int profile_step;            // of this step; 0: the run's second
 } TrainOptions;
 
-static void parse_attention(const char* name, const char* value, void* kind) {
-    if (!strcmp(value, "flash")) *(AttentionKind*)kind = ATTENTION_FLASH;
-    else if (!strcmp(value, "naive")) *(AttentionKind*)kind = ATTENTION_NAIVE;
-    else die("%s %s: expected flash or naive", name, value);
-}
-
 static void parse_recompute(const char* name, const char* value, void* flags) {
     if ((*(int*)flags = recompute_flags(value)) < 0)
         die("%s '%s': expected none or a comma-separated list of gelu and layernorm", name, value);
@@ -91,35 +85,6 @@ static void parse_recompute(const char* name, const char* value, void* flags) {
 static void parse_peak(const char* name, const char* value, void* peak) {
     *(float*)peak = parse_float(name, value);
     if (*(float*)peak <= 0.0f) die("%s %s: a peak must be positive", name, value);
-}
-
-static void parse_arch(const char* name, const char* value, void* arch) {
-    if (!find_architecture_preset(value)) die("%s %s: expected gpt2 or modern", name, value);
-    *(const char**)arch = value;
-}
-
-static void parse_norm(const char* name, const char* value, void* rms) {
-    if (!strcmp(value, "layer")) *(int*)rms = 0;
-    else if (!strcmp(value, "rms")) *(int*)rms = 1;
-    else die("%s %s: expected layer or rms", name, value);
-}
-
-static void parse_mlp(const char* name, const char* value, void* relu2) {
-    if (!strcmp(value, "gelu")) *(int*)relu2 = 0;
-    else if (!strcmp(value, "relu2")) *(int*)relu2 = 1;
-    else die("%s %s: expected gelu or relu2", name, value);
-}
-
-static void parse_head(const char* name, const char* value, void* untied) {
-    if (!strcmp(value, "tied")) *(int*)untied = 0;
-    else if (!strcmp(value, "untied")) *(int*)untied = 1;
-    else die("%s %s: expected tied or untied", name, value);
-}
-
-static void parse_optimizer(const char* name, const char* value, void* kind) {
-    if (!strcmp(value, "adamw")) *(OptimizerKind*)kind = OPTIMIZER_ADAMW;
-    else if (!strcmp(value, "muon")) *(OptimizerKind*)kind = OPTIMIZER_MUON;
-    else die("%s %s: expected adamw or muon", name, value);
 }
 
 // The optimizer's settings: those given, the kind's defaults (gpt/optimizer.h; the modern
@@ -158,7 +123,7 @@ static void resolve_optimizer(OptimizerConfig* o, int modern) {
 }
 
 static void parse_args(int argc, char** argv, TrainOptions* o) {
-    *o = (TrainOptions){.model = "d12", .context = 1024, .arch = "gpt2", .components = ARCHITECTURE_GPT2,
+    *o = (TrainOptions){.model = "d12", .context = 1024, .arch = 0, .components = ARCHITECTURE_GPT2,
                         .train_data = "datasets/tinyshakespeare/train_*.bin", .B = 4,
                         .T = 1024,
                         .optimizer = {.kind = OPTIMIZER_ADAMW, .lr = NAN, .momentum = NAN, .embedding_lr = NAN,
@@ -182,22 +147,22 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
          "write the initial model (drawn from --seed) to FILE, an fp32\ncheckpoint, and stop before the GPU"},
         {OPTION_TEXT, "--resume", "DIR", &o->resume_dir, "continue the run whose checkpoints are in DIR, exactly"},
         {OPTION_GROUP, "architecture (--arch, then each component on its own; a checkpoint's must match)"},
-        {OPTION_CALL, "--arch", "NAME", &o->arch,
+        {OPTION_CHOICE, "--arch", "gpt2|modern", &o->arch,
          "gpt2: GPT-2 of 2019 (llm.c and Hugging Face compatible);\nmodern: --rotary 1, --norm rms, --qk-norm 1, --mlp relu2, --bias 0,\n--head untied, --zero-init 1, --softcap 30, and its own\ndefaults: adamw --lr 2e-3, muon --embedding-lr 0.05\n[gpt2; with --resume or --init-from: the checkpoint's]",
-         0, 0, parse_arch, &o->arch_given},
+         0, 0, NULL, &o->arch_given},
         {OPTION_INT, "--rotary", "0|1", &a->rotary, "rotary position embeddings on q and k, no learned ones", 0, 1,
          NULL, &given[0]},
         {OPTION_FLOAT, "--rotary-base", "X", &a->rotary_base, "rotary's frequencies base^(-2i/HS) [10000]", 1,
          INFINITY, NULL, &given[1]},
-        {OPTION_CALL, "--norm", "KIND", &a->rms_norm, "layer (LayerNorm) or rms (RMSNorm without weights)", 0, 0,
-         parse_norm, &given[2]},
+        {OPTION_CHOICE, "--norm", "layer|rms", &a->rms_norm, "LayerNorm or RMSNorm (without weights)", 0, 0, NULL,
+         &given[2]},
         {OPTION_INT, "--qk-norm", "0|1", &a->qk_norm, "RMSNorm of each head's queries and keys", 0, 1, NULL,
          &given[3]},
-        {OPTION_CALL, "--mlp", "KIND", &a->relu2, "the MLP's activation: gelu (tanh form) or relu2", 0, 0,
-         parse_mlp, &given[4]},
+        {OPTION_CHOICE, "--mlp", "gelu|relu2", &a->relu2, "the MLP's activation: GELU (tanh form) or ReLU^2", 0, 0,
+         NULL, &given[4]},
         {OPTION_INT, "--bias", "0|1", &a->bias, "biases in the linear layers", 0, 1, NULL, &given[5]},
-        {OPTION_CALL, "--head", "KIND", &a->untied_head, "the output head: tied (wte) or untied (its own)", 0, 0,
-         parse_head, &given[6]},
+        {OPTION_CHOICE, "--head", "tied|untied", &a->untied_head, "the output head: wte, or one of its own", 0, 0,
+         NULL, &given[6]},
         {OPTION_INT, "--zero-init", "0|1", &a->zero_init, "the output projections and head start at zero", 0, 1,
          NULL, &given[7]},
         {OPTION_FLOAT, "--softcap", "X", &a->softcap, "logits z -> X tanh(z / X), 0 for none", 0, INFINITY, NULL,
@@ -220,10 +185,9 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
          INFINITY},
         {OPTION_SEED, "--seed", "N", &o->seed, "init, data order and sampling [1337]"},
         {OPTION_GROUP, "optimizer"},
-        {OPTION_CALL, "--optimizer", "KIND", &o->optimizer.kind,
+        {OPTION_CHOICE, "--optimizer", "adamw|muon", &o->optimizer.kind,
          "adamw: AdamW on every tensor; muon: Muon on the blocks' 2-D\nmatrices (momentum orthogonalised by "
-         "Newton-Schulz), Adam on\nthe embeddings and vectors; reaches AdamW's loss in fewer steps\n[adamw]",
-         0, 0, parse_optimizer},
+         "Newton-Schulz), Adam on\nthe embeddings and vectors; reaches AdamW's loss in fewer steps\n[adamw]"},
         {OPTION_FLOAT, "--lr", "X", &o->optimizer.lr,
          "peak learning rate: AdamW's, or Muon's for the matrices\n[adamw 3e-4 (modern 2e-3), muon 0.02]", 0, INFINITY},
         {OPTION_FLOAT, "--weight-decay", "X", &o->optimizer.weight_decay,
@@ -251,7 +215,7 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
          "where checkpoints go, made if missing; none without it (--resume: DIR)"},
         {OPTION_TEXT, "--log", "FILE", &o->log_path, "a CSV line per step (its folder made if missing)"},
         {OPTION_GROUP, "attention, memory and speed"},
-        {OPTION_CALL, "--attention", "KIND", &mo->attention.kind, "flash or naive [flash]", 0, 0, parse_attention},
+        {OPTION_CHOICE, "--attention", "flash|naive", &mo->attention.kind, "[flash]"},
         {OPTION_FLAG, "--deterministic", NULL, &mo->attention.deterministic,
          "the flash backward with the same bits every run (naive always is)"},
         {OPTION_CALL, "--recompute", "LIST", &mo->recompute,
@@ -335,7 +299,7 @@ static void resolve_architecture(Run* r, int from_file) {
     TrainOptions* o = &r->o;
     Architecture* arch = &r->config.arch;
     const Architecture file = *arch;
-    if (!from_file || o->arch_given) *arch = find_architecture_preset(o->arch)->arch;
+    if (!from_file || o->arch_given) *arch = architecture_presets[o->arch].arch;
     int32_t slots[ARCHITECTURE_FIELDS], given[ARCHITECTURE_FIELDS];
     memcpy(slots, arch, sizeof(slots));
     memcpy(given, &o->components, sizeof(given));
@@ -352,7 +316,7 @@ static void resolve_architecture(Run* r, int from_file) {
     const char* why = architecture_invalid(arch);
     if (!why) why = block_unsupported(arch, r->config.C / r->config.NH);
     if (why) die("the architecture (%s): %s", asked, why);
-    const ArchitecturePreset* defaults = o->arch_given ? find_architecture_preset(o->arch) : architecture_preset_of(arch);
+    const ArchitecturePreset* defaults = o->arch_given ? &architecture_presets[o->arch] : architecture_preset_of(arch);
     int head_lr_given = !isnan(o->optimizer.head_lr);
     resolve_optimizer(&o->optimizer, defaults && !strcmp(defaults->name, "modern"));
     if (head_lr_given && !arch->untied_head) die("--head-lr: the model's head is wte (--head tied), at --embedding-lr");

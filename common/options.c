@@ -37,6 +37,24 @@ static void print_help(const CommandLine* line) {
     printf("  %-*s%s\n", line->column - 2, "-h, --help", "this text");
 }
 
+// The index of value among the '|'-separated names of choices; otherwise the program ends,
+// naming them ("expected flash or naive").
+static int choice_index(const char* name, const char* choices, const char* value) {
+    char expected[256] = "";
+    int index = 0, count = 1;
+    for (const char* p = choices; *p; p++) count += *p == '|';
+    for (const char* p = choices;; index++) {
+        size_t len = strcspn(p, "|");
+        if (strlen(value) == len && !strncmp(p, value, len)) return index;
+        size_t at = strlen(expected);
+        snprintf(expected + at, sizeof(expected) - at, "%s%.*s", index == 0 ? "" : index == count - 1 ? " or " : ", ",
+                 (int)len, p);
+        if (!p[len]) break;
+        p += len + 1;
+    }
+    die("%s %s: expected %s", name, value, expected);
+}
+
 // Stores value (NULL: none, for a flag) where option o's goes; name is how errors name it.
 static void set_value(const Option* o, const char* name, const char* value) {
     switch (o->kind) {
@@ -57,6 +75,7 @@ static void set_value(const Option* o, const char* name, const char* value) {
         *(float*)o->target = v;
         break;
     }
+    case OPTION_CHOICE: *(int*)o->target = choice_index(name, o->value, value); break;
     case OPTION_CALL: o->call(name, value, o->target); break;
     }
 }

@@ -22,6 +22,7 @@ typedef enum {
     OPTION_INT64,   // a long long
     OPTION_SEED,    // a uint64_t (a negative integer wraps)
     OPTION_FLOAT,   // a float; from lo to hi when lo < hi (hi INFINITY: at least lo)
+    OPTION_CHOICE,  // one of the names in value ("flash|naive"); the int target takes its index
     OPTION_CALL,    // the program's own kind: call(name, value, target) parses and stores it
 } OptionKind;
 
@@ -29,7 +30,8 @@ typedef struct {
     OptionKind kind;
     const char* flags;   // as --help shows them, "--steps" or "-B, --batch-size"; errors name the first
     const char* value;   // the value's name in --help ("N"), NULL for none; "[N]": optional, given as
-                         // --name=N or as the next argument when that is a number
+                         // --name=N or as the next argument when that is a number; OPTION_CHOICE:
+                         // the names it takes, separated by '|'
     void* target;        // where the value goes
     const char* help;    // its text in --help; a "\n" in it starts a line under the one before
     double lo, hi;       // the range of OPTION_INT and OPTION_FLOAT

@@ -46,15 +46,10 @@ typedef struct {
     Architecture arch;
 } ArchitecturePreset;
 
-// gpt2 (llm.c- and Hugging Face-compatible, the default) and modern.
+// gpt2 (llm.c- and Hugging Face-compatible, the default) and modern, in the order of train_gpt's
+// --arch choices.
 static const ArchitecturePreset architecture_presets[] = {{"gpt2", ARCHITECTURE_GPT2}, {"modern", ARCHITECTURE_MODERN}};
 #define NUM_ARCHITECTURE_PRESETS ((int)(sizeof(architecture_presets) / sizeof(architecture_presets[0])))
-
-static inline const ArchitecturePreset* find_architecture_preset(const char* name) {
-    for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++)
-        if (!strcmp(name, architecture_presets[i].name)) return &architecture_presets[i];
-    return NULL;
-}
 
 // Field by field, by value.
 static inline int architecture_equal(const Architecture* a, const Architecture* b) {
