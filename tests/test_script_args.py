@@ -20,6 +20,15 @@
   shards (by name, through a link, a hard link), a folder, or in a missing folder is one error
   line, and the shards and their folder are left as they were; so is an --init-from that is no
   checkpoint or no file, or that is the --log, which leaves it as it was.
+- The architecture: train_gpt --save-init's checkpoints of the modern architecture and of an
+  ablation (version 6) are what scripts/gpt2_checkpoint.py reads (the architecture, the tensors
+  it has in their order, the zero-initialised ones zero); train_torch_reference.py settles its
+  architecture from such a checkpoint, or from --arch and the components, then says it needs
+  torch; options that ask for another architecture than the checkpoint's, a corrupt
+  architecture in its header (a switch of 2, a base of 0.5, a slot past it not 0) or a version
+  that does not fit its size are one line naming the file; an invalid architecture
+  (train_torch_reference.py and bench_torch_gpt2.py), a Muon setting under AdamW, --head-lr of a
+  tied head or a bad setting are argparse's error, all before torch.
 - scripts/gpu_*.sh, copied with gpu_common.sh into the scripts/ of a folder that stands for the
   repository and run there against stubs of the programs they call (make, nvidia-smi, python3,
   torchrun, compute-sanitizer, ./train_gpt and the others; each records that it ran): --help
@@ -247,6 +256,114 @@ def case_torch_scripts():
         case.end()
 
 
+def save_init(path, shard, *arch_args):
+    """train_gpt --save-init's initial model (seed 1337) of a d2 with a context of 16 on the shard,
+    of the architecture arch_args ask for: the C writer's file. Returns the CompletedProcess."""
+    return subprocess.run([os.path.join(ROOT, "train_gpt"), "--train-data", shard, "--model", "d2", "--context", "16",
+                           "-T", "16", "-B", "2", *arch_args, "--save-init", path],
+                          capture_output=True, text=True, timeout=120)
+
+
+def edited(path, name, offset, data):
+    """A copy of the file at path, named name beside it, with data written at byte offset."""
+    out = os.path.join(os.path.dirname(path), name)
+    with open(path, "rb") as f:
+        content = bytearray(f.read())
+    content[offset:offset + len(data)] = data
+    with open(out, "wb") as f:
+        f.write(content)
+    return out
+
+
+def case_architecture_options():
+    """The architecture and its optimizer settings in the torch scripts, before torch; the model
+    checkpoints of versions 6 and 7 (train_gpt's own) in scripts/gpt2_checkpoint.py."""
+    d = folder("architecture")
+    env = without(d, "torch")
+    shard = os.path.join(d, "train_000000.bin")
+    with open(shard, "wb") as f:  # 1000 tokens of a vocabulary of 97 (data/shard.h's header)
+        f.write(array("i", [20240520, 1, 1000, 97] + [0] * 252).tobytes() + array("H", [i % 97 for i in range(1000)]).tobytes())
+    train = ["--train-data", shard, "--model", "d2", "--context", "16", "-T", "16"]
+    modern, ablation = os.path.join(d, "modern.bin"), os.path.join(d, "ablation.bin")
+    ablation_args = ["--arch", "modern", "--rotary", "0", "--bias", "1", "--softcap", "0"]
+    case = Case("train_gpt --save-init --arch modern (and an ablation): what scripts/gpt2_checkpoint.py reads, "
+                "each tensor in its place")
+    for path, args in ((modern, ["--arch", "modern"]), (ablation, ablation_args)):
+        result = save_init(path, shard, *args)
+        case.check(result.returncode == 0, f"train_gpt {' '.join(args)} --save-init: {result.stdout + result.stderr}")
+    if case.check(os.path.exists(modern) and os.path.exists(ablation), "no checkpoints"):
+        sys.path.insert(0, SCRIPTS)
+        from gpt2_checkpoint import Checkpoint  # numpy's: make test runs this test with it
+        from gpt_architecture import PRESETS
+        ck = Checkpoint(modern)
+        case.check((ck.version, ck.arch, tuple(ck.shape)) == (6, PRESETS["modern"], (16, 97, 2, 2, 128)),
+                   f"version {ck.version}, {ck.arch}, {ck.shape}")
+        # zero_init: the projections and the head 0; wte drawn, its padding rows 0
+        for sl, values in ck.slices():
+            if "c_proj" in sl.hf_name or sl.hf_name == "lm_head.weight":
+                case.check(not values.any(), f"{sl.hf_name}: not zero")
+            else:
+                rows = 97 if sl.hf_name == "wte.weight" else len(values)
+                case.check(values[:rows].all() and not values[rows:].any(), f"{sl.hf_name}: not drawn where it should be")
+        names = [sl.hf_name for sl, _ in ck.slices()]
+        case.check(names[0] == "wte.weight" and names[-1] == "lm_head.weight" and len(names) == 1 + 4 * 2 + 1,
+                   f"the slices {names}")
+        ab = Checkpoint(ablation)
+        case.check(ab.arch._replace(rotary=1, bias=0, softcap=30.0) == PRESETS["modern"] and
+                   [sl.hf_name for sl, _ in ab.slices()][:3] == ["wte.weight", "wpe.weight", "h.0.attn.c_attn.weight"],
+                   f"the ablation: {ab.arch}, {[sl.hf_name for sl, _ in ab.slices()][:3]}")
+    case.end()
+
+    name = "train_torch_reference.py"
+    for args in (["--init-from", modern], ["--init-from", ablation] + ablation_args,
+                 ["--init-from", modern, "--optimizer", "muon", "--head-lr", "0.01"],
+                 ["--arch", "modern", "--optimizer", "muon", "--embedding-lr", "0.1", "--head-lr", "0.01"]):
+        case = Case(f"{name} {' '.join(os.path.basename(a) for a in args)}: the architecture settled, then "
+                    "one line saying it needs torch")
+        one_error_line(case, run_script(script(name), *train, *args, env=env), "needs torch")
+        case.end()
+    def slot(value):  # a header slot's bytes: an int32, or a float by its bits
+        return array("i" if isinstance(value, int) else "f", [value]).tobytes()
+    for args, must_mention in (
+            (["--init-from", modern, "--arch", "gpt2"], f"{modern}: the architecture asked for (gpt2) is not the "
+                                                        "checkpoint's (modern)"),
+            (["--init-from", modern, "--softcap", "15"], "softcap 15) is not the checkpoint's (modern)"),
+            (["--init-from", ablation, "--arch", "modern"], "is not the checkpoint's (learned positions"),
+            (["--init-from", edited(modern, "rotary2.bin", 4 * 8, slot(2))], "corrupt header: rotary 2 is neither"),
+            (["--init-from", edited(modern, "base.bin", 4 * 9, slot(0.5))], "corrupt header: the rotary base 0.5"),
+            (["--init-from", edited(modern, "slot17.bin", 4 * 17, slot(5))],
+             "corrupt header: slot 17 holds 5, past the architecture"),
+            (["--init-from", edited(modern, "v7.bin", 4, slot(7))], "trailing bytes")):
+        case = Case(f"{name} {' '.join(os.path.basename(a) for a in args)}: refused in one line naming the "
+                    "checkpoint, before torch")
+        one_error_line(case, run_script(script(name), *train, *args, env=env), must_mention)
+        case.end()
+    for script_name, good in ((name, train), ("bench_torch_gpt2.py", [])):
+        for args, must_mention in ((["--arch", "gpt3"], "invalid choice: 'gpt3'"), (["--norm", "cube"], "--norm"),
+                                   (["--softcap", "-1"], "the softcap -1.0 is not"),
+                                   (["--arch", "modern", "--rotary-base", "1"], "the rotary base 1.0 is not"),
+                                   (["--rotary-base", "inf"], "the rotary base inf")):
+            case = Case(f"{script_name} {' '.join(args)}: refused before torch")
+            result = run_script(script(script_name), *good, *args, env=env)
+            case.check(result.returncode == 2 and must_mention in result.stderr and "needs torch" not in result.stderr,
+                       f"exit {result.returncode}, stderr {result.stderr.strip()[-200:]!r}")
+            case.end()
+    for args, must_mention in ((["--head-lr", "0.01"], "--head-lr is a setting of --optimizer muon"),
+                               (["--arch", "modern", "--adam-beta1", "0.9"], "--adam-beta1 is a setting"),
+                               (["--optimizer", "muon", "--head-lr", "0.01"], "the model's head is wte"),
+                               (["--arch", "modern", "--optimizer", "muon", "--muon-momentum", "1"], "[0, 1)"),
+                               (["--arch", "modern", "--lr", "0"], "--lr 0.0 must be positive")):
+        case = Case(f"{name} {' '.join(args)}: refused before torch")
+        result = run_script(script(name), *train, *args, env=env)
+        case.check(result.returncode == 2 and must_mention in result.stderr, f"exit {result.returncode}, "
+                   f"stderr {result.stderr.strip()[-200:]!r}")
+        case.end()
+    case = Case("bench_torch_gpt2.py --arch modern --optimizer muon without torch: one line saying it needs torch")
+    one_error_line(case, run_script(script("bench_torch_gpt2.py"), "--arch", "modern", "--optimizer", "muon",
+                                    env=env), "needs torch")
+    case.end()
+
+
 # The GPU scripts' commands: on PATH, and at the paths they run from the repository root.
 PATH_STUBS = ["make", "nvidia-smi", "python3", "torchrun", "compute-sanitizer"]
 LOCAL_STUBS = ["train_gpt", "prepare_data", "generate", "build/tests/test_attention",
@@ -366,6 +483,7 @@ def main():
     case_compare_curves()
     case_without_numpy()
     case_torch_scripts()
+    case_architecture_options()
     case_gpu_scripts()
     case_gpu_parity_variables()
     return 1 if Case.failures else 0
