@@ -1,19 +1,27 @@
 #!/usr/bin/env python3
 # The PyTorch baseline for train_gpt's speed (a benchmark only; nothing in the build uses it):
-# train_gpt's GPT-2 (scripts/torch_gpt2.py; d12 by default: L 12, C 768, NH 12), the model under
-# torch.compile, bf16 autocast with fp32 weights, fused AdamW and gradient clipping, on random
-# tokens of GPT-2's vocabulary (50257, padded to 50304). The context is T (learned positions sized to it), as in train_gpt's comparison.
+# train_gpt's model (scripts/torch_gpt2.py; d12 by default: L 12, C 768, NH 12) of the
+# architecture of --arch and the component options (train_gpt's, scripts/gpt_architecture.py;
+# GPT-2's by default), the model under torch.compile, bf16 autocast with fp32 weights, gradient
+# clipping and train_gpt's optimizer (--optimizer: fused AdamW, or Muon with Adam for the rest,
+# scripts/torch_optimizers.py, at train_gpt's defaults for the architecture), on random tokens of
+# GPT-2's vocabulary (50257, padded to 50304). The context is T (learned positions sized to it),
+# as in train_gpt's comparison.
 # Prints tokens/s, the mean over the steps after the warm-up ones (which compile), and the peak
 # memory PyTorch allocated (GiB = 2^30 bytes). Under torchrun the model is wrapped in
 # DistributedDataParallel, every rank takes -B sequences a step, and tokens/s counts all ranks
 # (peak memory: rank 0's).
 #   python3 scripts/bench_torch_gpt2.py -B 1 -T 65536 --steps 8 --warmup 3
+#   python3 scripts/bench_torch_gpt2.py --arch modern --optimizer muon -B 64 -T 1024
 #   torchrun --nproc_per_node 2 scripts/bench_torch_gpt2.py -B 64 -T 1024
 import argparse
 import os
 import time
+from types import SimpleNamespace
 
+import gpt_architecture
 from torch_needed import exit_without
+from torch_optimizers import Muon, adamw, defaults
 
 try:
     import torch
@@ -35,9 +43,15 @@ def main():
     ap.add_argument("--heads", type=int, default=12)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=3, help="untimed first steps (they compile)")
+    ap.add_argument("--optimizer", choices=["adamw", "muon"], default="adamw", help="train_gpt's [adamw]")
+    gpt_architecture.add_options(ap)
     a = ap.parse_args()
     if a.steps <= a.warmup:
         ap.error("--steps must exceed --warmup")
+    try:
+        arch, preset = gpt_architecture.from_options(a)
+    except ValueError as e:
+        ap.error(str(e))
     exit_without(torch)
     world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -47,8 +61,10 @@ def main():
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = True
     dev = f"cuda:{local_rank}"
-    model = GPT(a.layers, a.channels, a.heads, 50257, a.T).to(dev)
-    opt = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
+    model = GPT(a.layers, a.channels, a.heads, 50257, a.T, arch=arch).to(dev)
+    settings = SimpleNamespace(**defaults(a.optimizer, preset))
+    muon = a.optimizer == "muon"
+    opt = Muon(model, settings) if muon else adamw(model, settings)
     step_fn = torch.compile(DistributedDataParallel(model, device_ids=[local_rank]) if world > 1 else model)
     times = []
     for step in range(a.steps):
@@ -60,7 +76,10 @@ def main():
             loss = step_fn(idx, targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        if muon:
+            opt.step(1.0)
+        else:
+            opt.step()
         opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
@@ -70,7 +89,8 @@ def main():
     tps = world * a.B * a.T * len(timed) / sum(timed)
     gpus = f", {world} GPUs (DDP)" if world > 1 else ""
     if rank == 0:
-        print(f"torch {torch.__version__} GPT-2 L {a.layers} C {a.channels} NH {a.heads}, B {a.B} T {a.T}{gpus}: "
+        print(f"torch {torch.__version__} GPT ({gpt_architecture.describe(arch)}, {a.optimizer}) L {a.layers} "
+              f"C {a.channels} NH {a.heads}, B {a.B} T {a.T}{gpus}: "
               f"{tps / 1e3:.1f}K tokens/s (mean of steps {a.warmup + 1}-{a.steps}), "
               f"peak allocated {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
     if world > 1:

@@ -19,6 +19,10 @@ seconds per step (validation excluded). The seconds per step are the mean over a
 after their first step, or over the logs of --timing NAME=GLOB, runs of that side made alone on
 the GPU when its curve's runs shared it; logs of one step give no time, and a side without one
 gets its step alone.
+--train-loss adds each side's training loss at the validation steps (the mean over the steps since
+the validation before, then over its runs) and says of its mean curves whether the validation
+loss rises after its lowest point, and if so whether the training loss falls meanwhile
+(over-fitting) or rises too (divergence).
 """
 import argparse
 import csv
@@ -66,12 +70,62 @@ def run_key(pattern, path):
     return path[wild[0][0]:len(path) - tail]
 
 
-def read_runs(name, pattern, validated=True):
-    """The runs of the logs pattern matches, by run_key."""
+def read_runs(name, pattern, read=read_run):
+    """The runs of the logs pattern matches, by run_key, each as read(path) gives it."""
     paths = sorted(glob.glob(pattern))
     if not paths:
         sys.exit(f"error: {name}: {pattern}: no file matches")
-    return {run_key(pattern, p): read_run(p, validated) for p in paths}
+    return {run_key(pattern, p): read(p) for p in paths}
+
+
+def read_train_loss(path):
+    """{step: training loss} of a log."""
+    try:
+        with open(path, newline="") as f:
+            return {int(row["step"]): float(row["loss"]) for row in csv.DictReader(f)}
+    except (OSError, KeyError, TypeError, ValueError, csv.Error) as e:
+        sys.exit(f"error: {path}: not a training log ({e})")
+
+
+def window_means(train, steps):
+    """{step: the mean training loss of the steps after the step before it in steps, up to it}."""
+    means, prev = {}, 0
+    for step in steps:
+        window = [loss for s, loss in train.items() if prev < s <= step]
+        means[step] = sum(window) / len(window) if window else math.nan
+        prev = step
+    return means
+
+
+def print_train_loss(sides, train_sides, steps):
+    """The training loss beside the validation loss at the validation steps, and what each side's
+    mean curves do after the lowest validation loss."""
+    val = {name: {s: sum(v[s] for _, v in runs.values()) / len(runs) for s in steps} for name, runs in sides}
+    train = {}
+    for name, runs in train_sides:
+        per_run = [window_means(t, steps) for t in runs.values()]
+        train[name] = {s: sum(m[s] for m in per_run) / len(per_run) for s in steps}
+    print("\ntraining loss (the mean of the steps since the validation before) and validation loss:")
+    print("| step | " + " | ".join(f"{n} training | {n} validation" for n, _ in sides) + " |")
+    print("|---" * (2 * len(sides) + 1) + "|")
+    for step in steps:
+        print(f"| {step} | " + " | ".join(f"{train[n][step]:.4f} | {val[n][step]:.4f}" for n, _ in sides) + " |")
+    print("\nafter the lowest validation loss (mean curves):")
+    for name, _ in sides:
+        lowest = min(steps, key=val[name].get)
+        last = steps[-1]
+        rise = val[name][last] - val[name][lowest]
+        t0, t1 = train[name][lowest], train[name][last]
+        if lowest == last:
+            verdict = "the validation loss is lowest at the last step"
+        elif t1 < t0:
+            verdict = (f"over-fitting: the validation loss rises {rise:+.4f} after step {lowest} while the training "
+                       f"loss falls from {t0:.4f} to {t1:.4f}")
+        else:
+            verdict = (f"divergence: the validation loss rises {rise:+.4f} after step {lowest} and the training "
+                       f"loss with it, from {t0:.4f} to {t1:.4f}")
+        print(f"  {name}: lowest validation {val[name][lowest]:.4f} at step {lowest}, last {val[name][last]:.4f}; "
+              f"{verdict}")
 
 
 def paired_differences(first, other, step):
@@ -105,6 +159,8 @@ def main(argv):
     ap.add_argument("--target", type=float, help="the loss to reach [the first side's mean final loss]")
     ap.add_argument("--timing", action="append", default=[], metavar="NAME=GLOB",
                     help="logs whose step times are side NAME's seconds per step")
+    ap.add_argument("--train-loss", action="store_true",
+                    help="the training loss beside the validation loss, and whether the latter rises")
     a = ap.parse_args(argv)
     if len(a.sides) % 2:
         ap.error("sides come in pairs: NAME GLOB")
@@ -114,7 +170,7 @@ def main(argv):
         name, _, pattern = spec.partition("=")
         if name not in dict(sides) or not pattern:
             ap.error(f"--timing {spec}: not NAME=GLOB of a side")
-        timing[name] = seconds_per_step(read_runs(name, pattern, validated=False))
+        timing[name] = seconds_per_step(read_runs(name, pattern, read=lambda path: read_run(path, validated=False)))
     steps = sorted(set.intersection(*(set(v) for _, runs in sides for _, v in runs.values())))
     if not steps:
         sys.exit("error: the runs share no validation step")
@@ -168,6 +224,10 @@ def main(argv):
             first_time = time if i == 0 else first_time
             print(f"  {name}: step {step:.0f} x {per_step * 1e3:.1f} ms ({source}) = {time:.1f} s" +
                   (f", {first_time / time:.3f}x as soon as {sides[0][0]}" if first_time else ""))
+    if a.train_loss:
+        train_sides = [(name, read_runs(name, pattern, read=read_train_loss))
+                       for name, pattern in zip(a.sides[::2], a.sides[1::2])]
+        print_train_loss(sides, train_sides, steps)
 
 
 if __name__ == "__main__":

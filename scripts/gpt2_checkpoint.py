@@ -4,8 +4,7 @@ and the safetensors file.
 
 The checkpoint is llm.c's: int32 header[256] ([0] 20240326, [1] version 3 (fp32 parameters) or
 5 (bf16), [2] maxT, [3] V, [4] L, [5] NH, [6] C, [7] Vp = V rounded up to a multiple of 128),
-then the parameters in this order (versions 6 and 7 are train_gpt's models of another
-architecture, gpt/checkpoint.h, which these scripts do not take):
+then the parameters in this order:
   wte (Vp, C), wpe (maxT, C), ln1w (L, C), ln1b (L, C), qkvw (L, 3C, C), qkvb (L, 3C),
   attprojw (L, C, C), attprojb (L, C), ln2w (L, C), ln2b (L, C), fcw (L, 4C, C), fcb (L, 4C),
   fcprojw (L, C, 4C), fcprojb (L, C), lnfw (C), lnfb (C)
@@ -13,6 +12,11 @@ A per-layer parameter is its L layers one after the other, so the file is a run 
 each match one Hugging Face tensor (layout() lists them). wte's rows past V are padding (zero):
 Hugging Face's wte.weight has V rows. GPT-2 stores its linear layers as Conv1D, weight (in, out);
 flashgpt stores (out, in), so those slices are the transposes of the Hugging Face tensors.
+Versions 6 (fp32) and 7 (bf16) are train_gpt's models of another architecture (gpt/checkpoint.h):
+header slots 8-16 hold it (scripts/gpt_architecture.py's fields in their order, the floats by
+their bits; every later slot 0), and the parameters are the tensors it has in the same order,
+then lm_head (Vp, C) when its head is untied (named lm_head.weight, padding rows past V). The
+import and the export take GPT-2's versions only; Checkpoint reads all four.
 
 safetensors: an 8-byte little-endian header length, a JSON header giving each tensor's dtype,
 shape and data_offsets (from the end of the header; "__metadata__" holds strings), then the data.
@@ -28,11 +32,14 @@ except ImportError:
     sys.exit(f"error: {os.path.basename(sys.argv[0])} needs numpy, which {sys.executable} lacks: "
              "`make venv` installs it into .venv, then run the script with .venv/bin/python3")
 
+from gpt_architecture import FLOAT_FIELDS, GPT2, Architecture, invalid
 from output_file import Failure, atomic_output, fail
 
 CHECKPOINT_MAGIC = 20240326
 VERSION_FP32, VERSION_BF16 = 3, 5
-VERSIONS_OTHER_ARCHITECTURE = (6, 7)
+VERSION_ARCH_FP32, VERSION_ARCH_BF16 = 6, 7
+VERSIONS_OTHER_ARCHITECTURE = (VERSION_ARCH_FP32, VERSION_ARCH_BF16)
+ARCHITECTURE_SLOTS = slice(8, 8 + len(Architecture._fields))
 HEADER_INTS = 256
 HEADER_BYTES = 4 * HEADER_INTS
 # The largest size a header slot (int32) holds, also once the vocabulary is padded to 128.
@@ -100,30 +107,38 @@ class Slice(NamedTuple):
     transposed: bool    # a Conv1D weight: shape is hf_shape reversed
 
 
-def parameter_count(s, hf=False):
-    """The parameters the checkpoint holds (hf: Hugging Face's, whose wte has V rows, not Vp),
-    by arithmetic: a header's sizes can be checked against a file's before layout(s) lists
-    12 L slices."""
-    C = s.C
-    return (s.V if hf else s.Vp) * C + s.maxT * C + s.L * (12 * C * C + 13 * C) + 2 * C
+def parameter_count(s, hf=False, arch=GPT2):
+    """The parameters the checkpoint of a model of shape s and architecture arch holds (hf:
+    Hugging Face's, whose wte has V rows, not Vp), by arithmetic: a header's sizes can be
+    checked against a file's before layout(s) lists 12 L slices."""
+    C, vocab = s.C, s.V if hf else s.Vp
+    per_layer = 12 * C * C + 9 * C * arch.bias + 4 * C * (not arch.rms_norm)
+    return (vocab * C * (1 + arch.untied_head) + s.maxT * C * (not arch.rotary) + s.L * per_layer +
+            2 * C * (not arch.rms_norm))
 
 
-def layout(s):
-    """The checkpoint's slices in file order."""
+def layout(s, arch=GPT2):
+    """The checkpoint's slices in file order: those of the tensors architecture arch has."""
     C = s.C
-    slices = [Slice("wte.weight", (s.V, C), (s.Vp, C), False),
-              Slice("wpe.weight", (s.maxT, C), (s.maxT, C), False)]
-    # (Hugging Face name in layer l, its shape there, Conv1D weight)
-    per_layer = [("ln_1.weight", (C,), False), ("ln_1.bias", (C,), False),
-                 ("attn.c_attn.weight", (C, 3 * C), True), ("attn.c_attn.bias", (3 * C,), False),
-                 ("attn.c_proj.weight", (C, C), True), ("attn.c_proj.bias", (C,), False),
-                 ("ln_2.weight", (C,), False), ("ln_2.bias", (C,), False),
-                 ("mlp.c_fc.weight", (C, 4 * C), True), ("mlp.c_fc.bias", (4 * C,), False),
-                 ("mlp.c_proj.weight", (4 * C, C), True), ("mlp.c_proj.bias", (C,), False)]
-    for name, hf_shape, transposed in per_layer:
+    norm, bias = not arch.rms_norm, arch.bias
+    slices = [Slice("wte.weight", (s.V, C), (s.Vp, C), False)]
+    if not arch.rotary:
+        slices.append(Slice("wpe.weight", (s.maxT, C), (s.maxT, C), False))
+    # (Hugging Face name in layer l, its shape there, Conv1D weight, whether the architecture has it)
+    per_layer = [("ln_1.weight", (C,), False, norm), ("ln_1.bias", (C,), False, norm),
+                 ("attn.c_attn.weight", (C, 3 * C), True, True), ("attn.c_attn.bias", (3 * C,), False, bias),
+                 ("attn.c_proj.weight", (C, C), True, True), ("attn.c_proj.bias", (C,), False, bias),
+                 ("ln_2.weight", (C,), False, norm), ("ln_2.bias", (C,), False, norm),
+                 ("mlp.c_fc.weight", (C, 4 * C), True, True), ("mlp.c_fc.bias", (4 * C,), False, bias),
+                 ("mlp.c_proj.weight", (4 * C, C), True, True), ("mlp.c_proj.bias", (C,), False, bias)]
+    for name, hf_shape, transposed, present in per_layer:
         shape = hf_shape[::-1] if transposed else hf_shape
-        slices += [Slice(f"h.{l}.{name}", hf_shape, shape, transposed) for l in range(s.L)]
-    slices += [Slice("ln_f.weight", (C,), (C,), False), Slice("ln_f.bias", (C,), (C,), False)]
+        if present:
+            slices += [Slice(f"h.{l}.{name}", hf_shape, shape, transposed) for l in range(s.L)]
+    if norm:
+        slices += [Slice("ln_f.weight", (C,), (C,), False), Slice("ln_f.bias", (C,), (C,), False)]
+    if arch.untied_head:
+        slices.append(Slice("lm_head.weight", (s.V, C), (s.Vp, C), False))
     return slices
 
 
@@ -131,7 +146,7 @@ def to_checkpoint(sl, hf_tensor):
     """A Hugging Face tensor as its checkpoint slice: transposed or zero-padded as it must be."""
     if sl.transposed:
         return hf_tensor.T
-    if sl.shape != sl.hf_shape:  # wte: padding rows
+    if sl.shape != sl.hf_shape:  # wte, lm_head: padding rows
         padded = np.zeros(sl.shape, dtype=hf_tensor.dtype)
         padded[:sl.hf_shape[0]] = hf_tensor
         return padded
@@ -185,9 +200,16 @@ def checkpoint_version(path):
     return version if magic == CHECKPOINT_MAGIC else None
 
 
+def architecture_from_slots(slots):
+    """The Architecture in a header's slots 8-16 (int32; the float fields by their bits)."""
+    floats = np.asarray(slots, dtype="<i4").view("<f4")
+    return Architecture(*(float(floats[i]) if field in FLOAT_FIELDS else int(slots[i])
+                          for i, field in enumerate(Architecture._fields)))
+
+
 class Checkpoint:
-    """A checkpoint file, checked (magic, version, sizes, file size, every value finite, as
-    train_gpt requires) and mapped."""
+    """A checkpoint file, checked (magic, version, sizes, the architecture, file size, every value
+    finite, as train_gpt requires) and mapped: shape, arch (GPT2 for versions 3 and 5), bf16."""
 
     def __init__(self, path):
         self.path = path
@@ -199,15 +221,26 @@ class Checkpoint:
         if header[0] != CHECKPOINT_MAGIC:
             fail(f"{path}: not a model checkpoint (magic {header[0]}, expected {CHECKPOINT_MAGIC})")
         self.version = int(header[1])
-        if self.version not in (VERSION_FP32, VERSION_BF16):
-            fail(f"{path}: unsupported checkpoint version {self.version} "
-                 f"(expected {VERSION_FP32}: fp32 or {VERSION_BF16}: bf16)")
+        if self.version not in (VERSION_FP32, VERSION_BF16) + VERSIONS_OTHER_ARCHITECTURE:
+            fail(f"{path}: unsupported checkpoint version {self.version} (expected {VERSION_FP32} or "
+                 f"{VERSION_BF16}: GPT-2, fp32 or bf16; {VERSION_ARCH_FP32} or {VERSION_ARCH_BF16}: another "
+                 "architecture)")
         maxT, V, L, NH, C, Vp = (int(v) for v in header[2:8])
         if min(maxT, V, L, NH, C) <= 0 or C % NH or Vp != padded_vocab(V):
             fail(f"{path}: corrupt header (maxT {maxT}, V {V}, L {L}, NH {NH}, C {C}, Vp {Vp})")
         self.shape = Shape(maxT, V, L, NH, C)
-        self.bf16 = self.version == VERSION_BF16
-        count = parameter_count(self.shape)
+        self.arch = GPT2
+        if self.version in VERSIONS_OTHER_ARCHITECTURE:
+            self.arch = architecture_from_slots(header[ARCHITECTURE_SLOTS])
+            why = invalid(self.arch)
+            if why:
+                fail(f"{path}: corrupt header: {why}")
+            past = np.flatnonzero(header[ARCHITECTURE_SLOTS.stop:])
+            if past.size:
+                slot = ARCHITECTURE_SLOTS.stop + int(past[0])
+                fail(f"{path}: corrupt header: slot {slot} holds {header[slot]}, past the architecture every slot is 0")
+        self.bf16 = self.version in (VERSION_BF16, VERSION_ARCH_BF16)
+        count = parameter_count(self.shape, arch=self.arch)
         want = HEADER_BYTES + count * (2 if self.bf16 else 4)
         if size != want:
             fail(f"{path}: {'truncated' if size < want else 'trailing bytes'} "
@@ -224,7 +257,7 @@ class Checkpoint:
     def slices(self):
         """(Slice, its values as stored: bf16 bits or float32, in checkpoint shape) in order."""
         offset = 0
-        for sl in layout(self.shape):
+        for sl in layout(self.shape, self.arch):
             n = int(np.prod(sl.shape))
             yield sl, self.values[offset:offset + n].reshape(sl.shape)
             offset += n

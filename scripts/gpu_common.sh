@@ -48,17 +48,30 @@ gpu_baseline() {
     echo "$1"
 }
 
-# gpu_generation_model DIR TEXT LOGS: the model of the generation checks in DIR/run/model_00000002.bin
-# (d12: L12 C768 NH12, TEXT's 8192-token BPE in DIR/data, a context of 16 384, two steps); a
-# step that fails is recorded.
+# gpu_generation_model DIR TEXT LOGS [ARCH]: the models of the generation checks, d12 (L12 C768
+# NH12) on TEXT's 8192-token BPE in DIR/data, a context of 16 384, two steps: GPT-2's in
+# DIR/run/model_00000002.bin, and with ARCH (train_gpt's --arch) one of that architecture in
+# DIR/run-ARCH/model_00000002.bin; a step that fails is recorded.
 gpu_generation_model() {
-    local dir=$1 text=$2 logs=$3
+    local dir=$1 text=$2 logs=$3 arch run
     rm -rf "$dir"
     ./prepare_data --vocab-size 8192 --split-blank-lines --out-dir "$dir/data" "$text" > "$logs/generate-prepare.log" 2>&1 ||
         step_failed "generation model: prepare_data"
-    ./train_gpt --model d12 --context 16384 -B 8 -T 1024 --steps 2 --train-data "$dir/data/train_*.bin" --val-every 0 \
-        --tokenizer "$dir/data/tokenizer.bin" --out-dir "$dir/run" > "$logs/generate-train.log" 2>&1 ||
-        { tail -3 "$logs/generate-train.log"; step_failed "generation model: train_gpt"; }
+    for arch in gpt2 ${4:-}; do
+        run=run-$arch
+        [ "$arch" = gpt2 ] && run=run
+        ./train_gpt --model d12 --arch "$arch" --context 16384 -B 8 -T 1024 --steps 2 --train-data "$dir/data/train_*.bin" \
+            --val-every 0 --tokenizer "$dir/data/tokenizer.bin" --out-dir "$dir/$run" > "$logs/generate-train-$arch.log" 2>&1 ||
+            { tail -3 "$logs/generate-train-$arch.log"; step_failed "generation model: train_gpt --arch $arch"; }
+    done
+}
+
+# gpu_training_tokens DIR: the tokens of prepare_data's train_*.bin shards in DIR (the counts in
+# their headers), through $PYTHON's numpy.
+gpu_training_tokens() {
+    "${PYTHON:-python3}" -c 'import glob, sys
+import numpy as np
+print(sum(int(np.fromfile(p, dtype=np.int32, count=3)[2]) for p in glob.glob(sys.argv[1] + "/train_*.bin")))' "$1"
 }
 
 # step_failed NAME: records that the step NAME failed.

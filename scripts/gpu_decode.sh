@@ -4,8 +4,10 @@
 # builds; runs the decoding tests (tests/test_matmul_rows.cu and tests/test_decode.cu, both under
 # compute-sanitizer memcheck too, test_matmul_rows under racecheck, tests/test_generation.sh,
 # tests/test_evaluate.sh); trains the d12 model of gpu_check.sh (L12 C768 NH12, the test text's
-# 8192-token BPE, a context of 16 384, two steps) and times `generate` greedy, 256 new tokens, at
-# prompts of 1, ~1000 and ~15 000 tokens and 1, 8 and 32 samples, next to PyTorch's decoding loop
+# 8192-token BPE, a context of 16 384, two steps) and one of the modern architecture beside it
+# (--arch modern, the same shape, data and steps), and times `generate` greedy, 256 new tokens, at
+# prompts of 1, ~1000 and ~15 000 tokens and 1, 8 and 32 samples on each (the modern model's
+# speed against GPT-2's at the same size), next to PyTorch's decoding loop of GPT-2
 # on the same shape (scripts/bench_torch_decode.py: a static KV cache, the step under
 # torch.compile's CUDA graphs) where the bar needs it (one sample at every prompt; 8 and 32 at
 # prompts of 1 and ~1000); ends with the table and the ratios. Then d48 (GPT-2 1.5B): one
@@ -48,14 +50,14 @@ grep -hE '^(PASS|FAIL|SKIPPED|    )' "$LOGS"/test_matmul_rows.log "$LOGS"/test_d
     "$LOGS"/test_evaluate.log
 grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS"/*-memcheck.log "$LOGS"/*-racecheck.log
 
-echo "== the d12 model ($(elapsed))"
+echo "== the d12 models, GPT-2's and the modern one ($(elapsed))"
 gen=build/gpu-decode
-gpu_generation_model "$gen" "$text" "$LOGS"
+gpu_generation_model "$gen" "$text" "$LOGS" modern
 
 echo "== generate and PyTorch ($(elapsed))"
 table="$LOGS/table.md"
-echo "| prompt tokens | samples | generate tokens/s | PyTorch CUDA graph tokens/s | ratio | baseline, 1 sample |" > "$table"
-echo "|---|---|---|---|---|---|" >> "$table"
+echo "| prompt tokens | samples | generate tokens/s | modern generate tokens/s | modern / GPT-2 | PyTorch CUDA graph tokens/s | ratio | baseline, 1 sample |" > "$table"
+echo "|---|---|---|---|---|---|---|---|" >> "$table"
 for bytes in 0 3500 54000; do   # about 1, 1000 and 15 000 tokens of the BPE
     for samples in 1 8 32; do
         log="$LOGS/generate-$bytes-$samples.log"
@@ -64,6 +66,12 @@ for bytes in 0 3500 54000; do   # about 1, 1000 and 15 000 tokens of the BPE
             > /dev/null 2> "$log" || { tail -2 "$log"; step_failed "generate $bytes bytes x $samples"; continue; }
         prompt=$(sed -n 's/^prompt: \([0-9]*\) tokens.*/\1/p' "$log")
         ours=$(sed -n 's/.* s: \([0-9.]*\) tokens\/s.*/\1/p' "$log")
+        modern_log="$LOGS/generate-modern-$bytes-$samples.log"
+        head -c "$bytes" "$text" | ./generate --checkpoint "$gen/run-modern/model_00000002.bin" \
+            --tokenizer "$gen/data/tokenizer.bin" --max-tokens 256 --temperature 0 --samples "$samples" - \
+            > /dev/null 2> "$modern_log" || { tail -2 "$modern_log"; step_failed "modern generate $bytes bytes x $samples"; }
+        modern=$(sed -n 's/.* s: \([0-9.]*\) tokens\/s.*/\1/p' "$modern_log")
+        modern_ratio=$(awk -v a="$modern" -v b="$ours" 'BEGIN { if (b + 0 > 0 && a != "") printf "%.2f", a / b; else print "-" }')
         theirs=
         if [ "$samples" = 1 ] || [ "$bytes" != 54000 ]; then
             "$PYTHON" scripts/bench_torch_decode.py --model d12 --vocab 8192 -B "$samples" --prompt "$prompt" \
@@ -78,7 +86,7 @@ for bytes in 0 3500 54000; do   # about 1, 1000 and 15 000 tokens of the BPE
                 > /dev/null 2> "$LOGS/baseline-$bytes.log" || step_failed "baseline generate $bytes bytes"
             before=$(sed -n 's/.* s: \([0-9.]*\) tokens\/s.*/\1/p' "$LOGS/baseline-$bytes.log")
         fi
-        echo "| $prompt | $samples | $ours | ${theirs:--} | $ratio | ${before:--} |" >> "$table"
+        echo "| $prompt | $samples | $ours | ${modern:--} | $modern_ratio | ${theirs:--} | $ratio | ${before:--} |" >> "$table"
     done
 done
 grep -h '^memory' "$LOGS"/generate-0-1.log "$LOGS"/generate-54000-32.log 2>/dev/null

@@ -34,9 +34,7 @@ echo "== build ($(elapsed))"
 make -j"$(nproc)" train_gpt > "$LOGS/build.log" 2>&1 || { tail -20 "$LOGS/build.log"; exit 1; }
 
 B=16 T=1024
-tokens=$("$PYTHON" -c 'import glob, sys
-import numpy as np
-print(sum(int(np.fromfile(p, dtype=np.int32, count=3)[2]) for p in glob.glob(sys.argv[1] + "/train_*.bin")))' "$DATA")
+tokens=$(gpu_training_tokens "$DATA")
 STEPS=$(( (tokens - 1) / T / B ))
 WARMUP=$(( STEPS / 10 ))
 echo "data: $DATA, $tokens training tokens: one epoch is $STEPS steps of B $B, T $T"

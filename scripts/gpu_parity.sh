@@ -6,7 +6,8 @@
 # millions of tokens (scripts/make_parity_text.sh makes one). For each run (MODELS) and side
 # (SIDES) it trains one epoch with every seed (SEEDS), the seeds of a side at once on the GPU
 # (only the losses count here), and prints the validation curves side by side with their seed
-# spread and the paired differences (scripts/compare_curves.py).
+# spread and the paired differences, then beside them the training loss and what the curves do
+# after their lowest validation loss (scripts/compare_curves.py --train-loss).
 # The runs are paired: for each run and seed, train_gpt first writes its initial weights
 # (--save-init, on the host, to init-sSEED.bin beside the logs, removed once the sides have run),
 # and the reference starts from them (--init-from) and reads train_gpt's data order for the seed
@@ -24,6 +25,17 @@
 # the reference's own Muon): lr $MUON_LR (0.02) for the blocks' matrices, momentum 0.95, Adam
 # (0.8, 0.95) at 0.001 for the embeddings and 0.002 for the vectors, no weight decay; its logs go
 # to a folder of the run's name with -muon after it.
+# ARCH=modern trains the modern architecture on both sides instead of GPT-2's (--arch modern:
+# rotary, RMSNorm, QK-norm, ReLU^2, no biases, an untied head, zero-initialised projections,
+# logits soft-capped at 30): AdamW at lr $MODERN_LR (2e-3, the preset's) for every run; Muon as
+# above but for wte at 0.05 and the head at 0.002 (the preset's); its logs go to a folder of the
+# run's name with -modern after it (then -muon). WEIGHT_DECAY=X replaces the optimizer's weight
+# decay (its folder gets -wdX). For instance, make train's run of the modern recipe on
+# tinyshakespeare (datasets/tinyshakespeare: scripts/prepare_tinyshakespeare.sh), whose end tells
+# over-fitting (the validation loss falls, then rises while the training loss falls) from
+# divergence (the training loss rises too), both optimizers, about a minute each past the build:
+#   ARCH=modern OPTIMIZER=muon MODELS=d6-t256 bash scripts/gpu_parity.sh datasets/tinyshakespeare
+#   ARCH=modern MODELS=d6-t256 bash scripts/gpu_parity.sh datasets/tinyshakespeare
 # Sides: flashgpt ($FLASHGPT, default ./train_gpt), flashgpt-base ($FLASHGPT_BASE, another build),
 # reference (scripts/train_torch_reference.py), and reference+X for its --emulate X (for
 # instance reference+residual,residual-grad). $FLASHGPT writes the initial weights the reference
@@ -49,6 +61,13 @@ case $OPTIMIZER in
     muon) WD=0 ;;
     *) echo "error: OPTIMIZER $OPTIMIZER: expected adamw or muon" >&2; exit 1 ;;
 esac
+ARCH=${ARCH:-gpt2}
+case $ARCH in
+    gpt2) ARCH_ARGS=() ;;   # nothing asked: a FLASHGPT_BASE of before --arch takes the runs too
+    modern) ARCH_ARGS=(--arch modern) ;;
+    *) echo "error: ARCH $ARCH: expected gpt2 or modern" >&2; exit 1 ;;
+esac
+WD=${WEIGHT_DECAY:-$WD}
 MODELS=${MODELS-"d6 d12"}
 RACE_STEPS=${RACE_STEPS:-100}
 SEEDS=${SEEDS:-"1 2 3"}
@@ -89,15 +108,20 @@ if [ "$FLASHGPT" = ./train_gpt ]; then
     make -j"$(nproc)" train_gpt > "$LOGS/build.log" 2>&1 || { tail -20 "$LOGS/build.log"; exit 1; }
 fi
 
-# shape <run>: run_shape, and for a run of one epoch its steps, the warmup their first 10%.
+# shape <run>: run_shape, the learning rates of the optimizer and architecture (Muon's Adam ones
+# in OPTIMIZER_ARGS), and for a run of one epoch its steps, the warmup their first 10%.
 shape() {
     run_shape "$1"
-    [ "$OPTIMIZER" = adamw ] || LR=${MUON_LR:-0.02}
+    OPTIMIZER_ARGS=()
+    if [ "$OPTIMIZER" = muon ]; then
+        LR=${MUON_LR:-0.02}
+        OPTIMIZER_ARGS=(--vector-lr 0.002 --embedding-lr 0.001)
+        [ "$ARCH" = gpt2 ] || OPTIMIZER_ARGS=(--embedding-lr 0.05 --head-lr 0.002)
+    elif [ "$ARCH" = modern ]; then
+        LR=${MODERN_LR:-2e-3}
+    fi
     if [ -z "$STEPS" ]; then
-        STEPS=$("$PYTHON" -c 'import glob, sys
-import numpy as np
-n = sum(int(np.fromfile(p, dtype=np.int32, count=3)[2]) for p in glob.glob(sys.argv[1] + "/train_*.bin"))
-print((n - 1) // int(sys.argv[2]) // int(sys.argv[3]))' "$DATA" "$T" "$B")
+        STEPS=$(( ($(gpu_training_tokens "$DATA") - 1) / T / B ))
         WARMUP=$((STEPS / 10))
     fi
 }
@@ -110,7 +134,8 @@ run() {
     local init
     init=$(dirname "$log")/init-s$seed.bin
     shift 4
-    local common=(--model "$MODEL" --context "$T" -T "$T" -B "$B" --optimizer "$OPTIMIZER" --lr "$LR" --steps "$STEPS"
+    local common=(--model "$MODEL" ${ARCH_ARGS[@]+"${ARCH_ARGS[@]}"} --context "$T" -T "$T" -B "$B"
+                  --optimizer "$OPTIMIZER" --lr "$LR" ${OPTIMIZER_ARGS[@]+"${OPTIMIZER_ARGS[@]}"} --steps "$STEPS"
                   --warmup-steps "$WARMUP" --min-lr-frac 0.1 --weight-decay "$WD" --grad-clip 1 --seed "$seed" --val-every 25
                   --val-batches 20 --train-data "$DATA/train_*.bin" --val-data "$DATA/val_*.bin"
                   --log "$log.csv" "$@")
@@ -125,8 +150,14 @@ run() {
     esac > "$log.out" 2>&1 || { echo "   $side $name seed $seed failed: $(tail -1 "$log.out")"; return 1; }
 }
 
-# The logs' folder of a run: its name, with the optimizer after it but for AdamW.
-run_dir() { [ "$OPTIMIZER" = adamw ] && echo "$LOGS/$1" || echo "$LOGS/$1-$OPTIMIZER"; }
+# The logs' folder of a run: its name, then the architecture but for GPT-2's, the optimizer but for
+# AdamW, and a weight decay given.
+run_dir() {
+    local dir=$LOGS/$1
+    [ "$ARCH" = gpt2 ] || dir=$dir-$ARCH
+    [ "$OPTIMIZER" = adamw ] || dir=$dir-$OPTIMIZER
+    echo "$dir${WEIGHT_DECAY:+-wd$WEIGHT_DECAY}"
+}
 
 for name in $MODELS; do
     shape "$name"
@@ -137,7 +168,7 @@ for name in $MODELS; do
     for seed in $SEEDS; do run init "$name" "$seed" "$dir/init-s$seed" & pids+=($!); done
     for pid in "${pids[@]}"; do wait "$pid" || step_failed "$name init"; done
     for side in $SIDES; do
-        echo "== $name $side ($OPTIMIZER), seeds $SEEDS at once, $STEPS steps of B $B T $T ($(elapsed))"
+        echo "== $name $side ($ARCH, $OPTIMIZER), seeds $SEEDS at once, $STEPS steps of B $B T $T ($(elapsed))"
         pids=()
         for seed in $SEEDS; do run "$side" "$name" "$seed" "$dir/$side-s$seed" & pids+=($!); done
         for pid in "${pids[@]}"; do wait "$pid" || step_failed "$name $side"; done
@@ -146,7 +177,7 @@ for name in $MODELS; do
     args=()
     for side in $SIDES; do args+=("$side" "$dir/$side-s*.csv"); done
     echo "== $name: validation loss by step ($(elapsed))"
-    "$PYTHON" scripts/compare_curves.py "${args[@]}" | tee "$dir/curves.md"
+    "$PYTHON" scripts/compare_curves.py "${args[@]}" --train-loss | tee "$dir/curves.md"
     [ "${PIPESTATUS[0]}" = 0 ] || step_failed "$name curves"
 done
 

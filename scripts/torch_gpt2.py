@@ -1,16 +1,26 @@
-"""scripts/torch_gpt2.py: train_gpt's GPT-2 in PyTorch, for the benchmarks that compare against
-it (scripts/bench_torch_gpt2.py for speed, scripts/train_torch_reference.py for what it learns);
-nothing in the build uses it.
+"""scripts/torch_gpt2.py: train_gpt's models in PyTorch, for the benchmarks that compare against
+them (scripts/bench_torch_gpt2.py for speed, scripts/train_torch_reference.py for what they
+learn); nothing in the build uses it.
 
-The model of gpt/: pre-LayerNorm blocks, learned positions, the token embedding tied to the
-output projection, tanh GELU, LayerNorm eps 1e-5, attention through
-F.scaled_dot_product_attention (causal); the vocabulary padded to a multiple of 128, the padded
-logits left out of the loss. Its init is gpt/parameters.cu's: N(0, 0.02) for the 2-D weights,
-0.02 / sqrt(2L) for the two residual projections, zero biases and padded vocabulary rows,
-LayerNorm weights 1; or a flashgpt model checkpoint's values (GPT.load_checkpoint, through
-CHECKPOINT_MODULES). The residual stream is fp32 as PyTorch's mixed precision has it; emulate
-rounds it to bf16 after every add ("residual"), its gradient where the branches add into it
-("residual-grad"), or both, as a bf16 stream does.
+Written from the architectures' descriptions (scripts/gpt_architecture.py), each component
+switchable as train_gpt's are:
+- GPT-2's (arch gpt2): pre-LayerNorm blocks (eps 1e-5, weight and bias), learned positions wpe,
+  biases in the linear layers, tanh GELU, the token embedding tied to the output projection;
+- the modern recipe's (arch modern): RMSNorm without weights (eps 1e-6, given explicitly:
+  PyTorch's rms_norm would take its input type's machine epsilon); no wpe but rotary position
+  embeddings (RoFormer's, paired as in GPT-NeoX, "rotate half": element i of a head with element
+  i + HS/2, turned by the angle t * base^(-2i/HS) at position t) on each head's q and k, after an
+  RMSNorm of each over the head (QK-norm); a ReLU^2 MLP; no biases; an output head lm_head of
+  its own; the logits z soft-capped as softcap * tanh(z / softcap) before the loss.
+Attention is F.scaled_dot_product_attention (causal, scaled by 1/sqrt(HS)); the vocabulary is
+padded to a multiple of 128, the padded logits left out of the loss. The init is
+gpt/parameters.h's: N(0, 0.02) for the 2-D weights, 0.02 / sqrt(2L) for the two residual
+projections, zero biases and padded vocabulary rows, LayerNorm weights 1; with zero_init the
+residual projections and lm_head 0. Or a flashgpt model checkpoint's values (GPT.load_checkpoint,
+through CHECKPOINT_MODULES). The residual stream is fp32 as PyTorch's mixed precision has it (the
+norms too); emulate rounds it to bf16 after every add ("residual"), its gradient where the
+branches add into it ("residual-grad"), or both, as a bf16 stream does. In float64 (the model
+and its inputs) it computes in float64 throughout.
 """
 import math
 import sys
@@ -23,14 +33,17 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from gpt_architecture import GPT2
+
 PRESETS = {"d2": (2, 128, 2), "d6": (6, 384, 6), "d12": (12, 768, 12), "d24": (24, 1024, 16),
            "d36": (36, 1280, 20), "d48": (48, 1600, 25)}   # (L, C, NH), gpt/config.h's
 EMULATIONS = ("residual", "residual-grad")
+RMS_NORM_EPS = 1e-6  # layers/rmsnorm.h's
 # The module of GPT below that holds each tensor of a flashgpt checkpoint, by the module of
 # Hugging Face's GPT-2 that scripts/gpt2_checkpoint.py names its slices after ("h.{l}." before a
 # block's): the one table a checkpoint with another tensor extends.
 CHECKPOINT_MODULES = {"wte": "wte", "wpe": "wpe", "ln_1": "ln1", "attn.c_attn": "qkv", "attn.c_proj": "attproj",
-                      "ln_2": "ln2", "mlp.c_fc": "fc", "mlp.c_proj": "fcproj", "ln_f": "lnf"}
+                      "ln_2": "ln2", "mlp.c_fc": "fc", "mlp.c_proj": "fcproj", "ln_f": "lnf", "lm_head": "lm_head"}
 
 
 def checkpoint_parameter(hf_name):
@@ -60,41 +73,97 @@ class RoundBf16(torch.autograd.Function):
         return (g.to(torch.bfloat16).to(g.dtype) if ctx.grad else g), None, None
 
 
-class Block(nn.Module):
-    def __init__(self, C, NH, stream):
+def widened(x):
+    """x in fp32 at least: bf16 and fp32 as fp32, fp64 as it is."""
+    return x.to(torch.promote_types(x.dtype, torch.float32))
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) over the last dimension, without weights, in fp32 at least."""
+
+    def __init__(self, eps=RMS_NORM_EPS):
         super().__init__()
-        self.NH, self.stream = NH, stream
-        self.ln1, self.ln2 = nn.LayerNorm(C), nn.LayerNorm(C)
-        self.qkv, self.attproj = nn.Linear(C, 3 * C), nn.Linear(C, C)
-        self.fc, self.fcproj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+        self.eps = eps
+
+    def forward(self, x):
+        x = widened(x)
+        return x * torch.rsqrt(x.square().mean(-1, keepdim=True) + self.eps)
+
+
+def make_norm(C, arch):
+    return RMSNorm() if arch.rms_norm else nn.LayerNorm(C)
+
+
+class Rotary(nn.Module):
+    """Rotary position embeddings of heads of size HS at positions 0 .. maxT - 1: the cosines
+    and sines of the angles t * base^(-2i/HS) (i < HS/2), computed in float64 once."""
+
+    def __init__(self, HS, maxT, base):
+        super().__init__()
+        frequencies = base ** (-2.0 * torch.arange(HS // 2, dtype=torch.float64) / HS)
+        angles = torch.arange(maxT, dtype=torch.float64)[:, None] * frequencies  # (maxT, HS/2)
+        self.register_buffer("cos", angles.cos(), persistent=False)
+        self.register_buffer("sin", angles.sin(), persistent=False)
+
+    def forward(self, x):
+        """x (B, T, NH, HS) at positions 0 .. T - 1, each half of a head turned against the other."""
+        T, half = x.shape[1], x.shape[-1] // 2
+        cos, sin = (t[:T, None, :].to(x.dtype) for t in (self.cos, self.sin))  # (T, 1, HS/2)
+        first, second = x[..., :half], x[..., half:]
+        return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)
+
+
+class Block(nn.Module):
+    def __init__(self, C, NH, arch, stream, rotary):
+        super().__init__()
+        self.NH, self.stream, self.relu2 = NH, stream, arch.relu2
+        self.ln1, self.ln2 = make_norm(C, arch), make_norm(C, arch)
+        self.qkv, self.attproj = nn.Linear(C, 3 * C, bias=arch.bias), nn.Linear(C, C, bias=arch.bias)
+        self.fc, self.fcproj = nn.Linear(C, 4 * C, bias=arch.bias), nn.Linear(4 * C, C, bias=arch.bias)
+        self.qk_norm = RMSNorm() if arch.qk_norm else None
+        self.rotary = rotary
 
     def forward(self, x):
         B, T, C = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
-        q, k, v = (t.view(B, T, self.NH, C // self.NH).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, NH, T, HS)
+        q, k, v = (t.view(B, T, self.NH, C // self.NH) for t in (q, k, v))
+        if self.qk_norm is not None:
+            q, k = self.qk_norm(q), self.qk_norm(k)
+        if self.rotary is not None:
+            q, k = self.rotary(q), self.rotary(k)
+        q, k, v = (t.to(v.dtype).transpose(1, 2) for t in (q, k, v))  # (B, NH, T, HS)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = self.stream(x + self.attproj(y.transpose(1, 2).reshape(B, T, C)))
-        return self.stream(x + self.fcproj(F.gelu(self.fc(self.ln2(x)), approximate="tanh")))
+        h = self.fc(self.ln2(x))
+        h = F.relu(h).square() if self.relu2 else F.gelu(h, approximate="tanh")
+        return self.stream(x + self.fcproj(h))
 
 
 class GPT(nn.Module):
-    def __init__(self, L, C, NH, V, maxT, emulate=()):
+    def __init__(self, L, C, NH, V, maxT, emulate=(), arch=GPT2):
         super().__init__()
-        self.V = V
+        self.V, self.arch = V, arch
         value, grad = "residual" in emulate, "residual-grad" in emulate
         self.stream = (lambda x: RoundBf16.apply(x, value, grad)) if value or grad else (lambda x: x)
         Vp = (V + 127) // 128 * 128
-        self.wte, self.wpe = nn.Embedding(Vp, C), nn.Embedding(maxT, C)
-        self.blocks = nn.ModuleList(Block(C, NH, self.stream) for _ in range(L))
-        self.lnf = nn.LayerNorm(C)
+        self.wte = nn.Embedding(Vp, C)
+        self.wpe = None if arch.rotary else nn.Embedding(maxT, C)
+        rotary = Rotary(C // NH, maxT, arch.rotary_base) if arch.rotary else None
+        self.blocks = nn.ModuleList(Block(C, NH, arch, self.stream, rotary) for _ in range(L))
+        self.lnf = make_norm(C, arch)
+        self.lm_head = nn.Linear(C, Vp, bias=False) if arch.untied_head else None
         with torch.no_grad():
             for name, p in self.named_parameters():
-                if p.dim() == 2:
-                    std = 0.02 / math.sqrt(2 * L) if name.endswith("proj.weight") else 0.02
-                    nn.init.normal_(p, 0.0, std)
+                residual = name.endswith("proj.weight")
+                if p.dim() == 2 and arch.zero_init and (residual or name == "lm_head.weight"):
+                    nn.init.zeros_(p)
+                elif p.dim() == 2:
+                    nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * L) if residual else 0.02)
                 elif name.endswith("bias"):
                     nn.init.zeros_(p)
-            self.wte.weight[V:].zero_()
+            for head in (self.wte, self.lm_head):
+                if head is not None:
+                    head.weight[V:].zero_()
 
     def load_checkpoint(self, slices):
         """Every parameter set to a checkpoint's values: slices are (Slice, float32 array in the
@@ -115,8 +184,14 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets):
         """The mean cross-entropy of the next tokens targets (B, T) after idx (B, T)."""
-        x = self.stream(self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device)))
+        x = self.wte(idx)
+        if self.wpe is not None:
+            x = x + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        x = self.stream(x)
         for block in self.blocks:
             x = block(x)
-        logits = (self.lnf(x) @ self.wte.weight.t())[..., :self.V].float()  # tied output projection
+        head = self.wte if self.lm_head is None else self.lm_head  # tied: wte is the output projection
+        logits = widened((self.lnf(x) @ head.weight.t())[..., :self.V])
+        if self.arch.softcap:
+            logits = self.arch.softcap * torch.tanh(logits / self.arch.softcap)
         return F.cross_entropy(logits.reshape(-1, self.V), targets.reshape(-1))

@@ -5,24 +5,30 @@ token shards with train_gpt's hyperparameters and writes train_gpt's CSV log, so
 validation curves can be laid side by side (scripts/gpu_parity.sh, scripts/compare_curves.py).
 
 What it shares with train_gpt, by construction:
-- the model and its init (scripts/torch_gpt2.py): drawn from --seed by PyTorch's generator, or,
-  with --init-from, train_gpt's own initial weights (`train_gpt --save-init FILE`, the same seed
-  and model), so that both sides start from the same draws;
+- the model and its init (scripts/torch_gpt2.py), of train_gpt's architecture options (--arch
+  gpt2|modern, then each component: scripts/gpt_architecture.py): drawn from --seed by
+  PyTorch's generator, or, with --init-from, train_gpt's own initial weights (`train_gpt
+  --save-init FILE`, the same seed and model), so that both sides start from the same draws;
+  the architecture is then the checkpoint's, and options that ask for another are refused;
 - the data: train_gpt's batches in train_gpt's order for --seed (scripts/shard_batches.py:
   data/dataloader.c's samples and its shuffle of every epoch, one rank); validation on the first
   --val-batches batches of the val shards, in order, every --val-every steps and at the last;
-- the optimizer (--optimizer): AdamW (b1 0.9, b2 0.95, eps 1e-8), weight decay on the 2-D
-  weights only; or Muon (class Muon below, written here from train_gpt's description in
-  gpt/optimizer.h and layers/muon.h, not from its code) for the blocks' matrices with AdamW for
-  the embeddings and vectors; the global gradient norm clipped to --grad-clip, linear warmup
-  from lr/warmup, then a cosine to lr * --min-lr-frac at the last step, every group's lr alike;
+- the optimizer (--optimizer, scripts/torch_optimizers.py): AdamW (b1 0.9, b2 0.95, eps 1e-8),
+  weight decay on the 2-D weights only; or Muon for the blocks' matrices with AdamW for wte and
+  wpe (--embedding-lr), an untied head (--head-lr) and the vectors (--vector-lr); each setting
+  not given takes train_gpt's default for the optimizer and the architecture (the modern
+  preset's AdamW lr 2e-3 and Muon wte at 0.05); the global gradient norm clipped to
+  --grad-clip, linear warmup from lr/warmup, then a cosine to lr * --min-lr-frac at the last
+  step, every group's lr alike;
 - the loss: mean cross-entropy over the real vocabulary.
-The numerics are PyTorch's usual mixed precision: fp32 weights, residual stream, LayerNorm and
+The numerics are PyTorch's usual mixed precision: fp32 weights, residual stream, norms and
 gradients, bf16 autocast for the matmuls and attention. --emulate (residual, residual-grad) rounds
 the residual stream or its gradient to bf16 as a bf16 stream does: for ablations.
 
   python3 scripts/train_torch_reference.py --model d6 -B 32 -T 512 --lr 1e-3 --warmup-steps 49 \\
       --train-data 'datasets/x/train_*.bin' --log runs/ref/log.csv
+  python3 scripts/train_torch_reference.py --arch modern --optimizer muon --model d6 -B 32 -T 512 \\
+      --init-from runs/init-s1.bin --train-data 'datasets/x/train_*.bin' --log runs/ref/modern.csv
 """
 import argparse
 import contextlib
@@ -34,10 +40,12 @@ import time
 
 import numpy as np
 
+import gpt_architecture
 from gpt2_checkpoint import Checkpoint, Shape, from_bf16_bits
 from output_file import Failure, atomic_output, check_output
 from shard_batches import Batches, open_stream
 from torch_needed import exit_without
+from torch_optimizers import Muon, adamw, defaults
 
 try:
     import torch
@@ -46,66 +54,10 @@ except ImportError:
 else:
     from torch_gpt2 import EMULATIONS, GPT, PRESETS
 
-# Muon's Newton-Schulz quintic and its steps (layers/muon.h).
-NS_COEFFICIENTS, NS_STEPS, NS_EPS = (3.4445, -4.7750, 2.0315), 5, 1e-7
-
-
-def newton_schulz(u):
-    """u (count, rows, cols) fp32: each matrix scaled to unit Frobenius norm in bf16, then five
-    quintic iterations on its shorter side as bf16 matmuls (fp32 accumulation, one rounding a
-    product, as cuBLASLt's alpha/beta epilogue does)."""
-    a, b, c = NS_COEFFICIENTS
-    x = u.bfloat16()
-    norm = x.float().square().sum(dim=(-2, -1), keepdim=True).sqrt()
-    x = (x.float() / (norm + NS_EPS)).bfloat16()
-    tall = x.size(-2) > x.size(-1)
-    if tall:
-        x = x.mT.contiguous()
-    for _ in range(NS_STEPS):
-        gram = torch.bmm(x, x.mT)
-        poly = torch.baddbmm(gram, gram, gram, beta=b, alpha=c)
-        x = torch.baddbmm(x, poly, x, beta=a, alpha=1.0)
-    return x.mT if tall else x
-
-
-class Muon:
-    """train_gpt's --optimizer muon: Nesterov momentum on each block matrix's gradient (the
-    layers' matrices of one kind stacked), orthogonalised by newton_schulz and applied with
-    lr * sqrt(max(1, rows / cols)) after decoupled weight decay; AdamW (its betas and eps) for wte
-    (the tied head) and wpe at embedding_lr with the weight decay, and for the vectors at
-    vector_lr without. step(scale) takes the schedule's factor of every peak."""
-
-    def __init__(self, model, a):
-        self.lr, self.momentum, self.weight_decay = a.lr, a.muon_momentum, a.weight_decay
-        self.kinds = [[getattr(block, name).weight for block in model.blocks]
-                      for name in ("qkv", "attproj", "fc", "fcproj")]
-        self.buffers = [torch.zeros(len(ps), *ps[0].shape, device=ps[0].device) for ps in self.kinds]
-        matrices = {id(p) for ps in self.kinds for p in ps}
-        embeddings = [model.wte.weight, model.wpe.weight]
-        vectors = [p for p in model.parameters() if id(p) not in matrices and p.dim() < 2]
-        self.adam = torch.optim.AdamW([{"params": embeddings, "weight_decay": a.weight_decay, "peak": a.embedding_lr},
-                                       {"params": vectors, "weight_decay": 0.0, "peak": a.vector_lr}],
-                                      lr=a.embedding_lr, betas=(a.adam_beta1, a.adam_beta2), eps=1e-8, fused=True)
-
-    def step(self, scale):
-        for group in self.adam.param_groups:
-            group["lr"] = group["peak"] * scale
-        self.adam.step()
-        lr = self.lr * scale
-        with torch.no_grad():
-            for params, buf in zip(self.kinds, self.buffers):
-                grad = torch.stack([p.grad for p in params])
-                buf.lerp_(grad, 1 - self.momentum)
-                update = newton_schulz(grad.lerp_(buf, self.momentum)).float()
-                update *= max(1.0, grad.size(-2) / grad.size(-1)) ** 0.5
-                for p, u in zip(params, update):
-                    p.mul_(1 - lr * self.weight_decay).add_(u, alpha=-lr)
-
-    def zero_grad(self, set_to_none=True):
-        self.adam.zero_grad(set_to_none=set_to_none)
-        for params in self.kinds:
-            for p in params:
-                p.grad = None
+# The optimizer's settings that its kind (and the architecture) give defaults to; all but the
+# first two are Muon's alone.
+SETTINGS = ("lr", "weight_decay", "muon_momentum", "embedding_lr", "head_lr", "vector_lr", "adam_beta1",
+            "adam_beta2")
 
 
 def learning_rate(a, step, steps):
@@ -132,16 +84,20 @@ def parse_args(argv):
     ap.add_argument("-B", type=int, default=4)
     ap.add_argument("-T", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=0, help="optimizer steps [0: one epoch]")
+    gpt_architecture.add_options(ap)
     ap.add_argument("--optimizer", default="adamw", choices=["adamw", "muon"])
-    ap.add_argument("--lr", type=float, help="peak: AdamW's, or Muon's for the matrices [adamw 3e-4, muon 0.02]")
+    ap.add_argument("--lr", type=float,
+                    help="peak: AdamW's, or Muon's for the matrices [adamw 3e-4 (modern 2e-3), muon 0.02]")
     ap.add_argument("--warmup-steps", type=int, default=0)
     ap.add_argument("--min-lr-frac", type=float, default=0.0)
     ap.add_argument("--weight-decay", type=float, help="[adamw 0.1, muon 0]")
-    ap.add_argument("--muon-momentum", type=float, default=0.95)
-    ap.add_argument("--embedding-lr", type=float, default=0.001, help="muon: AdamW's peak for wte and wpe")
-    ap.add_argument("--vector-lr", type=float, default=0.002, help="muon: AdamW's peak for the vectors")
-    ap.add_argument("--adam-beta1", type=float, default=0.8, help="muon: the betas of that AdamW")
-    ap.add_argument("--adam-beta2", type=float, default=0.95)
+    ap.add_argument("--muon-momentum", type=float, help="muon: the matrices' Nesterov momentum [0.95]")
+    ap.add_argument("--embedding-lr", type=float,
+                    help="muon: AdamW's peak for wte (the head when tied) and wpe [0.001; modern 0.05]")
+    ap.add_argument("--head-lr", type=float, help="muon: AdamW's peak for an untied head [0.002]")
+    ap.add_argument("--vector-lr", type=float, help="muon: AdamW's peak for the vectors [0.002]")
+    ap.add_argument("--adam-beta1", type=float, help="muon: the betas of that AdamW [0.8]")
+    ap.add_argument("--adam-beta2", type=float, help="[0.95]")
     ap.add_argument("--grad-clip", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--val-every", type=int, default=100)
@@ -150,30 +106,57 @@ def parse_args(argv):
     ap.add_argument("--emulate", default="", help="comma-separated: residual, residual-grad")
     ap.add_argument("--log", help="CSV log in train_gpt's columns (written through a temporary, in place at the end)")
     a = ap.parse_args(argv)
-    muon = a.optimizer == "muon"
-    if a.lr is None:
-        a.lr = 0.02 if muon else 3e-4
-    if a.weight_decay is None:
-        a.weight_decay = 0.0 if muon else 0.1
     if a.T > a.context:
         ap.error(f"-T {a.T} is longer than the model's context {a.context} (--context)")
-    if min(a.B, a.T, a.val_batches) <= 0 or a.steps < 0 or a.val_every < 0 or a.warmup_steps < 0 or a.lr <= 0:
-        ap.error("-B, -T, --val-batches, --lr must be positive; --steps, --val-every, --warmup-steps >= 0")
+    if min(a.B, a.T, a.val_batches) <= 0 or a.steps < 0 or a.val_every < 0 or a.warmup_steps < 0:
+        ap.error("-B, -T, --val-batches must be positive; --steps, --val-every, --warmup-steps >= 0")
     if a.val_data is None:
         head, tail = os.path.split(a.train_data)
         a.val_data = os.path.join(head, tail.replace("train_", "val_", 1)) if "train_" in tail else ""
     return ap, a
 
 
+def settle_architecture(ap, a, init):
+    """a.arch: the architecture of the options, from init's (a Checkpoint, or None) without --arch;
+    then every optimizer setting not given, by train_gpt's defaults for it (resolve_optimizer in
+    train_gpt.cu), and the settings checked: a bad option is argparse's error, an architecture
+    other than init's a Failure naming its file."""
+    try:
+        a.arch, preset = gpt_architecture.from_options(a, init.arch if init else None)
+    except ValueError as e:
+        ap.error(str(e))
+    if init and a.arch != init.arch:
+        raise Failure(f"{init.path}: the architecture asked for ({gpt_architecture.describe(a.arch)}) is not the "
+                      f"checkpoint's ({gpt_architecture.describe(init.arch)})")
+    given = {key for key in SETTINGS if getattr(a, key) is not None}
+    muon_only = sorted(given - {"lr", "weight_decay"})
+    if a.optimizer != "muon" and muon_only:
+        ap.error(f"--{muon_only[0].replace('_', '-')} is a setting of --optimizer muon")
+    if "head_lr" in given and not a.arch.untied_head:
+        ap.error("--head-lr: the model's head is wte (--head tied), at --embedding-lr")
+    for key, value in defaults(a.optimizer, preset).items():
+        if key not in given:
+            setattr(a, key, value)
+    if not a.lr > 0:
+        ap.error(f"--lr {a.lr} must be positive")
+    if a.optimizer == "muon":
+        if not (0 <= a.muon_momentum < 1 and 0 <= a.adam_beta1 < 1 and 0 <= a.adam_beta2 < 1):
+            ap.error("--muon-momentum, --adam-beta1 and --adam-beta2 must be in [0, 1)")
+        if not min(a.embedding_lr, a.head_lr, a.vector_lr) > 0:
+            ap.error("--embedding-lr, --head-lr and --vector-lr must be positive")
+
+
 def main(argv):
     ap, a = parse_args(argv)
     # The log may name no input (a shard, the checkpoint), and its folder must take it: known
-    # before anything loads; then the checkpoint's header and values, which need no torch.
+    # before anything loads; then the checkpoint's header and values and the architecture, which
+    # need no torch.
     inputs = glob.glob(a.train_data) + (glob.glob(a.val_data) if a.val_data else [])
     inputs += [a.init_from] if a.init_from else []
     if a.log:
         check_output(a.log, inputs)
     init = Checkpoint(a.init_from) if a.init_from else None
+    settle_architecture(ap, a, init)
     exit_without(torch)
     if a.model not in PRESETS:
         ap.error(f"--model {a.model}: not a preset of scripts/torch_gpt2.py ({', '.join(PRESETS)})")
@@ -188,7 +171,7 @@ def main(argv):
 
 def load_init(model, init, shape):
     """The model's parameters (fp32) set to the values of the checkpoint init (a Checkpoint),
-    which must be of the model's shape."""
+    which must be of the model's shape (its architecture is: settle_architecture)."""
     if init.shape != shape:
         raise Failure(f"{init.path}: the checkpoint's model is {init.shape}, this run's {shape} "
                       "(--model, --context and the shards' vocabulary)")
@@ -221,21 +204,19 @@ def run(a, init, log):
     val_batches = min(a.val_batches, val.per_epoch) if val else 0
     steps = a.steps or train.per_epoch
     L, C, NH = PRESETS[a.model]
-    model = GPT(L, C, NH, V, a.context, a.emulate.split(",")).to(dev)
+    model = GPT(L, C, NH, V, a.context, a.emulate.split(","), a.arch).to(dev)
     if init:
         load_init(model, init, Shape(maxT=a.context, V=V, L=L, NH=NH, C=C))
-    if a.optimizer == "muon":
-        opt = Muon(model, a)
-    else:
-        decay = [p for p in model.parameters() if p.dim() == 2]
-        no_decay = [p for p in model.parameters() if p.dim() < 2]
-        opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
-                                 {"params": no_decay, "weight_decay": 0.0}],
-                                lr=a.lr, betas=(0.9, 0.95), eps=1e-8, fused=True)
+    opt = Muon(model, a) if a.optimizer == "muon" else adamw(model, a)
     step_fn = torch.compile(model) if a.compile else model
-    print(f"torch {torch.__version__} reference: {a.model} (L {L} C {C} NH {NH} V {V}), B {a.B} T {a.T}, "
-          f"{steps} steps, {a.optimizer} lr {a.lr:g}, seed {a.seed}, emulate '{a.emulate}', "
-          f"init {a.init_from or 'drawn by PyTorch'}", flush=True)
+    settings = f"{a.optimizer} lr {a.lr:g}, weight decay {a.weight_decay:g}"
+    if a.optimizer == "muon":
+        settings += (f", momentum {a.muon_momentum:g}, Adam ({a.adam_beta1:g}, {a.adam_beta2:g}) at "
+                     f"{a.embedding_lr:g} for the embeddings, " +
+                     (f"{a.head_lr:g} for the head, " if a.arch.untied_head else "") + f"{a.vector_lr:g} for the vectors")
+    print(f"torch {torch.__version__} reference: {a.model} (L {L} C {C} NH {NH} V {V}), architecture "
+          f"{gpt_architecture.describe(a.arch)}, B {a.B} T {a.T}, {steps} steps, {settings}, seed {a.seed}, "
+          f"emulate '{a.emulate}', init {a.init_from or 'drawn by PyTorch'}", flush=True)
     if log:
         log.write("step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n")
 

@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from gpt2_checkpoint import Checkpoint, from_bf16_bits  # first: where numpy is missing, it says how
 import numpy as np
 
+from gpt_architecture import GPT2
 from output_file import Failure, fail
 
 # evaluate computes in bf16 (8 bits of mantissa, the logits too) against float64 here: a logit
@@ -118,6 +119,9 @@ def rel_error(got, ref):
 def check(checkpoint, scores):
     """Prints the comparison; returns the number of failures."""
     ck = Checkpoint(checkpoint)
+    if ck.arch != GPT2:
+        fail(f"{checkpoint}: version {ck.version}, a model of another architecture than GPT-2's, which this "
+             "reference does not compute")
     p = parameters(ck)
     rows = read_rows(scores, ck.shape)
     failures = 0

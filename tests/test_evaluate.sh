@@ -101,7 +101,7 @@ check "--scores written without scores" test ! -e "$tmp/zero.csv"
 end
 
 # The reference on the model of zeros, whose every token costs ln(4096): rows of those losses
-# pass, a row 20% off fails, naming it.
+# pass, a row 20% off fails, naming it; a model of the modern architecture is refused.
 if [ -n "$numpy" ]; then
     begin "evaluate_reference_checks_every_row"
     awk 'BEGIN { l = log(4096); print "item,line,label,ending,tokens,sum_loss,mean_loss,ids"
@@ -114,6 +114,15 @@ if [ -n "$numpy" ]; then
     "$PYTHON" tests/evaluate_reference.py "$tmp/zero.bin" "$tmp/wrong.csv" > "$tmp/out" 2>&1
     check "a row 20% off passed" test $? -ne 0
     check "the row is not named: $(head -1 "$tmp/out")" has "$tmp/out" "^item 0 ending 2: sum_loss"
+    # A model of the modern architecture (train_gpt's initial one, written on the host): refused,
+    # not read as GPT-2's.
+    ./train_gpt --train-data "$tmp/data/train_*.bin" --model d2 --context 128 -T 128 --arch modern \
+        --save-init "$tmp/modern.bin" > "$tmp/out" 2>&1
+    check "train_gpt --save-init --arch modern: $(last "$tmp/out")" test -f "$tmp/modern.bin"
+    "$PYTHON" tests/evaluate_reference.py "$tmp/modern.bin" "$tmp/right.csv" > "$tmp/out" 2>&1
+    check "a modern model passed" test $? -ne 0
+    check "not one line saying it is of another architecture: $(last "$tmp/out")" says "$tmp/out" \
+        "$tmp/modern.bin: version 6, a model of another architecture"
     end
 else
     echo "SKIPPED evaluate_reference_checks_every_row (no numpy for $PYTHON: make venv)"

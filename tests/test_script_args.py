@@ -8,7 +8,10 @@
   error line naming the log; logs of one step (no time past the first) print no NaN, and a side
   that does not reach the target is no side's yardstick; runs pair by the text in the place of
   their globs' wildcards (seed 1 with seed 1, an unmatched one left out) and the paired
-  differences are the first side's minus the other's, their mean and spread.
+  differences are the first side's minus the other's, their mean and spread; --train-loss sets
+  the mean training loss since the validation before beside each validation loss and tells a
+  curve that rises after its lowest point while the training loss falls (over-fitting) from one
+  whose training loss rises too (divergence).
 - Without numpy (a numpy package on PYTHONPATH whose import fails): import_gpt2.py and
   export_hf.py say in one line how to get it (make venv); plot_log.py and random_tokens.py
   need none and work.
@@ -20,15 +23,33 @@
   shards (by name, through a link, a hard link), a folder, or in a missing folder is one error
   line, and the shards and their folder are left as they were; so is an --init-from that is no
   checkpoint or no file, or that is the --log, which leaves it as it was.
+- The architecture: train_gpt --save-init's checkpoints of the modern architecture and of an
+  ablation (version 6) are what scripts/gpt2_checkpoint.py reads (the architecture, the tensors
+  it has in their order, the zero-initialised ones zero); train_torch_reference.py settles its
+  architecture from such a checkpoint, or from --arch and the components, then says it needs
+  torch; options that ask for another architecture than the checkpoint's, a corrupt
+  architecture in its header (a switch of 2, a base of 0.5, a slot past it not 0) or a version
+  that does not fit its size are one line naming the file; an invalid architecture
+  (train_torch_reference.py and bench_torch_gpt2.py), a Muon setting under AdamW, --head-lr of a
+  tied head or a bad setting are argparse's error, all before torch.
 - scripts/gpu_*.sh, copied with gpu_common.sh into the scripts/ of a folder that stands for the
   repository and run there against stubs of the programs they call (make, nvidia-smi, python3,
   torchrun, compute-sanitizer, ./train_gpt and the others; each records that it ran): --help
   prints the usage and runs nothing, an unknown option, an argument too many or a run from
   another folder is one error line and runs nothing (nor makes a folder there); when every stub
   succeeds the script exits 0, when every stub but make fails it exits 1 and its last line names
-  the failed steps. gpu_parity.sh: an empty MODELS or SEEDS, a run or side of another name, or
-  flashgpt-base without FLASHGPT_BASE is one error line and runs nothing; each side runs, and
-  the reference of each seed starts from the initial weights train_gpt wrote for that seed.
+  the failed steps. gpu_parity.sh: an empty MODELS or SEEDS, a run or side of another name,
+  flashgpt-base without FLASHGPT_BASE or an ARCH of another name is one error line and runs
+  nothing; each side runs, and the reference of each seed starts from the initial weights
+  train_gpt wrote for that seed; with ARCH and OPTIMIZER both sides train the modern or GPT-2
+  architecture at that recipe's rates (nothing of --arch for GPT-2's, so an older FLASHGPT_BASE
+  runs too), WEIGHT_DECAY replaces the weight decay, each in a folder of its own, and the curves
+  come with the training loss. gpu_modern.sh: an empty PARTS, a part of another name, or the
+  learning part without a dataset is one error line and runs nothing; the speed part runs the
+  three recipes in train_gpt and modern-muon in bench_torch_gpt2.py at both shapes; the
+  learning part the three recipes, then the reference under torch.compile from the initial
+  weights train_gpt wrote. gpu_decode.sh trains a modern d12 beside GPT-2's and generates with
+  both at every prompt and sample count.
 Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/test.h.
 """
 import os
@@ -151,6 +172,31 @@ def case_compare_curves():
                f"one run against globbed runs: {result.stdout!r}")
     case.end()
 
+    case = Case("compare_curves --train-loss: the training loss beside the validation loss, and what the curves do "
+                "after their lowest validation loss")
+    # step t's (training loss, validation loss); validation every 2 steps
+    shapes = {"over": lambda t: (6 - 0.5 * t, 5 - 0.5 * min(t, 4) + 0.25 * max(0, t - 4)),
+              "diverged": lambda t: (6 - 0.5 * min(t, 4) + 0.5 * max(0, t - 4), 5 - 0.5 * min(t, 4) + 0.5 * max(0, t - 4)),
+              "falling": lambda t: (6 - 0.5 * t, 5 - 0.25 * t)}
+    args = []
+    for name, shape in shapes.items():
+        path = os.path.join(d, f"train_{name}.csv")
+        with open(path, "w") as f:
+            f.write(LOG_HEADER + "".join(f"{t},{shape(t)[0]},{shape(t)[1] if t % 2 == 0 else ''},0.1,1,10,5,0,1\n"
+                                         for t in range(1, 9)))
+        args += [name, path]
+    result = run_script(script("compare_curves.py"), *args, "--train-loss")
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    for line in ("| 4 | 4.2500 | 3.0000 | 4.2500 | 3.0000 | 4.2500 | 4.0000 |",  # steps 3 and 4: 4.5 and 4.0
+                 "  over: lowest validation 3.0000 at step 4, last 4.0000; over-fitting: the validation loss rises "
+                 "+1.0000 after step 4 while the training loss falls from 4.2500 to 2.2500",
+                 "  diverged: lowest validation 3.0000 at step 4, last 5.0000; divergence: the validation loss rises "
+                 "+2.0000 after step 4 and the training loss with it, from 4.2500 to 5.7500",
+                 "  falling: lowest validation 3.0000 at step 8, last 3.0000; the validation loss is lowest at the last "
+                 "step"):
+        case.check(line in result.stdout.splitlines(), f"no line {line!r} in {result.stdout!r}")
+    case.end()
+
 
 def without(d, module):
     """The environment of a script run without module: a package of that name on PYTHONPATH,
@@ -247,6 +293,114 @@ def case_torch_scripts():
         case.end()
 
 
+def save_init(path, shard, *arch_args):
+    """train_gpt --save-init's initial model (seed 1337) of a d2 with a context of 16 on the shard,
+    of the architecture arch_args ask for: the C writer's file. Returns the CompletedProcess."""
+    return subprocess.run([os.path.join(ROOT, "train_gpt"), "--train-data", shard, "--model", "d2", "--context", "16",
+                           "-T", "16", "-B", "2", *arch_args, "--save-init", path],
+                          capture_output=True, text=True, timeout=120)
+
+
+def edited(path, name, offset, data):
+    """A copy of the file at path, named name beside it, with data written at byte offset."""
+    out = os.path.join(os.path.dirname(path), name)
+    with open(path, "rb") as f:
+        content = bytearray(f.read())
+    content[offset:offset + len(data)] = data
+    with open(out, "wb") as f:
+        f.write(content)
+    return out
+
+
+def case_architecture_options():
+    """The architecture and its optimizer settings in the torch scripts, before torch; the model
+    checkpoints of versions 6 and 7 (train_gpt's own) in scripts/gpt2_checkpoint.py."""
+    d = folder("architecture")
+    env = without(d, "torch")
+    shard = os.path.join(d, "train_000000.bin")
+    with open(shard, "wb") as f:  # 1000 tokens of a vocabulary of 97 (data/shard.h's header)
+        f.write(array("i", [20240520, 1, 1000, 97] + [0] * 252).tobytes() + array("H", [i % 97 for i in range(1000)]).tobytes())
+    train = ["--train-data", shard, "--model", "d2", "--context", "16", "-T", "16"]
+    modern, ablation = os.path.join(d, "modern.bin"), os.path.join(d, "ablation.bin")
+    ablation_args = ["--arch", "modern", "--rotary", "0", "--bias", "1", "--softcap", "0"]
+    case = Case("train_gpt --save-init --arch modern (and an ablation): what scripts/gpt2_checkpoint.py reads, "
+                "each tensor in its place")
+    for path, args in ((modern, ["--arch", "modern"]), (ablation, ablation_args)):
+        result = save_init(path, shard, *args)
+        case.check(result.returncode == 0, f"train_gpt {' '.join(args)} --save-init: {result.stdout + result.stderr}")
+    if case.check(os.path.exists(modern) and os.path.exists(ablation), "no checkpoints"):
+        sys.path.insert(0, SCRIPTS)
+        from gpt2_checkpoint import Checkpoint  # numpy's: make test runs this test with it
+        from gpt_architecture import PRESETS
+        ck = Checkpoint(modern)
+        case.check((ck.version, ck.arch, tuple(ck.shape)) == (6, PRESETS["modern"], (16, 97, 2, 2, 128)),
+                   f"version {ck.version}, {ck.arch}, {ck.shape}")
+        # zero_init: the projections and the head 0; wte drawn, its padding rows 0
+        for sl, values in ck.slices():
+            if "c_proj" in sl.hf_name or sl.hf_name == "lm_head.weight":
+                case.check(not values.any(), f"{sl.hf_name}: not zero")
+            else:
+                rows = 97 if sl.hf_name == "wte.weight" else len(values)
+                case.check(values[:rows].all() and not values[rows:].any(), f"{sl.hf_name}: not drawn where it should be")
+        names = [sl.hf_name for sl, _ in ck.slices()]
+        case.check(names[0] == "wte.weight" and names[-1] == "lm_head.weight" and len(names) == 1 + 4 * 2 + 1,
+                   f"the slices {names}")
+        ab = Checkpoint(ablation)
+        case.check(ab.arch._replace(rotary=1, bias=0, softcap=30.0) == PRESETS["modern"] and
+                   [sl.hf_name for sl, _ in ab.slices()][:3] == ["wte.weight", "wpe.weight", "h.0.attn.c_attn.weight"],
+                   f"the ablation: {ab.arch}, {[sl.hf_name for sl, _ in ab.slices()][:3]}")
+    case.end()
+
+    name = "train_torch_reference.py"
+    for args in (["--init-from", modern], ["--init-from", ablation] + ablation_args,
+                 ["--init-from", modern, "--optimizer", "muon", "--head-lr", "0.01"],
+                 ["--arch", "modern", "--optimizer", "muon", "--embedding-lr", "0.1", "--head-lr", "0.01"]):
+        case = Case(f"{name} {' '.join(os.path.basename(a) for a in args)}: the architecture settled, then "
+                    "one line saying it needs torch")
+        one_error_line(case, run_script(script(name), *train, *args, env=env), "needs torch")
+        case.end()
+    def slot(value):  # a header slot's bytes: an int32, or a float by its bits
+        return array("i" if isinstance(value, int) else "f", [value]).tobytes()
+    for args, must_mention in (
+            (["--init-from", modern, "--arch", "gpt2"], f"{modern}: the architecture asked for (gpt2) is not the "
+                                                        "checkpoint's (modern)"),
+            (["--init-from", modern, "--softcap", "15"], "softcap 15) is not the checkpoint's (modern)"),
+            (["--init-from", ablation, "--arch", "modern"], "is not the checkpoint's (learned positions"),
+            (["--init-from", edited(modern, "rotary2.bin", 4 * 8, slot(2))], "corrupt header: rotary 2 is neither"),
+            (["--init-from", edited(modern, "base.bin", 4 * 9, slot(0.5))], "corrupt header: the rotary base 0.5"),
+            (["--init-from", edited(modern, "slot17.bin", 4 * 17, slot(5))],
+             "corrupt header: slot 17 holds 5, past the architecture"),
+            (["--init-from", edited(modern, "v7.bin", 4, slot(7))], "trailing bytes")):
+        case = Case(f"{name} {' '.join(os.path.basename(a) for a in args)}: refused in one line naming the "
+                    "checkpoint, before torch")
+        one_error_line(case, run_script(script(name), *train, *args, env=env), must_mention)
+        case.end()
+    for script_name, good in ((name, train), ("bench_torch_gpt2.py", [])):
+        for args, must_mention in ((["--arch", "gpt3"], "invalid choice: 'gpt3'"), (["--norm", "cube"], "--norm"),
+                                   (["--softcap", "-1"], "the softcap -1.0 is not"),
+                                   (["--arch", "modern", "--rotary-base", "1"], "the rotary base 1.0 is not"),
+                                   (["--rotary-base", "inf"], "the rotary base inf")):
+            case = Case(f"{script_name} {' '.join(args)}: refused before torch")
+            result = run_script(script(script_name), *good, *args, env=env)
+            case.check(result.returncode == 2 and must_mention in result.stderr and "needs torch" not in result.stderr,
+                       f"exit {result.returncode}, stderr {result.stderr.strip()[-200:]!r}")
+            case.end()
+    for args, must_mention in ((["--head-lr", "0.01"], "--head-lr is a setting of --optimizer muon"),
+                               (["--arch", "modern", "--adam-beta1", "0.9"], "--adam-beta1 is a setting"),
+                               (["--optimizer", "muon", "--head-lr", "0.01"], "the model's head is wte"),
+                               (["--arch", "modern", "--optimizer", "muon", "--muon-momentum", "1"], "[0, 1)"),
+                               (["--arch", "modern", "--lr", "0"], "--lr 0.0 must be positive")):
+        case = Case(f"{name} {' '.join(args)}: refused before torch")
+        result = run_script(script(name), *train, *args, env=env)
+        case.check(result.returncode == 2 and must_mention in result.stderr, f"exit {result.returncode}, "
+                   f"stderr {result.stderr.strip()[-200:]!r}")
+        case.end()
+    case = Case("bench_torch_gpt2.py --arch modern --optimizer muon without torch: one line saying it needs torch")
+    one_error_line(case, run_script(script("bench_torch_gpt2.py"), "--arch", "modern", "--optimizer", "muon",
+                                    env=env), "needs torch")
+    case.end()
+
+
 # The GPU scripts' commands: on PATH, and at the paths they run from the repository root.
 PATH_STUBS = ["make", "nvidia-smi", "python3", "torchrun", "compute-sanitizer"]
 LOCAL_STUBS = ["train_gpt", "prepare_data", "generate", "build/tests/test_attention",
@@ -255,15 +409,17 @@ LOCAL_STUBS = ["train_gpt", "prepare_data", "generate", "build/tests/test_attent
 # Each script: the number of operands it takes, and those of a run (gpu_parity.sh's dataset,
 # which gpu_run makes).
 GPU_SCRIPTS = {"gpu_check.sh": (1, []), "gpu_scaling.sh": (0, []), "gpu_speed_race.sh": (0, []),
-               "gpu_attention.sh": (1, []), "gpu_decode.sh": (1, []), "gpu_parity.sh": (1, ["data"])}
-PARITY_VARIABLES = ("MODELS", "SIDES", "SEEDS", "FLASHGPT", "FLASHGPT_BASE", "RACE")
+               "gpu_attention.sh": (1, []), "gpu_decode.sh": (1, []), "gpu_parity.sh": (1, ["data"]),
+               "gpu_modern.sh": (1, ["data"]), "gpu_muon.sh": (1, ["data"])}
+PARITY_VARIABLES = ("MODELS", "SIDES", "SEEDS", "FLASHGPT", "FLASHGPT_BASE", "RACE", "ARCH", "OPTIMIZER",
+                    "WEIGHT_DECAY", "MUON_LR", "MODERN_LR", "PARTS")
 
 
 def gpu_run(name, args, stub_status, env_vars=None, where="."):
     """Runs scripts/NAME ARGS (with env_vars) in the folder where, under a fresh folder that
     stands for the repository (its scripts/ the script and gpu_common.sh, a dataset in data/)
     and where every command the script calls is a stub that exits with stub_status(command)
-    and writes its name to ran.log. Returns (CompletedProcess, the commands that ran)."""
+    and writes its command line to ran.log. Returns (CompletedProcess, the commands that ran)."""
     d = folder("gpu_" + name)
     bin_dir, ran = os.path.join(d, "bin"), os.path.join(d, "ran.log")
     for stub in [os.path.join("bin", s) for s in PATH_STUBS] + LOCAL_STUBS:
@@ -276,7 +432,7 @@ def gpu_run(name, args, stub_status, env_vars=None, where="."):
     for copied in (name, "gpu_common.sh"):
         shutil.copy(script(copied), os.path.join(d, "scripts", copied))
     os.makedirs(os.path.join(d, "data"))
-    for data in ("tokenizer.bin", "train_000000.bin"):
+    for data in ("tokenizer.bin", "train_000000.bin", "val_000000.bin"):
         open(os.path.join(d, "data", data), "w").close()
     os.makedirs(os.path.join(d, where), exist_ok=True)
     env = {k: v for k, v in os.environ.items()
@@ -360,14 +516,117 @@ def case_gpu_parity_variables():
     case.end()
 
 
+def ran_lines(name):
+    """The command lines the stubs of the last gpu_run of scripts/NAME wrote."""
+    return open(os.path.join(TMP, "args_gpu_" + name, "ran.log")).read().splitlines()
+
+
+def case_gpu_parity_architecture():
+    case = Case("gpu_parity.sh with ARCH=gpt3: refused in one line, nothing run")
+    result, ran = gpu_run("gpu_parity.sh", ["data"], lambda stub: 0, {"ARCH": "gpt3", "OUT": "logs"})
+    one_error_line(case, result, "ARCH gpt3")
+    case.check(not ran, f"ran {ran}")
+    case.end()
+    # (variables, what every train_gpt and reference line holds, what none does, the logs' folder)
+    for env_vars, every, none, folder_name in (
+            ({}, ["--optimizer adamw --lr 1e-3 ", "--weight-decay 0.1 "], ["--arch"], "d6-t256"),
+            ({"ARCH": "modern"}, ["--arch modern ", "--optimizer adamw --lr 2e-3 "], ["--embedding-lr"],
+             "d6-t256-modern"),
+            ({"ARCH": "modern", "OPTIMIZER": "muon"},
+             ["--arch modern ", "--optimizer muon --lr 0.02 --embedding-lr 0.05 --head-lr 0.002 ", "--weight-decay 0 "],
+             [], "d6-t256-modern-muon"),
+            ({"OPTIMIZER": "muon", "WEIGHT_DECAY": "0.1"},
+             ["--optimizer muon --lr 0.02 --vector-lr 0.002 --embedding-lr 0.001 ", "--weight-decay 0.1 "],
+             ["--arch", "--head-lr"], "d6-t256-muon-wd0.1")):
+        what = " ".join(f"{k}={v}" for k, v in env_vars.items()) or "no ARCH"
+        case = Case(f"gpu_parity.sh with {what}: both sides train that recipe, logs in {folder_name}/")
+        result, _ = gpu_run("gpu_parity.sh", ["data"], lambda stub: 0,
+                            dict(env_vars, MODELS="d6-t256", SEEDS="1", OUT="logs"))
+        case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+        runs = [line for line in ran_lines("gpu_parity.sh")
+                if line.startswith("train_gpt ") or "train_torch_reference.py" in line]
+        case.check(len(runs) == 3, f"ran {runs}")
+        for line in runs:
+            for want in every:
+                case.check(want in line + " ", f"no {want!r} in {line!r}")
+            for unwanted in none:
+                case.check(unwanted not in line, f"{unwanted!r} in {line!r}")
+            case.check(f"logs/parity/{folder_name}/" in line, f"not in {folder_name}/: {line!r}")
+        case.check(any("compare_curves.py" in line and "--train-loss" in line for line in ran_lines("gpu_parity.sh")),
+                   "no compare_curves.py --train-loss")
+        case.end()
+
+
+def case_gpu_modern_parts():
+    for env_vars, args, must_mention in (({"PARTS": " "}, ["data"], "PARTS is empty"),
+                                         ({"PARTS": "learning tuning"}, ["data"], "no part called tuning"),
+                                         ({"PARTS": "learning"}, [], "needs the dataset folder"),
+                                         ({}, [], "needs the dataset folder")):
+        what = " ".join(f"{k}='{v}'" for k, v in env_vars.items()) or "both parts"
+        case = Case(f"gpu_modern.sh with {what}{'' if args else ' and no dataset'}: refused in one line, nothing run")
+        result, ran = gpu_run("gpu_modern.sh", args, lambda stub: 0, dict(env_vars, OUT="logs"))
+        one_error_line(case, result, must_mention)
+        case.check(not ran, f"ran {ran}")
+        case.end()
+    case = Case("gpu_modern.sh with PARTS=speed and no dataset: each recipe in train_gpt, modern-muon in "
+                "torch.compile, at both shapes")
+    result, _ = gpu_run("gpu_modern.sh", [], lambda stub: 0, {"PARTS": "speed", "OUT": "logs"})
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    lines = ran_lines("gpu_modern.sh")
+    for T, B in (("1024", "64"), ("16384", "4")):
+        shape = f"--context {T} -T {T} -B {B} "
+        trains = [line for line in lines if line.startswith("train_gpt ") and shape in line]
+        case.check(len(trains) == 3 and sum("--arch modern --optimizer muon" in line for line in trains) == 1 and
+                   sum("--optimizer adamw --lr 6e-4" in line for line in trains) == 1, f"T {T}: {trains}")
+        torch = [line for line in lines if "bench_torch_gpt2.py" in line and f"-B {B} -T {T} " in line]
+        case.check(len(torch) == 1 and "--arch modern --optimizer muon" in torch[0], f"T {T}: {torch}")
+    case.end()
+    case = Case("gpu_modern.sh with PARTS=learning: the three recipes in train_gpt, then the PyTorch modern-muon "
+                "under torch.compile from train_gpt's initial weights")
+    result, _ = gpu_run("gpu_modern.sh", ["data"], lambda stub: 0, {"PARTS": "learning", "OUT": "logs"})
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    lines = ran_lines("gpu_modern.sh")
+    for recipe, options in (("gpt2-adamw", "--optimizer adamw --lr 6e-4 --weight-decay 0.1"),
+                            ("modern-muon", "--arch modern --optimizer muon"),
+                            ("modern-adamw", "--arch modern --optimizer adamw")):
+        runs = [line for line in lines if line.startswith("train_gpt ") and f"--log logs/modern/{recipe}.csv" in line]
+        case.check(len(runs) == 1 and f"{options} --log" in runs[0], f"{recipe}: {runs}")
+    init = "logs/modern/init-modern-s1.bin"
+    saves = [line for line in lines if line.startswith("train_gpt ") and f"--save-init {init}" in line]
+    torch = [line for line in lines if "train_torch_reference.py" in line]
+    case.check(len(saves) == 1 and "--arch modern --optimizer muon" in saves[0] and "--seed 1 " in saves[0],
+               f"the initial weights: {saves}")
+    case.check(len(torch) == 1 and f"--arch modern --optimizer muon --init-from {init} --compile" in torch[0] and
+               "--seed 1 " in torch[0], f"the reference: {torch}")
+    case.check(lines.index(saves[0]) < lines.index(torch[0]) if saves and torch else False, "the order")
+    case.end()
+
+
+def case_gpu_decode_modern():
+    case = Case("gpu_decode.sh: a modern d12 beside GPT-2's, each prompt and sample count generated by both")
+    result, _ = gpu_run("gpu_decode.sh", [], lambda stub: 0, {"OUT": "logs"})
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    lines = ran_lines("gpu_decode.sh")
+    trains = [line for line in lines if line.startswith("train_gpt ") and "--out-dir build/gpu-decode/run" in line]
+    case.check(len(trains) == 2 and "--arch modern " in trains[1] and trains[1].endswith("run-modern"),
+               f"the models: {trains}")
+    generated = [line for line in lines if line.startswith("generate ") and "--max-tokens 256" in line]
+    modern = [line for line in generated if "run-modern/model_00000002.bin" in line]
+    case.check(len(generated) == 18 and len(modern) == 9, f"{len(generated)} generate runs, {len(modern)} modern")
+    case.end()
+
 def main():
     case_random_tokens()
     case_gen_unicode_tables()
     case_compare_curves()
     case_without_numpy()
     case_torch_scripts()
+    case_architecture_options()
     case_gpu_scripts()
     case_gpu_parity_variables()
+    case_gpu_parity_architecture()
+    case_gpu_modern_parts()
+    case_gpu_decode_modern()
     return 1 if Case.failures else 0
 
 

@@ -1,0 +1,115 @@
+"""scripts/gpt_architecture.py: the architecture of a flashgpt model (gpt/config.h's Architecture),
+its two presets and train_gpt's options for it, for the Python scripts (python3 alone: no numpy,
+no torch, so a script checks its options before it loads either).
+
+The fields, in the order of gpt/config.h and of the model checkpoint's header slots 8-16:
+rotary (0/1: rotary positions on q and k, no learned wpe), rotary_base (frequencies
+base^(-2i/HS)), rms_norm (0/1: RMSNorm without weights, else LayerNorm), qk_norm (0/1: RMSNorm of
+each head's q and k), relu2 (0/1: the MLP's activation relu(x)^2, else tanh GELU), bias (0/1:
+biases in the four linear layers), untied_head (0/1: an lm_head of its own, else wte), zero_init
+(0/1: attproj, fcproj and lm_head start at zero), softcap (logits z -> softcap * tanh(z /
+softcap); 0: none).
+The options are train_gpt's: --arch gpt2|modern picks a preset, then --rotary 0|1,
+--rotary-base X, --norm layer|rms, --qk-norm 0|1, --mlp gelu|relu2, --bias 0|1,
+--head tied|untied, --zero-init 0|1 and --softcap X each replace one field.
+"""
+import math
+from typing import NamedTuple
+
+
+class Architecture(NamedTuple):
+    rotary: int
+    rotary_base: float
+    rms_norm: int
+    qk_norm: int
+    relu2: int
+    bias: int
+    untied_head: int
+    zero_init: int
+    softcap: float
+
+
+PRESETS = {
+    "gpt2": Architecture(rotary=0, rotary_base=10000.0, rms_norm=0, qk_norm=0, relu2=0, bias=1, untied_head=0,
+                         zero_init=0, softcap=0.0),
+    "modern": Architecture(rotary=1, rotary_base=10000.0, rms_norm=1, qk_norm=1, relu2=1, bias=0, untied_head=1,
+                           zero_init=1, softcap=30.0),
+}
+GPT2 = PRESETS["gpt2"]
+FLOAT_FIELDS = ("rotary_base", "softcap")
+
+# Each component option: (flag, the field it sets, its choices as {word: value}, or None for a
+# number).
+COMPONENTS = (("--rotary", "rotary", {"0": 0, "1": 1}), ("--rotary-base", "rotary_base", None),
+              ("--norm", "rms_norm", {"layer": 0, "rms": 1}), ("--qk-norm", "qk_norm", {"0": 0, "1": 1}),
+              ("--mlp", "relu2", {"gelu": 0, "relu2": 1}), ("--bias", "bias", {"0": 0, "1": 1}),
+              ("--head", "untied_head", {"tied": 0, "untied": 1}), ("--zero-init", "zero_init", {"0": 0, "1": 1}),
+              ("--softcap", "softcap", None))
+
+
+def invalid(arch):
+    """None when every field holds a value it may (gpt/config.h's architecture_invalid), else
+    what does not."""
+    for field in Architecture._fields:
+        if field not in FLOAT_FIELDS and getattr(arch, field) not in (0, 1):
+            return f"{field} {getattr(arch, field)} is neither 0 nor 1"
+    if not (math.isfinite(arch.rotary_base) and arch.rotary_base > 1):
+        return f"the rotary base {arch.rotary_base} is not a finite number above 1"
+    if not (math.isfinite(arch.softcap) and arch.softcap >= 0):
+        return f"the softcap {arch.softcap} is not a finite number >= 0"
+    return None
+
+
+def preset_of(arch):
+    """The name of the preset arch is, or None (an ablation)."""
+    return next((name for name, preset in PRESETS.items() if preset == arch), None)
+
+
+def describe(arch):
+    """"gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, ..."."""
+    name = preset_of(arch)
+    if name:
+        return name
+    return ", ".join([f"rotary (base {arch.rotary_base:g})" if arch.rotary else "learned positions",
+                      "rms norm" if arch.rms_norm else "layernorm", "qk-norm" if arch.qk_norm else "no qk-norm",
+                      "relu2" if arch.relu2 else "gelu", "bias" if arch.bias else "no bias",
+                      "untied head" if arch.untied_head else "tied head",
+                      "zero init" if arch.zero_init else "no zero init",
+                      f"softcap {arch.softcap:g}" if arch.softcap else "no softcap"])
+
+
+def add_options(ap):
+    """The architecture options on the argparse parser ap, each None unless given."""
+    ap.add_argument("--arch", choices=list(PRESETS),
+                    help="the preset: gpt2 (GPT-2 of 2019) or modern (--rotary 1, --norm rms, --qk-norm 1, "
+                         "--mlp relu2, --bias 0, --head untied, --zero-init 1, --softcap 30) [gpt2; with a "
+                         "checkpoint, its own]")
+    for flag, field, choices in COMPONENTS:
+        if choices:
+            ap.add_argument(flag, choices=list(choices), help=f"the architecture's {field}")
+        else:
+            ap.add_argument(flag, type=float, metavar="X", help=f"the architecture's {field}")
+
+
+def from_options(a, start=None):
+    """(the architecture the parsed options a ask for, the preset whose optimizer defaults the run
+    takes: --arch's, else that of the preset the architecture is, else gpt2). It starts from
+    --arch's preset, or without --arch from start (the architecture of a checkpoint the run
+    starts from) or gpt2; each component given replaces its field. ValueError saying why when
+    the result is not a valid architecture."""
+    fields = (PRESETS[a.arch] if a.arch else start or GPT2)._asdict()
+    for flag, field, choices in COMPONENTS:
+        value = getattr(a, field_attribute(flag))
+        if value is not None:
+            fields[field] = choices[value] if choices else float(value)
+    arch = Architecture(**fields)
+    why = invalid(arch)
+    if why:
+        raise ValueError(f"the architecture ({describe(arch)}): {why}")
+    return arch, a.arch or preset_of(arch) or "gpt2"
+
+
+def field_attribute(flag):
+    """The attribute argparse gives a flag: "--rotary-base" -> "rotary_base"."""
+    return flag.lstrip("-").replace("-", "_")
+
