@@ -11,6 +11,7 @@
 #define FLASHGPT_ATTENTION_H
 
 #include <stddef.h>
+#include "attention/mask.h"
 #include "attention/params.h"
 #include "attention/ring.h"
 
@@ -24,6 +25,8 @@ typedef struct {
     int deterministic;           // the backward gives the same bits on every run (naive always does)
     const AttentionRing* ring;   // NULL: each row of the batch is a sequence. Else a row is a rank's
                                  // two zigzag chunks of one (flash only)
+    AttentionMask mask;          // the key window of every row (params.h, attention/mask.h): its
+                                 // document, a sliding window, or both; all zero: plain causal
 } AttentionPlan;
 
 // NULL when the plan computes the shape s (B rows of T tokens), else a one-line reason.
