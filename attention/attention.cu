@@ -29,9 +29,8 @@ AttentionParams attention_fused_params(AttentionShape s, const bf16* qkv, bf16* 
 const char* attention_unsupported(const AttentionPlan* plan, AttentionShape s) {
     const char* why = attention_mask_unsupported(&plan->mask, s);
     if (why) return why;
-    if (attention_mask_active(&plan->mask) && plan->kind == ATTENTION_FLASH)
-        return "flash attention: no key window yet";
     if (plan->ring) {
+        if (attention_mask_active(&plan->mask)) return "context parallel: no key window yet";
         if (plan->kind != ATTENTION_FLASH) return "context parallel: the ring runs flash attention only";
         return ring_attention_unsupported(plan->ring, s);
     }
@@ -60,7 +59,7 @@ void attention_forward(const AttentionPlan* plan, AttentionShape s, bf16* out, v
     require_supported(plan, s);
     AttentionParams p = attention_fused_params(s, qkv, out, (float*)saved, NULL, NULL);
     if (plan->ring) ring_attention_forward(plan->ring, s, out, (float*)saved, qkv, scratch, stream);
-    else if (plan->kind == ATTENTION_FLASH) flash_attention_forward(&p, stream);
+    else if (plan->kind == ATTENTION_FLASH) flash_attention_forward(&p, &plan->mask, stream);
     else naive_attention_forward(&p, &plan->mask, (bf16*)saved, stream);
 }
 
@@ -71,7 +70,7 @@ void attention_backward(const AttentionPlan* plan, AttentionShape s, bf16* dqkv,
     if (plan->ring)
         ring_attention_backward(plan->ring, s, dqkv, dout, out, (const float*)saved, qkv, scratch,
                                 plan->deterministic, stream);
-    else if (plan->kind == ATTENTION_FLASH) flash_attention_backward(&p, scratch, plan->deterministic, stream);
+    else if (plan->kind == ATTENTION_FLASH) flash_attention_backward(&p, &plan->mask, scratch, plan->deterministic, stream);
     else naive_attention_backward(&p, &plan->mask, (const bf16*)saved, scratch, stream);
 }
 

@@ -27,6 +27,7 @@
 #include <math.h>
 #include <string.h>
 #include "attention/flash.h"
+#include "attention/mask.h"
 #include "attention/wgmma.cuh"
 #include "device/smem.cuh"
 #include "attention/softmax.cuh"
@@ -769,7 +770,9 @@ static void launch_dq_wgmma(const AttentionParams* p, const float* delta, cudaSt
     cudaCheckLaunch();
 }
 
-void flash_attention_backward_wgmma(const AttentionParams* p, void* scratch, FlashDq dq, cudaStream_t stream) {
+void flash_attention_backward_wgmma(const AttentionParams* p, const AttentionMask* mask, void* scratch, FlashDq dq,
+                                    cudaStream_t stream) {
+    if (attention_mask_active(mask)) die("flash_attention_backward_wgmma: no key window yet");
     BackwardScratch w = flash_backward_scratch(p->shape, scratch);
     flash_backward_prepass(p, w, dq, stream);
     int hs64 = p->shape.HS == 64;

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <math.h>
 #include "attention/flash.h"
+#include "attention/mask.h"
 #include "attention/wgmma.cuh"
 #include "device/smem.cuh"
 #include "attention/softmax.cuh"
@@ -358,7 +359,8 @@ static void launch_forward_wgmma(const AttentionParams* p, cudaStream_t stream) 
     cudaCheckLaunch();
 }
 
-void flash_attention_forward_wgmma(const AttentionParams* p, cudaStream_t stream) {
+void flash_attention_forward_wgmma(const AttentionParams* p, const AttentionMask* mask, cudaStream_t stream) {
+    if (attention_mask_active(mask)) die("flash_attention_forward_wgmma: no key window yet");
     // HS 64: blocks of 64 keys and two thread blocks per SM (122 registers, 66 KiB of shared
     // memory each), so one block's barrier and softmax hide behind the other's wgmma, which
     // measured faster than 128-key blocks at one block per SM; a producer warpgroup does not fit

@@ -13,6 +13,12 @@ static inline int attention_mask_active(const AttentionMask* m) {
     return m && (m->doc_start || m->window > 0);
 }
 
+// What a kernel takes: the mask, or (NULL) one that is not active.
+static inline AttentionMask attention_mask_or_none(const AttentionMask* m) {
+    AttentionMask none = {NULL, NULL, 0};
+    return m ? *m : none;
+}
+
 // NULL when a call of shape s can take the mask m (NULL: no mask), else a one-line reason.
 const char* attention_mask_unsupported(const AttentionMask* m, AttentionShape s);
 

@@ -137,19 +137,17 @@ static HeadMatrices heads(AttentionTensor v, int b) {
 // The row softmaxes of B * NH * T rows, masked or not.
 static void softmax_forward(const AttentionParams* p, const AttentionMask* mask, bf16* probs, cudaStream_t stream) {
     AttentionShape s = p->shape;
-    AttentionMask none = {NULL, NULL, 0};
     auto kernel = attention_mask_active(mask) ? softmax_forward_kernel<true> : softmax_forward_kernel<false>;
-    kernel<<<s.B * s.NH * s.T, SOFTMAX_THREADS, 0, stream>>>(probs, s.T, s.causal, s.NH, mask ? *mask : none);
+    kernel<<<s.B * s.NH * s.T, SOFTMAX_THREADS, 0, stream>>>(probs, s.T, s.causal, s.NH, attention_mask_or_none(mask));
     cudaCheckLaunch();
 }
 
 static void softmax_backward(const AttentionParams* p, const AttentionMask* mask, float* dp_ds, const bf16* probs,
                              cudaStream_t stream) {
     AttentionShape s = p->shape;
-    AttentionMask none = {NULL, NULL, 0};
     auto kernel = attention_mask_active(mask) ? softmax_backward_kernel<true> : softmax_backward_kernel<false>;
     kernel<<<s.B * s.NH * s.T, SOFTMAX_THREADS, 0, stream>>>(dp_ds, probs, s.T, s.causal, s.scale, s.NH,
-                                                              mask ? *mask : none);
+                                                              attention_mask_or_none(mask));
     cudaCheckLaunch();
 }
 

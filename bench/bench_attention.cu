@@ -43,8 +43,8 @@ static void fill_uniform(bf16* x, size_t n, uint64_t seed) {
 typedef struct {
     const char* name;
     AttentionKind kind;
-    void (*forward)(const AttentionParams*, cudaStream_t);  // NULL: attention.h
-    void (*backward)(const AttentionParams*, void*, FlashDq,
+    void (*forward)(const AttentionParams*, const AttentionMask*, cudaStream_t);  // NULL: attention.h
+    void (*backward)(const AttentionParams*, const AttentionMask*, void*, FlashDq,
                      cudaStream_t);   // deterministic: FLASH_DQ_SEPARATE, as flash.cu picks for this family
 } Impl;
 
@@ -109,9 +109,9 @@ static int compare_floats(const void* a, const void* b) {
 static void run_pass(int pass, const Impl* impl, AttentionShape s, Buffers* b) {
     AttentionPlan plan = plan_of(impl->kind, pass == 2);
     AttentionParams p = attention_fused_params(s, b->qkv, b->out, (float*)b->saved, b->dqkv, b->dout);
-    if (pass == 0 && impl->forward) impl->forward(&p, 0);
+    if (pass == 0 && impl->forward) impl->forward(&p, NULL, 0);
     else if (pass == 0) attention_forward(&plan, s, b->out, b->saved, b->qkv, b->scratch, 0);
-    else if (impl->backward) impl->backward(&p, b->scratch, pass == 2 ? FLASH_DQ_SEPARATE : FLASH_DQ_ATOMIC, 0);
+    else if (impl->backward) impl->backward(&p, NULL, b->scratch, pass == 2 ? FLASH_DQ_SEPARATE : FLASH_DQ_ATOMIC, 0);
     else attention_backward(&plan, s, b->dqkv, b->dout, b->out, b->saved, b->qkv, b->scratch, 0);
 }
 
