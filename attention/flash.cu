@@ -59,7 +59,7 @@ static void require_supported(const AttentionParams* p, const AttentionMask* mas
 
 void flash_attention_forward(const AttentionParams* p, const AttentionMask* mask, cudaStream_t stream) {
     require_supported(p, mask);
-    if (flash_attention_wgmma_available() && !attention_mask_active(mask)) flash_attention_forward_wgmma(p, mask, stream);
+    if (flash_attention_wgmma_available()) flash_attention_forward_wgmma(p, mask, stream);
     else flash_attention_forward_mma(p, mask, stream);
 }
 
@@ -76,7 +76,7 @@ static FlashDq wgmma_dq_path(AttentionShape s, int deterministic) {
 void flash_attention_backward(const AttentionParams* p, const AttentionMask* mask, void* scratch, int deterministic,
                               cudaStream_t stream) {
     require_supported(p, mask);
-    if (flash_attention_wgmma_available() && !attention_mask_active(mask))
+    if (flash_attention_wgmma_available())
         flash_attention_backward_wgmma(p, mask, scratch, wgmma_dq_path(p->shape, deterministic), stream);
     else
         flash_attention_backward_mma(p, mask, scratch, deterministic ? FLASH_DQ_SEPARATE : FLASH_DQ_ATOMIC, stream);

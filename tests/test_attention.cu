@@ -549,10 +549,6 @@ static void test_flash(const FlashFamily* f, TestShape ts, DeviceBuffers* d, con
         test_skip(name, WGMMA_UNAVAILABLE);
         return;
     }
-    if (f->wgmma && masked(ts)) {
-        test_skip(name, "no key window in the wgmma kernels yet");
-        return;
-    }
     test_begin(name);
     AttentionParams call = attention_fused_params(s, d->qkv, d->out, (float*)d->saved, d->dqkv, d->dout);
     const char* why = flash_attention_params_unsupported(&call, run_mask(d));
