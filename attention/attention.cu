@@ -76,7 +76,8 @@ void attention_backward(const AttentionPlan* plan, AttentionShape s, bf16* dqkv,
 
 const char* attention_decode_unsupported(const AttentionPlan* plan, AttentionShape cache) {
     if (plan->ring) return "decode attention: not under context parallelism";
-    if (attention_mask_active(&plan->mask)) return "decode attention: no key window yet";
+    if (plan->mask.doc_start) return "decode attention: a sample is one document (a plan without documents decodes it)";
+    if (plan->mask.window < 0) return "attention mask: the window must be 0 (none) or a number of keys";
     return decode_attention_unsupported(cache);
 }
 
@@ -89,5 +90,5 @@ void attention_decode(const AttentionPlan* plan, const AttentionParams* p, const
     const char* why = attention_decode_unsupported(plan, p->shape);
     if (why) die("%s", why);
     if (!positions) die("attention_decode: the queries' positions are needed");
-    decode_attention(p, positions, scratch, stream);
+    decode_attention(p, positions, plan->mask.window, scratch, stream);
 }

@@ -54,8 +54,9 @@ void attention_backward(const AttentionPlan* plan, AttentionShape s,
 
 // Generation with a KV cache (the kernel: attention/decode.h): the new query of each of cache.B
 // sequences against its cache of cache.T rows, on views; the query of sequence b is at
-// positions[b] (device, < cache.T) and sees the keys 0..positions[b]. The same function as that
-// row of the causal forward; one kernel serves both kinds. The scratch
+// positions[b] (device, < cache.T) and sees the keys 0..positions[b], or with the plan's window
+// its last `window` of them. The same function as that row of the causal forward; one kernel
+// serves both kinds. A sample is one document: a plan with documents is refused. The scratch
 // (attention_decode_scratch_bytes) is zeroed once before its first use and left zeroed by every
 // call, so that calls on one stream, and the replays of a graph captured from them, share it.
 const char* attention_decode_unsupported(const AttentionPlan* plan, AttentionShape cache);
