@@ -6,17 +6,16 @@ create_block_mask over the same rule as flashgpt's key window: causal, and docum
 (a row sees its own document), a window of N keys, or both. bf16, q/k/v (B, NH, T, HS), head
 size 64 with NH = 16 and 128 with NH = 8; B = 16384 / T (B = 1 when T > 16K).
 FLOPs: forward 4 B NH HS times the (query, key) pairs the mask leaves visible; backward 2.5x the
-forward, as bench_attention counts them. Time: CUDA events around one call, 3 warm-up calls,
-median of 10. Prints a Markdown table in bench_sdpa.py's columns, the mask beside the backend.
+forward, as bench_attention counts them. Time: as bench_sdpa.py's (its time_attention). Prints a Markdown table in bench_sdpa.py's columns, the mask beside the backend.
 Usage: bench_flex.py [HS T MASK]: every masked shape, or the one given; MASK is docs=N, window=N
 or docs=N,window=M. A benchmark only: the build and the tests never use it. Needs torch with
 CUDA.
 """
 import argparse
 import re
-import statistics
 import sys
 
+from bench_sdpa import HEAD_SIZES, TOKENS_PER_CALL, print_row, time_attention
 from torch_needed import exit_without
 
 try:
@@ -26,11 +25,8 @@ except ImportError:
 else:
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
-TOKENS_PER_CALL = 16384
 SEQ_LENS = [16384, 65536]
 MASKS = [(1024, 0), (0, 1024)]   # (documents of N tokens, window of N keys), 0: none
-HEAD_SIZES = (64, 128)
-WARMUP, REPS = 3, 10
 
 
 def parse_mask(text):
@@ -59,19 +55,6 @@ def visible_pairs(T, docs, window):
     return pairs
 
 
-def median_ms(call):
-    """Median milliseconds over REPS runs after WARMUP; call(start, stop) records the events
-    around the part it times."""
-    times = []
-    for rep in range(WARMUP + REPS):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        call(start, stop)
-        torch.cuda.synchronize()
-        if rep >= WARMUP:
-            times.append(start.elapsed_time(stop))
-    return statistics.median(times)
-
-
 def bench(flex, B, NH, T, HS, docs, window):
     def mask_mod(b, h, q, k):
         seen = q >= k
@@ -82,23 +65,7 @@ def bench(flex, B, NH, T, HS, docs, window):
         return seen
 
     block_mask = create_block_mask(mask_mod, B=None, H=None, Q_LEN=T, KV_LEN=T, device="cuda")
-    q, k, v = ((torch.rand(B, NH, T, HS, device="cuda", dtype=torch.bfloat16) * 2 - 1).requires_grad_()
-               for _ in range(3))
-    dout = torch.rand(B, NH, T, HS, device="cuda", dtype=torch.bfloat16) * 2 - 1
-
-    def forward(start, stop):
-        with torch.no_grad():
-            start.record()
-            flex(q, k, v, block_mask=block_mask)
-            stop.record()
-
-    def backward(start, stop):
-        out = flex(q, k, v, block_mask=block_mask)
-        start.record()
-        torch.autograd.grad(out, (q, k, v), dout)
-        stop.record()
-
-    return median_ms(forward), median_ms(backward)
+    return time_attention(lambda q, k, v: flex(q, k, v, block_mask=block_mask), B, NH, T, HS)
 
 
 def main(argv):
@@ -128,14 +95,7 @@ def main(argv):
                 B = max(1, TOKENS_PER_CALL // T)
                 name = f"flex, {mask_name(docs, window)}"
                 fwd_flops = 4 * B * NH * visible_pairs(T, docs, window) * HS
-                try:
-                    fwd, bwd = bench(flex, B, NH, T, HS, docs, window)
-                    print(f"| {HS} | {T} | {B}×{NH} | {name} | {fwd:.3f} | {fwd_flops / fwd * 1e-9:.1f} | "
-                          f"{bwd:.3f} | {2.5 * fwd_flops / bwd * 1e-9:.1f} |", flush=True)
-                except RuntimeError as e:  # a shape it refuses or runs out of memory for (OutOfMemoryError among them)
-                    reason = str(e).strip().splitlines()[0][:80] if str(e).strip() else type(e).__name__
-                    print(f"| {HS} | {T} | {B}×{NH} | {name} | failed: {reason} | | | |", flush=True)
-                torch.cuda.empty_cache()
+                print_row(HS, T, B, NH, name, fwd_flops, lambda: bench(flex, B, NH, T, HS, docs, window))
     return 0
 
 

@@ -501,6 +501,35 @@ static void check_probs(AttentionShape s, const bf16* probs, const int* lo) {
     CHECK(bad_sum == 0, "%zu rows of P do not sum to 1 (worst |sum - 1| %.3g)", bad_sum, worst_sum);
 }
 
+// A mask that hides nothing: the unmasked run (flash: the family's kernels; NULL: naive) on the
+// same inputs gives the masked run's bits: of O, and of L when lse is given (flash).
+static void check_unmasked_forward(const FlashFamily* flash, AttentionShape s, DeviceBuffers* d, const bf16* out,
+                                   const float* lse) {
+    size_t out_n = (size_t)s.B * s.T * s.NH * s.HS, rows = (size_t)s.B * s.NH * s.T;
+    bf16* dense_out = (bf16*)malloc(out_n * sizeof(bf16));
+    float* dense_lse = lse ? (float*)malloc(rows * sizeof(float)) : NULL;
+    d->masked = 0;
+    run_forward(flash, s, d, dense_out, dense_lse);
+    d->masked = 1;
+    CHECK(memcmp(dense_out, out, out_n * sizeof(bf16)) == 0 && (!lse || memcmp(dense_lse, lse, rows * sizeof(float)) == 0),
+          "a mask that hides nothing changes the bits of O or L");
+    free(dense_out);
+    free(dense_lse);
+}
+
+// The same for a backward (dQ path dq), from the O and L (or P) in the buffers: dqkv's bits.
+static void check_unmasked_backward(const FlashFamily* flash, AttentionShape s, DeviceBuffers* d, FlashDq dq,
+                                    const bf16* dqkv) {
+    size_t dqkv_n = (size_t)s.B * s.T * 3 * s.NH * s.HS;
+    bf16* dense = (bf16*)malloc(dqkv_n * sizeof(bf16));
+    d->masked = 0;
+    run_backward(flash, s, d, dq, dense);
+    d->masked = 1;
+    CHECK(memcmp(dense, dqkv, dqkv_n * sizeof(bf16)) == 0, "a mask that hides nothing changes the bits of dQ, dK or dV%s",
+          dq == FLASH_DQ_FIXED ? " (fixed-point dQ)" : "");
+    free(dense);
+}
+
 // The naive path against the reference; leaves its O and dqkv in out, dqkv for the flash cases.
 static void test_naive(TestShape ts, DeviceBuffers* d, const Reference* ref, bf16* out,
                        bf16* dqkv) {
@@ -524,15 +553,9 @@ static void test_naive(TestShape ts, DeviceBuffers* d, const Reference* ref, bf1
         check_errors("naive vs reference", &e, worst, full);
         run_backward(NULL, s, d, FLASH_DQ_SEPARATE, again);
         CHECK(memcmp(again, dqkv, dqkv_n * sizeof(bf16)) == 0, "two backward runs differ");
-        if (hides_nothing(ts)) {   // the unmasked path's bits
-            bf16* dense_out = (bf16*)malloc(out_n * sizeof(bf16));
-            d->masked = 0;
-            run_forward(NULL, s, d, dense_out, NULL);
-            run_backward(NULL, s, d, FLASH_DQ_SEPARATE, again);
-            d->masked = 1;
-            CHECK(memcmp(dense_out, out, out_n * sizeof(bf16)) == 0 && memcmp(again, dqkv, dqkv_n * sizeof(bf16)) == 0,
-                  "a mask that hides nothing changes the bits of O, dQ, dK or dV");
-            free(dense_out);
+        if (hides_nothing(ts)) {
+            check_unmasked_forward(NULL, s, d, out, NULL);
+            check_unmasked_backward(NULL, s, d, FLASH_DQ_SEPARATE, dqkv);
         }
         free(probs);
         free(again);
@@ -582,25 +605,9 @@ static void test_flash(const FlashFamily* f, TestShape ts, DeviceBuffers* d, con
             check_errors(what, &e, errors(&e, out, det1, ref->out, ref->dqkv, s, !full, full), full);
             run_backward(f, s, d, deterministic[p], det2);
             CHECK(memcmp(det1, det2, dqkv_n * sizeof(bf16)) == 0, "%s: two backward runs differ", path[p]);
-            if (hides_nothing(ts)) {   // the unmasked kernels' bits, from the same O and L
-                d->masked = 0;
-                run_backward(f, s, d, deterministic[p], det2);
-                d->masked = 1;
-                CHECK(memcmp(det1, det2, dqkv_n * sizeof(bf16)) == 0,
-                      "%s: a mask that hides nothing changes the bits of dQ, dK or dV", path[p]);
-            }
+            if (hides_nothing(ts)) check_unmasked_backward(f, s, d, deterministic[p], det1);
         }
-        if (hides_nothing(ts)) {
-            bf16* dense_out = (bf16*)malloc(out_n * sizeof(bf16));
-            float* dense_lse = (float*)malloc(rows * sizeof(float));
-            d->masked = 0;
-            run_forward(f, s, d, dense_out, dense_lse);
-            d->masked = 1;
-            CHECK(memcmp(dense_out, out, out_n * sizeof(bf16)) == 0 && memcmp(dense_lse, lse, rows * sizeof(float)) == 0,
-                  "a mask that hides nothing changes the bits of O or L");
-            free(dense_out);
-            free(dense_lse);
-        }
+        if (hides_nothing(ts)) check_unmasked_forward(f, s, d, out, lse);
 
         // Against naive on every element, dK and dV included, at every T (where naive ran).
         if (naive_out) {
