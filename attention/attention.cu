@@ -27,7 +27,10 @@ AttentionParams attention_fused_params(AttentionShape s, const bf16* qkv, bf16* 
 }
 
 const char* attention_unsupported(const AttentionPlan* plan, AttentionShape s) {
+    const char* why = attention_mask_unsupported(&plan->mask, s);
+    if (why) return why;
     if (plan->ring) {
+        if (attention_mask_active(&plan->mask)) return "context parallel: no key window yet";
         if (plan->kind != ATTENTION_FLASH) return "context parallel: the ring runs flash attention only";
         return ring_attention_unsupported(plan->ring, s);
     }
@@ -56,8 +59,8 @@ void attention_forward(const AttentionPlan* plan, AttentionShape s, bf16* out, v
     require_supported(plan, s);
     AttentionParams p = attention_fused_params(s, qkv, out, (float*)saved, NULL, NULL);
     if (plan->ring) ring_attention_forward(plan->ring, s, out, (float*)saved, qkv, scratch, stream);
-    else if (plan->kind == ATTENTION_FLASH) flash_attention_forward(&p, stream);
-    else naive_attention_forward(&p, (bf16*)saved, stream);
+    else if (plan->kind == ATTENTION_FLASH) flash_attention_forward(&p, &plan->mask, stream);
+    else naive_attention_forward(&p, &plan->mask, (bf16*)saved, stream);
 }
 
 void attention_backward(const AttentionPlan* plan, AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out,
@@ -67,12 +70,14 @@ void attention_backward(const AttentionPlan* plan, AttentionShape s, bf16* dqkv,
     if (plan->ring)
         ring_attention_backward(plan->ring, s, dqkv, dout, out, (const float*)saved, qkv, scratch,
                                 plan->deterministic, stream);
-    else if (plan->kind == ATTENTION_FLASH) flash_attention_backward(&p, scratch, plan->deterministic, stream);
-    else naive_attention_backward(&p, (const bf16*)saved, scratch, stream);
+    else if (plan->kind == ATTENTION_FLASH) flash_attention_backward(&p, &plan->mask, scratch, plan->deterministic, stream);
+    else naive_attention_backward(&p, &plan->mask, (const bf16*)saved, scratch, stream);
 }
 
 const char* attention_decode_unsupported(const AttentionPlan* plan, AttentionShape cache) {
     if (plan->ring) return "decode attention: not under context parallelism";
+    if (plan->mask.doc_start) return "decode attention: a sample is one document (a plan without documents decodes it)";
+    if (plan->mask.window < 0) return "attention mask: the window must be 0 (none) or a number of keys";
     return decode_attention_unsupported(cache);
 }
 
@@ -85,5 +90,5 @@ void attention_decode(const AttentionPlan* plan, const AttentionParams* p, const
     const char* why = attention_decode_unsupported(plan, p->shape);
     if (why) die("%s", why);
     if (!positions) die("attention_decode: the queries' positions are needed");
-    decode_attention(p, positions, scratch, stream);
+    decode_attention(p, positions, plan->mask.window, scratch, stream);
 }

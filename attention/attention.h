@@ -11,6 +11,7 @@
 #define FLASHGPT_ATTENTION_H
 
 #include <stddef.h>
+#include "attention/mask.h"
 #include "attention/params.h"
 #include "attention/ring.h"
 
@@ -24,6 +25,8 @@ typedef struct {
     int deterministic;           // the backward gives the same bits on every run (naive always does)
     const AttentionRing* ring;   // NULL: each row of the batch is a sequence. Else a row is a rank's
                                  // two zigzag chunks of one (flash only)
+    AttentionMask mask;          // the key window of every row (params.h, attention/mask.h): its
+                                 // document, a sliding window, or both; all zero: plain causal
 } AttentionPlan;
 
 // NULL when the plan computes the shape s (B rows of T tokens), else a one-line reason.
@@ -51,8 +54,9 @@ void attention_backward(const AttentionPlan* plan, AttentionShape s,
 
 // Generation with a KV cache (the kernel: attention/decode.h): the new query of each of cache.B
 // sequences against its cache of cache.T rows, on views; the query of sequence b is at
-// positions[b] (device, < cache.T) and sees the keys 0..positions[b]. The same function as that
-// row of the causal forward; one kernel serves both kinds. The scratch
+// positions[b] (device, < cache.T) and sees the keys 0..positions[b], or with the plan's window
+// its last `window` of them. The same function as that row of the causal forward; one kernel
+// serves both kinds. A sample is one document: a plan with documents is refused. The scratch
 // (attention_decode_scratch_bytes) is zeroed once before its first use and left zeroed by every
 // call, so that calls on one stream, and the replays of a graph captured from them, share it.
 const char* attention_decode_unsupported(const AttentionPlan* plan, AttentionShape cache);

@@ -6,7 +6,10 @@
 // a log-sum-exp and a normalised output in scratch, and the last block of a (sequence, head) to
 // finish merges its chunks exactly by their log-sum-exps. A (sequence, head) whose keys fit in
 // one chunk has its output written by its one block. One query reads every cached key and value
-// once: the pass is memory-bound, (position + 1) * 2 * NH * HS * 2 bytes per sequence.
+// once: the pass is memory-bound, (position + 1) * 2 * NH * HS * 2 bytes per sequence. WINDOWED
+// (a sliding window of `window` keys): the query sees only its last `window` keys, the chunks
+// before them end at once and the rows before them are never read, so a step reads at most
+// window * 2 * NH * HS * 2 bytes per sequence.
 // Inside a block, a group of HS / 8 consecutive threads reads a key's row (a 16-byte pack of 8
 // dims each: 128 contiguous bytes at HS 64) and keeps an online softmax over its keys, with
 // DECODE_UNROLL keys' K and V loads in flight per thread; the groups merge by warp shuffles, the
@@ -78,11 +81,12 @@ __device__ __forceinline__ uint4 load_16_now(const void* p) {
 }
 
 // Block (head, chunk, sequence): keys [chunk * DECODE_CHUNK, + DECODE_CHUNK) of the sequence's
-// 0..positions[seq]. Group g of HS / 8 threads takes the keys g,
+// 0..positions[seq] (WINDOWED: of its last `window`). Group g of HS / 8 threads takes the keys g,
 // g + groups, ...; thread r of the group holds dims [8r, 8r + 8) of q, and of o for its keys.
 // Three blocks per SM (80 registers): 768 threads with 128 bytes of K and V in flight each.
+template <bool WINDOWED>
 __global__ void __launch_bounds__(DECODE_THREADS, 3) decode_kernel(const AttentionParams p, const int* positions,
-                                                                DecodeScratch scratch) {
+                                                                DecodeScratch scratch, int window) {
     // The warps' (m, l, o[HS]) (HS <= DECODE_THREADS); in the merge of the chunks, the strides'
     // (l, o[HS]): DECODE_THREADS / (HS / 4) of them, at most DECODE_THREADS / 2 (HS 8).
     __shared__ float part_m[DECODE_WARPS], part_l[DECODE_THREADS / 2];
@@ -102,12 +106,14 @@ __global__ void __launch_bounds__(DECODE_THREADS, 3) decode_kernel(const Attenti
     // may precede a write goes around L1 (__ldcg, load_16_now), so none leaves a stale line there.
     const int guess_keys = keys_seen_by(positions, seq, T);
     const int guess_n = min(DECODE_CHUNK, guess_keys - first), own = guess_keys - 1 - first;   // own: the query's row
+    // WINDOWED: the chunk's keys start at j_lo (relative to first), the window's first or 0.
+    const int guess_j_lo = WINDOWED ? max(guess_keys - window - first, 0) : 0;
     uint4 k8[DECODE_UNROLL], v8[DECODE_UNROLL];
     #pragma unroll
     for (int u = 0; u < DECODE_UNROLL; u++) {
         int j = u * groups + g;
         k8[u] = v8[u] = make_uint4(0, 0, 0, 0);
-        if (j < guess_n && j < own) {
+        if (j < guess_n && j < own && (!WINDOWED || j >= guess_j_lo)) {
             k8[u] = __ldcg((const uint4*)(k_base + j * p.k.row));
             v8[u] = __ldcg((const uint4*)(v_base + j * p.v.row));
         }
@@ -125,6 +131,10 @@ __global__ void __launch_bounds__(DECODE_THREADS, 3) decode_kernel(const Attenti
         }
     const int keys = keys_seen_by(positions, seq, T), n = min(DECODE_CHUNK, keys - first);
     if (n <= 0) return;   // past this sequence's keys: the chunks counted are those that hold keys
+    // WINDOWED: before the window, likewise; the chunks used are first_used..used - 1.
+    const int lo = WINDOWED ? max(keys - window, 0) : 0, j_lo = WINDOWED ? max(lo - first, 0) : 0;
+    if (WINDOWED && n <= j_lo) return;
+    const int first_used = WINDOWED ? lo / DECODE_CHUNK : 0;
     const int used = (keys + DECODE_CHUNK - 1) / DECODE_CHUNK;
     const bool first_round_loaded = keys == guess_keys;
     float q[8];
@@ -141,7 +151,7 @@ __global__ void __launch_bounds__(DECODE_THREADS, 3) decode_kernel(const Attenti
             int j = base + u * groups + g;
             if (base == 0 && first_round_loaded) continue;
             k8[u] = v8[u] = make_uint4(0, 0, 0, 0);
-            if (j < n) {
+            if (j < n && (!WINDOWED || j >= j_lo)) {
                 k8[u] = *(const uint4*)(k_base + j * p.k.row);
                 v8[u] = *(const uint4*)(v_base + j * p.v.row);
             }
@@ -156,7 +166,8 @@ __global__ void __launch_bounds__(DECODE_THREADS, 3) decode_kernel(const Attenti
             #pragma unroll
             for (int offset = 16; offset > 0; offset >>= 1)
                 if (offset < G) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
-            s[u] = base + u * groups + g < n ? dot : -INFINITY;
+            int j = base + u * groups + g;
+            s[u] = j < n && (!WINDOWED || j >= j_lo) ? dot : -INFINITY;
             m_new = fmaxf(m_new, s[u]);
         }
         float m_use = m_new == -INFINITY ? 0.0f : m_new;   // a group with no key yet: weights 0, not NaN
@@ -204,34 +215,34 @@ __global__ void __launch_bounds__(DECODE_THREADS, 3) decode_kernel(const Attenti
         int d = threadIdx.x;
         float M = -INFINITY, sum_l = 0.0f, sum_o = 0.0f;
         #pragma unroll
-        for (int i = 0; i < DECODE_WARPS; i++) M = fmaxf(M, part_m[i]);   // finite: warp 0 has a key
+        for (int i = 0; i < DECODE_WARPS; i++) M = fmaxf(M, part_m[i]);   // finite: the chunk has a key
         #pragma unroll
         for (int i = 0; i < DECODE_WARPS; i++) {
             float w = exp2f(part_m[i] - M);
             sum_l += w * part_l[i];
             sum_o += w * part_o[i * HS + d];
         }
-        if (used == 1) out[d] = (bf16)(sum_o / sum_l);
+        if (used - first_used == 1) out[d] = (bf16)(sum_o / sum_l);
         else {
             scratch.o[(sh * n_chunks + chunk) * HS + d] = sum_o / sum_l;
             if (d == 0) scratch.lse[sh * n_chunks + chunk] = M + log2f(sum_l);
         }
     }
-    if (used == 1) return;
+    if (used - first_used == 1) return;
 
     // The last of the sequence-head's chunks to finish merges them: each block's partial is
     // visible device-wide (fence) before it counts; the last reads the others' from L2 (__ldcg).
     __threadfence();
     __syncthreads();
     unsigned* done = scratch.done + sh;
-    if (threadIdx.x == 0) is_last = atomicAdd(done, 1u) == (unsigned)used - 1;
+    if (threadIdx.x == 0) is_last = atomicAdd(done, 1u) == (unsigned)(used - first_used) - 1;
     __syncthreads();
     if (!is_last) return;
     __threadfence();
     const float* lse = scratch.lse + sh * n_chunks;
     const float4* parts = (const float4*)(scratch.o + sh * n_chunks * HS);
     float M = -INFINITY;
-    for (int c = threadIdx.x; c < used; c += DECODE_THREADS) M = fmaxf(M, __ldcg(lse + c));
+    for (int c = first_used + threadIdx.x; c < used; c += DECODE_THREADS) M = fmaxf(M, __ldcg(lse + c));
     M = block_reduce_max(M);
     // O = sum_c 2^(L_c - M) O_c / sum_c 2^(L_c - M): thread (c0, pack) sums 4 dims over the
     // chunks c0, c0 + stride, ...; then thread d < HS adds the stride sums in order.
@@ -239,7 +250,7 @@ __global__ void __launch_bounds__(DECODE_THREADS, 3) decode_kernel(const Attenti
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     float sum_l = 0.0f;
     #pragma unroll 4
-    for (int c = c0; c < used; c += stride) {
+    for (int c = first_used + c0; c < used; c += stride) {
         float w = exp2f(__ldcg(lse + c) - M);
         float4 x = __ldcg(parts + (size_t)c * P + pack);
         sum_l += w;
@@ -270,7 +281,7 @@ const char* decode_attention_unsupported(AttentionShape s) {
     return NULL;
 }
 
-void decode_attention(const AttentionParams* p, const int* positions, void* scratch, cudaStream_t stream) {
+void decode_attention(const AttentionParams* p, const int* positions, int window, void* scratch, cudaStream_t stream) {
     const char* why = decode_attention_unsupported(p->shape);
     if (why) die("%s", why);
     // q, k and v come in 16-byte loads, the partials in 16-byte loads of fp32.
@@ -279,6 +290,12 @@ void decode_attention(const AttentionParams* p, const int* positions, void* scra
     if (!aligned16(scratch)) die("attention_decode: the scratch must be 16-byte aligned");
     AttentionShape s = p->shape;
     dim3 grid(s.NH, (unsigned)ceil_div(s.T, DECODE_CHUNK), s.B);
-    launch_overlapped(decode_kernel, grid, dim3(DECODE_THREADS), 0, stream, *p, positions, scratch_views(scratch, s));
+    if (window < 0) die("attention_decode: the window must be 0 (none) or a number of keys");
+    if (window > 0)
+        launch_overlapped(decode_kernel<true>, grid, dim3(DECODE_THREADS), 0, stream, *p, positions, scratch_views(scratch, s),
+                          window);
+    else
+        launch_overlapped(decode_kernel<false>, grid, dim3(DECODE_THREADS), 0, stream, *p, positions,
+                          scratch_views(scratch, s), window);
 }
 

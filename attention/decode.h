@@ -22,7 +22,9 @@ size_t decode_attention_scratch_bytes(AttentionShape s);
 // it ends). It waits for that kernel before it reads q, the positions, the query's own row of K
 // and V or the scratch, so that kernel may write any of them; the rows before the query's,
 // which earlier steps wrote, it starts reading before (where the positions it finds then are
-// not those after the wait, it reads them again).
-void decode_attention(const AttentionParams* p, const int* positions, void* scratch, cudaStream_t stream);
+// not those after the wait, it reads them again). window > 0: the query sees only its last
+// `window` keys (a sliding window, params.h's AttentionMask), and the cache rows before them are
+// not read; 0: every key up to its own.
+void decode_attention(const AttentionParams* p, const int* positions, int window, void* scratch, cudaStream_t stream);
 
 #endif

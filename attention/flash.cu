@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <math.h>
 #include "attention/flash.h"
+#include "attention/mask.h"
 
 const char* flash_attention_unsupported(AttentionShape s) {
     if (s.HS != 64 && s.HS != 128) return "flash attention: head size must be 64 or 128";
@@ -16,8 +17,9 @@ const char* flash_attention_unsupported(AttentionShape s) {
     return NULL;
 }
 
-const char* flash_attention_params_unsupported(const AttentionParams* p) {
+const char* flash_attention_params_unsupported(const AttentionParams* p, const AttentionMask* mask) {
     const char* why = flash_attention_unsupported(p->shape);
+    if (!why) why = attention_mask_unsupported(mask, p->shape);
     if (why) return why;
     const AttentionTensor* views[] = {&p->q, &p->k, &p->v, &p->o, &p->dout, &p->dq, &p->dk, &p->dv};
     for (int i = 0; i < 8; i++)
@@ -50,15 +52,15 @@ int flash_attention_wgmma_available(void) {
 }
 
 // A call the kernels cannot compute is an error, never a wrong result.
-static void require_supported(const AttentionParams* p) {
-    const char* why = flash_attention_params_unsupported(p);
+static void require_supported(const AttentionParams* p, const AttentionMask* mask) {
+    const char* why = flash_attention_params_unsupported(p, mask);
     if (why) die("%s", why);
 }
 
-void flash_attention_forward(const AttentionParams* p, cudaStream_t stream) {
-    require_supported(p);
-    if (flash_attention_wgmma_available()) flash_attention_forward_wgmma(p, stream);
-    else flash_attention_forward_mma(p, stream);
+void flash_attention_forward(const AttentionParams* p, const AttentionMask* mask, cudaStream_t stream) {
+    require_supported(p, mask);
+    if (flash_attention_wgmma_available()) flash_attention_forward_wgmma(p, mask, stream);
+    else flash_attention_forward_mma(p, mask, stream);
 }
 
 // The wgmma backward's dQ path: dQ in a kernel of its own (deterministic) up to the longest T
@@ -71,10 +73,11 @@ static FlashDq wgmma_dq_path(AttentionShape s, int deterministic) {
     return deterministic ? FLASH_DQ_FIXED : FLASH_DQ_ATOMIC;
 }
 
-void flash_attention_backward(const AttentionParams* p, void* scratch, int deterministic, cudaStream_t stream) {
-    require_supported(p);
+void flash_attention_backward(const AttentionParams* p, const AttentionMask* mask, void* scratch, int deterministic,
+                              cudaStream_t stream) {
+    require_supported(p, mask);
     if (flash_attention_wgmma_available())
-        flash_attention_backward_wgmma(p, scratch, wgmma_dq_path(p->shape, deterministic), stream);
+        flash_attention_backward_wgmma(p, mask, scratch, wgmma_dq_path(p->shape, deterministic), stream);
     else
-        flash_attention_backward_mma(p, scratch, deterministic ? FLASH_DQ_SEPARATE : FLASH_DQ_ATOMIC, stream);
+        flash_attention_backward_mma(p, mask, scratch, deterministic ? FLASH_DQ_SEPARATE : FLASH_DQ_ATOMIC, stream);
 }

@@ -1,7 +1,10 @@
 // attention/flash.h: the FlashAttention kernels (forward and backward) behind attention.h, on
 // the pointers and strides of attention/params.h. The forward writes O and the log-sum-exp L
 // (natural log, of scaled scores); the backward recomputes the probabilities from Q, K and L
-// and writes dQ, dK and dV, every element.
+// and writes dQ, dK and dV, every element. Each call takes a mask beside its params (params.h's
+// AttentionMask, a key window per row; NULL or inactive: the shape's causal flag alone): every
+// kernel has an unmasked and a masked variant, and the unmasked one is the plain causal or
+// non-causal kernel, untouched by the other's work.
 //
 // Two families compute the same functions:
 //   *_mma:   warp-level mma.sync tensor cores, any GPU from sm_80 (flash_forward.cu, flash_backward.cu)
@@ -16,18 +19,20 @@
 
 // NULL when the flash kernels handle the shape, else a one-line reason.
 const char* flash_attention_unsupported(AttentionShape s);
-// NULL when they handle the call: its shape, and pointers and strides their 16-byte loads take.
-const char* flash_attention_params_unsupported(const AttentionParams* p);
+// NULL when they handle the call: its shape and mask, and pointers and strides their 16-byte
+// loads take.
+const char* flash_attention_params_unsupported(const AttentionParams* p, const AttentionMask* mask);
 // 1 when this build holds the wgmma kernels (sm_90a code) for the current GPU.
 int flash_attention_wgmma_available(void);
 
-void flash_attention_forward(const AttentionParams* p, cudaStream_t stream);
+void flash_attention_forward(const AttentionParams* p, const AttentionMask* mask, cudaStream_t stream);
 
 // Bytes of scratch one flash_attention_backward call needs (either family).
 size_t flash_attention_scratch_bytes(AttentionShape s);
 
 // deterministic != 0: the same bits on every run (no floating-point atomics).
-void flash_attention_backward(const AttentionParams* p, void* scratch, int deterministic, cudaStream_t stream);
+void flash_attention_backward(const AttentionParams* p, const AttentionMask* mask, void* scratch, int deterministic,
+                              cudaStream_t stream);
 
 // How a backward computes dQ, which every K/V block of keys adds to:
 typedef enum {
@@ -40,10 +45,12 @@ typedef enum {
 } FlashDq;
 
 // The two families, the dQ path named; the call must be supported (the callers above check it).
-void flash_attention_forward_mma(const AttentionParams* p, cudaStream_t stream);
-void flash_attention_forward_wgmma(const AttentionParams* p, cudaStream_t stream);
-void flash_attention_backward_mma(const AttentionParams* p, void* scratch, FlashDq dq, cudaStream_t stream);
-void flash_attention_backward_wgmma(const AttentionParams* p, void* scratch, FlashDq dq, cudaStream_t stream);
+void flash_attention_forward_mma(const AttentionParams* p, const AttentionMask* mask, cudaStream_t stream);
+void flash_attention_forward_wgmma(const AttentionParams* p, const AttentionMask* mask, cudaStream_t stream);
+void flash_attention_backward_mma(const AttentionParams* p, const AttentionMask* mask, void* scratch, FlashDq dq,
+                                  cudaStream_t stream);
+void flash_attention_backward_wgmma(const AttentionParams* p, const AttentionMask* mask, void* scratch, FlashDq dq,
+                                    cudaStream_t stream);
 
 // Steps both backward families share (flash_backward_steps.cu), in the scratch above.
 typedef struct {

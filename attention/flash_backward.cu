@@ -14,8 +14,13 @@
 //      (flash_backward_dq_separate), one thread block per Q block looping over the K/V blocks,
 //      which computes dQ on its own in a fixed order: the same bits every run, for 7 matmuls
 //      instead of 5 (S and dP are recomputed there).
+// MASKED (a key window per row, params.h's AttentionMask): each kernel walks only the blocks
+// that its first and last rows' windows reach (a K/V block's last query is hi of its last key, a
+// Q block's first key lo of its first query), a warp passes over the sub-blocks and blocks its
+// rows' windows miss, and the blocks that cut a window are masked.
 #include <math.h>
 #include "attention/flash.h"
+#include "attention/mask.h"
 #include "device/mma.cuh"
 #include "attention/smem_tile.cuh"
 #include "attention/softmax.cuh"
@@ -117,15 +122,20 @@ __device__ __forceinline__ void kv_store_dk_dv(const AttentionParams& p, bf16* s
     store_rows_warp<16, HS>(head_rows(p.dv, b, h) + warp_k0 * p.dv.row, p.dv.row, sV, warp * 16, T - warp_k0);
 }
 
+// MASKED: the last query that sees each of a thread's keys (rows g and g + 8 of its warp), and
+// each of its warp's first and last keys.
+struct KeyRowsHi { int key[2], warp_first, warp_last; };
+
 // One Q block (from q0, in `stage`), sub-block by sub-block of SUB_M queries: S^T and dP^T,
 // then P^T and dS^T, then dV += P^T dO and dK += dS^T Q; with ATOMIC_DQ, dS^T to shared memory
 // for the block's dQ (add_dq, at the start of the next block).
-template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ, bool KV_IN_REGS>
+template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ, bool KV_IN_REGS, bool MASKED>
 __device__ __forceinline__ void kv_q_block(float (&dk)[HS / 8][4], float (&dv)[HS / 8][4],
                                            const uint32_t (&k_frag)[KV_IN_REGS ? HS / 16 : 1][4],
                                            const uint32_t (&v_frag)[KV_IN_REGS ? HS / 16 : 1][4],
                                            const KvTiles<HS, BLOCK_M, NWARPS, ATOMIC_DQ>& tiles, int stage, int q0,
-                                           int warp_k0, int warp, int g, int t, int T, int causal, float scale_log2) {
+                                           int warp_k0, int warp, int g, int t, int T, int causal, float scale_log2,
+                                           const KeyRowsHi& hi) {
     using Tiles = KvTiles<HS, BLOCK_M, NWARPS, ATOMIC_DQ>;
     constexpr int BLOCK_N = Tiles::BLOCK_N, S = Tiles::S, SDS = Tiles::SDS;
     const bf16* q_tile = tiles.sQ + stage * BLOCK_M * S;
@@ -135,8 +145,9 @@ __device__ __forceinline__ void kv_q_block(float (&dk)[HS / 8][4], float (&dv)[H
     bf16* ds_tile = tiles.sdS + stage * BLOCK_N * SDS;
     for (int m0 = 0; m0 < BLOCK_M; m0 += SUB_M) {   // the sub-block: queries q0+m0..
         int qs = q0 + m0;
-        // Causal: on the diagonal a warp may find all its keys after every query of the sub-block.
-        if (causal && warp_k0 > qs + SUB_M - 1) {
+        // Causal: on the diagonal a warp may find all its keys after every query of the sub-block;
+        // masked, at the end every query after all of its keys' windows.
+        if ((causal && warp_k0 > qs + SUB_M - 1) || (MASKED && qs > hi.warp_last)) {
             if (ATOMIC_DQ) {
                 const float zero[4] = {0.f, 0.f, 0.f, 0.f};
                 for (int nt = 0; nt < SUB_M / 8; nt++)
@@ -166,10 +177,18 @@ __device__ __forceinline__ void kv_q_block(float (&dk)[HS / 8][4], float (&dv)[H
             }
         }
         // P^T = exp(scale*S^T - L) and dS^T = P^T * (dP^T - D), L and D per query (column).
-        // Masked: queries past T, keys past T and (causal) keys after the query.
-        if (qs + SUB_M > T || warp_k0 + 16 > T || (causal && warp_k0 + 15 > qs)) {
-            VisibleColumns seen[2] = {queries_seeing(warp_k0 + g, qs + 2 * t, T, causal),
-                                      queries_seeing(warp_k0 + g + 8, qs + 2 * t, T, causal)};
+        // Masked: queries past T, keys past T and (causal) keys after the query; with a key
+        // window, queries past a key's window.
+        if (qs + SUB_M > T || warp_k0 + 16 > T || (causal && warp_k0 + 15 > qs) ||
+            (MASKED && qs + SUB_M - 1 > hi.warp_first)) {
+            VisibleColumns seen[2];
+            if constexpr (MASKED) {
+                seen[0] = queries_in_window(warp_k0 + g, qs + 2 * t, T, hi.key[0]);
+                seen[1] = queries_in_window(warp_k0 + g + 8, qs + 2 * t, T, hi.key[1]);
+            } else {
+                seen[0] = queries_seeing(warp_k0 + g, qs + 2 * t, T, causal);
+                seen[1] = queries_seeing(warp_k0 + g + 8, qs + 2 * t, T, causal);
+            }
             mask_tile<SUB_M / 8>(&st[0][0], seen);
         }
         probabilities_by_column<SUB_M / 8>(&st[0][0], [&](int nt) {
@@ -200,9 +219,9 @@ __device__ __forceinline__ void kv_q_block(float (&dk)[HS / 8][4], float (&dv)[H
     }
 }
 
-template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ>
+template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ, bool MASKED>
 __global__ void __launch_bounds__(NWARPS * 32)
-flash_backward_kv_kernel(const AttentionParams p, float* dq_accum, const float* delta) {
+flash_backward_kv_kernel(const AttentionParams p, float* dq_accum, const float* delta, const AttentionMask mask) {
     using Tiles = KvTiles<HS, BLOCK_M, NWARPS, ATOMIC_DQ>;
     constexpr int NTHREADS = NWARPS * 32, BLOCK_N = Tiles::BLOCK_N, S = Tiles::S, SDS = Tiles::SDS;
     static_assert(BLOCK_M % SUB_M == 0 && SUB_M % 16 == 0, "Q sub-blocks of whole 16-query tiles");
@@ -216,9 +235,19 @@ flash_backward_kv_kernel(const AttentionParams p, float* dq_accum, const float* 
     int bh = blockIdx.x % BH, b = bh / NH, h = bh % NH;
     int k0 = kv_block * BLOCK_N;
     int warp_k0 = k0 + warp * 16;             // first key of this warp
-    // Causal: Q blocks entirely before this K/V block never see it.
+    // Causal: Q blocks entirely before this K/V block never see it; masked, nor those after the
+    // window of its last key (hi never decreases along the keys).
     int first_q_block = causal ? k0 / BLOCK_M : 0;
     int n_q_blocks = (int)ceil_div(T, BLOCK_M);
+    KeyRowsHi hi;   // keys past T take key T - 1's
+    if constexpr (MASKED) {
+        const KeyWindow window(mask, b, T);
+        n_q_blocks = window.hi(min(k0 + BLOCK_N - 1, T - 1)) / BLOCK_M + 1;
+        hi.warp_first = window.hi(min(warp_k0, T - 1));
+        hi.warp_last = window.hi(min(warp_k0 + 15, T - 1));
+        hi.key[0] = window.hi(min(warp_k0 + g, T - 1));
+        hi.key[1] = window.hi(min(warp_k0 + g + 8, T - 1));
+    }
     // The Q and dO blocks being loaded, from the first on, advanced a block at a time by
     // load_q_block: fewer registers than offsets from the head's row 0.
     const bf16* q_ptr = head_rows(p.q, b, h) + first_q_block * BLOCK_M * p.q.row;
@@ -269,8 +298,9 @@ flash_backward_kv_kernel(const AttentionParams p, float* dq_accum, const float* 
         if (ATOMIC_DQ && i > first_q_block)
             add_dq<HS, BLOCK_M, NWARPS>(dq_accum, tiles.sdS + (stage ^ 1) * BLOCK_N * SDS, tiles.sK, q0 - BLOCK_M, bh, T,
                                         warp, g, t);
-        kv_q_block<HS, BLOCK_M, SUB_M, NWARPS, ATOMIC_DQ, KV_IN_REGS>(dk, dv, k_frag, v_frag, tiles, stage, q0, warp_k0,
-                                                                      warp, g, t, T, causal, scale_log2);
+        kv_q_block<HS, BLOCK_M, SUB_M, NWARPS, ATOMIC_DQ, KV_IN_REGS, MASKED>(dk, dv, k_frag, v_frag, tiles, stage, q0,
+                                                                              warp_k0, warp, g, t, T, causal,
+                                                                              scale_log2, hi);
     }
     __syncthreads();   // the last dS^T in place; after this, every warp is done with sV
     if (ATOMIC_DQ) {
@@ -285,9 +315,9 @@ flash_backward_kv_kernel(const AttentionParams p, float* dq_accum, const float* 
 // Deterministic dQ: thread block per Q block of 16*NWARPS rows (warp w owns 16 of them, with
 // their Q and dO fragments in registers), looping over the K/V blocks in order:
 // S = Q K^T, dP = dO V^T, dS = P * (dP - D), dQ += dS K, all in registers.
-template <int HS, int NWARPS, int BLOCK_N>
+template <int HS, int NWARPS, int BLOCK_N, bool MASKED>
 __global__ void __launch_bounds__(NWARPS * 32)
-flash_backward_dq_kernel(const AttentionParams p, const float* delta) {
+flash_backward_dq_kernel(const AttentionParams p, const float* delta, const AttentionMask mask) {
     constexpr int NTHREADS = NWARPS * 32;
     constexpr int BLOCK_M = 16 * NWARPS;
     constexpr int S = PaddedRow<HS>::stride;
@@ -302,16 +332,26 @@ flash_backward_dq_kernel(const AttentionParams p, const float* delta) {
     int n_q_blocks = (int)ceil_div(T, BLOCK_M), q_block = n_q_blocks - 1 - blockIdx.x / BH;
     int bh = blockIdx.x % BH, b = bh / NH, h = bh % NH;
     int q0 = q_block * BLOCK_M, warp_q0 = q0 + warp * 16;
+    // Masked, as the forward: from the block of the first row's first key; this thread's rows'
+    // first keys and the warp's first and last rows' (rows past T take row T - 1's).
+    int first_kv_block = 0, row_lo[2], warp_lo_first = 0, warp_lo_last = 0;
+    if constexpr (MASKED) {
+        const KeyWindow window(mask, b, T);
+        first_kv_block = window.lo(q0) / BLOCK_N;
+        warp_lo_first = window.lo(min(warp_q0, T - 1));
+        warp_lo_last = window.lo(min(warp_q0 + 15, T - 1));
+        for (int half = 0; half < 2; half++) row_lo[half] = window.lo(min(warp_q0 + g + 8 * half, T - 1));
+    }
     // The K and V blocks being loaded, advanced a block at a time: fewer registers than offsets
     // from the head's row 0.
-    const bf16* k_ptr = head_rows(p.k, b, h);
-    const bf16* v_ptr = head_rows(p.v, b, h);
+    const bf16* k_ptr = head_rows(p.k, b, h) + first_kv_block * BLOCK_N * p.k.row;
+    const bf16* v_ptr = head_rows(p.v, b, h) + first_kv_block * BLOCK_N * p.v.row;
     int n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N);
 
     load_tile_async<BLOCK_M, HS, NTHREADS>(sQ, head_rows(p.q, b, h) + q0 * p.q.row, p.q.row, T - q0);
     load_tile_async<BLOCK_M, HS, NTHREADS>(sdO, head_rows(p.dout, b, h) + q0 * p.dout.row, p.dout.row, T - q0);
-    load_tile_async<BLOCK_N, HS, NTHREADS>(sK, k_ptr, p.k.row, T);
-    load_tile_async<BLOCK_N, HS, NTHREADS>(sV, v_ptr, p.v.row, T);
+    load_tile_async<BLOCK_N, HS, NTHREADS>(sK, k_ptr, p.k.row, T - first_kv_block * BLOCK_N);
+    load_tile_async<BLOCK_N, HS, NTHREADS>(sV, v_ptr, p.v.row, T - first_kv_block * BLOCK_N);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
@@ -333,8 +373,8 @@ flash_backward_dq_kernel(const AttentionParams p, const float* delta) {
     const float scale_log2 = p.shape.scale * (float)M_LOG2E;
     float dq[HS / 8][4] = {};
 
-    for (int j = 0; j < n_kv_blocks; j++) {
-        int stage = j & 1, kv0 = j * BLOCK_N;
+    for (int j = first_kv_block; j < n_kv_blocks; j++) {
+        int stage = (j - first_kv_block) & 1, kv0 = j * BLOCK_N;
         cp_async_wait<0>();
         __syncthreads();   // block j in place, block j-1 done with: its stage takes block j+1
         if (j + 1 < n_kv_blocks)
@@ -342,10 +382,11 @@ flash_backward_dq_kernel(const AttentionParams p, const float* delta) {
         const bf16* k_tile = sK + stage * BLOCK_N * S;
         const bf16* v_tile = sV + stage * BLOCK_N * S;
 
-        if (!(causal && kv0 > warp_q0 + 15)) {
+        if (!(causal && kv0 > warp_q0 + 15) && !(MASKED && kv0 + BLOCK_N - 1 < warp_lo_first)) {
             // 16 keys at a time: S = Q K^T and dP = dO V^T, then dS = P * (dP - D) packed to bf16
             // at once, so that S and dP are live in fp32 for 16 keys, not the block: fewer registers.
-            bool need_mask = kv0 + BLOCK_N > T || (causal && kv0 + BLOCK_N - 1 > warp_q0);
+            bool need_mask = kv0 + BLOCK_N > T || (causal && kv0 + BLOCK_N - 1 > warp_q0) ||
+                             (MASKED && kv0 < warp_lo_last);
             uint32_t dsa[BLOCK_N / 16][4];
             #pragma unroll   // sc and dp stay in registers only while every index is a constant
             for (int np = 0; np < BLOCK_N / 16; np++) {
@@ -361,7 +402,14 @@ flash_backward_dq_kernel(const AttentionParams p, const float* delta) {
                 }
                 if (need_mask) {
                     int row = warp_q0 + g, key0 = kv0 + np * 16 + 2 * t;
-                    VisibleColumns seen[2] = {keys_seen(row, key0, T, causal), keys_seen(row + 8, key0, T, causal)};
+                    VisibleColumns seen[2];
+                    if constexpr (MASKED) {
+                        seen[0] = keys_in_window(row, key0, T, row_lo[0]);
+                        seen[1] = keys_in_window(row + 8, key0, T, row_lo[1]);
+                    } else {
+                        seen[0] = keys_seen(row, key0, T, causal);
+                        seen[1] = keys_seen(row + 8, key0, T, causal);
+                    }
                     mask_tile<2>(&sc[0][0], seen);
                 }
                 probabilities_by_row<2>(&sc[0][0], l2, scale_log2);
@@ -383,58 +431,70 @@ flash_backward_dq_kernel(const AttentionParams p, const float* delta) {
     store_rows_warp<16, HS>(head_rows(p.dq, b, h) + warp_q0 * p.dq.row, p.dq.row, sQ, warp * 16, T - warp_q0);
 }
 
-template <int HS, int NWARPS, int BLOCK_N>
-static void launch_dq(const AttentionParams* p, const float* delta, cudaStream_t stream) {
+template <int HS, int NWARPS, int BLOCK_N, bool MASKED>
+static void launch_dq(const AttentionParams* p, const AttentionMask* mask, const float* delta, cudaStream_t stream) {
     constexpr int BLOCK_M = 16 * NWARPS, S = PaddedRow<HS>::stride;
     constexpr int smem = (2 * BLOCK_M + 4 * BLOCK_N) * S * (int)sizeof(bf16);
-    constexpr auto kernel = flash_backward_dq_kernel<HS, NWARPS, BLOCK_N>;
+    constexpr auto kernel = flash_backward_dq_kernel<HS, NWARPS, BLOCK_N, MASKED>;
     raise_smem_limit<kernel>("flash_attention_backward_mma", smem);
     int n_q_blocks = (int)ceil_div(p->shape.T, BLOCK_M);
-    kernel<<<n_q_blocks * p->shape.B * p->shape.NH, NWARPS * 32, smem, stream>>>(*p, delta);
+    kernel<<<n_q_blocks * p->shape.B * p->shape.NH, NWARPS * 32, smem, stream>>>(*p, delta, attention_mask_or_none(mask));
     cudaCheckLaunch();
 }
 
 // Q blocks of 64 rows (4 warps), K/V blocks of 64 keys (32 for HS 128).
-static void flash_backward_dq_separate(const AttentionParams* p, const float* delta, cudaStream_t stream) {
-    if (p->shape.HS == 64) launch_dq<64, 4, 64>(p, delta, stream);
-    else                   launch_dq<128, 4, 32>(p, delta, stream);
+template <bool MASKED>
+static void flash_backward_dq_separate(const AttentionParams* p, const AttentionMask* mask, const float* delta,
+                                       cudaStream_t stream) {
+    if (p->shape.HS == 64) launch_dq<64, 4, 64, MASKED>(p, mask, delta, stream);
+    else                   launch_dq<128, 4, 32, MASKED>(p, mask, delta, stream);
 }
 
 // The K/V kernel, with the atomic dQ or without dQ, from a dynamic shared-memory size of kv_smem
 // bytes.
-template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ>
-static void launch_kv(const AttentionParams* p, BackwardScratch w, int kv_smem, cudaStream_t stream) {
+template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool ATOMIC_DQ, bool MASKED>
+static void launch_kv(const AttentionParams* p, const AttentionMask* mask, BackwardScratch w, int kv_smem,
+                      cudaStream_t stream) {
     constexpr int BLOCK_N = 16 * NWARPS;
-    constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, ATOMIC_DQ>;
+    constexpr auto kernel = flash_backward_kv_kernel<HS, BLOCK_M, SUB_M, NWARPS, ATOMIC_DQ, MASKED>;
     raise_smem_limit<kernel>("flash_attention_backward_mma", kv_smem);
     int n_kv_blocks = (int)ceil_div(p->shape.T, BLOCK_N);
-    kernel<<<n_kv_blocks * p->shape.B * p->shape.NH, NWARPS * 32, kv_smem, stream>>>(*p, (float*)w.dq_accum, w.delta);
+    kernel<<<n_kv_blocks * p->shape.B * p->shape.NH, NWARPS * 32, kv_smem, stream>>>(*p, (float*)w.dq_accum, w.delta,
+                                                                                      attention_mask_or_none(mask));
     cudaCheckLaunch();
 }
 
-template <int HS, int BLOCK_M, int SUB_M, int NWARPS>
-static void launch_backward(const AttentionParams* p, void* scratch, FlashDq dq, cudaStream_t stream) {
+template <int HS, int BLOCK_M, int SUB_M, int NWARPS, bool MASKED>
+static void launch_backward(const AttentionParams* p, const AttentionMask* mask, void* scratch, FlashDq dq,
+                            cudaStream_t stream) {
     BackwardScratch w = flash_backward_scratch(p->shape, scratch);
     flash_backward_prepass(p, w, dq, stream);
     constexpr int BLOCK_N = 16 * NWARPS, S = PaddedRow<HS>::stride;
     int kv_smem = (2 * BLOCK_N + 4 * BLOCK_M) * S * (int)sizeof(bf16) + 4 * BLOCK_M * (int)sizeof(float);
     if (dq == FLASH_DQ_SEPARATE) {
-        launch_kv<HS, BLOCK_M, SUB_M, NWARPS, false>(p, w, kv_smem, stream);
-        flash_backward_dq_separate(p, w.delta, stream);
+        launch_kv<HS, BLOCK_M, SUB_M, NWARPS, false, MASKED>(p, mask, w, kv_smem, stream);
+        flash_backward_dq_separate<MASKED>(p, mask, w.delta, stream);
         return;
     }
     kv_smem += 2 * BLOCK_N * PaddedRow<BLOCK_M>::stride * (int)sizeof(bf16);   // dS^T
-    launch_kv<HS, BLOCK_M, SUB_M, NWARPS, true>(p, w, kv_smem, stream);
+    launch_kv<HS, BLOCK_M, SUB_M, NWARPS, true, MASKED>(p, mask, w, kv_smem, stream);
     flash_backward_dq_convert(p, w, dq, stream);
 }
 
-void flash_attention_backward_mma(const AttentionParams* p, void* scratch, FlashDq dq, cudaStream_t stream) {
+void flash_attention_backward_mma(const AttentionParams* p, const AttentionMask* mask, void* scratch, FlashDq dq,
+                                  cudaStream_t stream) {
     // No fixed-point path here: on an H200 it measured 5-19% slower than the separate dQ kernel
     // at every shape, so every deterministic dQ takes that.
     if (dq == FLASH_DQ_FIXED) dq = FLASH_DQ_SEPARATE;
     // K/V blocks of 128 keys (8 warps x 16). HS 64: Q blocks of 128 queries in sub-blocks of
     // 64 (dK + dV 64 regs, K and V fragments 32, S^T + dP^T 64); HS 128: Q blocks of 64 in
     // sub-blocks of 16 (dK + dV 128 regs, S^T + dP^T 16, K and V read from shared memory).
-    if (p->shape.HS == 64) launch_backward<64, 128, 64, 8>(p, scratch, dq, stream);
-    else                   launch_backward<128, 64, 16, 8>(p, scratch, dq, stream);
+    bool masked = attention_mask_active(mask);
+    if (p->shape.HS == 64) {
+        if (masked) launch_backward<64, 128, 64, 8, true>(p, mask, scratch, dq, stream);
+        else        launch_backward<64, 128, 64, 8, false>(p, mask, scratch, dq, stream);
+    } else {
+        if (masked) launch_backward<128, 64, 16, 8, true>(p, mask, scratch, dq, stream);
+        else        launch_backward<128, 64, 16, 8, false>(p, mask, scratch, dq, stream);
+    }
 }

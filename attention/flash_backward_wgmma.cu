@@ -24,9 +24,13 @@
 // per Q block looping over the K/V blocks in order, which computes dQ on its own and writes it
 // as bf16: no atomics, the same bits on every run, for 7 matmuls instead of 5 (S and dP are
 // recomputed there).
+// MASKED (a key window per row, params.h's AttentionMask): a K/V block walks the Q blocks from
+// the first that sees it to the one of its last key's window's last query, a dQ block the K/V
+// blocks from its first row's first key, and the blocks that cut a window are masked.
 #include <math.h>
 #include <string.h>
 #include "attention/flash.h"
+#include "attention/mask.h"
 #include "attention/wgmma.cuh"
 #include "device/smem.cuh"
 #include "attention/softmax.cuh"
@@ -280,14 +284,19 @@ struct DqPieces {
     }
 };
 
+// MASKED: the last query that sees each of a consumer thread's keys (key0 and key0 + 8), and
+// that of its warp's first key (keys past T take key T - 1's).
+struct KeysHi { int key[2], warp_first; };
+
 // P^T = exp(scale S^T - L) while dP^T still runs, then dS^T = P^T (dP^T - D) once it is done,
 // both packed as A fragments (pa, dsa) of the gradient products: the softmax step of a Q block
 // from q0, whose L and D are l_blk and d_blk. Masked scores become -inf, so their P^T is 0:
-// queries past T, keys past T and (causal) keys after the query. Only blocks on the diagonal or
-// at the end of the sequence need it, and the branch keeps the others free of its cost.
-template <int HS, FlashDq DQ>
+// queries past T, keys past T and (causal) keys after the query; MASKED, queries past a key's
+// window. Only blocks on the diagonal or at the end of the sequence need it (MASKED: also those
+// past the window of the warp's first key), and the branch keeps the others free of its cost.
+template <int HS, FlashDq DQ, bool MASKED>
 __device__ __forceinline__ void kv_score_grads(const KvConsumerThread<HS, DQ>& th, const float* l_blk, const float* d_blk,
-                                               int q0, int T, int causal, float scale_log2,
+                                               int q0, int T, int causal, float scale_log2, const KeysHi& hi,
                                                float (&st)[KvBlock<HS, DQ>::BLOCK_M / 2],
                                                float (&dpt)[KvBlock<HS, DQ>::BLOCK_M / 2],
                                                uint32_t (&pa)[KvBlock<HS, DQ>::BLOCK_M / 16][4],
@@ -306,10 +315,12 @@ __device__ __forceinline__ void kv_score_grads(const KvConsumerThread<HS, DQ>& t
 
     wgmma_wait<1>();
     pin_registers(st);
-    if (q0 + BLOCK_M > T || wg_k0 + 64 > T || (causal && wg_k0 + 63 > q0)) {
+    if (q0 + BLOCK_M > T || wg_k0 + 64 > T || (causal && wg_k0 + 63 > q0) || (MASKED && q0 + BLOCK_M - 1 > hi.warp_first)) {
         VisibleColumns seen[2];
         #pragma unroll
-        for (int half = 0; half < 2; half++) seen[half] = queries_seeing(th.key0 + 8 * half, q0 + 2 * t, T, causal);
+        for (int half = 0; half < 2; half++)
+            seen[half] = MASKED ? queries_in_window(th.key0 + 8 * half, q0 + 2 * t, T, hi.key[half])
+                                : queries_seeing(th.key0 + 8 * half, q0 + 2 * t, T, causal);
         mask_tile<BLOCK_M / 8>(st, seen);
     }
     probabilities_by_column<BLOCK_M / 8>(st, [&](int nt) { if constexpr (EARLY) return l2[nt]; else return load_pair(l_blk, nt); }, scale_log2);
@@ -420,9 +431,10 @@ __device__ __forceinline__ bool kv_grad_products_with_dq(const KvBlock<HS, DQ>& 
 // ATOMIC_DQ, the dQ pieces), left in dk and dv (accumulator layout, dK unscaled). Per Q block:
 // S^T and dP^T issued, the dQ piece of two blocks before sent, the softmax step
 // (kv_score_grads), then the gradient products.
-template <int HS, FlashDq DQ>
+template <int HS, FlashDq DQ, bool MASKED>
 __device__ __forceinline__ void kv_consumer(const KvBlock<HS, DQ>& kb, const CUtensorMap* map_dq,
-                                            const AttentionParams& params, float (&dk)[HS / 2], float (&dv)[HS / 2]) {
+                                            const AttentionParams& params, const AttentionMask& mask, float (&dk)[HS / 2],
+                                            float (&dv)[HS / 2]) {
     using K = KvBlock<HS, DQ>;
     constexpr int BLOCK_N = K::BLOCK_N, BLOCK_M = K::BLOCK_M, Q_BYTES = K::Q_BYTES;
     constexpr bool ATOMIC_DQ = K::ATOMIC_DQ;
@@ -430,6 +442,12 @@ __device__ __forceinline__ void kv_consumer(const KvBlock<HS, DQ>& kb, const CUt
     const int first_q_block = kb.first_q_block, n_q_blocks = kb.n_q_blocks;
     const KvConsumerThread<HS, DQ> th(kb);
     const int wg = th.wg;
+    KeysHi hi;
+    if constexpr (MASKED) {
+        const KeyWindow window(mask, kb.b, T);
+        for (int half = 0; half < 2; half++) hi.key[half] = window.hi(min(th.key0 + 8 * half, T - 1));
+        hi.warp_first = window.hi(min(th.wg_k0 + th.warp * 16, T - 1));
+    }
     #pragma unroll
     for (int i = 0; i < HS / 2; i++) dk[i] = dv[i] = 0.0f;
     const float scale_log2 = params.shape.scale * (float)M_LOG2E;
@@ -455,7 +473,8 @@ __device__ __forceinline__ void kv_consumer(const KvBlock<HS, DQ>& kb, const CUt
         // The dQ piece staged at the end of the previous block (block i-2's) goes out while these
         // run: its fence waits for the stores, off the path of the products.
         if (ATOMIC_DQ && n > 1) pieces.reduce(q0 - 2 * BLOCK_M);
-        kv_score_grads(th, kb.sL + stage * BLOCK_M, kb.sD + stage * BLOCK_M, q0, T, causal, scale_log2, st, dpt, pa, dsa);
+        kv_score_grads<HS, DQ, MASKED>(th, kb.sL + stage * BLOCK_M, kb.sD + stage * BLOCK_M, q0, T, causal, scale_log2, hi,
+                                       st, dpt, pa, dsa);
         if constexpr (!ATOMIC_DQ) kv_grad_products(th, stage, sQ_addr, sdO_addr, pa, dsa, dk, dv);
         else full_ready = kv_grad_products_with_dq(kb, th, pieces, n, stage, sQ_addr, sdO_addr, pa, dsa, dk, dv, fixed);
     }
@@ -514,7 +533,7 @@ __device__ __forceinline__ void kv_epilogue(const KvBlock<HS, DQ>& kb, const Att
     }
 }
 
-template <int HS, FlashDq DQ>
+template <int HS, FlashDq DQ, bool MASKED>
 __global__ void __launch_bounds__(384, 1)
 flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_k,    // K, boxes of BLOCK_N rows
                             const __grid_constant__ CUtensorMap map_v,    // V, boxes of BLOCK_N rows
@@ -522,7 +541,7 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_k,    // K, 
                             const __grid_constant__ CUtensorMap map_do,   // dO, boxes of BLOCK_M rows
                             const __grid_constant__ CUtensorMap map_dq,   // dq_accum, boxes of 16 rows x 64 columns
                             const AttentionParams params, const float* delta, const float* dq_fixed_scale,
-                            int head_group) {
+                            int head_group, const AttentionMask mask) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
     using K = KvBlock<HS, DQ>;
     extern __shared__ unsigned char smem_raw[];
@@ -534,9 +553,11 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_k,    // K, 
     GridTile tile = grid_tile(blockIdx.x, (int)ceil_div(T, K::BLOCK_N), params.shape.B * NH, head_group);
     kb.bh = tile.bh, kb.b = tile.bh / NH, kb.h = tile.bh % NH;
     kb.k0 = tile.rank * K::BLOCK_N;
-    // Causal: Q blocks entirely before this K/V block never see it.
+    // Causal: Q blocks entirely before this K/V block never see it; masked, nor those after the
+    // window of its last key (hi never decreases along the keys).
     kb.first_q_block = params.shape.causal ? kb.k0 / K::BLOCK_M : 0;
-    kb.n_q_blocks = (int)ceil_div(T, K::BLOCK_M);
+    kb.n_q_blocks = MASKED ? KeyWindow(mask, kb.b, T).hi(min(kb.k0 + K::BLOCK_N - 1, T - 1)) / K::BLOCK_M + 1
+                           : (int)ceil_div(T, K::BLOCK_M);
 
     if (threadIdx.x == 0) {
         mbarrier_init(kb.bar_kv, 1);
@@ -555,15 +576,16 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_k,    // K, 
     }
     warpgroup_claim_registers<240>();
     float dk[HS / 2], dv[HS / 2];   // dK, dV of this warpgroup's keys (accumulator layout)
-    kv_consumer(kb, &map_dq, params, dk, dv);
+    kv_consumer<HS, DQ, MASKED>(kb, &map_dq, params, mask, dk, dv);
     kv_epilogue(kb, params, dk, dv);
 #endif
 }
 
-template <int HS, FlashDq DQ>
-static void launch_backward_wgmma(const AttentionParams* p, BackwardScratch w, cudaStream_t stream) {
+template <int HS, FlashDq DQ, bool MASKED>
+static void launch_backward_wgmma(const AttentionParams* p, const AttentionMask* mask, BackwardScratch w,
+                                  cudaStream_t stream) {
     using K = KvBlock<HS, DQ>;
-    constexpr auto kernel = flash_backward_wgmma_kernel<HS, DQ>;
+    constexpr auto kernel = flash_backward_wgmma_kernel<HS, DQ, MASKED>;
     raise_smem_limit<kernel>("flash_attention_backward_wgmma", K::SMEM);
     AttentionShape s = p->shape;
     CUtensorMap map_k, map_v, map_q, map_do, map_dq;
@@ -577,7 +599,8 @@ static void launch_backward_wgmma(const AttentionParams* p, BackwardScratch w, c
     // What a head's blocks stream: Q and dO, L and D, and the dQ they add to.
     size_t head_bytes = (size_t)s.T * (2 * HS * sizeof(bf16) + 2 * sizeof(float) + (K::ATOMIC_DQ ? HS * sizeof(float) : 0));
     kernel<<<n_kv_blocks * BH, 384, K::SMEM, stream>>>(map_k, map_v, map_q, map_do, map_dq, *p, w.delta, w.dq_fixed_scale,
-                                                       grid_head_group(head_bytes, BH, n_kv_blocks, 1));
+                                                       grid_head_group(head_bytes, BH, n_kv_blocks, 1),
+                                                       attention_mask_or_none(mask));
     cudaCheckLaunch();
 }
 
@@ -593,13 +616,14 @@ static void launch_backward_wgmma(const AttentionParams* p, BackwardScratch w, c
 // dQ += dS K may still read K_{j-1}, so block j+1 loads over K_{j-2}. V, read only by dP (waited
 // for within its block), has two.
 // MIN_BLOCKS: thread blocks per SM the register budget is sized for.
-template <int HS, int BLOCK_N, int MIN_BLOCKS>
+template <int HS, int BLOCK_N, int MIN_BLOCKS, bool MASKED>
 __global__ void __launch_bounds__(256, MIN_BLOCKS)
 flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // Q, boxes of BLOCK_M rows
                                const __grid_constant__ CUtensorMap map_k,    // K, boxes of BLOCK_N rows
                                const __grid_constant__ CUtensorMap map_v,    // V, boxes of BLOCK_N rows
                                const __grid_constant__ CUtensorMap map_do,   // dO, boxes of BLOCK_M rows
-                               const AttentionParams params, const float* delta, int n_q_blocks, int head_group) {
+                               const AttentionParams params, const float* delta, int n_q_blocks, int head_group,
+                               const AttentionMask mask) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists only in sm_90a code; elsewhere the body is empty
     constexpr int NTHREADS = 256, BLOCK_M = 128;
     constexpr int KV_BYTES = BLOCK_N * HS * (int)sizeof(bf16), Q_BYTES = BLOCK_M * HS * (int)sizeof(bf16);
@@ -624,16 +648,27 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
     int q0 = q_block * BLOCK_M;
     int wg_q0 = q0 + wg * 64;                           // first query of this warpgroup
     int row0 = wg_q0 + warp * 16 + lane / 4;            // this thread's queries: row0 and row0 + 8
-    // Causal: K/V blocks entirely after the last query of this Q block are never touched.
-    int n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N);
+    // Causal: K/V blocks entirely after the last query of this Q block are never touched;
+    // masked, nor those before the window of its first query. The walk's block j is K/V block
+    // first_kv_block + j.
+    int first_kv_block = 0;
+    int row_lo[2], warp_lo_last = 0;   // masked: this thread's rows' first keys, its warp's last row's
+    if constexpr (MASKED) {
+        const KeyWindow window(mask, b, T);
+        first_kv_block = window.lo(q0) / BLOCK_N;
+        for (int half = 0; half < 2; half++) row_lo[half] = window.lo(min(row0 + 8 * half, T - 1));
+        warp_lo_last = window.lo(min(wg_q0 + warp * 16 + 15, T - 1));
+    }
+    int n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N) - first_kv_block;
 
     // Tiles arrive by TMA, one thread issuing a copy per 64-column panel (rows past T as zeros).
     auto load_kv_block = [&](int j) {
+        int key0 = (first_kv_block + j) * BLOCK_N;
         mbarrier_arrive_expect_tx(&bar_kv[j % 2], 2 * KV_BYTES);
         #pragma unroll
         for (int panel = 0; panel < HS / 64; panel++) {
-            tma_load_4d(sK + j % 3 * KV_BYTES + panel * BLOCK_N * 128, &map_k, panel * 64, h, j * BLOCK_N, b, &bar_kv[j % 2]);
-            tma_load_4d(sV + j % 2 * KV_BYTES + panel * BLOCK_N * 128, &map_v, panel * 64, h, j * BLOCK_N, b, &bar_kv[j % 2]);
+            tma_load_4d(sK + j % 3 * KV_BYTES + panel * BLOCK_N * 128, &map_k, panel * 64, h, key0, b, &bar_kv[j % 2]);
+            tma_load_4d(sV + j % 2 * KV_BYTES + panel * BLOCK_N * 128, &map_v, panel * 64, h, key0, b, &bar_kv[j % 2]);
         }
     };
     if (threadIdx.x == 0) {
@@ -671,7 +706,7 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
     mbarrier_wait(&bar_q, 0);
 
     for (int j = 0; j < n_kv_blocks; j++) {
-        int kv0 = j * BLOCK_N;
+        int kv0 = (first_kv_block + j) * BLOCK_N;
         // Block j has landed once its barrier's phase completes. Then one barrier: every
         // warpgroup has waited for dP of block j-1 and for dQ += dS K of block j-2, so V of block
         // j-1 and K of block j-2 take block j+1 (and block j-1's arrival barrier is free again).
@@ -691,15 +726,17 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
 
         // dQ of block j-1 and S done; P while dP is still running. Masked scores become -inf, so
         // their P is 0: keys past T and (causal) keys after the query; only the last block and
-        // blocks on the diagonal need it.
+        // blocks on the diagonal need it (masked: also those that start before a row's window).
         wgmma_wait<1>();
         pin_registers(sc);
         pin_registers(dq);
         pin_registers(dsa);
-        if (kv0 + BLOCK_N > T || (causal && kv0 + BLOCK_N - 1 > wg_q0)) {
+        if (kv0 + BLOCK_N > T || (causal && kv0 + BLOCK_N - 1 > wg_q0) || (MASKED && kv0 < warp_lo_last)) {
             VisibleColumns seen[2];
             #pragma unroll
-            for (int half = 0; half < 2; half++) seen[half] = keys_seen(row0 + 8 * half, kv0 + 2 * t, T, causal);
+            for (int half = 0; half < 2; half++)
+                seen[half] = MASKED ? keys_in_window(row0 + 8 * half, kv0 + 2 * t, T, row_lo[half])
+                                    : keys_seen(row0 + 8 * half, kv0 + 2 * t, T, causal);
             mask_tile<BLOCK_N / 8>(sc, seen);
         }
         probabilities_by_row<BLOCK_N / 8>(sc, l2, scale_log2);
@@ -749,12 +786,12 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
 #endif
 }
 
-template <int HS, int BLOCK_N, int MIN_BLOCKS>
-static void launch_dq_wgmma(const AttentionParams* p, const float* delta, cudaStream_t stream) {
+template <int HS, int BLOCK_N, int MIN_BLOCKS, bool MASKED>
+static void launch_dq_wgmma(const AttentionParams* p, const AttentionMask* mask, const float* delta, cudaStream_t stream) {
     constexpr int BLOCK_M = 128;
     // Q, dO, 3 stages of K, 2 of V, the scheduling anchor, and room to align the start to 1024 bytes.
     constexpr int smem = (2 * BLOCK_M + 5 * BLOCK_N) * HS * (int)sizeof(bf16) + 256 * (int)sizeof(float) + 1024;
-    constexpr auto kernel = flash_backward_dq_wgmma_kernel<HS, BLOCK_N, MIN_BLOCKS>;
+    constexpr auto kernel = flash_backward_dq_wgmma_kernel<HS, BLOCK_N, MIN_BLOCKS, MASKED>;
     raise_smem_limit<kernel>("flash_attention_backward_wgmma", smem);
     AttentionShape s = p->shape;
     CUtensorMap map_q, map_k, map_v, map_do;
@@ -765,33 +802,41 @@ static void launch_dq_wgmma(const AttentionParams* p, const float* delta, cudaSt
     int BH = s.B * s.NH, n_q_blocks = (int)ceil_div(s.T, BLOCK_M);
     // Heads in groups by what a head's blocks stream: its K and V.
     int head_group = grid_head_group(2 * (size_t)s.T * HS * sizeof(bf16), BH, n_q_blocks, MIN_BLOCKS);
-    kernel<<<n_q_blocks * BH, 256, smem, stream>>>(map_q, map_k, map_v, map_do, *p, delta, n_q_blocks, head_group);
+    kernel<<<n_q_blocks * BH, 256, smem, stream>>>(map_q, map_k, map_v, map_do, *p, delta, n_q_blocks, head_group,
+                                                   attention_mask_or_none(mask));
     cudaCheckLaunch();
 }
 
-void flash_attention_backward_wgmma(const AttentionParams* p, void* scratch, FlashDq dq, cudaStream_t stream) {
-    BackwardScratch w = flash_backward_scratch(p->shape, scratch);
-    flash_backward_prepass(p, w, dq, stream);
+// The kernels of one dQ path, masked or not.
+template <bool MASKED>
+static void launch_backward_kernels(const AttentionParams* p, const AttentionMask* mask, BackwardScratch w, FlashDq dq,
+                                    cudaStream_t stream) {
     int hs64 = p->shape.HS == 64;
     if (dq == FLASH_DQ_SEPARATE) {
         // dK and dV, then dQ on its own. The dQ kernel at one thread block per SM: at two (128
         // registers) ptxas serialises its wgmma. HS 64: K/V blocks of 128 keys; HS 128: of 64,
         // which keeps dQ (64 registers) + S, dP (64) + dS (16) within registers.
         if (hs64) {
-            launch_backward_wgmma<64, FLASH_DQ_SEPARATE>(p, w, stream);
-            launch_dq_wgmma<64, 128, 1>(p, w.delta, stream);
+            launch_backward_wgmma<64, FLASH_DQ_SEPARATE, MASKED>(p, mask, w, stream);
+            launch_dq_wgmma<64, 128, 1, MASKED>(p, mask, w.delta, stream);
         } else {
-            launch_backward_wgmma<128, FLASH_DQ_SEPARATE>(p, w, stream);
-            launch_dq_wgmma<128, 64, 1>(p, w.delta, stream);
+            launch_backward_wgmma<128, FLASH_DQ_SEPARATE, MASKED>(p, mask, w, stream);
+            launch_dq_wgmma<128, 64, 1, MASKED>(p, mask, w.delta, stream);
         }
-        return;
-    }
-    if (dq == FLASH_DQ_FIXED) {
-        if (hs64) launch_backward_wgmma<64, FLASH_DQ_FIXED>(p, w, stream);
-        else      launch_backward_wgmma<128, FLASH_DQ_FIXED>(p, w, stream);
+    } else if (dq == FLASH_DQ_FIXED) {
+        if (hs64) launch_backward_wgmma<64, FLASH_DQ_FIXED, MASKED>(p, mask, w, stream);
+        else      launch_backward_wgmma<128, FLASH_DQ_FIXED, MASKED>(p, mask, w, stream);
     } else {
-        if (hs64) launch_backward_wgmma<64, FLASH_DQ_ATOMIC>(p, w, stream);
-        else      launch_backward_wgmma<128, FLASH_DQ_ATOMIC>(p, w, stream);
+        if (hs64) launch_backward_wgmma<64, FLASH_DQ_ATOMIC, MASKED>(p, mask, w, stream);
+        else      launch_backward_wgmma<128, FLASH_DQ_ATOMIC, MASKED>(p, mask, w, stream);
     }
-    flash_backward_dq_convert(p, w, dq, stream);
+}
+
+void flash_attention_backward_wgmma(const AttentionParams* p, const AttentionMask* mask, void* scratch, FlashDq dq,
+                                    cudaStream_t stream) {
+    BackwardScratch w = flash_backward_scratch(p->shape, scratch);
+    flash_backward_prepass(p, w, dq, stream);
+    if (attention_mask_active(mask)) launch_backward_kernels<true>(p, mask, w, dq, stream);
+    else                             launch_backward_kernels<false>(p, mask, w, dq, stream);
+    if (dq != FLASH_DQ_SEPARATE) flash_backward_dq_convert(p, w, dq, stream);
 }

@@ -4,9 +4,12 @@
 // One thread block per (Q block of BLOCK_M rows, batch*head); each warp owns 16*M_TILES query
 // rows, keeps their Q fragments in registers and streams K/V blocks of BLOCK_N keys through
 // double-buffered shared memory (one barrier per block), with the online softmax in registers.
-// The T x T scores never leave the chip.
+// The T x T scores never leave the chip. MASKED (a key window per row, params.h's AttentionMask):
+// the block starts at the K/V block that holds its first row's first key, a warp passes over the
+// blocks before its own rows' windows, and the blocks that cut a row's window are masked.
 #include <math.h>
 #include "attention/flash.h"
+#include "attention/mask.h"
 #include "device/mma.cuh"
 #include "attention/smem_tile.cuh"
 #include "attention/softmax.cuh"
@@ -17,9 +20,9 @@ __device__ __forceinline__ bf16* head_rows(const AttentionTensor& v, int b, int 
     return v.ptr + b * v.batch + (unsigned long long)(unsigned)h * (unsigned)v.head;
 }
 
-template <int HS, int M_TILES, int NWARPS, int BLOCK_N>
+template <int HS, int M_TILES, int NWARPS, int BLOCK_N, bool MASKED>
 __global__ void __launch_bounds__(NWARPS * 32)
-flash_forward_kernel(const AttentionParams p) {
+flash_forward_kernel(const AttentionParams p, const AttentionMask mask) {
     constexpr int NTHREADS = NWARPS * 32;
     constexpr int WARP_ROWS = 16 * M_TILES;
     constexpr int BLOCK_M = WARP_ROWS * NWARPS;
@@ -39,16 +42,29 @@ flash_forward_kernel(const AttentionParams p) {
     int q0 = q_block * BLOCK_M;
     int warp_q0 = q0 + warp * WARP_ROWS;       // first query row of this warp
     const bf16* q_ptr = head_rows(p.q, b, h);
+    // Causal: K/V blocks entirely above the diagonal of this Q block are never touched; masked,
+    // nor those before its first row's window (lo never decreases along the rows).
+    int n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N);
+    int first_kv_block = 0;
+    // Masked: the first key of each of this thread's rows, and of the warp's first and last rows
+    // (rows past T take row T - 1's).
+    int row_lo[M_TILES][2], warp_lo_first = 0, warp_lo_last = 0;
+    if constexpr (MASKED) {
+        const KeyWindow window(mask, b, T);
+        first_kv_block = window.lo(q0) / BLOCK_N;
+        warp_lo_first = window.lo(min(warp_q0, T - 1));
+        warp_lo_last = window.lo(min(warp_q0 + WARP_ROWS - 1, T - 1));
+        for (int mt = 0; mt < M_TILES; mt++)
+            for (int half = 0; half < 2; half++) row_lo[mt][half] = window.lo(min(warp_q0 + mt * 16 + g + 8 * half, T - 1));
+    }
     // The K and V blocks being loaded, advanced a block at a time: fewer registers than offsets
     // from the head's row 0.
-    const bf16* k_ptr = head_rows(p.k, b, h);
-    const bf16* v_ptr = head_rows(p.v, b, h);
-    // Causal: K/V blocks entirely above the diagonal of this Q block are never touched.
-    int n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N);
+    const bf16* k_ptr = head_rows(p.k, b, h) + first_kv_block * BLOCK_N * p.k.row;
+    const bf16* v_ptr = head_rows(p.v, b, h) + first_kv_block * BLOCK_N * p.v.row;
 
     load_tile_async<BLOCK_M, HS, NTHREADS>(sQ, q_ptr + q0 * p.q.row, p.q.row, T - q0);
-    load_tile_async<BLOCK_N, HS, NTHREADS>(sK, k_ptr, p.k.row, T);
-    load_tile_async<BLOCK_N, HS, NTHREADS>(sV, v_ptr, p.v.row, T);
+    load_tile_async<BLOCK_N, HS, NTHREADS>(sK, k_ptr, p.k.row, T - first_kv_block * BLOCK_N);
+    load_tile_async<BLOCK_N, HS, NTHREADS>(sV, v_ptr, p.v.row, T - first_kv_block * BLOCK_N);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
@@ -66,8 +82,8 @@ flash_forward_kernel(const AttentionParams p) {
     // exp(scale*(s - m)) = 2^(scale*log2(e)*s - scale*log2(e)*m): one FFMA and one EX2 per score.
     const float scale_log2 = p.shape.scale * (float)M_LOG2E;
 
-    for (int j = 0; j < n_kv_blocks; j++) {
-        int stage = j & 1, kv0 = j * BLOCK_N;
+    for (int j = first_kv_block; j < n_kv_blocks; j++) {
+        int stage = (j - first_kv_block) & 1, kv0 = j * BLOCK_N;
         cp_async_wait<0>();
         // Block j is in place for every thread, and every thread is done with block j-1, so its
         // stage can take block j+1, which loads while block j is used: one barrier per block.
@@ -77,8 +93,9 @@ flash_forward_kernel(const AttentionParams p) {
         const bf16* k_tile = sK + stage * BLOCK_N * S;
         const bf16* v_tile = sV + stage * BLOCK_N * S;
 
-        // On the diagonal a warp may find every key of the block after all of its rows.
-        if (!(causal && kv0 > warp_q0 + WARP_ROWS - 1)) {
+        // On the diagonal a warp may find every key of the block after all of its rows; masked,
+        // at the start every key before all of its rows' windows.
+        if (!(causal && kv0 > warp_q0 + WARP_ROWS - 1) && !(MASKED && kv0 + BLOCK_N - 1 < warp_lo_first)) {
             // S = Q K^T for this warp's rows: (WARP_ROWS, BLOCK_N), fp32.
             float sc[M_TILES][BLOCK_N / 8][4] = {};
             for (int kk = 0; kk < HS / 16; kk++)
@@ -90,20 +107,28 @@ flash_forward_kernel(const AttentionParams p) {
                         mma_bf16(sc[mt][2 * np + 1], q_frag[mt][kk], kb[2], kb[3]);
                     }
                 }
-            // Only the last block (T not a multiple of BLOCK_N) and diagonal blocks need masks.
-            if (kv0 + BLOCK_N > T || (causal && kv0 + BLOCK_N - 1 > warp_q0))
+            // Only the last block (T not a multiple of BLOCK_N) and diagonal blocks need masks;
+            // masked, also those that start before a row's window.
+            if (kv0 + BLOCK_N > T || (causal && kv0 + BLOCK_N - 1 > warp_q0) || (MASKED && kv0 < warp_lo_last))
                 for (int mt = 0; mt < M_TILES; mt++) {
                     int row = warp_q0 + mt * 16 + g;
-                    VisibleColumns seen[2] = {keys_seen(row, kv0 + 2 * t, T, causal),
-                                              keys_seen(row + 8, kv0 + 2 * t, T, causal)};
+                    VisibleColumns seen[2];
+                    if constexpr (MASKED) {
+                        seen[0] = keys_in_window(row, kv0 + 2 * t, T, row_lo[mt][0]);
+                        seen[1] = keys_in_window(row + 8, kv0 + 2 * t, T, row_lo[mt][1]);
+                    } else {
+                        seen[0] = keys_seen(row, kv0 + 2 * t, T, causal);
+                        seen[1] = keys_seen(row + 8, kv0 + 2 * t, T, causal);
+                    }
                     mask_tile<BLOCK_N / 8>(&sc[mt][0][0], seen);
                 }
             // Online softmax. Every row has a valid score in block 0 (key 0), so m is finite
-            // from the first block on and a fully masked row of a later block leaves it as is.
+            // from the first block on and a fully masked row of a later block leaves it as is;
+            // masked, a row's first blocks may hold none of its keys (EMPTY_ROWS).
             #pragma unroll   // sc and o stay in registers only while every index is a constant
             for (int mt = 0; mt < M_TILES; mt++) {
                 float alpha[2];
-                online_softmax<BLOCK_N / 8, 0>(&sc[mt][0][0], m[mt], l[mt], alpha, scale_log2);
+                online_softmax<BLOCK_N / 8, 0, MASKED>(&sc[mt][0][0], m[mt], l[mt], alpha, scale_log2);
                 for (int dt = 0; dt < HS / 8; dt++)
                     for (int e = 0; e < 4; e++) o[mt][dt][e] *= alpha[e >> 1];
             }
@@ -142,20 +167,26 @@ flash_forward_kernel(const AttentionParams p) {
                                    sQ, warp * WARP_ROWS, T - warp_q0);
 }
 
-template <int HS, int M_TILES, int NWARPS, int BLOCK_N>
-static void launch_forward(const AttentionParams* p, cudaStream_t stream) {
+template <int HS, int M_TILES, int NWARPS, int BLOCK_N, bool MASKED>
+static void launch_forward(const AttentionParams* p, const AttentionMask* mask, cudaStream_t stream) {
     constexpr int BLOCK_M = 16 * M_TILES * NWARPS;
     constexpr int smem = (BLOCK_M + 4 * BLOCK_N) * PaddedRow<HS>::stride * (int)sizeof(bf16);
-    constexpr auto kernel = flash_forward_kernel<HS, M_TILES, NWARPS, BLOCK_N>;
+    constexpr auto kernel = flash_forward_kernel<HS, M_TILES, NWARPS, BLOCK_N, MASKED>;
     raise_smem_limit<kernel>("flash_attention_forward_mma", smem);
     int n_q_blocks = (int)ceil_div(p->shape.T, BLOCK_M);
-    kernel<<<n_q_blocks * p->shape.B * p->shape.NH, NWARPS * 32, smem, stream>>>(*p);
+    kernel<<<n_q_blocks * p->shape.B * p->shape.NH, NWARPS * 32, smem, stream>>>(*p, attention_mask_or_none(mask));
     cudaCheckLaunch();
 }
 
-void flash_attention_forward_mma(const AttentionParams* p, cudaStream_t stream) {
+void flash_attention_forward_mma(const AttentionParams* p, const AttentionMask* mask, cudaStream_t stream) {
     // HS 64: 4 warps of 32 rows (two m-tiles share every K/V fragment read from shared memory).
     // HS 128: 8 warps of 16 rows, which keeps Q (32 regs) + O (64) + S (32) within registers.
-    if (p->shape.HS == 64) launch_forward<64, 2, 4, 64>(p, stream);
-    else                   launch_forward<128, 1, 8, 64>(p, stream);
+    bool masked = attention_mask_active(mask);
+    if (p->shape.HS == 64) {
+        if (masked) launch_forward<64, 2, 4, 64, true>(p, mask, stream);
+        else        launch_forward<64, 2, 4, 64, false>(p, mask, stream);
+    } else {
+        if (masked) launch_forward<128, 1, 8, 64, true>(p, mask, stream);
+        else        launch_forward<128, 1, 8, 64, false>(p, mask, stream);
+    }
 }

@@ -1,7 +1,8 @@
 // attention/naive.cu: textbook attention; each matmul is one cuBLAS strided batch over the heads
 // of one sequence.
 //   forward:  S = scale * Q K^T       (B, NH, T, T) bf16, written into probs
-//             P = softmax(S), in place (causal: exact zeros above the diagonal)
+//             P = softmax(S), in place (causal: exact zeros above the diagonal; masked: and
+//             before each row's window, params.h's AttentionMask)
 //             O = P V                 (B, T, NH, HS), by its view
 //   backward: dV = P^T dO, dP = dO V^T (B, NH, T, T) fp32 in scratch,
 //             dS = P ∘ (dP − rowsum(dP ∘ P)) * scale, bf16, in place over dP,
@@ -13,6 +14,8 @@
 // leading dimension and batch stride.
 #include <limits.h>
 #include "attention/naive.h"
+#include "attention/mask.h"
+#include "attention/softmax.cuh"
 #include "device/reduce.cuh"
 
 #define SOFTMAX_THREADS 256
@@ -40,43 +43,63 @@ static void batched_matmul(int M, int N, int K, float alpha,
         batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
+// The keys row `row` of (B, NH, T) rows sees are [lo, n): causal, those up to its position
+// i = row % T; MASKED, from the first key of its window on (the mask is unused otherwise).
+struct RowKeys { int lo, n; };
+template <bool MASKED>
+__device__ __forceinline__ RowKeys row_keys(size_t row, int T, int NH, int causal, const AttentionMask& mask) {
+    if (!MASKED) return {0, causal ? (int)(row % T) + 1 : T};
+    int i = (int)(row % T);
+    return {KeyWindow(mask, (int)(row / ((size_t)NH * T)), T).lo(i), i + 1};
+}
+
+// The block reductions of a row, an operation type per variant: block_reduce keeps a shared
+// array per type, and one that kernels of both variants shared would be the module's rather
+// than each kernel's own.
+template <bool MASKED> struct RowMax : MaxOp {};
+template <bool MASKED> struct RowSum : SumOp {};
+
 // One block per row of att (B * NH * T rows of T): scores in, probabilities out, in place.
-// The row is query position i = row % T; a causal row keeps keys j <= i and is exactly 0 beyond.
-__global__ void softmax_forward_kernel(bf16* att, int T, int causal) {
+// A row keeps its keys [lo, n) (row_keys) and is exactly 0 elsewhere.
+template <bool MASKED>
+__global__ void softmax_forward_kernel(bf16* att, int T, int causal, int NH, const AttentionMask mask) {
     size_t row = blockIdx.x;
-    int n = causal ? (int)(row % T) + 1 : T;  // keys this query sees
+    const RowKeys keys = row_keys<MASKED>(row, T, NH, causal, mask);
+    const int n = keys.n;
     bf16* s = att + row * T;
     // Each thread keeps the max m of its entries and the sum l of exp(s - m), rescaled when m grows.
     float m = -INFINITY, l = 0.0f;
-    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    for (int j = keys.lo + threadIdx.x; j < n; j += blockDim.x) {
         float v = (float)s[j];
         if (v > m) { l = l * expf(m - v) + 1.0f; m = v; }
         else l += expf(v - m);
     }
-    float row_max = block_reduce_max(m);
-    float row_sum = block_reduce_sum(l * expf(m - row_max));  // a thread without entries adds 0
+    float row_max = block_reduce(m, RowMax<MASKED>(), -INFINITY);
+    float row_sum = block_reduce(l * expf(m - row_max), RowSum<MASKED>(), 0.0f);  // a thread without entries adds 0
     float inv_sum = 1.0f / row_sum;
     for (int j = threadIdx.x; j < T; j += blockDim.x)
-        s[j] = j < n ? (bf16)(expf((float)s[j] - row_max) * inv_sum) : (bf16)0.0f;
+        s[j] = (!MASKED || j >= keys.lo) && j < n ? (bf16)(expf((float)s[j] - row_max) * inv_sum) : (bf16)0.0f;
 }
 
 // One block per row (B * NH * T rows of T): dS = P ∘ (dP − rowsum(dP ∘ P)) * scale.
 // dS (bf16) overwrites the first half of its own row of dP (fp32), so it has row stride 2T.
 // That is safe chunk by chunk: all threads read a chunk of dP before any writes it, and the
 // writes of a chunk land on bytes of that chunk or of earlier, already read ones.
-__global__ void softmax_backward_kernel(float* dp_ds, const bf16* probs, int T, int causal,
-                                        float scale) {
+template <bool MASKED>
+__global__ void softmax_backward_kernel(float* dp_ds, const bf16* probs, int T, int causal, float scale,
+                                        int NH, const AttentionMask mask) {
     size_t row = blockIdx.x;
-    int n = causal ? (int)(row % T) + 1 : T;  // beyond n, P is 0 and so is dS
+    const RowKeys keys = row_keys<MASKED>(row, T, NH, causal, mask);   // outside them, P is 0 and so is dS
+    const int n = keys.n;
     const bf16* p = probs + row * T;
     const float* dp = dp_ds + row * T;
     bf16* ds = (bf16*)(dp_ds + row * T);
     float dot = 0.0f;
-    for (int j = threadIdx.x; j < n; j += blockDim.x) dot += (float)p[j] * dp[j];
-    dot = block_reduce_sum(dot);
+    for (int j = keys.lo + threadIdx.x; j < n; j += blockDim.x) dot += (float)p[j] * dp[j];
+    dot = block_reduce(dot, RowSum<MASKED>(), 0.0f);
     for (int base = 0; base < T; base += blockDim.x) {
         int j = base + threadIdx.x;
-        float v = j < n ? (float)p[j] * (dp[j] - dot) * scale : 0.0f;
+        float v = (!MASKED || j >= keys.lo) && j < n ? (float)p[j] * (dp[j] - dot) * scale : 0.0f;
         __syncthreads();
         if (j < T) ds[j] = (bf16)v;
     }
@@ -111,7 +134,24 @@ static HeadMatrices heads(AttentionTensor v, int b) {
     return {v.ptr + b * v.batch, (int)v.row, v.head};
 }
 
-void naive_attention_forward(const AttentionParams* p, bf16* probs, cudaStream_t stream) {
+// The row softmaxes of B * NH * T rows, masked or not.
+static void softmax_forward(const AttentionParams* p, const AttentionMask* mask, bf16* probs, cudaStream_t stream) {
+    AttentionShape s = p->shape;
+    auto kernel = attention_mask_active(mask) ? softmax_forward_kernel<true> : softmax_forward_kernel<false>;
+    kernel<<<s.B * s.NH * s.T, SOFTMAX_THREADS, 0, stream>>>(probs, s.T, s.causal, s.NH, attention_mask_or_none(mask));
+    cudaCheckLaunch();
+}
+
+static void softmax_backward(const AttentionParams* p, const AttentionMask* mask, float* dp_ds, const bf16* probs,
+                             cudaStream_t stream) {
+    AttentionShape s = p->shape;
+    auto kernel = attention_mask_active(mask) ? softmax_backward_kernel<true> : softmax_backward_kernel<false>;
+    kernel<<<s.B * s.NH * s.T, SOFTMAX_THREADS, 0, stream>>>(dp_ds, probs, s.T, s.causal, s.scale, s.NH,
+                                                              attention_mask_or_none(mask));
+    cudaCheckLaunch();
+}
+
+void naive_attention_forward(const AttentionParams* p, const AttentionMask* mask, bf16* probs, cudaStream_t stream) {
     int T = p->shape.T, NH = p->shape.NH, HS = p->shape.HS;
     long long TT = (long long)T * T;
     for (int b = 0; b < p->shape.B; b++) {
@@ -120,8 +160,7 @@ void naive_attention_forward(const AttentionParams* p, bf16* probs, cudaStream_t
         batched_matmul(T, T, HS, p->shape.scale, q.ptr, q.ld, q.stride, 0, k.ptr, k.ld, k.stride, 1,
                        probs + b * NH * TT, CUDA_R_16BF, T, TT, NH, stream);
     }
-    softmax_forward_kernel<<<p->shape.B * NH * T, SOFTMAX_THREADS, 0, stream>>>(probs, T, p->shape.causal);
-    cudaCheckLaunch();
+    softmax_forward(p, mask, probs, stream);
     for (int b = 0; b < p->shape.B; b++) {
         HeadMatrices v = heads(p->v, b), o = heads(p->o, b);
         // O (T, HS) = P (T, T) V (T, HS)
@@ -130,7 +169,8 @@ void naive_attention_forward(const AttentionParams* p, bf16* probs, cudaStream_t
     }
 }
 
-void naive_attention_backward(const AttentionParams* p, const bf16* probs, void* scratch, cudaStream_t stream) {
+void naive_attention_backward(const AttentionParams* p, const AttentionMask* mask, const bf16* probs, void* scratch,
+                              cudaStream_t stream) {
     int T = p->shape.T, NH = p->shape.NH, HS = p->shape.HS;
     long long TT = (long long)T * T;
     float* dp_ds = (float*)scratch;
@@ -144,9 +184,7 @@ void naive_attention_backward(const AttentionParams* p, const bf16* probs, void*
         batched_matmul(T, T, HS, 1.0f, dout.ptr, dout.ld, dout.stride, 0, v.ptr, v.ld, v.stride, 1,
                        dp_ds + b * NH * TT, CUDA_R_32F, T, TT, NH, stream);
     }
-    softmax_backward_kernel<<<p->shape.B * NH * T, SOFTMAX_THREADS, 0, stream>>>(dp_ds, probs, T, p->shape.causal,
-                                                                                 p->shape.scale);
-    cudaCheckLaunch();
+    softmax_backward(p, mask, dp_ds, probs, stream);
     for (int b = 0; b < p->shape.B; b++) {
         HeadMatrices q = heads(p->q, b), k = heads(p->k, b), dq = heads(p->dq, b), dk = heads(p->dk, b);
         const bf16* ds = (const bf16*)(dp_ds + b * NH * TT);  // row stride 2T

@@ -13,13 +13,15 @@
 // NULL when the shape is supported (head size a multiple of 8 up to 256), else a one-line reason.
 const char* naive_attention_unsupported(AttentionShape s);
 
-// O from Q, K, V; probs (B, NH, T, T) is kept for the backward (p->lse is not used).
-void naive_attention_forward(const AttentionParams* p, bf16* probs, cudaStream_t stream);
+// O from Q, K, V, with the key window of mask (params.h; NULL: none); probs (B, NH, T, T) is kept
+// for the backward (p->lse is not used).
+void naive_attention_forward(const AttentionParams* p, const AttentionMask* mask, bf16* probs, cudaStream_t stream);
 
 // Bytes of scratch one naive_attention_backward call needs: dP (B, NH, T, T) in fp32.
 size_t naive_attention_scratch_bytes(AttentionShape s);
 
-// dQ, dK, dV from dO, Q, K, V and the forward's probs.
-void naive_attention_backward(const AttentionParams* p, const bf16* probs, void* scratch, cudaStream_t stream);
+// dQ, dK, dV from dO, Q, K, V and the forward's probs, under the forward's mask.
+void naive_attention_backward(const AttentionParams* p, const AttentionMask* mask, const bf16* probs, void* scratch,
+                              cudaStream_t stream);
 
 #endif

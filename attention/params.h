@@ -29,6 +29,20 @@ typedef struct {
     int head;               // the T values of a head are contiguous
 } AttentionLse;
 
+// The key window of a masked call: row t of sequence b sees the keys [lo(t), t], the later of
+// its document's start and its sliding window's,
+//   lo(t) = max(doc_start[b * T + t], t - window + 1, 0)
+// and key t is seen by the queries [t, hi(t)], hi(t) = min(doc_end[b * T + t], t + window - 1,
+// T - 1). lo never decreases along a sequence, so the queries that see a key are one run, as the
+// keys a query sees are: a tile of rows has its first key at lo of its first row, a tile of keys
+// its last query at hi of its last key. A masked call is causal; the flash kernels and naive take
+// the mask beside their params (NULL: the shape's causal flag alone).
+typedef struct {
+    const int* doc_start;   // (B, T) device: the first position of row t's document; NULL: none
+    const int* doc_end;     // (B, T) device: the last position of row t's document (with doc_start)
+    int window;             // the most keys a row sees, its own included; 0: no bound
+} AttentionMask;
+
 // One call: the forward reads q, k, v and writes o and lse (the log-sum-exp of the scaled
 // scores, natural log); the backward reads q, k, v, o, lse and dout and writes dq, dk, dv.
 typedef struct {

@@ -192,7 +192,7 @@ void ring_attention_forward(const AttentionRing* g, AttentionShape s, bf16* out,
             // Step 0: the local sequence, causal, into out and lse; its output starts the accumulator.
             AttentionParams p = attention_fused_params(one_sequence(s, n, 1), qkv + row * n * 3 * C, out + row * n * C,
                                                        lse + row * s.NH * n, NULL, NULL);
-            flash_attention_forward(&p, st);
+            flash_attention_forward(&p, NULL, st);
             convert(acc_of(&w, i), C, out + row * n * C, C, n, C, OVERWRITE, st);
         }
         int cur = 0;
@@ -211,7 +211,7 @@ void ring_attention_forward(const AttentionRing* g, AttentionShape s, bf16* out,
                     AttentionParams p = block_params(s, qkv + row * n * 3 * C, kv_of(&w, cur, i), a[j], b[j]);
                     p.o = rows_at(w.blk, C, s.HS);
                     p.lse = (AttentionLse){w.blk_lse, 0, c};
-                    flash_attention_forward(&p, st);
+                    flash_attention_forward(&p, NULL, st);
                     merge_block_kernel<<<c * s.NH, s.HS, 0, st>>>(acc_of(&w, i) + (size_t)a[j] * c * C,
                                                                  l + (size_t)a[j] * c, n, w.blk, w.blk_lse, c, s.NH,
                                                                  s.HS);
@@ -243,7 +243,7 @@ void ring_attention_backward(const AttentionRing* g, AttentionShape s, bf16* dqk
             AttentionParams p = attention_fused_params(one_sequence(s, n, 1), qkv + row * n * 3 * C,
                                                        (bf16*)out + row * n * C, (float*)lse + row * s.NH * n, d,
                                                        dout + row * n * C);
-            flash_attention_backward(&p, w.flash_scratch, deterministic, st);
+            flash_attention_backward(&p, NULL, w.flash_scratch, deterministic, st);
             convert(acc_of(&w, i), C, d, 3 * C, n, C, OVERWRITE, st);
             convert(dkv_of(&w, 0, i), 2 * C, d + C, 3 * C, n, 2 * C, OVERWRITE, st);
         }
@@ -268,7 +268,7 @@ void ring_attention_backward(const AttentionRing* g, AttentionShape s, bf16* dqk
                     p.dq = rows_at(w.blk, 3 * C, s.HS);
                     p.dk = rows_at(w.blk + C, 3 * C, s.HS);
                     p.dv = rows_at(w.blk + 2 * C, 3 * C, s.HS);
-                    flash_attention_backward(&p, w.flash_scratch, deterministic, st);
+                    flash_attention_backward(&p, NULL, w.flash_scratch, deterministic, st);
                     convert(acc_of(&w, i) + (size_t)a[j] * c * C, C, w.blk, 3 * C, c, C, ADD, st);
                     convert(dkv_of(&w, cur, i) + (size_t)b[j] * c * 2 * C, 2 * C, w.blk + C, 3 * C, c, 2 * C, ADD, st);
                 }

@@ -3,7 +3,9 @@
 // at tile row g + 8 * (e >> 1), tile column 8 * nt + 2t + (e & 1): the C layout of mma.sync
 // m16n8 and of one warp's 16 rows of a wgmma accumulator alike. The forward and the dQ kernels
 // hold scores with queries as rows (S); the K/V kernels of the backward hold them with keys as
-// rows (S^T), so the masks and the per-query L and D come in both orientations.
+// rows (S^T), so the masks and the per-query L and D come in both orientations. A masked call (the
+// key windows of params.h's AttentionMask) takes its masks from KeyWindow: lo of a query row,
+// hi of a key row, and keys_in_window / queries_in_window for the tiles those cut.
 //   forward:  m, l by the online softmax; P = 2^(S*scale*log2(e) - m*scale*log2(e))
 //   backward: P = 2^(S*scale*log2(e) - L*log2(e)),  dS = P ∘ (dP - D),  D = rowsum(dO ∘ O)
 //   merge:    two softmaxes over disjoint keys, (L1, O1) and (L2, O2), each O normalised:
@@ -12,6 +14,7 @@
 #define FLASHGPT_SOFTMAX_CUH
 
 #include <math.h>
+#include "attention/params.h"
 #include "device/math.cuh"
 
 // The columns a thread's row sees, relative to its first column (8 * 0 + 2t): tile column c
@@ -31,6 +34,42 @@ __device__ __forceinline__ VisibleColumns queries_seeing(int key, int query0, in
     return {causal ? key - query0 : 0, T - query0};
 }
 
+// The key window of sequence b of a masked call (params.h): lo(t), the first key query t sees,
+// and hi(t), the last query that sees key t, for t below T.
+struct KeyWindow {
+    const int* doc_start;   // the sequence's, or NULL
+    const int* doc_end;
+    int window, T;
+    __device__ __forceinline__ KeyWindow(const AttentionMask& m, int b, int T_) {
+        long long first = (long long)b * T_;
+        doc_start = m.doc_start ? m.doc_start + first : nullptr;
+        doc_end = m.doc_end ? m.doc_end + first : nullptr;
+        window = m.window;
+        T = T_;
+    }
+    __device__ __forceinline__ int lo(int t) const {
+        int x = window > 0 ? max(t - window + 1, 0) : 0;
+        return doc_start ? max(x, __ldg(doc_start + t)) : x;
+    }
+    __device__ __forceinline__ int hi(int t) const {
+        int x = window > 0 ? t + min(window - 1, T - 1 - t) : T - 1;
+        return doc_end ? min(x, __ldg(doc_end + t)) : x;
+    }
+};
+
+// Masked, rows are queries, columns keys from key0: a query sees the keys from lo, its
+// window's first, to itself, below T.
+__device__ __forceinline__ VisibleColumns keys_in_window(int query, int key0, int T, int lo) {
+    return {lo - key0, min(query + 1, T) - key0};
+}
+
+// Masked, rows are keys, columns queries from query0: a key below T is seen by the queries from
+// itself to hi, its window's last (below T); a key past T by none.
+__device__ __forceinline__ VisibleColumns queries_in_window(int key, int query0, int T, int hi) {
+    if (key >= T) return {0, 0};
+    return {key - query0, hi + 1 - query0};
+}
+
 // Scores outside the visible columns of their row become -inf (so their P is 0).
 template <int NT>
 __device__ __forceinline__ void mask_tile(float* s, const VisibleColumns (&seen)[2]) {
@@ -48,8 +87,10 @@ __device__ __forceinline__ void mask_tile(float* s, const VisibleColumns (&seen)
 // P = exp(scale * (S - m)), and returns in alpha the factor that takes the old sums and outputs to
 // the new max. The max moves only when the block's exceeds it by more than LAZY_LOG2 powers of
 // 2 (0: whenever it grows); until then P may reach 2^LAZY_LOG2 and alpha stays exactly 1, so the
-// caller's rescaling of O changes nothing. Every row needs a finite score in its first block.
-template <int NT, int LAZY_LOG2>
+// caller's rescaling of O changes nothing. Every row needs a finite score in its first block,
+// unless EMPTY_ROWS: then a row without one (a masked call, its window not reached yet) keeps
+// m = -inf and gets P = 0 and alpha = 0.
+template <int NT, int LAZY_LOG2, bool EMPTY_ROWS = false>
 __device__ __forceinline__ void online_softmax(float* s, float (&m)[2], float (&l)[2], float (&alpha)[2],
                                                float scale_log2) {
     #pragma unroll
@@ -61,9 +102,11 @@ __device__ __forceinline__ void online_softmax(float* s, float (&m)[2], float (&
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         if (LAZY_LOG2 > 0 && (mx - m[half]) * scale_log2 <= (float)LAZY_LOG2) mx = m[half];
-        alpha[half] = fast_exp2((m[half] - mx) * scale_log2);
+        // EMPTY_ROWS: a max of -inf is taken as 0, so that -inf - max is -inf, not NaN.
+        const float base = EMPTY_ROWS && mx == -INFINITY ? 0.0f : mx;
+        alpha[half] = fast_exp2((m[half] - base) * scale_log2);
         m[half] = mx;
-        float neg_mx = -mx * scale_log2, sum = 0.0f;
+        float neg_mx = -base * scale_log2, sum = 0.0f;
         #pragma unroll
         for (int nt = 0; nt < NT; nt++)
             #pragma unroll

@@ -41,7 +41,9 @@ def median_ms(call):
     return statistics.median(times)
 
 
-def bench(backend, B, NH, T, HS):
+def time_attention(attend, B, NH, T, HS):
+    """Median milliseconds of the forward and of the backward of out = attend(q, k, v), on q, k, v
+    (B, NH, T, HS) bf16 uniform in [-1, 1) (scripts/bench_flex.py times its attention by it too)."""
     q, k, v = ((torch.rand(B, NH, T, HS, device="cuda", dtype=torch.bfloat16) * 2 - 1).requires_grad_()
                for _ in range(3))
     dout = torch.rand(B, NH, T, HS, device="cuda", dtype=torch.bfloat16) * 2 - 1
@@ -49,17 +51,34 @@ def bench(backend, B, NH, T, HS):
     def forward(start, stop):
         with torch.no_grad():
             start.record()
-            F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            attend(q, k, v)
             stop.record()
 
     def backward(start, stop):
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        out = attend(q, k, v)
         start.record()
         torch.autograd.grad(out, (q, k, v), dout)
         stop.record()
 
+    return median_ms(forward), median_ms(backward)
+
+
+def print_row(HS, T, B, NH, name, fwd_flops, run):
+    """One row of the table: run() gives the forward and backward milliseconds; a backend that
+    refuses the shape or runs out of memory (a RuntimeError) gets the first line of its error."""
+    try:
+        fwd, bwd = run()
+        print(f"| {HS} | {T} | {B}×{NH} | {name} | {fwd:.3f} | {fwd_flops / fwd * 1e-9:.1f} | "
+              f"{bwd:.3f} | {2.5 * fwd_flops / bwd * 1e-9:.1f} |", flush=True)
+    except RuntimeError as e:
+        reason = str(e).strip().splitlines()[0][:80] if str(e).strip() else type(e).__name__
+        print(f"| {HS} | {T} | {B}×{NH} | {name} | failed: {reason} | | | |", flush=True)
+    torch.cuda.empty_cache()
+
+
+def bench(backend, B, NH, T, HS):
     with sdpa_kernel(backend):
-        return median_ms(forward), median_ms(backward)
+        return time_attention(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), B, NH, T, HS)
 
 
 def main(argv):
@@ -86,14 +105,7 @@ def main(argv):
             B = max(1, TOKENS_PER_CALL // T)
             fwd_flops = 4 * B * NH * T * T * HS * 0.5
             for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
-                try:
-                    fwd, bwd = bench(backend, B, NH, T, HS)
-                    print(f"| {HS} | {T} | {B}×{NH} | {name} | {fwd:.3f} | {fwd_flops / fwd * 1e-9:.1f} | "
-                          f"{bwd:.3f} | {2.5 * fwd_flops / bwd * 1e-9:.1f} |", flush=True)
-                except RuntimeError as e:  # a backend that refuses the shape or runs out of memory
-                    reason = str(e).strip().splitlines()[0][:80] if str(e).strip() else type(e).__name__
-                    print(f"| {HS} | {T} | {B}×{NH} | {name} | failed: {reason} | | | |", flush=True)
-                torch.cuda.empty_cache()
+                print_row(HS, T, B, NH, name, fwd_flops, lambda: bench(backend, B, NH, T, HS))
     return 0
 
 

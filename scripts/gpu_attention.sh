@@ -5,10 +5,14 @@
 # racecheck check it on the small shapes (FLASHGPT_ATTN_SMALL=1) next to it; runs the benchmark
 # and PyTorch SDPA (scripts/bench_sdpa.py) shape by shape, each shape's rows of both back to back,
 # so that both see the GPU in the same state (its clock falls under the power cap as a long run
-# goes on); ends with a summary. With BASELINE_DIR (another flashgpt tree, e.g. an earlier
+# goes on); then the masked shapes (T 16384 and 65536, documents of 1024 tokens and a window of
+# 1024 keys, HS 64 and 128) against PyTorch's FlexAttention with the same block mask
+# (scripts/bench_flex.py), each shape's rows back to back too; ends with a summary, the masked
+# shapes' TFLOP/s (counted over the pairs the mask leaves visible) beside flashgpt's own dense
+# causal figure at T = 1024 and FlexAttention's. With BASELINE_DIR (another flashgpt tree, e.g. an earlier
 # commit) its benchmark is built too and runs beside this one's, shape by shape, and the summary
 # gives this tree's flash speed over the baseline's.
-# Logs go to $OUT when set, else build/attention-logs. About 5 minutes on an H200. Exits non-zero
+# Logs go to $OUT when set, else build/attention-logs. About 7 minutes on an H200. Exits non-zero
 # when a step fails (a sanitizer that times out is reported, not failed), and its last line names
 # the steps that did.
 set -u
@@ -76,6 +80,22 @@ for hs in 64 128; do
 done
 grep -E '^\| [0-9]' "$LOGS/bench_attention.log" "$LOGS/bench_sdpa.log" | sed 's/^[^:]*://'
 
+echo "== the masked shapes: bench_attention and bench_flex.py, shape by shape ($(elapsed))"
+: > "$LOGS/bench_masked.log"
+: > "$LOGS/bench_flex.log"
+masked_status=0 flex_status=0
+for hs in 64 128; do
+    for T in 16384 65536; do   # bench_attention's MASKED_SEQ_LENS and MASKS
+        for mask in docs=1024 window=1024; do
+            for impl in flash flash-mma; do
+                build/bench/bench_attention "$hs" "$T" "$impl" "$mask" >> "$LOGS/bench_masked.log" 2>&1 || masked_status=$?
+            done
+            "$PYTHON" scripts/bench_flex.py "$hs" "$T" "$mask" >> "$LOGS/bench_flex.log" 2>&1 || flex_status=$?
+        done
+    done
+done
+grep -E '^\| [0-9]' "$LOGS/bench_masked.log" "$LOGS/bench_flex.log" | sed 's/^[^:]*://'
+
 # ---- summary
 count() { grep -c "^$1 " "$2"; }
 sanitizer_result() {  # <log>: the tool's summary line, or why there is none
@@ -93,6 +113,8 @@ echo "| memcheck (small shapes) | $(sanitizer_result "$LOGS/memcheck.log") |"
 echo "| racecheck (small shapes) | $(sanitizer_result "$LOGS/racecheck.log") |"
 echo "| bench_attention | exit status $bench_status |"
 echo "| bench_sdpa.py | exit status $sdpa_status |"
+echo "| bench_attention, masked | exit status $masked_status |"
+echo "| bench_flex.py | exit status $flex_status |"
 echo
 # TFLOP/s side by side: the rows of both Markdown tables, keyed by head size and T.
 echo "| HS | T | flash fwd / bwd / bwd det | naive fwd / bwd | memory flash / naive GiB | torch FA2 fwd / bwd | cuDNN fwd / bwd |"
@@ -118,6 +140,33 @@ awk -F'|' '
                    torch[k, "flash"], torch[k, "cudnn"]
         }
     }' "$LOGS/bench_attention.log" "$LOGS/bench_sdpa.log"
+# The masked shapes: flash TFLOP/s over the visible pairs, its ratio to the dense causal flash
+# figure at T = 1024 of the same head size, FlexAttention's, and flash over Flex.
+echo
+echo "| HS | T | mask | flash fwd / bwd / bwd det | over dense T=1024 fwd / bwd | flash-mma fwd / bwd | Flex fwd / bwd | flash over Flex fwd / bwd |"
+echo "|---|---|---|---|---|---|---|---|"
+awk -F'|' '
+    function trim(s) { gsub(/^ +| +$/, "", s); return s }
+    function ratio(x, y) { return (x + 0 > 0 && y + 0 > 0) ? sprintf("%.2f", x / y) : "-" }
+    $2 !~ /^ *[0-9]+ *$/ { next }
+    FILENAME ~ /bench_attention/ && trim($5) == "flash" && trim($3) == "1024" { dense_f[trim($2)] = $7; dense_b[trim($2)] = $9 }
+    FILENAME ~ /bench_masked|bench_flex/ {
+        impl = trim($5); mask = impl; sub(/^[^,]*, /, "", mask); sub(/,.*$/, "", impl)
+        key = trim($2) " | " trim($3) " | " mask
+        if (!(key in seen)) { seen[key] = 1; order[n++] = key; hs[key] = trim($2) }
+        if ($6 ~ /failed|OOM|unsupported/) { f[key, impl] = "-"; b[key, impl] = "-"; next }
+        f[key, impl] = trim($7); b[key, impl] = trim($9); d[key, impl] = trim($11)
+    }
+    END {
+        for (i = 0; i < n; i++) {
+            k = order[i]
+            printf "| %s | %s / %s / %s | %s / %s | %s / %s | %s / %s | %s / %s |\n", k,
+                   f[k, "flash"], b[k, "flash"], d[k, "flash"],
+                   ratio(f[k, "flash"], dense_f[hs[k]]), ratio(b[k, "flash"], dense_b[hs[k]]),
+                   f[k, "flash-mma"], b[k, "flash-mma"], f[k, "flex"], b[k, "flex"],
+                   ratio(f[k, "flash"], f[k, "flex"]), ratio(b[k, "flash"], b[k, "flex"])
+        }
+    }' "$LOGS/bench_attention.log" "$LOGS/bench_masked.log" "$LOGS/bench_flex.log"
 if [ -n "$BASELINE" ]; then
     # This tree's flash TFLOP/s over the baseline's, per shape and pass.
     echo
@@ -142,4 +191,6 @@ fi
 [ "$test_status" -eq 0 ] || step_failed test_attention
 [ "$bench_status" -eq 0 ] || step_failed bench_attention
 [ "$sdpa_status" -eq 0 ] || step_failed bench_sdpa.py
+[ "$masked_status" -eq 0 ] || step_failed "bench_attention (masked)"
+[ "$flex_status" -eq 0 ] || step_failed bench_flex.py
 gpu_finish

@@ -16,6 +16,13 @@
 // (flash.h's FlashDq) against it, the deterministic paths (fixed point where the family has it,
 // separate) twice for identical bits, and everything against naive; and for the family with
 // fixed point, that an infinite K makes its head's fixed-point dQ NaN.
+// Masked shapes (causal, a key window per row: attention/mask.h): documents from tokens with
+// <|endoftext|> at random places and at tile edges, runs of one-token documents, a sequence
+// without any boundary beside one with many, every token its own document, documents of 1024
+// tokens; windows of 1, 16, 64, 128, 200, 1024 and T keys; documents and a window at once. The
+// document bounds come from the GPU (attention_document_bounds, itself checked against the CPU);
+// the reference sees row i's keys [lo(i), i] and covers every row. A mask that hides nothing (no
+// boundary in any sequence, or a window of T) must give the unmasked run's bits.
 // Every output is poisoned with NaN before each run, so an element left unwritten fails.
 // FLASHGPT_ATTN_SMALL=1 runs only T in {1, 7, 65, 129} (for the sanitizers).
 #include <math.h>
@@ -43,12 +50,46 @@ static const int SEQ_LENS[] = {1, 7, 64, 65, 127, 128, 129, 1000, 4096};
 static const int SMALL_SEQ_LENS[] = {1, 7, 65, 129};  // FLASHGPT_ATTN_SMALL=1
 static const int NAIVE_ONLY_HEAD_SIZES[] = {8, 96, 256};
 #define FULL_REFERENCE_MAX_T 1024
+#define EOT 50256   // the id of <|endoftext|> in the masked shapes' tokens
+
+// Where the masked shapes' tokens hold <|endoftext|> (a document starts at each).
+typedef enum {
+    DOCS_NONE,          // no document mask
+    DOCS_RANDOM,        // even sequences: at position 0, at tile edges (63-65, 127-129, 255, 256), a
+                        // run of one-token documents (300-303), at random (1 in 97); odd ones: none
+    DOCS_NO_BOUNDARY,   // none in any sequence: the mask hides nothing
+    DOCS_EVERY_TOKEN,   // every token: each row sees itself only
+    DOCS_1024,          // documents of 1024 tokens
+} Docs;
+
+typedef struct {
+    Docs docs;
+    int window;   // keys a row sees at most; 0: no bound
+} MaskCase;
 
 typedef struct {
     AttentionShape s;
-    int flash;   // the flash kernels support the head size too
-    int rising;  // K scaled by 1, 4, 16 in the thirds of the sequence
+    int flash;      // the flash kernels support the head size too
+    int rising;     // K scaled by 1, 4, 16 in the thirds of the sequence
+    MaskCase mask;  // {DOCS_NONE, 0}: unmasked
 } TestShape;
+
+static int masked(TestShape ts) { return ts.mask.docs != DOCS_NONE || ts.mask.window > 0; }
+// A mask under which every row still sees every earlier key.
+static int hides_nothing(TestShape ts) {
+    return masked(ts) && (ts.mask.docs == DOCS_NONE || ts.mask.docs == DOCS_NO_BOUNDARY) &&
+           (ts.mask.window == 0 || ts.mask.window >= ts.s.T);
+}
+// The reference covers every row: up to FULL_REFERENCE_MAX_T, and masked (the windows keep it
+// affordable at 4096).
+static int full_reference(TestShape ts) { return ts.s.T <= FULL_REFERENCE_MAX_T || masked(ts); }
+
+static const MaskCase MASKS_T1000[] = {
+    {DOCS_RANDOM, 0}, {DOCS_NO_BOUNDARY, 0}, {DOCS_EVERY_TOKEN, 0}, {DOCS_NONE, 1}, {DOCS_NONE, 64},
+    {DOCS_NONE, 128}, {DOCS_NONE, 200}, {DOCS_NONE, 1000}, {DOCS_RANDOM, 100},
+};
+static const MaskCase MASKS_SHORT[] = {{DOCS_RANDOM, 0}, {DOCS_RANDOM, 16}};   // T 1, 7, 65, 129
+static const MaskCase MASKS_T4096[] = {{DOCS_1024, 0}, {DOCS_NONE, 1024}, {DOCS_1024, 1024}};
 
 static AttentionShape make_shape(int T, int HS, int causal) {
     AttentionShape s;
@@ -61,19 +102,35 @@ static AttentionShape make_shape(int T, int HS, int causal) {
     return s;
 }
 
+#define MAX_SHAPES 128
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
 static int test_shapes(TestShape* shapes, int small) {
     const int* seq_lens = small ? SMALL_SEQ_LENS : SEQ_LENS;
-    size_t seq_lens_n = small ? sizeof(SMALL_SEQ_LENS) / sizeof(int) : sizeof(SEQ_LENS) / sizeof(int);
+    size_t seq_lens_n = small ? COUNT(SMALL_SEQ_LENS) : COUNT(SEQ_LENS);
+    const MaskCase none = {DOCS_NONE, 0};
     int n = 0;
     for (int hs = 64; hs <= 128; hs *= 2)
         for (int causal = 0; causal <= 1; causal++)
             for (size_t i = 0; i < seq_lens_n; i++)
-                shapes[n++] = (TestShape){make_shape(seq_lens[i], hs, causal), 1, 0};
+                shapes[n++] = (TestShape){make_shape(seq_lens[i], hs, causal), 1, 0, none};
     for (int hs = 64; hs <= 128; hs *= 2)
         for (int causal = 0; causal <= 1; causal++)
-            shapes[n++] = (TestShape){make_shape(small ? 129 : 1000, hs, causal), 1, 1};
-    for (size_t i = 0; i < sizeof(NAIVE_ONLY_HEAD_SIZES) / sizeof(NAIVE_ONLY_HEAD_SIZES[0]); i++)
-        shapes[n++] = (TestShape){make_shape(65, NAIVE_ONLY_HEAD_SIZES[i], 1), 0, 0};
+            shapes[n++] = (TestShape){make_shape(small ? 129 : 1000, hs, causal), 1, 1, none};
+    for (size_t i = 0; i < COUNT(NAIVE_ONLY_HEAD_SIZES); i++)
+        shapes[n++] = (TestShape){make_shape(65, NAIVE_ONLY_HEAD_SIZES[i], 1), 0, 0, none};
+    for (int hs = 64; hs <= 128; hs *= 2) {
+        for (size_t i = 0; i < COUNT(SMALL_SEQ_LENS); i++)
+            for (size_t k = 0; k < COUNT(MASKS_SHORT); k++)
+                shapes[n++] = (TestShape){make_shape(SMALL_SEQ_LENS[i], hs, 1), 1, 0, MASKS_SHORT[k]};
+        shapes[n++] = (TestShape){make_shape(small ? 129 : 1000, hs, 1), 1, 1, {DOCS_RANDOM, 0}};
+        if (small) continue;
+        for (size_t k = 0; k < COUNT(MASKS_T1000); k++)
+            shapes[n++] = (TestShape){make_shape(1000, hs, 1), 1, 0, MASKS_T1000[k]};
+        for (size_t k = 0; k < COUNT(MASKS_T4096); k++)
+            shapes[n++] = (TestShape){make_shape(4096, hs, 1), 1, 0, MASKS_T4096[k]};
+    }
+    if (n > MAX_SHAPES) die("test_attention: %d shapes, room for %d", n, MAX_SHAPES);
     return n;
 }
 
@@ -82,8 +139,8 @@ typedef struct {
     const char* name;
     int wgmma;     // needs flash_attention_wgmma_available()
     int fixed_dq;  // has the fixed-point dQ path (FLASH_DQ_FIXED)
-    void (*forward)(const AttentionParams*, cudaStream_t);
-    void (*backward)(const AttentionParams*, void*, FlashDq,
+    void (*forward)(const AttentionParams*, const AttentionMask*, cudaStream_t);
+    void (*backward)(const AttentionParams*, const AttentionMask*, void*, FlashDq,
                      cudaStream_t);
 } FlashFamily;
 
@@ -95,13 +152,71 @@ static const FlashFamily FAMILIES[] = {
 #define WGMMA_UNAVAILABLE "wgmma needs an sm_90 GPU and a build for sm_90a"
 
 static void case_name(char* name, size_t len, const char* impl, TestShape ts) {
-    snprintf(name, len, "attention %s HS%d %s T=%d%s", impl, ts.s.HS, ts.s.causal ? "causal" : "noncausal", ts.s.T,
-             ts.rising ? " rising keys" : "");
+    static const char* DOCS[] = {"", " documents random", " documents without a boundary",
+                                 " documents of one token", " documents of 1024"};
+    char window[32] = "";
+    if (ts.mask.window) snprintf(window, sizeof(window), " window %d", ts.mask.window);
+    snprintf(name, len, "attention %s HS%d %s T=%d%s%s%s", impl, ts.s.HS, ts.s.causal ? "causal" : "noncausal", ts.s.T,
+             ts.rising ? " rising keys" : "", DOCS[ts.mask.docs], window);
 }
 
-// The rows the reference computes: all of them, or at long T the edges of every 64-row block.
-static int reference_row(int t, int T) {
-    return T <= FULL_REFERENCE_MAX_T || t % 64 == 0 || t % 64 == 63;
+// The rows the reference computes when it does not cover all: the edges of every 64-row block.
+static int reference_row(int t) { return t % 64 == 0 || t % 64 == 63; }
+
+// ----------------------------------------------------------------------------------------------
+// masks
+
+// Tokens (B, T) of a masked shape: ids below EOT, and EOT where `docs` puts documents' starts.
+static int* mask_tokens(AttentionShape s, Docs docs, uint64_t seed) {
+    static const int EDGES[] = {0, 63, 64, 65, 127, 128, 129, 255, 256, 300, 301, 302, 303};
+    int* tokens = (int*)malloc((size_t)s.B * s.T * sizeof(int));
+    Rng rng = {seed};
+    for (int b = 0; b < s.B; b++) {
+        int* row = tokens + (size_t)b * s.T;
+        for (int t = 0; t < s.T; t++) {
+            uint64_t r = rng_next(&rng);
+            int eot = docs == DOCS_EVERY_TOKEN || (docs == DOCS_1024 && t % 1024 == 0) ||
+                      (docs == DOCS_RANDOM && b % 2 == 0 && (r >> 32) % 97 == 0);
+            row[t] = eot ? EOT : (int)(r % EOT);
+        }
+        if (docs == DOCS_RANDOM && b % 2 == 0)
+            for (size_t i = 0; i < COUNT(EDGES); i++)
+                if (EDGES[i] < s.T) row[EDGES[i]] = EOT;
+    }
+    return tokens;
+}
+
+// What attention_document_bounds computes, on the CPU: the first and last position of each row's
+// document, a document starting at each EOT.
+static void cpu_document_bounds(const int* tokens, int B, int T, int* start, int* end) {
+    for (int b = 0; b < B; b++) {
+        const int* row = tokens + (size_t)b * T;
+        int first = 0, last = T - 1;
+        for (int t = 0; t < T; t++) {
+            if (row[t] == EOT) first = t;
+            start[(size_t)b * T + t] = first;
+        }
+        for (int t = T - 1; t >= 0; t--) {
+            end[(size_t)b * T + t] = last;
+            if (row[t] == EOT) last = t - 1;
+        }
+    }
+}
+
+// lo (B, T) of a masked shape: the first key of each row's window.
+static int* window_starts(TestShape ts, const int* tokens) {
+    AttentionShape s = ts.s;
+    size_t n = (size_t)s.B * s.T;
+    int* lo = (int*)malloc(n * sizeof(int));
+    int* end = (int*)malloc(n * sizeof(int));
+    cpu_document_bounds(tokens, s.B, s.T, lo, end);
+    for (size_t r = 0; r < n; r++) {
+        int t = (int)(r % s.T);
+        if (ts.mask.docs == DOCS_NONE) lo[r] = 0;
+        if (ts.mask.window && t - ts.mask.window + 1 > lo[r]) lo[r] = t - ts.mask.window + 1;
+    }
+    free(end);
+    return lo;
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -112,14 +227,14 @@ static bf16 rng_bf16(Rng* rng, float bound) {  // uniform in [-bound, bound]
     return __float2bfloat16((2.0f * u - 1.0f) * bound);
 }
 
-// One head: q, k, v, dout (T, HS) -> o (T, HS), lse (T), dq (T, HS) on the rows of reference_row,
-// and dk, dv (T, HS) when every row is covered. Loops run along contiguous rows (kt, vt are K^T
-// and V^T) so they vectorize; p and ds hold one row. Work: ~6 T^2 HS multiply-adds.
-static void reference_head(int T, int HS, int causal, double scale, const double* q,
+// One head: q, k, v, dout (T, HS) -> o (T, HS), lse (T), dq (T, HS) on every row (all_rows) or
+// those of reference_row, and dk, dv (T, HS) when every row is covered. Row i sees the keys from
+// lo[i] (lo NULL: 0) to i (causal) or T - 1. Loops run along contiguous rows (kt, vt are K^T and
+// V^T) so they vectorize; p and ds hold one row. Work: ~6 T^2 HS multiply-adds, less by the mask.
+static void reference_head(int T, int HS, int causal, const int* lo, int all_rows, double scale, const double* q,
                            const double* k, const double* v, const double* dout, double* o,
                            double* lse, double* dq, double* dk, double* dv, double* kt,
                            double* vt, double* p, double* ds) {
-    int all_rows = T <= FULL_REFERENCE_MAX_T;
     for (int j = 0; j < T; j++)
         for (int d = 0; d < HS; d++) {
             kt[(size_t)d * T + j] = k[(size_t)j * HS + d];
@@ -128,27 +243,27 @@ static void reference_head(int T, int HS, int causal, double scale, const double
     memset(dk, 0, sizeof(double) * T * HS);
     memset(dv, 0, sizeof(double) * T * HS);
     for (int i = 0; i < T; i++) {
-        if (!reference_row(i, T)) continue;
-        int n = causal ? i + 1 : T;
+        if (!all_rows && !reference_row(i)) continue;
+        int j0 = lo ? lo[i] : 0, n = causal ? i + 1 : T;
         const double* qi = q + (size_t)i * HS;
         const double* doi = dout + (size_t)i * HS;
         double *oi = o + (size_t)i * HS, *dqi = dq + (size_t)i * HS;
-        for (int j = 0; j < n; j++) p[j] = ds[j] = 0.0;
+        for (int j = j0; j < n; j++) p[j] = ds[j] = 0.0;
         for (int d = 0; d < HS; d++) {
             double qd = qi[d] * scale, dod = doi[d];
             const double *ktd = kt + (size_t)d * T, *vtd = vt + (size_t)d * T;
-            for (int j = 0; j < n; j++) {
+            for (int j = j0; j < n; j++) {
                 p[j] += qd * ktd[j];    // scores
                 ds[j] += dod * vtd[j];  // dP
             }
         }
         double m = -INFINITY, sum = 0.0, dot = 0.0;
-        for (int j = 0; j < n; j++) m = fmax(m, p[j]);
-        for (int j = 0; j < n; j++) sum += (p[j] = exp(p[j] - m));
-        for (int j = 0; j < n; j++) dot += (p[j] /= sum) * ds[j];
+        for (int j = j0; j < n; j++) m = fmax(m, p[j]);
+        for (int j = j0; j < n; j++) sum += (p[j] = exp(p[j] - m));
+        for (int j = j0; j < n; j++) dot += (p[j] /= sum) * ds[j];
         lse[i] = m + log(sum);
         for (int d = 0; d < HS; d++) oi[d] = dqi[d] = 0.0;
-        for (int j = 0; j < n; j++) {
+        for (int j = j0; j < n; j++) {
             double pj = p[j], dsj = p[j] * (ds[j] - dot) * scale;
             const double *kj = k + (size_t)j * HS, *vj = v + (size_t)j * HS;
             for (int d = 0; d < HS; d++) {
@@ -169,15 +284,18 @@ typedef struct {
     double* out;   // (B, T, NH, HS)
     double* lse;   // (B, NH, T)
     double* dqkv;  // (B, T, 3, NH, HS)
+    const int* lo; // (B, T) each row's first key, masked shapes; else NULL
 } Reference;
 
-static Reference reference(AttentionShape s, const bf16* qkv, const bf16* dout) {
+// lo (B, T): each row's first key (NULL: 0); all_rows: every row, else those of reference_row.
+static Reference reference(AttentionShape s, const bf16* qkv, const bf16* dout, const int* lo, int all_rows) {
     int T = s.T, HS = s.HS, NH = s.NH, C = NH * HS;
     size_t th = (size_t)T * HS;
     Reference r;
     r.out = (double*)calloc((size_t)s.B * T * C, sizeof(double));
     r.lse = (double*)calloc((size_t)s.B * NH * T, sizeof(double));
     r.dqkv = (double*)calloc((size_t)s.B * T * 3 * C, sizeof(double));
+    r.lo = lo;
     double* buf = (double*)malloc(sizeof(double) * (12 * th + 2 * T));
     double *q = buf, *k = q + th, *v = k + th, *dO = v + th, *o = dO + th, *dq = o + th;
     double *dk = dq + th, *dv = dk + th, *kt = dv + th, *vt = kt + th, *p = vt + th, *ds = p + T;
@@ -191,7 +309,8 @@ static Reference reference(AttentionShape s, const bf16* qkv, const bf16* dout) 
                     v[t * HS + d] = __bfloat162float(x[2 * C]);
                     dO[t * HS + d] = __bfloat162float(dout[((size_t)b * T + t) * C + h * HS + d]);
                 }
-            reference_head(T, HS, s.causal, s.scale, q, k, v, dO, o, r.lse + ((size_t)b * NH + h) * T,
+            reference_head(T, HS, s.causal, lo ? lo + (size_t)b * T : NULL, all_rows, s.scale, q, k, v, dO, o,
+                           r.lse + ((size_t)b * NH + h) * T,
                            dq, dk, dv, kt, vt, p, ds);
             for (int t = 0; t < T; t++)
                 for (int d = 0; d < HS; d++) {
@@ -222,7 +341,7 @@ static double rel_error(const bf16* got, const double* ref, AttentionShape s, in
     size_t n = 0;
     for (int b = 0; b < s.B; b++)
         for (int t = 0; t < s.T; t++) {
-            if (rows_only && !reference_row(t, s.T)) continue;
+            if (rows_only && !reference_row(t)) continue;
             size_t at = ((size_t)b * s.T + t) * row + first;
             for (int e = 0; e < C; e++) {
                 double d = (double)__bfloat162float(got[at + e]) - ref[at + e];
@@ -274,6 +393,9 @@ typedef struct {
     bf16 *qkv, *dout, *out, *dqkv;
     void *saved, *scratch;
     size_t saved_bytes, scratch_bytes;
+    int *tokens, *doc_start, *doc_end;   // masked shapes with documents, else NULL
+    AttentionMask mask;
+    int masked;                          // the runs take the mask
 } DeviceBuffers;
 
 // NaN in every output (bf16 0xFFFF and fp32 0xFFFFFFFF are NaN), so unwritten elements show.
@@ -294,12 +416,41 @@ static DeviceBuffers device_buffers(AttentionShape s, const bf16* qkv, const bf1
     cudaCheck(cudaMalloc(&d.scratch, scratch_bytes > 0 ? scratch_bytes : 1));
     cudaCheck(cudaMemcpy(d.qkv, qkv, qkv_n * sizeof(bf16), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d.dout, dout, out_n * sizeof(bf16), cudaMemcpyHostToDevice));
+    d.tokens = d.doc_start = d.doc_end = NULL;
+    memset(&d.mask, 0, sizeof(d.mask));
+    d.masked = 0;
     return d;
 }
 
+// The mask of a masked shape: its window, and with documents their bounds, found on the GPU
+// from the tokens (B, T).
+static void device_mask(DeviceBuffers* d, TestShape ts, const int* tokens) {
+    size_t n = (size_t)ts.s.B * ts.s.T;
+    d->masked = 1;
+    d->mask.window = ts.mask.window;
+    if (ts.mask.docs == DOCS_NONE) return;
+    cudaCheck(cudaMalloc(&d->tokens, n * sizeof(int)));
+    cudaCheck(cudaMalloc(&d->doc_start, n * sizeof(int)));
+    cudaCheck(cudaMalloc(&d->doc_end, n * sizeof(int)));
+    cudaCheck(cudaMemcpy(d->tokens, tokens, n * sizeof(int), cudaMemcpyHostToDevice));
+    attention_document_bounds(d->tokens, ts.s.B, ts.s.T, EOT, d->doc_start, d->doc_end, 0);
+    d->mask.doc_start = d->doc_start;
+    d->mask.doc_end = d->doc_end;
+}
+
 static void free_device_buffers(DeviceBuffers* d) {
-    void* all[] = {d->qkv, d->dout, d->out, d->dqkv, d->saved, d->scratch};
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) cudaCheck(cudaFree(all[i]));
+    void* all[] = {d->qkv, d->dout, d->out, d->dqkv, d->saved, d->scratch, d->tokens, d->doc_start, d->doc_end};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        if (all[i]) cudaCheck(cudaFree(all[i]));
+}
+
+static const AttentionMask* run_mask(const DeviceBuffers* d) { return d->masked ? &d->mask : NULL; }
+
+// The naive plan, with the runs' mask.
+static AttentionPlan naive_plan(const DeviceBuffers* d) {
+    AttentionPlan plan = NAIVE;
+    if (d->masked) plan.mask = d->mask;
+    return plan;
 }
 
 // flash: one family's kernels; NULL: the naive path. saved receives L (flash) or P (naive).
@@ -308,8 +459,9 @@ static void run_forward(const FlashFamily* flash, AttentionShape s, DeviceBuffer
     poison(d->out, out_bytes);
     poison(d->saved, d->saved_bytes);
     AttentionParams p = attention_fused_params(s, d->qkv, d->out, (float*)d->saved, NULL, NULL);
-    if (flash) flash->forward(&p, 0);
-    else attention_forward(&NAIVE, s, d->out, d->saved, d->qkv, d->scratch, 0);
+    AttentionPlan naive = naive_plan(d);
+    if (flash) flash->forward(&p, run_mask(d), 0);
+    else attention_forward(&naive, s, d->out, d->saved, d->qkv, d->scratch, 0);
     cudaCheck(cudaDeviceSynchronize());
     cudaCheck(cudaMemcpy(out, d->out, out_bytes, cudaMemcpyDeviceToHost));
     size_t saved_bytes = attention_saved_bytes(flash ? &FLASH : &NAIVE, s);
@@ -322,21 +474,25 @@ static void run_backward(const FlashFamily* flash, AttentionShape s, DeviceBuffe
     poison(d->dqkv, dqkv_bytes);
     poison(d->scratch, d->scratch_bytes);
     AttentionParams p = attention_fused_params(s, d->qkv, d->out, (float*)d->saved, d->dqkv, d->dout);
-    if (flash) flash->backward(&p, d->scratch, dq, 0);
-    else attention_backward(&NAIVE, s, d->dqkv, d->dout, d->out, d->saved, d->qkv, d->scratch, 0);
+    AttentionPlan naive = naive_plan(d);
+    if (flash) flash->backward(&p, run_mask(d), d->scratch, dq, 0);
+    else attention_backward(&naive, s, d->dqkv, d->dout, d->out, d->saved, d->qkv, d->scratch, 0);
     cudaCheck(cudaDeviceSynchronize());
     cudaCheck(cudaMemcpy(dqkv, d->dqkv, dqkv_bytes, cudaMemcpyDeviceToHost));
 }
 
-// P (B, NH, T, T) of the naive forward: exact zeros above the diagonal when causal, rows sum to 1.
-static void check_probs(AttentionShape s, const bf16* probs) {
+// P (B, NH, T, T) of the naive forward: exact zeros above the diagonal when causal and before
+// each row's first key lo (B, T) when masked (lo NULL: 0), rows sum to 1.
+static void check_probs(AttentionShape s, const bf16* probs, const int* lo) {
     size_t rows = (size_t)s.B * s.NH * s.T, bad_zero = 0, bad_sum = 0;
     double worst_sum = 0.0;
     for (size_t r = 0; r < rows; r++) {
         const bf16* p = probs + r * s.T;
-        int n = s.causal ? (int)(r % s.T) + 1 : s.T;
+        int t = (int)(r % s.T), b = (int)(r / ((size_t)s.NH * s.T));
+        int j0 = lo ? lo[(size_t)b * s.T + t] : 0, n = s.causal ? t + 1 : s.T;
         double sum = 0.0;
-        for (int j = 0; j < n; j++) sum += __bfloat162float(p[j]);
+        for (int j = j0; j < n; j++) sum += __bfloat162float(p[j]);
+        for (int j = 0; j < j0; j++) bad_zero += __bfloat162float(p[j]) != 0.0f;
         for (int j = n; j < s.T; j++) bad_zero += __bfloat162float(p[j]) != 0.0f;
         keep_worst(&worst_sum, fabs(sum - 1.0));
         bad_sum += !(fabs(sum - 1.0) <= TOL_ROW_SUM);
@@ -345,28 +501,62 @@ static void check_probs(AttentionShape s, const bf16* probs) {
     CHECK(bad_sum == 0, "%zu rows of P do not sum to 1 (worst |sum - 1| %.3g)", bad_sum, worst_sum);
 }
 
+// A mask that hides nothing: the unmasked run (flash: the family's kernels; NULL: naive) on the
+// same inputs gives the masked run's bits: of O, and of L when lse is given (flash).
+static void check_unmasked_forward(const FlashFamily* flash, AttentionShape s, DeviceBuffers* d, const bf16* out,
+                                   const float* lse) {
+    size_t out_n = (size_t)s.B * s.T * s.NH * s.HS, rows = (size_t)s.B * s.NH * s.T;
+    bf16* dense_out = (bf16*)malloc(out_n * sizeof(bf16));
+    float* dense_lse = lse ? (float*)malloc(rows * sizeof(float)) : NULL;
+    d->masked = 0;
+    run_forward(flash, s, d, dense_out, dense_lse);
+    d->masked = 1;
+    CHECK(memcmp(dense_out, out, out_n * sizeof(bf16)) == 0 && (!lse || memcmp(dense_lse, lse, rows * sizeof(float)) == 0),
+          "a mask that hides nothing changes the bits of O or L");
+    free(dense_out);
+    free(dense_lse);
+}
+
+// The same for a backward (dQ path dq), from the O and L (or P) in the buffers: dqkv's bits.
+static void check_unmasked_backward(const FlashFamily* flash, AttentionShape s, DeviceBuffers* d, FlashDq dq,
+                                    const bf16* dqkv) {
+    size_t dqkv_n = (size_t)s.B * s.T * 3 * s.NH * s.HS;
+    bf16* dense = (bf16*)malloc(dqkv_n * sizeof(bf16));
+    d->masked = 0;
+    run_backward(flash, s, d, dq, dense);
+    d->masked = 1;
+    CHECK(memcmp(dense, dqkv, dqkv_n * sizeof(bf16)) == 0, "a mask that hides nothing changes the bits of dQ, dK or dV%s",
+          dq == FLASH_DQ_FIXED ? " (fixed-point dQ)" : "");
+    free(dense);
+}
+
 // The naive path against the reference; leaves its O and dqkv in out, dqkv for the flash cases.
 static void test_naive(TestShape ts, DeviceBuffers* d, const Reference* ref, bf16* out,
                        bf16* dqkv) {
     AttentionShape s = ts.s;
-    char name[96];
+    char name[160];
     case_name(name, sizeof(name), "naive", ts);
     test_begin(name);
-    const char* why = attention_unsupported(&NAIVE, s);
+    AttentionPlan plan = naive_plan(d);
+    const char* why = attention_unsupported(&plan, s);
     CHECK(why == NULL, "refused: %s", why);
     if (!why) {
-        int full = s.T <= FULL_REFERENCE_MAX_T;
+        int full = full_reference(ts);
+        size_t out_n = (size_t)s.B * s.T * s.NH * s.HS, dqkv_n = 3 * out_n;
         bf16* probs = (bf16*)malloc(attention_saved_bytes(&NAIVE, s));
-        bf16* again = (bf16*)malloc((size_t)s.B * s.T * 3 * s.NH * s.HS * sizeof(bf16));
+        bf16* again = (bf16*)malloc(dqkv_n * sizeof(bf16));
         run_forward(NULL, s, d, out, probs);
-        check_probs(s, probs);
+        check_probs(s, probs, ref->lo);
         run_backward(NULL, s, d, FLASH_DQ_SEPARATE, dqkv);
         Errors e;
-        double worst = errors(&e, out, dqkv, ref->out, ref->dqkv, s, 1, full);
+        double worst = errors(&e, out, dqkv, ref->out, ref->dqkv, s, !full, full);
         check_errors("naive vs reference", &e, worst, full);
         run_backward(NULL, s, d, FLASH_DQ_SEPARATE, again);
-        CHECK(memcmp(again, dqkv, (size_t)s.B * s.T * 3 * s.NH * s.HS * sizeof(bf16)) == 0,
-              "two backward runs differ");
+        CHECK(memcmp(again, dqkv, dqkv_n * sizeof(bf16)) == 0, "two backward runs differ");
+        if (hides_nothing(ts)) {
+            check_unmasked_forward(NULL, s, d, out, NULL);
+            check_unmasked_backward(NULL, s, d, FLASH_DQ_SEPARATE, dqkv);
+        }
         free(probs);
         free(again);
     }
@@ -376,17 +566,18 @@ static void test_naive(TestShape ts, DeviceBuffers* d, const Reference* ref, bf1
 static void test_flash(const FlashFamily* f, TestShape ts, DeviceBuffers* d, const Reference* ref,
                        const bf16* naive_out, const bf16* naive_dqkv) {
     AttentionShape s = ts.s;
-    char name[96];
+    char name[160];
     case_name(name, sizeof(name), f->name, ts);
     if (f->wgmma && !flash_attention_wgmma_available()) {
         test_skip(name, WGMMA_UNAVAILABLE);
         return;
     }
     test_begin(name);
-    const char* why = flash_attention_unsupported(s);
+    AttentionParams call = attention_fused_params(s, d->qkv, d->out, (float*)d->saved, d->dqkv, d->dout);
+    const char* why = flash_attention_params_unsupported(&call, run_mask(d));
     CHECK(why == NULL, "refused: %s", why);
     if (!why) {
-        int full = s.T <= FULL_REFERENCE_MAX_T, C = s.NH * s.HS;
+        int full = full_reference(ts), C = s.NH * s.HS;
         size_t out_n = (size_t)s.B * s.T * C, dqkv_n = 3 * out_n, rows = (size_t)s.B * s.NH * s.T;
         bf16* out = (bf16*)malloc(out_n * sizeof(bf16));
         float* lse = (float*)malloc(rows * sizeof(float));
@@ -396,7 +587,7 @@ static void test_flash(const FlashFamily* f, TestShape ts, DeviceBuffers* d, con
         run_forward(f, s, d, out, lse);
         double worst_lse = 0.0;
         for (size_t r = 0; r < rows; r++)
-            if (reference_row((int)(r % s.T), s.T))
+            if (full || reference_row((int)(r % s.T)))
                 keep_worst(&worst_lse, fabs(lse[r] - ref->lse[r]) / (1.0 + fabs(ref->lse[r])));
         printf("    %s L: worst |L - ref| / (1 + |ref|) %.2e\n", f->name, worst_lse);
         CHECK(worst_lse <= TOL_LSE, "L: error %.3g over %g", worst_lse, TOL_LSE);
@@ -405,16 +596,18 @@ static void test_flash(const FlashFamily* f, TestShape ts, DeviceBuffers* d, con
         char what[64];
         run_backward(f, s, d, FLASH_DQ_ATOMIC, dqkv);
         snprintf(what, sizeof(what), "%s vs reference", f->name);
-        check_errors(what, &e, errors(&e, out, dqkv, ref->out, ref->dqkv, s, 1, full), full);
+        check_errors(what, &e, errors(&e, out, dqkv, ref->out, ref->dqkv, s, !full, full), full);
         const FlashDq deterministic[2] = {FLASH_DQ_FIXED, FLASH_DQ_SEPARATE};
         const char* path[2] = {"fixed-point dQ", "separate dQ"};
         for (int p = f->fixed_dq ? 0 : 1; p < 2; p++) {
             run_backward(f, s, d, deterministic[p], det1);
             snprintf(what, sizeof(what), "%s %s vs reference", f->name, path[p]);
-            check_errors(what, &e, errors(&e, out, det1, ref->out, ref->dqkv, s, 1, full), full);
+            check_errors(what, &e, errors(&e, out, det1, ref->out, ref->dqkv, s, !full, full), full);
             run_backward(f, s, d, deterministic[p], det2);
             CHECK(memcmp(det1, det2, dqkv_n * sizeof(bf16)) == 0, "%s: two backward runs differ", path[p]);
+            if (hides_nothing(ts)) check_unmasked_backward(f, s, d, deterministic[p], det1);
         }
+        if (hides_nothing(ts)) check_unmasked_forward(f, s, d, out, lse);
 
         // Against naive on every element, dK and dV included, at every T (where naive ran).
         if (naive_out) {
@@ -447,7 +640,9 @@ static void test_shape(TestShape ts) {
         qkv[i] = rng_bf16(&seed, part == 0 ? 2.0f : part == 1 ? 2.0f * k_scale : 1.0f);
     }
     for (size_t i = 0; i < out_n; i++) dout[i] = rng_bf16(&seed, 1.0f);
-    Reference ref = reference(s, qkv, dout);
+    int* tokens = masked(ts) ? mask_tokens(s, ts.mask.docs, seed.state) : NULL;
+    int* lo = tokens ? window_starts(ts, tokens) : NULL;
+    Reference ref = reference(s, qkv, dout, lo, full_reference(ts));
 
     size_t saved_bytes = attention_saved_bytes(&NAIVE, s);
     size_t scratch_bytes = attention_scratch_bytes(&NAIVE, s);
@@ -457,6 +652,7 @@ static void test_shape(TestShape ts) {
         if (fx > scratch_bytes) scratch_bytes = fx;
     }
     DeviceBuffers d = device_buffers(s, qkv, dout, saved_bytes, scratch_bytes);
+    if (masked(ts)) device_mask(&d, ts, tokens);
 
     // Naive rounds S to bf16, which scores of the rising-keys size (tens) do not survive.
     bf16* naive_out = ts.rising ? NULL : (bf16*)malloc(out_n * sizeof(bf16));
@@ -470,8 +666,141 @@ static void test_shape(TestShape ts) {
     free(ref.out);
     free(ref.lse);
     free(ref.dqkv);
+    free(lo);
+    free(tokens);
     free(qkv);
     free(dout);
+}
+
+// The masked reference, on the CPU: with documents, each document's rows are those of the
+// unmasked causal reference run on the document alone; with a window of 1, O = V, dV = dO and dQ,
+// dK are 0; with a window of T, the unmasked reference exactly.
+static double max_abs_diff(const double* x, const double* y, size_t n) {
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) keep_worst(&worst, fabs(x[i] - y[i]));
+    return worst;
+}
+
+static void test_masked_reference(void) {
+    test_begin("attention masked reference (CPU)");
+    TestShape ts = {make_shape(300, 64, 1), 1, 0, {DOCS_RANDOM, 0}};
+    AttentionShape s = ts.s;
+    int C = s.NH * s.HS;
+    size_t out_n = (size_t)s.B * s.T * C, qkv_n = 3 * out_n;
+    bf16* qkv = (bf16*)malloc(qkv_n * sizeof(bf16));
+    bf16* dout = (bf16*)malloc(out_n * sizeof(bf16));
+    Rng rng = {4242};
+    for (size_t i = 0; i < qkv_n; i++) qkv[i] = rng_bf16(&rng, 2.0f);
+    for (size_t i = 0; i < out_n; i++) dout[i] = rng_bf16(&rng, 1.0f);
+    int* tokens = mask_tokens(s, DOCS_RANDOM, 7);
+    int* lo = window_starts(ts, tokens);
+    Reference masked = reference(s, qkv, dout, lo, 1);
+    // Each document of sequence 0 as a sequence of its own (B = 1).
+    double worst = 0.0;
+    int documents = 0;
+    for (int a = 0; a < s.T; documents++) {
+        int e = a + 1;
+        while (e < s.T && lo[e] != e) e++;   // [a, e): one document
+        AttentionShape one = s;
+        one.B = 1;
+        one.T = e - a;
+        Reference alone = reference(one, qkv + (size_t)a * 3 * C, dout + (size_t)a * C, NULL, 1);
+        keep_worst(&worst, max_abs_diff(alone.out, masked.out + (size_t)a * C, (size_t)one.T * C));
+        keep_worst(&worst, max_abs_diff(alone.dqkv, masked.dqkv + (size_t)a * 3 * C, (size_t)one.T * 3 * C));
+        for (int h = 0; h < s.NH; h++)
+            keep_worst(&worst, max_abs_diff(alone.lse + (size_t)h * one.T, masked.lse + (size_t)h * s.T + a, one.T));
+        free(alone.out);
+        free(alone.lse);
+        free(alone.dqkv);
+        a = e;
+    }
+    CHECK(documents > 10, "only %d documents in sequence 0", documents);
+    CHECK(worst <= 1e-12, "documents: the masked reference differs from the documents alone by %.3g", worst);
+
+    // Windows of 1 and of T.
+    ts.mask = (MaskCase){DOCS_NONE, 1};
+    int* lo1 = window_starts(ts, tokens);
+    Reference w1 = reference(s, qkv, dout, lo1, 1);
+    double err1 = 0.0;
+    for (size_t i = 0; i < out_n; i++) {
+        size_t b_t = i / C, c = i % C;
+        keep_worst(&err1, fabs(w1.out[i] - __bfloat162float(qkv[b_t * 3 * C + 2 * C + c])));
+        keep_worst(&err1, fabs(w1.dqkv[b_t * 3 * C + c]));
+        keep_worst(&err1, fabs(w1.dqkv[b_t * 3 * C + C + c]));
+        keep_worst(&err1, fabs(w1.dqkv[b_t * 3 * C + 2 * C + c] - __bfloat162float(dout[i])));
+    }
+    CHECK(err1 <= 1e-12, "window 1: O = V, dV = dO, dQ = dK = 0 off by %.3g", err1);
+    ts.mask = (MaskCase){DOCS_NONE, s.T};
+    int* loT = window_starts(ts, tokens);
+    Reference wT = reference(s, qkv, dout, loT, 1), dense = reference(s, qkv, dout, NULL, 1);
+    CHECK(memcmp(wT.out, dense.out, out_n * sizeof(double)) == 0 && memcmp(wT.dqkv, dense.dqkv, qkv_n * sizeof(double)) == 0,
+          "window T: not the unmasked reference");
+    Reference all[] = {masked, w1, wT, dense};
+    for (size_t i = 0; i < COUNT(all); i++) {
+        free(all[i].out);
+        free(all[i].lse);
+        free(all[i].dqkv);
+    }
+    free(lo);
+    free(lo1);
+    free(loT);
+    free(tokens);
+    free(qkv);
+    free(dout);
+    test_end();
+}
+
+// attention_document_bounds against the CPU: sequences with <|endoftext|> at the first and last
+// positions, in runs, at random, nowhere, everywhere; T from 1 to past 64 per thread of its block.
+static void test_document_bounds(void) {
+    test_begin("attention document bounds from tokens");
+    static const int LENGTHS[] = {1, 2, 7, 1000, 1025, 70001};
+    for (size_t k = 0; k < COUNT(LENGTHS); k++) {
+        int T = LENGTHS[k], B = 5;
+        size_t n = (size_t)B * T;
+        int* tokens = (int*)malloc(n * sizeof(int));
+        Rng rng = {99u + (uint64_t)T};
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++) {
+                uint64_t r = rng_next(&rng);
+                int eot = b == 0 ? (t == 0 || t == T - 1 || (r >> 40) % 53 == 0)   // ends and random
+                        : b == 1 ? 0                                               // none
+                        : b == 2 ? 1                                               // every token
+                        : b == 3 ? (t / 3) % 2 == 0                                // runs of three
+                        : t == T / 2;                                              // one, mid-sequence
+                tokens[(size_t)b * T + t] = eot ? EOT : (int)(r % EOT);
+            }
+        int *start = (int*)malloc(n * sizeof(int)), *end = (int*)malloc(n * sizeof(int));
+        int *got_start = (int*)malloc(n * sizeof(int)), *got_end = (int*)malloc(n * sizeof(int));
+        cpu_document_bounds(tokens, B, T, start, end);
+        int *d_tokens, *d_start, *d_end;
+        cudaCheck(cudaMalloc(&d_tokens, n * sizeof(int)));
+        cudaCheck(cudaMalloc(&d_start, n * sizeof(int)));
+        cudaCheck(cudaMalloc(&d_end, n * sizeof(int)));
+        cudaCheck(cudaMemcpy(d_tokens, tokens, n * sizeof(int), cudaMemcpyHostToDevice));
+        poison(d_start, n * sizeof(int));
+        poison(d_end, n * sizeof(int));
+        attention_document_bounds(d_tokens, B, T, EOT, d_start, d_end, 0);
+        cudaCheck(cudaMemcpy(got_start, d_start, n * sizeof(int), cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(got_end, d_end, n * sizeof(int), cudaMemcpyDeviceToHost));
+        size_t wrong = 0, first = n;
+        for (size_t i = 0; i < n; i++)
+            if (got_start[i] != start[i] || got_end[i] != end[i]) {
+                wrong++;
+                if (first == n) first = i;
+            }
+        CHECK(wrong == 0, "T=%d: %zu positions wrong, the first (b %zu, t %zu): [%d, %d] for [%d, %d]", T, wrong,
+              first / T, first % T, got_start[first], got_end[first], start[first], end[first]);
+        cudaCheck(cudaFree(d_tokens));
+        cudaCheck(cudaFree(d_start));
+        cudaCheck(cudaFree(d_end));
+        free(tokens);
+        free(start);
+        free(end);
+        free(got_start);
+        free(got_end);
+    }
+    test_end();
 }
 
 // Fixed-point dQ takes its units from a bound over each head's K and V: an infinite K makes that
@@ -482,7 +811,7 @@ static void fixed_point_name(char* name, size_t len, const FlashFamily* f) {
 }
 
 static void test_fixed_point_nonfinite(const FlashFamily* f) {
-    char name[96];
+    char name[160];
     fixed_point_name(name, sizeof(name), f);
     if (f->wgmma && !flash_attention_wgmma_available()) {
         test_skip(name, WGMMA_UNAVAILABLE);
@@ -582,7 +911,7 @@ static void compare_view(const bf16* y_host, const AttentionTensor* y, size_t y_
 }
 
 static void test_strided_views(const FlashFamily* f, int T, int HS) {
-    char name[96];
+    char name[160];
     strided_name(name, sizeof(name), f, T, HS);
     if (f->wgmma && !flash_attention_wgmma_available()) {
         test_skip(name, WGMMA_UNAVAILABLE);
@@ -624,7 +953,7 @@ static void test_strided_views(const FlashFamily* f, int T, int HS) {
     poison(lse.ptr, lse_n * sizeof(float));
     AttentionParams p = {s, x[Q].view, x[K].view, x[V].view, x[O].view, lse, x[DO].view, x[DQ].view, x[DK].view,
                          x[DV].view};
-    f->forward(&p, 0);
+    f->forward(&p, NULL, 0);
     float* lse_host = (float*)malloc(lse_n * sizeof(float));
     cudaCheck(cudaMemcpy(lse_host, lse.ptr, lse_n * sizeof(float), cudaMemcpyDeviceToHost));
     cudaCheck(cudaMemcpy(host[O], x[O].view.ptr, x[O].n * sizeof(bf16), cudaMemcpyDeviceToHost));
@@ -645,7 +974,7 @@ static void test_strided_views(const FlashFamily* f, int T, int HS) {
         run_backward(f, s, &d, paths[k], fused_dqkv);
         // The backward reads L where the fused run wrote it: the same values, in the strided rows.
         for (int i = DQ; i <= DV; i++) poison(x[i].view.ptr, x[i].n * sizeof(bf16));
-        f->backward(&p, d.scratch, paths[k], 0);
+        f->backward(&p, NULL, d.scratch, paths[k], 0);
         differ = padding = 0;
         for (int i = DQ; i <= DV; i++) {
             cudaCheck(cudaMemcpy(host[i], x[i].view.ptr, x[i].n * sizeof(bf16), cudaMemcpyDeviceToHost));
@@ -687,12 +1016,13 @@ static void test_refusals(void) {
 int main(void) {
     const char* small_env = getenv("FLASHGPT_ATTN_SMALL");
     int small = small_env && atoi(small_env) != 0;
-    TestShape shapes[64];
+    TestShape shapes[MAX_SHAPES];
     int n = test_shapes(shapes, small);
 
+    test_masked_reference();
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-        char name[96];
+        char name[160];
         for (int i = 0; i < n; i++) {
             if (!shapes[i].rising) {
                 case_name(name, sizeof(name), "naive", shapes[i]);
@@ -704,6 +1034,7 @@ int main(void) {
             }
         }
         test_skip("attention refuses unsupported head sizes", "no CUDA device");
+        test_skip("attention document bounds from tokens", "no CUDA device");
         for (int f = 0; f < N_FAMILIES; f++)
             for (int T : STRIDED_T)
                 for (int HS = 64; HS <= 128; HS += 64) {
@@ -718,6 +1049,7 @@ int main(void) {
         return 0;
     }
     test_refusals();
+    test_document_bounds();
     for (int f = 0; f < N_FAMILIES; f++)
         if (FAMILIES[f].fixed_dq) test_fixed_point_nonfinite(&FAMILIES[f]);
     for (int f = 0; f < N_FAMILIES; f++)

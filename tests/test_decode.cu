@@ -5,6 +5,9 @@
 //    merged), with the output poisoned (NaN) before each call. Tolerance 1e-2 relative L2: the
 //    inputs are bf16 values, taken exactly; sums and the softmax run in fp32 (errors ~1e-6), so
 //    the bf16 rounding of O (2^-9 relative at most) dominates [measured below 3e-3].
+//    With a sliding window (1, 256, 300 keys): the reference sees the position's last `window`
+//    keys, and the cache rows before them hold NaN in K and V during the call, so that a row
+//    read there (which the window says is not read) makes the output NaN.
 // 2. The same kernel for three sequences at positions of their own (5, 300, 1025), read on the
 //    GPU, in one launch: each against its own reference. Then the same once more with the
 //    positions written by the kernel just before the call: that kernel lets the call start at
@@ -38,13 +41,20 @@
 
 static float rng_symmetric(Rng* rng) { return (float)(2.0 * rng_uniform(rng) - 1.0); }
 
-static void test_decode_kernel(int HS, int T) {
+static void decode_kernel_name(char* name, size_t len, int HS, int T, int window) {
+    snprintf(name, len, "attention_decode HS%d T=%d", HS, T);
+    if (window) snprintf(name + strlen(name), len - strlen(name), " window %d", window);
+}
+
+// window 0: every key up to the position's.
+static void test_decode_kernel(int HS, int T, int window) {
     char name[128];
-    snprintf(name, sizeof(name), "attention_decode HS%d T=%d", HS, T);
+    decode_kernel_name(name, sizeof(name), HS, T, window);
     test_begin(name);
     const int NH = 3;
     AttentionShape s = {1, T, NH, HS, 1, 1.0f / sqrtf((float)HS)};
     AttentionPlan plan = {ATTENTION_FLASH};
+    plan.mask.window = window;
     int* position;
     cudaCheck(cudaMalloc((void**)&position, sizeof(int)));
     size_t row = 3 * (size_t)NH * HS, n = (size_t)T * row;
@@ -70,22 +80,29 @@ static void test_decode_kernel(int HS, int T) {
         AttentionParams p = attention_fused_params(s, qkv, out, NULL, NULL, NULL);
         p.q.ptr += (long long)pos * p.q.row;
         cudaCheck(cudaMemcpy(position, &pos, sizeof(int), cudaMemcpyHostToDevice));
+        // The rows before the window: K and V NaN (0xFFFF) during the call.
+        int lo = window && pos - window + 1 > 0 ? pos - window + 1 : 0;
+        size_t pitch = row * sizeof(bf16), kv_bytes = 2 * (size_t)NH * HS * sizeof(bf16);
+        if (lo > 0) cudaCheck(cudaMemset2D(qkv + (size_t)NH * HS, pitch, 0xff, kv_bytes, lo));
         attention_decode(&plan, &p, position, scratch, 0);
         cudaCheck(cudaMemcpy(got, out, (size_t)NH * HS * sizeof(bf16), cudaMemcpyDeviceToHost));
+        if (lo > 0)
+            cudaCheck(cudaMemcpy2D(qkv + (size_t)NH * HS, pitch, host + (size_t)NH * HS, pitch, kv_bytes, lo,
+                                   cudaMemcpyHostToDevice));
         for (int h = 0; h < NH; h++) {
             const bf16* q = host + (size_t)pos * row + (size_t)h * HS;
             double m = -INFINITY, l = 0.0, diff = 0.0, ref = 0.0;
-            for (int j = 0; j <= pos; j++) {
+            for (int j = lo; j <= pos; j++) {
                 const bf16* kj = host + (size_t)j * row + (size_t)(NH + h) * HS;
                 double dot = 0.0;
                 for (int d = 0; d < HS; d++) dot += (double)__bfloat162float(q[d]) * __bfloat162float(kj[d]);
                 scores[j] = dot * s.scale;
                 m = fmax(m, scores[j]);
             }
-            for (int j = 0; j <= pos; j++) l += exp(scores[j] - m);
+            for (int j = lo; j <= pos; j++) l += exp(scores[j] - m);
             for (int d = 0; d < HS; d++) {
                 double o = 0.0;
-                for (int j = 0; j <= pos; j++)
+                for (int j = lo; j <= pos; j++)
                     o += exp(scores[j] - m) * __bfloat162float(host[(size_t)j * row + (size_t)(2 * NH + h) * HS + d]);
                 o /= l;
                 double g = __bfloat162float(got[(size_t)h * HS + d]);
@@ -410,19 +427,27 @@ static void test_decode_batched(const char* name, const int* late) {
     cudaCheck(cudaStreamDestroy(stream));
 }
 
+// (HS, T, window) of test_decode_kernel.
+static const int DECODE_KERNEL_CASES[][3] = {{64, 3000, 0}, {128, 3000, 0}, {64, 40, 0},
+                                             {64, 3000, 1}, {64, 3000, 300}, {128, 3000, 256}};
+
 int main(void) {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-        const char* names[] = {"attention_decode HS64 T=3000", "attention_decode HS128 T=3000",
-                               "attention_decode HS64 T=40", BATCHED_NAME, LATE_NAME, INFERENCE_NAMES[0],
+        char name[128];
+        for (size_t i = 0; i < sizeof(DECODE_KERNEL_CASES) / sizeof(DECODE_KERNEL_CASES[0]); i++) {
+            decode_kernel_name(name, sizeof(name), DECODE_KERNEL_CASES[i][0], DECODE_KERNEL_CASES[i][1],
+                               DECODE_KERNEL_CASES[i][2]);
+            test_skip(name, "no CUDA device");
+        }
+        const char* names[] = {BATCHED_NAME, LATE_NAME, INFERENCE_NAMES[0],
                                INFERENCE_NAMES[1], INFERENCE_NAMES[2], INFERENCE_NAMES[3], INFERENCE_NAMES[4],
                                INFERENCE_NAMES[5], SEED_NAMES[0], SEED_NAMES[1]};
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) test_skip(names[i], "no CUDA device");
         return test_exit_code();
     }
-    test_decode_kernel(64, 3000);
-    test_decode_kernel(128, 3000);
-    test_decode_kernel(64, 40);
+    for (size_t i = 0; i < sizeof(DECODE_KERNEL_CASES) / sizeof(DECODE_KERNEL_CASES[0]); i++)
+        test_decode_kernel(DECODE_KERNEL_CASES[i][0], DECODE_KERNEL_CASES[i][1], DECODE_KERNEL_CASES[i][2]);
     test_decode_batched(BATCHED_NAME, NULL);
     static const int late[3] = {1025, 5, 300};
     test_decode_batched(LATE_NAME, late);

@@ -76,8 +76,8 @@ static void test_ring(int N, int c, int B, int HS) {
     float* d_lse = (float*)device_copy(NULL, rows * NH * sizeof(float));
     void* scratch = device_copy(NULL, flash_attention_scratch_bytes(full));
     AttentionParams p = attention_fused_params(full, d_qkv, d_out, d_lse, d_dqkv, d_dout);
-    flash_attention_forward(&p, 0);
-    flash_attention_backward(&p, scratch, 1, 0);
+    flash_attention_forward(&p, NULL, 0);
+    flash_attention_backward(&p, NULL, scratch, 1, 0);
     bf16* out = (bf16*)malloc(rows * C * sizeof(bf16));
     bf16* dqkv = (bf16*)malloc(rows * 3 * C * sizeof(bf16));
     float* lse = (float*)malloc(rows * NH * sizeof(float));

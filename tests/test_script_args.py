@@ -19,7 +19,8 @@
   with torch runs no benchmark either): --help prints the usage (torch_gpt2.py, a module, what
   it is); good arguments are one line saying it needs torch. bench_torch_decode.py: a bad value,
   an option it does not know or too many positions for the context is one error line.
-  bench_sdpa.py: half a shape is refused. train_torch_reference.py: a --log that is one of the
+  bench_sdpa.py: half a shape is refused; bench_flex.py: so is a shape without its mask, or a
+  mask that is not docs=N, window=N or docs=N,window=M. train_torch_reference.py: a --log that is one of the
   shards (by name, through a link, a hard link), a folder, or in a missing folder is one error
   line, and the shards and their folder are left as they were; so is an --init-from that is no
   checkpoint or no file, or that is the --log, which leaves it as it was.
@@ -238,7 +239,8 @@ def case_torch_scripts():
             f.write(b"a shard")
     train = ["--train-data", os.path.join(shards, "train_*.bin")]
     for name, good in (("bench_torch_decode.py", ["--prompt", "1000", "-B", "8"]), ("bench_torch_gpt2.py", []),
-                       ("bench_sdpa.py", ["64", "1024"]), ("train_torch_reference.py", train),
+                       ("bench_sdpa.py", ["64", "1024"]), ("bench_flex.py", ["64", "16384", "docs=1024"]),
+                       ("train_torch_reference.py", train),
                        ("torch_gpt2.py", None)):
         case = Case(f"{name} --help without torch: the usage")
         result = run_script(script(name), "--help", env=env)
@@ -250,11 +252,15 @@ def case_torch_scripts():
             case = Case(f"{name} without torch: one line saying it needs torch")
             one_error_line(case, run_script(script(name), *good, env=env), "needs torch")
             case.end()
-    case = Case("bench_sdpa.py 64: half a shape is refused")
-    result = run_script(script("bench_sdpa.py"), "64", env=env)
-    case.check(result.returncode == 2 and "error: one shape is HS" in result.stderr,
-               f"exit {result.returncode}, stderr {result.stderr.strip()!r}")
-    case.end()
+    for name, args, must_say in (("bench_sdpa.py", ["64"], "error: one shape is HS"),
+                                 ("bench_flex.py", ["64", "16384"], "error: one shape is HS"),
+                                 ("bench_flex.py", ["64", "16384", "docs=0"], "error: MASK 'docs=0'"),
+                                 ("bench_flex.py", ["64", "16384", "docs=8,"], "error: MASK 'docs=8,'")):
+        case = Case(f"{name} {' '.join(args)}: refused")
+        result = run_script(script(name), *args, env=env)
+        case.check(result.returncode == 2 and must_say in result.stderr,
+                   f"exit {result.returncode}, stderr {result.stderr.strip()!r}")
+        case.end()
     before = {n: open(os.path.join(shards, n), "rb").read() for n in os.listdir(shards)}
     os.symlink("val_000000.bin", os.path.join(shards, "link.csv"))
     os.link(os.path.join(shards, "val_000000.bin"), os.path.join(shards, "hard.csv"))
