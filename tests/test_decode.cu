@@ -347,18 +347,20 @@ static void test_inference(void) {
     check_seed(SEED_NAMES[1], (DrawSettings){1.0f, 5, 1.0f, 5});
 }
 
-// generate_tokens' tokens of every sequence, as they come: (steps, B).
+// The greedy samples of test_samples_end_with_their_document: 2 sequences, at most 10 tokens each.
+#define END_SAMPLES 2
+#define END_STEPS 10
+
+// generate_tokens' tokens of every sequence, as they come: (END_STEPS, END_SAMPLES).
 typedef struct {
-    int B;
-    int tokens[32 * 2];
+    int tokens[END_STEPS * END_SAMPLES];
 } Drawn;
 static void keep_tokens(const int* tokens, int i, void* user) {
-    Drawn* d = (Drawn*)user;
-    memcpy(d->tokens + i * d->B, tokens, d->B * sizeof(int));
+    memcpy(((Drawn*)user)->tokens + i * END_SAMPLES, tokens, END_SAMPLES * sizeof(int));
 }
 
-// The tokens two greedy samples of the modern model (documents given by doc: a document token,
-// -1 for none) draw after a prompt, at most 10; returns how many.
+// The tokens the greedy samples of the modern model (documents starting at token doc; -1: none)
+// draw after a prompt, up to END_STEPS; returns how many.
 static int greedy_samples(int doc, Drawn* d) {
     const int prompt[5] = {1, 2, 3, 4, 5};
     GPTConfig c = SMALL_MODERN;
@@ -366,10 +368,9 @@ static int greedy_samples(int doc, Drawn* d) {
     c.arch.document_token = doc >= 0 ? doc : 0;
     float* values = small_gpt_values(&SMALL_MODERN);
     static InferenceModel m;
-    inference_build(&m, c, 2, 32, 5, (DrawSettings){0.0f, 0, 1.0f, 8});
+    inference_build(&m, c, END_SAMPLES, 32, 5, (DrawSettings){0.0f, 0, 1.0f, 8});
     inference_set_params(&m, values);
-    d->B = 2;
-    int n = generate_tokens(&m, prompt, 5, 10, NULL, keep_tokens, d);
+    int n = generate_tokens(&m, prompt, 5, END_STEPS, NULL, keep_tokens, d);
     inference_free(&m);
     free(values);
     return n;
@@ -380,13 +381,13 @@ static void test_samples_end_with_their_document(void) {
     test_begin(DOCUMENT_END_NAME);
     Drawn plain, ended;
     int n_plain = greedy_samples(-1, &plain);
-    int token = plain.tokens[2 * 2], end = 0;   // the third token
-    while (plain.tokens[end * 2] != token) end++;
+    int token = plain.tokens[2 * END_SAMPLES], end = 0;   // sample 0's third token, and where it first is
+    while (plain.tokens[end * END_SAMPLES] != token) end++;
     int n_ended = greedy_samples(token, &ended);
-    CHECK(n_plain == 10, "the model without documents drew %d tokens, asked for 10", n_plain);
+    CHECK(n_plain == END_STEPS, "the model without documents drew %d tokens, asked for %d", n_plain, END_STEPS);
     CHECK(n_ended == end + 1, "the samples with documents drew %d tokens, the first document token is their %d-th",
           n_ended, end + 1);
-    CHECK(memcmp(plain.tokens, ended.tokens, (size_t)n_ended * 2 * sizeof(int)) == 0,
+    CHECK(memcmp(plain.tokens, ended.tokens, (size_t)n_ended * END_SAMPLES * sizeof(int)) == 0,
           "the samples with documents drew other tokens before their end");
     test_end();
 }
