@@ -161,6 +161,8 @@ int main(int argc, char** argv) {
     if (read_model_shape(o.checkpoint, &config, err) != 0) die("--checkpoint: %s", err);
     Tokenizer* tok = tokenizer_load_sized(o.tokenizer, config.V, err);
     if (!tok) die("--tokenizer %s", err);
+    if (architecture_document_token_differs(&config.arch, tokenizer_eot(tok), o.checkpoint, err, sizeof(err)))
+        die("--tokenizer %s: %s", o.tokenizer, err);
     const ProgramInput files[] = {{"--checkpoint", o.checkpoint, 0}, {"--tokenizer", o.tokenizer, 0},
                                    {"--hellaswag", o.hellaswag, 0}};
     if (o.scores && (atomic_check(o.scores, err) != 0 || check_output_not_input(o.scores, files, 3, err) != 0))
@@ -172,7 +174,7 @@ int main(int argc, char** argv) {
     int T = rows.longest, batch_rows = o.batch_items * CHOICES;
     if (batch_rows > n_items * CHOICES) batch_rows = n_items * CHOICES;
     ModelOptions mo = {.attention = {.kind = ATTENTION_FLASH}};
-    const char* why = attention_unsupported(&mo.attention, attention_shape(&config, batch_rows, T));
+    const char* why = model_attention_unsupported(&config, &mo, batch_rows, T);
     if (why) die("%s: %s", o.checkpoint, why);
     float* values = read_model_values(o.checkpoint, &config);
 

@@ -3,7 +3,8 @@
 // model of gpt/inference.h: the parameters, a KV cache for the prompt and the new tokens, and a
 // decoding step replayed as a CUDA graph. --samples N draws N continuations at once, one cache
 // row each. One sample is printed as it comes, several once they are done; the memory and the
-// timing go to stderr.
+// timing go to stderr. A model with documents writes one document per sample: a sample ends with
+// the first <|endoftext|> it draws (gpt/generation.h).
 #include <string.h>
 
 #include "common/clock.h"
@@ -99,6 +100,8 @@ int main(int argc, char** argv) {
     if (read_model_shape(o.checkpoint, &config, err) != 0) die("--checkpoint: %s", err);
     Tokenizer* tok = tokenizer_load_sized(o.tokenizer, config.V, err);
     if (!tok) die("--tokenizer %s", err);
+    if (architecture_document_token_differs(&config.arch, tokenizer_eot(tok), o.checkpoint, err, sizeof(err)))
+        die("--tokenizer %s: %s", o.tokenizer, err);
     size_t text_len;
     unsigned char* text = prompt_text(o.prompt, &text_len);
     int* prompt = (int*)malloc((text_len + 1) * sizeof(int));
@@ -131,18 +134,23 @@ int main(int argc, char** argv) {
         fflush(stdout);
     }
     d.t0 = now_seconds();
-    generate_tokens(&m, prompt, n_prompt, n_new, NULL, take_tokens, &d);
+    int drawn = generate_tokens(&m, prompt, n_prompt, n_new, NULL, take_tokens, &d);
     double t_steps = now_seconds() - d.t0 - d.t_prompt;
     if (S == 1) printf("\n");
     for (int s = 0; S > 1 && s < S; s++) {
         printf("--- sample %d of %d\n", s + 1, S);
         fwrite(text, 1, text_len, stdout);
-        for (int i = 0; i < n_new; i++) print_token(tok, d.drawn[(size_t)i * S + s]);
+        for (int i = 0; i < drawn; i++) {
+            int token = d.drawn[(size_t)i * S + s];
+            print_token(tok, token);
+            if (ends_sample(&config, token)) break;
+        }
         printf("\n");
     }
     fprintf(stderr, "prompt: %d tokens in %.1f ms; generated %d tokens x %d samples in %.3f s: %.1f tokens/s%s\n",
-            n_prompt, d.t_prompt * 1e3, n_new, S, t_steps, n_new > 1 ? (double)(n_new - 1) * S / t_steps : 0.0,
-            n_prompt + o.max_tokens > config.maxT ? " (stopped at the model's context)" : "");
+            n_prompt, d.t_prompt * 1e3, drawn, S, t_steps, drawn > 1 ? (double)(drawn - 1) * S / t_steps : 0.0,
+            drawn < n_new ? " (every sample's document ended)"
+            : n_prompt + o.max_tokens > config.maxT ? " (stopped at the model's context)" : "");
     free(d.drawn);
     free(prompt);
     free(text);

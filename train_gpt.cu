@@ -47,7 +47,10 @@ typedef struct {
     int arch;                    // architecture preset (gpt/config.h's architecture_presets)
     int arch_given;
     Architecture components;     // the architecture's fields given on their own (components_given,
-    int components_given[ARCHITECTURE_FIELDS];   // in Architecture's field order)
+    int components_given[ARCHITECTURE_SLOTS];    // in Architecture's slot order)
+    int document_mask;           // --document-mask: each row sees its own document alone
+    int window;                  // --window W, or 0
+    Architecture window_pattern; // --window-pattern's windows (window_count 0: not given)
     const char* init_from;       // model checkpoint, or NULL
     const char* save_init;       // where to write the initial model and stop, or NULL
     const char* resume_dir;      // or NULL
@@ -80,6 +83,32 @@ typedef struct {
 static void parse_recompute(const char* name, const char* value, void* flags) {
     if ((*(int*)flags = recompute_flags(value)) < 0)
         die("%s '%s': expected none or a comma-separated list of gelu and layernorm", name, value);
+}
+
+// --window-pattern: a comma-separated list of windows, each a number of keys or "full" (no
+// bound), into the pattern fields of an Architecture.
+static void parse_window_pattern(const char* name, const char* value, void* arch) {
+    Architecture* a = (Architecture*)arch;
+    int count = 0, bounded = 0;
+    memset(a->windows, 0, sizeof(a->windows));
+    for (const char* p = value;; p++) {
+        size_t len = strcspn(p, ",");
+        char item[32];
+        if (len == 0 || len >= sizeof(item))
+            die("%s '%s': expected windows (keys, or full) separated by commas", name, value);
+        if (count == ARCHITECTURE_MAX_WINDOWS) die("%s '%s': more than %d windows", name, value, ARCHITECTURE_MAX_WINDOWS);
+        memcpy(item, p, len);
+        item[len] = 0;
+        if (strcmp(item, "full") && strspn(item, "0123456789") != len)
+            die("%s '%s': '%s' is neither a number of keys nor full", name, value, item);
+        int w = strcmp(item, "full") ? parse_int_in(name, item, 1, INT_MAX) : 0;
+        a->windows[count++] = w;
+        bounded |= w > 0;
+        p += len;
+        if (!*p) break;
+    }
+    if (!bounded) die("%s '%s': every window is full, which is no window (leave the option out)", name, value);
+    a->window_count = count;
 }
 
 static void parse_peak(const char* name, const char* value, void* peak) {
@@ -167,6 +196,16 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
          NULL, &given[7]},
         {OPTION_FLOAT, "--softcap", "X", &a->softcap, "logits z -> X tanh(z / X), 0 for none", 0, INFINITY, NULL,
          &given[8]},
+        {OPTION_FLAG, "--document-mask", NULL, &o->document_mask,
+         "attention sees the row's own document alone (documents\nstart at <|endoftext|>, whose id --tokenizer "
+         "gives)"},
+        {OPTION_INT, "--window", "W", &o->window,
+         "a sliding window: attention sees the last W keys at most\n(the row's own included), in every layer", 1,
+         INT_MAX},
+        {OPTION_CALL, "--window-pattern", "LIST", &o->window_pattern,
+         "a window per layer: comma-separated windows, each a number\nof keys or full (no bound), layer l taking "
+         "item l mod\ntheir count (at most 64); e.g. full,1024: long and short\nlayers alternating",
+         0, 0, parse_window_pattern},
         {OPTION_GROUP, "data"},
         {OPTION_TEXT, "--train-data", "GLOB", &o->train_data, "training shards [datasets/tinyshakespeare/train_*.bin]"},
         {OPTION_TEXT, "--val-data", "GLOB", &o->val_data,
@@ -246,6 +285,7 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
     int first = options_parse(&line, argc, argv);
     if (first < argc) die("unexpected argument '%s' (train_gpt --help lists the options)", argv[first]);
     if (o->resume_dir && o->init_from) die("--resume and --init-from exclude each other");
+    if (o->window && o->window_pattern.window_count) die("--window and --window-pattern exclude each other");
     if (o->save_init && (o->resume_dir || o->init_from))
         die("--save-init writes the model drawn from --seed, not one of --resume or --init-from");
     if (o->context_parallel > 1) {
@@ -292,21 +332,34 @@ typedef struct {
 } Run;
 
 // The architecture: a checkpoint's (from_file), or --arch's preset; each component given on its
-// own replaces its field, and with a checkpoint the result must be the checkpoint's. Then the
-// optimizer's settings, whose defaults are those of --arch, or without it of the preset the
-// architecture is (gpt2's for any other).
+// own replaces its field, the key windows (--document-mask, --window, --window-pattern) theirs,
+// and with a checkpoint the result must be the checkpoint's. Then the optimizer's settings, whose
+// defaults are those of --arch, or without it of the preset the architecture is, key windows
+// aside (gpt2's for any other).
 static void resolve_architecture(Run* r, int from_file) {
     TrainOptions* o = &r->o;
     Architecture* arch = &r->config.arch;
     const Architecture file = *arch;
     if (!from_file || o->arch_given) *arch = architecture_presets[o->arch].arch;
-    int32_t slots[ARCHITECTURE_FIELDS], given[ARCHITECTURE_FIELDS];
+    int32_t slots[ARCHITECTURE_SLOTS], given[ARCHITECTURE_SLOTS];
     memcpy(slots, arch, sizeof(slots));
     memcpy(given, &o->components, sizeof(given));
-    for (int i = 0; i < ARCHITECTURE_FIELDS; i++)
+    for (int i = 0; i < ARCHITECTURE_SLOTS; i++)
         if (o->components_given[i]) slots[i] = given[i];
     memcpy(arch, slots, sizeof(slots));
-    char asked[256], have[256];
+    // The key windows: the documents take the tokenizer's <|endoftext|>, which the shards start
+    // each document with (prepare_data).
+    if (o->document_mask) {
+        if (!r->tok) die("--document-mask: a document starts at <|endoftext|>, whose id comes from --tokenizer: give it");
+        arch->documents = 1;
+        arch->document_token = tokenizer_eot(r->tok);
+    }
+    if (o->window || o->window_pattern.window_count) {
+        arch->window_count = o->window ? 1 : o->window_pattern.window_count;
+        memcpy(arch->windows, o->window_pattern.windows, sizeof(arch->windows));
+        if (o->window) arch->windows[0] = o->window;
+    }
+    char asked[ARCHITECTURE_TEXT], have[ARCHITECTURE_TEXT];
     architecture_describe(arch, asked, sizeof(asked));
     if (from_file && !architecture_equal(arch, &file)) {
         architecture_describe(&file, have, sizeof(have));
@@ -316,7 +369,12 @@ static void resolve_architecture(Run* r, int from_file) {
     const char* why = architecture_invalid(arch);
     if (!why) why = block_unsupported(arch, r->config.C / r->config.NH);
     if (why) die("the architecture (%s): %s", asked, why);
-    const ArchitecturePreset* defaults = o->arch_given ? &architecture_presets[o->arch] : architecture_preset_of(arch);
+    char err[ERR_LEN];
+    if (r->tok && architecture_document_token_differs(arch, tokenizer_eot(r->tok),
+                                                      o->resume_dir ? o->resume_dir : o->init_from, err, sizeof(err)))
+        die("--tokenizer %s: %s", o->tokenizer, err);
+    const Architecture unmasked = architecture_unmasked(arch);   // the key windows take no defaults of their own
+    const ArchitecturePreset* defaults = o->arch_given ? &architecture_presets[o->arch] : architecture_preset_of(&unmasked);
     int head_lr_given = !isnan(o->optimizer.head_lr);
     resolve_optimizer(&o->optimizer, defaults && !strcmp(defaults->name, "modern"));
     if (head_lr_given && !arch->untied_head) die("--head-lr: the model's head is wte (--head tied), at --embedding-lr");
@@ -370,7 +428,7 @@ static void resolve_model_shape(Run* r) {
         die("--tokenizer %s has %d tokens, the model %d", o->tokenizer, tokenizer_vocab_size(r->tok), config->V);
     const char* why = gpt_config_invalid(config);
     if (why) {
-        char shape[384];
+        char shape[ARCHITECTURE_TEXT + 128];
         gpt_config_describe(config, shape, sizeof(shape));
         die("the model (%s) cannot be built: %s", shape, why);
     }
@@ -393,8 +451,10 @@ static void resolve_batch(Run* r) {
     const ModelOptions* mo = &o->model_options;
     if ((mo->recompute & RECOMPUTE_GELU) && r->config.arch.relu2)
         die("--recompute gelu: the relu2 MLP keeps relu(h)^2 alone (its backward takes relu(h) = sqrt), no GELU");
-    AttentionShape local = attention_shape(&r->config, r->rows, r->cols);
-    const char* why = attention_unsupported(&mo->attention, local);
+    if (o->context_parallel > 1 && architecture_masked(&r->config.arch))
+        die("--context-parallel %d: the ring takes no key window yet (the model's documents or windows)",
+            o->context_parallel);
+    const char* why = model_attention_unsupported(&r->config, mo, r->rows, r->cols);
     if (why) die("--attention %s: %s", attention_kind_name(mo->attention.kind), why);
     if (r->tok && o->sample_every > 0) {
         if (o->T < 2) die("--sample-every: -T %d leaves no room for a sample", o->T);
@@ -488,7 +548,7 @@ static void print_run(const Run* r, const char* device_name) {
     char recompute[64];
     recompute_name(mo->recompute, recompute, sizeof(recompute));
     printf("device: %s\n", device_name);
-    char arch[256];
+    char arch[ARCHITECTURE_TEXT];
     architecture_describe(&c->arch, arch, sizeof(arch));
     printf("model: L %d, C %d, NH %d, HS %d, vocab %d (padded %d), context %d, %zu parameters; architecture %s\n",
            c->L, c->C, c->NH, c->C / c->NH, c->V, c->Vp, c->maxT, r->model.num_params, arch);

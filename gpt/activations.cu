@@ -77,6 +77,19 @@ AttentionShape attention_shape(const GPTConfig* c, int B, int T) {
     return s;
 }
 
+const char* model_attention_unsupported(const GPTConfig* c, const ModelOptions* opt, int B, int T) {
+    // The checks ask whether a plan has documents, never read their bounds: one int stands for
+    // the activations that hold them.
+    static const int bounds = 0;
+    AttentionPlan plans[ARCHITECTURE_MAX_WINDOWS];
+    block_attention_plans(&c->arch, &opt->attention, &bounds, &bounds, plans);
+    for (int i = 0; i < block_attention_count(&c->arch); i++) {
+        const char* why = attention_unsupported(&plans[i], attention_shape(c, B, T));
+        if (why) return why;
+    }
+    return NULL;
+}
+
 // Takes bytes from the region at base (NULL: only counts), adding them to *part.
 static void* carve(char* base, size_t* offset, size_t bytes, size_t* part) {
     void* p = base ? base + *offset : NULL;
@@ -138,6 +151,8 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     a->inputs = (int*)carve(base, &off, N * sizeof(int), &m->activations);
     a->targets = (int*)carve(base, &off, N * sizeof(int), &m->activations);
     a->positions = (int*)carve_if(arch->rotary, base, &off, N * sizeof(int), &m->activations);
+    a->doc_start = (int*)carve_if(arch->documents, base, &off, N * sizeof(int), &m->activations);
+    a->doc_end = (int*)carve_if(arch->documents, base, &off, N * sizeof(int), &m->activations);
     a->att_saved = (char*)carve(base, &off, L * saved_stride(c, B, T, opt), &m->attention_saved);
     a->dresidual = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->backward);
     a->dnarrow = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->backward);

@@ -52,6 +52,8 @@ typedef struct {
     float* lnf_mean;     // (B, T); LayerNorm only
     float* lnf_rstd;     // (B, T)
     int* positions;      // (B, T) each row's position, for rotary only (gpt/gpt.h sets them)
+    int* doc_start;      // (B, T) the first and last position of each row's document, with
+    int* doc_end;        // documents only (attention/mask.h; each forward finds them)
     bf16* logits;        // (rows, Vp): one chunk of the B * T rows, overwritten with dlogits
     float* losses;       // (B, T)
     int* inputs;         // (B, T)
@@ -82,6 +84,9 @@ size_t gpu_memory_in_use(void);
 void memory_sizes_print(const MemorySizes* m, AttentionKind kind);
 
 AttentionShape attention_shape(const GPTConfig* c, int B, int T);
+// NULL when every layer's attention (opt's plan with the architecture's key windows,
+// block_attention_plans) computes batches of B x T, else why not.
+const char* model_attention_unsupported(const GPTConfig* c, const ModelOptions* opt, int B, int T);
 
 // Lays the activations out in base (NULL: computes the sizes only) and fills the activation
 // parts of m; returns the bytes of the whole region. A recomputed activation keeps one

@@ -11,6 +11,15 @@ const char* block_unsupported(const Architecture* arch, int HS) {
     return rotary_unsupported(HS, arch->rotary_base);
 }
 
+void block_attention_plans(const Architecture* arch, const AttentionPlan* base, const int* doc_start,
+                           const int* doc_end, AttentionPlan plans[ARCHITECTURE_MAX_WINDOWS]) {
+    for (int i = 0; i < block_attention_count(arch); i++) {
+        plans[i] = *base;
+        plans[i].mask = (AttentionMask){arch->documents ? doc_start : NULL, arch->documents ? doc_end : NULL,
+                                        architecture_window(arch, i)};
+    }
+}
+
 void norm_forward(const Architecture* arch, bf16* out, float* mean, float* rstd, const bf16* inp, const bf16* weight,
                   const bf16* bias, int N, int C, cudaStream_t stream) {
     if (arch->rms_norm) rmsnorm_forward(out, rstd, inp, N, C, stream);

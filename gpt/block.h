@@ -54,10 +54,25 @@ typedef struct {
     bf16* res_next;   // (N, C) the stream leaving the block
 } BlockActivations;
 
-// How the blocks of a pass run: the same for every layer.
+// The attention of each window of the architecture's pattern (one plan without a pattern): base
+// (kind, deterministic backward, ring) with the key window of the layers that take it and, where
+// the architecture has documents, their bounds doc_start and doc_end (B, T) on the device
+// (attention/mask.h). Made once; block_attention gives a layer's. Without documents or windows
+// the one plan is base with no mask: the kernels of plain causal attention.
+void block_attention_plans(const Architecture* arch, const AttentionPlan* base, const int* doc_start,
+                           const int* doc_end, AttentionPlan plans[ARCHITECTURE_MAX_WINDOWS]);
+// How many plans block_attention_plans makes: the pattern's windows, or one.
+static inline int block_attention_count(const Architecture* arch) {
+    return arch->window_count > 0 ? arch->window_count : 1;
+}
+static inline const AttentionPlan* block_attention(const Architecture* arch, const AttentionPlan* plans, int l) {
+    return &plans[l % block_attention_count(arch)];
+}
+
+// How the blocks of a pass run: the same for every layer but the attention's key window.
 typedef struct {
     const Architecture* arch;
-    const AttentionPlan* attention;
+    const AttentionPlan* attention;   // the layer's (block_attention), set before each block
     AttentionShape shape;     // B sequences of T tokens: N = B * T rows, C = NH * HS
     const int* positions;     // (N) each row's position on the GPU, for rotary (else NULL)
     int recompute;            // RECOMPUTE_* flags; RECOMPUTE_GELU for a GELU MLP only

@@ -58,6 +58,7 @@ GPTConfig read_model_header(FILE* f, const char* path, int* version) {
     if (!gpt2) {
         c.arch = h.f.arch;
         const char* why = architecture_invalid(&c.arch);
+        if (!why) why = gpt_config_invalid(&c);   // the document token within the vocabulary
         if (why) die("%s: corrupt header: %s", path, why);
         for (int i = MODEL_HEADER_USED_INTS; i < HEADER_INTS; i++)
             if (h.ints[i] != 0)
@@ -85,7 +86,7 @@ float* read_model_values(const char* path, const GPTConfig* config) {
     int version;
     GPTConfig c = read_model_header(f, path, &version);
     if (!gpt_config_same_model(&c, config)) {
-        char have[384], want[384];
+        char have[ARCHITECTURE_TEXT + 128], want[ARCHITECTURE_TEXT + 128];
         gpt_config_describe(&c, have, sizeof(have));
         gpt_config_describe(config, want, sizeof(want));
         die("%s: the checkpoint is %s, the model is %s", path, have, want);
@@ -540,7 +541,7 @@ int find_resume_checkpoint(const char* dir, char* model, char* state, size_t len
     if (read_model_shape(model, &shape, err) != 0) return -1;
     *s = read_training_state(state, &shape.arch);
     if (!gpt_config_same_shape(&shape, &s->config)) {
-        char have[384], want[384];
+        char have[ARCHITECTURE_TEXT + 128], want[ARCHITECTURE_TEXT + 128];
         gpt_config_describe(&shape, have, sizeof(have));
         gpt_config_describe(&s->config, want, sizeof(want));
         set_err(err, "%s: %s is %s, %s %s: not one checkpoint", dir, model, have, state, want);

@@ -3,7 +3,8 @@
 //     checkpoint order (gpt/parameters.h). A GPT-2 is llm.c's file, fp32 (version 3) or bf16
 //     (version 5); a model of another architecture (gpt/config.h) is version 6 (fp32) or 7
 //     (bf16), its architecture in the header after the shape, its present tensors in the same
-//     order.
+//     order. A GPT-2 with documents or windows is such a model too: llm.c's versions have no
+//     slot for them.
 //   state_%08d.bin: what an exact resume needs besides the model: int32 header[256]
 //     (StateFileHeader), then the fp32 master weights, m and v (num_params each: AdamW's
 //     moments; under Muon m is the matrices' momentum and Adam's first moment elsewhere, v
@@ -40,9 +41,11 @@ typedef struct {
     int32_t maxT, V, L, NH, C, Vp;
 } ShapeFields;
 
-// Slots 0-7 as llm.c's; versions 6 and 7 hold the architecture in slots 8-16 (Architecture's
+// Slots 0-7 as llm.c's; versions 6 and 7 hold the architecture in slots 8-83 (Architecture's
 // fields in their order: rotary, rotary_base, rms_norm, qk_norm, relu2, bias, untied_head,
-// zero_init, softcap; the floats by their bits), zero in versions 3 and 5. Every later slot is 0.
+// zero_init, softcap in 8-16, the floats by their bits; documents, document_token, window_count
+// in 17-19 and the 64 windows in 20-83, zero in the files of models without them), zero in
+// versions 3 and 5. Every later slot is 0.
 typedef union {
     struct {
         int32_t magic, version;
@@ -51,7 +54,7 @@ typedef union {
     } f;
     int32_t ints[HEADER_INTS];
 } ModelFileHeader;
-#define MODEL_HEADER_USED_INTS (8 + ARCHITECTURE_FIELDS)
+#define MODEL_HEADER_USED_INTS (8 + ARCHITECTURE_SLOTS)
 
 // The training state's header: magic, version, then the fields of a TrainingState (the table
 // state_fields of gpt/checkpoint.cu pairs each with its member here), each in the int32 slots of

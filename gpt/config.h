@@ -5,7 +5,8 @@
 // N = B * T rows.
 // The architecture is GPT-2's of 2019 or the modern small-GPT recipe (rotary positions, RMSNorm,
 // QK-norm, ReLU^2, no biases, an untied head, zero-initialised projections, soft-capped logits),
-// each component switchable on its own for ablations.
+// each component switchable on its own for ablations; either may narrow what attention sees to a
+// key window per row (attention/mask.h): the row's document, a sliding window per layer, or both.
 #ifndef FLASHGPT_GPT_CONFIG_H
 #define FLASHGPT_GPT_CONFIG_H
 
@@ -15,8 +16,11 @@
 #include <stdio.h>
 #include <string.h>
 
-// What the model computes besides its sizes. Every field is 4 bytes, in this order: the model
-// checkpoint stores them one slot each (gpt/checkpoint.h), the floats by their bits.
+// The most windows a pattern holds (a window for each layer of the largest preset, d48, fits).
+#define ARCHITECTURE_MAX_WINDOWS 64
+
+// What the model computes besides its sizes. Every member is 4-byte slots, in this order: the
+// model checkpoint stores them one slot each (gpt/checkpoint.h), the floats by their bits.
 typedef struct {
     int rotary;          // 1: rotary position embeddings on q and k ("rotate half", layers/rotary.h)
                          // and no wpe; 0: the learned positions wpe
@@ -29,9 +33,16 @@ typedef struct {
     int untied_head;     // 1: an output head lm_head (Vp, C) of its own; 0: wte is the head
     int zero_init;       // 1: attprojw, fcprojw (and lm_head) start at zero
     float softcap;       // > 0: logits z become softcap * tanh(z / softcap) (loss and draw); 0: none
+    // The key window of each row (attention/mask.h): row t sees the keys [lo(t), t], lo(t) the
+    // later of its document's start and t - W + 1 for its layer's window W.
+    int documents;       // 1: a row sees its own document alone; documents start at document_token
+    int document_token;  // the token that starts a document (the tokenizer's <|endoftext|>); 0 without
+    int window_count;    // the windows' pattern: layer l takes windows[l % window_count]; 0: none
+    int windows[ARCHITECTURE_MAX_WINDOWS];   // keys a row sees at most, its own included; 0: no
+                                             // bound (the document's, or causal); 0 past the pattern
 } Architecture;
-#define ARCHITECTURE_FIELDS 9
-static_assert(sizeof(Architecture) == ARCHITECTURE_FIELDS * sizeof(int32_t), "a 4-byte slot per field");
+#define ARCHITECTURE_SLOTS (12 + ARCHITECTURE_MAX_WINDOWS)
+static_assert(sizeof(Architecture) == ARCHITECTURE_SLOTS * sizeof(int32_t), "a 4-byte slot per value");
 
 // The presets' values, as initialisers.
 #define ARCHITECTURE_GPT2                                                                                      \
@@ -53,9 +64,39 @@ static const ArchitecturePreset architecture_presets[] = {{"gpt2", ARCHITECTURE_
 
 // Field by field, by value.
 static inline int architecture_equal(const Architecture* a, const Architecture* b) {
-    return a->rotary == b->rotary && a->rotary_base == b->rotary_base && a->rms_norm == b->rms_norm &&
-           a->qk_norm == b->qk_norm && a->relu2 == b->relu2 && a->bias == b->bias &&
-           a->untied_head == b->untied_head && a->zero_init == b->zero_init && a->softcap == b->softcap;
+    int same = a->rotary == b->rotary && a->rotary_base == b->rotary_base && a->rms_norm == b->rms_norm &&
+               a->qk_norm == b->qk_norm && a->relu2 == b->relu2 && a->bias == b->bias &&
+               a->untied_head == b->untied_head && a->zero_init == b->zero_init && a->softcap == b->softcap &&
+               a->documents == b->documents && a->document_token == b->document_token &&
+               a->window_count == b->window_count;
+    for (int i = 0; same && i < ARCHITECTURE_MAX_WINDOWS; i++) same = a->windows[i] == b->windows[i];
+    return same;
+}
+
+// 1 when attention sees less than every earlier key in some layer: documents or windows.
+static inline int architecture_masked(const Architecture* a) { return a->documents || a->window_count > 0; }
+
+// a without documents or windows.
+static inline Architecture architecture_unmasked(const Architecture* a) {
+    Architecture u = *a;
+    u.documents = u.document_token = u.window_count = 0;
+    memset(u.windows, 0, sizeof(u.windows));
+    return u;
+}
+
+// NULL when a tokenizer whose <|endoftext|> is eot starts the documents of the model in the file
+// or folder model as its training did (or the model has none), else why not, in err (len bytes).
+static inline const char* architecture_document_token_differs(const Architecture* a, int eot, const char* model,
+                                                              char* err, size_t len) {
+    if (!a->documents || a->document_token == eot) return NULL;
+    snprintf(err, len, "its <|endoftext|> is token %d, the documents of %s start at token %d", eot, model,
+             a->document_token);
+    return err;
+}
+
+// The window of layer l: keys a row sees at most, 0 for no bound.
+static inline int architecture_window(const Architecture* a, int l) {
+    return a->window_count > 0 ? a->windows[l % a->window_count] : 0;
 }
 
 // The preset whose architecture a is, or NULL (an ablation).
@@ -65,7 +106,7 @@ static inline const ArchitecturePreset* architecture_preset_of(const Architectur
     return NULL;
 }
 
-// GPT-2's architecture: the one llm.c's checkpoint versions hold.
+// GPT-2's architecture: the one llm.c's checkpoint versions hold (without documents or windows).
 static inline int architecture_is_gpt2(const Architecture* a) {
     return architecture_equal(a, &architecture_presets[0].arch);
 }
@@ -73,30 +114,56 @@ static inline int architecture_is_gpt2(const Architecture* a) {
 // NULL when every field holds a value it may, else which does not. (The head sizes rotary and
 // QK-norm take are the block's to say: gpt/block.h.)
 static inline const char* architecture_invalid(const Architecture* a) {
-    const int flags[] = {a->rotary, a->rms_norm, a->qk_norm, a->relu2, a->bias, a->untied_head, a->zero_init};
+    const int flags[] = {a->rotary, a->rms_norm, a->qk_norm, a->relu2, a->bias, a->untied_head, a->zero_init,
+                         a->documents};
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
         if (flags[i] != 0 && flags[i] != 1) return "a switch of the architecture is neither 0 nor 1";
     if (!(a->rotary_base > 1.0f) || !isfinite(a->rotary_base)) return "the rotary base is not a finite number above 1";
     if (!(a->softcap >= 0.0f) || !isfinite(a->softcap)) return "the softcap is not a finite number >= 0";
+    if (a->document_token < 0 || (!a->documents && a->document_token != 0))
+        return "the document token is negative, or set without documents";
+    if (a->window_count < 0 || a->window_count > ARCHITECTURE_MAX_WINDOWS)
+        return "the window count is not 0 to 64";
+    int bounded = 0;
+    for (int i = 0; i < ARCHITECTURE_MAX_WINDOWS; i++) {
+        if (a->windows[i] < 0) return "a window is negative";
+        if (i >= a->window_count && a->windows[i] != 0) return "a window is set past the pattern";
+        bounded |= a->windows[i] > 0;
+    }
+    if (a->window_count > 0 && !bounded) return "the window pattern bounds no layer";
     return NULL;
 }
 
+// The bytes an architecture's description may take (architecture_describe).
+#define ARCHITECTURE_TEXT 1024
+
 // "gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, relu2, no
-// bias, untied head, zero init, softcap 30" (off ones as GPT-2's: "learned positions", "layernorm").
+// bias, untied head, zero init, softcap 30" (off ones as GPT-2's: "learned positions", "layernorm");
+// then the key windows, if any: "documents (token 50256), windows 2048,512" (a window pattern as
+// train_gpt's --window-pattern takes it, "full" for no bound).
 static inline void architecture_describe(const Architecture* a, char* out, size_t len) {
-    const ArchitecturePreset* preset = architecture_preset_of(a);
+    Architecture unmasked = architecture_unmasked(a);
+    const ArchitecturePreset* preset = architecture_preset_of(&unmasked);
+    size_t n;
     if (preset) {
-        snprintf(out, len, "%s", preset->name);
-        return;
+        n = (size_t)snprintf(out, len, "%s", preset->name);
+    } else {
+        char positions[64], softcap[32];
+        if (a->rotary) snprintf(positions, sizeof(positions), "rotary (base %g)", a->rotary_base);
+        else snprintf(positions, sizeof(positions), "learned positions");
+        if (a->softcap > 0.0f) snprintf(softcap, sizeof(softcap), "softcap %g", a->softcap);
+        else snprintf(softcap, sizeof(softcap), "no softcap");
+        n = (size_t)snprintf(out, len, "%s, %s, %s, %s, %s, %s head, %s, %s", positions,
+                             a->rms_norm ? "rms norm" : "layernorm", a->qk_norm ? "qk-norm" : "no qk-norm",
+                             a->relu2 ? "relu2" : "gelu", a->bias ? "bias" : "no bias",
+                             a->untied_head ? "untied" : "tied", a->zero_init ? "zero init" : "no zero init", softcap);
     }
-    char positions[64], softcap[32];
-    if (a->rotary) snprintf(positions, sizeof(positions), "rotary (base %g)", a->rotary_base);
-    else snprintf(positions, sizeof(positions), "learned positions");
-    if (a->softcap > 0.0f) snprintf(softcap, sizeof(softcap), "softcap %g", a->softcap);
-    else snprintf(softcap, sizeof(softcap), "no softcap");
-    snprintf(out, len, "%s, %s, %s, %s, %s, %s head, %s, %s", positions, a->rms_norm ? "rms norm" : "layernorm",
-             a->qk_norm ? "qk-norm" : "no qk-norm", a->relu2 ? "relu2" : "gelu", a->bias ? "bias" : "no bias",
-             a->untied_head ? "untied" : "tied", a->zero_init ? "zero init" : "no zero init", softcap);
+    if (a->documents && n < len) n += (size_t)snprintf(out + n, len - n, ", documents (token %d)", a->document_token);
+    for (int i = 0; i < a->window_count && i < ARCHITECTURE_MAX_WINDOWS && n < len; i++) {
+        const char* before = i ? "," : ", windows ";
+        if (a->windows[i]) n += (size_t)snprintf(out + n, len - n, "%s%d", before, a->windows[i]);
+        else n += (size_t)snprintf(out + n, len - n, "%sfull", before);
+    }
 }
 
 typedef struct {
@@ -150,6 +217,7 @@ static inline const char* gpt_config_invalid(const GPTConfig* c) {
     if (c->C % c->NH != 0) return "the channels are not a multiple of the heads";
     if (c->C % 8 != 0) return "the channels are not a multiple of 8";
     if (c->Vp != padded_vocab(c->V)) return "the padded vocabulary is not V rounded up to 128";
+    if (c->arch.documents && c->arch.document_token >= c->V) return "the document token is outside the vocabulary";
     return NULL;
 }
 
@@ -164,7 +232,7 @@ static inline int gpt_config_same_model(const GPTConfig* a, const GPTConfig* b) 
 
 // "L 12 C 768 NH 12 V 50257 context 1024, gpt2"
 static inline void gpt_config_describe(const GPTConfig* c, char* out, size_t len) {
-    char arch[256];
+    char arch[ARCHITECTURE_TEXT];
     architecture_describe(&c->arch, arch, sizeof(arch));
     snprintf(out, len, "L %d C %d NH %d V %d context %d, %s", c->L, c->C, c->NH, c->V, c->maxT, arch);
 }

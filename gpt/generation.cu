@@ -6,23 +6,29 @@
 #include "gpt/activations.h"
 
 const char* generation_unsupported(const GPTConfig* c, int length, int prompt_max) {
-    AttentionPlan flash = {ATTENTION_FLASH, 0, NULL};
-    const char* why = attention_unsupported(&flash, attention_shape(c, 1, prompt_max));
-    return why ? why : attention_decode_unsupported(&flash, attention_shape(c, 1, length));
+    AttentionPlan plans[ARCHITECTURE_MAX_WINDOWS];
+    inference_attention_plans(&c->arch, plans);
+    for (int i = 0; i < block_attention_count(&c->arch); i++) {
+        const char* why = attention_unsupported(&plans[i], attention_shape(c, 1, prompt_max));
+        if (!why) why = attention_decode_unsupported(&plans[i], attention_shape(c, 1, length));
+        if (why) return why;
+    }
+    return NULL;
 }
 
-void generate_tokens(InferenceModel* m, const int* prompt, int n_prompt, int n_new, Rng* seeds, OnTokens on_tokens,
-                     void* user) {
+int generate_tokens(InferenceModel* m, const int* prompt, int n_prompt, int n_new, Rng* seeds, OnTokens on_tokens,
+                    void* user) {
     if (n_prompt < 1 || n_prompt > m->prompt_max || (m->B > 1 && n_prompt + n_new - 1 > m->length))
         die("generate_tokens: %d sequence(s) of %d + %d tokens, the model holds prompts of 1 to %d and %d positions",
             m->B, n_prompt, n_new, m->prompt_max, m->length);
     // Sequence 0's tokens since its latest prompt: the cache's, then the latest drawn (only one
     // sequence runs past the cache, so no other's are needed).
     int* window = (int*)malloc((size_t)(m->length + 1) * sizeof(int));
-    if (!window) die("out of host memory for generation");
+    char* ended = (char*)calloc((size_t)m->B, 1);   // each sequence's sample has ended
+    if (!window || !ended) die("out of host memory for generation");
     memcpy(window, prompt, (size_t)n_prompt * sizeof(int));
-    int count = n_prompt;
-    for (int i = 0; i < n_new; i++) {
+    int count = n_prompt, open = m->B, drawn = 0;
+    for (int i = 0; i < n_new && open > 0; i++) {
         int full = i > 0 && count - 1 == m->length;
         if (full) {
             memmove(window, window + count - m->prompt_max, (size_t)m->prompt_max * sizeof(int));
@@ -36,8 +42,13 @@ void generate_tokens(InferenceModel* m, const int* prompt, int n_prompt, int n_n
         }
         window[count++] = m->host_tokens[0];
         on_tokens(m->host_tokens, i, user);
+        drawn++;
+        for (int b = 0; b < m->B; b++)
+            if (!ended[b] && ends_sample(&m->config, m->host_tokens[b])) ended[b] = 1, open--;
     }
     free(window);
+    free(ended);
+    return drawn;
 }
 
 void print_token(const Tokenizer* tok, int token) {

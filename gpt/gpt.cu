@@ -117,6 +117,7 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     size_t acts_bytes = layout_activations(&g->acts, NULL, &c, B, T, opt, &m);
     cudaCheck(cudaMalloc((void**)&g->acts_memory, acts_bytes));
     layout_activations(&g->acts, g->acts_memory, &c, B, T, opt, &m);
+    block_attention_plans(&c.arch, &opt->attention, g->acts.doc_start, g->acts.doc_end, g->attention);
     cudaCheck(cudaMallocHost((void**)&g->host_tokens, (size_t)B * T * sizeof(int)));
     cudaCheck(cudaMallocHost((void**)&g->host_targets, (size_t)B * T * sizeof(int)));
     cudaCheck(cudaMallocHost((void**)&g->host_losses, (size_t)B * T * sizeof(float)));
@@ -172,8 +173,9 @@ static BlockActivations layer_acts(const GPT* g, int l) {
 }
 
 // How the blocks run on a batch of B rows of T tokens.
+// The blocks' pass over a batch of B x T; each layer sets its attention (block_attention).
 static BlockPass block_pass(const GPT* g, int B, int T) {
-    BlockPass pass = {&g->config.arch, &g->options.attention, attention_shape(&g->config, B, T), g->acts.positions,
+    BlockPass pass = {&g->config.arch, NULL, attention_shape(&g->config, B, T), g->acts.positions,
                       g->options.recompute, g->acts.scratch, g->profile, &g->matmul};
     return pass;
 }
@@ -206,6 +208,7 @@ static void forward_layers(GPT* g, int B, int T) {
     for (int l = 0; l < g->config.L; l++) {
         BlockActivations x = layer_acts(g, l);
         LayerParameters w = layer_parameters(&g->params, l, &g->config);
+        pass.attention = block_attention(&g->config.arch, g->attention, l);
         block_forward(&pass, &x, &w);
     }
 }
@@ -257,6 +260,8 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     cudaCheck(cudaMemcpyAsync(a->inputs, host_inputs, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, st));
     set_positions(g, T);
+    if (c->arch.documents)
+        attention_document_bounds(a->inputs, B, T, c->arch.document_token, a->doc_start, a->doc_end, st);
     embedding(g, host_inputs, B, T, 0);
     profile_mark(g->profile, PART_EMBEDDING, PHASE_FORWARD, st);
     forward_layers(g, B, T);
@@ -358,6 +363,7 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     for (int l = c->L - 1; l >= 0; l--) {
         BlockActivations x = layer_acts(g, l);
         LayerParameters w = layer_parameters(&g->params, l, c), dw = layer_parameters(d, l, c);
+        pass.attention = block_attention(&c->arch, g->attention, l);
         block_backward(&pass, &x, &w, &dw, &grads);
         if (reduce) reduce_layer_grads(g, l);
     }

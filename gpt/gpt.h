@@ -53,6 +53,8 @@ typedef struct {
     int forward_B, forward_T;    // the batch of the last gpt_forward (0: none yet)
     int positions_T;             // the T of the rows' positions on the GPU (rotary; 0: none yet)
     ModelOptions options;
+    AttentionPlan attention[ARCHITECTURE_MAX_WINDOWS];   // options' plan with each window of the
+                                                         // architecture's pattern (gpt/block.h)
     size_t num_params;
     size_t param_sizes[NUM_PARAM_TENSORS];
     DataParallel dp;             // comm NULL on one GPU
@@ -106,7 +108,8 @@ void gpt_init_random(GPT* g, uint64_t seed);
 // The final norm's output lnf (B, T, C) of host_inputs (B, T), B and T within what the model
 // was built for; the logits come from gpt_logits or gpt_classifier, a chunk at a time. The
 // classifier and the backward that follow run on this batch. With rotary, each row of the batch
-// takes its positions: t, or under context parallelism its zigzag chunks' (set once per T).
+// takes its positions: t, or under context parallelism its zigzag chunks' (set once per T). With
+// documents, their bounds are found on the GPU from the batch's tokens, once per forward.
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T);
 
 // The logits (rows, Vp) = lnf @ head^T (head: wte or lm_head), before any soft cap, of the rows

@@ -54,7 +54,7 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     a->ln1_mean = a->ln2_mean = arch->rms_norm ? NULL : (float*)carve(P * sizeof(float), &sizes->prompt);
     a->ln1_rstd = a->ln2_rstd = (float*)carve(P * sizeof(float), &sizes->prompt);
     a->qk_rstd = arch->qk_norm ? (float*)carve(P * qk_rstd_width * sizeof(float), &sizes->prompt) : NULL;
-    a->att_saved = carve(attention_saved_bytes(&m->attention, attention_shape(c, 1, prompt_max)), &sizes->prompt);
+    a->att_saved = carve(attention_saved_bytes(&m->attention[0], attention_shape(c, 1, prompt_max)), &sizes->prompt);
     m->prompt_tokens = (int*)carve(P * sizeof(int), &sizes->prompt);
     m->prompt_rows = arch->rotary ? (int*)carve(P * sizeof(int), &sizes->prompt) : NULL;
     size_t rows = B;
@@ -68,7 +68,7 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     r->qk_rstd = arch->qk_norm ? (float*)carve(rows * qk_rstd_width * sizeof(float), &sizes->step) : NULL;
     for (int i = 0; i < 2; i++) m->logits_of[i] = (bf16*)carve(rows * c->Vp * sizeof(bf16), &sizes->step);
     AttentionShape cache = attention_shape(c, B, length);
-    m->decode_scratch = carve(attention_decode_scratch_bytes(&m->attention, cache), &sizes->step);
+    m->decode_scratch = carve(attention_decode_scratch_bytes(&m->attention[0], cache), &sizes->step);
     m->tokens = (int*)carve(rows * sizeof(int), &sizes->step);
     m->positions = (int*)carve(rows * sizeof(int), &sizes->step);
     m->seed = (uint64_t*)carve(sizeof(uint64_t), &sizes->step);
@@ -233,9 +233,10 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
     cudaCheck(cudaMemcpyAsync(m->seed, &m->draw.seed, sizeof(uint64_t), cudaMemcpyHostToDevice, st));
     cudaCheck(cudaMemcpyAsync(m->prompt_tokens, prompt, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, st));
     encoder_forward(m->prompt.res, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
-    BlockPass pass = {&c->arch, &m->attention, attention_shape(c, 1, n), m->prompt_rows, 0, NULL, NULL, &m->matmul};
+    BlockPass pass = {&c->arch, NULL, attention_shape(c, 1, n), m->prompt_rows, 0, NULL, NULL, &m->matmul};
     for (int l = 0; l < c->L; l++) {
         LayerParameters w = layer_parameters(&m->params, l, c);
+        pass.attention = block_attention(&c->arch, m->attention, l);
         block_forward(&pass, &m->prompt, &w);
         fill_caches(m, l, n);   // from the block's qkv, before the next block writes it
     }
@@ -305,11 +306,16 @@ static void enqueue_step(InferenceModel* m, int p) {
         a.k = k;
         a.v = v;
         a.o = (AttentionTensor){r->atty, (long long)C, 0, HS};
-        attention_decode(&m->attention, &a, m->positions, m->decode_scratch, st);
+        attention_decode(block_attention(arch, m->attention, l), &a, m->positions, m->decode_scratch, st);
         for (int i = STEP_ATTPROJ; i <= STEP_FCPROJ; i++) step_linear(m, &linears[i]);
     }
     lm_head(m, p);
     enqueue_draw(m, p);
+}
+
+void inference_attention_plans(const Architecture* arch, AttentionPlan plans[ARCHITECTURE_MAX_WINDOWS]) {
+    const AttentionPlan flash = {ATTENTION_FLASH};
+    block_attention_plans(arch, &flash, NULL, NULL, plans);
 }
 
 void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prompt_max, DrawSettings draw) {
@@ -322,7 +328,7 @@ void inference_build(InferenceModel* m, GPTConfig c, int B, int length, int prom
     m->length = length;
     m->prompt_max = prompt_max;
     m->draw = draw;
-    m->attention.kind = ATTENTION_FLASH;
+    inference_attention_plans(&c.arch, m->attention);
     layout(m, NULL, &c, B, length, prompt_max);
     size_t need = inference_sizes_total(&m->sizes);
     char err[ERR_LEN];

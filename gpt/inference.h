@@ -2,7 +2,8 @@
 // bf16 parameters, a KV cache of its own sized to the sequences (prompt + new tokens, not the
 // context; keys as attention reads them: normed and rotated where the architecture does), and
 // one layer's activations for the prompt; nothing of training (no gradients, master weights,
-// moments, per-layer activations). B sequences decode together, a row each. The decoding step is captured as a
+// moments, per-layer activations). With a sliding window a layer's decoding reads the last
+// window rows of its cache alone. B sequences decode together, a row each. The decoding step is captured as a
 // CUDA graph and replayed for every token: its kernels read the tokens and positions from the
 // GPU and draw the next tokens there (layers/classifier.h's classifier_sample), so one token id
 // per sequence crosses to the host per step, and the next step is launched before the host takes
@@ -74,7 +75,9 @@ typedef struct {
     float* draw_logits;          // (V) host draws: one sequence's logits in fp32
     float* draw_scratch;         // (2 V) host draws: sample_token's
     Rng rng;                     // host draws
-    AttentionPlan attention;
+    AttentionPlan attention[ARCHITECTURE_MAX_WINDOWS];   // flash, with each window of the
+                                 // architecture's pattern (gpt/block.h); no documents: a sample is
+                                 // one document (gpt/generation.h)
     cudaStream_t stream;
     MatmulStream matmul;         // stream, with the cuBLASLt workspace of the prompt's matmuls
     cudaGraphExec_t step_graph[2];   // enqueue_step, captured by inference_build for each copy
@@ -82,6 +85,10 @@ typedef struct {
     int next_graph;                  // the copy the next launch replays
     int launched;                    // steps launched whose tokens the caller has not taken (0 to 2)
 } InferenceModel;
+
+// Generation's attention: flash with each window of the architecture's pattern, no documents (a
+// sample is one document: gpt/generation.h), as block_attention_plans makes them.
+void inference_attention_plans(const Architecture* arch, AttentionPlan plans[ARCHITECTURE_MAX_WINDOWS]);
 
 // Allocates the model for B sequences (1 to INFERENCE_MAX_SEQUENCES) of up to length positions
 // (2 to the context), prompts of up to prompt_max tokens (< length), whose shapes the flash and

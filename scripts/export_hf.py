@@ -8,7 +8,9 @@ GPT-2); gpt2_checkpoint.py describes it. A model of another architecture (train_
 modern or any component changed: versions 6 and 7) is refused in one line: no transformers
 architecture computes it exactly (Llama's and Qwen's RMSNorm has weights and their MLP is
 SwiGLU; the modern model's norms have none, its MLP is ReLU^2, its queries and keys are normed
-and its logits soft-capped). OUT_DIR gets what transformers' GPT2LMHeadModel.from_pretrained
+and its logits soft-capped); so is a GPT-2 whose attention has a key window per row (train_gpt
+--document-mask, --window, --window-pattern: also version 6 or 7), as GPT-2 in transformers
+attends to every earlier token. OUT_DIR gets what transformers' GPT2LMHeadModel.from_pretrained
 loads:
 - config.json: GPT2LMHeadModel with the checkpoint's sizes (n_positions = n_ctx = maxT,
   vocab_size = V), GELU in its tanh form (gelu_new), layernorm eps 1e-5, no dropout (flashgpt
@@ -29,8 +31,9 @@ import json
 import os
 import sys
 
-from gpt2_checkpoint import (VERSIONS_OTHER_ARCHITECTURE, Checkpoint, checkpoint_version, from_bf16_bits,
-                             run_command_line, to_hf, write_safetensors)
+from gpt2_checkpoint import (VERSIONS_OTHER_ARCHITECTURE, Checkpoint, checkpoint_architecture, checkpoint_version,
+                             from_bf16_bits, run_command_line, to_hf, write_safetensors)
+from gpt_architecture import masked
 from output_file import atomic_folder, fail
 
 USAGE = "usage: export_hf.py [--fp32] CHECKPOINT.bin OUT_DIR"
@@ -83,6 +86,10 @@ def export_hf(ckpt_path, out_dir, fp32):
     """Writes out_dir (built beside it, renamed at the end); returns a summary line."""
     version = checkpoint_version(ckpt_path)
     if version in VERSIONS_OTHER_ARCHITECTURE:
+        arch = checkpoint_architecture(ckpt_path)
+        if arch and masked(arch):
+            fail(f"{ckpt_path}: version {version}, a model whose attention sees a key window per row (documents or "
+                 "windows): GPT-2 in transformers attends to every earlier token")
         fail(f"{ckpt_path}: version {version}, a model of another architecture than GPT-2's: no transformers "
              "architecture computes it exactly (Llama's and Qwen's norms have weights, their MLP is SwiGLU)")
     ckpt = Checkpoint(ckpt_path)

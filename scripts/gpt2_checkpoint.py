@@ -13,8 +13,9 @@ each match one Hugging Face tensor (layout() lists them). wte's rows past V are 
 Hugging Face's wte.weight has V rows. GPT-2 stores its linear layers as Conv1D, weight (in, out);
 flashgpt stores (out, in), so those slices are the transposes of the Hugging Face tensors.
 Versions 6 (fp32) and 7 (bf16) are train_gpt's models of another architecture (gpt/checkpoint.h):
-header slots 8-16 hold it (scripts/gpt_architecture.py's fields in their order, the floats by
-their bits; every later slot 0), and the parameters are the tensors it has in the same order,
+header slots 8-83 hold it (scripts/gpt_architecture.py's fields in their order, the floats by
+their bits, the windows one slot each; every later slot 0), and the parameters are the tensors it
+has in the same order,
 then lm_head (Vp, C) when its head is untied (named lm_head.weight, padding rows past V). The
 import and the export take GPT-2's versions only; Checkpoint reads all four.
 
@@ -32,14 +33,14 @@ except ImportError:
     sys.exit(f"error: {os.path.basename(sys.argv[0])} needs numpy, which {sys.executable} lacks: "
              "`make venv` installs it into .venv, then run the script with .venv/bin/python3")
 
-from gpt_architecture import FLOAT_FIELDS, GPT2, Architecture, invalid
+from gpt_architecture import FLOAT_FIELDS, GPT2, MAX_WINDOWS, SLOTS, Architecture, invalid
 from output_file import Failure, atomic_output, fail
 
 CHECKPOINT_MAGIC = 20240326
 VERSION_FP32, VERSION_BF16 = 3, 5
 VERSION_ARCH_FP32, VERSION_ARCH_BF16 = 6, 7
 VERSIONS_OTHER_ARCHITECTURE = (VERSION_ARCH_FP32, VERSION_ARCH_BF16)
-ARCHITECTURE_SLOTS = slice(8, 8 + len(Architecture._fields))
+ARCHITECTURE_SLOTS = slice(8, 8 + SLOTS)
 HEADER_INTS = 256
 HEADER_BYTES = 4 * HEADER_INTS
 # The largest size a header slot (int32) holds, also once the vocabulary is padded to 128.
@@ -200,11 +201,22 @@ def checkpoint_version(path):
     return version if magic == CHECKPOINT_MAGIC else None
 
 
+def checkpoint_architecture(path):
+    """The Architecture in the header of the model checkpoint of version 6 or 7 at path, unchecked
+    (Checkpoint checks it), or None when path has no whole header."""
+    if not os.path.isfile(path) or os.path.getsize(path) < HEADER_BYTES:
+        return None
+    return architecture_from_slots(np.fromfile(path, dtype="<i4", count=HEADER_INTS)[ARCHITECTURE_SLOTS])
+
+
 def architecture_from_slots(slots):
-    """The Architecture in a header's slots 8-16 (int32; the float fields by their bits)."""
+    """The Architecture in a header's slots 8-83 (int32; the float fields by their bits, then the
+    windows, one slot each)."""
     floats = np.asarray(slots, dtype="<i4").view("<f4")
+    scalars = Architecture._fields[:-1]
     return Architecture(*(float(floats[i]) if field in FLOAT_FIELDS else int(slots[i])
-                          for i, field in enumerate(Architecture._fields)))
+                          for i, field in enumerate(scalars)),
+                        windows=tuple(int(w) for w in slots[len(scalars):len(scalars) + MAX_WINDOWS]))
 
 
 class Checkpoint:

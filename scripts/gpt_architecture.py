@@ -2,19 +2,26 @@
 its two presets and train_gpt's options for it, for the Python scripts (python3 alone: no numpy,
 no torch, so a script checks its options before it loads either).
 
-The fields, in the order of gpt/config.h and of the model checkpoint's header slots 8-16:
+The fields, in the order of gpt/config.h and of the model checkpoint's header slots 8-83:
 rotary (0/1: rotary positions on q and k, no learned wpe), rotary_base (frequencies
 base^(-2i/HS)), rms_norm (0/1: RMSNorm without weights, else LayerNorm), qk_norm (0/1: RMSNorm of
 each head's q and k), relu2 (0/1: the MLP's activation relu(x)^2, else tanh GELU), bias (0/1:
 biases in the four linear layers), untied_head (0/1: an lm_head of its own, else wte), zero_init
 (0/1: attproj, fcproj and lm_head start at zero), softcap (logits z -> softcap * tanh(z /
-softcap); 0: none).
+softcap); 0: none) in slots 8-16; then attention's key window per row (attention/mask.h):
+documents (0/1: a row sees its own document alone), document_token (the token that starts a
+document, 0 without documents), window_count and windows (64 slots: layer l sees at most
+windows[l % window_count] keys, 0 for no bound; 0 past the pattern), train_gpt's
+--document-mask, --window and --window-pattern, which no PyTorch model here computes (masked()).
 The options are train_gpt's: --arch gpt2|modern picks a preset, then --rotary 0|1,
 --rotary-base X, --norm layer|rms, --qk-norm 0|1, --mlp gelu|relu2, --bias 0|1,
 --head tied|untied, --zero-init 0|1 and --softcap X each replace one field.
 """
 import math
 from typing import NamedTuple
+
+MAX_WINDOWS = 64
+SLOTS = 12 + MAX_WINDOWS  # the header slots an architecture takes
 
 
 class Architecture(NamedTuple):
@@ -27,6 +34,10 @@ class Architecture(NamedTuple):
     untied_head: int
     zero_init: int
     softcap: float
+    documents: int = 0
+    document_token: int = 0
+    window_count: int = 0
+    windows: tuple = (0,) * MAX_WINDOWS
 
 
 PRESETS = {
@@ -37,6 +48,7 @@ PRESETS = {
 }
 GPT2 = PRESETS["gpt2"]
 FLOAT_FIELDS = ("rotary_base", "softcap")
+SWITCHES = ("rotary", "rms_norm", "qk_norm", "relu2", "bias", "untied_head", "zero_init", "documents")
 
 # Each component option: (flag, the field it sets, its choices as {word: value}, or None for a
 # number).
@@ -50,14 +62,27 @@ COMPONENTS = (("--rotary", "rotary", {"0": 0, "1": 1}), ("--rotary-base", "rotar
 def invalid(arch):
     """None when every field holds a value it may (gpt/config.h's architecture_invalid), else
     what does not."""
-    for field in Architecture._fields:
-        if field not in FLOAT_FIELDS and getattr(arch, field) not in (0, 1):
+    for field in SWITCHES:
+        if getattr(arch, field) not in (0, 1):
             return f"{field} {getattr(arch, field)} is neither 0 nor 1"
     if not (math.isfinite(arch.rotary_base) and arch.rotary_base > 1):
         return f"the rotary base {arch.rotary_base} is not a finite number above 1"
     if not (math.isfinite(arch.softcap) and arch.softcap >= 0):
         return f"the softcap {arch.softcap} is not a finite number >= 0"
+    if arch.document_token < 0 or (not arch.documents and arch.document_token):
+        return f"the document token {arch.document_token} is negative, or set without documents"
+    if not 0 <= arch.window_count <= MAX_WINDOWS or len(arch.windows) != MAX_WINDOWS:
+        return f"the window pattern has {arch.window_count} windows, not 0 to {MAX_WINDOWS}"
+    if min(arch.windows) < 0 or any(arch.windows[arch.window_count:]):
+        return "a window is negative, or set past the pattern"
+    if arch.window_count and not any(arch.windows):
+        return "the window pattern bounds no layer"
     return None
+
+
+def masked(arch):
+    """Whether attention sees less than every earlier key in some layer: documents or windows."""
+    return bool(arch.documents or arch.window_count)
 
 
 def preset_of(arch):
@@ -66,16 +91,20 @@ def preset_of(arch):
 
 
 def describe(arch):
-    """"gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, ..."."""
-    name = preset_of(arch)
-    if name:
-        return name
-    return ", ".join([f"rotary (base {arch.rotary_base:g})" if arch.rotary else "learned positions",
-                      "rms norm" if arch.rms_norm else "layernorm", "qk-norm" if arch.qk_norm else "no qk-norm",
-                      "relu2" if arch.relu2 else "gelu", "bias" if arch.bias else "no bias",
-                      "untied head" if arch.untied_head else "tied head",
-                      "zero init" if arch.zero_init else "no zero init",
-                      f"softcap {arch.softcap:g}" if arch.softcap else "no softcap"])
+    """"gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, ..."; then
+    the key windows, if any: ", documents (token 50256), windows 2048,512" (gpt/config.h's)."""
+    unmasked = arch._replace(documents=0, document_token=0, window_count=0, windows=(0,) * MAX_WINDOWS)
+    text = preset_of(unmasked) or ", ".join([
+        f"rotary (base {arch.rotary_base:g})" if arch.rotary else "learned positions",
+        "rms norm" if arch.rms_norm else "layernorm", "qk-norm" if arch.qk_norm else "no qk-norm",
+        "relu2" if arch.relu2 else "gelu", "bias" if arch.bias else "no bias",
+        "untied head" if arch.untied_head else "tied head", "zero init" if arch.zero_init else "no zero init",
+        f"softcap {arch.softcap:g}" if arch.softcap else "no softcap"])
+    if arch.documents:
+        text += f", documents (token {arch.document_token})"
+    if arch.window_count:
+        text += ", windows " + ",".join(str(w) if w else "full" for w in arch.windows[:arch.window_count])
+    return text
 
 
 def add_options(ap):

@@ -128,6 +128,9 @@ def settle_architecture(ap, a, init):
     if init and a.arch != init.arch:
         raise Failure(f"{init.path}: the architecture asked for ({gpt_architecture.describe(a.arch)}) is not the "
                       f"checkpoint's ({gpt_architecture.describe(init.arch)})")
+    if gpt_architecture.masked(a.arch):
+        raise Failure(f"{init.path}: the model's attention sees a key window per row (documents or windows), the "
+                      "reference's every earlier key")
     given = {key for key in SETTINGS if getattr(a, key) is not None}
     muon_only = sorted(given - {"lr", "weight_decay"})
     if a.optimizer != "muon" and muon_only:

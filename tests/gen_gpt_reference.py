@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 """tests/gen_gpt_reference.py OUTDIR: the float64 numpy reference of the whole GPT, in both
-architectures of gpt/config.h.
+architectures of gpt/config.h, and the modern one with attention's key windows.
 
 Runs a tiny GPT (B=2, T=37, maxT=40, V=97 padded to Vp=128, L=2, NH=2, C=128) forward and
 backward on one seeded batch, then 10 AdamW steps on that same batch, and writes
 OUTDIR/gpt_reference.bin (GPT-2's architecture) and OUTDIR/gpt_modern_reference.bin (the modern
 one: rotary, RMSNorm, QK-norm, ReLU^2, no biases, an untied head, soft-capped logits; the latter
-also 10 Muon steps) for tests/test_gpt.cu. The file layout (all little-endian):
+also 10 Muon steps) and OUTDIR/gpt_masked_reference.bin (the modern one whose attention sees a
+key window per row, attention/mask.h: documents starting at token DOCUMENT_TOKEN, placed at
+DOCUMENT_STARTS in the batch, and the window pattern full,9: layer 0 sees the row's document,
+layer 1 its last 9 keys of it at most) for tests/test_gpt.cu. The file layout (all little-endian):
   int32 header[256]  [0] 20241129, [1] 1, [2] B, [3] T, [4] maxT, [5] V, [6] Vp, [7] L, [8] NH,
                      [9] C, [10] nsteps, [11] P = number of parameter floats, [12] Muon steps
-                     (0: none), [16..24] the architecture as the model checkpoint holds it
+                     (0: none), [16..91] the architecture as the model checkpoint holds it
                      (gpt/checkpoint.h: rotary, rotary_base, rms_norm, qk_norm, relu2, bias,
-                     untied_head, zero_init, softcap; the floats by their bits)
+                     untied_head, zero_init, softcap, documents, document_token, window_count,
+                     the 64 windows; the floats by their bits)
   float32 hyper[16]  AdamW's lr, b1, b2, eps, weight decay, grad clip; then Muon's lr, momentum,
                      embedding lr, head lr, vector lr, b1, b2, eps, weight decay (its clip: AdamW's)
   int32 inputs (B, T), int32 targets (B, T)
@@ -51,10 +55,19 @@ SEED = 20241129
 MAGIC, VERSION = 20241129, 1
 
 # The architectures (gpt/config.h's fields, in its order).
+MAX_WINDOWS = 64
+UNMASKED = dict(documents=0, document_token=0, window_count=0, windows=[0] * MAX_WINDOWS)
 GPT2 = dict(rotary=0, rotary_base=10000.0, rms_norm=0, qk_norm=0, relu2=0, bias=1, untied_head=0, zero_init=0,
-            softcap=0.0)
+            softcap=0.0, **UNMASKED)
 MODERN = dict(rotary=1, rotary_base=100.0, rms_norm=1, qk_norm=1, relu2=1, bias=0, untied_head=1, zero_init=0,
-              softcap=2.0)
+              softcap=2.0, **UNMASKED)
+DOCUMENT_TOKEN = 3
+MASKED = dict(MODERN, documents=1, document_token=DOCUMENT_TOKEN, window_count=2,
+              windows=[0, 9] + [0] * (MAX_WINDOWS - 2))
+# Where the masked batch's documents start (DOCUMENT_TOKEN; nowhere else): row 0 with a document
+# of one token first; row 1 with a first document that has no start token, a document of one
+# token inside and one at the last position.
+DOCUMENT_STARTS = ([0, 1, 13, 30], [20, 21, 36])
 
 ALL_SHAPES = [
     ("wte", (VP, C)), ("wpe", (MAXT, C)),
@@ -109,7 +122,10 @@ def architecture_slots(arch):
     """The architecture as int32 slots, as the model checkpoint's header holds it."""
     ints = []
     for key, value in arch.items():
-        ints.append(np.array(value, dtype="<f4").view("<i4").item() if isinstance(value, float) else int(value))
+        if isinstance(value, list):
+            ints += [int(v) for v in value]
+        else:
+            ints.append(np.array(value, dtype="<f4").view("<i4").item() if isinstance(value, float) else int(value))
     return ints
 
 
@@ -225,10 +241,24 @@ def qk_backward(dqkv, caches, arch):
     return d.reshape(B, T, 3 * C)
 
 
-def attention_forward(qkv):  # qkv (B, T, 3C) -> out (B, T, C)
+def visible_keys(inputs, arch, l):
+    """(B, 1, T, T): whether row i of a sequence sees key j in layer l, j in [lo(i), i] with lo(i)
+    the later of its document's start (the last DOCUMENT_TOKEN at or before i, else 0) and
+    i - W + 1 for the layer's window W (attention/mask.h); causal without either."""
+    t = np.arange(T)
+    lo = np.zeros((B, T), dtype=np.int64)
+    if arch["documents"]:
+        lo = np.maximum.accumulate(np.where(inputs == arch["document_token"], t, 0), axis=1)
+    window = arch["windows"][l % arch["window_count"]] if arch["window_count"] else 0
+    if window:
+        lo = np.maximum(lo, t - window + 1)
+    return ((t[None, None, :] >= lo[:, :, None]) & (t[None, None, :] <= t[None, :, None]))[:, None]
+
+
+def attention_forward(qkv, visible):  # qkv (B, T, 3C), visible (B, 1, T, T) -> out (B, T, C)
     q, k, v = qkv.reshape(B, T, 3, NH, HS).transpose(2, 0, 3, 1, 4)  # each (B, NH, T, HS)
     scores = q @ k.swapaxes(-1, -2) / np.sqrt(HS)  # (B, NH, T, T)
-    scores = np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf)
+    scores = np.where(visible, scores, -np.inf)
     att = np.exp(scores - scores.max(-1, keepdims=True))
     att /= att.sum(-1, keepdims=True)
     y = att @ v  # (B, NH, T, HS)
@@ -287,7 +317,7 @@ def forward(flat, inputs, targets, arch=GPT2):
     for l in range(L):
         ln1, ln1_cache = norm_forward(x, p, "ln1", l, arch)
         qkv, qk_caches = qk_forward(linear(ln1, p, "qkvw", "qkvb", l), arch)  # (B, T, 3C)
-        atty, att_cache = attention_forward(qkv)
+        atty, att_cache = attention_forward(qkv, visible_keys(inputs, arch, l))
         x = x + linear(atty, p, "attprojw", "attprojb", l)
         ln2, ln2_cache = norm_forward(x, p, "ln2", l, arch)
         pre_act = linear(ln2, p, "fcw", "fcb", l)  # (B, T, 4C)
@@ -407,6 +437,10 @@ def model_reference(path, arch, seed, muon_steps):
     rng = np.random.default_rng(seed)
     flat = init_params(rng, arch)
     tokens = rng.integers(0, V, (B, T + 1))
+    if arch["documents"]:  # the documents start where DOCUMENT_STARTS says, and nowhere else
+        tokens[tokens == arch["document_token"]] = arch["document_token"] + 1
+        for b, starts in enumerate(DOCUMENT_STARTS):
+            tokens[b, starts] = arch["document_token"]
     inputs, targets = tokens[:, :-1], tokens[:, 1:]  # next-token prediction, as in training
     if os.environ.get("FLASHGPT_GRADCHECK") == "1":
         gradient_check(flat, inputs, targets, rng, arch)
@@ -442,7 +476,8 @@ def model_reference(path, arch, seed, muon_steps):
 
     header = np.zeros(256, dtype="<i4")
     header[:13] = [MAGIC, VERSION, B, T, MAXT, V, VP, L, NH, C, NSTEPS, P, muon_steps]
-    header[16:25] = architecture_slots(arch)
+    slots = architecture_slots(arch)
+    header[16:16 + len(slots)] = slots
     write_reference(path, [(header, "<i4"), (hyper, "<f4"), (inputs, "<i4"), (targets, "<i4"),
                            (params0, "<f4"), (logits0, "<f4"), (loss0, "<f4"), (grads0, "<f4"),
                            (grad_norm0, "<f4"), (np.array(losses), "<f4"), (np.array(muon_losses), "<f4")])
@@ -457,6 +492,7 @@ def main():
     outdir = sys.argv[1]
     model_reference(os.path.join(outdir, "gpt_reference.bin"), GPT2, SEED, 0)
     model_reference(os.path.join(outdir, "gpt_modern_reference.bin"), MODERN, SEED + 1, NSTEPS)
+    model_reference(os.path.join(outdir, "gpt_masked_reference.bin"), MASKED, SEED + 2, 0)
 
 
 if __name__ == "__main__":

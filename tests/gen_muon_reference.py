@@ -12,7 +12,7 @@ Three parts, on the tiny GPT-2 of tests/gen_gpt_reference.py (its init, batch an
 - NSTEPS Muon steps from the initial parameters on the one batch: the loss before each.
 Layout (little-endian):
   int32 header[256]  [0] 20261202, [1] 1, [2] B, [3] T, [4] maxT, [5] V, [6] Vp, [7] L, [8] NH,
-                     [9] C, [10] NSTEPS, [11] P, [12] cases, [13] T0, [16..24] the architecture
+                     [9] C, [10] NSTEPS, [11] P, [12] cases, [13] T0, [16..91] the architecture
                      (GPT-2's; gen_gpt_reference.py's layout)
   float32 hyper[16]  lr, momentum, embedding lr, vector lr, b1, b2, eps, weight decay, grad clip,
                      lr scale (of the one update)
@@ -114,7 +114,8 @@ def main():
 
     header = np.zeros(256, dtype="<i4")
     header[:14] = [MAGIC, VERSION, gpt.B, gpt.T, gpt.MAXT, gpt.V, gpt.VP, L, gpt.NH, C, NSTEPS, P, len(cases), T0]
-    header[16:25] = gpt.architecture_slots(gpt.GPT2)
+    slots = gpt.architecture_slots(gpt.GPT2)
+    header[16:16 + len(slots)] = slots
     hyper = np.zeros(16, dtype="<f4")
     hyper[:10] = [LR, MOMENTUM, EMBEDDING_LR, VECTOR_LR, BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, GRAD_CLIP, LR_SCALE]
     parts = [(header, "<i4"), (hyper, "<f4")]

@@ -97,15 +97,66 @@ static void test_architecture_fields(void) {
         }
     Architecture ablation = modern;
     ablation.qk_norm = 0;
-    char text[256];
+    char text[ARCHITECTURE_TEXT];
     architecture_describe(&ablation, text, sizeof(text));
     CHECK(!architecture_preset_of(&ablation) && strstr(text, "no qk-norm") && strstr(text, "rotary (base 10000)"),
           "modern without QK-norm is described as '%s'", text);
     test_end();
 }
 
+// Attention's key windows: documents and a window pattern are checked field by field, make an
+// architecture no preset (a GPT-2 with them is no llm.c model), take each layer's window from
+// the pattern in turn, are described after the preset or components, and the document token
+// must lie within the vocabulary.
+static void test_architecture_key_windows(void) {
+    test_begin("config_architecture_key_windows");
+    const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
+    Architecture a = modern;
+    a.documents = 1;
+    a.document_token = 50256;
+    a.window_count = 3;
+    a.windows[0] = 2048;
+    a.windows[2] = 512;
+    CHECK(!architecture_invalid(&a) && architecture_masked(&a) && !architecture_masked(&modern),
+          "documents and the windows 2048,full,512: %s", architecture_invalid(&a));
+    CHECK(!architecture_preset_of(&a) && !architecture_equal(&a, &modern), "a masked modern model is the preset");
+    Architecture unmasked = architecture_unmasked(&a);
+    CHECK(architecture_equal(&unmasked, &modern), "without its key windows it is not the modern preset");
+    const int expected[7] = {2048, 0, 512, 2048, 0, 512, 2048};
+    for (int l = 0; l < 7; l++)
+        CHECK(architecture_window(&a, l) == expected[l], "layer %d: window %d, expected %d", l,
+              architecture_window(&a, l), expected[l]);
+    CHECK(architecture_window(&modern, 5) == 0, "a layer without a pattern has a window");
+    char text[ARCHITECTURE_TEXT];
+    architecture_describe(&a, text, sizeof(text));
+    CHECK(!strcmp(text, "modern, documents (token 50256), windows 2048,full,512"), "described as '%s'", text);
+    Architecture g = gpt2;
+    g.window_count = 1;
+    g.windows[0] = 64;
+    architecture_describe(&g, text, sizeof(text));
+    CHECK(!architecture_is_gpt2(&g) && !strcmp(text, "gpt2, windows 64"), "GPT-2 with a window: '%s', %s", text,
+          architecture_is_gpt2(&g) ? "an llm.c model" : "no llm.c model");
+    // Each bad value alone.
+    Architecture bad[7];
+    for (int i = 0; i < 7; i++) bad[i] = a;
+    bad[0].documents = 2;
+    bad[1].document_token = -1;
+    bad[2].documents = 0;                    // a token without documents
+    bad[3].window_count = ARCHITECTURE_MAX_WINDOWS + 1;
+    bad[4].windows[1] = -5;
+    bad[5].windows[3] = 256;                 // past the pattern
+    bad[6].windows[0] = bad[6].windows[2] = 0;   // no window bounds a layer
+    for (int i = 0; i < 7; i++) CHECK(architecture_invalid(&bad[i]) != NULL, "bad key window %d is accepted", i);
+    GPTConfig c = {.maxT = 1024, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768, .arch = a};
+    CHECK(!gpt_config_invalid(&c), "token 50256 of 50257: %s", gpt_config_invalid(&c));
+    c.arch.document_token = 50257;
+    CHECK(gpt_config_invalid(&c) != NULL, "a document token past the vocabulary is accepted");
+    test_end();
+}
+
 int main(void) {
     test_architecture_fields();
+    test_architecture_key_windows();
     test_vocab_near_int_max();
     test_sizes_bounded();
     test_real_shapes_valid();

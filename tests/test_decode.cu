@@ -27,14 +27,21 @@
 //    samples, drawn on the host) every draw is among the full forward's 5 most likely.
 //    The same three for a model of the modern architecture (rotary and QK-norm on the step's q
 //    and k before the cache takes k, RMSNorm and ReLU^2 in the fused layers, the untied head, the
-//    soft-capped draw on the GPU and on the host).
+//    soft-capped draw on the GPU and on the host). Then with attention's windows: the modern
+//    model with the pattern full,24 (layer 1's decoding reads the last 24 cache rows of the 96,
+//    its prompt the masked flash forward) greedy, and GPT-2's with a window of 16 with top-k 5,
+//    against the full forward of the same architecture (flash with the windows).
 // 4. inference_set_seed, with the draws on the GPU and on the host: a seed set between steps
 //    changes no draw until the next prompt, which draws what a model built with that seed draws.
+// 5. A model with documents ends each sample at the first document token it draws
+//    (generate_tokens): with the document token set to the one the greedy samples of the model
+//    without documents draw third, the same samples stop there.
 #include <math.h>
 #include <string.h>
 #include "attention/attention.h"
 #include "common/rng.h"
 #include "device/launch.cuh"
+#include "gpt/generation.h"
 #include "gpt/gpt.h"
 #include "gpt/inference.h"
 #include "tests/test.h"
@@ -312,13 +319,15 @@ static void check_seed(const char* name, DrawSettings d) {
     free(values);
 }
 
-static const char* const INFERENCE_NAMES[6] = {
+static const char* const INFERENCE_NAMES[8] = {
     "inference model: 3 greedy samples decoded together equal a full forward per token",
     "inference model: 3 samples at temperature 1, each its own prefix's logits",
     "inference model: 2 samples with top-k 5 (drawn on the host), each its own prefix's logits",
     "inference model, modern: 3 greedy samples decoded together equal a full forward per token",
     "inference model, modern: 3 samples at temperature 1 (soft-capped draw on the GPU), each its own prefix's logits",
-    "inference model, modern: 2 samples with top-k 5 (soft-capped draw on the host), each its own prefix's logits"};
+    "inference model, modern: 2 samples with top-k 5 (soft-capped draw on the host), each its own prefix's logits",
+    "inference model, modern with the windows full,24: 3 greedy samples decoded together equal a full forward per token",
+    "inference model, GPT-2 with a window of 16: 2 samples with top-k 5, each its own prefix's logits"};
 
 static void test_inference(void) {
     for (int k = 0; k < 2; k++) {
@@ -327,8 +336,60 @@ static void test_inference(void) {
         check_inference(INFERENCE_NAMES[3 * k + 1], c, 3, (DrawSettings){1.0f, 0, 1.0f, 2});
         check_inference(INFERENCE_NAMES[3 * k + 2], c, 2, (DrawSettings){1.0f, 5, 1.0f, 3});
     }
+    GPTConfig windowed = SMALL_MODERN, gpt2_window = SMALL_GPT;
+    windowed.arch.window_count = 2;
+    windowed.arch.windows[1] = 24;
+    gpt2_window.arch.window_count = 1;
+    gpt2_window.arch.windows[0] = 16;
+    check_inference(INFERENCE_NAMES[6], &windowed, 3, (DrawSettings){0.0f, 0, 1.0f, 6});
+    check_inference(INFERENCE_NAMES[7], &gpt2_window, 2, (DrawSettings){1.0f, 5, 1.0f, 7});
     check_seed(SEED_NAMES[0], (DrawSettings){1.0f, 0, 1.0f, 4});
     check_seed(SEED_NAMES[1], (DrawSettings){1.0f, 5, 1.0f, 5});
+}
+
+// The greedy samples of test_samples_end_with_their_document: 2 sequences, at most 10 tokens each.
+#define END_SAMPLES 2
+#define END_STEPS 10
+
+// generate_tokens' tokens of every sequence, as they come: (END_STEPS, END_SAMPLES).
+typedef struct {
+    int tokens[END_STEPS * END_SAMPLES];
+} Drawn;
+static void keep_tokens(const int* tokens, int i, void* user) {
+    memcpy(((Drawn*)user)->tokens + i * END_SAMPLES, tokens, END_SAMPLES * sizeof(int));
+}
+
+// The tokens the greedy samples of the modern model (documents starting at token doc; -1: none)
+// draw after a prompt, up to END_STEPS; returns how many.
+static int greedy_samples(int doc, Drawn* d) {
+    const int prompt[5] = {1, 2, 3, 4, 5};
+    GPTConfig c = SMALL_MODERN;
+    c.arch.documents = doc >= 0;
+    c.arch.document_token = doc >= 0 ? doc : 0;
+    float* values = small_gpt_values(&SMALL_MODERN);
+    static InferenceModel m;
+    inference_build(&m, c, END_SAMPLES, 32, 5, (DrawSettings){0.0f, 0, 1.0f, 8});
+    inference_set_params(&m, values);
+    int n = generate_tokens(&m, prompt, 5, END_STEPS, NULL, keep_tokens, d);
+    inference_free(&m);
+    free(values);
+    return n;
+}
+
+#define DOCUMENT_END_NAME "generate_tokens: the samples of a model with documents end at the first document token"
+static void test_samples_end_with_their_document(void) {
+    test_begin(DOCUMENT_END_NAME);
+    Drawn plain, ended;
+    int n_plain = greedy_samples(-1, &plain);
+    int token = plain.tokens[2 * END_SAMPLES], end = 0;   // sample 0's third token, and where it first is
+    while (plain.tokens[end * END_SAMPLES] != token) end++;
+    int n_ended = greedy_samples(token, &ended);
+    CHECK(n_plain == END_STEPS, "the model without documents drew %d tokens, asked for %d", n_plain, END_STEPS);
+    CHECK(n_ended == end + 1, "the samples with documents drew %d tokens, the first document token is their %d-th",
+          n_ended, end + 1);
+    CHECK(memcmp(plain.tokens, ended.tokens, (size_t)n_ended * END_SAMPLES * sizeof(int)) == 0,
+          "the samples with documents drew other tokens before their end");
+    test_end();
 }
 
 // Three sequences whose queries sit at positions of their own (device): each against the float64
@@ -442,7 +503,8 @@ int main(void) {
         }
         const char* names[] = {BATCHED_NAME, LATE_NAME, INFERENCE_NAMES[0],
                                INFERENCE_NAMES[1], INFERENCE_NAMES[2], INFERENCE_NAMES[3], INFERENCE_NAMES[4],
-                               INFERENCE_NAMES[5], SEED_NAMES[0], SEED_NAMES[1]};
+                               INFERENCE_NAMES[5], INFERENCE_NAMES[6], INFERENCE_NAMES[7], SEED_NAMES[0],
+                               SEED_NAMES[1], DOCUMENT_END_NAME};
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) test_skip(names[i], "no CUDA device");
         return test_exit_code();
     }
@@ -452,5 +514,6 @@ int main(void) {
     static const int late[3] = {1025, 5, 300};
     test_decode_batched(LATE_NAME, late);
     test_inference();
+    test_samples_end_with_their_document();
     return test_exit_code();
 }

@@ -5,7 +5,8 @@ Round trips on tiny models (fake Hugging Face folders from test_import_gpt2.py, 
 maxT=8, V=100; random checkpoints of another shape): import -> export -> import gives the same
 checkpoint bytes, fp32 and bf16, and the exported tensors are the Hugging Face ones (read back
 here with a reader of this file's own); export -> import of a random checkpoint gives it back.
-Bad input (checkpoint or output folder, a model of another architecture than GPT-2's) must fail
+Bad input (checkpoint or output folder, a model of another architecture than GPT-2's or one whose
+attention sees a key window per row) must fail
 with one line on stderr and leave nothing behind. Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/test.h.
 """
 import json
@@ -221,6 +222,8 @@ def main():
     case_error("error: unsupported version", "version 4", [bad_checkpoint("version", set_header(1, 4)), out], out)
     case_error("error: a model of the modern architecture (version 7)", "no transformers architecture computes it",
                [bad_checkpoint("modern", set_header(1, 7)), out], out)
+    case_error("error: a GPT-2 whose attention has documents (version 7)", "sees a key window per row",
+               [bad_checkpoint("masked", lambda d: set_header(17, 1)(set_header(1, 7)(d))), out], out)
     case_error("error: heads do not divide channels", "corrupt header",
                [bad_checkpoint("heads", set_header(5, 5)), out], out)
     case_error("error: Vp is not V padded", "corrupt header",

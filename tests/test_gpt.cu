@@ -1,13 +1,16 @@
 // tests/test_gpt.cu: the GPT of the gpt/ library against the float64 numpy reference, in both
-// architectures ($FLASHGPT_TESTDATA/gpt_reference.bin and gpt_modern_reference.bin from
-// tests/gen_gpt_reference.py: B=2, T=37, maxT=40, V=97, Vp=128, L=2, NH=2, C=128): logits (B, T,
+// architectures, and the modern one whose attention sees a key window per row (documents, and
+// the window pattern full,9) ($FLASHGPT_TESTDATA/gpt_reference.bin, gpt_modern_reference.bin and
+// gpt_masked_reference.bin from tests/gen_gpt_reference.py: B=2, T=37, maxT=40, V=97, Vp=128, L=2,
+// NH=2, C=128): logits (B, T,
 // V) and loss, every parameter gradient and the grad norm, then 10 AdamW steps on the same batch
 // (the modern model also 10 Muon steps); for the naive and the flash attention, and with the
 // activations recomputed in the backward (layernorm: the norms, RMSNorm's too; gelu: GPT-2's
 // alone, as ReLU^2 keeps nothing else to recompute) and the classifier in chunks of rows; the
 // gradients of that batch through a model built for a larger one.
 // Then a resume with the train_gpt program: N steps straight vs N/2 steps, checkpoint, resume,
-// on shards written here (AdamW and Muon, GPT-2 and the modern recipe; Muon's float64 tests are
+// on shards written here (AdamW and Muon, GPT-2 and the modern recipe, and the modern recipe with
+// documents and a window pattern, its tokenizer made here; Muon's float64 tests are
 // tests/test_muon.cu); a run from train_gpt --save-init's file against the run from the seed;
 // context parallelism simulated, both architectures;
 // the memory sizes (linear in T for flash, host only); naive and flash training side by side on
@@ -40,6 +43,7 @@
 #include "gpt/sampler.h"
 #include "layers/muon.h"
 #include "tests/reference_file.h"
+#include "tokenizer/tokenizer.h"
 #include "tests/test.h"
 
 
@@ -151,7 +155,7 @@ static void test_reference(const Reference* r, ModelOptions opt) {
     const char* model = r->model;
     opt.attention.deterministic = 1;
     mode_name(&opt, mode, sizeof(mode));
-    const char* why = attention_unsupported(&opt.attention, attention_shape(c, B, T));
+    const char* why = model_attention_unsupported(c, &opt, B, T);
     if (why) {
         for (int i = 0; i < reference_parts(r->muon_steps); i++) {
             snprintf(name, sizeof(name), "gpt %s%s %s", model, REFERENCE_PARTS[i], mode);
@@ -286,12 +290,19 @@ static void test_backward_of_smaller_forward(const Reference* r) {
     gpt_free(&g);
 }
 
-// Shards of a small repetitive token stream, so the model has something to learn.
-static void write_shard(const char* path, int n, int vocab, uint64_t seed) {
+// Shards of a small repetitive token stream, so the model has something to learn; with a document
+// token (>= 0; else -1), a document starts every DOCUMENT_TOKENS tokens (more than a window of a
+// test run's pattern, fewer than its rows), and the token is nowhere else.
+#define DOCUMENT_TOKENS 23
+static void write_shard(const char* path, int n, int vocab, uint64_t seed, int document_token) {
     char err[ERR_LEN];
     int* tokens = (int*)malloc((size_t)n * sizeof(int));
     Rng rng = {seed};
-    for (int i = 0; i < n; i++) tokens[i] = (i % 7 == 0) ? (int)(rng_next(&rng) % vocab) : (i * 3 + i / 7) % vocab;
+    for (int i = 0; i < n; i++) {
+        tokens[i] = (i % 7 == 0) ? (int)(rng_next(&rng) % vocab) : (i * 3 + i / 7) % vocab;
+        if (document_token >= 0 && (i % DOCUMENT_TOKENS == 0) != (tokens[i] == document_token))
+            tokens[i] = i % DOCUMENT_TOKENS == 0 ? document_token : (document_token + 1) % vocab;
+    }
     if (shard_write(path, tokens, (size_t)n, vocab, err) != 0) die("%s", err);
     free(tokens);
 }
@@ -344,7 +355,26 @@ typedef struct {
     char common[8192];   // the arguments every run shares
 } TrainRuns;
 
-static void train_runs_init(TrainRuns* runs, const char* name) {
+// A tokenizer of RUN_VOCAB ids at path, learnt from a text made here (letters drawn from a few,
+// in words); returns its <|endoftext|> id.
+#define RUN_VOCAB 300
+static int write_run_tokenizer(const char* path) {
+    size_t n = 1 << 16;
+    unsigned char* text = (unsigned char*)malloc(n);
+    Rng rng = {17};
+    for (size_t i = 0; i < n; i++) text[i] = i % 6 == 5 ? ' ' : (unsigned char)('a' + rng_next(&rng) % 8);
+    Tokenizer* tok = tokenizer_train(text, n, RUN_VOCAB, 0);
+    char err[ERR_LEN];
+    CHECK(tok && tokenizer_vocab_size(tok) == RUN_VOCAB, "a tokenizer of %d ids was not learnt", RUN_VOCAB);
+    CHECK(tokenizer_save(tok, path, err) == 0, "%s", err);
+    int eot = tokenizer_eot(tok);
+    tokenizer_free(tok);
+    free(text);
+    return eot;
+}
+
+// document_token: the shards' documents (write_shard), -1 for none.
+static void train_runs_init(TrainRuns* runs, const char* name, int document_token) {
     char train_path[4096], val_path[4096];
     snprintf(runs->dir, sizeof(runs->dir), "%s/%s", test_env("FLASHGPT_TMP", "/tmp"), name);
     // The folder is this test's own, emptied first: train_gpt refuses to start a run in a folder
@@ -356,8 +386,8 @@ static void train_runs_init(TrainRuns* runs, const char* name) {
     CHECK(make_dirs(runs->dir, err) == 0, "%s", err);
     snprintf(train_path, sizeof(train_path), "%s/train_000.bin", runs->dir);
     snprintf(val_path, sizeof(val_path), "%s/val_000.bin", runs->dir);
-    write_shard(train_path, 4 * RUN_B * RUN_T + 1, 300, 1);
-    write_shard(val_path, 2 * RUN_B * RUN_T + 1, 300, 2);
+    write_shard(train_path, 4 * RUN_B * RUN_T + 1, RUN_VOCAB, 1, document_token);
+    write_shard(val_path, 2 * RUN_B * RUN_T + 1, RUN_VOCAB, 2, document_token);
     snprintf(runs->common, sizeof(runs->common),
              "--model d2 --context 64 --train-data '%s/train_*.bin' --val-data '%s' -T %d "
              "--total-batch-size %d --steps %d --lr 1e-3 --warmup-steps 2 --min-lr-frac 0.1 --val-every 3 "
@@ -394,13 +424,22 @@ static void keep_final_model(const TrainRuns* runs, const char* out, const char*
 
 // 6 steps straight vs resuming from the step-3 checkpoint: the same losses and the same final
 // model, bit for bit. The data loader crosses epochs with shuffling. The runs go to folder.
-static void test_resume(const char* name, const char* folder, const char* mode_args) {
+// arch_args (the architecture's options) go to the straight run alone: the resumed one takes them
+// from the checkpoint. With --document-mask the shards hold documents and the runs take a
+// tokenizer made here, whose <|endoftext|> starts them.
+static void test_resume(const char* name, const char* folder, const char* mode_args, const char* arch_args) {
     test_begin(name);
     TrainRuns runs;
-    train_runs_init(&runs, folder);
+    char tokenizer[4200];
+    snprintf(tokenizer, sizeof(tokenizer), "%s/%s_tokenizer.bin", test_env("FLASHGPT_TMP", "/tmp"), folder);
+    int documents = strstr(arch_args, "--document-mask") != NULL;
+    train_runs_init(&runs, folder, documents ? write_run_tokenizer(tokenizer) : -1);
+    if (documents)
+        snprintf(runs.common + strlen(runs.common), sizeof(runs.common) - strlen(runs.common), " --tokenizer '%s'",
+                 tokenizer);
     char extra[8192], kept_model[4200], model6[4096], state6[4096], out_dir[4096];
     float straight[RUN_STEPS], resumed[RUN_STEPS];
-    snprintf(extra, sizeof(extra), "-B %d %s", RUN_B, mode_args);
+    snprintf(extra, sizeof(extra), "-B %d %s %s", RUN_B, mode_args, arch_args);
     train_runs_run(&runs, "straight", "run", extra, straight);
     keep_final_model(&runs, "run", "straight", kept_model, sizeof(kept_model));
     snprintf(out_dir, sizeof(out_dir), "%s/run", runs.dir);
@@ -426,7 +465,7 @@ static void test_resume(const char* name, const char* folder, const char* mode_a
 static void test_data_parallel_one_rank(const char* name, const char* folder, const char* optimizer) {
     test_begin(name);
     TrainRuns runs;
-    train_runs_init(&runs, folder);
+    train_runs_init(&runs, folder, -1);
     float plain[RUN_STEPS], dp[RUN_STEPS], zero[RUN_STEPS], resumed[RUN_STEPS];
     char extra[4400], kept[4200];
     snprintf(extra, sizeof(extra), "-B %d --deterministic %s", RUN_B, optimizer);
@@ -485,7 +524,7 @@ static void test_context_parallel(const char* simulated_name, const char* nccl_n
                                   const char* arch_args) {
     test_begin(simulated_name);
     TrainRuns runs;
-    train_runs_init(&runs, folder);
+    train_runs_init(&runs, folder, -1);
     float plain[RUN_STEPS], cp[3][RUN_STEPS];
     char extra[512], label[32];
     snprintf(extra, sizeof(extra), "-B %d --deterministic --model d6 %s", RUN_B, arch_args);
@@ -517,7 +556,7 @@ static void test_data_parallel_two_ranks(const char* name, const char* folder, c
     if (skipped_below_two_gpus(name)) return;
     test_begin(name);
     TrainRuns runs;
-    train_runs_init(&runs, folder);
+    train_runs_init(&runs, folder, -1);
     float one[RUN_STEPS], two[RUN_STEPS], two_zero[RUN_STEPS], resumed[RUN_STEPS];
     char extra[4096], kept[4200];
     snprintf(extra, sizeof(extra), "-B %d %s", RUN_B, optimizer);
@@ -544,7 +583,7 @@ static void test_data_parallel_two_ranks(const char* name, const char* folder, c
 static void test_deterministic_runs(const char* name, const char* mode_args) {
     test_begin(name);
     TrainRuns runs;
-    train_runs_init(&runs, "gpt_deterministic");
+    train_runs_init(&runs, "gpt_deterministic", -1);
     float losses[2][RUN_STEPS];
     char extra[8192], dirs[2][4096], models[2][4096], states[2][4096];
     const char* labels[2] = {"first", "second"};
@@ -568,7 +607,7 @@ static void test_deterministic_runs(const char* name, const char* mode_args) {
 static void test_saved_init(const char* name) {
     test_begin(name);
     TrainRuns runs;
-    train_runs_init(&runs, "gpt_saved_init");
+    train_runs_init(&runs, "gpt_saved_init", -1);
     float seeded[RUN_STEPS], loaded[RUN_STEPS];
     char init[4200], log[4200], args[16384], extra[8400];
     snprintf(init, sizeof(init), "%s/init.bin", runs.dir);
@@ -676,7 +715,8 @@ static void test_parameters_by_architecture(void) {
 // a + b T (its second difference over T, 2T, 3T is zero but for the 256-byte rounding of each
 // part); naive keeps P (L, B, NH, T, T) bf16. The logits stay within 1 GiB however many rows,
 // and each recomputation frees exactly the layers it no longer keeps; the modern architecture's
-// buffers differ from GPT-2's by exactly the ones it has not and the ones it adds.
+// buffers differ from GPT-2's by exactly the ones it has not and the ones it adds, and documents
+// add their bounds alone.
 static void test_memory_sizes(void) {
     test_begin("gpt memory sizes");
     GPTConfig c = {.maxT = 0, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768,
@@ -721,6 +761,18 @@ static void test_memory_sizes(void) {
     size_t added = L * N * 2 * NH * sizeof(float) + N * sizeof(int);
     CHECK(none.activations - m_modern.activations == freed - added, "the modern architecture's activations are %zu "
           "bytes fewer than GPT-2's, expected %zu", none.activations - m_modern.activations, freed - added);
+    // Documents add their bounds, two ints a row; windows add nothing.
+    GPTConfig masked = modern;
+    masked.arch.window_count = 2;
+    masked.arch.windows[0] = 256;
+    MemorySizes m_windows = gpt_memory_sizes(&masked, 64, 1024, &naive, NULL, NULL);
+    masked.arch.documents = 1;
+    masked.arch.document_token = 50256;
+    MemorySizes m_masked = gpt_memory_sizes(&masked, 64, 1024, &naive, NULL, NULL);
+    CHECK(m_windows.activations == m_modern.activations &&
+          m_masked.activations - m_modern.activations == 2 * N * sizeof(int),
+          "windows add %zu bytes of activations, documents %zu", m_windows.activations - m_modern.activations,
+          m_masked.activations - m_modern.activations);
     // The optimizers: the same state (master, m, v), and under Muon the Newton-Schulz scratch of
     // its largest batch of matrices, fcw's (L, 4C, C); ZeRO-1 over 4 ranks cuts it to 3 layers'.
     OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW), muon = optimizer_defaults(OPTIMIZER_MUON);
@@ -853,6 +905,16 @@ int main(void) {
         "--arch modern --optimizer muon --lr 0.02 --attention flash --deterministic --recompute layernorm "
         "--classifier-chunk 40";
     const char* resume_modern_name = "gpt resume bit-exact modern muon recompute layernorm chunk 40";
+    // Key windows: the modern recipe with documents and long and short layers (resumed without
+    // --arch: the architecture, and Muon's defaults for it, the modern ones, from the checkpoint);
+    // GPT-2's with a window in the naive path (a GPT-2 with a window is a version 7 model: llm.c's
+    // versions have no slot for it, and a resume that lost it would not take the straight run's
+    // steps).
+    const char* resume_masked_args = "--optimizer muon --lr 0.02 --attention flash --deterministic";
+    const char* resume_masked_arch = "--arch modern --document-mask --window-pattern full,8";
+    const char* resume_masked_name = "gpt resume bit-exact modern muon --document-mask --window-pattern full,8";
+    const char* resume_window_arch = "--window 8";
+    const char* resume_window_name = "gpt resume bit-exact naive --window 8 (GPT-2's architecture, version 7)";
     const char* deterministic_name = "gpt --deterministic muon: two runs, the same bits";
     const char* saved_init_name = "gpt --save-init: the run from its file takes the steps of the run from the seed";
     const char* dp1_name = "gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too";
@@ -865,35 +927,38 @@ int main(void) {
         {"gpt modern context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
          "gpt modern context parallel through NCCL on 2 GPUs: the losses of the simulated ring"}};
     int devices = 0;
-    // The reference files: GPT-2's in every mode, the modern one's in those it has (with Muon).
-    const char* files[2] = {"gpt_reference.bin", "gpt_modern_reference.bin"};
-    const char* models[2] = {"", "modern "};
-    const ModelOptions* file_modes[2] = {modes, modern_modes};
+    // The reference files: GPT-2's in every mode, the modern one's in those it has (with Muon),
+    // the masked one's in the modern one's (AdamW alone).
+    const int n_files = 3;
+    const char* files[n_files] = {"gpt_reference.bin", "gpt_modern_reference.bin", "gpt_masked_reference.bin"};
+    const char* models[n_files] = {"", "modern ", "masked modern "};
+    const ModelOptions* file_modes[n_files] = {modes, modern_modes, modern_modes};
+    const int file_muon_steps[n_files] = {0, 1, 0};
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < n_files; k++)
             for (int i = 0; i < n_modes; i++) {
                 char name[192], mode[128];
                 mode_name(&file_modes[k][i], mode, sizeof(mode));
-                for (int j = 0; j < reference_parts(k); j++) {
+                for (int j = 0; j < reference_parts(file_muon_steps[k]); j++) {
                     snprintf(name, sizeof(name), "gpt %s%s %s", models[k], REFERENCE_PARTS[j], mode);
                     test_skip(name, "no CUDA device");
                 }
             }
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < n_files; k++) {
             char name[192];
             snprintf(name, sizeof(name), SMALLER_FORWARD_NAME, models[k]);
             test_skip(name, "no CUDA device");
         }
         const char* runs[] = {resume_naive_name, resume_flash_name, resume_muon_name, resume_modern_name,
-                              deterministic_name, saved_init_name, dp1_name, dp1_muon_name, dp2_name,
-                              dp2_muon_name};
+                              resume_masked_name, resume_window_name, deterministic_name, saved_init_name, dp1_name,
+                              dp1_muon_name, dp2_name, dp2_muon_name};
         for (const char* run : runs) test_skip(run, "no CUDA device");
         for (int k = 0; k < 2; k++)
             for (int j = 0; j < 2; j++) test_skip(cp_names[k][j], "no CUDA device");
         test_skip("gpt naive vs flash loss curves", "no CUDA device");
         return test_exit_code();
     }
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < n_files; k++) {
         char path[4096], why[ERR_LEN];
         snprintf(path, sizeof(path), "%s/%s", test_env("FLASHGPT_TESTDATA", "build/testdata"), files[k]);
         Reference r;
@@ -907,10 +972,12 @@ int main(void) {
         for (int i = 0; i < n_modes; i++) test_reference(&r, file_modes[k][i]);
         test_backward_of_smaller_forward(&r);
     }
-    test_resume(resume_naive_name, "gpt_resume_naive", resume_naive_args);
-    test_resume(resume_flash_name, "gpt_resume_flash", resume_flash_args);
-    test_resume(resume_muon_name, "gpt_resume_muon", resume_muon_args);
-    test_resume(resume_modern_name, "gpt_resume_modern", resume_modern_args);
+    test_resume(resume_naive_name, "gpt_resume_naive", resume_naive_args, "");
+    test_resume(resume_flash_name, "gpt_resume_flash", resume_flash_args, "");
+    test_resume(resume_muon_name, "gpt_resume_muon", resume_muon_args, "");
+    test_resume(resume_modern_name, "gpt_resume_modern", resume_modern_args, "");
+    test_resume(resume_masked_name, "gpt_resume_masked", resume_masked_args, resume_masked_arch);
+    test_resume(resume_window_name, "gpt_resume_window", resume_naive_args, resume_window_arch);
     test_deterministic_runs(deterministic_name, resume_muon_args);
     test_saved_init(saved_init_name);
     test_data_parallel_one_rank(dp1_name, "gpt_dp1", "");

@@ -50,7 +50,9 @@
   three recipes in train_gpt and modern-muon in bench_torch_gpt2.py at both shapes; the
   learning part the three recipes, then the reference under torch.compile from the initial
   weights train_gpt wrote. gpu_decode.sh trains a modern d12 beside GPT-2's and generates with
-  both at every prompt and sample count.
+  both at every prompt and sample count. gpu_masks.sh without a dataset is one error line and
+  runs nothing; it trains the modern recipe with documents and WINDOWS at T 8192 and dense at
+  T 1024, the same steps of the same tokens, then tabulates them against the dense run.
 Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/test.h.
 """
 import os
@@ -374,8 +376,10 @@ def case_architecture_options():
             (["--init-from", ablation, "--arch", "modern"], "is not the checkpoint's (learned positions"),
             (["--init-from", edited(modern, "rotary2.bin", 4 * 8, slot(2))], "corrupt header: rotary 2 is neither"),
             (["--init-from", edited(modern, "base.bin", 4 * 9, slot(0.5))], "corrupt header: the rotary base 0.5"),
-            (["--init-from", edited(modern, "slot17.bin", 4 * 17, slot(5))],
-             "corrupt header: slot 17 holds 5, past the architecture"),
+            (["--init-from", edited(modern, "slot84.bin", 4 * 84, slot(5))],
+             "corrupt header: slot 84 holds 5, past the architecture"),
+            (["--init-from", edited(modern, "documents.bin", 4 * 17, slot(1))],
+             "the model's attention sees a key window per row"),
             (["--init-from", edited(modern, "v7.bin", 4, slot(7))], "trailing bytes")):
         case = Case(f"{name} {' '.join(os.path.basename(a) for a in args)}: refused in one line naming the "
                     "checkpoint, before torch")
@@ -416,7 +420,7 @@ LOCAL_STUBS = ["train_gpt", "prepare_data", "generate", "build/tests/test_attent
 # which gpu_run makes).
 GPU_SCRIPTS = {"gpu_check.sh": (1, []), "gpu_scaling.sh": (0, []), "gpu_speed_race.sh": (0, []),
                "gpu_attention.sh": (1, []), "gpu_decode.sh": (1, []), "gpu_parity.sh": (1, ["data"]),
-               "gpu_modern.sh": (1, ["data"]), "gpu_muon.sh": (1, ["data"])}
+               "gpu_modern.sh": (1, ["data"]), "gpu_muon.sh": (1, ["data"]), "gpu_masks.sh": (1, ["data"])}
 PARITY_VARIABLES = ("MODELS", "SIDES", "SEEDS", "FLASHGPT", "FLASHGPT_BASE", "RACE", "ARCH", "OPTIMIZER",
                     "WEIGHT_DECAY", "MUON_LR", "MODERN_LR", "PARTS")
 
@@ -563,6 +567,31 @@ def case_gpu_parity_architecture():
         case.end()
 
 
+def case_gpu_masks_runs():
+    case = Case("gpu_masks.sh without a dataset: refused in one line, nothing run")
+    result, ran = gpu_run("gpu_masks.sh", [], lambda stub: 0, {"OUT": "logs"})
+    one_error_line(case, result, "the dataset folder is needed")
+    case.check(not ran, f"ran {ran}")
+    case.end()
+    case = Case("gpu_masks.sh: the modern recipe at T 8192 B 2 with documents and the windows of WINDOWS, then "
+                "dense at T 1024 B 16, then the table against the dense run")
+    result, _ = gpu_run("gpu_masks.sh", ["data"], lambda stub: 0, {"WINDOWS": "full,256", "OUT": "logs"})
+    lines = ran_lines("gpu_masks.sh")
+    runs = [line for line in lines if line.startswith("train_gpt ")]
+    case.check(result.returncode == 0 and len(runs) == 2, f"exit {result.returncode}, train_gpt runs {runs}")
+    if len(runs) == 2:
+        masked, dense = (line.split() for line in runs)
+        case.check("--arch modern" in runs[0] and "-T 8192 -B 2" in runs[0] and "--document-mask" in masked and
+                   "--window-pattern full,256" in runs[0], f"the masked run: {runs[0]}")
+        case.check("--arch modern" in runs[1] and "-T 1024 -B 16" in runs[1] and "--document-mask" not in dense and
+                   "--window-pattern" not in dense, f"the dense run: {runs[1]}")
+        steps = [words[words.index("--steps") + 1] for words in (masked, dense)]
+        case.check(steps[0] == steps[1], f"steps {steps}")
+    case.check(any(line.startswith("python3 scripts/compare_optimizers.py --baseline dense") for line in lines),
+               f"no table: {lines}")
+    case.end()
+
+
 def case_gpu_modern_parts():
     for env_vars, args, must_mention in (({"PARTS": " "}, ["data"], "PARTS is empty"),
                                          ({"PARTS": "learning tuning"}, ["data"], "no part called tuning"),
@@ -632,6 +661,7 @@ def main():
     case_gpu_parity_variables()
     case_gpu_parity_architecture()
     case_gpu_modern_parts()
+    case_gpu_masks_runs()
     case_gpu_decode_modern()
     return 1 if Case.failures else 0
 

@@ -53,11 +53,11 @@ modern = "modern" in opt
 P = params(maxT, V, Vp, L, NH, C, modern) if "Vp" not in opt else 16
 if kind == "model":
     header = [20240326, 5, maxT, V, L, NH, C, Vp]
-    if modern:  # version 7: the modern preset's architecture in slots 8-16, one changed slot when asked
-        header[1] = 7
+    if modern:  # version 7: the modern preset's architecture in slots 8-16, the slots given set
+        header[1] = 7   # (slot=AT:VALUE,AT:VALUE...: documents, windows in slots 17-83, or past them)
         header += [1, bits(10000.0), 1, 1, 1, 0, 1, 1, bits(30.0)]
-        if "slot" in opt:
-            at, value = (int(x) for x in opt["slot"].split(":"))
+        for pair in filter(None, opt.get("slot", "").split(",")):
+            at, value = (int(x) for x in pair.split(":"))
             header += [0] * (at + 1 - len(header))
             header[at] = value
     body = bytearray(2 * P)
@@ -176,9 +176,9 @@ check "a switch of 2: $(last "$tmp/out")" says "$tmp/out" \
 pair "$tmp/r" modern=1 slot=9:0 -- modern=1
 resume "$tmp/r"
 check "a rotary base of 0: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: corrupt header: the rotary base"
-pair "$tmp/r" modern=1 slot=17:1 -- modern=1
+pair "$tmp/r" modern=1 slot=84:1 -- modern=1
 resume "$tmp/r"
-check "a slot past the architecture: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: corrupt header: slot 17 holds 1"
+check "a slot past the architecture: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: corrupt header: slot 84 holds 1"
 pair "$tmp/r" modern=1 C=96 -- modern=1 C=96
 resume "$tmp/r"
 check "rotary at head size 48: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: the head size must be"
@@ -201,6 +201,77 @@ check "--arch other: $(last "$tmp/out")" says "$tmp/out" "--arch other: expected
 if [ -x ./generate ]; then
     ./generate --checkpoint "$tmp/modern.bin" --tokenizer "$tmp/ds/tokenizer.bin" hello > "$tmp/out" 2>&1
     check "generate a modern model: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+fi
+end
+
+begin "train_gpt_key_windows_checked_before_the_gpu"
+# Attention's key windows: documents (slots 17-18), a window pattern (19, and 20-83) in a modern
+# model's header, resumed with them or refused naming the file and what is wrong; the options
+# --document-mask (which takes the tokenizer's <|endoftext|>), --window and --window-pattern,
+# refused in one line where they cannot be; what train_gpt --help says of them.
+eot=$("$PYTHON" -c 'import struct, sys; print(struct.unpack_from("<5i", open(sys.argv[1], "rb").read())[4])' \
+    "$tmp/ds/tokenizer.bin" 2>/dev/null)
+pair "$tmp/masked" modern=1 slot=17:1,18:7,19:2,21:16 -- modern=1
+resume "$tmp/masked"
+check "documents and the windows full,16 resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+resume "$tmp/masked" --context-parallel 2
+check "resumed under the ring: $(last "$tmp/out")" says "$tmp/out" "--context-parallel 2: the ring takes no key window yet"
+resume "$tmp/masked" --window 16
+check "resumed with another window: $(last "$tmp/out")" says "$tmp/out" \
+    "the architecture asked for (modern, documents (token 7), windows 16) is not that of $tmp/masked (modern, documents (token 7), windows full,16)"
+resume "$tmp/masked" --tokenizer "$tmp/ds/tokenizer.bin"
+check "with a tokenizer whose <|endoftext|> is not 7: $(last "$tmp/out")" says "$tmp/out" \
+    "--tokenizer $tmp/ds/tokenizer.bin: its <|endoftext|> is token $eot, the documents of $tmp/masked start at token 7"
+pair "$tmp/r" modern=1 slot=17:1,18:300 -- modern=1
+resume "$tmp/r"
+check "a document token past the vocabulary: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/model_00000005.bin: corrupt header: the document token is outside the vocabulary"
+while IFS='|' read -r slots why; do
+    pair "$tmp/r" modern=1 slot="$slots" -- modern=1
+    resume "$tmp/r"
+    check "slots $slots: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: corrupt header: $why"
+done <<'EOF'
+17:2|a switch of the architecture is neither 0 nor 1
+18:5|the document token is negative, or set without documents
+19:65|the window count is not 0 to 64
+19:1,20:-3|a window is negative
+19:1,21:8|a window is set past the pattern
+19:2|the window pattern bounds no layer
+EOF
+fresh() {  # fresh [options]: a new d2 run, its output in $tmp/out
+    ./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch modern "$@" > "$tmp/out" 2>&1
+}
+fresh --document-mask --window-pattern 32,full --tokenizer "$tmp/ds/tokenizer.bin"
+check "--document-mask --window-pattern 32,full: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+fresh --document-mask
+check "--document-mask without --tokenizer: $(last "$tmp/out")" says "$tmp/out" \
+    "--document-mask: a document starts at <|endoftext|>, whose id comes from --tokenizer: give it"
+fresh --window 8 --context-parallel 2
+check "--window under the ring: $(last "$tmp/out")" says "$tmp/out" "--context-parallel 2: the ring takes no key window yet"
+fresh --window 8 --window-pattern 8,full
+check "--window and --window-pattern: $(last "$tmp/out")" says "$tmp/out" "--window and --window-pattern exclude each other"
+fresh --window 0
+check "--window 0: $(last "$tmp/out")" says "$tmp/out" "--window 0: expected an integer from 1 to"
+many=$(printf '8,%.0s' $(seq 64))full
+while IFS='|' read -r pattern why; do
+    fresh --window-pattern "$pattern"
+    check "--window-pattern '$pattern': $(last "$tmp/out")" says "$tmp/out" "--window-pattern $why"
+done <<EOF
+1,,2|'1,,2': expected windows (keys, or full) separated by commas
+8,|'8,': expected windows (keys, or full) separated by commas
+full,full|'full,full': every window is full, which is no window
+0,8|0: expected an integer from 1 to
+8,long|'8,long': 'long' is neither a number of keys nor full
+$many|'$many': more than 64 windows
+EOF
+./train_gpt --help > "$tmp/out" 2>&1
+grep -q -- "--window-pattern LIST   a window per layer: comma-separated windows, each a number" "$tmp/out" &&
+    grep -q -- "of keys or full (no bound), layer l taking item l mod" "$tmp/out" && grep -q -- "--document-mask" "$tmp/out"
+check "train_gpt --help says the options of key windows and the pattern's syntax" test $? = 0
+if [ -x ./generate ]; then
+    ./generate --checkpoint "$tmp/masked/model_00000005.bin" --tokenizer "$tmp/ds/tokenizer.bin" hello > "$tmp/out" 2>&1
+    check "generate with a tokenizer whose <|endoftext|> is not the model's: $(last "$tmp/out")" says "$tmp/out" \
+        "--tokenizer $tmp/ds/tokenizer.bin: its <|endoftext|> is token $eot, the documents of $tmp/masked/model_00000005.bin start at token 7"
 fi
 end
 
