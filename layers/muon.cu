@@ -11,6 +11,7 @@
 #include "layers/muon.h"
 
 #include <math.h>
+#include "common/bytes.h"
 #include "device/bf16.cuh"
 #include "device/reduce.cuh"
 
@@ -115,8 +116,6 @@ __global__ void muon_apply_kernel(bf16* params, float* master, const bf16* updat
 // ---------------------------------------------------------------------------------------------
 // Launchers
 
-#define SCRATCH_ALIGN 256
-static size_t round_up(size_t bytes) { return (bytes + SCRATCH_ALIGN - 1) / SCRATCH_ALIGN * SCRATCH_ALIGN; }
 
 static int norm_blocks(int rows, int cols) { return (int)ceil_div((long long)rows * cols, NORM_ELEMENTS_PER_BLOCK); }
 
@@ -136,7 +135,7 @@ static NewtonSchulzScratch carve_scratch(char* base, int count, int rows, int co
     size_t total = 0;
     for (int i = 0; i < 4; i++) {
         at[i] = total;
-        total += round_up(sizes[i]);
+        total += carve_round_up(sizes[i]);
     }
     if (!base) return (NewtonSchulzScratch){NULL, NULL, NULL, NULL, total};
     return (NewtonSchulzScratch){(bf16*)(base + at[0]), (bf16*)(base + at[1]), (bf16*)(base + at[2]),
@@ -181,7 +180,7 @@ const bf16* newton_schulz(bf16* x, int count, int rows, int cols, void* scratch,
 }
 
 size_t muon_scratch_bytes(int count, int rows, int cols) {
-    return round_up((size_t)count * rows * cols * sizeof(bf16)) + newton_schulz_scratch_bytes(count, rows, cols);
+    return carve_round_up((size_t)count * rows * cols * sizeof(bf16)) + newton_schulz_scratch_bytes(count, rows, cols);
 }
 
 void muon_update(bf16* params, float* master, const bf16* grads, float* m, int count, int rows, int cols, float lr,
@@ -194,7 +193,7 @@ void muon_update(bf16* params, float* master, const bf16* grads, float* m, int c
     unsigned blocks = (unsigned)ceil_div(n8, MUON_THREADS);
     muon_momentum_kernel<<<blocks, MUON_THREADS, 0, ms->stream>>>(u, m, grads, n8, momentum, grad_scale);
     cudaCheckLaunch();
-    const bf16* update = newton_schulz(u, count, rows, cols, (char*)scratch + round_up(n8 * 8 * sizeof(bf16)), ms);
+    const bf16* update = newton_schulz(u, count, rows, cols, (char*)scratch + carve_round_up(n8 * 8 * sizeof(bf16)), ms);
     float step = lr * sqrtf(fmaxf(1.0f, (float)rows / (float)cols));
     muon_apply_kernel<<<blocks, MUON_THREADS, 0, ms->stream>>>(params, master, update, n8, step, lr * weight_decay);
     cudaCheckLaunch();
