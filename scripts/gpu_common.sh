@@ -74,6 +74,14 @@ import numpy as np
 print(sum(int(np.fromfile(p, dtype=np.int32, count=3)[2]) for p in glob.glob(sys.argv[1] + "/train_*.bin")))' "$1"
 }
 
+# gpu_dataset DIR: refuses in one line (exit status 1) a DIR that is not prepare_data's output
+# with validation shards (tokenizer.bin, train_*.bin, val_*.bin).
+gpu_dataset() {
+    [ -f "$1/tokenizer.bin" ] && ls "$1"/train_*.bin > /dev/null 2>&1 && ls "$1"/val_*.bin > /dev/null 2>&1 && return 0
+    echo "error: $(basename "$0"): $1: no tokenizer.bin, train_*.bin and val_*.bin (prepare_data's output)" >&2
+    exit 1
+}
+
 # step_failed NAME: records that the step NAME failed.
 step_failed() {
     GPU_FAILED_STEPS="${GPU_FAILED_STEPS:+$GPU_FAILED_STEPS, }$1"

@@ -25,8 +25,7 @@ gpu_arguments 1 "$@"
 DATA=${1:-}
 refuse() { echo "error: $(basename "$0"): $1 (--help prints the usage)" >&2; exit 1; }
 [ -n "$DATA" ] || refuse "the dataset folder is needed"
-[ -f "$DATA/tokenizer.bin" ] && ls "$DATA"/train_*.bin > /dev/null 2>&1 && ls "$DATA"/val_*.bin > /dev/null 2>&1 ||
-    refuse "$DATA: no tokenizer.bin, train_*.bin and val_*.bin (prepare_data's output)"
+gpu_dataset "$DATA"
 WINDOWS=${WINDOWS:-2048,512}
 PYTHON=${PYTHON:-python3}
 LOGS=${OUT:-build}/masks

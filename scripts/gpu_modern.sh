@@ -42,10 +42,7 @@ for part in $PARTS; do
     case $part in learning|speed) ;; *) refuse "PARTS: no part called $part (learning, speed)" ;; esac
 done
 case " $PARTS " in *" learning "*) [ -n "$DATA" ] || refuse "the learning part needs the dataset folder" ;; esac
-if [ -n "$DATA" ]; then
-    [ -f "$DATA/tokenizer.bin" ] && ls "$DATA"/train_*.bin > /dev/null 2>&1 && ls "$DATA"/val_*.bin > /dev/null 2>&1 ||
-        refuse "$DATA: no tokenizer.bin, train_*.bin and val_*.bin (prepare_data's output)"
-fi
+[ -z "$DATA" ] || gpu_dataset "$DATA"
 PYTHON=${PYTHON:-python3}
 STEPS=${STEPS:-20}
 LOGS=${OUT:-build}/modern

@@ -20,8 +20,7 @@ set -u
 gpu_arguments 1 "$@"
 DATA=${1:-}
 [ -n "$DATA" ] || { echo "error: $(basename "$0"): give the dataset folder (--help prints the usage)" >&2; exit 1; }
-[ -f "$DATA/tokenizer.bin" ] && ls "$DATA"/train_*.bin > /dev/null 2>&1 && ls "$DATA"/val_*.bin > /dev/null 2>&1 ||
-    { echo "error: $DATA: no tokenizer.bin, train_*.bin and val_*.bin (prepare_data's output)" >&2; exit 1; }
+gpu_dataset "$DATA"
 PYTHON=${PYTHON:-python3}
 ADAMW_LRS=${ADAMW_LRS:-"3e-4 6e-4 1.2e-3"}
 MUON_LRS=${MUON_LRS:-"0.01 0.02 0.04"}
