@@ -3,7 +3,8 @@
 # option, an argument too many or a run from another folder than the repository root, whose
 # paths they use, is refused with one line, before any work) and their exit status (each step
 # that fails is recorded; gpu_finish names them and exits non-zero); the baseline tree some of
-# them compare with; and the model the generation checks run on.
+# them compare with; the dataset folder some of them read; and the model the generation checks
+# run on.
 
 GPU_FAILED_STEPS=""
 
