@@ -25,6 +25,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 from case import Case  # noqa: E402
 from gpt2_checkpoint import Shape, architecture_from_slots, layout  # noqa: E402
+from gpt_architecture import SLOTS  # noqa: E402
 
 try:
     import torch
@@ -45,7 +46,7 @@ def read_reference(path):
         data = f.read()
     header = np.frombuffer(data, "<i4", 256)
     B, T, maxT, V, _, L, NH, C, nsteps, P, muon_steps = (int(v) for v in header[2:13])
-    r = {"B": B, "T": T, "shape": Shape(maxT, V, L, NH, C), "arch": architecture_from_slots(header[16:25])}
+    r = {"B": B, "T": T, "shape": Shape(maxT, V, L, NH, C), "arch": architecture_from_slots(header[16:16 + SLOTS])}
     offset = 1024
     for name, dtype, count in (("hyper", "<f4", 16), ("inputs", "<i4", B * T), ("targets", "<i4", B * T),
                                ("params", "<f4", P), ("logits", "<f4", B * T * V), ("loss", "<f4", 1),
