@@ -17,8 +17,8 @@
 # the seeds, the mean and spread of flashgpt minus the reference, seed by seed. The runs (MODELS):
 #   d6:  B 32, T 512, lr 1e-3, one epoch, warmup over its first 10%
 #   d12: B 16, T 1024, lr 6e-4, one epoch, warmup over its first 10%
-#   d6-t256: make train's run (B 32, T 256, lr 1e-3, 350 steps, warmup 25), whose final loss
-#        on tinyshakespeare bounds tests/test_learning.sh
+#   d6-t256: make train's shape (B 32, T 256), lr 1e-3, 350 steps, warmup 25: GPT-2's recipe on
+#        tinyshakespeare, whose final loss bounds tests/test_learning.sh
 #   all: cosine to 0.1 lr, AdamW 0.9/0.95, weight decay 0.1, clip 1, validation on 20 batches
 #   every 25 steps.
 # OPTIMIZER=muon trains every run of both sides with Muon instead (train_gpt's --optimizer muon,
@@ -30,7 +30,7 @@
 # logits soft-capped at 30): AdamW at lr $MODERN_LR (2e-3, the preset's) for every run; Muon as
 # above but for wte at 0.05 and the head at 0.002 (the preset's); its logs go to a folder of the
 # run's name with -modern after it (then -muon). WEIGHT_DECAY=X replaces the optimizer's weight
-# decay (its folder gets -wdX). For instance, make train's run of the modern recipe on
+# decay (its folder gets -wdX). For instance, the d6-t256 run of the modern recipe on
 # tinyshakespeare (datasets/tinyshakespeare: scripts/prepare_tinyshakespeare.sh), whose end tells
 # over-fitting (the validation loss falls, then rises while the training loss falls) from
 # divergence (the training loss rises too), both optimizers, about a minute each past the build:
