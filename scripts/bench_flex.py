@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""PyTorch's FlexAttention on the masked shapes of bench/bench_attention.cu, for comparison.
+"""PyTorch's FlexAttention and cuDNN on the masked shapes of bench/bench_attention.cu, for comparison.
 
 flex_attention (torch.nn.attention.flex_attention, compiled) with a block mask from
 create_block_mask over the same rule as flashgpt's key window: causal, and documents of N tokens
-(a row sees its own document), a window of N keys, or both. bf16, q/k/v (B, NH, T, HS), head
+(a row sees its own document), a window of N keys, or both; and scaled_dot_product_attention on
+its cuDNN backend, which takes such a mask only as a dense (T, T) boolean matrix (it skips no
+block, and its mask alone is T² bytes: a shape where it fails or runs out of memory says so). bf16, q/k/v (B, NH, T, HS), head
 size 64 with NH = 16 and 128 with NH = 8; B = 16384 / T (B = 1 when T > 16K).
 FLOPs: forward 4 B NH HS times the (query, key) pairs the mask leaves visible; backward 2.5x the
 forward, as bench_attention counts them. Time: as bench_sdpa.py's (its time_attention). Prints a Markdown table in bench_sdpa.py's columns, the mask beside the backend.
@@ -23,6 +25,8 @@ try:
 except ImportError:
     torch = None  # said once the arguments are read: --help and their errors need no torch
 else:
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 SEQ_LENS = [16384, 65536]
@@ -68,6 +72,18 @@ def bench(flex, B, NH, T, HS, docs, window):
     return time_attention(lambda q, k, v: flex(q, k, v, block_mask=block_mask), B, NH, T, HS)
 
 
+def bench_cudnn(B, NH, T, HS, docs, window):
+    t = torch.arange(T, device="cuda")
+    q, k = t[:, None], t[None, :]
+    seen = q >= k
+    if docs:
+        seen &= q // docs == k // docs
+    if window:
+        seen &= q - k < window
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        return time_attention(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=seen), B, NH, T, HS)
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("HS", nargs="?", type=int, help="the head size of the one shape to run, 64 or 128 [every shape]")
@@ -84,7 +100,7 @@ def main(argv):
         print("bench_flex: skipped (no CUDA device)")
         return 0
     flex = torch.compile(flex_attention)
-    print(f"torch {torch.__version__} flex_attention, {torch.cuda.get_device_name()}, bf16, causal with a key "
+    print(f"torch {torch.__version__} flex_attention and cuDNN, {torch.cuda.get_device_name()}, bf16, causal with a key "
           f"window, {TOKENS_PER_CALL} tokens per call (B = 1 when T > {TOKENS_PER_CALL})\n")
     print("| HS | T | B×NH | backend | fwd ms | fwd TFLOP/s | bwd ms | bwd TFLOP/s |")
     print("|---|---|---|---|---|---|---|---|")
@@ -93,9 +109,11 @@ def main(argv):
         for T in ([a.T] if a.T else SEQ_LENS):
             for docs, window in ([only_mask] if only_mask else MASKS):
                 B = max(1, TOKENS_PER_CALL // T)
-                name = f"flex, {mask_name(docs, window)}"
                 fwd_flops = 4 * B * NH * visible_pairs(T, docs, window) * HS
-                print_row(HS, T, B, NH, name, fwd_flops, lambda: bench(flex, B, NH, T, HS, docs, window))
+                print_row(HS, T, B, NH, f"flex, {mask_name(docs, window)}", fwd_flops,
+                          lambda: bench(flex, B, NH, T, HS, docs, window))
+                print_row(HS, T, B, NH, f"cuDNN, {mask_name(docs, window)}", fwd_flops,
+                          lambda: bench_cudnn(B, NH, T, HS, docs, window))
     return 0
 
 
