@@ -42,7 +42,8 @@ typedef struct {
 // hold: its rows see the keys of that sequence's rule. On the diagonal (query0 = key0) the call
 // is causal; off it every key comes before every query, and the call, not causal, lets row t see
 // the keys from lo (in its own positions) to its last: a row may then see none, and gets O = 0
-// and L = -inf (which a merge of log-sum-exps passes over).
+// and L = -inf (which a merge of log-sum-exps passes over). Its backward takes a finite L for
+// every row, as the ring's merged L is (with L = -inf the row's probabilities would be NaN).
 typedef struct {
     const int* doc_start;   // (B, T) device: the first position of row t's document; NULL: none
     const int* doc_end;     // (B, T) device: the last position of row t's document (with doc_start)
