@@ -451,9 +451,6 @@ static void resolve_batch(Run* r) {
     const ModelOptions* mo = &o->model_options;
     if ((mo->recompute & RECOMPUTE_GELU) && r->config.arch.relu2)
         die("--recompute gelu: the relu2 MLP keeps relu(h)^2 alone (its backward takes relu(h) = sqrt), no GELU");
-    if (o->context_parallel > 1 && architecture_masked(&r->config.arch))
-        die("--context-parallel %d: the ring takes no key window yet (the model's documents or windows)",
-            o->context_parallel);
     const char* why = model_attention_unsupported(&r->config, mo, r->rows, r->cols);
     if (why) die("--attention %s: %s", attention_kind_name(mo->attention.kind), why);
     if (r->tok && o->sample_every > 0) {

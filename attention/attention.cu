@@ -30,7 +30,6 @@ const char* attention_unsupported(const AttentionPlan* plan, AttentionShape s) {
     const char* why = attention_mask_unsupported(&plan->mask, s);
     if (why) return why;
     if (plan->ring) {
-        if (attention_mask_active(&plan->mask)) return "context parallel: no key window yet";
         if (plan->kind != ATTENTION_FLASH) return "context parallel: the ring runs flash attention only";
         return ring_attention_unsupported(plan->ring, s);
     }
@@ -58,7 +57,7 @@ void attention_forward(const AttentionPlan* plan, AttentionShape s, bf16* out, v
                        void* scratch, cudaStream_t stream) {
     require_supported(plan, s);
     AttentionParams p = attention_fused_params(s, qkv, out, (float*)saved, NULL, NULL);
-    if (plan->ring) ring_attention_forward(plan->ring, s, out, (float*)saved, qkv, scratch, stream);
+    if (plan->ring) ring_attention_forward(plan->ring, s, &plan->mask, out, (float*)saved, qkv, scratch, stream);
     else if (plan->kind == ATTENTION_FLASH) flash_attention_forward(&p, &plan->mask, stream);
     else naive_attention_forward(&p, &plan->mask, (bf16*)saved, stream);
 }
@@ -68,7 +67,7 @@ void attention_backward(const AttentionPlan* plan, AttentionShape s, bf16* dqkv,
     require_supported(plan, s);
     AttentionParams p = attention_fused_params(s, qkv, (bf16*)out, (float*)saved, dqkv, dout);
     if (plan->ring)
-        ring_attention_backward(plan->ring, s, dqkv, dout, out, (const float*)saved, qkv, scratch,
+        ring_attention_backward(plan->ring, s, &plan->mask, dqkv, dout, out, (const float*)saved, qkv, scratch,
                                 plan->deterministic, stream);
     else if (plan->kind == ATTENTION_FLASH) flash_attention_backward(&p, &plan->mask, scratch, plan->deterministic, stream);
     else naive_attention_backward(&p, &plan->mask, (const bf16*)saved, scratch, stream);

@@ -26,7 +26,9 @@ typedef struct {
     const AttentionRing* ring;   // NULL: each row of the batch is a sequence. Else a row is a rank's
                                  // two zigzag chunks of one (flash only)
     AttentionMask mask;          // the key window of every row (params.h, attention/mask.h): its
-                                 // document, a sliding window, or both; all zero: plain causal
+                                 // document, a sliding window, or both; all zero: plain causal.
+                                 // Under the ring its arrays hold each row's whole sequence
+                                 // (ring_document_bounds)
 } AttentionPlan;
 
 // NULL when the plan computes the shape s (B rows of T tokens), else a one-line reason.

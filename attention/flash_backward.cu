@@ -183,8 +183,8 @@ __device__ __forceinline__ void kv_q_block(float (&dk)[HS / 8][4], float (&dv)[H
             (MASKED && qs + SUB_M - 1 > hi.warp_first)) {
             VisibleColumns seen[2];
             if constexpr (MASKED) {
-                seen[0] = queries_in_window(warp_k0 + g, qs + 2 * t, T, hi.key[0]);
-                seen[1] = queries_in_window(warp_k0 + g + 8, qs + 2 * t, T, hi.key[1]);
+                seen[0] = queries_in_window(warp_k0 + g, qs + 2 * t, T, hi.key[0], causal);
+                seen[1] = queries_in_window(warp_k0 + g + 8, qs + 2 * t, T, hi.key[1], causal);
             } else {
                 seen[0] = queries_seeing(warp_k0 + g, qs + 2 * t, T, causal);
                 seen[1] = queries_seeing(warp_k0 + g + 8, qs + 2 * t, T, causal);
@@ -242,7 +242,7 @@ flash_backward_kv_kernel(const AttentionParams p, float* dq_accum, const float* 
     KeyRowsHi hi;   // keys past T take key T - 1's
     if constexpr (MASKED) {
         const KeyWindow window(mask, b, T);
-        n_q_blocks = window.hi(min(k0 + BLOCK_N - 1, T - 1)) / BLOCK_M + 1;
+        n_q_blocks = window.end_block(min(k0 + BLOCK_N - 1, T - 1), BLOCK_M);
         hi.warp_first = window.hi(min(warp_k0, T - 1));
         hi.warp_last = window.hi(min(warp_k0 + 15, T - 1));
         hi.key[0] = window.hi(min(warp_k0 + g, T - 1));
@@ -337,7 +337,7 @@ flash_backward_dq_kernel(const AttentionParams p, const float* delta, const Atte
     int first_kv_block = 0, row_lo[2], warp_lo_first = 0, warp_lo_last = 0;
     if constexpr (MASKED) {
         const KeyWindow window(mask, b, T);
-        first_kv_block = window.lo(q0) / BLOCK_N;
+        first_kv_block = window.first_block(q0, BLOCK_N);
         warp_lo_first = window.lo(min(warp_q0, T - 1));
         warp_lo_last = window.lo(min(warp_q0 + 15, T - 1));
         for (int half = 0; half < 2; half++) row_lo[half] = window.lo(min(warp_q0 + g + 8 * half, T - 1));
@@ -404,8 +404,8 @@ flash_backward_dq_kernel(const AttentionParams p, const float* delta, const Atte
                     int row = warp_q0 + g, key0 = kv0 + np * 16 + 2 * t;
                     VisibleColumns seen[2];
                     if constexpr (MASKED) {
-                        seen[0] = keys_in_window(row, key0, T, row_lo[0]);
-                        seen[1] = keys_in_window(row + 8, key0, T, row_lo[1]);
+                        seen[0] = keys_in_window(row, key0, T, row_lo[0], causal);
+                        seen[1] = keys_in_window(row + 8, key0, T, row_lo[1], causal);
                     } else {
                         seen[0] = keys_seen(row, key0, T, causal);
                         seen[1] = keys_seen(row + 8, key0, T, causal);

@@ -319,7 +319,7 @@ __device__ __forceinline__ void kv_score_grads(const KvConsumerThread<HS, DQ>& t
         VisibleColumns seen[2];
         #pragma unroll
         for (int half = 0; half < 2; half++)
-            seen[half] = MASKED ? queries_in_window(th.key0 + 8 * half, q0 + 2 * t, T, hi.key[half])
+            seen[half] = MASKED ? queries_in_window(th.key0 + 8 * half, q0 + 2 * t, T, hi.key[half], causal)
                                 : queries_seeing(th.key0 + 8 * half, q0 + 2 * t, T, causal);
         mask_tile<BLOCK_M / 8>(st, seen);
     }
@@ -556,7 +556,7 @@ flash_backward_wgmma_kernel(const __grid_constant__ CUtensorMap map_k,    // K, 
     // Causal: Q blocks entirely before this K/V block never see it; masked, nor those after the
     // window of its last key (hi never decreases along the keys).
     kb.first_q_block = params.shape.causal ? kb.k0 / K::BLOCK_M : 0;
-    kb.n_q_blocks = MASKED ? KeyWindow(mask, kb.b, T).hi(min(kb.k0 + K::BLOCK_N - 1, T - 1)) / K::BLOCK_M + 1
+    kb.n_q_blocks = MASKED ? KeyWindow(mask, kb.b, T).end_block(min(kb.k0 + K::BLOCK_N - 1, T - 1), K::BLOCK_M)
                            : (int)ceil_div(T, K::BLOCK_M);
 
     if (threadIdx.x == 0) {
@@ -655,7 +655,7 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
     int row_lo[2], warp_lo_last = 0;   // masked: this thread's rows' first keys, its warp's last row's
     if constexpr (MASKED) {
         const KeyWindow window(mask, b, T);
-        first_kv_block = window.lo(q0) / BLOCK_N;
+        first_kv_block = window.first_block(q0, BLOCK_N);
         for (int half = 0; half < 2; half++) row_lo[half] = window.lo(min(row0 + 8 * half, T - 1));
         warp_lo_last = window.lo(min(wg_q0 + warp * 16 + 15, T - 1));
     }
@@ -735,7 +735,7 @@ flash_backward_dq_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,    // 
             VisibleColumns seen[2];
             #pragma unroll
             for (int half = 0; half < 2; half++)
-                seen[half] = MASKED ? keys_in_window(row0 + 8 * half, kv0 + 2 * t, T, row_lo[half])
+                seen[half] = MASKED ? keys_in_window(row0 + 8 * half, kv0 + 2 * t, T, row_lo[half], causal)
                                     : keys_seen(row0 + 8 * half, kv0 + 2 * t, T, causal);
             mask_tile<BLOCK_N / 8>(sc, seen);
         }

@@ -51,7 +51,7 @@ flash_forward_kernel(const AttentionParams p, const AttentionMask mask) {
     int row_lo[M_TILES][2], warp_lo_first = 0, warp_lo_last = 0;
     if constexpr (MASKED) {
         const KeyWindow window(mask, b, T);
-        first_kv_block = window.lo(q0) / BLOCK_N;
+        first_kv_block = window.first_block(q0, BLOCK_N);
         warp_lo_first = window.lo(min(warp_q0, T - 1));
         warp_lo_last = window.lo(min(warp_q0 + WARP_ROWS - 1, T - 1));
         for (int mt = 0; mt < M_TILES; mt++)
@@ -114,8 +114,8 @@ flash_forward_kernel(const AttentionParams p, const AttentionMask mask) {
                     int row = warp_q0 + mt * 16 + g;
                     VisibleColumns seen[2];
                     if constexpr (MASKED) {
-                        seen[0] = keys_in_window(row, kv0 + 2 * t, T, row_lo[mt][0]);
-                        seen[1] = keys_in_window(row + 8, kv0 + 2 * t, T, row_lo[mt][1]);
+                        seen[0] = keys_in_window(row, kv0 + 2 * t, T, row_lo[mt][0], causal);
+                        seen[1] = keys_in_window(row + 8, kv0 + 2 * t, T, row_lo[mt][1], causal);
                     } else {
                         seen[0] = keys_seen(row, kv0 + 2 * t, T, causal);
                         seen[1] = keys_seen(row + 8, kv0 + 2 * t, T, causal);
@@ -149,13 +149,14 @@ flash_forward_kernel(const AttentionParams p, const AttentionMask mask) {
     }
 
     // O = o / l and L = scale*m + log(l); O is staged in this warp's own rows of sQ (which
-    // only this warp ever read) so that global stores are whole 16-byte rows segments.
+    // only this warp ever read) so that global stores are whole 16-byte rows segments. Masked
+    // and not causal, a row may see no key: l = 0 and m = -inf give O = 0 and L = -inf.
     float* lse = p.lse.ptr + b * p.lse.batch + (long long)h * p.lse.head;
     for (int mt = 0; mt < M_TILES; mt++) {
         float inv[2];
         for (int half = 0; half < 2; half++) {
             float sum = quad_sum(l[mt][half]);
-            inv[half] = 1.0f / sum;
+            inv[half] = MASKED && sum == 0.0f ? 0.0f : 1.0f / sum;
             int row = warp_q0 + mt * 16 + g + 8 * half;
             if (t == 0 && row < T) lse[row] = m[mt][half] * p.shape.scale + logf(sum);
         }

@@ -78,7 +78,7 @@ struct ForwardBlock {
         int q_block = n_q_blocks - 1 - tile.rank;
         b = tile.bh / NH, h = tile.bh % NH;
         q0 = q_block * BLOCK_M;
-        first_kv_block = MASKED ? KeyWindow(mask, b, T).lo(q0) / BLOCK_N : 0;
+        first_kv_block = MASKED ? KeyWindow(mask, b, T).first_block(q0, BLOCK_N) : 0;
         n_kv_blocks = (int)ceil_div(causal ? min(q0 + BLOCK_M, T) : T, BLOCK_N) - first_kv_block;
     }
     // (rows, HS) tile of this (b, h) from row t0: one TMA copy per 64-column panel; rows past T
@@ -174,7 +174,7 @@ __device__ __forceinline__ void forward_softmax(float (&s)[BLOCK_N / 2], float (
         VisibleColumns seen[2];
         #pragma unroll
         for (int half = 0; half < 2; half++)
-            seen[half] = MASKED ? keys_in_window(at.row0 + 8 * half, kv0 + 2 * (at.lane % 4), T, at.lo[half])
+            seen[half] = MASKED ? keys_in_window(at.row0 + 8 * half, kv0 + 2 * (at.lane % 4), T, at.lo[half], causal)
                                 : keys_seen(at.row0 + 8 * half, kv0 + 2 * (at.lane % 4), T, causal);
         mask_tile<BLOCK_N / 8>(s, seen);
     }
@@ -269,7 +269,8 @@ __device__ __forceinline__ void forward_mainloop(const ForwardBlock<HS, BLOCK_N,
     pin_registers(o);
 }
 
-// O = o / l and L = scale*m + log(l). O is staged as bf16 in this warpgroup's own rows of sQ
+// O = o / l and L = scale*m + log(l) (masked and not causal, a row that sees no key: O = 0 and
+// L = -inf). O is staged as bf16 in this warpgroup's own rows of sQ
 // (each warp read only its own 16 rows, into its Q fragments; the __syncwarp puts those reads
 // before the other lanes' stores), and the same warpgroup stores those rows as whole 16-byte
 // segments: a barrier of its own 128 threads suffices.
@@ -285,7 +286,7 @@ __device__ __forceinline__ void forward_epilogue(const ForwardBlock<HS, BLOCK_N,
     #pragma unroll
     for (int half = 0; half < 2; half++) {
         float sum = quad_sum(l[half]);
-        inv[half] = 1.0f / sum;
+        inv[half] = MASKED && sum == 0.0f ? 0.0f : 1.0f / sum;
         int row = at.row0 + 8 * half;
         if (t == 0 && row < T) params.lse.ptr[b * params.lse.batch + (long long)h * params.lse.head + row] = m[half] * params.shape.scale + logf(sum);
     }

@@ -9,7 +9,8 @@ const char* attention_mask_unsupported(const AttentionMask* m, AttentionShape s)
     if (!m) return NULL;
     if (m->window < 0) return "attention mask: the window must be 0 (none) or a number of keys";
     if (!m->doc_start != !m->doc_end) return "attention mask: documents need both their starts and their ends";
-    if (attention_mask_active(m) && !s.causal) return "attention mask: a key window is causal";
+    if (m->query0 < 0 || m->key0 < 0) return "attention mask: the positions of the first query and key must not be negative";
+    if ((m->query0 || m->key0) && s.B != 1) return "attention mask: a call at other positions holds one sequence";
     return NULL;
 }
 

@@ -44,13 +44,14 @@ static void batched_matmul(int M, int N, int K, float alpha,
 }
 
 // The keys row `row` of (B, NH, T) rows sees are [lo, n): causal, those up to its position
-// i = row % T; MASKED, from the first key of its window on (the mask is unused otherwise).
+// i = row % T; MASKED, from the first key of its window on (the mask is unused otherwise), and
+// not causal, a row whose window starts past the keys sees none (lo >= n).
 struct RowKeys { int lo, n; };
 template <bool MASKED>
 __device__ __forceinline__ RowKeys row_keys(size_t row, int T, int NH, int causal, const AttentionMask& mask) {
     if (!MASKED) return {0, causal ? (int)(row % T) + 1 : T};
     int i = (int)(row % T);
-    return {KeyWindow(mask, (int)(row / ((size_t)NH * T)), T).lo(i), i + 1};
+    return {KeyWindow(mask, (int)(row / ((size_t)NH * T)), T).lo(i), causal ? i + 1 : T};
 }
 
 // The block reductions of a row, an operation type per variant: block_reduce keeps a shared

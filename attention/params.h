@@ -35,12 +35,20 @@ typedef struct {
 // and key t is seen by the queries [t, hi(t)], hi(t) = min(doc_end[b * T + t], t + window - 1,
 // T - 1). lo never decreases along a sequence, so the queries that see a key are one run, as the
 // keys a query sees are: a tile of rows has its first key at lo of its first row, a tile of keys
-// its last query at hi of its last key. A masked call is causal; the flash kernels and naive take
-// the mask beside their params (NULL: the shape's causal flag alone).
+// its last query at hi of its last key. The flash kernels and naive take the mask beside their
+// params (NULL: the shape's causal flag alone).
+// A block of the ring (attention/ring.h) is a call on views of one sequence (B = 1) whose query
+// t and key s lie at the positions query0 + t and key0 + s of the sequence the mask's arrays
+// hold: its rows see the keys of that sequence's rule. On the diagonal (query0 = key0) the call
+// is causal; off it every key comes before every query, and the call, not causal, lets row t see
+// the keys from lo (in its own positions) to its last: a row may then see none, and gets O = 0
+// and L = -inf (which a merge of log-sum-exps passes over). Its backward takes a finite L for
+// every row, as the ring's merged L is (with L = -inf the row's probabilities would be NaN).
 typedef struct {
     const int* doc_start;   // (B, T) device: the first position of row t's document; NULL: none
     const int* doc_end;     // (B, T) device: the last position of row t's document (with doc_start)
     int window;             // the most keys a row sees, its own included; 0: no bound
+    int query0, key0;       // the positions of the call's first query and first key (B = 1); 0: plain
 } AttentionMask;
 
 // One call: the forward reads q, k, v and writes o and lse (the log-sum-exp of the scaled

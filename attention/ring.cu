@@ -9,12 +9,15 @@
 // and, shared: one block's output (c, C) or its dQ, dK, dV (c, 3C), its log-sum-exp (NH, c),
 // and the flash backward's scratch. Step 0, the local sequence against its own keys, writes
 // straight into the caller's out and lse (dqkv in the backward), which start the accumulators.
+// ring_document_bounds takes the same workspace: a whole sequence for each rank held here and
+// the tokens travelling the ring.
 // The ring's moves run on a stream of their own: the keys and values of step k+1 travel while
 // step k's blocks compute (the gradients of the backward go after the blocks that add to them).
 #include "attention/ring.h"
 
 #include <string.h>
 #include "attention/flash.h"
+#include "attention/mask.h"
 #include "attention/softmax.cuh"
 #include "common/bytes.h"
 
@@ -56,6 +59,19 @@ static size_t layout_workspace(RingWorkspace* w, char* base, const AttentionRing
     return off;
 }
 
+// ring_document_bounds' workspace, laid out at base (NULL: sizes only) for rows of n tokens:
+// each held rank's whole sequence (N n), and the tokens travelling the ring (n, this step's
+// and the next). Returns its bytes.
+static size_t layout_gather(int** sequence, int* travel[2], size_t* travel_stride, char* base, const AttentionRing* g,
+                            int n) {
+    size_t seq_bytes = carve_round_up((size_t)g->count * g->size * n * sizeof(int)), off = 0;
+    *travel_stride = carve_round_up((size_t)n * sizeof(int));
+    *sequence = (int*)base;
+    off += seq_bytes;
+    for (int k = 0; k < 2; k++) { travel[k] = (int*)(base + off); off += g->count * *travel_stride; }
+    return off;
+}
+
 void zigzag_split(const AttentionRing* g, const int* batch, int B, int T, int* rows) {
     size_t c = (size_t)T / (2 * g->size);
     for (int b = 0; b < B; b++)
@@ -74,7 +90,10 @@ const char* ring_attention_unsupported(const AttentionRing* g, AttentionShape s)
 
 size_t ring_attention_workspace_bytes(const AttentionRing* g, AttentionShape s) {
     RingWorkspace w;
-    return layout_workspace(&w, NULL, g, s);
+    int *sequence, *travel[2];
+    size_t travel_stride, blocks = layout_workspace(&w, NULL, g, s);
+    size_t gather = layout_gather(&sequence, travel, &travel_stride, NULL, g, s.T);
+    return blocks > gather ? blocks : gather;
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -157,14 +176,45 @@ static AttentionTensor rows_at(const bf16* ptr, long long row_stride, int HS) {
 }
 
 // The block of local chunk a's queries (in the row's fused qkv) against travelling chunk b's
-// keys and values (in kv, the values C after the keys), all visible: no mask.
-static AttentionParams block_params(AttentionShape s, const bf16* qkv_row, const bf16* kv, int a, int b) {
+// keys and values (in kv, the values C after the keys): causal on the diagonal (a masked block
+// of a chunk against itself), else all of it visible but for a mask.
+static AttentionParams block_params(AttentionShape s, const bf16* qkv_row, const bf16* kv, int a, int b, int causal) {
     long long c = s.T / 2, C = (long long)s.NH * s.HS;
-    AttentionParams p = {one_sequence(s, (int)c, 0)};
+    AttentionParams p = {one_sequence(s, (int)c, causal)};
     p.q = rows_at(qkv_row + a * c * 3 * C, 3 * C, s.HS);
     p.k = rows_at(kv + b * c * 2 * C, 2 * C, s.HS);
     p.v = rows_at(kv + b * c * 2 * C + C, 2 * C, s.HS);
     return p;
+}
+
+// The final O, dO and L of local chunk a of row `row` (the backward's), in place.
+static void chunk_outputs(AttentionParams* p, AttentionShape s, const bf16* out, const bf16* dout, const float* lse,
+                          size_t row, int a) {
+    int n = s.T, c = n / 2, C = s.NH * s.HS;
+    size_t q_row = row * n + (size_t)a * c;   // the chunk's first row in out and dout
+    p->o = rows_at(out + q_row * C, C, s.HS);
+    p->dout = rows_at(dout + q_row * C, C, s.HS);
+    p->lse = (AttentionLse){(float*)lse + row * s.NH * n + (size_t)a * c, 0, n};   // its rows of each head's n
+}
+
+// The mask of a block of row `row`: the plan's, on the arrays of the row's sequence (N * 2c
+// positions) at the positions of global chunks q_chunk (queries) and k_chunk (keys); NULL
+// without a mask.
+static const AttentionMask* block_mask(AttentionMask* m, const AttentionMask* plan, size_t row, int N, int c,
+                                       int q_chunk, int k_chunk) {
+    if (!attention_mask_active(plan)) return NULL;
+    *m = *plan;
+    size_t at = row * 2 * N * c;
+    if (m->doc_start) m->doc_start += at, m->doc_end += at;
+    m->query0 = q_chunk * c;
+    m->key0 = k_chunk * c;
+    return m;
+}
+
+// 0 when the block's window keeps every key of the chunk of c keys out of every row's reach
+// (the first query, whose window reaches furthest back, does not see the last key).
+static int block_seen(const AttentionMask* m, int c) {
+    return !m || m->window <= 0 || m->query0 - (m->key0 + c - 1) < m->window;
 }
 
 // The local sequence's own keys and values of each rank held here, into its travelling buffer.
@@ -177,23 +227,55 @@ static void start_ring(const AttentionRing* g, const RingWorkspace* w, const bf1
     }
 }
 
-void ring_attention_forward(const AttentionRing* g, AttentionShape s, bf16* out, float* lse, const bf16* qkv,
-                            void* workspace, cudaStream_t st) {
+// The forward of block (a, b) (its mask, or NULL) into the block buffers, merged into the
+// accumulator acc and the log-sum-exp l of the local row (each head's n).
+static void forward_block(AttentionShape s, const RingWorkspace* w, const bf16* qkv_row, const bf16* kv, float* acc,
+                          float* l, int a, int b, const AttentionMask* mask, cudaStream_t st) {
+    int n = s.T, c = n / 2, C = s.NH * s.HS;
+    AttentionParams p = block_params(s, qkv_row, kv, a, b, 0);
+    p.o = rows_at(w->blk, C, s.HS);
+    p.lse = (AttentionLse){w->blk_lse, 0, c};
+    flash_attention_forward(&p, mask, st);
+    merge_block_kernel<<<c * s.NH, s.HS, 0, st>>>(acc + (size_t)a * c * C, l + (size_t)a * c, n, w->blk, w->blk_lse, c,
+                                                 s.NH, s.HS);
+    cudaCheckLaunch();
+}
+
+void ring_attention_forward(const AttentionRing* g, AttentionShape s, const AttentionMask* mask, bf16* out,
+                            float* lse, const bf16* qkv, void* workspace, cudaStream_t st) {
     RingWorkspace w;
     layout_workspace(&w, (char*)workspace, g, s);
-    int n = s.T, c = n / 2, C = s.NH * s.HS, N = g->size;
+    int n = s.T, c = n / 2, C = s.NH * s.HS, N = g->size, masked = attention_mask_active(mask);
     size_t kv_bytes = (size_t)n * 2 * C * sizeof(bf16);
+    AttentionMask m;
     for (int batch = 0; batch < s.B / g->count; batch++) {
         // The keys and values leave for the next rank while step 0 computes.
         start_ring(g, &w, qkv, batch, n, C, st);
         ring_pass(g, w.kv[0], w.kv[1], w.kv_stride, kv_bytes, st);
         for (int i = 0; i < g->count; i++) {
             size_t row = (size_t)batch * g->count + i;
-            // Step 0: the local sequence, causal, into out and lse; its output starts the accumulator.
-            AttentionParams p = attention_fused_params(one_sequence(s, n, 1), qkv + row * n * 3 * C, out + row * n * C,
-                                                       lse + row * s.NH * n, NULL, NULL);
-            flash_attention_forward(&p, NULL, st);
+            int r = g->first + i;
+            const bf16* qkv_row = qkv + row * n * 3 * C;
+            float* l = lse + row * s.NH * n;
+            // Step 0, the local sequence against its own keys, into out and lse: one causal call;
+            // masked, the two diagonal blocks (the global positions of the chunks differ from
+            // their local ones), and the second chunk against the first merged below. Its output
+            // starts the accumulator.
+            if (!masked) {
+                AttentionParams p = attention_fused_params(one_sequence(s, n, 1), qkv_row, out + row * n * C, l, NULL,
+                                                           NULL);
+                flash_attention_forward(&p, NULL, st);
+            } else
+                for (int a = 0; a < 2; a++) {
+                    AttentionParams p = block_params(s, qkv_row, kv_of(&w, 0, i), a, a, 1);
+                    p.o = rows_at(out + (row * n + (size_t)a * c) * C, C, s.HS);
+                    p.lse = (AttentionLse){l + (size_t)a * c, 0, n};
+                    int chunk = zigzag_chunk(r, a, N);
+                    flash_attention_forward(&p, block_mask(&m, mask, row, N, c, chunk, chunk), st);
+                }
             convert(acc_of(&w, i), C, out + row * n * C, C, n, C, OVERWRITE, st);
+            if (masked && block_seen(block_mask(&m, mask, row, N, c, zigzag_chunk(r, 1, N), zigzag_chunk(r, 0, N)), c))
+                forward_block(s, &w, qkv_row, kv_of(&w, 0, i), acc_of(&w, i), l, 1, 0, &m, st);
         }
         int cur = 0;
         for (int k = 1; k < N; k++) {
@@ -204,18 +286,14 @@ void ring_attention_forward(const AttentionRing* g, AttentionShape s, bf16* out,
             if (k + 1 < N) ring_pass(g, w.kv[cur], w.kv[1 - cur], w.kv_stride, kv_bytes, st);
             for (int i = 0; i < g->count; i++) {
                 size_t row = (size_t)batch * g->count + i;
-                float* l = lse + row * s.NH * n;
-                int a[2], b[2];
-                ring_blocks(g->first + i, k, N, a, b);
+                int r = g->first + i, from = (r - k + N) % N, a[2], b[2];
+                ring_blocks(r, k, N, a, b);
                 for (int j = 0; j < 2; j++) {
-                    AttentionParams p = block_params(s, qkv + row * n * 3 * C, kv_of(&w, cur, i), a[j], b[j]);
-                    p.o = rows_at(w.blk, C, s.HS);
-                    p.lse = (AttentionLse){w.blk_lse, 0, c};
-                    flash_attention_forward(&p, NULL, st);
-                    merge_block_kernel<<<c * s.NH, s.HS, 0, st>>>(acc_of(&w, i) + (size_t)a[j] * c * C,
-                                                                 l + (size_t)a[j] * c, n, w.blk, w.blk_lse, c, s.NH,
-                                                                 s.HS);
-                    cudaCheckLaunch();
+                    const AttentionMask* bm =
+                        block_mask(&m, mask, row, N, c, zigzag_chunk(r, a[j], N), zigzag_chunk(from, b[j], N));
+                    if (block_seen(bm, c))
+                        forward_block(s, &w, qkv + row * n * 3 * C, kv_of(&w, cur, i), acc_of(&w, i),
+                                      lse + row * s.NH * n, a[j], b[j], bm, st);
                 }
             }
         }
@@ -226,26 +304,60 @@ void ring_attention_forward(const AttentionRing* g, AttentionShape s, bf16* out,
     }
 }
 
-void ring_attention_backward(const AttentionRing* g, AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out,
-                             const float* lse, const bf16* qkv, void* workspace, int deterministic,
-                             cudaStream_t st) {
+// The backward of block (a, b) (its mask, or NULL) with the final O and L, into the block
+// buffers, added to the local row's dQ (acc) and the travelling dK, dV (dkv).
+static void backward_block(AttentionShape s, const RingWorkspace* w, size_t row, const bf16* qkv, const bf16* out,
+                           const bf16* dout, const float* lse, const bf16* kv, float* acc, float* dkv, int a, int b,
+                           const AttentionMask* mask, int deterministic, cudaStream_t st) {
+    int n = s.T, c = n / 2, C = s.NH * s.HS;
+    AttentionParams p = block_params(s, qkv + row * n * 3 * C, kv, a, b, 0);
+    chunk_outputs(&p, s, out, dout, lse, row, a);
+    p.dq = rows_at(w->blk, 3 * C, s.HS);
+    p.dk = rows_at(w->blk + C, 3 * C, s.HS);
+    p.dv = rows_at(w->blk + 2 * C, 3 * C, s.HS);
+    flash_attention_backward(&p, mask, w->flash_scratch, deterministic, st);
+    convert(acc + (size_t)a * c * C, C, w->blk, 3 * C, c, C, ADD, st);
+    convert(dkv + (size_t)b * c * 2 * C, 2 * C, w->blk + C, 3 * C, c, 2 * C, ADD, st);
+}
+
+void ring_attention_backward(const AttentionRing* g, AttentionShape s, const AttentionMask* mask, bf16* dqkv,
+                             const bf16* dout, const bf16* out, const float* lse, const bf16* qkv, void* workspace,
+                             int deterministic, cudaStream_t st) {
     RingWorkspace w;
     layout_workspace(&w, (char*)workspace, g, s);
-    int n = s.T, c = n / 2, C = s.NH * s.HS, N = g->size;
+    int n = s.T, c = n / 2, C = s.NH * s.HS, N = g->size, masked = attention_mask_active(mask);
     size_t kv_bytes = (size_t)n * 2 * C * sizeof(bf16), dkv_bytes = (size_t)n * 2 * C * sizeof(float);
+    AttentionMask m;
     for (int batch = 0; batch < s.B / g->count; batch++) {
         start_ring(g, &w, qkv, batch, n, C, st);
         ring_pass(g, w.kv[0], w.kv[1], w.kv_stride, kv_bytes, st);
         for (int i = 0; i < g->count; i++) {
             size_t row = (size_t)batch * g->count + i;
+            int r = g->first + i;
             bf16* d = dqkv + row * n * 3 * C;
-            // Step 0 with the final O and L, into dqkv; its gradients start the accumulators.
-            AttentionParams p = attention_fused_params(one_sequence(s, n, 1), qkv + row * n * 3 * C,
-                                                       (bf16*)out + row * n * C, (float*)lse + row * s.NH * n, d,
-                                                       dout + row * n * C);
-            flash_attention_backward(&p, NULL, w.flash_scratch, deterministic, st);
+            // Step 0 with the final O and L, into dqkv, as the forward's: its gradients start the
+            // accumulators, then (masked) the second chunk against the first adds to them.
+            if (!masked) {
+                AttentionParams p = attention_fused_params(one_sequence(s, n, 1), qkv + row * n * 3 * C,
+                                                           (bf16*)out + row * n * C, (float*)lse + row * s.NH * n, d,
+                                                           dout + row * n * C);
+                flash_attention_backward(&p, NULL, w.flash_scratch, deterministic, st);
+            } else
+                for (int a = 0; a < 2; a++) {
+                    AttentionParams p = block_params(s, qkv + row * n * 3 * C, kv_of(&w, 0, i), a, a, 1);
+                    chunk_outputs(&p, s, out, dout, lse, row, a);
+                    p.dq = rows_at(d + (size_t)a * c * 3 * C, 3 * C, s.HS);
+                    p.dk = rows_at(d + (size_t)a * c * 3 * C + C, 3 * C, s.HS);
+                    p.dv = rows_at(d + (size_t)a * c * 3 * C + 2 * C, 3 * C, s.HS);
+                    int chunk = zigzag_chunk(r, a, N);
+                    flash_attention_backward(&p, block_mask(&m, mask, row, N, c, chunk, chunk), w.flash_scratch,
+                                             deterministic, st);
+                }
             convert(acc_of(&w, i), C, d, 3 * C, n, C, OVERWRITE, st);
             convert(dkv_of(&w, 0, i), 2 * C, d + C, 3 * C, n, 2 * C, OVERWRITE, st);
+            if (masked && block_seen(block_mask(&m, mask, row, N, c, zigzag_chunk(r, 1, N), zigzag_chunk(r, 0, N)), c))
+                backward_block(s, &w, row, qkv, out, dout, lse, kv_of(&w, 0, i), acc_of(&w, i), dkv_of(&w, 0, i), 1, 0,
+                               &m, deterministic, st);
         }
         int cur = 0;
         for (int k = 1; k < N; k++) {
@@ -256,21 +368,14 @@ void ring_attention_backward(const AttentionRing* g, AttentionShape s, bf16* dqk
             if (k + 1 < N) ring_pass(g, w.kv[cur], w.kv[1 - cur], w.kv_stride, kv_bytes, st);
             for (int i = 0; i < g->count; i++) {
                 size_t row = (size_t)batch * g->count + i;
-                int a[2], b[2];
-                ring_blocks(g->first + i, k, N, a, b);
+                int r = g->first + i, from = (r - k + N) % N, a[2], b[2];
+                ring_blocks(r, k, N, a, b);
                 for (int j = 0; j < 2; j++) {
-                    size_t q_row = row * n + (size_t)a[j] * c;   // the chunk's first row in out and dout
-                    AttentionParams p = block_params(s, qkv + row * n * 3 * C, kv_of(&w, cur, i), a[j], b[j]);
-                    p.o = rows_at(out + q_row * C, C, s.HS);
-                    p.dout = rows_at(dout + q_row * C, C, s.HS);
-                    // The chunk's final log-sum-exp, in place: its rows of each head's n.
-                    p.lse = (AttentionLse){(float*)lse + row * s.NH * n + (size_t)a[j] * c, 0, n};
-                    p.dq = rows_at(w.blk, 3 * C, s.HS);
-                    p.dk = rows_at(w.blk + C, 3 * C, s.HS);
-                    p.dv = rows_at(w.blk + 2 * C, 3 * C, s.HS);
-                    flash_attention_backward(&p, NULL, w.flash_scratch, deterministic, st);
-                    convert(acc_of(&w, i) + (size_t)a[j] * c * C, C, w.blk, 3 * C, c, C, ADD, st);
-                    convert(dkv_of(&w, cur, i) + (size_t)b[j] * c * 2 * C, 2 * C, w.blk + C, 3 * C, c, 2 * C, ADD, st);
+                    const AttentionMask* bm =
+                        block_mask(&m, mask, row, N, c, zigzag_chunk(r, a[j], N), zigzag_chunk(from, b[j], N));
+                    if (block_seen(bm, c))
+                        backward_block(s, &w, row, qkv, out, dout, lse, kv_of(&w, cur, i), acc_of(&w, i),
+                                       dkv_of(&w, cur, i), a[j], b[j], bm, deterministic, st);
                 }
             }
         }
@@ -283,5 +388,35 @@ void ring_attention_backward(const AttentionRing* g, AttentionShape s, bf16* dqk
             convert(d, 3 * C, acc_of(&w, i), C, n, C, OVERWRITE, st);
             convert(d + C, 3 * C, dkv_of(&w, cur, i), 2 * C, n, 2 * C, OVERWRITE, st);
         }
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// The documents of the whole sequences
+
+void ring_document_bounds(const AttentionRing* g, const int* tokens, int rows, int n, int eot, int* doc_start,
+                          int* doc_end, void* workspace, cudaStream_t st) {
+    int *sequence, *travel[2];
+    size_t travel_stride;
+    layout_gather(&sequence, travel, &travel_stride, (char*)workspace, g, n);
+    int N = g->size, c = n / 2, T = N * n;
+    for (int batch = 0; batch < rows / g->count; batch++) {
+        for (int i = 0; i < g->count; i++)
+            cudaCheck(cudaMemcpyAsync((char*)travel[0] + i * travel_stride, tokens + ((size_t)batch * g->count + i) * n,
+                                      n * sizeof(int), cudaMemcpyDeviceToDevice, st));
+        // At step k each rank holds the tokens of the rank k before it, and puts its chunks in place.
+        for (int k = 0; k < N; k++) {
+            if (k > 0) ring_wait(g, st);
+            if (k + 1 < N) ring_pass(g, travel[k % 2], travel[(k + 1) % 2], travel_stride, n * sizeof(int), st);
+            for (int i = 0; i < g->count; i++) {
+                int from = (g->first + i - k + N) % N;
+                const int* arrived = (const int*)((const char*)travel[k % 2] + i * travel_stride);
+                for (int half = 0; half < 2; half++)
+                    cudaCheck(cudaMemcpyAsync(sequence + (size_t)i * T + (size_t)zigzag_chunk(from, half, N) * c,
+                                              arrived + half * c, c * sizeof(int), cudaMemcpyDeviceToDevice, st));
+            }
+        }
+        size_t at = (size_t)batch * g->count * T;
+        attention_document_bounds(sequence, g->count, T, eot, doc_start + at, doc_end + at, st);
     }
 }

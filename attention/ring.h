@@ -8,6 +8,12 @@
 // (the rest lies above the diagonal and is skipped). Each block is the flash kernel without a
 // mask on views of the local queries and the travelling keys and values (attention/params.h),
 // its output merged into an fp32 accumulator with the log-sum-exp (attention/softmax.cuh).
+// With a key window (params.h's AttentionMask: documents, a sliding window) the positions stay
+// global: the mask's arrays hold each local row's whole sequence, and every block is a masked
+// call at its chunks' positions: the two diagonal blocks (a local chunk against itself) causal,
+// the others, all of whose keys come before their queries, not. A block that a window puts out
+// of every row's reach is skipped here; one that documents put out of reach, inside the
+// kernels (its bounds are on the GPU), its rows left with L = -inf, which the merge passes over.
 // The backward runs the same blocks through the flash backward with the final O and L, so each
 // block's probabilities are the global ones: dQ stays local, dK and dV travel the ring with
 // their keys and values and come home after N passes.
@@ -43,16 +49,26 @@ void zigzag_split(const AttentionRing* g, const int* batch, int B, int T, int* r
 // NULL when the ring runs the local shape s, else why not. s is the model's: B = batch * count
 // rows of T = 2c tokens, row b * count + i holding rank first + i's local sequence of batch b.
 const char* ring_attention_unsupported(const AttentionRing* g, AttentionShape s);
-// Bytes of workspace one call needs (shared by the layers).
+// Bytes of workspace one call needs (shared by the layers), ring_document_bounds' included.
 size_t ring_attention_workspace_bytes(const AttentionRing* g, AttentionShape s);
 
-// out (rows, 2c, NH, HS) and lse (rows, NH, 2c) of every local row, from qkv (rows, 2c, 3, NH, HS).
-void ring_attention_forward(const AttentionRing* g, AttentionShape s, bf16* out, float* lse, const bf16* qkv,
-                            void* workspace, cudaStream_t stream);
+// The documents of each local row's whole sequence (attention/mask.h), as the ring's mask takes
+// them: doc_start and doc_end (rows, N * n) device, from the ranks' tokens (rows, n) device,
+// rows as ring_attention_forward's, <|endoftext|> (the id eot) starting a document. Every rank's
+// tokens travel the ring once (a rank's sequence starts in the chunks of others); no host work.
+void ring_document_bounds(const AttentionRing* g, const int* tokens, int rows, int n, int eot, int* doc_start,
+                          int* doc_end, void* workspace, cudaStream_t stream);
 
-// dqkv (rows, 2c, 3, NH, HS), overwritten, from dout, the forward's out and lse, and qkv.
-void ring_attention_backward(const AttentionRing* g, AttentionShape s, bf16* dqkv, const bf16* dout, const bf16* out,
-                             const float* lse, const bf16* qkv, void* workspace, int deterministic,
-                             cudaStream_t stream);
+// out (rows, 2c, NH, HS) and lse (rows, NH, 2c) of every local row, from qkv (rows, 2c, 3, NH, HS).
+// mask: NULL or inactive, causal; else the key window, its arrays (rows, 2c * N) each local
+// row's whole sequence (ring_document_bounds), its positions 0.
+void ring_attention_forward(const AttentionRing* g, AttentionShape s, const AttentionMask* mask, bf16* out,
+                            float* lse, const bf16* qkv, void* workspace, cudaStream_t stream);
+
+// dqkv (rows, 2c, 3, NH, HS), overwritten, from dout, the forward's out and lse, and qkv, under
+// the forward's mask.
+void ring_attention_backward(const AttentionRing* g, AttentionShape s, const AttentionMask* mask, bf16* dqkv,
+                             const bf16* dout, const bf16* out, const float* lse, const bf16* qkv, void* workspace,
+                             int deterministic, cudaStream_t stream);
 
 #endif

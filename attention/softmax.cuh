@@ -34,40 +34,55 @@ __device__ __forceinline__ VisibleColumns queries_seeing(int key, int query0, in
     return {causal ? key - query0 : 0, T - query0};
 }
 
-// The key window of sequence b of a masked call (params.h): lo(t), the first key query t sees,
-// and hi(t), the last query that sees key t, for t below T.
+// The key window of sequence b of a masked call (params.h), in the call's own rows and keys:
+// lo(t), the first key query t sees (T: none), and hi(t), the last query that sees key t (-1:
+// none), for t below T. The mask's arrays are read at the positions query0 + t and key0 + t.
 struct KeyWindow {
     const int* doc_start;   // the sequence's, or NULL
     const int* doc_end;
-    int window, T;
+    int window, T, query0, key0;
     __device__ __forceinline__ KeyWindow(const AttentionMask& m, int b, int T_) {
         long long first = (long long)b * T_;
         doc_start = m.doc_start ? m.doc_start + first : nullptr;
         doc_end = m.doc_end ? m.doc_end + first : nullptr;
         window = m.window;
         T = T_;
+        query0 = m.query0;
+        key0 = m.key0;
     }
     __device__ __forceinline__ int lo(int t) const {
-        int x = window > 0 ? max(t - window + 1, 0) : 0;
-        return doc_start ? max(x, __ldg(doc_start + t)) : x;
+        int q = query0 + t;
+        int x = window > 0 ? max(q - window + 1, 0) : 0;
+        if (doc_start) x = max(x, __ldg(doc_start + q));
+        return min(max(x - key0, 0), T);
     }
     __device__ __forceinline__ int hi(int t) const {
-        int x = window > 0 ? t + min(window - 1, T - 1 - t) : T - 1;
-        return doc_end ? min(x, __ldg(doc_end + t)) : x;
+        int d = key0 + t - query0;   // the key's position among the queries' (d + window - 1 may overflow)
+        int x = window > 0 ? d + min(window - 1, T - 1 - d) : T - 1;
+        if (doc_end) x = min(x, __ldg(doc_end + key0 + t) - query0);
+        return max(x, -1);
     }
+    // The K/V block of `block` keys where the walk of the Q block from row q0 starts: that of its
+    // first row's first key, or, when that row sees none, the last block, so that every walk
+    // has a block (whose keys the masks then hide).
+    __device__ __forceinline__ int first_block(int q0, int block) const { return min(lo(q0), T - 1) / block; }
+    // One past the Q block of `block` rows where the walk of the K/V block whose last key is k
+    // ends: that of the key's last query, or, when no query sees it, the first block (every walk
+    // has a block).
+    __device__ __forceinline__ int end_block(int k, int block) const { return max(hi(k), 0) / block + 1; }
 };
 
 // Masked, rows are queries, columns keys from key0: a query sees the keys from lo, its
-// window's first, to itself, below T.
-__device__ __forceinline__ VisibleColumns keys_in_window(int query, int key0, int T, int lo) {
-    return {lo - key0, min(query + 1, T) - key0};
+// window's first, to itself (causal) or to the last, below T.
+__device__ __forceinline__ VisibleColumns keys_in_window(int query, int key0, int T, int lo, int causal) {
+    return {lo - key0, (causal ? min(query + 1, T) : T) - key0};
 }
 
 // Masked, rows are keys, columns queries from query0: a key below T is seen by the queries from
-// itself to hi, its window's last (below T); a key past T by none.
-__device__ __forceinline__ VisibleColumns queries_in_window(int key, int query0, int T, int hi) {
+// itself (causal) or the first to hi, its window's last (below T); a key past T by none.
+__device__ __forceinline__ VisibleColumns queries_in_window(int key, int query0, int T, int hi, int causal) {
     if (key >= T) return {0, 0};
-    return {key - query0, hi + 1 - query0};
+    return {(causal ? key : 0) - query0, hi + 1 - query0};
 }
 
 // Scores outside the visible columns of their row become -inf (so their P is 0).

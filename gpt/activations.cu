@@ -151,8 +151,9 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     a->inputs = (int*)carve(base, &off, N * sizeof(int), &m->activations);
     a->targets = (int*)carve(base, &off, N * sizeof(int), &m->activations);
     a->positions = (int*)carve_if(arch->rotary, base, &off, N * sizeof(int), &m->activations);
-    a->doc_start = (int*)carve_if(arch->documents, base, &off, N * sizeof(int), &m->activations);
-    a->doc_end = (int*)carve_if(arch->documents, base, &off, N * sizeof(int), &m->activations);
+    size_t doc_positions = N * (opt->attention.ring ? opt->attention.ring->size : 1);   // each row's whole sequence
+    a->doc_start = (int*)carve_if(arch->documents, base, &off, doc_positions * sizeof(int), &m->activations);
+    a->doc_end = (int*)carve_if(arch->documents, base, &off, doc_positions * sizeof(int), &m->activations);
     a->att_saved = (char*)carve(base, &off, L * saved_stride(c, B, T, opt), &m->attention_saved);
     a->dresidual = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->backward);
     a->dnarrow = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->backward);

@@ -53,7 +53,8 @@ typedef struct {
     float* lnf_rstd;     // (B, T)
     int* positions;      // (B, T) each row's position, for rotary only (gpt/gpt.h sets them)
     int* doc_start;      // (B, T) the first and last position of each row's document, with
-    int* doc_end;        // documents only (attention/mask.h; each forward finds them)
+    int* doc_end;        // documents only (attention/mask.h; each forward finds them); under
+                         // the ring (B, N * T), at the positions of each row's whole sequence
     bf16* logits;        // (rows, Vp): one chunk of the B * T rows, overwritten with dlogits
     float* losses;       // (B, T)
     int* inputs;         // (B, T)

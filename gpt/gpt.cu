@@ -260,7 +260,11 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     cudaCheck(cudaMemcpyAsync(a->inputs, host_inputs, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, st));
     set_positions(g, T);
-    if (c->arch.documents)
+    // Under the ring each row's documents are those of its whole sequence, at global positions.
+    const AttentionRing* ring = g->options.attention.ring;
+    if (c->arch.documents && ring)
+        ring_document_bounds(ring, a->inputs, B, T, c->arch.document_token, a->doc_start, a->doc_end, a->scratch, st);
+    else if (c->arch.documents)
         attention_document_bounds(a->inputs, B, T, c->arch.document_token, a->doc_start, a->doc_end, st);
     embedding(g, host_inputs, B, T, 0);
     profile_mark(g->profile, PART_EMBEDDING, PHASE_FORWARD, st);

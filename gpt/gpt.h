@@ -109,7 +109,8 @@ void gpt_init_random(GPT* g, uint64_t seed);
 // was built for; the logits come from gpt_logits or gpt_classifier, a chunk at a time. The
 // classifier and the backward that follow run on this batch. With rotary, each row of the batch
 // takes its positions: t, or under context parallelism its zigzag chunks' (set once per T). With
-// documents, their bounds are found on the GPU from the batch's tokens, once per forward.
+// documents, their bounds are found on the GPU from the batch's tokens, once per forward (under
+// context parallelism those of each row's whole sequence, whose chunks travel the ring).
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T);
 
 // The logits (rows, Vp) = lnf @ head^T (head: wte or lm_head), before any soft cap, of the rows

@@ -12,7 +12,7 @@
 // on shards written here (AdamW and Muon, GPT-2 and the modern recipe, and the modern recipe with
 // documents and a window pattern, its tokenizer made here; Muon's float64 tests are
 // tests/test_muon.cu); a run from train_gpt --save-init's file against the run from the seed;
-// context parallelism simulated, both architectures;
+// context parallelism simulated, both architectures and the modern one with documents and windows;
 // the memory sizes (linear in T for flash, host only); naive and flash training side by side on
 // tinyshakespeare (the test text, TEST_TEXT), their loss curves compared.
 //
@@ -412,6 +412,19 @@ static int train_runs_run(const TrainRuns* runs, const char* label, const char* 
     return status;
 }
 
+// train_runs_init for runs of the architecture's options arch_args: with --document-mask the
+// shards hold documents and every run takes a tokenizer made here, whose <|endoftext|> starts
+// them.
+static void train_runs_init_arch(TrainRuns* runs, const char* folder, const char* arch_args) {
+    char tokenizer[4200];
+    snprintf(tokenizer, sizeof(tokenizer), "%s/%s_tokenizer.bin", test_env("FLASHGPT_TMP", "/tmp"), folder);
+    int documents = strstr(arch_args, "--document-mask") != NULL;
+    train_runs_init(runs, folder, documents ? write_run_tokenizer(tokenizer) : -1);
+    if (documents)
+        snprintf(runs->common + strlen(runs->common), sizeof(runs->common) - strlen(runs->common), " --tokenizer '%s'",
+                 tokenizer);
+}
+
 // Moves the step's model checkpoint aside (dir/label_model.bin) and drops its state, so that a
 // resume starts from the checkpoint before it.
 static void keep_final_model(const TrainRuns* runs, const char* out, const char* label, char* kept, size_t len) {
@@ -425,18 +438,11 @@ static void keep_final_model(const TrainRuns* runs, const char* out, const char*
 // 6 steps straight vs resuming from the step-3 checkpoint: the same losses and the same final
 // model, bit for bit. The data loader crosses epochs with shuffling. The runs go to folder.
 // arch_args (the architecture's options) go to the straight run alone: the resumed one takes them
-// from the checkpoint. With --document-mask the shards hold documents and the runs take a
-// tokenizer made here, whose <|endoftext|> starts them.
+// from the checkpoint (train_runs_init_arch: documents).
 static void test_resume(const char* name, const char* folder, const char* mode_args, const char* arch_args) {
     test_begin(name);
     TrainRuns runs;
-    char tokenizer[4200];
-    snprintf(tokenizer, sizeof(tokenizer), "%s/%s_tokenizer.bin", test_env("FLASHGPT_TMP", "/tmp"), folder);
-    int documents = strstr(arch_args, "--document-mask") != NULL;
-    train_runs_init(&runs, folder, documents ? write_run_tokenizer(tokenizer) : -1);
-    if (documents)
-        snprintf(runs.common + strlen(runs.common), sizeof(runs.common) - strlen(runs.common), " --tokenizer '%s'",
-                 tokenizer);
+    train_runs_init_arch(&runs, folder, arch_args);
     char extra[8192], kept_model[4200], model6[4096], state6[4096], out_dir[4096];
     float straight[RUN_STEPS], resumed[RUN_STEPS];
     snprintf(extra, sizeof(extra), "-B %d %s %s", RUN_B, mode_args, arch_args);
@@ -518,13 +524,15 @@ static int skipped_below_two_gpus(const char* name) {
 // chunk's global positions: a chunk rotated by its local ones would not give the run's losses) (the ring rounds each block's partial output to bf16 before its
 // merge, and six layers and six AdamW steps carry that on): TOL_CP relative per step [2.4e-3
 // and 1.3e-3 for 2 and 4 ranks on an H200; d2 runs, 4e-5]. Then, with 2 GPUs, the ring through
-// NCCL against the same ring simulated: they differ in nothing but where the blocks run.
+// NCCL against the same ring simulated: they differ in nothing but where the blocks run. With
+// documents and windows (train_runs_init_arch), the ring's masks at the chunks' global positions
+// (documents of 23 tokens and a window of 8 keys across chunks of 8 and 4) give the same losses.
 #define TOL_CP 1e-2
 static void test_context_parallel(const char* simulated_name, const char* nccl_name, const char* folder,
                                   const char* arch_args) {
     test_begin(simulated_name);
     TrainRuns runs;
-    train_runs_init(&runs, folder, -1);
+    train_runs_init_arch(&runs, folder, arch_args);
     float plain[RUN_STEPS], cp[3][RUN_STEPS];
     char extra[512], label[32];
     snprintf(extra, sizeof(extra), "-B %d --deterministic --model d6 %s", RUN_B, arch_args);
@@ -921,11 +929,13 @@ int main(void) {
     const char* dp1_muon_name = "gpt data parallel through NCCL, one rank, muon, with and without --zero 1 (by matrices)";
     const char* dp2_name = "gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2";
     const char* dp2_muon_name = "gpt data parallel, muon, 2 ranks against 1, --zero 0 and 1 (by matrices), resume 2->1 and 1->2";
-    const char* cp_names[2][2] = {
+    const char* cp_names[3][2] = {
         {"gpt context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
          "gpt context parallel through NCCL on 2 GPUs: the losses of the simulated ring"},
         {"gpt modern context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
-         "gpt modern context parallel through NCCL on 2 GPUs: the losses of the simulated ring"}};
+         "gpt modern context parallel through NCCL on 2 GPUs: the losses of the simulated ring"},
+        {"gpt masked modern context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
+         "gpt masked modern context parallel through NCCL on 2 GPUs: the losses of the simulated ring"}};
     int devices = 0;
     // The reference files: GPT-2's in every mode, the modern one's in those it has (with Muon),
     // the masked one's in the modern one's (AdamW alone).
@@ -953,7 +963,7 @@ int main(void) {
                               resume_masked_name, resume_window_name, deterministic_name, saved_init_name, dp1_name,
                               dp1_muon_name, dp2_name, dp2_muon_name};
         for (const char* run : runs) test_skip(run, "no CUDA device");
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < 3; k++)
             for (int j = 0; j < 2; j++) test_skip(cp_names[k][j], "no CUDA device");
         test_skip("gpt naive vs flash loss curves", "no CUDA device");
         return test_exit_code();
@@ -986,6 +996,7 @@ int main(void) {
     test_data_parallel_two_ranks(dp2_muon_name, "gpt_dp2_muon", muon_args);
     test_context_parallel(cp_names[0][0], cp_names[0][1], "gpt_cp", "");
     test_context_parallel(cp_names[1][0], cp_names[1][1], "gpt_cp_modern", "--arch modern");
+    test_context_parallel(cp_names[2][0], cp_names[2][1], "gpt_cp_masked", resume_masked_arch);
     test_loss_curves();
     return test_exit_code();
 }

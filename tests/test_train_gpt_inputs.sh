@@ -206,7 +206,8 @@ end
 
 begin "train_gpt_key_windows_checked_before_the_gpu"
 # Attention's key windows: documents (slots 17-18), a window pattern (19, and 20-83) in a modern
-# model's header, resumed with them or refused naming the file and what is wrong; the options
+# model's header, resumed with them (under the ring too) or refused naming the file and what is
+# wrong; the options
 # --document-mask (which takes the tokenizer's <|endoftext|>), --window and --window-pattern,
 # refused in one line where they cannot be; what train_gpt --help says of them.
 eot=$("$PYTHON" -c 'import struct, sys; print(struct.unpack_from("<5i", open(sys.argv[1], "rb").read())[4])' \
@@ -215,7 +216,7 @@ pair "$tmp/masked" modern=1 slot=17:1,18:7,19:2,21:16 -- modern=1
 resume "$tmp/masked"
 check "documents and the windows full,16 resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 resume "$tmp/masked" --context-parallel 2
-check "resumed under the ring: $(last "$tmp/out")" says "$tmp/out" "--context-parallel 2: the ring takes no key window yet"
+check "resumed under the ring: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 resume "$tmp/masked" --window 16
 check "resumed with another window: $(last "$tmp/out")" says "$tmp/out" \
     "the architecture asked for (modern, documents (token 7), windows 16) is not that of $tmp/masked (modern, documents (token 7), windows full,16)"
@@ -247,7 +248,7 @@ fresh --document-mask
 check "--document-mask without --tokenizer: $(last "$tmp/out")" says "$tmp/out" \
     "--document-mask: a document starts at <|endoftext|>, whose id comes from --tokenizer: give it"
 fresh --window 8 --context-parallel 2
-check "--window under the ring: $(last "$tmp/out")" says "$tmp/out" "--context-parallel 2: the ring takes no key window yet"
+check "--window under the ring: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 fresh --window 8 --window-pattern 8,full
 check "--window and --window-pattern: $(last "$tmp/out")" says "$tmp/out" "--window and --window-pattern exclude each other"
 fresh --window 0
