@@ -84,10 +84,10 @@ size_t attention_decode_scratch_bytes(const AttentionPlan* plan, AttentionShape 
     return decode_attention_scratch_bytes(cache);
 }
 
-void attention_decode(const AttentionPlan* plan, const AttentionParams* p, const int* positions, void* scratch,
-                      cudaStream_t stream) {
+void attention_decode(const AttentionPlan* plan, const AttentionParams* p, const int* positions, const DecodeQK* qk,
+                      void* scratch, cudaStream_t stream) {
     const char* why = attention_decode_unsupported(plan, p->shape);
     if (why) die("%s", why);
     if (!positions) die("attention_decode: the queries' positions are needed");
-    decode_attention(p, positions, plan->mask.window, scratch, stream);
+    decode_attention(p, positions, plan->mask.window, qk, scratch, stream);
 }

@@ -11,6 +11,7 @@
 #define FLASHGPT_ATTENTION_H
 
 #include <stddef.h>
+#include "attention/decode.h"
 #include "attention/mask.h"
 #include "attention/params.h"
 #include "attention/ring.h"
@@ -58,12 +59,14 @@ void attention_backward(const AttentionPlan* plan, AttentionShape s,
 // sequences against its cache of cache.T rows, on views; the query of sequence b is at
 // positions[b] (device, < cache.T) and sees the keys 0..positions[b], or with the plan's window
 // its last `window` of them. The same function as that row of the causal forward; one kernel
-// serves both kinds. A sample is one document: a plan with documents is refused. The scratch
-// (attention_decode_scratch_bytes) is zeroed once before its first use and left zeroed by every
-// call, so that calls on one stream, and the replays of a graph captured from them, share it.
+// serves both kinds. A sample is one document: a plan with documents is refused. qk (NULL:
+// none): QK-norm and rotary of the query and of its own key row, which the call reads raw and
+// writes back transformed (decode.h's DecodeQK). The scratch (attention_decode_scratch_bytes) is
+// zeroed once before its first use and left zeroed by every call, so that calls on one stream,
+// and the replays of a graph captured from them, share it.
 const char* attention_decode_unsupported(const AttentionPlan* plan, AttentionShape cache);
 size_t attention_decode_scratch_bytes(const AttentionPlan* plan, AttentionShape cache);
-void attention_decode(const AttentionPlan* plan, const AttentionParams* p, const int* positions, void* scratch,
-                      cudaStream_t stream);
+void attention_decode(const AttentionPlan* plan, const AttentionParams* p, const int* positions, const DecodeQK* qk,
+                      void* scratch, cudaStream_t stream);
 
 #endif

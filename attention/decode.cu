@@ -15,11 +15,16 @@
 // DECODE_UNROLL keys' K and V loads in flight per thread; the groups merge by warp shuffles, the
 // warps through shared memory, each in a fixed order (deterministic). Scores are in base 2 (q is
 // scaled by scale * log2(e)), and so are the log-sum-exps in scratch.
+// With QK-norm or rotary (decode.h's DecodeQK) the step's QKV layer leaves q and the new key raw:
+// every block norms and rotates its head's q after the wait, a group's lanes r and r ^ HS/16
+// exchanging the halves of their rotation pairs, and the block of the own row's chunk does the
+// same to that key, then writes it back, so the next steps read it as the prompt's keys.
 #include <math.h>
 #include "attention/decode.h"
 #include "device/bf16.cuh"
 #include "device/launch.cuh"
 #include "device/reduce.cuh"
+#include "device/rotary.cuh"
 
 // 256 keys per block of 256 threads: a 16K cache of 12 heads is 768 blocks (~6 per SM of an
 // H200's 132, 3 resident at a time), a 2K cache 96 (more keys per block would leave most SMs
@@ -80,13 +85,50 @@ __device__ __forceinline__ uint4 load_16_now(const void* p) {
     return v;
 }
 
+// DecodeQK as the kernel takes it: the norm's eps (0: none), and the rotation's frequency ratios
+// (device/rotary.cuh's rotary_ratios) where it rotates.
+struct DecodeQKArgs {
+    float norm_eps;
+    int rotate;
+    double ratio, ratio8;
+};
+
+// This thread's pack x8 of a head (dims [8r, 8r + 8), r its rank in a group of HS / 8 lanes)
+// normed and rotated as layers/rotary.h's forward: lanes r and r ^ HS/16 hold the two halves of
+// the pairs [8j, 8j + 8), j = r mod HS/16, and each computes both as layers/rotary.cu's lane j
+// does, with the angles c, s of those pairs, then keeps its own half. Every lane of the warp
+// calls it.
+__device__ inline uint4 qk_transform_pack(uint4 x8, int r, const float* c, const float* s, int HS,
+                                          const DecodeQKArgs& qk) {
+    const int lanes = HS / 16;
+    uint4 other;
+    other.x = __shfl_xor_sync(0xffffffffu, x8.x, lanes);
+    other.y = __shfl_xor_sync(0xffffffffu, x8.y, lanes);
+    other.z = __shfl_xor_sync(0xffffffffu, x8.z, lanes);
+    other.w = __shfl_xor_sync(0xffffffffu, x8.w, lanes);
+    const bool low = r < lanes;
+    bf16x8 lo8, hi8;
+    const uint4 lo = low ? x8 : other, hi = low ? other : x8;
+    memcpy(&lo8, &lo, sizeof(lo8));
+    memcpy(&hi8, &hi, sizeof(hi8));
+    qk_norm_rotate(lo8, hi8, c, s, lanes, 1.0f / HS, qk.norm_eps > 0.0f, qk.norm_eps);
+    uint4 lo_out, hi_out;
+    memcpy(&lo_out, &lo8, sizeof(lo_out));
+    memcpy(&hi_out, &hi8, sizeof(hi_out));
+    return low ? lo_out : hi_out;
+}
+
 // Block (head, chunk, sequence): keys [chunk * DECODE_CHUNK, + DECODE_CHUNK) of the sequence's
 // 0..positions[seq] (WINDOWED: of its last `window`). Group g of HS / 8 threads takes the keys g,
 // g + groups, ...; thread r of the group holds dims [8r, 8r + 8) of q, and of o for its keys.
 // Three blocks per SM (80 registers): 768 threads with 128 bytes of K and V in flight each.
-template <bool WINDOWED>
+// QK (decode.h's qk): every block transforms q after its wait; the block whose chunk holds the
+// query's own row transforms that row's key in the warp of the group that scores it, which
+// writes it back. No other block reads that row in this call: the chunks' keys are disjoint, and
+// the window, never empty, ends there, so that chunk is always used.
+template <bool WINDOWED, bool QK>
 __global__ void __launch_bounds__(DECODE_THREADS, 3) decode_kernel(const AttentionParams p, const int* positions,
-                                                                DecodeScratch scratch, int window) {
+                                                                DecodeScratch scratch, int window, DecodeQKArgs qk) {
     // The warps' (m, l, o[HS]) (HS <= DECODE_THREADS); in the merge of the chunks, the strides'
     // (l, o[HS]): DECODE_THREADS / (HS / 4) of them, at most DECODE_THREADS / 2 (HS 8).
     __shared__ float part_m[DECODE_WARPS], part_l[DECODE_THREADS / 2];
@@ -122,11 +164,15 @@ __global__ void __launch_bounds__(DECODE_THREADS, 3) decode_kernel(const Attenti
     const bf16* v_own = v_base + max(own, 0) * p.v.row;
     grid_dependency_wait();   // every block, even one past its sequence's keys (device/launch.cuh)
     grid_dependents_launch();
-    const uint4 q8 = load_16_now(p.q.ptr + seq * p.q.batch + (long long)h * p.q.head + 8 * r);
+    uint4 q8 = load_16_now(p.q.ptr + seq * p.q.batch + (long long)h * p.q.head + 8 * r);
+    // QK: the query's own key, raw, goes out here too, in the warp that transforms it (below), by
+    // the positions' guess.
+    uint4 k_own8 = make_uint4(0, 0, 0, 0);
+    if (QK && own >= 0 && own < guess_n && threadIdx.x / 32 == own % groups * G / 32) k_own8 = load_16_now(k_own);
     #pragma unroll
     for (int u = 0; u < DECODE_UNROLL; u++)
         if (u * groups + g == own && own < guess_n) {
-            k8[u] = load_16_now(k_own);
+            if (!QK) k8[u] = load_16_now(k_own);   // QK: the own key comes transformed, below
             v8[u] = load_16_now(v_own);
         }
     const int keys = keys_seen_by(positions, seq, T), n = min(DECODE_CHUNK, keys - first);
@@ -137,6 +183,29 @@ __global__ void __launch_bounds__(DECODE_THREADS, 3) decode_kernel(const Attenti
     const int first_used = WINDOWED ? lo / DECODE_CHUNK : 0;
     const int used = (keys + DECODE_CHUNK - 1) / DECODE_CHUNK;
     const bool first_round_loaded = keys == guess_keys;
+    // QK: q transformed, and in the chunk of the query's own row (own_now < n, the last chunk),
+    // that row's key k_own8, in the warp of the group that takes it (group own_now % groups),
+    // which writes it back. The warp's lanes have all read the row when any passes the shuffles
+    // in qk_transform_pack, so the write follows every read of it.
+    const int own_now = keys - 1 - first;
+    if constexpr (QK) {
+        const int own_group = own_now % groups;
+        const bool own_warp = own_now < n && threadIdx.x / 32 == own_group * G / 32;
+        bf16* k_row = (bf16*)k_base + own_now * p.k.row;
+        if (own_warp && own_now != own) k_own8 = load_16_now(k_row);   // the guess was not the position
+        float c[8], s[8];
+        if (qk.rotate) rotary_angles(c, s, keys - 1, r & (HS / 16 - 1), qk.ratio, qk.ratio8);
+        else
+            for (int e = 0; e < 8; e++) {
+                c[e] = 1.0f;
+                s[e] = 0.0f;
+            }
+        q8 = qk_transform_pack(q8, r, c, s, HS, qk);
+        if (own_warp) {
+            k_own8 = qk_transform_pack(k_own8, r, c, s, HS, qk);
+            if (g == own_group) *(uint4*)k_row = k_own8;
+        }
+    }
     float q[8];
     unpack8(q8, q);
     #pragma unroll
@@ -159,14 +228,14 @@ __global__ void __launch_bounds__(DECODE_THREADS, 3) decode_kernel(const Attenti
         float s[DECODE_UNROLL], m_new = m;
         #pragma unroll
         for (int u = 0; u < DECODE_UNROLL; u++) {
+            int j = base + u * groups + g;
             float f[8], dot = 0.0f;
-            unpack8(k8[u], f);
+            unpack8(QK && j == own_now ? k_own8 : k8[u], f);
             #pragma unroll
             for (int e = 0; e < 8; e++) dot += q[e] * f[e];
             #pragma unroll
             for (int offset = 16; offset > 0; offset >>= 1)
                 if (offset < G) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
-            int j = base + u * groups + g;
             s[u] = j < n && (!WINDOWED || j >= j_lo) ? dot : -INFINITY;
             m_new = fmaxf(m_new, s[u]);
         }
@@ -281,7 +350,20 @@ const char* decode_attention_unsupported(AttentionShape s) {
     return NULL;
 }
 
-void decode_attention(const AttentionParams* p, const int* positions, int window, void* scratch, cudaStream_t stream) {
+// The kernel of the window and transform asked for.
+template <bool WINDOWED>
+static void launch_windowed(bool transform, dim3 grid, cudaStream_t stream, const AttentionParams& p,
+                            const int* positions, DecodeScratch scratch, int window, DecodeQKArgs qk) {
+    if (transform)
+        launch_overlapped(decode_kernel<WINDOWED, true>, grid, dim3(DECODE_THREADS), 0, stream, p, positions, scratch,
+                          window, qk);
+    else
+        launch_overlapped(decode_kernel<WINDOWED, false>, grid, dim3(DECODE_THREADS), 0, stream, p, positions,
+                          scratch, window, qk);
+}
+
+void decode_attention(const AttentionParams* p, const int* positions, int window, const DecodeQK* qk, void* scratch,
+                      cudaStream_t stream) {
     const char* why = decode_attention_unsupported(p->shape);
     if (why) die("%s", why);
     // q, k and v come in 16-byte loads, the partials in 16-byte loads of fp32.
@@ -291,11 +373,19 @@ void decode_attention(const AttentionParams* p, const int* positions, int window
     AttentionShape s = p->shape;
     dim3 grid(s.NH, (unsigned)ceil_div(s.T, DECODE_CHUNK), s.B);
     if (window < 0) die("attention_decode: the window must be 0 (none) or a number of keys");
-    if (window > 0)
-        launch_overlapped(decode_kernel<true>, grid, dim3(DECODE_THREADS), 0, stream, *p, positions, scratch_views(scratch, s),
-                          window);
-    else
-        launch_overlapped(decode_kernel<false>, grid, dim3(DECODE_THREADS), 0, stream, *p, positions,
-                          scratch_views(scratch, s), window);
+    DecodeQKArgs args = {};
+    if (qk) {
+        if (s.HS < 16) die("attention_decode: QK-norm and rotary take head sizes of 16 or more, not %d", s.HS);
+        if (!(qk->norm_eps >= 0.0f && qk->rotary_base >= 0.0f) || (qk->norm_eps == 0.0f && qk->rotary_base == 0.0f))
+            die("attention_decode: the query's transform asks for neither QK-norm nor rotary (eps %g, base %g)",
+                qk->norm_eps, qk->rotary_base);
+        if (qk->rotary_base != 0.0f && (!(qk->rotary_base > 1.0f) || !isfinite(qk->rotary_base)))
+            die("attention_decode: the rotary base must be finite and above 1, not %g", qk->rotary_base);
+        args.norm_eps = qk->norm_eps;
+        args.rotate = qk->rotary_base != 0.0f;
+        if (args.rotate) rotary_ratios(s.HS, qk->rotary_base, &args.ratio, &args.ratio8);
+    }
+    DecodeScratch views = scratch_views(scratch, s);
+    if (window > 0) launch_windowed<true>(qk != NULL, grid, stream, *p, positions, views, window, args);
+    else launch_windowed<false>(qk != NULL, grid, stream, *p, positions, views, window, args);
 }
-

@@ -3,10 +3,10 @@
 // into every sequence's cache; each step then runs the same blocks on B rows, one per sequence,
 // as five kernels a layer (layers/matmul_rows.h for the linear layers, attention/decode.h for
 // one query per sequence against that sequence's cache), replayed from one of two captured
-// graphs. With QK-norm or rotary two small kernels follow the QKV layer: the norm and rotation
-// of the step's q and k (layers/rotary.h, on B rows) and the write of k and v into the caches;
-// a head of q or k spans several of matmul_rows' blocks of 16 columns, so neither fits its
-// epilogue.
+// graphs. With QK-norm or rotary the QKV layer writes the new key into the cache as it comes
+// (a head spans several of matmul_rows' blocks of 16 columns, so its norm does not fit that
+// epilogue), and the decode attention norms and rotates the query and that key, writing the key
+// back (attention/decode.h's DecodeQK).
 #include "gpt/inference.h"
 
 #include <math.h>
@@ -19,7 +19,7 @@
 #include "layers/encoder.h"
 #include "layers/matmul.h"
 #include "layers/matmul_rows.h"
-#include "layers/rotary.h"
+#include "layers/rmsnorm.h"
 #include "device/bf16.cuh"
 #include "device/launch.cuh"
 
@@ -65,7 +65,6 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     r->atty = carve_step(1);
     r->mid = carve_step(1);
     r->fch_gelu = carve_step(4);
-    r->qk_rstd = arch->qk_norm ? (float*)carve(rows * qk_rstd_width * sizeof(float), &sizes->step) : NULL;
     for (int i = 0; i < 2; i++) m->logits_of[i] = (bf16*)carve(rows * c->Vp * sizeof(bf16), &sizes->step);
     AttentionShape cache = attention_shape(c, B, length);
     m->decode_scratch = carve(attention_decode_scratch_bytes(&m->attention[0], cache), &sizes->step);
@@ -174,16 +173,6 @@ __global__ void fill_caches_kernel(bf16x8* cache, long long batch, long long row
     for (int b = 0; b < B; b++) cache[b * batch + t * row + j] = kv;
 }
 
-// Each sequence's new key and value, columns C..3C of its row of the step's qkv (B, 3C), into
-// its cache at its position: a thread per 8 of a row's 2C values.
-__global__ void write_caches_kernel(bf16x8* cache, long long batch, long long row, const bf16x8* qkv,
-                                    const int* positions, int B, int C8) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= B * 2 * C8) return;
-    int b = i / (2 * C8), j = i % (2 * C8);
-    cache[b * batch + positions[b] * row + j] = qkv[(size_t)b * 3 * C8 + C8 + j];
-}
-
 // The prompt's keys and values of layer l (in m->prompt.qkv) into every sequence's cache.
 static void fill_caches(InferenceModel* m, int l, int n) {
     AttentionTensor k, v;
@@ -261,13 +250,14 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
 // values into the caches, the logits and (on the GPU) the draw, the positions one further. On B
 // rows every linear layer is one matmul_rows kernel with the norm before it and the bias,
 // activation, residual or cache write after it fused in; with the attention that is five
-// kernels a layer, each starting while the one before ends (seven with QK-norm or rotary).
+// kernels a layer, each starting while the one before ends. QK-norm and rotary of the new query
+// and key are the attention's (their raw key goes into the cache, which the attention rewrites).
 static void enqueue_step(InferenceModel* m, int p) {
     const GPTConfig* c = &m->config;
     const Architecture* arch = &c->arch;
     int C = c->C, B = m->B, HS = C / c->NH;
-    // q and k change after the QKV layer: the caches are written after them, not in its epilogue.
-    int qk_after = arch->qk_norm || arch->rotary;
+    const DecodeQK qk = {arch->qk_norm ? RMSNORM_EPS : 0.0f, arch->rotary ? arch->rotary_base : 0.0f};
+    const DecodeQK* transform = arch->qk_norm || arch->rotary ? &qk : NULL;
     cudaStream_t st = m->stream;
     const StepActivations* r = &m->step;
     encoder_forward_at(r->x, m->tokens, m->positions, m->params.wte, m->params.wpe, B, C, st);
@@ -281,7 +271,7 @@ static void enqueue_step(InferenceModel* m, int p) {
             // out        inp          weight      C      OC     epilogue
             {r->qkv,      r->x,        w.qkvw,     C,     3 * C, {.ln_weight = w.ln1w, .ln_bias = w.ln1b,
                                                                   .rms_norm = arch->rms_norm, .bias = w.qkvb,
-                                                                  .cache = qk_after ? NULL : k.ptr,
+                                                                  .cache = k.ptr,
                                                                   .cache_batch = k.batch, .cache_row = k.row,
                                                                   .cache_from = C, .positions = m->positions}},
             {r->mid,      r->atty,     w.attprojw, C,     C,     {.bias = w.attprojb, .residual = r->x}},
@@ -291,14 +281,6 @@ static void enqueue_step(InferenceModel* m, int p) {
             {r->x,        r->fch_gelu, w.fcprojw,  4 * C, C,     {.bias = w.fcprojb, .residual = r->mid}},
         };
         step_linear(m, &linears[STEP_QKV]);
-        if (qk_after) {
-            qk_norm_rotary_forward(r->qkv, r->qk_rstd, arch->rotary ? m->positions : NULL, B, c->NH, HS,
-                                   arch->rotary_base, st);
-            int C8 = C / 8, block = 256;
-            write_caches_kernel<<<(unsigned)ceil_div(B * 2 * C8, block), block, 0, st>>>(
-                (bf16x8*)k.ptr, k.batch / 8, k.row / 8, (const bf16x8*)r->qkv, m->positions, B, C8);
-            cudaCheckLaunch();
-        }
         AttentionParams a;
         memset(&a, 0, sizeof(a));
         a.shape = attention_shape(c, B, m->length);
@@ -306,7 +288,7 @@ static void enqueue_step(InferenceModel* m, int p) {
         a.k = k;
         a.v = v;
         a.o = (AttentionTensor){r->atty, (long long)C, 0, HS};
-        attention_decode(block_attention(arch, m->attention, l), &a, m->positions, m->decode_scratch, st);
+        attention_decode(block_attention(arch, m->attention, l), &a, m->positions, transform, m->decode_scratch, st);
         for (int i = STEP_ATTPROJ; i <= STEP_FCPROJ; i++) step_linear(m, &linears[i]);
     }
     lm_head(m, p);

@@ -30,13 +30,12 @@ size_t inference_sizes_total(const InferenceSizes* m);
 // One line on stderr (stdout is the generated text).
 void inference_sizes_print(const InferenceSizes* m);
 
-// One layer's activations on the decoding step's rows (a row per sequence): the stream, Q K V,
-// the attention's output, the stream after it, the MLP's hidden layer after its activation; and
-// QK-norm's rstd (B, 2, NH), which nothing reads. The step's kernels fuse the norms and the
-// activation into the linear layers, and keep nothing else.
+// One layer's activations on the decoding step's rows (a row per sequence): the stream, Q K V
+// (before QK-norm and rotary, which the attention applies), the attention's output, the stream
+// after it, the MLP's hidden layer after its activation. The step's kernels fuse the norms and
+// the activation into the linear layers, and keep nothing else.
 typedef struct {
     bf16 *x, *qkv, *atty, *mid, *fch_gelu;
-    float* qk_rstd;
 } StepActivations;
 
 typedef struct {

@@ -7,37 +7,14 @@
 // (the mean square, the backward's dot product) go over its lanes by xor shuffles, in a fixed order.
 // Each part can be off (template parameters): without the norm y = x, without the rotation
 // cos 1 and sin 0, both exact, so either part alone is the fused pass with the other removed.
+// The forward's math on a lane's pairs is device/rotary.cuh's, which the decode attention shares.
 #include <math.h>
 #include "layers/rotary.h"
 #include "layers/rmsnorm.h"
 #include "device/bf16.cuh"
+#include "device/rotary.cuh"
 
 #define ROTARY_WARPS 8   // warps per block, one row each
-
-// The sum over the aligned group of `lanes` lanes (a power of two) that holds this lane: a xor
-// butterfly, the same bits in every lane of the group. Every lane of the warp calls it.
-__device__ inline float group_reduce_sum(float v, int lanes) {
-    for (int offset = lanes / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-    return v;
-}
-
-// cos and sin of the angles p f_i of the pairs i = 8j .. 8j + 7, f_i = base^(-2i/HS). p f_i
-// reaches 2^24 radians, where an fp32 product is a radian off: the angle is taken in turns in
-// fp64, p f_i / 2pi, and only its fraction (within half a turn, exact in fp64) goes to fp32 and
-// __sincosf (2^-21.4 absolute error on [-pi, pi]). ratio = base^(-2/HS) and ratio8 = ratio^8 are
-// rounded once on the host; f_i / 2pi here carries at most ~80 fp64 roundings (1e-14 relative),
-// 2e-7 radians at 2^24.
-__device__ inline void rotary_angles(float* c, float* s, int position, int j, double ratio, double ratio8) {
-    double turns_per_position = 1.0 / (2.0 * M_PI);   // f_0 = 1
-    for (int t = 0; t < j; t++) turns_per_position *= ratio8;
-    #pragma unroll
-    for (int k = 0; k < 8; k++) {
-        double turns = position * turns_per_position;
-        float fraction = (float)(turns - rint(turns));
-        __sincosf(fraction * (float)(2.0 * M_PI), &s[k], &c[k]);
-        turns_per_position *= ratio;
-    }
-}
 
 // c, s: the angles of the lane's pairs in row's position, or no rotation (cos 1, sin 0).
 template <bool ROTATE>
@@ -75,18 +52,7 @@ qk_norm_rotary_forward_kernel(bf16* qkv, float* rstd, const int* positions, int 
             lo8 = *(const bf16x8*)(x + lo_at);
             hi8 = *(const bf16x8*)(x + hi_at);
         }
-        float lo[8], hi[8], sum_sq = 0.0f;
-        for (int k = 0; k < 8; k++) {
-            lo[k] = (float)lo8.v[k];
-            hi[k] = (float)hi8.v[k];
-            sum_sq += lo[k] * lo[k] + hi[k] * hi[k];
-        }
-        const float scale = NORM ? rsqrtf(group_reduce_sum(sum_sq, lanes) * inv_HS + RMSNORM_EPS) : 1.0f;
-        for (int k = 0; k < 8; k++) {
-            float y_lo = lo[k] * scale, y_hi = hi[k] * scale;
-            lo8.v[k] = (bf16)(y_lo * c[k] - y_hi * s[k]);
-            hi8.v[k] = (bf16)(y_hi * c[k] + y_lo * s[k]);
-        }
+        const float scale = qk_norm_rotate(lo8, hi8, c, s, lanes, inv_HS, NORM, RMSNORM_EPS);
         if (active) {
             *(bf16x8*)(x + lo_at) = lo8;
             *(bf16x8*)(x + hi_at) = hi8;
@@ -162,8 +128,7 @@ static void check_call(const char* who, const void* a, const void* b, const void
     if (!rstd && !positions) die("%s: neither the norm (rstd) nor the rotation (positions) asked for", who);
     if (N < 0 || NH < 1) die("%s: needs N >= 0 rows and NH >= 1 heads, got N %d, NH %d", who, N, NH);
     if (!aligned16(a) || !aligned16(b)) die("%s: needs 16-byte aligned buffers", who);
-    *ratio = pow((double)base, -2.0 / HS);
-    *ratio8 = pow((double)base, -16.0 / HS);
+    rotary_ratios(HS, base, ratio, ratio8);
 }
 
 // The kernel of the parts asked for: the norm with rstd, the rotation with positions.

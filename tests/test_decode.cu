@@ -8,13 +8,22 @@
 //    With a sliding window (1, 256, 300 keys): the reference sees the position's last `window`
 //    keys, and the cache rows before them hold NaN in K and V during the call, so that a row
 //    read there (which the window says is not read) makes the output NaN.
+//    With the query's transform (QK-norm and rotary, each alone, HS 16 to 256, with and without
+//    windows, positions past 2^16 in a cache of 70 000): the cache as the prompt's pass leaves
+//    it (layers/rotary.h's forward on every row at its position) but for the query's row, raw;
+//    the reference takes the transformed rows, and after the call the cache's keys and values
+//    from the window's first row on are the transformed cache's, bit for bit (the query's own
+//    key, which the call writes back, included: the same numerics as the forward, which
+//    tests/test_modern_layers.cu holds to float64 at 70 000 + t and up to 2^24). The positions
+//    put the own key first and last in its chunk of 256 keys.
 // 2. The same kernel for three sequences at positions of their own (5, 300, 1025), read on the
 //    GPU, in one launch: each against its own reference. Then the same once more with the
 //    positions written by the kernel just before the call: that kernel lets the call start at
 //    once (programmatic dependent launch) and writes them only after about 5 ms, over 1025, 5
 //    and 300, so that a call reading them before its wait takes another sequence's keys, or
 //    rows loaded for a position that is not the one after the wait. (Where the call cannot
-//    start early, as under a sanitizer that serialises kernels, this passes either way.)
+//    start early, as under a sanitizer that serialises kernels, this passes either way.) Both
+//    again with QK-norm and rotary, each sequence's own key written back checked bit for bit.
 // 3. The inference model (gpt/inference.h): a d2-sized GPT (L 2, C 128, NH 2, V 300) whose
 //    weights are scaled up so its logits spread over several nats, samples of one prompt
 //    decoded together by the captured step, and for each sample at every step its own prefix
@@ -26,11 +35,12 @@
 //    the GPU) the samples go apart and each keeps its own prefix's logits; with top-k 5 (2
 //    samples, drawn on the host) every draw is among the full forward's 5 most likely.
 //    The same three for a model of the modern architecture (rotary and QK-norm on the step's q
-//    and k before the cache takes k, RMSNorm and ReLU^2 in the fused layers, the untied head, the
-//    soft-capped draw on the GPU and on the host). Then with attention's windows: the modern
-//    model with the pattern full,24 (layer 1's decoding reads the last 24 cache rows of the 96,
-//    its prompt the masked flash forward) greedy, and GPT-2's with a window of 16 with top-k 5,
-//    against the full forward of the same architecture (flash with the windows).
+//    and k in the decode attention, which writes k back to the cache; RMSNorm and ReLU^2 in the
+//    fused layers, the untied head, the soft-capped draw on the GPU and on the host). Then with
+//    attention's windows: the modern model with the pattern full,24 (layer 1's decoding reads
+//    the last 24 cache rows of the 96, its prompt the masked flash forward) greedy, and GPT-2's
+//    with a window of 16 with top-k 5, against the full forward of the same architecture (flash
+//    with the windows).
 // 4. inference_set_seed, with the draws on the GPU and on the host: a seed set between steps
 //    changes no draw until the next prompt, which draws what a model built with that seed draws.
 // 5. A model with documents ends each sample at the first document token it draws
@@ -44,24 +54,63 @@
 #include "gpt/generation.h"
 #include "gpt/gpt.h"
 #include "gpt/inference.h"
+#include "layers/rmsnorm.h"
+#include "layers/rotary.h"
 #include "tests/test.h"
 
 static float rng_symmetric(Rng* rng) { return (float)(2.0 * rng_uniform(rng) - 1.0); }
 
-static void decode_kernel_name(char* name, size_t len, int HS, int T, int window) {
+// The query's transform of a test (decode.h's DecodeQK): none, QK-norm and rotary, or either alone.
+enum { QK_NONE, QK_BOTH, QK_NORM, QK_ROTARY };
+static const char* const QK_NAMES[] = {"", ", QK-norm and rotary", ", QK-norm", ", rotary"};
+#define TEST_ROTARY_BASE 10000.0f
+
+static void decode_kernel_name(char* name, size_t len, int HS, int T, int window, int qk) {
     snprintf(name, len, "attention_decode HS%d T=%d", HS, T);
     if (window) snprintf(name + strlen(name), len - strlen(name), " window %d", window);
+    snprintf(name + strlen(name), len - strlen(name), "%s", QK_NAMES[qk]);
 }
 
-// window 0: every key up to the position's.
-static void test_decode_kernel(int HS, int T, int window) {
+static DecodeQK decode_qk(int qk) {
+    return (DecodeQK){qk == QK_BOTH || qk == QK_NORM ? RMSNORM_EPS : 0.0f,
+                      qk == QK_BOTH || qk == QK_ROTARY ? TEST_ROTARY_BASE : 0.0f};
+}
+
+// The caches of B sequences of T rows in the fused qkv (B * T rows) as the prompt's pass leaves
+// them: qk's QK-norm and rotary (layers/rotary.h's forward) on every row at its position in its
+// sequence, in place on the GPU; the result also into host (B * T rows).
+static void transform_caches(bf16* qkv, bf16* host, int B, int T, int NH, int HS, int qk) {
+    int N = B * T;
+    int* rows = (int*)malloc((size_t)N * sizeof(int));
+    for (int i = 0; i < N; i++) rows[i] = i % T;
+    int* d_rows;
+    float* rstd;
+    cudaCheck(cudaMalloc((void**)&d_rows, (size_t)N * sizeof(int)));
+    cudaCheck(cudaMalloc((void**)&rstd, (size_t)N * 2 * NH * sizeof(float)));
+    cudaCheck(cudaMemcpy(d_rows, rows, (size_t)N * sizeof(int), cudaMemcpyHostToDevice));
+    DecodeQK t = decode_qk(qk);
+    qk_norm_rotary_forward(qkv, t.norm_eps > 0.0f ? rstd : NULL, t.rotary_base > 0.0f ? d_rows : NULL, N, NH, HS,
+                           TEST_ROTARY_BASE, 0);
+    cudaCheck(cudaMemcpy(host, qkv, (size_t)N * 3 * NH * HS * sizeof(bf16), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaFree(d_rows));
+    cudaCheck(cudaFree(rstd));
+    free(rows);
+}
+
+// window 0: every key up to the position's. qk: the call transforms the query and its own key
+// (decode.h's DecodeQK); the cache holds the other keys transformed (transform_caches) and the
+// query's row raw, and after the call the cache's keys and values from the window's first row
+// on must be those of the transformed cache, bit for bit (the own key as layers/rotary.h's
+// forward writes it).
+static void test_decode_kernel(int HS, int T, int window, int qk) {
     char name[128];
-    decode_kernel_name(name, sizeof(name), HS, T, window);
+    decode_kernel_name(name, sizeof(name), HS, T, window, qk);
     test_begin(name);
     const int NH = 3;
     AttentionShape s = {1, T, NH, HS, 1, 1.0f / sqrtf((float)HS)};
     AttentionPlan plan = {ATTENTION_FLASH};
     plan.mask.window = window;
+    const DecodeQK transform = decode_qk(qk);
     int* position;
     cudaCheck(cudaMalloc((void**)&position, sizeof(int)));
     size_t row = 3 * (size_t)NH * HS, n = (size_t)T * row;
@@ -75,7 +124,17 @@ static void test_decode_kernel(int HS, int T, int window) {
     cudaCheck(cudaMalloc(&scratch, attention_decode_scratch_bytes(&plan, s)));
     cudaCheck(cudaMemset(scratch, 0, attention_decode_scratch_bytes(&plan, s)));   // once: the calls leave it zeroed
     cudaCheck(cudaMemcpy(qkv, host, n * sizeof(bf16), cudaMemcpyHostToDevice));
-    const int positions[] = {0, 1, 77, 255, 256, 1023, 1024, 1025, 2047, T - 1};
+    // want: the cache the call must see, and the values of the reference.
+    bf16* want = host;
+    bf16* after = NULL;
+    if (qk) {
+        want = (bf16*)malloc(n * sizeof(bf16));
+        after = (bf16*)malloc(n * sizeof(bf16));
+        transform_caches(qkv, want, 1, T, NH, HS, qk);
+    }
+    // The query's own key first and last in its chunk of 256, in the first round of a block's
+    // keys and the last, past 2^16 (T 70 000).
+    const int positions[] = {0, 1, 77, 255, 256, 1023, 1024, 1025, 2047, 65791, 65792, T - 1};
     bf16* got = (bf16*)malloc((size_t)NH * HS * sizeof(bf16));
     double* scores = (double*)malloc((size_t)T * sizeof(double));
     double worst = 0.0;
@@ -83,24 +142,36 @@ static void test_decode_kernel(int HS, int T, int window) {
         int pos = positions[k];
         if (pos >= T) continue;
         cudaCheck(cudaMemset(out, 0xff, (size_t)NH * HS * sizeof(bf16)));   // NaN
-        // The cache is the fused qkv; the query is row pos's.
+        // The cache is the fused qkv; the query is row pos's, raw where the call transforms it.
         AttentionParams p = attention_fused_params(s, qkv, out, NULL, NULL, NULL);
         p.q.ptr += (long long)pos * p.q.row;
+        size_t pitch = row * sizeof(bf16), kv_bytes = 2 * (size_t)NH * HS * sizeof(bf16);
+        if (qk) cudaCheck(cudaMemcpy(qkv + pos * row, host + pos * row, pitch, cudaMemcpyHostToDevice));
         cudaCheck(cudaMemcpy(position, &pos, sizeof(int), cudaMemcpyHostToDevice));
         // The rows before the window: K and V NaN (0xFFFF) during the call.
         int lo = window && pos - window + 1 > 0 ? pos - window + 1 : 0;
-        size_t pitch = row * sizeof(bf16), kv_bytes = 2 * (size_t)NH * HS * sizeof(bf16);
         if (lo > 0) cudaCheck(cudaMemset2D(qkv + (size_t)NH * HS, pitch, 0xff, kv_bytes, lo));
-        attention_decode(&plan, &p, position, scratch, 0);
+        attention_decode(&plan, &p, position, qk ? &transform : NULL, scratch, 0);
         cudaCheck(cudaMemcpy(got, out, (size_t)NH * HS * sizeof(bf16), cudaMemcpyDeviceToHost));
+        if (qk) {
+            cudaCheck(cudaMemcpy(after, qkv, n * sizeof(bf16), cudaMemcpyDeviceToHost));
+            int differing = 0;
+            for (int t = lo; t < T; t++)
+                differing += memcmp(after + t * row + NH * HS, want + t * row + NH * HS, kv_bytes) != 0;
+            CHECK(differing == 0, "position %d: %d rows of the cache's keys and values are not the prompt pass's%s",
+                  pos, differing,
+                  memcmp(after + pos * row + NH * HS, want + pos * row + NH * HS, kv_bytes) ? ", its own among them"
+                                                                                           : "");
+            cudaCheck(cudaMemcpy(qkv + pos * row, want + pos * row, pitch, cudaMemcpyHostToDevice));
+        }
         if (lo > 0)
-            cudaCheck(cudaMemcpy2D(qkv + (size_t)NH * HS, pitch, host + (size_t)NH * HS, pitch, kv_bytes, lo,
+            cudaCheck(cudaMemcpy2D(qkv + (size_t)NH * HS, pitch, want + (size_t)NH * HS, pitch, kv_bytes, lo,
                                    cudaMemcpyHostToDevice));
         for (int h = 0; h < NH; h++) {
-            const bf16* q = host + (size_t)pos * row + (size_t)h * HS;
+            const bf16* q = want + (size_t)pos * row + (size_t)h * HS;
             double m = -INFINITY, l = 0.0, diff = 0.0, ref = 0.0;
             for (int j = lo; j <= pos; j++) {
-                const bf16* kj = host + (size_t)j * row + (size_t)(NH + h) * HS;
+                const bf16* kj = want + (size_t)j * row + (size_t)(NH + h) * HS;
                 double dot = 0.0;
                 for (int d = 0; d < HS; d++) dot += (double)__bfloat162float(q[d]) * __bfloat162float(kj[d]);
                 scores[j] = dot * s.scale;
@@ -110,7 +181,7 @@ static void test_decode_kernel(int HS, int T, int window) {
             for (int d = 0; d < HS; d++) {
                 double o = 0.0;
                 for (int j = lo; j <= pos; j++)
-                    o += exp(scores[j] - m) * __bfloat162float(host[(size_t)j * row + (size_t)(2 * NH + h) * HS + d]);
+                    o += exp(scores[j] - m) * __bfloat162float(want[(size_t)j * row + (size_t)(2 * NH + h) * HS + d]);
                 o /= l;
                 double g = __bfloat162float(got[(size_t)h * HS + d]);
                 diff += (g - o) * (g - o);
@@ -124,7 +195,9 @@ static void test_decode_kernel(int HS, int T, int window) {
     }
     printf("    worst relative L2 error %.2e\n", worst);
     test_end();
+    if (want != host) free(want);
     free(host);
+    free(after);
     free(got);
     free(scores);
     cudaCheck(cudaFree(qkv));
@@ -393,9 +466,16 @@ static void test_samples_end_with_their_document(void) {
 }
 
 // Three sequences whose queries sit at positions of their own (device): each against the float64
-// reference of its own cache, one launch for all.
-#define BATCHED_NAME "attention_decode: 3 sequences at positions 5, 300 and 1025 in one launch"
-#define LATE_NAME "attention_decode: the positions the kernel before writes, late, are the ones it takes"
+// reference of its own cache, one launch for all. With QK-norm and rotary, each sequence's cache
+// as the prompt's pass leaves it (transform_caches) but for its query's row, raw, which the call
+// transforms: the reference takes the transformed rows, and the keys the call writes back must
+// be those, bit for bit.
+static const char* const BATCHED_NAMES[2] = {
+    "attention_decode: 3 sequences at positions 5, 300 and 1025 in one launch",
+    "attention_decode: 3 sequences at positions 5, 300 and 1025 in one launch, QK-norm and rotary"};
+static const char* const LATE_NAMES[2] = {
+    "attention_decode: the positions the kernel before writes, late, are the ones it takes",
+    "attention_decode: the positions the kernel before writes, late, are the ones it takes, QK-norm and rotary"};
 #define LATE_DELAY_CYCLES 10000000LL   // about 5 ms
 
 // Lets the kernel after it start at once, then after delay_cycles copies n positions into place.
@@ -407,7 +487,7 @@ __global__ void write_positions_late_kernel(int* positions, const int* final_pos
 }
 
 // late: the positions hold these until the kernel before the call writes the real ones.
-static void test_decode_batched(const char* name, const int* late) {
+static void test_decode_batched(const char* name, const int* late, int qk) {
     test_begin(name);
     const int NH = 2, HS = 64, T = 1100, B = 3, pos[B] = {5, 300, 1025};
     AttentionShape s = {B, T, NH, HS, 1, 1.0f / sqrtf((float)HS)};
@@ -432,6 +512,16 @@ static void test_decode_batched(const char* name, const int* late) {
     cudaCheck(cudaMemset(scratch, 0, attention_decode_scratch_bytes(&plan, s)));   // once: the calls leave it zeroed
     cudaCheck(cudaMemcpy(qkv, host, n * sizeof(bf16), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(q, host_q, (size_t)B * row * sizeof(bf16), cudaMemcpyHostToDevice));
+    bf16* want = host;   // the cache and queries of the reference
+    const DecodeQK transform = decode_qk(qk);
+    if (qk) {
+        want = (bf16*)malloc(n * sizeof(bf16));
+        transform_caches(qkv, want, B, T, NH, HS, qk);
+        for (int b = 0; b < B; b++) {   // the query's row raw
+            size_t at = ((size_t)b * T + pos[b]) * row;
+            cudaCheck(cudaMemcpy(qkv + at, host + at, row * sizeof(bf16), cudaMemcpyHostToDevice));
+        }
+    }
     cudaCheck(cudaMemcpy(final_positions, pos, B * sizeof(int), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(positions, late ? late : pos, B * sizeof(int), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemset(out, 0xff, (size_t)B * C * sizeof(bf16)));   // NaN
@@ -444,20 +534,27 @@ static void test_decode_batched(const char* name, const int* late) {
         write_positions_late_kernel<<<1, 1, 0, stream>>>(positions, final_positions, B, LATE_DELAY_CYCLES);
         cudaCheckLaunch();
     }
-    attention_decode(&plan, &p, positions, scratch, stream);
+    attention_decode(&plan, &p, positions, qk ? &transform : NULL, scratch, stream);
     bf16* got = (bf16*)malloc((size_t)B * C * sizeof(bf16));
     cudaCheck(cudaMemcpyAsync(got, out, (size_t)B * C * sizeof(bf16), cudaMemcpyDeviceToHost, stream));
     cudaCheck(cudaStreamSynchronize(stream));
+    for (int b = 0; qk && b < B; b++) {
+        size_t at = ((size_t)b * T + pos[b]) * row + C;
+        bf16 key[NH * HS];
+        cudaCheck(cudaMemcpy(key, qkv + at, C * sizeof(bf16), cudaMemcpyDeviceToHost));
+        CHECK(memcmp(key, want + at, C * sizeof(bf16)) == 0, "sequence %d: its own key is not the prompt pass's", b);
+    }
     double* scores = (double*)malloc((size_t)T * sizeof(double));
     double worst = 0.0;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            const bf16* seq = host + (size_t)b * T * row;
+            const bf16* seq = want + (size_t)b * T * row;
+            const bf16* query = want + ((size_t)b * T + pos[b]) * row;
             double m = -INFINITY, l = 0.0, diff = 0.0, ref = 0.0;
             for (int j = 0; j <= pos[b]; j++) {
                 double dot = 0.0;
                 for (int d = 0; d < HS; d++)
-                    dot += (double)__bfloat162float(host_q[b * row + h * HS + d]) *
+                    dot += (double)__bfloat162float(query[h * HS + d]) *
                            __bfloat162float(seq[(size_t)j * row + (NH + h) * HS + d]);
                 scores[j] = dot * s.scale;
                 m = fmax(m, scores[j]);
@@ -479,6 +576,7 @@ static void test_decode_batched(const char* name, const int* late) {
         }
     printf("    worst relative L2 error %.2e\n", worst);
     test_end();
+    if (want != host) free(want);
     free(host);
     free(host_q);
     free(got);
@@ -488,31 +586,38 @@ static void test_decode_batched(const char* name, const int* late) {
     cudaCheck(cudaStreamDestroy(stream));
 }
 
-// (HS, T, window) of test_decode_kernel.
-static const int DECODE_KERNEL_CASES[][3] = {{64, 3000, 0}, {128, 3000, 0}, {64, 40, 0},
-                                             {64, 3000, 1}, {64, 3000, 300}, {128, 3000, 256}};
+// (HS, T, window, qk) of test_decode_kernel.
+static const int DECODE_KERNEL_CASES[][4] = {
+    {64, 3000, 0, QK_NONE},   {128, 3000, 0, QK_NONE},  {64, 40, 0, QK_NONE},         {64, 3000, 1, QK_NONE},
+    {64, 3000, 300, QK_NONE}, {128, 3000, 256, QK_NONE}, {64, 3000, 0, QK_BOTH},      {128, 3000, 256, QK_BOTH},
+    {64, 70000, 300, QK_BOTH}, {16, 600, 0, QK_NORM},   {32, 600, 1, QK_ROTARY},      {256, 1100, 0, QK_BOTH}};
+#define DECODE_KERNEL_COUNT (sizeof(DECODE_KERNEL_CASES) / sizeof(DECODE_KERNEL_CASES[0]))
 
 int main(void) {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         char name[128];
-        for (size_t i = 0; i < sizeof(DECODE_KERNEL_CASES) / sizeof(DECODE_KERNEL_CASES[0]); i++) {
-            decode_kernel_name(name, sizeof(name), DECODE_KERNEL_CASES[i][0], DECODE_KERNEL_CASES[i][1],
-                               DECODE_KERNEL_CASES[i][2]);
+        for (size_t i = 0; i < DECODE_KERNEL_COUNT; i++) {
+            const int* c = DECODE_KERNEL_CASES[i];
+            decode_kernel_name(name, sizeof(name), c[0], c[1], c[2], c[3]);
             test_skip(name, "no CUDA device");
         }
-        const char* names[] = {BATCHED_NAME, LATE_NAME, INFERENCE_NAMES[0],
+        const char* names[] = {BATCHED_NAMES[0], LATE_NAMES[0], BATCHED_NAMES[1], LATE_NAMES[1], INFERENCE_NAMES[0],
                                INFERENCE_NAMES[1], INFERENCE_NAMES[2], INFERENCE_NAMES[3], INFERENCE_NAMES[4],
                                INFERENCE_NAMES[5], INFERENCE_NAMES[6], INFERENCE_NAMES[7], SEED_NAMES[0],
                                SEED_NAMES[1], DOCUMENT_END_NAME};
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) test_skip(names[i], "no CUDA device");
         return test_exit_code();
     }
-    for (size_t i = 0; i < sizeof(DECODE_KERNEL_CASES) / sizeof(DECODE_KERNEL_CASES[0]); i++)
-        test_decode_kernel(DECODE_KERNEL_CASES[i][0], DECODE_KERNEL_CASES[i][1], DECODE_KERNEL_CASES[i][2]);
-    test_decode_batched(BATCHED_NAME, NULL);
+    for (size_t i = 0; i < DECODE_KERNEL_COUNT; i++) {
+        const int* c = DECODE_KERNEL_CASES[i];
+        test_decode_kernel(c[0], c[1], c[2], c[3]);
+    }
     static const int late[3] = {1025, 5, 300};
-    test_decode_batched(LATE_NAME, late);
+    for (int qk = 0; qk < 2; qk++) {
+        test_decode_batched(BATCHED_NAMES[qk], NULL, qk ? QK_BOTH : QK_NONE);
+        test_decode_batched(LATE_NAMES[qk], late, qk ? QK_BOTH : QK_NONE);
+    }
     test_inference();
     test_samples_end_with_their_document();
     return test_exit_code();
