@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/gpu_modern.sh: the bars of the modern recipe (issue 47) on one GPU, from the repository
-# root, in two parts that each fit a call of 10 minutes:
-#   PARTS=learning bash scripts/gpu_modern.sh DATASET_DIR    about 5 minutes
-#   PARTS=speed bash scripts/gpu_modern.sh                   about 6 minutes (no dataset)
+# root, in two parts of about three minutes each on an H200 (both fit one call of 10 minutes):
+#   PARTS=learning bash scripts/gpu_modern.sh DATASET_DIR
+#   PARTS=speed bash scripts/gpu_modern.sh                   (no dataset)
 # (PARTS unset: both, one after the other.) DATASET_DIR holds prepare_data's output (train_*.bin,
 # val_*.bin, tokenizer.bin) of a real text of at least 5M tokens (`bash scripts/make_parity_text.sh
 # python DIR` makes one; nothing is fetched). The recipes:
