@@ -266,8 +266,9 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
          "the GPU's dense bf16 peak for MFU [from the device name]; also\nthe FLOP rate of --profile's floors [790, an "
          "H200's measured]", 0, 0, parse_peak},
         {OPTION_INT, "--profile", "[N]", &o->profile_step,
-         "after step N, a table of where its time went: each layer kind\nforward and backward, and the update, against "
-         "its floor\n[N: the run's second step, past the warm-up]", 1, 2147483647, NULL, &o->profile},
+         "after step N, a table of where its time went: each layer kind\nforward and backward (the model's own: norms, "
+         "qk-norm + rotary,\nthe MLP's activation), and the update (AdamW, or Muon and Adam),\nagainst its floor [N: "
+         "the run's second step, past the warm-up]", 1, 2147483647, NULL, &o->profile},
         {OPTION_GROUP, "several GPUs (one process each; torchrun, srun and mpirun start them too)"},
         {OPTION_INT, "--gpus", "N", &o->gpus, "start N ranks on this node's GPUs [1]", 1, 1 << 16, NULL, NULL,
          o->gpus_args},
@@ -842,6 +843,7 @@ static void print_profile(Run* r, const StepReport* s) {
     ProfileShape shape = {.rows = r->rows, .cols = r->cols, .context_parallel = r->o.context_parallel,
                           .micro_steps = r->grad_accum, .classifier_rows = g->sizes.logits_rows,
                           .params = g->num_params, .updated_params = g->shard.owned};
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) shape.muon_matrices[i] = gpt_muon_matrices(g, i);
     profile_work(&g->config, &shape, work);
     ProfileSummary summary = {.step = s->step, .step_seconds = s->seconds, .mfu = s->mfu,
                               .peak_tflops = r->peak_tflops,

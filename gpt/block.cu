@@ -7,7 +7,7 @@
 #include "layers/rotary.h"
 
 const char* block_unsupported(const Architecture* arch, int HS) {
-    if (!arch->rotary && !arch->qk_norm) return NULL;
+    if (!architecture_transforms_qk(arch)) return NULL;
     return rotary_unsupported(HS, arch->rotary_base);
 }
 
@@ -34,10 +34,10 @@ void norm_backward(const Architecture* arch, bf16* dinp, bf16* dweight, bf16* db
 }
 
 // QK-norm and rotary, whichever the architecture has, in place on qkv: forward, or (dqkv given)
-// backward.
+// backward; a part of the profile of its own.
 static void qk_norm_rotary(const BlockPass* pass, const BlockActivations* x, bf16* dqkv) {
     const Architecture* arch = pass->arch;
-    if (!arch->qk_norm && !arch->rotary) return;
+    if (!architecture_transforms_qk(arch)) return;
     AttentionShape s = pass->shape;
     float* rstd = arch->qk_norm ? x->qk_rstd : NULL;
     const int* positions = arch->rotary ? pass->positions : NULL;
@@ -45,6 +45,7 @@ static void qk_norm_rotary(const BlockPass* pass, const BlockActivations* x, bf1
     if (dqkv)
         qk_norm_rotary_backward(dqkv, x->qkv, rstd, positions, s.B * s.T, s.NH, s.HS, arch->rotary_base, st);
     else qk_norm_rotary_forward(x->qkv, rstd, positions, s.B * s.T, s.NH, s.HS, arch->rotary_base, st);
+    profile_mark(pass->profile, PART_QK_NORM_ROTARY, dqkv ? PHASE_BACKWARD : PHASE_FORWARD, st);
 }
 
 void block_forward(const BlockPass* pass, const BlockActivations* x, const LayerParameters* w) {
@@ -55,17 +56,17 @@ void block_forward(const BlockPass* pass, const BlockActivations* x, const Layer
     cudaStream_t st = mm->stream;
     Profile* prof = pass->profile;
     norm_forward(arch, x->ln1, x->ln1_mean, x->ln1_rstd, x->res, w->ln1w, w->ln1b, N, C, st);
-    profile_mark(prof, PART_LAYERNORM, PHASE_FORWARD, st);
+    profile_mark(prof, PART_NORM, PHASE_FORWARD, st);
     matmul_forward(x->qkv, NULL, x->ln1, w->qkvw, w->qkvb, NULL, N, C, 3 * C, mm);
-    qk_norm_rotary(pass, x, NULL);
     profile_mark(prof, PART_QKV, PHASE_FORWARD, st);
+    qk_norm_rotary(pass, x, NULL);
     attention_forward(pass->attention, s, x->atty, x->att_saved, x->qkv, pass->scratch, st);
     profile_mark(prof, PART_ATTENTION, PHASE_FORWARD, st);
     // The residual connections are added in the projections' epilogues.
     matmul_forward(x->mid, NULL, x->atty, w->attprojw, w->attprojb, x->res, N, C, C, mm);
     profile_mark(prof, PART_ATTPROJ, PHASE_FORWARD, st);
     norm_forward(arch, x->ln2, x->ln2_mean, x->ln2_rstd, x->mid, w->ln2w, w->ln2b, N, C, st);
-    profile_mark(prof, PART_LAYERNORM, PHASE_FORWARD, st);
+    profile_mark(prof, PART_NORM, PHASE_FORWARD, st);
     if (arch->relu2) {
         matmul_forward_relu2(x->fch_gelu, x->ln2, w->fcw, w->fcb, N, C, 4 * C, mm);
     } else if (pass->recompute & RECOMPUTE_GELU) {
@@ -98,7 +99,7 @@ void block_backward(const BlockPass* pass, const BlockActivations* x, const Laye
     }
     if (re_ln) {
         norm_forward(arch, x->ln2, x->ln2_mean, x->ln2_rstd, x->mid, w->ln2w, w->ln2b, N, C, st);
-        profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
+        profile_mark(prof, PART_NORM, PHASE_BACKWARD, st);
     }
     // dwide: the gradient of fch (the MLP's pre-activation), the activation's backward done with
     // this matmul: GELU's in its epilogue, ReLU^2's in the pass after it.
@@ -112,7 +113,7 @@ void block_backward(const BlockPass* pass, const BlockActivations* x, const Laye
     profile_mark(prof, PART_MLP_UP, PHASE_BACKWARD, st);
     norm_backward(arch, d->dresidual, dw->ln2w, dw->ln2b, d->dnarrow, x->mid, w->ln2w, x->ln2_mean, x->ln2_rstd, N, C,
                   scratch, st);
-    profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
+    profile_mark(prof, PART_NORM, PHASE_BACKWARD, st);
     matmul_backward(d->dnarrow, dw->attprojw, dw->attprojb, d->dresidual, x->atty, w->attprojw, NULL, N, C, C,
                     scratch, mm);
     profile_mark(prof, PART_ATTPROJ, PHASE_BACKWARD, st);
@@ -120,12 +121,12 @@ void block_backward(const BlockPass* pass, const BlockActivations* x, const Laye
     profile_mark(prof, PART_ATTENTION, PHASE_BACKWARD, st);
     if (re_ln) {
         norm_forward(arch, x->ln1, x->ln1_mean, x->ln1_rstd, x->res, w->ln1w, w->ln1b, N, C, st);
-        profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
+        profile_mark(prof, PART_NORM, PHASE_BACKWARD, st);
     }
     qk_norm_rotary(pass, x, d->dwide);   // from the rotated q and k that attention read
     matmul_backward(d->dnarrow, dw->qkvw, dw->qkvb, d->dwide, x->ln1, w->qkvw, NULL, N, C, 3 * C, scratch, mm);
     profile_mark(prof, PART_QKV, PHASE_BACKWARD, st);
     norm_backward(arch, d->dresidual, dw->ln1w, dw->ln1b, d->dnarrow, x->res, w->ln1w, x->ln1_mean, x->ln1_rstd, N, C,
                   scratch, st);
-    profile_mark(prof, PART_LAYERNORM, PHASE_BACKWARD, st);
+    profile_mark(prof, PART_NORM, PHASE_BACKWARD, st);
 }

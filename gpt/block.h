@@ -83,10 +83,11 @@ typedef struct {
                                   // with the workspace of its matmuls
 } BlockPass;
 
-// Marks a block records in the profile, forward and backward (the backward's recomputations
-// included), each closing one of its parts (gpt/profile.h).
-#define BLOCK_FORWARD_MARKS 7
-#define BLOCK_BACKWARD_MARKS 10
+// Marks a block records in the profile at most, forward and backward (the backward's
+// recomputations included), each closing one of its parts (gpt/profile.h); the QK-norm and
+// rotary pass closes one of its own each way where the architecture has it.
+static inline int block_forward_marks(const Architecture* arch) { return 7 + architecture_transforms_qk(arch); }
+static inline int block_backward_marks(const Architecture* arch) { return 10 + architecture_transforms_qk(arch); }
 
 // x->res (N, C) through the block into x->res_next, writing every activation of x (those of
 // the architecture). With RECOMPUTE_GELU the GELU is a kernel of its own after the fc matmul, the

@@ -99,6 +99,16 @@ static inline int architecture_window(const Architecture* a, int l) {
     return a->window_count > 0 ? a->windows[l % a->window_count] : 0;
 }
 
+// The keys a row of layer l sees at most in a sequence of T: its window, or T where the window
+// is no bound or no narrower than T (documents, which the data set, are not counted).
+static inline int architecture_keys(const Architecture* a, int l, int T) {
+    int w = architecture_window(a, l);
+    return w > 0 && w < T ? w : T;
+}
+
+// 1 when q and k go through the QK-norm and rotary pass (layers/rotary.h): either is on.
+static inline int architecture_transforms_qk(const Architecture* a) { return a->qk_norm || a->rotary; }
+
 // The preset whose architecture a is, or NULL (an ablation).
 static inline const ArchitecturePreset* architecture_preset_of(const Architecture* a) {
     for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++)

@@ -243,7 +243,7 @@ static void embedding(GPT* g, const int* host_inputs, int B, int T, int backward
 }
 
 // Marks of a forward: the start, the embedding, the layers', lnf.
-static int forward_marks(const GPT* g) { return 3 + BLOCK_FORWARD_MARKS * g->config.L; }
+static int forward_marks(const GPT* g) { return 3 + block_forward_marks(&g->config.arch) * g->config.L; }
 
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     const GPTConfig* c = &g->config;
@@ -271,7 +271,7 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     forward_layers(g, B, T);
     norm_forward(&c->arch, a->lnf, a->lnf_mean, a->lnf_rstd, layer_acts(g, c->L - 1).res_next, p->lnfw, p->lnfb, N, C,
                  st);
-    profile_mark(g->profile, PART_LAYERNORM, PHASE_FORWARD, st);
+    profile_mark(g->profile, PART_NORM, PHASE_FORWARD, st);
 }
 
 bf16* gpt_logits(GPT* g, int row, int rows) {
@@ -345,7 +345,7 @@ static void reduce_layer_grads(GPT* g, int l) {
 }
 
 // Marks of a backward: the start, lnf, the layers', the embedding.
-static int backward_marks(const GPT* g) { return 3 + BLOCK_BACKWARD_MARKS * g->config.L; }
+static int backward_marks(const GPT* g) { return 3 + block_backward_marks(&g->config.arch) * g->config.L; }
 
 void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     const GPTConfig* c = &g->config;
@@ -363,7 +363,7 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     cudaCheck(cudaMemsetAsync(a->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
     norm_backward(&c->arch, a->dresidual, d->lnfw, d->lnfb, a->dnarrow, layer_acts(g, c->L - 1).res_next,
                   g->params.lnfw, a->lnf_mean, a->lnf_rstd, N, C, a->scratch, st);
-    profile_mark(g->profile, PART_LAYERNORM, PHASE_BACKWARD, st);
+    profile_mark(g->profile, PART_NORM, PHASE_BACKWARD, st);
     for (int l = c->L - 1; l >= 0; l--) {
         BlockActivations x = layer_acts(g, l);
         LayerParameters w = layer_parameters(&g->params, l, c), dw = layer_parameters(d, l, c);
@@ -427,6 +427,11 @@ static void gather_params(GPT* g) {
     cudaCheck(cudaEventRecord(g->params_ready, g->comm_stream));
 }
 
+int gpt_muon_matrices(const GPT* g, int i) {
+    if (g->optimizer.kind != OPTIMIZER_MUON || param_group(i) != GROUP_MATRIX) return 0;
+    return (int)(zero_shard_part(&g->shard, g->zero_tensors, i, g->shard.rank).count / g->zero_tensors[i].unit);
+}
+
 float gpt_update(GPT* g, float lr) {
     if (!g->optimizer_memory) die("gpt_update: the model was built without an optimizer");
     const OptimizerConfig* o = &g->optimizer;
@@ -447,9 +452,8 @@ float gpt_update(GPT* g, float lr) {
         if (muon && group == GROUP_MATRIX) {
             int rows, cols;
             matrix_shape(i, g->config.C, &rows, &cols);
-            muon_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s,
-                        (int)(part.count / g->zero_tensors[i].unit), rows, cols, lr, o->momentum, decay,
-                        grad_scale, g->optimizer_scratch, &g->matmul);
+            muon_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s, gpt_muon_matrices(g, i),
+                        rows, cols, lr, o->momentum, decay, grad_scale, g->optimizer_scratch, &g->matmul);
         } else {
             float peak = group == GROUP_EMBEDDING ? o->embedding_lr : group == GROUP_HEAD ? o->head_lr : o->vector_lr;
             float adam_lr = !muon ? lr : peak * lr_scale;

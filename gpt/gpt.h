@@ -135,6 +135,9 @@ float gpt_mean_loss(GPT* g, int N);
 // them over the ranks, layer by layer, while the backward goes on.
 void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step);
 
+// The matrices of tensor i that this rank's update orthogonalises by Muon (its ZeRO-1 share, or
+// all L); 0 under AdamW, without an optimizer and for the tensors Adam updates.
+int gpt_muon_matrices(const GPT* g, int i);
 // The most marks a step of micro_steps micro-steps records in g->profile (profile_reserve).
 int gpt_profile_marks(const GPT* g, int micro_steps);
 

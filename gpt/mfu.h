@@ -19,10 +19,7 @@ static inline double flops_per_token(const GPTConfig* c, int T) {
     double weights = (double)count_params(c) - looked_up;
     if (c->arch.window_count == 0) return 6.0 * weights + 12.0 * c->L * c->C * (double)T;
     double keys = 0.0;   // over the layers
-    for (int l = 0; l < c->L; l++) {
-        int w = architecture_window(&c->arch, l);
-        keys += w > 0 && w < T ? w : T;
-    }
+    for (int l = 0; l < c->L; l++) keys += architecture_keys(&c->arch, l, T);
     return 6.0 * weights + 12.0 * c->C * keys;
 }
 

@@ -3,7 +3,9 @@
 // closes an interval that belongs to one part (a layer kind, summed over the L layers and the
 // micro-steps) in one phase (forward, backward, update). The report sets each part's time
 // against its floor: its FLOPs at the dense bf16 rate or its bytes (every input read once,
-// every output written once) at the memory bandwidth, whichever takes longer.
+// every output written once) at the memory bandwidth, whichever takes longer. The parts and their
+// work follow the model's architecture and optimizer: LayerNorm or RMSNorm, GELU or ReLU^2,
+// biases or none, tied or untied head, attention's windows, AdamW or Muon.
 // With no Profile (NULL) the model records nothing; events between kernels change no result.
 #ifndef FLASHGPT_GPT_PROFILE_H
 #define FLASHGPT_GPT_PROFILE_H
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include "common/cuda_check.h"
 #include "gpt/config.h"
+#include "gpt/parameters.h"
 
 // Measured ceilings of one H200 (the device machine's dense bf16 matmul and copy benchmarks);
 // the FLOP rate gives way to --peak-tflops.
@@ -19,15 +22,17 @@
 #define H200_MEMORY_BYTES_PER_S 4.3e12
 
 typedef enum {
-    PART_EMBEDDING,     // encoder: token + position embeddings
-    PART_LAYERNORM,     // ln1, ln2, lnf
-    PART_QKV,           // the qkv matmul
-    PART_ATTENTION,     // flash, naive or the ring
-    PART_ATTPROJ,       // the attention's output projection, with the residual add
-    PART_MLP_UP,        // fc with its GELU epilogue
-    PART_MLP_DOWN,      // fcproj with the residual add; its backward ends with GELU's (the dinp epilogue)
-    PART_CLASSIFIER,    // logits, softmax + cross-entropy; backward: dlnf and dwte
-    PART_UPDATE,        // gradient norm and AdamW
+    PART_EMBEDDING,       // encoder: token (+ position) embeddings
+    PART_NORM,            // ln1, ln2, lnf: LayerNorm or RMSNorm
+    PART_QKV,             // the qkv matmul
+    PART_QK_NORM_ROTARY,  // QK-norm and rotary on q and k (layers/rotary.h), where the model has them
+    PART_ATTENTION,       // flash, naive or the ring
+    PART_ATTPROJ,         // the attention's output projection, with the residual add
+    PART_MLP_UP,          // fc with its activation: GELU's epilogue or ReLU^2's pass
+    PART_MLP_DOWN,        // fcproj with the residual add; its backward ends with the activation's
+                          // (GELU's dinp epilogue or ReLU^2's pass)
+    PART_CLASSIFIER,      // logits, softmax + cross-entropy; backward: dlnf and the head's gradient
+    PART_UPDATE,          // gradient norm and the optimizer (AdamW, or Muon and Adam)
     NUM_PROFILE_PARTS
 } ProfilePart;
 
@@ -82,9 +87,12 @@ typedef struct {
     int rows, cols;            // the model's batch per micro-step: rows of cols tokens
     int context_parallel;      // ranks sharing each sequence (1: none); rows, cols are local
     int micro_steps;
-    int classifier_rows;       // rows of one classifier chunk (each chunk reads wte again)
+    int classifier_rows;       // rows of one classifier chunk (each chunk reads the head again)
     size_t params;             // parameters: the gradient norm reads all of their gradients
-    size_t updated_params;     // those this rank's AdamW updates (its ZeRO-1 shard, or all)
+    size_t updated_params;     // those this rank's optimizer updates (its ZeRO-1 shard, or all)
+    int muon_matrices[NUM_PARAM_TENSORS];   // of those, the matrices of each tensor that Muon
+                                            // orthogonalises (gpt_muon_matrices); Adam or AdamW
+                                            // updates the rest; zeros under AdamW
 } ProfileShape;
 
 // The work of every part and phase of one step of shape s (zeros where a part does nothing).
@@ -106,7 +114,8 @@ typedef struct {
 } ProfileSummary;
 
 // The table: per part forward, backward and total ms, % of the step, floor ms, time / floor
-// and what sets the floor; then the parts' sum against the step's time, and the MFU.
+// and what sets the floor (a part without work or time, one the model has not, left out); then
+// the parts' sum against the step's time, and the MFU.
 void profile_print(FILE* out, const ProfileSummary* s, const double ms[NUM_PROFILE_PARTS][NUM_PROFILE_PHASES],
                    const PartWork work[NUM_PROFILE_PARTS][NUM_PROFILE_PHASES]);
 
