@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # scripts/gpu_modern.sh: the bars of the modern recipe (issue 47) on one GPU, from the repository
-# root, in two parts of about three minutes each on an H200 (both fit one call of 10 minutes):
+# root, in parts of a few minutes each on an H200 (learning and speed fit one call of 10 minutes):
 #   PARTS=learning bash scripts/gpu_modern.sh DATASET_DIR
 #   PARTS=speed bash scripts/gpu_modern.sh                   (no dataset)
-# (PARTS unset: both, one after the other.) DATASET_DIR holds prepare_data's output (train_*.bin,
+#   PARTS=profile bash scripts/gpu_modern.sh                 (no dataset; about a minute)
+# (PARTS unset: learning and speed, one after the other.) DATASET_DIR holds prepare_data's output (train_*.bin,
 # val_*.bin, tokenizer.bin) of a real text of at least 5M tokens (`bash scripts/make_parity_text.sh
 # python DIR` makes one; nothing is fetched). The recipes:
 #   gpt2-adamw    GPT-2's architecture, AdamW at lr 6e-4 (its best at d12 on that text,
@@ -29,6 +30,9 @@
 # (scripts/bench_torch_gpt2.py --arch modern --optimizer muon: torch.compile, SDPA; 3 warm-up
 # steps). It prints the table of tokens/s. The bars: train_gpt's modern-muon at least 0.95x its
 # gpt2-adamw and at least 1.15x torch.compile's modern-muon.
+# profile: where the step's time goes, d12 on the same random tokens at T 1024, B 64, 10 steps:
+# train_gpt's --profile table of its third step (each part against its floor; gpt/profile.h) for
+# each recipe, one after the other.
 # Logs go to $OUT/modern when OUT is set, else build/modern. Exits non-zero when a step fails, and
 # its last line names the steps that did.
 set -u
@@ -39,7 +43,7 @@ PARTS=${PARTS-"learning speed"}
 refuse() { echo "error: $(basename "$0"): $1 (--help prints the usage)" >&2; exit 1; }
 [ -n "$(printf %s $PARTS)" ] || refuse "PARTS is empty: nothing would be run"
 for part in $PARTS; do
-    case $part in learning|speed) ;; *) refuse "PARTS: no part called $part (learning, speed)" ;; esac
+    case $part in learning|speed|profile) ;; *) refuse "PARTS: no part called $part (learning, speed, profile)" ;; esac
 done
 case " $PARTS " in *" learning "*) [ -n "$DATA" ] || refuse "the learning part needs the dataset folder" ;; esac
 [ -z "$DATA" ] || gpu_dataset "$DATA"
@@ -116,10 +120,16 @@ learning() {
         }' | tee "$LOGS/time_to_loss.md"
 }
 
+# The speed and profile parts' shards: random tokens of GPT-2's vocabulary.
+random_shards() {
+    mkdir -p build/speed-race-data
+    "$PYTHON" scripts/random_tokens.py build/speed-race-data/random_000000.bin $((2 * 65536 * 2 + 1)) ||
+        step_failed "random tokens"
+}
+
 speed() {
     local shards=build/speed-race-data shape T B recipe
-    mkdir -p "$shards"
-    "$PYTHON" scripts/random_tokens.py "$shards/random_000000.bin" $((2 * 65536 * 2 + 1)) || step_failed "random tokens"
+    random_shards
     local table="| T | B |"
     for recipe in $RECIPES; do table="$table train_gpt $recipe tokens/s |"; done
     table="$table torch.compile modern-muon tokens/s | modern-muon / gpt2-adamw | modern-muon / torch.compile |"
@@ -150,6 +160,19 @@ $row"
     done
     echo "== the speed bar ($(elapsed)): d12 on random tokens, $STEPS steps"
     printf '%s\n' "$table" | sed '1a|---|---|---|---|---|---|---|---|' | tee "$LOGS/speed.md"
+}
+
+profile() {
+    local recipe log
+    random_shards
+    for recipe in $RECIPES; do
+        echo "== profile: train_gpt $recipe, T 1024, B 64 ($(elapsed))"
+        log=$LOGS/profile-$recipe.log
+        ./train_gpt --model d12 --context 1024 -T 1024 -B 64 --steps 10 --profile 3 ${RECIPE[$recipe]} \
+            --train-data "build/speed-race-data/random_*.bin" --val-data '' > "$log" 2>&1 ||
+            { tail -2 "$log"; step_failed "profile: $recipe"; continue; }
+        sed -n '/^profile of step/,/floors add up/p' "$log"
+    done
 }
 
 for part in $PARTS; do "$part"; done

@@ -49,7 +49,7 @@
   learning part without a dataset is one error line and runs nothing; the speed part runs the
   three recipes in train_gpt and modern-muon in bench_torch_gpt2.py at both shapes; the
   learning part the three recipes, then the reference under torch.compile from the initial
-  weights train_gpt wrote. gpu_decode.sh trains a modern d12 beside GPT-2's and generates with
+  weights train_gpt wrote; the profile part the three recipes profiled. gpu_decode.sh trains a modern d12 beside GPT-2's and generates with
   both at every prompt and sample count. gpu_masks.sh without a dataset is one error line and
   runs nothing; it trains the modern recipe with documents and WINDOWS at T 8192 and dense at
   T 1024, the same steps of the same tokens, then tabulates them against the dense run.
@@ -634,6 +634,13 @@ def case_gpu_modern_parts():
     case.check(len(torch) == 1 and f"--arch modern --optimizer muon --init-from {init} --compile" in torch[0] and
                "--seed 1 " in torch[0], f"the reference: {torch}")
     case.check(lines.index(saves[0]) < lines.index(torch[0]) if saves and torch else False, "the order")
+    case.end()
+    case = Case("gpu_modern.sh with PARTS=profile and no dataset: each recipe in train_gpt, profiled at T 1024, B 64")
+    result, _ = gpu_run("gpu_modern.sh", [], lambda stub: 0, {"PARTS": "profile", "OUT": "logs"})
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    runs = [line for line in ran_lines("gpu_modern.sh") if line.startswith("train_gpt ")]
+    case.check(len(runs) == 3 and all("-T 1024 -B 64 " in line and "--profile 3 " in line for line in runs) and
+               sum("--arch modern --optimizer muon" in line for line in runs) == 1, f"the runs: {runs}")
     case.end()
 
 
