@@ -24,8 +24,6 @@ PYTHON=${PYTHON:-python3}
 SANITIZER_LIMIT_S=${SANITIZER_LIMIT_S:-100}
 mkdir -p "$LOGS"
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-start=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - start )) s"; }
 
 echo "== build ($(elapsed))"
 baseline_pid=

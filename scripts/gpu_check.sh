@@ -17,8 +17,6 @@ LOGS=${OUT:-build/gpu-logs}
 BASELINE=$(gpu_baseline "${1:-}") || exit 1
 JOBS=$(nproc)
 mkdir -p "$LOGS"
-start=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - start )) s"; }
 
 echo "== build ($(elapsed))"
 [ -z "$BASELINE" ] || (make -C "$BASELINE" -j"$JOBS" train_gpt > "$LOGS/build-baseline.log" 2>&1 &&

@@ -2,11 +2,22 @@
 # their command line (-h or --help prints the script's opening comment, its usage; an unknown
 # option, an argument too many or a run from another folder than the repository root, whose
 # paths they use, is refused with one line, before any work) and their exit status (each step
-# that fails is recorded; gpu_finish names them and exits non-zero); the baseline tree some of
+# that fails is recorded; gpu_finish names them and exits non-zero); their elapsed time and the
+# build of train_gpt; the baseline tree some of
 # them compare with; the dataset folder some of them read; and the model the generation checks
 # run on.
 
 GPU_FAILED_STEPS=""
+
+# The script's progress lines say how long it has run: elapsed prints the seconds since it began.
+GPU_START=$(date +%s)
+elapsed() { echo "$(( $(date +%s) - GPU_START )) s"; }
+
+# gpu_build_train_gpt LOGS: builds train_gpt (its output in LOGS/build.log); on failure prints the
+# end of that output and exits.
+gpu_build_train_gpt() {
+    make -j"$(nproc)" train_gpt > "$1/build.log" 2>&1 || { tail -20 "$1/build.log"; exit 1; }
+}
 
 # The script's opening comment, without its '#'s.
 gpu_usage() {

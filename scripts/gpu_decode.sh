@@ -23,8 +23,6 @@ BASELINE=$(gpu_baseline "${1:-}") || exit 1
 LOGS=${OUT:-build/decode-logs}
 PYTHON=${PYTHON:-python3}
 mkdir -p "$LOGS"
-start=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - start )) s"; }
 
 echo "== build ($(elapsed))"
 text=${TEST_TEXT:-build/texts/tinyshakespeare.txt}   # the default is unpacked by make

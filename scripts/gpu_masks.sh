@@ -31,11 +31,9 @@ WINDOWS=${WINDOWS:-2048,512}
 PYTHON=${PYTHON:-python3}
 LOGS=${OUT:-build}/masks
 mkdir -p "$LOGS"
-start=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - start )) s"; }
 
 echo "== build ($(elapsed))"
-make -j"$(nproc)" train_gpt > "$LOGS/build.log" 2>&1 || { tail -20 "$LOGS/build.log"; exit 1; }
+gpu_build_train_gpt "$LOGS"
 
 # The runs: name, T, B and their own options.
 RUNS=("masked 8192 2 --document-mask --window-pattern $WINDOWS" "dense 1024 16")

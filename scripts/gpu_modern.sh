@@ -51,8 +51,6 @@ PYTHON=${PYTHON:-python3}
 STEPS=${STEPS:-20}
 LOGS=${OUT:-build}/modern
 mkdir -p "$LOGS"
-start=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - start )) s"; }
 
 # The recipes' train_gpt options (words, split where they are used).
 declare -A RECIPE=([gpt2-adamw]="--optimizer adamw --lr 6e-4 --weight-decay 0.1"
@@ -61,7 +59,7 @@ declare -A RECIPE=([gpt2-adamw]="--optimizer adamw --lr 6e-4 --weight-decay 0.1"
 RECIPES="gpt2-adamw modern-muon modern-adamw"
 
 echo "== build ($(elapsed))"
-make -j"$(nproc)" train_gpt > "$LOGS/build.log" 2>&1 || { tail -20 "$LOGS/build.log"; exit 1; }
+gpu_build_train_gpt "$LOGS"
 
 learning() {
     local B=16 T=1024 tokens epoch warmup recipe

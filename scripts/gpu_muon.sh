@@ -26,11 +26,9 @@ ADAMW_LRS=${ADAMW_LRS:-"3e-4 6e-4 1.2e-3"}
 MUON_LRS=${MUON_LRS:-"0.01 0.02 0.04"}
 LOGS=${OUT:-build}/muon
 mkdir -p "$LOGS"
-start=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - start )) s"; }
 
 echo "== build ($(elapsed))"
-make -j"$(nproc)" train_gpt > "$LOGS/build.log" 2>&1 || { tail -20 "$LOGS/build.log"; exit 1; }
+gpu_build_train_gpt "$LOGS"
 
 B=16 T=1024
 tokens=$(gpu_training_tokens "$DATA")

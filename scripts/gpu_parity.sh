@@ -100,12 +100,10 @@ for side in $SIDES; do
 done
 
 mkdir -p "$LOGS"
-start=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - start )) s"; }
 
 if [ "$FLASHGPT" = ./train_gpt ]; then
     echo "== build ($(elapsed))"
-    make -j"$(nproc)" train_gpt > "$LOGS/build.log" 2>&1 || { tail -20 "$LOGS/build.log"; exit 1; }
+    gpu_build_train_gpt "$LOGS"
 fi
 
 # shape <run>: run_shape, the learning rates of the optimizer and architecture (Muon's Adam ones

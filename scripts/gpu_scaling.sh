@@ -18,8 +18,6 @@ CP_T=${CP_T:-262144}
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$LOGS"
 N=$(nvidia-smi -L | wc -l)
-start=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - start )) s"; }
 
 echo "== make test on $N GPUs ($(elapsed))"
 make -j"$(nproc)" test > "$LOGS/make_test.log" 2>&1

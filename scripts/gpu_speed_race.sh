@@ -16,11 +16,9 @@ PYTHON=${PYTHON:-python3}
 SHAPES=${SHAPES:-"1024:64 16384:4 65536:1"}
 STEPS=${STEPS:-20}
 mkdir -p "$LOGS"
-start=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - start )) s"; }
 
 echo "== build ($(elapsed))"
-make -j"$(nproc)" train_gpt > "$LOGS/build.log" 2>&1 || { tail -20 "$LOGS/build.log"; exit 1; }
+gpu_build_train_gpt "$LOGS"
 shards=build/speed-race-data
 mkdir -p "$shards"
 "$PYTHON" scripts/random_tokens.py "$shards/random_000000.bin" $((2 * 65536 * 2 + 1)) || step_failed "random tokens"
