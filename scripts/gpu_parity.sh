@@ -30,10 +30,12 @@
 # logits soft-capped at 30): AdamW at lr $MODERN_LR (2e-3, the preset's) for every run; Muon as
 # above but for wte at 0.05 and the head at 0.002 (the preset's); its logs go to a folder of the
 # run's name with -modern after it (then -muon). WEIGHT_DECAY=X replaces the optimizer's weight
-# decay (its folder gets -wdX). For instance, the d6-t256 run of the modern recipe on
-# tinyshakespeare (datasets/tinyshakespeare: scripts/prepare_tinyshakespeare.sh), whose end tells
-# over-fitting (the validation loss falls, then rises while the training loss falls) from
-# divergence (the training loss rises too), both optimizers, about a minute each past the build:
+# decay (its folder gets -wdX). ARGS="..." adds options to both sides of every run after the run's
+# own, an ablation of a component for instance (ARGS="--softcap 0"; its folder gets them too).
+# For instance, the d6-t256 run of the modern recipe on tinyshakespeare (datasets/tinyshakespeare:
+# scripts/prepare_tinyshakespeare.sh), whose end tells over-fitting (the validation loss falls, then
+# rises while the training loss falls) from divergence (the training loss rises too), both
+# optimizers, about a minute each past the build:
 #   ARCH=modern OPTIMIZER=muon MODELS=d6-t256 bash scripts/gpu_parity.sh datasets/tinyshakespeare
 #   ARCH=modern MODELS=d6-t256 bash scripts/gpu_parity.sh datasets/tinyshakespeare
 # Sides: flashgpt ($FLASHGPT, default ./train_gpt), flashgpt-base ($FLASHGPT_BASE, another build),
@@ -136,7 +138,7 @@ run() {
                   --optimizer "$OPTIMIZER" --lr "$LR" ${OPTIMIZER_ARGS[@]+"${OPTIMIZER_ARGS[@]}"} --steps "$STEPS"
                   --warmup-steps "$WARMUP" --min-lr-frac 0.1 --weight-decay "$WD" --grad-clip 1 --seed "$seed" --val-every 25
                   --val-batches 20 --train-data "$DATA/train_*.bin" --val-data "$DATA/val_*.bin"
-                  --log "$log.csv" "$@")
+                  --log "$log.csv" ${ARGS:-} "$@")
     case $side in
         init) "$FLASHGPT" "${common[@]}" --tokenizer "$DATA/tokenizer.bin" --save-init "$init" ;;
         flashgpt) "$FLASHGPT" "${common[@]}" --tokenizer "$DATA/tokenizer.bin" ;;
@@ -154,7 +156,9 @@ run_dir() {
     local dir=$LOGS/$1
     [ "$ARCH" = gpt2 ] || dir=$dir-$ARCH
     [ "$OPTIMIZER" = adamw ] || dir=$dir-$OPTIMIZER
-    echo "$dir${WEIGHT_DECAY:+-wd$WEIGHT_DECAY}"
+    dir=$dir${WEIGHT_DECAY:+-wd$WEIGHT_DECAY}
+    [ -z "${ARGS:-}" ] || dir=$dir$(printf %s "${ARGS// /}" | tr -c 'A-Za-z0-9.,=-' _)
+    echo "$dir"
 }
 
 for name in $MODELS; do

@@ -547,7 +547,9 @@ def case_gpu_parity_architecture():
              [], "d6-t256-modern-muon"),
             ({"OPTIMIZER": "muon", "WEIGHT_DECAY": "0.1"},
              ["--optimizer muon --lr 0.02 --vector-lr 0.002 --embedding-lr 0.001 ", "--weight-decay 0.1 "],
-             ["--arch", "--head-lr"], "d6-t256-muon-wd0.1")):
+             ["--arch", "--head-lr"], "d6-t256-muon-wd0.1"),
+            ({"ARCH": "modern", "ARGS": "--softcap 0 --qk-norm 0"}, ["--arch modern ", " --softcap 0 --qk-norm 0 "], [],
+             "d6-t256-modern--softcap0--qk-norm0")):
         what = " ".join(f"{k}={v}" for k, v in env_vars.items()) or "no ARCH"
         case = Case(f"gpu_parity.sh with {what}: both sides train that recipe, logs in {folder_name}/")
         result, _ = gpu_run("gpu_parity.sh", ["data"], lambda stub: 0,
