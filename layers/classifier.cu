@@ -53,23 +53,21 @@ __device__ inline Pack load_pack(const Pack* x, int p, int V) {
     return v;
 }
 
-// The soft cap z = cap tanh(x / cap) = cap - cap s, with s = 1 - tanh(x / cap) = 2 / (1 + e^(2x / cap))
-// from ex2 and a fast reciprocal: |z error| ~ cap 2^-21 at most (where s ~ 1). s keeps its
-// relative precision as z nears +cap, so dz/dx = 1 - tanh^2 = s (2 - s), taken at |x| (it is
-// even), keeps its own in both tails (1 - (z / cap)^2 would cancel). x = -inf (the padding)
+// The soft cap z = cap tanh(x / cap) and its dz/dx = 1 - tanh^2, tanh on the special-function
+// unit in one instruction, to about 2^-11 relative: z is within cap 2^-11, below the 2^-9 to which
+// the bf16 logit itself is known, and dz/dx (at most 1) within 2^-10, below the bf16 rounding of
+// the gradient it scales. With ex2 and a reciprocal in its place the capped kernel is 2.7x slower
+// (16.8 against 6.1 ms on d12's logits at B 64, T 1024; 3.2 uncapped). x = -inf (the padding)
 // stays -inf, +inf becomes cap.
 struct Softcap {
-    float cap, two_log2e_over_cap;
-    __device__ float one_minus_tanh(float x) const {
-        return __fdividef(2.0f, 1.0f + fast_exp2(x * two_log2e_over_cap));
-    }
-    __device__ float operator()(float x) const { return x == -INFINITY ? x : cap - cap * one_minus_tanh(x); }
+    float cap, inv_cap;
+    __device__ float operator()(float x) const { return x == -INFINITY ? x : cap * fast_tanh(x * inv_cap); }
     __device__ float derivative(float x) const {
-        float s = one_minus_tanh(fabsf(x));
-        return s * (2.0f - s);
+        float t = fast_tanh(x * inv_cap);
+        return fmaf(-t, t, 1.0f);
     }
 };
-static Softcap make_softcap(float cap) { return Softcap{cap, cap > 0.0f ? 2.0f * LOG2E / cap : 0.0f}; }
+static Softcap make_softcap(float cap) { return Softcap{cap, cap > 0.0f ? 1.0f / cap : 0.0f}; }
 
 // What the softmax sees of a logit: x itself, or its cap.
 template <bool CAPPED> __device__ inline float score(float x, const Softcap& cap) {

@@ -276,9 +276,10 @@ static void test_classifier(const char* name, int capped) {
                                                 write_dlogits, 0);
                 if (write_dlogits) d_dlogits[run] = d_logits;
                 if (run == 1) continue;
-                // capped: z within ~cap 2^-21 of cap tanh(x / cap), ~1e-7 of losses of 10 to 30
+                // capped: each z within cap 2^-11 of cap tanh(x / cap) (layers/classifier.cu), so
+                // each loss within 2 cap 2^-11, of losses whose root mean square is above 10
                 snprintf(what, sizeof what, "V %d: losses%s", V, write_dlogits ? " (with dlogits)" : "");
-                CHECK_ERR(what, from_device_f32(d_losses, N), ref_loss, N, 1e-5);
+                CHECK_ERR(what, from_device_f32(d_losses, N), ref_loss, N, capped ? 2.0 * cap / 2048.0 / 10.0 : 1e-5);
                 float* after = from_device_bf16(d_logits, NVp);
                 if (!write_dlogits) {
                     CHECK(memcmp(after, logits, NVp * sizeof(float)) == 0,
