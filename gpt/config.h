@@ -73,9 +73,6 @@ static inline int architecture_equal(const Architecture* a, const Architecture* 
     return same;
 }
 
-// 1 when attention sees less than every earlier key in some layer: documents or windows.
-static inline int architecture_masked(const Architecture* a) { return a->documents || a->window_count > 0; }
-
 // a without documents or windows.
 static inline Architecture architecture_unmasked(const Architecture* a) {
     Architecture u = *a;
