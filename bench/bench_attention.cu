@@ -8,7 +8,7 @@
 // FLOPs: forward 4 B NH HS times the scores computed, T^2 / 2 for causal (the diagonal's half
 // ignored) and for a mask the pairs it leaves visible, the sum over the rows of their keys;
 // backward 2.5x the forward (the convention of the FlashAttention papers, also used by
-// scripts/bench_sdpa.py and scripts/bench_flex.py). Naive is credited the same FLOPs though it
+// scripts/bench_torch_attention.py). Naive is credited the same FLOPs though it
 // computes the masked part too. Time: cudaEvents around one call, 3 warm-up
 // calls, median of 10; the backward and the deterministic backward take turns. Memory: the bytes
 // of the buffers one layer's forward + backward needs (qkv, out, dout, dqkv (B, T, 3, NH, HS) and

@@ -19,8 +19,8 @@
   with torch runs no benchmark either): --help prints the usage (torch_gpt2.py, a module, what
   it is); good arguments are one line saying it needs torch. bench_torch_decode.py: a bad value,
   an option it does not know or too many positions for the context is one error line.
-  bench_sdpa.py: half a shape is refused; bench_flex.py: so is a shape without its mask, or a
-  mask that is not docs=N, window=N or docs=N,window=M. train_torch_reference.py: a --log that is one of the
+  bench_torch_attention.py: half a shape is refused, so is --masked with one shape, or a mask that
+  is not docs=N, window=N or docs=N,window=M. train_torch_reference.py: a --log that is one of the
   shards (by name, through a link, a hard link), a folder, or in a missing folder is one error
   line, and the shards and their folder are left as they were; so is an --init-from that is no
   checkpoint or no file, or that is the --log, which leaves it as it was.
@@ -241,7 +241,8 @@ def case_torch_scripts():
             f.write(b"a shard")
     train = ["--train-data", os.path.join(shards, "train_*.bin")]
     for name, good in (("bench_torch_decode.py", ["--prompt", "1000", "-B", "8"]), ("bench_torch_gpt2.py", []),
-                       ("bench_sdpa.py", ["64", "1024"]), ("bench_flex.py", ["64", "16384", "docs=1024"]),
+                       ("bench_torch_attention.py", ["64", "1024"]),
+                       ("bench_torch_attention.py", ["64", "16384", "docs=1024"]),
                        ("train_torch_reference.py", train),
                        ("torch_gpt2.py", None)):
         case = Case(f"{name} --help without torch: the usage")
@@ -254,10 +255,11 @@ def case_torch_scripts():
             case = Case(f"{name} without torch: one line saying it needs torch")
             one_error_line(case, run_script(script(name), *good, env=env), "needs torch")
             case.end()
-    for name, args, must_say in (("bench_sdpa.py", ["64"], "error: one shape is HS"),
-                                 ("bench_flex.py", ["64", "16384"], "error: one shape is HS"),
-                                 ("bench_flex.py", ["64", "16384", "docs=0"], "error: MASK 'docs=0'"),
-                                 ("bench_flex.py", ["64", "16384", "docs=8,"], "error: MASK 'docs=8,'")):
+    for args, must_say in ((["64"], "error: one shape is HS"),
+                           (["--masked", "64", "16384"], "error: --masked runs every masked shape"),
+                           (["64", "16384", "docs=0"], "error: MASK 'docs=0'"),
+                           (["64", "16384", "docs=8,"], "error: MASK 'docs=8,'")):
+        name = "bench_torch_attention.py"
         case = Case(f"{name} {' '.join(args)}: refused")
         result = run_script(script(name), *args, env=env)
         case.check(result.returncode == 2 and must_say in result.stderr,
