@@ -12,7 +12,7 @@
 #           document alone, and layer l at most item l mod 2 of WINDOWS (2048,512: long and
 #           short windows alternating) of its last keys;
 #   dense   -T 1024 -B 16: each row sees every earlier token of its sequence, across documents.
-# It prints the table of scripts/compare_optimizers.py against the dense run's final validation
+# It prints the table of scripts/compare_curves.py --runs against the dense run's final validation
 # loss: each run's final validation loss, the step and the training time (validation excluded)
 # at which its curve reaches that loss, their shares of the dense run's, and its tokens/s; then
 # the curves side by side: whether the masked run reaches the dense run's final loss, and in how
@@ -61,6 +61,6 @@ for run in "${RUNS[@]}"; do
     read -r name _ <<< "$run"
     [ -f "$LOGS/$name.csv" ] && logs+=("$LOGS/$name.csv")
 done
-"$PYTHON" scripts/compare_optimizers.py --baseline dense ${logs[@]+"${logs[@]}"} | tee "$LOGS/masks.md"
+"$PYTHON" scripts/compare_curves.py --runs --baseline dense ${logs[@]+"${logs[@]}"} | tee "$LOGS/masks.md"
 [ "${PIPESTATUS[0]}" = 0 ] || step_failed "table"
 gpu_finish

@@ -17,7 +17,7 @@
 # three recipes in train_gpt, then modern-muon in PyTorch under torch.compile
 # (scripts/train_torch_reference.py --compile, from train_gpt's initial weights of the seed and
 # its data order). It prints two tables:
-#   the learning bar (scripts/compare_optimizers.py): each train_gpt run's final validation loss,
+#   the learning bar (scripts/compare_curves.py --runs): each train_gpt run's final validation loss,
 #   the step and the training time (validation excluded) at which its curve reaches gpt2-adamw's
 #   final loss, and their shares of gpt2-adamw's steps and time. The bars: modern-muon ends at
 #   least 0.9 nats below gpt2-adamw, and gets there in at most 30% of its steps and a third of its
@@ -91,7 +91,7 @@ learning() {
     echo "== the learning bar: the runs against gpt2-adamw's final validation loss ($(elapsed))"
     local logs=()
     for recipe in $RECIPES; do [ -f "$LOGS/$recipe.csv" ] && logs+=("$LOGS/$recipe.csv"); done
-    "$PYTHON" scripts/compare_optimizers.py --baseline gpt2-adamw ${logs[@]+"${logs[@]}"} | tee "$LOGS/learning.md"
+    "$PYTHON" scripts/compare_curves.py --runs --baseline gpt2-adamw ${logs[@]+"${logs[@]}"} | tee "$LOGS/learning.md"
     [ "${PIPESTATUS[0]}" = 0 ] || step_failed "learning table"
 
     echo "== the time to gpt2-adamw's final loss ($(elapsed))"

@@ -64,7 +64,7 @@ done
 echo "== the runs against the best AdamW run's final validation loss ($(elapsed))"
 logs=()
 for run in "${runs[@]}"; do [ -f "$LOGS/$run.csv" ] && logs+=("$LOGS/$run.csv"); done
-"$PYTHON" scripts/compare_optimizers.py "${logs[@]}" | tee "$LOGS/table.md"
+"$PYTHON" scripts/compare_curves.py --runs "${logs[@]}" | tee "$LOGS/table.md"
 [ "${PIPESTATUS[0]}" = 0 ] || step_failed "table"
 
 echo "== step time, 30 steps of d12 at T $T ($(elapsed))"

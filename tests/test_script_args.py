@@ -11,7 +11,10 @@
   differences are the first side's minus the other's, their mean and spread; --train-loss sets
   the mean training loss since the validation before beside each validation loss and tells a
   curve that rises after its lowest point while the training loss falls (over-fitting) from one
-  whose training loss rises too (divergence).
+  whose training loss rises too (divergence). A --target of nan, inf, -1 or 0, a side's name
+  given twice, and with --runs two logs of one name, are one error line naming the flag or the
+  name, before any log is read. --runs: the target the best baseline run's final loss, each
+  run's step reaching it and its shares of that run's steps and training time.
 - Without numpy (a numpy package on PYTHONPATH whose import fails): import_gpt2.py and
   export_hf.py say in one line how to get it (make venv); plot_log.py and random_tokens.py
   need none and work.
@@ -173,6 +176,36 @@ def case_compare_curves():
                         "b", os.path.join(d, "pair_b-s*.csv"))
     case.check("| 2 | 4.0000 (0.0000) | 4.3833 (1.1000) | no pairs |" in result.stdout and "no runs pair" in result.stdout,
                f"one run against globbed runs: {result.stdout!r}")
+    case.end()
+
+    for args, must_mention in ((["--target", "nan"], "--target nan"), (["--target", "inf"], "--target inf"),
+                               (["--target", "-1"], "--target -1"), (["--target", "0"], "--target 0"),
+                               (["--runs", "--target", "nan"], "--target nan")):
+        case = Case(f"compare_curves {' '.join(args)}: refused in one line naming the flag")
+        logs = [good] if "--runs" in args else ["a", good, "b", good]
+        one_error_line(case, run_script(script("compare_curves.py"), *args, *logs), must_mention)
+        case.end()
+    case = Case("compare_curves: a side's name given twice is refused in one line naming it")
+    one_error_line(case, run_script(script("compare_curves.py"), "a", good, "b", good, "a", good), "side a is given twice")
+    case.end()
+    case = Case("compare_curves --runs: two logs of one name are refused in one line naming it")
+    os.makedirs(os.path.join(d, "other"))
+    shutil.copy(good, os.path.join(d, "other", "good.csv"))
+    one_error_line(case, run_script(script("compare_curves.py"), "--runs", good, os.path.join(d, "other", "good.csv")),
+                   "two runs are named good")
+    case.end()
+    case = Case("compare_curves --runs: each run against the best baseline run's final loss, shares of its steps and "
+                "time")
+    runs = [write_log(os.path.join(d, "adamw-a.csv"), [(1, 4.5, 100), (2, 4.0, 100), (3, 3.8, 100), (4, 3.7, 100)]),
+            write_log(os.path.join(d, "adamw-b.csv"), [(1, 4.6, 100), (2, 4.1, 100), (3, 3.9, 100), (4, 3.8, 100)]),
+            write_log(os.path.join(d, "muon-a.csv"), [(1, 4.1, 200), (2, 3.7, 200), (3, 3.5, 200), (4, 3.4, 200)])]
+    result = run_script(script("compare_curves.py"), "--runs", *runs)
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    for line in ("target: validation loss 3.7000 (the best adamw run's final, adamw-a)",
+                 "| adamw-a | 3.7000 | 4 of 4 | 0.4 of 0.4 | 100%, 100% | 0.0K |",
+                 "| adamw-b | 3.8000 | not reached |  |  | 0.0K |",
+                 "| muon-a | 3.4000 | 2 of 4 | 0.4 of 0.8 | 50%, 100% | 0.0K |"):
+        case.check(line in result.stdout.splitlines(), f"no line {line!r} in {result.stdout!r}")
     case.end()
 
     case = Case("compare_curves --train-loss: the training loss beside the validation loss, and what the curves do "
@@ -591,7 +624,7 @@ def case_gpu_masks_runs():
                    "--window-pattern" not in dense, f"the dense run: {runs[1]}")
         steps = [words[words.index("--steps") + 1] for words in (masked, dense)]
         case.check(steps[0] == steps[1], f"steps {steps}")
-    case.check(any(line.startswith("python3 scripts/compare_optimizers.py --baseline dense") for line in lines),
+    case.check(any(line.startswith("python3 scripts/compare_curves.py --runs --baseline dense") for line in lines),
                f"no table: {lines}")
     case.end()
 
