@@ -289,7 +289,7 @@ int main(int argc, char** argv) {
             int dense = i < n_dense, k = i - n_dense, n_masks = (int)(sizeof(MASKS) / sizeof(MASKS[0]));
             AttentionShape s = bench_shape(hs, only_t ? only_t : dense ? SEQ_LENS[i] : MASKED_SEQ_LENS[k / n_masks]);
             MaskSpec m = only_t ? only_mask : dense ? (MaskSpec){0, 0} : MASKS[k % n_masks];
-            // naive last: scripts/gpu_attention.sh reads any row not named flash as naive
+            // naive last: scripts/gpu/attention.sh reads any row not named flash as naive
             for (int j = 0; j < 3; j++)
                 if ((impls[j] != &FLASH_MMA || wgmma) && (!only_impl || !strcmp(only_impl, impls[j]->name)))
                     bench(impls[j], s, m);

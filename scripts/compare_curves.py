@@ -8,7 +8,7 @@ scripts/train_torch_reference.py writes too), one run per seed:
 
 Runs of two sides pair where their paths hold the same text in the place of their globs'
 wildcards (runs/f-s2.csv and runs/r-s2.csv: seed 2), as paired runs do: the same initial
-weights and data order on both sides (scripts/gpu_parity.sh), so that their difference is
+weights and data order on both sides (scripts/gpu/parity.sh), so that their difference is
 free of the seed's. Prints, at every step where all the runs validated, each side's mean
 validation loss and its seed spread (max - min), and the first side's paired difference from
 each other side: the mean over the pairs of first minus other, and its spread; then the final
@@ -24,7 +24,7 @@ loss rises after its lowest point, and if so whether the training loss falls mea
 (over-fitting) or rises too (divergence).
 
 Single runs (--runs): one log each, of different optimizers, learning rates or recipes
-(scripts/gpu_muon.sh, gpu_modern.sh and gpu_masks.sh run it):
+(scripts/gpu/muon.sh, gpu/modern.sh and gpu/masks.sh run it):
 
   python3 scripts/compare_curves.py --runs adamw-6e-4.csv muon-0.02.csv ...
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything about attention on a GPU machine, in one command from the repository root:
-#   bash scripts/gpu_attention.sh [BASELINE_DIR]
+#   bash scripts/gpu/attention.sh [BASELINE_DIR]
 # builds the attention test and benchmark; runs the test while compute-sanitizer memcheck and
 # racecheck check it on the small shapes (FLASHGPT_ATTN_SMALL=1) next to it; runs the benchmark
 # and PyTorch SDPA (scripts/bench_torch_attention.py HS T) shape by shape, each shape's rows of
@@ -16,7 +16,7 @@
 # when a step fails (a sanitizer that times out is reported, not failed), and its last line names
 # the steps that did.
 set -u
-. "$(dirname "$0")/gpu_common.sh"
+. "$(dirname "$0")/common.sh"
 gpu_arguments 1 "$@"
 BASELINE=$(gpu_baseline "${1:-}") || exit 1
 LOGS=${OUT:-build/attention-logs}
