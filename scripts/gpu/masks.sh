@@ -16,7 +16,7 @@
 # validation loss: each run's final validation loss, the step and the training time (validation
 # excluded) at which its curve reaches that loss, their shares of the dense run's, and its
 # tokens/s; then the curves side by side: whether the masked run reaches the dense run's final
-# loss, and in how much training time (bench/HISTORY.md, documents and sliding windows: at 16 384
+# loss, and in how much training time (bench/RESULTS.md, documents and sliding windows: at 16 384
 # tokens a step it does not, the two sequences a step holds against sixteen deciding it).
 # Logs go to $OUT/masks when OUT is set, else build/masks. Exits non-zero when a step fails, and
 # its last line names the steps that did.

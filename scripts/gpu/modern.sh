@@ -8,7 +8,7 @@
 # (train_*.bin, val_*.bin, tokenizer.bin) of a real text of at least 5M tokens (`bash
 # scripts/make_parity_text.sh python DIR` makes one; nothing is fetched). The recipes:
 #   gpt2-adamw    GPT-2's architecture, AdamW at lr 6e-4 (its best at d12 on that text,
-#                 bench/HISTORY.md, optimizers v1), weight decay 0.1;
+#                 bench/RESULTS.md, optimizers), weight decay 0.1;
 #   modern-muon   --arch modern with Muon at the preset's defaults (lr 0.02 for the matrices, Adam
 #                 at 0.05 for wte and 0.002 for the head, no weight decay);
 #   modern-adamw  --arch modern with AdamW at the preset's lr 2e-3, weight decay 0.1.

@@ -12,7 +12,7 @@
 # at which its curve first reaches the best AdamW run's final validation loss (linearly between
 # validations), and its tokens/s. Then the step time of AdamW and Muon at d12, T 1024, B 64 and
 # B 16 (30 steps each on the same data, the first left out), and the update's share of a step
-# (--profile). About 2.5 minutes on an H200 for a text of 7.5M tokens (142 s, bench/HISTORY.md,
+# (--profile). About 2.5 minutes on an H200 for a text of 7.5M tokens (142 s, bench/RESULTS.md,
 # optimizers). Logs go to $OUT/muon when OUT is set, else build/muon. Exits non-zero when a run
 # fails, its last line naming the runs that did.
 set -u
