@@ -8,7 +8,7 @@
 // FLOPs: forward 4 B NH HS times the scores computed, T^2 / 2 for causal (the diagonal's half
 // ignored) and for a mask the pairs it leaves visible, the sum over the rows of their keys;
 // backward 2.5x the forward (the convention of the FlashAttention papers, also used by
-// scripts/bench_sdpa.py and scripts/bench_flex.py). Naive is credited the same FLOPs though it
+// scripts/bench_torch_attention.py). Naive is credited the same FLOPs though it
 // computes the masked part too. Time: cudaEvents around one call, 3 warm-up
 // calls, median of 10; the backward and the deterministic backward take turns. Memory: the bytes
 // of the buffers one layer's forward + backward needs (qkv, out, dout, dqkv (B, T, 3, NH, HS) and
@@ -289,7 +289,7 @@ int main(int argc, char** argv) {
             int dense = i < n_dense, k = i - n_dense, n_masks = (int)(sizeof(MASKS) / sizeof(MASKS[0]));
             AttentionShape s = bench_shape(hs, only_t ? only_t : dense ? SEQ_LENS[i] : MASKED_SEQ_LENS[k / n_masks]);
             MaskSpec m = only_t ? only_mask : dense ? (MaskSpec){0, 0} : MASKS[k % n_masks];
-            // naive last: scripts/gpu_attention.sh reads any row not named flash as naive
+            // naive last: scripts/gpu/attention.sh reads any row not named flash as naive
             for (int j = 0; j < 3; j++)
                 if ((impls[j] != &FLASH_MMA || wgmma) && (!only_impl || !strcmp(only_impl, impls[j]->name)))
                     bench(impls[j], s, m);

@@ -1,33 +1,47 @@
-#!/usr/bin/env python3
-"""scripts/compare_curves.py: validation curves of several runs side by side (python3 alone).
+"""scripts/compare_curves.py: validation curves of training runs side by side (python3 alone): sides
+of several seeds each, paired seed by seed, or (--runs) single runs against one target loss.
 
-Each side is a name and the CSV logs of its runs (train_gpt's --log columns, which
+Sides: each side is a name and the CSV logs of its runs (train_gpt's --log columns, which
 scripts/train_torch_reference.py writes too), one run per seed:
 
   python3 scripts/compare_curves.py flashgpt 'runs/f-s*.csv' reference 'runs/r-s*.csv'
 
 Runs of two sides pair where their paths hold the same text in the place of their globs'
 wildcards (runs/f-s2.csv and runs/r-s2.csv: seed 2), as paired runs do: the same initial
-weights and data order on both sides (scripts/gpu_parity.sh), so that their difference is
+weights and data order on both sides (scripts/gpu/parity.sh), so that their difference is
 free of the seed's. Prints, at every step where all the runs validated, each side's mean
 validation loss and its seed spread (max - min), and the first side's paired difference from
 each other side: the mean over the pairs of first minus other, and its spread; then the final
-losses, and the final paired differences pair by pair; then
-how soon each side reaches a target loss (--target, or the first side's mean final loss): the
-step at which its mean curve first reaches it (linearly between validations), times its training
-seconds per step (validation excluded). The seconds per step are the mean over a side's logs
-after their first step, or over the logs of --timing NAME=GLOB, runs of that side made alone on
-the GPU when its curve's runs shared it; logs of one step give no time, and a side without one
-gets its step alone.
+losses, and the final paired differences pair by pair; then how soon each side reaches a target
+loss (--target, or the first side's mean final loss): the step at which its mean curve first
+reaches it (linearly between validations), times its training seconds per step (validation
+excluded). The seconds per step are the mean over a side's logs after their first step, or over
+the logs of --timing NAME=GLOB, runs of that side made alone on the GPU when its curve's runs
+shared it; logs of one step give no time, and a side without one gets its step alone.
 --train-loss adds each side's training loss at the validation steps (the mean over the steps since
 the validation before, then over its runs) and says of its mean curves whether the validation
 loss rises after its lowest point, and if so whether the training loss falls meanwhile
 (over-fitting) or rises too (divergence).
+
+Single runs (--runs): one log each, of different optimizers, learning rates or recipes
+(scripts/gpu/muon.sh, gpu/modern.sh and gpu/masks.sh run it):
+
+  python3 scripts/compare_curves.py --runs adamw-6e-4.csv muon-0.02.csv ...
+
+Prints a table: each run (named by its file, without .csv) with its final validation loss, the
+step at which its validation curve first reaches the target (linearly between validations), the
+training time to that step (the steps' own seconds, validation excluded), both also as a share
+of the best baseline run's steps and training time, and its tokens/s (mean over the steps past
+the first); then the validation curves side by side. The target is --target, or the lowest final
+validation loss of the runs whose names start with --baseline (adamw).
+
+A --target must be a finite loss above 0, and no two sides (or runs) may share a name.
 """
 import argparse
 import csv
 import glob
 import math
+import os
 import re
 import sys
 
@@ -153,23 +167,38 @@ def step_reaching(curve, target):
     return None
 
 
-def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("sides", nargs="+", help="NAME GLOB pairs")
-    ap.add_argument("--target", type=float, help="the loss to reach [the first side's mean final loss]")
-    ap.add_argument("--timing", action="append", default=[], metavar="NAME=GLOB",
-                    help="logs whose step times are side NAME's seconds per step")
-    ap.add_argument("--train-loss", action="store_true",
-                    help="the training loss beside the validation loss, and whether the latter rises")
-    a = ap.parse_args(argv)
-    if len(a.sides) % 2:
+def tokens_per_s(path):
+    """Mean tokens/s of the log's steps past its first."""
+    with open(path, newline="") as f:
+        rows = [(int(r["step"]), float(r["tokens_per_s"])) for r in csv.DictReader(f)]
+    first = min(step for step, _ in rows)
+    rates = [rate for step, rate in rows if step > first]
+    return sum(rates) / len(rates) if rates else float("nan")
+
+
+def seconds_to(seconds, step):
+    """Training seconds up to the fractional step: the whole steps' times, then the fraction of the next's."""
+    whole = int(step)
+    done = sum(t for s, t in seconds.items() if s <= whole)
+    return done + (step - whole) * seconds.get(whole + 1, 0.0)
+
+
+def compare_sides(ap, a):
+    """The first form: NAME GLOB sides, their seeds paired."""
+    if len(a.inputs) % 2:
         ap.error("sides come in pairs: NAME GLOB")
-    sides = [(name, read_runs(name, pattern)) for name, pattern in zip(a.sides[::2], a.sides[1::2])]
+    names = a.inputs[::2]
+    for name in names:
+        if names.count(name) > 1:
+            sys.exit(f"error: side {name} is given twice: each side needs a name of its own")
+    sides = [(name, read_runs(name, pattern)) for name, pattern in zip(names, a.inputs[1::2])]
     timing = {}
     for spec in a.timing:
         name, _, pattern = spec.partition("=")
         if name not in dict(sides) or not pattern:
             ap.error(f"--timing {spec}: not NAME=GLOB of a side")
+        if name in timing:
+            sys.exit(f"error: --timing {name}: given twice")
         timing[name] = seconds_per_step(read_runs(name, pattern, read=lambda path: read_run(path, validated=False)))
     steps = sorted(set.intersection(*(set(v) for _, runs in sides for _, v in runs.values())))
     if not steps:
@@ -226,8 +255,80 @@ def main(argv):
                   (f", {first_time / time:.3f}x as soon as {sides[0][0]}" if first_time else ""))
     if a.train_loss:
         train_sides = [(name, read_runs(name, pattern, read=read_train_loss))
-                       for name, pattern in zip(a.sides[::2], a.sides[1::2])]
+                       for name, pattern in zip(names, a.inputs[1::2])]
         print_train_loss(sides, train_sides, steps)
+
+
+def compare_runs(a):
+    """The second form (--runs): single runs against the target, shares of the best baseline run's."""
+    baseline_prefix = a.baseline if a.baseline is not None else "adamw"
+    paths = {}
+    for path in a.inputs:
+        name = os.path.basename(path).removesuffix(".csv")
+        if name in paths:
+            sys.exit(f"error: two runs are named {name} ({paths[name]}, {path}): each needs a name of its own")
+        paths[name] = path
+    runs = []
+    for name, path in paths.items():
+        seconds, val = read_run(path)
+        try:
+            rate = tokens_per_s(path)
+        except (OSError, KeyError, ValueError) as e:
+            sys.exit(f"error: {path}: not a training log ({e})")
+        runs.append((name, seconds, val, rate))
+    finals = {name: val[max(val)] for name, _, val, _ in runs}
+    baseline = [name for name in finals if name.startswith(baseline_prefix)]
+    if a.target is None and not baseline:
+        sys.exit(f"error: no run's name starts with {baseline_prefix}: give --target")
+    target = a.target if a.target is not None else min(finals[name] for name in baseline)
+    best = min(baseline, key=finals.get) if baseline else None
+    print(f"target: validation loss {target:.4f}" +
+          ("" if a.target is not None else f" (the best {baseline_prefix} run's final, {best})"))
+    # The best baseline run's steps and training time, which the shares are of.
+    base_steps, base_time = next(((max(sec), sum(sec.values())) for n, sec, _, _ in runs if n == best), (None, None))
+    print(f"\n| run | final val loss | step reaching the target | training s to it | "
+          f"share of {best or 'the baseline'}'s steps, time | tokens/s |")
+    print("|---|---|---|---|---|---|")
+    for name, seconds, val, rate in runs:
+        step = step_reaching(val, target)
+        reach = "not reached" if step is None else f"{step:.0f} of {max(seconds)}"
+        time = None if step is None else seconds_to(seconds, step)
+        spent = "" if time is None else f"{time:.1f} of {sum(seconds.values()):.1f}"
+        share = "" if time is None or base_steps is None else f"{step / base_steps:.0%}, {time / base_time:.0%}"
+        print(f"| {name} | {finals[name]:.4f} | {reach} | {spent} | {share} | {rate / 1e3:.1f}K |")
+    steps = sorted(set.intersection(*(set(val) for _, _, val, _ in runs)))
+    print("\n| step | " + " | ".join(name for name, _, _, _ in runs) + " |")
+    print("|---" * (len(runs) + 1) + "|")
+    for step in steps:
+        cells = [f"{val[step]:.4f}" if math.isfinite(val[step]) else "-" for _, _, val, _ in runs]
+        print(f"| {step} | " + " | ".join(cells) + " |")
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("inputs", nargs="+", metavar="NAME GLOB | LOG",
+                    help="NAME GLOB pairs, a side each; with --runs, train_gpt CSV logs, one run each")
+    ap.add_argument("--runs", action="store_true", help="single runs, one log each, against one target loss")
+    ap.add_argument("--target", type=float, metavar="LOSS",
+                    help="the loss to reach [the first side's mean final loss; with --runs the best baseline run's]")
+    ap.add_argument("--timing", action="append", default=[], metavar="NAME=GLOB",
+                    help="logs whose step times are side NAME's seconds per step")
+    ap.add_argument("--train-loss", action="store_true",
+                    help="the training loss beside the validation loss, and whether the latter rises")
+    ap.add_argument("--baseline", metavar="PREFIX",
+                    help="with --runs, the name prefix of the runs that set the target [adamw]")
+    a = ap.parse_args(argv)
+    if a.target is not None and not (math.isfinite(a.target) and a.target > 0):
+        sys.exit(f"error: --target {a.target:g}: not a loss to reach (a finite number above 0)")
+    if a.runs:
+        for flag, given in (("--timing", a.timing), ("--train-loss", a.train_loss)):
+            if given:
+                ap.error(f"{flag} is a setting of sides (NAME GLOB), not of --runs")
+        compare_runs(a)
+    else:
+        if a.baseline is not None:
+            ap.error("--baseline is a setting of --runs")
+        compare_sides(ap, a)
 
 
 if __name__ == "__main__":

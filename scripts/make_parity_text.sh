@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/make_parity_text.sh: a text of millions of tokens for the training-parity benchmark
-# (scripts/gpu_parity.sh), made from what a Debian machine has, and its dataset:
+# (scripts/gpu/parity.sh), made from what a Debian machine has, and its dataset:
 #   bash scripts/make_parity_text.sh docs OUT_DIR      English prose: the reStructuredText sources
 #                                                      of the Linux kernel's and Python's manuals
 #                                                      (Debian's linux-doc-6.1, python3.11-doc,

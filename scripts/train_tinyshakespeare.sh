@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Trains a small GPT (d6: 6 layers, 384 channels, 6 heads; T = 256) on tinyshakespeare, the
-# target of `make train`, with the recipe that learns it fastest (bench/RESULTS.md, the modern
-# recipe): the modern architecture with Muon at the preset's rates, 150 steps (about four epochs
+# target of `make train`, with the recipe that learns it fastest (bench/RESULTS.md, make
+# train): the modern architecture with Muon at the preset's rates, 150 steps (about four epochs
 # of the text; past them the validation loss rises as the model learns the training text by
 # heart). Prepares the data first (scripts/prepare_tinyshakespeare.sh: a 4096-id
 # BPE, train and val shards), prints samples on the way, and ends by comparing the validation

@@ -2,7 +2,7 @@
 """scripts/train_torch_reference.py: the PyTorch reference of the training-parity benchmark (a
 benchmark only; nothing in the build uses it). It trains the GPT-2 of train_gpt on train_gpt's
 token shards with train_gpt's hyperparameters and writes train_gpt's CSV log, so that the two
-validation curves can be laid side by side (scripts/gpu_parity.sh, scripts/compare_curves.py).
+validation curves can be laid side by side (scripts/gpu/parity.sh, scripts/compare_curves.py).
 
 What it shares with train_gpt, by construction:
 - the model and its init (scripts/torch_gpt2.py), of train_gpt's architecture options (--arch

@@ -4,7 +4,7 @@
 # steps, cosine to 0.1 lr, weight decay 0.1, clip 1; make train's shape, with GPT-2's
 # architecture and optimizer) must end at a validation loss inside the band
 # measured on an H200 for the reference and train_gpt, three seeds each
-# (`MODELS=d6-t256 bash scripts/gpu_parity.sh DATASET`, bench/RESULTS.md): a change that makes
+# (`MODELS=d6-t256 bash scripts/gpu/parity.sh DATASET`, bench/RESULTS.md): a change that makes
 # the model learn less per step, or a validation that reads the training data, leaves it. About
 # ten seconds on an H200. Needs ./prepare_data, ./train_gpt, the text ($FLASHGPT_TEXT) and a CUDA
 # device; says SKIPPED without them. Prints PASS / FAIL lines like tests/test.h.

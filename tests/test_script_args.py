@@ -11,7 +11,10 @@
   differences are the first side's minus the other's, their mean and spread; --train-loss sets
   the mean training loss since the validation before beside each validation loss and tells a
   curve that rises after its lowest point while the training loss falls (over-fitting) from one
-  whose training loss rises too (divergence).
+  whose training loss rises too (divergence). A --target of nan, inf, -1 or 0, a side's name
+  given twice, and with --runs two logs of one name, are one error line naming the flag or the
+  name, before any log is read. --runs: the target the best baseline run's final loss, each
+  run's step reaching it and its shares of that run's steps and training time.
 - Without numpy (a numpy package on PYTHONPATH whose import fails): import_gpt2.py and
   export_hf.py say in one line how to get it (make venv); plot_log.py and random_tokens.py
   need none and work.
@@ -19,8 +22,8 @@
   with torch runs no benchmark either): --help prints the usage (torch_gpt2.py, a module, what
   it is); good arguments are one line saying it needs torch. bench_torch_decode.py: a bad value,
   an option it does not know or too many positions for the context is one error line.
-  bench_sdpa.py: half a shape is refused; bench_flex.py: so is a shape without its mask, or a
-  mask that is not docs=N, window=N or docs=N,window=M. train_torch_reference.py: a --log that is one of the
+  bench_torch_attention.py: half a shape is refused, so is --masked with one shape, or a mask that
+  is not docs=N, window=N or docs=N,window=M. train_torch_reference.py: a --log that is one of the
   shards (by name, through a link, a hard link), a folder, or in a missing folder is one error
   line, and the shards and their folder are left as they were; so is an --init-from that is no
   checkpoint or no file, or that is the --log, which leaves it as it was.
@@ -33,24 +36,24 @@
   that does not fit its size are one line naming the file; an invalid architecture
   (train_torch_reference.py and bench_torch_gpt2.py), a Muon setting under AdamW, --head-lr of a
   tied head or a bad setting are argparse's error, all before torch.
-- scripts/gpu_*.sh, copied with gpu_common.sh into the scripts/ of a folder that stands for the
+- scripts/gpu/*.sh, copied with gpu/common.sh into the scripts/ of a folder that stands for the
   repository and run there against stubs of the programs they call (make, nvidia-smi, python3,
   torchrun, compute-sanitizer, ./train_gpt and the others; each records that it ran): --help
   prints the usage and runs nothing, an unknown option, an argument too many or a run from
   another folder is one error line and runs nothing (nor makes a folder there); when every stub
   succeeds the script exits 0, when every stub but make fails it exits 1 and its last line names
-  the failed steps. gpu_parity.sh: an empty MODELS or SEEDS, a run or side of another name,
+  the failed steps. gpu/parity.sh: an empty MODELS or SEEDS, a run or side of another name,
   flashgpt-base without FLASHGPT_BASE or an ARCH of another name is one error line and runs
   nothing; each side runs, and the reference of each seed starts from the initial weights
   train_gpt wrote for that seed; with ARCH and OPTIMIZER both sides train the modern or GPT-2
   architecture at that recipe's rates (nothing of --arch for GPT-2's, so an older FLASHGPT_BASE
   runs too), WEIGHT_DECAY replaces the weight decay, each in a folder of its own, and the curves
-  come with the training loss. gpu_modern.sh: an empty PARTS, a part of another name, or the
+  come with the training loss. gpu/modern.sh: an empty PARTS, a part of another name, or the
   learning part without a dataset is one error line and runs nothing; the speed part runs the
   three recipes in train_gpt and modern-muon in bench_torch_gpt2.py at both shapes; the
   learning part the three recipes, then the reference under torch.compile from the initial
-  weights train_gpt wrote; the profile part the three recipes profiled. gpu_decode.sh trains a modern d12 beside GPT-2's and generates with
-  both at every prompt and sample count. gpu_masks.sh without a dataset is one error line and
+  weights train_gpt wrote; the profile part the three recipes profiled. gpu/decode.sh trains a modern d12 beside GPT-2's and generates with
+  both at every prompt and sample count. gpu/masks.sh without a dataset is one error line and
   runs nothing; it trains the modern recipe with documents and WINDOWS at T 8192 and dense at
   T 1024, the same steps of the same tokens, then tabulates them against the dense run.
 Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/test.h.
@@ -175,6 +178,36 @@ def case_compare_curves():
                f"one run against globbed runs: {result.stdout!r}")
     case.end()
 
+    for args, must_mention in ((["--target", "nan"], "--target nan"), (["--target", "inf"], "--target inf"),
+                               (["--target", "-1"], "--target -1"), (["--target", "0"], "--target 0"),
+                               (["--runs", "--target", "nan"], "--target nan")):
+        case = Case(f"compare_curves {' '.join(args)}: refused in one line naming the flag")
+        logs = [good] if "--runs" in args else ["a", good, "b", good]
+        one_error_line(case, run_script(script("compare_curves.py"), *args, *logs), must_mention)
+        case.end()
+    case = Case("compare_curves: a side's name given twice is refused in one line naming it")
+    one_error_line(case, run_script(script("compare_curves.py"), "a", good, "b", good, "a", good), "side a is given twice")
+    case.end()
+    case = Case("compare_curves --runs: two logs of one name are refused in one line naming it")
+    os.makedirs(os.path.join(d, "other"))
+    shutil.copy(good, os.path.join(d, "other", "good.csv"))
+    one_error_line(case, run_script(script("compare_curves.py"), "--runs", good, os.path.join(d, "other", "good.csv")),
+                   "two runs are named good")
+    case.end()
+    case = Case("compare_curves --runs: each run against the best baseline run's final loss, shares of its steps and "
+                "time")
+    runs = [write_log(os.path.join(d, "adamw-a.csv"), [(1, 4.5, 100), (2, 4.0, 100), (3, 3.8, 100), (4, 3.7, 100)]),
+            write_log(os.path.join(d, "adamw-b.csv"), [(1, 4.6, 100), (2, 4.1, 100), (3, 3.9, 100), (4, 3.8, 100)]),
+            write_log(os.path.join(d, "muon-a.csv"), [(1, 4.1, 200), (2, 3.7, 200), (3, 3.5, 200), (4, 3.4, 200)])]
+    result = run_script(script("compare_curves.py"), "--runs", *runs)
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    for line in ("target: validation loss 3.7000 (the best adamw run's final, adamw-a)",
+                 "| adamw-a | 3.7000 | 4 of 4 | 0.4 of 0.4 | 100%, 100% | 0.0K |",
+                 "| adamw-b | 3.8000 | not reached |  |  | 0.0K |",
+                 "| muon-a | 3.4000 | 2 of 4 | 0.4 of 0.8 | 50%, 100% | 0.0K |"):
+        case.check(line in result.stdout.splitlines(), f"no line {line!r} in {result.stdout!r}")
+    case.end()
+
     case = Case("compare_curves --train-loss: the training loss beside the validation loss, and what the curves do "
                 "after their lowest validation loss")
     # step t's (training loss, validation loss); validation every 2 steps
@@ -241,7 +274,8 @@ def case_torch_scripts():
             f.write(b"a shard")
     train = ["--train-data", os.path.join(shards, "train_*.bin")]
     for name, good in (("bench_torch_decode.py", ["--prompt", "1000", "-B", "8"]), ("bench_torch_gpt2.py", []),
-                       ("bench_sdpa.py", ["64", "1024"]), ("bench_flex.py", ["64", "16384", "docs=1024"]),
+                       ("bench_torch_attention.py", ["64", "1024"]),
+                       ("bench_torch_attention.py", ["64", "16384", "docs=1024"]),
                        ("train_torch_reference.py", train),
                        ("torch_gpt2.py", None)):
         case = Case(f"{name} --help without torch: the usage")
@@ -254,10 +288,11 @@ def case_torch_scripts():
             case = Case(f"{name} without torch: one line saying it needs torch")
             one_error_line(case, run_script(script(name), *good, env=env), "needs torch")
             case.end()
-    for name, args, must_say in (("bench_sdpa.py", ["64"], "error: one shape is HS"),
-                                 ("bench_flex.py", ["64", "16384"], "error: one shape is HS"),
-                                 ("bench_flex.py", ["64", "16384", "docs=0"], "error: MASK 'docs=0'"),
-                                 ("bench_flex.py", ["64", "16384", "docs=8,"], "error: MASK 'docs=8,'")):
+    for args, must_say in ((["64"], "error: one shape is HS"),
+                           (["--masked", "64", "16384"], "error: --masked runs every masked shape"),
+                           (["64", "16384", "docs=0"], "error: MASK 'docs=0'"),
+                           (["64", "16384", "docs=8,"], "error: MASK 'docs=8,'")):
+        name = "bench_torch_attention.py"
         case = Case(f"{name} {' '.join(args)}: refused")
         result = run_script(script(name), *args, env=env)
         case.check(result.returncode == 2 and must_say in result.stderr,
@@ -416,21 +451,26 @@ PATH_STUBS = ["make", "nvidia-smi", "python3", "torchrun", "compute-sanitizer"]
 LOCAL_STUBS = ["train_gpt", "prepare_data", "generate", "build/tests/test_attention",
                "build/bench/bench_attention", "build/tests/test_decode", "build/tests/test_matmul_rows",
                "tests/test_generation.sh", "tests/test_evaluate.sh"]
-# Each script: the number of operands it takes, and those of a run (gpu_parity.sh's dataset,
+# Each script: the number of operands it takes, and those of a run (gpu/parity.sh's dataset,
 # which gpu_run makes).
-GPU_SCRIPTS = {"gpu_check.sh": (1, []), "gpu_scaling.sh": (0, []), "gpu_speed_race.sh": (0, []),
-               "gpu_attention.sh": (1, []), "gpu_decode.sh": (1, []), "gpu_parity.sh": (1, ["data"]),
-               "gpu_modern.sh": (1, ["data"]), "gpu_muon.sh": (1, ["data"]), "gpu_masks.sh": (1, ["data"])}
+GPU_SCRIPTS = {"gpu/check.sh": (1, []), "gpu/scaling.sh": (0, []), "gpu/speed_race.sh": (0, []),
+               "gpu/attention.sh": (1, []), "gpu/decode.sh": (1, []), "gpu/parity.sh": (1, ["data"]),
+               "gpu/modern.sh": (1, ["data"]), "gpu/muon.sh": (1, ["data"]), "gpu/masks.sh": (1, ["data"])}
 PARITY_VARIABLES = ("MODELS", "SIDES", "SEEDS", "FLASHGPT", "FLASHGPT_BASE", "RACE", "ARCH", "OPTIMIZER",
                     "WEIGHT_DECAY", "MUON_LR", "MODERN_LR", "PARTS")
 
 
+def gpu_folder(name):
+    """The folder of gpu_run's runs of scripts/NAME."""
+    return os.path.join(TMP, "args_" + name.replace("/", "_"))
+
+
 def gpu_run(name, args, stub_status, env_vars=None, where="."):
     """Runs scripts/NAME ARGS (with env_vars) in the folder where, under a fresh folder that
-    stands for the repository (its scripts/ the script and gpu_common.sh, a dataset in data/)
+    stands for the repository (its scripts/gpu/ the script and common.sh, a dataset in data/)
     and where every command the script calls is a stub that exits with stub_status(command)
     and writes its command line to ran.log. Returns (CompletedProcess, the commands that ran)."""
-    d = folder("gpu_" + name)
+    d = folder(name.replace("/", "_"))
     bin_dir, ran = os.path.join(d, "bin"), os.path.join(d, "ran.log")
     for stub in [os.path.join("bin", s) for s in PATH_STUBS] + LOCAL_STUBS:
         path = os.path.join(d, stub)
@@ -438,8 +478,8 @@ def gpu_run(name, args, stub_status, env_vars=None, where="."):
         with open(path, "w") as f:
             f.write(f'#!/bin/sh\necho {os.path.basename(stub)} "$@" >> "{ran}"\nexit {stub_status(os.path.basename(stub))}\n')
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
-    os.makedirs(os.path.join(d, "scripts"))
-    for copied in (name, "gpu_common.sh"):
+    os.makedirs(os.path.join(d, "scripts", "gpu"))
+    for copied in (name, "gpu/common.sh"):
         shutil.copy(script(copied), os.path.join(d, "scripts", copied))
     os.makedirs(os.path.join(d, "data"))
     for data in ("tokenizer.bin", "train_000000.bin", "val_000000.bin"):
@@ -481,7 +521,7 @@ def case_gpu_scripts():
         result, ran = gpu_run(name, [os.path.join("..", a) for a in run_args], lambda stub: 0, where="elsewhere")
         one_error_line(case, result, "run it from the repository root")
         case.check(not ran, f"ran {ran}")
-        elsewhere = os.path.join(TMP, "args_gpu_" + name, "elsewhere")
+        elsewhere = os.path.join(gpu_folder(name), "elsewhere")
         case.check(not os.listdir(elsewhere), f"made {os.listdir(elsewhere)}")
         case.end()
         case = Case(f"{name}: every step succeeds, exit status 0")
@@ -503,20 +543,20 @@ def case_gpu_parity_variables():
                                    ({"SIDES": "flashgpt refrence"}, "no side called refrence"),
                                    ({"SIDES": "flashgpt-base"}, "FLASHGPT_BASE")):
         what = " ".join(f"{k}='{v}'" for k, v in env_vars.items())
-        case = Case(f"gpu_parity.sh with {what}: refused in one line, nothing run")
-        result, ran = gpu_run("gpu_parity.sh", ["data"], lambda stub: 0, dict(env_vars, OUT="logs"))
+        case = Case(f"gpu/parity.sh with {what}: refused in one line, nothing run")
+        result, ran = gpu_run("gpu/parity.sh", ["data"], lambda stub: 0, dict(env_vars, OUT="logs"))
         one_error_line(case, result, must_mention)
         case.check(not ran, f"ran {ran}")
         case.end()
-    case = Case("gpu_parity.sh with MODELS=d6-t256 and SIDES of each kind: runs each, the reference from "
+    case = Case("gpu/parity.sh with MODELS=d6-t256 and SIDES of each kind: runs each, the reference from "
                 "train_gpt's initial weights of the seed")
-    result, ran = gpu_run("gpu_parity.sh", ["data"], lambda stub: 0,
+    result, ran = gpu_run("gpu/parity.sh", ["data"], lambda stub: 0,
                           {"MODELS": "d6-t256", "SIDES": "flashgpt flashgpt-base reference+residual",
                            "FLASHGPT_BASE": "./train_gpt", "SEEDS": "1 2", "OUT": "logs"})
     case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
     # Each seed: the initial weights, flashgpt, flashgpt-base, the reference; then the curves.
     case.check(ran.count("train_gpt") == 6 and ran.count("python3") == 3, f"ran {ran}")
-    lines = open(os.path.join(TMP, "args_gpu_gpu_parity.sh", "ran.log")).read().splitlines()
+    lines = ran_lines("gpu/parity.sh")
     for seed in (1, 2):
         init = f"logs/parity/d6-t256/init-s{seed}.bin"
         saves = [line for line in lines if line.startswith("train_gpt ") and f"--save-init {init}" in line]
@@ -528,12 +568,12 @@ def case_gpu_parity_variables():
 
 def ran_lines(name):
     """The command lines the stubs of the last gpu_run of scripts/NAME wrote."""
-    return open(os.path.join(TMP, "args_gpu_" + name, "ran.log")).read().splitlines()
+    return open(os.path.join(gpu_folder(name), "ran.log")).read().splitlines()
 
 
 def case_gpu_parity_architecture():
-    case = Case("gpu_parity.sh with ARCH=gpt3: refused in one line, nothing run")
-    result, ran = gpu_run("gpu_parity.sh", ["data"], lambda stub: 0, {"ARCH": "gpt3", "OUT": "logs"})
+    case = Case("gpu/parity.sh with ARCH=gpt3: refused in one line, nothing run")
+    result, ran = gpu_run("gpu/parity.sh", ["data"], lambda stub: 0, {"ARCH": "gpt3", "OUT": "logs"})
     one_error_line(case, result, "ARCH gpt3")
     case.check(not ran, f"ran {ran}")
     case.end()
@@ -551,11 +591,11 @@ def case_gpu_parity_architecture():
             ({"ARCH": "modern", "ARGS": "--softcap 0 --qk-norm 0"}, ["--arch modern ", " --softcap 0 --qk-norm 0 "], [],
              "d6-t256-modern--softcap0--qk-norm0")):
         what = " ".join(f"{k}={v}" for k, v in env_vars.items()) or "no ARCH"
-        case = Case(f"gpu_parity.sh with {what}: both sides train that recipe, logs in {folder_name}/")
-        result, _ = gpu_run("gpu_parity.sh", ["data"], lambda stub: 0,
+        case = Case(f"gpu/parity.sh with {what}: both sides train that recipe, logs in {folder_name}/")
+        result, _ = gpu_run("gpu/parity.sh", ["data"], lambda stub: 0,
                             dict(env_vars, MODELS="d6-t256", SEEDS="1", OUT="logs"))
         case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
-        runs = [line for line in ran_lines("gpu_parity.sh")
+        runs = [line for line in ran_lines("gpu/parity.sh")
                 if line.startswith("train_gpt ") or "train_torch_reference.py" in line]
         case.check(len(runs) == 3, f"ran {runs}")
         for line in runs:
@@ -564,21 +604,21 @@ def case_gpu_parity_architecture():
             for unwanted in none:
                 case.check(unwanted not in line, f"{unwanted!r} in {line!r}")
             case.check(f"logs/parity/{folder_name}/" in line, f"not in {folder_name}/: {line!r}")
-        case.check(any("compare_curves.py" in line and "--train-loss" in line for line in ran_lines("gpu_parity.sh")),
+        case.check(any("compare_curves.py" in line and "--train-loss" in line for line in ran_lines("gpu/parity.sh")),
                    "no compare_curves.py --train-loss")
         case.end()
 
 
 def case_gpu_masks_runs():
-    case = Case("gpu_masks.sh without a dataset: refused in one line, nothing run")
-    result, ran = gpu_run("gpu_masks.sh", [], lambda stub: 0, {"OUT": "logs"})
+    case = Case("gpu/masks.sh without a dataset: refused in one line, nothing run")
+    result, ran = gpu_run("gpu/masks.sh", [], lambda stub: 0, {"OUT": "logs"})
     one_error_line(case, result, "the dataset folder is needed")
     case.check(not ran, f"ran {ran}")
     case.end()
-    case = Case("gpu_masks.sh: the modern recipe at T 8192 B 2 with documents and the windows of WINDOWS, then "
+    case = Case("gpu/masks.sh: the modern recipe at T 8192 B 2 with documents and the windows of WINDOWS, then "
                 "dense at T 1024 B 16, then the table against the dense run")
-    result, _ = gpu_run("gpu_masks.sh", ["data"], lambda stub: 0, {"WINDOWS": "full,256", "OUT": "logs"})
-    lines = ran_lines("gpu_masks.sh")
+    result, _ = gpu_run("gpu/masks.sh", ["data"], lambda stub: 0, {"WINDOWS": "full,256", "OUT": "logs"})
+    lines = ran_lines("gpu/masks.sh")
     runs = [line for line in lines if line.startswith("train_gpt ")]
     case.check(result.returncode == 0 and len(runs) == 2, f"exit {result.returncode}, train_gpt runs {runs}")
     if len(runs) == 2:
@@ -589,7 +629,7 @@ def case_gpu_masks_runs():
                    "--window-pattern" not in dense, f"the dense run: {runs[1]}")
         steps = [words[words.index("--steps") + 1] for words in (masked, dense)]
         case.check(steps[0] == steps[1], f"steps {steps}")
-    case.check(any(line.startswith("python3 scripts/compare_optimizers.py --baseline dense") for line in lines),
+    case.check(any(line.startswith("python3 scripts/compare_curves.py --runs --baseline dense") for line in lines),
                f"no table: {lines}")
     case.end()
 
@@ -600,16 +640,16 @@ def case_gpu_modern_parts():
                                          ({"PARTS": "learning"}, [], "needs the dataset folder"),
                                          ({}, [], "needs the dataset folder")):
         what = " ".join(f"{k}='{v}'" for k, v in env_vars.items()) or "both parts"
-        case = Case(f"gpu_modern.sh with {what}{'' if args else ' and no dataset'}: refused in one line, nothing run")
-        result, ran = gpu_run("gpu_modern.sh", args, lambda stub: 0, dict(env_vars, OUT="logs"))
+        case = Case(f"gpu/modern.sh with {what}{'' if args else ' and no dataset'}: refused in one line, nothing run")
+        result, ran = gpu_run("gpu/modern.sh", args, lambda stub: 0, dict(env_vars, OUT="logs"))
         one_error_line(case, result, must_mention)
         case.check(not ran, f"ran {ran}")
         case.end()
-    case = Case("gpu_modern.sh with PARTS=speed and no dataset: each recipe in train_gpt, modern-muon in "
+    case = Case("gpu/modern.sh with PARTS=speed and no dataset: each recipe in train_gpt, modern-muon in "
                 "torch.compile, at both shapes")
-    result, _ = gpu_run("gpu_modern.sh", [], lambda stub: 0, {"PARTS": "speed", "OUT": "logs"})
+    result, _ = gpu_run("gpu/modern.sh", [], lambda stub: 0, {"PARTS": "speed", "OUT": "logs"})
     case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
-    lines = ran_lines("gpu_modern.sh")
+    lines = ran_lines("gpu/modern.sh")
     for T, B in (("1024", "64"), ("16384", "4")):
         shape = f"--context {T} -T {T} -B {B} "
         trains = [line for line in lines if line.startswith("train_gpt ") and shape in line]
@@ -618,11 +658,11 @@ def case_gpu_modern_parts():
         torch = [line for line in lines if "bench_torch_gpt2.py" in line and f"-B {B} -T {T} " in line]
         case.check(len(torch) == 1 and "--arch modern --optimizer muon" in torch[0], f"T {T}: {torch}")
     case.end()
-    case = Case("gpu_modern.sh with PARTS=learning: the three recipes in train_gpt, then the PyTorch modern-muon "
+    case = Case("gpu/modern.sh with PARTS=learning: the three recipes in train_gpt, then the PyTorch modern-muon "
                 "under torch.compile from train_gpt's initial weights")
-    result, _ = gpu_run("gpu_modern.sh", ["data"], lambda stub: 0, {"PARTS": "learning", "OUT": "logs"})
+    result, _ = gpu_run("gpu/modern.sh", ["data"], lambda stub: 0, {"PARTS": "learning", "OUT": "logs"})
     case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
-    lines = ran_lines("gpu_modern.sh")
+    lines = ran_lines("gpu/modern.sh")
     for recipe, options in (("gpt2-adamw", "--optimizer adamw --lr 6e-4 --weight-decay 0.1"),
                             ("modern-muon", "--arch modern --optimizer muon"),
                             ("modern-adamw", "--arch modern --optimizer adamw")):
@@ -637,20 +677,20 @@ def case_gpu_modern_parts():
                "--seed 1 " in torch[0], f"the reference: {torch}")
     case.check(lines.index(saves[0]) < lines.index(torch[0]) if saves and torch else False, "the order")
     case.end()
-    case = Case("gpu_modern.sh with PARTS=profile and no dataset: each recipe in train_gpt, profiled at T 1024, B 64")
-    result, _ = gpu_run("gpu_modern.sh", [], lambda stub: 0, {"PARTS": "profile", "OUT": "logs"})
+    case = Case("gpu/modern.sh with PARTS=profile and no dataset: each recipe in train_gpt, profiled at T 1024, B 64")
+    result, _ = gpu_run("gpu/modern.sh", [], lambda stub: 0, {"PARTS": "profile", "OUT": "logs"})
     case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
-    runs = [line for line in ran_lines("gpu_modern.sh") if line.startswith("train_gpt ")]
+    runs = [line for line in ran_lines("gpu/modern.sh") if line.startswith("train_gpt ")]
     case.check(len(runs) == 3 and all("-T 1024 -B 64 " in line and "--profile 3 " in line for line in runs) and
                sum("--arch modern --optimizer muon" in line for line in runs) == 1, f"the runs: {runs}")
     case.end()
 
 
 def case_gpu_decode_modern():
-    case = Case("gpu_decode.sh: a modern d12 beside GPT-2's, each prompt and sample count generated by both")
-    result, _ = gpu_run("gpu_decode.sh", [], lambda stub: 0, {"OUT": "logs"})
+    case = Case("gpu/decode.sh: a modern d12 beside GPT-2's, each prompt and sample count generated by both")
+    result, _ = gpu_run("gpu/decode.sh", [], lambda stub: 0, {"OUT": "logs"})
     case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
-    lines = ran_lines("gpu_decode.sh")
+    lines = ran_lines("gpu/decode.sh")
     trains = [line for line in lines if line.startswith("train_gpt ") and "--out-dir build/gpu-decode/run" in line]
     case.check(len(trains) == 2 and "--arch modern " in trains[1] and trains[1].endswith("run-modern"),
                f"the models: {trains}")

@@ -1,4 +1,4 @@
-# scripts/gpu_common.sh: what the scripts/gpu_*.sh scripts share, sourced by each (not run):
+# scripts/gpu/common.sh: what the scripts beside it share, sourced by each (not run):
 # their command line (-h or --help prints the script's opening comment, its usage; an unknown
 # option, an argument too many or a run from another folder than the repository root, whose
 # paths they use, is refused with one line, before any work) and their exit status (each step
@@ -9,6 +9,9 @@
 
 GPU_FAILED_STEPS=""
 
+# The script's name in its messages.
+GPU_SCRIPT=scripts/gpu/$(basename "$0")
+
 # The script's progress lines say how long it has run: elapsed prints the seconds since it began.
 GPU_START=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - GPU_START )) s"; }
@@ -17,6 +20,12 @@ elapsed() { echo "$(( $(date +%s) - GPU_START )) s"; }
 # end of that output and exits.
 gpu_build_train_gpt() {
     make -j"$(nproc)" train_gpt > "$1/build.log" 2>&1 || { tail -20 "$1/build.log"; exit 1; }
+}
+
+# gpu_refuse MESSAGE: refuses in one line naming the script (exit status 1).
+gpu_refuse() {
+    echo "error: $GPU_SCRIPT: $1 (--help prints the usage)" >&2
+    exit 1
 }
 
 # The script's opening comment, without its '#'s.
@@ -34,29 +43,22 @@ gpu_arguments() {
     done
     for arg in "$@"; do
         case "$arg" in
-            -*) echo "error: $(basename "$0"): unknown option $arg (--help prints the usage)" >&2; exit 1 ;;
+            -*) gpu_refuse "unknown option $arg" ;;
         esac
     done
     if [ $# -gt "$max" ]; then
         shift "$max"
-        echo "error: $(basename "$0"): unexpected argument '$1' (--help prints the usage)" >&2
-        exit 1
+        gpu_refuse "unexpected argument '$1'"
     fi
     local root
-    root=$(cd "$(dirname "$0")/.." && pwd -P)
-    if [ "$(pwd -P)" != "$root" ]; then
-        echo "error: $(basename "$0"): run it from the repository root, $root (--help prints the usage)" >&2
-        exit 1
-    fi
+    root=$(cd "$(dirname "$0")/../.." && pwd -P)
+    [ "$(pwd -P)" = "$root" ] || gpu_refuse "run it from the repository root, $root"
 }
 
 # gpu_baseline DIR: prints DIR, a flashgpt tree to compare with ("" for none), or refuses it in
 # one line (exit status 1).
 gpu_baseline() {
-    if [ -n "$1" ] && [ ! -f "$1/Makefile" ]; then
-        echo "error: $(basename "$0"): BASELINE_DIR $1 is not a flashgpt tree (it has no Makefile)" >&2
-        return 1
-    fi
+    [ -z "$1" ] || [ -f "$1/Makefile" ] || gpu_refuse "BASELINE_DIR $1 is not a flashgpt tree (it has no Makefile)"
     echo "$1"
 }
 
@@ -90,8 +92,7 @@ print(sum(int(np.fromfile(p, dtype=np.int32, count=3)[2]) for p in glob.glob(sys
 # with validation shards (tokenizer.bin, train_*.bin, val_*.bin).
 gpu_dataset() {
     [ -f "$1/tokenizer.bin" ] && ls "$1"/train_*.bin > /dev/null 2>&1 && ls "$1"/val_*.bin > /dev/null 2>&1 && return 0
-    echo "error: $(basename "$0"): $1: no tokenizer.bin, train_*.bin and val_*.bin (prepare_data's output)" >&2
-    exit 1
+    gpu_refuse "$1: no tokenizer.bin, train_*.bin and val_*.bin (prepare_data's output)"
 }
 
 # step_failed NAME: records that the step NAME failed.

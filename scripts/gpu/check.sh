@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project on a GPU machine, in one command from the repository root:
-#   bash scripts/gpu_check.sh [BASELINE_DIR]
+#   bash scripts/gpu/check.sh [BASELINE_DIR]
 # builds everything, runs `make test` (every GPU test), then trains d12 (GPT-2 124M) on random
 # tokens of GPT-2's vocabulary at T = 1024 (B = 64) and T = 65536 (B = 1) and prints tokens/s
 # and peak memory; then generation: a d12 with the test text's 8192-token BPE and a context of
@@ -11,7 +11,7 @@
 # comparison. TEST_TEXT: the text file the tests read. Logs go to $OUT when set, else
 # build/gpu-logs. Exits non-zero when a step fails, and its last line names the steps that did.
 set -u
-. "$(dirname "$0")/gpu_common.sh"
+. "$(dirname "$0")/common.sh"
 gpu_arguments 1 "$@"
 LOGS=${OUT:-build/gpu-logs}
 BASELINE=$(gpu_baseline "${1:-}") || exit 1

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# scripts/gpu_modern.sh: the bars of the modern recipe (issue 47) on one GPU, from the repository
-# root, in parts of a few minutes each on an H200 (learning and speed fit one call of 10 minutes):
-#   PARTS=learning bash scripts/gpu_modern.sh DATASET_DIR
-#   PARTS=speed bash scripts/gpu_modern.sh                   (no dataset)
-#   PARTS=profile bash scripts/gpu_modern.sh                 (no dataset; about a minute)
-# (PARTS unset: learning and speed, one after the other.) DATASET_DIR holds prepare_data's output (train_*.bin,
-# val_*.bin, tokenizer.bin) of a real text of at least 5M tokens (`bash scripts/make_parity_text.sh
-# python DIR` makes one; nothing is fetched). The recipes:
+# scripts/gpu/modern.sh: the bars of the modern recipe on one GPU, from the repository root,
+# in parts of a few minutes each on an H200 (learning and speed fit one call of 10 minutes):
+#   PARTS=learning bash scripts/gpu/modern.sh DATASET_DIR
+#   PARTS=speed bash scripts/gpu/modern.sh                   (no dataset)
+#   PARTS=profile bash scripts/gpu/modern.sh                 (no dataset; about a minute)
+# (PARTS unset: learning and speed, one after the other.) DATASET_DIR holds prepare_data's output
+# (train_*.bin, val_*.bin, tokenizer.bin) of a real text of at least 5M tokens (`bash
+# scripts/make_parity_text.sh python DIR` makes one; nothing is fetched). The recipes:
 #   gpt2-adamw    GPT-2's architecture, AdamW at lr 6e-4 (its best at d12 on that text,
-#                 bench/RESULTS.md, optimizers v1), weight decay 0.1;
+#                 bench/RESULTS.md, optimizers), weight decay 0.1;
 #   modern-muon   --arch modern with Muon at the preset's defaults (lr 0.02 for the matrices, Adam
 #                 at 0.05 for wte and 0.002 for the head, no weight decay);
 #   modern-adamw  --arch modern with AdamW at the preset's lr 2e-3, weight decay 0.1.
@@ -17,9 +17,9 @@
 # three recipes in train_gpt, then modern-muon in PyTorch under torch.compile
 # (scripts/train_torch_reference.py --compile, from train_gpt's initial weights of the seed and
 # its data order). It prints two tables:
-#   the learning bar (scripts/compare_optimizers.py): each train_gpt run's final validation loss,
-#   the step and the training time (validation excluded) at which its curve reaches gpt2-adamw's
-#   final loss, and their shares of gpt2-adamw's steps and time. The bars: modern-muon ends at
+#   the learning bar (scripts/compare_curves.py --runs): each train_gpt run's final validation
+#   loss, the step and the training time (validation excluded) at which its curve reaches
+#   gpt2-adamw's final loss, and their shares of gpt2-adamw's steps and time. The bars: modern-muon ends at
 #   least 0.9 nats below gpt2-adamw, and gets there in at most 30% of its steps and a third of its
 #   time;
 #   the time to gpt2-adamw's final loss (scripts/compare_curves.py): the step at which each curve
@@ -36,16 +36,15 @@
 # Logs go to $OUT/modern when OUT is set, else build/modern. Exits non-zero when a step fails, and
 # its last line names the steps that did.
 set -u
-. "$(dirname "$0")/gpu_common.sh"
+. "$(dirname "$0")/common.sh"
 gpu_arguments 1 "$@"
 DATA=${1:-}
 PARTS=${PARTS-"learning speed"}
-refuse() { echo "error: $(basename "$0"): $1 (--help prints the usage)" >&2; exit 1; }
-[ -n "$(printf %s $PARTS)" ] || refuse "PARTS is empty: nothing would be run"
+[ -n "$(printf %s $PARTS)" ] || gpu_refuse "PARTS is empty: nothing would be run"
 for part in $PARTS; do
-    case $part in learning|speed|profile) ;; *) refuse "PARTS: no part called $part (learning, speed, profile)" ;; esac
+    case $part in learning|speed|profile) ;; *) gpu_refuse "PARTS: no part called $part (learning, speed, profile)" ;; esac
 done
-case " $PARTS " in *" learning "*) [ -n "$DATA" ] || refuse "the learning part needs the dataset folder" ;; esac
+case " $PARTS " in *" learning "*) [ -n "$DATA" ] || gpu_refuse "the learning part needs the dataset folder" ;; esac
 [ -z "$DATA" ] || gpu_dataset "$DATA"
 PYTHON=${PYTHON:-python3}
 STEPS=${STEPS:-20}
@@ -91,7 +90,7 @@ learning() {
     echo "== the learning bar: the runs against gpt2-adamw's final validation loss ($(elapsed))"
     local logs=()
     for recipe in $RECIPES; do [ -f "$LOGS/$recipe.csv" ] && logs+=("$LOGS/$recipe.csv"); done
-    "$PYTHON" scripts/compare_optimizers.py --baseline gpt2-adamw ${logs[@]+"${logs[@]}"} | tee "$LOGS/learning.md"
+    "$PYTHON" scripts/compare_curves.py --runs --baseline gpt2-adamw ${logs[@]+"${logs[@]}"} | tee "$LOGS/learning.md"
     [ "${PIPESTATUS[0]}" = 0 ] || step_failed "learning table"
 
     echo "== the time to gpt2-adamw's final loss ($(elapsed))"

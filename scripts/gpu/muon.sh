@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# scripts/gpu_muon.sh: AdamW against Muon on one GPU, in one command from the repository root:
-#   bash scripts/gpu_muon.sh DATASET_DIR
+# scripts/gpu/muon.sh: AdamW against Muon on one GPU, in one command from the repository root:
+#   bash scripts/gpu/muon.sh DATASET_DIR
 # DATASET_DIR holds prepare_data's output (train_*.bin, val_*.bin, tokenizer.bin) of a real text
 # of at least 5M tokens (scripts/make_parity_text.sh python DIR makes one; nothing is fetched).
 # It builds train_gpt, then trains d12 (B 16, T 1024) for one epoch with AdamW at each rate of
@@ -12,14 +12,14 @@
 # at which its curve first reaches the best AdamW run's final validation loss (linearly between
 # validations), and its tokens/s. Then the step time of AdamW and Muon at d12, T 1024, B 64 and
 # B 16 (30 steps each on the same data, the first left out), and the update's share of a step
-# (--profile). About 5 minutes on an H200 for a text of 7.5M tokens. Logs go to $OUT/muon when
-# OUT is set, else build/muon. Exits non-zero when a run fails, its last line naming the runs that
-# did.
+# (--profile). About 2.5 minutes on an H200 for a text of 7.5M tokens (142 s, bench/RESULTS.md,
+# optimizers). Logs go to $OUT/muon when OUT is set, else build/muon. Exits non-zero when a run
+# fails, its last line naming the runs that did.
 set -u
-. "$(dirname "$0")/gpu_common.sh"
+. "$(dirname "$0")/common.sh"
 gpu_arguments 1 "$@"
 DATA=${1:-}
-[ -n "$DATA" ] || { echo "error: $(basename "$0"): give the dataset folder (--help prints the usage)" >&2; exit 1; }
+[ -n "$DATA" ] || gpu_refuse "give the dataset folder"
 gpu_dataset "$DATA"
 PYTHON=${PYTHON:-python3}
 ADAMW_LRS=${ADAMW_LRS:-"3e-4 6e-4 1.2e-3"}
@@ -64,7 +64,7 @@ done
 echo "== the runs against the best AdamW run's final validation loss ($(elapsed))"
 logs=()
 for run in "${runs[@]}"; do [ -f "$LOGS/$run.csv" ] && logs+=("$LOGS/$run.csv"); done
-"$PYTHON" scripts/compare_optimizers.py "${logs[@]}" | tee "$LOGS/table.md"
+"$PYTHON" scripts/compare_curves.py --runs "${logs[@]}" | tee "$LOGS/table.md"
 [ "${PIPESTATUS[0]}" = 0 ] || step_failed "table"
 
 echo "== step time, 30 steps of d12 at T $T ($(elapsed))"

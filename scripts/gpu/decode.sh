@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Generation on a GPU machine, in one command from the repository root:
-#   bash scripts/gpu_decode.sh [BASELINE_DIR]
+#   bash scripts/gpu/decode.sh [BASELINE_DIR]
 # builds; runs the decoding tests (tests/test_matmul_rows.cu and tests/test_decode.cu, both under
 # compute-sanitizer memcheck too, test_matmul_rows under racecheck, tests/test_generation.sh,
-# tests/test_evaluate.sh); trains the d12 model of gpu_check.sh (L12 C768 NH12, the test text's
+# tests/test_evaluate.sh); trains the d12 model of check.sh (L12 C768 NH12, the test text's
 # 8192-token BPE, a context of 16 384, two steps) and one of the modern architecture beside it
 # (--arch modern, the same shape, data and steps), and times `generate` greedy, 256 new tokens, at
 # prompts of 1, ~1000 and ~15 000 tokens and 1, 8 and 32 samples on each (the modern model's
@@ -17,7 +17,7 @@
 # before). TEST_TEXT: the text; PYTHON: the python with torch. Logs go to $OUT when set, else
 # build/decode-logs. Exits non-zero when a step fails, and its last line names the steps that did.
 set -u
-. "$(dirname "$0")/gpu_common.sh"
+. "$(dirname "$0")/common.sh"
 gpu_arguments 1 "$@"
 BASELINE=$(gpu_baseline "${1:-}") || exit 1
 LOGS=${OUT:-build/decode-logs}

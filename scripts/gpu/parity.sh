@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# scripts/gpu_parity.sh: the training-parity benchmark, on a GPU machine with PyTorch, from the
+# scripts/gpu/parity.sh: the training-parity benchmark, on a GPU machine with PyTorch, from the
 # repository root:
-#   bash scripts/gpu_parity.sh DATASET_DIR
+#   bash scripts/gpu/parity.sh DATASET_DIR
 # DATASET_DIR holds prepare_data's output (train_*.bin, val_*.bin, tokenizer.bin) of a text of
 # millions of tokens (scripts/make_parity_text.sh makes one). For each run (MODELS) and side
 # (SIDES) it trains one epoch with every seed (SEEDS), the seeds of a side at once on the GPU
@@ -36,8 +36,8 @@
 # scripts/prepare_tinyshakespeare.sh), whose end tells over-fitting (the validation loss falls, then
 # rises while the training loss falls) from divergence (the training loss rises too), both
 # optimizers, about a minute each past the build:
-#   ARCH=modern OPTIMIZER=muon MODELS=d6-t256 bash scripts/gpu_parity.sh datasets/tinyshakespeare
-#   ARCH=modern MODELS=d6-t256 bash scripts/gpu_parity.sh datasets/tinyshakespeare
+#   ARCH=modern OPTIMIZER=muon MODELS=d6-t256 bash scripts/gpu/parity.sh datasets/tinyshakespeare
+#   ARCH=modern MODELS=d6-t256 bash scripts/gpu/parity.sh datasets/tinyshakespeare
 # Sides: flashgpt ($FLASHGPT, default ./train_gpt), flashgpt-base ($FLASHGPT_BASE, another build),
 # reference (scripts/train_torch_reference.py), and reference+X for its --emulate X (for
 # instance reference+residual,residual-grad). $FLASHGPT writes the initial weights the reference
@@ -50,24 +50,23 @@
 # a run or side of another name, is refused in one line before any work.
 # Exits non-zero when a run fails, and its last line names the runs that did.
 set -u
-. "$(dirname "$0")/gpu_common.sh"
+. "$(dirname "$0")/common.sh"
 gpu_arguments 1 "$@"
 DATA=${1:-}
-[ -n "$DATA" ] || { echo "error: $(basename "$0"): give the dataset folder (--help prints the usage)" >&2; exit 1; }
-[ -f "$DATA/tokenizer.bin" ] && ls "$DATA"/train_*.bin > /dev/null 2>&1 ||
-    { echo "error: $DATA: no tokenizer.bin and train_*.bin (prepare_data's output)" >&2; exit 1; }
+[ -n "$DATA" ] || gpu_refuse "give the dataset folder"
+gpu_dataset "$DATA"
 PYTHON=${PYTHON:-python3}
 OPTIMIZER=${OPTIMIZER:-adamw}
 case $OPTIMIZER in
     adamw) WD=0.1 ;;
     muon) WD=0 ;;
-    *) echo "error: OPTIMIZER $OPTIMIZER: expected adamw or muon" >&2; exit 1 ;;
+    *) gpu_refuse "OPTIMIZER $OPTIMIZER: expected adamw or muon" ;;
 esac
 ARCH=${ARCH:-gpt2}
 case $ARCH in
     gpt2) ARCH_ARGS=() ;;   # nothing asked: a FLASHGPT_BASE of before --arch takes the runs too
     modern) ARCH_ARGS=(--arch modern) ;;
-    *) echo "error: ARCH $ARCH: expected gpt2 or modern" >&2; exit 1 ;;
+    *) gpu_refuse "ARCH $ARCH: expected gpt2 or modern" ;;
 esac
 WD=${WEIGHT_DECAY:-$WD}
 MODELS=${MODELS-"d6 d12"}
@@ -88,16 +87,15 @@ run_shape() {
     esac
 }
 
-refuse() { echo "error: $(basename "$0"): $1 (--help prints the usage)" >&2; exit 1; }
 for var in MODELS SIDES SEEDS; do
-    [ -n "$(printf %s ${!var})" ] || refuse "$var is empty: no run would be made"
+    [ -n "$(printf %s ${!var})" ] || gpu_refuse "$var is empty: no run would be made"
 done
-for name in $MODELS; do run_shape "$name" || refuse "MODELS: no parity run called $name"; done
+for name in $MODELS; do run_shape "$name" || gpu_refuse "MODELS: no parity run called $name"; done
 for side in $SIDES; do
     case $side in
         flashgpt|reference|reference-compile|reference+?*) ;;
-        flashgpt-base) [ -n "${FLASHGPT_BASE:-}" ] || refuse "SIDES: flashgpt-base needs FLASHGPT_BASE, the other build" ;;
-        *) refuse "SIDES: no side called $side" ;;
+        flashgpt-base) [ -n "${FLASHGPT_BASE:-}" ] || gpu_refuse "SIDES: flashgpt-base needs FLASHGPT_BASE, the other build" ;;
+        *) gpu_refuse "SIDES: no side called $side" ;;
     esac
 done
 

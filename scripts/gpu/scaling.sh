@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # train_gpt on every GPU of this node, in one command from the repository root:
-#   bash scripts/gpu_scaling.sh
+#   bash scripts/gpu/scaling.sh
 # runs the multi-GPU tests (make test: the 2-rank cases of tests/test_gpt.cu and test_nccl), then
 # d12 (T = 1024, B = 64 per GPU) on 1 and N GPUs next to PyTorch DDP + torch.compile
 # (scripts/bench_torch_gpt2.py under torchrun) on the same GPUs, d48 on N GPUs with and without
@@ -9,7 +9,7 @@
 # $OUT when set, else build/scaling-logs. STEPS and CP_T change the run lengths. Exits non-zero
 # when a step fails, and its last line names the steps that did.
 set -u
-. "$(dirname "$0")/gpu_common.sh"
+. "$(dirname "$0")/common.sh"
 gpu_arguments 0 "$@"
 LOGS=${OUT:-build/scaling-logs}
 PYTHON=${PYTHON:-python3}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # train_gpt against PyTorch on a GPU machine, in one command from the repository root:
-#   bash scripts/gpu_speed_race.sh
+#   bash scripts/gpu/speed_race.sh
 # trains d12 (GPT-2 124M) on random tokens of GPT-2's vocabulary at T = 1024 (B = 64),
 # T = 16384 (B = 4) and T = 65536 (B = 1), first with train_gpt (its --profile breakdown of one
 # step included), then with scripts/bench_torch_gpt2.py (torch.compile, SDPA) on the same shapes,
@@ -9,7 +9,7 @@
 # About 6 minutes on an H200. Exits non-zero when a step fails, and its last line names the
 # steps that did.
 set -u
-. "$(dirname "$0")/gpu_common.sh"
+. "$(dirname "$0")/common.sh"
 gpu_arguments 0 "$@"
 LOGS=${OUT:-build/speed-logs}
 PYTHON=${PYTHON:-python3}

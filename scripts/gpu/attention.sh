@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
 # Everything about attention on a GPU machine, in one command from the repository root:
-#   bash scripts/gpu_attention.sh [BASELINE_DIR]
+#   bash scripts/gpu/attention.sh [BASELINE_DIR]
 # builds the attention test and benchmark; runs the test while compute-sanitizer memcheck and
 # racecheck check it on the small shapes (FLASHGPT_ATTN_SMALL=1) next to it; runs the benchmark
-# and PyTorch SDPA (scripts/bench_sdpa.py) shape by shape, each shape's rows of both back to back,
-# so that both see the GPU in the same state (its clock falls under the power cap as a long run
-# goes on); then the masked shapes (T 16384 and 65536, documents of 1024 tokens and a window of
-# 1024 keys, HS 64 and 128) against PyTorch's FlexAttention with the same block mask
-# (scripts/bench_flex.py), each shape's rows back to back too; ends with a summary, the masked
-# shapes' TFLOP/s (counted over the pairs the mask leaves visible) beside flashgpt's own dense
-# causal figure at T = 1024 and FlexAttention's. With BASELINE_DIR (another flashgpt tree, e.g. an earlier
-# commit) its benchmark is built too and runs beside this one's, shape by shape, and the summary
-# gives this tree's flash speed over the baseline's.
+# and PyTorch SDPA (scripts/bench_torch_attention.py HS T) shape by shape, each shape's rows of
+# both back to back, so that both see the GPU in the same state (its clock falls under the power
+# cap as a long run goes on); then the masked shapes (T 16384 and 65536, documents of 1024 tokens
+# and a window of 1024 keys, HS 64 and 128) against PyTorch's FlexAttention with the same block
+# mask (scripts/bench_torch_attention.py HS T MASK), each shape's rows back to back too; ends with
+# a summary, the masked shapes' TFLOP/s (counted over the pairs the mask leaves visible) beside
+# flashgpt's own dense causal figure at T = 1024 and FlexAttention's. With BASELINE_DIR (another
+# flashgpt tree, e.g. an earlier commit) its benchmark is built too and runs beside this one's,
+# shape by shape, and the summary gives this tree's flash speed over the baseline's.
 # Logs go to $OUT when set, else build/attention-logs. About 7 minutes on an H200. Exits non-zero
 # when a step fails (a sanitizer that times out is reported, not failed), and its last line names
 # the steps that did.
 set -u
-. "$(dirname "$0")/gpu_common.sh"
+. "$(dirname "$0")/common.sh"
 gpu_arguments 1 "$@"
 BASELINE=$(gpu_baseline "${1:-}") || exit 1
 LOGS=${OUT:-build/attention-logs}
@@ -62,37 +62,38 @@ grep -E '^(FAIL|    also)' "$LOGS/test_attention.log" | head -40
 wait "$memcheck_pid" || step_failed memcheck
 wait "$racecheck_pid" || step_failed racecheck
 
-echo "== bench_attention and bench_sdpa.py, shape by shape ($(elapsed))"
+echo "== bench_attention and PyTorch's SDPA, shape by shape ($(elapsed))"
 : > "$LOGS/bench_attention.log"
-: > "$LOGS/bench_sdpa.log"
+: > "$LOGS/torch.log"
 : > "$LOGS/bench_baseline.log"
-bench_status=0 sdpa_status=0 baseline_status=0
+bench_status=0 torch_status=0 baseline_status=0
 for hs in 64 128; do
     for T in 512 1024 2048 4096 8192 16384 32768; do   # both benchmarks' SEQ_LENS
         build/bench/bench_attention "$hs" "$T" >> "$LOGS/bench_attention.log" 2>&1 || bench_status=$?
         if [ -n "$BASELINE" ]; then
             "$BASELINE/build/bench/bench_attention" "$hs" "$T" >> "$LOGS/bench_baseline.log" 2>&1 || baseline_status=$?
         fi
-        "$PYTHON" scripts/bench_sdpa.py "$hs" "$T" >> "$LOGS/bench_sdpa.log" 2>&1 || sdpa_status=$?
+        "$PYTHON" scripts/bench_torch_attention.py "$hs" "$T" >> "$LOGS/torch.log" 2>&1 || torch_status=$?
     done
 done
-grep -E '^\| [0-9]' "$LOGS/bench_attention.log" "$LOGS/bench_sdpa.log" | sed 's/^[^:]*://'
+grep -E '^\| [0-9]' "$LOGS/bench_attention.log" "$LOGS/torch.log" | sed 's/^[^:]*://'
 
-echo "== the masked shapes: bench_attention and bench_flex.py, shape by shape ($(elapsed))"
+echo "== the masked shapes: bench_attention and PyTorch's FlexAttention, shape by shape ($(elapsed))"
 : > "$LOGS/bench_masked.log"
-: > "$LOGS/bench_flex.log"
-masked_status=0 flex_status=0
+: > "$LOGS/torch_masked.log"
+masked_status=0 torch_masked_status=0
 for hs in 64 128; do
     for T in 16384 65536; do   # bench_attention's MASKED_SEQ_LENS and MASKS
         for mask in docs=1024 window=1024; do
             for impl in flash flash-mma; do
                 build/bench/bench_attention "$hs" "$T" "$impl" "$mask" >> "$LOGS/bench_masked.log" 2>&1 || masked_status=$?
             done
-            "$PYTHON" scripts/bench_flex.py "$hs" "$T" "$mask" >> "$LOGS/bench_flex.log" 2>&1 || flex_status=$?
+            "$PYTHON" scripts/bench_torch_attention.py "$hs" "$T" "$mask" >> "$LOGS/torch_masked.log" 2>&1 ||
+                torch_masked_status=$?
         done
     done
 done
-grep -E '^\| [0-9]' "$LOGS/bench_masked.log" "$LOGS/bench_flex.log" | sed 's/^[^:]*://'
+grep -E '^\| [0-9]' "$LOGS/bench_masked.log" "$LOGS/torch_masked.log" | sed 's/^[^:]*://'
 
 # ---- summary
 count() { grep -c "^$1 " "$2"; }
@@ -110,9 +111,9 @@ echo "| test_attention | $(count PASS "$LOGS/test_attention.log") passed, $(coun
 echo "| memcheck (small shapes) | $(sanitizer_result "$LOGS/memcheck.log") |"
 echo "| racecheck (small shapes) | $(sanitizer_result "$LOGS/racecheck.log") |"
 echo "| bench_attention | exit status $bench_status |"
-echo "| bench_sdpa.py | exit status $sdpa_status |"
+echo "| bench_torch_attention.py | exit status $torch_status |"
 echo "| bench_attention, masked | exit status $masked_status |"
-echo "| bench_flex.py | exit status $flex_status |"
+echo "| bench_torch_attention.py, masked | exit status $torch_masked_status |"
 echo
 # TFLOP/s side by side: the rows of both Markdown tables, keyed by head size and T.
 echo "| HS | T | flash fwd / bwd / bwd det | naive fwd / bwd | memory flash / naive GiB | torch FA2 fwd / bwd | cuDNN fwd / bwd |"
@@ -126,7 +127,7 @@ awk -F'|' '
         if (impl == "flash") { flash[key] = trim($7) " / " trim($9) " / " trim($11); fmem[key] = trim($12) }
         else if (impl == "naive") { naive[key] = ($6 ~ /OOM/ ? "OOM" : trim($7) " / " trim($9)); nmem[key] = trim($12) }
     }
-    FILENAME ~ /bench_sdpa/ && $2 ~ /^ *[0-9]+ *$/ {
+    FILENAME ~ /\/torch\.log$/ && $2 ~ /^ *[0-9]+ *$/ {
         key = trim($2) " | " trim($3)
         if (!(key in seen)) { seen[key] = 1; order[n++] = key }
         torch[key, trim($5)] = ($6 ~ /failed/ ? "failed" : trim($7) " / " trim($9))
@@ -137,7 +138,7 @@ awk -F'|' '
             printf "| %s | %s | %s | %s / %s | %s | %s |\n", k, flash[k], naive[k], fmem[k], nmem[k],
                    torch[k, "flash"], torch[k, "cudnn"]
         }
-    }' "$LOGS/bench_attention.log" "$LOGS/bench_sdpa.log"
+    }' "$LOGS/bench_attention.log" "$LOGS/torch.log"
 # The masked shapes: flash TFLOP/s over the visible pairs, its ratio to the dense causal flash
 # figure at T = 1024 of the same head size, FlexAttention's, and flash over Flex.
 echo
@@ -148,7 +149,7 @@ awk -F'|' '
     function ratio(x, y) { return (x + 0 > 0 && y + 0 > 0) ? sprintf("%.2f", x / y) : "-" }
     $2 !~ /^ *[0-9]+ *$/ { next }
     FILENAME ~ /bench_attention/ && trim($5) == "flash" && trim($3) == "1024" { dense_f[trim($2)] = $7; dense_b[trim($2)] = $9 }
-    FILENAME ~ /bench_masked|bench_flex/ {
+    FILENAME ~ /bench_masked|torch_masked/ {
         impl = trim($5); mask = impl; sub(/^[^,]*, /, "", mask); sub(/,.*$/, "", impl)
         key = trim($2) " | " trim($3) " | " mask
         if (!(key in seen)) { seen[key] = 1; order[n++] = key; hs[key] = trim($2) }
@@ -164,7 +165,7 @@ awk -F'|' '
                    f[k, "flash-mma"], b[k, "flash-mma"], f[k, "flex"], b[k, "flex"],
                    ratio(f[k, "flash"], f[k, "flex"]), ratio(b[k, "flash"], b[k, "flex"])
         }
-    }' "$LOGS/bench_attention.log" "$LOGS/bench_masked.log" "$LOGS/bench_flex.log"
+    }' "$LOGS/bench_attention.log" "$LOGS/bench_masked.log" "$LOGS/torch_masked.log"
 if [ -n "$BASELINE" ]; then
     # This tree's flash TFLOP/s over the baseline's, per shape and pass.
     echo
@@ -188,7 +189,7 @@ if [ -n "$BASELINE" ]; then
 fi
 [ "$test_status" -eq 0 ] || step_failed test_attention
 [ "$bench_status" -eq 0 ] || step_failed bench_attention
-[ "$sdpa_status" -eq 0 ] || step_failed bench_sdpa.py
+[ "$torch_status" -eq 0 ] || step_failed bench_torch_attention.py
 [ "$masked_status" -eq 0 ] || step_failed "bench_attention (masked)"
-[ "$flex_status" -eq 0 ] || step_failed bench_flex.py
+[ "$torch_masked_status" -eq 0 ] || step_failed "bench_torch_attention.py (masked)"
 gpu_finish

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# scripts/gpu_masks.sh: the training comparison of documents and sliding windows (issue 48) on one
-# GPU, from the repository root, about a minute on an H200:
-#   bash scripts/gpu_masks.sh DATASET_DIR
+# scripts/gpu/masks.sh: the training comparison of documents and sliding windows on one GPU, from
+# the repository root, about a minute on an H200:
+#   bash scripts/gpu/masks.sh DATASET_DIR
 # DATASET_DIR holds prepare_data's output (train_*.bin, val_*.bin, tokenizer.bin) of a real text
 # made of documents, each starting with <|endoftext|> (`bash scripts/make_parity_text.sh python
 # DIR`: each source file of Python's standard library one document; nothing is fetched). Two runs
@@ -12,20 +12,19 @@
 #           document alone, and layer l at most item l mod 2 of WINDOWS (2048,512: long and
 #           short windows alternating) of its last keys;
 #   dense   -T 1024 -B 16: each row sees every earlier token of its sequence, across documents.
-# It prints the table of scripts/compare_optimizers.py against the dense run's final validation
-# loss: each run's final validation loss, the step and the training time (validation excluded)
-# at which its curve reaches that loss, their shares of the dense run's, and its tokens/s; then
-# the curves side by side: whether the masked run reaches the dense run's final loss, and in how
-# much training time (bench/RESULTS.md, documents and sliding windows: at 16 384 tokens a step
-# it does not, the two sequences a step holds against sixteen deciding it).
+# It prints the table of scripts/compare_curves.py --runs against the dense run's final
+# validation loss: each run's final validation loss, the step and the training time (validation
+# excluded) at which its curve reaches that loss, their shares of the dense run's, and its
+# tokens/s; then the curves side by side: whether the masked run reaches the dense run's final
+# loss, and in how much training time (bench/RESULTS.md, documents and sliding windows: at 16 384
+# tokens a step it does not, the two sequences a step holds against sixteen deciding it).
 # Logs go to $OUT/masks when OUT is set, else build/masks. Exits non-zero when a step fails, and
 # its last line names the steps that did.
 set -u
-. "$(dirname "$0")/gpu_common.sh"
+. "$(dirname "$0")/common.sh"
 gpu_arguments 1 "$@"
 DATA=${1:-}
-refuse() { echo "error: $(basename "$0"): $1 (--help prints the usage)" >&2; exit 1; }
-[ -n "$DATA" ] || refuse "the dataset folder is needed"
+[ -n "$DATA" ] || gpu_refuse "the dataset folder is needed"
 gpu_dataset "$DATA"
 WINDOWS=${WINDOWS:-2048,512}
 PYTHON=${PYTHON:-python3}
@@ -61,6 +60,6 @@ for run in "${RUNS[@]}"; do
     read -r name _ <<< "$run"
     [ -f "$LOGS/$name.csv" ] && logs+=("$LOGS/$name.csv")
 done
-"$PYTHON" scripts/compare_optimizers.py --baseline dense ${logs[@]+"${logs[@]}"} | tee "$LOGS/masks.md"
+"$PYTHON" scripts/compare_curves.py --runs --baseline dense ${logs[@]+"${logs[@]}"} | tee "$LOGS/masks.md"
 [ "${PIPESTATUS[0]}" = 0 ] || step_failed "table"
 gpu_finish
