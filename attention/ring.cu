@@ -152,7 +152,7 @@ static void ring_pass(const AttentionRing* g, const void* from, void* to, size_t
     }
     cudaCheck(cudaEventRecord(blocks_done, st));
     cudaCheck(cudaStreamWaitEvent(move_stream, blocks_done, 0));
-    g->pass(g, from, to, stride, bytes, move_stream);
+    g->pass(g->transport, from, to, stride, bytes, move_stream);
     cudaCheck(cudaEventRecord(move_done, move_stream));
 }
 

@@ -17,9 +17,9 @@
 // The backward runs the same blocks through the flash backward with the final O and L, so each
 // block's probabilities are the global ones: dQ stays local, dK and dV travel the ring with
 // their keys and values and come home after N passes.
-// How buffers move between ranks is the transport's (AttentionRing.pass): NCCL send/recv, or,
-// with all N ranks in one process on one GPU (simulated: the tests), copies in memory; both
-// come from distributed/ring_transport.h.
+// How buffers move between ranks is the caller's (AttentionRing.pass and its transport): NCCL
+// send/recv, or, with all N ranks in one process on one GPU (simulated: the tests), copies in
+// memory; the program gives distributed/ring_transport.h's, and attention/ includes no NCCL.
 #ifndef FLASHGPT_RING_H
 #define FLASHGPT_RING_H
 
@@ -33,9 +33,8 @@ struct AttentionRing {
     int first, count;  // the group's ranks held here: one rank (count 1), or all N (simulated)
     // Enqueues on stream, for every rank i held here: the next rank's buffer `to` receives rank
     // i's buffer `from`, `bytes` each; the buffers of the ranks held here lie `stride` bytes apart.
-    void (*pass)(const AttentionRing* ring, const void* from, void* to, size_t stride, size_t bytes,
-                 cudaStream_t stream);
-    void* transport;   // what pass needs (an NCCL communicator), or NULL
+    void (*pass)(void* transport, const void* from, void* to, size_t stride, size_t bytes, cudaStream_t stream);
+    void* transport;   // what pass is given: the state of the caller's transport
 };
 
 // The chunk of the full sequence that half h (0, 1) of rank r's local sequence is.
