@@ -17,6 +17,7 @@
 #include "data/multiple_choice.h"
 #include "gpt/checkpoint.h"
 #include "gpt/gpt.h"
+#include "gpt/model_files.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct {
@@ -157,14 +158,11 @@ int main(int argc, char** argv) {
     char err[ERR_LEN];
 
     // Everything that needs no GPU first: the files, the items, their tokens.
-    GPTConfig config;
-    if (read_model_shape(o.checkpoint, &config, err) != 0) die("--checkpoint: %s", err);
-    Tokenizer* tok = tokenizer_load_sized(o.tokenizer, config.V, err);
-    if (!tok) die("--tokenizer %s", err);
-    if (architecture_document_token_differs(&config.arch, tokenizer_eot(tok), o.checkpoint, err, sizeof(err)))
-        die("--tokenizer %s: %s", o.tokenizer, err);
     const ProgramInput files[] = {{"--checkpoint", o.checkpoint, 0}, {"--tokenizer", o.tokenizer, 0},
                                    {"--hellaswag", o.hellaswag, 0}};
+    GPTConfig config;
+    Tokenizer* tok;
+    if (open_model_files(&files[0], &files[1], &config, &tok, err) != 0) die("%s", err);
     if (o.scores && (atomic_check(o.scores, err) != 0 || check_output_not_input(o.scores, files, 3, err) != 0))
         die("--scores %s", err);
     ChoiceItems items;

@@ -15,6 +15,7 @@
 #include "gpt/checkpoint.h"
 #include "gpt/generation.h"
 #include "gpt/inference.h"
+#include "gpt/model_files.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct {
@@ -96,12 +97,10 @@ int main(int argc, char** argv) {
     char err[ERR_LEN];
 
     // Everything that needs no GPU first: the files, the prompt, the lengths.
+    const ProgramInput checkpoint = {"--checkpoint", o.checkpoint, 0}, tokenizer = {"--tokenizer", o.tokenizer, 0};
     GPTConfig config;
-    if (read_model_shape(o.checkpoint, &config, err) != 0) die("--checkpoint: %s", err);
-    Tokenizer* tok = tokenizer_load_sized(o.tokenizer, config.V, err);
-    if (!tok) die("--tokenizer %s", err);
-    if (architecture_document_token_differs(&config.arch, tokenizer_eot(tok), o.checkpoint, err, sizeof(err)))
-        die("--tokenizer %s: %s", o.tokenizer, err);
+    Tokenizer* tok;
+    if (open_model_files(&checkpoint, &tokenizer, &config, &tok, err) != 0) die("%s", err);
     size_t text_len;
     unsigned char* text = prompt_text(o.prompt, &text_len);
     int* prompt = (int*)malloc((text_len + 1) * sizeof(int));

@@ -8,8 +8,9 @@
 // the gradients (gpt/gpt.h). Rank 0 alone prints, samples and writes files.
 // Context parallel (--context-parallel N): each group of N consecutive ranks shares every
 // sequence, rank r of a group holding its zigzag chunks r and 2N-1-r; attention is the ring of
-// attention/ring.h. With one process the N ranks of the group run on its GPU (simulated: the
-// same code but for the ring's moves, distributed/ring_transport.h, for testing).
+// attention/ring.h, its moves by the group's transport (distributed/ring_transport.h). With one
+// process the N ranks of the group run on its GPU (simulated: the same code but for the ring's
+// moves, copies in memory, for testing).
 #include <glob.h>
 #include <limits.h>
 #include <math.h>
@@ -305,6 +306,7 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
 typedef struct {
     TrainOptions o;              // as resolved: steps, total batch, val data, out dir filled in
     Ranks ranks;                 // this process among the ranks, its context-parallel group
+    AttentionRing ring;          // the group's ring attention, moving its buffers by ranks.ring
     DataParallel dp;             // comm NULL without a launcher
     int rows, cols;              // the model's batch: rows of local sequences of cols tokens
     int* full_tokens;            // (B, T) a batch as the loader gives it, when the model's
@@ -555,7 +557,7 @@ static void print_run(const Run* r, const char* device_name) {
            o->steps, r->start_step + 1);
     if (o->context_parallel > 1)
         printf("context parallel: %d ranks share each sequence (%s), each %d tokens of it in two chunks of %d\n",
-               o->context_parallel, r->ranks.ring_comm ? "an NCCL ring" : "simulated on this GPU", r->cols, r->cols / 2);
+               o->context_parallel, r->ranks.ring.comm ? "an NCCL ring" : "simulated on this GPU", r->cols, r->cols / 2);
     if (r->dp.comm) {
         const ZeroShard* z = &r->model.shard;
         printf("ranks: %d (%s), each with the whole model, its gradients averaged by NCCL; ", r->ranks.launch.world_size,
@@ -664,7 +666,9 @@ static void setup(Run* r, const TrainOptions* options) {
     r->rows = o->B * r->ranks.ring.count;
     r->cols = o->T / o->context_parallel;
     if (o->context_parallel > 1) {
-        o->model_options.attention.ring = &r->ranks.ring;
+        RingTransport* t = &r->ranks.ring;
+        r->ring = (AttentionRing){t->size, t->first, t->count, ring_transport_pass, t};
+        o->model_options.attention.ring = &r->ring;
         r->full_tokens = (int*)malloc((size_t)o->B * o->T * sizeof(int));
         r->full_targets = (int*)malloc((size_t)o->B * o->T * sizeof(int));
         if (!r->full_tokens || !r->full_targets) die("out of host memory for a batch");
@@ -757,8 +761,8 @@ static void next_batch(Run* r, DataLoader* dl, const char* what) {
                         err) != 0)
         die("%s: %s", what, err);
     if (split) {
-        zigzag_split(&r->ranks.ring, r->full_tokens, r->o.B, r->o.T, g->host_tokens);
-        zigzag_split(&r->ranks.ring, r->full_targets, r->o.B, r->o.T, g->host_targets);
+        zigzag_split(&r->ring, r->full_tokens, r->o.B, r->o.T, g->host_tokens);
+        zigzag_split(&r->ring, r->full_targets, r->o.B, r->o.T, g->host_targets);
     }
 }
 

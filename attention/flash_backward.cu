@@ -21,9 +21,9 @@
 #include <math.h>
 #include "attention/flash.h"
 #include "attention/mask.h"
-#include "device/mma.cuh"
-#include "attention/smem_tile.cuh"
 #include "attention/softmax.cuh"
+#include "device/mma.cuh"
+#include "device/smem_tile.cuh"
 
 // Row 0 of head h of sequence b in a view. h * head may pass 2^31; both are non-negative, and
 // their unsigned 32 x 32 -> 64-bit product takes fewer registers in these kernels than a signed one.

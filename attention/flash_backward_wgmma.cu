@@ -18,7 +18,8 @@
 //                                            same bits on every run)
 // The transposed products put the keys in the rows, the M side of wgmma, so P^T and dS^T come
 // out of S^T and dP^T as A operands of the dV and dK products without leaving registers. The
-// tiles of Q, K, V and dO arrive by TMA (tma.cuh) in the swizzled layout of wgmma.cuh.
+// tiles of Q, K, V and dO arrive by TMA (device/tma.cuh) in the swizzled layout of
+// device/wgmma.cuh.
 // With FLASH_DQ_SEPARATE (short T, where it measured faster) that kernel runs without the dQ
 // part (dK and dV only, prepass without the accumulator), then a second kernel, one thread block
 // per Q block looping over the K/V blocks in order, which computes dQ on its own and writes it
@@ -30,12 +31,13 @@
 #include <math.h>
 #include <string.h>
 #include "attention/flash.h"
-#include "attention/mask.h"
-#include "attention/wgmma.cuh"
-#include "device/smem.cuh"
-#include "attention/softmax.cuh"
-#include "attention/tma.cuh"
 #include "attention/grid_order.cuh"
+#include "attention/mask.h"
+#include "attention/softmax.cuh"
+#include "attention/tensor_maps.cuh"
+#include "device/smem.cuh"
+#include "device/tma.cuh"
+#include "device/wgmma.cuh"
 
 // BLOCK_M x HS = 8192 for both head sizes, so the dQ tile of a Q block splits into two 64 x 64
 // pieces, one per consumer warpgroup: for HS 64 the two halves of the queries, for HS 128 the

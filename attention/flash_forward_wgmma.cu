@@ -4,9 +4,9 @@
 //   out: O (B, T, NH, HS) bf16 and L (B, NH, T) fp32, L = log sum_j exp(scale * q.k_j)
 // One thread block per (Q block of 128 rows, batch*head); two consumer warpgroups own 64 query
 // rows each (and HS 128 adds a producer warpgroup, see the kernel). Q and the K/V blocks sit in
-// 128-byte swizzled shared memory (wgmma.cuh), copied there by TMA (tma.cuh), one thread issuing
-// each tile: K/V blocks in three stages, because V of block j-1 is still being read while block
-// j+1 loads. Per K/V block j a warpgroup issues S = Q K_j^T (Q from registers, K from shared
+// 128-byte swizzled shared memory (device/wgmma.cuh), copied there by TMA (device/tma.cuh), one
+// thread issuing each tile: K/V blocks in three stages, because V of block j-1 is still being
+// read while block j+1 loads. Per K/V block j a warpgroup issues S = Q K_j^T (Q from registers, K from shared
 // memory) and O += P_{j-1} V_{j-1} (P from registers) back to back, computes the softmax of S
 // while the second product runs, then rescales O: the exponentials overlap the tensor cores.
 // MASKED (a key window per row, params.h's AttentionMask): the walk starts at the K/V block of
@@ -14,12 +14,13 @@
 #include <limits.h>
 #include <math.h>
 #include "attention/flash.h"
-#include "attention/mask.h"
-#include "attention/wgmma.cuh"
-#include "device/smem.cuh"
-#include "attention/softmax.cuh"
-#include "attention/tma.cuh"
 #include "attention/grid_order.cuh"
+#include "attention/mask.h"
+#include "attention/softmax.cuh"
+#include "attention/tensor_maps.cuh"
+#include "device/smem.cuh"
+#include "device/tma.cuh"
+#include "device/wgmma.cuh"
 
 // The running max of a row moves only when the block's max exceeds it by more than 2^8
 // (softmax.cuh): P then reaches at most 2^8, harmless in bf16 and fp32, and O is rescaled only

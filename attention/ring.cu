@@ -1,5 +1,7 @@
 // attention/ring.cu: the ring attention of context parallelism (attention/ring.h), on the flash
-// kernels of attention/flash.h. Every block is one flash call on views (attention/params.h):
+// kernels of attention/flash.h. The forward and the backward take the blocks of each step as the
+// walk gives them (ring_step_blocks, attention/ring_walk.h). Every block is one flash call on
+// views (attention/params.h):
 // the queries of a local chunk where they lie in the fused qkv, the keys and values of a
 // travelling chunk where they lie in the ring's buffer; nothing is copied to make a block.
 // Per batch element, each rank i held here works in the workspace:
@@ -7,8 +9,9 @@
 //   acc     (2c, C) fp32    forward: the merged output; backward: dQ
 //   dkv[2]  (2c, 2C) fp32   backward: the gradients of the travelling keys and values
 // and, shared: one block's output (c, C) or its dQ, dK, dV (c, 3C), its log-sum-exp (NH, c),
-// and the flash backward's scratch. Step 0, the local sequence against its own keys, writes
-// straight into the caller's out and lse (dqkv in the backward), which start the accumulators.
+// and the flash backward's scratch. Step 0's blocks on the diagonal (or the whole local sequence
+// without a mask) write straight into the caller's out and lse (dqkv in the backward), and their
+// rows start the accumulators.
 // ring_document_bounds takes the same workspace: a whole sequence for each rank held here and
 // the tokens travelling the ring.
 // The ring's moves run on a stream of their own: the keys and values of step k+1 travel while
@@ -18,6 +21,7 @@
 #include <string.h>
 #include "attention/flash.h"
 #include "attention/mask.h"
+#include "attention/ring_walk.h"
 #include "attention/softmax.cuh"
 #include "common/bytes.h"
 
@@ -152,20 +156,13 @@ static void ring_pass(const AttentionRing* g, const void* from, void* to, size_t
     }
     cudaCheck(cudaEventRecord(blocks_done, st));
     cudaCheck(cudaStreamWaitEvent(move_stream, blocks_done, 0));
-    g->pass(g, from, to, stride, bytes, move_stream);
+    g->pass(g->transport, from, to, stride, bytes, move_stream);
     cudaCheck(cudaEventRecord(move_done, move_stream));
 }
 
 // The blocks' stream waits for the moves issued so far.
 static void ring_wait(const AttentionRing* g, cudaStream_t st) {
     if (g->size > 1) cudaCheck(cudaStreamWaitEvent(st, move_done, 0));
-}
-
-// The two blocks rank r computes at step k >= 1: (local chunk a, travelling chunk b) pairs.
-static void ring_blocks(int r, int k, int N, int a[2], int b[2]) {
-    int s = (r - k + N) % N;   // whose keys arrived
-    if (s < r) { a[0] = 0; b[0] = 0; a[1] = 1; b[1] = 0; }
-    else       { a[0] = 1; b[0] = 0; a[1] = 1; b[1] = 1; }
 }
 
 // One sequence's rows of HS-wide heads from ptr, row_stride elements apart. The batch stride is
@@ -211,12 +208,6 @@ static const AttentionMask* block_mask(AttentionMask* m, const AttentionMask* pl
     return m;
 }
 
-// 0 when the block's window keeps every key of the chunk of c keys out of every row's reach
-// (the first query, whose window reaches furthest back, does not see the last key).
-static int block_seen(const AttentionMask* m, int c) {
-    return !m || m->window <= 0 || m->query0 - (m->key0 + c - 1) < m->window;
-}
-
 // The local sequence's own keys and values of each rank held here, into its travelling buffer.
 static void start_ring(const AttentionRing* g, const RingWorkspace* w, const bf16* qkv, int batch, int n, int C,
                        cudaStream_t st) {
@@ -227,17 +218,38 @@ static void start_ring(const AttentionRing* g, const RingWorkspace* w, const bf1
     }
 }
 
-// The forward of block (a, b) (its mask, or NULL) into the block buffers, merged into the
-// accumulator acc and the log-sum-exp l of the local row (each head's n).
-static void forward_block(AttentionShape s, const RingWorkspace* w, const bf16* qkv_row, const bf16* kv, float* acc,
-                          float* l, int a, int b, const AttentionMask* mask, cudaStream_t st) {
+// Block x of the walk for local row `row` (acc: the row's accumulator), against the keys and
+// values at kv (the rank's own at step 0, then the travelling ones). The whole local
+// sequence, or a block on the diagonal, into out and lse, whose rows then start the accumulator;
+// any other block into the block buffers, merged into the accumulator and the row's lse.
+static void forward_block(const RingBlock* x, AttentionShape s, const RingWorkspace* w, const AttentionMask* mask,
+                          int N, size_t row, const bf16* qkv, const bf16* kv, bf16* out, float* lse, float* acc,
+                          cudaStream_t st) {
     int n = s.T, c = n / 2, C = s.NH * s.HS;
-    AttentionParams p = block_params(s, qkv_row, kv, a, b, 0);
+    const bf16* qkv_row = qkv + row * n * 3 * C;
+    float* l = lse + row * s.NH * n;
+    if (x->kind == RING_LOCAL) {
+        AttentionParams p = attention_fused_params(one_sequence(s, n, 1), qkv_row, out + row * n * C, l, NULL, NULL);
+        flash_attention_forward(&p, NULL, st);
+        convert(acc, C, out + row * n * C, C, n, C, OVERWRITE, st);
+        return;
+    }
+    AttentionMask m;
+    const AttentionMask* bm = block_mask(&m, mask, row, N, c, x->q_chunk, x->k_chunk);
+    AttentionParams p = block_params(s, qkv_row, kv, x->a, x->b, x->kind == RING_DIAGONAL);
+    if (x->kind == RING_DIAGONAL) {
+        bf16* o = out + (row * n + (size_t)x->a * c) * C;
+        p.o = rows_at(o, C, s.HS);
+        p.lse = (AttentionLse){l + (size_t)x->a * c, 0, n};
+        flash_attention_forward(&p, bm, st);
+        convert(acc + (size_t)x->a * c * C, C, o, C, c, C, OVERWRITE, st);
+        return;
+    }
     p.o = rows_at(w->blk, C, s.HS);
     p.lse = (AttentionLse){w->blk_lse, 0, c};
-    flash_attention_forward(&p, mask, st);
-    merge_block_kernel<<<c * s.NH, s.HS, 0, st>>>(acc + (size_t)a * c * C, l + (size_t)a * c, n, w->blk, w->blk_lse, c,
-                                                 s.NH, s.HS);
+    flash_attention_forward(&p, bm, st);
+    merge_block_kernel<<<c * s.NH, s.HS, 0, st>>>(acc + (size_t)x->a * c * C, l + (size_t)x->a * c, n, w->blk,
+                                                 w->blk_lse, c, s.NH, s.HS);
     cudaCheckLaunch();
 }
 
@@ -246,55 +258,25 @@ void ring_attention_forward(const AttentionRing* g, AttentionShape s, const Atte
     RingWorkspace w;
     layout_workspace(&w, (char*)workspace, g, s);
     int n = s.T, c = n / 2, C = s.NH * s.HS, N = g->size, masked = attention_mask_active(mask);
+    int window = masked ? mask->window : 0;
     size_t kv_bytes = (size_t)n * 2 * C * sizeof(bf16);
-    AttentionMask m;
     for (int batch = 0; batch < s.B / g->count; batch++) {
-        // The keys and values leave for the next rank while step 0 computes.
         start_ring(g, &w, qkv, batch, n, C, st);
-        ring_pass(g, w.kv[0], w.kv[1], w.kv_stride, kv_bytes, st);
-        for (int i = 0; i < g->count; i++) {
-            size_t row = (size_t)batch * g->count + i;
-            int r = g->first + i;
-            const bf16* qkv_row = qkv + row * n * 3 * C;
-            float* l = lse + row * s.NH * n;
-            // Step 0, the local sequence against its own keys, into out and lse: one causal call;
-            // masked, the two diagonal blocks (the global positions of the chunks differ from
-            // their local ones), and the second chunk against the first merged below. Its output
-            // starts the accumulator.
-            if (!masked) {
-                AttentionParams p = attention_fused_params(one_sequence(s, n, 1), qkv_row, out + row * n * C, l, NULL,
-                                                           NULL);
-                flash_attention_forward(&p, NULL, st);
-            } else
-                for (int a = 0; a < 2; a++) {
-                    AttentionParams p = block_params(s, qkv_row, kv_of(&w, 0, i), a, a, 1);
-                    p.o = rows_at(out + (row * n + (size_t)a * c) * C, C, s.HS);
-                    p.lse = (AttentionLse){l + (size_t)a * c, 0, n};
-                    int chunk = zigzag_chunk(r, a, N);
-                    flash_attention_forward(&p, block_mask(&m, mask, row, N, c, chunk, chunk), st);
-                }
-            convert(acc_of(&w, i), C, out + row * n * C, C, n, C, OVERWRITE, st);
-            if (masked && block_seen(block_mask(&m, mask, row, N, c, zigzag_chunk(r, 1, N), zigzag_chunk(r, 0, N)), c))
-                forward_block(s, &w, qkv_row, kv_of(&w, 0, i), acc_of(&w, i), l, 1, 0, &m, st);
-        }
         int cur = 0;
-        for (int k = 1; k < N; k++) {
-            ring_wait(g, st);
-            cur = 1 - cur;
+        for (int k = 0; k < N; k++) {
+            if (k > 0) {
+                ring_wait(g, st);
+                cur = 1 - cur;
+            }
             // The next step's keys travel while this step's blocks compute (after the blocks of
             // the step before, which read the buffer they arrive in).
             if (k + 1 < N) ring_pass(g, w.kv[cur], w.kv[1 - cur], w.kv_stride, kv_bytes, st);
             for (int i = 0; i < g->count; i++) {
-                size_t row = (size_t)batch * g->count + i;
-                int r = g->first + i, from = (r - k + N) % N, a[2], b[2];
-                ring_blocks(r, k, N, a, b);
-                for (int j = 0; j < 2; j++) {
-                    const AttentionMask* bm =
-                        block_mask(&m, mask, row, N, c, zigzag_chunk(r, a[j], N), zigzag_chunk(from, b[j], N));
-                    if (block_seen(bm, c))
-                        forward_block(s, &w, qkv + row * n * 3 * C, kv_of(&w, cur, i), acc_of(&w, i),
-                                      lse + row * s.NH * n, a[j], b[j], bm, st);
-                }
+                RingBlock blocks[3];
+                int n_blocks = ring_step_blocks(g->first + i, k, N, masked, window, c, blocks);
+                for (int j = 0; j < n_blocks; j++)
+                    forward_block(&blocks[j], s, &w, mask, N, (size_t)batch * g->count + i, qkv, kv_of(&w, cur, i),
+                                  out, lse, acc_of(&w, i), st);
             }
         }
         for (int i = 0; i < g->count; i++) {
@@ -304,20 +286,36 @@ void ring_attention_forward(const AttentionRing* g, AttentionShape s, const Atte
     }
 }
 
-// The backward of block (a, b) (its mask, or NULL) with the final O and L, into the block
-// buffers, added to the local row's dQ (acc) and the travelling dK, dV (dkv).
-static void backward_block(AttentionShape s, const RingWorkspace* w, size_t row, const bf16* qkv, const bf16* out,
-                           const bf16* dout, const float* lse, const bf16* kv, float* acc, float* dkv, int a, int b,
-                           const AttentionMask* mask, int deterministic, cudaStream_t st) {
+// Block x of the walk for local row `row` with the final O and L (acc: the row's dQ accumulator;
+// dkv: the gradients of the keys and values at kv). The whole local
+// sequence, or a block on the diagonal, into dqkv, whose rows then start the accumulators; any
+// other block into the block buffers, added to them.
+static void backward_block(const RingBlock* x, AttentionShape s, const RingWorkspace* w, const AttentionMask* mask,
+                           int N, size_t row, const bf16* qkv, const bf16* out, const bf16* dout, const float* lse,
+                           const bf16* kv, bf16* dqkv, float* acc, float* dkv, int deterministic, cudaStream_t st) {
     int n = s.T, c = n / 2, C = s.NH * s.HS;
-    AttentionParams p = block_params(s, qkv + row * n * 3 * C, kv, a, b, 0);
-    chunk_outputs(&p, s, out, dout, lse, row, a);
-    p.dq = rows_at(w->blk, 3 * C, s.HS);
-    p.dk = rows_at(w->blk + C, 3 * C, s.HS);
-    p.dv = rows_at(w->blk + 2 * C, 3 * C, s.HS);
-    flash_attention_backward(&p, mask, w->flash_scratch, deterministic, st);
-    convert(acc + (size_t)a * c * C, C, w->blk, 3 * C, c, C, ADD, st);
-    convert(dkv + (size_t)b * c * 2 * C, 2 * C, w->blk + C, 3 * C, c, 2 * C, ADD, st);
+    bf16* d = dqkv + row * n * 3 * C;
+    if (x->kind == RING_LOCAL) {
+        AttentionParams p = attention_fused_params(one_sequence(s, n, 1), qkv + row * n * 3 * C,
+                                                   (bf16*)out + row * n * C, (float*)lse + row * s.NH * n, d,
+                                                   dout + row * n * C);
+        flash_attention_backward(&p, NULL, w->flash_scratch, deterministic, st);
+        convert(acc, C, d, 3 * C, n, C, OVERWRITE, st);
+        convert(dkv, 2 * C, d + C, 3 * C, n, 2 * C, OVERWRITE, st);
+        return;
+    }
+    AttentionMask m;
+    AttentionParams p = block_params(s, qkv + row * n * 3 * C, kv, x->a, x->b, x->kind == RING_DIAGONAL);
+    chunk_outputs(&p, s, out, dout, lse, row, x->a);
+    int diagonal = x->kind == RING_DIAGONAL;
+    bf16* grads = diagonal ? d + (size_t)x->a * c * 3 * C : w->blk;   // dQ, dK, dV of the block's rows
+    p.dq = rows_at(grads, 3 * C, s.HS);
+    p.dk = rows_at(grads + C, 3 * C, s.HS);
+    p.dv = rows_at(grads + 2 * C, 3 * C, s.HS);
+    flash_attention_backward(&p, block_mask(&m, mask, row, N, c, x->q_chunk, x->k_chunk), w->flash_scratch,
+                             deterministic, st);
+    convert(acc + (size_t)x->a * c * C, C, grads, 3 * C, c, C, diagonal ? OVERWRITE : ADD, st);
+    convert(dkv + (size_t)x->b * c * 2 * C, 2 * C, grads + C, 3 * C, c, 2 * C, diagonal ? OVERWRITE : ADD, st);
 }
 
 void ring_attention_backward(const AttentionRing* g, AttentionShape s, const AttentionMask* mask, bf16* dqkv,
@@ -326,57 +324,25 @@ void ring_attention_backward(const AttentionRing* g, AttentionShape s, const Att
     RingWorkspace w;
     layout_workspace(&w, (char*)workspace, g, s);
     int n = s.T, c = n / 2, C = s.NH * s.HS, N = g->size, masked = attention_mask_active(mask);
+    int window = masked ? mask->window : 0;
     size_t kv_bytes = (size_t)n * 2 * C * sizeof(bf16), dkv_bytes = (size_t)n * 2 * C * sizeof(float);
-    AttentionMask m;
     for (int batch = 0; batch < s.B / g->count; batch++) {
         start_ring(g, &w, qkv, batch, n, C, st);
-        ring_pass(g, w.kv[0], w.kv[1], w.kv_stride, kv_bytes, st);
-        for (int i = 0; i < g->count; i++) {
-            size_t row = (size_t)batch * g->count + i;
-            int r = g->first + i;
-            bf16* d = dqkv + row * n * 3 * C;
-            // Step 0 with the final O and L, into dqkv, as the forward's: its gradients start the
-            // accumulators, then (masked) the second chunk against the first adds to them.
-            if (!masked) {
-                AttentionParams p = attention_fused_params(one_sequence(s, n, 1), qkv + row * n * 3 * C,
-                                                           (bf16*)out + row * n * C, (float*)lse + row * s.NH * n, d,
-                                                           dout + row * n * C);
-                flash_attention_backward(&p, NULL, w.flash_scratch, deterministic, st);
-            } else
-                for (int a = 0; a < 2; a++) {
-                    AttentionParams p = block_params(s, qkv + row * n * 3 * C, kv_of(&w, 0, i), a, a, 1);
-                    chunk_outputs(&p, s, out, dout, lse, row, a);
-                    p.dq = rows_at(d + (size_t)a * c * 3 * C, 3 * C, s.HS);
-                    p.dk = rows_at(d + (size_t)a * c * 3 * C + C, 3 * C, s.HS);
-                    p.dv = rows_at(d + (size_t)a * c * 3 * C + 2 * C, 3 * C, s.HS);
-                    int chunk = zigzag_chunk(r, a, N);
-                    flash_attention_backward(&p, block_mask(&m, mask, row, N, c, chunk, chunk), w.flash_scratch,
-                                             deterministic, st);
-                }
-            convert(acc_of(&w, i), C, d, 3 * C, n, C, OVERWRITE, st);
-            convert(dkv_of(&w, 0, i), 2 * C, d + C, 3 * C, n, 2 * C, OVERWRITE, st);
-            if (masked && block_seen(block_mask(&m, mask, row, N, c, zigzag_chunk(r, 1, N), zigzag_chunk(r, 0, N)), c))
-                backward_block(s, &w, row, qkv, out, dout, lse, kv_of(&w, 0, i), acc_of(&w, i), dkv_of(&w, 0, i), 1, 0,
-                               &m, deterministic, st);
-        }
         int cur = 0;
-        for (int k = 1; k < N; k++) {
-            // The gradients go on with what the last step added to them; the keys went ahead.
-            ring_pass(g, w.dkv[cur], w.dkv[1 - cur], w.dkv_stride, dkv_bytes, st);
-            ring_wait(g, st);
-            cur = 1 - cur;
+        for (int k = 0; k < N; k++) {
+            if (k > 0) {
+                // The gradients go on with what the last step added to them; the keys went ahead.
+                ring_pass(g, w.dkv[cur], w.dkv[1 - cur], w.dkv_stride, dkv_bytes, st);
+                ring_wait(g, st);
+                cur = 1 - cur;
+            }
             if (k + 1 < N) ring_pass(g, w.kv[cur], w.kv[1 - cur], w.kv_stride, kv_bytes, st);
             for (int i = 0; i < g->count; i++) {
-                size_t row = (size_t)batch * g->count + i;
-                int r = g->first + i, from = (r - k + N) % N, a[2], b[2];
-                ring_blocks(r, k, N, a, b);
-                for (int j = 0; j < 2; j++) {
-                    const AttentionMask* bm =
-                        block_mask(&m, mask, row, N, c, zigzag_chunk(r, a[j], N), zigzag_chunk(from, b[j], N));
-                    if (block_seen(bm, c))
-                        backward_block(s, &w, row, qkv, out, dout, lse, kv_of(&w, cur, i), acc_of(&w, i),
-                                       dkv_of(&w, cur, i), a[j], b[j], bm, deterministic, st);
-                }
+                RingBlock blocks[3];
+                int n_blocks = ring_step_blocks(g->first + i, k, N, masked, window, c, blocks);
+                for (int j = 0; j < n_blocks; j++)
+                    backward_block(&blocks[j], s, &w, mask, N, (size_t)batch * g->count + i, qkv, out, dout, lse,
+                                   kv_of(&w, cur, i), dqkv, acc_of(&w, i), dkv_of(&w, cur, i), deterministic, st);
             }
         }
         // One more move brings each rank's key and value gradients home.
@@ -409,7 +375,7 @@ void ring_document_bounds(const AttentionRing* g, const int* tokens, int rows, i
             if (k > 0) ring_wait(g, st);
             if (k + 1 < N) ring_pass(g, travel[k % 2], travel[(k + 1) % 2], travel_stride, n * sizeof(int), st);
             for (int i = 0; i < g->count; i++) {
-                int from = (g->first + i - k + N) % N;
+                int from = ring_origin(g->first + i, k, N);
                 const int* arrived = (const int*)((const char*)travel[k % 2] + i * travel_stride);
                 for (int half = 0; half < 2; half++)
                     cudaCheck(cudaMemcpyAsync(sequence + (size_t)i * T + (size_t)zigzag_chunk(from, half, N) * c,

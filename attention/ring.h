@@ -2,29 +2,28 @@
 // chunks of c = T / 2N; rank r of a group of N holds chunks r and 2N-1-r ("zigzag", so every
 // rank does the same causal work) as its local sequence of 2c rows. Attention runs as a ring:
 // each rank's queries meet its own keys (causal), then every other rank's keys and values as
-// they travel around the ring, block by block:
-//   from a rank s < r: both local chunks against s's first chunk (all of it visible)
-//   from a rank s > r: the local second chunk against both of s's chunks (all visible)
-// (the rest lies above the diagonal and is skipped). Each block is the flash kernel without a
-// mask on views of the local queries and the travelling keys and values (attention/params.h),
-// its output merged into an fp32 accumulator with the log-sum-exp (attention/softmax.cuh).
+// they travel around the ring, block by block (which blocks, in which order: the walk of
+// attention/ring_walk.h). Each block is the flash kernel without a mask on views of the local
+// queries and the travelling keys and values (attention/params.h), its output merged into an
+// fp32 accumulator with the log-sum-exp (attention/softmax.cuh).
 // With a key window (params.h's AttentionMask: documents, a sliding window) the positions stay
 // global: the mask's arrays hold each local row's whole sequence, and every block is a masked
 // call at its chunks' positions: the two diagonal blocks (a local chunk against itself) causal,
 // the others, all of whose keys come before their queries, not. A block that a window puts out
-// of every row's reach is skipped here; one that documents put out of reach, inside the
+// of every row's reach is left out of the walk; one that documents put out of reach, inside the
 // kernels (its bounds are on the GPU), its rows left with L = -inf, which the merge passes over.
 // The backward runs the same blocks through the flash backward with the final O and L, so each
 // block's probabilities are the global ones: dQ stays local, dK and dV travel the ring with
 // their keys and values and come home after N passes.
-// How buffers move between ranks is the transport's (AttentionRing.pass): NCCL send/recv, or,
-// with all N ranks in one process on one GPU (simulated: the tests), copies in memory; both
-// come from distributed/ring_transport.h.
+// How buffers move between ranks is the caller's (AttentionRing.pass and its transport): NCCL
+// send/recv, or, with all N ranks in one process on one GPU (simulated: the tests), copies in
+// memory; the program gives distributed/ring_transport.h's, and attention/ includes no NCCL.
 #ifndef FLASHGPT_RING_H
 #define FLASHGPT_RING_H
 
 #include <stddef.h>
 #include "attention/params.h"
+#include "attention/ring_walk.h"
 
 // A context-parallel group as this process sees it.
 typedef struct AttentionRing AttentionRing;
@@ -33,13 +32,9 @@ struct AttentionRing {
     int first, count;  // the group's ranks held here: one rank (count 1), or all N (simulated)
     // Enqueues on stream, for every rank i held here: the next rank's buffer `to` receives rank
     // i's buffer `from`, `bytes` each; the buffers of the ranks held here lie `stride` bytes apart.
-    void (*pass)(const AttentionRing* ring, const void* from, void* to, size_t stride, size_t bytes,
-                 cudaStream_t stream);
-    void* transport;   // what pass needs (an NCCL communicator), or NULL
+    void (*pass)(void* transport, const void* from, void* to, size_t stride, size_t bytes, cudaStream_t stream);
+    void* transport;   // what pass is given: the state of the caller's transport
 };
-
-// The chunk of the full sequence that half h (0, 1) of rank r's local sequence is.
-static inline int zigzag_chunk(int rank, int half, int size) { return half ? 2 * size - 1 - rank : rank; }
 
 // A batch of B sequences of T tokens (B, T), on the host, as the model's rows hold it under the
 // ring: into rows (B * count, 2c), c = T / 2 size, row b * count + i being rank first + i's local

@@ -3,7 +3,6 @@
 
 #include <string.h>
 #include "distributed/rendezvous.h"
-#include "distributed/ring_transport.h"
 
 int ranks_plan(Ranks* r, int context_parallel, char* err) {
     extern char** environ;
@@ -16,7 +15,7 @@ int ranks_plan(Ranks* r, int context_parallel, char* err) {
         return -1;
     }
     // The NCCL ring's communicator is made with the GPU (ranks_connect); until then only the shape counts.
-    r->ring = simulated ? ring_in_memory(cp) : ring_over_nccl(NULL, cp, r->launch.rank % cp);
+    r->ring = simulated ? ring_transport_in_memory(cp) : ring_transport_over_nccl(NULL, cp, r->launch.rank % cp);
     r->data_rank = simulated ? 0 : r->launch.rank / cp;
     r->data_ranks = simulated ? 1 : world / cp;
     return 0;
@@ -40,13 +39,12 @@ int ranks_connect(Ranks* r, cudaDeviceProp* prop, char* err) {
     if (!(r->comm = nccl_comm_create(l, RENDEZVOUS_DEFAULT_TIMEOUT_S, err))) return -1;
     int cp = r->ring.size;
     if (cp > 1 && l->world_size > 1) {
-        r->ring_comm = nccl_comm_split(r->comm, l->rank / cp, l->rank % cp);
-        r->ring = ring_over_nccl(r->ring_comm, cp, l->rank % cp);
+        r->ring = ring_transport_over_nccl(nccl_comm_split(r->comm, l->rank / cp, l->rank % cp), cp, l->rank % cp);
     }
     return 0;
 }
 
 void ranks_free(Ranks* r) {
-    if (r->ring_comm) nccl_comm_destroy(r->ring_comm);
+    if (r->ring.comm) nccl_comm_destroy(r->ring.comm);
     nccl_comm_destroy(r->comm);
 }

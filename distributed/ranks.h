@@ -1,23 +1,24 @@
 // distributed/ranks.h: the ranks of a run as this process takes part in them: who it is (from its
 // launcher's environment, distributed/launcher.h), its GPU (the one of its local rank), the NCCL
 // communicator of every rank, and the context-parallel groups: N consecutive ranks share each
-// sequence through the ring of attention/ring.h, and each group reads its own part of the data.
+// sequence through the ring of attention/ring.h, which moves its buffers by the group's
+// transport (distributed/ring_transport.h), and each group reads its own part of the data.
 // Without a launcher the N ranks of the one group run on this process's GPU (simulated: the
-// ring's moves are copies in memory, distributed/ring_transport.h).
+// ring's moves are copies in memory).
 #ifndef FLASHGPT_RANKS_H
 #define FLASHGPT_RANKS_H
 
-#include "attention/ring.h"
 #include "distributed/launcher.h"
 #include "distributed/nccl_comm.h"
+#include "distributed/ring_transport.h"
 
 typedef struct {
     LaunchInfo launch;           // this rank among the ranks (rank 0 of 1 without a launcher)
     int launched;                // started by a launcher: its ranks have a communicator
-    AttentionRing ring;          // this rank's context-parallel group (size 1: none)
+    RingTransport ring;          // this rank's context-parallel group (size 1: none); its comm,
+                                 // with one rank per process, once connected
     int data_rank, data_ranks;   // whose part of the data: the group's, among the groups
     NcclComm* comm;              // of every rank, once connected; NULL without a launcher
-    NcclComm* ring_comm;         // of the group, with one rank per process; else NULL
 } Ranks;
 
 // The ranks from this process's environment, in groups of context_parallel (which must divide

@@ -562,15 +562,18 @@ if [ -x ./train_gpt ]; then
         ./train_gpt -B 1 -T 64 --train-data "$tmp/ds/train_*.bin" --resume "$tmp/not_regular/run"
     refused "--tokenizer a FIFO" "$fifo_tok" ./train_gpt $data --train-data "$tmp/ds/train_*.bin" --tokenizer "$fifo_tok"
 fi
-# A model of zeros (gpt/checkpoint.h's version 5, bf16) of ds's tokenizer: generate and evaluate
-# take it and get as far as the file in question.
-vocab=$(od -A n -t d4 -j 8 -N 4 "$tmp/ds/tokenizer.bin" | tr -d ' ')
-python3 -c 'import struct, sys
+zero_model() {  # zero_model <file> <vocabulary>: a model of zeros (gpt/checkpoint.h's version 5, bf16)
+    python3 -c 'import struct, sys
 maxT, V, L, NH, C = 64, int(sys.argv[2]), 1, 1, 64
 Vp = (V + 127) // 128 * 128
 with open(sys.argv[1], "wb") as f:
     f.write(struct.pack("<256i", 20240326, 5, maxT, V, L, NH, C, Vp, *[0] * 248))
-    f.write(bytes(2 * (Vp * C + maxT * C + L * (12 * C * C + 13 * C) + 2 * C)))' "$tmp/zero.bin" "$vocab"
+    f.write(bytes(2 * (Vp * C + maxT * C + L * (12 * C * C + 13 * C) + 2 * C)))' "$1" "$2"
+}
+# A model of zeros of ds's tokenizer: generate and evaluate take it and get as far as the file in
+# question.
+vocab=$(od -A n -t d4 -j 8 -N 4 "$tmp/ds/tokenizer.bin" | tr -d ' ')
+zero_model "$tmp/zero.bin" "$vocab"
 if [ -x ./generate ]; then
     refused "generate --checkpoint a FIFO" "$tmp/not_regular/model.bin" \
         ./generate --checkpoint "$tmp/not_regular/model.bin" --tokenizer "$tmp/ds/tokenizer.bin"
@@ -582,6 +585,20 @@ if [ -x ./evaluate ]; then
     refused "evaluate --hellaswag a FIFO" "$tmp/not_regular/items.jsonl" \
         ./evaluate --checkpoint "$tmp/zero.bin" --tokenizer "$tmp/ds/tokenizer.bin" --hellaswag "$tmp/not_regular/items.jsonl"
 fi
+end
+
+# generate and evaluate open a model's checkpoint and its tokenizer alike (gpt/model_files.h): a
+# tokenizer of another vocabulary than the model's is refused in one line naming both sizes.
+begin "generate_and_evaluate_refuse_a_tokenizer_of_another_vocabulary"
+zero_model "$tmp/zero_larger.bin" $((vocab + 1))
+for program in generate evaluate; do
+    [ -x ./$program ] || continue
+    ./$program --checkpoint "$tmp/zero_larger.bin" --tokenizer "$tmp/ds/tokenizer.bin" \
+        $([ $program = evaluate ] && echo --hellaswag tests/data/hellaswag_tiny.jsonl) > "$tmp/out" 2>&1
+    check "$program exit status 0" test $? -ne 0
+    check "$program: $(tail -1 "$tmp/out")" grep -qx -- \
+        "error: --tokenizer $tmp/ds/tokenizer.bin has $vocab tokens, the model $((vocab + 1))" "$tmp/out"
+done
 end
 
 exit $((failures > 0))

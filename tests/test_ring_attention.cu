@@ -1,7 +1,7 @@
 // tests/test_ring_attention.cu: context parallelism's ring attention (attention/ring.h), simulated
 // on one GPU: the N ranks of a group run in this process, the ring's moves are copies in memory
-// (ring_in_memory, distributed/ring_transport.h); everything else is the code the NCCL ring
-// runs, called as the model calls it (attention.h, a plan with the ring). A full sequence
+// (ring_transport_in_memory, distributed/ring_transport.h); everything else is the code the NCCL
+// ring runs, called as the model calls it (attention.h, a plan with the ring). A full sequence
 // of T = 2 N c tokens is split zigzag (rank r: chunks r and 2N-1-r), and the ring's forward
 // (O, L) and backward (dQ, dK, dV), put back in sequence order, must equal the flash kernels
 // on the whole sequence (themselves checked against float64 in tests/test_attention.cu), with
@@ -33,6 +33,13 @@
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static float rng_symmetric(Rng* rng) { return (float)(2.0 * rng_uniform(rng) - 1.0); }
+
+// The ring of N ranks all held here, its moves by the transport t (filled): copies in memory.
+static AttentionRing simulated_ring(int N, RingTransport* t) {
+    *t = ring_transport_in_memory(N);
+    AttentionRing g = {N, 0, N, ring_transport_pass, t};
+    return g;
+}
 
 // Global position of local row t of rank r (local sequences are two chunks of c).
 static size_t global_position(int r, int t, int c, int N) { return (size_t)zigzag_chunk(r, t / c, N) * c + t % c; }
@@ -111,7 +118,8 @@ static void test_ring(RingCase rc) {
     test_begin(name);
     float scale = 1.0f / sqrtf((float)HS);
     AttentionShape full = {B, T, NH, HS, 1, scale}, local = {B * N, n, NH, HS, 1, scale};
-    AttentionRing g = ring_in_memory(N);
+    RingTransport transport;
+    AttentionRing g = simulated_ring(N, &transport);
     AttentionPlan plan = {ATTENTION_FLASH, 1, &g, {NULL, NULL, rc.window}};
     // Inputs in sequence order, and the same rows in the ranks' order.
     bf16* qkv = (bf16*)malloc(rows * 3 * C * sizeof(bf16));
@@ -430,7 +438,8 @@ static void test_blocks(const FlashFamily* fam, int HS) {
 
 static void test_refused(void) {
     test_begin("ring attention refuses a local sequence of unequal chunks");
-    AttentionRing g = ring_in_memory(2);
+    RingTransport transport;
+    AttentionRing g = simulated_ring(2, &transport);
     AttentionShape odd = {2, 101, 2, 64, 1, 0.125f}, rows = {3, 100, 2, 64, 1, 0.125f};
     CHECK(ring_attention_unsupported(&g, odd) != NULL, "an odd local length was accepted");
     CHECK(ring_attention_unsupported(&g, rows) != NULL, "3 rows for a group of 2 held here were accepted");
@@ -445,7 +454,8 @@ static void test_zigzag_split(void) {
     enum { B = 2, N = 3, T = 2 * N * 5 };
     int batch[B * T], rows[B * T];
     for (int i = 0; i < B * T; i++) batch[i] = i;
-    AttentionRing all = ring_in_memory(N), one = {N, 1, 1, NULL, NULL};
+    RingTransport transport;
+    AttentionRing all = simulated_ring(N, &transport), one = {N, 1, 1, NULL, NULL};
     const AttentionRing* rings[2] = {&all, &one};
     for (int k = 0; k < 2; k++) {
         const AttentionRing* g = rings[k];

@@ -274,6 +274,12 @@ if [ -x ./generate ]; then
     check "generate with a tokenizer whose <|endoftext|> is not the model's: $(last "$tmp/out")" says "$tmp/out" \
         "--tokenizer $tmp/ds/tokenizer.bin: its <|endoftext|> is token $eot, the documents of $tmp/masked/model_00000005.bin start at token 7"
 fi
+if [ -x ./evaluate ]; then
+    ./evaluate --checkpoint "$tmp/masked/model_00000005.bin" --tokenizer "$tmp/ds/tokenizer.bin" \
+        --hellaswag tests/data/hellaswag_tiny.jsonl > "$tmp/out" 2>&1
+    check "evaluate with a tokenizer whose <|endoftext|> is not the model's: $(last "$tmp/out")" says "$tmp/out" \
+        "--tokenizer $tmp/ds/tokenizer.bin: its <|endoftext|> is token $eot, the documents of $tmp/masked/model_00000005.bin start at token 7"
+fi
 end
 
 begin "train_gpt_state_header_sizes_bounded"

@@ -1,5 +1,5 @@
 // tests/test_wgmma_layouts.cu: the shared-memory layouts of the wgmma kernels, checked on the CPU
-// (no GPU needed: only the __host__ functions of attention/wgmma.cuh run). The swizzled tiles that
+// (no GPU needed: only the __host__ functions of device/wgmma.cuh run). The swizzled tiles that
 // TMA and swizzled_offset write and the descriptors that desc_k_major / desc_mn_major build must agree
 // under the PTX ISA's canonical layouts for the 128-byte swizzle (T = 8 bf16 = 16 bytes):
 //   K-major:  ((8,m),(T,2k)):((8T,SBO),(1,T))       element (row, k) of one k-step of 16
@@ -14,8 +14,8 @@
 // a wrong LBO or SBO is caught, and the grid order of the kernels' thread blocks (grid_tile).
 #include <stdint.h>
 #include <string.h>
-#include "attention/wgmma.cuh"
 #include "attention/grid_order.cuh"
+#include "device/wgmma.cuh"
 #include "tests/test.h"
 
 static unsigned char smem[1 << 18];  // bytes; more than any kernel's plan

@@ -1,5 +1,5 @@
-// attention/tma.cuh: Hopper's tensor memory accelerator (TMA) and the shared-memory barriers
-// (mbarrier) that say when its copies have landed, for the wgmma kernels (sm_90a).
+// device/tma.cuh: Hopper's tensor memory accelerator (TMA) and the shared-memory barriers
+// (mbarrier) that say when its copies have landed, for wgmma kernels (sm_90a, device/wgmma.cuh).
 //
 // One thread issues a copy of a whole tile, global -> shared, described by a tensor map (made on
 // the host by make_tensor_map): the hardware computes the addresses, zero-fills what lies outside
@@ -7,16 +7,15 @@
 // its bytes against an mbarrier; a thread that expects them calls mbarrier_arrive_expect_tx, and
 // every consumer waits on the barrier's phase (it flips each time the expected bytes and
 // arrivals have all come), so a barrier per buffer stage is reused with phases 0, 1, 0, ...
-// The other way, shared -> global, a bulk reduction adds a tile into a tensor (the backward's dQ,
-// fp32 or int32 as the tensor map says).
-#ifndef FLASHGPT_TMA_CUH
-#define FLASHGPT_TMA_CUH
+// The other way, shared -> global, a bulk reduction adds a tile into a tensor (fp32 or int32, as
+// the tensor map says: the flash backward's dQ).
+#ifndef FLASHGPT_DEVICE_TMA_CUH
+#define FLASHGPT_DEVICE_TMA_CUH
 
 #include <stdint.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include "common/cuda_check.h"
-#include "attention/params.h"
 #include "device/smem.cuh"
 
 // A tensor map over a tensor of `rank` dimensions, innermost first: dims[i] elements,
@@ -53,29 +52,6 @@ static inline void make_tensor_map(CUtensorMap* map, const bf16* base, int rank,
     uint32_t box[5];
     for (int i = 0; i < rank; i++) box[i] = i == 0 ? 64 : i == row_dim ? box_rows : 1;
     encode_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, base, rank, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
-}
-
-// A view (B, T, NH, HS) of attention/params.h as the 4-D tensor (HS, NH, T, B): a box is one
-// 64-column panel of `rows` consecutive rows of one head; rows past T are zeros. The view's
-// strides are multiples of 8 elements (16 bytes, as TMA requires).
-static inline void make_heads_tensor_map(CUtensorMap* map, const AttentionTensor* x, AttentionShape s, int rows) {
-    uint64_t dims[4] = {(uint64_t)s.HS, (uint64_t)s.NH, (uint64_t)s.T, (uint64_t)s.B};
-    uint64_t strides[3] = {2ull * x->head, 2ull * x->row, 2ull * x->batch};
-    make_tensor_map(map, x->ptr, 4, dims, strides, 2, rows);
-}
-
-// The dQ accumulator (B, NH, T, HS) of 4-byte values, fp32 or int32 (fixed != 0), as the 4-D
-// tensor (32, T, HS/32, B*NH): dimension 0 is 32 consecutive columns (one 128-byte swizzled
-// panel), dimension 2 which panel (strides out of order are fine for TMA). A box, (32, rows, 2,
-// 1), is 64 columns of `rows` rows of one head, laid out in shared memory as two panels of
-// (rows, 32) values. Rows past T are skipped.
-static inline void make_dq_accum_tensor_map(CUtensorMap* map, const void* dq_accum, int fixed, AttentionShape s,
-                                            int rows) {
-    uint64_t dims[4] = {32, (uint64_t)s.T, (uint64_t)s.HS / 32, (uint64_t)s.B * s.NH};
-    uint64_t strides[3] = {4ull * s.HS, 128, 4ull * s.HS * s.T};
-    uint32_t box[4] = {32, (uint32_t)rows, 2, 1};
-    encode_tensor_map(map, fixed ? CU_TENSOR_MAP_DATA_TYPE_INT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, dq_accum, 4, dims,
-                      strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 // mbarrier: init by one thread, then fence_barrier_init and a __syncthreads before any use.

@@ -1,7 +1,9 @@
-// attention/wgmma.cuh: Hopper (sm_90a) warpgroup tensor-core building blocks: 128-byte swizzled
-// shared-memory tiles (filled by TMA, tma.cuh), the 64-bit shared-memory matrix descriptors that
-// point wgmma at them, and the bf16 wgmma.mma_async m64nNk16 (fp32 accumulators) for N = 64, 128.
-// Used by flash_forward_wgmma.cu and flash_backward_wgmma.cu.
+// device/wgmma.cuh: Hopper (sm_90a) warpgroup tensor-core building blocks: 128-byte swizzled
+// shared-memory tiles (filled by TMA, device/tma.cuh), the 64-bit shared-memory matrix descriptors
+// that point wgmma at them, the bf16 wgmma.mma_async m64nNk16 (fp32 accumulators) for N = 64, 128,
+// and what warpgroup-specialised kernels need beside them: register budgets, named barriers, the
+// proxy fence, values kept where ptxas would not keep them (warp_uniform, opaque). The flash
+// attention's wgmma kernels are built on them (attention/README.md).
 //
 // Swizzled tile (ROWS, COLS) bf16, COLS a multiple of 64: stored as COLS/64 "panels" of
 // (ROWS, 64), panel after panel; a panel row is 128 bytes, and the 16-byte chunk c (0..7) of row r
@@ -27,8 +29,8 @@
 // 8i + 2t + (e & 1). A from registers (4 x bf16x2): warp w holds rows 16w..16w+15 in the
 // mma.m16n8k16 A layout, a0 (g, 2t..) a1 (g+8, 2t..) a2 (g, 2t+8..) a3 (g+8, 2t+8..): so n-tiles
 // 2kk and 2kk+1 of an accumulator, packed to bf16 (c_to_a), are the A fragment of k-step kk.
-#ifndef FLASHGPT_WGMMA_CUH
-#define FLASHGPT_WGMMA_CUH
+#ifndef FLASHGPT_DEVICE_WGMMA_CUH
+#define FLASHGPT_DEVICE_WGMMA_CUH
 
 #include <stdint.h>
 #include "common/cuda_check.h"

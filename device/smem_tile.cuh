@@ -1,10 +1,11 @@
-// attention/smem_tile.cuh: shared-memory tiles of the flash kernels. A tile holds ROWS rows of
-// COLS bf16 (a block of Q, K, V, dO, ...) with each row padded by 8 elements (16 bytes): the
-// padding shifts consecutive rows by 4 banks, so the 8 row addresses of every ldmatrix and the
-// 8 rows written by a C fragment fall on distinct banks (no conflicts, no swizzle to get wrong).
-// Tiles are filled with cp.async (device/smem.cuh); rows past the sequence end are zero-filled.
-#ifndef FLASHGPT_SMEM_TILE_CUH
-#define FLASHGPT_SMEM_TILE_CUH
+// device/smem_tile.cuh: padded shared-memory tiles, for mma.sync kernels (device/mma.cuh). A
+// tile holds ROWS rows of COLS bf16 (a block of Q, K, V, dO, ... in the flash kernels) with each
+// row padded by 8 elements (16 bytes): the padding shifts consecutive rows by 4 banks, so the 8
+// row addresses of every ldmatrix and the 8 rows written by a C fragment fall on distinct banks
+// (no conflicts, no swizzle to get wrong). Tiles are filled with cp.async (device/smem.cuh); rows
+// past the matrix's end are zero-filled.
+#ifndef FLASHGPT_DEVICE_SMEM_TILE_CUH
+#define FLASHGPT_DEVICE_SMEM_TILE_CUH
 
 #include <stdint.h>
 #include "common/cuda_check.h"
@@ -25,9 +26,9 @@ __device__ __forceinline__ void load_tile_async(bf16* tile, const bf16* g, long 
     }
 }
 
-// The K/V loop's next block: advances the K and V pointers (rows k_stride and v_stride apart) by
-// ROWS rows and starts loading that block into `stage` of the double-buffered tiles sK and sV;
-// rows >= rows_valid become zeros.
+// The next block of a loop over keys and values (the flash kernels' K/V loop): advances the K and
+// V pointers (rows k_stride and v_stride apart) by ROWS rows and starts loading that block into
+// `stage` of the double-buffered tiles sK and sV; rows >= rows_valid become zeros.
 template <int ROWS, int COLS, int NTHREADS>
 __device__ __forceinline__ void load_next_kv_block(bf16* sK, bf16* sV, int stage, const bf16*& k_ptr, long long k_stride,
                                                    const bf16*& v_ptr, long long v_stride, int rows_valid) {
