@@ -63,8 +63,9 @@ GPTConfig read_model_header(FILE* f, const char* path, int* version) {
         for (int i = MODEL_HEADER_USED_INTS; i < HEADER_INTS; i++)
             if (h.ints[i] != 0)
                 die("%s: corrupt header: slot %d holds %d, past the architecture every slot is 0", path, i, h.ints[i]);
-        if ((why = block_unsupported(&c.arch, c.C / c.NH))) die("%s: %s", path, why);
     }
+    const char* why = block_unsupported(&c.arch, c.C / c.NH);
+    if (why) die("%s: head size %d: %s", path, c.C / c.NH, why);
     // Checked before anything is sized from the header, so a corrupt one is called corrupt.
     size_t elem = fp32_version(v) ? sizeof(float) : sizeof(bf16);
     check_file_size(f, path, (long long)(sizeof(h) + count_params(&c) * elem));

@@ -181,7 +181,8 @@ resume "$tmp/r"
 check "a slot past the architecture: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: corrupt header: slot 84 holds 1"
 pair "$tmp/r" modern=1 C=96 -- modern=1 C=96
 resume "$tmp/r"
-check "rotary at head size 48: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: the head size must be"
+check "rotary at head size 48: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/model_00000005.bin: head size 48: flash attention: head size must be 64 or 128"
 ckpt model "$tmp/modern.bin" modern=1
 ./train_gpt --train-data "$train" -T 64 --init-from "$tmp/modern.bin" > "$tmp/out" 2>&1
 check "--init-from a modern model: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
@@ -598,6 +599,23 @@ done
 ./train_gpt --train-data "$train" --model d2 --context 64 -T 1 --tokenizer "$tmp/ds/tokenizer.bin" --sample-every 1 \
     > "$tmp/out" 2>&1
 check "-T 1: $(last "$tmp/out")" says "$tmp/out" "--sample-every: -T 1 leaves no room for a sample"
+end
+
+begin "train_gpt_head_sizes_of_the_header"
+# The header states the head sizes every program runs a model at (flash's, which generation
+# runs): 8 and 16 are refused there, before any program takes the file.
+ckpt model "$tmp/hs8.bin" C=16
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/hs8.bin" --attention naive > "$tmp/out" 2>&1
+check "a GPT-2 of head size 8: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/hs8.bin: head size 8: flash attention: head size must be 64 or 128"
+ckpt model "$tmp/hs16.bin" modern=1 C=32
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/hs16.bin" > "$tmp/out" 2>&1
+check "a modern model of head size 16: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/hs16.bin: head size 16: flash attention: head size must be 64 or 128"
+if [ -x ./generate ]; then
+    ./generate --checkpoint "$tmp/hs8.bin" --tokenizer "$tmp/ds/tokenizer.bin" hello > "$tmp/out" 2>&1
+    check "generate, head size 8: $(last "$tmp/out")" says "$tmp/out" "$tmp/hs8.bin: head size 8: flash attention"
+fi
 end
 
 exit $((failures > 0))
