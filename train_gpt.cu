@@ -600,9 +600,26 @@ static void restore_position(Run* r) {
     r->start_step = r->resume.step;
 }
 
+// The log and the checkpoint folder dir (flag: the option that named it), before either is made:
+// the log neither the folder nor a folder above it (a file where a folder must be), nor a name the
+// checkpoints take in it (a checkpoint would replace the log).
+static void check_log_apart(const char* log_path, const char* dir, const char* flag) {
+    char log[4096], folder[4096], log_folder[4096], err[ERR_LEN];
+    if (resolve_path(log_path, log, sizeof(log), err) != 0) die("--log %s: %s", log_path, err);
+    if (resolve_path(dir, folder, sizeof(folder), err) != 0) die("%s %s: %s", flag, dir, err);
+    size_t n = strlen(log);
+    if (!strcmp(log, folder)) die("--log %s: is the checkpoint folder (%s %s)", log_path, flag, dir);
+    if (!strncmp(folder, log, n) && folder[n] == '/')
+        die("--log %s: the checkpoint folder %s %s would be inside it, which is a file", log_path, flag, dir);
+    folder_of(log, log_folder, sizeof(log_folder));
+    if (!strcmp(log_folder, folder) && checkpoint_file_step(strrchr(log, '/') + 1) >= 0)
+        die("--log %s: is a checkpoint's name in %s %s, which a checkpoint would replace", log_path, flag, dir);
+}
+
 // The outputs, before any of them is made: the checkpoint folder (flag: the option that named
 // it) and rank 0's log, each a folder or file that exists or whose folders can be made, writable;
-// the checkpoint folder none of another run's, the log none of the inputs.
+// the checkpoint folder none of another run's, the log none of the inputs and apart from the
+// checkpoint folder.
 static void check_outputs(const Run* r, const char* out_dir_flag) {
     const TrainOptions* o = &r->o;
     char err[ERR_LEN];
@@ -620,6 +637,7 @@ static void check_outputs(const Run* r, const char* out_dir_flag) {
     if (o->log_path &&
         (check_output_file(o->log_path, err) != 0 || check_output_not_input(o->log_path, inputs, n_inputs, err) != 0))
         die("--log %s", err);
+    if (o->log_path && o->out_dir) check_log_apart(o->log_path, o->out_dir, out_dir_flag);
     if (o->save_init &&
         (atomic_check(o->save_init, err) != 0 || check_output_not_input(o->save_init, inputs, n_inputs, err) != 0))
         die("--save-init %s", err);
@@ -674,6 +692,13 @@ static void setup(Run* r, const TrainOptions* options) {
     open_data(r);
     r->sample_rng.state = o->seed ^ 0x5851f42d4c957f2dULL;
     if (r->resuming) {
+        if (o->steps <= r->resume.step) {
+            if (options->steps > 0)
+                die("--resume %s: the run is at step %d already, so --steps %d leaves it nothing to do", o->resume_dir,
+                    r->resume.step, o->steps);
+            die("--resume %s: the run is at step %d already, past one epoch (%d steps): give --steps above %d",
+                o->resume_dir, r->resume.step, o->steps, r->resume.step);
+        }
         // A resumed run must be the interrupted one: the same batch, schedule and rounding.
         TrainingState asked = training_state(r, r->resume.step);
         char note[ERR_LEN];

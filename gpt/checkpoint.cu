@@ -508,6 +508,14 @@ int latest_checkpoint_step(const char* dir, char* err) {
     return best;
 }
 
+int checkpoint_file_step(const char* name) {
+    int step, end = 0;
+    if ((sscanf(name, "model_%8d.bin%n", &step, &end) != 1 && sscanf(name, "state_%8d.bin%n", &step, &end) != 1) ||
+        name[end] != '\0')
+        return -1;
+    return step;
+}
+
 int count_checkpoint_files(const char* dir, int* latest, char* err) {
     DIR* d = opendir(dir);
     if (!d) {
@@ -519,10 +527,8 @@ int count_checkpoint_files(const char* dir, int* latest, char* err) {
     *latest = -1;
     struct dirent* e;
     while ((e = readdir(d)) != NULL) {
-        int step, end = 0;
-        if ((sscanf(e->d_name, "model_%8d.bin%n", &step, &end) != 1 &&
-             sscanf(e->d_name, "state_%8d.bin%n", &step, &end) != 1) || e->d_name[end] != '\0')
-            continue;
+        int step = checkpoint_file_step(e->d_name);
+        if (step < 0) continue;
         n++;
         if (step > *latest) *latest = step;
     }

@@ -143,6 +143,9 @@ void load_optimizer_state(GPT* g, const TrainingState* s, const char* path);
 
 // dir/model_%08d.bin and dir/state_%08d.bin of a step.
 void checkpoint_paths(const char* dir, int step, char* model, char* state, size_t len);
+// The step of a checkpoint file's name (model_%08d.bin or state_%08d.bin, no folder), or -1 for
+// any other name.
+int checkpoint_file_step(const char* name);
 // The latest step in dir with both files; -1 if none, -2 with err when dir cannot be read.
 int latest_checkpoint_step(const char* dir, char* err);
 // How many checkpoint files (model_*.bin and state_*.bin of a step) dir holds, the latest step

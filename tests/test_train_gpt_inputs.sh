@@ -618,4 +618,36 @@ if [ -x ./generate ]; then
 fi
 end
 
+begin "train_gpt_outputs_apart_before_the_gpu"
+# The log and the checkpoint folder, however spelled, clash before either is made; a resume with
+# no step left to do is refused.
+data="--model d2 --context 64 -T 64"
+mkdir -p "$tmp/apart"
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
+    check "$args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<CASES
+--out-dir $tmp/apart/x --log $tmp/apart/x|--log $tmp/apart/x: is the checkpoint folder (--out-dir $tmp/apart/x)
+--out-dir $tmp/apart/x/ --log $tmp/apart/./x|--log $tmp/apart/./x: is the checkpoint folder
+--log $tmp/apart/a --out-dir $tmp/apart/a/b|--log $tmp/apart/a: the checkpoint folder --out-dir $tmp/apart/a/b would be inside it
+--log $tmp/apart/a --out-dir $tmp/apart/missing/../a/b/c|--log $tmp/apart/a: the checkpoint folder
+--out-dir $tmp/apart/y --log $tmp/apart/y/model_00000010.bin|--log $tmp/apart/y/model_00000010.bin: is a checkpoint's name in --out-dir $tmp/apart/y
+--out-dir $tmp/apart/y --log $tmp/apart/y/log.csv|no CUDA device
+--out-dir $tmp/apart/y --log $tmp/apart/y/model_log.bin|no CUDA device
+CASES
+check "nothing made: $(ls "$tmp/apart" | tr '\n' ' ')" test -z "$(ls "$tmp/apart")"
+ln -s apart "$tmp/apart_link"
+./train_gpt --train-data "$train" $data --out-dir "$tmp/apart/z" --log "$tmp/apart_link/z" > "$tmp/out" 2>&1
+check "through a link: $(last "$tmp/out")" says "$tmp/out" "--log $tmp/apart_link/z: is the checkpoint folder"
+pair "$tmp/good" --
+resume "$tmp/good" --log "$tmp/good/state_00000009.bin"
+check "--resume with a checkpoint's name as --log: $(last "$tmp/out")" says "$tmp/out" \
+    "--log $tmp/good/state_00000009.bin: is a checkpoint's name in --resume $tmp/good"
+for steps in 5 4; do
+    resume "$tmp/good" --steps $steps
+    check "--resume at step 5, --steps $steps: $(last "$tmp/out")" says "$tmp/out" \
+        "--resume $tmp/good: the run is at step 5 already, so --steps $steps leaves it nothing to do"
+done
+end
+
 exit $((failures > 0))
