@@ -708,7 +708,7 @@ static void setup(Run* r, const TrainOptions* options) {
     }
     if (o->profile) {
         int first = r->resuming ? r->resume.step + 1 : 1;
-        if (o->profile_step == 0) r->profile_step = first + 1 <= o->steps ? first + 1 : first;
+        if (o->profile_step == 0) r->profile_step = first < o->steps ? first + 1 : first;
         else r->profile_step = o->profile_step;
         if (r->profile_step < first || r->profile_step > o->steps)
             die("--profile %d: this run does steps %d to %d", o->profile_step, first, o->steps);
@@ -885,7 +885,9 @@ static void train(Run* r) {
     size_t peak_mem = 0;
     double total_time = 0.0;
     long long timed_tokens = 0;
-    for (int step = r->start_step + 1; step <= o->steps; step++) {
+    // Counted by the steps done, so that --steps 2147483647 ends without step passing INT_MAX.
+    for (int done = r->start_step; done < o->steps; done++) {
+        int step = done + 1;
         double t0 = now_seconds();
         StepReport s = {.step = step, .val_loss = NAN, .lr = learning_rate(&o->schedule, step, o->steps)};
         int profiled = step == r->profile_step;

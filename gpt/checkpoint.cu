@@ -211,7 +211,8 @@ typedef struct {
     size_t at;             // its first byte in the header
     FieldType type;
     size_t offset, size;   // in TrainingState
-    double lo, hi;         // the values a valid file holds (the shape, 64-bit ones: state_invalid)
+    double lo, hi;         // the values a valid file holds, ints as integers (the shape, the 64-bit
+                           // values: state_invalid)
     ResumeRule resume;
 } StateField;
 
@@ -272,6 +273,15 @@ static const StateField state_fields[] = {
 #define NUM_STATE_FIELDS (sizeof(state_fields) / sizeof(state_fields[0]))
 
 static const void* field_in(const StateField* f, const TrainingState* s) { return (const char*)s + f->offset; }
+
+// Whether f's value at p lies within its bounds: an int compared as an integer, a float as a
+// float (NaN never does); a 64-bit value always (state_invalid bounds those).
+static int field_in_range(const StateField* f, const void* p) {
+    if (f->type == FIELD_U64) return 1;
+    if (f->type == FIELD_FLOAT) return *(const float*)p >= f->lo && *(const float*)p <= f->hi;
+    long long v = *(const int*)p;
+    return v >= (long long)f->lo && v <= (long long)f->hi;
+}
 
 // f in s as a command line gives it: "-B 8", "--attention naive", "no --deterministic".
 static void describe_field(const StateField* f, const TrainingState* s, char* out, size_t len) {
@@ -358,7 +368,7 @@ void save_training_state(GPT* g, const TrainingState* s, const char* path) {
 static const char* state_invalid(const TrainingState* s) {
     const char* why = gpt_config_invalid(&s->config);
     if (why) return why;
-    if (s->step > s->steps) return "the step counts are out of range";
+    if (s->step > s->steps || s->adam_t > s->step) return "the step counts are out of range";
     if (s->T > s->config.maxT || (long long)s->B * s->T > INT_MAX) return "B or T is out of range";
     long long ranks = s->world_size > 0 ? s->world_size : 1;
     if (s->grad_accum > LLONG_MAX / ((long long)s->B * s->T * ranks)) return "the micro-steps per step are out of range";
@@ -384,12 +394,19 @@ int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err) {
         set_err(err, "unsupported training state version %d", h->f.version);
         return -1;
     }
+    for (size_t i = sizeof(StateSlots) / sizeof(int32_t); i < HEADER_INTS; i++)
+        if (h->ints[i] != 0) {
+            set_err(err, "corrupt training state header: slot %zu holds %d, past the fields every slot is 0", i,
+                    h->ints[i]);
+            return -1;
+        }
     memset(s, 0, sizeof(*s));
     for (const StateField* x = state_fields; x < state_fields + NUM_STATE_FIELDS; x++) {
         const void* p = memcpy((char*)s + x->offset, (const char*)h + x->at, x->size);
-        double v = x->type == FIELD_FLOAT ? *(const float*)p : x->size == sizeof(int) ? *(const int*)p : 0;
-        if (!(v >= x->lo && v <= x->hi)) {
-            set_err(err, "corrupt training state header: %s %.10g is out of range", x->name, v);
+        if (!field_in_range(x, p)) {
+            if (x->type == FIELD_FLOAT) set_err(err, "corrupt training state header: %s %g is out of range", x->name,
+                                                *(const float*)p);
+            else set_err(err, "corrupt training state header: %s %d is out of range", x->name, *(const int*)p);
             return -1;
         }
     }

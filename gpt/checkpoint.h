@@ -103,8 +103,8 @@ typedef struct {
 } TrainingState;
 
 // The header of s (every slot past its fields zero), and back: 0, or -1 with err saying which
-// field is out of range or what is wrong across fields (for read_training_state to name the
-// file).
+// field is out of range, which slot past the fields is not zero, or what is wrong across fields
+// (for read_training_state to name the file).
 void state_header_pack(const TrainingState* s, StateFileHeader* h);
 int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err);
 

@@ -33,7 +33,8 @@ make_text "$tmp/b.txt" 400 2
 ./prepare_data --out-dir "$tmp/ds" --vocab-size 300 --split-blank-lines "$tmp/a.txt" >/dev/null 2>&1
 
 # Checkpoint files as gpt/checkpoint.h lays them out: a model (version 5, bf16 zeros) and a
-# training state (fp32 zeros) of the shape given, each with one thing changed when asked.
+# training state (fp32 zeros) of the shape given, each with one thing changed when asked
+# (slot=AT:VALUE,AT:VALUE...: header slots set, a float by its bits: bits X).
 cat > "$tmp/ckpt.py" <<'EOF'
 import struct, sys
 def params(maxT, V, Vp, L, NH, C, modern):
@@ -53,21 +54,17 @@ modern = "modern" in opt
 P = params(maxT, V, Vp, L, NH, C, modern) if "Vp" not in opt else 16
 if kind == "model":
     header = [20240326, 5, maxT, V, L, NH, C, Vp]
-    if modern:  # version 7: the modern preset's architecture in slots 8-16, the slots given set
-        header[1] = 7   # (slot=AT:VALUE,AT:VALUE...: documents, windows in slots 17-83, or past them)
+    if modern:  # version 7: the modern preset's architecture in slots 8-16 (documents, windows in
+        header[1] = 7   # slots 17-83)
         header += [1, bits(10000.0), 1, 1, 1, 0, 1, 1, bits(30.0)]
-        for pair in filter(None, opt.get("slot", "").split(",")):
-            at, value = (int(x) for x in pair.split(":"))
-            header += [0] * (at + 1 - len(header))
-            header[at] = value
     body = bytearray(2 * P)
     if "nan" in opt:
         body[2 * int(opt["nan"]):2 * int(opt["nan"]) + 2] = struct.pack("<H", 0x7fc0)
 else:
     B, T = int(opt.get("B", 1)), int(opt.get("T", 64))
     ints = [20241130, 1, int(opt.get("step", 5)), maxT, V, L, NH, C, Vp, B, T, int(opt.get("grad_accum", 1)),
-            2, 10, 5]
-    floats = [0.5, 0.5, 0.5, 0.5]
+            2, int(opt.get("steps", 10)), int(opt.get("adam_t", opt.get("step", 5)))]
+    floats = [float(opt.get("lr", 0.5)), 0.5, 0.5, 0.5]
     rest = [7, 0, 0, 0, 5, 0, 99, 0, 0, 0, 0, 64, int(opt.get("world_size", 0))]
     header = ints + [struct.unpack("<i", struct.pack("<f", x))[0] for x in floats] + rest
     if "muon" in opt:  # version 2: the optimizer and Muon's momentum, lrs and betas in slots 32-38
@@ -80,6 +77,10 @@ else:
     if "negative_v" in opt:
         at = 4 * (2 * P + int(opt["negative_v"]))
         body[at:at + 4] = struct.pack("<f", -1.0)
+for pair in filter(None, opt.get("slot", "").split(",")):
+    at, value = pair.split(":")
+    header += [0] * (int(at) + 1 - len(header))
+    header[int(at)] = bits(float(value[5:])) if value.startswith("bits ") else int(value)
 data = struct.pack("<256i", *(header + [0] * (256 - len(header)))) + bytes(body)
 if "cut" in opt:
     data = data[:len(data) - int(opt["cut"])]
@@ -648,6 +649,25 @@ for steps in 5 4; do
     check "--resume at step 5, --steps $steps: $(last "$tmp/out")" says "$tmp/out" \
         "--resume $tmp/good: the run is at step 5 already, so --steps $steps leaves it nothing to do"
 done
+end
+
+begin "train_gpt_state_counts_up_to_the_largest_int"
+# The state's int fields are bounded as integers: --steps 2147483647 resumes, a step and Adam
+# step near 2^31 too; an Adam step past the step and a slot past the fields do not.
+pair "$tmp/r" -- steps=2147483647
+resume "$tmp/r" --steps 2147483647
+check "--steps 2147483647: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+pair "$tmp/r" -- steps=2147483647 step=2147483646
+resume "$tmp/r" --steps 2147483647
+check "step and Adam step 2^31 - 2: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+pair "$tmp/r" -- adam_t=6
+resume "$tmp/r"
+check "an Adam step past the step: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: the step counts are out of range"
+pair "$tmp/r" -- slot=100:1
+resume "$tmp/r"
+check "slot 100 set: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: slot 100 holds 1, past the fields every slot is 0"
 end
 
 exit $((failures > 0))
