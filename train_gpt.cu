@@ -222,7 +222,7 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         {OPTION_FLOAT, "--min-lr-frac", "X", &o->schedule.min_lr_frac, "the cosine ends at X * each peak [0]", 0, 1},
         {OPTION_FLOAT, "--grad-clip", "X", &o->optimizer.grad_clip, "global gradient norm clip, 0 for none [1.0]", 0,
          INFINITY},
-        {OPTION_SEED, "--seed", "N", &o->seed, "init, data order and sampling [1337]"},
+        {OPTION_SEED, "--seed", "N", &o->seed, "init, data order and sampling, 0 to 2^64-1 [1337]"},
         {OPTION_GROUP, "optimizer"},
         {OPTION_CHOICE, "--optimizer", "adamw|muon", &o->optimizer.kind,
          "adamw: AdamW on every tensor; muon: Muon on the blocks' 2-D\nmatrices (momentum orthogonalised by "

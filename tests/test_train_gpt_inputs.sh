@@ -556,6 +556,9 @@ done <<'EOF'
 --optimizer muon --adam-beta2 -0.5|--adam-beta1 0.8 and --adam-beta2 -0.5 must be in \[0, 1)
 --optimizer muon --lr 0|--lr 0 must be positive
 --optimizer muon --lr 0.01 --muon-momentum 0 --weight-decay 0.1|no CUDA device
+--seed -1|--seed -1: expected an integer from 0 to 18446744073709551615
+--seed 18446744073709551616|--seed 18446744073709551616: expected an integer from 0 to
+--seed 18446744073709551615|no CUDA device
 EOF
 end
 
