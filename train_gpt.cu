@@ -111,6 +111,23 @@ static void parse_window_pattern(const char* name, const char* value, void* arch
     a->window_count = count;
 }
 
+// A float that rule (NULL or why not) takes: --rotary-base and --softcap by gpt/config.h's rules,
+// which the checkpoint header is checked by too.
+static void parse_float_by(const char* name, const char* value, float* target, const char* (*rule)(float)) {
+    float v = parse_float(name, value);
+    const char* why = rule(v);
+    if (why) die("%s %s: %s", name, value, why);
+    *target = v;
+}
+
+static void parse_rotary_base(const char* name, const char* value, void* base) {
+    parse_float_by(name, value, (float*)base, rotary_base_invalid);
+}
+
+static void parse_softcap(const char* name, const char* value, void* cap) {
+    parse_float_by(name, value, (float*)cap, softcap_invalid);
+}
+
 static void parse_peak(const char* name, const char* value, void* peak) {
     *(float*)peak = parse_float(name, value);
     if (*(float*)peak <= 0.0f) die("%s %s: a peak must be positive", name, value);
@@ -181,8 +198,8 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
          0, 0, NULL, &o->arch_given},
         {OPTION_INT, "--rotary", "0|1", &a->rotary, "rotary position embeddings on q and k, no learned ones", 0, 1,
          NULL, &given[0]},
-        {OPTION_FLOAT, "--rotary-base", "X", &a->rotary_base, "rotary's frequencies base^(-2i/HS) [10000]", 1,
-         INFINITY, NULL, &given[1]},
+        {OPTION_CALL, "--rotary-base", "X", &a->rotary_base, "with --rotary 1: its frequencies base^(-2i/HS), base > 1\n[10000]",
+         0, 0, parse_rotary_base, &given[1]},
         {OPTION_CHOICE, "--norm", "layer|rms", &a->rms_norm, "LayerNorm or RMSNorm (without weights)", 0, 0, NULL,
          &given[2]},
         {OPTION_INT, "--qk-norm", "0|1", &a->qk_norm, "RMSNorm of each head's queries and keys", 0, 1, NULL,
@@ -194,17 +211,17 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
          NULL, &given[6]},
         {OPTION_INT, "--zero-init", "0|1", &a->zero_init, "the output projections and head start at zero", 0, 1,
          NULL, &given[7]},
-        {OPTION_FLOAT, "--softcap", "X", &a->softcap, "logits z -> X tanh(z / X), 0 for none", 0, INFINITY, NULL,
-         &given[8]},
+        {OPTION_CALL, "--softcap", "X", &a->softcap, "logits z -> X tanh(z / X), X >= 1; 0 for none", 0, 0,
+         parse_softcap, &given[8]},
         {OPTION_FLAG, "--document-mask", NULL, &o->document_mask,
          "attention sees the row's own document alone (documents\nstart at <|endoftext|>, whose id --tokenizer "
          "gives)"},
         {OPTION_INT, "--window", "W", &o->window,
-         "a sliding window: attention sees the last W keys at most\n(the row's own included), in every layer", 1,
+         "a sliding window: attention sees the last W keys at most\n(the row's own included), in every layer; W below the context", 1,
          INT_MAX},
         {OPTION_CALL, "--window-pattern", "LIST", &o->window_pattern,
          "a window per layer: comma-separated windows, each a number\nof keys or full (no bound), layer l taking "
-         "item l mod\ntheir count (at most 64); e.g. full,1024: long and short\nlayers alternating",
+         "item l mod\ntheir count (one per layer at most); e.g. full,1024: long\nand short layers alternating",
          0, 0, parse_window_pattern},
         {OPTION_GROUP, "data"},
         {OPTION_TEXT, "--train-data", "GLOB", &o->train_data, "training shards [datasets/tinyshakespeare/train_*.bin]"},
@@ -334,9 +351,10 @@ typedef struct {
 
 // The architecture: a checkpoint's (from_file), or --arch's preset; each component given on its
 // own replaces its field, the key windows (--document-mask, --window, --window-pattern) theirs,
-// and with a checkpoint the result must be the checkpoint's. Then the optimizer's settings, whose
-// defaults are those of --arch, or without it of the preset the architecture is, key windows
-// aside (gpt2's for any other).
+// and with a checkpoint the result must be the checkpoint's; a value without effect is refused
+// (gpt/config.h's architecture_invalid says why). Then the optimizer's settings, whose defaults
+// are those of --arch, or without it of the preset the architecture is, key windows aside
+// (gpt2's for any other).
 static void resolve_architecture(Run* r, int from_file) {
     TrainOptions* o = &r->o;
     Architecture* arch = &r->config.arch;
@@ -370,6 +388,11 @@ static void resolve_architecture(Run* r, int from_file) {
     const char* why = architecture_invalid(arch);
     if (!why) why = block_unsupported(arch, r->config.C / r->config.NH);
     if (why) die("the architecture (%s): %s", asked, why);
+    if ((why = gpt_config_invalid(&r->config))) {   // the key windows against the context and layers
+        char model[ARCHITECTURE_TEXT + 128];
+        gpt_config_describe(&r->config, model, sizeof(model));
+        die("the model (%s): %s", model, why);
+    }
     char err[ERR_LEN];
     if (r->tok && architecture_document_token_differs(arch, tokenizer_eot(r->tok),
                                                       o->resume_dir ? o->resume_dir : o->init_from, err, sizeof(err)))

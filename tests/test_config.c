@@ -1,6 +1,6 @@
 // tests/test_config.c: the model shape's validation (gpt/config.h) against the sizes a crafted
 // checkpoint header can hold: every int32, near 2^31 included; the architecture's fields, each
-// refused out of its range, the presets valid (CPU).
+// refused out of its range or where it has no effect, the presets valid (CPU).
 #include <limits.h>
 #include <stddef.h>
 
@@ -74,17 +74,26 @@ static void test_architecture_fields(void) {
     }
     const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
     CHECK(architecture_is_gpt2(&gpt2) && !architecture_is_gpt2(&modern), "GPT-2's architecture is not told apart");
-    const float bad_floats[] = {1.0f, 0.5f, 0.0f, -1.0f, INFINITY, NAN};
-    for (int i = 0; i < 6; i++) {
+    // The rotary base above 1; a cap of 0 (none) or at least 1 (gpt/config.h's softcap_invalid).
+    const float floats[] = {1.0f, 0.5f, 0.0f, -1.0f, INFINITY, NAN, 1e-40f, 0.99f, 2.0f, 1e30f};
+    for (int i = 0; i < 10; i++) {
         Architecture a = modern;
-        a.rotary_base = bad_floats[i];
-        CHECK(architecture_invalid(&a) != NULL, "rotary base %g is accepted", bad_floats[i]);
+        a.rotary_base = floats[i];
+        int valid = floats[i] > 1.0f && isfinite(floats[i]);
+        CHECK((architecture_invalid(&a) == NULL) == valid, "rotary base %g: %s", floats[i], valid ? "refused" : "accepted");
+        CHECK((rotary_base_invalid(floats[i]) == NULL) == valid, "rotary_base_invalid(%g) says otherwise", floats[i]);
         a = modern;
-        a.softcap = bad_floats[i];
-        int valid = bad_floats[i] >= 0.0f && isfinite(bad_floats[i]);
-        CHECK((architecture_invalid(&a) == NULL) == valid, "softcap %g: %s", bad_floats[i],
-              valid ? "refused" : "accepted");
+        a.softcap = floats[i];
+        valid = floats[i] == 0.0f || (floats[i] >= 1.0f && isfinite(floats[i]));
+        CHECK((architecture_invalid(&a) == NULL) == valid, "softcap %g: %s", floats[i], valid ? "refused" : "accepted");
+        CHECK((softcap_invalid(floats[i]) == NULL) == valid, "softcap_invalid(%g) says otherwise", floats[i]);
     }
+    // A rotary base without rotary has no effect: only the presets' own is taken.
+    Architecture based = gpt2;
+    based.rotary_base = 5000.0f;
+    CHECK(architecture_invalid(&based) != NULL, "GPT-2 with a rotary base of 5000 is accepted");
+    based.rotary = 1;
+    CHECK(architecture_invalid(&based) == NULL, "rotary with base 5000: %s", architecture_invalid(&based));
     const size_t flags[] = {offsetof(Architecture, rotary),  offsetof(Architecture, rms_norm),
                             offsetof(Architecture, qk_norm), offsetof(Architecture, relu2),
                             offsetof(Architecture, bias),    offsetof(Architecture, untied_head),
@@ -147,10 +156,22 @@ static void test_architecture_key_windows(void) {
     bad[5].windows[3] = 256;                 // past the pattern
     bad[6].windows[0] = bad[6].windows[2] = 0;   // no window bounds a layer
     for (int i = 0; i < 7; i++) CHECK(architecture_invalid(&bad[i]) != NULL, "bad key window %d is accepted", i);
-    GPTConfig c = {.maxT = 1024, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768, .arch = a};
+    GPTConfig c = {.maxT = 4096, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768, .arch = a};
     CHECK(!gpt_config_invalid(&c), "token 50256 of 50257: %s", gpt_config_invalid(&c));
     c.arch.document_token = 50257;
     CHECK(gpt_config_invalid(&c) != NULL, "a document token past the vocabulary is accepted");
+    // A window bounds a layer only when narrower than the context; a pattern gives each layer an
+    // entry at most.
+    c.arch.document_token = 50256;
+    c.maxT = 2049;
+    CHECK(!gpt_config_invalid(&c), "windows 2048,full,512 at context 2049: %s", gpt_config_invalid(&c));
+    c.maxT = 2048;
+    CHECK(gpt_config_invalid(&c) != NULL, "a window of 2048 at context 2048 is accepted");
+    c.maxT = 4096;
+    c.L = 2;
+    CHECK(gpt_config_invalid(&c) != NULL, "a pattern of 3 windows on 2 layers is accepted");
+    c.L = 3;
+    CHECK(!gpt_config_invalid(&c), "a pattern of 3 windows on 3 layers: %s", gpt_config_invalid(&c));
     test_end();
 }
 

@@ -196,8 +196,15 @@ check "--arch modern: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 check "--head-lr of a tied head: $(last "$tmp/out")" says "$tmp/out" "--head-lr: the model's head is wte"
 ./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch modern --recompute gelu > "$tmp/out" 2>&1
 check "--recompute gelu of relu2: $(last "$tmp/out")" says "$tmp/out" "--recompute gelu: the relu2 MLP"
-./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch modern --rotary-base 1 > "$tmp/out" 2>&1
-check "--rotary-base 1: $(last "$tmp/out")" says "$tmp/out" "the architecture (.*): the rotary base"
+# The rotary base's bound is the header's (gpt/config.h), stated at the option check: before
+# the training data is looked for.
+./train_gpt --train-data "$tmp/none_*.bin" --model d2 --context 64 -T 64 --arch modern --rotary-base 1 > "$tmp/out" 2>&1
+check "--rotary-base 1: $(last "$tmp/out")" says "$tmp/out" \
+    "--rotary-base 1: the rotary base must be a finite number above 1"
+pair "$tmp/r" modern=1 slot=9:1065353216 -- modern=1
+resume "$tmp/r"
+check "a rotary base of 1 in the header: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/model_00000005.bin: corrupt header: the rotary base must be a finite number above 1"
 ./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch other > "$tmp/out" 2>&1
 check "--arch other: $(last "$tmp/out")" says "$tmp/out" "--arch other: expected gpt2 or modern"
 if [ -x ./generate ]; then
@@ -559,6 +566,10 @@ done <<'EOF'
 --seed -1|--seed -1: expected an integer from 0 to 18446744073709551615
 --seed 18446744073709551616|--seed 18446744073709551616: expected an integer from 0 to
 --seed 18446744073709551615|no CUDA device
+--softcap 1e-40|--softcap 1e-40: the softcap must be 0 (none) or a finite number of at least 1
+--softcap 0.5|--softcap 0.5: the softcap must be
+--softcap -1|--softcap -1: the softcap must be
+--softcap 1|no CUDA device
 EOF
 end
 
@@ -671,6 +682,39 @@ pair "$tmp/r" -- slot=100:1
 resume "$tmp/r"
 check "slot 100 set: $(last "$tmp/out")" says "$tmp/out" \
     "$tmp/r/state_00000005.bin: corrupt training state header: slot 100 holds 1, past the fields every slot is 0"
+end
+
+begin "train_gpt_options_without_effect_refused"
+# An option that would change the model's description and not what it computes is refused, on
+# the command line and in the checkpoint header alike (gpt/config.h's architecture_invalid).
+data="--model d2 --context 64 -T 64"
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
+    check "$args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<'CASES'
+--rotary-base 5000|the architecture (.*): a rotary base without rotary, where it has no effect
+--arch modern --rotary 0 --rotary-base 5000|the architecture (.*): a rotary base without rotary
+--arch modern --rotary-base 5000|no CUDA device
+--rotary-base 10000|no CUDA device
+--window 64|the model (.*context 64, gpt2, windows 64): a window is no narrower than the context
+--window 100000|the model (.*): a window is no narrower than the context
+--window 63|no CUDA device
+--window-pattern 8,64|the model (.*): a window is no narrower than the context
+--window-pattern full|--window-pattern 'full': every window is full, which is no window
+--window-pattern 8,16,32|the model (.*): the window pattern is longer than the layers
+--window-pattern 8,full|no CUDA device
+CASES
+bits5000=1167867904   # 5000.0f
+while IFS='|' read -r slots why; do
+    pair "$tmp/r" modern=1 slot="$slots" -- modern=1
+    resume "$tmp/r"
+    check "header slots $slots: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: corrupt header: $why"
+done <<CASES
+8:0,9:$bits5000|a rotary base without rotary
+16:1056964608|the softcap must be 0 (none) or a finite number of at least 1
+19:1,20:64|a window is no narrower than the context
+19:3,20:8|the window pattern is longer than the layers
+CASES
 end
 
 exit $((failures > 0))
