@@ -102,6 +102,11 @@ typedef struct {
     float head_lr;
 } TrainingState;
 
+// The optimizer settings s records (its kind's; an untied head's rate 0 without one, and eps,
+// which no run sets, the kind's default), and s's record of o.
+OptimizerConfig training_state_optimizer(const TrainingState* s);
+void training_state_set_optimizer(TrainingState* s, const OptimizerConfig* o);
+
 // The header of s (every slot past its fields zero), and back: 0, or -1 with err saying which
 // field is out of range, which slot past the fields is not zero, or what is wrong across fields
 // (for read_training_state to name the file).

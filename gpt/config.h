@@ -11,6 +11,7 @@
 #define FLASHGPT_GPT_CONFIG_H
 
 #include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -114,6 +115,25 @@ static inline const ArchitecturePreset* architecture_preset_of(const Architectur
     for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++)
         if (architecture_equal(a, &architecture_presets[i].arch)) return &architecture_presets[i];
     return NULL;
+}
+
+// The preset nearest a: the one whose components differ from a's in the fewest (the seven
+// switches and the soft cap, counted as on or off; the rotary base, the cap's value and the key
+// windows are no component of their own), the first (gpt2) on a tie.
+static inline const ArchitecturePreset* architecture_nearest_preset(const Architecture* a) {
+    const ArchitecturePreset* nearest = NULL;
+    int fewest = INT_MAX;
+    for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++) {
+        const Architecture* p = &architecture_presets[i].arch;
+        int differ = (a->rotary != p->rotary) + (a->rms_norm != p->rms_norm) + (a->qk_norm != p->qk_norm) +
+                     (a->relu2 != p->relu2) + (a->bias != p->bias) + (a->untied_head != p->untied_head) +
+                     (a->zero_init != p->zero_init) + ((a->softcap > 0.0f) != (p->softcap > 0.0f));
+        if (differ < fewest) {
+            fewest = differ;
+            nearest = &architecture_presets[i];
+        }
+    }
+    return nearest;
 }
 
 // GPT-2's architecture: the one llm.c's checkpoint versions hold (without documents or windows).

@@ -1,6 +1,7 @@
 // tests/test_config.c: the model shape's validation (gpt/config.h) against the sizes a crafted
 // checkpoint header can hold: every int32, near 2^31 included; the architecture's fields, each
-// refused out of its range or where it has no effect, the presets valid (CPU).
+// refused out of its range or where it has no effect, the presets valid; the preset nearest an
+// architecture (CPU).
 #include <limits.h>
 #include <stddef.h>
 
@@ -175,7 +176,36 @@ static void test_architecture_key_windows(void) {
     test_end();
 }
 
+// The preset nearest an architecture: the one its components differ least from, gpt2 on a tie;
+// the rotary base, the cap's value and the key windows count for nothing.
+static void test_nearest_preset(void) {
+    test_begin("config_nearest_preset");
+    const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
+    const ArchitecturePreset *gpt2_preset = &architecture_presets[0], *modern_preset = &architecture_presets[1];
+    CHECK(architecture_nearest_preset(&gpt2) == gpt2_preset && architecture_nearest_preset(&modern) == modern_preset,
+          "a preset is not its own nearest");
+    Architecture a = modern;
+    a.softcap = 0.0f;
+    CHECK(architecture_nearest_preset(&a) == modern_preset, "modern without its cap is nearest gpt2");
+    a = modern;
+    a.qk_norm = 0;
+    a.softcap = 15.0f;
+    a.rotary_base = 500000.0f;
+    a.window_count = 1;
+    a.windows[0] = 128;
+    CHECK(architecture_nearest_preset(&a) == modern_preset, "modern without QK-norm, capped at 15, is nearest gpt2");
+    a = gpt2;
+    a.rotary = 1;
+    CHECK(architecture_nearest_preset(&a) == gpt2_preset, "GPT-2 with rotary is nearest modern");
+    a.rms_norm = a.qk_norm = a.relu2 = 1;   // four of eight: a tie
+    CHECK(architecture_nearest_preset(&a) == gpt2_preset, "a tie is not gpt2's");
+    a.bias = 0;
+    CHECK(architecture_nearest_preset(&a) == modern_preset, "five of modern's eight are nearest gpt2");
+    test_end();
+}
+
 int main(void) {
+    test_nearest_preset();
     test_architecture_fields();
     test_architecture_key_windows();
     test_vocab_near_int_max();

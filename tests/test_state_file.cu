@@ -3,8 +3,8 @@
 // written out here by number, independently of the library's StateSlots) and read back to
 // themselves; Muon's settings take slots 32-37 of a version 2 file (an untied head's learning
 // rate slot 38) and leave the others as they are; headers whose optimizer, version and settings
-// disagree are refused with one line; the int fields bounded as integers, up to 2^31 - 1; every
-// slot past the fields zero.
+// disagree are refused with one line naming what; the int fields bounded as integers, up to
+// 2^31 - 1; every slot past the fields zero.
 #include <float.h>
 #include <limits.h>
 #include <string.h>
@@ -178,8 +178,8 @@ static void test_refusals(void) {
     expect_refused("version 3", &adamw, to_version_3, "unsupported training state version 3");
     expect_refused("AdamW with a momentum", &adamw, momentum_given, "an AdamW run with Muon's settings");
     expect_refused("AdamW with a head lr", &adamw, head_lr_given, "an AdamW run with Muon's settings");
-    expect_refused("Muon with momentum 1", &muon, momentum_one, "out of range");
-    expect_refused("Muon without a vector lr", &muon, no_vector_lr, "out of range");
+    expect_refused("Muon with momentum 1", &muon, momentum_one, "--muon-momentum 1 must be in [0, 1)");
+    expect_refused("Muon without a vector lr", &muon, no_vector_lr, "--vector-lr 0 must be > 0");
     expect_refused("optimizer 2", &adamw, optimizer_two, "--optimizer 2 is out of range");
     expect_refused("a NaN beta", &muon, beta_nan, "--adam-beta2 nan is out of range");
     test_end();
@@ -187,7 +187,7 @@ static void test_refusals(void) {
 
 // The int fields compared as integers: the counts up to 2^31 - 1 read back whole (a float holds
 // 2^31 - 1 as 2^31); each field one below its least value refused naming it; an Adam step past
-// the step refused.
+// the step, and a weight decay that erases the weights at the peak, refused.
 static void test_int_bounds(void) {
     test_begin("state header: int fields up to 2^31 - 1 read back, each below its bounds refused by name");
     Rng rng = {31};
@@ -236,6 +236,12 @@ static void test_int_bounds(void) {
     state_header_pack(&s, &h);
     CHECK(state_header_unpack(&h, &back, err) != 0 && strstr(err, "the step counts"), "an Adam step past the step: %s",
           err);
+    s = top;
+    s.lr = 0.5f;
+    s.weight_decay = 2.0f;
+    state_header_pack(&s, &h);
+    CHECK(state_header_unpack(&h, &back, err) != 0 && strstr(err, "--weight-decay 2: times --lr 0.5"),
+          "a decay of lr * 2 = 1: %s", err);
     test_end();
 }
 

@@ -336,7 +336,7 @@ done <<'EOF'
 --adam-beta1 0.9|--adam-beta1 0.8
 --adam-beta2 0.99|--adam-beta2 0.95
 EOF
-resume "$tmp/muon"
+resume "$tmp/muon" --optimizer adamw
 check "a Muon run resumed with AdamW: $(last "$tmp/out")" says "$tmp/out" \
     "--resume $tmp/muon: the run used --optimizer muon, this one asks for --optimizer adamw"
 # Other steps change only the learning-rate schedule: said, and the run goes on.
@@ -559,10 +559,18 @@ done <<'EOF'
 --muon-momentum 0.9|--muon-momentum is a setting of --optimizer muon
 --adam-beta1 0.9|--adam-beta1 is a setting of --optimizer muon
 --optimizer muon --muon-momentum 1|--muon-momentum 1 must be in \[0, 1)
---optimizer muon --embedding-lr 0|--embedding-lr 0, --head-lr 0.002 and --vector-lr 0.002 must be positive
---optimizer muon --adam-beta2 -0.5|--adam-beta1 0.8 and --adam-beta2 -0.5 must be in \[0, 1)
---optimizer muon --lr 0|--lr 0 must be positive
+--optimizer muon --embedding-lr 0|--embedding-lr 0 must be > 0
+--optimizer muon --embedding-lr -1|--embedding-lr -1 must be > 0
+--optimizer muon --adam-beta2 -0.5|--adam-beta2 -0.5 must be in \[0, 1)
+--optimizer muon --lr 0|--lr 0 must be > 0
+--lr 0|--lr 0 must be > 0
+--lr -1|--lr -1 must be > 0
 --optimizer muon --lr 0.01 --muon-momentum 0 --weight-decay 0.1|no CUDA device
+--weight-decay 1e30|--weight-decay 1e+30: times --lr 0.0003 it is 3e+26, and must stay below 1
+--weight-decay 3000|no CUDA device
+--weight-decay 2 --lr 0.5|--weight-decay 2: times --lr 0.5 it is 1, and must stay below 1
+--optimizer muon --arch modern --weight-decay 20|--weight-decay 20: times --embedding-lr 0.05 it is 1
+--optimizer muon --arch modern --weight-decay 19|no CUDA device
 --seed -1|--seed -1: expected an integer from 0 to 18446744073709551615
 --seed 18446744073709551616|--seed 18446744073709551616: expected an integer from 0 to
 --seed 18446744073709551615|no CUDA device
@@ -667,7 +675,8 @@ end
 
 begin "train_gpt_state_counts_up_to_the_largest_int"
 # The state's int fields are bounded as integers: --steps 2147483647 resumes, a step and Adam
-# step near 2^31 too; an Adam step past the step and a slot past the fields do not.
+# step near 2^31 too; an Adam step past the step, a slot past the fields, a momentum of 1 and a
+# weight decay that erases the weights do not, each named.
 pair "$tmp/r" -- steps=2147483647
 resume "$tmp/r" --steps 2147483647
 check "--steps 2147483647: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
@@ -682,6 +691,14 @@ pair "$tmp/r" -- slot=100:1
 resume "$tmp/r"
 check "slot 100 set: $(last "$tmp/out")" says "$tmp/out" \
     "$tmp/r/state_00000005.bin: corrupt training state header: slot 100 holds 1, past the fields every slot is 0"
+pair "$tmp/r" -- muon=1 slot=33:1065353216
+resume "$tmp/r" --optimizer muon
+check "a Muon momentum of 1: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: --muon-momentum 1 must be in \[0, 1)"
+pair "$tmp/r" -- slot=17:1176256512
+resume "$tmp/r"
+check "a weight decay of 10000: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: --weight-decay 10000: times --lr 0.5"
 end
 
 begin "train_gpt_options_without_effect_refused"
@@ -715,6 +732,54 @@ done <<CASES
 19:1,20:64|a window is no narrower than the context
 19:3,20:8|the window pattern is longer than the layers
 CASES
+end
+
+begin "train_gpt_optimizer_settings_belong_to_the_run"
+# A fresh run's defaults are --arch's, else the preset nearest the architecture's, and it says
+# which; a resumed run takes every setting not given from its state (--optimizer too).
+data="--model d2 --context 64 -T 64"
+defaults() {  # defaults <label> <the start of the optimizer line> <its source> [options]
+    local label=$1 line=$2 source=$3; shift 3
+    ./train_gpt --train-data "$train" "$@" > "$tmp/out" 2>&1
+    check "$label: $(grep '^optimizer' "$tmp/out" || last "$tmp/out")" \
+        grep -q -- "^optimizer: $line.*; settings not given: $source" "$tmp/out"
+    check "$label, then the GPU: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+}
+defaults "--arch modern --softcap 0" "AdamW lr 0.002;" "modern's defaults (--arch modern)" $data --arch modern --softcap 0
+defaults "--arch modern --qk-norm 0, muon" "Muon lr 0.02, .* lr 0.05 for the embeddings" \
+    "modern's defaults (--arch modern)" $data --arch modern --qk-norm 0 --optimizer muon
+defaults "modern's components but the cap" "AdamW lr 0.002;" "modern's defaults (the preset nearest the architecture)" \
+    $data --rotary 1 --norm rms --qk-norm 1 --mlp relu2 --bias 0 --head untied --zero-init 1
+defaults "GPT-2 with rotary" "AdamW lr 0.0003;" "gpt2's defaults (the preset nearest the architecture)" $data --rotary 1
+defaults "--arch gpt2 with modern's components" "AdamW lr 0.0003;" "gpt2's defaults (--arch gpt2)" $data --arch gpt2 \
+    --rotary 1 --norm rms --qk-norm 1 --mlp relu2 --bias 0 --head untied --zero-init 1 --softcap 30
+ckpt model "$tmp/uncapped.bin" modern=1 slot=16:0
+defaults "--init-from modern without its cap" "AdamW lr 0.002;" "modern's defaults (the preset nearest" \
+    -T 64 --init-from "$tmp/uncapped.bin"
+defaults "--init-from modern without its cap, muon" "Muon .* lr 0.05 for the embeddings" "modern's defaults" \
+    -T 64 --init-from "$tmp/uncapped.bin" --optimizer muon
+# Resumed with none of the optimizer's settings: the state's (lr 0.002, weight decay and clip 0.5).
+schedule="-B 1 -T 64 --steps 10 --min-lr-frac 0.5 --warmup-steps 2 --seed 7"
+pair "$tmp/uncapped" modern=1 slot=16:0 -- modern=1 lr=0.002
+defaults "--resume an uncapped modern run" "AdamW lr 0.002; warmup 2, cosine to 0.5 x lr, weight decay 0.5, grad clip 0.5" \
+    "the run's own ($tmp/uncapped/state_00000005.bin)" $schedule --resume "$tmp/uncapped"
+defaults "--resume it with its --lr" "AdamW lr 0.002;" "the run's own" $schedule --resume "$tmp/uncapped" --lr 0.002
+./train_gpt --train-data "$train" $schedule --resume "$tmp/uncapped" --lr 0.0003 > "$tmp/out" 2>&1
+check "--resume it with another --lr: $(last "$tmp/out")" says "$tmp/out" \
+    "--resume $tmp/uncapped: the run used --lr 0.002, this one asks for --lr 0.0003"
+pair "$tmp/muon" -- muon=1
+defaults "--resume a Muon run without --optimizer" \
+    "Muon lr 0.5, momentum 0.9 (Nesterov) for the blocks' matrices; Adam (0.8, 0.95) lr 0.001 for the embeddings, 0.002 for the vectors" \
+    "the run's own" $schedule --resume "$tmp/muon"
+./train_gpt --train-data "$train" $schedule --resume "$tmp/muon" --adam-beta1 0.9 > "$tmp/out" 2>&1
+check "--resume it with another beta: $(last "$tmp/out")" says "$tmp/out" \
+    "--resume $tmp/muon: the run used --adam-beta1 0.8, this one asks for --adam-beta1 0.9"
+pair "$tmp/good" --
+./train_gpt --train-data "$train" $schedule --resume "$tmp/good" --muon-momentum 0.9 > "$tmp/out" 2>&1
+check "--resume an AdamW run with Muon's setting: $(last "$tmp/out")" says "$tmp/out" \
+    "--muon-momentum is a setting of --optimizer muon"
+./train_gpt --help > "$tmp/out" 2>&1
+check "--help states the rule" grep -q "the defaults of.*the preset nearest the architecture" "$tmp/out"
 end
 
 exit $((failures > 0))
