@@ -63,7 +63,8 @@ typedef struct {
     int steps;                   // 0: one epoch
     LRSchedule schedule;         // warmup and cosine of the optimizer's own lr (gpt_update)
     OptimizerConfig optimizer;   // --optimizer and its settings: NAN until given, then the
-                                 // optimizer's defaults fill in the rest (resolve_optimizer)
+                                 // run's defaults fill in the rest (resolve_optimizer)
+    int optimizer_given;         // --optimizer given (a resumed run's own otherwise)
     int val_every, val_batches;
     int sample_every, sample_tokens, top_k;
     float temperature;
@@ -112,44 +113,35 @@ static void parse_window_pattern(const char* name, const char* value, void* arch
     a->window_count = count;
 }
 
+// A float that rule (NULL or why not) takes: --rotary-base and --softcap by gpt/config.h's rules,
+// which the checkpoint header is checked by too.
+static void parse_float_by(const char* name, const char* value, float* target, const char* (*rule)(float)) {
+    float v = parse_float(name, value);
+    const char* why = rule(v);
+    if (why) die("%s %s: %s", name, value, why);
+    *target = v;
+}
+
+static void parse_rotary_base(const char* name, const char* value, void* base) {
+    parse_float_by(name, value, (float*)base, rotary_base_invalid);
+}
+
+static void parse_softcap(const char* name, const char* value, void* cap) {
+    parse_float_by(name, value, (float*)cap, softcap_invalid);
+}
+
+// A setting of the optimizer, within its bounds (gpt/optimizer.h's optimizer_settings, which
+// bound the training state's too).
+static void parse_optimizer_setting(const char* name, const char* value, void* setting) {
+    float v = parse_float(name, value);
+    char err[ERR_LEN];
+    if (optimizer_setting_refused(optimizer_setting(name), v, err, sizeof(err))) die("%s", err);
+    *(float*)setting = v;
+}
+
 static void parse_peak(const char* name, const char* value, void* peak) {
     *(float*)peak = parse_float(name, value);
     if (*(float*)peak <= 0.0f) die("%s %s: a peak must be positive", name, value);
-}
-
-// The optimizer's settings: those given, the kind's defaults (gpt/optimizer.h; the modern
-// architecture's with modern) for the rest; Muon's own are refused under AdamW, whose betas are
-// fixed.
-static void resolve_optimizer(OptimizerConfig* o, int modern) {
-    OptimizerConfig d = modern ? modern_optimizer_defaults(o->kind) : optimizer_defaults(o->kind);
-    const struct {
-        const char* flag;
-        float* value;
-        float fallback;
-        int muon_only;
-    } settings[] = {{"--lr", &o->lr, d.lr, 0},
-                    {"--weight-decay", &o->weight_decay, d.weight_decay, 0},
-                    {"--grad-clip", &o->grad_clip, d.grad_clip, 0},
-                    {"--muon-momentum", &o->momentum, d.momentum, 1},
-                    {"--embedding-lr", &o->embedding_lr, d.embedding_lr, 1},
-                    {"--head-lr", &o->head_lr, d.head_lr, 1},
-                    {"--vector-lr", &o->vector_lr, d.vector_lr, 1},
-                    {"--adam-beta1", &o->b1, d.b1, 1},
-                    {"--adam-beta2", &o->b2, d.b2, 1}};
-    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
-        if (isnan(*settings[i].value)) *settings[i].value = settings[i].fallback;
-        else if (settings[i].muon_only && o->kind != OPTIMIZER_MUON)
-            die("%s is a setting of --optimizer muon", settings[i].flag);
-    }
-    o->eps = d.eps;
-    if (o->lr <= 0.0f) die("--lr %g must be positive", o->lr);
-    if (o->kind != OPTIMIZER_MUON) return;
-    if (o->momentum < 0.0f || o->momentum >= 1.0f) die("--muon-momentum %g must be in [0, 1)", o->momentum);
-    if (o->embedding_lr <= 0.0f || o->head_lr <= 0.0f || o->vector_lr <= 0.0f)
-        die("--embedding-lr %g, --head-lr %g and --vector-lr %g must be positive", o->embedding_lr, o->head_lr,
-            o->vector_lr);
-    if (o->b1 < 0.0f || o->b1 >= 1.0f || o->b2 < 0.0f || o->b2 >= 1.0f)
-        die("--adam-beta1 %g and --adam-beta2 %g must be in [0, 1)", o->b1, o->b2);
 }
 
 static void parse_args(int argc, char** argv, TrainOptions* o) {
@@ -178,12 +170,12 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         {OPTION_TEXT, "--resume", "DIR", &o->resume_dir, "continue the run whose checkpoints are in DIR, exactly"},
         {OPTION_GROUP, "architecture (--arch, then each component on its own; a checkpoint's must match)"},
         {OPTION_CHOICE, "--arch", "gpt2|modern", &o->arch,
-         "gpt2: GPT-2 of 2019 (llm.c and Hugging Face compatible);\nmodern: --rotary 1, --norm rms, --qk-norm 1, --mlp relu2, --bias 0,\n--head untied, --zero-init 1, --softcap 30, and its own\ndefaults: adamw --lr 2e-3, muon --embedding-lr 0.05\n[gpt2; with --resume or --init-from: the checkpoint's]",
+         "gpt2: GPT-2 of 2019 (llm.c and Hugging Face compatible);\nmodern: --rotary 1, --norm rms, --qk-norm 1, --mlp relu2, --bias 0,\n--head untied, --zero-init 1, --softcap 30, and its own\ndefaults: adamw --lr 2e-3, muon --embedding-lr 0.05 (without\n--arch: the defaults of the preset nearest the architecture)\n[gpt2; with --resume or --init-from: the checkpoint's]",
          0, 0, NULL, &o->arch_given},
         {OPTION_INT, "--rotary", "0|1", &a->rotary, "rotary position embeddings on q and k, no learned ones", 0, 1,
          NULL, &given[0]},
-        {OPTION_FLOAT, "--rotary-base", "X", &a->rotary_base, "rotary's frequencies base^(-2i/HS) [10000]", 1,
-         INFINITY, NULL, &given[1]},
+        {OPTION_CALL, "--rotary-base", "X", &a->rotary_base, "with --rotary 1: its frequencies base^(-2i/HS), base > 1\n[10000]",
+         0, 0, parse_rotary_base, &given[1]},
         {OPTION_CHOICE, "--norm", "layer|rms", &a->rms_norm, "LayerNorm or RMSNorm (without weights)", 0, 0, NULL,
          &given[2]},
         {OPTION_INT, "--qk-norm", "0|1", &a->qk_norm, "RMSNorm of each head's queries and keys", 0, 1, NULL,
@@ -195,17 +187,17 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
          NULL, &given[6]},
         {OPTION_INT, "--zero-init", "0|1", &a->zero_init, "the output projections and head start at zero", 0, 1,
          NULL, &given[7]},
-        {OPTION_FLOAT, "--softcap", "X", &a->softcap, "logits z -> X tanh(z / X), 0 for none", 0, INFINITY, NULL,
-         &given[8]},
+        {OPTION_CALL, "--softcap", "X", &a->softcap, "logits z -> X tanh(z / X), X >= 1; 0 for none", 0, 0,
+         parse_softcap, &given[8]},
         {OPTION_FLAG, "--document-mask", NULL, &o->document_mask,
          "attention sees the row's own document alone (documents\nstart at <|endoftext|>, whose id --tokenizer "
          "gives)"},
         {OPTION_INT, "--window", "W", &o->window,
-         "a sliding window: attention sees the last W keys at most\n(the row's own included), in every layer", 1,
+         "a sliding window: attention sees the last W keys at most\n(the row's own included), in every layer; W below the context", 1,
          INT_MAX},
         {OPTION_CALL, "--window-pattern", "LIST", &o->window_pattern,
          "a window per layer: comma-separated windows, each a number\nof keys or full (no bound), layer l taking "
-         "item l mod\ntheir count (at most 64); e.g. full,1024: long and short\nlayers alternating",
+         "item l mod\ntheir count (one per layer at most); e.g. full,1024: long\nand short layers alternating",
          0, 0, parse_window_pattern},
         {OPTION_GROUP, "data"},
         {OPTION_TEXT, "--train-data", "GLOB", &o->train_data, "training shards [datasets/tinyshakespeare/train_*.bin]"},
@@ -221,26 +213,33 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
         {OPTION_INT, "--warmup-steps", "N", &o->schedule.warmup_steps, "linear warmup of every learning rate [0]", 0,
          INT_MAX},
         {OPTION_FLOAT, "--min-lr-frac", "X", &o->schedule.min_lr_frac, "the cosine ends at X * each peak [0]", 0, 1},
-        {OPTION_FLOAT, "--grad-clip", "X", &o->optimizer.grad_clip, "global gradient norm clip, 0 for none [1.0]", 0,
-         INFINITY},
-        {OPTION_SEED, "--seed", "N", &o->seed, "init, data order and sampling [1337]"},
-        {OPTION_GROUP, "optimizer"},
+        {OPTION_CALL, "--grad-clip", "X", &o->optimizer.grad_clip, "global gradient norm clip, 0 for none [1.0]", 0, 0,
+         parse_optimizer_setting},
+        {OPTION_SEED, "--seed", "N", &o->seed, "init, data order and sampling, 0 to 2^64-1 [1337]"},
+        {OPTION_GROUP, "optimizer (settings not given: a resumed run's own, else the defaults of --arch or of the "
+                       "preset nearest the architecture)"},
         {OPTION_CHOICE, "--optimizer", "adamw|muon", &o->optimizer.kind,
          "adamw: AdamW on every tensor; muon: Muon on the blocks' 2-D\nmatrices (momentum orthogonalised by "
-         "Newton-Schulz), Adam on\nthe embeddings and vectors; reaches AdamW's loss in fewer steps\n[adamw]"},
-        {OPTION_FLOAT, "--lr", "X", &o->optimizer.lr,
-         "peak learning rate: AdamW's, or Muon's for the matrices\n[adamw 3e-4 (modern 2e-3), muon 0.02]", 0, INFINITY},
-        {OPTION_FLOAT, "--weight-decay", "X", &o->optimizer.weight_decay,
-         "decoupled weight decay of the 2-D weights, times each group's\nlr [adamw 0.1, muon 0]", 0, INFINITY},
-        {OPTION_FLOAT, "--muon-momentum", "X", &o->optimizer.momentum, "muon: Nesterov momentum of the matrices [0.95]"},
-        {OPTION_FLOAT, "--embedding-lr", "X", &o->optimizer.embedding_lr,
-         "muon: Adam's peak learning rate for wte (the head when tied)\nand wpe [0.001; modern 0.05]", 0, INFINITY},
-        {OPTION_FLOAT, "--head-lr", "X", &o->optimizer.head_lr, "muon: Adam's for an untied head [0.002]", 0,
-         INFINITY},
-        {OPTION_FLOAT, "--vector-lr", "X", &o->optimizer.vector_lr,
-         "muon: Adam's for the layernorms and biases [0.002]", 0, INFINITY},
-        {OPTION_FLOAT, "--adam-beta1", "X", &o->optimizer.b1, "muon: Adam's betas for those [0.8]"},
-        {OPTION_FLOAT, "--adam-beta2", "X", &o->optimizer.b2, "[0.95]"},
+         "Newton-Schulz), Adam on\nthe embeddings and vectors; reaches AdamW's loss in fewer steps\n[adamw]",
+         0, 0, NULL, &o->optimizer_given},
+        {OPTION_CALL, "--lr", "X", &o->optimizer.lr,
+         "peak learning rate (> 0): AdamW's, or Muon's for the matrices\n[adamw 3e-4 (modern 2e-3), muon 0.02]", 0, 0,
+         parse_optimizer_setting},
+        {OPTION_CALL, "--weight-decay", "X", &o->optimizer.weight_decay,
+         "decoupled weight decay of the 2-D weights, times each group's\nlr (below 1 with it) [adamw 0.1, muon 0]", 0, 0,
+         parse_optimizer_setting},
+        {OPTION_CALL, "--muon-momentum", "X", &o->optimizer.momentum,
+         "muon: Nesterov momentum of the matrices, in [0, 1) [0.95]", 0, 0, parse_optimizer_setting},
+        {OPTION_CALL, "--embedding-lr", "X", &o->optimizer.embedding_lr,
+         "muon: Adam's peak learning rate (> 0) for wte (the head when\ntied) and wpe [0.001; modern 0.05]", 0, 0,
+         parse_optimizer_setting},
+        {OPTION_CALL, "--head-lr", "X", &o->optimizer.head_lr, "muon: Adam's for an untied head [0.002]", 0, 0,
+         parse_optimizer_setting},
+        {OPTION_CALL, "--vector-lr", "X", &o->optimizer.vector_lr,
+         "muon: Adam's for the layernorms and biases [0.002]", 0, 0, parse_optimizer_setting},
+        {OPTION_CALL, "--adam-beta1", "X", &o->optimizer.b1, "muon: Adam's betas for those, in [0, 1) [0.8]", 0, 0,
+         parse_optimizer_setting},
+        {OPTION_CALL, "--adam-beta2", "X", &o->optimizer.b2, "[0.95]", 0, 0, parse_optimizer_setting},
         {OPTION_GROUP, "evaluation and output"},
         {OPTION_INT, "--val-every", "N", &o->val_every, "validation loss every N steps, 0 for never [100]", 0, INT_MAX},
         {OPTION_INT, "--val-batches", "N", &o->val_batches, "batches per validation [20]", 1, INT_MAX},
@@ -319,6 +318,7 @@ typedef struct {
     int resuming;
     TrainingState resume;        // the interrupted run, when resuming
     char resume_model[4096], resume_state[4096];
+    char optimizer_defaults[4200];   // where the settings not given came from (resolve_optimizer)
     float* checkpoint_values;    // the parameters of --init-from or the interrupted run, read
                                  // and checked on the host before the GPU; NULL: random init
     MemorySizes sizes;
@@ -336,9 +336,8 @@ typedef struct {
 
 // The architecture: a checkpoint's (from_file), or --arch's preset; each component given on its
 // own replaces its field, the key windows (--document-mask, --window, --window-pattern) theirs,
-// and with a checkpoint the result must be the checkpoint's. Then the optimizer's settings, whose
-// defaults are those of --arch, or without it of the preset the architecture is, key windows
-// aside (gpt2's for any other).
+// and with a checkpoint the result must be the checkpoint's. A value without effect is refused
+// (gpt/config.h's architecture_invalid says why).
 static void resolve_architecture(Run* r, int from_file) {
     TrainOptions* o = &r->o;
     Architecture* arch = &r->config.arch;
@@ -372,16 +371,54 @@ static void resolve_architecture(Run* r, int from_file) {
     const char* why = architecture_invalid(arch);
     if (!why) why = block_unsupported(arch, r->config.C / r->config.NH);
     if (why) die("the architecture (%s): %s", asked, why);
+    if ((why = gpt_config_invalid(&r->config))) {   // the key windows against the context and layers
+        char model[ARCHITECTURE_TEXT + 128];
+        gpt_config_describe(&r->config, model, sizeof(model));
+        die("the model (%s): %s", model, why);
+    }
     char err[ERR_LEN];
     if (r->tok && architecture_document_token_differs(arch, tokenizer_eot(r->tok),
                                                       o->resume_dir ? o->resume_dir : o->init_from, err, sizeof(err)))
         die("--tokenizer %s: %s", o->tokenizer, err);
-    const Architecture unmasked = architecture_unmasked(arch);   // the key windows take no defaults of their own
-    const ArchitecturePreset* defaults = o->arch_given ? &architecture_presets[o->arch] : architecture_preset_of(&unmasked);
-    int head_lr_given = !isnan(o->optimizer.head_lr);
-    resolve_optimizer(&o->optimizer, defaults && !strcmp(defaults->name, "modern"));
-    if (head_lr_given && !arch->untied_head) die("--head-lr: the model's head is wte (--head tied), at --embedding-lr");
-    o->schedule.lr = o->optimizer.lr;
+}
+
+// The optimizer: --optimizer, a resumed run's own when not given, and each setting given or its
+// default: a resumed run's own (its training state records every setting it ran with), else the
+// defaults of the preset the run is trained as (gpt/optimizer.h's preset_optimizer_defaults:
+// --arch's, or the preset nearest the architecture). Muon's own settings are refused under
+// AdamW, whose betas are fixed, and --head-lr with a tied head; the whole is bounded by
+// gpt/optimizer.h's optimizer_invalid.
+static void resolve_optimizer(Run* r) {
+    TrainOptions* o = &r->o;
+    OptimizerConfig* opt = &o->optimizer;
+    const Architecture* arch = &r->config.arch;
+    if (r->resuming && !o->optimizer_given) opt->kind = (OptimizerKind)r->resume.optimizer;
+    const ArchitecturePreset* preset = o->arch_given ? &architecture_presets[o->arch] : architecture_nearest_preset(arch);
+    OptimizerConfig defaults = preset_optimizer_defaults(opt->kind, preset);
+    if (r->resuming && (int)opt->kind == r->resume.optimizer) {
+        // The state records an untied head's rate alone (and the files of earlier versions not
+        // even that): a rate it has no record of takes the preset's.
+        OptimizerConfig run = training_state_optimizer(&r->resume);
+        if (run.head_lr == 0.0f) run.head_lr = defaults.head_lr;
+        defaults = run;
+        snprintf(r->optimizer_defaults, sizeof(r->optimizer_defaults), "the run's own (%s)", r->resume_state);
+    } else {
+        snprintf(r->optimizer_defaults, sizeof(r->optimizer_defaults), "%s's defaults (%s%s)", preset->name,
+                 o->arch_given ? "--arch " : "the preset nearest the architecture", o->arch_given ? preset->name : "");
+    }
+    for (int i = 0; i < NUM_OPTIMIZER_SETTINGS; i++) {
+        const OptimizerSetting* s = &optimizer_settings[i];
+        float* value = (float*)((char*)opt + s->offset);
+        if (isnan(*value)) *value = optimizer_setting_value(&defaults, s);
+        else if (s->use != SETTING_EVERY_RUN && opt->kind != OPTIMIZER_MUON)
+            die("%s is a setting of --optimizer muon", s->flag);
+        else if (s->use == SETTING_MUON_UNTIED_HEAD && !arch->untied_head)
+            die("%s: the model's head is wte (--head tied), at --embedding-lr", s->flag);
+    }
+    opt->eps = defaults.eps;
+    char err[ERR_LEN];
+    if (optimizer_invalid(opt, arch->untied_head, err, sizeof(err)) != 0) die("%s", err);
+    o->schedule.lr = opt->lr;
 }
 
 // The model shape: the interrupted run's, a checkpoint's, or a preset's; the vocabulary from the
@@ -518,28 +555,19 @@ static void open_data(Run* r) {
 static TrainingState training_state(const Run* r, int step) {
     const TrainOptions* o = &r->o;
     const ModelOptions* mo = &o->model_options;
-    const OptimizerConfig* opt = &o->optimizer;
     TrainingState s = {.step = step, .world_size = r->ranks.data_ranks, .config = r->config, .B = o->B, .T = o->T,
                        .grad_accum = r->grad_accum, .warmup_steps = o->schedule.warmup_steps, .steps = o->steps,
-                       .lr = opt->lr, .min_lr_frac = o->schedule.min_lr_frac, .weight_decay = opt->weight_decay,
-                       .grad_clip = opt->grad_clip, .seed = o->seed, .train_loader = dataloader_state(r->train),
-                       .sample_rng = r->sample_rng.state, .adam_t = r->model.adam_t,
-                       .attention = (int)mo->attention.kind, .deterministic = mo->attention.deterministic,
-                       .recompute = mo->recompute, .classifier_rows = r->sizes.logits_rows, .optimizer = (int)opt->kind};
-    // Muon's own settings; an AdamW run's stay zero (its betas are fixed).
-    if (opt->kind == OPTIMIZER_MUON) {
-        s.muon_momentum = opt->momentum;
-        s.embedding_lr = opt->embedding_lr;
-        s.vector_lr = opt->vector_lr;
-        s.adam_b1 = opt->b1;
-        s.adam_b2 = opt->b2;
-        if (r->config.arch.untied_head) s.head_lr = opt->head_lr;
-    }
+                       .min_lr_frac = o->schedule.min_lr_frac, .seed = o->seed,
+                       .train_loader = dataloader_state(r->train), .sample_rng = r->sample_rng.state,
+                       .adam_t = r->model.adam_t, .attention = (int)mo->attention.kind,
+                       .deterministic = mo->attention.deterministic, .recompute = mo->recompute,
+                       .classifier_rows = r->sizes.logits_rows};
+    training_state_set_optimizer(&s, &o->optimizer);
     return s;
 }
 
-// Prints what the run is: device, model, batch, attention, optimizer, memory, MFU basis (the
-// data was said as it was opened).
+// Prints what the run is: device, model, batch, attention, memory, MFU basis (the data and the
+// optimizer were said before the GPU was taken).
 static void print_run(const Run* r, const char* device_name) {
     const TrainOptions* o = &r->o;
     const GPTConfig* c = &r->config;
@@ -570,22 +598,27 @@ static void print_run(const Run* r, const char* device_name) {
            attention_kind_name(mo->attention.kind),
            mo->attention.kind == ATTENTION_FLASH && !mo->attention.deterministic ? "" : " (deterministic)", recompute,
            (int)ceil_div(m->rows, m->logits_rows), m->logits_rows < m->rows ? "s" : "", m->logits_rows);
-    const OptimizerConfig* opt = &o->optimizer;
-    if (opt->kind == OPTIMIZER_MUON) {
-        printf("optimizer: Muon lr %g, momentum %g (Nesterov) for the blocks' matrices; Adam (%g, %g) lr %g for the "
-               "embeddings, ", opt->lr, opt->momentum, opt->b1, opt->b2, opt->embedding_lr);
-        if (c->arch.untied_head) printf("%g for the head, ", opt->head_lr);
-        printf("%g for the vectors; ", opt->vector_lr);
-    } else {
-        printf("optimizer: AdamW lr %g; ", opt->lr);
-    }
-    printf("warmup %d, cosine to %g x lr, weight decay %g, grad clip %g\n", o->schedule.warmup_steps,
-           o->schedule.min_lr_frac, opt->weight_decay, opt->grad_clip);
     memory_sizes_print(m, mo->attention.kind);
     if (r->peak_tflops > 0.0f)
         printf("MFU: %.3g GFLOP per token, peak %.0f TFLOP/s\n", r->flops_per_token * 1e-9, r->peak_tflops);
     else printf("MFU: unknown peak for this device (give --peak-tflops), shown as 0\n");
     if (o->sample_every > 0 && !r->tok) printf("note: no --tokenizer, so no samples\n");
+}
+
+// The optimizer's settings, and where those not given came from (resolve_optimizer).
+static void print_optimizer(const Run* r) {
+    const TrainOptions* o = &r->o;
+    const OptimizerConfig* opt = &o->optimizer;
+    if (opt->kind == OPTIMIZER_MUON) {
+        printf("optimizer: Muon lr %g, momentum %g (Nesterov) for the blocks' matrices; Adam (%g, %g) lr %g for the "
+               "embeddings, ", opt->lr, opt->momentum, opt->b1, opt->b2, opt->embedding_lr);
+        if (r->config.arch.untied_head) printf("%g for the head, ", opt->head_lr);
+        printf("%g for the vectors; ", opt->vector_lr);
+    } else {
+        printf("optimizer: AdamW lr %g; ", opt->lr);
+    }
+    printf("warmup %d, cosine to %g x lr, weight decay %g, grad clip %g; settings not given: %s\n",
+           o->schedule.warmup_steps, o->schedule.min_lr_frac, opt->weight_decay, opt->grad_clip, r->optimizer_defaults);
 }
 
 // Where the interrupted run stood: its data loader position (counted in this run's batches per
@@ -602,9 +635,26 @@ static void restore_position(Run* r) {
     r->start_step = r->resume.step;
 }
 
+// The log and the checkpoint folder dir (flag: the option that named it), before either is made:
+// the log neither the folder nor a folder above it (a file where a folder must be), nor a name the
+// checkpoints take in it (a checkpoint would replace the log).
+static void check_log_apart(const char* log_path, const char* dir, const char* flag) {
+    char log[4096], folder[4096], log_folder[4096], err[ERR_LEN];
+    if (resolve_path(log_path, log, sizeof(log), err) != 0) die("--log %s: %s", log_path, err);
+    if (resolve_path(dir, folder, sizeof(folder), err) != 0) die("%s %s: %s", flag, dir, err);
+    size_t n = strlen(log);
+    if (!strcmp(log, folder)) die("--log %s: is the checkpoint folder (%s %s)", log_path, flag, dir);
+    if (!strncmp(folder, log, n) && folder[n] == '/')
+        die("--log %s: the checkpoint folder %s %s would be inside it, which is a file", log_path, flag, dir);
+    folder_of(log, log_folder, sizeof(log_folder));
+    if (!strcmp(log_folder, folder) && checkpoint_file_step(strrchr(log, '/') + 1) >= 0)
+        die("--log %s: is a checkpoint's name in %s %s, which a checkpoint would replace", log_path, flag, dir);
+}
+
 // The outputs, before any of them is made: the checkpoint folder (flag: the option that named
 // it) and rank 0's log, each a folder or file that exists or whose folders can be made, writable;
-// the checkpoint folder none of another run's, the log none of the inputs.
+// the checkpoint folder none of another run's, the log none of the inputs and apart from the
+// checkpoint folder.
 static void check_outputs(const Run* r, const char* out_dir_flag) {
     const TrainOptions* o = &r->o;
     char err[ERR_LEN];
@@ -622,6 +672,7 @@ static void check_outputs(const Run* r, const char* out_dir_flag) {
     if (o->log_path &&
         (check_output_file(o->log_path, err) != 0 || check_output_not_input(o->log_path, inputs, n_inputs, err) != 0))
         die("--log %s", err);
+    if (o->log_path && o->out_dir) check_log_apart(o->log_path, o->out_dir, out_dir_flag);
     if (o->save_init &&
         (atomic_check(o->save_init, err) != 0 || check_output_not_input(o->save_init, inputs, n_inputs, err) != 0))
         die("--save-init %s", err);
@@ -674,10 +725,18 @@ static void setup(Run* r, const TrainOptions* options) {
         if (!r->full_tokens || !r->full_targets) die("out of host memory for a batch");
     }
     resolve_model_shape(r);
+    resolve_optimizer(r);
     resolve_batch(r);
     open_data(r);
     r->sample_rng.state = o->seed ^ 0x5851f42d4c957f2dULL;
     if (r->resuming) {
+        if (o->steps <= r->resume.step) {
+            if (options->steps > 0)
+                die("--resume %s: the run is at step %d already, so --steps %d leaves it nothing to do", o->resume_dir,
+                    r->resume.step, o->steps);
+            die("--resume %s: the run is at step %d already, past one epoch (%d steps): give --steps above %d",
+                o->resume_dir, r->resume.step, o->steps, r->resume.step);
+        }
         // A resumed run must be the interrupted one: the same batch, schedule and rounding.
         TrainingState asked = training_state(r, r->resume.step);
         char note[ERR_LEN];
@@ -687,12 +746,13 @@ static void setup(Run* r, const TrainOptions* options) {
     }
     if (o->profile) {
         int first = r->resuming ? r->resume.step + 1 : 1;
-        if (o->profile_step == 0) r->profile_step = first + 1 <= o->steps ? first + 1 : first;
+        if (o->profile_step == 0) r->profile_step = first < o->steps ? first + 1 : first;
         else r->profile_step = o->profile_step;
         if (r->profile_step < first || r->profile_step > o->steps)
             die("--profile %d: this run does steps %d to %d", o->profile_step, first, o->steps);
     }
     check_outputs(r, options->out_dir ? "--out-dir" : "--resume");
+    print_optimizer(r);
     if (o->save_init) {   // the run ends with its initial model, before the GPU
         save_initial_model(r);
         exit(0);
@@ -864,7 +924,9 @@ static void train(Run* r) {
     size_t peak_mem = 0;
     double total_time = 0.0;
     long long timed_tokens = 0;
-    for (int step = r->start_step + 1; step <= o->steps; step++) {
+    // Counted by the steps done, so that --steps 2147483647 ends without step passing INT_MAX.
+    for (int done = r->start_step; done < o->steps; done++) {
+        int step = done + 1;
         double t0 = now_seconds();
         StepReport s = {.step = step, .val_loss = NAN, .lr = learning_rate(&o->schedule, step, o->steps)};
         int profiled = step == r->profile_step;

@@ -36,6 +36,14 @@ const char* attention_unsupported(const AttentionPlan* plan, AttentionShape s) {
     return plan->kind == ATTENTION_FLASH ? flash_attention_unsupported(s) : naive_attention_unsupported(s);
 }
 
+const char* attention_head_size_unsupported(int HS) {
+    AttentionShape one = {1, 1, 1, HS, 1, 1.0f};   // a row of one head: the other sizes at their least
+    const char* why = flash_attention_unsupported(one);
+    if (!why) why = naive_attention_unsupported(one);
+    if (!why) why = decode_attention_unsupported(one);
+    return why;
+}
+
 size_t attention_saved_bytes(const AttentionPlan* plan, AttentionShape s) {
     size_t rows = (size_t)s.B * s.NH * s.T;
     return plan->kind == ATTENTION_FLASH ? rows * sizeof(float) : rows * s.T * sizeof(bf16);

@@ -34,6 +34,9 @@ typedef struct {
 
 // NULL when the plan computes the shape s (B rows of T tokens), else a one-line reason.
 const char* attention_unsupported(const AttentionPlan* plan, AttentionShape s);
+// NULL when every path (flash, naive, decoding) takes head size HS, else the reason of the first
+// that does not: the head sizes a model runs at in every program (generation runs flash alone).
+const char* attention_head_size_unsupported(int HS);
 // Bytes the forward keeps per layer for the backward: L (flash, ring) or P (naive).
 size_t attention_saved_bytes(const AttentionPlan* plan, AttentionShape s);
 // Bytes of scratch one forward or backward call needs (shared by all layers).

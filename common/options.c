@@ -65,7 +65,7 @@ static void set_value(const Option* o, const char* name, const char* value) {
         *(int*)o->target = o->lo < o->hi ? parse_int_in(name, value, (int)o->lo, (int)o->hi) : parse_int(name, value);
         break;
     case OPTION_INT64: *(long long*)o->target = parse_integer(name, value); break;
-    case OPTION_SEED: *(uint64_t*)o->target = (uint64_t)parse_integer(name, value); break;
+    case OPTION_SEED: *(uint64_t*)o->target = parse_u64(name, value); break;
     case OPTION_FLOAT: {
         float v = parse_float(name, value);
         if (o->lo < o->hi && !(v >= o->lo && v <= o->hi)) {

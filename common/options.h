@@ -20,7 +20,7 @@ typedef enum {
     OPTION_TEXT,    // the value as it is (const char* target)
     OPTION_INT,     // an int; from lo to hi when lo < hi
     OPTION_INT64,   // a long long
-    OPTION_SEED,    // a uint64_t (a negative integer wraps)
+    OPTION_SEED,    // a uint64_t, 0 to 2^64 - 1
     OPTION_FLOAT,   // a float; from lo to hi when lo < hi (hi INFINITY: at least lo)
     OPTION_CHOICE,  // one of the names in value ("flash|naive"); the int target takes its index
     OPTION_CALL,    // the program's own kind: call(name, value, target) parses and stores it

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <glob.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -123,6 +124,59 @@ FILE* open_output_file(const char* path, int append, int* appended, char* err) {
 int same_file(const char* a, const char* b) {
     struct stat x, y;
     return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+// The next part of the path at *rest ('/'s skipped): its length, 0 at the end.
+static size_t next_part(const char** rest) {
+    *rest += strspn(*rest, "/");
+    return strcspn(*rest, "/");
+}
+
+int resolve_path(const char* path, char* out, size_t len, char* err) {
+    char known[PATH_BYTES], real[PATH_BYTES];   // real: realpath's PATH_MAX
+    if (folder_name(path, known, err) != 0) return -1;
+    // The deepest part that exists: path[0, exists), from the root (or the working folder) down.
+    size_t exists = 0;
+    struct stat st;
+    for (const char* rest = path; ; ) {
+        size_t n = next_part(&rest), end = (size_t)(rest - path) + n;
+        if (n == 0) break;
+        known[end] = '\0';
+        int found = stat(known, &st) == 0;
+        known[end] = path[end];
+        if (!found) break;
+        exists = end;
+        rest += n;
+    }
+    if (exists) known[exists] = '\0';
+    else snprintf(known, sizeof(known), "%s", *path == '/' ? "/" : ".");
+    const char* rest = path + exists;
+    if (!realpath(known, real)) {
+        set_err(err, "%s: %s", known, strerror(errno));
+        return -1;
+    }
+    size_t at = strlen(real);
+    for (size_t n; (n = next_part(&rest)) > 0; rest += n) {
+        if (n == 1 && rest[0] == '.') continue;
+        if (n == 2 && rest[0] == '.' && rest[1] == '.') {
+            at = (size_t)(strrchr(real, '/') - real);
+            real[at ? at : 1] = '\0';
+            at = strlen(real);
+            continue;
+        }
+        if (at + 1 + n >= sizeof(real)) {
+            set_err(err, "path too long");
+            return -1;
+        }
+        if (real[at - 1] != '/') real[at++] = '/';
+        memcpy(real + at, rest, n);
+        real[at += n] = '\0';
+    }
+    if (snprintf(out, len, "%s", real) >= (int)len) {
+        set_err(err, "path too long");
+        return -1;
+    }
+    return 0;
 }
 
 int check_output_not_input(const char* output, const ProgramInput* inputs, int n, char* err) {

@@ -39,6 +39,12 @@ FILE* open_output_file(const char* path, int append, int* appended, char* err);
 // hard link, another path to it), else 0.
 int same_file(const char* a, const char* b);
 
+// path as an absolute path without links, "." or ".." parts or repeated '/', whether or not it
+// exists: the real path of its deepest part that exists, then the rest as written (a part that
+// does not exist is no link), so that two spellings of one output compare equal before either is
+// made. 0, or -1 with err (the caller names path).
+int resolve_path(const char* path, char* out, size_t len, char* err);
+
 // An input of a program: the option that names it and its path, or with pattern set a glob whose
 // every match is an input (as the data loader reads shards); a NULL path is no input.
 typedef struct {

@@ -5,8 +5,11 @@
 
 #include <errno.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "common/error.h"
 
 static inline long long parse_integer(const char* flag, const char* s) {
@@ -21,6 +24,16 @@ static inline int parse_int(const char* flag, const char* s) {
     long long v = parse_integer(flag, s);
     if (v < -2147483647LL || v > 2147483647LL) die("%s: %s is out of range", flag, s);
     return (int)v;
+}
+
+// An integer from 0 to 2^64 - 1 (strtoull alone would take -1 as 2^64 - 1).
+static inline uint64_t parse_u64(const char* flag, const char* s) {
+    char* end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (s[strspn(s, " \t\n\v\f\r")] == '-' || errno || end == s || *end)
+        die("%s %s: expected an integer from 0 to %llu", flag, s, ULLONG_MAX);
+    return (uint64_t)v;
 }
 
 // An integer in [lo, hi].

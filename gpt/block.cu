@@ -7,7 +7,8 @@
 #include "layers/rotary.h"
 
 const char* block_unsupported(const Architecture* arch, int HS) {
-    if (!architecture_transforms_qk(arch)) return NULL;
+    const char* why = attention_head_size_unsupported(HS);
+    if (why || !architecture_transforms_qk(arch)) return why;
     return rotary_unsupported(HS, arch->rotary_base);
 }
 

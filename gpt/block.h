@@ -21,8 +21,9 @@
 // What the backward computes again instead of keeping per layer (flags).
 enum { RECOMPUTE_GELU = 1, RECOMPUTE_LAYERNORM = 2 };
 
-// NULL when the block computes the architecture at head size HS, else why not: rotary and
-// QK-norm take the head sizes of layers/rotary.h.
+// NULL when the block computes the architecture at head size HS in every program, else why not:
+// the head sizes every attention path takes (attention_head_size_unsupported), and with rotary or
+// QK-norm those of layers/rotary.h too. The model checkpoint's header is checked by it.
 const char* block_unsupported(const Architecture* arch, int HS);
 
 // The architecture's norm of inp (N, C) into out, forward and backward (dinp +=): LayerNorm with

@@ -58,13 +58,14 @@ GPTConfig read_model_header(FILE* f, const char* path, int* version) {
     if (!gpt2) {
         c.arch = h.f.arch;
         const char* why = architecture_invalid(&c.arch);
-        if (!why) why = gpt_config_invalid(&c);   // the document token within the vocabulary
+        if (!why) why = gpt_config_invalid(&c);   // the document token and the windows within the shape
         if (why) die("%s: corrupt header: %s", path, why);
         for (int i = MODEL_HEADER_USED_INTS; i < HEADER_INTS; i++)
             if (h.ints[i] != 0)
                 die("%s: corrupt header: slot %d holds %d, past the architecture every slot is 0", path, i, h.ints[i]);
-        if ((why = block_unsupported(&c.arch, c.C / c.NH))) die("%s: %s", path, why);
     }
+    const char* why = block_unsupported(&c.arch, c.C / c.NH);
+    if (why) die("%s: head size %d: %s", path, c.C / c.NH, why);
     // Checked before anything is sized from the header, so a corrupt one is called corrupt.
     size_t elem = fp32_version(v) ? sizeof(float) : sizeof(bf16);
     check_file_size(f, path, (long long)(sizeof(h) + count_params(&c) * elem));
@@ -210,7 +211,8 @@ typedef struct {
     size_t at;             // its first byte in the header
     FieldType type;
     size_t offset, size;   // in TrainingState
-    double lo, hi;         // the values a valid file holds (the shape, 64-bit ones: state_invalid)
+    double lo, hi;         // the values a valid file holds, ints as integers (the shape, the
+                           // optimizer's settings, the 64-bit values: state_invalid)
     ResumeRule resume;
 } StateField;
 
@@ -245,10 +247,11 @@ static const StateField state_fields[] = {
     FIELD("--warmup-steps", warmup_steps, warmup_steps, FIELD_INT, 0, INT_MAX, RESUME_SAME),
     FIELD("--steps", steps, steps, FIELD_INT, 1, INT_MAX, RESUME_NOTE),
     FIELD("AdamW step", adam_t, adam_t, FIELD_INT, 0, INT_MAX, RESUME_FREE),
-    FIELD("--lr", lr, lr, FIELD_FLOAT, FLT_TRUE_MIN, FLT_MAX, RESUME_SAME),
+    // The optimizer's settings are finite here; their bounds are gpt/optimizer.h's (state_invalid).
+    FIELD("--lr", lr, lr, FIELD_FLOAT, -FLT_MAX, FLT_MAX, RESUME_SAME),
     FIELD("--min-lr-frac", min_lr_frac, min_lr_frac, FIELD_FLOAT, 0, 1, RESUME_SAME),
-    FIELD("--weight-decay", weight_decay, weight_decay, FIELD_FLOAT, 0, FLT_MAX, RESUME_SAME),
-    FIELD("--grad-clip", grad_clip, grad_clip, FIELD_FLOAT, 0, FLT_MAX, RESUME_SAME),
+    FIELD("--weight-decay", weight_decay, weight_decay, FIELD_FLOAT, -FLT_MAX, FLT_MAX, RESUME_SAME),
+    FIELD("--grad-clip", grad_clip, grad_clip, FIELD_FLOAT, -FLT_MAX, FLT_MAX, RESUME_SAME),
     FIELD("--seed", seed, seed, FIELD_U64, 0, 0, RESUME_SAME),
     FIELD("data epoch", data_epoch, train_loader.epoch, FIELD_U64, 0, 0, RESUME_FREE),
     FIELD("data step", data_step, train_loader.step_in_epoch, FIELD_U64, 0, 0, RESUME_FREE),
@@ -260,17 +263,26 @@ static const StateField state_fields[] = {
     // Data-parallel ranks; 0 in the files of one-GPU runs of earlier versions.
     FIELD("ranks", world_size, world_size, FIELD_INT, 0, INT_MAX, RESUME_FREE),
     // Muon's; 0 under AdamW (state_invalid).
-    FIELD("--muon-momentum", muon_momentum, muon_momentum, FIELD_FLOAT, 0, 1, RESUME_SAME),
-    FIELD("--embedding-lr", embedding_lr, embedding_lr, FIELD_FLOAT, 0, FLT_MAX, RESUME_SAME),
-    FIELD("--vector-lr", vector_lr, vector_lr, FIELD_FLOAT, 0, FLT_MAX, RESUME_SAME),
-    FIELD("--adam-beta1", adam_b1, adam_b1, FIELD_FLOAT, 0, 1, RESUME_SAME),
-    FIELD("--adam-beta2", adam_b2, adam_b2, FIELD_FLOAT, 0, 1, RESUME_SAME),
-    FIELD("--head-lr", head_lr, head_lr, FIELD_FLOAT, 0, FLT_MAX, RESUME_SAME),
+    FIELD("--muon-momentum", muon_momentum, muon_momentum, FIELD_FLOAT, -FLT_MAX, FLT_MAX, RESUME_SAME),
+    FIELD("--embedding-lr", embedding_lr, embedding_lr, FIELD_FLOAT, -FLT_MAX, FLT_MAX, RESUME_SAME),
+    FIELD("--vector-lr", vector_lr, vector_lr, FIELD_FLOAT, -FLT_MAX, FLT_MAX, RESUME_SAME),
+    FIELD("--adam-beta1", adam_b1, adam_b1, FIELD_FLOAT, -FLT_MAX, FLT_MAX, RESUME_SAME),
+    FIELD("--adam-beta2", adam_b2, adam_b2, FIELD_FLOAT, -FLT_MAX, FLT_MAX, RESUME_SAME),
+    FIELD("--head-lr", head_lr, head_lr, FIELD_FLOAT, -FLT_MAX, FLT_MAX, RESUME_SAME),
 };
 #undef FIELD
 #define NUM_STATE_FIELDS (sizeof(state_fields) / sizeof(state_fields[0]))
 
 static const void* field_in(const StateField* f, const TrainingState* s) { return (const char*)s + f->offset; }
+
+// Whether f's value at p lies within its bounds: an int compared as an integer, a float as a
+// float (NaN never does); a 64-bit value always (state_invalid bounds those).
+static int field_in_range(const StateField* f, const void* p) {
+    if (f->type == FIELD_U64) return 1;
+    if (f->type == FIELD_FLOAT) return *(const float*)p >= f->lo && *(const float*)p <= f->hi;
+    long long v = *(const int*)p;
+    return v >= (long long)f->lo && v <= (long long)f->hi;
+}
 
 // f in s as a command line gives it: "-B 8", "--attention naive", "no --deterministic".
 static void describe_field(const StateField* f, const TrainingState* s, char* out, size_t len) {
@@ -351,13 +363,40 @@ void save_training_state(GPT* g, const TrainingState* s, const char* path) {
     if (writer) close_written(f, tmp, path, ok);
 }
 
+OptimizerConfig training_state_optimizer(const TrainingState* s) {
+    OptimizerKind kind = s->optimizer == OPTIMIZER_MUON ? OPTIMIZER_MUON : OPTIMIZER_ADAMW;
+    OptimizerConfig o = {.kind = kind, .lr = s->lr, .momentum = s->muon_momentum, .embedding_lr = s->embedding_lr,
+                         .head_lr = s->head_lr, .vector_lr = s->vector_lr, .b1 = s->adam_b1, .b2 = s->adam_b2,
+                         .eps = optimizer_defaults(kind).eps, .weight_decay = s->weight_decay,
+                         .grad_clip = s->grad_clip};
+    return o;
+}
+
+void training_state_set_optimizer(TrainingState* s, const OptimizerConfig* o) {
+    s->optimizer = (int)o->kind;
+    s->lr = o->lr;
+    s->weight_decay = o->weight_decay;
+    s->grad_clip = o->grad_clip;
+    s->muon_momentum = s->embedding_lr = s->vector_lr = s->adam_b1 = s->adam_b2 = s->head_lr = 0.0f;
+    // Muon's own settings; an AdamW run's stay zero (its betas are fixed).
+    if (o->kind != OPTIMIZER_MUON) return;
+    s->muon_momentum = o->momentum;
+    s->embedding_lr = o->embedding_lr;
+    s->vector_lr = o->vector_lr;
+    s->adam_b1 = o->b1;
+    s->adam_b2 = o->b2;
+    if (s->config.arch.untied_head) s->head_lr = o->head_lr;
+}
+
 // What is out of range across the fields of a state read back, each within its own bounds, or
-// NULL: every size is bounded before the products a resume computes from it (tokens per step,
-// samples of the epoch consumed); the optimizer's settings are those of its kind.
-static const char* state_invalid(const TrainingState* s) {
+// NULL (err, ERR_LEN bytes, may hold the line): every size is bounded before the products a resume
+// computes from it (tokens per step, samples of the epoch consumed); the optimizer's settings
+// are those of its kind, within gpt/optimizer.h's bounds (an untied head's rate where one is
+// recorded: the header has no architecture).
+static const char* state_invalid(const TrainingState* s, char* err) {
     const char* why = gpt_config_invalid(&s->config);
     if (why) return why;
-    if (s->step > s->steps) return "the step counts are out of range";
+    if (s->step > s->steps || s->adam_t > s->step) return "the step counts are out of range";
     if (s->T > s->config.maxT || (long long)s->B * s->T > INT_MAX) return "B or T is out of range";
     long long ranks = s->world_size > 0 ? s->world_size : 1;
     if (s->grad_accum > LLONG_MAX / ((long long)s->B * s->T * ranks)) return "the micro-steps per step are out of range";
@@ -368,9 +407,8 @@ static const char* state_invalid(const TrainingState* s) {
     float settings[6] = {s->muon_momentum, s->embedding_lr, s->vector_lr, s->adam_b1, s->adam_b2, s->head_lr};
     for (int i = 0; i < 6; i++)
         if (!muon && settings[i] != 0.0f) return "an AdamW run with Muon's settings";
-    if (muon && (s->muon_momentum >= 1.0f || s->adam_b1 >= 1.0f || s->adam_b2 >= 1.0f || s->embedding_lr <= 0.0f ||
-                 s->vector_lr <= 0.0f))
-        return "Muon's momentum, Adam's betas or learning rates are out of range";
+    OptimizerConfig o = training_state_optimizer(s);
+    if (optimizer_invalid(&o, s->head_lr != 0.0f, err, ERR_LEN) != 0) return err;
     return NULL;
 }
 
@@ -383,16 +421,25 @@ int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err) {
         set_err(err, "unsupported training state version %d", h->f.version);
         return -1;
     }
+    for (size_t i = sizeof(StateSlots) / sizeof(int32_t); i < HEADER_INTS; i++)
+        if (h->ints[i] != 0) {
+            set_err(err, "corrupt training state header: slot %zu holds %d, past the fields every slot is 0", i,
+                    h->ints[i]);
+            return -1;
+        }
     memset(s, 0, sizeof(*s));
     for (const StateField* x = state_fields; x < state_fields + NUM_STATE_FIELDS; x++) {
         const void* p = memcpy((char*)s + x->offset, (const char*)h + x->at, x->size);
-        double v = x->type == FIELD_FLOAT ? *(const float*)p : x->size == sizeof(int) ? *(const int*)p : 0;
-        if (!(v >= x->lo && v <= x->hi)) {
-            set_err(err, "corrupt training state header: %s %.10g is out of range", x->name, v);
+        if (!field_in_range(x, p)) {
+            if (x->type == FIELD_FLOAT) set_err(err, "corrupt training state header: %s %g is out of range", x->name,
+                                                *(const float*)p);
+            else set_err(err, "corrupt training state header: %s %d is out of range", x->name, *(const int*)p);
             return -1;
         }
     }
-    const char* why = h->f.version != state_version(s->optimizer) ? "the version is not the optimizer's" : state_invalid(s);
+    char why_err[ERR_LEN];
+    const char* why = h->f.version != state_version(s->optimizer) ? "the version is not the optimizer's"
+                                                                  : state_invalid(s, why_err);
     if (why) {
         set_err(err, "corrupt training state header: %s", why);
         return -1;
@@ -507,6 +554,14 @@ int latest_checkpoint_step(const char* dir, char* err) {
     return best;
 }
 
+int checkpoint_file_step(const char* name) {
+    int step, end = 0;
+    if ((sscanf(name, "model_%8d.bin%n", &step, &end) != 1 && sscanf(name, "state_%8d.bin%n", &step, &end) != 1) ||
+        name[end] != '\0')
+        return -1;
+    return step;
+}
+
 int count_checkpoint_files(const char* dir, int* latest, char* err) {
     DIR* d = opendir(dir);
     if (!d) {
@@ -518,10 +573,8 @@ int count_checkpoint_files(const char* dir, int* latest, char* err) {
     *latest = -1;
     struct dirent* e;
     while ((e = readdir(d)) != NULL) {
-        int step, end = 0;
-        if ((sscanf(e->d_name, "model_%8d.bin%n", &step, &end) != 1 &&
-             sscanf(e->d_name, "state_%8d.bin%n", &step, &end) != 1) || e->d_name[end] != '\0')
-            continue;
+        int step = checkpoint_file_step(e->d_name);
+        if (step < 0) continue;
         n++;
         if (step > *latest) *latest = step;
     }

@@ -102,9 +102,14 @@ typedef struct {
     float head_lr;
 } TrainingState;
 
+// The optimizer settings s records (its kind's; an untied head's rate 0 without one, and eps,
+// which no run sets, the kind's default), and s's record of o.
+OptimizerConfig training_state_optimizer(const TrainingState* s);
+void training_state_set_optimizer(TrainingState* s, const OptimizerConfig* o);
+
 // The header of s (every slot past its fields zero), and back: 0, or -1 with err saying which
-// field is out of range or what is wrong across fields (for read_training_state to name the
-// file).
+// field is out of range, which slot past the fields is not zero, or what is wrong across fields
+// (for read_training_state to name the file).
 void state_header_pack(const TrainingState* s, StateFileHeader* h);
 int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err);
 
@@ -143,6 +148,9 @@ void load_optimizer_state(GPT* g, const TrainingState* s, const char* path);
 
 // dir/model_%08d.bin and dir/state_%08d.bin of a step.
 void checkpoint_paths(const char* dir, int step, char* model, char* state, size_t len);
+// The step of a checkpoint file's name (model_%08d.bin or state_%08d.bin, no folder), or -1 for
+// any other name.
+int checkpoint_file_step(const char* name);
 // The latest step in dir with both files; -1 if none, -2 with err when dir cannot be read.
 int latest_checkpoint_step(const char* dir, char* err);
 // How many checkpoint files (model_*.bin and state_*.bin of a step) dir holds, the latest step

@@ -11,6 +11,7 @@
 #define FLASHGPT_GPT_CONFIG_H
 
 #include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,13 +45,16 @@ typedef struct {
 #define ARCHITECTURE_SLOTS (12 + ARCHITECTURE_MAX_WINDOWS)
 static_assert(sizeof(Architecture) == ARCHITECTURE_SLOTS * sizeof(int32_t), "a 4-byte slot per value");
 
+// Rotary's base in both presets, and the value a model without rotary holds (architecture_invalid).
+#define ARCHITECTURE_ROTARY_BASE 10000.0f
+
 // The presets' values, as initialisers.
-#define ARCHITECTURE_GPT2                                                                                      \
-    {.rotary = 0, .rotary_base = 10000.0f, .rms_norm = 0, .qk_norm = 0, .relu2 = 0, .bias = 1, .untied_head = 0, \
-     .zero_init = 0, .softcap = 0.0f}
-#define ARCHITECTURE_MODERN                                                                                    \
-    {.rotary = 1, .rotary_base = 10000.0f, .rms_norm = 1, .qk_norm = 1, .relu2 = 1, .bias = 0, .untied_head = 1, \
-     .zero_init = 1, .softcap = 30.0f}
+#define ARCHITECTURE_GPT2                                                                                          \
+    {.rotary = 0, .rotary_base = ARCHITECTURE_ROTARY_BASE, .rms_norm = 0, .qk_norm = 0, .relu2 = 0, .bias = 1,      \
+     .untied_head = 0, .zero_init = 0, .softcap = 0.0f}
+#define ARCHITECTURE_MODERN                                                                                        \
+    {.rotary = 1, .rotary_base = ARCHITECTURE_ROTARY_BASE, .rms_norm = 1, .qk_norm = 1, .relu2 = 1, .bias = 0,      \
+     .untied_head = 1, .zero_init = 1, .softcap = 30.0f}
 
 typedef struct {
     const char* name;
@@ -113,20 +117,63 @@ static inline const ArchitecturePreset* architecture_preset_of(const Architectur
     return NULL;
 }
 
+// The preset nearest a: the one whose components differ from a's in the fewest (the seven
+// switches and the soft cap, counted as on or off; the rotary base, the cap's value and the key
+// windows are no component of their own), the first (gpt2) on a tie.
+static inline const ArchitecturePreset* architecture_nearest_preset(const Architecture* a) {
+    const ArchitecturePreset* nearest = NULL;
+    int fewest = INT_MAX;
+    for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++) {
+        const Architecture* p = &architecture_presets[i].arch;
+        int differ = (a->rotary != p->rotary) + (a->rms_norm != p->rms_norm) + (a->qk_norm != p->qk_norm) +
+                     (a->relu2 != p->relu2) + (a->bias != p->bias) + (a->untied_head != p->untied_head) +
+                     (a->zero_init != p->zero_init) + ((a->softcap > 0.0f) != (p->softcap > 0.0f));
+        if (differ < fewest) {
+            fewest = differ;
+            nearest = &architecture_presets[i];
+        }
+    }
+    return nearest;
+}
+
 // GPT-2's architecture: the one llm.c's checkpoint versions hold (without documents or windows).
 static inline int architecture_is_gpt2(const Architecture* a) {
     return architecture_equal(a, &architecture_presets[0].arch);
 }
 
-// NULL when every field holds a value it may, else which does not. (The head sizes rotary and
-// QK-norm take are the block's to say: gpt/block.h.)
+// NULL when base may be rotary's base, else the rule it breaks: the frequencies base^(-2i / HS)
+// must fall with i. train_gpt's --rotary-base and the checkpoint header are checked by it alike.
+static inline const char* rotary_base_invalid(float base) {
+    return base > 1.0f && isfinite(base) ? NULL : "the rotary base must be a finite number above 1";
+}
+
+// NULL when cap may be the logits' soft cap, else the rule it breaks. A cap c keeps every logit
+// within (-c, c), so no token can be more than e^(2c) times as likely as another: below 1 (e^2,
+// about 7) it no longer bounds the outliers but flattens every distribution the model could
+// draw, so that it cannot learn (the modern recipe caps at 30, the speedruns at 15 to 30).
+static inline const char* softcap_invalid(float cap) {
+    return cap == 0.0f || (cap >= 1.0f && isfinite(cap)) ? NULL
+                                                          : "the softcap must be 0 (none) or a finite number of at least 1";
+}
+
+// NULL when every field holds a value it may, else which does not. (The head sizes the blocks
+// take are the block's to say, gpt/block.h; the key windows against the context and the layers
+// gpt_config_invalid's.)
+// Options without effect: no field holds a value that changes nothing the model computes (a
+// rotary base other than the presets' without rotary, a window of the context or more, a window
+// pattern longer than the layers), so that one model has one description and a GPT-2 stays
+// llm.c's file. train_gpt refuses an option that would set one rather than dropping it: a dropped
+// option would leave its command line naming a model the run does not train.
 static inline const char* architecture_invalid(const Architecture* a) {
     const int flags[] = {a->rotary, a->rms_norm, a->qk_norm, a->relu2, a->bias, a->untied_head, a->zero_init,
                          a->documents};
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
         if (flags[i] != 0 && flags[i] != 1) return "a switch of the architecture is neither 0 nor 1";
-    if (!(a->rotary_base > 1.0f) || !isfinite(a->rotary_base)) return "the rotary base is not a finite number above 1";
-    if (!(a->softcap >= 0.0f) || !isfinite(a->softcap)) return "the softcap is not a finite number >= 0";
+    const char* why = rotary_base_invalid(a->rotary_base);
+    if (why) return why;
+    if (!a->rotary && a->rotary_base != ARCHITECTURE_ROTARY_BASE)
+        return "a rotary base without rotary, where it has no effect (--rotary 1 gives the model rotary)";
+    if ((why = softcap_invalid(a->softcap))) return why;
     if (a->document_token < 0 || (!a->documents && a->document_token != 0))
         return "the document token is negative, or set without documents";
     if (a->window_count < 0 || a->window_count > ARCHITECTURE_MAX_WINDOWS)
@@ -213,8 +260,9 @@ static inline const ModelPreset* find_model_preset(const char* name) {
     return NULL;
 }
 
-// NULL when the shape is one the model can be built with, else what is wrong (the architecture:
-// architecture_invalid).
+// NULL when the shape is one the model can be built with, its document token and key windows
+// within the vocabulary, the context and the layers, else what is wrong (the architecture's own
+// fields: architecture_invalid).
 static inline const char* gpt_config_invalid(const GPTConfig* c) {
     if (c->maxT <= 0 || c->V <= 0 || c->L <= 0 || c->NH <= 0 || c->C <= 0) return "a size is not positive";
     if (c->maxT > GPT_MAX_CONTEXT) return "the context is longer than 2^24";
@@ -225,6 +273,10 @@ static inline const char* gpt_config_invalid(const GPTConfig* c) {
     if (c->C % 8 != 0) return "the channels are not a multiple of 8";
     if (c->Vp != padded_vocab(c->V)) return "the padded vocabulary is not V rounded up to 128";
     if (c->arch.documents && c->arch.document_token >= c->V) return "the document token is outside the vocabulary";
+    for (int i = 0; i < c->arch.window_count && i < ARCHITECTURE_MAX_WINDOWS; i++)
+        if (c->arch.windows[i] >= c->maxT)
+            return "a window is no narrower than the context, so it bounds nothing (leave it out; in a pattern, full)";
+    if (c->arch.window_count > c->L) return "the window pattern is longer than the layers, which take no more of it";
     return NULL;
 }
 

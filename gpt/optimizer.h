@@ -1,5 +1,5 @@
-// gpt/optimizer.h: the two optimizers the model trains with, their settings, and which
-// parameter tensor each updates how.
+// gpt/optimizer.h: the two optimizers the model trains with, their settings (their defaults
+// and bounds), and which parameter tensor each updates how.
 //   AdamW: every tensor at one learning rate, weight decay on the 2-D weights.
 //   Muon: the blocks' 2-D matrices (qkvw, attprojw, fcw, fcprojw; each layer's matrix on its
 //     own) by Nesterov momentum orthogonalised with Newton-Schulz iterations (layers/muon.h),
@@ -12,6 +12,9 @@
 #ifndef FLASHGPT_GPT_OPTIMIZER_H
 #define FLASHGPT_GPT_OPTIMIZER_H
 
+#include <float.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include "gpt/parameters.h"
 
@@ -62,6 +65,95 @@ static inline OptimizerConfig modern_optimizer_defaults(OptimizerKind kind) {
     if (kind == OPTIMIZER_ADAMW) o.lr = 2e-3f;
     else o.embedding_lr = 0.05f;
     return o;
+}
+
+// The defaults of a run's settings: those of the architecture preset it is trained as, the one
+// train_gpt's --arch names, else the preset nearest its architecture (architecture_nearest_preset):
+// an ablation keeps its recipe's rates (--arch modern --qk-norm 0, and --init-from such a model,
+// train at modern's), a GPT-2 with one modern component at GPT-2's. A resumed run takes none of
+// these: its training state records every setting it ran with, and train_gpt takes them there.
+static inline OptimizerConfig preset_optimizer_defaults(OptimizerKind kind, const ArchitecturePreset* preset) {
+    const Architecture modern = ARCHITECTURE_MODERN;
+    return architecture_equal(&preset->arch, &modern) ? modern_optimizer_defaults(kind) : optimizer_defaults(kind);
+}
+
+// Which runs a setting belongs to: every run, Muon's (AdamW's betas are fixed), or Muon's with an
+// untied head (a tied head is wte, at embedding_lr).
+typedef enum { SETTING_EVERY_RUN, SETTING_MUON, SETTING_MUON_UNTIED_HEAD } SettingUse;
+
+// A setting: its flag, its member, the values it may take and the runs it belongs to.
+typedef struct {
+    const char* flag;
+    size_t offset;          // of its float in OptimizerConfig
+    float lo, hi;           // hi FLT_MAX: no bound above but the floats'
+    int lo_open, hi_open;   // 1: the bound itself is not taken
+    SettingUse use;
+} OptimizerSetting;
+
+// Every setting's bounds, stated once: train_gpt's options and the training state's check
+// (gpt/checkpoint.cu) both read them here. A bound is open where the value itself breaks the
+// optimizer: a learning rate of 0 learns nothing; a momentum or a beta of 1 never forgets a
+// gradient (and Adam's bias correction divides by 1 - beta^t = 0).
+static const OptimizerSetting optimizer_settings[] = {
+    {"--lr", offsetof(OptimizerConfig, lr), 0.0f, FLT_MAX, 1, 0, SETTING_EVERY_RUN},
+    {"--weight-decay", offsetof(OptimizerConfig, weight_decay), 0.0f, FLT_MAX, 0, 0, SETTING_EVERY_RUN},
+    {"--grad-clip", offsetof(OptimizerConfig, grad_clip), 0.0f, FLT_MAX, 0, 0, SETTING_EVERY_RUN},
+    {"--muon-momentum", offsetof(OptimizerConfig, momentum), 0.0f, 1.0f, 0, 1, SETTING_MUON},
+    {"--embedding-lr", offsetof(OptimizerConfig, embedding_lr), 0.0f, FLT_MAX, 1, 0, SETTING_MUON},
+    {"--head-lr", offsetof(OptimizerConfig, head_lr), 0.0f, FLT_MAX, 1, 0, SETTING_MUON_UNTIED_HEAD},
+    {"--vector-lr", offsetof(OptimizerConfig, vector_lr), 0.0f, FLT_MAX, 1, 0, SETTING_MUON},
+    {"--adam-beta1", offsetof(OptimizerConfig, b1), 0.0f, 1.0f, 0, 1, SETTING_MUON},
+    {"--adam-beta2", offsetof(OptimizerConfig, b2), 0.0f, 1.0f, 0, 1, SETTING_MUON},
+};
+#define NUM_OPTIMIZER_SETTINGS ((int)(sizeof(optimizer_settings) / sizeof(optimizer_settings[0])))
+
+// The setting whose flag is flag, or NULL.
+static inline const OptimizerSetting* optimizer_setting(const char* flag) {
+    for (int i = 0; i < NUM_OPTIMIZER_SETTINGS; i++)
+        if (!strcmp(optimizer_settings[i].flag, flag)) return &optimizer_settings[i];
+    return NULL;
+}
+
+static inline float optimizer_setting_value(const OptimizerConfig* o, const OptimizerSetting* s) {
+    return *(const float*)((const char*)o + s->offset);
+}
+
+// 0 when s may be v, else -1 with err stating its bounds: "--lr 0 must be > 0", "--muon-momentum 1
+// must be in [0, 1)".
+static inline int optimizer_setting_refused(const OptimizerSetting* s, float v, char* err, size_t len) {
+    if ((s->lo_open ? v > s->lo : v >= s->lo) && (s->hi_open ? v < s->hi : v <= s->hi)) return 0;
+    if (s->hi == FLT_MAX) snprintf(err, len, "%s %g must be %s %g", s->flag, v, s->lo_open ? ">" : ">=", s->lo);
+    else snprintf(err, len, "%s %g must be in %c%g, %g%c", s->flag, v, s->lo_open ? '(' : '[', s->lo, s->hi,
+                  s->hi_open ? ')' : ']');
+    return -1;
+}
+
+// 0 when every setting of a run of o's kind (an untied head's rate where untied_head is set) is
+// within its bounds, and the weight decay within the rates it is applied with; else -1 with err
+// naming the flag. The decay takes lr * weight_decay of a 2-D weight each step at the peak: at 1
+// or more it erases the weights (or flips them) whatever the gradients say.
+static inline int optimizer_invalid(const OptimizerConfig* o, int untied_head, char* err, size_t len) {
+    int muon = o->kind == OPTIMIZER_MUON;
+    for (int i = 0; i < NUM_OPTIMIZER_SETTINGS; i++) {
+        const OptimizerSetting* s = &optimizer_settings[i];
+        if ((s->use != SETTING_EVERY_RUN && !muon) || (s->use == SETTING_MUON_UNTIED_HEAD && !untied_head)) continue;
+        if (optimizer_setting_refused(s, optimizer_setting_value(o, s), err, len)) return -1;
+    }
+    // The groups with decayed weights (param_decays): AdamW's one; Muon's matrices, embeddings
+    // and an untied head.
+    const struct {
+        const char* flag;
+        float lr;
+    } decayed[] = {{"--lr", o->lr}, {"--embedding-lr", muon ? o->embedding_lr : 0.0f},
+                   {"--head-lr", muon && untied_head ? o->head_lr : 0.0f}};
+    for (size_t i = 0; i < sizeof(decayed) / sizeof(decayed[0]); i++)
+        if ((double)decayed[i].lr * o->weight_decay >= 1.0) {
+            snprintf(err, len, "--weight-decay %g: times %s %g it is %g, and must stay below 1 (at 1 a step at the "
+                     "peak erases the decayed weights)", o->weight_decay, decayed[i].flag, decayed[i].lr,
+                     (double)decayed[i].lr * o->weight_decay);
+            return -1;
+        }
+    return 0;
 }
 
 static inline const char* optimizer_name(OptimizerKind kind) { return kind == OPTIMIZER_MUON ? "muon" : "adamw"; }

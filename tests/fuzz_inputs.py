@@ -16,7 +16,9 @@ under a time limit. A case passes when the program
   being checked only as their batches are read);
 - prints no sanitizer report or Python traceback, is not ended by a signal, ends in time;
 - refuses what is corrupt for sure: a file whose size its header fixes, cut or extended; another
-  magic number; a checkpoint value that is not finite, a second moment below 0;
+  magic number; a checkpoint value that is not finite, a second moment below 0; a training state
+  header with an int field past its bounds (its header targets set each to a bound or one past
+  it) or a slot past its fields set;
 - when it succeeds, gives a result that checks out: encoding the text with a tokenizer it took and
   decoding the shard gives the text back, prepare_data's shards decode to its text, an imported
   checkpoint exports, an exported one imports back to the same bytes (but the header's unused
@@ -170,6 +172,39 @@ def set_float(rng, data, fmt):
     at = fmt["header"] + i * fmt["elem"]
     bits = struct.pack("<f", value)[4 - fmt["elem"]:]   # bf16: the upper half
     return data[:at] + bits + data[at + fmt["elem"]:], f"value {i} set to {value}"
+
+
+# The training state header's int fields (gpt/checkpoint.cu's state_fields) as (slot, least, most
+# value); the shape's are the model file's to bound. Its fields end at slot 38: every later slot is 0.
+STATE_INT_FIELDS = [(2, 0, 2**31 - 1), (9, 1, 2**31 - 1), (10, 1, 2**31 - 1), (11, 1, 2**31 - 1), (12, 0, 2**31 - 1),
+                    (13, 1, 2**31 - 1), (14, 0, 2**31 - 1), (27, 0, 1), (28, 0, 1), (29, 0, 3), (30, 1, 2**31 - 1),
+                    (31, 0, 2**31 - 1), (32, 0, 1)]
+STATE_USED_SLOTS = 39
+
+
+def set_state_bound(rng, data, fmt):
+    """An int field of the training state header set to a bound or just past it (2^31 - 1 + 1 wraps
+    to -2^31), or a slot past the fields set."""
+    out = bytearray(data)
+    if rng.random() < 0.25:
+        slot, new = rng.randrange(STATE_USED_SLOTS, 256), rng.choice([1, -1, 2**31 - 1, -2**31, 0x3f800000])
+    else:
+        slot, lo, hi = rng.choice(STATE_INT_FIELDS)
+        new = (rng.choice([lo - 1, lo, hi, hi + 1]) + 2**31) % 2**32 - 2**31
+    old = struct.unpack_from("<i", out, 4 * slot)[0]
+    struct.pack_into("<i", out, 4 * slot, new)
+    return bytes(out), f"int32 slot {slot} {old} -> {new}"
+
+
+def state_header_corrupt(data):
+    """Why a training state header is corrupt for sure (an int field outside its bounds, a slot
+    past the fields set), or None."""
+    ints = struct.unpack_from("<256i", data)
+    for slot, lo, hi in STATE_INT_FIELDS:
+        if not lo <= ints[slot] <= hi:
+            return f"slot {slot} {ints[slot]} outside [{lo}, {hi}]"
+    unused = next((k for k in range(STATE_USED_SLOTS, 256) if ints[k]), None)
+    return None if unused is None else f"slot {unused} past the fields set"
 
 
 def text_line(rng, data, fmt):
@@ -423,6 +458,7 @@ MODEL3 = dict(MODEL5, size=model_size(4, 2), elem=4)
 STATE = dict(mutations=BINARY + [set_float, reshape, reshape], header=1024, slots=list(range(41)), exact=True,
              magic=4, sizes=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 30, 31], size=model_size(12, 3), elem=4,
              second_moments=1024 + 8 * parameter_count(SHAPE))
+STATE_HEADER = dict(STATE, mutations=[set_state_bound], corrupt=state_header_corrupt)
 TEXTUAL = dict(mutations=TEXT, header=64, exact=False)
 SAFETENSORS = dict(mutations=[mutate_safetensors], exact=False)
 
@@ -687,6 +723,9 @@ TARGETS = [
     Target("train_gpt: --resume state", "train_gpt", "state", STATE, train_gpt_resume("state")),
     Target("train_gpt: --resume Muon state", "train_gpt", "state_muon", STATE,
            train_gpt_resume("state_muon", "state_muon", MUON_ARGS)),
+    Target("train_gpt: --resume state header bounds", "train_gpt", "state", STATE_HEADER, train_gpt_resume("state")),
+    Target("train_gpt: --resume Muon state header bounds", "train_gpt", "state_muon", STATE_HEADER,
+           train_gpt_resume("state_muon", "state_muon", MUON_ARGS)),
     Target("generate: checkpoint", "generate", "model3", MODEL3, generate("checkpoint")),
     Target("generate: tokenizer.bin", "generate", "tokenizer", TOKENIZER, generate("tokenizer")),
     Target("evaluate: items.jsonl", "evaluate", "items", TEXTUAL, evaluate_items),
@@ -736,6 +775,8 @@ def must_refuse(fmt, data, mutated, mutations):
         return "another magic number"
     if "elem" in fmt and len(mutated) == len(data) and bad_value(fmt, mutated) is not None:
         return f"value {bad_value(fmt, mutated)} not finite, or a second moment below 0"
+    if "corrupt" in fmt and len(mutated) == len(data):
+        return fmt["corrupt"](mutated)
     return None
 
 

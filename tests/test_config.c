@@ -1,6 +1,7 @@
 // tests/test_config.c: the model shape's validation (gpt/config.h) against the sizes a crafted
 // checkpoint header can hold: every int32, near 2^31 included; the architecture's fields, each
-// refused out of its range, the presets valid (CPU).
+// refused out of its range or where it has no effect, the presets valid; the preset nearest an
+// architecture (CPU).
 #include <limits.h>
 #include <stddef.h>
 
@@ -74,17 +75,26 @@ static void test_architecture_fields(void) {
     }
     const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
     CHECK(architecture_is_gpt2(&gpt2) && !architecture_is_gpt2(&modern), "GPT-2's architecture is not told apart");
-    const float bad_floats[] = {1.0f, 0.5f, 0.0f, -1.0f, INFINITY, NAN};
-    for (int i = 0; i < 6; i++) {
+    // The rotary base above 1; a cap of 0 (none) or at least 1 (gpt/config.h's softcap_invalid).
+    const float floats[] = {1.0f, 0.5f, 0.0f, -1.0f, INFINITY, NAN, 1e-40f, 0.99f, 2.0f, 1e30f};
+    for (int i = 0; i < 10; i++) {
         Architecture a = modern;
-        a.rotary_base = bad_floats[i];
-        CHECK(architecture_invalid(&a) != NULL, "rotary base %g is accepted", bad_floats[i]);
+        a.rotary_base = floats[i];
+        int valid = floats[i] > 1.0f && isfinite(floats[i]);
+        CHECK((architecture_invalid(&a) == NULL) == valid, "rotary base %g: %s", floats[i], valid ? "refused" : "accepted");
+        CHECK((rotary_base_invalid(floats[i]) == NULL) == valid, "rotary_base_invalid(%g) says otherwise", floats[i]);
         a = modern;
-        a.softcap = bad_floats[i];
-        int valid = bad_floats[i] >= 0.0f && isfinite(bad_floats[i]);
-        CHECK((architecture_invalid(&a) == NULL) == valid, "softcap %g: %s", bad_floats[i],
-              valid ? "refused" : "accepted");
+        a.softcap = floats[i];
+        valid = floats[i] == 0.0f || (floats[i] >= 1.0f && isfinite(floats[i]));
+        CHECK((architecture_invalid(&a) == NULL) == valid, "softcap %g: %s", floats[i], valid ? "refused" : "accepted");
+        CHECK((softcap_invalid(floats[i]) == NULL) == valid, "softcap_invalid(%g) says otherwise", floats[i]);
     }
+    // A rotary base without rotary has no effect: only the presets' own is taken.
+    Architecture based = gpt2;
+    based.rotary_base = 5000.0f;
+    CHECK(architecture_invalid(&based) != NULL, "GPT-2 with a rotary base of 5000 is accepted");
+    based.rotary = 1;
+    CHECK(architecture_invalid(&based) == NULL, "rotary with base 5000: %s", architecture_invalid(&based));
     const size_t flags[] = {offsetof(Architecture, rotary),  offsetof(Architecture, rms_norm),
                             offsetof(Architecture, qk_norm), offsetof(Architecture, relu2),
                             offsetof(Architecture, bias),    offsetof(Architecture, untied_head),
@@ -147,14 +157,55 @@ static void test_architecture_key_windows(void) {
     bad[5].windows[3] = 256;                 // past the pattern
     bad[6].windows[0] = bad[6].windows[2] = 0;   // no window bounds a layer
     for (int i = 0; i < 7; i++) CHECK(architecture_invalid(&bad[i]) != NULL, "bad key window %d is accepted", i);
-    GPTConfig c = {.maxT = 1024, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768, .arch = a};
+    GPTConfig c = {.maxT = 4096, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768, .arch = a};
     CHECK(!gpt_config_invalid(&c), "token 50256 of 50257: %s", gpt_config_invalid(&c));
     c.arch.document_token = 50257;
     CHECK(gpt_config_invalid(&c) != NULL, "a document token past the vocabulary is accepted");
+    // A window bounds a layer only when narrower than the context; a pattern gives each layer an
+    // entry at most.
+    c.arch.document_token = 50256;
+    c.maxT = 2049;
+    CHECK(!gpt_config_invalid(&c), "windows 2048,full,512 at context 2049: %s", gpt_config_invalid(&c));
+    c.maxT = 2048;
+    CHECK(gpt_config_invalid(&c) != NULL, "a window of 2048 at context 2048 is accepted");
+    c.maxT = 4096;
+    c.L = 2;
+    CHECK(gpt_config_invalid(&c) != NULL, "a pattern of 3 windows on 2 layers is accepted");
+    c.L = 3;
+    CHECK(!gpt_config_invalid(&c), "a pattern of 3 windows on 3 layers: %s", gpt_config_invalid(&c));
+    test_end();
+}
+
+// The preset nearest an architecture: the one its components differ least from, gpt2 on a tie;
+// the rotary base, the cap's value and the key windows count for nothing.
+static void test_nearest_preset(void) {
+    test_begin("config_nearest_preset");
+    const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
+    const ArchitecturePreset *gpt2_preset = &architecture_presets[0], *modern_preset = &architecture_presets[1];
+    CHECK(architecture_nearest_preset(&gpt2) == gpt2_preset && architecture_nearest_preset(&modern) == modern_preset,
+          "a preset is not its own nearest");
+    Architecture a = modern;
+    a.softcap = 0.0f;
+    CHECK(architecture_nearest_preset(&a) == modern_preset, "modern without its cap is nearest gpt2");
+    a = modern;
+    a.qk_norm = 0;
+    a.softcap = 15.0f;
+    a.rotary_base = 500000.0f;
+    a.window_count = 1;
+    a.windows[0] = 128;
+    CHECK(architecture_nearest_preset(&a) == modern_preset, "modern without QK-norm, capped at 15, is nearest gpt2");
+    a = gpt2;
+    a.rotary = 1;
+    CHECK(architecture_nearest_preset(&a) == gpt2_preset, "GPT-2 with rotary is nearest modern");
+    a.rms_norm = a.qk_norm = a.relu2 = 1;   // four of eight: a tie
+    CHECK(architecture_nearest_preset(&a) == gpt2_preset, "a tie is not gpt2's");
+    a.bias = 0;
+    CHECK(architecture_nearest_preset(&a) == modern_preset, "five of modern's eight are nearest gpt2");
     test_end();
 }
 
 int main(void) {
+    test_nearest_preset();
     test_architecture_fields();
     test_architecture_key_windows();
     test_vocab_near_int_max();

@@ -3,8 +3,10 @@
 // written out here by number, independently of the library's StateSlots) and read back to
 // themselves; Muon's settings take slots 32-37 of a version 2 file (an untied head's learning
 // rate slot 38) and leave the others as they are; headers whose optimizer, version and settings
-// disagree are refused with one line.
+// disagree are refused with one line naming what; the int fields bounded as integers, up to
+// 2^31 - 1; every slot past the fields zero.
 #include <float.h>
+#include <limits.h>
 #include <string.h>
 #include "common/rng.h"
 #include "gpt/checkpoint.h"
@@ -176,10 +178,88 @@ static void test_refusals(void) {
     expect_refused("version 3", &adamw, to_version_3, "unsupported training state version 3");
     expect_refused("AdamW with a momentum", &adamw, momentum_given, "an AdamW run with Muon's settings");
     expect_refused("AdamW with a head lr", &adamw, head_lr_given, "an AdamW run with Muon's settings");
-    expect_refused("Muon with momentum 1", &muon, momentum_one, "out of range");
-    expect_refused("Muon without a vector lr", &muon, no_vector_lr, "out of range");
+    expect_refused("Muon with momentum 1", &muon, momentum_one, "--muon-momentum 1 must be in [0, 1)");
+    expect_refused("Muon without a vector lr", &muon, no_vector_lr, "--vector-lr 0 must be > 0");
     expect_refused("optimizer 2", &adamw, optimizer_two, "--optimizer 2 is out of range");
     expect_refused("a NaN beta", &muon, beta_nan, "--adam-beta2 nan is out of range");
+    test_end();
+}
+
+// The int fields compared as integers: the counts up to 2^31 - 1 read back whole (a float holds
+// 2^31 - 1 as 2^31); each field one below its least value refused naming it; an Adam step past
+// the step, and a weight decay that erases the weights at the peak, refused.
+static void test_int_bounds(void) {
+    test_begin("state header: int fields up to 2^31 - 1 read back, each below its bounds refused by name");
+    Rng rng = {31};
+    TrainingState top = random_state(&rng);
+    top.B = top.T = top.grad_accum = 1;
+    top.config.maxT = 64;
+    top.steps = top.warmup_steps = top.classifier_rows = top.world_size = INT_MAX;
+    const int steps[3] = {0, INT_MAX - 1, INT_MAX};
+    for (int i = 0; i < 3; i++) {
+        TrainingState s = top, back;
+        s.step = s.adam_t = steps[i];
+        StateFileHeader h, again;
+        char err[ERR_LEN] = "";
+        state_header_pack(&s, &h);
+        CHECK(state_header_unpack(&h, &back, err) == 0, "steps %d, step %d: refused: %s", s.steps, s.step, err);
+        state_header_pack(&back, &again);
+        CHECK(memcmp(&h, &again, sizeof(h)) == 0, "step %d: read back, it packs to other bytes", s.step);
+    }
+    const struct {
+        const char* name;
+        int* field;
+        int below;
+    } ints[] = {{"step", &top.step, -1}, {"-B", &top.B, 0}, {"-T", &top.T, 0}, {"micro-steps", &top.grad_accum, 0},
+                {"--warmup-steps", &top.warmup_steps, -1}, {"--steps", &top.steps, 0},
+                {"AdamW step", &top.adam_t, -1}, {"--attention", &top.attention, -1},
+                {"--deterministic", &top.deterministic, 2}, {"--recompute", &top.recompute, 4},
+                {"--classifier-chunk", &top.classifier_rows, 0}, {"ranks", &top.world_size, -1},
+                {"--optimizer", &top.optimizer, 2}};
+    top.step = top.adam_t = 7;
+    for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+        int kept = *ints[i].field;
+        *ints[i].field = ints[i].below;
+        StateFileHeader h;
+        TrainingState back;
+        char err[ERR_LEN] = "", words[64];
+        state_header_pack(&top, &h);
+        snprintf(words, sizeof(words), "%s %d is out of range", ints[i].name, ints[i].below);
+        int rc = state_header_unpack(&h, &back, err);
+        CHECK(rc != 0 && strstr(err, words), "%s %d: %s", ints[i].name, ints[i].below, rc ? err : "accepted");
+        *ints[i].field = kept;
+    }
+    TrainingState s = top, back;
+    StateFileHeader h;
+    char err[ERR_LEN] = "";
+    s.adam_t = s.step + 1;
+    state_header_pack(&s, &h);
+    CHECK(state_header_unpack(&h, &back, err) != 0 && strstr(err, "the step counts"), "an Adam step past the step: %s",
+          err);
+    s = top;
+    s.lr = 0.5f;
+    s.weight_decay = 2.0f;
+    state_header_pack(&s, &h);
+    CHECK(state_header_unpack(&h, &back, err) != 0 && strstr(err, "--weight-decay 2: times --lr 0.5"),
+          "a decay of lr * 2 = 1: %s", err);
+    test_end();
+}
+
+// Every slot past the fields zero, as in the model header: a value in any is refused, naming it.
+static void test_unused_slots(void) {
+    test_begin("state header: a slot past the fields set is refused, naming it");
+    Rng rng = {39};
+    TrainingState s = random_state(&rng), back;
+    make_muon(&s, &rng);
+    for (int slot = (int)(sizeof(StateSlots) / sizeof(int32_t)); slot < HEADER_INTS; slot++) {
+        StateFileHeader h;
+        char err[ERR_LEN] = "", words[64];
+        state_header_pack(&s, &h);
+        h.ints[slot] = slot % 2 ? 1 : INT_MIN;
+        snprintf(words, sizeof(words), "slot %d holds %d", slot, h.ints[slot]);
+        CHECK(state_header_unpack(&h, &back, err) != 0 && strstr(err, words), "slot %d set: %s", slot, err);
+        if (test_case_failures) break;
+    }
     test_end();
 }
 
@@ -187,5 +267,7 @@ int main(void) {
     test_adamw_layout();
     test_muon_slots();
     test_refusals();
+    test_int_bounds();
+    test_unused_slots();
     return test_exit_code();
 }

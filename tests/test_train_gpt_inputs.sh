@@ -33,7 +33,8 @@ make_text "$tmp/b.txt" 400 2
 ./prepare_data --out-dir "$tmp/ds" --vocab-size 300 --split-blank-lines "$tmp/a.txt" >/dev/null 2>&1
 
 # Checkpoint files as gpt/checkpoint.h lays them out: a model (version 5, bf16 zeros) and a
-# training state (fp32 zeros) of the shape given, each with one thing changed when asked.
+# training state (fp32 zeros) of the shape given, each with one thing changed when asked
+# (slot=AT:VALUE,AT:VALUE...: header slots set, a float by its bits: bits X).
 cat > "$tmp/ckpt.py" <<'EOF'
 import struct, sys
 def params(maxT, V, Vp, L, NH, C, modern):
@@ -53,21 +54,17 @@ modern = "modern" in opt
 P = params(maxT, V, Vp, L, NH, C, modern) if "Vp" not in opt else 16
 if kind == "model":
     header = [20240326, 5, maxT, V, L, NH, C, Vp]
-    if modern:  # version 7: the modern preset's architecture in slots 8-16, the slots given set
-        header[1] = 7   # (slot=AT:VALUE,AT:VALUE...: documents, windows in slots 17-83, or past them)
+    if modern:  # version 7: the modern preset's architecture in slots 8-16 (documents, windows in
+        header[1] = 7   # slots 17-83)
         header += [1, bits(10000.0), 1, 1, 1, 0, 1, 1, bits(30.0)]
-        for pair in filter(None, opt.get("slot", "").split(",")):
-            at, value = (int(x) for x in pair.split(":"))
-            header += [0] * (at + 1 - len(header))
-            header[at] = value
     body = bytearray(2 * P)
     if "nan" in opt:
         body[2 * int(opt["nan"]):2 * int(opt["nan"]) + 2] = struct.pack("<H", 0x7fc0)
 else:
     B, T = int(opt.get("B", 1)), int(opt.get("T", 64))
     ints = [20241130, 1, int(opt.get("step", 5)), maxT, V, L, NH, C, Vp, B, T, int(opt.get("grad_accum", 1)),
-            2, 10, 5]
-    floats = [0.5, 0.5, 0.5, 0.5]
+            2, int(opt.get("steps", 10)), int(opt.get("adam_t", opt.get("step", 5)))]
+    floats = [float(opt.get("lr", 0.5)), 0.5, 0.5, 0.5]
     rest = [7, 0, 0, 0, 5, 0, 99, 0, 0, 0, 0, 64, int(opt.get("world_size", 0))]
     header = ints + [struct.unpack("<i", struct.pack("<f", x))[0] for x in floats] + rest
     if "muon" in opt:  # version 2: the optimizer and Muon's momentum, lrs and betas in slots 32-38
@@ -80,6 +77,10 @@ else:
     if "negative_v" in opt:
         at = 4 * (2 * P + int(opt["negative_v"]))
         body[at:at + 4] = struct.pack("<f", -1.0)
+for pair in filter(None, opt.get("slot", "").split(",")):
+    at, value = pair.split(":")
+    header += [0] * (int(at) + 1 - len(header))
+    header[int(at)] = bits(float(value[5:])) if value.startswith("bits ") else int(value)
 data = struct.pack("<256i", *(header + [0] * (256 - len(header)))) + bytes(body)
 if "cut" in opt:
     data = data[:len(data) - int(opt["cut"])]
@@ -181,7 +182,8 @@ resume "$tmp/r"
 check "a slot past the architecture: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: corrupt header: slot 84 holds 1"
 pair "$tmp/r" modern=1 C=96 -- modern=1 C=96
 resume "$tmp/r"
-check "rotary at head size 48: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: the head size must be"
+check "rotary at head size 48: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/model_00000005.bin: head size 48: flash attention: head size must be 64 or 128"
 ckpt model "$tmp/modern.bin" modern=1
 ./train_gpt --train-data "$train" -T 64 --init-from "$tmp/modern.bin" > "$tmp/out" 2>&1
 check "--init-from a modern model: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
@@ -194,8 +196,15 @@ check "--arch modern: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 check "--head-lr of a tied head: $(last "$tmp/out")" says "$tmp/out" "--head-lr: the model's head is wte"
 ./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch modern --recompute gelu > "$tmp/out" 2>&1
 check "--recompute gelu of relu2: $(last "$tmp/out")" says "$tmp/out" "--recompute gelu: the relu2 MLP"
-./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch modern --rotary-base 1 > "$tmp/out" 2>&1
-check "--rotary-base 1: $(last "$tmp/out")" says "$tmp/out" "the architecture (.*): the rotary base"
+# The rotary base's bound is the header's (gpt/config.h), stated at the option check: before
+# the training data is looked for.
+./train_gpt --train-data "$tmp/none_*.bin" --model d2 --context 64 -T 64 --arch modern --rotary-base 1 > "$tmp/out" 2>&1
+check "--rotary-base 1: $(last "$tmp/out")" says "$tmp/out" \
+    "--rotary-base 1: the rotary base must be a finite number above 1"
+pair "$tmp/r" modern=1 slot=9:1065353216 -- modern=1
+resume "$tmp/r"
+check "a rotary base of 1 in the header: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/model_00000005.bin: corrupt header: the rotary base must be a finite number above 1"
 ./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch other > "$tmp/out" 2>&1
 check "--arch other: $(last "$tmp/out")" says "$tmp/out" "--arch other: expected gpt2 or modern"
 if [ -x ./generate ]; then
@@ -333,7 +342,7 @@ done <<'EOF'
 --adam-beta1 0.9|--adam-beta1 0.8
 --adam-beta2 0.99|--adam-beta2 0.95
 EOF
-resume "$tmp/muon"
+resume "$tmp/muon" --optimizer adamw
 check "a Muon run resumed with AdamW: $(last "$tmp/out")" says "$tmp/out" \
     "--resume $tmp/muon: the run used --optimizer muon, this one asks for --optimizer adamw"
 # Other steps change only the learning-rate schedule: said, and the run goes on.
@@ -556,10 +565,25 @@ done <<'EOF'
 --muon-momentum 0.9|--muon-momentum is a setting of --optimizer muon
 --adam-beta1 0.9|--adam-beta1 is a setting of --optimizer muon
 --optimizer muon --muon-momentum 1|--muon-momentum 1 must be in \[0, 1)
---optimizer muon --embedding-lr 0|--embedding-lr 0, --head-lr 0.002 and --vector-lr 0.002 must be positive
---optimizer muon --adam-beta2 -0.5|--adam-beta1 0.8 and --adam-beta2 -0.5 must be in \[0, 1)
---optimizer muon --lr 0|--lr 0 must be positive
+--optimizer muon --embedding-lr 0|--embedding-lr 0 must be > 0
+--optimizer muon --embedding-lr -1|--embedding-lr -1 must be > 0
+--optimizer muon --adam-beta2 -0.5|--adam-beta2 -0.5 must be in \[0, 1)
+--optimizer muon --lr 0|--lr 0 must be > 0
+--lr 0|--lr 0 must be > 0
+--lr -1|--lr -1 must be > 0
 --optimizer muon --lr 0.01 --muon-momentum 0 --weight-decay 0.1|no CUDA device
+--weight-decay 1e30|--weight-decay 1e+30: times --lr 0.0003 it is 3e+26, and must stay below 1
+--weight-decay 3000|no CUDA device
+--weight-decay 2 --lr 0.5|--weight-decay 2: times --lr 0.5 it is 1, and must stay below 1
+--optimizer muon --arch modern --weight-decay 20|--weight-decay 20: times --embedding-lr 0.05 it is 1
+--optimizer muon --arch modern --weight-decay 19|no CUDA device
+--seed -1|--seed -1: expected an integer from 0 to 18446744073709551615
+--seed 18446744073709551616|--seed 18446744073709551616: expected an integer from 0 to
+--seed 18446744073709551615|no CUDA device
+--softcap 1e-40|--softcap 1e-40: the softcap must be 0 (none) or a finite number of at least 1
+--softcap 0.5|--softcap 0.5: the softcap must be
+--softcap -1|--softcap -1: the softcap must be
+--softcap 1|no CUDA device
 EOF
 end
 
@@ -604,6 +628,164 @@ done
 ./train_gpt --train-data "$train" --model d2 --context 64 -T 1 --tokenizer "$tmp/ds/tokenizer.bin" --sample-every 1 \
     > "$tmp/out" 2>&1
 check "-T 1: $(last "$tmp/out")" says "$tmp/out" "--sample-every: -T 1 leaves no room for a sample"
+end
+
+begin "train_gpt_head_sizes_of_the_header"
+# The header states the head sizes every program runs a model at (flash's, which generation
+# runs): 8 and 16 are refused there, before any program takes the file.
+ckpt model "$tmp/hs8.bin" C=16
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/hs8.bin" --attention naive > "$tmp/out" 2>&1
+check "a GPT-2 of head size 8: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/hs8.bin: head size 8: flash attention: head size must be 64 or 128"
+ckpt model "$tmp/hs16.bin" modern=1 C=32
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/hs16.bin" > "$tmp/out" 2>&1
+check "a modern model of head size 16: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/hs16.bin: head size 16: flash attention: head size must be 64 or 128"
+if [ -x ./generate ]; then
+    ./generate --checkpoint "$tmp/hs8.bin" --tokenizer "$tmp/ds/tokenizer.bin" hello > "$tmp/out" 2>&1
+    check "generate, head size 8: $(last "$tmp/out")" says "$tmp/out" "$tmp/hs8.bin: head size 8: flash attention"
+fi
+end
+
+begin "train_gpt_outputs_apart_before_the_gpu"
+# The log and the checkpoint folder, however spelled, clash before either is made; a resume with
+# no step left to do is refused.
+data="--model d2 --context 64 -T 64"
+mkdir -p "$tmp/apart"
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
+    check "$args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<CASES
+--out-dir $tmp/apart/x --log $tmp/apart/x|--log $tmp/apart/x: is the checkpoint folder (--out-dir $tmp/apart/x)
+--out-dir $tmp/apart/x/ --log $tmp/apart/./x|--log $tmp/apart/./x: is the checkpoint folder
+--log $tmp/apart/a --out-dir $tmp/apart/a/b|--log $tmp/apart/a: the checkpoint folder --out-dir $tmp/apart/a/b would be inside it
+--log $tmp/apart/a --out-dir $tmp/apart/missing/../a/b/c|--log $tmp/apart/a: the checkpoint folder
+--out-dir $tmp/apart/y --log $tmp/apart/y/model_00000010.bin|--log $tmp/apart/y/model_00000010.bin: is a checkpoint's name in --out-dir $tmp/apart/y
+--out-dir $tmp/apart/y --log $tmp/apart/y/log.csv|no CUDA device
+--out-dir $tmp/apart/y --log $tmp/apart/y/model_log.bin|no CUDA device
+CASES
+check "nothing made: $(ls "$tmp/apart" | tr '\n' ' ')" test -z "$(ls "$tmp/apart")"
+ln -s apart "$tmp/apart_link"
+./train_gpt --train-data "$train" $data --out-dir "$tmp/apart/z" --log "$tmp/apart_link/z" > "$tmp/out" 2>&1
+check "through a link: $(last "$tmp/out")" says "$tmp/out" "--log $tmp/apart_link/z: is the checkpoint folder"
+pair "$tmp/good" --
+resume "$tmp/good" --log "$tmp/good/state_00000009.bin"
+check "--resume with a checkpoint's name as --log: $(last "$tmp/out")" says "$tmp/out" \
+    "--log $tmp/good/state_00000009.bin: is a checkpoint's name in --resume $tmp/good"
+for steps in 5 4; do
+    resume "$tmp/good" --steps $steps
+    check "--resume at step 5, --steps $steps: $(last "$tmp/out")" says "$tmp/out" \
+        "--resume $tmp/good: the run is at step 5 already, so --steps $steps leaves it nothing to do"
+done
+end
+
+begin "train_gpt_state_counts_up_to_the_largest_int"
+# The state's int fields are bounded as integers: --steps 2147483647 resumes, a step and Adam
+# step near 2^31 too; an Adam step past the step, a slot past the fields, a momentum of 1 and a
+# weight decay that erases the weights do not, each named.
+pair "$tmp/r" -- steps=2147483647
+resume "$tmp/r" --steps 2147483647
+check "--steps 2147483647: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+pair "$tmp/r" -- steps=2147483647 step=2147483646
+resume "$tmp/r" --steps 2147483647
+check "step and Adam step 2^31 - 2: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+pair "$tmp/r" -- adam_t=6
+resume "$tmp/r"
+check "an Adam step past the step: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: the step counts are out of range"
+pair "$tmp/r" -- slot=100:1
+resume "$tmp/r"
+check "slot 100 set: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: slot 100 holds 1, past the fields every slot is 0"
+pair "$tmp/r" -- muon=1 slot=33:1065353216
+resume "$tmp/r" --optimizer muon
+check "a Muon momentum of 1: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: --muon-momentum 1 must be in \[0, 1)"
+pair "$tmp/r" -- slot=17:1176256512
+resume "$tmp/r"
+check "a weight decay of 10000: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: --weight-decay 10000: times --lr 0.5"
+end
+
+begin "train_gpt_options_without_effect_refused"
+# An option that would change the model's description and not what it computes is refused, on
+# the command line and in the checkpoint header alike (gpt/config.h's architecture_invalid).
+data="--model d2 --context 64 -T 64"
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
+    check "$args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<'CASES'
+--rotary-base 5000|the architecture (.*): a rotary base without rotary, where it has no effect
+--arch modern --rotary 0 --rotary-base 5000|the architecture (.*): a rotary base without rotary
+--arch modern --rotary-base 5000|no CUDA device
+--rotary-base 10000|no CUDA device
+--window 64|the model (.*context 64, gpt2, windows 64): a window is no narrower than the context
+--window 100000|the model (.*): a window is no narrower than the context
+--window 63|no CUDA device
+--window-pattern 8,64|the model (.*): a window is no narrower than the context
+--window-pattern full|--window-pattern 'full': every window is full, which is no window
+--window-pattern 8,16,32|the model (.*): the window pattern is longer than the layers
+--window-pattern 8,full|no CUDA device
+CASES
+bits5000=1167867904   # 5000.0f
+while IFS='|' read -r slots why; do
+    pair "$tmp/r" modern=1 slot="$slots" -- modern=1
+    resume "$tmp/r"
+    check "header slots $slots: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: corrupt header: $why"
+done <<CASES
+8:0,9:$bits5000|a rotary base without rotary
+16:1056964608|the softcap must be 0 (none) or a finite number of at least 1
+19:1,20:64|a window is no narrower than the context
+19:3,20:8|the window pattern is longer than the layers
+CASES
+end
+
+begin "train_gpt_optimizer_settings_belong_to_the_run"
+# A fresh run's defaults are --arch's, else the preset nearest the architecture's, and it says
+# which; a resumed run takes every setting not given from its state (--optimizer too).
+data="--model d2 --context 64 -T 64"
+defaults() {  # defaults <label> <the start of the optimizer line> <its source> [options]
+    local label=$1 line=$2 source=$3; shift 3
+    ./train_gpt --train-data "$train" "$@" > "$tmp/out" 2>&1
+    check "$label: $(grep '^optimizer' "$tmp/out" || last "$tmp/out")" \
+        grep -q -- "^optimizer: $line.*; settings not given: $source" "$tmp/out"
+    check "$label, then the GPU: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+}
+defaults "--arch modern --softcap 0" "AdamW lr 0.002;" "modern's defaults (--arch modern)" $data --arch modern --softcap 0
+defaults "--arch modern --qk-norm 0, muon" "Muon lr 0.02, .* lr 0.05 for the embeddings" \
+    "modern's defaults (--arch modern)" $data --arch modern --qk-norm 0 --optimizer muon
+defaults "modern's components but the cap" "AdamW lr 0.002;" "modern's defaults (the preset nearest the architecture)" \
+    $data --rotary 1 --norm rms --qk-norm 1 --mlp relu2 --bias 0 --head untied --zero-init 1
+defaults "GPT-2 with rotary" "AdamW lr 0.0003;" "gpt2's defaults (the preset nearest the architecture)" $data --rotary 1
+defaults "--arch gpt2 with modern's components" "AdamW lr 0.0003;" "gpt2's defaults (--arch gpt2)" $data --arch gpt2 \
+    --rotary 1 --norm rms --qk-norm 1 --mlp relu2 --bias 0 --head untied --zero-init 1 --softcap 30
+ckpt model "$tmp/uncapped.bin" modern=1 slot=16:0
+defaults "--init-from modern without its cap" "AdamW lr 0.002;" "modern's defaults (the preset nearest" \
+    -T 64 --init-from "$tmp/uncapped.bin"
+defaults "--init-from modern without its cap, muon" "Muon .* lr 0.05 for the embeddings" "modern's defaults" \
+    -T 64 --init-from "$tmp/uncapped.bin" --optimizer muon
+# Resumed with none of the optimizer's settings: the state's (lr 0.002, weight decay and clip 0.5).
+schedule="-B 1 -T 64 --steps 10 --min-lr-frac 0.5 --warmup-steps 2 --seed 7"
+pair "$tmp/uncapped" modern=1 slot=16:0 -- modern=1 lr=0.002
+defaults "--resume an uncapped modern run" "AdamW lr 0.002; warmup 2, cosine to 0.5 x lr, weight decay 0.5, grad clip 0.5" \
+    "the run's own ($tmp/uncapped/state_00000005.bin)" $schedule --resume "$tmp/uncapped"
+defaults "--resume it with its --lr" "AdamW lr 0.002;" "the run's own" $schedule --resume "$tmp/uncapped" --lr 0.002
+./train_gpt --train-data "$train" $schedule --resume "$tmp/uncapped" --lr 0.0003 > "$tmp/out" 2>&1
+check "--resume it with another --lr: $(last "$tmp/out")" says "$tmp/out" \
+    "--resume $tmp/uncapped: the run used --lr 0.002, this one asks for --lr 0.0003"
+pair "$tmp/muon" -- muon=1
+defaults "--resume a Muon run without --optimizer" \
+    "Muon lr 0.5, momentum 0.9 (Nesterov) for the blocks' matrices; Adam (0.8, 0.95) lr 0.001 for the embeddings, 0.002 for the vectors" \
+    "the run's own" $schedule --resume "$tmp/muon"
+./train_gpt --train-data "$train" $schedule --resume "$tmp/muon" --adam-beta1 0.9 > "$tmp/out" 2>&1
+check "--resume it with another beta: $(last "$tmp/out")" says "$tmp/out" \
+    "--resume $tmp/muon: the run used --adam-beta1 0.8, this one asks for --adam-beta1 0.9"
+pair "$tmp/good" --
+./train_gpt --train-data "$train" $schedule --resume "$tmp/good" --muon-momentum 0.9 > "$tmp/out" 2>&1
+check "--resume an AdamW run with Muon's setting: $(last "$tmp/out")" says "$tmp/out" \
+    "--muon-momentum is a setting of --optimizer muon"
+./train_gpt --help > "$tmp/out" 2>&1
+check "--help states the rule" grep -q "the defaults of.*the preset nearest the architecture" "$tmp/out"
 end
 
 exit $((failures > 0))
