@@ -10,8 +10,9 @@
 # prepare_tinyshakespeare.sh names it (tinyshakespeare by default), or when an earlier run has
 # that folder (it is not empty) to the first of runs/NAME-2/, runs/NAME-3/, ... missing or empty:
 # a run never writes over another's files.
-# Every GPU of the machine takes part (--gpus). TEXT=path uses another text; extra arguments go
-# to train_gpt.
+# Every GPU of the machine takes part (--gpus). TEXT=path uses another text, whose data never
+# replaces a dataset made otherwise (prepare_tinyshakespeare.sh then takes datasets/NAME-2, ...,
+# and the run runs/NAME-2); extra arguments go to train_gpt.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
