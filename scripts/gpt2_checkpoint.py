@@ -20,7 +20,8 @@ then lm_head (Vp, C) when its head is untied (named lm_head.weight, padding rows
 import and the export take GPT-2's versions only; Checkpoint reads all four.
 
 safetensors: an 8-byte little-endian header length, a JSON header giving each tensor's dtype,
-shape and data_offsets (from the end of the header; "__metadata__" holds strings), then the data.
+shape and data_offsets (from the end of the header; "__metadata__" holds strings), then the data,
+which the tensors tile (SafeTensors.check_tiling).
 """
 import json
 import os
@@ -301,7 +302,34 @@ class SafeTensors:
         self.entries = header
         self.data_start = 8 + header_len
         self.data_len = size - self.data_start
+        self.check_tiling()
         self.data = np.memmap(path, dtype=np.uint8, mode="r")
+
+    def check_tiling(self):
+        """Fails unless the tensors' data_offsets tile the data, each tensor's bytes right after
+        the one before, from the data's first byte to its last (the safetensors library's rule):
+        no two tensors share a byte, and no byte belongs to none."""
+        spans = []
+        for name, entry in self.entries.items():
+            offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
+            if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(v) is int for v in offsets)):
+                fail(f"{self.path}: tensor '{name}' has a malformed header entry (data_offsets)")
+            if not 0 <= offsets[0] <= offsets[1]:
+                fail(f"{self.path}: tensor '{name}' has data_offsets {offsets}, not 0 <= begin <= end")
+            spans.append((offsets[0], offsets[1], name))
+        end, last = 0, None
+        for begin, span_end, name in sorted(spans):
+            if begin < end:
+                fail(f"{self.path}: tensors '{last}' and '{name}' overlap (data_offsets up to {end} and from {begin})")
+            if begin > end:
+                where = f"after '{last}', before '{name}'" if last else f"before '{name}'"
+                fail(f"{self.path}: bytes {end} to {begin} of the data ({where}) belong to no tensor")
+            end, last = span_end, name
+        if end > self.data_len:
+            fail(f"{self.path}: truncated (tensor '{last}' ends at byte {self.data_start + end}, the file at "
+                 f"{self.data_start + self.data_len})")
+        if end < self.data_len:
+            fail(f"{self.path}: {self.data_len - end} bytes past the last tensor's end, which belong to no tensor")
 
     def find(self, name):
         """The stored name of a tensor, with or without the "transformer." prefix, or None."""
@@ -328,12 +356,8 @@ class SafeTensors:
         if got_shape != tuple(shape):
             fail(f"{where} has shape {list(got_shape)}, expected {list(shape)}")
         nbytes = int(np.prod(shape)) * SAFETENSORS_DTYPES[dtype]
-        offsets_ok = isinstance(begin, int) and isinstance(end, int) and begin >= 0
-        if not offsets_ok or end - begin != nbytes:
+        if end - begin != nbytes:  # check_tiling: begin <= end <= data_len
             fail(f"{where} has data_offsets {[begin, end]}, which do not span its {nbytes} bytes")
-        if end > self.data_len:
-            fail(f"{self.path}: truncated (tensor '{stored}' ends at byte {self.data_start + end}, "
-                 f"the file at {self.data_start + self.data_len})")
         raw = self.data[self.data_start + begin:self.data_start + end]
         if dtype == "F32":
             values = raw.view("<f4")
