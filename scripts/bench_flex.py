@@ -18,7 +18,7 @@ import re
 import sys
 
 from bench_sdpa import HEAD_SIZES, TOKENS_PER_CALL, print_row, time_attention
-from torch_needed import exit_without
+from needed import exit_without
 
 try:
     import torch
@@ -95,7 +95,7 @@ def main(argv):
     only_mask = parse_mask(a.MASK) if a.MASK is not None else None
     if a.MASK is not None and only_mask is None:
         ap.error(f"MASK {a.MASK!r}: docs=N, window=N or docs=N,window=M, each N > 0")
-    exit_without(torch)
+    exit_without(torch=torch)
     if not torch.cuda.is_available():
         print("bench_flex: skipped (no CUDA device)")
         return 0

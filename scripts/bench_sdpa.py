@@ -12,7 +12,7 @@ import argparse
 import statistics
 import sys
 
-from torch_needed import exit_without
+from needed import exit_without
 
 try:
     import torch
@@ -89,7 +89,7 @@ def main(argv):
     if a.T is None and a.HS is not None or a.T is not None and (a.HS not in HEAD_SIZES or a.T <= 0):
         ap.error("one shape is HS (64 or 128) and T > 0")
     only = [a.HS, a.T] if a.T else None
-    exit_without(torch)
+    exit_without(torch=torch)
     if not torch.cuda.is_available():
         print("bench_sdpa: skipped (no CUDA device)")
         return 0

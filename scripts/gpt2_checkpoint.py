@@ -31,10 +31,10 @@ from typing import NamedTuple
 try:
     import numpy as np
 except ImportError:
-    sys.exit(f"error: {os.path.basename(sys.argv[0])} needs numpy, which {sys.executable} lacks: "
-             "`make venv` installs it into .venv, then run the script with .venv/bin/python3")
+    np = None  # a script says so once its arguments are read (needed.exit_without)
 
 from gpt_architecture import FLOAT_FIELDS, GPT2, MAX_WINDOWS, SLOTS, Architecture, invalid
+from needed import exit_without
 from output_file import Failure, atomic_output, fail
 
 CHECKPOINT_MAGIC = 20240326
@@ -52,8 +52,8 @@ SAFETENSORS_MAX_HEADER = 100_000_000  # the safetensors library refuses longer h
 
 def run_command_line(argv, usage, flag, expected, run):
     """The command line of the import and export scripts: -h, an optional flag, two paths.
-    Calls run(first, second, flag_given) and prints its line; any Failure is one error line.
-    Returns the exit status."""
+    Calls run(first, second, flag_given), numpy there, and prints its line; any Failure is one
+    error line. Returns the exit status."""
     if "-h" in argv or "--help" in argv:
         print(usage)
         return 0
@@ -68,6 +68,7 @@ def run_command_line(argv, usage, flag, expected, run):
     if "" in args:
         print(f"error: an empty name among {expected} ({usage})", file=sys.stderr)
         return 1
+    exit_without(numpy=np)
     try:
         print(run(args[0], args[1], flag in argv))
     except Failure as e:

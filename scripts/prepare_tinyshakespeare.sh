@@ -11,6 +11,11 @@
 # then its size and modification time and the options. Prints the directory on stdout;
 # everything else goes to stderr. Does nothing when the stamp matches the text as it is now.
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
+if [ $# -gt 0 ]; then
+    echo "error: $(basename "$0") takes no arguments: TEXT=path names the text (--help prints the usage)" >&2
+    exit 2
+fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 text=${TEXT:-$root/build/texts/tinyshakespeare.txt}
 if [ -z "${TEXT:-}" ] && [ ! -f "$text" ]; then

@@ -339,8 +339,8 @@ end
 
 # scripts/make_parity_text.sh python OUT_DIR, on a stand-in for the standard library (python3 on
 # PATH says where it is): OUT_DIR the caller's folder or one above it is refused before any work,
-# though prepare_data runs from another; a folder of its own gets the dataset; --help prints the
-# opening comment.
+# though prepare_data runs from another, and so is an empty one; a folder of its own gets the
+# dataset; --help prints the opening comment.
 begin "make_parity_text_never_replaces_the_current_folder"
 mkdir -p "$tmp/parity/lib" "$tmp/parity/bin" "$tmp/parity/here"
 for i in $(seq 6); do cp scripts/compare_curves.py "$tmp/parity/lib/m$i.py"; done
@@ -361,6 +361,9 @@ check "the folder changed: $(ls "$tmp/parity/here" | tr '\n' ' ')" test "$(ls "$
 (cd "$tmp/parity/here" && PATH="$tmp/parity/bin:$PATH" exec bash "$OLDPWD/scripts/make_parity_text.sh" python ds) \
     >/dev/null 2>"$tmp/err"
 check "OUT_DIR ds: $(tail -1 "$tmp/err")" test -s "$tmp/parity/here/ds/val_000000.bin"
+bash scripts/make_parity_text.sh python '' > /dev/null 2> "$tmp/err"
+check "OUT_DIR '': $(tail -1 "$tmp/err")" \
+    test "$(cat "$tmp/err")" = "error: OUT_DIR is empty: name the dataset's folder"
 bash scripts/make_parity_text.sh --help > "$tmp/out"
 check "--help: $(tail -1 "$tmp/out")" test "$(tail -1 "$tmp/out")" = "which replaces OUT_DIR: not the current folder nor one above it."
 end
