@@ -17,7 +17,8 @@ header slots 8-83 hold it (scripts/gpt_architecture.py's fields in their order, 
 their bits, the windows one slot each; every later slot 0), and the parameters are the tensors it
 has in the same order,
 then lm_head (Vp, C) when its head is untied (named lm_head.weight, padding rows past V). The
-import and the export take GPT-2's versions only; Checkpoint reads all four.
+import writes GPT-2's versions; the export takes them, and versions 6 and 7 holding GPT-2's
+architecture; Checkpoint reads all four.
 
 safetensors: an 8-byte little-endian header length, a JSON header giving each tensor's dtype,
 shape and data_offsets (from the end of the header; "__metadata__" holds strings), then the data,
@@ -194,23 +195,6 @@ def write_checkpoint(path, shape, bf16, slices, inputs):
     return count
 
 
-def checkpoint_version(path):
-    """The version in the header of the model checkpoint at path, or None when path is no
-    checkpoint (Checkpoint says what is wrong with it)."""
-    if not os.path.isfile(path) or os.path.getsize(path) < 8:
-        return None
-    magic, version = (int(v) for v in np.fromfile(path, dtype="<i4", count=2))
-    return version if magic == CHECKPOINT_MAGIC else None
-
-
-def checkpoint_architecture(path):
-    """The Architecture in the header of the model checkpoint of version 6 or 7 at path, unchecked
-    (Checkpoint checks it), or None when path has no whole header."""
-    if not os.path.isfile(path) or os.path.getsize(path) < HEADER_BYTES:
-        return None
-    return architecture_from_slots(np.fromfile(path, dtype="<i4", count=HEADER_INTS)[ARCHITECTURE_SLOTS])
-
-
 def architecture_from_slots(slots):
     """The Architecture in a header's slots 8-83 (int32; the float fields by their bits, then the
     windows, one slot each)."""
@@ -223,9 +207,11 @@ def architecture_from_slots(slots):
 
 class Checkpoint:
     """A checkpoint file, checked (magic, version, sizes, the architecture, file size, every value
-    finite, as train_gpt requires) and mapped: shape, arch (GPT2 for versions 3 and 5), bf16."""
+    finite, as train_gpt requires) and mapped: shape, arch (GPT2 for versions 3 and 5), bf16.
+    refuse: a function of the architecture that says why the caller cannot take it (or None),
+    asked once the header and the file size check out, before the values are read."""
 
-    def __init__(self, path):
+    def __init__(self, path, refuse=None):
         self.path = path
         check_regular_file(path)
         size = os.path.getsize(path)
@@ -259,6 +245,9 @@ class Checkpoint:
         if size != want:
             fail(f"{path}: {'truncated' if size < want else 'trailing bytes'} "
                  f"({size} bytes, expected {want} for this header)")
+        why = refuse(self.arch) if refuse else None
+        if why:
+            fail(f"{path}: version {self.version}, {why}")
         self.values = np.memmap(path, dtype="<u2" if self.bf16 else "<f4", mode="r",
                                 offset=HEADER_BYTES, shape=(count,))
         chunk = 1 << 24  # values checked at a time, so that no copy of the whole model is made
