@@ -23,7 +23,7 @@ import re
 import statistics
 import sys
 
-from torch_needed import exit_without
+from needed import exit_without
 
 try:
     import torch
@@ -177,7 +177,7 @@ def main(argv):
     if a.MASK is not None and only_mask is None:
         ap.error(f"MASK {a.MASK!r}: docs=N, window=N or docs=N,window=M, each N > 0")
     masked = a.masked or only_mask is not None
-    exit_without(torch)
+    exit_without(torch=torch)
     if not torch.cuda.is_available():
         print("bench_torch_attention: skipped (no CUDA device)")
         return 0

@@ -29,7 +29,7 @@ import argparse
 import sys
 import time
 
-from torch_needed import exit_without
+from needed import exit_without
 
 try:
     import torch
@@ -132,7 +132,7 @@ def decode_step(model, cache, token, pos):
 
 def main(argv):
     ap, a = parse_args(argv)
-    exit_without(torch)
+    exit_without(torch=torch)
     if a.model not in PRESETS:
         ap.error(f"--model {a.model}: not a preset of scripts/torch_gpt2.py ({', '.join(PRESETS)})")
     if not torch.cuda.is_available():

@@ -20,7 +20,7 @@ import time
 from types import SimpleNamespace
 
 import gpt_architecture
-from torch_needed import exit_without
+from needed import exit_without
 from torch_optimizers import Muon, adamw, defaults
 
 try:
@@ -52,7 +52,7 @@ def main():
         arch, preset = gpt_architecture.from_options(a)
     except ValueError as e:
         ap.error(str(e))
-    exit_without(torch)
+    exit_without(torch=torch)
     world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if world > 1:

@@ -28,10 +28,23 @@ import subprocess
 import sys
 import tempfile
 
-from gpt2_checkpoint import Checkpoint  # first: where numpy is missing, it says how to get it
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    np = None  # each said once the arguments are read, which need none of them
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    torch = None
+try:
+    from transformers import GPT2LMHeadModel
+except ImportError:
+    GPT2LMHeadModel = None
 
 from export_hf import export_hf
+from gpt2_checkpoint import Checkpoint
+from needed import exit_without
 from output_file import Failure, fail
 
 SHARD_MAGIC = 20240520
@@ -67,9 +80,6 @@ def first_batch(path, B, T, vocab):
 
 def transformers_loss(hf_dir, inputs, targets, device):
     """Mean cross-entropy of GPT2LMHeadModel from hf_dir on the batch, in fp32."""
-    import torch
-    import torch.nn.functional as F
-    from transformers import GPT2LMHeadModel
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     model = GPT2LMHeadModel.from_pretrained(hf_dir, torch_dtype=torch.float32).to(device).eval()
@@ -114,6 +124,7 @@ def main():
     try:
         if args.B <= 0 or args.T <= 0:
             fail(f"B {args.B} and T {args.T} must be positive")
+        exit_without(numpy=np, torch=torch, transformers=GPT2LMHeadModel)
         shape = Checkpoint(args.checkpoint).shape
         if args.T > shape.maxT:
             fail(f"T {args.T} exceeds the model's context {shape.maxT}")
@@ -121,7 +132,6 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             hf_dir = os.path.join(tmp, "hf")
             print(export_hf(args.checkpoint, hf_dir, fp32=False))
-            import torch
             device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
             hf_loss = transformers_loss(hf_dir, inputs, targets, device)
         print(f"transformers loss {hf_loss:.6f} (B {args.B}, T {args.T}, {device})")

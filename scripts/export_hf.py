@@ -4,13 +4,14 @@
 usage: export_hf.py [--fp32] CHECKPOINT.bin OUT_DIR
 
 CHECKPOINT.bin is a model checkpoint of version 3 (fp32) or 5 (bf16, what train_gpt writes for a
-GPT-2); gpt2_checkpoint.py describes it. A model of another architecture (train_gpt --arch
-modern or any component changed: versions 6 and 7) is refused in one line: no transformers
-architecture computes it exactly (Llama's and Qwen's RMSNorm has weights and their MLP is
-SwiGLU; the modern model's norms have none, its MLP is ReLU^2, its queries and keys are normed
-and its logits soft-capped); so is a GPT-2 whose attention has a key window per row (train_gpt
---document-mask, --window, --window-pattern: also version 6 or 7), as GPT-2 in transformers
-attends to every earlier token. OUT_DIR gets what transformers' GPT2LMHeadModel.from_pretrained
+GPT-2), or of version 6 or 7 holding GPT-2's architecture exactly; gpt2_checkpoint.py describes
+it. A model of another architecture (train_gpt --arch modern or any component changed: versions
+6 and 7) is refused in one line, once the file checks out (one cut short is truncated, whatever
+it holds): no transformers architecture computes it exactly (Llama's and Qwen's RMSNorm has
+weights and their MLP is SwiGLU; the modern model's norms have none, its MLP is ReLU^2, its
+queries and keys are normed and its logits soft-capped); so is a GPT-2 whose attention has a key
+window per row (train_gpt --document-mask, --window, --window-pattern: also version 6 or 7), as
+GPT-2 in transformers attends to every earlier token. OUT_DIR gets what transformers' GPT2LMHeadModel.from_pretrained
 loads:
 - config.json: GPT2LMHeadModel with the checkpoint's sizes (n_positions = n_ctx = maxT,
   vocab_size = V), GELU in its tanh form (gelu_new), layernorm eps 1e-5, no dropout (flashgpt
@@ -31,9 +32,8 @@ import json
 import os
 import sys
 
-from gpt2_checkpoint import (VERSIONS_OTHER_ARCHITECTURE, Checkpoint, checkpoint_architecture, checkpoint_version,
-                             from_bf16_bits, run_command_line, to_hf, write_safetensors)
-from gpt_architecture import masked
+from gpt2_checkpoint import Checkpoint, from_bf16_bits, run_command_line, to_hf, write_safetensors
+from gpt_architecture import GPT2, masked
 from output_file import atomic_folder, fail
 
 USAGE = "usage: export_hf.py [--fp32] CHECKPOINT.bin OUT_DIR"
@@ -82,17 +82,21 @@ def write_folder(ckpt, folder, fp32):
     write_safetensors(os.path.join(folder, "model.safetensors"), index, values, {"format": "pt"})
 
 
+def not_gpt2(arch):
+    """None for GPT-2's architecture (which a checkpoint of version 6 or 7 may hold too), else why
+    transformers' GPT-2 does not compute the model."""
+    if arch == GPT2:
+        return None
+    if masked(arch):
+        return ("a model whose attention sees a key window per row (documents or windows): GPT-2 in transformers "
+                "attends to every earlier token")
+    return ("a model of another architecture than GPT-2's: no transformers architecture computes it exactly "
+            "(Llama's and Qwen's norms have weights, their MLP is SwiGLU)")
+
+
 def export_hf(ckpt_path, out_dir, fp32):
     """Writes out_dir (built beside it, renamed at the end); returns a summary line."""
-    version = checkpoint_version(ckpt_path)
-    if version in VERSIONS_OTHER_ARCHITECTURE:
-        arch = checkpoint_architecture(ckpt_path)
-        if arch and masked(arch):
-            fail(f"{ckpt_path}: version {version}, a model whose attention sees a key window per row (documents or "
-                 "windows): GPT-2 in transformers attends to every earlier token")
-        fail(f"{ckpt_path}: version {version}, a model of another architecture than GPT-2's: no transformers "
-             "architecture computes it exactly (Llama's and Qwen's norms have weights, their MLP is SwiGLU)")
-    ckpt = Checkpoint(ckpt_path)
+    ckpt = Checkpoint(ckpt_path, refuse=not_gpt2)
     with atomic_folder(out_dir) as tmp_dir:
         write_folder(ckpt, tmp_dir, fp32)
     s = ckpt.shape

@@ -17,10 +17,12 @@ header slots 8-83 hold it (scripts/gpt_architecture.py's fields in their order, 
 their bits, the windows one slot each; every later slot 0), and the parameters are the tensors it
 has in the same order,
 then lm_head (Vp, C) when its head is untied (named lm_head.weight, padding rows past V). The
-import and the export take GPT-2's versions only; Checkpoint reads all four.
+import writes GPT-2's versions; the export takes them, and versions 6 and 7 holding GPT-2's
+architecture; Checkpoint reads all four.
 
 safetensors: an 8-byte little-endian header length, a JSON header giving each tensor's dtype,
-shape and data_offsets (from the end of the header; "__metadata__" holds strings), then the data.
+shape and data_offsets (from the end of the header; "__metadata__" holds strings), then the data,
+which the tensors tile (SafeTensors.check_tiling).
 """
 import json
 import os
@@ -30,10 +32,10 @@ from typing import NamedTuple
 try:
     import numpy as np
 except ImportError:
-    sys.exit(f"error: {os.path.basename(sys.argv[0])} needs numpy, which {sys.executable} lacks: "
-             "`make venv` installs it into .venv, then run the script with .venv/bin/python3")
+    np = None  # a script says so once its arguments are read (needed.exit_without)
 
 from gpt_architecture import FLOAT_FIELDS, GPT2, MAX_WINDOWS, SLOTS, Architecture, invalid
+from needed import exit_without
 from output_file import Failure, atomic_output, fail
 
 CHECKPOINT_MAGIC = 20240326
@@ -51,8 +53,8 @@ SAFETENSORS_MAX_HEADER = 100_000_000  # the safetensors library refuses longer h
 
 def run_command_line(argv, usage, flag, expected, run):
     """The command line of the import and export scripts: -h, an optional flag, two paths.
-    Calls run(first, second, flag_given) and prints its line; any Failure is one error line.
-    Returns the exit status."""
+    Calls run(first, second, flag_given), numpy there, and prints its line; any Failure is one
+    error line. Returns the exit status."""
     if "-h" in argv or "--help" in argv:
         print(usage)
         return 0
@@ -67,6 +69,7 @@ def run_command_line(argv, usage, flag, expected, run):
     if "" in args:
         print(f"error: an empty name among {expected} ({usage})", file=sys.stderr)
         return 1
+    exit_without(numpy=np)
     try:
         print(run(args[0], args[1], flag in argv))
     except Failure as e:
@@ -192,23 +195,6 @@ def write_checkpoint(path, shape, bf16, slices, inputs):
     return count
 
 
-def checkpoint_version(path):
-    """The version in the header of the model checkpoint at path, or None when path is no
-    checkpoint (Checkpoint says what is wrong with it)."""
-    if not os.path.isfile(path) or os.path.getsize(path) < 8:
-        return None
-    magic, version = (int(v) for v in np.fromfile(path, dtype="<i4", count=2))
-    return version if magic == CHECKPOINT_MAGIC else None
-
-
-def checkpoint_architecture(path):
-    """The Architecture in the header of the model checkpoint of version 6 or 7 at path, unchecked
-    (Checkpoint checks it), or None when path has no whole header."""
-    if not os.path.isfile(path) or os.path.getsize(path) < HEADER_BYTES:
-        return None
-    return architecture_from_slots(np.fromfile(path, dtype="<i4", count=HEADER_INTS)[ARCHITECTURE_SLOTS])
-
-
 def architecture_from_slots(slots):
     """The Architecture in a header's slots 8-83 (int32; the float fields by their bits, then the
     windows, one slot each)."""
@@ -221,9 +207,11 @@ def architecture_from_slots(slots):
 
 class Checkpoint:
     """A checkpoint file, checked (magic, version, sizes, the architecture, file size, every value
-    finite, as train_gpt requires) and mapped: shape, arch (GPT2 for versions 3 and 5), bf16."""
+    finite, as train_gpt requires) and mapped: shape, arch (GPT2 for versions 3 and 5), bf16.
+    refuse: a function of the architecture that says why the caller cannot take it (or None),
+    asked once the header and the file size check out, before the values are read."""
 
-    def __init__(self, path):
+    def __init__(self, path, refuse=None):
         self.path = path
         check_regular_file(path)
         size = os.path.getsize(path)
@@ -257,6 +245,9 @@ class Checkpoint:
         if size != want:
             fail(f"{path}: {'truncated' if size < want else 'trailing bytes'} "
                  f"({size} bytes, expected {want} for this header)")
+        why = refuse(self.arch) if refuse else None
+        if why:
+            fail(f"{path}: version {self.version}, {why}")
         self.values = np.memmap(path, dtype="<u2" if self.bf16 else "<f4", mode="r",
                                 offset=HEADER_BYTES, shape=(count,))
         chunk = 1 << 24  # values checked at a time, so that no copy of the whole model is made
@@ -301,7 +292,34 @@ class SafeTensors:
         self.entries = header
         self.data_start = 8 + header_len
         self.data_len = size - self.data_start
+        self.check_tiling()
         self.data = np.memmap(path, dtype=np.uint8, mode="r")
+
+    def check_tiling(self):
+        """Fails unless the tensors' data_offsets tile the data, each tensor's bytes right after
+        the one before, from the data's first byte to its last (the safetensors library's rule):
+        no two tensors share a byte, and no byte belongs to none."""
+        spans = []
+        for name, entry in self.entries.items():
+            offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
+            if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(v) is int for v in offsets)):
+                fail(f"{self.path}: tensor '{name}' has a malformed header entry (data_offsets)")
+            if not 0 <= offsets[0] <= offsets[1]:
+                fail(f"{self.path}: tensor '{name}' has data_offsets {offsets}, not 0 <= begin <= end")
+            spans.append((offsets[0], offsets[1], name))
+        end, last = 0, None
+        for begin, span_end, name in sorted(spans):
+            if begin < end:
+                fail(f"{self.path}: tensors '{last}' and '{name}' overlap (data_offsets up to {end} and from {begin})")
+            if begin > end:
+                where = f"after '{last}', before '{name}'" if last else f"before '{name}'"
+                fail(f"{self.path}: bytes {end} to {begin} of the data ({where}) belong to no tensor")
+            end, last = span_end, name
+        if end > self.data_len:
+            fail(f"{self.path}: truncated (tensor '{last}' ends at byte {self.data_start + end}, the file at "
+                 f"{self.data_start + self.data_len})")
+        if end < self.data_len:
+            fail(f"{self.path}: {self.data_len - end} bytes past the last tensor's end, which belong to no tensor")
 
     def find(self, name):
         """The stored name of a tensor, with or without the "transformer." prefix, or None."""
@@ -328,12 +346,8 @@ class SafeTensors:
         if got_shape != tuple(shape):
             fail(f"{where} has shape {list(got_shape)}, expected {list(shape)}")
         nbytes = int(np.prod(shape)) * SAFETENSORS_DTYPES[dtype]
-        offsets_ok = isinstance(begin, int) and isinstance(end, int) and begin >= 0
-        if not offsets_ok or end - begin != nbytes:
+        if end - begin != nbytes:  # check_tiling: begin <= end <= data_len
             fail(f"{where} has data_offsets {[begin, end]}, which do not span its {nbytes} bytes")
-        if end > self.data_len:
-            fail(f"{self.path}: truncated (tensor '{stored}' ends at byte {self.data_start + end}, "
-                 f"the file at {self.data_start + self.data_len})")
         raw = self.data[self.data_start + begin:self.data_start + end]
         if dtype == "F32":
             values = raw.view("<f4")

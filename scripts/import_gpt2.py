@@ -6,7 +6,11 @@ usage: import_gpt2.py [--bf16] HF_DIR OUT.bin
 HF_DIR holds config.json (n_embd, n_layer, n_head, n_positions, vocab_size) and
 model.safetensors, whose tensors may be F32, F16 or BF16. Tensor names may carry a
 "transformer." prefix; the attention mask buffers (attn.bias, attn.masked_bias) and
-lm_head.weight (tied to wte) are not read.
+lm_head.weight (tied to wte) are not read. The config's fields that change what the model
+computes must say GPT-2 (GPT2_FIELDS; a field left out takes GPT2Config's default, which does),
+and the tensors' data_offsets must tile the data, one after another from its first byte to its
+last, as the safetensors library requires: anything else is refused, not imported as another
+model.
 
 OUT.bin is the llm.c-compatible model checkpoint, version 3 (fp32 parameters) or, with --bf16,
 5 (bf16, rounded to nearest even); gpt2_checkpoint.py describes it and how Hugging Face's
@@ -30,6 +34,24 @@ from output_file import check_output, fail
 
 USAGE = "usage: import_gpt2.py [--bf16] HF_DIR OUT.bin"
 CONFIG_MAX_BYTES = 1 << 20  # a GPT-2 config.json is about a kilobyte
+# Hugging Face's names of GELU's tanh form, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), which
+# flashgpt computes ("gelu" is the erf form, another function).
+TANH_GELU = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_accurate")
+
+
+# The config fields that change what a GPT2LMHeadModel computes: (field, whether a value is what
+# flashgpt's GPT-2 computes given n_embd, the values it is). reorder_and_upcast_attn is not among
+# them: it changes the precision of attention's scores, not their value.
+GPT2_FIELDS = [
+    ("model_type", lambda v, C: v == "gpt2", '"gpt2"'),
+    ("activation_function", lambda v, C: v in TANH_GELU, '"gelu_new" (GELU\'s tanh form, by any of its names)'),
+    ("layer_norm_epsilon", lambda v, C: type(v) in (int, float) and v == 1e-5, "1e-05"),
+    ("n_inner", lambda v, C: v is None or (type(v) is int and v == 4 * C), "null or 4 n_embd"),
+    ("scale_attn_weights", lambda v, C: v is True, "true"),
+    ("scale_attn_by_inverse_layer_idx", lambda v, C: v is False, "false"),
+    ("add_cross_attention", lambda v, C: v is False, "false"),
+    ("tie_word_embeddings", lambda v, C: v is True, "true (lm_head is wte, no head of its own)"),
+]
 
 
 def read_config(path):
@@ -57,6 +79,11 @@ def read_config(path):
         sizes[key] = value
     if sizes["n_embd"] % sizes["n_head"]:
         fail(f"{path}: n_embd {sizes['n_embd']} is not a multiple of n_head {sizes['n_head']}")
+    for key, computed, what in GPT2_FIELDS:
+        if key in config and not computed(config[key], sizes["n_embd"]):
+            value = json.dumps(config[key])
+            value = value if len(value) <= 40 else value[:40] + "..."
+            fail(f"{path}: '{key}' is {value}, not {what}: a model that flashgpt's GPT-2 does not compute")
     return Shape(maxT=sizes["n_positions"], V=sizes["vocab_size"], L=sizes["n_layer"],
                  NH=sizes["n_head"], C=sizes["n_embd"])
 

@@ -19,6 +19,7 @@ case "${1:-}" in
     *) usage >&2; echo "error: the first argument is docs or python" >&2; exit 2 ;;
 esac
 [ $# -eq 2 ] || { usage >&2; echo "error: two arguments: docs|python OUT_DIR" >&2; exit 2; }
+[ -n "$2" ] || { echo "error: OUT_DIR is empty: name the dataset's folder" >&2; exit 2; }
 kind=$1 out=$(realpath -m "$2")
 root=$(cd "$(dirname "$0")/.." && pwd)
 # prepare_data refuses such an OUT_DIR too, as it runs here, but only after the text is made.

@@ -10,9 +10,11 @@
 # prepare_tinyshakespeare.sh names it (tinyshakespeare by default), or when an earlier run has
 # that folder (it is not empty) to the first of runs/NAME-2/, runs/NAME-3/, ... missing or empty:
 # a run never writes over another's files.
-# Every GPU of the machine takes part (--gpus). TEXT=path uses another text; extra arguments go
-# to train_gpt.
+# Every GPU of the machine takes part (--gpus). TEXT=path uses another text, whose data never
+# replaces a dataset made otherwise (prepare_tinyshakespeare.sh then takes datasets/NAME-2, ...,
+# and the run runs/NAME-2); extra arguments go to train_gpt (-h or --help first prints this).
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 # The run's folder: the first of base, base-2, base-3, ... that is missing or empty.

@@ -38,13 +38,16 @@ import os
 import sys
 import time
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    np = None  # said once the arguments are read, which need none
 
 import gpt_architecture
 from gpt2_checkpoint import Checkpoint, Shape, from_bf16_bits
+from needed import exit_without
 from output_file import Failure, atomic_output, check_output
 from shard_batches import Batches, open_stream
-from torch_needed import exit_without
 from torch_optimizers import Muon, adamw, defaults
 
 try:
@@ -108,8 +111,11 @@ def parse_args(argv):
     a = ap.parse_args(argv)
     if a.T > a.context:
         ap.error(f"-T {a.T} is longer than the model's context {a.context} (--context)")
-    if min(a.B, a.T, a.val_batches) <= 0 or a.steps < 0 or a.val_every < 0 or a.warmup_steps < 0:
-        ap.error("-B, -T, --val-batches must be positive; --steps, --val-every, --warmup-steps >= 0")
+    for flag, value, least in (("-B", a.B, 1), ("-T", a.T, 1), ("--val-batches", a.val_batches, 1),
+                               ("--steps", a.steps, 0), ("--val-every", a.val_every, 0),
+                               ("--warmup-steps", a.warmup_steps, 0)):
+        if value < least:
+            ap.error(f"{flag} {value} must be >= {least}")
     if a.val_data is None:
         head, tail = os.path.split(a.train_data)
         a.val_data = os.path.join(head, tail.replace("train_", "val_", 1)) if "train_" in tail else ""
@@ -151,6 +157,7 @@ def settle_architecture(ap, a, init):
 
 def main(argv):
     ap, a = parse_args(argv)
+    exit_without(numpy=np)
     # The log may name no input (a shard, the checkpoint), and its folder must take it: known
     # before anything loads; then the checkpoint's header and values and the architecture, which
     # need no torch.
@@ -160,7 +167,7 @@ def main(argv):
         check_output(a.log, inputs)
     init = Checkpoint(a.init_from) if a.init_from else None
     settle_architecture(ap, a, init)
-    exit_without(torch)
+    exit_without(torch=torch)
     if a.model not in PRESETS:
         ap.error(f"--model {a.model}: not a preset of scripts/torch_gpt2.py ({', '.join(PRESETS)})")
     unknown = set(filter(None, a.emulate.split(","))) - set(EMULATIONS)

@@ -18,11 +18,17 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
-from gpt2_checkpoint import Checkpoint, from_bf16_bits  # first: where numpy is missing, it says how
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    np = None  # said in one line (needed.exit_without) before anything else
 
+from gpt2_checkpoint import Checkpoint, from_bf16_bits
 from gpt_architecture import GPT2
+from needed import exit_without
 from output_file import Failure, fail
+
+exit_without(numpy=np)
 
 # evaluate computes in bf16 (8 bits of mantissa, the logits too) against float64 here: a logit
 # of size 10 is rounded by up to 0.04, and a row's sum adds a dozen such errors up. A row scored

@@ -8,8 +8,8 @@ HellaSwag's layout. Each case changes one of them,
 now and then two or three times over (bits flipped, bytes set, the file cut, extended, a piece of
 it cut out or repeated, an int32 of its header set to 0, -1, 2^31-1 and the like, a size in the
 header changed and the file resized to match, a value set to NaN; in the text formats a line, a
-number or a character changed), and runs the program that reads it in a folder of its own,
-under a time limit. A case passes when the program
+number or a character changed, in config.json a field's value), and runs the program that reads
+it in a folder of its own, under a time limit. A case passes when the program
 - exits 0, or stops with exit status 1 and one line starting "error: ", the last on stderr
   (train_gpt, generate and evaluate, with the devices hidden, stop at "error: no CUDA device"
   once every file checks out; of a shard, its header, size and a sample of its tokens, the other token ids
@@ -21,8 +21,10 @@ under a time limit. A case passes when the program
   it) or a slot past its fields set;
 - when it succeeds, gives a result that checks out: encoding the text with a tokenizer it took and
   decoding the shard gives the text back, prepare_data's shards decode to its text, an imported
-  checkpoint exports, an exported one imports back to the same bytes (but the header's unused
-  slots and wte's padding rows), a drawn log is well-formed SVG with finite coordinates;
+  checkpoint exports and came from a config that is GPT-2's in every field that changes the
+  model and from tensors that tile their file's data, an exported one imports back to the same
+  bytes (but the header's unused slots and wte's padding rows), a drawn log is well-formed SVG
+  with finite coordinates;
 - when it fails, leaves its folder as it was: outputs already there unchanged, nothing removed,
   no temporary left behind.
 The cases are drawn from --seed, so a run is repeatable. One PASS line per program and file, or a
@@ -262,6 +264,20 @@ def mutate_safetensors(rng, data, fmt):
     return data[:8 + n] + new, "tensor data: " + how
 
 
+CONFIG_VALUES = ['"relu"', '"gelu"', '"gelu_new"', '"gelu_pytorch_tanh"', '"gpt2"', '"gpt_neo"', "true", "false",
+                 "null", "1e-06", "1e-05", "256", "255"]
+
+
+def set_config_field(rng, data, fmt):
+    """A field of config.json (one a line, as json.dumps(indent=2) writes it) set to another value."""
+    fields = list(re.finditer(rb'^ *"([a-z_]+)": (.*?),?$', data, re.M))
+    if not fields:
+        return text_insert(rng, data, fmt)
+    m = rng.choice(fields)
+    new = rng.choice(CONFIG_VALUES + SPECIAL_NUMBERS).encode()
+    return data[:m.start(2)] + new + data[m.end(2):], f"{m.group(1).decode()} {m.group(2).decode()} -> {new.decode()!r}"
+
+
 # ----------------------------------------------------------------------------------------------
 # The valid files
 
@@ -346,13 +362,17 @@ def safetensors_file():
                  ("mlp.c_proj.weight", [4 * C, C]), ("mlp.c_proj.bias", [C])]
     tensors = [("wte.weight", [SHAPE["V"], C]), ("wpe.weight", [SHAPE["maxT"], C])]
     tensors += [(f"h.{l}.{name}", shape) for name, shape in per_layer for l in range(L)]
-    for name, shape in tensors + [("ln_f.weight", [C]), ("ln_f.bias", [C])]:
+    # The mask buffer h.0.attn.bias comes last: a tensor the import does not read, whose offsets count too.
+    mask = [1, 1, SHAPE["maxT"], SHAPE["maxT"]]
+    for name, shape in tensors + [("ln_f.weight", [C]), ("ln_f.bias", [C]), ("h.0.attn.bias", mask)]:
         n = 4 * math.prod(shape)
         index["transformer." + name] = {"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + n]}
         offset += n
     header = json.dumps(index).encode()
     header += b" " * (-len(header) % 8)
-    return struct.pack("<Q", len(header)) + header + random_values(parameter_count(SHAPE, hf=True), 0.05, 5).tobytes()
+    mask_values = array.array("f", [float(k <= q) for q in range(mask[2]) for k in range(mask[3])])
+    return (struct.pack("<Q", len(header)) + header +
+            random_values(parameter_count(SHAPE, hf=True), 0.05, 5).tobytes() + mask_values.tobytes())
 
 
 def log_file():
@@ -403,7 +423,9 @@ def make_seeds(folder, bins, limit):
     os.makedirs(os.path.join(folder, "hf"))
     encoder, vocab = gpt2_files()
     config = {"model_type": "gpt2", "n_embd": SHAPE["C"], "n_layer": SHAPE["L"], "n_head": SHAPE["NH"],
-              "n_positions": SHAPE["maxT"], "vocab_size": SHAPE["V"]}
+              "n_positions": SHAPE["maxT"], "vocab_size": SHAPE["V"], "activation_function": "gelu_new",
+              "layer_norm_epsilon": 1e-5, "n_inner": None, "scale_attn_weights": True,
+              "scale_attn_by_inverse_layer_idx": False, "add_cross_attention": False, "tie_word_embeddings": True}
     made = {"text": words_text(60, 1), "encoder": encoder, "vocab": vocab, "model5": model_file(5),
             "model3": model_file(3), "state": state_file(), "state_muon": state_file(muon=True), "log": log_file(),
             "config": json.dumps(config, indent=2).encode(), "safetensors": safetensors_file(),
@@ -461,6 +483,7 @@ STATE = dict(mutations=BINARY + [set_float, reshape, reshape], header=1024, slot
 STATE_HEADER = dict(STATE, mutations=[set_state_bound], corrupt=state_header_corrupt)
 TEXTUAL = dict(mutations=TEXT, header=64, exact=False)
 SAFETENSORS = dict(mutations=[mutate_safetensors], exact=False)
+CONFIG = dict(TEXTUAL, mutations=TEXT + [set_config_field] * 3)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -658,6 +681,48 @@ def imported_exports(case):
     return None if rc == 0 else f"its checkpoint does not export: {err.strip()[-200:]}"
 
 
+# The config fields that change what GPT-2 computes in transformers, and the values that are GPT-2's
+# (the names of GELU's tanh form; n_inner null or 4 n_embd).
+GPT2_CONFIG = {"model_type": ["gpt2"],
+               "activation_function": ["gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_accurate"],
+               "layer_norm_epsilon": [1e-5], "n_inner": [None, 4 * SHAPE["C"]], "scale_attn_weights": [True],
+               "scale_attn_by_inverse_layer_idx": [False], "add_cross_attention": [False],
+               "tie_word_embeddings": [True]}
+
+
+def imported_gpt2_config(case):
+    """The config it imported says GPT-2 in every field that changes the model, and the checkpoint exports."""
+    try:
+        config = json.loads(case.mutated)
+    except (ValueError, RecursionError):
+        config = None
+    for key, values in GPT2_CONFIG.items():
+        if isinstance(config, dict) and key in config and not any(
+                type(config[key]) is type(v) and config[key] == v for v in values):
+            return f"it imported a config whose {key} is {json.dumps(config[key])[:40]} as GPT-2"
+    return imported_exports(case)
+
+
+def imported_tiled_safetensors(case):
+    """The tensors of the file it imported tile its data, one after another from its first byte to its last
+    (the safetensors library's rule), and the checkpoint exports."""
+    (n,) = struct.unpack_from("<Q", case.mutated)
+    header, spans = json.loads(case.mutated[8:8 + n]), []
+    for name, entry in header.items():
+        offsets = entry.get("data_offsets") if isinstance(entry, dict) and name != "__metadata__" else [0, 0]
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(v) is int for v in offsets)):
+            return f"it imported a file whose tensor {name[:40]} has data_offsets {json.dumps(offsets)[:40]}"
+        spans.append(offsets)
+    end = 0
+    for begin, span_end in sorted(spans):
+        if begin != end or span_end < begin:
+            return f"it imported a file with data_offsets {[begin, span_end]} where a tensor from byte {end} belongs"
+        end = span_end
+    if end != len(case.mutated) - 8 - n:
+        return f"it imported a file whose tensors end at byte {end} of its {len(case.mutated) - 8 - n} bytes of data"
+    return imported_exports(case)
+
+
 def export_hf(case):
     return [*case.script("export_hf.py"), case.write("model.bin", case.mutated), case.path("hf")]
 
@@ -730,8 +795,8 @@ TARGETS = [
     Target("generate: tokenizer.bin", "generate", "tokenizer", TOKENIZER, generate("tokenizer")),
     Target("evaluate: items.jsonl", "evaluate", "items", TEXTUAL, evaluate_items),
     Target("import_gpt2.py: model.safetensors", "numpy", "safetensors", SAFETENSORS, import_gpt2("safetensors"),
-           imported_exports),
-    Target("import_gpt2.py: config.json", "numpy", "config", TEXTUAL, import_gpt2("config"), imported_exports),
+           imported_tiled_safetensors),
+    Target("import_gpt2.py: config.json", "numpy", "config", CONFIG, import_gpt2("config"), imported_gpt2_config),
     Target("export_hf.py: model v5", "numpy", "model5", MODEL5, export_hf, exported_imports),
     Target("export_hf.py: model v3", "numpy", "model3", MODEL3, export_hf, exported_imports),
     Target("plot_log.py: log.csv", "python3", "log", TEXTUAL, plot_log, svg_well_formed),

@@ -5,9 +5,11 @@ Round trips on tiny models (fake Hugging Face folders from test_import_gpt2.py, 
 maxT=8, V=100; random checkpoints of another shape): import -> export -> import gives the same
 checkpoint bytes, fp32 and bf16, and the exported tensors are the Hugging Face ones (read back
 here with a reader of this file's own); export -> import of a random checkpoint gives it back.
-Bad input (checkpoint or output folder, a model of another architecture than GPT-2's or one whose
-attention sees a key window per row) must fail
-with one line on stderr and leave nothing behind. Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/test.h.
+A checkpoint of version 6 or 7 that holds GPT-2's architecture exports as GPT-2. Bad input
+(checkpoint or output folder, a model of another architecture than GPT-2's or one whose attention
+sees a key window per row, a version 6 file cut short, which is truncated whatever its
+architecture) must fail with one line on stderr and leave nothing behind. Files go to
+$FLASHGPT_TMP; prints PASS / FAIL lines like tests/test.h.
 """
 import json
 import os
@@ -197,6 +199,53 @@ def set_header(index, value):
     return edit
 
 
+ARCH_SLOTS = 12 + 64  # header slots 8-83: gpt_architecture.py's fields, the floats by their bits, then 64 windows
+GPT2_ARCH = dict(rotary=0, rotary_base=10000.0, rms_norm=0, qk_norm=0, relu2=0, bias=1, untied_head=0, zero_init=0,
+                 softcap=0.0, documents=0, document_token=0, window_count=0)
+MODERN_ARCH = dict(GPT2_ARCH, rotary=1, rms_norm=1, qk_norm=1, relu2=1, bias=0, untied_head=1, zero_init=1,
+                   softcap=30.0)
+
+
+def arch_checkpoint(name, arch, bf16, shape=(16, 130, 3, 4, 32), cut=0):
+    """A checkpoint of version 6 (fp32) or 7 (bf16) of random values holding the architecture
+    arch (GPT2_ARCH's fields, windows 0), written here from the format: the tensors the
+    architecture has, in the order of gpt2_checkpoint.py's layout; its last cut bytes cut off.
+    Returns (path, the parameters as float32 in that order)."""
+    maxT, vocab, L, NH, C = shape
+    Vp = (vocab + 127) // 128 * 128
+    norm, bias = not arch["rms_norm"], arch["bias"]
+    per_layer = 12 * C * C + 9 * C * bias + 4 * C * norm
+    count = Vp * C * (1 + arch["untied_head"]) + maxT * C * (not arch["rotary"]) + L * per_layer + 2 * C * norm
+    values = np.random.default_rng(7).normal(0, 1, count).astype(np.float32)
+    values[vocab * C:Vp * C] = 0  # wte's padding rows
+    if bf16:
+        values = (nearest_bf16_bits(values).astype(np.uint32) << 16).view(np.float32)
+    header = np.zeros(256, "<i4")
+    header[:8] = [20240326, 7 if bf16 else 6, maxT, vocab, L, NH, C, Vp]
+    fields = list(arch.values())
+    header[8:8 + len(fields)] = [np.float32(v).view("<i4") if isinstance(v, float) else v for v in fields]
+    path = os.path.join(TMP, name + ".bin")
+    data = header.tobytes() + (nearest_bf16_bits(values).astype("<u2") if bf16 else values.astype("<f4")).tobytes()
+    with open(path, "wb") as f:
+        f.write(data[:len(data) - cut])
+    return path, values
+
+
+def case_gpt2_in_version_6(bf16):
+    """A checkpoint of version 6 or 7 whose architecture is GPT-2's exactly (as train_gpt writes
+    one, which generate and train_gpt take) exports as GPT-2: importing the folder gives its
+    parameters back."""
+    version = 7 if bf16 else 6
+    case = Case(f"export a version {version} checkpoint of GPT-2's architecture: its parameters come back")
+    ckpt, values = arch_checkpoint(f"gpt2_v{version}", GPT2_ARCH, bf16)
+    out_dir, back = os.path.join(TMP, f"gpt2_v{version}_hf"), os.path.join(TMP, f"gpt2_v{version}_back.bin")
+    if export_ok(case, ckpt, out_dir) and import_ok(case, out_dir, back, bf16):
+        got = np.fromfile(back, "<u2" if bf16 else "<f4", offset=1024)
+        want = nearest_bf16_bits(values) if bf16 else values
+        case.check(np.array_equal(got, want), "the imported parameters differ")
+    case.end()
+
+
 def main():
     case_round_trip("fp32: import, export, import", bf16=False)
     case_round_trip("bf16: import --bf16, export, import --bf16", bf16=True)
@@ -220,10 +269,17 @@ def main():
     case_error("error: bad magic", "not a model checkpoint",
                [bad_checkpoint("magic", set_header(0, 20240520)), out], out)
     case_error("error: unsupported version", "version 4", [bad_checkpoint("version", set_header(1, 4)), out], out)
+    case_gpt2_in_version_6(bf16=False)
+    case_gpt2_in_version_6(bf16=True)
     case_error("error: a model of the modern architecture (version 7)", "no transformers architecture computes it",
-               [bad_checkpoint("modern", set_header(1, 7)), out], out)
+               [arch_checkpoint("modern", MODERN_ARCH, bf16=True)[0], out], out)
     case_error("error: a GPT-2 whose attention has documents (version 7)", "sees a key window per row",
-               [bad_checkpoint("masked", lambda d: set_header(17, 1)(set_header(1, 7)(d))), out], out)
+               [arch_checkpoint("masked", dict(GPT2_ARCH, documents=1, document_token=129), bf16=True)[0], out], out)
+    case_error("error: a modern model cut short (version 6): truncated, not another architecture", "truncated (",
+               [arch_checkpoint("modern_cut", MODERN_ARCH, bf16=False, cut=2)[0], out], out)
+    header_cut = arch_checkpoint("modern_header_cut", MODERN_ARCH, bf16=False)[0]
+    os.truncate(header_cut, 600)
+    case_error("error: a version 6 file cut in its header: truncated", "truncated (", [header_cut, out], out)
     case_error("error: heads do not divide channels", "corrupt header",
                [bad_checkpoint("heads", set_header(5, 5)), out], out)
     case_error("error: Vp is not V padded", "corrupt header",

@@ -261,6 +261,105 @@ def bound_cases(rng):
     os.remove(path)
 
 
+def gpt2_config(**fields):
+    """config_with's sizes, the fields GPT2Config sets for GPT-2 itself, then fields."""
+    config = config_with(model_type="gpt2", activation_function="gelu_new", layer_norm_epsilon=1e-5, n_inner=None,
+                         scale_attn_weights=True, scale_attn_by_inverse_layer_idx=False,
+                         reorder_and_upcast_attn=False, add_cross_attention=False, tie_word_embeddings=True)
+    config.update(fields)
+    return config
+
+
+def config_cases(rng):
+    """Config fields that change what the model computes: GPT-2's values (or names of the same
+    function) import as GPT-2; any other value is refused naming the field, since the checkpoint
+    is GPT-2 and nothing else."""
+    same = [{}, dict(n_inner=4 * C), dict(activation_function="gelu_pytorch_tanh"),
+            dict(activation_function="gelu_fast"), dict(activation_function="gelu_accurate"),
+            dict(reorder_and_upcast_attn=True), dict(layer_norm_epsilon=1e-05)]
+    for i, fields in enumerate(same):
+        case = Case(f"import: a GPT-2 config with {fields or 'every field stated'}")
+        hf_dir, hf = make_checkpoint(f"config_same_{i}", rng, config=gpt2_config(**fields))
+        check_import(case, hf_dir, hf, bf16=False)
+        case.end()
+    other = [("tie_word_embeddings", False), ("tie_word_embeddings", "yes"), ("activation_function", "relu"),
+             ("activation_function", "gelu"), ("activation_function", "quick_gelu"),
+             ("layer_norm_epsilon", 1e-6), ("layer_norm_epsilon", float("nan")), ("layer_norm_epsilon", True),
+             ("n_inner", 3 * C), ("n_inner", float(4 * C)), ("scale_attn_weights", False),
+             ("scale_attn_by_inverse_layer_idx", True), ("add_cross_attention", True), ("model_type", "gpt_neo")]
+    for i, (field, value) in enumerate(other):
+        d, _ = make_checkpoint(f"config_other_{i}", rng, config=gpt2_config(**{field: value}))
+        case_error(f"error: config.json with {field} {json.dumps(value)}", d, f"config.json: '{field}' is")
+
+
+def relayout(hf_dir, edit):
+    """Rewrites hf_dir/model.safetensors with its header (a dict) and data (bytes) passed through
+    edit(header, data), which returns the new data."""
+    path = os.path.join(hf_dir, "model.safetensors")
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    data = edit(header, raw[8 + n:])
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little") + text + data)
+
+
+def move_data(header, at, by):
+    """Moves the data of every tensor that starts at or past byte `at` by `by` bytes."""
+    for name, entry in header.items():
+        if name != "__metadata__" and entry["data_offsets"][0] >= at:
+            entry["data_offsets"] = [v + by for v in entry["data_offsets"]]
+
+
+def layout_cases(rng):
+    """Data offsets that do not tile the data, each tensor's bytes one after the other from the
+    first to the last (as the safetensors library requires), are refused naming the tensor, also
+    when it is one the import does not read (a mask buffer)."""
+    def shared(header, data):  # ln_f.weight's bytes cut out, its entry pointing at ln_f.bias's
+        begin, end = header["ln_f.weight"]["data_offsets"]
+        data = data[:begin] + data[end:]
+        header["ln_f.weight"]["data_offsets"] = [-1, -1]
+        move_data(header, end, begin - end)
+        header["ln_f.weight"]["data_offsets"] = list(header["ln_f.bias"]["data_offsets"])
+        return data
+
+    def gap(header, data):  # eight bytes of no tensor after wte
+        end = header["wte.weight"]["data_offsets"][1]
+        move_data(header, end, 8)
+        return data[:end] + bytes(8) + data[end:]
+
+    def backwards(header, data):
+        header["h.0.attn.masked_bias"]["data_offsets"].reverse()
+        return data
+
+    def mask_overlaps(header, data):  # the mask buffer's entry at wte's bytes, its own cut out
+        begin, end = header["h.1.attn.bias"]["data_offsets"]
+        header["h.1.attn.bias"]["data_offsets"] = [-1, -1]
+        move_data(header, end, begin - end)
+        header["h.1.attn.bias"]["data_offsets"] = [0, end - begin]
+        return data[:begin] + data[end:]
+
+    def trailing(header, data):
+        return data + bytes(8)
+
+    def malformed(header, data):
+        header["h.0.attn.masked_bias"]["data_offsets"] = [True, 4]
+        return data
+
+    for name, edit, mention in [("two tensors sharing their bytes", shared, "ln_f."),
+                                ("bytes of no tensor between two", gap, "wte.weight"),
+                                ("bytes past the last tensor", trailing, "past the last tensor"),
+                                ("a buffer's offsets backwards", backwards, "h.0.attn.masked_bias"),
+                                ("a buffer overlapping wte", mask_overlaps, "h.1.attn.bias"),
+                                ("a buffer's offsets not integers", malformed, "h.0.attn.masked_bias")]:
+        d, _ = make_checkpoint("layout_" + edit.__name__, rng)
+        relayout(d, edit)
+        case_error(f"error: model.safetensors with {name}", d, mention)
+
+
 def main():
     rng = np.random.default_rng(5)
     case_import("import F32 to fp32 (buffers and lm_head skipped)", rng, "", "F32", bf16=False)
@@ -337,6 +436,8 @@ def main():
     case_error("error: unwritable output", good_dir, "cannot write",
                args=[good_dir, os.path.join(TMP, "nowhere", "out.bin")])
     bound_cases(rng)
+    config_cases(rng)
+    layout_cases(rng)
     return 1 if Case.failures else 0
 
 

@@ -5,7 +5,7 @@
 # one that cannot be replaced (the current folder, a mount point), its mode, group and owner,
 # files in it that only look like a dataset's or cannot be kept, inputs that are FIFOs (of
 # generate and evaluate too) or shrink while read, shards read with another tokenizer, leftover
-# temporaries; make train's check of TEXT; make_parity_text.sh's OUT_DIR; train_gpt's checks
+# temporaries; make train's check of TEXT and its data folder; make_parity_text.sh's OUT_DIR; train_gpt's checks
 # before the GPU (when it is built), its --gpus launch, and that it takes the shards of
 # scripts/random_tokens.py. Needs ./bpe and ./prepare_data; prints PASS / FAIL / SKIPPED lines
 # like tests/test.h.
@@ -339,8 +339,8 @@ end
 
 # scripts/make_parity_text.sh python OUT_DIR, on a stand-in for the standard library (python3 on
 # PATH says where it is): OUT_DIR the caller's folder or one above it is refused before any work,
-# though prepare_data runs from another; a folder of its own gets the dataset; --help prints the
-# opening comment.
+# though prepare_data runs from another, and so is an empty one; a folder of its own gets the
+# dataset; --help prints the opening comment.
 begin "make_parity_text_never_replaces_the_current_folder"
 mkdir -p "$tmp/parity/lib" "$tmp/parity/bin" "$tmp/parity/here"
 for i in $(seq 6); do cp scripts/compare_curves.py "$tmp/parity/lib/m$i.py"; done
@@ -361,6 +361,9 @@ check "the folder changed: $(ls "$tmp/parity/here" | tr '\n' ' ')" test "$(ls "$
 (cd "$tmp/parity/here" && PATH="$tmp/parity/bin:$PATH" exec bash "$OLDPWD/scripts/make_parity_text.sh" python ds) \
     >/dev/null 2>"$tmp/err"
 check "OUT_DIR ds: $(tail -1 "$tmp/err")" test -s "$tmp/parity/here/ds/val_000000.bin"
+bash scripts/make_parity_text.sh python '' > /dev/null 2> "$tmp/err"
+check "OUT_DIR '': $(tail -1 "$tmp/err")" \
+    test "$(cat "$tmp/err")" = "error: OUT_DIR is empty: name the dataset's folder"
 bash scripts/make_parity_text.sh --help > "$tmp/out"
 check "--help: $(tail -1 "$tmp/out")" test "$(tail -1 "$tmp/out")" = "which replaces OUT_DIR: not the current folder nor one above it."
 end
@@ -415,6 +418,46 @@ for name in .txt ..txt; do
     check "$name: runs/$name expected: $(tail -1 "$tmp/err")" grep -q "the run would go to $PWD/runs/$name; " "$tmp/err"
     rm -rf "datasets/$name"
 done
+[ -z "$had_runs" ] && rmdir runs 2>/dev/null
+[ -z "$had_datasets" ] && rmdir datasets 2>/dev/null
+end
+
+# make train never replaces a dataset it did not make from this very text (one prepare_data
+# made, or another text's of the same name): the data goes to the first of datasets/NAME,
+# NAME-2, ... that is missing, empty or made from this text, and the run's folder follows it.
+begin "make_train_never_replaces_another_dataset"
+had_runs=$([ -d runs ] && echo yes)
+had_datasets=$([ -d datasets ] && echo yes)
+name=own_data_$$
+make_text "$tmp/$name.txt" 40 5
+mkdir -p "$tmp/elsewhere"
+make_text "$tmp/elsewhere/$name.txt" 40 6
+./prepare_data --out-dir "datasets/$name" --vocab-size 300 --split-blank-lines "$tmp/a.txt" >/dev/null 2>&1
+mine=$(sums "datasets/$name")
+prepared() {  # prepared <text> <folder>: prepare_tinyshakespeare.sh puts the text's data in datasets/<folder>
+    TEXT=$1 scripts/prepare_tinyshakespeare.sh > "$tmp/out" 2> "$tmp/err"
+    check "$1: datasets/$2 expected: $(cat "$tmp/out") $(tail -1 "$tmp/err")" \
+        test "$(cat "$tmp/out")" = "$PWD/datasets/$2"
+}
+prepared "$tmp/$name.txt" "$name-2"
+check "no word on the folder taken: $(head -1 "$tmp/err")" has "$tmp/err" "datasets/$name holds data not made from"
+prepared "$tmp/elsewhere/$name.txt" "$name-3"
+prepared "$tmp/$name.txt" "$name-2"
+check "its own data not up to date: $(tail -1 "$tmp/err")" has "$tmp/err" "is up to date"
+make_text "$tmp/$name.txt" 41 5   # an edited text is still this text: its data is made again
+prepared "$tmp/$name.txt" "$name-2"
+check "the edited text's data not made again" has "$tmp/err" "prepare_data: wrote"
+echo "text $(realpath "$tmp/$name.txt")" > "datasets/$name-2/prepared_from"   # as a preparation cut short leaves it
+prepared "$tmp/$name.txt" "$name-2"
+check "data cut short not made again" has "$tmp/err" "prepare_data: wrote"
+PATH="$tmp/no_gpu:$PATH" TEXT="$tmp/$name.txt" scripts/train_tinyshakespeare.sh > /dev/null 2> "$tmp/err"
+check "runs/$name-2 expected: $(tail -1 "$tmp/err")" grep -q "the run would go to $PWD/runs/$name-2; " "$tmp/err"
+check "the dataset prepare_data made changed" test "$(sums "datasets/$name")" = "$mine"
+check "the dataset prepare_data made got a stamp" test ! -e "datasets/$name/prepared_from"
+mkdir "datasets/$name-e"   # an empty folder is no dataset's
+make_text "$tmp/$name-e.txt" 40 7
+prepared "$tmp/$name-e.txt" "$name-e"
+rm -rf "datasets/$name" "datasets/$name"-*
 [ -z "$had_runs" ] && rmdir runs 2>/dev/null
 [ -z "$had_datasets" ] && rmdir datasets 2>/dev/null
 end

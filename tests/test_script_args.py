@@ -18,6 +18,12 @@
 - Without numpy (a numpy package on PYTHONPATH whose import fails): import_gpt2.py and
   export_hf.py say in one line how to get it (make venv); plot_log.py and random_tokens.py
   need none and work.
+- Every script's --help (the Python ones with a __main__, the shell ones but gpu_common.sh, which
+  the others source), run from a copy of scripts/ without numpy, torch or transformers: the
+  usage, exit 0, nothing on stderr, nothing made. A script given good arguments without a package
+  it needs says so in one line, with how to get it: check_export_hf.py without numpy, torch or
+  transformers, train_torch_reference.py without numpy. train_torch_reference.py: a count out of
+  its range (-B 0) is argparse's error naming that option alone.
 - The scripts that need torch, without it (a torch package whose import fails, so that a machine
   with torch runs no benchmark either): --help prints the usage (torch_gpt2.py, a module, what
   it is); good arguments are one line saying it needs torch. bench_torch_decode.py: a bad value,
@@ -234,14 +240,87 @@ def case_compare_curves():
     case.end()
 
 
-def without(d, module):
-    """The environment of a script run without module: a package of that name on PYTHONPATH,
-    in folder d, whose import fails."""
-    fake = os.path.join(d, "site", module)
-    os.makedirs(fake)
-    with open(os.path.join(fake, "__init__.py"), "w") as f:
-        f.write(f'raise ImportError("No module named {module}")\n')
-    return {"PYTHONPATH": os.path.dirname(fake)}
+def without(d, *modules, stand_ins=()):
+    """The environment of a script run without modules: packages of those names on PYTHONPATH,
+    in folder d, whose import fails; stand_ins: modules (dotted names too) that import, empty."""
+    site = os.path.join(d, "site")
+    for module in modules:
+        os.makedirs(os.path.join(site, module))
+        with open(os.path.join(site, module, "__init__.py"), "w") as f:
+            f.write(f'raise ImportError("No module named {module}")\n')
+    for module in stand_ins:
+        package = os.path.join(site, *module.split("."))
+        os.makedirs(package, exist_ok=True)
+        open(os.path.join(package, "__init__.py"), "a").close()
+    return {"PYTHONPATH": site}
+
+
+# Programs among the scripts, each run with --help: the Python scripts with a __main__, the shell
+# scripts but the one the gpu_*.sh scripts source.
+SOURCED = ("gpu_common.sh",)
+
+
+def case_help_without_packages():
+    """Every script's --help, run from a copy of scripts/ in a folder that stands for the
+    repository (no programs, no texts there) without numpy, torch or transformers: the usage on
+    stdout, exit 0, nothing on stderr, nothing made."""
+    d = folder("help")
+    env = without(d, "numpy", "torch", "transformers")
+    shutil.copytree(SCRIPTS, os.path.join(d, "root", "scripts"), ignore=shutil.ignore_patterns("__pycache__"))
+    names = sorted(n for n in os.listdir(SCRIPTS) if n.endswith(".sh") and n not in SOURCED or
+                   n.endswith(".py") and "__main__" in open(script(n)).read())
+    case = Case(f"--help of every script ({len(names)}) without numpy, torch or transformers")
+    for name in names:
+        path = os.path.join(d, "root", "scripts", name)
+        if name.endswith(".py"):
+            result = run_script(path, "--help", limit_s=60, env=env)
+        else:
+            result = subprocess.run(["bash", path, "--help"], capture_output=True, text=True, timeout=60,
+                                    env=dict(os.environ, **env), cwd=d)
+        case.check(result.returncode == 0 and result.stdout.strip() and not result.stderr.strip(),
+                   f"{name} --help: exit {result.returncode}, stdout {result.stdout[:60]!r}, stderr "
+                   f"{result.stderr.strip()[-300:]!r}")
+    made = sorted(set(os.listdir(os.path.join(d, "root"))) - {"scripts"})
+    case.check(not made, f"--help made {made}")
+    case.end()
+
+
+def case_missing_packages():
+    """A script run with good arguments where a package it needs is missing: one line naming the
+    package and how to get it (numpy: make venv; torch and transformers, which make venv does not
+    install: pip install), before it reads any file."""
+    d = folder("missing")
+    ckpt, shard = os.path.join(d, "no_model.bin"), os.path.join(d, "no_shard.bin")
+    check_export = (script("check_export_hf.py"), ckpt, shard, "1", "8")
+    train_reference = (script("train_torch_reference.py"), "--train-data", shard)
+    for what, env, run, must_mention in (
+            ("numpy", without(os.path.join(d, "n1"), "numpy"), check_export, ["needs numpy", "make venv"]),
+            ("numpy", without(os.path.join(d, "n2"), "numpy"), train_reference, ["needs numpy", "make venv"]),
+            ("torch", without(os.path.join(d, "t"), "torch"), check_export, ["needs torch", "pip install torch"]),
+            ("transformers", without(os.path.join(d, "h"), "transformers", stand_ins=["torch.nn.functional"]),
+             check_export, ["needs transformers", "pip install transformers"])):
+        case = Case(f"{os.path.basename(run[0])} without {what}: one line saying how to get it")
+        result = run_script(*run, env=env)
+        for words in must_mention:
+            one_error_line(case, result, words)
+        case.end()
+
+
+def case_reference_bad_counts():
+    """train_torch_reference.py: a count out of its range is argparse's error naming that option
+    alone."""
+    d = folder("reference_counts")
+    env = without(d, "numpy", "torch")
+    flags = ["-B", "-T", "--val-batches", "--steps", "--val-every", "--warmup-steps"]
+    for flag, value in (("-B", "0"), ("-T", "-1"), ("--val-batches", "0"), ("--steps", "-1"),
+                        ("--val-every", "-2"), ("--warmup-steps", "-1")):
+        case = Case(f"train_torch_reference.py {flag} {value}: that option named alone")
+        result = run_script(script("train_torch_reference.py"), "--train-data", "x", flag, value, env=env)
+        last = (result.stderr.strip().splitlines() or [""])[-1]
+        case.check(result.returncode == 2 and f"{flag} {value}" in last, f"exit {result.returncode}, {last!r}")
+        case.check(not any(f in last.replace(f"{flag} {value}", "") for f in flags if f != flag),
+                   f"names another option: {last!r}")
+        case.end()
 
 
 def case_without_numpy():
@@ -704,6 +783,9 @@ def main():
     case_gen_unicode_tables()
     case_compare_curves()
     case_without_numpy()
+    case_help_without_packages()
+    case_missing_packages()
+    case_reference_bad_counts()
     case_torch_scripts()
     case_architecture_options()
     case_gpu_scripts()
