@@ -256,8 +256,8 @@ def without(d, *modules, stand_ins=()):
 
 
 # Programs among the scripts, each run with --help: the Python scripts with a __main__, the shell
-# scripts but the one the gpu_*.sh scripts source.
-SOURCED = ("gpu_common.sh",)
+# scripts (scripts/gpu/'s too) but the one the GPU scripts source.
+SOURCED = (os.path.join("gpu", "common.sh"),)
 
 
 def case_help_without_packages():
@@ -267,8 +267,10 @@ def case_help_without_packages():
     d = folder("help")
     env = without(d, "numpy", "torch", "transformers")
     shutil.copytree(SCRIPTS, os.path.join(d, "root", "scripts"), ignore=shutil.ignore_patterns("__pycache__"))
-    names = sorted(n for n in os.listdir(SCRIPTS) if n.endswith(".sh") and n not in SOURCED or
+    names = sorted(n for n in os.listdir(SCRIPTS) if n.endswith(".sh") or
                    n.endswith(".py") and "__main__" in open(script(n)).read())
+    names += sorted(os.path.join("gpu", n) for n in os.listdir(os.path.join(SCRIPTS, "gpu")) if n.endswith(".sh"))
+    names = [n for n in names if n not in SOURCED]
     case = Case(f"--help of every script ({len(names)}) without numpy, torch or transformers")
     for name in names:
         path = os.path.join(d, "root", "scripts", name)
