@@ -21,8 +21,9 @@ DEFAULT_TEXT := $(BUILD)/texts/tinyshakespeare.txt
 TEXT      ?=
 TEST_TEXT ?= $(DEFAULT_TEXT)
 
-# Plain C libraries: common/, tokenizer/, data/, distributed/. The programs sit above them.
-C_LIB_SRC := $(wildcard common/*.c tokenizer/*.c data/*.c distributed/*.c)
+# Plain C libraries: common/, tokenizer/, data/, distributed/, and the GPT model's parameter table
+# (gpt/param_table.c), which CPU programs read too. The programs sit above them.
+C_LIB_SRC := $(wildcard common/*.c tokenizer/*.c data/*.c distributed/*.c gpt/*.c)
 C_LIB_OBJ := $(C_LIB_SRC:%.c=$(BUILD)/%.o)
 
 # CUDA libraries: the layers, attention (the ring of context parallelism among it), the GPT
