@@ -1,8 +1,9 @@
 // tests/test_param_table.c: the parameter table (gpt/param_table.h) on the CPU: the layout (sizes,
 // offsets, each layer's slices), groups, decay, Muon's matrices, ZeRO-1's units and the initial
 // values of GPT-2, the modern recipe and every combination of the switches that change the
-// tensors, against hashes of what the code before the table computed; the rows against the list
-// of kinds; a per-layer kind on a subset of the layers (slices packed, padding rows, draws); Muon
+// tensors, against fixed hashes (GPT-2's layout is llm.c's, and a seed draws the values it always
+// has, so every checkpoint written stays readable and every run repeatable); the rows against the
+// list of kinds; a per-layer kind on a subset of the layers (slices packed, padding rows, draws); Muon
 // cutting qkvw into one (3C, C), three (C, C) or head-pair matrices by the row alone, and ZeRO-1's
 // shards of them whole; presence per architecture; --help's listing.
 #include <math.h>
@@ -39,8 +40,8 @@ static size_t tensor_offset(const GPTConfig* c, int i) {
     return off;
 }
 
-// What the hash of the code before the table mixed: the count, each tensor's size, group, decay,
-// Muon's matrix and ZeRO-1's unit under Muon, each tensor's offset and each layer's slices'.
+// The layout's hash: the count, each tensor's size, group, decay, Muon's matrix and ZeRO-1's unit
+// under Muon, each tensor's offset and each layer's slices' (~0 where absent).
 static uint64_t layout_hash(const GPTConfig* c) {
     fnv = 0xcbf29ce484222325ULL;
     size_t sizes[NUM_PARAM_TENSORS];
@@ -82,10 +83,9 @@ static uint64_t init_hash(const GPTConfig* c, uint64_t seed) {
     return fnv;
 }
 
-// The hashes of the code before the table (the enum and switches of gpt/parameters.cu and
-// gpt/optimizer.h), by a build of it.
-static void test_old_layout_and_init(void) {
-    test_begin("param_table_layout_and_init_as_before");
+// The hashes, fixed: a change of the layout or of the draws shows here.
+static void test_layout_and_init_fixed(void) {
+    test_begin("param_table_layout_and_init_fixed");
     struct {
         const char* name;
         GPTConfig c;
@@ -100,9 +100,9 @@ static void test_old_layout_and_init(void) {
     };
     for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
         uint64_t layout = layout_hash(&models[m].c), init = init_hash(&models[m].c, models[m].seed);
-        CHECK(layout == models[m].layout, "%s: layout hash 0x%016llx, before 0x%016llx", models[m].name,
+        CHECK(layout == models[m].layout, "%s: layout hash 0x%016llx, fixed 0x%016llx", models[m].name,
               (unsigned long long)layout, (unsigned long long)models[m].layout);
-        CHECK(init == models[m].init, "%s: init hash 0x%016llx, before 0x%016llx", models[m].name,
+        CHECK(init == models[m].init, "%s: init hash 0x%016llx, fixed 0x%016llx", models[m].name,
               (unsigned long long)init, (unsigned long long)models[m].init);
     }
     // Every combination of rotary, rms_norm, bias, untied_head and zero_init (bits 0 to 4 of k) on
@@ -128,9 +128,9 @@ static void test_old_layout_and_init(void) {
     for (int k = 0; k < 32; k++) {
         GPTConfig c = config(50, 300, 3, 4, 64, k & 1, (k >> 1) & 1, (k >> 2) & 1, (k >> 3) & 1, (k >> 4) & 1);
         uint64_t layout = layout_hash(&c), init = init_hash(&c, 1000 + k);
-        CHECK(layout == layouts[k], "switches %d: layout hash 0x%016llx, before 0x%016llx", k,
+        CHECK(layout == layouts[k], "switches %d: layout hash 0x%016llx, fixed 0x%016llx", k,
               (unsigned long long)layout, (unsigned long long)layouts[k]);
-        CHECK(init == inits[k], "switches %d: init hash 0x%016llx, before 0x%016llx", k, (unsigned long long)init,
+        CHECK(init == inits[k], "switches %d: init hash 0x%016llx, fixed 0x%016llx", k, (unsigned long long)init,
               (unsigned long long)inits[k]);
     }
     test_end();
@@ -302,7 +302,7 @@ static void test_describe(void) {
 }
 
 int main(void) {
-    test_old_layout_and_init();
+    test_layout_and_init_fixed();
     test_rows_agree_with_the_list();
     test_layer_subset();
     test_muon_cuts();
