@@ -94,18 +94,6 @@ class Slice(NamedTuple):
     kind: gpt_parameters.Kind   # the tensor of the parameter table it is (a slice of)
 
 
-# Each tensor kind's Hugging Face name (its layer's "h.{l}." before a per-layer one's), and
-# whether it is a Conv1D weight, stored (in, out): the transpose of the checkpoint's (out, in). A
-# kind GPT-2 has not is named "{kind}.weight".
-HF_NAMES = {"wte": ("wte.weight", False), "wpe": ("wpe.weight", False),
-            "ln1w": ("ln_1.weight", False), "ln1b": ("ln_1.bias", False),
-            "qkvw": ("attn.c_attn.weight", True), "qkvb": ("attn.c_attn.bias", False),
-            "attprojw": ("attn.c_proj.weight", True), "attprojb": ("attn.c_proj.bias", False),
-            "ln2w": ("ln_2.weight", False), "ln2b": ("ln_2.bias", False),
-            "fcw": ("mlp.c_fc.weight", True), "fcb": ("mlp.c_fc.bias", False),
-            "fcprojw": ("mlp.c_proj.weight", True), "fcprojb": ("mlp.c_proj.bias", False),
-            "lnfw": ("ln_f.weight", False), "lnfb": ("ln_f.bias", False), "lm_head": ("lm_head.weight", False)}
-
 
 def parameter_count(s, hf=False, arch=GPT2):
     """The parameters the checkpoint of a model of shape s and architecture arch holds (hf:
@@ -116,18 +104,14 @@ def parameter_count(s, hf=False, arch=GPT2):
 
 def layout(s, arch=GPT2):
     """The checkpoint's slices in file order: those of the tensors architecture arch has, a
-    per-layer one's layer by layer, each named as HF_NAMES says."""
+    per-layer one's layer by layer, each by its Hugging Face name (gpt_parameters.slice_names)."""
     slices = []
     for kind, _ in gpt_parameters.layout(s, arch):
-        name, transposed = HF_NAMES.get(kind.name, (kind.name + ".weight", False))
+        transposed = gpt_parameters.conv1d(kind)
         shape = gpt_parameters.slice_shape(kind, s)
         hf_shape = gpt_parameters.slice_shape(kind, s, vocab_rows=s.V)
         hf_shape = hf_shape[::-1] if transposed else hf_shape
-        if kind.layers is None:
-            slices.append(Slice(name, hf_shape, shape, transposed, kind))
-        else:
-            slices += [Slice(f"h.{l}.{name}", hf_shape, shape, transposed, kind)
-                       for l, sl in enumerate(gpt_parameters.layer_slices(kind, s, arch)) if sl >= 0]
+        slices += [Slice(name, hf_shape, shape, transposed, kind) for name in gpt_parameters.slice_names(kind, s, arch)]
     return slices
 
 

@@ -1,7 +1,8 @@
 """scripts/gpt_parameters.py: the parameter table of gpt/param_table.h for the Python scripts
 (python3 alone: no numpy, no torch): one row per kind of parameter tensor, in the order of the
 model checkpoint, with what is computed from it: which tensors a model of a shape and an
-architecture has, their shapes and sizes, the slices of each layer, Muon's matrices.
+architecture has, their shapes and sizes, the slices of each layer and the names the scripts
+give them (Hugging Face GPT-2's), Muon's matrices.
 
 A row (Kind): the name (gpt/param_table.h's field); one slice's rows and cols, each a Dim (times,
 of) with of "1", "C", "HS", "Vp" or "maxT" (a vector has cols Dim(1, "1")); layers: None for a
@@ -160,6 +161,33 @@ def layout(s, arch):
 def count(s, arch, vocab_rows=None):
     """The parameters of a model of shape s and architecture arch (vocab_rows: see dim)."""
     return sum(math.prod(tensor_shape(kind, s, arch, vocab_rows)) for kind in TABLE if present(kind, arch))
+
+
+# The Hugging Face name of each kind GPT-2 has (a per-layer one's after "h.{l}."), and whether
+# Hugging Face stores it as a Conv1D weight, (in, out): the transpose of the table's (out, in).
+HF_NAMES = {"wte": ("wte.weight", False), "wpe": ("wpe.weight", False),
+            "ln1w": ("ln_1.weight", False), "ln1b": ("ln_1.bias", False),
+            "qkvw": ("attn.c_attn.weight", True), "qkvb": ("attn.c_attn.bias", False),
+            "attprojw": ("attn.c_proj.weight", True), "attprojb": ("attn.c_proj.bias", False),
+            "ln2w": ("ln_2.weight", False), "ln2b": ("ln_2.bias", False),
+            "fcw": ("mlp.c_fc.weight", True), "fcb": ("mlp.c_fc.bias", False),
+            "fcprojw": ("mlp.c_proj.weight", True), "fcprojb": ("mlp.c_proj.bias", False),
+            "lnfw": ("ln_f.weight", False), "lnfb": ("ln_f.bias", False), "lm_head": ("lm_head.weight", False)}
+
+
+def slice_names(kind, s, arch):
+    """The names of the slices of kind in a model of shape s and architecture arch, in order, as
+    the checkpoint's scripts call them: Hugging Face's ("h.3.attn.c_attn.weight"), "{kind}.weight"
+    for a kind GPT-2 has not."""
+    name = HF_NAMES.get(kind.name, (kind.name + ".weight", False))[0]
+    if kind.layers is None:
+        return [name] if present(kind, arch) else []
+    return [f"h.{l}.{name}" for l, sl in enumerate(layer_slices(kind, s, arch)) if sl >= 0]
+
+
+def conv1d(kind):
+    """Whether Hugging Face stores kind transposed (a Conv1D weight)."""
+    return HF_NAMES.get(kind.name, ("", False))[1]
 
 
 def muon_matrix(kind, s):

@@ -34,9 +34,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from gpt2_checkpoint import layout
 from gpt_architecture import GPT2
-from gpt_parameters import Shape
+from gpt_parameters import Shape, layout, slice_names
 
 PRESETS = {"d2": (2, 128, 2), "d6": (6, 384, 6), "d12": (12, 768, 12), "d24": (24, 1024, 16),
            "d36": (36, 1280, 20), "d48": (48, 1600, 25)}   # (L, C, NH), gpt/config.h's
@@ -171,11 +170,9 @@ class GPT(nn.Module):
     def table_parameters(self):
         """[(Kind, its parameters: the tensor, or a slice per layer that holds one)] of each tensor
         of the parameter table the model has, in checkpoint order."""
-        params, tensors = dict(self.named_parameters()), {}
-        for sl in layout(self.shape, self.arch):
-            kind = tensors.setdefault(sl.kind.name, (sl.kind, []))
-            kind[1].append(params[checkpoint_parameter(sl.hf_name)])
-        return list(tensors.values())
+        params = dict(self.named_parameters())
+        return [(kind, [params[checkpoint_parameter(name)] for name in slice_names(kind, self.shape, self.arch)])
+                for kind, _ in layout(self.shape, self.arch)]
 
     def load_checkpoint(self, slices):
         """Every parameter set to a checkpoint's values: slices are (Slice, float32 array in the
