@@ -11,7 +11,8 @@
 const char* const param_names[NUM_PARAM_TENSORS] = {PARAM_TENSORS(PARAM_NAME_ITEM, PARAM_NAME_ITEM)};
 const ParamTensor layer_param_tensors[NUM_LAYER_PARAMS] = {PARAM_TENSORS(PARAM_NO_ITEM, PARAM_ENUM_ITEM)};
 
-int every_layer(int l, int L) { return l; }
+// The layers that hold a slice of a per-layer kind: every one.
+static int every_layer(int l, int L) { return l; }
 
 // Which architectures have a kind (gpt/config.h).
 static int learned_positions(const Architecture* a) { return !a->rotary; }

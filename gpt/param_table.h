@@ -82,8 +82,6 @@ typedef enum { GROUP_MATRIX, GROUP_EMBEDDING, GROUP_HEAD, GROUP_VECTOR } ParamGr
 // The slice of a per-layer kind that layer l of L holds, or -1 for none: the layers that hold one
 // take the slices 0, 1, ... in layer order, packed one after another in the tensor.
 typedef int (*LayerSlice)(int l, int L);
-// Every layer holds one: slice l.
-int every_layer(int l, int L);
 
 typedef struct {
     Dim rows, cols;              // one slice (the tensor of a model kind): a vector has cols {1, DIM_ONE}
@@ -134,7 +132,7 @@ void init_param_tensor(const ParamKind* k, const GPTConfig* c, float* values, Rn
 void init_param_values(float* values, const GPTConfig* c, uint64_t seed);
 
 // The bytes param_table_describe may take.
-#define PARAM_TABLE_TEXT 2048
+#define PARAM_TABLE_TEXT 4096
 // The table as train_gpt --help lists it: a line per kind with its shape, init, optimizer group
 // and which presets (gpt/config.h) have it.
 void param_table_describe(char* out, size_t len);
