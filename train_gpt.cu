@@ -280,9 +280,11 @@ static void parse_args(int argc, char** argv, TrainOptions* o) {
          "N ranks share each sequence (-T a multiple of 2N), attention\nas a ring; with one process the N ranks run on "
          "its GPU [1]", 1, 1 << 16},
     };
-    const CommandLine line = {"train_gpt",
-                              "usage: train_gpt [options]\nTrains a GPT (GPT-2's architecture or the modern one) on token shards, on one GPU\nor several.\n", 26,
-                              NULL, options, sizeof(options) / sizeof(options[0])};
+    char usage[256 + PARAM_TABLE_TEXT];
+    int head = snprintf(usage, sizeof(usage), "usage: train_gpt [options]\nTrains a GPT (GPT-2's architecture or the "
+                        "modern one) on token shards, on one GPU\nor several.\n\n");
+    param_table_describe(usage + head, sizeof(usage) - head);
+    const CommandLine line = {"train_gpt", usage, 26, NULL, options, sizeof(options) / sizeof(options[0])};
     int first = options_parse(&line, argc, argv);
     if (first < argc) die("unexpected argument '%s' (train_gpt --help lists the options)", argv[first]);
     if (o->resume_dir && o->init_from) die("--resume and --init-from exclude each other");

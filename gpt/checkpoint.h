@@ -1,6 +1,6 @@
 // gpt/checkpoint.h: the two files of a checkpoint, and where they go.
 //   model_%08d.bin: the model: int32 header[256] (ModelFileHeader), then the parameters in
-//     checkpoint order (gpt/parameters.h). A GPT-2 is llm.c's file, fp32 (version 3) or bf16
+//     checkpoint order (gpt/param_table.h). A GPT-2 is llm.c's file, fp32 (version 3) or bf16
 //     (version 5); a model of another architecture (gpt/config.h) is version 6 (fp32) or 7
 //     (bf16), its architecture in the header after the shape, its present tensors in the same
 //     order. A GPT-2 with documents or windows is such a model too: llm.c's versions have no

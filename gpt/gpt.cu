@@ -12,7 +12,7 @@
 #include "layers/matmul.h"
 #include "layers/muon.h"
 
-// The tensors as ZeRO-1 cuts them: under Muon each layer's matrix is a unit, so that a rank
+// The tensors as ZeRO-1 cuts them: under Muon each of Muon's matrices is a unit, so that a rank
 // orthogonalises it whole.
 static void zero_tensors(const GPTConfig* c, const OptimizerConfig* optimizer, ZeroTensor t[NUM_PARAM_TENSORS]) {
     size_t sizes[NUM_PARAM_TENSORS];
@@ -20,7 +20,7 @@ static void zero_tensors(const GPTConfig* c, const OptimizerConfig* optimizer, Z
     int muon = optimizer && optimizer->kind == OPTIMIZER_MUON;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         t[i].count = sizes[i];
-        t[i].unit = muon && param_group(i) == GROUP_MATRIX ? layer_param_size(i, c) : ZERO_SHARD_ALIGN;
+        t[i].unit = param_zero_unit(&param_table[i], c, muon);
     }
 }
 
@@ -44,9 +44,9 @@ static size_t muon_scratch(const GPTConfig* c, const ZeroShard* s, const ZeroTen
     if (!optimizer || optimizer->kind != OPTIMIZER_MUON) return 0;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         ZeroShardPart part = zero_shard_part(s, tensors, i, s->rank);
-        if (param_group(i) != GROUP_MATRIX || part.count == 0) continue;
+        if (param_table[i].group != GROUP_MATRIX || part.count == 0) continue;
         int rows, cols;
-        matrix_shape(i, c->C, &rows, &cols);
+        param_muon_matrix(&param_table[i], c, &rows, &cols);
         size_t need = muon_scratch_bytes((int)(part.count / tensors[i].unit), rows, cols);
         bytes = need > bytes ? need : bytes;
     }
@@ -339,8 +339,9 @@ static void reduce_grads(GPT* g, bf16* const* ptrs, const size_t* sizes, int n) 
 // Layer l's gradient slices, each of its own tensor, averaged over the ranks.
 static void reduce_layer_grads(GPT* g, int l) {
     size_t sizes[NUM_LAYER_PARAMS];
-    for (int i = 0; i < NUM_LAYER_PARAMS; i++) sizes[i] = layer_param_size(PARAM_LN1W + i, &g->config);
     LayerParameters d = layer_parameters(&g->grads, l, &g->config);
+    for (int i = 0; i < NUM_LAYER_PARAMS; i++)
+        sizes[i] = d.t[i] ? param_slice_size(&param_table[layer_param_tensors[i]], &g->config) : 0;
     reduce_grads(g, d.t, sizes, NUM_LAYER_PARAMS);
 }
 
@@ -374,11 +375,17 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     embedding(g, host_inputs, B, T, 1);
     profile_mark(g->profile, PART_EMBEDDING, PHASE_BACKWARD, st);
     if (reduce) {
-        // wte has the classifier's (when tied) and the encoder's parts only now; the last to go.
-        bf16* const ptrs[] = {d->lnfw, d->lnfb, d->wpe, d->lm_head, d->wte};
-        const size_t sizes[] = {g->param_sizes[PARAM_LNFW], g->param_sizes[PARAM_LNFB], g->param_sizes[PARAM_WPE],
-                                g->param_sizes[PARAM_LM_HEAD], g->param_sizes[PARAM_WTE]};
-        reduce_grads(g, ptrs, sizes, 5);
+        // The tensors of the model, not of a layer: wte has the classifier's (when tied) and the
+        // encoder's parts only now.
+        bf16* ptrs[NUM_PARAM_TENSORS];
+        size_t sizes[NUM_PARAM_TENSORS];
+        int n = 0;
+        for (int i = 0; i < NUM_PARAM_TENSORS; i++)
+            if (!param_table[i].layers) {
+                ptrs[n] = d->t[i];
+                sizes[n++] = g->param_sizes[i];
+            }
+        reduce_grads(g, ptrs, sizes, n);
         cudaCheck(cudaEventRecord(g->grads_reduced, g->comm_stream));
     }
 }
@@ -428,7 +435,7 @@ static void gather_params(GPT* g) {
 }
 
 int gpt_muon_matrices(const GPT* g, int i) {
-    if (g->optimizer.kind != OPTIMIZER_MUON || param_group(i) != GROUP_MATRIX) return 0;
+    if (g->optimizer.kind != OPTIMIZER_MUON || param_table[i].group != GROUP_MATRIX) return 0;
     return (int)(zero_shard_part(&g->shard, g->zero_tensors, i, g->shard.rank).count / g->zero_tensors[i].unit);
 }
 
@@ -439,7 +446,7 @@ float gpt_update(GPT* g, float lr) {
     float grad_scale = (o->grad_clip > 0.0f && norm > o->grad_clip) ? o->grad_clip / norm : 1.0f;
     int muon = o->kind == OPTIMIZER_MUON;
     // The schedule's factor, for the groups whose peak is not o->lr (Muon's Adam groups).
-    float lr_scale = lr / o->lr;
+    float schedule = lr / o->lr;
     g->adam_t++;
     profile_start(g->profile, UPDATE_MARKS, g->stream);
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
@@ -447,16 +454,18 @@ float gpt_update(GPT* g, float lr) {
         ZeroShardPart part = zero_shard_part(&g->shard, g->zero_tensors, i, g->shard.rank);
         size_t p = part.param_index, s = part.shard_offset;
         if (part.count == 0) continue;
-        ParamGroup group = param_group(i);
-        float decay = param_decays[i] ? o->weight_decay : 0.0f;
-        if (muon && group == GROUP_MATRIX) {
+        const ParamKind* k = &param_table[i];
+        float decay = k->decay_scale * o->weight_decay;
+        if (muon && k->group == GROUP_MATRIX) {
             int rows, cols;
-            matrix_shape(i, g->config.C, &rows, &cols);
+            param_muon_matrix(k, &g->config, &rows, &cols);
             muon_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s, gpt_muon_matrices(g, i),
-                        rows, cols, lr, o->momentum, decay, grad_scale, g->optimizer_scratch, &g->matmul);
+                        rows, cols, k->lr_scale * lr, o->momentum, decay, grad_scale, g->optimizer_scratch,
+                        &g->matmul);
         } else {
-            float peak = group == GROUP_EMBEDDING ? o->embedding_lr : group == GROUP_HEAD ? o->head_lr : o->vector_lr;
-            float adam_lr = !muon ? lr : peak * lr_scale;
+            float peak = k->group == GROUP_EMBEDDING ? o->embedding_lr : k->group == GROUP_HEAD ? o->head_lr
+                       : o->vector_lr;
+            float adam_lr = k->lr_scale * (!muon ? lr : peak * schedule);
             adamw_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s, g->v + s, part.count,
                          adam_lr, o->b1, o->b2, g->adam_t, o->eps, decay, grad_scale, g->stream);
         }

@@ -5,17 +5,20 @@
 
 #include <string.h>
 #include "gpt/config.h"
-#include "gpt/parameters.h"
+#include "gpt/param_table.h"
 
 // 6 per weight for the matmuls forward and backward (every parameter but the embeddings that are
-// only looked up: wpe, and wte when the head is lm_head; a tied wte counts once, as the
-// classifier), plus attention: QK^T and PV, 2 * 2 * T * C per layer forward, times 3 with
-// backward (causal masking ignored); a layer with a window of W < T keys counts W in place of T
-// (documents, which the data sets, are not counted).
+// only looked up, the embedding group of gpt/param_table.h: wpe, and wte when the head is lm_head;
+// a tied wte counts once, as the classifier), plus attention: QK^T and PV, 2 * 2 * T * C per
+// layer forward, times 3 with backward (causal masking ignored); a layer with a window of W < T
+// keys counts W in place of T (documents, which the data sets, are not counted).
 static inline double flops_per_token(const GPTConfig* c, int T) {
     size_t sizes[NUM_PARAM_TENSORS];
     param_sizes(c, sizes);
-    double looked_up = (double)sizes[PARAM_WPE] + (c->arch.untied_head ? (double)sizes[PARAM_WTE] : 0.0);
+    double looked_up = 0.0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++)
+        if (param_table[i].group == GROUP_EMBEDDING) looked_up += (double)sizes[i];
+    if (!c->arch.untied_head) looked_up -= (double)sizes[PARAM_WTE];
     double weights = (double)count_params(c) - looked_up;
     if (c->arch.window_count == 0) return 6.0 * weights + 12.0 * c->L * c->C * (double)T;
     double keys = 0.0;   // over the layers

@@ -1,14 +1,16 @@
-// gpt/optimizer.h: the two optimizers the model trains with, their settings (their defaults
-// and bounds), and which parameter tensor each updates how.
-//   AdamW: every tensor at one learning rate, weight decay on the 2-D weights.
-//   Muon: the blocks' 2-D matrices (qkvw, attprojw, fcw, fcprojw; each layer's matrix on its
-//     own) by Nesterov momentum orthogonalised with Newton-Schulz iterations (layers/muon.h),
-//     applied with lr * sqrt(max(1, rows / cols)); Adam for the rest: the embeddings wte (the
-//     tied head too) and wpe at embedding_lr, an untied head lm_head at head_lr, the vectors
-//     (layernorm weights and biases, the biases) at vector_lr.
+// gpt/optimizer.h: the two optimizers the model trains with and their settings (their defaults
+// and bounds). Which group of the parameter table (gpt/param_table.h) a tensor is in says how it
+// is updated:
+//   AdamW: every tensor at one learning rate (times its row's lr_scale).
+//   Muon: the matrix group (the blocks' qkvw, attprojw, fcw, fcprojw; each layer's slice cut into
+//     matrices as the row's muon_rows says, each on its own) by Nesterov momentum orthogonalised
+//     with Newton-Schulz iterations (layers/muon.h), applied with lr * sqrt(max(1, rows / cols));
+//     Adam for the rest: the embedding group (wte, the tied head too, and wpe) at embedding_lr,
+//     the head group (an untied lm_head) at head_lr, the vectors (layernorm weights and biases,
+//     the biases) at vector_lr, each times its row's lr_scale.
 // The learning-rate schedule (gpt/lr_schedule.h) scales every group's rate alike. Weight decay
-// is decoupled: master -= lr * weight_decay * master on the 2-D weights (param_decays), with the
-// group's lr.
+// is decoupled: master -= lr * weight_decay * decay_scale * master, with the tensor's lr; the
+// table decays the 2-D weights.
 #ifndef FLASHGPT_GPT_OPTIMIZER_H
 #define FLASHGPT_GPT_OPTIMIZER_H
 
@@ -16,7 +18,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include "gpt/parameters.h"
+#include "gpt/param_table.h"
 
 typedef enum { OPTIMIZER_ADAMW, OPTIMIZER_MUON } OptimizerKind;
 
@@ -157,24 +159,5 @@ static inline int optimizer_invalid(const OptimizerConfig* o, int untied_head, c
 }
 
 static inline const char* optimizer_name(OptimizerKind kind) { return kind == OPTIMIZER_MUON ? "muon" : "adamw"; }
-
-// What updates a parameter tensor under Muon (under AdamW every tensor is one group).
-typedef enum { GROUP_MATRIX, GROUP_EMBEDDING, GROUP_HEAD, GROUP_VECTOR } ParamGroup;
-
-static inline ParamGroup param_group(int i) {
-    switch (i) {
-    case PARAM_QKVW: case PARAM_ATTPROJW: case PARAM_FCW: case PARAM_FCPROJW: return GROUP_MATRIX;
-    case PARAM_WTE: case PARAM_WPE: return GROUP_EMBEDDING;
-    case PARAM_LM_HEAD: return GROUP_HEAD;
-    default: return GROUP_VECTOR;
-    }
-}
-
-// Tensor i's rows and columns of one layer's matrix (out, in), as stored: (3C, C), (C, C),
-// (4C, C), (C, 4C).
-static inline void matrix_shape(int i, int C, int* rows, int* cols) {
-    *rows = i == PARAM_QKVW ? 3 * C : i == PARAM_FCW ? 4 * C : C;
-    *cols = i == PARAM_FCPROJW ? 4 * C : C;
-}
 
 #endif

@@ -168,7 +168,7 @@ void profile_work(const GPTConfig* c, const ProfileShape* s, PartWork work[NUM_P
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         if (!s->muon_matrices[i]) continue;
         int rows, cols;
-        matrix_shape(i, c->C, &rows, &cols);
+        param_muon_matrix(&param_table[i], c, &rows, &cols);
         matrices = add_work(matrices, muon_work(s->muon_matrices[i], rows, cols));
         matrix_params += (double)s->muon_matrices[i] * rows * cols;
     }

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include "common/cuda_check.h"
 #include "gpt/config.h"
-#include "gpt/parameters.h"
+#include "gpt/param_table.h"
 
 // Measured ceilings of one H200 (the device machine's dense bf16 matmul and copy benchmarks);
 // the FLOP rate gives way to --peak-tflops.

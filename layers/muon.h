@@ -1,6 +1,6 @@
 // layers/muon.h: Muon's step on a batch of 2-D weight matrices (count matrices of (rows, cols),
-// row-major, one after another: one tensor kind of every layer, as gpt/parameters.h stores
-// them): Nesterov momentum, orthogonalised by five Newton-Schulz iterations as bf16 matmuls on
+// row-major, one after another: the matrices gpt/param_table.h cuts a tensor kind's slices into):
+// Nesterov momentum, orthogonalised by five Newton-Schulz iterations as bf16 matmuls on
 // tensor cores (cuBLASLt, batched over the matrices), applied to the fp32 master weights.
 //
 // Newton-Schulz: X = M / ||M||_F (per matrix, so every singular value is at most 1), taken with

@@ -4,7 +4,7 @@ and the safetensors file.
 
 The checkpoint is llm.c's: int32 header[256] ([0] 20240326, [1] version 3 (fp32 parameters) or
 5 (bf16), [2] maxT, [3] V, [4] L, [5] NH, [6] C, [7] Vp = V rounded up to a multiple of 128),
-then the parameters in this order:
+then the parameters in the parameter table's order (scripts/gpt_parameters.py), GPT-2's:
   wte (Vp, C), wpe (maxT, C), ln1w (L, C), ln1b (L, C), qkvw (L, 3C, C), qkvb (L, 3C),
   attprojw (L, C, C), attprojb (L, C), ln2w (L, C), ln2b (L, C), fcw (L, 4C, C), fcb (L, 4C),
   fcprojw (L, C, 4C), fcprojb (L, C), lnfw (C), lnfb (C)
@@ -15,8 +15,7 @@ flashgpt stores (out, in), so those slices are the transposes of the Hugging Fac
 Versions 6 (fp32) and 7 (bf16) are train_gpt's models of another architecture (gpt/checkpoint.h):
 header slots 8-83 hold it (scripts/gpt_architecture.py's fields in their order, the floats by
 their bits, the windows one slot each; every later slot 0), and the parameters are the tensors it
-has in the same order,
-then lm_head (Vp, C) when its head is untied (named lm_head.weight, padding rows past V). The
+has in the table's order (scripts/gpt_parameters.py), lm_head (Vp, C) last when its head is untied (named lm_head.weight, padding rows past V). The
 import writes GPT-2's versions; the export takes them, and versions 6 and 7 holding GPT-2's
 architecture; Checkpoint reads all four.
 
@@ -34,7 +33,9 @@ try:
 except ImportError:
     np = None  # a script says so once its arguments are read (needed.exit_without)
 
+import gpt_parameters
 from gpt_architecture import FLOAT_FIELDS, GPT2, MAX_WINDOWS, SLOTS, Architecture, invalid
+from gpt_parameters import Shape, padded_vocab  # noqa: F401  (the scripts take them from here too)
 from needed import exit_without
 from output_file import Failure, atomic_output, fail
 
@@ -86,63 +87,33 @@ def check_regular_file(path):
         fail(f"{path}: {'is a directory' if os.path.isdir(path) else 'not a regular file'}")
 
 
-def padded_vocab(V):
-    return (V + 127) // 128 * 128
-
-
-class Shape(NamedTuple):
-    """A GPT-2's sizes: context, vocabulary, layers, heads, channels."""
-    maxT: int
-    V: int
-    L: int
-    NH: int
-    C: int
-
-    @property
-    def Vp(self):
-        return padded_vocab(self.V)
-
-
 class Slice(NamedTuple):
     """One Hugging Face tensor and where it sits in the checkpoint."""
     hf_name: str        # without the "transformer." prefix
     hf_shape: tuple     # as Hugging Face stores it
     shape: tuple        # as the checkpoint stores it
     transposed: bool    # a Conv1D weight: shape is hf_shape reversed
+    kind: gpt_parameters.Kind   # the tensor of the parameter table it is (a slice of)
+
 
 
 def parameter_count(s, hf=False, arch=GPT2):
     """The parameters the checkpoint of a model of shape s and architecture arch holds (hf:
-    Hugging Face's, whose wte has V rows, not Vp), by arithmetic: a header's sizes can be
+    Hugging Face's, whose wte has V rows, not Vp), from the sizes alone: a header's sizes can be
     checked against a file's before layout(s) lists 12 L slices."""
-    C, vocab = s.C, s.V if hf else s.Vp
-    per_layer = 12 * C * C + 9 * C * arch.bias + 4 * C * (not arch.rms_norm)
-    return (vocab * C * (1 + arch.untied_head) + s.maxT * C * (not arch.rotary) + s.L * per_layer +
-            2 * C * (not arch.rms_norm))
+    return gpt_parameters.count(s, arch, vocab_rows=s.V if hf else None)
 
 
 def layout(s, arch=GPT2):
-    """The checkpoint's slices in file order: those of the tensors architecture arch has."""
-    C = s.C
-    norm, bias = not arch.rms_norm, arch.bias
-    slices = [Slice("wte.weight", (s.V, C), (s.Vp, C), False)]
-    if not arch.rotary:
-        slices.append(Slice("wpe.weight", (s.maxT, C), (s.maxT, C), False))
-    # (Hugging Face name in layer l, its shape there, Conv1D weight, whether the architecture has it)
-    per_layer = [("ln_1.weight", (C,), False, norm), ("ln_1.bias", (C,), False, norm),
-                 ("attn.c_attn.weight", (C, 3 * C), True, True), ("attn.c_attn.bias", (3 * C,), False, bias),
-                 ("attn.c_proj.weight", (C, C), True, True), ("attn.c_proj.bias", (C,), False, bias),
-                 ("ln_2.weight", (C,), False, norm), ("ln_2.bias", (C,), False, norm),
-                 ("mlp.c_fc.weight", (C, 4 * C), True, True), ("mlp.c_fc.bias", (4 * C,), False, bias),
-                 ("mlp.c_proj.weight", (4 * C, C), True, True), ("mlp.c_proj.bias", (C,), False, bias)]
-    for name, hf_shape, transposed, present in per_layer:
-        shape = hf_shape[::-1] if transposed else hf_shape
-        if present:
-            slices += [Slice(f"h.{l}.{name}", hf_shape, shape, transposed) for l in range(s.L)]
-    if norm:
-        slices += [Slice("ln_f.weight", (C,), (C,), False), Slice("ln_f.bias", (C,), (C,), False)]
-    if arch.untied_head:
-        slices.append(Slice("lm_head.weight", (s.V, C), (s.Vp, C), False))
+    """The checkpoint's slices in file order: those of the tensors architecture arch has, a
+    per-layer one's layer by layer, each by its Hugging Face name (gpt_parameters.slice_names)."""
+    slices = []
+    for kind, _ in gpt_parameters.layout(s, arch):
+        transposed = gpt_parameters.conv1d(kind)
+        shape = gpt_parameters.slice_shape(kind, s)
+        hf_shape = gpt_parameters.slice_shape(kind, s, vocab_rows=s.V)
+        hf_shape = hf_shape[::-1] if transposed else hf_shape
+        slices += [Slice(name, hf_shape, shape, transposed, kind) for name in gpt_parameters.slice_names(kind, s, arch)]
     return slices
 
 

@@ -13,8 +13,9 @@ switchable as train_gpt's are:
   RMSNorm of each over the head (QK-norm); a ReLU^2 MLP; no biases; an output head lm_head of
   its own; the logits z soft-capped as softcap * tanh(z / softcap) before the loss.
 Attention is F.scaled_dot_product_attention (causal, scaled by 1/sqrt(HS)); the vocabulary is
-padded to a multiple of 128, the padded logits left out of the loss. The init is
-gpt/parameters.h's: N(0, 0.02) for the 2-D weights, 0.02 / sqrt(2L) for the two residual
+padded to a multiple of 128, the padded logits left out of the loss. Each parameter is a slice of
+a tensor of the parameter table (scripts/gpt_parameters.py; GPT.table_parameters pairs them) and
+starts as its row says: N(0, 0.02) for the 2-D weights, 0.02 / sqrt(2L) for the two residual
 projections, zero biases and padded vocabulary rows, LayerNorm weights 1; with zero_init the
 residual projections and lm_head 0. Or a flashgpt model checkpoint's values (GPT.load_checkpoint,
 through CHECKPOINT_MODULES). The residual stream is fp32 as PyTorch's mixed precision has it (the
@@ -34,6 +35,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from gpt_architecture import GPT2
+from gpt_parameters import Shape, layout, slice_names
 
 PRESETS = {"d2": (2, 128, 2), "d6": (6, 384, 6), "d12": (12, 768, 12), "d24": (24, 1024, 16),
            "d36": (36, 1280, 20), "d48": (48, 1600, 25)}   # (L, C, NH), gpt/config.h's
@@ -142,7 +144,7 @@ class Block(nn.Module):
 class GPT(nn.Module):
     def __init__(self, L, C, NH, V, maxT, emulate=(), arch=GPT2):
         super().__init__()
-        self.V, self.arch = V, arch
+        self.V, self.arch, self.shape = V, arch, Shape(maxT, V, L, NH, C)
         value, grad = "residual" in emulate, "residual-grad" in emulate
         self.stream = (lambda x: RoundBf16.apply(x, value, grad)) if value or grad else (lambda x: x)
         Vp = (V + 127) // 128 * 128
@@ -152,18 +154,25 @@ class GPT(nn.Module):
         self.blocks = nn.ModuleList(Block(C, NH, arch, self.stream, rotary) for _ in range(L))
         self.lnf = make_norm(C, arch)
         self.lm_head = nn.Linear(C, Vp, bias=False) if arch.untied_head else None
+        kinds = {id(p): kind for kind, params in self.table_parameters() for p in params}
         with torch.no_grad():
-            for name, p in self.named_parameters():
-                residual = name.endswith("proj.weight")
-                if p.dim() == 2 and arch.zero_init and (residual or name == "lm_head.weight"):
+            for p in self.parameters():  # in the order of the modules, whose draws these are
+                kind = kinds[id(p)]
+                if kind.init == "ones":
+                    nn.init.ones_(p)
+                elif kind.init == "zero" or (kind.zero_init and arch.zero_init):
                     nn.init.zeros_(p)
-                elif p.dim() == 2:
-                    nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * L) if residual else 0.02)
-                elif name.endswith("bias"):
-                    nn.init.zeros_(p)
-            for head in (self.wte, self.lm_head):
-                if head is not None:
-                    head.weight[V:].zero_()
+                else:
+                    nn.init.normal_(p, 0.0, kind.std / math.sqrt(2 * L) if kind.residual else kind.std)
+                if kind.rows.of == "Vp":
+                    p[V:].zero_()  # the padding rows
+
+    def table_parameters(self):
+        """[(Kind, its parameters: the tensor, or a slice per layer that holds one)] of each tensor
+        of the parameter table the model has, in checkpoint order."""
+        params = dict(self.named_parameters())
+        return [(kind, [params[checkpoint_parameter(name)] for name in slice_names(kind, self.shape, self.arch)])
+                for kind, _ in layout(self.shape, self.arch)]
 
     def load_checkpoint(self, slices):
         """Every parameter set to a checkpoint's values: slices are (Slice, float32 array in the

@@ -7,18 +7,23 @@ code.
   architecture preset (gpt2, modern; gpt/optimizer.h's optimizer_defaults and
   modern_optimizer_defaults). Python alone, like the rest of this file until an optimizer is
   made: the scripts settle their options before they load torch.
-- adamw(model, s): AdamW (b1 0.9, b2 0.95, eps 1e-8) of every tensor at s.lr, the weight decay
-  on the 2-D weights only.
-- Muon(model, s): Nesterov momentum on each block matrix's gradient (the layers' matrices of one
-  kind stacked), orthogonalised by newton_schulz and applied with lr * sqrt(max(1, rows / cols))
-  after decoupled weight decay; AdamW (betas s.adam_beta1, s.adam_beta2, eps 1e-8) for the rest:
-  wte (the head too when tied) and wpe at s.embedding_lr and an untied head lm_head at
-  s.head_lr, both with the weight decay; the vectors (norms' weights, biases) at s.vector_lr
-  without. step(scale) takes the schedule's factor of every peak.
+Each tensor is updated as its row of the parameter table (scripts/gpt_parameters.py, through
+GPT.table_parameters) says: its group, its multiples of the group's rate (lr_scale) and of the
+weight decay (decay_scale: the 2-D weights), and the matrices Muon cuts it into.
+- adamw(model, s): AdamW (b1 0.9, b2 0.95, eps 1e-8) of every tensor at s.lr; a group's lr is
+  set as the schedule's lr times its "lr_scale".
+- Muon(model, s): Nesterov momentum on the gradient of each tensor of the matrix group (its
+  slices stacked), each of its matrices orthogonalised by newton_schulz and applied with
+  lr * sqrt(max(1, rows / cols)) after decoupled weight decay; AdamW (betas s.adam_beta1,
+  s.adam_beta2, eps 1e-8) for the rest: the embedding group (wte, the head too when tied, and
+  wpe) at s.embedding_lr, the head group (an untied lm_head) at s.head_lr, the vectors (norms'
+  weights, biases) at s.vector_lr. step(scale) takes the schedule's factor of every peak.
 s: the settings, as attributes: lr, weight_decay, muon_momentum, embedding_lr, head_lr,
 vector_lr, adam_beta1, adam_beta2 (defaults' keys). Both take PyTorch's fused AdamW on the GPU,
 its default elsewhere (tests/test_torch_reference.py runs them on the CPU).
 """
+from gpt_parameters import muon_matrix
+
 try:
     import torch
 except ImportError:
@@ -27,7 +32,6 @@ except ImportError:
 # Muon's Newton-Schulz quintic and its steps (layers/muon.h).
 NS_COEFFICIENTS, NS_STEPS, NS_EPS = (3.4445, -4.7750, 2.0315), 5, 1e-7
 ADAM_EPS = 1e-8
-MATRICES = ("qkv", "attproj", "fc", "fcproj")  # the blocks' linear layers whose weights Muon takes
 
 
 def defaults(kind, preset):
@@ -40,11 +44,12 @@ def defaults(kind, preset):
 
 
 def adamw(model, s):
-    decay = [p for p in model.parameters() if p.dim() == 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": s.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW([g for g in groups if g["params"]], lr=s.lr, betas=(0.9, 0.95), eps=ADAM_EPS,
-                             fused=decay[0].is_cuda)
+    groups = {}  # the tensors of each (lr_scale, decay_scale)
+    for kind, params in model.table_parameters():
+        groups.setdefault((kind.lr_scale, kind.decay_scale), []).extend(params)
+    return torch.optim.AdamW([{"params": params, "lr": s.lr * scale, "lr_scale": scale,
+                               "weight_decay": s.weight_decay * decay} for (scale, decay), params in groups.items()],
+                             lr=s.lr, betas=(0.9, 0.95), eps=ADAM_EPS, fused=model.wte.weight.is_cuda)
 
 
 def newton_schulz(u):
@@ -68,35 +73,39 @@ def newton_schulz(u):
 class Muon:
     def __init__(self, model, s):
         self.lr, self.momentum, self.weight_decay = s.lr, s.muon_momentum, s.weight_decay
-        self.kinds = [[getattr(block, name).weight for block in model.blocks] for name in MATRICES]
+        tensors = model.table_parameters()
+        # Each matrix tensor: its kind, its slices, the shape of the matrices Muon cuts them into.
+        self.kinds = [(kind, params, muon_matrix(kind, model.shape)) for kind, params in tensors
+                      if kind.group == "matrix"]
         self.buffers = [torch.zeros(len(ps), *ps[0].shape, device=ps[0].device, dtype=ps[0].dtype)
-                        for ps in self.kinds]
-        matrices = {id(p) for ps in self.kinds for p in ps}
-        embeddings = [model.wte.weight] + ([model.wpe.weight] if model.wpe is not None else [])
-        head = [model.lm_head.weight] if model.lm_head is not None else []
-        vectors = [p for p in model.parameters() if id(p) not in matrices and p.dim() < 2]
-        groups = [{"params": embeddings, "weight_decay": s.weight_decay, "peak": s.embedding_lr},
-                  {"params": head, "weight_decay": s.weight_decay, "peak": s.head_lr},
-                  {"params": vectors, "weight_decay": 0.0, "peak": s.vector_lr}]
-        self.adam = torch.optim.AdamW([g for g in groups if g["params"]], lr=s.embedding_lr,
+                        for _, ps, _ in self.kinds]
+        peaks = {"embedding": s.embedding_lr, "head": s.head_lr, "vector": s.vector_lr}
+        groups = {}  # Adam's tensors of each (group, lr_scale, decay_scale)
+        for kind, params in tensors:
+            if kind.group != "matrix":
+                groups.setdefault((kind.group, kind.lr_scale, kind.decay_scale), []).extend(params)
+        self.adam = torch.optim.AdamW([{"params": params, "peak": peaks[group] * scale,
+                                        "weight_decay": s.weight_decay * decay}
+                                       for (group, scale, decay), params in groups.items()], lr=s.embedding_lr,
                                       betas=(s.adam_beta1, s.adam_beta2), eps=ADAM_EPS, fused=model.wte.weight.is_cuda)
 
     def step(self, scale):
         for group in self.adam.param_groups:
             group["lr"] = group["peak"] * scale
         self.adam.step()
-        lr = self.lr * scale
         with torch.no_grad():
-            for params, buf in zip(self.kinds, self.buffers):
+            for (kind, params, (rows, cols)), buf in zip(self.kinds, self.buffers):
+                lr, decay = self.lr * kind.lr_scale * scale, self.weight_decay * kind.decay_scale
                 grad = torch.stack([p.grad for p in params])
                 buf.lerp_(grad, 1 - self.momentum)
-                update = newton_schulz(grad.lerp_(buf, self.momentum)).to(grad.dtype)
-                update *= max(1.0, grad.size(-2) / grad.size(-1)) ** 0.5
+                u = grad.lerp_(buf, self.momentum).reshape(-1, rows, cols)
+                update = newton_schulz(u).to(grad.dtype).reshape(grad.shape)
+                update *= max(1.0, rows / cols) ** 0.5
                 for p, u in zip(params, update):
-                    p.mul_(1 - lr * self.weight_decay).add_(u, alpha=-lr)
+                    p.mul_(1 - lr * decay).add_(u, alpha=-lr)
 
     def zero_grad(self, set_to_none=True):
         self.adam.zero_grad(set_to_none=set_to_none)
-        for params in self.kinds:
+        for _, params, _ in self.kinds:
             for p in params:
                 p.grad = None

@@ -13,9 +13,10 @@ What it shares with train_gpt, by construction:
 - the data: train_gpt's batches in train_gpt's order for --seed (scripts/shard_batches.py:
   data/dataloader.c's samples and its shuffle of every epoch, one rank); validation on the first
   --val-batches batches of the val shards, in order, every --val-every steps and at the last;
-- the optimizer (--optimizer, scripts/torch_optimizers.py): AdamW (b1 0.9, b2 0.95, eps 1e-8),
-  weight decay on the 2-D weights only; or Muon for the blocks' matrices with AdamW for wte and
-  wpe (--embedding-lr), an untied head (--head-lr) and the vectors (--vector-lr); each setting
+- the optimizer (--optimizer, scripts/torch_optimizers.py, each tensor as the parameter table
+  says): AdamW (b1 0.9, b2 0.95, eps 1e-8), weight decay on the 2-D weights only; or Muon for
+  the blocks' matrices with AdamW for wte and wpe (--embedding-lr), an untied head (--head-lr)
+  and the vectors (--vector-lr); each setting
   not given takes train_gpt's default for the optimizer and the architecture (the modern
   preset's AdamW lr 2e-3 and Muon wte at 0.05); the global gradient norm clipped to
   --grad-clip, linear warmup from lr/warmup, then a cosine to lr * --min-lr-frac at the last
@@ -246,7 +247,7 @@ def run(a, init, log):
         lr = learning_rate(a, step, steps)
         if a.optimizer == "adamw":
             for group in opt.param_groups:
-                group["lr"] = lr
+                group["lr"] = lr * group["lr_scale"]
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         x, y = to_device(train.next(), dev)

@@ -24,6 +24,7 @@ except ImportError:
     np = None  # said in one line (needed.exit_without) before anything else
 
 from gpt2_checkpoint import Checkpoint, from_bf16_bits
+import gpt_parameters
 from gpt_architecture import GPT2
 from needed import exit_without
 from output_file import Failure, fail
@@ -40,17 +41,12 @@ GELU_SCALE = np.sqrt(2 / np.pi)
 
 
 def parameters(ck):
-    """name -> float64 array, in checkpoint order (as tests/gen_gpt_reference.py's PARAM_SHAPES)."""
-    maxT, V, L, NH, C = ck.shape
-    shapes = [("wte", (ck.shape.Vp, C)), ("wpe", (maxT, C)), ("ln1w", (L, C)), ("ln1b", (L, C)),
-              ("qkvw", (L, 3 * C, C)), ("qkvb", (L, 3 * C)), ("attprojw", (L, C, C)), ("attprojb", (L, C)),
-              ("ln2w", (L, C)), ("ln2b", (L, C)), ("fcw", (L, 4 * C, C)), ("fcb", (L, 4 * C)),
-              ("fcprojw", (L, C, 4 * C)), ("fcprojb", (L, C)), ("lnfw", (C,)), ("lnfb", (C,))]
+    """name -> float64 array, in checkpoint order (the parameter table's, scripts/gpt_parameters.py)."""
     flat = (from_bf16_bits(ck.values) if ck.bf16 else np.asarray(ck.values)).astype(np.float64)
     p, offset = {}, 0
-    for name, shape in shapes:
+    for kind, shape in gpt_parameters.layout(ck.shape, ck.arch):
         n = int(np.prod(shape))
-        p[name] = flat[offset:offset + n].reshape(shape)
+        p[kind.name] = flat[offset:offset + n].reshape(shape)
         offset += n
     return p
 

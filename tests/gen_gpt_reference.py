@@ -24,7 +24,8 @@ layer 1 its last 9 keys of it at most) for tests/test_gpt.cu. The file layout (a
   float32 grads (P)        of the mean loss at the initial params;  float32 grad_norm (unclipped)
   float32 losses (nsteps)  losses[i]: the batch's loss before AdamW update i + 1
   float32 muon losses (Muon steps): the same under Muon (gpt/optimizer.h)
-Parameters are in checkpoint order, the architecture's tensors only: wte (Vp, C), wpe (maxT, C),
+Parameters are in checkpoint order (the parameter table's, scripts/gpt_parameters.py), the
+architecture's tensors only: wte (Vp, C), wpe (maxT, C),
 ln1w (L, C), ln1b (L, C), qkvw (L, 3C, C), qkvb (L, 3C), attprojw (L, C, C), attprojb (L, C),
 ln2w (L, C), ln2b (L, C), fcw (L, 4C, C), fcb (L, 4C), fcprojw (L, C, 4C), fcprojb (L, C),
 lnfw (C), lnfb (C), lm_head (Vp, C). The modern model has wte, the four matrices and lm_head.
@@ -43,6 +44,10 @@ import os
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import gpt_parameters  # noqa: E402  (the tensors, their shapes, order and decay)
+from gpt_architecture import Architecture  # noqa: E402
 
 B, T, MAXT, V, L, NH, C = 2, 37, 40, 97, 2, 2, 128
 VP = (V + 127) // 128 * 128
@@ -69,35 +74,17 @@ MASKED = dict(MODERN, documents=1, document_token=DOCUMENT_TOKEN, window_count=2
 # token inside and one at the last position.
 DOCUMENT_STARTS = ([0, 1, 13, 30], [20, 21, 36])
 
-ALL_SHAPES = [
-    ("wte", (VP, C)), ("wpe", (MAXT, C)),
-    ("ln1w", (L, C)), ("ln1b", (L, C)),
-    ("qkvw", (L, 3 * C, C)), ("qkvb", (L, 3 * C)),
-    ("attprojw", (L, C, C)), ("attprojb", (L, C)),
-    ("ln2w", (L, C)), ("ln2b", (L, C)),
-    ("fcw", (L, 4 * C, C)), ("fcb", (L, 4 * C)),
-    ("fcprojw", (L, C, 4 * C)), ("fcprojb", (L, C)),
-    ("lnfw", (C,)), ("lnfb", (C,)),
-    ("lm_head", (VP, C)),
-]
-DECAYED = {"wte", "wpe", "qkvw", "attprojw", "fcw", "fcprojw", "lm_head"}
-
-
-def present(name, arch):
-    """Whether the architecture has the tensor (gpt/parameters.cu)."""
-    if name == "wpe":
-        return not arch["rotary"]
-    if name in ("ln1w", "ln1b", "ln2w", "ln2b", "lnfw", "lnfb"):
-        return not arch["rms_norm"]
-    if name in ("qkvb", "attprojb", "fcb", "fcprojb"):
-        return arch["bias"]
-    if name == "lm_head":
-        return arch["untied_head"]
-    return True
+SHAPE = gpt_parameters.Shape(MAXT, V, L, NH, C)
 
 
 def param_shapes(arch):
-    return [(name, shape) for name, shape in ALL_SHAPES if present(name, arch)]
+    """(name, shape) of the tensors the architecture has, in checkpoint order."""
+    return [(kind.name, shape) for kind, shape in gpt_parameters.layout(SHAPE, Architecture(**arch))]
+
+
+def decay_scale(name):
+    """The multiple of the weight decay the tensor takes (the 2-D weights 1, the rest 0)."""
+    return gpt_parameters.KINDS[name].decay_scale
 
 
 def num_params(arch):
@@ -453,7 +440,7 @@ def model_reference(path, arch, seed, muon_steps):
     P = num_params(arch)
     decay_mask = np.zeros(P)
     for name, view in views(decay_mask, arch).items():
-        view[...] = name in DECAYED
+        view[...] = decay_scale(name)
     m, v = np.zeros(P), np.zeros(P)
     losses = []
     for t in range(1, NSTEPS + 1):

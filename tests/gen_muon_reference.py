@@ -28,7 +28,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 import gen_gpt_reference as gpt  # noqa: E402  (the model, its init and batch)
+import gpt_parameters  # noqa: E402  (each tensor's group, multipliers and Muon's matrices)
 
 MAGIC, VERSION = 20261202, 1
 NSTEPS, T0 = 10, 3
@@ -36,8 +38,7 @@ LR, MOMENTUM, EMBEDDING_LR, HEAD_LR, VECTOR_LR = 0.02, 0.95, 0.001, 0.002, 0.002
 BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, GRAD_CLIP = 0.8, 0.95, 1e-8, 0.1, 1.0
 LR_SCALE = 0.75
 NS_A, NS_B, NS_C, NS_STEPS, NS_EPS = 3.4445, -4.7750, 2.0315, 5, 1e-7
-MATRICES = {"qkvw", "attprojw", "fcw", "fcprojw"}
-EMBEDDINGS = {"wte", "wpe"}
+PEAKS = {"embedding": EMBEDDING_LR, "head": HEAD_LR, "vector": VECTOR_LR}  # Adam's, by group
 
 
 def newton_schulz(m):
@@ -59,16 +60,17 @@ def muon_step(master, grad, m, v, t, lr_scale, arch=gpt.GPT2):
     grad = grad * (GRAD_CLIP / norm) if norm > GRAD_CLIP else grad
     p, g, mv, vv = gpt.views(master, arch), gpt.views(grad, arch), gpt.views(m, arch), gpt.views(v, arch)
     for name, _ in gpt.param_shapes(arch):
-        decay = WEIGHT_DECAY if name in gpt.DECAYED else 0.0
-        if name in MATRICES:
-            lr = LR * lr_scale
+        kind = gpt_parameters.KINDS[name]
+        decay = WEIGHT_DECAY * kind.decay_scale
+        if kind.group == "matrix":
+            lr = LR * kind.lr_scale * lr_scale
             mv[name][...] = MOMENTUM * mv[name] + (1 - MOMENTUM) * g[name]
             u = (1 - MOMENTUM) * g[name] + MOMENTUM * mv[name]
-            rows, cols = u.shape[1:]
-            update = np.stack([newton_schulz(layer) for layer in u]) * np.sqrt(max(1.0, rows / cols))
-            p[name][...] -= lr * (decay * p[name] + update)
+            rows, cols = gpt_parameters.muon_matrix(kind, gpt.SHAPE)  # each slice cut into such matrices
+            update = np.stack([newton_schulz(x) for x in u.reshape(-1, rows, cols)]).reshape(u.shape)
+            p[name][...] -= lr * (decay * p[name] + update * np.sqrt(max(1.0, rows / cols)))
         else:
-            lr = (EMBEDDING_LR if name in EMBEDDINGS else HEAD_LR if name == "lm_head" else VECTOR_LR) * lr_scale
+            lr = PEAKS[kind.group] * kind.lr_scale * lr_scale
             mv[name][...] = BETA1 * mv[name] + (1 - BETA1) * g[name]
             vv[name][...] = BETA2 * vv[name] + (1 - BETA2) * g[name] ** 2
             mhat, vhat = mv[name] / (1 - BETA1 ** t), vv[name] / (1 - BETA2 ** t)

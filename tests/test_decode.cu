@@ -262,7 +262,7 @@ static float* small_gpt_values(const GPTConfig* c) {
     size_t sizes[NUM_PARAM_TENSORS], off = 0;
     param_sizes(c, sizes);
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        for (size_t j = 0; param_decays[i] && j < sizes[i]; j++) values[off + j] *= 10.0f;
+        for (size_t j = 0; param_table[i].decay_scale && j < sizes[i]; j++) values[off + j] *= 10.0f;
         off += sizes[i];
     }
     return values;

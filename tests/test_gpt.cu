@@ -675,7 +675,7 @@ static void test_parameters_by_architecture(void) {
     size_t sizes[NUM_PARAM_TENSORS];
     param_sizes(&modern, sizes);
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        int present = i == PARAM_WTE || param_group(i) == GROUP_MATRIX || i == PARAM_LM_HEAD;
+        int present = i == PARAM_WTE || param_table[i].group == GROUP_MATRIX || i == PARAM_LM_HEAD;
         CHECK((sizes[i] > 0) == present, "modern: %s has %zu elements", param_names[i], sizes[i]);
     }
     CHECK(sizes[PARAM_LM_HEAD] == sizes[PARAM_WTE], "lm_head has %zu elements", sizes[PARAM_LM_HEAD]);

@@ -164,7 +164,7 @@ static void test_update(const Reference* r) {
     size_t off = 0;
     for (int i = 0; i < NUM_PARAM_TENSORS; off += g.param_sizes[i++]) {
         size_t n = g.param_sizes[i];
-        int matrix = param_group(i) == GROUP_MATRIX;
+        int matrix = param_table[i].group == GROUP_MATRIX;
         double err = relative_l2(change.data() + off, expected.data() + off, n);
         double err_m = relative_l2(m.data() + off, r->m1.data() + off, n);
         double err_v = matrix ? 0.0 : relative_l2(v.data() + off, r->v1.data() + off, n);
@@ -247,7 +247,7 @@ static void test_simulated_ranks(const Reference* r) {
             size_t tensor_begin = 0;
             for (int i = 0; i < NUM_PARAM_TENSORS; tensor_begin += g.param_sizes[i++]) {
                 ZeroShardPart part = zero_shard_part(&g.shard, g.zero_tensors, i, rank);
-                int matrix = param_group(i) == GROUP_MATRIX;
+                int matrix = param_table[i].group == GROUP_MATRIX;
                 CHECK(!matrix || part.count == 0 || (part.param_index - tensor_begin) % g.zero_tensors[i].unit == 0,
                       "W %d rank %d: %s's part starts inside a matrix", W, rank, param_names[i]);
                 double diff = 0.0, ref = 0.0;

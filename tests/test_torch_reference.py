@@ -10,7 +10,7 @@ one with a rotary base of 100 and a soft cap of 2, every tensor random):
   relative L2 (the file stores them in float32);
 - the reference trainer's AdamW (its groups, the clip at 1) for the file's steps on the batch:
   each step's loss within 1e-5 relative;
-- its Muon (gpt/optimizer.h's groups: the matrices, wte, lm_head, the vectors, each at its
+- its Muon (the parameter table's groups: the matrices, wte, lm_head, the vectors, each at its
   rate), for the modern file's Muon steps: each loss within 1e-2 relative, as tests/test_gpt.cu
   allows train_gpt (Newton-Schulz runs in bf16 on both).
 The project never depends on torch: without it every case is SKIPPED (the GPU machine's python
@@ -138,14 +138,16 @@ def case_optimizers(name, r):
     model = model_of(r)
     opt = Muon(model, SimpleNamespace(lr=h[6], muon_momentum=h[7], embedding_lr=h[8], head_lr=h[9],
                                       vector_lr=h[10], adam_beta1=h[11], adam_beta2=h[12], weight_decay=h[14]))
-    # Adam's groups: the embeddings at the embedding rate, an untied head at its own, the vectors.
-    groups = [([id(p) for p in g["params"]], g["peak"]) for g in opt.adam.param_groups]
+    # Adam's groups, in any order: the embeddings at the embedding rate, an untied head at its own,
+    # the vectors.
+    groups = sorted((sorted(id(p) for p in g["params"]), g["peak"]) for g in opt.adam.param_groups)
     want = [([id(model.wte.weight)] + ([id(model.wpe.weight)] if model.wpe is not None else []), h[8])]
     if model.lm_head is not None:
         want.append(([id(model.lm_head.weight)], h[9]))
     vectors = [id(p) for p in model.parameters() if p.dim() < 2]
     if vectors:
         want.append((vectors, h[10]))
+    want = sorted((sorted(ids), peak) for ids, peak in want)
     case.check(groups == want, f"Adam's groups (parameter ids, peak) {groups}, expected {want}")
     got = steps(model, r, opt, len(r["muon_losses"]), lambda: opt.step(1.0))
     err = np.abs(got - r["muon_losses"]) / r["muon_losses"]

@@ -446,7 +446,7 @@ end
 
 begin "train_gpt_save_init_writes_the_initial_model_without_the_gpu"
 # --save-init: the model a run of the seed starts from, as a version 3 (fp32) checkpoint of the
-# run's shape, then the run stops (0) before the GPU: gpt/parameters.h's init, each value a bf16
+# run's shape, then the run stops (0) before the GPU: gpt/param_table.h's init, each value a bf16
 # one (the master weights train_gpt starts from); the same file for the same seed, another for
 # another; a file --init-from takes. Refused in one line, writing nothing: with --init-from or
 # --resume, or as a folder, a missing folder or an input.

@@ -1,0 +1,214 @@
+// gpt/param_table.c: the parameter table's rows, and what is computed from them: sizes, slices,
+// Muon's matrices, ZeRO-1's units, the initial values and --help's listing (gpt/param_table.h).
+#include "gpt/param_table.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "distributed/zero_shard.h"
+
+#define PARAM_NAME_ITEM(NAME, field) #field,
+const char* const param_names[NUM_PARAM_TENSORS] = {PARAM_TENSORS(PARAM_NAME_ITEM, PARAM_NAME_ITEM)};
+const ParamTensor layer_param_tensors[NUM_LAYER_PARAMS] = {PARAM_TENSORS(PARAM_NO_ITEM, PARAM_ENUM_ITEM)};
+
+// The layers that hold a slice of a per-layer kind: every one.
+static int every_layer(int l, int L) { return l; }
+
+// Which architectures have a kind (gpt/config.h).
+static int learned_positions(const Architecture* a) { return !a->rotary; }
+static int layernorm(const Architecture* a) { return !a->rms_norm; }   // RMSNorm has no weights
+static int biases(const Architecture* a) { return a->bias; }
+static int untied_head(const Architecture* a) { return a->untied_head; }
+
+// GPT-2's sixteen tensors in llm.c's order, then the untied head. Weights N(0, 0.02), the
+// projections into the residual stream N(0, 0.02 / sqrt(2L)); the 2-D tensors decayed; Muon takes
+// each layer's matrix whole.
+const ParamKind param_table[NUM_PARAM_TENSORS] = {
+    [PARAM_WTE] = {.rows = {1, DIM_VP}, .cols = {1, DIM_C},
+                   .init = INIT_NORMAL, .std = 0.02,
+                   .group = GROUP_EMBEDDING, .lr_scale = 1, .decay_scale = 1},
+    [PARAM_WPE] = {.rows = {1, DIM_MAXT}, .cols = {1, DIM_C}, .present = learned_positions,
+                   .init = INIT_NORMAL, .std = 0.02,
+                   .group = GROUP_EMBEDDING, .lr_scale = 1, .decay_scale = 1},
+    [PARAM_LN1W] = {.rows = {1, DIM_C}, .cols = {1, DIM_ONE}, .layers = every_layer, .present = layernorm,
+                    .init = INIT_ONES,
+                    .group = GROUP_VECTOR, .lr_scale = 1},
+    [PARAM_LN1B] = {.rows = {1, DIM_C}, .cols = {1, DIM_ONE}, .layers = every_layer, .present = layernorm,
+                    .init = INIT_ZERO,
+                    .group = GROUP_VECTOR, .lr_scale = 1},
+    [PARAM_QKVW] = {.rows = {3, DIM_C}, .cols = {1, DIM_C}, .layers = every_layer,
+                    .init = INIT_NORMAL, .std = 0.02,
+                    .group = GROUP_MATRIX, .lr_scale = 1, .decay_scale = 1, .muon_rows = {3, DIM_C}},
+    [PARAM_QKVB] = {.rows = {3, DIM_C}, .cols = {1, DIM_ONE}, .layers = every_layer, .present = biases,
+                    .init = INIT_ZERO,
+                    .group = GROUP_VECTOR, .lr_scale = 1},
+    [PARAM_ATTPROJW] = {.rows = {1, DIM_C}, .cols = {1, DIM_C}, .layers = every_layer,
+                        .init = INIT_NORMAL, .std = 0.02, .residual = 1, .zero_init = 1,
+                        .group = GROUP_MATRIX, .lr_scale = 1, .decay_scale = 1, .muon_rows = {1, DIM_C}},
+    [PARAM_ATTPROJB] = {.rows = {1, DIM_C}, .cols = {1, DIM_ONE}, .layers = every_layer, .present = biases,
+                        .init = INIT_ZERO,
+                        .group = GROUP_VECTOR, .lr_scale = 1},
+    [PARAM_LN2W] = {.rows = {1, DIM_C}, .cols = {1, DIM_ONE}, .layers = every_layer, .present = layernorm,
+                    .init = INIT_ONES,
+                    .group = GROUP_VECTOR, .lr_scale = 1},
+    [PARAM_LN2B] = {.rows = {1, DIM_C}, .cols = {1, DIM_ONE}, .layers = every_layer, .present = layernorm,
+                    .init = INIT_ZERO,
+                    .group = GROUP_VECTOR, .lr_scale = 1},
+    [PARAM_FCW] = {.rows = {4, DIM_C}, .cols = {1, DIM_C}, .layers = every_layer,
+                   .init = INIT_NORMAL, .std = 0.02,
+                   .group = GROUP_MATRIX, .lr_scale = 1, .decay_scale = 1, .muon_rows = {4, DIM_C}},
+    [PARAM_FCB] = {.rows = {4, DIM_C}, .cols = {1, DIM_ONE}, .layers = every_layer, .present = biases,
+                   .init = INIT_ZERO,
+                   .group = GROUP_VECTOR, .lr_scale = 1},
+    [PARAM_FCPROJW] = {.rows = {1, DIM_C}, .cols = {4, DIM_C}, .layers = every_layer,
+                       .init = INIT_NORMAL, .std = 0.02, .residual = 1, .zero_init = 1,
+                       .group = GROUP_MATRIX, .lr_scale = 1, .decay_scale = 1, .muon_rows = {1, DIM_C}},
+    [PARAM_FCPROJB] = {.rows = {1, DIM_C}, .cols = {1, DIM_ONE}, .layers = every_layer, .present = biases,
+                       .init = INIT_ZERO,
+                       .group = GROUP_VECTOR, .lr_scale = 1},
+    [PARAM_LNFW] = {.rows = {1, DIM_C}, .cols = {1, DIM_ONE}, .present = layernorm,
+                    .init = INIT_ONES,
+                    .group = GROUP_VECTOR, .lr_scale = 1},
+    [PARAM_LNFB] = {.rows = {1, DIM_C}, .cols = {1, DIM_ONE}, .present = layernorm,
+                    .init = INIT_ZERO,
+                    .group = GROUP_VECTOR, .lr_scale = 1},
+    [PARAM_LM_HEAD] = {.rows = {1, DIM_VP}, .cols = {1, DIM_C}, .present = untied_head,
+                       .init = INIT_NORMAL, .std = 0.02, .zero_init = 1,
+                       .group = GROUP_HEAD, .lr_scale = 1, .decay_scale = 1},
+};
+
+size_t param_dim(Dim d, const GPTConfig* c) {
+    size_t of = 1;
+    switch (d.of) {
+    case DIM_ONE: of = 1; break;
+    case DIM_C: of = (size_t)c->C; break;
+    case DIM_HS: of = (size_t)(c->C / c->NH); break;
+    case DIM_VP: of = (size_t)c->Vp; break;
+    case DIM_MAXT: of = (size_t)c->maxT; break;
+    }
+    return (size_t)d.times * of;
+}
+
+static int present(const ParamKind* k, const Architecture* a) { return !k->present || k->present(a); }
+
+int param_layer_slice(const ParamKind* k, int l, const GPTConfig* c) {
+    return k->layers && present(k, &c->arch) ? k->layers(l, c->L) : -1;
+}
+
+int param_slices(const ParamKind* k, const GPTConfig* c) {
+    if (!present(k, &c->arch)) return 0;
+    if (!k->layers) return 1;
+    int n = 0;
+    for (int l = 0; l < c->L; l++) n += k->layers(l, c->L) >= 0;
+    return n;
+}
+
+size_t param_slice_size(const ParamKind* k, const GPTConfig* c) {
+    return present(k, &c->arch) ? param_dim(k->rows, c) * param_dim(k->cols, c) : 0;
+}
+
+void param_muon_matrix(const ParamKind* k, const GPTConfig* c, int* rows, int* cols) {
+    *rows = (int)param_dim(k->muon_rows, c);
+    *cols = (int)param_dim(k->cols, c);
+}
+
+size_t param_zero_unit(const ParamKind* k, const GPTConfig* c, int muon) {
+    if (!muon || k->group != GROUP_MATRIX) return ZERO_SHARD_ALIGN;
+    int rows, cols;
+    param_muon_matrix(k, c, &rows, &cols);
+    return (size_t)rows * cols;
+}
+
+void param_sizes(const GPTConfig* c, size_t sizes[NUM_PARAM_TENSORS]) {
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++)
+        sizes[i] = (size_t)param_slices(&param_table[i], c) * param_slice_size(&param_table[i], c);
+}
+
+size_t count_params(const GPTConfig* c) {
+    size_t sizes[NUM_PARAM_TENSORS], n = 0;
+    param_sizes(c, sizes);
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) n += sizes[i];
+    return n;
+}
+
+void init_param_tensor(const ParamKind* k, const GPTConfig* c, float* values, Rng* rng) {
+    size_t slice = param_slice_size(k, c), n = (size_t)param_slices(k, c) * slice;
+    if (k->init == INIT_ONES) {
+        for (size_t j = 0; j < n; j++) values[j] = 1.0f;
+    } else if (k->init == INIT_ZERO || (k->zero_init && c->arch.zero_init)) {
+        memset(values, 0, n * sizeof(float));
+    } else {
+        double std = k->residual ? k->std / sqrt(2.0 * c->L) : k->std;
+        // A vocabulary table's rows past V are padding: zero, and no draw.
+        size_t real = k->rows.of == DIM_VP ? (size_t)k->rows.times * c->V * param_dim(k->cols, c) : slice;
+        for (float* s = values; s < values + n; s += slice) {
+            for (size_t j = 0; j < real; j++) s[j] = (float)(std * rng_normal(rng));
+            for (size_t j = real; j < slice; j++) s[j] = 0.0f;
+        }
+    }
+}
+
+// x rounded to the nearest bf16 value, ties to even, as the GPU's conversion does (x finite).
+static float round_to_bf16(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof(bits));
+    bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+    memcpy(&x, &bits, sizeof(x));
+    return x;
+}
+
+void init_param_values(float* values, const GPTConfig* c, uint64_t seed) {
+    size_t sizes[NUM_PARAM_TENSORS];
+    param_sizes(c, sizes);
+    Rng rng = {seed};
+    float* p = values;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        init_param_tensor(&param_table[i], c, p, &rng);
+        p += sizes[i];
+    }
+    for (float* v = values; v < p; v++) *v = round_to_bf16(*v);
+}
+
+// d as text: "C", "3C", "2HS", "1".
+static void dim_text(Dim d, char* out, size_t len) {
+    static const char* const names[] = {"", "C", "HS", "Vp", "maxT"};
+    if (d.of == DIM_ONE) snprintf(out, len, "%d", d.times);
+    else if (d.times == 1) snprintf(out, len, "%s", names[d.of]);
+    else snprintf(out, len, "%d%s", d.times, names[d.of]);
+}
+
+void param_table_describe(char* out, size_t len) {
+    static const char* const groups[] = {"matrix", "embedding", "head", "vector"};
+    size_t n = (size_t)snprintf(out, len, "the model's tensors (gpt/param_table.c), in checkpoint order:\n"
+                                          "  %-9s %-11s %-35s %-17s %s\n", "tensor", "shape", "init",
+                                "group", "presets");
+    for (int i = 0; i < NUM_PARAM_TENSORS && n < len; i++) {
+        const ParamKind* k = &param_table[i];
+        char rows[16], cols[16], shape[48], init[64], group[64], in[64] = "";
+        dim_text(k->rows, rows, sizeof(rows));
+        dim_text(k->cols, cols, sizeof(cols));
+        int vector = k->cols.of == DIM_ONE && k->cols.times == 1;
+        snprintf(shape, sizeof(shape), "(%s%s%s%s)", k->layers ? "L, " : "", rows, vector ? "" : ", ",
+                 vector ? "" : cols);
+        if (k->init == INIT_NORMAL)
+            snprintf(init, sizeof(init), "normal %g%s%s", k->std, k->residual ? "/sqrt(2L)" : "",
+                     k->zero_init ? "; zero init: 0" : "");
+        else snprintf(init, sizeof(init), "%s", k->init == INIT_ONES ? "ones" : "zero");
+        size_t g = (size_t)snprintf(group, sizeof(group), "%s", groups[k->group]);
+        if (k->lr_scale != 1.0f) g += (size_t)snprintf(group + g, sizeof(group) - g, " lr x%g", k->lr_scale);
+        if (k->decay_scale != 0.0f) g += (size_t)snprintf(group + g, sizeof(group) - g, ", decay");
+        if (k->decay_scale != 0.0f && k->decay_scale != 1.0f)
+            g += (size_t)snprintf(group + g, sizeof(group) - g, " x%g", k->decay_scale);
+        if (k->group == GROUP_MATRIX && (k->muon_rows.times != k->rows.times || k->muon_rows.of != k->rows.of)) {
+            dim_text(k->muon_rows, rows, sizeof(rows));
+            snprintf(group + g, sizeof(group) - g, ", Muon by (%s, %s)", rows, cols);
+        }
+        for (int p = 0; p < NUM_ARCHITECTURE_PRESETS; p++) {
+            size_t used = strlen(in);
+            if (present(k, &architecture_presets[p].arch))
+                snprintf(in + used, sizeof(in) - used, "%s%s", used ? " " : "", architecture_presets[p].name);
+        }
+        n += (size_t)snprintf(out + n, len - n, "  %-9s %-11s %-35s %-17s %s\n", param_names[i], shape, init, group,
+                              in);
+    }
+}
