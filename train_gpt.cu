@@ -617,7 +617,7 @@ static void print_optimizer(const Run* r) {
         if (r->config.arch.untied_head) printf("%g for the head, ", opt->head_lr);
         printf("%g for the vectors; ", opt->vector_lr);
     } else {
-        printf("optimizer: AdamW lr %g; ", opt->lr);
+        printf("optimizer: AdamW lr %g, betas (%g, %g); ", opt->lr, opt->b1, opt->b2);
     }
     printf("warmup %d, cosine to %g x lr, weight decay %g, grad clip %g; settings not given: %s\n",
            o->schedule.warmup_steps, o->schedule.min_lr_frac, opt->weight_decay, opt->grad_clip, r->optimizer_defaults);

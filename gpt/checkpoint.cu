@@ -365,10 +365,18 @@ void save_training_state(GPT* g, const TrainingState* s, const char* path) {
 
 OptimizerConfig training_state_optimizer(const TrainingState* s) {
     OptimizerKind kind = s->optimizer == OPTIMIZER_MUON ? OPTIMIZER_MUON : OPTIMIZER_ADAMW;
-    OptimizerConfig o = {.kind = kind, .lr = s->lr, .momentum = s->muon_momentum, .embedding_lr = s->embedding_lr,
-                         .head_lr = s->head_lr, .vector_lr = s->vector_lr, .b1 = s->adam_b1, .b2 = s->adam_b2,
-                         .eps = optimizer_defaults(kind).eps, .weight_decay = s->weight_decay,
-                         .grad_clip = s->grad_clip};
+    // An AdamW run records none of Muon's settings: its betas are the fixed ones.
+    OptimizerConfig o = optimizer_defaults(kind);
+    o.lr = s->lr;
+    o.weight_decay = s->weight_decay;
+    o.grad_clip = s->grad_clip;
+    if (kind != OPTIMIZER_MUON) return o;
+    o.momentum = s->muon_momentum;
+    o.embedding_lr = s->embedding_lr;
+    o.head_lr = s->head_lr;
+    o.vector_lr = s->vector_lr;
+    o.b1 = s->adam_b1;
+    o.b2 = s->adam_b2;
     return o;
 }
 

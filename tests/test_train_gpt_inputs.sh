@@ -751,25 +751,25 @@ defaults() {  # defaults <label> <the start of the optimizer line> <its source> 
         grep -q -- "^optimizer: $line.*; settings not given: $source" "$tmp/out"
     check "$label, then the GPU: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 }
-defaults "--arch modern --softcap 0" "AdamW lr 0.002;" "modern's defaults (--arch modern)" $data --arch modern --softcap 0
+defaults "--arch modern --softcap 0" "AdamW lr 0.002, betas (0.9, 0.95);" "modern's defaults (--arch modern)" $data --arch modern --softcap 0
 defaults "--arch modern --qk-norm 0, muon" "Muon lr 0.02, .* lr 0.05 for the embeddings" \
     "modern's defaults (--arch modern)" $data --arch modern --qk-norm 0 --optimizer muon
-defaults "modern's components but the cap" "AdamW lr 0.002;" "modern's defaults (the preset nearest the architecture)" \
+defaults "modern's components but the cap" "AdamW lr 0.002, betas (0.9, 0.95);" "modern's defaults (the preset nearest the architecture)" \
     $data --rotary 1 --norm rms --qk-norm 1 --mlp relu2 --bias 0 --head untied --zero-init 1
-defaults "GPT-2 with rotary" "AdamW lr 0.0003;" "gpt2's defaults (the preset nearest the architecture)" $data --rotary 1
-defaults "--arch gpt2 with modern's components" "AdamW lr 0.0003;" "gpt2's defaults (--arch gpt2)" $data --arch gpt2 \
+defaults "GPT-2 with rotary" "AdamW lr 0.0003, betas (0.9, 0.95);" "gpt2's defaults (the preset nearest the architecture)" $data --rotary 1
+defaults "--arch gpt2 with modern's components" "AdamW lr 0.0003, betas (0.9, 0.95);" "gpt2's defaults (--arch gpt2)" $data --arch gpt2 \
     --rotary 1 --norm rms --qk-norm 1 --mlp relu2 --bias 0 --head untied --zero-init 1 --softcap 30
 ckpt model "$tmp/uncapped.bin" modern=1 slot=16:0
-defaults "--init-from modern without its cap" "AdamW lr 0.002;" "modern's defaults (the preset nearest" \
+defaults "--init-from modern without its cap" "AdamW lr 0.002, betas (0.9, 0.95);" "modern's defaults (the preset nearest" \
     -T 64 --init-from "$tmp/uncapped.bin"
 defaults "--init-from modern without its cap, muon" "Muon .* lr 0.05 for the embeddings" "modern's defaults" \
     -T 64 --init-from "$tmp/uncapped.bin" --optimizer muon
 # Resumed with none of the optimizer's settings: the state's (lr 0.002, weight decay and clip 0.5).
 schedule="-B 1 -T 64 --steps 10 --min-lr-frac 0.5 --warmup-steps 2 --seed 7"
 pair "$tmp/uncapped" modern=1 slot=16:0 -- modern=1 lr=0.002
-defaults "--resume an uncapped modern run" "AdamW lr 0.002; warmup 2, cosine to 0.5 x lr, weight decay 0.5, grad clip 0.5" \
+defaults "--resume an uncapped modern run" "AdamW lr 0.002, betas (0.9, 0.95); warmup 2, cosine to 0.5 x lr, weight decay 0.5, grad clip 0.5" \
     "the run's own ($tmp/uncapped/state_00000005.bin)" $schedule --resume "$tmp/uncapped"
-defaults "--resume it with its --lr" "AdamW lr 0.002;" "the run's own" $schedule --resume "$tmp/uncapped" --lr 0.002
+defaults "--resume it with its --lr" "AdamW lr 0.002, betas (0.9, 0.95);" "the run's own" $schedule --resume "$tmp/uncapped" --lr 0.002
 ./train_gpt --train-data "$train" $schedule --resume "$tmp/uncapped" --lr 0.0003 > "$tmp/out" 2>&1
 check "--resume it with another --lr: $(last "$tmp/out")" says "$tmp/out" \
     "--resume $tmp/uncapped: the run used --lr 0.002, this one asks for --lr 0.0003"
