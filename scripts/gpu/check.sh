@@ -2,14 +2,18 @@
 # The project on a GPU machine, in one command from the repository root:
 #   bash scripts/gpu/check.sh [BASELINE_DIR]
 # builds everything, runs `make test` (every GPU test), then trains d12 (GPT-2 124M) on random
-# tokens of GPT-2's vocabulary at T = 1024 (B = 64) and T = 65536 (B = 1) and prints tokens/s
-# and peak memory; then generation: a d12 with the test text's 8192-token BPE and a context of
-# 16384, two steps trained, generates 256 greedy tokens after prompts of 1, ~1K and ~14K tokens
-# (tokens/s), and its Hugging Face export is checked against train_gpt's loss
-# (scripts/check_export_hf.py). With BASELINE_DIR (another flashgpt tree, e.g. an earlier commit), its
-# train_gpt is built and timed the same way, alternating with this one, for a same-run
-# comparison. TEST_TEXT: the text file the tests read. Logs go to $OUT when set, else
-# build/gpu-logs. Exits non-zero when a step fails, and its last line names the steps that did.
+# tokens of GPT-2's vocabulary at T = 1024 (B = 64 and B = 16, GPT-2's recipe and the modern one
+# with Muon) and T = 65536 (B = 1) and prints tokens/s and peak memory; then generation: a d12
+# with the test text's 8192-token BPE and a context of 16384, two steps trained, generates 256
+# greedy tokens after prompts of 1, ~1K and ~14K tokens (tokens/s), and its Hugging Face export
+# is checked against train_gpt's loss (scripts/check_export_hf.py).
+# With BASELINE_DIR (another flashgpt tree, e.g. an earlier commit) the same run says whether
+# this tree computes and runs as that one does: the losses of test_gpt and of test_learning's
+# run, line for line and bit for bit; train_gpt's tokens/s, each shape run on this tree, the
+# baseline and this tree again (the two runs of this tree tell the noise); the attention
+# benchmark's flash rows at HS 64 T 4096 and HS 128 T 16384, and generate's tokens/s, on both.
+# TEST_TEXT: the text file the tests read. Logs go to $OUT when set, else build/gpu-logs. Exits
+# non-zero when a step fails, and its last line names the steps that did.
 set -u
 . "$(dirname "$0")/common.sh"
 gpu_arguments 1 "$@"
@@ -19,10 +23,10 @@ JOBS=$(nproc)
 mkdir -p "$LOGS"
 
 echo "== build ($(elapsed))"
-[ -z "$BASELINE" ] || (make -C "$BASELINE" -j"$JOBS" train_gpt > "$LOGS/build-baseline.log" 2>&1 &&
-                       echo "baseline built") &
+[ -z "$BASELINE" ] || (make -C "$BASELINE" -j"$JOBS" all build/tests/test_gpt build/bench/bench_attention \
+                           > "$LOGS/build-baseline.log" 2>&1 && echo "baseline built") &
 baseline_pid=$!
-if ! make -j"$JOBS" all build/tests/test_attention > "$LOGS/build.log" 2>&1; then
+if ! make -j"$JOBS" all build/tests/test_attention build/bench/bench_attention > "$LOGS/build.log" 2>&1; then
     tail -30 "$LOGS/build.log"; echo "build failed: see $LOGS/build.log"; exit 1
 fi
 wait "$baseline_pid" || step_failed "baseline build"
@@ -32,36 +36,83 @@ make -j"$JOBS" test ${TEST_TEXT:+TEST_TEXT="$TEST_TEXT"} > "$LOGS/test.log" 2>&1
 grep -E '^(FAIL|    also)' "$LOGS/test.log" | head -40
 tail -1 "$LOGS/test.log"
 
+text=${TEST_TEXT:-build/texts/tinyshakespeare.txt}
+text_path=$(realpath "$text")
+if [ -n "$BASELINE" ]; then
+    echo "== the same losses as the baseline ($(elapsed))"
+    # test_gpt and test_learning's run of each tree in its own folder (they run its ./train_gpt),
+    # test_gpt on this tree's references.
+    here=$(pwd -P)
+    for tree in this baseline; do
+        root=.; [ "$tree" = baseline ] && root=$BASELINE
+        (cd "$root" && FLASHGPT_TESTDATA="$here/build/testdata" FLASHGPT_TMP="$(pwd -P)/build/check-tmp" \
+            FLASHGPT_TEXT="$text_path" build/tests/test_gpt) > "$LOGS/test_gpt-$tree.log" 2>&1
+    done
+    losses() { grep -E 'loss|PASS|FAIL' "$1" | sed 's/[0-9.]* ms//g'; }
+    if diff <(losses "$LOGS/test_gpt-baseline.log") <(losses "$LOGS/test_gpt-this.log") > "$LOGS/test_gpt.diff"; then
+        echo "test_gpt: the same $(losses "$LOGS/test_gpt-this.log" | wc -l) lines of losses and verdicts"
+    else
+        echo "test_gpt: the lines differ ($LOGS/test_gpt.diff):"; head -8 "$LOGS/test_gpt.diff"
+    fi
+    for tree in this baseline; do
+        root=.; [ "$tree" = baseline ] && root=$BASELINE
+        (cd "$root" && FLASHGPT_TMP="$(pwd -P)/build/check-learning" FLASHGPT_TEXT="$text_path" \
+            bash tests/test_learning.sh) > "$LOGS/learning-$tree.log" 2>&1
+        cut -d, -f1-5 "$root/build/check-learning/learning/log.csv" > "$LOGS/learning-$tree.csv" 2>/dev/null
+    done
+    if [ -s "$LOGS/learning-this.csv" ] && cmp -s "$LOGS/learning-this.csv" "$LOGS/learning-baseline.csv"; then
+        echo "test_learning: the same steps, losses, learning rates and norms, bit for bit ($(wc -l < "$LOGS/learning-this.csv") lines)"
+    else
+        echo "test_learning: the logs differ"; step_failed "the baseline's losses"
+        diff "$LOGS/learning-baseline.csv" "$LOGS/learning-this.csv" | head -6
+    fi
+fi
+
 echo "== d12 trainer ($(elapsed))"
 shard_dir=build/gpu-check-data
 mkdir -p "$shard_dir"
 python3 scripts/random_tokens.py "$shard_dir/synth_000000.bin" $((2 * 65536 * 2 + 1)) || step_failed "random tokens"
-bench() {  # bench <label> <train_gpt> <T> <B> <steps>
-    local log="$LOGS/trainer-$1-T$3.log"
-    "$2" --model d12 --context "$3" -T "$3" -B "$4" --steps "$5" --train-data "$shard_dir/synth_*.bin" \
-        --val-data '' > "$log" 2>&1 || { echo "$1 T $3: failed"; tail -3 "$log"; step_failed "trainer $1 T $3"; return; }
-    sed -n "s/^done: \([0-9.]*K\) tokens.s.*memory in use \([0-9.]*\) GiB/| $1 | $3 | $4 | \1 | \2 |/p" "$log"
+bench() {  # bench <label> <train_gpt> <recipe> <T> <B> <steps> [options]
+    local label=$1 program=$2 recipe=$3 T=$4 B=$5 steps=$6 log="$LOGS/trainer-$1-$3-T$4-B$5.log"
+    shift 6
+    "$program" --model d12 --context "$T" -T "$T" -B "$B" --steps "$steps" --train-data "$shard_dir/synth_*.bin" \
+        --val-data '' "$@" > "$log" 2>&1 ||
+        { echo "$label $recipe T $T B $B: failed"; tail -3 "$log"; step_failed "trainer $label $recipe T $T B $B"; return; }
+    sed -n "s/^done: \([0-9.]*K\) tokens.s.*memory in use \([0-9.]*\) GiB/| $label | $recipe | $T | $B | \1 | \2 |/p" "$log"
 }
-echo "| train_gpt | T | B | tokens/s | peak GiB |"
-echo "|---|---|---|---|---|"
-for T_B_S in "1024 64 10" "65536 1 6"; do
-    set -- $T_B_S
-    bench this ./train_gpt "$1" "$2" "$3"
-    [ -z "$BASELINE" ] || bench baseline "$BASELINE/train_gpt" "$1" "$2" "$3"
-    bench this-again ./train_gpt "$1" "$2" "$3"
+echo "| train_gpt | recipe | T | B | tokens/s | peak GiB |"
+echo "|---|---|---|---|---|---|"
+modern="--arch modern --optimizer muon"
+for run in "gpt2 1024 64 10" "modern 1024 64 10" "gpt2 1024 16 30" "modern 1024 16 30" "gpt2 65536 1 6"; do
+    set -- $run
+    options=; [ "$1" = modern ] && options=$modern
+    bench this ./train_gpt "$@" $options
+    [ -z "$BASELINE" ] || bench baseline "$BASELINE/train_gpt" "$@" $options
+    bench this-again ./train_gpt "$@" $options
 done
+if [ -n "$BASELINE" ]; then
+    echo "== attention against the baseline ($(elapsed))"
+    for shape in "64 4096" "128 16384"; do
+        for tree in this baseline this-again; do
+            root=.; [ "$tree" = baseline ] && root=$BASELINE
+            "$root/build/bench/bench_attention" $shape flash 2>&1 | sed -n "s/^/$tree: /p" | head -3
+        done
+    done
+fi
 echo "== generation ($(elapsed))"
-text=${TEST_TEXT:-build/texts/tinyshakespeare.txt}
 gen=build/gpu-check-generate
 gpu_generation_model "$gen" "$text" "$LOGS"
-echo "| prompt bytes | prompt tokens | prompt ms | generated | tokens/s |"
-echo "|---|---|---|---|---|"
+echo "| generate | prompt bytes | prompt tokens | prompt ms | generated | tokens/s |"
+echo "|---|---|---|---|---|---|"
 for bytes in 0 4000 50000; do
-    head -c "$bytes" "$text" | ./generate --checkpoint "$gen/run/model_00000002.bin" --tokenizer "$gen/data/tokenizer.bin" \
-        --max-tokens 256 --temperature 0 - > "$LOGS/generate-$bytes.out" 2> "$LOGS/generate-$bytes.log" ||
-        { tail -2 "$LOGS/generate-$bytes.log"; step_failed "generate after $bytes bytes"; continue; }
-    sed -n "s/^prompt: \([0-9]*\) tokens in \([0-9.]*\) ms; generated \([0-9]*\) tokens x 1 samples in [0-9.]* s: \([0-9.]*\) tokens.s.*/| $bytes | \1 | \2 | \3 | \4 |/p" \
-        "$LOGS/generate-$bytes.log"
+    for tree in this ${BASELINE:+baseline this-again}; do
+        program=./generate; [ "$tree" = baseline ] && program=$BASELINE/generate
+        head -c "$bytes" "$text" | "$program" --checkpoint "$gen/run/model_00000002.bin" --tokenizer "$gen/data/tokenizer.bin" \
+            --max-tokens 256 --temperature 0 - > "$LOGS/generate-$tree-$bytes.out" 2> "$LOGS/generate-$tree-$bytes.log" ||
+            { tail -2 "$LOGS/generate-$tree-$bytes.log"; step_failed "generate ($tree) after $bytes bytes"; continue; }
+        sed -n "s/^prompt: \([0-9]*\) tokens in \([0-9.]*\) ms; generated \([0-9]*\) tokens x 1 samples in [0-9.]* s: \([0-9.]*\) tokens.s.*/| $tree | $bytes | \1 | \2 | \3 | \4 |/p" \
+            "$LOGS/generate-$tree-$bytes.log"
+    done
 done
 echo "== Hugging Face export ($(elapsed))"
 python3 scripts/check_export_hf.py --train-gpt ./train_gpt "$gen/run/model_00000002.bin" "$gen/data/val_000000.bin" 4 256 \
