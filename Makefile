@@ -13,6 +13,10 @@ GPU_ARCH ?= -gencode arch=compute_90a,code=sm_90a
 CFLAGS   ?= -O3 -Wall -Wextra -Wno-unused-parameter
 NVFLAGS  ?= -O3 -std=c++17 $(GPU_ARCH) -Xcompiler -Wall
 CUDA_LIBS = -lcublas -lcublasLt
+# Whatever CFLAGS and NVFLAGS say: a switch over an enum without a case for one of its values and
+# without a default fails the build, so that an operation of the model (gpt/model_ops.h) that one
+# of the paths computing it does not handle is found there.
+SWITCH_CHECK := -Werror=switch
 BUILD    := build
 # The project carries tinyshakespeare compressed (texts/); it is unpacked into the build folder
 # when needed. make train uses it unless TEXT names another text file; tests and benchmarks read
@@ -120,11 +124,11 @@ venv: .venv/numpy-installed
 # -MMD -MP: header dependencies come for free.
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -I. -c $< -o $@
+	$(CC) $(CFLAGS) $(SWITCH_CHECK) -MMD -MP -I. -c $< -o $@
 
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -MMD -MP -I. -c $< -o $@
+	$(NVCC) $(NVFLAGS) -Xcompiler $(SWITCH_CHECK) -MMD -MP -I. -c $< -o $@
 
 bpe: $(BUILD)/bpe.o $(C_LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ -lm

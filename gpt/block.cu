@@ -1,4 +1,5 @@
-// gpt/block.cu: the transformer block's forward and backward (gpt/block.h).
+// gpt/block.cu: the transformer block's forward and backward (gpt/block.h), a case per operation
+// of gpt/model_ops.h's block list.
 #include "gpt/block.h"
 
 #include "layers/gelu.h"
@@ -12,78 +13,145 @@ const char* block_unsupported(const Architecture* arch, int HS) {
     return rotary_unsupported(HS, arch->rotary_base);
 }
 
+// Plan i serves the layers l = i mod the pattern's length, whose window is layer i's.
 void block_attention_plans(const Architecture* arch, const AttentionPlan* base, const int* doc_start,
                            const int* doc_end, AttentionPlan plans[ARCHITECTURE_MAX_WINDOWS]) {
     for (int i = 0; i < block_attention_count(arch); i++) {
         plans[i] = *base;
         plans[i].mask = (AttentionMask){arch->documents ? doc_start : NULL, arch->documents ? doc_end : NULL,
-                                        architecture_window(arch, i)};
+                                        block_ops(arch, i).window};
     }
 }
 
-void norm_forward(const Architecture* arch, bf16* out, float* mean, float* rstd, const bf16* inp, const bf16* weight,
+int block_forward_marks(const Architecture* arch, int L) {
+    int marks = 0;
+    for (int l = 0; l < L; l++) marks += block_ops(arch, l).count;
+    return marks;
+}
+
+int block_backward_marks(const Architecture* arch, int L) {
+    int marks = 0;
+    for (int l = 0; l < L; l++) marks += block_ops(arch, l).count + 3;
+    return marks;
+}
+
+void norm_forward(NormKind norm, bf16* out, float* mean, float* rstd, const bf16* inp, const bf16* weight,
                   const bf16* bias, int N, int C, cudaStream_t stream) {
-    if (arch->rms_norm) rmsnorm_forward(out, rstd, inp, N, C, stream);
-    else layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, stream);
+    switch (norm) {
+    case NORM_LAYERNORM: layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, stream); break;
+    case NORM_RMSNORM: rmsnorm_forward(out, rstd, inp, N, C, stream); break;
+    }
 }
 
-void norm_backward(const Architecture* arch, bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout,
-                   const bf16* inp, const bf16* weight, const float* mean, const float* rstd, int N, int C,
-                   void* scratch, cudaStream_t stream) {
-    if (arch->rms_norm) rmsnorm_backward(dinp, dout, inp, rstd, N, C, stream);
-    else layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, scratch, stream);
+void norm_backward(NormKind norm, bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
+                   const bf16* weight, const float* mean, const float* rstd, int N, int C, void* scratch,
+                   cudaStream_t stream) {
+    switch (norm) {
+    case NORM_LAYERNORM:
+        layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, scratch, stream);
+        break;
+    case NORM_RMSNORM: rmsnorm_backward(dinp, dout, inp, rstd, N, C, stream); break;
+    }
 }
 
-// QK-norm and rotary, whichever the architecture has, in place on qkv: forward, or (dqkv given)
+// QK-norm and rotary, whichever the block has, in place on qkv: forward, or (dqkv given)
 // backward; a part of the profile of its own.
-static void qk_norm_rotary(const BlockPass* pass, const BlockActivations* x, bf16* dqkv) {
-    const Architecture* arch = pass->arch;
-    if (!architecture_transforms_qk(arch)) return;
+static void qk_norm_rotary(const BlockPass* pass, const BlockOps* ops, const BlockActivations* x, bf16* dqkv) {
     AttentionShape s = pass->shape;
-    float* rstd = arch->qk_norm ? x->qk_rstd : NULL;
-    const int* positions = arch->rotary ? pass->positions : NULL;
+    float* rstd = ops->qk_norm ? x->qk_rstd : NULL;
+    const int* positions = ops->rotary ? pass->positions : NULL;
     cudaStream_t st = pass->matmul->stream;
     if (dqkv)
-        qk_norm_rotary_backward(dqkv, x->qkv, rstd, positions, s.B * s.T, s.NH, s.HS, arch->rotary_base, st);
-    else qk_norm_rotary_forward(x->qkv, rstd, positions, s.B * s.T, s.NH, s.HS, arch->rotary_base, st);
+        qk_norm_rotary_backward(dqkv, x->qkv, rstd, positions, s.B * s.T, s.NH, s.HS, ops->rotary_base, st);
+    else qk_norm_rotary_forward(x->qkv, rstd, positions, s.B * s.T, s.NH, s.HS, ops->rotary_base, st);
     profile_mark(pass->profile, PART_QK_NORM_ROTARY, dqkv ? PHASE_BACKWARD : PHASE_FORWARD, st);
 }
 
-void block_forward(const BlockPass* pass, const BlockActivations* x, const LayerParameters* w) {
-    const Architecture* arch = pass->arch;
+// fch_gelu (N, 4C) = activation(ln2 @ fcw^T + fcb): ReLU^2 after the matmul; GELU in its epilogue
+// (fch kept), or with RECOMPUTE_GELU in a kernel of its own after it.
+static void fc_forward(const BlockPass* pass, const BlockOps* ops, const BlockActivations* x,
+                       const LayerParameters* w) {
+    int C = pass->shape.NH * pass->shape.HS, N = pass->shape.B * pass->shape.T;
+    const MatmulStream* mm = pass->matmul;
+    switch (ops->activation) {
+    case ACTIVATION_RELU2: matmul_forward_relu2(x->fch_gelu, x->ln2, w->fcw, w->fcb, N, C, 4 * C, mm); break;
+    case ACTIVATION_GELU:
+        if (pass->recompute & RECOMPUTE_GELU) {
+            matmul_forward(x->fch, NULL, x->ln2, w->fcw, w->fcb, NULL, N, C, 4 * C, mm);
+            gelu_forward(x->fch_gelu, x->fch, (size_t)N * 4 * C, mm->stream);
+        } else {
+            matmul_forward(x->fch_gelu, x->fch, x->ln2, w->fcw, w->fcb, NULL, N, C, 4 * C, mm);
+        }
+        break;
+    }
+}
+
+// fcproj's backward, into dwide the gradient of fch (the MLP's pre-activation): the activation's
+// backward done with this matmul, GELU's in its epilogue, ReLU^2's in the pass after it.
+static void fcproj_backward(const BlockPass* pass, const BlockOps* ops, const BlockActivations* x,
+                            const LayerParameters* w, const LayerParameters* dw, const BlockGradients* d) {
+    int C = pass->shape.NH * pass->shape.HS, N = pass->shape.B * pass->shape.T;
+    void* scratch = pass->scratch;
+    const MatmulStream* mm = pass->matmul;
+    switch (ops->activation) {
+    case ACTIVATION_RELU2:
+        matmul_backward_relu2(d->dwide, dw->fcprojw, dw->fcprojb, d->dresidual, x->fch_gelu, w->fcprojw, N, 4 * C, C,
+                              scratch, mm);
+        break;
+    case ACTIVATION_GELU:
+        matmul_backward(d->dwide, dw->fcprojw, dw->fcprojb, d->dresidual, x->fch_gelu, w->fcprojw, x->fch, N, 4 * C, C,
+                        scratch, mm);
+        break;
+    }
+}
+
+void block_forward(const BlockPass* pass, int l, const BlockActivations* x, const LayerParameters* w) {
+    const BlockOps ops = block_ops(pass->arch, l);
     AttentionShape s = pass->shape;
     int C = s.NH * s.HS, N = s.B * s.T;
     const MatmulStream* mm = pass->matmul;
     cudaStream_t st = mm->stream;
     Profile* prof = pass->profile;
-    norm_forward(arch, x->ln1, x->ln1_mean, x->ln1_rstd, x->res, w->ln1w, w->ln1b, N, C, st);
-    profile_mark(prof, PART_NORM, PHASE_FORWARD, st);
-    matmul_forward(x->qkv, NULL, x->ln1, w->qkvw, w->qkvb, NULL, N, C, 3 * C, mm);
-    profile_mark(prof, PART_QKV, PHASE_FORWARD, st);
-    qk_norm_rotary(pass, x, NULL);
-    attention_forward(pass->attention, s, x->atty, x->att_saved, x->qkv, pass->scratch, st);
-    profile_mark(prof, PART_ATTENTION, PHASE_FORWARD, st);
     // The residual connections are added in the projections' epilogues.
-    matmul_forward(x->mid, NULL, x->atty, w->attprojw, w->attprojb, x->res, N, C, C, mm);
-    profile_mark(prof, PART_ATTPROJ, PHASE_FORWARD, st);
-    norm_forward(arch, x->ln2, x->ln2_mean, x->ln2_rstd, x->mid, w->ln2w, w->ln2b, N, C, st);
-    profile_mark(prof, PART_NORM, PHASE_FORWARD, st);
-    if (arch->relu2) {
-        matmul_forward_relu2(x->fch_gelu, x->ln2, w->fcw, w->fcb, N, C, 4 * C, mm);
-    } else if (pass->recompute & RECOMPUTE_GELU) {
-        matmul_forward(x->fch, NULL, x->ln2, w->fcw, w->fcb, NULL, N, C, 4 * C, mm);
-        gelu_forward(x->fch_gelu, x->fch, (size_t)N * 4 * C, st);
-    } else {
-        matmul_forward(x->fch_gelu, x->fch, x->ln2, w->fcw, w->fcb, NULL, N, C, 4 * C, mm);
+    for (int i = 0; i < ops.count; i++) {
+        switch (ops.op[i]) {
+        case BLOCK_NORM1:
+            norm_forward(ops.norm, x->ln1, x->ln1_mean, x->ln1_rstd, x->res, w->ln1w, w->ln1b, N, C, st);
+            profile_mark(prof, PART_NORM, PHASE_FORWARD, st);
+            break;
+        case BLOCK_QKV:
+            matmul_forward(x->qkv, NULL, x->ln1, w->qkvw, w->qkvb, NULL, N, C, 3 * C, mm);
+            profile_mark(prof, PART_QKV, PHASE_FORWARD, st);
+            break;
+        case BLOCK_QK_NORM_ROTARY: qk_norm_rotary(pass, &ops, x, NULL); break;
+        case BLOCK_ATTENTION:
+            attention_forward(block_attention(pass->arch, pass->attention, l), s, x->atty, x->att_saved, x->qkv,
+                              pass->scratch, st);
+            profile_mark(prof, PART_ATTENTION, PHASE_FORWARD, st);
+            break;
+        case BLOCK_ATTPROJ:
+            matmul_forward(x->mid, NULL, x->atty, w->attprojw, w->attprojb, x->res, N, C, C, mm);
+            profile_mark(prof, PART_ATTPROJ, PHASE_FORWARD, st);
+            break;
+        case BLOCK_NORM2:
+            norm_forward(ops.norm, x->ln2, x->ln2_mean, x->ln2_rstd, x->mid, w->ln2w, w->ln2b, N, C, st);
+            profile_mark(prof, PART_NORM, PHASE_FORWARD, st);
+            break;
+        case BLOCK_FC:
+            fc_forward(pass, &ops, x, w);
+            profile_mark(prof, PART_MLP_UP, PHASE_FORWARD, st);
+            break;
+        case BLOCK_FCPROJ:
+            matmul_forward(x->res_next, NULL, x->fch_gelu, w->fcprojw, w->fcprojb, x->mid, N, 4 * C, C, mm);
+            profile_mark(prof, PART_MLP_DOWN, PHASE_FORWARD, st);
+            break;
+        }
     }
-    profile_mark(prof, PART_MLP_UP, PHASE_FORWARD, st);
-    matmul_forward(x->res_next, NULL, x->fch_gelu, w->fcprojw, w->fcprojb, x->mid, N, 4 * C, C, mm);
-    profile_mark(prof, PART_MLP_DOWN, PHASE_FORWARD, st);
 }
 
-void block_backward(const BlockPass* pass, const BlockActivations* x, const LayerParameters* w,
+void block_backward(const BlockPass* pass, int l, const BlockActivations* x, const LayerParameters* w,
                     const LayerParameters* dw, const BlockGradients* d) {
-    const Architecture* arch = pass->arch;
+    const BlockOps ops = block_ops(pass->arch, l);
     AttentionShape s = pass->shape;
     int C = s.NH * s.HS, N = s.B * s.T;
     int re_ln = pass->recompute & RECOMPUTE_LAYERNORM, re_gelu = pass->recompute & RECOMPUTE_GELU;
@@ -91,43 +159,57 @@ void block_backward(const BlockPass* pass, const BlockActivations* x, const Laye
     cudaStream_t st = mm->stream;
     Profile* prof = pass->profile;
     void* scratch = pass->scratch;
-    // A recomputed activation is made again from what the block kept, just before its use (the
-    // same kernels on the same inputs: the forward's bits). Its time counts in the backward of
-    // its part, beyond the part's floor.
-    if (re_gelu) {
-        gelu_forward(x->fch_gelu, x->fch, (size_t)N * 4 * C, st);
-        profile_mark(prof, PART_MLP_UP, PHASE_BACKWARD, st);
+    // A recomputed activation is made again from what the block kept (the same kernels on the
+    // same inputs: the forward's bits): the MLP's inputs before its backward, ln1 once the
+    // attention's backward is done (fc's backward has read ln2 then, whose buffer ln1 may share).
+    // Its time counts in the backward of its part, beyond the part's floor.
+    for (int i = ops.count - 1; i >= 0; i--) {
+        switch (ops.op[i]) {
+        case BLOCK_FCPROJ:
+            if (re_gelu) {
+                gelu_forward(x->fch_gelu, x->fch, (size_t)N * 4 * C, st);
+                profile_mark(prof, PART_MLP_UP, PHASE_BACKWARD, st);
+            }
+            if (re_ln) {
+                norm_forward(ops.norm, x->ln2, x->ln2_mean, x->ln2_rstd, x->mid, w->ln2w, w->ln2b, N, C, st);
+                profile_mark(prof, PART_NORM, PHASE_BACKWARD, st);
+            }
+            fcproj_backward(pass, &ops, x, w, dw, d);
+            profile_mark(prof, PART_MLP_DOWN, PHASE_BACKWARD, st);
+            break;
+        case BLOCK_FC:
+            matmul_backward(d->dnarrow, dw->fcw, dw->fcb, d->dwide, x->ln2, w->fcw, NULL, N, C, 4 * C, scratch, mm);
+            profile_mark(prof, PART_MLP_UP, PHASE_BACKWARD, st);
+            break;
+        case BLOCK_NORM2:
+            norm_backward(ops.norm, d->dresidual, dw->ln2w, dw->ln2b, d->dnarrow, x->mid, w->ln2w, x->ln2_mean,
+                          x->ln2_rstd, N, C, scratch, st);
+            profile_mark(prof, PART_NORM, PHASE_BACKWARD, st);
+            break;
+        case BLOCK_ATTPROJ:
+            matmul_backward(d->dnarrow, dw->attprojw, dw->attprojb, d->dresidual, x->atty, w->attprojw, NULL, N, C, C,
+                            scratch, mm);
+            profile_mark(prof, PART_ATTPROJ, PHASE_BACKWARD, st);
+            break;
+        case BLOCK_ATTENTION:
+            attention_backward(block_attention(pass->arch, pass->attention, l), s, d->dwide, d->dnarrow, x->atty,
+                               x->att_saved, x->qkv, scratch, st);
+            profile_mark(prof, PART_ATTENTION, PHASE_BACKWARD, st);
+            if (re_ln) {
+                norm_forward(ops.norm, x->ln1, x->ln1_mean, x->ln1_rstd, x->res, w->ln1w, w->ln1b, N, C, st);
+                profile_mark(prof, PART_NORM, PHASE_BACKWARD, st);
+            }
+            break;
+        case BLOCK_QK_NORM_ROTARY: qk_norm_rotary(pass, &ops, x, d->dwide); break;   // from the rotated q and k
+        case BLOCK_QKV:
+            matmul_backward(d->dnarrow, dw->qkvw, dw->qkvb, d->dwide, x->ln1, w->qkvw, NULL, N, C, 3 * C, scratch, mm);
+            profile_mark(prof, PART_QKV, PHASE_BACKWARD, st);
+            break;
+        case BLOCK_NORM1:
+            norm_backward(ops.norm, d->dresidual, dw->ln1w, dw->ln1b, d->dnarrow, x->res, w->ln1w, x->ln1_mean,
+                          x->ln1_rstd, N, C, scratch, st);
+            profile_mark(prof, PART_NORM, PHASE_BACKWARD, st);
+            break;
+        }
     }
-    if (re_ln) {
-        norm_forward(arch, x->ln2, x->ln2_mean, x->ln2_rstd, x->mid, w->ln2w, w->ln2b, N, C, st);
-        profile_mark(prof, PART_NORM, PHASE_BACKWARD, st);
-    }
-    // dwide: the gradient of fch (the MLP's pre-activation), the activation's backward done with
-    // this matmul: GELU's in its epilogue, ReLU^2's in the pass after it.
-    if (arch->relu2)
-        matmul_backward_relu2(d->dwide, dw->fcprojw, dw->fcprojb, d->dresidual, x->fch_gelu, w->fcprojw, N, 4 * C, C,
-                              scratch, mm);
-    else matmul_backward(d->dwide, dw->fcprojw, dw->fcprojb, d->dresidual, x->fch_gelu, w->fcprojw, x->fch, N, 4 * C,
-                         C, scratch, mm);
-    profile_mark(prof, PART_MLP_DOWN, PHASE_BACKWARD, st);
-    matmul_backward(d->dnarrow, dw->fcw, dw->fcb, d->dwide, x->ln2, w->fcw, NULL, N, C, 4 * C, scratch, mm);
-    profile_mark(prof, PART_MLP_UP, PHASE_BACKWARD, st);
-    norm_backward(arch, d->dresidual, dw->ln2w, dw->ln2b, d->dnarrow, x->mid, w->ln2w, x->ln2_mean, x->ln2_rstd, N, C,
-                  scratch, st);
-    profile_mark(prof, PART_NORM, PHASE_BACKWARD, st);
-    matmul_backward(d->dnarrow, dw->attprojw, dw->attprojb, d->dresidual, x->atty, w->attprojw, NULL, N, C, C,
-                    scratch, mm);
-    profile_mark(prof, PART_ATTPROJ, PHASE_BACKWARD, st);
-    attention_backward(pass->attention, s, d->dwide, d->dnarrow, x->atty, x->att_saved, x->qkv, scratch, st);
-    profile_mark(prof, PART_ATTENTION, PHASE_BACKWARD, st);
-    if (re_ln) {
-        norm_forward(arch, x->ln1, x->ln1_mean, x->ln1_rstd, x->res, w->ln1w, w->ln1b, N, C, st);
-        profile_mark(prof, PART_NORM, PHASE_BACKWARD, st);
-    }
-    qk_norm_rotary(pass, x, d->dwide);   // from the rotated q and k that attention read
-    matmul_backward(d->dnarrow, dw->qkvw, dw->qkvb, d->dwide, x->ln1, w->qkvw, NULL, N, C, 3 * C, scratch, mm);
-    profile_mark(prof, PART_QKV, PHASE_BACKWARD, st);
-    norm_backward(arch, d->dresidual, dw->ln1w, dw->ln1b, d->dnarrow, x->res, w->ln1w, x->ln1_mean, x->ln1_rstd, N, C,
-                  scratch, st);
-    profile_mark(prof, PART_NORM, PHASE_BACKWARD, st);
 }

@@ -1,8 +1,9 @@
 // gpt/block.h: one transformer block of the GPT, written once, for either architecture
 // (gpt/config.h). The training model runs it on every layer of a batch, forward and backward
-// (gpt/gpt.cu); the inference model runs its forward on a prompt (gpt/inference.cu), whose
-// decoding step then fuses the same layers into its kernels. Pre-norm, the residual connections
-// added in the projections' epilogues:
+// (gpt/gpt.cu); the inference model runs its forward on a prompt (gpt/inference.cu). Its
+// operations are the layer's list (gpt/model_ops.h's block_ops): block_forward walks it in order,
+// block_backward in reverse, and gpt/inference.cu's decoding step walks the same list with kernels
+// of its own. Pre-norm, the residual connections added in the projections' epilogues:
 //   mid      = res + attproj(attention(rope(qknorm(qkv(ln1(res))))))   qkv (N, 3C), atty (N, C)
 //   res_next = mid + fcproj(act(fc(ln2(mid))))                          fch, fch_gelu (N, 4C)
 // on N = B * T rows of C = NH * HS channels (attention: B sequences of T tokens). GPT-2's: ln
@@ -14,6 +15,7 @@
 
 #include "attention/attention.h"
 #include "common/cuda_check.h"
+#include "gpt/model_ops.h"
 #include "gpt/parameters.h"
 #include "gpt/profile.h"
 #include "layers/matmul.h"
@@ -26,14 +28,14 @@ enum { RECOMPUTE_GELU = 1, RECOMPUTE_LAYERNORM = 2 };
 // QK-norm those of layers/rotary.h too. The model checkpoint's header is checked by it.
 const char* block_unsupported(const Architecture* arch, int HS);
 
-// The architecture's norm of inp (N, C) into out, forward and backward (dinp +=): LayerNorm with
-// weight, bias, mean and rstd (N), or RMSNorm without weights (mean, weight, bias unused, rstd
-// (N)); scratch: the layernorm backward's. The blocks' ln1 and ln2 and the model's lnf.
-void norm_forward(const Architecture* arch, bf16* out, float* mean, float* rstd, const bf16* inp, const bf16* weight,
+// A norm of inp (N, C) into out, forward and backward (dinp +=): LayerNorm with weight, bias,
+// mean and rstd (N), or RMSNorm without weights (mean, weight, bias unused, rstd (N)); scratch:
+// the layernorm backward's. The blocks' ln1 and ln2 and the model's lnf.
+void norm_forward(NormKind norm, bf16* out, float* mean, float* rstd, const bf16* inp, const bf16* weight,
                   const bf16* bias, int N, int C, cudaStream_t stream);
-void norm_backward(const Architecture* arch, bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout,
-                   const bf16* inp, const bf16* weight, const float* mean, const float* rstd, int N, int C,
-                   void* scratch, cudaStream_t stream);
+void norm_backward(NormKind norm, bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
+                   const bf16* weight, const float* mean, const float* rstd, int N, int C, void* scratch,
+                   cudaStream_t stream);
 
 // A block's activations on its N rows: what the forward writes and the backward reads. Buffers
 // may coincide where nothing reads them again (the prompt's: res and res_next, ln1 and ln2).
@@ -56,10 +58,11 @@ typedef struct {
 } BlockActivations;
 
 // The attention of each window of the architecture's pattern (one plan without a pattern): base
-// (kind, deterministic backward, ring) with the key window of the layers that take it and, where
-// the architecture has documents, their bounds doc_start and doc_end (B, T) on the device
-// (attention/mask.h). Made once; block_attention gives a layer's. Without documents or windows
-// the one plan is base with no mask: the kernels of plain causal attention.
+// (kind, deterministic backward, ring) with the key window of the layers that take it (their
+// BLOCK_ATTENTION's) and, where the architecture has documents, their bounds doc_start and
+// doc_end (B, T) on the device (attention/mask.h). Made once; block_attention gives a layer's.
+// Without documents or windows the one plan is base with no mask: the kernels of plain causal
+// attention.
 void block_attention_plans(const Architecture* arch, const AttentionPlan* base, const int* doc_start,
                            const int* doc_end, AttentionPlan plans[ARCHITECTURE_MAX_WINDOWS]);
 // How many plans block_attention_plans makes: the pattern's windows, or one.
@@ -70,10 +73,10 @@ static inline const AttentionPlan* block_attention(const Architecture* arch, con
     return &plans[l % block_attention_count(arch)];
 }
 
-// How the blocks of a pass run: the same for every layer but the attention's key window.
+// How the blocks of a pass run, the same for every layer.
 typedef struct {
     const Architecture* arch;
-    const AttentionPlan* attention;   // the layer's (block_attention), set before each block
+    const AttentionPlan* attention;   // block_attention_plans' plans: layer l runs block_attention's
     AttentionShape shape;     // B sequences of T tokens: N = B * T rows, C = NH * HS
     const int* positions;     // (N) each row's position on the GPU, for rotary (else NULL)
     int recompute;            // RECOMPUTE_* flags; RECOMPUTE_GELU for a GELU MLP only
@@ -84,16 +87,16 @@ typedef struct {
                                   // with the workspace of its matmuls
 } BlockPass;
 
-// Marks a block records in the profile at most, forward and backward (the backward's
-// recomputations included), each closing one of its parts (gpt/profile.h); the QK-norm and
-// rotary pass closes one of its own each way where the architecture has it.
-static inline int block_forward_marks(const Architecture* arch) { return 7 + architecture_transforms_qk(arch); }
-static inline int block_backward_marks(const Architecture* arch) { return 10 + architecture_transforms_qk(arch); }
+// Marks the L blocks of a pass record in the profile at most, each closing one of its parts
+// (gpt/profile.h): one per operation each way, and in the backward one per recomputation (at
+// most three: the GELU, ln2, ln1).
+int block_forward_marks(const Architecture* arch, int L);
+int block_backward_marks(const Architecture* arch, int L);
 
-// x->res (N, C) through the block into x->res_next, writing every activation of x (those of
-// the architecture). With RECOMPUTE_GELU the GELU is a kernel of its own after the fc matmul, the
-// one the backward's recomputation runs, so that the backward sees the forward's bits.
-void block_forward(const BlockPass* pass, const BlockActivations* x, const LayerParameters* w);
+// x->res (N, C) through layer l's block into x->res_next, writing every activation of x (those
+// of the architecture). With RECOMPUTE_GELU the GELU is a kernel of its own after the fc matmul,
+// the one the backward's recomputation runs, so that the backward sees the forward's bits.
+void block_forward(const BlockPass* pass, int l, const BlockActivations* x, const LayerParameters* w);
 
 // The gradients the backward of every block reads and writes.
 typedef struct {
@@ -103,10 +106,10 @@ typedef struct {
     bf16* dwide;      // (N, 4C) the gradients of qkv (3C) and fch (4C)
 } BlockGradients;
 
-// The block's backward: d->dresidual from d loss / d res_next to d loss / d res, and dw += the
+// Layer l's backward: d->dresidual from d loss / d res_next to d loss / d res, and dw += the
 // gradients of its parameters; x as the forward left it (the recomputed activations are made
 // again here).
-void block_backward(const BlockPass* pass, const BlockActivations* x, const LayerParameters* w,
+void block_backward(const BlockPass* pass, int l, const BlockActivations* x, const LayerParameters* w,
                     const LayerParameters* dw, const BlockGradients* d);
 
 #endif

@@ -172,10 +172,9 @@ static BlockActivations layer_acts(const GPT* g, int l) {
     return layer_activations(&g->acts, &g->config, g->B, g->T, &g->options, l);
 }
 
-// How the blocks run on a batch of B rows of T tokens.
-// The blocks' pass over a batch of B x T; each layer sets its attention (block_attention).
+// The blocks' pass over a batch of B x T.
 static BlockPass block_pass(const GPT* g, int B, int T) {
-    BlockPass pass = {&g->config.arch, NULL, attention_shape(&g->config, B, T), g->acts.positions,
+    BlockPass pass = {&g->config.arch, g->attention, attention_shape(&g->config, B, T), g->acts.positions,
                       g->options.recompute, g->acts.scratch, g->profile, &g->matmul};
     return pass;
 }
@@ -208,8 +207,7 @@ static void forward_layers(GPT* g, int B, int T) {
     for (int l = 0; l < g->config.L; l++) {
         BlockActivations x = layer_acts(g, l);
         LayerParameters w = layer_parameters(&g->params, l, &g->config);
-        pass.attention = block_attention(&g->config.arch, g->attention, l);
-        block_forward(&pass, &x, &w);
+        block_forward(&pass, l, &x, &w);
     }
 }
 
@@ -243,7 +241,7 @@ static void embedding(GPT* g, const int* host_inputs, int B, int T, int backward
 }
 
 // Marks of a forward: the start, the embedding, the layers', lnf.
-static int forward_marks(const GPT* g) { return 3 + block_forward_marks(&g->config.arch) * g->config.L; }
+static int forward_marks(const GPT* g) { return 3 + block_forward_marks(&g->config.arch, g->config.L); }
 
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     const GPTConfig* c = &g->config;
@@ -266,12 +264,28 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
         ring_document_bounds(ring, a->inputs, B, T, c->arch.document_token, a->doc_start, a->doc_end, a->scratch, st);
     else if (c->arch.documents)
         attention_document_bounds(a->inputs, B, T, c->arch.document_token, a->doc_start, a->doc_end, st);
-    embedding(g, host_inputs, B, T, 0);
-    profile_mark(g->profile, PART_EMBEDDING, PHASE_FORWARD, st);
+    // The operations of the stem, the blocks and the head (gpt/model_ops.h).
+    const StemOps stem = stem_ops(&c->arch);
+    for (int i = 0; i < stem.count; i++) {
+        switch (stem.op[i]) {
+        case STEM_EMBEDDING:
+            embedding(g, host_inputs, B, T, 0);
+            profile_mark(g->profile, PART_EMBEDDING, PHASE_FORWARD, st);
+            break;
+        }
+    }
     forward_layers(g, B, T);
-    norm_forward(&c->arch, a->lnf, a->lnf_mean, a->lnf_rstd, layer_acts(g, c->L - 1).res_next, p->lnfw, p->lnfb, N, C,
-                 st);
-    profile_mark(g->profile, PART_NORM, PHASE_FORWARD, st);
+    const HeadOps head = head_ops(&c->arch);
+    for (int i = 0; i < head.count; i++) {
+        switch (head.op[i]) {
+        case HEAD_NORM:
+            norm_forward(head.norm, a->lnf, a->lnf_mean, a->lnf_rstd, layer_acts(g, c->L - 1).res_next, p->lnfw,
+                         p->lnfb, N, C, st);
+            profile_mark(g->profile, PART_NORM, PHASE_FORWARD, st);
+            break;
+        case HEAD_LOGITS: break;   // gpt_classifier's and gpt_logits', a chunk of rows at a time
+        }
+    }
 }
 
 bf16* gpt_logits(GPT* g, int row, int rows) {
@@ -289,6 +303,7 @@ void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_s
     const GPTConfig* c = &g->config;
     Activations* a = &g->acts;
     int N = B * T, C = c->C;
+    float softcap = head_ops(&c->arch).softcap;
     if (B != g->forward_B || T != g->forward_T)
         die("gpt_classifier: a batch of %d x %d, the last gpt_forward's is %d x %d", B, T, g->forward_B, g->forward_T);
     profile_start(g->profile, classifier_marks(g, N), g->stream);
@@ -298,9 +313,9 @@ void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_s
         int rows = N - row < g->sizes.logits_rows ? N - row : g->sizes.logits_rows;
         bf16* logits = gpt_logits(g, row, rows);
         // The one pass that gives the losses also writes dlogits: counted as the forward.
-        if (c->arch.softcap > 0.0f)
+        if (softcap > 0.0f)
             classifier_forward_backward_softcap(logits, a->losses + row, a->targets + row, rows, c->V, c->Vp,
-                                                c->arch.softcap, dloss_scale, write_dlogits, g->stream);
+                                                softcap, dloss_scale, write_dlogits, g->stream);
         else classifier_forward_backward(logits, a->losses + row, a->targets + row, rows, c->V, c->Vp, dloss_scale,
                                          write_dlogits, g->stream);
         profile_mark(g->profile, PART_CLASSIFIER, PHASE_FORWARD, g->stream);
@@ -346,7 +361,7 @@ static void reduce_layer_grads(GPT* g, int l) {
 }
 
 // Marks of a backward: the start, lnf, the layers', the embedding.
-static int backward_marks(const GPT* g) { return 3 + block_backward_marks(&g->config.arch) * g->config.L; }
+static int backward_marks(const GPT* g) { return 3 + block_backward_marks(&g->config.arch, g->config.L); }
 
 void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     const GPTConfig* c = &g->config;
@@ -362,18 +377,33 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     int reduce = g->dp.comm && last_micro_step;
     profile_start(g->profile, backward_marks(g), st);
     cudaCheck(cudaMemsetAsync(a->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
-    norm_backward(&c->arch, a->dresidual, d->lnfw, d->lnfb, a->dnarrow, layer_acts(g, c->L - 1).res_next,
-                  g->params.lnfw, a->lnf_mean, a->lnf_rstd, N, C, a->scratch, st);
-    profile_mark(g->profile, PART_NORM, PHASE_BACKWARD, st);
+    // The operations of the head, the blocks and the stem in reverse (gpt/model_ops.h).
+    const HeadOps head = head_ops(&c->arch);
+    for (int i = head.count - 1; i >= 0; i--) {
+        switch (head.op[i]) {
+        case HEAD_LOGITS: break;   // gpt_classifier's: dlnf in dnarrow
+        case HEAD_NORM:
+            norm_backward(head.norm, a->dresidual, d->lnfw, d->lnfb, a->dnarrow, layer_acts(g, c->L - 1).res_next,
+                          g->params.lnfw, a->lnf_mean, a->lnf_rstd, N, C, a->scratch, st);
+            profile_mark(g->profile, PART_NORM, PHASE_BACKWARD, st);
+            break;
+        }
+    }
     for (int l = c->L - 1; l >= 0; l--) {
         BlockActivations x = layer_acts(g, l);
         LayerParameters w = layer_parameters(&g->params, l, c), dw = layer_parameters(d, l, c);
-        pass.attention = block_attention(&c->arch, g->attention, l);
-        block_backward(&pass, &x, &w, &dw, &grads);
+        block_backward(&pass, l, &x, &w, &dw, &grads);
         if (reduce) reduce_layer_grads(g, l);
     }
-    embedding(g, host_inputs, B, T, 1);
-    profile_mark(g->profile, PART_EMBEDDING, PHASE_BACKWARD, st);
+    const StemOps stem = stem_ops(&c->arch);
+    for (int i = stem.count - 1; i >= 0; i--) {
+        switch (stem.op[i]) {
+        case STEM_EMBEDDING:
+            embedding(g, host_inputs, B, T, 1);
+            profile_mark(g->profile, PART_EMBEDDING, PHASE_BACKWARD, st);
+            break;
+        }
+    }
     if (reduce) {
         // The tensors of the model, not of a layer: wte has the classifier's (when tied) and the
         // encoder's parts only now.

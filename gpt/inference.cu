@@ -1,12 +1,12 @@
 // gpt/inference.cu: gpt/inference.h. The prompt runs through the block of the training model
 // (gpt/block.h), layer by layer on one layer's buffers, each layer's keys and values then copied
-// into every sequence's cache; each step then runs the same blocks on B rows, one per sequence,
-// as five kernels a layer (layers/matmul_rows.h for the linear layers, attention/decode.h for
-// one query per sequence against that sequence's cache), replayed from one of two captured
-// graphs. With QK-norm or rotary the QKV layer writes the new key into the cache as it comes
-// (a head spans several of matmul_rows' blocks of 16 columns, so its norm does not fit that
-// epilogue), and the decode attention norms and rotates the query and that key, writing the key
-// back (attention/decode.h's DecodeQK).
+// into every sequence's cache; each step then walks the same operations (gpt/model_ops.h) on B
+// rows, one per sequence, as five kernels a layer (layers/matmul_rows.h for the linear layers,
+// attention/decode.h for one query per sequence against that sequence's cache), replayed from
+// one of two captured graphs. With QK-norm or rotary the QKV layer writes the new key into the
+// cache as it comes (a head spans several of matmul_rows' blocks of 16 columns, so its norm does
+// not fit that epilogue), and the decode attention norms and rotates the query and that key,
+// writing the key back (attention/decode.h's DecodeQK).
 #include "gpt/inference.h"
 
 #include <math.h>
@@ -116,9 +116,10 @@ __global__ void advance_kernel(int* positions, int B) {
 static void enqueue_draw(InferenceModel* m, int p) {
     const GPTConfig* c = &m->config;
     const DrawSettings* d = &m->draw;
+    float softcap = head_ops(&c->arch).softcap;
     if (d->top_k == 0 && d->top_p >= 1.0f) {
-        if (c->arch.softcap > 0.0f)
-            classifier_sample_softcap(m->tokens, m->logits_of[p], m->B, c->V, c->Vp, c->arch.softcap, d->temperature,
+        if (softcap > 0.0f)
+            classifier_sample_softcap(m->tokens, m->logits_of[p], m->B, c->V, c->Vp, softcap, d->temperature,
                                       m->seed, m->positions, m->stream);
         else classifier_sample(m->tokens, m->logits_of[p], m->B, c->V, c->Vp, d->temperature, m->seed, m->positions,
                                m->stream);
@@ -131,11 +132,35 @@ static void enqueue_draw(InferenceModel* m, int p) {
     launch_overlapped(advance_kernel, dim3(1), dim3(m->B), 0, m->stream, m->positions, m->B);
 }
 
-// logits_of[p] (B, Vp) = lnf(step.x) @ head^T (wte, or lm_head), before any soft cap.
+// The norm a step's linear layer takes in before its matmul (RowsEpilogue's), with its weight
+// and bias where it has them.
+static RowsEpilogue step_norm(NormKind norm, const bf16* weight, const bf16* bias) {
+    RowsEpilogue e = {};
+    switch (norm) {
+    case NORM_LAYERNORM:
+        e.ln_weight = weight;
+        e.ln_bias = bias;
+        break;
+    case NORM_RMSNORM: e.rms_norm = 1; break;
+    }
+    return e;
+}
+
+// The head's operations on step.x (B, C): logits_of[p] (B, Vp) = lnf(step.x) @ head^T (wte, or
+// lm_head) in one matmul_rows kernel; the draw applies the soft cap.
 static void lm_head(InferenceModel* m, int p) {
     const GPTConfig* c = &m->config;
-    RowsEpilogue lnf = {.ln_weight = m->params.lnfw, .ln_bias = m->params.lnfb, .rms_norm = c->arch.rms_norm};
-    matmul_rows_forward(m->logits_of[p], m->step.x, head_weights(&m->params, c), &lnf, m->B, c->C, c->Vp, m->stream);
+    const HeadOps head = head_ops(&c->arch);
+    RowsEpilogue before = {};   // a norm's, which the matmul after it takes in first
+    for (int i = 0; i < head.count; i++) {
+        switch (head.op[i]) {
+        case HEAD_NORM: before = step_norm(head.norm, m->params.lnfw, m->params.lnfb); break;
+        case HEAD_LOGITS:
+            matmul_rows_forward(m->logits_of[p], m->step.x, head_weights(&m->params, c), &before, m->B, c->C, c->Vp,
+                                m->stream);
+            break;
+        }
+    }
 }
 
 static int draws_on_gpu(const InferenceModel* m) { return m->draw.top_k == 0 && m->draw.top_p >= 1.0f; }
@@ -148,7 +173,7 @@ static void finish_draw(InferenceModel* m, int p) {
     const GPTConfig* c = &m->config;
     const DrawSettings* d = &m->draw;
     if (draws_on_gpu(m)) return;
-    float cap = c->arch.softcap;
+    float cap = head_ops(&c->arch).softcap;
     for (int b = 0; b < m->B; b++) {
         for (int v = 0; v < c->V; v++) {
             float x = __bfloat162float(m->host_logits[(size_t)b * c->Vp + v]);
@@ -183,22 +208,6 @@ static void fill_caches(InferenceModel* m, int l, int n) {
     cudaCheckLaunch();
 }
 
-// A linear layer of the decoding step as one matmul_rows kernel: out (B, OC) =
-// epilogue(inp (B, C) @ weight (OC, C)^T), with the layernorm before it and the bias, GELU,
-// residual add or cache write after it (layers/matmul_rows.h).
-typedef struct {
-    bf16* out;
-    const bf16* inp;
-    const bf16* weight;
-    int C, OC;
-    RowsEpilogue epilogue;
-} StepLinear;
-enum { STEP_QKV, STEP_ATTPROJ, STEP_FC, STEP_FCPROJ, STEP_LINEARS };   // a block's, in its order
-
-static void step_linear(InferenceModel* m, const StepLinear* f) {
-    matmul_rows_forward(f->out, f->inp, f->weight, &f->epilogue, m->B, f->C, f->OC, m->stream);
-}
-
 // Replays the step's next copy.
 static void launch_step(InferenceModel* m) {
     int p = m->next_graph;
@@ -221,12 +230,18 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
     m->rng.state = m->draw.seed;
     cudaCheck(cudaMemcpyAsync(m->seed, &m->draw.seed, sizeof(uint64_t), cudaMemcpyHostToDevice, st));
     cudaCheck(cudaMemcpyAsync(m->prompt_tokens, prompt, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, st));
-    encoder_forward(m->prompt.res, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
-    BlockPass pass = {&c->arch, NULL, attention_shape(c, 1, n), m->prompt_rows, 0, NULL, NULL, &m->matmul};
+    const StemOps stem = stem_ops(&c->arch);
+    for (int i = 0; i < stem.count; i++) {
+        switch (stem.op[i]) {
+        case STEM_EMBEDDING:
+            encoder_forward(m->prompt.res, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
+            break;
+        }
+    }
+    BlockPass pass = {&c->arch, m->attention, attention_shape(c, 1, n), m->prompt_rows, 0, NULL, NULL, &m->matmul};
     for (int l = 0; l < c->L; l++) {
         LayerParameters w = layer_parameters(&m->params, l, c);
-        pass.attention = block_attention(&c->arch, m->attention, l);
-        block_forward(&pass, &m->prompt, &w);
+        block_forward(&pass, l, &m->prompt, &w);
         fill_caches(m, l, n);   // from the block's qkv, before the next block writes it
     }
     // The last position's logits, in every sequence's row (each draws its own token).
@@ -246,51 +261,95 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
     if (draws_on_gpu(m)) launch_step(m);   // ahead: the first step runs while the caller takes these
 }
 
-// One step on the GPU: the B tokens at their positions through every block, their keys and
-// values into the caches, the logits and (on the GPU) the draw, the positions one further. On B
-// rows every linear layer is one matmul_rows kernel with the norm before it and the bias,
-// activation, residual or cache write after it fused in; with the attention that is five
-// kernels a layer, each starting while the one before ends. QK-norm and rotary of the new query
-// and key are the attention's (their raw key goes into the cache, which the attention rewrites).
-static void enqueue_step(InferenceModel* m, int p) {
+// Layer l's block on the step's B rows, a case per operation: every linear layer is one
+// matmul_rows kernel with the norm before it and the bias, activation, residual or cache write
+// after it fused in, and with the attention that is five kernels a layer, each starting while
+// the one before ends. QK-norm and rotary of the new query and key are the attention's (their
+// raw key goes into the cache, which the attention rewrites).
+static void enqueue_block(InferenceModel* m, int l) {
     const GPTConfig* c = &m->config;
-    const Architecture* arch = &c->arch;
+    const BlockOps ops = block_ops(&c->arch, l);
     int C = c->C, B = m->B, HS = C / c->NH;
-    const DecodeQK qk = {arch->qk_norm ? RMSNORM_EPS : 0.0f, arch->rotary ? arch->rotary_base : 0.0f};
-    const DecodeQK* transform = arch->qk_norm || arch->rotary ? &qk : NULL;
     cudaStream_t st = m->stream;
     const StepActivations* r = &m->step;
-    encoder_forward_at(r->x, m->tokens, m->positions, m->params.wte, m->params.wpe, B, C, st);
-    for (int l = 0; l < c->L; l++) {
-        LayerParameters w = layer_parameters(&m->params, l, c);
-        AttentionTensor k, v;
-        cache_views(m, l, &k, &v);
-        // The block's linear layers, each with what surrounds it fused in. Q, K, V of sequence b
-        // go to row b of qkv, its K and V also to row positions[b] of its cache.
-        const StepLinear linears[STEP_LINEARS] = {
-            // out        inp          weight      C      OC     epilogue
-            {r->qkv,      r->x,        w.qkvw,     C,     3 * C, {.ln_weight = w.ln1w, .ln_bias = w.ln1b,
-                                                                  .rms_norm = arch->rms_norm, .bias = w.qkvb,
-                                                                  .cache = k.ptr,
-                                                                  .cache_batch = k.batch, .cache_row = k.row,
-                                                                  .cache_from = C, .positions = m->positions}},
-            {r->mid,      r->atty,     w.attprojw, C,     C,     {.bias = w.attprojb, .residual = r->x}},
-            {r->fch_gelu, r->mid,      w.fcw,      C,     4 * C, {.ln_weight = w.ln2w, .ln_bias = w.ln2b,
-                                                                  .rms_norm = arch->rms_norm, .bias = w.fcb,
-                                                                  .gelu = !arch->relu2, .relu2 = arch->relu2}},
-            {r->x,        r->fch_gelu, w.fcprojw,  4 * C, C,     {.bias = w.fcprojb, .residual = r->mid}},
-        };
-        step_linear(m, &linears[STEP_QKV]);
-        AttentionParams a;
-        memset(&a, 0, sizeof(a));
-        a.shape = attention_shape(c, B, m->length);
-        a.q = (AttentionTensor){r->qkv, 3LL * C, 0, HS};
-        a.k = k;
-        a.v = v;
-        a.o = (AttentionTensor){r->atty, (long long)C, 0, HS};
-        attention_decode(block_attention(arch, m->attention, l), &a, m->positions, transform, m->decode_scratch, st);
-        for (int i = STEP_ATTPROJ; i <= STEP_FCPROJ; i++) step_linear(m, &linears[i]);
+    LayerParameters w = layer_parameters(&m->params, l, c);
+    AttentionTensor k, v;
+    cache_views(m, l, &k, &v);
+    RowsEpilogue before = {};   // a norm's, which the linear layer after it takes in first
+    DecodeQK qk = {};
+    const DecodeQK* transform = NULL;   // QK-norm and rotary's, which the attention after them applies
+    for (int i = 0; i < ops.count; i++) {
+        switch (ops.op[i]) {
+        case BLOCK_NORM1: before = step_norm(ops.norm, w.ln1w, w.ln1b); break;
+        case BLOCK_QKV: {
+            // Q, K, V of sequence b go to row b of qkv, its K and V also to row positions[b] of
+            // its cache.
+            RowsEpilogue e = before;
+            e.bias = w.qkvb;
+            e.cache = k.ptr;
+            e.cache_batch = k.batch;
+            e.cache_row = k.row;
+            e.cache_from = C;
+            e.positions = m->positions;
+            matmul_rows_forward(r->qkv, r->x, w.qkvw, &e, B, C, 3 * C, st);
+            break;
+        }
+        case BLOCK_QK_NORM_ROTARY:
+            qk = (DecodeQK){ops.qk_norm ? RMSNORM_EPS : 0.0f, ops.rotary ? ops.rotary_base : 0.0f};
+            transform = &qk;
+            break;
+        case BLOCK_ATTENTION: {
+            AttentionParams a;
+            memset(&a, 0, sizeof(a));
+            a.shape = attention_shape(c, B, m->length);
+            a.q = (AttentionTensor){r->qkv, 3LL * C, 0, HS};
+            a.k = k;
+            a.v = v;
+            a.o = (AttentionTensor){r->atty, (long long)C, 0, HS};
+            attention_decode(block_attention(&c->arch, m->attention, l), &a, m->positions, transform,
+                             m->decode_scratch, st);
+            break;
+        }
+        case BLOCK_ATTPROJ: {
+            RowsEpilogue e = {.bias = w.attprojb, .residual = r->x};
+            matmul_rows_forward(r->mid, r->atty, w.attprojw, &e, B, C, C, st);
+            break;
+        }
+        case BLOCK_NORM2: before = step_norm(ops.norm, w.ln2w, w.ln2b); break;
+        case BLOCK_FC: {
+            RowsEpilogue e = before;
+            e.bias = w.fcb;
+            switch (ops.activation) {
+            case ACTIVATION_GELU: e.gelu = 1; break;
+            case ACTIVATION_RELU2: e.relu2 = 1; break;
+            }
+            matmul_rows_forward(r->fch_gelu, r->mid, w.fcw, &e, B, C, 4 * C, st);
+            break;
+        }
+        case BLOCK_FCPROJ: {
+            RowsEpilogue e = {.bias = w.fcprojb, .residual = r->mid};
+            matmul_rows_forward(r->x, r->fch_gelu, w.fcprojw, &e, B, 4 * C, C, st);
+            break;
+        }
+        }
     }
+}
+
+// One step on the GPU: the B tokens at their positions through the stem, every block and the
+// head (gpt/model_ops.h), their keys and values into the caches, the logits and (on the GPU) the
+// draw, the positions one further.
+static void enqueue_step(InferenceModel* m, int p) {
+    const GPTConfig* c = &m->config;
+    const StemOps stem = stem_ops(&c->arch);
+    for (int i = 0; i < stem.count; i++) {
+        switch (stem.op[i]) {
+        case STEM_EMBEDDING:
+            encoder_forward_at(m->step.x, m->tokens, m->positions, m->params.wte, m->params.wpe, m->B, c->C,
+                               m->stream);
+            break;
+        }
+    }
+    for (int l = 0; l < c->L; l++) enqueue_block(m, l);
     lm_head(m, p);
     enqueue_draw(m, p);
 }
