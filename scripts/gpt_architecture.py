@@ -40,10 +40,11 @@ class Architecture(NamedTuple):
     windows: tuple = (0,) * MAX_WINDOWS
 
 
+ROTARY_BASE = 10000.0  # both presets', and the one a model without rotary holds
 PRESETS = {
-    "gpt2": Architecture(rotary=0, rotary_base=10000.0, rms_norm=0, qk_norm=0, relu2=0, bias=1, untied_head=0,
+    "gpt2": Architecture(rotary=0, rotary_base=ROTARY_BASE, rms_norm=0, qk_norm=0, relu2=0, bias=1, untied_head=0,
                          zero_init=0, softcap=0.0),
-    "modern": Architecture(rotary=1, rotary_base=10000.0, rms_norm=1, qk_norm=1, relu2=1, bias=0, untied_head=1,
+    "modern": Architecture(rotary=1, rotary_base=ROTARY_BASE, rms_norm=1, qk_norm=1, relu2=1, bias=0, untied_head=1,
                            zero_init=1, softcap=30.0),
 }
 GPT2 = PRESETS["gpt2"]
@@ -57,6 +58,11 @@ COMPONENTS = (("--rotary", "rotary", {"0": 0, "1": 1}), ("--rotary-base", "rotar
               ("--mlp", "relu2", {"gelu": 0, "relu2": 1}), ("--bias", "bias", {"0": 0, "1": 1}),
               ("--head", "untied_head", {"tied": 0, "untied": 1}), ("--zero-init", "zero_init", {"0": 0, "1": 1}),
               ("--softcap", "softcap", None))
+
+
+def rotary_base_invalid(base):
+    """None when base may be rotary's base, else the rule it breaks (gpt/config.h's)."""
+    return None if math.isfinite(base) and base > 1 else "the rotary base must be a finite number above 1"
 
 
 def invalid(arch):
@@ -75,9 +81,35 @@ def invalid(arch):
         return f"the window pattern has {arch.window_count} windows, not 0 to {MAX_WINDOWS}"
     if min(arch.windows) < 0 or any(arch.windows[arch.window_count:]):
         return "a window is negative, or set past the pattern"
-    if arch.window_count and not any(arch.windows):
-        return "the window pattern bounds no layer"
     return None
+
+
+def drop_without_effect(arch, shape=None):
+    """(arch without its fields that change nothing the model computes, why the first of them has
+    no effect or None when it holds none): gpt/config.h's gpt_config_drop_without_effect, for an
+    architecture whose fields are each valid (invalid; a value invalid in itself is left as it
+    is). A rotary base without rotary becomes the presets', a window of the context or more no
+    bound, the pattern's entries past the layers go, and a pattern that then bounds no layer
+    becomes none. shape: the model's (its maxT and L), which the windows are checked against;
+    None for an architecture without windows."""
+    why = None
+    if not arch.rotary and arch.rotary_base != ROTARY_BASE and not rotary_base_invalid(arch.rotary_base):
+        arch = arch._replace(rotary_base=ROTARY_BASE)
+        why = "a rotary base without rotary, where it has no effect (--rotary 1 gives the model rotary)"
+    if not 0 < arch.window_count <= MAX_WINDOWS:
+        return arch, why
+    pattern = list(arch.windows[:arch.window_count])
+    if any(w >= shape.maxT for w in pattern):
+        pattern = [0 if w >= shape.maxT else w for w in pattern]
+        why = why or "a window is no narrower than the context, so it bounds nothing (leave it out; in a pattern, full)"
+    if len(pattern) > shape.L:
+        pattern = pattern[:shape.L]
+        why = why or "the window pattern is longer than the layers, which take no more of it"
+    if not any(w > 0 for w in pattern):
+        pattern = []
+        why = why or "the window pattern bounds no layer"
+    windows = tuple(pattern) + (0,) * (arch.window_count - len(pattern)) + arch.windows[arch.window_count:]
+    return arch._replace(window_count=len(pattern), windows=windows), why
 
 
 def masked(arch):
@@ -95,7 +127,9 @@ def describe(arch):
     the key windows, if any: ", documents (token 50256), windows 2048,512" (gpt/config.h's)."""
     unmasked = arch._replace(documents=0, document_token=0, window_count=0, windows=(0,) * MAX_WINDOWS)
     text = preset_of(unmasked) or ", ".join([
-        f"rotary (base {arch.rotary_base:g})" if arch.rotary else "learned positions",
+        f"rotary (base {arch.rotary_base:g})" if arch.rotary else
+        f"learned positions (rotary base {arch.rotary_base:g})" if arch.rotary_base != ROTARY_BASE else
+        "learned positions",
         "rms norm" if arch.rms_norm else "layernorm", "qk-norm" if arch.qk_norm else "no qk-norm",
         "relu2" if arch.relu2 else "gelu", "bias" if arch.bias else "no bias",
         "untied head" if arch.untied_head else "tied head", "zero init" if arch.zero_init else "no zero init",
