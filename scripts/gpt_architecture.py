@@ -16,6 +16,10 @@ windows[l % window_count] keys, 0 for no bound; 0 past the pattern), train_gpt's
 The options are train_gpt's: --arch gpt2|modern picks a preset, then --rotary 0|1,
 --rotary-base X, --norm layer|rms, --qk-norm 0|1, --mlp gelu|relu2, --bias 0|1,
 --head tied|untied, --zero-init 0|1 and --softcap X each replace one field.
+The rules are gpt/config.h's, held to it by tests/test_rules.py: each field's values (invalid),
+the fields without effect (drop_without_effect: refused in an option, dropped as a checkpoint is
+read, so that it reads as the model it computes) and the preset nearest an architecture, whose
+optimizer defaults a run takes without --arch (nearest_preset).
 """
 import math
 from typing import NamedTuple
@@ -65,16 +69,22 @@ def rotary_base_invalid(base):
     return None if math.isfinite(base) and base > 1 else "the rotary base must be a finite number above 1"
 
 
+def softcap_invalid(cap):
+    """None when cap may be the logits' soft cap, else the rule it breaks (gpt/config.h's: a cap
+    below 1 flattens every distribution the model could draw)."""
+    return None if cap == 0 or (math.isfinite(cap) and cap >= 1) else \
+        "the softcap must be 0 (none) or a finite number of at least 1"
+
+
 def invalid(arch):
     """None when every field holds a value it may (gpt/config.h's architecture_invalid), else
     what does not."""
     for field in SWITCHES:
         if getattr(arch, field) not in (0, 1):
             return f"{field} {getattr(arch, field)} is neither 0 nor 1"
-    if not (math.isfinite(arch.rotary_base) and arch.rotary_base > 1):
-        return f"the rotary base {arch.rotary_base} is not a finite number above 1"
-    if not (math.isfinite(arch.softcap) and arch.softcap >= 0):
-        return f"the softcap {arch.softcap} is not a finite number >= 0"
+    why = rotary_base_invalid(arch.rotary_base) or softcap_invalid(arch.softcap)
+    if why:
+        return why
     if arch.document_token < 0 or (not arch.documents and arch.document_token):
         return f"the document token {arch.document_token} is negative, or set without documents"
     if not 0 <= arch.window_count <= MAX_WINDOWS or len(arch.windows) != MAX_WINDOWS:
@@ -122,6 +132,16 @@ def preset_of(arch):
     return next((name for name, preset in PRESETS.items() if preset == arch), None)
 
 
+def nearest_preset(arch):
+    """The name of the preset nearest arch (gpt/config.h's architecture_nearest_preset): the one
+    whose components differ from arch's in the fewest (the seven switches and the soft cap, on or
+    off; the rotary base, the cap's value and the key windows count for nothing), gpt2 on a tie."""
+    def differ(preset):
+        return sum(getattr(arch, f) != getattr(preset, f) for f in SWITCHES if f != "documents") + \
+            ((arch.softcap > 0) != (preset.softcap > 0))
+    return min(PRESETS, key=lambda name: differ(PRESETS[name]))  # min keeps the first of a tie
+
+
 def describe(arch):
     """"gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, ..."; then
     the key windows, if any: ", documents (token 50256), windows 2048,512" (gpt/config.h's)."""
@@ -154,22 +174,23 @@ def add_options(ap):
             ap.add_argument(flag, type=float, metavar="X", help=f"the architecture's {field}")
 
 
-def from_options(a, start=None):
+def from_options(a, init=None):
     """(the architecture the parsed options a ask for, the preset whose optimizer defaults the run
-    takes: --arch's, else that of the preset the architecture is, else gpt2). It starts from
-    --arch's preset, or without --arch from start (the architecture of a checkpoint the run
-    starts from) or gpt2; each component given replaces its field. ValueError saying why when
-    the result is not a valid architecture."""
-    fields = (PRESETS[a.arch] if a.arch else start or GPT2)._asdict()
+    takes: --arch's, else the one nearest the architecture, as train_gpt's). It starts from
+    --arch's preset, or without --arch from init's (a gpt2_checkpoint.Checkpoint the run starts
+    from) or gpt2; each component given replaces its field. ValueError saying why when the result
+    is not a valid architecture or holds a field without effect (an option that changes nothing
+    is refused, as train_gpt refuses it)."""
+    fields = (PRESETS[a.arch] if a.arch else init.arch if init else GPT2)._asdict()
     for flag, field, choices in COMPONENTS:
         value = getattr(a, field_attribute(flag))
         if value is not None:
             fields[field] = choices[value] if choices else float(value)
     arch = Architecture(**fields)
-    why = invalid(arch)
+    why = invalid(arch) or drop_without_effect(arch, init.shape if init else None)[1]
     if why:
         raise ValueError(f"the architecture ({describe(arch)}): {why}")
-    return arch, a.arch or preset_of(arch) or "gpt2"
+    return arch, a.arch or nearest_preset(arch)
 
 
 def field_attribute(flag):
