@@ -183,8 +183,9 @@ static inline const char* architecture_invalid(const Architecture* a) {
 #define ARCHITECTURE_TEXT 1024
 
 // "gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, relu2, no
-// bias, untied head, zero init, softcap 30" (off ones as GPT-2's: "learned positions", "layernorm");
-// then the key windows, if any: "documents (token 50256), windows 2048,512" (a window pattern as
+// bias, untied head, zero init, softcap 30" (off ones as GPT-2's: "learned positions", "layernorm";
+// "learned positions (rotary base 5000)" for a base without effect, so that an option asking
+// for one is told from the model without it); then the key windows, if any: "documents (token 50256), windows 2048,512" (a window pattern as
 // train_gpt's --window-pattern takes it, "full" for no bound).
 static inline void architecture_describe(const Architecture* a, char* out, size_t len) {
     Architecture unmasked = architecture_unmasked(a);
