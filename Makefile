@@ -38,8 +38,9 @@ CU_LIB_OBJ = $(CU_LIB_SRC:%.cu=$(BUILD)/%.o)
 
 CPU_TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
 # Programs the Python tests run (tests/data_order.c: the data loader's batches;
-# tests/print_param_table.c: the parameter table).
-TEST_HELPERS := $(BUILD)/tests/data_order $(BUILD)/tests/print_param_table
+# tests/print_param_table.c: the parameter table; tests/print_rules.c: the architecture's and the
+# optimizer settings' rules).
+TEST_HELPERS := $(BUILD)/tests/data_order $(BUILD)/tests/print_param_table $(BUILD)/tests/print_rules
 GPU_TESTS   := $(patsubst tests/%.cu,$(BUILD)/tests/%,$(wildcard tests/test_*.cu))
 CPU_BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 GPU_BENCHES := $(patsubst bench/%.cu,$(BUILD)/bench/%,$(wildcard bench/bench_*.cu))

@@ -339,7 +339,7 @@ typedef struct {
 // The architecture: a checkpoint's (from_file), or --arch's preset; each component given on its
 // own replaces its field, the key windows (--document-mask, --window, --window-pattern) theirs,
 // and with a checkpoint the result must be the checkpoint's. A value without effect is refused
-// (gpt/config.h's architecture_invalid says why).
+// (gpt/config.h's gpt_config_drop_without_effect says why).
 static void resolve_architecture(Run* r, int from_file) {
     TrainOptions* o = &r->o;
     Architecture* arch = &r->config.arch;

@@ -58,7 +58,10 @@ GPTConfig read_model_header(FILE* f, const char* path, int* version) {
     if (!gpt2) {
         c.arch = h.f.arch;
         const char* why = architecture_invalid(&c.arch);
-        if (!why) why = gpt_config_invalid(&c);   // the document token and the windows within the shape
+        if (!why) {
+            gpt_config_drop_without_effect(&c);   // the file read as the model it holds (gpt/config.h)
+            why = gpt_config_invalid(&c);         // the document token within the vocabulary
+        }
         if (why) die("%s: corrupt header: %s", path, why);
         for (int i = MODEL_HEADER_USED_INTS; i < HEADER_INTS; i++)
             if (h.ints[i] != 0)

@@ -114,7 +114,8 @@ void state_header_pack(const TrainingState* s, StateFileHeader* h);
 int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err);
 
 // The shape and architecture in a model checkpoint's header (every field checked, the file's
-// size too, and that the block computes the architecture at its head size), and its version.
+// size too, and that the block computes the architecture at its head size; a field without
+// effect dropped, gpt/config.h's gpt_config_drop_without_effect), and its version.
 GPTConfig read_model_header(FILE* f, const char* path, int* version);
 // The shape and architecture in the model checkpoint at path: 0, or -1 with err when path is
 // not a regular file that can be read (a corrupt header ends the program, as read_model_header

@@ -45,7 +45,8 @@ typedef struct {
 #define ARCHITECTURE_SLOTS (12 + ARCHITECTURE_MAX_WINDOWS)
 static_assert(sizeof(Architecture) == ARCHITECTURE_SLOTS * sizeof(int32_t), "a 4-byte slot per value");
 
-// Rotary's base in both presets, and the value a model without rotary holds (architecture_invalid).
+// Rotary's base in both presets, and the value a model without rotary holds
+// (gpt_config_drop_without_effect).
 #define ARCHITECTURE_ROTARY_BASE 10000.0f
 
 // The presets' values, as initialisers.
@@ -157,13 +158,8 @@ static inline const char* softcap_invalid(float cap) {
 }
 
 // NULL when every field holds a value it may, else which does not. (The head sizes the blocks
-// take are the block's to say, gpt/block.h; the key windows against the context and the layers
-// gpt_config_invalid's.)
-// Options without effect: no field holds a value that changes nothing the model computes (a
-// rotary base other than the presets' without rotary, a window of the context or more, a window
-// pattern longer than the layers), so that one model has one description and a GPT-2 stays
-// llm.c's file. train_gpt refuses an option that would set one rather than dropping it: a dropped
-// option would leave its command line naming a model the run does not train.
+// take are the block's to say, gpt/block.h; the fields without effect, which depend on the
+// context and the layers too, gpt_config_drop_without_effect's.)
 static inline const char* architecture_invalid(const Architecture* a) {
     const int flags[] = {a->rotary, a->rms_norm, a->qk_norm, a->relu2, a->bias, a->untied_head, a->zero_init,
                          a->documents};
@@ -171,20 +167,15 @@ static inline const char* architecture_invalid(const Architecture* a) {
         if (flags[i] != 0 && flags[i] != 1) return "a switch of the architecture is neither 0 nor 1";
     const char* why = rotary_base_invalid(a->rotary_base);
     if (why) return why;
-    if (!a->rotary && a->rotary_base != ARCHITECTURE_ROTARY_BASE)
-        return "a rotary base without rotary, where it has no effect (--rotary 1 gives the model rotary)";
     if ((why = softcap_invalid(a->softcap))) return why;
     if (a->document_token < 0 || (!a->documents && a->document_token != 0))
         return "the document token is negative, or set without documents";
     if (a->window_count < 0 || a->window_count > ARCHITECTURE_MAX_WINDOWS)
         return "the window count is not 0 to 64";
-    int bounded = 0;
     for (int i = 0; i < ARCHITECTURE_MAX_WINDOWS; i++) {
         if (a->windows[i] < 0) return "a window is negative";
         if (i >= a->window_count && a->windows[i] != 0) return "a window is set past the pattern";
-        bounded |= a->windows[i] > 0;
     }
-    if (a->window_count > 0 && !bounded) return "the window pattern bounds no layer";
     return NULL;
 }
 
@@ -192,8 +183,9 @@ static inline const char* architecture_invalid(const Architecture* a) {
 #define ARCHITECTURE_TEXT 1024
 
 // "gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, relu2, no
-// bias, untied head, zero init, softcap 30" (off ones as GPT-2's: "learned positions", "layernorm");
-// then the key windows, if any: "documents (token 50256), windows 2048,512" (a window pattern as
+// bias, untied head, zero init, softcap 30" (off ones as GPT-2's: "learned positions", "layernorm";
+// "learned positions (rotary base 5000)" for a base without effect, so that an option asking
+// for one is told from the model without it); then the key windows, if any: "documents (token 50256), windows 2048,512" (a window pattern as
 // train_gpt's --window-pattern takes it, "full" for no bound).
 static inline void architecture_describe(const Architecture* a, char* out, size_t len) {
     Architecture unmasked = architecture_unmasked(a);
@@ -204,6 +196,8 @@ static inline void architecture_describe(const Architecture* a, char* out, size_
     } else {
         char positions[64], softcap[32];
         if (a->rotary) snprintf(positions, sizeof(positions), "rotary (base %g)", a->rotary_base);
+        else if (a->rotary_base != ARCHITECTURE_ROTARY_BASE)
+            snprintf(positions, sizeof(positions), "learned positions (rotary base %g)", a->rotary_base);
         else snprintf(positions, sizeof(positions), "learned positions");
         if (a->softcap > 0.0f) snprintf(softcap, sizeof(softcap), "softcap %g", a->softcap);
         else snprintf(softcap, sizeof(softcap), "no softcap");
@@ -260,9 +254,51 @@ static inline const ModelPreset* find_model_preset(const char* name) {
     return NULL;
 }
 
-// NULL when the shape is one the model can be built with, its document token and key windows
-// within the vocabulary, the context and the layers, else what is wrong (the architecture's own
-// fields: architecture_invalid).
+// Fields without effect: no field holds a value that changes nothing the model computes (a
+// rotary base other than the presets' without rotary, a window of the context or more, a window
+// pattern longer than the layers, a pattern that bounds no layer), so that one model has one
+// description and a GPT-2 stays llm.c's file. train_gpt refuses an option that would set one
+// (gpt_config_invalid): a dropped option would leave its command line naming a model the run does
+// not train. A model file that holds one (versions 6 and 7 may) still describes a model, and is
+// read as that model (read_model_header): each such field dropped, so that a GPT-2 in a version 6
+// file is GPT-2, in every program and when saved again (version 3 or 5).
+// Drops each field without effect from c, whose fields are each valid (architecture_invalid; a
+// value invalid in itself is left for it to refuse): a rotary base without rotary becomes the
+// presets', a window of the context or more no bound, the pattern's entries past the layers go,
+// and a pattern that then bounds no layer becomes none. Returns why the first field dropped has
+// no effect, or NULL when c holds none.
+static inline const char* gpt_config_drop_without_effect(GPTConfig* c) {
+    Architecture* a = &c->arch;
+    const char* why = NULL;
+    if (!a->rotary && a->rotary_base != ARCHITECTURE_ROTARY_BASE && !rotary_base_invalid(a->rotary_base)) {
+        a->rotary_base = ARCHITECTURE_ROTARY_BASE;
+        why = "a rotary base without rotary, where it has no effect (--rotary 1 gives the model rotary)";
+    }
+    if (a->window_count <= 0 || a->window_count > ARCHITECTURE_MAX_WINDOWS) return why;
+    int bounded = 0;
+    for (int i = 0; i < a->window_count; i++) {
+        if (a->windows[i] >= c->maxT) {
+            a->windows[i] = 0;
+            if (!why) why = "a window is no narrower than the context, so it bounds nothing (leave it out; in a "
+                            "pattern, full)";
+        }
+        if (i >= c->L) a->windows[i] = 0;
+        bounded |= a->windows[i] > 0;
+    }
+    if (a->window_count > c->L) {
+        a->window_count = c->L;
+        if (!why) why = "the window pattern is longer than the layers, which take no more of it";
+    }
+    if (!bounded) {
+        a->window_count = 0;
+        if (!why) why = "the window pattern bounds no layer";
+    }
+    return why;
+}
+
+// NULL when the shape is one the model can be built with, its document token within the
+// vocabulary and no field without effect (gpt_config_drop_without_effect), else what is wrong
+// (the architecture's own fields: architecture_invalid).
 static inline const char* gpt_config_invalid(const GPTConfig* c) {
     if (c->maxT <= 0 || c->V <= 0 || c->L <= 0 || c->NH <= 0 || c->C <= 0) return "a size is not positive";
     if (c->maxT > GPT_MAX_CONTEXT) return "the context is longer than 2^24";
@@ -273,11 +309,8 @@ static inline const char* gpt_config_invalid(const GPTConfig* c) {
     if (c->C % 8 != 0) return "the channels are not a multiple of 8";
     if (c->Vp != padded_vocab(c->V)) return "the padded vocabulary is not V rounded up to 128";
     if (c->arch.documents && c->arch.document_token >= c->V) return "the document token is outside the vocabulary";
-    for (int i = 0; i < c->arch.window_count && i < ARCHITECTURE_MAX_WINDOWS; i++)
-        if (c->arch.windows[i] >= c->maxT)
-            return "a window is no narrower than the context, so it bounds nothing (leave it out; in a pattern, full)";
-    if (c->arch.window_count > c->L) return "the window pattern is longer than the layers, which take no more of it";
-    return NULL;
+    GPTConfig dropped = *c;
+    return gpt_config_drop_without_effect(&dropped);
 }
 
 static inline int gpt_config_same_shape(const GPTConfig* a, const GPTConfig* b) {

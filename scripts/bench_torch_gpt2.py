@@ -75,7 +75,7 @@ def main():
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
             loss = step_fn(idx, targets)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
         if muon:
             opt.step(1.0)
         else:

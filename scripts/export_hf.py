@@ -4,8 +4,9 @@
 usage: export_hf.py [--fp32] CHECKPOINT.bin OUT_DIR
 
 CHECKPOINT.bin is a model checkpoint of version 3 (fp32) or 5 (bf16, what train_gpt writes for a
-GPT-2), or of version 6 or 7 holding GPT-2's architecture exactly; gpt2_checkpoint.py describes
-it. A model of another architecture (train_gpt --arch modern or any component changed: versions
+GPT-2), or of version 6 or 7 holding GPT-2's architecture exactly once its fields without effect
+are dropped (a rotary base without rotary, windows that bound nothing), as every program reads
+it; gpt2_checkpoint.py describes it. A model of another architecture (train_gpt --arch modern or any component changed: versions
 6 and 7) is refused in one line, once the file checks out (one cut short is truncated, whatever
 it holds): no transformers architecture computes it exactly (Llama's and Qwen's RMSNorm has
 weights and their MLP is SwiGLU; the modern model's norms have none, its MLP is ReLU^2, its

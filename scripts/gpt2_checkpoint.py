@@ -14,8 +14,9 @@ Hugging Face's wte.weight has V rows. GPT-2 stores its linear layers as Conv1D, 
 flashgpt stores (out, in), so those slices are the transposes of the Hugging Face tensors.
 Versions 6 (fp32) and 7 (bf16) are train_gpt's models of another architecture (gpt/checkpoint.h):
 header slots 8-83 hold it (scripts/gpt_architecture.py's fields in their order, the floats by
-their bits, the windows one slot each; every later slot 0), and the parameters are the tensors it
-has in the table's order (scripts/gpt_parameters.py), lm_head (Vp, C) last when its head is untied (named lm_head.weight, padding rows past V). The
+their bits, the windows one slot each; every later slot 0; a field without effect is dropped as
+the file is read, so that a GPT-2 in a version 6 file is GPT-2), and the parameters are the
+tensors it has in the table's order (scripts/gpt_parameters.py), lm_head (Vp, C) last when its head is untied (named lm_head.weight, padding rows past V). The
 import writes GPT-2's versions; the export takes them, and versions 6 and 7 holding GPT-2's
 architecture; Checkpoint reads all four.
 
@@ -34,7 +35,7 @@ except ImportError:
     np = None  # a script says so once its arguments are read (needed.exit_without)
 
 import gpt_parameters
-from gpt_architecture import FLOAT_FIELDS, GPT2, MAX_WINDOWS, SLOTS, Architecture, invalid
+from gpt_architecture import FLOAT_FIELDS, GPT2, MAX_WINDOWS, SLOTS, Architecture, drop_without_effect, invalid
 from gpt_parameters import Shape, padded_vocab  # noqa: F401  (the scripts take them from here too)
 from needed import exit_without
 from output_file import Failure, atomic_output, fail
@@ -178,7 +179,8 @@ def architecture_from_slots(slots):
 
 class Checkpoint:
     """A checkpoint file, checked (magic, version, sizes, the architecture, file size, every value
-    finite, as train_gpt requires) and mapped: shape, arch (GPT2 for versions 3 and 5), bf16.
+    finite, as train_gpt requires) and mapped: shape, arch (GPT2 for versions 3 and 5; a field
+    without effect dropped, as train_gpt reads it: gpt_architecture.drop_without_effect), bf16.
     refuse: a function of the architecture that says why the caller cannot take it (or None),
     asked once the header and the file size check out, before the values are read."""
 
@@ -204,6 +206,10 @@ class Checkpoint:
         if self.version in VERSIONS_OTHER_ARCHITECTURE:
             self.arch = architecture_from_slots(header[ARCHITECTURE_SLOTS])
             why = invalid(self.arch)
+            if not why:
+                self.arch = drop_without_effect(self.arch, self.shape)[0]  # read as the model it computes
+                if self.arch.documents and self.arch.document_token >= V:
+                    why = f"the document token {self.arch.document_token} is outside the vocabulary"
             if why:
                 fail(f"{path}: corrupt header: {why}")
             past = np.flatnonzero(header[ARCHITECTURE_SLOTS.stop:])

@@ -16,6 +16,10 @@ windows[l % window_count] keys, 0 for no bound; 0 past the pattern), train_gpt's
 The options are train_gpt's: --arch gpt2|modern picks a preset, then --rotary 0|1,
 --rotary-base X, --norm layer|rms, --qk-norm 0|1, --mlp gelu|relu2, --bias 0|1,
 --head tied|untied, --zero-init 0|1 and --softcap X each replace one field.
+The rules are gpt/config.h's, held to it by tests/test_rules.py: each field's values (invalid),
+the fields without effect (drop_without_effect: refused in an option, dropped as a checkpoint is
+read, so that it reads as the model it computes) and the preset nearest an architecture, whose
+optimizer defaults a run takes without --arch (nearest_preset).
 """
 import math
 from typing import NamedTuple
@@ -40,10 +44,11 @@ class Architecture(NamedTuple):
     windows: tuple = (0,) * MAX_WINDOWS
 
 
+ROTARY_BASE = 10000.0  # both presets', and the one a model without rotary holds
 PRESETS = {
-    "gpt2": Architecture(rotary=0, rotary_base=10000.0, rms_norm=0, qk_norm=0, relu2=0, bias=1, untied_head=0,
+    "gpt2": Architecture(rotary=0, rotary_base=ROTARY_BASE, rms_norm=0, qk_norm=0, relu2=0, bias=1, untied_head=0,
                          zero_init=0, softcap=0.0),
-    "modern": Architecture(rotary=1, rotary_base=10000.0, rms_norm=1, qk_norm=1, relu2=1, bias=0, untied_head=1,
+    "modern": Architecture(rotary=1, rotary_base=ROTARY_BASE, rms_norm=1, qk_norm=1, relu2=1, bias=0, untied_head=1,
                            zero_init=1, softcap=30.0),
 }
 GPT2 = PRESETS["gpt2"]
@@ -59,25 +64,62 @@ COMPONENTS = (("--rotary", "rotary", {"0": 0, "1": 1}), ("--rotary-base", "rotar
               ("--softcap", "softcap", None))
 
 
+def rotary_base_invalid(base):
+    """None when base may be rotary's base, else the rule it breaks (gpt/config.h's)."""
+    return None if math.isfinite(base) and base > 1 else "the rotary base must be a finite number above 1"
+
+
+def softcap_invalid(cap):
+    """None when cap may be the logits' soft cap, else the rule it breaks (gpt/config.h's: a cap
+    below 1 flattens every distribution the model could draw)."""
+    return None if cap == 0 or (math.isfinite(cap) and cap >= 1) else \
+        "the softcap must be 0 (none) or a finite number of at least 1"
+
+
 def invalid(arch):
     """None when every field holds a value it may (gpt/config.h's architecture_invalid), else
     what does not."""
     for field in SWITCHES:
         if getattr(arch, field) not in (0, 1):
             return f"{field} {getattr(arch, field)} is neither 0 nor 1"
-    if not (math.isfinite(arch.rotary_base) and arch.rotary_base > 1):
-        return f"the rotary base {arch.rotary_base} is not a finite number above 1"
-    if not (math.isfinite(arch.softcap) and arch.softcap >= 0):
-        return f"the softcap {arch.softcap} is not a finite number >= 0"
+    why = rotary_base_invalid(arch.rotary_base) or softcap_invalid(arch.softcap)
+    if why:
+        return why
     if arch.document_token < 0 or (not arch.documents and arch.document_token):
         return f"the document token {arch.document_token} is negative, or set without documents"
     if not 0 <= arch.window_count <= MAX_WINDOWS or len(arch.windows) != MAX_WINDOWS:
         return f"the window pattern has {arch.window_count} windows, not 0 to {MAX_WINDOWS}"
     if min(arch.windows) < 0 or any(arch.windows[arch.window_count:]):
         return "a window is negative, or set past the pattern"
-    if arch.window_count and not any(arch.windows):
-        return "the window pattern bounds no layer"
     return None
+
+
+def drop_without_effect(arch, shape=None):
+    """(arch without its fields that change nothing the model computes, why the first of them has
+    no effect or None when it holds none): gpt/config.h's gpt_config_drop_without_effect, for an
+    architecture whose fields are each valid (invalid; a value invalid in itself is left as it
+    is). A rotary base without rotary becomes the presets', a window of the context or more no
+    bound, the pattern's entries past the layers go, and a pattern that then bounds no layer
+    becomes none. shape: the model's (its maxT and L), which the windows are checked against;
+    None for an architecture without windows."""
+    why = None
+    if not arch.rotary and arch.rotary_base != ROTARY_BASE and not rotary_base_invalid(arch.rotary_base):
+        arch = arch._replace(rotary_base=ROTARY_BASE)
+        why = "a rotary base without rotary, where it has no effect (--rotary 1 gives the model rotary)"
+    if not 0 < arch.window_count <= MAX_WINDOWS:
+        return arch, why
+    pattern = list(arch.windows[:arch.window_count])
+    if any(w >= shape.maxT for w in pattern):
+        pattern = [0 if w >= shape.maxT else w for w in pattern]
+        why = why or "a window is no narrower than the context, so it bounds nothing (leave it out; in a pattern, full)"
+    if len(pattern) > shape.L:
+        pattern = pattern[:shape.L]
+        why = why or "the window pattern is longer than the layers, which take no more of it"
+    if not any(w > 0 for w in pattern):
+        pattern = []
+        why = why or "the window pattern bounds no layer"
+    windows = tuple(pattern) + (0,) * (arch.window_count - len(pattern)) + arch.windows[arch.window_count:]
+    return arch._replace(window_count=len(pattern), windows=windows), why
 
 
 def masked(arch):
@@ -90,12 +132,24 @@ def preset_of(arch):
     return next((name for name, preset in PRESETS.items() if preset == arch), None)
 
 
+def nearest_preset(arch):
+    """The name of the preset nearest arch (gpt/config.h's architecture_nearest_preset): the one
+    whose components differ from arch's in the fewest (the seven switches and the soft cap, on or
+    off; the rotary base, the cap's value and the key windows count for nothing), gpt2 on a tie."""
+    def differ(preset):
+        return sum(getattr(arch, f) != getattr(preset, f) for f in SWITCHES if f != "documents") + \
+            ((arch.softcap > 0) != (preset.softcap > 0))
+    return min(PRESETS, key=lambda name: differ(PRESETS[name]))  # min keeps the first of a tie
+
+
 def describe(arch):
     """"gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, ..."; then
     the key windows, if any: ", documents (token 50256), windows 2048,512" (gpt/config.h's)."""
     unmasked = arch._replace(documents=0, document_token=0, window_count=0, windows=(0,) * MAX_WINDOWS)
     text = preset_of(unmasked) or ", ".join([
-        f"rotary (base {arch.rotary_base:g})" if arch.rotary else "learned positions",
+        f"rotary (base {arch.rotary_base:g})" if arch.rotary else
+        f"learned positions (rotary base {arch.rotary_base:g})" if arch.rotary_base != ROTARY_BASE else
+        "learned positions",
         "rms norm" if arch.rms_norm else "layernorm", "qk-norm" if arch.qk_norm else "no qk-norm",
         "relu2" if arch.relu2 else "gelu", "bias" if arch.bias else "no bias",
         "untied head" if arch.untied_head else "tied head", "zero init" if arch.zero_init else "no zero init",
@@ -120,22 +174,23 @@ def add_options(ap):
             ap.add_argument(flag, type=float, metavar="X", help=f"the architecture's {field}")
 
 
-def from_options(a, start=None):
+def from_options(a, init=None):
     """(the architecture the parsed options a ask for, the preset whose optimizer defaults the run
-    takes: --arch's, else that of the preset the architecture is, else gpt2). It starts from
-    --arch's preset, or without --arch from start (the architecture of a checkpoint the run
-    starts from) or gpt2; each component given replaces its field. ValueError saying why when
-    the result is not a valid architecture."""
-    fields = (PRESETS[a.arch] if a.arch else start or GPT2)._asdict()
+    takes: --arch's, else the one nearest the architecture, as train_gpt's). It starts from
+    --arch's preset, or without --arch from init's (a gpt2_checkpoint.Checkpoint the run starts
+    from) or gpt2; each component given replaces its field. ValueError saying why when the result
+    is not a valid architecture or holds a field without effect (an option that changes nothing
+    is refused, as train_gpt refuses it)."""
+    fields = (PRESETS[a.arch] if a.arch else init.arch if init else GPT2)._asdict()
     for flag, field, choices in COMPONENTS:
         value = getattr(a, field_attribute(flag))
         if value is not None:
             fields[field] = choices[value] if choices else float(value)
     arch = Architecture(**fields)
-    why = invalid(arch)
+    why = invalid(arch) or drop_without_effect(arch, init.shape if init else None)[1]
     if why:
         raise ValueError(f"the architecture ({describe(arch)}): {why}")
-    return arch, a.arch or preset_of(arch) or "gpt2"
+    return arch, a.arch or nearest_preset(arch)
 
 
 def field_attribute(flag):

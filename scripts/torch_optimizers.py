@@ -4,9 +4,12 @@ Muon is written here from train_gpt's description (gpt/optimizer.h, layers/muon.
 code.
 
 - defaults(kind, preset): train_gpt's settings of the optimizer kind (adamw, muon) for the
-  architecture preset (gpt2, modern; gpt/optimizer.h's optimizer_defaults and
-  modern_optimizer_defaults). Python alone, like the rest of this file until an optimizer is
-  made: the scripts settle their options before they load torch.
+  architecture preset (gpt2, modern: --arch's, else gpt_architecture.nearest_preset's;
+  gpt/optimizer.h's preset_optimizer_defaults). SETTINGS: each setting's flag, bounds and the
+  runs it belongs to, and invalid(kind, s, untied_head) the check of a run's settings against
+  them (gpt/optimizer.h's optimizer_settings and optimizer_invalid, held to them by
+  tests/test_rules.py). Python alone, like the rest of this file until an optimizer is made: the
+  scripts settle their options before they load torch.
 Each tensor is updated as its row of the parameter table (scripts/gpt_parameters.py, through
 GPT.table_parameters) says: its group, its multiples of the group's rate (lr_scale) and of the
 weight decay (decay_scale: the 2-D weights), and the matrices Muon cuts it into.
@@ -18,10 +21,12 @@ weight decay (decay_scale: the 2-D weights), and the matrices Muon cuts it into.
   s.adam_beta2, eps 1e-8) for the rest: the embedding group (wte, the head too when tied, and
   wpe) at s.embedding_lr, the head group (an untied lm_head) at s.head_lr, the vectors (norms'
   weights, biases) at s.vector_lr. step(scale) takes the schedule's factor of every peak.
-s: the settings, as attributes: lr, weight_decay, muon_momentum, embedding_lr, head_lr,
+s: the settings, as attributes: lr, weight_decay, grad_clip, muon_momentum, embedding_lr, head_lr,
 vector_lr, adam_beta1, adam_beta2 (defaults' keys). Both take PyTorch's fused AdamW on the GPU,
 its default elsewhere (tests/test_torch_reference.py runs them on the CPU).
 """
+from typing import NamedTuple
+
 from gpt_parameters import muon_matrix
 
 try:
@@ -34,13 +39,80 @@ NS_COEFFICIENTS, NS_STEPS, NS_EPS = (3.4445, -4.7750, 2.0315), 5, 1e-7
 ADAM_EPS = 1e-8
 
 
+FLT_MAX = 3.4028234663852886e38  # the largest float32: the bound above of a setting without one
+
+
 def defaults(kind, preset):
-    """train_gpt's settings for --optimizer kind and the architecture preset."""
+    """train_gpt's settings for --optimizer kind and the architecture preset: AdamW lr 3e-4 (the
+    modern preset's 2e-3), weight decay 0.1; Muon lr 0.02, momentum 0.95, Adam (0.8, 0.95) at
+    0.001 for the embeddings (modern's 0.05), 0.002 for an untied head and for the vectors, no
+    weight decay; both clip the gradient norm at 1."""
     if kind == "adamw":
-        return {"lr": 2e-3 if preset == "modern" else 3e-4, "weight_decay": 0.1}
-    return {"lr": 0.02, "weight_decay": 0.0, "muon_momentum": 0.95,
+        return {"lr": 2e-3 if preset == "modern" else 3e-4, "weight_decay": 0.1, "grad_clip": 1.0}
+    return {"lr": 0.02, "weight_decay": 0.0, "grad_clip": 1.0, "muon_momentum": 0.95,
             "embedding_lr": 0.05 if preset == "modern" else 0.001, "head_lr": 0.002, "vector_lr": 0.002,
             "adam_beta1": 0.8, "adam_beta2": 0.95}
+
+
+class Setting(NamedTuple):
+    """A setting: its flag, its key in defaults(), the values it may take (hi FLT_MAX: no bound
+    above but the floats'; an open bound is not taken itself) and the runs it belongs to: every
+    run, muon's, or muon's with an untied head (a tied head is wte, at embedding_lr)."""
+    flag: str
+    key: str
+    lo: float
+    hi: float
+    lo_open: bool
+    hi_open: bool
+    use: str  # "every run", "muon", "muon untied head"
+
+
+# gpt/optimizer.h's optimizer_settings: a bound is open where the value itself breaks the
+# optimizer (a learning rate of 0 learns nothing; a momentum or beta of 1 never forgets).
+SETTINGS = (
+    Setting("--lr", "lr", 0.0, FLT_MAX, True, False, "every run"),
+    Setting("--weight-decay", "weight_decay", 0.0, FLT_MAX, False, False, "every run"),
+    Setting("--grad-clip", "grad_clip", 0.0, FLT_MAX, False, False, "every run"),
+    Setting("--muon-momentum", "muon_momentum", 0.0, 1.0, False, True, "muon"),
+    Setting("--embedding-lr", "embedding_lr", 0.0, FLT_MAX, True, False, "muon"),
+    Setting("--head-lr", "head_lr", 0.0, FLT_MAX, True, False, "muon untied head"),
+    Setting("--vector-lr", "vector_lr", 0.0, FLT_MAX, True, False, "muon"),
+    Setting("--adam-beta1", "adam_beta1", 0.0, 1.0, False, True, "muon"),
+    Setting("--adam-beta2", "adam_beta2", 0.0, 1.0, False, True, "muon"),
+)
+
+
+def setting_refused(setting, v):
+    """None when the setting may be v, else its bounds: "--lr 0 must be > 0", "--muon-momentum 1
+    must be in [0, 1)"."""
+    s = setting
+    if (v > s.lo if s.lo_open else v >= s.lo) and (v < s.hi if s.hi_open else v <= s.hi):
+        return None
+    if s.hi == FLT_MAX:
+        return f"{s.flag} {v:g} must be {'>' if s.lo_open else '>='} {s.lo:g}"
+    return f"{s.flag} {v:g} must be in {'(' if s.lo_open else '['}{s.lo:g}, {s.hi:g}{')' if s.hi_open else ']'}"
+
+
+def invalid(kind, s, untied_head):
+    """None when every setting of a run of the kind (an untied head's rate where untied_head) in s
+    (defaults' keys, as attributes) is within its bounds, and the weight decay within the rates it
+    is applied with, else why not, naming the flag: lr * weight_decay of a decayed weight each
+    step at the peak, at 1 or more, erases the weights whatever the gradients say."""
+    muon = kind == "muon"
+    for setting in SETTINGS:
+        if (setting.use != "every run" and not muon) or (setting.use == "muon untied head" and not untied_head):
+            continue
+        why = setting_refused(setting, getattr(s, setting.key))
+        if why:
+            return why
+    # The groups with decayed weights: AdamW's one; Muon's matrices, embeddings and an untied head.
+    decayed = (("--lr", s.lr), ("--embedding-lr", s.embedding_lr if muon else 0.0),
+               ("--head-lr", s.head_lr if muon and untied_head else 0.0))
+    for flag, lr in decayed:
+        if lr * s.weight_decay >= 1.0:
+            return (f"--weight-decay {s.weight_decay:g}: times {flag} {lr:g} it is {lr * s.weight_decay:g}, and must "
+                    "stay below 1 (at 1 a step at the peak erases the decayed weights)")
+    return None
 
 
 def adamw(model, s):

@@ -17,10 +17,10 @@ What it shares with train_gpt, by construction:
   says): AdamW (b1 0.9, b2 0.95, eps 1e-8), weight decay on the 2-D weights only; or Muon for
   the blocks' matrices with AdamW for wte and wpe (--embedding-lr), an untied head (--head-lr)
   and the vectors (--vector-lr); each setting
-  not given takes train_gpt's default for the optimizer and the architecture (the modern
-  preset's AdamW lr 2e-3 and Muon wte at 0.05); the global gradient norm clipped to
-  --grad-clip, linear warmup from lr/warmup, then a cosine to lr * --min-lr-frac at the last
-  step, every group's lr alike;
+  not given takes train_gpt's default for the optimizer and the preset of --arch, else the one
+  nearest the architecture (the modern preset's AdamW lr 2e-3 and Muon wte at 0.05), and each is
+  bounded as train_gpt bounds it; the global gradient norm clipped to --grad-clip, linear warmup
+  from lr/warmup, then a cosine to lr * --min-lr-frac at the last step, every group's lr alike;
 - the loss: mean cross-entropy over the real vocabulary.
 The numerics are PyTorch's usual mixed precision: fp32 weights, residual stream, norms and
 gradients, bf16 autocast for the matmuls and attention. --emulate (residual, residual-grad) rounds
@@ -49,7 +49,7 @@ from gpt2_checkpoint import Checkpoint, Shape, from_bf16_bits
 from needed import exit_without
 from output_file import Failure, atomic_output, check_output
 from shard_batches import Batches, open_stream
-from torch_optimizers import Muon, adamw, defaults
+from torch_optimizers import SETTINGS, Muon, adamw, defaults, invalid
 
 try:
     import torch
@@ -57,12 +57,6 @@ except ImportError:
     torch = None  # said once the arguments and the log are checked, which need no torch
 else:
     from torch_gpt2 import EMULATIONS, GPT, PRESETS
-
-# The optimizer's settings that its kind (and the architecture) give defaults to; all but the
-# first two are Muon's alone.
-SETTINGS = ("lr", "weight_decay", "muon_momentum", "embedding_lr", "head_lr", "vector_lr", "adam_beta1",
-            "adam_beta2")
-
 
 def learning_rate(a, step, steps):
     """train_gpt's schedule (gpt/lr_schedule.h); step counts from 1."""
@@ -102,7 +96,7 @@ def parse_args(argv):
     ap.add_argument("--vector-lr", type=float, help="muon: AdamW's peak for the vectors [0.002]")
     ap.add_argument("--adam-beta1", type=float, help="muon: the betas of that AdamW [0.8]")
     ap.add_argument("--adam-beta2", type=float, help="[0.95]")
-    ap.add_argument("--grad-clip", type=float, default=1.0)
+    ap.add_argument("--grad-clip", type=float, help="the global gradient norm's bound; 0: none [1]")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--val-every", type=int, default=100)
     ap.add_argument("--val-batches", type=int, default=20)
@@ -117,6 +111,11 @@ def parse_args(argv):
                                ("--warmup-steps", a.warmup_steps, 0)):
         if value < least:
             ap.error(f"{flag} {value} must be >= {least}")
+    # train_gpt's bounds: the cosine ends between 0 and the peak; a seed is 64 bits, unsigned.
+    if not 0 <= a.min_lr_frac <= 1:
+        ap.error(f"--min-lr-frac {a.min_lr_frac:g} must be in [0, 1]")
+    if not 0 <= a.seed < 2 ** 64:
+        ap.error(f"--seed {a.seed} must be 0 to 2^64 - 1")
     if a.val_data is None:
         head, tail = os.path.split(a.train_data)
         a.val_data = os.path.join(head, tail.replace("train_", "val_", 1)) if "train_" in tail else ""
@@ -125,11 +124,11 @@ def parse_args(argv):
 
 def settle_architecture(ap, a, init):
     """a.arch: the architecture of the options, from init's (a Checkpoint, or None) without --arch;
-    then every optimizer setting not given, by train_gpt's defaults for it (resolve_optimizer in
-    train_gpt.cu), and the settings checked: a bad option is argparse's error, an architecture
-    other than init's a Failure naming its file."""
+    then every optimizer setting not given, by train_gpt's defaults for it (gpt/optimizer.h's
+    preset_optimizer_defaults), and the settings checked as train_gpt checks them: a bad option is
+    argparse's error, an architecture other than init's a Failure naming its file."""
     try:
-        a.arch, preset = gpt_architecture.from_options(a, init.arch if init else None)
+        a.arch, preset = gpt_architecture.from_options(a, init)
     except ValueError as e:
         ap.error(str(e))
     if init and a.arch != init.arch:
@@ -138,22 +137,18 @@ def settle_architecture(ap, a, init):
     if gpt_architecture.masked(a.arch):
         raise Failure(f"{init.path}: the model's attention sees a key window per row (documents or windows), the "
                       "reference's every earlier key")
-    given = {key for key in SETTINGS if getattr(a, key) is not None}
-    muon_only = sorted(given - {"lr", "weight_decay"})
-    if a.optimizer != "muon" and muon_only:
-        ap.error(f"--{muon_only[0].replace('_', '-')} is a setting of --optimizer muon")
-    if "head_lr" in given and not a.arch.untied_head:
-        ap.error("--head-lr: the model's head is wte (--head tied), at --embedding-lr")
+    given = {setting.key for setting in SETTINGS if getattr(a, setting.key) is not None}
+    for setting in SETTINGS:
+        if setting.key in given and setting.use != "every run" and a.optimizer != "muon":
+            ap.error(f"{setting.flag} is a setting of --optimizer muon")
+        if setting.key in given and setting.use == "muon untied head" and not a.arch.untied_head:
+            ap.error(f"{setting.flag}: the model's head is wte (--head tied), at --embedding-lr")
     for key, value in defaults(a.optimizer, preset).items():
         if key not in given:
             setattr(a, key, value)
-    if not a.lr > 0:
-        ap.error(f"--lr {a.lr} must be positive")
-    if a.optimizer == "muon":
-        if not (0 <= a.muon_momentum < 1 and 0 <= a.adam_beta1 < 1 and 0 <= a.adam_beta2 < 1):
-            ap.error("--muon-momentum, --adam-beta1 and --adam-beta2 must be in [0, 1)")
-        if not min(a.embedding_lr, a.head_lr, a.vector_lr) > 0:
-            ap.error("--embedding-lr, --head-lr and --vector-lr must be positive")
+    why = invalid(a.optimizer, a, a.arch.untied_head)
+    if why:
+        ap.error(why)
 
 
 def main(argv):

@@ -1,7 +1,7 @@
 // tests/test_config.c: the model shape's validation (gpt/config.h) against the sizes a crafted
 // checkpoint header can hold: every int32, near 2^31 included; the architecture's fields, each
-// refused out of its range or where it has no effect, the presets valid; the preset nearest an
-// architecture (CPU).
+// refused out of its range or where it has no effect, the presets valid; the fields without
+// effect dropped as a file is read; the preset nearest an architecture (CPU).
 #include <limits.h>
 #include <stddef.h>
 
@@ -90,11 +90,12 @@ static void test_architecture_fields(void) {
         CHECK((softcap_invalid(floats[i]) == NULL) == valid, "softcap_invalid(%g) says otherwise", floats[i]);
     }
     // A rotary base without rotary has no effect: only the presets' own is taken.
-    Architecture based = gpt2;
-    based.rotary_base = 5000.0f;
-    CHECK(architecture_invalid(&based) != NULL, "GPT-2 with a rotary base of 5000 is accepted");
-    based.rotary = 1;
-    CHECK(architecture_invalid(&based) == NULL, "rotary with base 5000: %s", architecture_invalid(&based));
+    GPTConfig based = shape(1024, 50257, 50304, 12, 12, 768);
+    based.arch.rotary_base = 5000.0f;
+    CHECK(!architecture_invalid(&based.arch) && gpt_config_invalid(&based) != NULL,
+          "GPT-2 with a rotary base of 5000 is accepted");
+    based.arch.rotary = 1;
+    CHECK(gpt_config_invalid(&based) == NULL, "rotary with base 5000: %s", gpt_config_invalid(&based));
     const size_t flags[] = {offsetof(Architecture, rotary),  offsetof(Architecture, rms_norm),
                             offsetof(Architecture, qk_norm), offsetof(Architecture, relu2),
                             offsetof(Architecture, bias),    offsetof(Architecture, untied_head),
@@ -155,9 +156,12 @@ static void test_architecture_key_windows(void) {
     bad[3].window_count = ARCHITECTURE_MAX_WINDOWS + 1;
     bad[4].windows[1] = -5;
     bad[5].windows[3] = 256;                 // past the pattern
-    bad[6].windows[0] = bad[6].windows[2] = 0;   // no window bounds a layer
+    bad[6].windows[0] = -1;
     for (int i = 0; i < 7; i++) CHECK(architecture_invalid(&bad[i]) != NULL, "bad key window %d is accepted", i);
     GPTConfig c = {.maxT = 4096, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768, .arch = a};
+    c.arch.windows[0] = c.arch.windows[2] = 0;
+    CHECK(gpt_config_invalid(&c) != NULL, "a pattern that bounds no layer is accepted");
+    c.arch = a;
     CHECK(!gpt_config_invalid(&c), "token 50256 of 50257: %s", gpt_config_invalid(&c));
     c.arch.document_token = 50257;
     CHECK(gpt_config_invalid(&c) != NULL, "a document token past the vocabulary is accepted");
@@ -173,6 +177,60 @@ static void test_architecture_key_windows(void) {
     CHECK(gpt_config_invalid(&c) != NULL, "a pattern of 3 windows on 2 layers is accepted");
     c.L = 3;
     CHECK(!gpt_config_invalid(&c), "a pattern of 3 windows on 3 layers: %s", gpt_config_invalid(&c));
+    test_end();
+}
+
+// The fields without effect, each dropped as a file is read: the model read is the one it
+// computes, described as such, refused by none of the checks, and left as it is when read again;
+// a model holding none is left as it is, and a value invalid in itself is left for
+// architecture_invalid to refuse.
+static void test_drop_without_effect(void) {
+    test_begin("config_fields_without_effect_dropped");
+    const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
+    const struct {
+        Architecture arch;
+        int L;
+        const char* read;   // architecture_describe of the model read
+    } cases[] = {
+        {{.rotary = 0, .rotary_base = 5000.0f, .bias = 1}, 2, "gpt2"},
+        {{.rotary = 0, .rotary_base = 5000.0f, .bias = 1, .window_count = 1, .windows = {64}}, 2, "gpt2"},
+        {{.rotary = 0, .rotary_base = 10000.0f, .bias = 1, .window_count = 1, .windows = {100000}}, 2, "gpt2"},
+        {{.rotary = 0, .rotary_base = 10000.0f, .bias = 1, .window_count = 2, .windows = {8, 64}}, 2,
+         "gpt2, windows 8,full"},
+        {{.rotary = 0, .rotary_base = 10000.0f, .bias = 1, .window_count = 3, .windows = {8, 16, 32}}, 2,
+         "gpt2, windows 8,16"},
+        {{.rotary = 0, .rotary_base = 10000.0f, .bias = 1, .window_count = 3, .windows = {0, 0, 32}}, 2, "gpt2"},
+        {{.rotary = 0, .rotary_base = 10000.0f, .bias = 1, .window_count = 2}, 2, "gpt2"},
+        {{.rotary = 0, .rotary_base = 10000.0f, .bias = 1, .window_count = 64, .windows = {0, 8, 99}}, 3,
+         "gpt2, windows full,8,full"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        GPTConfig c = shape(64, 300, 384, cases[i].L, 2, 128);
+        c.arch = cases[i].arch;
+        CHECK(!architecture_invalid(&c.arch) && gpt_config_invalid(&c) != NULL, "case %zu is not refused as it is", i);
+        CHECK(gpt_config_drop_without_effect(&c) != NULL, "case %zu: nothing said dropped", i);
+        char text[ARCHITECTURE_TEXT];
+        architecture_describe(&c.arch, text, sizeof(text));
+        CHECK(!strcmp(text, cases[i].read), "case %zu reads as '%s', expected '%s'", i, text, cases[i].read);
+        CHECK(!architecture_invalid(&c.arch) && !gpt_config_invalid(&c), "case %zu read back is refused: %s", i,
+              architecture_invalid(&c.arch) ? architecture_invalid(&c.arch) : gpt_config_invalid(&c));
+        GPTConfig again = c;
+        CHECK(!gpt_config_drop_without_effect(&again) && gpt_config_same_model(&again, &c),
+              "case %zu changes when read again", i);
+        if (!strcmp(cases[i].read, "gpt2")) CHECK(architecture_is_gpt2(&c.arch), "case %zu is not GPT-2's file", i);
+    }
+    // Models with no field without effect, and invalid values, are left as they are.
+    Architecture windowed = modern;
+    windowed.window_count = 2;
+    windowed.windows[0] = 63;
+    const Architecture kept[] = {gpt2, modern, windowed, {.rotary = 0, .rotary_base = 0.0f, .bias = 1},
+                                 {.rotary = 0, .rotary_base = NAN, .bias = 1}};
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+        GPTConfig c = shape(64, 300, 384, 2, 2, 128);
+        c.arch = kept[i];
+        GPTConfig read = c;
+        CHECK(!gpt_config_drop_without_effect(&read) && !memcmp(&read, &c, sizeof(c)), "model %zu is changed", i);
+    }
     test_end();
 }
 
@@ -208,6 +266,7 @@ int main(void) {
     test_nearest_preset();
     test_architecture_fields();
     test_architecture_key_windows();
+    test_drop_without_effect();
     test_vocab_near_int_max();
     test_sizes_bounded();
     test_real_shapes_valid();

@@ -5,7 +5,9 @@ Round trips on tiny models (fake Hugging Face folders from test_import_gpt2.py, 
 maxT=8, V=100; random checkpoints of another shape): import -> export -> import gives the same
 checkpoint bytes, fp32 and bf16, and the exported tensors are the Hugging Face ones (read back
 here with a reader of this file's own); export -> import of a random checkpoint gives it back.
-A checkpoint of version 6 or 7 that holds GPT-2's architecture exports as GPT-2. Bad input
+A checkpoint of version 6 or 7 that holds GPT-2's architecture exports as GPT-2, also one whose
+fields without effect (a rotary base without rotary, windows that bound nothing) are dropped as it
+is read. Bad input
 (checkpoint or output folder, a model of another architecture than GPT-2's or one whose attention
 sees a key window per row, a version 6 file cut short, which is truncated whatever its
 architecture) must fail with one line on stderr and leave nothing behind. Files go to
@@ -208,9 +210,9 @@ MODERN_ARCH = dict(GPT2_ARCH, rotary=1, rms_norm=1, qk_norm=1, relu2=1, bias=0, 
 
 def arch_checkpoint(name, arch, bf16, shape=(16, 130, 3, 4, 32), cut=0):
     """A checkpoint of version 6 (fp32) or 7 (bf16) of random values holding the architecture
-    arch (GPT2_ARCH's fields, windows 0), written here from the format: the tensors the
-    architecture has, in the order of gpt2_checkpoint.py's layout; its last cut bytes cut off.
-    Returns (path, the parameters as float32 in that order)."""
+    arch (GPT2_ARCH's fields, and the list of windows under "windows", else none), written here
+    from the format: the tensors the architecture has, in the order of gpt2_checkpoint.py's
+    layout; its last cut bytes cut off. Returns (path, the parameters as float32 in that order)."""
     maxT, vocab, L, NH, C = shape
     Vp = (vocab + 127) // 128 * 128
     norm, bias = not arch["rms_norm"], arch["bias"]
@@ -222,8 +224,10 @@ def arch_checkpoint(name, arch, bf16, shape=(16, 130, 3, 4, 32), cut=0):
         values = (nearest_bf16_bits(values).astype(np.uint32) << 16).view(np.float32)
     header = np.zeros(256, "<i4")
     header[:8] = [20240326, 7 if bf16 else 6, maxT, vocab, L, NH, C, Vp]
-    fields = list(arch.values())
+    fields = [v for k, v in arch.items() if k != "windows"]
     header[8:8 + len(fields)] = [np.float32(v).view("<i4") if isinstance(v, float) else v for v in fields]
+    windows = arch.get("windows", [])
+    header[8 + ARCH_SLOTS - 64:8 + ARCH_SLOTS - 64 + len(windows)] = windows
     path = os.path.join(TMP, name + ".bin")
     data = header.tobytes() + (nearest_bf16_bits(values).astype("<u2") if bf16 else values.astype("<f4")).tobytes()
     with open(path, "wb") as f:
@@ -244,6 +248,36 @@ def case_gpt2_in_version_6(bf16):
         want = nearest_bf16_bits(values) if bf16 else values
         case.check(np.array_equal(got, want), "the imported parameters differ")
     case.end()
+
+
+def case_fields_without_effect():
+    """A checkpoint of version 6 or 7 holding a field without effect reads as the model it computes,
+    the field dropped (as train_gpt reads it): a GPT-2 with a rotary base, a window of the context
+    or more, or a pattern whose bound lies past the layers exports as GPT-2, its parameters coming
+    back; a pattern longer than the layers keeps the entries the layers take."""
+    sys.path.insert(0, os.path.dirname(EXPORTER))
+    from gpt2_checkpoint import Checkpoint
+    from gpt_architecture import GPT2
+    for name, arch, bf16 in (("base_5000", dict(GPT2_ARCH, rotary_base=5000.0), True),
+                             ("window_of_the_context", dict(GPT2_ARCH, window_count=1, windows=[16]), False),
+                             ("windows_past_the_context", dict(GPT2_ARCH, window_count=2, windows=[99, 16]), True),
+                             ("bound_past_the_layers", dict(GPT2_ARCH, window_count=4, windows=[0, 0, 0, 8]), False)):
+        case = Case(f"export a version {7 if bf16 else 6} GPT-2 holding a field without effect ({name}): "
+                    "read as GPT-2, its parameters come back")
+        ckpt, values = arch_checkpoint(f"without_effect_{name}", arch, bf16)
+        case.check(Checkpoint(ckpt).arch == GPT2, f"read as {Checkpoint(ckpt).arch}")
+        out_dir, back = os.path.join(TMP, f"without_effect_{name}_hf"), os.path.join(TMP, f"without_effect_{name}.bin")
+        if export_ok(case, ckpt, out_dir) and import_ok(case, out_dir, back, bf16):
+            got = np.fromfile(back, "<u2" if bf16 else "<f4", offset=1024)
+            case.check(np.array_equal(got, nearest_bf16_bits(values) if bf16 else values), "the imported parameters differ")
+        case.end()
+    case = Case("a version 6 pattern of 4 windows on 3 layers reads as the 3 the layers take")
+    ckpt, _ = arch_checkpoint("four_windows", dict(GPT2_ARCH, window_count=4, windows=[8, 0, 99, 4]), False)
+    read = Checkpoint(ckpt).arch
+    case.check((read.window_count, read.windows[:4]) == (3, (8, 0, 0, 0)), f"read as {read}")
+    case.end()
+    case_error("error: a GPT-2 whose pattern bounds a layer still has key windows", "sees a key window per row",
+               [ckpt, os.path.join(TMP, "four_windows_hf")], os.path.join(TMP, "four_windows_hf"))
 
 
 def main():
@@ -271,6 +305,7 @@ def main():
     case_error("error: unsupported version", "version 4", [bad_checkpoint("version", set_header(1, 4)), out], out)
     case_gpt2_in_version_6(bf16=False)
     case_gpt2_in_version_6(bf16=True)
+    case_fields_without_effect()
     case_error("error: a model of the modern architecture (version 7)", "no transformers architecture computes it",
                [arch_checkpoint("modern", MODERN_ARCH, bf16=True)[0], out], out)
     case_error("error: a GPT-2 whose attention has documents (version 7)", "sees a key window per row",

@@ -41,7 +41,10 @@
   architecture in its header (a switch of 2, a base of 0.5, a slot past it not 0) or a version
   that does not fit its size are one line naming the file; an invalid architecture
   (train_torch_reference.py and bench_torch_gpt2.py), a Muon setting under AdamW, --head-lr of a
-  tied head or a bad setting are argparse's error, all before torch.
+  tied head or a bad setting (out of train_gpt's bounds, a weight decay that erases the weights
+  at the peak) are argparse's error, all before torch; so are an option without effect (a rotary
+  base without rotary) and a soft cap below 1. A setting not given takes the defaults of --arch's
+  preset, else of the preset nearest the architecture (of the options, or of the checkpoint).
 - scripts/gpu/*.sh, copied with gpu/common.sh into the scripts/ of a folder that stands for the
   repository and run there against stubs of the programs they call (make, nvidia-smi, python3,
   torchrun, compute-sanitizer, ./train_gpt and the others; each records that it ran): --help
@@ -491,7 +494,10 @@ def case_architecture_options():
             (["--init-from", modern, "--softcap", "15"], "softcap 15) is not the checkpoint's (modern)"),
             (["--init-from", ablation, "--arch", "modern"], "is not the checkpoint's (learned positions"),
             (["--init-from", edited(modern, "rotary2.bin", 4 * 8, slot(2))], "corrupt header: rotary 2 is neither"),
-            (["--init-from", edited(modern, "base.bin", 4 * 9, slot(0.5))], "corrupt header: the rotary base 0.5"),
+            (["--init-from", edited(modern, "base.bin", 4 * 9, slot(0.5))],
+             "corrupt header: the rotary base must be a finite number above 1"),
+            (["--init-from", edited(modern, "softcap.bin", 4 * 16, slot(0.5))],
+             "corrupt header: the softcap must be 0 (none) or a finite number of at least 1"),
             (["--init-from", edited(modern, "slot84.bin", 4 * 84, slot(5))],
              "corrupt header: slot 84 holds 5, past the architecture"),
             (["--init-from", edited(modern, "documents.bin", 4 * 17, slot(1))],
@@ -503,9 +509,18 @@ def case_architecture_options():
         case.end()
     for script_name, good in ((name, train), ("bench_torch_gpt2.py", [])):
         for args, must_mention in ((["--arch", "gpt3"], "invalid choice: 'gpt3'"), (["--norm", "cube"], "--norm"),
-                                   (["--softcap", "-1"], "the softcap -1.0 is not"),
-                                   (["--arch", "modern", "--rotary-base", "1"], "the rotary base 1.0 is not"),
-                                   (["--rotary-base", "inf"], "the rotary base inf")):
+                                   (["--softcap", "-1"], "softcap -1): the softcap must be 0 (none) or a finite"),
+                                   (["--arch", "modern", "--softcap", "1e-40"], "softcap 1e-40): the softcap must"),
+                                   (["--arch", "modern", "--softcap", "0.5"], "softcap 0.5): the softcap must"),
+                                   (["--arch", "modern", "--rotary-base", "1"],
+                                    "(base 1), rms norm, qk-norm, relu2, no bias, untied head, zero init, softcap 30): "
+                                    "the rotary base must be a finite number above 1"),
+                                   (["--arch", "modern", "--rotary-base", "inf"], "the rotary base must be"),
+                                   (["--rotary-base", "5000"], "learned positions (rotary base 5000), layernorm, "
+                                    "no qk-norm, gelu, bias, tied head, no zero init, no softcap): a rotary base "
+                                    "without rotary, where it has no effect"),
+                                   (["--arch", "modern", "--rotary", "0", "--rotary-base", "5000"],
+                                    "a rotary base without rotary")):
             case = Case(f"{script_name} {' '.join(args)}: refused before torch")
             result = run_script(script(script_name), *good, *args, env=env)
             case.check(result.returncode == 2 and must_mention in result.stderr and "needs torch" not in result.stderr,
@@ -514,12 +529,48 @@ def case_architecture_options():
     for args, must_mention in ((["--head-lr", "0.01"], "--head-lr is a setting of --optimizer muon"),
                                (["--arch", "modern", "--adam-beta1", "0.9"], "--adam-beta1 is a setting"),
                                (["--optimizer", "muon", "--head-lr", "0.01"], "the model's head is wte"),
-                               (["--arch", "modern", "--optimizer", "muon", "--muon-momentum", "1"], "[0, 1)"),
-                               (["--arch", "modern", "--lr", "0"], "--lr 0.0 must be positive")):
+                               (["--arch", "modern", "--optimizer", "muon", "--muon-momentum", "1"],
+                                "--muon-momentum 1 must be in [0, 1)"),
+                               (["--arch", "modern", "--lr", "0"], "--lr 0 must be > 0"),
+                               (["--lr", "inf"], "--lr inf must be > 0"),
+                               (["--weight-decay", "-1"], "--weight-decay -1 must be >= 0"),
+                               (["--weight-decay", "1e30"], "--weight-decay 1e+30: times --lr 0.0003 it is 3e+26, "
+                                                            "and must stay below 1"),
+                               (["--arch", "modern", "--optimizer", "muon", "--weight-decay", "25"],
+                                "--weight-decay 25: times --embedding-lr 0.05 it is 1.25, and must stay below 1"),
+                               (["--grad-clip", "-1"], "--grad-clip -1 must be >= 0"),
+                               (["--optimizer", "muon", "--embedding-lr", "0"], "--embedding-lr 0 must be > 0"),
+                               (["--optimizer", "muon", "--adam-beta2", "1"], "--adam-beta2 1 must be in [0, 1)"),
+                               (["--min-lr-frac", "2"], "--min-lr-frac 2 must be in [0, 1]"),
+                               (["--seed", "-1"], "--seed -1 must be 0 to 2^64 - 1")):
         case = Case(f"{name} {' '.join(args)}: refused before torch")
         result = run_script(script(name), *train, *args, env=env)
         case.check(result.returncode == 2 and must_mention in result.stderr, f"exit {result.returncode}, "
                    f"stderr {result.stderr.strip()[-200:]!r}")
+        case.end()
+    # The optimizer's defaults: --arch's preset, else the one nearest the architecture (the options',
+    # or the checkpoint's started from), as train_gpt takes them; settled in this process.
+    sys.path.insert(0, SCRIPTS)
+    import train_torch_reference as reference
+    from gpt2_checkpoint import Checkpoint
+    uncapped = edited(modern, "uncapped.bin", 4 * 16, slot(0.0))
+    modern_parts = ["--rotary", "1", "--norm", "rms", "--qk-norm", "1", "--mlp", "relu2", "--bias", "0", "--head",
+                    "untied", "--zero-init", "1"]
+    for args, init, want in ((["--arch", "modern", "--softcap", "0"], None, {"lr": 2e-3}),
+                             (["--arch", "modern", "--qk-norm", "0", "--optimizer", "muon"], None,
+                              {"lr": 0.02, "embedding_lr": 0.05}),
+                             (modern_parts, None, {"lr": 2e-3, "weight_decay": 0.1, "grad_clip": 1.0}),
+                             (["--rotary", "1"], None, {"lr": 3e-4}),
+                             (["--arch", "gpt2", *modern_parts, "--softcap", "30"], None, {"lr": 3e-4}),
+                             ([], uncapped, {"lr": 2e-3}),
+                             (["--optimizer", "muon"], uncapped, {"embedding_lr": 0.05, "head_lr": 0.002})):
+        given = " ".join(args + (["--init-from", "an uncapped modern model"] if init else []))
+        case = Case(f"{name} {given}: the defaults of "
+                    f"{'--arch' if '--arch' in args else 'the preset nearest the architecture'}")
+        ap, a = reference.parse_args(["--train-data", shard, *args])
+        reference.settle_architecture(ap, a, Checkpoint(init) if init else None)
+        got = {key: getattr(a, key) for key in want}
+        case.check(got == want, f"{got}, expected {want}")
         case.end()
     case = Case("bench_torch_gpt2.py --arch modern --optimizer muon without torch: one line saying it needs torch")
     one_error_line(case, run_script(script("bench_torch_gpt2.py"), "--arch", "modern", "--optimizer", "muon",

@@ -246,7 +246,6 @@ done <<'EOF'
 19:65|the window count is not 0 to 64
 19:1,20:-3|a window is negative
 19:1,21:8|a window is set past the pattern
-19:2|the window pattern bounds no layer
 EOF
 fresh() {  # fresh [options]: a new d2 run, its output in $tmp/out
     ./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch modern "$@" > "$tmp/out" 2>&1
@@ -708,15 +707,16 @@ check "a weight decay of 10000: $(last "$tmp/out")" says "$tmp/out" \
 end
 
 begin "train_gpt_options_without_effect_refused"
-# An option that would change the model's description and not what it computes is refused, on
-# the command line and in the checkpoint header alike (gpt/config.h's architecture_invalid).
+# An option that would change the model's description and not what it computes is refused
+# (gpt/config.h's gpt_config_drop_without_effect says which); a header's soft cap below 1, which
+# flattens every logit, is corrupt.
 data="--model d2 --context 64 -T 64"
 while IFS='|' read -r args error; do
     ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
     check "$args: $(last "$tmp/out")" says "$tmp/out" "$error"
 done <<'CASES'
---rotary-base 5000|the architecture (.*): a rotary base without rotary, where it has no effect
---arch modern --rotary 0 --rotary-base 5000|the architecture (.*): a rotary base without rotary
+--rotary-base 5000|the model (.*learned positions (rotary base 5000).*): a rotary base without rotary, where it has no effect
+--arch modern --rotary 0 --rotary-base 5000|the model (.*): a rotary base without rotary
 --arch modern --rotary-base 5000|no CUDA device
 --rotary-base 10000|no CUDA device
 --window 64|the model (.*context 64, gpt2, windows 64): a window is no narrower than the context
@@ -727,16 +727,50 @@ done <<'CASES'
 --window-pattern 8,16,32|the model (.*): the window pattern is longer than the layers
 --window-pattern 8,full|no CUDA device
 CASES
+pair "$tmp/r" modern=1 slot=16:1056964608 -- modern=1
+resume "$tmp/r"
+check "a softcap of 0.5 in the header: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/model_00000005.bin: corrupt header: the softcap must be 0 (none) or a finite number of at least 1"
+end
+
+begin "train_gpt_model_files_read_without_their_fields_without_effect"
+# A model file (version 7) holding a field without effect is read as the model it computes,
+# the field dropped (gpt/config.h's gpt_config_drop_without_effect): started from, resumed with
+# its training state, generated and evaluated with; the architecture it is read as is the one an
+# option asking for another is compared with, and named.
 bits5000=1167867904   # 5000.0f
-while IFS='|' read -r slots why; do
-    pair "$tmp/r" modern=1 slot="$slots" -- modern=1
-    resume "$tmp/r"
-    check "header slots $slots: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: corrupt header: $why"
+bits10000=1176256512  # 10000.0f
+while IFS='|' read -r name model read; do
+    ckpt model "$tmp/$name.bin" $model
+    ./train_gpt --train-data "$train" -T 64 --init-from "$tmp/$name.bin" > "$tmp/out" 2>&1
+    check "--init-from $name: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+    ./train_gpt --train-data "$train" -T 64 --init-from "$tmp/$name.bin" --window 4 > "$tmp/out" 2>&1
+    check "--init-from $name --window 4: $(last "$tmp/out")" says "$tmp/out" \
+        "the architecture asked for (.*) is not that of $tmp/$name.bin ($read)\$"
+    state=$([ "${model#*modern=1}" != "$model" ] && echo modern=1)
+    pair "$tmp/$name" $model -- $state
+    resume "$tmp/$name"
+    check "--resume $name: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+    resume "$tmp/$name" --window 4
+    check "--resume $name --window 4: $(last "$tmp/out")" says "$tmp/out" \
+        "the architecture asked for (.*) is not that of $tmp/$name ($read)\$"
+    if [ -x ./generate ]; then
+        ./generate --checkpoint "$tmp/$name.bin" --tokenizer "$tmp/ds/tokenizer.bin" hello > "$tmp/out" 2>&1
+        check "generate $name: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+    fi
+    if [ -x ./evaluate ]; then
+        ./evaluate --checkpoint "$tmp/$name.bin" --tokenizer "$tmp/ds/tokenizer.bin" \
+            --hellaswag tests/data/hellaswag_tiny.jsonl > "$tmp/out" 2>&1
+        check "evaluate $name: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+    fi
 done <<CASES
-8:0,9:$bits5000|a rotary base without rotary
-16:1056964608|the softcap must be 0 (none) or a finite number of at least 1
-19:1,20:64|a window is no narrower than the context
-19:3,20:8|the window pattern is longer than the layers
+gpt2_base5000|slot=1:7,9:$bits5000,13:1|gpt2
+gpt2_window64|slot=1:7,9:$bits10000,13:1,19:1,20:64|gpt2
+gpt2_window100000|slot=1:7,9:$bits10000,13:1,19:2,20:100000,21:100000|gpt2
+modern_window_pattern_8_100|modern=1 slot=19:2,20:8,21:100|modern, windows 8,full
+modern_3_windows_on_2_layers|modern=1 slot=19:3,20:8,21:16,22:32|modern, windows 8,16
+modern_past_the_layers_alone|modern=1 slot=19:3,22:32|modern
+modern_full_windows|modern=1 slot=19:2|modern
 CASES
 end
 
