@@ -22,7 +22,8 @@ TEXT      ?=
 TEST_TEXT ?= $(DEFAULT_TEXT)
 
 # Plain C libraries: common/, tokenizer/, data/, distributed/, and the GPT model's parameter table
-# (gpt/param_table.c), which CPU programs read too. The programs sit above them.
+# and step schedule (gpt/param_table.c, gpt/schedule.c), which CPU programs read too. The programs
+# sit above them.
 C_LIB_SRC := $(wildcard common/*.c tokenizer/*.c data/*.c distributed/*.c gpt/*.c)
 C_LIB_OBJ := $(C_LIB_SRC:%.c=$(BUILD)/%.o)
 
@@ -34,8 +35,8 @@ CU_LIB_OBJ = $(CU_LIB_SRC:%.cu=$(BUILD)/%.o)
 
 CPU_TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
 # Programs the Python tests run (tests/data_order.c: the data loader's batches;
-# tests/print_param_table.c: the parameter table).
-TEST_HELPERS := $(BUILD)/tests/data_order $(BUILD)/tests/print_param_table
+# tests/print_param_table.c: the parameter table; tests/print_schedule.c: the step schedule).
+TEST_HELPERS := $(BUILD)/tests/data_order $(BUILD)/tests/print_param_table $(BUILD)/tests/print_schedule
 GPU_TESTS   := $(patsubst tests/%.cu,$(BUILD)/tests/%,$(wildcard tests/test_*.cu))
 CPU_BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 GPU_BENCHES := $(patsubst bench/%.cu,$(BUILD)/bench/%,$(wildcard bench/bench_*.cu))

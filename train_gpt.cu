@@ -33,7 +33,6 @@
 #include "gpt/generation.h"
 #include "gpt/gpt.h"
 #include "gpt/inference.h"
-#include "gpt/lr_schedule.h"
 #include "gpt/mfu.h"
 #include "gpt/profile.h"
 #include "tokenizer/tokenizer.h"
@@ -61,7 +60,7 @@ typedef struct {
     int B, T;
     long long total_batch;       // tokens per step; 0: B * T
     int steps;                   // 0: one epoch
-    LRSchedule schedule;         // warmup and cosine of the optimizer's own lr (gpt_update)
+    StepSchedule schedule;       // the rates of each step (gpt/schedule.h)
     OptimizerConfig optimizer;   // --optimizer and its settings: NAN until given, then the
                                  // run's defaults fill in the rest (resolve_optimizer)
     int optimizer_given;         // --optimizer given (a resumed run's own otherwise)
@@ -420,7 +419,6 @@ static void resolve_optimizer(Run* r) {
     opt->eps = defaults.eps;
     char err[ERR_LEN];
     if (optimizer_invalid(opt, arch->untied_head, err, sizeof(err)) != 0) die("%s", err);
-    o->schedule.lr = opt->lr;
 }
 
 // The model shape: the interrupted run's, a checkpoint's, or a preset's; the vocabulary from the
@@ -829,9 +827,9 @@ static void next_batch(Run* r, DataLoader* dl, const char* what) {
 }
 
 // One optimizer step: grad_accum micro-steps of forward, loss and backward, then the update at
-// lr, the step's learning rate of the optimizer's own group (gpt_update). Returns the mean loss
-// over every rank's batches; *norm gets the gradient norm before clipping.
-static float train_step(Run* r, float lr, float* norm) {
+// the step's rates. Returns the mean loss over every rank's batches; *norm gets the gradient
+// norm before clipping.
+static float train_step(Run* r, const StepRates* rates, float* norm) {
     GPT* g = &r->model;
     int rows = r->rows, cols = r->cols;
     float dloss_scale = 1.0f / (float)((double)rows * cols * r->grad_accum);
@@ -846,7 +844,7 @@ static float train_step(Run* r, float lr, float* norm) {
         loss_sum += gpt_mean_loss(g, rows * cols);
     }
     float loss = (float)(loss_sum / r->grad_accum);
-    *norm = gpt_update(g, lr);
+    *norm = gpt_update(g, rates);
     cudaCheck(cudaStreamSynchronize(g->stream));
     return nccl_mean_over_ranks(r->dp.comm, loss, g->stream);
 }
@@ -930,10 +928,11 @@ static void train(Run* r) {
     for (int done = r->start_step; done < o->steps; done++) {
         int step = done + 1;
         double t0 = now_seconds();
-        StepReport s = {.step = step, .val_loss = NAN, .lr = learning_rate(&o->schedule, step, o->steps)};
+        StepRates rates = step_rates(&o->schedule, &o->optimizer, step, o->steps);
+        StepReport s = {.step = step, .val_loss = NAN, .lr = rates.lr[GROUP_MATRIX]};
         int profiled = step == r->profile_step;
         if (profiled) r->model.profile = &r->profile;
-        s.loss = train_step(r, s.lr, &s.norm);
+        s.loss = train_step(r, &rates, &s.norm);
         s.seconds = now_seconds() - t0;
         r->model.profile = NULL;
         if (!isfinite(s.loss)) die("the loss is %f at step %d: training diverged (try a lower --lr)", s.loss, step);
