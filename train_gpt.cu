@@ -36,6 +36,8 @@
 #include "gpt/mfu.h"
 #include "gpt/profile.h"
 #include "tokenizer/tokenizer.h"
+#include "train/checkpoint_folder.h"
+#include "train/state.h"
 
 // ----------------------------------------------------------------------------------------------
 // Options

@@ -176,7 +176,7 @@ def set_float(rng, data, fmt):
     return data[:at] + bits + data[at + fmt["elem"]:], f"value {i} set to {value}"
 
 
-# The training state header's int fields (gpt/checkpoint.cu's state_fields) as (slot, least, most
+# The training state header's int fields (train/state.cu's state_fields) as (slot, least, most
 # value); the shape's are the model file's to bound. Its fields end at slot 38: every later slot is 0.
 STATE_INT_FIELDS = [(2, 0, 2**31 - 1), (9, 1, 2**31 - 1), (10, 1, 2**31 - 1), (11, 1, 2**31 - 1), (12, 0, 2**31 - 1),
                     (13, 1, 2**31 - 1), (14, 0, 2**31 - 1), (27, 0, 1), (28, 0, 1), (29, 0, 3), (30, 1, 2**31 - 1),
@@ -330,7 +330,7 @@ def model_file(version):
 
 
 def state_file(muon=False):
-    """A training state (gpt/checkpoint.h) of step 5 of the run of RUN_ARGS (muon: and MUON_ARGS,
+    """A training state (train/state.h) of step 5 of the run of RUN_ARGS (muon: and MUON_ARGS,
     version 2 with the optimizer and MUON_SETTINGS in slots 32-38)."""
     s = SHAPE
     ints = [20241130, 2 if muon else 1, 5, s["maxT"], s["V"], s["L"], s["NH"], s["C"], VP, 1, 64, 1, 2, 10, 5]

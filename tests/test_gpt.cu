@@ -38,12 +38,13 @@
 #include "data/shard.h"
 #include "gpt/checkpoint.h"
 #include "gpt/gpt.h"
-#include "gpt/schedule.h"
 #include "gpt/optimizer.h"
 #include "gpt/sampler.h"
+#include "gpt/schedule.h"
 #include "layers/muon.h"
 #include "tests/reference_file.h"
 #include "tokenizer/tokenizer.h"
+#include "train/checkpoint_folder.h"
 #include "tests/test.h"
 
 

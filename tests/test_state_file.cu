@@ -1,4 +1,4 @@
-// tests/test_state_file.cu: the training state's header (gpt/checkpoint.h), on the host: 2000
+// tests/test_state_file.cu: the training state's header (train/state.h), on the host: 2000
 // random AdamW states pack to the bytes of the layout every earlier version wrote (the slots
 // written out here by number, independently of the library's StateSlots) and read back to
 // themselves; Muon's settings take slots 32-37 of a version 2 file (an untied head's learning
@@ -9,7 +9,7 @@
 #include <limits.h>
 #include <string.h>
 #include "common/rng.h"
-#include "gpt/checkpoint.h"
+#include "train/state.h"
 #include "tests/test.h"
 
 // The header of s as the files of earlier versions lay it out, slot by slot.

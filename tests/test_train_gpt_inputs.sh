@@ -3,12 +3,11 @@
 # with one line before the GPU is touched: checkpoints of a --resume folder or --init-from that
 # are truncated, empty, random, of another shape, with values that are not finite or headers
 # whose sizes overflow; --log and --out-dir that cannot be written, a --log that is an input;
-# flags out of range. Also
-# which validation shards the default --val-data finds, and that it says when there are none.
-# The checkpoints are made here (ckpt.py below, in the formats of gpt/checkpoint.h), so no
-# GPU is needed; each bad case is one change to a pair that passes every check. Needs
-# ./prepare_data and ./train_gpt (SKIPPED without train_gpt); prints PASS / FAIL lines like
-# tests/test.h.
+# flags out of range. Also which validation shards the default --val-data finds, and that it says
+# when there are none. The checkpoints are made here (ckpt.py below, in the formats of
+# gpt/checkpoint.h and train/state.h), so no GPU is needed; each bad case is one change to a pair
+# that passes every check. Needs ./prepare_data and ./train_gpt (SKIPPED without train_gpt);
+# prints PASS / FAIL lines like tests/test.h.
 set -u
 cd "$(dirname "$0")/.."
 # Every case ends where the GPU would be taken: with the devices hidden, a machine that has one
@@ -32,7 +31,7 @@ make_text "$tmp/a.txt" 400 1
 make_text "$tmp/b.txt" 400 2
 ./prepare_data --out-dir "$tmp/ds" --vocab-size 300 --split-blank-lines "$tmp/a.txt" >/dev/null 2>&1
 
-# Checkpoint files as gpt/checkpoint.h lays them out: a model (version 5, bf16 zeros) and a
+# Checkpoint files as gpt/checkpoint.h and train/state.h lay them out: a model (version 5, bf16 zeros) and a
 # training state (fp32 zeros) of the shape given, each with one thing changed when asked
 # (slot=AT:VALUE,AT:VALUE...: header slots set, a float by its bits: bits X).
 cat > "$tmp/ckpt.py" <<'EOF'
