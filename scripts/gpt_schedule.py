@@ -166,7 +166,8 @@ def add_options(ap):
     ap.add_argument("--lr-schedule", choices=LR_SHAPES, default="cosine",
                     help="cosine: a cosine to lr * --min-lr-frac; wsd: level, then linear down to it [cosine]")
     ap.add_argument("--warmup-steps", type=int, default=0, help="linear warmup of every learning rate [0]")
-    ap.add_argument("--min-lr-frac", type=float, default=0.0, help="the learning rate's end, a fraction of each peak [0]")
+    ap.add_argument("--min-lr-frac", type=float, default=0.0,
+                    help="the learning rate's end, a fraction of each peak [0]")
     ap.add_argument("--warmdown-frac", type=float, help=f"wsd: the last fraction of the steps in the warm-down "
                                                         f"[{WARMDOWN_FRAC_DEFAULT}]")
     ap.add_argument("--momentum-warmup-steps", type=int, help="muon: the momentum's warm-up [0]")

@@ -106,6 +106,10 @@ def parse_args(argv):
                                ("--steps", a.steps, 0), ("--val-every", a.val_every, 0)):
         if value < least:
             ap.error(f"{flag} {value} must be >= {least}")
+    try:
+        a.schedule = gpt_schedule.from_options(a, a.optimizer == "muon")
+    except ValueError as e:
+        ap.error(str(e))
     if a.val_data is None:
         head, tail = os.path.split(a.train_data)
         a.val_data = os.path.join(head, tail.replace("train_", "val_", 1)) if "train_" in tail else ""
@@ -115,8 +119,8 @@ def parse_args(argv):
 def settle_architecture(ap, a, init):
     """a.arch: the architecture of the options, from init's (a Checkpoint, or None) without --arch;
     then every optimizer setting not given, by train_gpt's defaults for it (resolve_optimizer in
-    train/plan.cu), and the settings checked, and a.schedule, the step schedule: a bad option is
-    argparse's error, an architecture other than init's a Failure naming its file."""
+    train/plan.cu), and the settings checked: a bad option is argparse's error, an architecture
+    other than init's a Failure naming its file."""
     try:
         a.arch, preset = gpt_architecture.from_options(a, init.arch if init else None)
     except ValueError as e:
@@ -143,10 +147,6 @@ def settle_architecture(ap, a, init):
             ap.error("--muon-momentum, --adam-beta1 and --adam-beta2 must be in [0, 1)")
         if not min(a.embedding_lr, a.head_lr, a.vector_lr) > 0:
             ap.error("--embedding-lr, --head-lr and --vector-lr must be positive")
-    try:
-        a.schedule = gpt_schedule.from_options(a, a.optimizer == "muon")
-    except ValueError as e:
-        ap.error(str(e))
 
 
 def main(argv):

@@ -56,7 +56,8 @@ int main(void) {
                               .warmdown_frac = 0.65f},
                        inside = {.lr_shape = LR_SHAPE_WSD, .warmup_steps = 30, .min_lr_frac = 0.2f,
                                  .warmdown_frac = 0.9f},
-                       every_step = {.lr_shape = LR_SHAPE_WSD, .warmdown_frac = 1.0f, .decay_shape = DECAY_SHAPE_LINEAR};
+                       every_step = {.lr_shape = LR_SHAPE_WSD, .warmdown_frac = 1.0f,
+                                     .decay_shape = DECAY_SHAPE_LINEAR};
     const StepSchedule momentum = {.warmup_steps = 5, .momentum_warmup_steps = 30, .momentum_start = 0.85f,
                                    .momentum_cooldown_steps = 20, .momentum_end = 0.8f},
                        overlapping = {.lr_shape = LR_SHAPE_WSD, .warmdown_frac = 0.5f, .momentum_warmup_steps = 60,
