@@ -87,6 +87,9 @@ int step_schedule_invalid(const StepSchedule* s, int muon, char* err, size_t len
     return -1;
 }
 
+const char* lr_shape_name(int shape) { return shape == LR_SHAPE_WSD ? "wsd" : "cosine"; }
+const char* decay_shape_name(int shape) { return shape == DECAY_SHAPE_LINEAR ? "linear" : "constant"; }
+
 void step_schedule_describe(const StepSchedule* s, const OptimizerConfig* o, char* out, size_t len) {
     int n = snprintf(out, len, "warmup %d, ", s->warmup_steps);
     if (s->lr_shape == LR_SHAPE_WSD)

@@ -94,6 +94,10 @@ StepRates step_rates(const StepSchedule* s, const OptimizerConfig* o, int step, 
 // (muon: 1 for Muon) does not take it; else -1 with err (len bytes) naming the flag.
 int step_schedule_invalid(const StepSchedule* s, int muon, char* err, size_t len);
 
+// "cosine" or "wsd"; "constant" or "linear".
+const char* lr_shape_name(int shape);
+const char* decay_shape_name(int shape);
+
 // s for the optimizer o in words, for the optimizer's line: "warmup 700, cosine to 0.1 x lr,
 // weight decay 0.1", then the momentum's warm-up and cool-down where s has them.
 void step_schedule_describe(const StepSchedule* s, const OptimizerConfig* o, char* out, size_t len);

@@ -31,7 +31,10 @@ typedef struct {
     int B, T;
     long long total_batch;       // tokens per step; 0: B * T
     int steps;                   // 0: one epoch
-    StepSchedule schedule;       // the rates of each step (gpt/schedule.h)
+    StepSchedule schedule;       // the rates of each step (gpt/schedule.h): the settings only some
+                                 // shapes take filled in by the plan
+    int warmdown_given, momentum_warmup_given, momentum_start_given, momentum_cooldown_given,
+        momentum_end_given;      // those settings given on the command line
     OptimizerConfig optimizer;   // --optimizer and its settings: NAN until given, then the
                                  // run's defaults fill in the rest (train/plan.h)
     int optimizer_given;         // --optimizer given (a resumed run's own otherwise)

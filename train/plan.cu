@@ -100,6 +100,36 @@ static void resolve_optimizer(RunPlan* p) {
     if (optimizer_invalid(opt, arch->untied_head, err, sizeof(err)) != 0) die("%s", err);
 }
 
+// The step schedule, as given: a resumed run's too (its own is checked against it). A setting that
+// only some shapes take is refused elsewhere, and takes the anchors' default (gpt/schedule.h)
+// where it is taken and not given; the whole is bounded by gpt/schedule.h's
+// step_schedule_invalid.
+static void resolve_schedule(RunPlan* p) {
+    TrainOptions* o = &p->o;
+    StepSchedule* s = &o->schedule;
+    int muon = o->optimizer.kind == OPTIMIZER_MUON, wsd = s->lr_shape == LR_SHAPE_WSD;
+    const struct {
+        const char* flag;
+        int given, taken;
+        const char* taker;
+    } shaped[] = {{"--warmdown-frac", o->warmdown_given, wsd, "--lr-schedule wsd"},
+                  {"--momentum-warmup-steps", o->momentum_warmup_given, muon, "--optimizer muon"},
+                  {"--momentum-start", o->momentum_start_given, muon, "--optimizer muon"},
+                  {"--momentum-cooldown-steps", o->momentum_cooldown_given, muon, "--optimizer muon"},
+                  {"--momentum-end", o->momentum_end_given, muon, "--optimizer muon"}};
+    for (size_t i = 0; i < sizeof(shaped) / sizeof(shaped[0]); i++)
+        if (shaped[i].given && !shaped[i].taken) die("%s is a setting of %s", shaped[i].flag, shaped[i].taker);
+    if (o->momentum_start_given && !s->momentum_warmup_steps)
+        die("--momentum-start without --momentum-warmup-steps has no effect");
+    if (o->momentum_end_given && !s->momentum_cooldown_steps)
+        die("--momentum-end without --momentum-cooldown-steps has no effect");
+    if (wsd && !o->warmdown_given) s->warmdown_frac = WARMDOWN_FRAC_DEFAULT;
+    if (s->momentum_warmup_steps && !o->momentum_start_given) s->momentum_start = MOMENTUM_START_DEFAULT;
+    if (s->momentum_cooldown_steps && !o->momentum_end_given) s->momentum_end = MOMENTUM_END_DEFAULT;
+    char err[ERR_LEN];
+    if (step_schedule_invalid(s, muon, err, sizeof(err)) != 0) die("%s", err);
+}
+
 // The model shape: the interrupted run's, a checkpoint's, or a preset's; the vocabulary from the
 // tokenizer or the shards when no file states it; the architecture (resolve_architecture).
 // Headers only: the values are read later.
@@ -234,8 +264,7 @@ TrainingState run_training_state(const RunPlan* p, int step, int adam_t) {
     const TrainOptions* o = &p->o;
     const ModelOptions* mo = &o->model_options;
     TrainingState s = {.step = step, .world_size = p->ranks.data_ranks, .config = p->config, .B = o->B, .T = o->T,
-                       .grad_accum = p->grad_accum, .warmup_steps = o->schedule.warmup_steps, .steps = o->steps,
-                       .min_lr_frac = o->schedule.min_lr_frac, .seed = o->seed,
+                       .grad_accum = p->grad_accum, .steps = o->steps, .schedule = o->schedule, .seed = o->seed,
                        .train_loader = dataloader_state(p->train), .sample_rng = p->sample_rng.state,
                        .adam_t = adam_t, .attention = (int)mo->attention.kind,
                        .deterministic = mo->attention.deterministic, .recompute = mo->recompute,
@@ -244,7 +273,8 @@ TrainingState run_training_state(const RunPlan* p, int step, int adam_t) {
     return s;
 }
 
-// The optimizer's settings, and where those not given came from (resolve_optimizer).
+// The optimizer's settings and its schedule, and where the settings not given came from
+// (resolve_optimizer).
 static void print_optimizer(const RunPlan* p) {
     const TrainOptions* o = &p->o;
     const OptimizerConfig* opt = &o->optimizer;
@@ -256,8 +286,9 @@ static void print_optimizer(const RunPlan* p) {
     } else {
         printf("optimizer: AdamW lr %g; ", opt->lr);
     }
-    printf("warmup %d, cosine to %g x lr, weight decay %g, grad clip %g; settings not given: %s\n",
-           o->schedule.warmup_steps, o->schedule.min_lr_frac, opt->weight_decay, opt->grad_clip, p->optimizer_defaults);
+    char schedule[512];
+    step_schedule_describe(&o->schedule, opt, schedule, sizeof(schedule));
+    printf("%s, grad clip %g; settings not given: %s\n", schedule, opt->grad_clip, p->optimizer_defaults);
 }
 
 // Where the interrupted run stood: its data loader position (counted in this run's batches per
@@ -349,6 +380,7 @@ void plan_run(RunPlan* p, const TrainOptions* options) {
     if (batch_rows_ring(&p->batch)) o->model_options.attention.ring = &p->batch.ring;
     resolve_model_shape(p);
     resolve_optimizer(p);
+    resolve_schedule(p);
     resolve_batch(p);
     open_data(p);
     p->sample_rng.state = o->seed ^ 0x5851f42d4c957f2dULL;

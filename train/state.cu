@@ -27,8 +27,19 @@ static FILE* open_state_file(const char* path) {
 // slots it takes; a float is stored by its bits), the values a valid file holds, and what a
 // resume does with it. The header is written, read back, bounded and compared on a resume by
 // this table alone, so a new setting is one member of StateSlots and one row here.
-// ATTENTION, SWITCH, RECOMPUTE and OPTIMIZER are ints, shown as their flags take them.
-typedef enum { FIELD_INT, FIELD_FLOAT, FIELD_U64, FIELD_ATTENTION, FIELD_SWITCH, FIELD_RECOMPUTE, FIELD_OPTIMIZER } FieldType;
+// ATTENTION, SWITCH, RECOMPUTE, OPTIMIZER, LR_SHAPE and DECAY_SHAPE are ints, shown as their
+// flags take them.
+typedef enum {
+    FIELD_INT,
+    FIELD_FLOAT,
+    FIELD_U64,
+    FIELD_ATTENTION,
+    FIELD_SWITCH,
+    FIELD_RECOMPUTE,
+    FIELD_OPTIMIZER,
+    FIELD_LR_SHAPE,
+    FIELD_DECAY_SHAPE
+} FieldType;
 // On a resume: FREE is not compared (where the run stood, its shape, a count per rank); SAME must
 // be the same for an exact resume; NOTE may differ, and is said (the schedule changes with it).
 typedef enum { RESUME_FREE, RESUME_SAME, RESUME_NOTE } ResumeRule;
@@ -44,8 +55,9 @@ typedef struct {
 
 static_assert(sizeof(StateSlots) <= sizeof(StateFileHeader), "the fields fit in the header");
 static_assert(sizeof(StateSlots) % sizeof(int32_t) == 0, "every member is whole int32 slots, with no padding");
-static_assert(offsetof(StateSlots, world_size) == 31 * sizeof(int32_t) &&
-              offsetof(StateSlots, seed) == 19 * sizeof(int32_t), "the slots of earlier versions stay where they were");
+static_assert(offsetof(StateSlots, world_size) == 31 * sizeof(int32_t) && offsetof(StateSlots, seed) == 19 * sizeof(int32_t) &&
+              offsetof(StateSlots, lr_schedule) == 39 * sizeof(int32_t),
+              "the slots of earlier versions stay where they were");
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "a 64-bit field is copied to its slots low half first");
 
 // A field's first byte in the header, checked at compile time to hold exactly its member.
@@ -70,12 +82,12 @@ static const StateField state_fields[] = {
     FIELD("-B", B, B, FIELD_INT, 1, INT_MAX, RESUME_SAME),
     FIELD("-T", T, T, FIELD_INT, 1, INT_MAX, RESUME_SAME),
     FIELD("micro-steps", grad_accum, grad_accum, FIELD_INT, 1, INT_MAX, RESUME_FREE),
-    FIELD("--warmup-steps", warmup_steps, warmup_steps, FIELD_INT, 0, INT_MAX, RESUME_SAME),
+    FIELD("--warmup-steps", warmup_steps, schedule.warmup_steps, FIELD_INT, 0, INT_MAX, RESUME_SAME),
     FIELD("--steps", steps, steps, FIELD_INT, 1, INT_MAX, RESUME_NOTE),
     FIELD("AdamW step", adam_t, adam_t, FIELD_INT, 0, INT_MAX, RESUME_FREE),
     // The optimizer's settings are finite here; their bounds are gpt/optimizer.h's (state_invalid).
     FIELD("--lr", lr, lr, FIELD_FLOAT, -FLT_MAX, FLT_MAX, RESUME_SAME),
-    FIELD("--min-lr-frac", min_lr_frac, min_lr_frac, FIELD_FLOAT, 0, 1, RESUME_SAME),
+    FIELD("--min-lr-frac", min_lr_frac, schedule.min_lr_frac, FIELD_FLOAT, 0, 1, RESUME_SAME),
     FIELD("--weight-decay", weight_decay, weight_decay, FIELD_FLOAT, -FLT_MAX, FLT_MAX, RESUME_SAME),
     FIELD("--grad-clip", grad_clip, grad_clip, FIELD_FLOAT, -FLT_MAX, FLT_MAX, RESUME_SAME),
     FIELD("--seed", seed, seed, FIELD_U64, 0, 0, RESUME_SAME),
@@ -95,6 +107,17 @@ static const StateField state_fields[] = {
     FIELD("--adam-beta1", adam_b1, adam_b1, FIELD_FLOAT, -FLT_MAX, FLT_MAX, RESUME_SAME),
     FIELD("--adam-beta2", adam_b2, adam_b2, FIELD_FLOAT, -FLT_MAX, FLT_MAX, RESUME_SAME),
     FIELD("--head-lr", head_lr, head_lr, FIELD_FLOAT, -FLT_MAX, FLT_MAX, RESUME_SAME),
+    // The schedule past its warmup and end; bounded by gpt/schedule.h (state_invalid).
+    FIELD("--lr-schedule", lr_schedule, schedule.lr_shape, FIELD_LR_SHAPE, LR_SHAPE_COSINE, LR_SHAPE_WSD, RESUME_SAME),
+    FIELD("--warmdown-frac", warmdown_frac, schedule.warmdown_frac, FIELD_FLOAT, 0, 1, RESUME_SAME),
+    FIELD("--momentum-warmup-steps", momentum_warmup_steps, schedule.momentum_warmup_steps, FIELD_INT, 0, INT_MAX,
+          RESUME_SAME),
+    FIELD("--momentum-start", momentum_start, schedule.momentum_start, FIELD_FLOAT, 0, 1, RESUME_SAME),
+    FIELD("--momentum-cooldown-steps", momentum_cooldown_steps, schedule.momentum_cooldown_steps, FIELD_INT, 0, INT_MAX,
+          RESUME_SAME),
+    FIELD("--momentum-end", momentum_end, schedule.momentum_end, FIELD_FLOAT, 0, 1, RESUME_SAME),
+    FIELD("--weight-decay-schedule", weight_decay_schedule, schedule.decay_shape, FIELD_DECAY_SHAPE, DECAY_SHAPE_CONSTANT,
+          DECAY_SHAPE_LINEAR, RESUME_SAME),
 };
 #undef FIELD
 #define NUM_STATE_FIELDS (sizeof(state_fields) / sizeof(state_fields[0]))
@@ -124,6 +147,8 @@ static void describe_field(const StateField* f, const TrainingState* s, char* ou
         snprintf(out, len, "%s %s", f->name, recompute);
         break;
     case FIELD_OPTIMIZER: snprintf(out, len, "%s %s", f->name, optimizer_name((OptimizerKind)*(const int*)p)); break;
+    case FIELD_LR_SHAPE: snprintf(out, len, "%s %s", f->name, lr_shape_name(*(const int*)p)); break;
+    case FIELD_DECAY_SHAPE: snprintf(out, len, "%s %s", f->name, decay_shape_name(*(const int*)p)); break;
     case FIELD_INT: snprintf(out, len, "%s %d", f->name, *(const int*)p); break;
     }
 }
@@ -139,12 +164,22 @@ static int field_differs(const StateField* f, const TrainingState* was, const Tr
     return 1;
 }
 
-static int state_version(int optimizer) { return optimizer == OPTIMIZER_MUON ? STATE_VERSION_MUON : STATE_VERSION_ADAMW; }
+// Whether s is a schedule that versions 1 and 2 hold: the default past its warmup and its end.
+static int schedule_of_earlier_versions(const StepSchedule* s) {
+    StepSchedule earlier = {.warmup_steps = s->warmup_steps, .min_lr_frac = s->min_lr_frac};
+    return memcmp(&earlier, s, sizeof(earlier)) == 0;
+}
+
+// The version of s's file: the earliest that holds it.
+static int state_version(const TrainingState* s) {
+    if (!schedule_of_earlier_versions(&s->schedule)) return STATE_VERSION_SCHEDULE;
+    return s->optimizer == OPTIMIZER_MUON ? STATE_VERSION_MUON : STATE_VERSION_ADAMW;
+}
 
 void state_header_pack(const TrainingState* s, StateFileHeader* h) {
     memset(h, 0, sizeof(*h));
     h->f.magic = STATE_MAGIC;
-    h->f.version = state_version(s->optimizer);
+    h->f.version = state_version(s);
     for (const StateField* x = state_fields; x < state_fields + NUM_STATE_FIELDS; x++)
         memcpy((char*)h + x->at, field_in(x, s), x->size);
 }
@@ -192,7 +227,7 @@ void training_state_set_optimizer(TrainingState* s, const OptimizerConfig* o) {
 // NULL (err, ERR_LEN bytes, may hold the line): every size is bounded before the products a resume
 // computes from it (tokens per step, samples of the epoch consumed); the optimizer's settings
 // are those of its kind, within gpt/optimizer.h's bounds (an untied head's rate where one is
-// recorded: the header has no architecture).
+// recorded: the header has no architecture); the schedule within gpt/schedule.h's.
 static const char* state_invalid(const TrainingState* s, char* err) {
     const char* why = gpt_config_invalid(&s->config);
     if (why) return why;
@@ -209,6 +244,7 @@ static const char* state_invalid(const TrainingState* s, char* err) {
         if (!muon && settings[i] != 0.0f) return "an AdamW run with Muon's settings";
     OptimizerConfig o = training_state_optimizer(s);
     if (optimizer_invalid(&o, s->head_lr != 0.0f, err, ERR_LEN) != 0) return err;
+    if (step_schedule_invalid(&s->schedule, muon, err, ERR_LEN) != 0) return err;
     return NULL;
 }
 
@@ -217,7 +253,7 @@ int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err) {
         set_err(err, "not a training state file (magic %d, expected %d)", h->f.magic, STATE_MAGIC);
         return -1;
     }
-    if (h->f.version != STATE_VERSION_ADAMW && h->f.version != STATE_VERSION_MUON) {
+    if (h->f.version < STATE_VERSION_ADAMW || h->f.version > STATE_VERSION_SCHEDULE) {
         set_err(err, "unsupported training state version %d", h->f.version);
         return -1;
     }
@@ -238,8 +274,11 @@ int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err) {
         }
     }
     char why_err[ERR_LEN];
-    const char* why = h->f.version != state_version(s->optimizer) ? "the version is not the optimizer's"
-                                                                  : state_invalid(s, why_err);
+    const char* why = state_invalid(s, why_err);
+    if (h->f.version != state_version(s))
+        why = h->f.version == STATE_VERSION_SCHEDULE || !schedule_of_earlier_versions(&s->schedule)
+                  ? "the version is not the schedule's"
+                  : "the version is not the optimizer's";
     if (why) {
         set_err(err, "corrupt training state header: %s", why);
         return -1;

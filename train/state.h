@@ -17,19 +17,25 @@
 #include <stdint.h>
 #include "data/dataloader.h"
 #include "gpt/checkpoint.h"
+#include "gpt/schedule.h"
 
 #define STATE_MAGIC 20241130
-#define STATE_VERSION_ADAMW 1    // the files of AdamW runs, as every earlier version wrote them
-#define STATE_VERSION_MUON 2     // Muon runs: their settings in slots 32-38 (an untied head's
-                                 // learning rate in 38, 0 in the files of a tied head), which an older
-                                 // reader would not see, so it refuses the version
+#define STATE_VERSION_ADAMW 1    // AdamW runs of the default schedule, as every earlier version wrote them
+#define STATE_VERSION_MUON 2     // Muon runs of the default schedule: their settings in slots 32-38
+                                 // (an untied head's learning rate in 38, 0 in the files of a tied
+                                 // head), which an older reader would not see, so it refuses the version
+#define STATE_VERSION_SCHEDULE 3 // runs of either optimizer whose step schedule is not the default
+                                 // (cosine, no momentum warm-up or cool-down, a constant decay): the
+                                 // rest of it in slots 39-45, which an older reader would not see. A
+                                 // run of the default schedule keeps version 1 or 2, which every
+                                 // reader takes
 
 // The training state's header: magic, version, then the fields of a TrainingState (the table
 // state_fields of train/state.cu pairs each with its member here), each in the int32 slots of its
 // member: an int or a float (by its bits) in one, a 64-bit value in two, low half first. A
 // field's slots follow from this layout, so none overlaps another or passes the end; the slots
 // after the last are zero. Slots 0-31 are those of every earlier version; an AdamW run's file has
-// zeros from slot 32 on.
+// zeros in slots 32-38, and a file of the default schedule in slots 39-45.
 typedef struct {
     int32_t magic, version;
     int32_t step;
@@ -41,6 +47,14 @@ typedef struct {
     int32_t optimizer;
     float muon_momentum, embedding_lr, vector_lr, adam_b1, adam_b2;
     float head_lr;   // Muon with an untied head; 0 otherwise, as in the files of earlier versions
+    // The step schedule past its warmup and end (gpt/schedule.h's StepSchedule; version 3)
+    int32_t lr_schedule;
+    float warmdown_frac;
+    int32_t momentum_warmup_steps;
+    float momentum_start;
+    int32_t momentum_cooldown_steps;
+    float momentum_end;
+    int32_t weight_decay_schedule;
 } StateSlots;
 
 typedef union {
@@ -54,8 +68,9 @@ typedef struct {
     int world_size;              // data-parallel ranks: train_loader counts this rank's batches
     GPTConfig config;            // the shape from the header, the architecture from the model file
                                  // (read_training_state)
-    int B, T, grad_accum, warmup_steps, steps;
-    float lr, min_lr_frac, weight_decay, grad_clip;
+    int B, T, grad_accum, steps;
+    StepSchedule schedule;       // all of it in version 3; the default's zeros past the warmup and
+                                 // the end in versions 1 and 2
     uint64_t seed;
     DataLoaderState train_loader;
     uint64_t sample_rng;
@@ -66,6 +81,7 @@ typedef struct {
     // The optimizer (OptimizerKind; lr is its peak, gpt/optimizer.h) and Muon's own settings,
     // all zero in an AdamW run (whose betas are fixed); head_lr zero without an untied head.
     int optimizer;
+    float lr, weight_decay, grad_clip;
     float muon_momentum, embedding_lr, vector_lr, adam_b1, adam_b2;
     float head_lr;
 } TrainingState;
