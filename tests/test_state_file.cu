@@ -242,7 +242,7 @@ static void beta_nan(StateFileHeader* h) { h->f.adam_b2 = NAN; }
 static void head_lr_given(StateFileHeader* h) { h->f.head_lr = 0.002f; }
 
 static void test_refusals(void) {
-    test_begin("state header: an optimizer, version and settings that disagree are refused");
+    test_begin("state header: an optimizer, schedule, version and settings that disagree are refused");
     Rng rng = {7};
     TrainingState adamw = random_state(&rng), muon = adamw;
     make_muon(&muon, &rng);

@@ -792,8 +792,12 @@ begin "train_gpt_step_schedule"
 # The schedule's options: each refused in one line where its shape or the optimizer does not take
 # it, or out of its bounds; the optimizer's line says the schedule. A run of a schedule of its own
 # (its state a version 3 file, the schedule in slots 39-45) resumes with it, and is refused
-# without it naming the option; a version 1 file with a schedule is corrupt.
+# without it naming the option; a version 1 file with a schedule is corrupt. --help sets each
+# option apart from its text, the long ones too.
 data="--model d2 --context 64 -T 64"
+./train_gpt --help > "$tmp/out" 2>&1
+run_in=$(awk '/^  -/ && length($0) > 26 && substr($0, 26, 1) != " " && NF > 2' "$tmp/out")
+check "--help: an option runs into its text: $run_in" test -z "$run_in"
 while IFS='|' read -r args error; do
     ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
     check "$args: $(last "$tmp/out")" says "$tmp/out" "$error"
