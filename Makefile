@@ -26,7 +26,8 @@ TEXT      ?=
 TEST_TEXT ?= $(DEFAULT_TEXT)
 
 # Plain C libraries: common/, tokenizer/, data/, distributed/, and the GPT model's parameter table
-# (gpt/param_table.c), which CPU programs read too. The programs sit above them.
+# and step schedule (gpt/param_table.c, gpt/schedule.c), which CPU programs read too. The programs
+# sit above them.
 C_LIB_SRC := $(wildcard common/*.c tokenizer/*.c data/*.c distributed/*.c gpt/*.c)
 C_LIB_OBJ := $(C_LIB_SRC:%.c=$(BUILD)/%.o)
 
@@ -36,11 +37,16 @@ C_LIB_OBJ := $(C_LIB_SRC:%.c=$(BUILD)/%.o)
 CU_LIB_SRC := $(wildcard layers/*.cu attention/*.cu gpt/*.cu) distributed/ring_transport.cu distributed/ranks.cu
 CU_LIB_OBJ = $(CU_LIB_SRC:%.cu=$(BUILD)/%.o)
 
+# The trainer as a library (train/, CUDA and plain C): train_gpt is its main; the GPU tests link it.
+TRAIN_SRC := $(wildcard train/*.c train/*.cu)
+TRAIN_OBJ := $(patsubst %,$(BUILD)/%.o,$(basename $(TRAIN_SRC)))
+
 CPU_TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
 # Programs the Python tests run (tests/data_order.c: the data loader's batches;
 # tests/print_param_table.c: the parameter table; tests/print_rules.c: the architecture's and the
-# optimizer settings' rules).
-TEST_HELPERS := $(BUILD)/tests/data_order $(BUILD)/tests/print_param_table $(BUILD)/tests/print_rules
+# optimizer settings' rules; tests/print_schedule.c: the step schedule).
+TEST_HELPERS := $(BUILD)/tests/data_order $(BUILD)/tests/print_param_table $(BUILD)/tests/print_rules \
+                $(BUILD)/tests/print_schedule
 GPU_TESTS   := $(patsubst tests/%.cu,$(BUILD)/tests/%,$(wildcard tests/test_*.cu))
 CPU_BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 GPU_BENCHES := $(patsubst bench/%.cu,$(BUILD)/bench/%,$(wildcard bench/bench_*.cu))
@@ -139,6 +145,7 @@ prepare_data: $(BUILD)/prepare_data.o $(C_LIB_OBJ)
 
 $(GPU_PROGRAMS): %: $(BUILD)/%.o $(CU_LIB_OBJ) $(C_LIB_OBJ)
 	$(NVCC) $(NVFLAGS) $^ -o $@ $(CUDA_LIBS)
+train_gpt: $(TRAIN_OBJ)
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(C_LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ -lm
@@ -146,9 +153,11 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(C_LIB_OBJ)
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(C_LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ -lm
 
-# GPU tests and benchmarks link every CUDA object; the patterns above cover the CPU ones.
+# GPU tests and benchmarks link every CUDA object, the tests the trainer's too; the patterns above
+# cover the CPU ones.
 $(GPU_TESTS) $(GPU_BENCHES): $(BUILD)/%: $(BUILD)/%.o $(CU_LIB_OBJ) $(C_LIB_OBJ)
 	$(NVCC) $(NVFLAGS) $^ -o $@ $(CUDA_LIBS)
+$(GPU_TESTS): $(TRAIN_OBJ)
 
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -3,7 +3,8 @@
 // a failure value and write the message into a caller's buffer of ERR_LEN bytes (set_err), but
 // for the command line's readers (common/parse.h, common/options.h), which end the program as
 // the programs do, naming the argument. The programs end with die(): "error: <message>" on
-// stderr and exit status 1. So do the CUDA libraries (layers/, attention/, gpt/), in library
+// stderr and exit status 1, and so does the trainer's library (train/), which is train_gpt's,
+// naming its flags. So do the CUDA libraries (layers/, attention/, gpt/), in library
 // words (never a program's flags), on what a caller cannot recover from: a CUDA, cuBLAS or NCCL
 // error (common/cuda_check.h), a call outside their contract (the callers check first:
 // attention_unsupported, gpu_memory_unfit, ...), host memory running out, and, in

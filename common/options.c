@@ -27,7 +27,9 @@ static void print_help(const CommandLine* line) {
         }
         char left[128];
         snprintf(left, sizeof(left), "%s%s%s", o->flags, o->value ? " " : "", o->value ? o->value : "");
-        printf("  %-*s", line->column - 2, left);
+        // An option too long for the column has its text start on the next line.
+        if ((int)strlen(left) >= line->column - 2) printf("  %s\n%*s", left, line->column, "");
+        else printf("  %-*s", line->column - 2, left);
         for (const char* p = o->help; *p; p++) {
             putchar(*p);
             if (*p == '\n') printf("%*s", line->column, "");

@@ -101,3 +101,16 @@ FILE* fopen_regular_file(const char* path, char* err) {
     }
     return f;
 }
+
+int file_size_refused(FILE* f, const char* path, long long expected, char* err) {
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        set_err(err, "%s: cannot stat: %s", path, strerror(errno));
+        return -1;
+    }
+    if ((long long)st.st_size != expected) {
+        set_err(err, "%s: %lld bytes, expected %lld: truncated or corrupt", path, (long long)st.st_size, expected);
+        return -1;
+    }
+    return 0;
+}

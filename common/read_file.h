@@ -1,6 +1,7 @@
 // common/read_file.h: reading a whole file into memory, for the tokenizer, the data tools and the
 // programs; opening a file that is read at offsets or checked against its size (shards,
-// checkpoints, tokenizers, the files of a bounded size below), which only a regular file can be.
+// checkpoints, tokenizers, the files of a bounded size below), which only a regular file can be,
+// and checking that size.
 #ifndef FLASHGPT_READ_FILE_H
 #define FLASHGPT_READ_FILE_H
 
@@ -26,6 +27,10 @@ int open_regular_file(const char* path, char* err);
 
 // The same as a stream ("rb"), or NULL with err.
 FILE* fopen_regular_file(const char* path, char* err);
+
+// 0 when f, opened from path, has exactly expected bytes; else -1 with err naming path ("truncated
+// or corrupt"), or why it cannot be measured.
+int file_size_refused(FILE* f, const char* path, long long expected, char* err);
 
 #ifdef __cplusplus
 }

@@ -21,7 +21,7 @@
 //
 // Resume on any world size: a checkpoint holds the full optimizer arrays in parameter order (the
 // ranks gather their parts before writing), so a run on M ranks reads its own parts of them
-// (load_optimizer_state); nothing in the file depends on the world size that wrote it.
+// (gpt_read_optimizer_state); nothing in the file depends on the world size that wrote it.
 #ifndef FLASHGPT_ZERO_SHARD_H
 #define FLASHGPT_ZERO_SHARD_H
 

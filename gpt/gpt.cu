@@ -469,14 +469,12 @@ int gpt_muon_matrices(const GPT* g, int i) {
     return (int)(zero_shard_part(&g->shard, g->zero_tensors, i, g->shard.rank).count / g->zero_tensors[i].unit);
 }
 
-float gpt_update(GPT* g, float lr) {
+float gpt_update(GPT* g, const StepRates* rates) {
     if (!g->optimizer_memory) die("gpt_update: the model was built without an optimizer");
     const OptimizerConfig* o = &g->optimizer;
     float norm = gpt_grad_norm(g);
     float grad_scale = (o->grad_clip > 0.0f && norm > o->grad_clip) ? o->grad_clip / norm : 1.0f;
     int muon = o->kind == OPTIMIZER_MUON;
-    // The schedule's factor, for the groups whose peak is not o->lr (Muon's Adam groups).
-    float schedule = lr / o->lr;
     g->adam_t++;
     profile_start(g->profile, UPDATE_MARKS, g->stream);
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
@@ -485,19 +483,16 @@ float gpt_update(GPT* g, float lr) {
         size_t p = part.param_index, s = part.shard_offset;
         if (part.count == 0) continue;
         const ParamKind* k = &param_table[i];
-        float decay = k->decay_scale * o->weight_decay;
+        float decay = k->decay_scale * rates->weight_decay;
+        float lr = k->lr_scale * rates->lr[k->group];
         if (muon && k->group == GROUP_MATRIX) {
             int rows, cols;
             param_muon_matrix(k, &g->config, &rows, &cols);
             muon_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s, gpt_muon_matrices(g, i),
-                        rows, cols, k->lr_scale * lr, o->momentum, decay, grad_scale, g->optimizer_scratch,
-                        &g->matmul);
+                        rows, cols, lr, rates->momentum, decay, grad_scale, g->optimizer_scratch, &g->matmul);
         } else {
-            float peak = k->group == GROUP_EMBEDDING ? o->embedding_lr : k->group == GROUP_HEAD ? o->head_lr
-                       : o->vector_lr;
-            float adam_lr = k->lr_scale * (!muon ? lr : peak * schedule);
             adamw_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s, g->v + s, part.count,
-                         adam_lr, o->b1, o->b2, g->adam_t, o->eps, decay, grad_scale, g->stream);
+                         lr, o->b1, o->b2, g->adam_t, o->eps, decay, grad_scale, g->stream);
         }
     }
     profile_mark(g->profile, PART_UPDATE, PHASE_UPDATE, g->stream);

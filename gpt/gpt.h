@@ -13,7 +13,7 @@
 //   gpt_forward(g, inputs, B, T)           lnf (B, T, C)
 //   gpt_classifier(g, targets, ...)        losses (B, T); with write_dlogits also dlnf, dhead
 //   gpt_backward(g, inputs)                grads += d loss / d params
-//   gpt_update(g, lr)                      one optimizer step, the gradients clipped
+//   gpt_update(g, rates)                   one optimizer step, the gradients clipped
 //
 // Data parallel (DataParallel, one process per GPU): every rank holds the whole model and runs
 // its own batches; on the last micro-step of a step the backward averages each layer's
@@ -36,6 +36,7 @@
 #include "gpt/optimizer.h"
 #include "gpt/parameters.h"
 #include "gpt/profile.h"
+#include "gpt/schedule.h"
 #include "layers/matmul.h"
 
 // How the model is spread over data-parallel ranks; comm NULL: one GPU, or with world_size > 1
@@ -146,8 +147,8 @@ void gpt_zero_grads(GPT* g);
 float gpt_grad_norm(GPT* g);
 // One step of the model's optimizer on every tensor (with ZeRO-1: on this rank's shard, then
 // the parameters are all-gathered), the gradients clipped to grad_clip; returns the norm before
-// clipping. lr is the step's learning rate of the optimizer's own group (AdamW: every tensor;
-// Muon: the block matrices); Muon's Adam groups take their peaks times lr / (the group's peak).
-float gpt_update(GPT* g, float lr);
+// clipping. rates: the step's (gpt/schedule.h): each group's learning rate, Muon's momentum and
+// the weight decay.
+float gpt_update(GPT* g, const StepRates* rates);
 
 #endif

@@ -8,7 +8,8 @@
 //     Adam for the rest: the embedding group (wte, the tied head too, and wpe) at embedding_lr,
 //     the head group (an untied lm_head) at head_lr, the vectors (layernorm weights and biases,
 //     the biases) at vector_lr, each times its row's lr_scale.
-// The learning-rate schedule (gpt/lr_schedule.h) scales every group's rate alike. Weight decay
+// The step schedule (gpt/schedule.h) gives each step's rates: its learning-rate shape scales
+// every group's rate alike, and it shapes Muon's momentum and the weight decay. Weight decay
 // is decoupled: master -= lr * weight_decay * decay_scale * master, with the tensor's lr; the
 // table decays the 2-D weights.
 #ifndef FLASHGPT_GPT_OPTIMIZER_H

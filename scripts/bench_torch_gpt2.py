@@ -20,6 +20,7 @@ import time
 from types import SimpleNamespace
 
 import gpt_architecture
+from gpt_schedule import optimizer_rates
 from needed import exit_without
 from torch_optimizers import Muon, adamw, defaults
 
@@ -62,9 +63,10 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = True
     dev = f"cuda:{local_rank}"
     model = GPT(a.layers, a.channels, a.heads, 50257, a.T, arch=arch).to(dev)
-    settings = SimpleNamespace(**defaults(a.optimizer, preset))
+    settings = SimpleNamespace(optimizer=a.optimizer, **defaults(a.optimizer, preset))
     muon = a.optimizer == "muon"
     opt = Muon(model, settings) if muon else adamw(model, settings)
+    rates = optimizer_rates(settings, settings.lr)  # every step at the peak
     step_fn = torch.compile(DistributedDataParallel(model, device_ids=[local_rank]) if world > 1 else model)
     times = []
     for step in range(a.steps):
@@ -77,7 +79,7 @@ def main():
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
         if muon:
-            opt.step(1.0)
+            opt.step(rates)
         else:
             opt.step()
         opt.zero_grad(set_to_none=True)

@@ -13,14 +13,16 @@ code.
 Each tensor is updated as its row of the parameter table (scripts/gpt_parameters.py, through
 GPT.table_parameters) says: its group, its multiples of the group's rate (lr_scale) and of the
 weight decay (decay_scale: the 2-D weights), and the matrices Muon cuts it into.
-- adamw(model, s): AdamW (b1 0.9, b2 0.95, eps 1e-8) of every tensor at s.lr; a group's lr is
-  set as the schedule's lr times its "lr_scale".
+- adamw(model, s): AdamW (b1 0.9, b2 0.95, eps 1e-8) of every tensor at s.lr; set_adamw_rates(opt,
+  rates) sets a step's rates: each group's lr the schedule's times its "lr_scale", its weight decay
+  the schedule's times its "decay_scale".
 - Muon(model, s): Nesterov momentum on the gradient of each tensor of the matrix group (its
   slices stacked), each of its matrices orthogonalised by newton_schulz and applied with
   lr * sqrt(max(1, rows / cols)) after decoupled weight decay; AdamW (betas s.adam_beta1,
   s.adam_beta2, eps 1e-8) for the rest: the embedding group (wte, the head too when tied, and
-  wpe) at s.embedding_lr, the head group (an untied lm_head) at s.head_lr, the vectors (norms'
-  weights, biases) at s.vector_lr. step(scale) takes the schedule's factor of every peak.
+  wpe), the head group (an untied lm_head) and the vectors (norms' weights, biases), each at its
+  own rate. step(rates) takes a step's rates (scripts/gpt_schedule.py's Rates: each group's
+  learning rate, the momentum, the weight decay).
 s: the settings, as attributes: lr, weight_decay, grad_clip, muon_momentum, embedding_lr, head_lr,
 vector_lr, adam_beta1, adam_beta2 (defaults' keys). Both take PyTorch's fused AdamW on the GPU,
 its default elsewhere (tests/test_torch_reference.py runs them on the CPU).
@@ -119,9 +121,16 @@ def adamw(model, s):
     groups = {}  # the tensors of each (lr_scale, decay_scale)
     for kind, params in model.table_parameters():
         groups.setdefault((kind.lr_scale, kind.decay_scale), []).extend(params)
-    return torch.optim.AdamW([{"params": params, "lr": s.lr * scale, "lr_scale": scale,
+    return torch.optim.AdamW([{"params": params, "lr": s.lr * scale, "lr_scale": scale, "decay_scale": decay,
                                "weight_decay": s.weight_decay * decay} for (scale, decay), params in groups.items()],
                              lr=s.lr, betas=(0.9, 0.95), eps=ADAM_EPS, fused=model.wte.weight.is_cuda)
+
+
+def set_adamw_rates(opt, rates):
+    """The step's rates into the groups of adamw's optimizer opt (AdamW: every group at one rate)."""
+    for group in opt.param_groups:
+        group["lr"] = rates.lr["matrix"] * group["lr_scale"]
+        group["weight_decay"] = rates.weight_decay * group["decay_scale"]
 
 
 def newton_schulz(u):
@@ -144,33 +153,31 @@ def newton_schulz(u):
 
 class Muon:
     def __init__(self, model, s):
-        self.lr, self.momentum, self.weight_decay = s.lr, s.muon_momentum, s.weight_decay
         tensors = model.table_parameters()
         # Each matrix tensor: its kind, its slices, the shape of the matrices Muon cuts them into.
         self.kinds = [(kind, params, muon_matrix(kind, model.shape)) for kind, params in tensors
                       if kind.group == "matrix"]
         self.buffers = [torch.zeros(len(ps), *ps[0].shape, device=ps[0].device, dtype=ps[0].dtype)
                         for _, ps, _ in self.kinds]
-        peaks = {"embedding": s.embedding_lr, "head": s.head_lr, "vector": s.vector_lr}
         groups = {}  # Adam's tensors of each (group, lr_scale, decay_scale)
         for kind, params in tensors:
             if kind.group != "matrix":
                 groups.setdefault((kind.group, kind.lr_scale, kind.decay_scale), []).extend(params)
-        self.adam = torch.optim.AdamW([{"params": params, "peak": peaks[group] * scale,
-                                        "weight_decay": s.weight_decay * decay}
+        self.adam = torch.optim.AdamW([{"params": params, "group": group, "lr_scale": scale, "decay_scale": decay}
                                        for (group, scale, decay), params in groups.items()], lr=s.embedding_lr,
                                       betas=(s.adam_beta1, s.adam_beta2), eps=ADAM_EPS, fused=model.wte.weight.is_cuda)
 
-    def step(self, scale):
+    def step(self, rates):
         for group in self.adam.param_groups:
-            group["lr"] = group["peak"] * scale
+            group["lr"] = rates.lr[group["group"]] * group["lr_scale"]
+            group["weight_decay"] = rates.weight_decay * group["decay_scale"]
         self.adam.step()
         with torch.no_grad():
             for (kind, params, (rows, cols)), buf in zip(self.kinds, self.buffers):
-                lr, decay = self.lr * kind.lr_scale * scale, self.weight_decay * kind.decay_scale
+                lr, decay = rates.lr["matrix"] * kind.lr_scale, rates.weight_decay * kind.decay_scale
                 grad = torch.stack([p.grad for p in params])
-                buf.lerp_(grad, 1 - self.momentum)
-                u = grad.lerp_(buf, self.momentum).reshape(-1, rows, cols)
+                buf.lerp_(grad, 1 - rates.momentum)
+                u = grad.lerp_(buf, rates.momentum).reshape(-1, rows, cols)
                 update = newton_schulz(u).to(grad.dtype).reshape(grad.shape)
                 update *= max(1.0, rows / cols) ** 0.5
                 for p, u in zip(params, update):

@@ -19,8 +19,10 @@ What it shares with train_gpt, by construction:
   and the vectors (--vector-lr); each setting
   not given takes train_gpt's default for the optimizer and the preset of --arch, else the one
   nearest the architecture (the modern preset's AdamW lr 2e-3 and Muon wte at 0.05), and each is
-  bounded as train_gpt bounds it; the global gradient norm clipped to --grad-clip, linear warmup
-  from lr/warmup, then a cosine to lr * --min-lr-frac at the last step, every group's lr alike;
+  bounded as train_gpt bounds it; the global gradient norm clipped to --grad-clip; the rates of
+  each step by train_gpt's schedule and its options (scripts/gpt_schedule.py: a warmup, then a
+  cosine or a warm-down to lr * --min-lr-frac, every group's lr alike; Muon's momentum warm-up and
+  cool-down; a constant or linear weight decay);
 - the loss: mean cross-entropy over the real vocabulary.
 The numerics are PyTorch's usual mixed precision: fp32 weights, residual stream, norms and
 gradients, bf16 autocast for the matmuls and attention. --emulate (residual, residual-grad) rounds
@@ -45,11 +47,12 @@ except ImportError:
     np = None  # said once the arguments are read, which need none
 
 import gpt_architecture
+import gpt_schedule
 from gpt2_checkpoint import Checkpoint, Shape, from_bf16_bits
 from needed import exit_without
 from output_file import Failure, atomic_output, check_output
 from shard_batches import Batches, open_stream
-from torch_optimizers import SETTINGS, Muon, adamw, defaults, invalid
+from torch_optimizers import SETTINGS, Muon, adamw, defaults, invalid, set_adamw_rates
 
 try:
     import torch
@@ -57,16 +60,6 @@ except ImportError:
     torch = None  # said once the arguments and the log are checked, which need no torch
 else:
     from torch_gpt2 import EMULATIONS, GPT, PRESETS
-
-def learning_rate(a, step, steps):
-    """train_gpt's schedule (gpt/lr_schedule.h); step counts from 1."""
-    if step <= a.warmup_steps:
-        return a.lr * step / a.warmup_steps
-    if steps <= a.warmup_steps:
-        return a.lr
-    min_lr = a.lr * a.min_lr_frac
-    progress = (step - a.warmup_steps) / (steps - a.warmup_steps)
-    return min_lr + 0.5 * (a.lr - min_lr) * (1.0 + math.cos(math.pi * progress))
 
 
 def parse_args(argv):
@@ -86,8 +79,7 @@ def parse_args(argv):
     ap.add_argument("--optimizer", default="adamw", choices=["adamw", "muon"])
     ap.add_argument("--lr", type=float,
                     help="peak: AdamW's, or Muon's for the matrices [adamw 3e-4 (modern 2e-3), muon 0.02]")
-    ap.add_argument("--warmup-steps", type=int, default=0)
-    ap.add_argument("--min-lr-frac", type=float, default=0.0)
+    gpt_schedule.add_options(ap)
     ap.add_argument("--weight-decay", type=float, help="[adamw 0.1, muon 0]")
     ap.add_argument("--muon-momentum", type=float, help="muon: the matrices' Nesterov momentum [0.95]")
     ap.add_argument("--embedding-lr", type=float,
@@ -107,15 +99,16 @@ def parse_args(argv):
     if a.T > a.context:
         ap.error(f"-T {a.T} is longer than the model's context {a.context} (--context)")
     for flag, value, least in (("-B", a.B, 1), ("-T", a.T, 1), ("--val-batches", a.val_batches, 1),
-                               ("--steps", a.steps, 0), ("--val-every", a.val_every, 0),
-                               ("--warmup-steps", a.warmup_steps, 0)):
+                               ("--steps", a.steps, 0), ("--val-every", a.val_every, 0)):
         if value < least:
             ap.error(f"{flag} {value} must be >= {least}")
-    # train_gpt's bounds: the cosine ends between 0 and the peak; a seed is 64 bits, unsigned.
-    if not 0 <= a.min_lr_frac <= 1:
-        ap.error(f"--min-lr-frac {a.min_lr_frac:g} must be in [0, 1]")
+    # train_gpt's bound: a seed is 64 bits, unsigned (the schedule's bounds: gpt_schedule's).
     if not 0 <= a.seed < 2 ** 64:
         ap.error(f"--seed {a.seed} must be 0 to 2^64 - 1")
+    try:
+        a.schedule = gpt_schedule.from_options(a, a.optimizer == "muon")
+    except ValueError as e:
+        ap.error(str(e))
     if a.val_data is None:
         head, tail = os.path.split(a.train_data)
         a.val_data = os.path.join(head, tail.replace("train_", "val_", 1)) if "train_" in tail else ""
@@ -125,8 +118,9 @@ def parse_args(argv):
 def settle_architecture(ap, a, init):
     """a.arch: the architecture of the options, from init's (a Checkpoint, or None) without --arch;
     then every optimizer setting not given, by train_gpt's defaults for it (gpt/optimizer.h's
-    preset_optimizer_defaults), and the settings checked as train_gpt checks them: a bad option is
-    argparse's error, an architecture other than init's a Failure naming its file."""
+    preset_optimizer_defaults, taken by resolve_optimizer in train/plan.cu), and the settings
+    checked as train_gpt checks them: a bad option is argparse's error, an architecture other than
+    init's a Failure naming its file."""
     try:
         a.arch, preset = gpt_architecture.from_options(a, init)
     except ValueError as e:
@@ -239,10 +233,10 @@ def run(a, init, log):
 
     train_seconds = 0.0
     for step in range(1, steps + 1):
-        lr = learning_rate(a, step, steps)
+        rates = gpt_schedule.step_rates(a.schedule, a, step, steps)
+        lr = rates.lr["matrix"]
         if a.optimizer == "adamw":
-            for group in opt.param_groups:
-                group["lr"] = lr * group["lr_scale"]
+            set_adamw_rates(opt, rates)
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         x, y = to_device(train.next(), dev)
@@ -251,7 +245,7 @@ def run(a, init, log):
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip if a.grad_clip > 0 else float("inf"))
         if a.optimizer == "muon":
-            opt.step(lr / a.lr)
+            opt.step(rates)
         else:
             opt.step()
         opt.zero_grad(set_to_none=True)

@@ -2,8 +2,8 @@
 """tests/fuzz_inputs.py: every program against mutated copies of its input files.
 
 The valid files are made here: a text, a tokenizer, token shards (uint16 and uint32), GPT-2's
-encoder.json and vocab.bpe, a model checkpoint of versions 3 and 5, training states of AdamW and Muon, a
-train_gpt log, a Hugging Face config.json and model.safetensors, multiple-choice items in
+encoder.json and vocab.bpe, a model checkpoint of versions 3 and 5, training states of AdamW and Muon
+(one of a step schedule of its own), a train_gpt log, a Hugging Face config.json and model.safetensors, multiple-choice items in
 HellaSwag's layout. Each case changes one of them,
 now and then two or three times over (bits flipped, bytes set, the file cut, extended, a piece of
 it cut out or repeated, an int32 of its header set to 0, -1, 2^31-1 and the like, a size in the
@@ -65,6 +65,8 @@ RUN_ARGS = ["-B", "1", "-T", "64", "--steps", "10", "--lr", "0.5", "--min-lr-fra
 # The Muon settings of the Muon run's state (state_file(muon=True)).
 MUON_SETTINGS = [0.9, 0.001, 0.002, 0.8, 0.95]
 MUON_ARGS = ["--optimizer", "muon", "--muon-momentum", "0.9", "--embedding-lr", "0.001", "--vector-lr", "0.002"]
+# The schedule of the Muon run whose state is version 3 (state_file(muon=True, schedule=True)).
+SCHEDULE_ARGS = ["--lr-schedule", "wsd", "--momentum-warmup-steps", "300", "--weight-decay-schedule", "linear"]
 OLD_OUTPUT = b"an output already there, which a failed run must leave as it is\n"
 SPECIAL_INTS = [0, -1, 1, 2, 3, 7, 8, 64, 127, 128, 255, 256, 257, 299, 300, 301, 384, 65535, 65536, 65537,
                 1 << 24, (1 << 24) + 1, 1 << 30, 2**31 - 1, -2**31, -2]
@@ -176,8 +178,9 @@ def set_float(rng, data, fmt):
     return data[:at] + bits + data[at + fmt["elem"]:], f"value {i} set to {value}"
 
 
-# The training state header's int fields (gpt/checkpoint.cu's state_fields) as (slot, least, most
-# value); the shape's are the model file's to bound. Its fields end at slot 38: every later slot is 0.
+# The training state header's int fields (train/state.cu's state_fields) as (slot, least, most
+# value); the shape's are the model file's to bound. In a file of versions 1 and 2 (the default
+# schedule) every slot past 38 is 0.
 STATE_INT_FIELDS = [(2, 0, 2**31 - 1), (9, 1, 2**31 - 1), (10, 1, 2**31 - 1), (11, 1, 2**31 - 1), (12, 0, 2**31 - 1),
                     (13, 1, 2**31 - 1), (14, 0, 2**31 - 1), (27, 0, 1), (28, 0, 1), (29, 0, 3), (30, 1, 2**31 - 1),
                     (31, 0, 2**31 - 1), (32, 0, 1)]
@@ -329,9 +332,10 @@ def model_file(version):
     return struct.pack("<256i", *header, *[0] * 248) + body
 
 
-def state_file(muon=False):
-    """A training state (gpt/checkpoint.h) of step 5 of the run of RUN_ARGS (muon: and MUON_ARGS,
-    version 2 with the optimizer and MUON_SETTINGS in slots 32-38)."""
+def state_file(muon=False, schedule=False):
+    """A training state (train/state.h) of step 5 of the run of RUN_ARGS (muon: and MUON_ARGS,
+    version 2 with the optimizer and MUON_SETTINGS in slots 32-38; schedule: and SCHEDULE_ARGS,
+    version 3 with the schedule in slots 39-45)."""
     s = SHAPE
     ints = [20241130, 2 if muon else 1, 5, s["maxT"], s["V"], s["L"], s["NH"], s["C"], VP, 1, 64, 1, 2, 10, 5]
     floats = list(struct.unpack("<4i", struct.pack("<4f", 0.5, 0.5, 0.5, 0.5)))
@@ -340,9 +344,13 @@ def state_file(muon=False):
     rest = [7, 0, 0, 0, 5, 0, 99, 0, 0, 0, 0, 64, 1]
     if muon:
         rest += [1, *struct.unpack("<5i", struct.pack("<5f", *MUON_SETTINGS))]
+    header = ints + floats + rest
+    if schedule:  # a tied head's lr 0 in slot 38; then wsd over the last 65% of the steps, the momentum
+        header[1] = 3  # from 0.85 over 300 steps, a linear decay
+        header += [0] * (39 - len(header)) + [1, *struct.unpack("<i", struct.pack("<f", 0.65)), 300,
+                                               *struct.unpack("<i", struct.pack("<f", 0.85)), 0, 0, 1]
     P = parameter_count(s)
     second_moments = array.array("f", (abs(x) for x in random_values(P, 0.001, 4)))
-    header = ints + floats + rest
     return (struct.pack("<256i", *header, *[0] * (256 - len(header))) + random_values(P, 0.05, 2).tobytes() +
             random_values(P, 0.01, 3).tobytes() + second_moments.tobytes())
 
@@ -415,7 +423,7 @@ def make_seeds(folder, bins, limit):
     names = {"text": "a.txt", "tokenizer": "data/tokenizer.bin", "shard": "data/train_000000.bin",
              "val": "data/val_000000.bin", "shard32": "shard32.bin", "encoder": "encoder.json",
              "vocab": "vocab.bpe", "model5": "model5.bin", "model3": "model3.bin", "state": "state.bin",
-             "state_muon": "state_muon.bin",
+             "state_muon": "state_muon.bin", "state_schedule": "state_schedule.bin",
              "log": "log.csv", "config": "hf/config.json", "safetensors": "hf/model.safetensors",
              "items": "items.jsonl"}
     paths = {k: os.path.join(folder, v) for k, v in names.items()}
@@ -427,7 +435,8 @@ def make_seeds(folder, bins, limit):
               "layer_norm_epsilon": 1e-5, "n_inner": None, "scale_attn_weights": True,
               "scale_attn_by_inverse_layer_idx": False, "add_cross_attention": False, "tie_word_embeddings": True}
     made = {"text": words_text(60, 1), "encoder": encoder, "vocab": vocab, "model5": model_file(5),
-            "model3": model_file(3), "state": state_file(), "state_muon": state_file(muon=True), "log": log_file(),
+            "model3": model_file(3), "state": state_file(), "state_muon": state_file(muon=True),
+            "state_schedule": state_file(muon=True, schedule=True), "log": log_file(),
             "config": json.dumps(config, indent=2).encode(), "safetensors": safetensors_file(),
             "items": items_file()}
     for name, data in made.items():
@@ -791,6 +800,8 @@ TARGETS = [
     Target("train_gpt: --resume state header bounds", "train_gpt", "state", STATE_HEADER, train_gpt_resume("state")),
     Target("train_gpt: --resume Muon state header bounds", "train_gpt", "state_muon", STATE_HEADER,
            train_gpt_resume("state_muon", "state_muon", MUON_ARGS)),
+    Target("train_gpt: --resume state of a schedule", "train_gpt", "state_schedule", dict(STATE, slots=list(range(46))),
+           train_gpt_resume("state_schedule", "state_schedule", MUON_ARGS + SCHEDULE_ARGS)),
     Target("generate: checkpoint", "generate", "model3", MODEL3, generate("checkpoint")),
     Target("generate: tokenizer.bin", "generate", "tokenizer", TOKENIZER, generate("tokenizer")),
     Target("evaluate: items.jsonl", "evaluate", "items", TEXTUAL, evaluate_items),

@@ -150,7 +150,8 @@ static void test_update(const Reference* r) {
     for (int run = 0; run < 2; run++) {
         set_update_start(&g, r);
         cudaCheck(cudaMemset(g.optimizer_scratch, 0xff, g.sizes.optimizer_scratch));
-        gpt_update(&g, g.optimizer.lr * r->hyper[9]);
+        StepRates rates = optimizer_rates(&g.optimizer, g.optimizer.lr * r->hyper[9]);
+        gpt_update(&g, &rates);
         cudaCheck(cudaStreamSynchronize(g.stream));
         master[run] = from_device(g.master, P);
     }
@@ -199,7 +200,8 @@ static void test_steps(const Reference* r) {
         gpt_classifier(&g, r->targets.data(), B, T, 1.0f / N, 1);
         gpt_backward(&g, r->inputs.data(), 1);
         float loss = gpt_mean_loss(&g, N);
-        gpt_update(&g, g.optimizer.lr);
+        StepRates rates = optimizer_rates(&g.optimizer, g.optimizer.lr);
+        gpt_update(&g, &rates);
         double err = fabs(loss - r->losses[t]) / fabs(r->losses[t]);
         worst = fmax(worst, err);
         CHECK(err < TOL_STEPS, "step %d: loss %.6f vs reference %.6f", t + 1, loss, r->losses[t]);
@@ -219,7 +221,8 @@ static void test_simulated_ranks(const Reference* r) {
     GPT one;
     gpt_build(&one, r->config, r->B, r->T, &MODEL_OPTIONS, NULL, &muon);
     set_update_start(&one, r);
-    gpt_update(&one, one.optimizer.lr);
+    StepRates rates = optimizer_rates(&muon, muon.lr);
+    gpt_update(&one, &rates);
     std::vector<float> one_master = from_device(one.master, P), one_m = from_device(one.m, P);
     gpt_free(&one);
     std::vector<float> start = r->params;
@@ -241,7 +244,7 @@ static void test_simulated_ranks(const Reference* r) {
                 cudaCheck(cudaMemcpy(g.v + part.shard_offset, r->v0.data() + part.param_index, bytes, cudaMemcpyHostToDevice));
             }
             g.adam_t = r->t0;
-            gpt_update(&g, g.optimizer.lr);
+            gpt_update(&g, &rates);
             std::vector<float> params = from_device(g.params_memory, P);
             std::vector<float> master = from_device(g.master, g.shard.shard_size), m = from_device(g.m, g.shard.shard_size);
             size_t tensor_begin = 0;

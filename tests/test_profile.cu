@@ -154,7 +154,8 @@ static float train_step(GPT* g, int B, int T) {
     gpt_classifier(g, g->host_targets, B, T, 1.0f / (B * T), 1);
     gpt_backward(g, g->host_tokens, 1);
     float loss = gpt_mean_loss(g, B * T);
-    gpt_update(g, g->optimizer.lr);
+    StepRates rates = optimizer_rates(&g->optimizer, g->optimizer.lr);
+    gpt_update(g, &rates);
     cudaCheck(cudaStreamSynchronize(g->stream));
     return loss;
 }

@@ -1,25 +1,27 @@
-// tests/test_state_file.cu: the training state's header (gpt/checkpoint.h), on the host: 2000
-// random AdamW states pack to the bytes of the layout every earlier version wrote (the slots
-// written out here by number, independently of the library's StateSlots) and read back to
-// themselves; Muon's settings take slots 32-37 of a version 2 file (an untied head's learning
-// rate slot 38) and leave the others as they are; headers whose optimizer, version and settings
-// disagree are refused with one line naming what; the int fields bounded as integers, up to
-// 2^31 - 1; every slot past the fields zero.
+// tests/test_state_file.cu: the training state's header (train/state.h), on the host: 2000
+// random AdamW states of the default schedule pack to the bytes of the layout every earlier
+// version wrote (the slots written out here by number, independently of the library's
+// StateSlots) and read back to themselves; Muon's settings take slots 32-37 of a version 2 file
+// (an untied head's learning rate slot 38) and leave the others as they are; a schedule of its
+// own takes slots 39-45 of a version 3 file, under either optimizer, and leaves the others as
+// they are; headers whose optimizer, schedule, version and settings disagree are refused with
+// one line naming what; the int fields bounded as integers, up to 2^31 - 1; every slot past the
+// fields zero.
 #include <float.h>
 #include <limits.h>
 #include <string.h>
 #include "common/rng.h"
-#include "gpt/checkpoint.h"
+#include "train/state.h"
 #include "tests/test.h"
 
 // The header of s as the files of earlier versions lay it out, slot by slot.
 static void pack_by_slot_numbers(const TrainingState* s, int32_t h[HEADER_INTS]) {
     memset(h, 0, HEADER_INTS * sizeof(int32_t));
     const int32_t ints[] = {STATE_MAGIC, STATE_VERSION_ADAMW, s->step, s->config.maxT, s->config.V, s->config.L,
-                            s->config.NH, s->config.C, s->config.Vp, s->B, s->T, s->grad_accum, s->warmup_steps,
-                            s->steps, s->adam_t};
+                            s->config.NH, s->config.C, s->config.Vp, s->B, s->T, s->grad_accum,
+                            s->schedule.warmup_steps, s->steps, s->adam_t};
     memcpy(h, ints, sizeof(ints));
-    const float floats[] = {s->lr, s->min_lr_frac, s->weight_decay, s->grad_clip};
+    const float floats[] = {s->lr, s->schedule.min_lr_frac, s->weight_decay, s->grad_clip};
     memcpy(h + 15, floats, sizeof(floats));
     const uint64_t wide[] = {s->seed, (uint64_t)s->train_loader.epoch, (uint64_t)s->train_loader.step_in_epoch,
                              s->sample_rng};
@@ -49,10 +51,10 @@ static TrainingState random_state(Rng* rng) {
     s.grad_accum = 1 + (int)(rng_next(rng) % 8);
     s.steps = 1 + (int)(rng_next(rng) % 100000);
     s.step = (int)(rng_next(rng) % (uint64_t)(s.steps + 1));
-    s.warmup_steps = (int)(rng_next(rng) % 1000);
+    s.schedule.warmup_steps = (int)(rng_next(rng) % 1000);
     s.adam_t = s.step;
     s.lr = random_float(rng, 1e-6f, 1e-2f);
-    s.min_lr_frac = random_float(rng, 0.0f, 1.0f);
+    s.schedule.min_lr_frac = random_float(rng, 0.0f, 1.0f);
     s.weight_decay = random_float(rng, 0.0f, 0.5f);
     s.grad_clip = random_float(rng, 0.0f, 2.0f);
     s.seed = rng_next(rng);
@@ -87,6 +89,8 @@ static void test_adamw_layout(void) {
         for (size_t j = 0; j < sizeof(bits); j++) p[j] = (unsigned char)rng_next(&rng);
         bits.optimizer = OPTIMIZER_ADAMW;
         bits.muon_momentum = bits.embedding_lr = bits.vector_lr = bits.adam_b1 = bits.adam_b2 = bits.head_lr = 0.0f;
+        bits.schedule = (StepSchedule){.warmup_steps = bits.schedule.warmup_steps,
+                                       .min_lr_frac = bits.schedule.min_lr_frac};
         StateFileHeader packed, again;
         int32_t expected[HEADER_INTS];
         char err[ERR_LEN] = "";
@@ -145,6 +149,60 @@ static void test_muon_slots(void) {
     test_end();
 }
 
+// A valid schedule of its own with warmup's warmup and end, the rest at random: wsd or cosine, a
+// momentum warm-up or cool-down under Muon, a linear decay; never the default.
+static StepSchedule random_schedule(Rng* rng, int muon, const StepSchedule* warmup) {
+    StepSchedule s = {.warmup_steps = warmup->warmup_steps, .min_lr_frac = warmup->min_lr_frac};
+    int parts = 1 + (int)(rng_next(rng) % (muon ? 15 : 3));   // bits: wsd, linear decay, momentum warm-up, cool-down
+    if (parts & 1) {
+        s.lr_shape = LR_SHAPE_WSD;
+        s.warmdown_frac = random_float(rng, 0.01f, 1.0f);
+    }
+    if (parts & 2) s.decay_shape = DECAY_SHAPE_LINEAR;
+    if (parts & 4) {
+        s.momentum_warmup_steps = 1 + (int)(rng_next(rng) % 1000);
+        s.momentum_start = random_float(rng, 0.0f, 0.99f);
+    }
+    if (parts & 8) {
+        s.momentum_cooldown_steps = 1 + (int)(rng_next(rng) % 1000);
+        s.momentum_end = random_float(rng, 0.0f, 0.99f);
+    }
+    return s;
+}
+
+static void test_schedule_slots(void) {
+    test_begin("state header: a schedule of its own in slots 39-45 of version 3, under either optimizer, the rest as "
+               "the default's");
+    Rng rng = {54};
+    for (int i = 0; i < 400; i++) {
+        TrainingState s = random_state(&rng), back;
+        if (i % 2) make_muon(&s, &rng);
+        StateFileHeader plain, scheduled, again;
+        state_header_pack(&s, &plain);
+        s.schedule = random_schedule(&rng, i % 2, &s.schedule);
+        state_header_pack(&s, &scheduled);
+        char err[ERR_LEN] = "";
+        CHECK(plain.ints[1] == (i % 2 ? STATE_VERSION_MUON : STATE_VERSION_ADAMW) &&
+              scheduled.ints[1] == STATE_VERSION_SCHEDULE, "state %d: versions %d and %d", i, plain.ints[1],
+              scheduled.ints[1]);
+        CHECK(memcmp(plain.ints + 2, scheduled.ints + 2, 37 * sizeof(int32_t)) == 0, "state %d: slots 2-38 differ", i);
+        const StepSchedule* c = &s.schedule;
+        const int32_t slots[7] = {c->lr_shape, 0, c->momentum_warmup_steps, 0, c->momentum_cooldown_steps, 0,
+                                  c->decay_shape};
+        const float floats[3] = {c->warmdown_frac, c->momentum_start, c->momentum_end};
+        for (int k = 0; k < 7; k++)
+            CHECK(k % 2 ? memcmp(scheduled.ints + 39 + k, floats + k / 2, sizeof(float)) == 0
+                        : scheduled.ints[39 + k] == slots[k], "state %d: slot %d holds %d", i, 39 + k,
+                  scheduled.ints[39 + k]);
+        for (int k = 39; k < HEADER_INTS; k++) CHECK(plain.ints[k] == 0, "the default schedule's slot %d is not 0", k);
+        CHECK(state_header_unpack(&scheduled, &back, err) == 0, "state %d refused: %s", i, err);
+        state_header_pack(&back, &again);
+        CHECK(memcmp(&scheduled, &again, sizeof(again)) == 0, "state %d: read back, it packs to other bytes", i);
+        if (test_case_failures) break;
+    }
+    test_end();
+}
+
 // A header changed by change is refused, with one line that holds words.
 static void expect_refused(const char* what, const TrainingState* s, void (*change)(StateFileHeader*),
                            const char* words) {
@@ -160,7 +218,22 @@ static void expect_refused(const char* what, const TrainingState* s, void (*chan
 
 static void to_version_2(StateFileHeader* h) { h->f.version = STATE_VERSION_MUON; }
 static void to_version_1(StateFileHeader* h) { h->f.version = STATE_VERSION_ADAMW; }
-static void to_version_3(StateFileHeader* h) { h->f.version = 3; }
+static void to_version_3(StateFileHeader* h) { h->f.version = STATE_VERSION_SCHEDULE; }
+static void to_version_4(StateFileHeader* h) { h->f.version = 4; }
+static void wsd(StateFileHeader* h) {
+    h->f.lr_schedule = LR_SHAPE_WSD;
+    h->f.warmdown_frac = 0.5f;
+}
+static void no_warmdown(StateFileHeader* h) { h->f.warmdown_frac = 0.0f; }
+static void momentum_warmup(StateFileHeader* h) {
+    h->f.momentum_warmup_steps = 10;
+    h->f.momentum_start = 0.85f;
+}
+static void momentum_warmup_then_one(StateFileHeader* h) {
+    momentum_warmup(h);
+    h->f.momentum_start = 1.0f;
+}
+static void decay_shape_two(StateFileHeader* h) { h->f.weight_decay_schedule = 2; }
 static void momentum_given(StateFileHeader* h) { h->f.muon_momentum = 0.9f; }
 static void momentum_one(StateFileHeader* h) { h->f.muon_momentum = 1.0f; }
 static void no_vector_lr(StateFileHeader* h) { h->f.vector_lr = 0.0f; }
@@ -169,19 +242,31 @@ static void beta_nan(StateFileHeader* h) { h->f.adam_b2 = NAN; }
 static void head_lr_given(StateFileHeader* h) { h->f.head_lr = 0.002f; }
 
 static void test_refusals(void) {
-    test_begin("state header: an optimizer, version and settings that disagree are refused");
+    test_begin("state header: an optimizer, schedule, version and settings that disagree are refused");
     Rng rng = {7};
     TrainingState adamw = random_state(&rng), muon = adamw;
     make_muon(&muon, &rng);
     expect_refused("AdamW as version 2", &adamw, to_version_2, "the version is not the optimizer's");
     expect_refused("Muon as version 1", &muon, to_version_1, "the version is not the optimizer's");
-    expect_refused("version 3", &adamw, to_version_3, "unsupported training state version 3");
+    expect_refused("version 4", &adamw, to_version_4, "unsupported training state version 4");
+    expect_refused("the default schedule as version 3", &adamw, to_version_3, "the version is not the schedule's");
+    expect_refused("wsd as version 1", &adamw, wsd, "the version is not the schedule's");
     expect_refused("AdamW with a momentum", &adamw, momentum_given, "an AdamW run with Muon's settings");
     expect_refused("AdamW with a head lr", &adamw, head_lr_given, "an AdamW run with Muon's settings");
     expect_refused("Muon with momentum 1", &muon, momentum_one, "--muon-momentum 1 must be in [0, 1)");
     expect_refused("Muon without a vector lr", &muon, no_vector_lr, "--vector-lr 0 must be > 0");
     expect_refused("optimizer 2", &adamw, optimizer_two, "--optimizer 2 is out of range");
     expect_refused("a NaN beta", &muon, beta_nan, "--adam-beta2 nan is out of range");
+    TrainingState scheduled = muon;
+    scheduled.schedule.lr_shape = LR_SHAPE_WSD;
+    scheduled.schedule.warmdown_frac = 0.65f;
+    expect_refused("wsd without a warm-down", &scheduled, no_warmdown, "--warmdown-frac 0 must be in (0, 1]");
+    expect_refused("a momentum warm-up from 1", &scheduled, momentum_warmup_then_one,
+                   "--momentum-start 1 must be in [0, 1)");
+    expect_refused("weight decay schedule 2", &scheduled, decay_shape_two, "--weight-decay-schedule 2 is out of range");
+    adamw.schedule = scheduled.schedule;
+    expect_refused("AdamW with a momentum warm-up", &adamw, momentum_warmup,
+                   "--momentum-warmup-steps is a setting of --optimizer muon");
     test_end();
 }
 
@@ -194,7 +279,7 @@ static void test_int_bounds(void) {
     TrainingState top = random_state(&rng);
     top.B = top.T = top.grad_accum = 1;
     top.config.maxT = 64;
-    top.steps = top.warmup_steps = top.classifier_rows = top.world_size = INT_MAX;
+    top.steps = top.schedule.warmup_steps = top.classifier_rows = top.world_size = INT_MAX;
     const int steps[3] = {0, INT_MAX - 1, INT_MAX};
     for (int i = 0; i < 3; i++) {
         TrainingState s = top, back;
@@ -211,11 +296,14 @@ static void test_int_bounds(void) {
         int* field;
         int below;
     } ints[] = {{"step", &top.step, -1}, {"-B", &top.B, 0}, {"-T", &top.T, 0}, {"micro-steps", &top.grad_accum, 0},
-                {"--warmup-steps", &top.warmup_steps, -1}, {"--steps", &top.steps, 0},
+                {"--warmup-steps", &top.schedule.warmup_steps, -1}, {"--steps", &top.steps, 0},
                 {"AdamW step", &top.adam_t, -1}, {"--attention", &top.attention, -1},
                 {"--deterministic", &top.deterministic, 2}, {"--recompute", &top.recompute, 4},
                 {"--classifier-chunk", &top.classifier_rows, 0}, {"ranks", &top.world_size, -1},
-                {"--optimizer", &top.optimizer, 2}};
+                {"--optimizer", &top.optimizer, 2}, {"--lr-schedule", &top.schedule.lr_shape, 2},
+                {"--momentum-warmup-steps", &top.schedule.momentum_warmup_steps, -1},
+                {"--momentum-cooldown-steps", &top.schedule.momentum_cooldown_steps, -1},
+                {"--weight-decay-schedule", &top.schedule.decay_shape, -1}};
     top.step = top.adam_t = 7;
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
         int kept = *ints[i].field;
@@ -266,6 +354,7 @@ static void test_unused_slots(void) {
 int main(void) {
     test_adamw_layout();
     test_muon_slots();
+    test_schedule_slots();
     test_refusals();
     test_int_bounds();
     test_unused_slots();

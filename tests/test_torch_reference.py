@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from case import Case  # noqa: E402
 from gpt2_checkpoint import Shape, architecture_from_slots, layout  # noqa: E402
 from gpt_architecture import SLOTS  # noqa: E402
+from gpt_schedule import optimizer_rates  # noqa: E402
 
 try:
     import torch
@@ -136,20 +137,22 @@ def case_optimizers(name, r):
         return
     case = Case(f"torch reference {name}: the trainer's Muon, {len(r['muon_losses'])} steps, against float64")
     model = model_of(r)
-    opt = Muon(model, SimpleNamespace(lr=h[6], muon_momentum=h[7], embedding_lr=h[8], head_lr=h[9],
-                                      vector_lr=h[10], adam_beta1=h[11], adam_beta2=h[12], weight_decay=h[14]))
+    settings = SimpleNamespace(optimizer="muon", lr=h[6], muon_momentum=h[7], embedding_lr=h[8], head_lr=h[9],
+                               vector_lr=h[10], adam_beta1=h[11], adam_beta2=h[12], weight_decay=h[14])
+    opt = Muon(model, settings)
     # Adam's groups, in any order: the embeddings at the embedding rate, an untied head at its own,
     # the vectors.
-    groups = sorted((sorted(id(p) for p in g["params"]), g["peak"]) for g in opt.adam.param_groups)
-    want = [([id(model.wte.weight)] + ([id(model.wpe.weight)] if model.wpe is not None else []), h[8])]
+    groups = sorted((sorted(id(p) for p in g["params"]), g["group"]) for g in opt.adam.param_groups)
+    want = [([id(model.wte.weight)] + ([id(model.wpe.weight)] if model.wpe is not None else []), "embedding")]
     if model.lm_head is not None:
-        want.append(([id(model.lm_head.weight)], h[9]))
+        want.append(([id(model.lm_head.weight)], "head"))
     vectors = [id(p) for p in model.parameters() if p.dim() < 2]
     if vectors:
-        want.append((vectors, h[10]))
-    want = sorted((sorted(ids), peak) for ids, peak in want)
-    case.check(groups == want, f"Adam's groups (parameter ids, peak) {groups}, expected {want}")
-    got = steps(model, r, opt, len(r["muon_losses"]), lambda: opt.step(1.0))
+        want.append((vectors, "vector"))
+    want = sorted((sorted(ids), group) for ids, group in want)
+    case.check(groups == want, f"Adam's groups (parameter ids, group) {groups}, expected {want}")
+    rates = optimizer_rates(settings, settings.lr)
+    got = steps(model, r, opt, len(r["muon_losses"]), lambda: opt.step(rates))
     err = np.abs(got - r["muon_losses"]) / r["muon_losses"]
     case.check(err.max() <= TOL_MUON, f"step {int(err.argmax()) + 1}: loss {got[err.argmax()]:.6f}, "
                f"reference {r['muon_losses'][err.argmax()]:.6f}")

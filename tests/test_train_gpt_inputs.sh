@@ -3,12 +3,11 @@
 # with one line before the GPU is touched: checkpoints of a --resume folder or --init-from that
 # are truncated, empty, random, of another shape, with values that are not finite or headers
 # whose sizes overflow; --log and --out-dir that cannot be written, a --log that is an input;
-# flags out of range. Also
-# which validation shards the default --val-data finds, and that it says when there are none.
-# The checkpoints are made here (ckpt.py below, in the formats of gpt/checkpoint.h), so no
-# GPU is needed; each bad case is one change to a pair that passes every check. Needs
-# ./prepare_data and ./train_gpt (SKIPPED without train_gpt); prints PASS / FAIL lines like
-# tests/test.h.
+# flags out of range. Also which validation shards the default --val-data finds, and that it says
+# when there are none. The checkpoints are made here (ckpt.py below, in the formats of
+# gpt/checkpoint.h and train/state.h), so no GPU is needed; each bad case is one change to a pair
+# that passes every check. Needs ./prepare_data and ./train_gpt (SKIPPED without train_gpt);
+# prints PASS / FAIL lines like tests/test.h.
 set -u
 cd "$(dirname "$0")/.."
 # Every case ends where the GPU would be taken: with the devices hidden, a machine that has one
@@ -32,7 +31,7 @@ make_text "$tmp/a.txt" 400 1
 make_text "$tmp/b.txt" 400 2
 ./prepare_data --out-dir "$tmp/ds" --vocab-size 300 --split-blank-lines "$tmp/a.txt" >/dev/null 2>&1
 
-# Checkpoint files as gpt/checkpoint.h lays them out: a model (version 5, bf16 zeros) and a
+# Checkpoint files as gpt/checkpoint.h and train/state.h lay them out: a model (version 5, bf16 zeros) and a
 # training state (fp32 zeros) of the shape given, each with one thing changed when asked
 # (slot=AT:VALUE,AT:VALUE...: header slots set, a float by its bits: bits X).
 cat > "$tmp/ckpt.py" <<'EOF'
@@ -820,6 +819,66 @@ check "--resume an AdamW run with Muon's setting: $(last "$tmp/out")" says "$tmp
     "--muon-momentum is a setting of --optimizer muon"
 ./train_gpt --help > "$tmp/out" 2>&1
 check "--help states the rule" grep -q "the defaults of.*the preset nearest the architecture" "$tmp/out"
+end
+
+
+begin "train_gpt_step_schedule"
+# The schedule's options: each refused in one line where its shape or the optimizer does not take
+# it, or out of its bounds; the optimizer's line says the schedule. A run of a schedule of its own
+# (its state a version 3 file, the schedule in slots 39-45) resumes with it, and is refused
+# without it naming the option; a version 1 file with a schedule is corrupt. --help sets each
+# option apart from its text, the long ones too.
+data="--model d2 --context 64 -T 64"
+./train_gpt --help > "$tmp/out" 2>&1
+run_in=$(awk '/^  -/ && length($0) > 26 && substr($0, 26, 1) != " " && NF > 2' "$tmp/out")
+check "--help: an option runs into its text: $run_in" test -z "$run_in"
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
+    check "$args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<'EOF'
+--lr-schedule step|--lr-schedule step: expected cosine or wsd
+--warmdown-frac 0.5|--warmdown-frac is a setting of --lr-schedule wsd
+--lr-schedule wsd --warmdown-frac 0|--warmdown-frac 0 must be in (0, 1]
+--lr-schedule wsd --warmdown-frac 1.5|--warmdown-frac 1.5 must be in (0, 1]
+--lr-schedule wsd --warmdown-frac 1|no CUDA device
+--momentum-warmup-steps 10|--momentum-warmup-steps is a setting of --optimizer muon
+--momentum-end 0.9|--momentum-end is a setting of --optimizer muon
+--optimizer muon --momentum-start 0.9|--momentum-start without --momentum-warmup-steps has no effect
+--optimizer muon --momentum-cooldown-steps 5 --momentum-end 1|--momentum-end 1 must be in \[0, 1)
+--optimizer muon --momentum-warmup-steps -1|--momentum-warmup-steps -1: expected an integer from 0 to
+--weight-decay-schedule cosine|--weight-decay-schedule cosine: expected constant or linear
+--weight-decay-schedule linear|no CUDA device
+EOF
+./train_gpt --train-data "$train" $data --optimizer muon --lr-schedule wsd --min-lr-frac 0.05 \
+    --momentum-warmup-steps 300 --momentum-cooldown-steps 50 --weight-decay-schedule linear > "$tmp/out" 2>&1
+check "the optimizer's line of a schedule: $(grep '^optimizer' "$tmp/out" || last "$tmp/out")" grep -qF -- "; warmup 0, \
+constant, then linear to 0.05 x lr over the last 65% of the steps, weight decay 0 down to 0 at the end, momentum from \
+0.85 over the first 300 steps, momentum down to 0.85 over the last 50 steps, grad clip 1; settings not given" "$tmp/out"
+pair "$tmp/wsd" -- "slot=1:3,39:1,40:bits 0.65"
+resume "$tmp/wsd" --lr-schedule wsd
+check "a wsd run resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+while IFS='|' read -r asked error; do
+    resume "$tmp/wsd" $asked
+    check "a wsd run resumed with '$asked': $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/wsd: $error"
+done <<'EOF'
+|the run used --lr-schedule wsd, this one asks for --lr-schedule cosine
+--lr-schedule wsd --warmdown-frac 0.5|the run used --warmdown-frac 0.65, this one asks for --warmdown-frac 0.5
+EOF
+pair "$tmp/r" -- "slot=39:1,40:bits 0.65"
+resume "$tmp/r" --lr-schedule wsd
+check "a schedule in a version 1 file: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: the version is not the schedule's"
+pair "$tmp/momentum" -- muon=1 "slot=1:3,41:300,42:bits 0.85,45:1"
+resume "$tmp/momentum" $muon --momentum-warmup-steps 300 --weight-decay-schedule linear
+check "a run of Muon's momentum warm-up resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+while IFS='|' read -r asked error; do
+    resume "$tmp/momentum" $muon $asked
+    check "that run resumed with '$asked': $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/momentum: $error"
+done <<'EOF'
+--weight-decay-schedule linear|the run used --momentum-warmup-steps 300, this one asks for --momentum-warmup-steps 0
+--momentum-warmup-steps 300 --momentum-start 0.8 --weight-decay-schedule linear|the run used --momentum-start 0.85, this one asks for --momentum-start 0.8
+--momentum-warmup-steps 300|the run used --weight-decay-schedule linear, this one asks for --weight-decay-schedule constant
+EOF
 end
 
 exit $((failures > 0))

@@ -1,0 +1,77 @@
+// train/checkpoint_folder.c: a run's folder of checkpoints (train/checkpoint_folder.h).
+#include "train/checkpoint_folder.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "common/error.h"
+#include "common/output_path.h"
+
+void checkpoint_paths(const char* dir, int step, char* model, char* state, size_t len) {
+    if (snprintf(model, len, "%s/model_%08d.bin", dir, step) >= (int)len ||
+        snprintf(state, len, "%s/state_%08d.bin", dir, step) >= (int)len)
+        die("%s: path too long", dir);
+}
+
+int latest_checkpoint_step(const char* dir, char* err) {
+    DIR* d = opendir(dir);
+    if (!d) {
+        set_err(err, "%s: cannot open the directory: %s", dir, strerror(errno));
+        return -2;
+    }
+    int best = -1;
+    struct dirent* e;
+    while ((e = readdir(d)) != NULL) {
+        int step, end = 0;
+        if (sscanf(e->d_name, "state_%8d.bin%n", &step, &end) != 1 || e->d_name[end] != '\0') continue;
+        char model[4096], state[4096];
+        checkpoint_paths(dir, step, model, state, sizeof(model));
+        if (step > best && access(model, R_OK) == 0) best = step;
+    }
+    closedir(d);
+    return best;
+}
+
+int checkpoint_file_step(const char* name) {
+    int step, end = 0;
+    if ((sscanf(name, "model_%8d.bin%n", &step, &end) != 1 && sscanf(name, "state_%8d.bin%n", &step, &end) != 1) ||
+        name[end] != '\0')
+        return -1;
+    return step;
+}
+
+int count_checkpoint_files(const char* dir, int* latest, char* err) {
+    DIR* d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT) return 0;
+        set_err(err, "cannot read the folder: %s", strerror(errno));
+        return -1;
+    }
+    int n = 0;
+    *latest = -1;
+    struct dirent* e;
+    while ((e = readdir(d)) != NULL) {
+        int step = checkpoint_file_step(e->d_name);
+        if (step < 0) continue;
+        n++;
+        if (step > *latest) *latest = step;
+    }
+    closedir(d);
+    return n;
+}
+
+int check_checkpoint_folder(const char* dir, const char* resumed_dir, char* err) {
+    if (resumed_dir && same_file(dir, resumed_dir)) return 0;
+    int latest, n = count_checkpoint_files(dir, &latest, err);
+    if (n < 0) {
+        char why[ERR_LEN];
+        snprintf(why, sizeof(why), "%s", err);
+        set_err(err, "%s: %s", dir, why);
+    } else if (n > 0) {
+        set_err(err, "%s holds the checkpoints of another run (%d file%s, the latest of step %d)", dir, n,
+                n > 1 ? "s" : "", latest);
+    }
+    return n;
+}

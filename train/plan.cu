@@ -1,0 +1,431 @@
+// train/plan.cu: a run resolved before the GPU (train/plan.h): the model's shape and
+// architecture, the optimizer, the batch, the data, the resume, the outputs.
+#include "train/plan.h"
+
+#include <glob.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/output_path.h"
+#include "gpt/checkpoint.h"
+#include "gpt/generation.h"
+#include "train/checkpoint_folder.h"
+
+// The architecture: a checkpoint's (from_file), or --arch's preset; each component given on its
+// own replaces its field, the key windows (--document-mask, --window, --window-pattern) theirs,
+// and with a checkpoint the result must be the checkpoint's. A value without effect is refused
+// (gpt/config.h's gpt_config_drop_without_effect says why).
+static void resolve_architecture(RunPlan* p, int from_file) {
+    TrainOptions* o = &p->o;
+    Architecture* arch = &p->config.arch;
+    const Architecture file = *arch;
+    if (!from_file || o->arch_given) *arch = architecture_presets[o->arch].arch;
+    int32_t slots[ARCHITECTURE_SLOTS], given[ARCHITECTURE_SLOTS];
+    memcpy(slots, arch, sizeof(slots));
+    memcpy(given, &o->components, sizeof(given));
+    for (int i = 0; i < ARCHITECTURE_SLOTS; i++)
+        if (o->components_given[i]) slots[i] = given[i];
+    memcpy(arch, slots, sizeof(slots));
+    // The key windows: the documents take the tokenizer's <|endoftext|>, which the shards start
+    // each document with (prepare_data).
+    if (o->document_mask) {
+        if (!p->tok) die("--document-mask: a document starts at <|endoftext|>, whose id comes from --tokenizer: give it");
+        arch->documents = 1;
+        arch->document_token = tokenizer_eot(p->tok);
+    }
+    if (o->window || o->window_pattern.window_count) {
+        arch->window_count = o->window ? 1 : o->window_pattern.window_count;
+        memcpy(arch->windows, o->window_pattern.windows, sizeof(arch->windows));
+        if (o->window) arch->windows[0] = o->window;
+    }
+    char asked[ARCHITECTURE_TEXT], have[ARCHITECTURE_TEXT];
+    architecture_describe(arch, asked, sizeof(asked));
+    if (from_file && !architecture_equal(arch, &file)) {
+        architecture_describe(&file, have, sizeof(have));
+        die("the architecture asked for (%s) is not that of %s (%s)", asked, o->resume_dir ? o->resume_dir : o->init_from,
+            have);
+    }
+    const char* why = architecture_invalid(arch);
+    if (!why) why = block_unsupported(arch, p->config.C / p->config.NH);
+    if (why) die("the architecture (%s): %s", asked, why);
+    if ((why = gpt_config_invalid(&p->config))) {   // the key windows against the context and layers
+        char model[ARCHITECTURE_TEXT + 128];
+        gpt_config_describe(&p->config, model, sizeof(model));
+        die("the model (%s): %s", model, why);
+    }
+    char err[ERR_LEN];
+    if (p->tok && architecture_document_token_differs(arch, tokenizer_eot(p->tok),
+                                                      o->resume_dir ? o->resume_dir : o->init_from, err, sizeof(err)))
+        die("--tokenizer %s: %s", o->tokenizer, err);
+}
+
+// The optimizer: --optimizer, a resumed run's own when not given, and each setting given or its
+// default: a resumed run's own (its training state records every setting it ran with), else the
+// defaults of the preset the run is trained as (gpt/optimizer.h's preset_optimizer_defaults:
+// --arch's, or the preset nearest the architecture). Muon's own settings are refused under
+// AdamW, whose betas are fixed, and --head-lr with a tied head; the whole is bounded by
+// gpt/optimizer.h's optimizer_invalid.
+static void resolve_optimizer(RunPlan* p) {
+    TrainOptions* o = &p->o;
+    OptimizerConfig* opt = &o->optimizer;
+    const Architecture* arch = &p->config.arch;
+    if (p->resuming && !o->optimizer_given) opt->kind = (OptimizerKind)p->resume.optimizer;
+    const ArchitecturePreset* preset = o->arch_given ? &architecture_presets[o->arch] : architecture_nearest_preset(arch);
+    OptimizerConfig defaults = preset_optimizer_defaults(opt->kind, preset);
+    if (p->resuming && (int)opt->kind == p->resume.optimizer) {
+        // The state records an untied head's rate alone (and the files of earlier versions not
+        // even that): a rate it has no record of takes the preset's.
+        OptimizerConfig run = training_state_optimizer(&p->resume);
+        if (run.head_lr == 0.0f) run.head_lr = defaults.head_lr;
+        defaults = run;
+        snprintf(p->optimizer_defaults, sizeof(p->optimizer_defaults), "the run's own (%s)", p->resume_state);
+    } else {
+        snprintf(p->optimizer_defaults, sizeof(p->optimizer_defaults), "%s's defaults (%s%s)", preset->name,
+                 o->arch_given ? "--arch " : "the preset nearest the architecture", o->arch_given ? preset->name : "");
+    }
+    for (int i = 0; i < NUM_OPTIMIZER_SETTINGS; i++) {
+        const OptimizerSetting* s = &optimizer_settings[i];
+        float* value = (float*)((char*)opt + s->offset);
+        if (isnan(*value)) *value = optimizer_setting_value(&defaults, s);
+        else if (s->use != SETTING_EVERY_RUN && opt->kind != OPTIMIZER_MUON)
+            die("%s is a setting of --optimizer muon", s->flag);
+        else if (s->use == SETTING_MUON_UNTIED_HEAD && !arch->untied_head)
+            die("%s: the model's head is wte (--head tied), at --embedding-lr", s->flag);
+    }
+    opt->eps = defaults.eps;
+    char err[ERR_LEN];
+    if (optimizer_invalid(opt, arch->untied_head, err, sizeof(err)) != 0) die("%s", err);
+}
+
+// The step schedule, as given: a resumed run's too (its own is checked against it). A setting that
+// only some shapes take is refused elsewhere, and takes the anchors' default (gpt/schedule.h)
+// where it is taken and not given; the whole is bounded by gpt/schedule.h's
+// step_schedule_invalid.
+static void resolve_schedule(RunPlan* p) {
+    TrainOptions* o = &p->o;
+    StepSchedule* s = &o->schedule;
+    int muon = o->optimizer.kind == OPTIMIZER_MUON, wsd = s->lr_shape == LR_SHAPE_WSD;
+    const struct {
+        const char* flag;
+        int given, taken;
+        const char* taker;
+    } shaped[] = {{"--warmdown-frac", o->warmdown_given, wsd, "--lr-schedule wsd"},
+                  {"--momentum-warmup-steps", o->momentum_warmup_given, muon, "--optimizer muon"},
+                  {"--momentum-start", o->momentum_start_given, muon, "--optimizer muon"},
+                  {"--momentum-cooldown-steps", o->momentum_cooldown_given, muon, "--optimizer muon"},
+                  {"--momentum-end", o->momentum_end_given, muon, "--optimizer muon"}};
+    for (size_t i = 0; i < sizeof(shaped) / sizeof(shaped[0]); i++)
+        if (shaped[i].given && !shaped[i].taken) die("%s is a setting of %s", shaped[i].flag, shaped[i].taker);
+    if (o->momentum_start_given && !s->momentum_warmup_steps)
+        die("--momentum-start without --momentum-warmup-steps has no effect");
+    if (o->momentum_end_given && !s->momentum_cooldown_steps)
+        die("--momentum-end without --momentum-cooldown-steps has no effect");
+    if (wsd && !o->warmdown_given) s->warmdown_frac = WARMDOWN_FRAC_DEFAULT;
+    if (s->momentum_warmup_steps && !o->momentum_start_given) s->momentum_start = MOMENTUM_START_DEFAULT;
+    if (s->momentum_cooldown_steps && !o->momentum_end_given) s->momentum_end = MOMENTUM_END_DEFAULT;
+    char err[ERR_LEN];
+    if (step_schedule_invalid(s, muon, err, sizeof(err)) != 0) die("%s", err);
+}
+
+// The model shape: the interrupted run's, a checkpoint's, or a preset's; the vocabulary from the
+// tokenizer or the shards when no file states it; the architecture (resolve_architecture).
+// Headers only: the values are read later.
+static void resolve_model_shape(RunPlan* p) {
+    TrainOptions* o = &p->o;
+    GPTConfig* config = &p->config;
+    char err[ERR_LEN];
+    memset(config, 0, sizeof(*config));
+    if (o->resume_dir) {
+        if (find_resume_checkpoint(o->resume_dir, p->resume_model, p->resume_state, sizeof(p->resume_model),
+                                   &p->resume, err) != 0)
+            die("--resume %s", err);
+        p->resuming = 1;
+        *config = p->resume.config;
+        if (!o->out_dir) o->out_dir = o->resume_dir;
+    } else if (o->init_from && read_model_shape(o->init_from, config, err) != 0) {
+        die("--init-from: %s", err);
+    }
+    const ModelPreset* preset = find_model_preset(o->model);
+    if (!preset) die("--model %s: unknown (d2, d6, d12, d24, d36, d48)", o->model);
+    if (config->L) {
+        const char* source = o->resume_dir ? o->resume_dir : o->init_from;
+        if (o->model_given && (preset->L != config->L || preset->C != config->C || preset->NH != config->NH))
+            die("--model %s (L %d C %d NH %d) does not match %s (L %d C %d NH %d)", o->model, preset->L,
+                preset->C, preset->NH, source, config->L, config->C, config->NH);
+        if (o->context_given && o->context != config->maxT)
+            die("--context %d does not match %s (context %d)", o->context, source, config->maxT);
+    } else {
+        config->L = preset->L;
+        config->C = preset->C;
+        config->NH = preset->NH;
+        config->maxT = o->context;
+    }
+    if (o->tokenizer) {
+        p->tok = tokenizer_load(o->tokenizer, err);
+        if (!p->tok) die("%s", err);
+    }
+    if (!config->V) {
+        config->V = p->tok ? tokenizer_vocab_size(p->tok) : dataloader_vocab_size(o->train_data, err);
+        if (config->V < 0) die("--train-data: %s", err);
+        if (!config->V) die("%s: the shards do not state their vocabulary; give --tokenizer", o->train_data);
+        config->Vp = padded_vocab(config->V);
+    }
+    if (p->tok && tokenizer_vocab_size(p->tok) != config->V)
+        die("--tokenizer %s has %d tokens, the model %d", o->tokenizer, tokenizer_vocab_size(p->tok), config->V);
+    const char* why = gpt_config_invalid(config);
+    if (why) {
+        char shape[ARCHITECTURE_TEXT + 128];
+        gpt_config_describe(config, shape, sizeof(shape));
+        die("the model (%s) cannot be built: %s", shape, why);
+    }
+    resolve_architecture(p, o->resume_dir || o->init_from);
+}
+
+// The batch: B * T tokens per micro-step, grad_accum micro-steps per step.
+static void resolve_batch(RunPlan* p) {
+    TrainOptions* o = &p->o;
+    if (o->T > p->config.maxT) die("-T %d is longer than the model's context %d (--context)", o->T, p->config.maxT);
+    if ((long long)o->B * o->T > INT_MAX) die("-B %d -T %d: B * T must stay below 2^31 tokens", o->B, o->T);
+    // One micro-step of every context-parallel group.
+    long long tokens_per_micro = (long long)o->B * o->T * p->ranks.data_ranks;
+    if (o->total_batch == 0) o->total_batch = tokens_per_micro;
+    if (o->total_batch < 0 || o->total_batch % tokens_per_micro != 0)
+        die("--total-batch-size %lld is not a positive multiple of B * T * data-parallel ranks = %d * %d * %d",
+            o->total_batch, o->B, o->T, p->ranks.data_ranks);
+    if (o->total_batch / tokens_per_micro > INT_MAX) die("--total-batch-size %lld: too many micro-steps", o->total_batch);
+    p->grad_accum = (int)(o->total_batch / tokens_per_micro);
+    const ModelOptions* mo = &o->model_options;
+    if ((mo->recompute & RECOMPUTE_GELU) && p->config.arch.relu2)
+        die("--recompute gelu: the relu2 MLP keeps relu(h)^2 alone (its backward takes relu(h) = sqrt), no GELU");
+    const char* why = model_attention_unsupported(&p->config, mo, p->batch.rows, p->batch.cols);
+    if (why) die("--attention %s: %s", attention_kind_name(mo->attention.kind), why);
+    if (p->tok && o->sample_every > 0) {
+        if (o->T < 2) die("--sample-every: -T %d leaves no room for a sample", o->T);
+        if ((why = sampler_unsupported(&p->config, o->T, o->sample_tokens)))
+            die("--sample-every: samples are drawn with flash attention: %s", why);
+    }
+    p->dp = (DataParallel){.comm = NULL, .rank = p->ranks.launch.rank, .world_size = p->ranks.launch.world_size,
+                           .zero_stage = o->zero_stage};
+    p->sizes = gpt_memory_sizes(&p->config, p->batch.rows, p->batch.cols, mo, &p->dp, &o->optimizer);
+}
+
+// The val loader, when there is validation: --val-data, or by default the val shards beside
+// the train shards (dataloader_val_pattern) when there are any. Says which shards it reads, or
+// plainly that validation is off and why.
+static void open_val_data(RunPlan* p) {
+    TrainOptions* o = &p->o;
+    char err[ERR_LEN], off[ERR_LEN + 4096] = "", shards[2 * 4096 + 64];
+    static char val_glob[4096];
+    if (o->val_every == 0) snprintf(off, sizeof(off), "--val-every 0");
+    else if (o->val_data && !*o->val_data) snprintf(off, sizeof(off), "--val-data ''");
+    else if (!o->val_data) {
+        glob_t matches = {};
+        if (dataloader_val_pattern(o->train_data, val_glob, sizeof(val_glob), err) != 0)
+            snprintf(off, sizeof(off), "%s; give --val-data", err);
+        else if (glob(val_glob, 0, NULL, &matches) != 0) snprintf(off, sizeof(off), "no file matches %s", val_glob);
+        else o->val_data = val_glob;
+        globfree(&matches);
+    }
+    if (*off) {
+        printf("val data: none (%s), so validation is off\n", off);
+        return;
+    }
+    // Every rank validates on the same first val_batches batches of the val shards (the ring
+    // needs its whole group), and the losses are averaged.
+    p->val = dataloader_open(o->val_data, o->B, o->T, 0, 1, 0, o->seed, p->config.V, err);
+    if (!p->val) die("--val-data: %s", err);
+    if (dataloader_check_fingerprint(p->val, dataloader_fingerprint(p->train), err) != 0)
+        die("--val-data and --train-data: %s", err);
+    if (o->val_batches > dataloader_batches_per_epoch(p->val)) o->val_batches = (int)dataloader_batches_per_epoch(p->val);
+    dataloader_describe(p->val, shards, sizeof(shards));
+    printf("val data: %s: %s, %d batches every %d steps\n", o->val_data, shards, o->val_batches, o->val_every);
+}
+
+// The train loader and the val loader (open_val_data), and the steps: one epoch by default.
+static void open_data(RunPlan* p) {
+    TrainOptions* o = &p->o;
+    char err[ERR_LEN], shards[2 * 4096 + 64];
+    p->train = dataloader_open(o->train_data, o->B, o->T, p->ranks.data_rank, p->ranks.data_ranks, 1, o->seed, p->config.V, err);
+    if (!p->train) die("--train-data: %s", err);
+    if (p->tok && dataloader_check_fingerprint(p->train, tokenizer_fingerprint(p->tok), err) != 0)
+        die("--train-data and --tokenizer %s: %s", o->tokenizer, err);
+    dataloader_describe(p->train, shards, sizeof(shards));
+    printf("train data: %s: %s, %lld batches per epoch\n", o->train_data, shards,
+           (long long)dataloader_batches_per_epoch(p->train));
+    open_val_data(p);
+    if (o->steps <= 0) o->steps = (int)(dataloader_batches_per_epoch(p->train) / p->grad_accum);
+    if (o->steps <= 0) die("--train-data %s: less than one step of data", o->train_data);
+}
+
+TrainingState run_training_state(const RunPlan* p, int step, int adam_t) {
+    const TrainOptions* o = &p->o;
+    const ModelOptions* mo = &o->model_options;
+    TrainingState s = {.step = step, .world_size = p->ranks.data_ranks, .config = p->config, .B = o->B, .T = o->T,
+                       .grad_accum = p->grad_accum, .steps = o->steps, .schedule = o->schedule, .seed = o->seed,
+                       .train_loader = dataloader_state(p->train), .sample_rng = p->sample_rng.state,
+                       .adam_t = adam_t, .attention = (int)mo->attention.kind,
+                       .deterministic = mo->attention.deterministic, .recompute = mo->recompute,
+                       .classifier_rows = p->sizes.logits_rows};
+    training_state_set_optimizer(&s, &o->optimizer);
+    return s;
+}
+
+// The optimizer's settings and its schedule, and where the settings not given came from
+// (resolve_optimizer).
+static void print_optimizer(const RunPlan* p) {
+    const TrainOptions* o = &p->o;
+    const OptimizerConfig* opt = &o->optimizer;
+    if (opt->kind == OPTIMIZER_MUON) {
+        printf("optimizer: Muon lr %g, momentum %g (Nesterov) for the blocks' matrices; Adam (%g, %g) lr %g for the "
+               "embeddings, ", opt->lr, opt->momentum, opt->b1, opt->b2, opt->embedding_lr);
+        if (p->config.arch.untied_head) printf("%g for the head, ", opt->head_lr);
+        printf("%g for the vectors; ", opt->vector_lr);
+    } else {
+        printf("optimizer: AdamW lr %g, betas (%g, %g); ", opt->lr, opt->b1, opt->b2);
+    }
+    char schedule[512];
+    step_schedule_describe(&o->schedule, opt, schedule, sizeof(schedule));
+    printf("%s, grad clip %g; settings not given: %s\n", schedule, opt->grad_clip, p->optimizer_defaults);
+}
+
+// Where the interrupted run stood: its data loader position (counted in this run's batches per
+// rank), its sampler and its step.
+static void restore_position(RunPlan* p) {
+    char err[ERR_LEN];
+    int seen_again;
+    if (dataloader_restore_ranks(p->train, p->resume.train_loader, p->resume.world_size, &seen_again, err) != 0)
+        die("%s: %s", p->resume_state, err);
+    if (seen_again)
+        printf("note: %d data-parallel ranks resume a run of %d: the last samples of the epoch in progress "
+               "are seen again\n", p->ranks.data_ranks, p->resume.world_size);
+    p->sample_rng.state = p->resume.sample_rng;
+    p->start_step = p->resume.step;
+}
+
+// The log and the checkpoint folder dir (flag: the option that named it), before either is made:
+// the log neither the folder nor a folder above it (a file where a folder must be), nor a name the
+// checkpoints take in it (a checkpoint would replace the log).
+static void check_log_apart(const char* log_path, const char* dir, const char* flag) {
+    char log[4096], folder[4096], log_folder[4096], err[ERR_LEN];
+    if (resolve_path(log_path, log, sizeof(log), err) != 0) die("--log %s: %s", log_path, err);
+    if (resolve_path(dir, folder, sizeof(folder), err) != 0) die("%s %s: %s", flag, dir, err);
+    size_t n = strlen(log);
+    if (!strcmp(log, folder)) die("--log %s: is the checkpoint folder (%s %s)", log_path, flag, dir);
+    if (!strncmp(folder, log, n) && folder[n] == '/')
+        die("--log %s: the checkpoint folder %s %s would be inside it, which is a file", log_path, flag, dir);
+    folder_of(log, log_folder, sizeof(log_folder));
+    if (!strcmp(log_folder, folder) && checkpoint_file_step(strrchr(log, '/') + 1) >= 0)
+        die("--log %s: is a checkpoint's name in %s %s, which a checkpoint would replace", log_path, flag, dir);
+}
+
+// The outputs, before any of them is made: the checkpoint folder (flag: the option that named
+// it) and rank 0's log, each a folder or file that exists or whose folders can be made, writable;
+// the checkpoint folder none of another run's, the log none of the inputs and apart from the
+// checkpoint folder.
+static void check_outputs(const RunPlan* p, const char* out_dir_flag) {
+    const TrainOptions* o = &p->o;
+    char err[ERR_LEN];
+    if (o->out_dir && check_dirs(o->out_dir, err) != 0)
+        die("%s %s: %s", out_dir_flag, *o->out_dir ? o->out_dir : "''", err);
+    int n = o->out_dir ? check_checkpoint_folder(o->out_dir, p->resuming ? o->resume_dir : NULL, err) : 0;
+    if (n < 0) die("%s %s", out_dir_flag, err);
+    if (n > 0) die("%s %s: --resume %s continues it; give a new run another --out-dir", out_dir_flag, err, o->out_dir);
+    if (p->ranks.launch.rank != 0) return;
+    const ProgramInput inputs[] = {
+        {"--train-data", o->train_data, 1}, {"--val-data", p->val ? o->val_data : NULL, 1},
+        {"--tokenizer", o->tokenizer, 0}, {"--init-from", o->init_from, 0},
+        {"--resume", p->resuming ? p->resume_model : NULL, 0}, {"--resume", p->resuming ? p->resume_state : NULL, 0}};
+    int n_inputs = sizeof(inputs) / sizeof(inputs[0]);
+    if (o->log_path &&
+        (check_output_file(o->log_path, err) != 0 || check_output_not_input(o->log_path, inputs, n_inputs, err) != 0))
+        die("--log %s", err);
+    if (o->log_path && o->out_dir) check_log_apart(o->log_path, o->out_dir, out_dir_flag);
+    if (o->save_init &&
+        (atomic_check(o->save_init, err) != 0 || check_output_not_input(o->save_init, inputs, n_inputs, err) != 0))
+        die("--save-init %s", err);
+}
+
+// --save-init: the model the run would start from (gpt_init_random's values, drawn on the host),
+// written by rank 0.
+static void save_initial_model(const RunPlan* p) {
+    if (p->ranks.launch.rank != 0) return;
+    float* values = (float*)malloc(count_params(&p->config) * sizeof(float));
+    if (!values) die("out of host memory for the initial model");
+    init_param_values(values, &p->config, p->o.seed);
+    save_model_values(p->o.save_init, &p->config, values);
+    free(values);
+    printf("initial model (seed %llu): %s\n", (unsigned long long)p->o.seed, p->o.save_init);
+}
+
+// Checks everything the command line says against the files, then reads the checkpoint values
+// on the host.
+void plan_run(RunPlan* p, const TrainOptions* options) {
+    memset(p, 0, sizeof(*p));
+    p->o = *options;
+    TrainOptions* o = &p->o;
+    p->out_dir_flag = options->out_dir ? "--out-dir" : "--resume";
+    char err[ERR_LEN];
+    if (ranks_plan(&p->ranks, o->context_parallel, err) != 0) die("%s", err);
+    const LaunchInfo* launch = &p->ranks.launch;
+    if (o->zero_stage && !p->ranks.launched)
+        die("--zero 1 shards the optimizer over ranks: start them with --gpus N or a launcher");
+    // Only rank 0 speaks; errors (stderr) still come from every rank.
+    if (launch->rank != 0 && !freopen("/dev/null", "w", stdout)) die("cannot silence rank %d", launch->rank);
+    if (launch->world_size % o->context_parallel != 0 && launch->world_size > 1)
+        die("--context-parallel %d does not divide the %d ranks", o->context_parallel, launch->world_size);
+    batch_rows_init(&p->batch, &p->ranks, o->B, o->T);
+    if (batch_rows_ring(&p->batch)) o->model_options.attention.ring = &p->batch.ring;
+    resolve_model_shape(p);
+    resolve_optimizer(p);
+    resolve_schedule(p);
+    resolve_batch(p);
+    open_data(p);
+    p->sample_rng.state = o->seed ^ 0x5851f42d4c957f2dULL;
+    if (p->resuming) {
+        if (o->steps <= p->resume.step) {
+            if (options->steps > 0)
+                die("--resume %s: the run is at step %d already, so --steps %d leaves it nothing to do", o->resume_dir,
+                    p->resume.step, o->steps);
+            die("--resume %s: the run is at step %d already, past one epoch (%d steps): give --steps above %d",
+                o->resume_dir, p->resume.step, o->steps, p->resume.step);
+        }
+        // A resumed run must be the interrupted one: the same batch, schedule and rounding.
+        TrainingState asked = run_training_state(p, p->resume.step, 0);
+        char note[ERR_LEN];
+        if (resume_settings_differ(&p->resume, &asked, err, note)) die("--resume %s: %s", o->resume_dir, err);
+        if (note[0]) printf("note: %s\n", note);
+        restore_position(p);
+    }
+    if (o->profile) {
+        int first = p->resuming ? p->resume.step + 1 : 1;
+        if (o->profile_step == 0) p->profile_step = first < o->steps ? first + 1 : first;
+        else p->profile_step = o->profile_step;
+        if (p->profile_step < first || p->profile_step > o->steps)
+            die("--profile %d: this run does steps %d to %d", o->profile_step, first, o->steps);
+    }
+    check_outputs(p, p->out_dir_flag);
+    print_optimizer(p);
+    if (o->save_init) {   // the run ends with its initial model, before the GPU
+        save_initial_model(p);
+        exit(0);
+    }
+    // The long reads last: every value of the checkpoint files.
+    if (p->resuming) {
+        p->checkpoint_values = read_model_values(p->resume_model, &p->config);
+        check_training_state_values(p->resume_state, &p->resume);
+    } else if (o->init_from) {
+        p->checkpoint_values = read_model_values(o->init_from, &p->config);
+    }
+}
+
+void plan_free(RunPlan* p) {
+    batch_rows_free(&p->batch);
+    dataloader_close(p->train);
+    if (p->val) dataloader_close(p->val);
+    if (p->tok) tokenizer_free(p->tok);
+    free(p->checkpoint_values);
+    ranks_free(&p->ranks);
+}
