@@ -11,8 +11,9 @@
 // The scale is a power of two: scale = 2^floor(log2(fp8_max / amax)), amax = max |x|. Multiplying
 // by it is exact, so FP8's rounding is the only one and q * scale_inv is exactly the value q
 // stands for; rounding down to the power of two is the margin, a factor 1 to 2, that keeps
-// amax * scale <= fp8_max: with current scaling nothing saturates. It loses at most one binade at
-// the small end, where E4M3 has 6 binades of subnormals below 2^-6 and E5M2 16 below 2^-14.
+// amax * scale <= fp8_max: with current scaling nothing saturates. It gives up at most one binade
+// of range at the small end, of the 18 that E4M3 spans (2^-9 to 448) and the 32 of E5M2 (2^-16
+// to 57344).
 // amax 0 gives scale 1; an amax under fp8_max / 2^126 gives 2^126; an amax that is infinite or
 // NaN gives a NaN scale, so the matmul's output is NaN rather than silently zero.
 //
