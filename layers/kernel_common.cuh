@@ -1,5 +1,5 @@
 // layers/kernel_common.cuh: what the layers' kernels share beyond device/: GELU (tanh form) and
-// column sums in a fixed order (deterministic), the bias gradients.
+// its derivative, and column sums in a fixed order (deterministic), the bias gradients.
 #ifndef FLASHGPT_KERNEL_COMMON_CUH
 #define FLASHGPT_KERNEL_COMMON_CUH
 
@@ -8,6 +8,12 @@
 // GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 __device__ inline float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+// Its derivative: 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 0.044715 x^2), t the tanh above.
+__device__ inline float gelu_tanh_grad(float x) {
+    float t = tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608028654f * (1.0f + 0.134145f * x * x);
 }
 
 // Deterministic column sums of a row-major (rows, cols) matrix with row stride ld, in two passes

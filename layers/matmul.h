@@ -3,11 +3,16 @@
 // followed by GELU (tanh form), fused into the matmul epilogue, as is its backward, or with the
 // residual stream added in the same epilogue; or followed by ReLU^2 (the modern MLP's), which
 // cuBLASLt has no epilogue for: one elementwise pass after the matmul, forward and backward.
+// The same layer with its three products in FP8 on Hopper's tensor cores (Fp8Linear, below): the
+// input and the weight in E4M3, the output's gradient in E5M2 or E4M3, quantised with per-tensor
+// scales (layers/fp8.h); bf16 out, fp32 accumulation.
 #ifndef FLASHGPT_MATMUL_H
 #define FLASHGPT_MATMUL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "common/cuda_check.h"
+#include "layers/fp8.h"
 
 // Where matmuls run: a stream and the cuBLASLt workspace that the matmuls on it alone use. An
 // algorithm may use its workspace for the whole of its run, so matmuls that can run at once (on
@@ -63,5 +68,49 @@ void matmul_forward_relu2(bf16* out, const bf16* inp, const bf16* weight, const 
 // as in matmul_backward.
 void matmul_backward_relu2(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp,
                            const bf16* weight, int N, int C, int OC, void* scratch, const MatmulStream* s);
+
+// ---- FP8
+// The FP8 state of one linear layer, weight (OC, C): the scaling of its three tensors, the weight
+// quantised as the forward and the backward read it (fp8_linear_quantise_weight makes both after
+// each change of the weight, before the next forward), and the forward's input quantised and
+// transposed, kept for the backward's dweight. Every FP8 operand runs along the reduced
+// dimension (cuBLASLt's FP8 matmuls take A transposed and B not, column-major: layers/matmul.cu),
+// hence the transposed copies. The scales and histories are on the GPU; the three Fp8Scale
+// states are what a checkpoint keeps of it.
+typedef struct {
+    int C, OC, max_N;
+    int fast_accum;              // the forward's products accumulate without cuBLASLt's promotion
+    Fp8Tensor inp, weight, grad; // E4M3, E4M3, and the gradient's format
+    uint8_t* weight_q;           // (OC, C): the forward's
+    uint8_t* weight_t;           // (C, OC): dinp's
+    uint8_t* inp_t;              // (C, N): the latest forward's input, for dweight
+} Fp8Linear;
+
+// C, OC and every N multiples of 16 (cuBLASLt's FP8 operands), N <= max_N. Ends the program with
+// one line on a GPU without FP8 tensor cores (compute capability below 8.9).
+void fp8_linear_init(Fp8Linear* l, int C, int OC, int max_N, Fp8Scaling scaling, Fp8Format grad_format,
+                     int fast_accum);
+void fp8_linear_free(Fp8Linear* l);
+void fp8_linear_quantise_weight(Fp8Linear* l, const bf16* weight, cudaStream_t stream);
+
+// The scratch of an FP8 forward or backward (the quantised input; the quantised gradient and its
+// transpose, and the column sums of dbias): layers that never run at once may share it.
+size_t matmul_fp8_scratch_bytes(int N, int C, int OC);
+
+// matmul_forward through l: out (N, OC) = inp (N, C) @ weight^T + bias + residual; with pre_gelu
+// (and no residual), pre_gelu = that and out = gelu(pre_gelu), GELU in a pass after the matmul.
+void matmul_forward_fp8(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* bias, const bf16* residual, int N,
+                        Fp8Linear* l, void* scratch, const MatmulStream* s);
+// matmul_forward_relu2 through l.
+void matmul_forward_relu2_fp8(bf16* out, const bf16* inp, const bf16* bias, int N, Fp8Linear* l, void* scratch,
+                              const MatmulStream* s);
+// matmul_backward through l, after its forward on the same N: dinp (N, C) = dout (N, OC) @ weight,
+// dweight (OC, C) += dout^T @ inp, dbias (OC, or NULL) += the column sums of dout; with
+// inp_pre_gelu, dinp *= gelu'(inp_pre_gelu) in a pass after the matmul.
+void matmul_backward_fp8(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp_pre_gelu, int N,
+                         Fp8Linear* l, void* scratch, const MatmulStream* s);
+// matmul_backward_relu2 through l: inp (N, C) = relu(h)^2, the forward's input.
+void matmul_backward_relu2_fp8(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp, int N,
+                               Fp8Linear* l, void* scratch, const MatmulStream* s);
 
 #endif
