@@ -12,13 +12,23 @@
 # run, line for line and bit for bit; train_gpt's tokens/s, each shape run on this tree, the
 # baseline and this tree again (the two runs of this tree tell the noise); the attention
 # benchmark's flash rows at HS 64 T 4096 and HS 128 T 16384, and generate's tokens/s, on both.
-# TEST_TEXT: the text file the tests read. Logs go to $OUT when set, else build/gpu-logs. Exits
-# non-zero when a step fails, and its last line names the steps that did.
+# PARTS picks the parts, in their order (unset: all): test (make test), losses (with a
+# baseline), trainer, attention (with a baseline), generation, export; two calls of a GPU
+# machine of at most 10 minutes each can split them. TEST_TEXT: the text file the tests read.
+# Logs go to $OUT when set, else build/gpu-logs. Exits non-zero when a step fails, and its last
+# line names the steps that did.
 set -u
 . "$(dirname "$0")/common.sh"
 gpu_arguments 1 "$@"
 LOGS=${OUT:-build/gpu-logs}
 BASELINE=$(gpu_baseline "${1:-}") || exit 1
+PARTS=${PARTS-"test losses trainer attention generation export"}
+[ -n "$(printf %s $PARTS)" ] || gpu_refuse "PARTS is empty: nothing would be run"
+for part in $PARTS; do
+    case $part in test|losses|trainer|attention|generation|export) ;;
+        *) gpu_refuse "PARTS: no part called $part (test, losses, trainer, attention, generation, export)" ;; esac
+done
+part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 JOBS=$(nproc)
 mkdir -p "$LOGS"
 
@@ -31,18 +41,21 @@ if ! make -j"$JOBS" all build/tests/test_attention build/bench/bench_attention >
 fi
 wait "$baseline_pid" || step_failed "baseline build"
 
+if part test; then
 echo "== make test ($(elapsed))"
 make -j"$JOBS" test ${TEST_TEXT:+TEST_TEXT="$TEST_TEXT"} > "$LOGS/test.log" 2>&1 || step_failed "make test"
 grep -E '^(FAIL|    also)' "$LOGS/test.log" | head -40
 tail -1 "$LOGS/test.log"
+fi
 
 text=${TEST_TEXT:-build/texts/tinyshakespeare.txt}
 text_path=$(realpath "$text")
-if [ -n "$BASELINE" ]; then
+if [ -n "$BASELINE" ] && part losses; then
     echo "== the same losses as the baseline ($(elapsed))"
     # test_gpt and test_learning's run of each tree in its own folder (they run its ./train_gpt),
     # test_gpt on this tree's references.
     here=$(pwd -P)
+    [ -d build/testdata ] || for gen in tests/gen_*.py; do python3 "$gen" build/testdata > /dev/null; done
     for tree in this baseline; do
         root=.; [ "$tree" = baseline ] && root=$BASELINE
         (cd "$root" && FLASHGPT_TESTDATA="$here/build/testdata" FLASHGPT_TMP="$(pwd -P)/build/check-tmp" \
@@ -68,6 +81,7 @@ if [ -n "$BASELINE" ]; then
     fi
 fi
 
+if part trainer; then
 echo "== d12 trainer ($(elapsed))"
 shard_dir=build/gpu-check-data
 mkdir -p "$shard_dir"
@@ -90,7 +104,8 @@ for run in "gpt2 1024 64 10" "modern 1024 64 10" "gpt2 1024 16 30" "modern 1024 
     [ -z "$BASELINE" ] || bench baseline "$BASELINE/train_gpt" "$@" $options
     bench this-again ./train_gpt "$@" $options
 done
-if [ -n "$BASELINE" ]; then
+fi
+if [ -n "$BASELINE" ] && part attention; then
     echo "== attention against the baseline ($(elapsed))"
     for shape in "64 4096" "128 16384"; do
         for tree in this baseline this-again; do
@@ -99,9 +114,10 @@ if [ -n "$BASELINE" ]; then
         done
     done
 fi
-echo "== generation ($(elapsed))"
 gen=build/gpu-check-generate
-gpu_generation_model "$gen" "$text" "$LOGS"
+if part generation || part export; then gpu_generation_model "$gen" "$text" "$LOGS"; fi
+if part generation; then
+echo "== generation ($(elapsed))"
 echo "| generate | prompt bytes | prompt tokens | prompt ms | generated | tokens/s |"
 echo "|---|---|---|---|---|---|"
 for bytes in 0 4000 50000; do
@@ -114,9 +130,12 @@ for bytes in 0 4000 50000; do
             "$LOGS/generate-$tree-$bytes.log"
     done
 done
+fi
+if part export; then
 echo "== Hugging Face export ($(elapsed))"
 python3 scripts/check_export_hf.py --train-gpt ./train_gpt "$gen/run/model_00000002.bin" "$gen/data/val_000000.bin" 4 256 \
     > "$LOGS/check-export.log" 2>&1 || step_failed "Hugging Face export"
 tail -4 "$LOGS/check-export.log"
+fi
 echo "== done ($(elapsed))"
 gpu_finish
