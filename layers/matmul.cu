@@ -143,9 +143,6 @@ typedef struct {
 } LtInputs;
 static const LtInputs BF16_INPUTS = {CUDA_R_16BF, CUDA_R_16BF, NULL, NULL, 0};
 
-// Algorithms asked of cuBLASLt's heuristic for one FP8 matmul, tried in its order.
-#define MATMUL_FP8_ALGORITHMS_TRIED 8
-
 static size_t element_bytes(cudaDataType_t type) { return type == CUDA_R_16BF ? sizeof(bf16) : 1; }
 
 // D (m, n) = alpha op(A) (m, k) @ op(B) (k, n) (+ beta C, when c is not NULL; c may be d),
@@ -201,23 +198,18 @@ static void lt_matmul(bf16* d, const void* a, const void* b, const bf16* c, int 
     for (int i = 0; i < 4; i++)
         cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &align[i], sizeof(align[i])));
 
-    // The heuristic's algorithms, best first. An FP8 algorithm it offers may still be refused at
-    // the call: the next is tried then. A bf16 matmul asks for the first alone.
-    cublasLtMatmulHeuristicResult_t heuristics[MATMUL_FP8_ALGORITHMS_TRIED];
+    cublasLtMatmulHeuristicResult_t heuristic;
     int found = 0;
-    cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt_handle, desc, layout_a, layout_b, layout_d, layout_d,
-                                                           pref, fp8 ? MATMUL_FP8_ALGORITHMS_TRIED : 1, heuristics,
-                                                           &found);
+    cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt_handle, desc, layout_a, layout_b,
+                                                           layout_d, layout_d, pref, 1, &heuristic, &found);
     if (status != CUBLAS_STATUS_NOT_SUPPORTED) cublasCheck(status);
-    if (!c) beta = 0.0f;
-    status = CUBLAS_STATUS_NOT_SUPPORTED;
-    for (int i = 0; i < found && status == CUBLAS_STATUS_NOT_SUPPORTED; i++)
-        status = cublasLtMatmul(lt_handle, desc, &alpha, a, layout_a, b, layout_b, &beta, c ? c : d, layout_d, d,
-                                layout_d, &heuristics[i].algo, s->workspace, MATMUL_WORKSPACE_BYTES, s->stream);
-    if (status == CUBLAS_STATUS_NOT_SUPPORTED)
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED || found == 0)
         die("matmul: cuBLASLt has no algorithm for m=%d n=%d k=%d (transa %d, transb %d, epilogue %d, batch %d, "
             "A type %d, B type %d)", m, n, k, trans_a, trans_b, (int)epilogue, batch, (int)in->a_type, (int)in->b_type);
-    cublasCheck(status);
+    if (!c) beta = 0.0f;
+    cublasCheck(cublasLtMatmul(lt_handle, desc, &alpha, a, layout_a, b, layout_b, &beta, c ? c : d, layout_d,
+                               d, layout_d, &heuristic.algo, s->workspace, MATMUL_WORKSPACE_BYTES,
+                               s->stream));
 
     cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
     cublasCheck(cublasLtMatrixLayoutDestroy(layout_a));
