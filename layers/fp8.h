@@ -42,9 +42,9 @@ typedef enum { FP8_SCALING_CURRENT, FP8_SCALING_DELAYED } Fp8Scaling;
 // The scaling state of one tensor, on the GPU (zero when made). One tensor's quantisations run in
 // stream order, never two at once.
 typedef struct {
-    // First, so that it sits at the start of its allocation: cuBLASLt takes its address as a
-    // matmul's scale pointer and refuses one that is not 16-byte aligned (found on an H100,
-    // cuBLASLt 13.1: every algorithm refused a pointer 4 bytes into an allocation).
+    // First, at the start of its allocation: cuBLASLt takes its address as a matmul's scale
+    // pointer, and its FP8 algorithms refuse one that is not 16-byte aligned (cuBLASLt 13.1 on
+    // Hopper: CUBLAS_STATUS_NOT_SUPPORTED at the call, after the heuristic offered them).
     float scale_inv;   // 1 / the scale of the latest quantisation: the dequantising factor of its q
     float scale;       // what the next delayed quantisation multiplies by
     float amax;        // max |x| found during a quantisation (0 between quantisations)
