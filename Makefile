@@ -41,13 +41,15 @@ CU_LIB_OBJ = $(CU_LIB_SRC:%.cu=$(BUILD)/%.o)
 TRAIN_SRC := $(wildcard train/*.c train/*.cu)
 TRAIN_OBJ := $(patsubst %,$(BUILD)/%.o,$(basename $(TRAIN_SRC)))
 
-CPU_TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
-# Programs the Python tests run (tests/data_order.c: the data loader's batches;
-# tests/print_param_table.c: the parameter table; tests/print_rules.c: the architecture's and the
-# optimizer settings' rules; tests/print_schedule.c: the step schedule).
-TEST_HELPERS := $(BUILD)/tests/data_order $(BUILD)/tests/print_param_table $(BUILD)/tests/print_rules \
-                $(BUILD)/tests/print_schedule
-GPU_TESTS   := $(patsubst tests/%.cu,$(BUILD)/tests/%,$(wildcard tests/test_*.cu))
+# The unit tests of the library modules sit in tests/unit/<module>/, their programs in
+# build/tests/unit/<module>/ (tests/README.md: the folders of tests/).
+CPU_TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/*/test_*.c))
+# Programs the Python tests of tests/mirrors/ run: each prints what a C library computes, and its
+# test holds a script's Python copy to it (data_order.c: the data loader's batches;
+# print_param_table.c: the parameter table; print_rules.c: the architecture's and the optimizer
+# settings' rules; print_schedule.c: the step schedule).
+TEST_HELPERS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/mirrors/*.c))
+GPU_TESTS   := $(patsubst tests/%.cu,$(BUILD)/tests/%,$(wildcard tests/unit/*/test_*.cu))
 CPU_BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 GPU_BENCHES := $(patsubst bench/%.cu,$(BUILD)/bench/%,$(wildcard bench/bench_*.cu))
 
@@ -57,7 +59,7 @@ GPU_PROGRAMS := train_gpt generate evaluate
 # Without nvcc the CUDA programs and GPU tests are left out, and said so.
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 ifeq ($(HAVE_NVCC),)
-UNBUILT_GPU_TESTS := $(wildcard tests/test_*.cu)
+UNBUILT_GPU_TESTS := $(wildcard tests/unit/*/test_*.cu)
 GPU_PROGRAMS :=
 GPU_TESTS :=
 GPU_BENCHES :=

@@ -1,6 +1,6 @@
 // attention/ring_walk.h: which blocks the ring attention of context parallelism (attention/ring.h)
 // computes, step by step, in which order: one walk, which the forward and the backward both take
-// (attention/ring.cu). Plain C, so that tests/test_ring_walk.c checks it on the CPU.
+// (attention/ring.cu). Plain C, so that tests/unit/attention/test_ring_walk.c checks it on the CPU.
 //
 // One sequence of T tokens is cut into 2N chunks of c = T / 2N; rank r of a group of N holds
 // chunks r and 2N-1-r ("zigzag", so every rank does the same causal work) as its local sequence,

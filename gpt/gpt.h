@@ -7,8 +7,8 @@
 // mix; bf16 parameters and activations, fp32 master weights and optimizer state.
 // The layers live in layers/ and attention/, the transformer block in gpt/block.h; this library
 // decides which buffer is which and the order of the calls. The contract (parameter order,
-// init, AdamW) is the one the numpy reference in tests/gen_gpt_reference.py follows; Muon's,
-// tests/gen_muon_reference.py.
+// init, AdamW) is the one the numpy reference in tests/reference/gen_gpt_reference.py follows; Muon's,
+// tests/reference/gen_muon_reference.py.
 //
 //   gpt_forward(g, inputs, B, T)           lnf (B, T, C)
 //   gpt_classifier(g, targets, ...)        losses (B, T); with write_dlogits also dlnf, dhead

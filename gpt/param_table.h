@@ -14,7 +14,7 @@
 // each layer's slices, the initial values, Muon's matrices and ZeRO-1's units; gpt/gpt.cu takes
 // each tensor's group and multipliers from it, the checkpoint writes the tensors in its order and
 // train_gpt --help lists it. scripts/gpt_parameters.py mirrors the table for the Python scripts;
-// tests/test_param_table.py holds the two together.
+// tests/mirrors/test_param_table.py holds the two together.
 //
 // A new kind of tensor is a line of PARAM_TENSORS below (its enum name, and its field in
 // ParameterTensors, or LayerParameters for a per-layer kind) and its row in param_table

@@ -19,7 +19,7 @@
 //   The weight decay: constant (the decay a step applies, lr * weight_decay, follows the learning
 //     rate), or linear: from --weight-decay down to 0 at the last step (nanochat's).
 // Plain C, so CPU programs and tests compute it; scripts/gpt_schedule.py computes the same
-// rates, and tests/test_schedule.py holds the two together.
+// rates, and tests/mirrors/test_schedule.py holds the two together.
 #ifndef FLASHGPT_GPT_SCHEDULE_H
 #define FLASHGPT_GPT_SCHEDULE_H
 

@@ -16,7 +16,7 @@ windows[l % window_count] keys, 0 for no bound; 0 past the pattern), train_gpt's
 The options are train_gpt's: --arch gpt2|modern picks a preset, then --rotary 0|1,
 --rotary-base X, --norm layer|rms, --qk-norm 0|1, --mlp gelu|relu2, --bias 0|1,
 --head tied|untied, --zero-init 0|1 and --softcap X each replace one field.
-The rules are gpt/config.h's, held to it by tests/test_rules.py: each field's values (invalid),
+The rules are gpt/config.h's, held to it by tests/mirrors/test_rules.py: each field's values (invalid),
 the fields without effect (drop_without_effect: refused in an option, dropped as a checkpoint is
 read, so that it reads as the model it computes) and the preset nearest an architecture, whose
 optimizer defaults a run takes without --arch (nearest_preset).

@@ -13,8 +13,8 @@ architecture; arch a gpt_architecture.Architecture); the init ("zero", "ones" or
 std, divided by sqrt(2L) when residual; zero under the architecture's zero_init where zero_init
 says so; a vocabulary table's rows past V zero); the optimizer group ("matrix", "embedding",
 "head", "vector") with lr_scale and decay_scale; muon_rows, the rows of each matrix Muon cuts a
-slice of the matrix group into. tests/test_param_table.py checks every row and what the functions
-below compute against the C table (build/tests/print_param_table), so the two cannot drift.
+slice of the matrix group into. tests/mirrors/test_param_table.py checks every row and what the functions
+below compute against the C table (build/tests/mirrors/print_param_table), so the two cannot drift.
 
 A tensor's shape here: (rows, cols) of a model tensor, (slices, rows, cols) of a per-layer one,
 the cols left out of a vector: wte (Vp, C), ln1w (L, C), qkvw (L, 3C, C), lnfw (C,).

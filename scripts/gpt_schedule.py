@@ -2,7 +2,7 @@
 (python3 alone: no numpy, no torch): the rates of each step of a run, each optimizer group's
 learning rate, Muon's momentum and the weight decay, and train_gpt's options for them. Computed
 with the C's float32 roundings, so that for the same settings the rates are train_gpt's bit for
-bit; tests/test_schedule.py holds the two together (build/tests/print_schedule).
+bit; tests/mirrors/test_schedule.py holds the two together (build/tests/mirrors/print_schedule).
 
 Every rate has one shape (RateShape): from its start value at step 0 linearly up to its peak at
 step warmup, level, then over the last warmdown steps down to its end value at the last step,

@@ -7,7 +7,7 @@ samples and S//B batches, batch k the samples at positions k*B ... k*B + B-1 of 
 order: the positions themselves, or shuffled by a permutation of [0, S) that the seed and the
 epoch give: a 4-round Feistel network on [0, 4^h), 4^h the first power of 4 >= S (h >= 1), whose
 round function is splitmix64 (common/rng.h), applied again while the value lies past S.
-tests/test_data_order.py checks these batches against the C loader's.
+tests/mirrors/test_data_order.py checks these batches against the C loader's.
 """
 import glob
 

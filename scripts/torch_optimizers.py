@@ -8,7 +8,7 @@ code.
   gpt/optimizer.h's preset_optimizer_defaults). SETTINGS: each setting's flag, bounds and the
   runs it belongs to, and invalid(kind, s, untied_head) the check of a run's settings against
   them (gpt/optimizer.h's optimizer_settings and optimizer_invalid, held to them by
-  tests/test_rules.py). Python alone, like the rest of this file until an optimizer is made: the
+  tests/mirrors/test_rules.py). Python alone, like the rest of this file until an optimizer is made: the
   scripts settle their options before they load torch.
 Each tensor is updated as its row of the parameter table (scripts/gpt_parameters.py, through
 GPT.table_parameters) says: its group, its multiples of the group's rate (lr_scale) and of the
@@ -25,7 +25,7 @@ weight decay (decay_scale: the 2-D weights), and the matrices Muon cuts it into.
   learning rate, the momentum, the weight decay).
 s: the settings, as attributes: lr, weight_decay, grad_clip, muon_momentum, embedding_lr, head_lr,
 vector_lr, adam_beta1, adam_beta2 (defaults' keys). Both take PyTorch's fused AdamW on the GPU,
-its default elsewhere (tests/test_torch_reference.py runs them on the CPU).
+its default elsewhere (tests/programs/test_torch_reference.py runs them on the CPU).
 """
 from typing import NamedTuple
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the reference generators (tests/gen_*.py), every test program given as an argument and
-# the Python tests (tests/test_*.py), and counts the PASS / FAIL / SKIPPED lines they print.
+# Runs the reference generators (tests/reference/gen_*.py), every test program given as an
+# argument, then the shell and Python tests of every folder of tests/ (tests/*/test_*.sh,
+# tests/*/test_*.py), and counts the PASS / FAIL / SKIPPED lines they print.
 # A program that dies without printing a FAIL line counts as one failure.
 # The last line is "N passed, N failed, N skipped".
 set -u
@@ -29,7 +30,7 @@ for t in ${UNBUILT_GPU_TESTS:-}; do
     skipped=$((skipped + 1))
 done
 
-for gen in tests/gen_*.py; do
+for gen in tests/reference/gen_*.py; do
     [ -e "$gen" ] || continue
     echo "== $gen"
     if [ -z "$have_numpy" ]; then
@@ -43,9 +44,9 @@ for gen in tests/gen_*.py; do
     fi
 done
 
-# Test programs: the built binaries given as arguments, the shell tests of the programs, then the
-# Python tests (numpy only).
-for t in "$@" tests/test_*.sh tests/test_*.py; do
+# Test programs: the built binaries given as arguments, the shell tests, then the Python tests
+# (numpy only).
+for t in "$@" tests/*/test_*.sh tests/*/test_*.py; do
     [ -e "$t" ] || continue
     echo "== $t"
     log="$FLASHGPT_TMP/$(basename "$t").log"

@@ -31,7 +31,7 @@ if [ -n "$BASELINE" ]; then
     make -C "$BASELINE" -j16 build/bench/bench_attention > "$LOGS/build-baseline.log" 2>&1 &
     baseline_pid=$!
 fi
-if ! make -j16 build/tests/test_attention build/bench/bench_attention > "$LOGS/build.log" 2>&1; then
+if ! make -j16 build/tests/unit/attention/test_attention build/bench/bench_attention > "$LOGS/build.log" 2>&1; then
     tail -30 "$LOGS/build.log"
     echo "build failed: see $LOGS/build.log"
     exit 1
@@ -46,7 +46,7 @@ fi
 sanitize() {  # sanitize <tool>: fails on the tool's errors, the test's failures, no tool
     if [ ! -x "$sanitizer" ]; then echo "compute-sanitizer not found" > "$LOGS/$1.log"; return 1; fi
     FLASHGPT_ATTN_SMALL=1 timeout "$SANITIZER_LIMIT_S" "$sanitizer" --tool "$1" --error-exitcode 99 \
-        --print-limit 20 build/tests/test_attention > "$LOGS/$1.log" 2>&1
+        --print-limit 20 build/tests/unit/attention/test_attention > "$LOGS/$1.log" 2>&1
     local status=$?
     echo "exit status $status" >> "$LOGS/$1.log"
     [ "$status" -eq 0 ] || [ "$status" -eq 124 ]
@@ -56,7 +56,7 @@ sanitize memcheck &
 memcheck_pid=$!
 sanitize racecheck &
 racecheck_pid=$!
-build/tests/test_attention > "$LOGS/test_attention.log" 2>&1
+build/tests/unit/attention/test_attention > "$LOGS/test_attention.log" 2>&1
 test_status=$?
 grep -E '^(FAIL|    also)' "$LOGS/test_attention.log" | head -40
 wait "$memcheck_pid" || step_failed memcheck

@@ -31,12 +31,18 @@ done
 part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 JOBS=$(nproc)
 mkdir -p "$LOGS"
+# tree_test TREE FILE: the path of the test FILE in TREE, found by name under its tests/ so that a
+# baseline whose tests/ is laid out otherwise serves as well (a test program is built at build/
+# and that path less its .cu).
+tree_test() { (cd "$1" && find tests -name "$2" -print -quit); }
 
 echo "== build ($(elapsed))"
-[ -z "$BASELINE" ] || (make -C "$BASELINE" -j"$JOBS" all build/tests/test_gpt build/bench/bench_attention \
+[ -z "$BASELINE" ] || (gpt_test=$(tree_test "$BASELINE" test_gpt.cu) && [ -n "$gpt_test" ] &&
+                       make -C "$BASELINE" -j"$JOBS" all "build/${gpt_test%.cu}" build/bench/bench_attention \
                            > "$LOGS/build-baseline.log" 2>&1 && echo "baseline built") &
 baseline_pid=$!
-if ! make -j"$JOBS" all build/tests/test_attention build/bench/bench_attention > "$LOGS/build.log" 2>&1; then
+if ! make -j"$JOBS" all build/tests/unit/attention/test_attention build/bench/bench_attention \
+    > "$LOGS/build.log" 2>&1; then
     tail -30 "$LOGS/build.log"; echo "build failed: see $LOGS/build.log"; exit 1
 fi
 wait "$baseline_pid" || step_failed "baseline build"
@@ -55,11 +61,12 @@ if [ -n "$BASELINE" ] && part losses; then
     # test_gpt and test_learning's run of each tree in its own folder (they run its ./train_gpt),
     # test_gpt on this tree's references.
     here=$(pwd -P)
-    [ -d build/testdata ] || for gen in tests/gen_*.py; do python3 "$gen" build/testdata > /dev/null; done
+    [ -d build/testdata ] || for gen in tests/reference/gen_*.py; do python3 "$gen" build/testdata > /dev/null; done
     for tree in this baseline; do
         root=.; [ "$tree" = baseline ] && root=$BASELINE
+        gpt_test=$(tree_test "$root" test_gpt.cu)
         (cd "$root" && FLASHGPT_TESTDATA="$here/build/testdata" FLASHGPT_TMP="$(pwd -P)/build/check-tmp" \
-            FLASHGPT_TEXT="$text_path" build/tests/test_gpt) > "$LOGS/test_gpt-$tree.log" 2>&1
+            FLASHGPT_TEXT="$text_path" "build/${gpt_test%.cu}") > "$LOGS/test_gpt-$tree.log" 2>&1
     done
     losses() { grep -E 'loss|PASS|FAIL' "$1" | sed 's/[0-9.]* ms//g'; }
     if diff <(losses "$LOGS/test_gpt-baseline.log") <(losses "$LOGS/test_gpt-this.log") > "$LOGS/test_gpt.diff"; then
@@ -70,7 +77,7 @@ if [ -n "$BASELINE" ] && part losses; then
     for tree in this baseline; do
         root=.; [ "$tree" = baseline ] && root=$BASELINE
         (cd "$root" && FLASHGPT_TMP="$(pwd -P)/build/check-learning" FLASHGPT_TEXT="$text_path" \
-            bash tests/test_learning.sh) > "$LOGS/learning-$tree.log" 2>&1
+            bash "$(tree_test . test_learning.sh)") > "$LOGS/learning-$tree.log" 2>&1
         cut -d, -f1-5 "$root/build/check-learning/learning/log.csv" > "$LOGS/learning-$tree.csv" 2>/dev/null
     done
     if [ -s "$LOGS/learning-this.csv" ] && cmp -s "$LOGS/learning-this.csv" "$LOGS/learning-baseline.csv"; then

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Generation on a GPU machine, in one command from the repository root:
 #   bash scripts/gpu/decode.sh [BASELINE_DIR]
-# builds; runs the decoding tests (tests/test_matmul_rows.cu and tests/test_decode.cu, both under
-# compute-sanitizer memcheck too, test_matmul_rows under racecheck, tests/test_generation.sh,
-# tests/test_evaluate.sh); trains the d12 model of check.sh (L12 C768 NH12, the test text's
-# 8192-token BPE, a context of 16 384, two steps) and one of the modern architecture beside it
+# builds; runs the decoding tests (tests/unit/layers/test_matmul_rows.cu and
+# tests/unit/attention/test_decode.cu, both under compute-sanitizer memcheck too, test_matmul_rows
+# under racecheck, tests/programs/test_generation.sh, tests/programs/test_evaluate.sh); trains the
+# d12 model of check.sh (L12 C768 NH12, the test text's 8192-token BPE, a context of 16 384, two
+# steps) and one of the modern architecture beside it
 # (--arch modern, the same shape, data and steps), and times `generate` greedy, 256 new tokens, at
 # prompts of 1, ~1000 and ~15 000 tokens and 1, 8 and 32 samples on each (the modern model's
 # speed against GPT-2's at the same size), next to PyTorch's decoding loop of GPT-2
@@ -26,23 +27,25 @@ mkdir -p "$LOGS"
 
 echo "== build ($(elapsed))"
 text=${TEST_TEXT:-build/texts/tinyshakespeare.txt}   # the default is unpacked by make
-if ! make -j"$(nproc)" all build/tests/test_matmul_rows build/tests/test_decode build/texts/tinyshakespeare.txt \
-    > "$LOGS/build.log" 2>&1; then
+if ! make -j"$(nproc)" all build/tests/unit/layers/test_matmul_rows build/tests/unit/attention/test_decode \
+    build/texts/tinyshakespeare.txt > "$LOGS/build.log" 2>&1; then
     tail -30 "$LOGS/build.log"; echo "build failed: see $LOGS/build.log"; exit 1
 fi
 [ -z "$BASELINE" ] || make -C "$BASELINE" -j"$(nproc)" generate > "$LOGS/build-baseline.log" 2>&1 ||
     step_failed "baseline build"
 
 echo "== tests ($(elapsed))"
-for t in test_matmul_rows test_decode; do
-    "build/tests/$t" > "$LOGS/$t.log" 2>&1 || step_failed "$t"
-    compute-sanitizer --tool memcheck --error-exitcode 99 "build/tests/$t" > "$LOGS/$t-memcheck.log" 2>&1 ||
+for test in layers/test_matmul_rows attention/test_decode; do
+    t=$(basename "$test")
+    "build/tests/unit/$test" > "$LOGS/$t.log" 2>&1 || step_failed "$t"
+    compute-sanitizer --tool memcheck --error-exitcode 99 "build/tests/unit/$test" > "$LOGS/$t-memcheck.log" 2>&1 ||
         step_failed "$t under memcheck"
 done
-compute-sanitizer --tool racecheck --error-exitcode 99 build/tests/test_matmul_rows > "$LOGS/test_matmul_rows-racecheck.log" 2>&1 ||
+compute-sanitizer --tool racecheck --error-exitcode 99 build/tests/unit/layers/test_matmul_rows \
+    > "$LOGS/test_matmul_rows-racecheck.log" 2>&1 ||
     step_failed "test_matmul_rows under racecheck"
 for t in test_generation test_evaluate; do
-    FLASHGPT_TMP=build/testtmp bash "tests/$t.sh" > "$LOGS/$t.log" 2>&1 || step_failed "$t"
+    FLASHGPT_TMP=build/testtmp bash "tests/programs/$t.sh" > "$LOGS/$t.log" 2>&1 || step_failed "$t"
 done
 grep -hE '^(PASS|FAIL|SKIPPED|    )' "$LOGS"/test_matmul_rows.log "$LOGS"/test_decode.log "$LOGS"/test_generation.log \
     "$LOGS"/test_evaluate.log

@@ -18,7 +18,7 @@
 #   d6:  B 32, T 512, lr 1e-3, one epoch, warmup over its first 10%
 #   d12: B 16, T 1024, lr 6e-4, one epoch, warmup over its first 10%
 #   d6-t256: make train's shape (B 32, T 256), lr 1e-3, 350 steps, warmup 25: GPT-2's recipe on
-#        tinyshakespeare, whose final loss bounds tests/test_learning.sh
+#        tinyshakespeare, whose final loss bounds tests/programs/test_learning.sh
 #   all: cosine to 0.1 lr, AdamW 0.9/0.95, weight decay 0.1, clip 1, validation on 20 batches
 #   every 25 steps.
 # OPTIMIZER=muon trains every run of both sides with Muon instead (train_gpt's --optimizer muon,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # train_gpt on every GPU of this node, in one command from the repository root:
 #   bash scripts/gpu/scaling.sh
-# runs the multi-GPU tests (make test: the 2-rank cases of tests/test_gpt.cu and test_nccl), then
+# runs the multi-GPU tests (make test: the 2-rank cases of tests/unit/gpt/test_gpt.cu and test_nccl), then
 # d12 (T = 1024, B = 64 per GPU) on 1 and N GPUs next to PyTorch DDP + torch.compile
 # (scripts/bench_torch_gpt2.py under torchrun) on the same GPUs, d48 on N GPUs with and without
 # --zero 1, and d12 with the sequence split over the N GPUs (--context-parallel N, T = CP_T);

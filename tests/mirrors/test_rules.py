@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""tests/mirrors/test_rules.py: the scripts' rules are train_gpt's, so that a PyTorch run and a train_gpt
+run of one command line take the same settings. What build/tests/mirrors/print_rules prints from
+gpt/config.h and gpt/optimizer.h, case by case, against scripts/gpt_architecture.py and
+scripts/torch_optimizers.py:
+- each optimizer setting's flag, bounds and the runs it belongs to (SETTINGS);
+- the defaults of each optimizer for each preset (defaults), and the preset nearest every
+  combination of the seven switches and a cap (nearest_preset);
+- which rotary bases and soft caps are taken (rotary_base_invalid, softcap_invalid), over zero,
+  negative, tiny, near 1, huge and non-finite values;
+- which architectures are refused field by field (invalid), and the fields without effect each
+  one that is taken holds: the architecture it is read as and why (drop_without_effect);
+- each setting of both optimizers' defaults set to each of those values, and the weight decay
+  against each rate it is applied with: the line refusing it, word for word, or none (invalid).
+The comparison is seen to fail on a rule changed on one side. Prints PASS / FAIL lines like
+tests/lib/test.h.
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+from types import SimpleNamespace
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from case import Case  # noqa: E402
+import gpt_architecture  # noqa: E402
+import torch_optimizers  # noqa: E402
+from gpt_architecture import Architecture  # noqa: E402
+from gpt_parameters import Shape  # noqa: E402
+
+PRINT_RULES = os.path.join(ROOT, os.environ.get("BUILD", "build"), "tests", "mirrors", "print_rules")
+
+
+def f32(x):
+    """x rounded to a float32, as train_gpt holds a setting."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def arch_of(printed):
+    return Architecture(**dict(printed, windows=tuple(printed["windows"])))
+
+
+def settings_differences(printed, settings):
+    if [s["flag"] for s in printed] != [s.flag for s in settings]:
+        return [f"the settings are {[s['flag'] for s in printed]} in C, {[s.flag for s in settings]} here"]
+    return [f"{s.flag}: {field} {c[field]!r} in C, {getattr(s, field)!r} here" for c, s in zip(printed, settings)
+            for field in ("lo", "hi", "lo_open", "hi_open", "use") if c[field] != getattr(s, field)]
+
+
+def defaults_differences(printed, defaults, settings):
+    out = []
+    for d in printed:
+        mine = defaults(d["optimizer"], d["preset"])
+        for s in settings:
+            applies = s.use == "every run" or d["optimizer"] == "muon"
+            if not applies:
+                if s.key in mine:
+                    out.append(f"{d['optimizer']} {d['preset']}: {s.key} has a default here, no setting in C")
+            elif s.key not in mine or f32(mine[s.key]) != d["settings"][s.flag]:
+                out.append(f"{d['optimizer']} {d['preset']}: {s.flag} {d['settings'][s.flag]:g} in C, "
+                           f"{mine.get(s.key)} here")
+        if f32(torch_optimizers.ADAM_EPS) != d["eps"]:
+            out.append(f"eps {d['eps']:g} in C, {torch_optimizers.ADAM_EPS:g} here")
+    return out
+
+
+def nearest_differences(printed, nearest):
+    return [f"{gpt_architecture.describe(arch_of(n['arch']))}: nearest {n['preset']} in C, "
+            f"{nearest(arch_of(n['arch']))} here" for n in printed if nearest(arch_of(n["arch"])) != n["preset"]]
+
+
+def value_differences(printed, rule, name):
+    return [f"{name} {v}: {'taken' if taken else 'refused'} in C, not here" for v, taken in printed
+            if (rule(v) is None) != taken]
+
+
+def architecture_differences(printed, invalid, drop):
+    out = []
+    for a in printed:
+        arch = arch_of(a["arch"])
+        what = f"{gpt_architecture.describe(arch)} at context {a['maxT']}, {a['L']} layers"
+        if (invalid(arch) is not None) != a["invalid"]:
+            out.append(f"{what}: {'refused' if a['invalid'] else 'taken'} in C, not here")
+        elif not a["invalid"]:
+            dropped, why = drop(arch, Shape(a["maxT"], 300, a["L"], 2, 128))
+            if (dropped, why) != (arch_of(a["dropped"]), a["why"]):
+                out.append(f"{what}: read as {gpt_architecture.describe(arch_of(a['dropped']))} ({a['why']}) in C, "
+                           f"as {gpt_architecture.describe(dropped)} ({why}) here")
+    return out
+
+
+def optimizer_differences(printed, settings, invalid):
+    out = []
+    for o in printed:
+        s = SimpleNamespace(**{setting.key: o["settings"][setting.flag] for setting in settings})
+        why = invalid(o["optimizer"], s, o["untied_head"])
+        if why != o["why"]:
+            out.append(f"{o['optimizer']} {o['settings']} (untied head {o['untied_head']}): {o['why']!r} in C, "
+                       f"{why!r} here")
+    return out
+
+
+def main():
+    case = Case("rules: the C rules are printed")
+    printed = None
+    if case.check(os.access(PRINT_RULES, os.X_OK), f"{PRINT_RULES} is not built (make test builds it)"):
+        result = subprocess.run([PRINT_RULES], capture_output=True, text=True, timeout=60)
+        if case.check(result.returncode == 0, f"print_rules exited {result.returncode}: {result.stderr}"):
+            printed = json.loads(result.stdout)
+    case.end()
+    if printed is None:
+        return 1
+    settings, defaults = torch_optimizers.SETTINGS, torch_optimizers.defaults
+    checks = (
+        ("each optimizer setting's flag, bounds and runs are gpt/optimizer.h's",
+         lambda: settings_differences(printed["settings"], settings)),
+        ("the optimizers' defaults of each preset are gpt/optimizer.h's",
+         lambda: defaults_differences(printed["defaults"], defaults, settings)),
+        ("the preset nearest each of 256 architectures is gpt/config.h's",
+         lambda: nearest_differences(printed["nearest"], gpt_architecture.nearest_preset)),
+        ("the rotary bases and soft caps taken are gpt/config.h's",
+         lambda: value_differences(printed["rotary_base"], gpt_architecture.rotary_base_invalid, "rotary base") +
+         value_differences(printed["softcap"], gpt_architecture.softcap_invalid, "softcap")),
+        ("the architectures refused, and the fields without effect dropped, are gpt/config.h's",
+         lambda: architecture_differences(printed["architectures"], gpt_architecture.invalid,
+                                          gpt_architecture.drop_without_effect)),
+        ("each optimizer setting out of its bounds, and the weight decay, refused as gpt/optimizer.h refuses them",
+         lambda: optimizer_differences(printed["optimizers"], settings, torch_optimizers.invalid)),
+    )
+    for name, differences in checks:
+        case = Case(f"rules: {name}")
+        for why in differences():
+            case.check(False, why)
+        case.end()
+
+    # A rule changed here alone is seen by the comparisons.
+    case = Case("rules: a rule changed on one side is found")
+    lr_closed = tuple(s._replace(lo_open=False) if s.flag == "--lr" else s for s in settings)
+    case.check(settings_differences(printed["settings"], lr_closed), "--lr of 0 taken goes unseen in the settings")
+    case.check(optimizer_differences(printed["optimizers"], settings,
+                                     lambda kind, s, untied: torch_optimizers.invalid(kind, s, untied) if s.lr else None),
+               "--lr of 0 taken goes unseen in the optimizers")
+    case.check(defaults_differences(printed["defaults"], lambda kind, preset: defaults(kind, "gpt2"), settings),
+               "the modern preset's defaults as GPT-2's go unseen")
+    case.check(nearest_differences(printed["nearest"], gpt_architecture.preset_of),
+               "the preset an architecture is, in place of the nearest, goes unseen")
+    case.check(value_differences(printed["softcap"], lambda cap: None if cap >= 0 else "negative", "softcap"),
+               "a soft cap of 1e-40 taken goes unseen")
+    case.check(architecture_differences(printed["architectures"], gpt_architecture.invalid,
+                                        lambda arch, shape: (arch, None)), "no field dropped goes unseen")
+    case.end()
+    return 1 if Case.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,856 @@
+#!/usr/bin/env python3
+"""tests/programs/test_script_args.py: the command lines of the scripts, and their exit status.
+
+- random_tokens.py: a bad count is one error line; a good one writes the shard of its format.
+- gen_unicode_tables.py: --help prints the usage and writes nothing; a flag or a folder is
+  refused before the tables are computed.
+- compare_curves.py: a row of too few or too many fields, or a step time (ms) of 0, is one
+  error line naming the log; logs of one step (no time past the first) print no NaN, and a side
+  that does not reach the target is no side's yardstick; runs pair by the text in the place of
+  their globs' wildcards (seed 1 with seed 1, an unmatched one left out) and the paired
+  differences are the first side's minus the other's, their mean and spread; --train-loss sets
+  the mean training loss since the validation before beside each validation loss and tells a
+  curve that rises after its lowest point while the training loss falls (over-fitting) from one
+  whose training loss rises too (divergence). A --target of nan, inf, -1 or 0, a side's name
+  given twice, and with --runs two logs of one name, are one error line naming the flag or the
+  name, before any log is read. --runs: the target the best baseline run's final loss, each
+  run's step reaching it and its shares of that run's steps and training time.
+- Without numpy (a numpy package on PYTHONPATH whose import fails): import_gpt2.py and
+  export_hf.py say in one line how to get it (make venv); plot_log.py and random_tokens.py
+  need none and work.
+- Every script's --help (the Python ones with a __main__, the shell ones but gpu_common.sh, which
+  the others source), run from a copy of scripts/ without numpy, torch or transformers: the
+  usage, exit 0, nothing on stderr, nothing made. A script given good arguments without a package
+  it needs says so in one line, with how to get it: check_export_hf.py without numpy, torch or
+  transformers, train_torch_reference.py without numpy. train_torch_reference.py: a count out of
+  its range (-B 0) is argparse's error naming that option alone.
+- The scripts that need torch, without it (a torch package whose import fails, so that a machine
+  with torch runs no benchmark either): --help prints the usage (torch_gpt2.py, a module, what
+  it is); good arguments are one line saying it needs torch. bench_torch_decode.py: a bad value,
+  an option it does not know or too many positions for the context is one error line.
+  bench_torch_attention.py: half a shape is refused, so is --masked with one shape, or a mask that
+  is not docs=N, window=N or docs=N,window=M. train_torch_reference.py: a --log that is one of the
+  shards (by name, through a link, a hard link), a folder, or in a missing folder is one error
+  line, and the shards and their folder are left as they were; so is an --init-from that is no
+  checkpoint or no file, or that is the --log, which leaves it as it was.
+- The architecture: train_gpt --save-init's checkpoints of the modern architecture and of an
+  ablation (version 6) are what scripts/gpt2_checkpoint.py reads (the architecture, the tensors
+  it has in their order, the zero-initialised ones zero); train_torch_reference.py settles its
+  architecture from such a checkpoint, or from --arch and the components, then says it needs
+  torch; options that ask for another architecture than the checkpoint's, a corrupt
+  architecture in its header (a switch of 2, a base of 0.5, a slot past it not 0) or a version
+  that does not fit its size are one line naming the file; an invalid architecture
+  (train_torch_reference.py and bench_torch_gpt2.py), a Muon setting under AdamW, --head-lr of a
+  tied head or a bad setting (out of train_gpt's bounds, a weight decay that erases the weights
+  at the peak) are argparse's error, all before torch; so are an option without effect (a rotary
+  base without rotary) and a soft cap below 1. A setting not given takes the defaults of --arch's
+  preset, else of the preset nearest the architecture (of the options, or of the checkpoint).
+- scripts/gpu/*.sh, copied with gpu/common.sh into the scripts/ of a folder that stands for the
+  repository and run there against stubs of the programs they call (make, nvidia-smi, python3,
+  torchrun, compute-sanitizer, ./train_gpt and the others; each records that it ran): --help
+  prints the usage and runs nothing, an unknown option, an argument too many or a run from
+  another folder is one error line and runs nothing (nor makes a folder there); when every stub
+  succeeds the script exits 0, when every stub but make fails it exits 1 and its last line names
+  the failed steps. gpu/parity.sh: an empty MODELS or SEEDS, a run or side of another name,
+  flashgpt-base without FLASHGPT_BASE or an ARCH of another name is one error line and runs
+  nothing; each side runs, and the reference of each seed starts from the initial weights
+  train_gpt wrote for that seed; with ARCH and OPTIMIZER both sides train the modern or GPT-2
+  architecture at that recipe's rates (nothing of --arch for GPT-2's, so an older FLASHGPT_BASE
+  runs too), WEIGHT_DECAY replaces the weight decay, each in a folder of its own, and the curves
+  come with the training loss. gpu/modern.sh: an empty PARTS, a part of another name, or the
+  learning part without a dataset is one error line and runs nothing; the speed part runs the
+  three recipes in train_gpt and modern-muon in bench_torch_gpt2.py at both shapes; the
+  learning part the three recipes, then the reference under torch.compile from the initial
+  weights train_gpt wrote; the profile part the three recipes profiled. gpu/decode.sh trains a modern d12 beside GPT-2's and generates with
+  both at every prompt and sample count. gpu/masks.sh without a dataset is one error line and
+  runs nothing; it trains the modern recipe with documents and WINDOWS at T 8192 and dense at
+  T 1024, the same steps of the same tokens, then tabulates them against the dense run.
+Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/lib/test.h.
+"""
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from array import array
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from case import Case, run_script  # noqa: E402
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+SCRIPTS = os.path.join(ROOT, "scripts")
+TMP = os.path.abspath(os.environ.get("FLASHGPT_TMP") or tempfile.mkdtemp())
+
+
+def script(name):
+    return os.path.join(SCRIPTS, name)
+
+
+def folder(name):
+    path = os.path.join(TMP, "args_" + name)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def one_error_line(case, result, must_mention):
+    case.check(result.returncode not in (0, None), f"exit status {result.returncode}")
+    case.check(len(result.stderr.splitlines()) == 1, f"want one line on stderr, got {result.stderr!r}")
+    case.check(must_mention in result.stderr, f"message {result.stderr.strip()!r} lacks {must_mention!r}")
+
+
+def case_random_tokens():
+    d = folder("random_tokens")
+    out = os.path.join(d, "shard.bin")
+    for count in ("abc", "0", "-5", "2147483648", "1.5", "²", "9" * 5000):
+        case = Case(f"random_tokens: count {count[:12]} is refused")
+        one_error_line(case, run_script(script("random_tokens.py"), out, count), "N_TOKENS")
+        case.check(not os.listdir(d), f"wrote {os.listdir(d)}")
+        case.end()
+    case = Case("random_tokens: a missing count is refused")
+    one_error_line(case, run_script(script("random_tokens.py"), out), "usage")
+    case.end()
+    case = Case("random_tokens: a shard of 1000 tokens")
+    result = run_script(script("random_tokens.py"), os.path.join(d, "sub", "shard.bin"), "1000")
+    if case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}"):
+        data = open(os.path.join(d, "sub", "shard.bin"), "rb").read()
+        case.check(len(data) == 1024 + 2000, f"{len(data)} bytes")
+        header, tokens = array("i", data[:1024]), array("H", data[1024:])
+        case.check(list(header[:4]) == [20240520, 1, 1000, 50257] and not any(header[4:]),
+                   f"header {list(header[:4])}")
+        case.check(max(tokens) < 50257, "a token past the vocabulary")
+    case.end()
+
+
+def case_gen_unicode_tables():
+    d = folder("unicode")
+    case = Case("gen_unicode_tables: --help prints the usage, writes no file")
+    result = run_script(script("gen_unicode_tables.py"), "--help", cwd=d)
+    case.check(result.returncode == 0 and result.stdout.startswith("usage: "), f"got {result!r}")
+    case.check(not os.listdir(d), f"wrote {os.listdir(d)}")
+    case.end()
+    for args, must_mention in ((["-o", "x.h"], "-o"), (["a.h", "b.h"], "more than one"), ([d], "is a directory")):
+        case = Case(f"gen_unicode_tables: {' '.join(args)[:20]} is refused at once")
+        one_error_line(case, run_script(script("gen_unicode_tables.py"), *args, cwd=d, limit_s=10), must_mention)
+        case.check(not os.listdir(d), f"wrote {os.listdir(d)}")
+        case.end()
+
+
+LOG_HEADER = "step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n"
+
+
+def write_log(path, rows):
+    """A log in train_gpt's columns: rows of (step, val_loss, ms)."""
+    with open(path, "w") as f:
+        f.write(LOG_HEADER + "".join(f"{step},5,{val},0.1,1,{ms},5,0,1\n" for step, val, ms in rows))
+    return path
+
+
+def case_compare_curves():
+    d = folder("compare_curves")
+    good = write_log(os.path.join(d, "good.csv"), [(1, 4.5, 10), (2, 4.0, 11), (3, 3.8, 12)])
+    for name, text, must_mention in (("short", LOG_HEADER + "1,5,4.5,0.1,1,10,5,0,1\n2,5,4.0\n", "line 3 has 3"),
+                                     ("long", LOG_HEADER + "1,5,4.5,0.1,1,10,5,0,1,7\n", "line 2 has 10"),
+                                     ("zero_ms", LOG_HEADER + "1,5,4.5,0.1,1,0,5,0,1\n", "line 2: ms 0")):
+        case = Case(f"compare_curves: a log with a {name.replace('_', ' ')} row is refused in one line")
+        with open(os.path.join(d, name + ".csv"), "w") as f:
+            f.write(text)
+        one_error_line(case, run_script(script("compare_curves.py"), "a", good, "b", os.path.join(d, name + ".csv")),
+                       f"{name}.csv: not a training log ({must_mention}")
+        case.end()
+    case = Case("compare_curves: logs of one step print no NaN")
+    result = run_script(script("compare_curves.py"), "a", write_log(os.path.join(d, "one_a.csv"), [(1, 4.5, 10)]),
+                        "b", write_log(os.path.join(d, "one_b.csv"), [(1, 4.4, 12)]))
+    case.check(result.returncode == 0 and result.stderr == "", f"exit {result.returncode}: {result.stderr.strip()!r}")
+    case.check("nan" not in result.stdout and "b: step 1 (no time" in result.stdout, f"printed {result.stdout!r}")
+    case.end()
+    case = Case("compare_curves: a first side that misses the target is no yardstick")
+    result = run_script(script("compare_curves.py"), "a", good, "b",
+                        write_log(os.path.join(d, "better.csv"), [(1, 4.4, 10), (2, 3.9, 20), (3, 3.7, 20)]),
+                        "--target", "3.7")
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    case.check("a: not reached" in result.stdout and "as soon as" not in result.stdout, f"printed {result.stdout!r}")
+    case.end()
+    case = Case("compare_curves: runs pair by what stands for their globs' wildcards; the paired differences")
+    for side, finals in (("a", {"1": 4.0, "2": 4.2, "3": 4.4}), ("b", {"1": 3.9, "2": 4.25, "4": 5.0})):
+        for seed, final in finals.items():
+            write_log(os.path.join(d, f"pair_{side}-s{seed}.csv"), [(1, 5.0, 10), (2, final, 10)])
+    result = run_script(script("compare_curves.py"), "a", os.path.join(d, "pair_a-s*.csv"),
+                        "b", os.path.join(d, "pair_b-s[0-9].csv"))
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    for line in ("| 2 | 4.2000 (0.4000) | 4.3833 (1.1000) | +0.0250 (0.1500) |",
+                 "  a - b, paired: mean +0.0250, spread 0.1500 over 2 pairs of 3 runs (1: +0.1000, 2: -0.0500)"):
+        case.check(line in result.stdout.splitlines(), f"no line {line!r} in {result.stdout!r}")
+    result = run_script(script("compare_curves.py"), "a", os.path.join(d, "pair_a-s1.csv"),
+                        "b", os.path.join(d, "pair_b-s*.csv"))
+    case.check("| 2 | 4.0000 (0.0000) | 4.3833 (1.1000) | no pairs |" in result.stdout and "no runs pair" in result.stdout,
+               f"one run against globbed runs: {result.stdout!r}")
+    case.end()
+
+    for args, must_mention in ((["--target", "nan"], "--target nan"), (["--target", "inf"], "--target inf"),
+                               (["--target", "-1"], "--target -1"), (["--target", "0"], "--target 0"),
+                               (["--runs", "--target", "nan"], "--target nan")):
+        case = Case(f"compare_curves {' '.join(args)}: refused in one line naming the flag")
+        logs = [good] if "--runs" in args else ["a", good, "b", good]
+        one_error_line(case, run_script(script("compare_curves.py"), *args, *logs), must_mention)
+        case.end()
+    case = Case("compare_curves: a side's name given twice is refused in one line naming it")
+    one_error_line(case, run_script(script("compare_curves.py"), "a", good, "b", good, "a", good), "side a is given twice")
+    case.end()
+    case = Case("compare_curves --runs: two logs of one name are refused in one line naming it")
+    os.makedirs(os.path.join(d, "other"))
+    shutil.copy(good, os.path.join(d, "other", "good.csv"))
+    one_error_line(case, run_script(script("compare_curves.py"), "--runs", good, os.path.join(d, "other", "good.csv")),
+                   "two runs are named good")
+    case.end()
+    case = Case("compare_curves --runs: each run against the best baseline run's final loss, shares of its steps and "
+                "time")
+    runs = [write_log(os.path.join(d, "adamw-a.csv"), [(1, 4.5, 100), (2, 4.0, 100), (3, 3.8, 100), (4, 3.7, 100)]),
+            write_log(os.path.join(d, "adamw-b.csv"), [(1, 4.6, 100), (2, 4.1, 100), (3, 3.9, 100), (4, 3.8, 100)]),
+            write_log(os.path.join(d, "muon-a.csv"), [(1, 4.1, 200), (2, 3.7, 200), (3, 3.5, 200), (4, 3.4, 200)])]
+    result = run_script(script("compare_curves.py"), "--runs", *runs)
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    for line in ("target: validation loss 3.7000 (the best adamw run's final, adamw-a)",
+                 "| adamw-a | 3.7000 | 4 of 4 | 0.4 of 0.4 | 100%, 100% | 0.0K |",
+                 "| adamw-b | 3.8000 | not reached |  |  | 0.0K |",
+                 "| muon-a | 3.4000 | 2 of 4 | 0.4 of 0.8 | 50%, 100% | 0.0K |"):
+        case.check(line in result.stdout.splitlines(), f"no line {line!r} in {result.stdout!r}")
+    case.end()
+
+    case = Case("compare_curves --train-loss: the training loss beside the validation loss, and what the curves do "
+                "after their lowest validation loss")
+    # step t's (training loss, validation loss); validation every 2 steps
+    shapes = {"over": lambda t: (6 - 0.5 * t, 5 - 0.5 * min(t, 4) + 0.25 * max(0, t - 4)),
+              "diverged": lambda t: (6 - 0.5 * min(t, 4) + 0.5 * max(0, t - 4), 5 - 0.5 * min(t, 4) + 0.5 * max(0, t - 4)),
+              "falling": lambda t: (6 - 0.5 * t, 5 - 0.25 * t)}
+    args = []
+    for name, shape in shapes.items():
+        path = os.path.join(d, f"train_{name}.csv")
+        with open(path, "w") as f:
+            f.write(LOG_HEADER + "".join(f"{t},{shape(t)[0]},{shape(t)[1] if t % 2 == 0 else ''},0.1,1,10,5,0,1\n"
+                                         for t in range(1, 9)))
+        args += [name, path]
+    result = run_script(script("compare_curves.py"), *args, "--train-loss")
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    for line in ("| 4 | 4.2500 | 3.0000 | 4.2500 | 3.0000 | 4.2500 | 4.0000 |",  # steps 3 and 4: 4.5 and 4.0
+                 "  over: lowest validation 3.0000 at step 4, last 4.0000; over-fitting: the validation loss rises "
+                 "+1.0000 after step 4 while the training loss falls from 4.2500 to 2.2500",
+                 "  diverged: lowest validation 3.0000 at step 4, last 5.0000; divergence: the validation loss rises "
+                 "+2.0000 after step 4 and the training loss with it, from 4.2500 to 5.7500",
+                 "  falling: lowest validation 3.0000 at step 8, last 3.0000; the validation loss is lowest at the last "
+                 "step"):
+        case.check(line in result.stdout.splitlines(), f"no line {line!r} in {result.stdout!r}")
+    case.end()
+
+
+def without(d, *modules, stand_ins=()):
+    """The environment of a script run without modules: packages of those names on PYTHONPATH,
+    in folder d, whose import fails; stand_ins: modules (dotted names too) that import, empty."""
+    site = os.path.join(d, "site")
+    for module in modules:
+        os.makedirs(os.path.join(site, module))
+        with open(os.path.join(site, module, "__init__.py"), "w") as f:
+            f.write(f'raise ImportError("No module named {module}")\n')
+    for module in stand_ins:
+        package = os.path.join(site, *module.split("."))
+        os.makedirs(package, exist_ok=True)
+        open(os.path.join(package, "__init__.py"), "a").close()
+    return {"PYTHONPATH": site}
+
+
+# Programs among the scripts, each run with --help: the Python scripts with a __main__, the shell
+# scripts (scripts/gpu/'s too) but the one the GPU scripts source.
+SOURCED = (os.path.join("gpu", "common.sh"),)
+
+
+def case_help_without_packages():
+    """Every script's --help, run from a copy of scripts/ in a folder that stands for the
+    repository (no programs, no texts there) without numpy, torch or transformers: the usage on
+    stdout, exit 0, nothing on stderr, nothing made."""
+    d = folder("help")
+    env = without(d, "numpy", "torch", "transformers")
+    shutil.copytree(SCRIPTS, os.path.join(d, "root", "scripts"), ignore=shutil.ignore_patterns("__pycache__"))
+    names = sorted(n for n in os.listdir(SCRIPTS) if n.endswith(".sh") or
+                   n.endswith(".py") and "__main__" in open(script(n)).read())
+    names += sorted(os.path.join("gpu", n) for n in os.listdir(os.path.join(SCRIPTS, "gpu")) if n.endswith(".sh"))
+    names = [n for n in names if n not in SOURCED]
+    case = Case(f"--help of every script ({len(names)}) without numpy, torch or transformers")
+    for name in names:
+        path = os.path.join(d, "root", "scripts", name)
+        if name.endswith(".py"):
+            result = run_script(path, "--help", limit_s=60, env=env)
+        else:
+            result = subprocess.run(["bash", path, "--help"], capture_output=True, text=True, timeout=60,
+                                    env=dict(os.environ, **env), cwd=d)
+        case.check(result.returncode == 0 and result.stdout.strip() and not result.stderr.strip(),
+                   f"{name} --help: exit {result.returncode}, stdout {result.stdout[:60]!r}, stderr "
+                   f"{result.stderr.strip()[-300:]!r}")
+    made = sorted(set(os.listdir(os.path.join(d, "root"))) - {"scripts"})
+    case.check(not made, f"--help made {made}")
+    case.end()
+
+
+def case_missing_packages():
+    """A script run with good arguments where a package it needs is missing: one line naming the
+    package and how to get it (numpy: make venv; torch and transformers, which make venv does not
+    install: pip install), before it reads any file."""
+    d = folder("missing")
+    ckpt, shard = os.path.join(d, "no_model.bin"), os.path.join(d, "no_shard.bin")
+    check_export = (script("check_export_hf.py"), ckpt, shard, "1", "8")
+    train_reference = (script("train_torch_reference.py"), "--train-data", shard)
+    for what, env, run, must_mention in (
+            ("numpy", without(os.path.join(d, "n1"), "numpy"), check_export, ["needs numpy", "make venv"]),
+            ("numpy", without(os.path.join(d, "n2"), "numpy"), train_reference, ["needs numpy", "make venv"]),
+            ("torch", without(os.path.join(d, "t"), "torch"), check_export, ["needs torch", "pip install torch"]),
+            ("transformers", without(os.path.join(d, "h"), "transformers", stand_ins=["torch.nn.functional"]),
+             check_export, ["needs transformers", "pip install transformers"])):
+        case = Case(f"{os.path.basename(run[0])} without {what}: one line saying how to get it")
+        result = run_script(*run, env=env)
+        for words in must_mention:
+            one_error_line(case, result, words)
+        case.end()
+
+
+def case_reference_bad_counts():
+    """train_torch_reference.py: a count out of its range is argparse's error naming that option
+    alone."""
+    d = folder("reference_counts")
+    env = without(d, "numpy", "torch")
+    flags = ["-B", "-T", "--val-batches", "--steps", "--val-every", "--warmup-steps"]
+    for flag, value in (("-B", "0"), ("-T", "-1"), ("--val-batches", "0"), ("--steps", "-1"),
+                        ("--val-every", "-2"), ("--warmup-steps", "-1")):
+        case = Case(f"train_torch_reference.py {flag} {value}: that option named alone")
+        result = run_script(script("train_torch_reference.py"), "--train-data", "x", flag, value, env=env)
+        last = (result.stderr.strip().splitlines() or [""])[-1]
+        case.check(result.returncode == 2 and f"{flag} {value}" in last, f"exit {result.returncode}, {last!r}")
+        case.check(not any(f in last.replace(f"{flag} {value}", "") for f in flags if f != flag),
+                   f"names another option: {last!r}")
+        case.end()
+
+
+def case_without_numpy():
+    d = folder("no_numpy")
+    env = without(d, "numpy")
+    for name, args in (("import_gpt2.py", [d, os.path.join(d, "o.bin")]),
+                       ("export_hf.py", [os.path.join(d, "model.bin"), os.path.join(d, "hf")])):
+        case = Case(f"{name} without numpy: one line saying how to get it")
+        one_error_line(case, run_script(script(name), *args, env=env), "make venv")
+        case.end()
+    case = Case("plot_log.py and random_tokens.py without numpy: they need none")
+    log = os.path.join(d, "log.csv")
+    with open(log, "w") as f:
+        f.write("step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n"
+                "1,5,,0.1,1,1,5,0,1\n2,4,,0.1,1,1,6,0,1\n")
+    for name, args in (("plot_log.py", [log, os.path.join(d, "log.svg")]),
+                       ("random_tokens.py", [os.path.join(d, "shard.bin"), "10"])):
+        result = run_script(script(name), *args, env=env)
+        case.check(result.returncode == 0, f"{name}: exit {result.returncode}: {result.stderr.strip()!r}")
+    case.end()
+
+
+def case_torch_scripts():
+    d = folder("no_torch")
+    env = without(d, "torch")
+    shards = os.path.join(d, "data")
+    os.makedirs(shards)
+    for name in ("train_000000.bin", "val_000000.bin"):
+        with open(os.path.join(shards, name), "wb") as f:
+            f.write(b"a shard")
+    train = ["--train-data", os.path.join(shards, "train_*.bin")]
+    for name, good in (("bench_torch_decode.py", ["--prompt", "1000", "-B", "8"]), ("bench_torch_gpt2.py", []),
+                       ("bench_torch_attention.py", ["64", "1024"]),
+                       ("bench_torch_attention.py", ["64", "16384", "docs=1024"]),
+                       ("train_torch_reference.py", train),
+                       ("torch_gpt2.py", None)):
+        case = Case(f"{name} --help without torch: the usage")
+        result = run_script(script(name), "--help", env=env)
+        want = "usage: " if good is not None else "scripts/torch_gpt2.py: "
+        case.check(result.returncode == 0 and result.stdout.startswith(want),
+                   f"exit {result.returncode}, stdout {result.stdout[:80]!r}, stderr {result.stderr.strip()!r}")
+        case.end()
+        if good is not None:
+            case = Case(f"{name} without torch: one line saying it needs torch")
+            one_error_line(case, run_script(script(name), *good, env=env), "needs torch")
+            case.end()
+    for args, must_say in ((["64"], "error: one shape is HS"),
+                           (["--masked", "64", "16384"], "error: --masked runs every masked shape"),
+                           (["64", "16384", "docs=0"], "error: MASK 'docs=0'"),
+                           (["64", "16384", "docs=8,"], "error: MASK 'docs=8,'")):
+        name = "bench_torch_attention.py"
+        case = Case(f"{name} {' '.join(args)}: refused")
+        result = run_script(script(name), *args, env=env)
+        case.check(result.returncode == 2 and must_say in result.stderr,
+                   f"exit {result.returncode}, stderr {result.stderr.strip()!r}")
+        case.end()
+    before = {n: open(os.path.join(shards, n), "rb").read() for n in os.listdir(shards)}
+    os.symlink("val_000000.bin", os.path.join(shards, "link.csv"))
+    os.link(os.path.join(shards, "val_000000.bin"), os.path.join(shards, "hard.csv"))
+    for log, must_mention in (("val_000000.bin", "is the input"), ("train_000000.bin", "is the input"),
+                              ("link.csv", "is the input"), ("hard.csv", "is the input"),
+                              (".", "is a directory"), ("nodir/log.csv", "no such folder")):
+        case = Case(f"train_torch_reference.py --log {log}: refused in one line before the data")
+        one_error_line(case, run_script(script("train_torch_reference.py"), *train, "--log",
+                                        os.path.join(shards, log), env=env), must_mention)
+        after = {n: open(os.path.join(shards, n), "rb").read() for n in os.listdir(shards) if n.endswith(".bin")}
+        case.check(after == before, "a shard changed")
+        case.check(sorted(os.listdir(shards)) == sorted(list(before) + ["hard.csv", "link.csv"]),
+                   f"the folder holds {sorted(os.listdir(shards))}")
+        case.end()
+    init = os.path.join(shards, "init.bin")
+    with open(init, "wb") as f:
+        f.write(b"weights")
+    for args, must_mention in ((["--init-from", init], f"{init}: truncated"),
+                               (["--init-from", os.path.join(d, "none.bin")], "none.bin: no such file"),
+                               (["--init-from", init, "--log", init], f"{init}: is the input")):
+        case = Case(f"train_torch_reference.py {' '.join(os.path.basename(a) for a in args)}: refused in one line "
+                    "naming the file, before torch")
+        one_error_line(case, run_script(script("train_torch_reference.py"), *train, *args, env=env), must_mention)
+        case.check(open(init, "rb").read() == b"weights", "the checkpoint changed")
+        case.end()
+
+    name = "bench_torch_decode.py"
+    for args, must_mention in ((["--prompt", "0"], "--prompt"), (["--tokens", "-1"], "--tokens"),
+                               (["-B", "0"], "-B"), (["--batch", "x"], "-B/--batch"),
+                               (["--warmup", "-1"], "--warmup"), (["--vocab", "0"], "--vocab"),
+                               (["--vocab", str(2 ** 24 + 1)], "--vocab"), (["--prompt", "1.5"], "--prompt"),
+                               (["--prompt", str(2 ** 24 - 256)], "2^24"), (["--no-such-option"], "--no-such-option"),
+                               (["d12"], "unrecognized")):
+        case = Case(f"{name} {' '.join(args)}: refused in one line")
+        one_error_line(case, run_script(script(name), *args, env=env), must_mention)
+        case.end()
+
+
+def save_init(path, shard, *arch_args):
+    """train_gpt --save-init's initial model (seed 1337) of a d2 with a context of 16 on the shard,
+    of the architecture arch_args ask for: the C writer's file. Returns the CompletedProcess."""
+    return subprocess.run([os.path.join(ROOT, "train_gpt"), "--train-data", shard, "--model", "d2", "--context", "16",
+                           "-T", "16", "-B", "2", *arch_args, "--save-init", path],
+                          capture_output=True, text=True, timeout=120)
+
+
+def edited(path, name, offset, data):
+    """A copy of the file at path, named name beside it, with data written at byte offset."""
+    out = os.path.join(os.path.dirname(path), name)
+    with open(path, "rb") as f:
+        content = bytearray(f.read())
+    content[offset:offset + len(data)] = data
+    with open(out, "wb") as f:
+        f.write(content)
+    return out
+
+
+def case_architecture_options():
+    """The architecture and its optimizer settings in the torch scripts, before torch; the model
+    checkpoints of versions 6 and 7 (train_gpt's own) in scripts/gpt2_checkpoint.py."""
+    d = folder("architecture")
+    env = without(d, "torch")
+    shard = os.path.join(d, "train_000000.bin")
+    with open(shard, "wb") as f:  # 1000 tokens of a vocabulary of 97 (data/shard.h's header)
+        f.write(array("i", [20240520, 1, 1000, 97] + [0] * 252).tobytes() + array("H", [i % 97 for i in range(1000)]).tobytes())
+    train = ["--train-data", shard, "--model", "d2", "--context", "16", "-T", "16"]
+    modern, ablation = os.path.join(d, "modern.bin"), os.path.join(d, "ablation.bin")
+    ablation_args = ["--arch", "modern", "--rotary", "0", "--bias", "1", "--softcap", "0"]
+    case = Case("train_gpt --save-init --arch modern (and an ablation): what scripts/gpt2_checkpoint.py reads, "
+                "each tensor in its place")
+    for path, args in ((modern, ["--arch", "modern"]), (ablation, ablation_args)):
+        result = save_init(path, shard, *args)
+        case.check(result.returncode == 0, f"train_gpt {' '.join(args)} --save-init: {result.stdout + result.stderr}")
+    if case.check(os.path.exists(modern) and os.path.exists(ablation), "no checkpoints"):
+        sys.path.insert(0, SCRIPTS)
+        from gpt2_checkpoint import Checkpoint  # numpy's: make test runs this test with it
+        from gpt_architecture import PRESETS
+        ck = Checkpoint(modern)
+        case.check((ck.version, ck.arch, tuple(ck.shape)) == (6, PRESETS["modern"], (16, 97, 2, 2, 128)),
+                   f"version {ck.version}, {ck.arch}, {ck.shape}")
+        # zero_init: the projections and the head 0; wte drawn, its padding rows 0
+        for sl, values in ck.slices():
+            if "c_proj" in sl.hf_name or sl.hf_name == "lm_head.weight":
+                case.check(not values.any(), f"{sl.hf_name}: not zero")
+            else:
+                rows = 97 if sl.hf_name == "wte.weight" else len(values)
+                case.check(values[:rows].all() and not values[rows:].any(), f"{sl.hf_name}: not drawn where it should be")
+        names = [sl.hf_name for sl, _ in ck.slices()]
+        case.check(names[0] == "wte.weight" and names[-1] == "lm_head.weight" and len(names) == 1 + 4 * 2 + 1,
+                   f"the slices {names}")
+        ab = Checkpoint(ablation)
+        case.check(ab.arch._replace(rotary=1, bias=0, softcap=30.0) == PRESETS["modern"] and
+                   [sl.hf_name for sl, _ in ab.slices()][:3] == ["wte.weight", "wpe.weight", "h.0.attn.c_attn.weight"],
+                   f"the ablation: {ab.arch}, {[sl.hf_name for sl, _ in ab.slices()][:3]}")
+    case.end()
+
+    name = "train_torch_reference.py"
+    for args in (["--init-from", modern], ["--init-from", ablation] + ablation_args,
+                 ["--init-from", modern, "--optimizer", "muon", "--head-lr", "0.01"],
+                 ["--arch", "modern", "--optimizer", "muon", "--embedding-lr", "0.1", "--head-lr", "0.01"]):
+        case = Case(f"{name} {' '.join(os.path.basename(a) for a in args)}: the architecture settled, then "
+                    "one line saying it needs torch")
+        one_error_line(case, run_script(script(name), *train, *args, env=env), "needs torch")
+        case.end()
+    def slot(value):  # a header slot's bytes: an int32, or a float by its bits
+        return array("i" if isinstance(value, int) else "f", [value]).tobytes()
+    for args, must_mention in (
+            (["--init-from", modern, "--arch", "gpt2"], f"{modern}: the architecture asked for (gpt2) is not the "
+                                                        "checkpoint's (modern)"),
+            (["--init-from", modern, "--softcap", "15"], "softcap 15) is not the checkpoint's (modern)"),
+            (["--init-from", ablation, "--arch", "modern"], "is not the checkpoint's (learned positions"),
+            (["--init-from", edited(modern, "rotary2.bin", 4 * 8, slot(2))], "corrupt header: rotary 2 is neither"),
+            (["--init-from", edited(modern, "base.bin", 4 * 9, slot(0.5))],
+             "corrupt header: the rotary base must be a finite number above 1"),
+            (["--init-from", edited(modern, "softcap.bin", 4 * 16, slot(0.5))],
+             "corrupt header: the softcap must be 0 (none) or a finite number of at least 1"),
+            (["--init-from", edited(modern, "slot84.bin", 4 * 84, slot(5))],
+             "corrupt header: slot 84 holds 5, past the architecture"),
+            (["--init-from", edited(modern, "documents.bin", 4 * 17, slot(1))],
+             "the model's attention sees a key window per row"),
+            (["--init-from", edited(modern, "v7.bin", 4, slot(7))], "trailing bytes")):
+        case = Case(f"{name} {' '.join(os.path.basename(a) for a in args)}: refused in one line naming the "
+                    "checkpoint, before torch")
+        one_error_line(case, run_script(script(name), *train, *args, env=env), must_mention)
+        case.end()
+    for script_name, good in ((name, train), ("bench_torch_gpt2.py", [])):
+        for args, must_mention in ((["--arch", "gpt3"], "invalid choice: 'gpt3'"), (["--norm", "cube"], "--norm"),
+                                   (["--softcap", "-1"], "softcap -1): the softcap must be 0 (none) or a finite"),
+                                   (["--arch", "modern", "--softcap", "1e-40"], "softcap 1e-40): the softcap must"),
+                                   (["--arch", "modern", "--softcap", "0.5"], "softcap 0.5): the softcap must"),
+                                   (["--arch", "modern", "--rotary-base", "1"],
+                                    "(base 1), rms norm, qk-norm, relu2, no bias, untied head, zero init, softcap 30): "
+                                    "the rotary base must be a finite number above 1"),
+                                   (["--arch", "modern", "--rotary-base", "inf"], "the rotary base must be"),
+                                   (["--rotary-base", "5000"], "learned positions (rotary base 5000), layernorm, "
+                                    "no qk-norm, gelu, bias, tied head, no zero init, no softcap): a rotary base "
+                                    "without rotary, where it has no effect"),
+                                   (["--arch", "modern", "--rotary", "0", "--rotary-base", "5000"],
+                                    "a rotary base without rotary")):
+            case = Case(f"{script_name} {' '.join(args)}: refused before torch")
+            result = run_script(script(script_name), *good, *args, env=env)
+            case.check(result.returncode == 2 and must_mention in result.stderr and "needs torch" not in result.stderr,
+                       f"exit {result.returncode}, stderr {result.stderr.strip()[-200:]!r}")
+            case.end()
+    for args, must_mention in ((["--head-lr", "0.01"], "--head-lr is a setting of --optimizer muon"),
+                               (["--arch", "modern", "--adam-beta1", "0.9"], "--adam-beta1 is a setting"),
+                               (["--optimizer", "muon", "--head-lr", "0.01"], "the model's head is wte"),
+                               (["--arch", "modern", "--optimizer", "muon", "--muon-momentum", "1"],
+                                "--muon-momentum 1 must be in [0, 1)"),
+                               (["--arch", "modern", "--lr", "0"], "--lr 0 must be > 0"),
+                               (["--lr", "inf"], "--lr inf must be > 0"),
+                               (["--weight-decay", "-1"], "--weight-decay -1 must be >= 0"),
+                               (["--weight-decay", "1e30"], "--weight-decay 1e+30: times --lr 0.0003 it is 3e+26, "
+                                                            "and must stay below 1"),
+                               (["--arch", "modern", "--optimizer", "muon", "--weight-decay", "25"],
+                                "--weight-decay 25: times --embedding-lr 0.05 it is 1.25, and must stay below 1"),
+                               (["--grad-clip", "-1"], "--grad-clip -1 must be >= 0"),
+                               (["--optimizer", "muon", "--embedding-lr", "0"], "--embedding-lr 0 must be > 0"),
+                               (["--optimizer", "muon", "--adam-beta2", "1"], "--adam-beta2 1 must be in [0, 1)"),
+                               (["--min-lr-frac", "2"], "--min-lr-frac 2 must be in [0, 1]"),
+                               (["--seed", "-1"], "--seed -1 must be 0 to 2^64 - 1")):
+        case = Case(f"{name} {' '.join(args)}: refused before torch")
+        result = run_script(script(name), *train, *args, env=env)
+        case.check(result.returncode == 2 and must_mention in result.stderr, f"exit {result.returncode}, "
+                   f"stderr {result.stderr.strip()[-200:]!r}")
+        case.end()
+    # The optimizer's defaults: --arch's preset, else the one nearest the architecture (the options',
+    # or the checkpoint's started from), as train_gpt takes them; settled in this process.
+    sys.path.insert(0, SCRIPTS)
+    import train_torch_reference as reference
+    from gpt2_checkpoint import Checkpoint
+    uncapped = edited(modern, "uncapped.bin", 4 * 16, slot(0.0))
+    modern_parts = ["--rotary", "1", "--norm", "rms", "--qk-norm", "1", "--mlp", "relu2", "--bias", "0", "--head",
+                    "untied", "--zero-init", "1"]
+    for args, init, want in ((["--arch", "modern", "--softcap", "0"], None, {"lr": 2e-3}),
+                             (["--arch", "modern", "--qk-norm", "0", "--optimizer", "muon"], None,
+                              {"lr": 0.02, "embedding_lr": 0.05}),
+                             (modern_parts, None, {"lr": 2e-3, "weight_decay": 0.1, "grad_clip": 1.0}),
+                             (["--rotary", "1"], None, {"lr": 3e-4}),
+                             (["--arch", "gpt2", *modern_parts, "--softcap", "30"], None, {"lr": 3e-4}),
+                             ([], uncapped, {"lr": 2e-3}),
+                             (["--optimizer", "muon"], uncapped, {"embedding_lr": 0.05, "head_lr": 0.002})):
+        given = " ".join(args + (["--init-from", "an uncapped modern model"] if init else []))
+        case = Case(f"{name} {given}: the defaults of "
+                    f"{'--arch' if '--arch' in args else 'the preset nearest the architecture'}")
+        ap, a = reference.parse_args(["--train-data", shard, *args])
+        reference.settle_architecture(ap, a, Checkpoint(init) if init else None)
+        got = {key: getattr(a, key) for key in want}
+        case.check(got == want, f"{got}, expected {want}")
+        case.end()
+    case = Case("bench_torch_gpt2.py --arch modern --optimizer muon without torch: one line saying it needs torch")
+    one_error_line(case, run_script(script("bench_torch_gpt2.py"), "--arch", "modern", "--optimizer", "muon",
+                                    env=env), "needs torch")
+    case.end()
+
+
+# The GPU scripts' commands: on PATH, and at the paths they run from the repository root.
+PATH_STUBS = ["make", "nvidia-smi", "python3", "torchrun", "compute-sanitizer"]
+LOCAL_STUBS = ["train_gpt", "prepare_data", "generate", "build/bench/bench_attention",
+               "build/tests/unit/attention/test_attention", "build/tests/unit/attention/test_decode",
+               "build/tests/unit/layers/test_matmul_rows", "tests/programs/test_generation.sh",
+               "tests/programs/test_evaluate.sh"]
+# Each script: the number of operands it takes, and those of a run (gpu/parity.sh's dataset,
+# which gpu_run makes).
+GPU_SCRIPTS = {"gpu/check.sh": (1, []), "gpu/scaling.sh": (0, []), "gpu/speed_race.sh": (0, []),
+               "gpu/attention.sh": (1, []), "gpu/decode.sh": (1, []), "gpu/parity.sh": (1, ["data"]),
+               "gpu/modern.sh": (1, ["data"]), "gpu/muon.sh": (1, ["data"]), "gpu/masks.sh": (1, ["data"])}
+PARITY_VARIABLES = ("MODELS", "SIDES", "SEEDS", "FLASHGPT", "FLASHGPT_BASE", "RACE", "ARCH", "OPTIMIZER",
+                    "WEIGHT_DECAY", "MUON_LR", "MODERN_LR", "PARTS")
+
+
+def gpu_folder(name):
+    """The folder of gpu_run's runs of scripts/NAME."""
+    return os.path.join(TMP, "args_" + name.replace("/", "_"))
+
+
+def gpu_run(name, args, stub_status, env_vars=None, where="."):
+    """Runs scripts/NAME ARGS (with env_vars) in the folder where, under a fresh folder that
+    stands for the repository (its scripts/gpu/ the script and common.sh, a dataset in data/)
+    and where every command the script calls is a stub that exits with stub_status(command)
+    and writes its command line to ran.log. Returns (CompletedProcess, the commands that ran)."""
+    d = folder(name.replace("/", "_"))
+    bin_dir, ran = os.path.join(d, "bin"), os.path.join(d, "ran.log")
+    for stub in [os.path.join("bin", s) for s in PATH_STUBS] + LOCAL_STUBS:
+        path = os.path.join(d, stub)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(f'#!/bin/sh\necho {os.path.basename(stub)} "$@" >> "{ran}"\nexit {stub_status(os.path.basename(stub))}\n')
+        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+    os.makedirs(os.path.join(d, "scripts", "gpu"))
+    for copied in (name, "gpu/common.sh"):
+        shutil.copy(script(copied), os.path.join(d, "scripts", copied))
+    os.makedirs(os.path.join(d, "data"))
+    for data in ("tokenizer.bin", "train_000000.bin", "val_000000.bin"):
+        open(os.path.join(d, "data", data), "w").close()
+    os.makedirs(os.path.join(d, where), exist_ok=True)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TEST_TEXT", "PYTHON", "STEPS", "SHAPES", "CP_T", "OUT") + PARITY_VARIABLES}
+    env.update(PATH=bin_dir + os.pathsep + env["PATH"], **(env_vars or {}))
+    try:
+        result = subprocess.run(["bash", os.path.relpath(os.path.join(d, "scripts", name), os.path.join(d, where)),
+                                 *args], cwd=os.path.join(d, where), env=env, capture_output=True, text=True,
+                                timeout=120)
+    except subprocess.TimeoutExpired:
+        result = subprocess.CompletedProcess(name, None, "", "timed out after 120 s")
+    commands = [line.split()[0] for line in open(ran)] if os.path.exists(ran) else []
+    return result, commands
+
+
+def case_gpu_scripts():
+    for name, (operands, run_args) in GPU_SCRIPTS.items():
+        case = Case(f"{name} --help: the usage, nothing run")
+        result, ran = gpu_run(name, ["--help"], lambda stub: 1)
+        first = open(script(name)).read().splitlines()[1].lstrip("# ")
+        case.check(result.returncode == 0 and result.stdout.startswith(first),
+                   f"exit {result.returncode}, stdout {result.stdout[:80]!r}")
+        case.check(not ran, f"ran {ran}")
+        case.end()
+        refusals = [(["--no-such-option"], "--no-such-option"),
+                    (["dir"] * (operands + 1), "unexpected argument")]
+        if operands:
+            refusals.append((["no-such-tree"], "no-such-tree"))
+        for args, must_mention in refusals:
+            case = Case(f"{name} {' '.join(args)}: refused in one line, nothing run")
+            result, ran = gpu_run(name, args, lambda stub: 0)
+            one_error_line(case, result, must_mention)
+            case.check(not ran, f"ran {ran}")
+            case.end()
+        case = Case(f"{name} run from another folder: refused in one line, nothing run or made")
+        result, ran = gpu_run(name, [os.path.join("..", a) for a in run_args], lambda stub: 0, where="elsewhere")
+        one_error_line(case, result, "run it from the repository root")
+        case.check(not ran, f"ran {ran}")
+        elsewhere = os.path.join(gpu_folder(name), "elsewhere")
+        case.check(not os.listdir(elsewhere), f"made {os.listdir(elsewhere)}")
+        case.end()
+        case = Case(f"{name}: every step succeeds, exit status 0")
+        result, ran = gpu_run(name, run_args, lambda stub: 0, {"OUT": "logs"})
+        case.check(result.returncode == 0 and "failed steps" not in result.stdout,
+                   f"exit {result.returncode}, last line {result.stdout.splitlines()[-1:]}")
+        case.end()
+        case = Case(f"{name}: every step after the build fails, exit status 1 naming them")
+        result, ran = gpu_run(name, run_args, lambda stub: 0 if stub == "make" else 1, {"OUT": "logs"})
+        last = (result.stdout.splitlines() or [""])[-1]
+        case.check(result.returncode == 1, f"exit status {result.returncode}")
+        case.check(last.startswith("failed steps: "), f"last line {last!r}")
+        case.end()
+
+
+def case_gpu_parity_variables():
+    for env_vars, must_mention in (({"MODELS": ""}, "MODELS is empty"), ({"SEEDS": " "}, "SEEDS is empty"),
+                                   ({"MODELS": "d6 d7"}, "no parity run called d7"),
+                                   ({"SIDES": "flashgpt refrence"}, "no side called refrence"),
+                                   ({"SIDES": "flashgpt-base"}, "FLASHGPT_BASE")):
+        what = " ".join(f"{k}='{v}'" for k, v in env_vars.items())
+        case = Case(f"gpu/parity.sh with {what}: refused in one line, nothing run")
+        result, ran = gpu_run("gpu/parity.sh", ["data"], lambda stub: 0, dict(env_vars, OUT="logs"))
+        one_error_line(case, result, must_mention)
+        case.check(not ran, f"ran {ran}")
+        case.end()
+    case = Case("gpu/parity.sh with MODELS=d6-t256 and SIDES of each kind: runs each, the reference from "
+                "train_gpt's initial weights of the seed")
+    result, ran = gpu_run("gpu/parity.sh", ["data"], lambda stub: 0,
+                          {"MODELS": "d6-t256", "SIDES": "flashgpt flashgpt-base reference+residual",
+                           "FLASHGPT_BASE": "./train_gpt", "SEEDS": "1 2", "OUT": "logs"})
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    # Each seed: the initial weights, flashgpt, flashgpt-base, the reference; then the curves.
+    case.check(ran.count("train_gpt") == 6 and ran.count("python3") == 3, f"ran {ran}")
+    lines = ran_lines("gpu/parity.sh")
+    for seed in (1, 2):
+        init = f"logs/parity/d6-t256/init-s{seed}.bin"
+        saves = [line for line in lines if line.startswith("train_gpt ") and f"--save-init {init}" in line]
+        case.check(len(saves) == 1 and f"--seed {seed} " in saves[0], f"seed {seed}: train_gpt --save-init {saves}")
+        starts = [line for line in lines if "train_torch_reference.py" in line and f"--init-from {init}" in line]
+        case.check(len(starts) == 1 and f"--seed {seed} " in starts[0], f"seed {seed}: the reference {starts}")
+    case.end()
+
+
+def ran_lines(name):
+    """The command lines the stubs of the last gpu_run of scripts/NAME wrote."""
+    return open(os.path.join(gpu_folder(name), "ran.log")).read().splitlines()
+
+
+def case_gpu_parity_architecture():
+    case = Case("gpu/parity.sh with ARCH=gpt3: refused in one line, nothing run")
+    result, ran = gpu_run("gpu/parity.sh", ["data"], lambda stub: 0, {"ARCH": "gpt3", "OUT": "logs"})
+    one_error_line(case, result, "ARCH gpt3")
+    case.check(not ran, f"ran {ran}")
+    case.end()
+    # (variables, what every train_gpt and reference line holds, what none does, the logs' folder)
+    for env_vars, every, none, folder_name in (
+            ({}, ["--optimizer adamw --lr 1e-3 ", "--weight-decay 0.1 "], ["--arch"], "d6-t256"),
+            ({"ARCH": "modern"}, ["--arch modern ", "--optimizer adamw --lr 2e-3 "], ["--embedding-lr"],
+             "d6-t256-modern"),
+            ({"ARCH": "modern", "OPTIMIZER": "muon"},
+             ["--arch modern ", "--optimizer muon --lr 0.02 --embedding-lr 0.05 --head-lr 0.002 ", "--weight-decay 0 "],
+             [], "d6-t256-modern-muon"),
+            ({"OPTIMIZER": "muon", "WEIGHT_DECAY": "0.1"},
+             ["--optimizer muon --lr 0.02 --vector-lr 0.002 --embedding-lr 0.001 ", "--weight-decay 0.1 "],
+             ["--arch", "--head-lr"], "d6-t256-muon-wd0.1"),
+            ({"ARCH": "modern", "ARGS": "--softcap 0 --qk-norm 0"}, ["--arch modern ", " --softcap 0 --qk-norm 0 "], [],
+             "d6-t256-modern--softcap0--qk-norm0")):
+        what = " ".join(f"{k}={v}" for k, v in env_vars.items()) or "no ARCH"
+        case = Case(f"gpu/parity.sh with {what}: both sides train that recipe, logs in {folder_name}/")
+        result, _ = gpu_run("gpu/parity.sh", ["data"], lambda stub: 0,
+                            dict(env_vars, MODELS="d6-t256", SEEDS="1", OUT="logs"))
+        case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+        runs = [line for line in ran_lines("gpu/parity.sh")
+                if line.startswith("train_gpt ") or "train_torch_reference.py" in line]
+        case.check(len(runs) == 3, f"ran {runs}")
+        for line in runs:
+            for want in every:
+                case.check(want in line + " ", f"no {want!r} in {line!r}")
+            for unwanted in none:
+                case.check(unwanted not in line, f"{unwanted!r} in {line!r}")
+            case.check(f"logs/parity/{folder_name}/" in line, f"not in {folder_name}/: {line!r}")
+        case.check(any("compare_curves.py" in line and "--train-loss" in line for line in ran_lines("gpu/parity.sh")),
+                   "no compare_curves.py --train-loss")
+        case.end()
+
+
+def case_gpu_masks_runs():
+    case = Case("gpu/masks.sh without a dataset: refused in one line, nothing run")
+    result, ran = gpu_run("gpu/masks.sh", [], lambda stub: 0, {"OUT": "logs"})
+    one_error_line(case, result, "the dataset folder is needed")
+    case.check(not ran, f"ran {ran}")
+    case.end()
+    case = Case("gpu/masks.sh: the modern recipe at T 8192 B 2 with documents and the windows of WINDOWS, then "
+                "dense at T 1024 B 16, then the table against the dense run")
+    result, _ = gpu_run("gpu/masks.sh", ["data"], lambda stub: 0, {"WINDOWS": "full,256", "OUT": "logs"})
+    lines = ran_lines("gpu/masks.sh")
+    runs = [line for line in lines if line.startswith("train_gpt ")]
+    case.check(result.returncode == 0 and len(runs) == 2, f"exit {result.returncode}, train_gpt runs {runs}")
+    if len(runs) == 2:
+        masked, dense = (line.split() for line in runs)
+        case.check("--arch modern" in runs[0] and "-T 8192 -B 2" in runs[0] and "--document-mask" in masked and
+                   "--window-pattern full,256" in runs[0], f"the masked run: {runs[0]}")
+        case.check("--arch modern" in runs[1] and "-T 1024 -B 16" in runs[1] and "--document-mask" not in dense and
+                   "--window-pattern" not in dense, f"the dense run: {runs[1]}")
+        steps = [words[words.index("--steps") + 1] for words in (masked, dense)]
+        case.check(steps[0] == steps[1], f"steps {steps}")
+    case.check(any(line.startswith("python3 scripts/compare_curves.py --runs --baseline dense") for line in lines),
+               f"no table: {lines}")
+    case.end()
+
+
+def case_gpu_modern_parts():
+    for env_vars, args, must_mention in (({"PARTS": " "}, ["data"], "PARTS is empty"),
+                                         ({"PARTS": "learning tuning"}, ["data"], "no part called tuning"),
+                                         ({"PARTS": "learning"}, [], "needs the dataset folder"),
+                                         ({}, [], "needs the dataset folder")):
+        what = " ".join(f"{k}='{v}'" for k, v in env_vars.items()) or "both parts"
+        case = Case(f"gpu/modern.sh with {what}{'' if args else ' and no dataset'}: refused in one line, nothing run")
+        result, ran = gpu_run("gpu/modern.sh", args, lambda stub: 0, dict(env_vars, OUT="logs"))
+        one_error_line(case, result, must_mention)
+        case.check(not ran, f"ran {ran}")
+        case.end()
+    case = Case("gpu/modern.sh with PARTS=speed and no dataset: each recipe in train_gpt, modern-muon in "
+                "torch.compile, at both shapes")
+    result, _ = gpu_run("gpu/modern.sh", [], lambda stub: 0, {"PARTS": "speed", "OUT": "logs"})
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    lines = ran_lines("gpu/modern.sh")
+    for T, B in (("1024", "64"), ("16384", "4")):
+        shape = f"--context {T} -T {T} -B {B} "
+        trains = [line for line in lines if line.startswith("train_gpt ") and shape in line]
+        case.check(len(trains) == 3 and sum("--arch modern --optimizer muon" in line for line in trains) == 1 and
+                   sum("--optimizer adamw --lr 6e-4" in line for line in trains) == 1, f"T {T}: {trains}")
+        torch = [line for line in lines if "bench_torch_gpt2.py" in line and f"-B {B} -T {T} " in line]
+        case.check(len(torch) == 1 and "--arch modern --optimizer muon" in torch[0], f"T {T}: {torch}")
+    case.end()
+    case = Case("gpu/modern.sh with PARTS=learning: the three recipes in train_gpt, then the PyTorch modern-muon "
+                "under torch.compile from train_gpt's initial weights")
+    result, _ = gpu_run("gpu/modern.sh", ["data"], lambda stub: 0, {"PARTS": "learning", "OUT": "logs"})
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    lines = ran_lines("gpu/modern.sh")
+    for recipe, options in (("gpt2-adamw", "--optimizer adamw --lr 6e-4 --weight-decay 0.1"),
+                            ("modern-muon", "--arch modern --optimizer muon"),
+                            ("modern-adamw", "--arch modern --optimizer adamw")):
+        runs = [line for line in lines if line.startswith("train_gpt ") and f"--log logs/modern/{recipe}.csv" in line]
+        case.check(len(runs) == 1 and f"{options} --log" in runs[0], f"{recipe}: {runs}")
+    init = "logs/modern/init-modern-s1.bin"
+    saves = [line for line in lines if line.startswith("train_gpt ") and f"--save-init {init}" in line]
+    torch = [line for line in lines if "train_torch_reference.py" in line]
+    case.check(len(saves) == 1 and "--arch modern --optimizer muon" in saves[0] and "--seed 1 " in saves[0],
+               f"the initial weights: {saves}")
+    case.check(len(torch) == 1 and f"--arch modern --optimizer muon --init-from {init} --compile" in torch[0] and
+               "--seed 1 " in torch[0], f"the reference: {torch}")
+    case.check(lines.index(saves[0]) < lines.index(torch[0]) if saves and torch else False, "the order")
+    case.end()
+    case = Case("gpu/modern.sh with PARTS=profile and no dataset: each recipe in train_gpt, profiled at T 1024, B 64")
+    result, _ = gpu_run("gpu/modern.sh", [], lambda stub: 0, {"PARTS": "profile", "OUT": "logs"})
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    runs = [line for line in ran_lines("gpu/modern.sh") if line.startswith("train_gpt ")]
+    case.check(len(runs) == 3 and all("-T 1024 -B 64 " in line and "--profile 3 " in line for line in runs) and
+               sum("--arch modern --optimizer muon" in line for line in runs) == 1, f"the runs: {runs}")
+    case.end()
+
+
+def case_gpu_decode_modern():
+    case = Case("gpu/decode.sh: a modern d12 beside GPT-2's, each prompt and sample count generated by both")
+    result, _ = gpu_run("gpu/decode.sh", [], lambda stub: 0, {"OUT": "logs"})
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stderr.strip()!r}")
+    lines = ran_lines("gpu/decode.sh")
+    trains = [line for line in lines if line.startswith("train_gpt ") and "--out-dir build/gpu-decode/run" in line]
+    case.check(len(trains) == 2 and "--arch modern " in trains[1] and trains[1].endswith("run-modern"),
+               f"the models: {trains}")
+    generated = [line for line in lines if line.startswith("generate ") and "--max-tokens 256" in line]
+    modern = [line for line in generated if "run-modern/model_00000002.bin" in line]
+    case.check(len(generated) == 18 and len(modern) == 9, f"{len(generated)} generate runs, {len(modern)} modern")
+    case.end()
+
+def main():
+    case_random_tokens()
+    case_gen_unicode_tables()
+    case_compare_curves()
+    case_without_numpy()
+    case_help_without_packages()
+    case_missing_packages()
+    case_reference_bad_counts()
+    case_torch_scripts()
+    case_architecture_options()
+    case_gpu_scripts()
+    case_gpu_parity_variables()
+    case_gpu_parity_architecture()
+    case_gpu_modern_parts()
+    case_gpu_masks_runs()
+    case_gpu_decode_modern()
+    return 1 if Case.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""tests/programs/test_torch_reference.py: the PyTorch reference's model and optimizers
+(scripts/torch_gpt2.py, scripts/torch_optimizers.py) against the float64 numpy reference of
+tests/reference/gen_gpt_reference.py, in float64 on the CPU, for both of its files
+($FLASHGPT_TESTDATA/gpt_reference.bin: GPT-2's architecture; gpt_modern_reference.bin: the modern
+one with a rotary base of 100 and a soft cap of 2, every tensor random):
+- the model of the file's architecture (read from its header slots as the checkpoint's are),
+  its parameters set through GPT.load_checkpoint from scripts/gpt2_checkpoint.py's layout (the
+  path of --init-from): the loss within 1e-6 relative, every tensor's gradient within 1e-5
+  relative L2 (the file stores them in float32);
+- the reference trainer's AdamW (its groups, the clip at 1) for the file's steps on the batch:
+  each step's loss within 1e-5 relative;
+- its Muon (the parameter table's groups: the matrices, wte, lm_head, the vectors, each at its
+  rate), for the modern file's Muon steps: each loss within 1e-2 relative, as tests/unit/gpt/test_gpt.cu
+  allows train_gpt (Newton-Schulz runs in bf16 on both).
+The project never depends on torch: without it every case is SKIPPED (the GPU machine's python
+has it). Prints PASS / FAIL / SKIPPED lines like tests/lib/test.h.
+"""
+import os
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from case import Case  # noqa: E402
+from gpt2_checkpoint import Shape, architecture_from_slots, layout  # noqa: E402
+from gpt_architecture import SLOTS  # noqa: E402
+from gpt_schedule import optimizer_rates  # noqa: E402
+
+try:
+    import torch
+except ImportError:
+    torch = None
+else:
+    from torch_gpt2 import GPT, checkpoint_parameter
+    from torch_optimizers import Muon, adamw
+
+TESTDATA = os.environ.get("FLASHGPT_TESTDATA", "build/testdata")
+FILES = (("gpt2", "gpt_reference.bin"), ("modern", "gpt_modern_reference.bin"))
+TOL_LOSS, TOL_GRAD, TOL_ADAMW, TOL_MUON = 1e-6, 1e-5, 1e-5, 1e-2
+
+
+def read_reference(path):
+    """The file's parts by name (gen_gpt_reference.py's layout)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    header = np.frombuffer(data, "<i4", 256)
+    B, T, maxT, V, _, L, NH, C, nsteps, P, muon_steps = (int(v) for v in header[2:13])
+    r = {"B": B, "T": T, "shape": Shape(maxT, V, L, NH, C), "arch": architecture_from_slots(header[16:16 + SLOTS])}
+    offset = 1024
+    for name, dtype, count in (("hyper", "<f4", 16), ("inputs", "<i4", B * T), ("targets", "<i4", B * T),
+                               ("params", "<f4", P), ("logits", "<f4", B * T * V), ("loss", "<f4", 1),
+                               ("grads", "<f4", P), ("grad_norm", "<f4", 1), ("losses", "<f4", nsteps),
+                               ("muon_losses", "<f4", muon_steps)):
+        r[name] = np.frombuffer(data, dtype, count, offset).astype(np.float64 if dtype == "<f4" else np.int64)
+        offset += 4 * count
+    if offset != len(data):
+        raise ValueError(f"{path}: {len(data)} bytes, the header says {offset}")
+    return r
+
+
+def slices(r, flat):
+    """flat (P, checkpoint order) as the (Slice, values) pairs GPT.load_checkpoint takes."""
+    offset = 0
+    for sl in layout(r["shape"], r["arch"]):
+        n = int(np.prod(sl.shape))
+        yield sl, flat[offset:offset + n].reshape(sl.shape)
+        offset += n
+
+
+def model_of(r):
+    s = r["shape"]
+    model = GPT(s.L, s.C, s.NH, s.V, s.maxT, arch=r["arch"]).double()
+    model.load_checkpoint(slices(r, r["params"]))
+    return model
+
+
+def batch(r):
+    return (torch.from_numpy(r[k].reshape(r["B"], r["T"])) for k in ("inputs", "targets"))
+
+
+def relative(got, want):
+    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
+
+
+def case_forward_backward(name, r):
+    case = Case(f"torch reference {name}: loss and every gradient against float64")
+    model = model_of(r)
+    inputs, targets = batch(r)
+    loss = model(inputs, targets)
+    loss.backward()
+    want = float(r["loss"][0])
+    case.check(abs(loss.item() - want) <= TOL_LOSS * abs(want), f"loss {loss.item():.9f}, reference {want:.9f}")
+    params = dict(model.named_parameters())
+    offset, worst = 0, (0.0, "")
+    for sl in layout(r["shape"], r["arch"]):
+        n = int(np.prod(sl.shape))
+        p = params[checkpoint_parameter(sl.hf_name)]
+        err = relative(p.grad.numpy().reshape(-1), r["grads"][offset:offset + n])
+        worst = max(worst, (err, sl.hf_name))
+        case.check(err <= TOL_GRAD, f"d{sl.hf_name}: relative L2 error {err:.2e}")
+        offset += n
+    print(f"    {name}: loss {loss.item():.9f} against {want:.9f}; worst gradient d{worst[1]} {worst[0]:.1e}")
+    case.end()
+
+
+def steps(model, r, optimizer, count, scale_step):
+    """The loss before each of count steps of optimizer on the file's batch, the gradient's norm
+    clipped to the file's clip first."""
+    inputs, targets = batch(r)
+    losses = []
+    for _ in range(count):
+        loss = model(inputs, targets)
+        losses.append(loss.item())
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), float(r["hyper"][5]))
+        scale_step()
+        optimizer.zero_grad(set_to_none=True)
+    return np.array(losses)
+
+
+def case_optimizers(name, r):
+    h = r["hyper"]
+    case = Case(f"torch reference {name}: the trainer's AdamW, {len(r['losses'])} steps, against float64")
+    model = model_of(r)
+    opt = adamw(model, SimpleNamespace(lr=h[0], weight_decay=h[4]))
+    case.check(np.allclose(opt.defaults["betas"] + (opt.defaults["eps"],), h[1:4], rtol=1e-6),
+               f"betas {opt.defaults['betas']}, eps {opt.defaults['eps']}: the file's are {h[1:4]}")
+    got = steps(model, r, opt, len(r["losses"]), opt.step)
+    err = np.abs(got - r["losses"]) / r["losses"]
+    case.check(err.max() <= TOL_ADAMW, f"step {int(err.argmax()) + 1}: loss {got[err.argmax()]:.6f}, "
+               f"reference {r['losses'][err.argmax()]:.6f}")
+    print(f"    {name}: AdamW losses {got[0]:.6f} -> {got[-1]:.6f}, worst relative error {err.max():.1e}")
+    case.end()
+    if not len(r["muon_losses"]):
+        return
+    case = Case(f"torch reference {name}: the trainer's Muon, {len(r['muon_losses'])} steps, against float64")
+    model = model_of(r)
+    settings = SimpleNamespace(optimizer="muon", lr=h[6], muon_momentum=h[7], embedding_lr=h[8], head_lr=h[9],
+                               vector_lr=h[10], adam_beta1=h[11], adam_beta2=h[12], weight_decay=h[14])
+    opt = Muon(model, settings)
+    # Adam's groups, in any order: the embeddings at the embedding rate, an untied head at its own,
+    # the vectors.
+    groups = sorted((sorted(id(p) for p in g["params"]), g["group"]) for g in opt.adam.param_groups)
+    want = [([id(model.wte.weight)] + ([id(model.wpe.weight)] if model.wpe is not None else []), "embedding")]
+    if model.lm_head is not None:
+        want.append(([id(model.lm_head.weight)], "head"))
+    vectors = [id(p) for p in model.parameters() if p.dim() < 2]
+    if vectors:
+        want.append((vectors, "vector"))
+    want = sorted((sorted(ids), group) for ids, group in want)
+    case.check(groups == want, f"Adam's groups (parameter ids, group) {groups}, expected {want}")
+    rates = optimizer_rates(settings, settings.lr)
+    got = steps(model, r, opt, len(r["muon_losses"]), lambda: opt.step(rates))
+    err = np.abs(got - r["muon_losses"]) / r["muon_losses"]
+    case.check(err.max() <= TOL_MUON, f"step {int(err.argmax()) + 1}: loss {got[err.argmax()]:.6f}, "
+               f"reference {r['muon_losses'][err.argmax()]:.6f}")
+    print(f"    {name}: Muon losses {got[0]:.6f} -> {got[-1]:.6f}, worst relative error {err.max():.1e}")
+    case.end()
+
+
+def main():
+    if torch is None:
+        print("SKIPPED test_torch_reference (no torch for this python: the project never depends on it)")
+        return 0
+    torch.manual_seed(0)
+    for name, file in FILES:
+        r = read_reference(os.path.join(TESTDATA, file))
+        case_forward_backward(name, r)
+        case_optimizers(name, r)
+    return 1 if Case.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

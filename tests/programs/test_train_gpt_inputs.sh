@@ -1,0 +1,884 @@
+#!/usr/bin/env bash
+# tests/programs/test_train_gpt_inputs.sh: train_gpt and generate against bad inputs that must stop them
+# with one line before the GPU is touched: checkpoints of a --resume folder or --init-from that
+# are truncated, empty, random, of another shape, with values that are not finite or headers
+# whose sizes overflow; --log and --out-dir that cannot be written, a --log that is an input;
+# flags out of range. Also which validation shards the default --val-data finds, and that it says
+# when there are none. The checkpoints are made here (ckpt.py below, in the formats of
+# gpt/checkpoint.h and train/state.h), so no GPU is needed; each bad case is one change to a pair
+# that passes every check. Needs ./prepare_data and ./train_gpt (SKIPPED without train_gpt);
+# prints PASS / FAIL lines like tests/lib/test.h.
+set -u
+cd "$(dirname "$0")/../.."
+# Every case ends where the GPU would be taken: with the devices hidden, a machine that has one
+# stops there too.
+export CUDA_VISIBLE_DEVICES=
+if [ ! -x ./train_gpt ]; then
+    echo "SKIPPED train_gpt_inputs (./train_gpt is not built: no nvcc)"
+    exit 0
+fi
+PYTHON=${PYTHON:-python3}
+tmp=${FLASHGPT_TMP:-/tmp}/train_gpt_inputs
+rm -rf "$tmp"
+mkdir -p "$tmp"
+. tests/lib/cases.sh
+has_line() { grep -qxF -- "$2" "$1"; }
+# The run's one error line is exactly the expected one, or starts with it.
+says() { [ "$(grep -c '^error: ' "$1")" = 1 ] && grep -q -- "^error: $2" "$1"; }
+last() { grep '^error' "$1" | tail -1; }
+
+make_text "$tmp/a.txt" 400 1
+make_text "$tmp/b.txt" 400 2
+./prepare_data --out-dir "$tmp/ds" --vocab-size 300 --split-blank-lines "$tmp/a.txt" >/dev/null 2>&1
+
+# Checkpoint files as gpt/checkpoint.h and train/state.h lay them out: a model (version 5, bf16 zeros) and a
+# training state (fp32 zeros) of the shape given, each with one thing changed when asked
+# (slot=AT:VALUE,AT:VALUE...: header slots set, a float by its bits: bits X).
+cat > "$tmp/ckpt.py" <<'EOF'
+import struct, sys
+def params(maxT, V, Vp, L, NH, C, modern):
+    if modern:  # wte, the blocks' four matrices, lm_head
+        return 2 * Vp * C + L * 12 * C * C
+    return Vp * C + maxT * C + L * (12 * C * C + 13 * C) + 2 * C
+def pad(V):
+    return (V + 127) // 128 * 128
+def bits(x):
+    return struct.unpack("<i", struct.pack("<f", x))[0]
+kind, path = sys.argv[1], sys.argv[2]
+opt = dict(a.split("=", 1) for a in sys.argv[3:])
+maxT, V, L, NH, C = (int(opt.get(k, d)) for k, d in (("maxT", 64), ("V", 300), ("L", 2), ("NH", 2), ("C", 128)))
+Vp = int(opt.get("Vp", pad(V)))
+modern = "modern" in opt
+# A header with its own Vp is refused before its size counts: a few bytes of body stand in.
+P = params(maxT, V, Vp, L, NH, C, modern) if "Vp" not in opt else 16
+if kind == "model":
+    header = [20240326, 5, maxT, V, L, NH, C, Vp]
+    if modern:  # version 7: the modern preset's architecture in slots 8-16 (documents, windows in
+        header[1] = 7   # slots 17-83)
+        header += [1, bits(10000.0), 1, 1, 1, 0, 1, 1, bits(30.0)]
+    body = bytearray(2 * P)
+    if "nan" in opt:
+        body[2 * int(opt["nan"]):2 * int(opt["nan"]) + 2] = struct.pack("<H", 0x7fc0)
+else:
+    B, T = int(opt.get("B", 1)), int(opt.get("T", 64))
+    ints = [20241130, 1, int(opt.get("step", 5)), maxT, V, L, NH, C, Vp, B, T, int(opt.get("grad_accum", 1)),
+            2, int(opt.get("steps", 10)), int(opt.get("adam_t", opt.get("step", 5)))]
+    floats = [float(opt.get("lr", 0.5)), 0.5, 0.5, 0.5]
+    rest = [7, 0, 0, 0, 5, 0, 99, 0, 0, 0, 0, 64, int(opt.get("world_size", 0))]
+    header = ints + [struct.unpack("<i", struct.pack("<f", x))[0] for x in floats] + rest
+    if "muon" in opt:  # version 2: the optimizer and Muon's momentum, lrs and betas in slots 32-38
+        header[1] = 2
+        muon = [0.9, 0.001, 0.002, 0.8, 0.95]
+        header += [1] + [struct.unpack("<i", struct.pack("<f", x))[0] for x in muon]
+    body = bytearray(4 * 3 * P)
+    if "nan" in opt:
+        body[4 * int(opt["nan"]):4 * int(opt["nan"]) + 4] = struct.pack("<f", float("nan"))
+    if "negative_v" in opt:
+        at = 4 * (2 * P + int(opt["negative_v"]))
+        body[at:at + 4] = struct.pack("<f", -1.0)
+for pair in filter(None, opt.get("slot", "").split(",")):
+    at, value = pair.split(":")
+    header += [0] * (int(at) + 1 - len(header))
+    header[int(at)] = bits(float(value[5:])) if value.startswith("bits ") else int(value)
+data = struct.pack("<256i", *(header + [0] * (256 - len(header)))) + bytes(body)
+if "cut" in opt:
+    data = data[:len(data) - int(opt["cut"])]
+open(path, "wb").write(data)
+EOF
+ckpt() { "$PYTHON" "$tmp/ckpt.py" "$@"; }
+
+# The run every resume case starts from: the state's settings on the command line.
+# The train glob goes to train_gpt unexpanded, as quoted on a command line.
+train="$tmp/ds/train_*.bin"
+run_args="-B 1 -T 64 --steps 10 --lr 0.5 --min-lr-frac 0.5 --warmup-steps 2 --weight-decay 0.5 --grad-clip 0.5
+    --seed 7"
+pair() {  # pair <dir> [model options] -- [state options]: a checkpoint pair of step 5 in dir
+    local dir=$1; shift
+    local model=() state=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do model+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    state=("$@")
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    ckpt model "$dir/model_00000005.bin" "${model[@]}"
+    ckpt state "$dir/state_00000005.bin" "${state[@]}"
+}
+resume() {  # resume <dir> [extra options]: train_gpt --resume dir, its output in $tmp/out
+    local dir=$1; shift
+    ./train_gpt --train-data "$train" $run_args --resume "$dir" "$@" > "$tmp/out" 2>&1
+}
+
+begin "train_gpt_resume_checks_both_files_before_the_gpu"
+pair "$tmp/good" --
+resume "$tmp/good"
+check "the pair made here is refused: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+pair "$tmp/r" cut=1 --
+resume "$tmp/r"
+check "a truncated model: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: .* bytes, expected .*truncated"
+pair "$tmp/r" --
+: > "$tmp/r/model_00000005.bin"
+resume "$tmp/r"
+check "an empty model: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: too short"
+head -c "$(wc -c < "$tmp/good/model_00000005.bin")" /dev/urandom > "$tmp/r/model_00000005.bin"
+resume "$tmp/r"
+check "a random model: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: not a model checkpoint"
+pair "$tmp/r" maxT=128 --
+resume "$tmp/r"
+check "a model of another shape: $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/r: .*model_00000005.bin is .*context 128.*not one checkpoint"
+pair "$tmp/r" nan=1000 --
+resume "$tmp/r"
+check "a model with a NaN: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: parameter 1000 is not finite"
+pair "$tmp/r" -- cut=4
+resume "$tmp/r"
+check "a truncated state: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: .* bytes, expected .*truncated"
+pair "$tmp/r" --
+: > "$tmp/r/state_00000005.bin"
+resume "$tmp/r"
+check "an empty state: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: too short"
+head -c "$(wc -c < "$tmp/good/state_00000005.bin")" /dev/urandom > "$tmp/r/state_00000005.bin"
+resume "$tmp/r"
+check "a random state: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: not a training state"
+pair "$tmp/r" -- L=3
+resume "$tmp/r"
+check "a state of another shape: $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/r: .*not one checkpoint"
+pair "$tmp/r" -- nan=77
+resume "$tmp/r"
+check "a state with a NaN: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: the master weight of parameter 77 is nan"
+pair "$tmp/r" -- negative_v=3
+resume "$tmp/r"
+check "a negative second moment: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: the AdamW v of parameter 3 is -1"
+end
+
+begin "train_gpt_architecture_of_the_checkpoint"
+# A modern model (version 7): resumed and started from with its architecture, by --arch or
+# without it; another architecture asked for, a corrupt architecture and an unused slot set are
+# refused naming the file or what differs.
+pair "$tmp/modern" modern=1 -- modern=1
+resume "$tmp/modern"
+check "a modern run resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+resume "$tmp/modern" --arch modern --softcap 30
+check "a modern run resumed with --arch modern: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+resume "$tmp/modern" --arch gpt2
+check "a modern run resumed as gpt2: $(last "$tmp/out")" says "$tmp/out" \
+    "the architecture asked for (gpt2) is not that of $tmp/modern (modern)"
+resume "$tmp/modern" --qk-norm 0
+check "a modern run resumed without QK-norm: $(last "$tmp/out")" says "$tmp/out" \
+    "the architecture asked for (rotary (base 10000), rms norm, no qk-norm, .*) is not that of $tmp/modern (modern)"
+resume "$tmp/good" --arch modern
+check "a GPT-2 run resumed as modern: $(last "$tmp/out")" says "$tmp/out" "the architecture asked for (modern) is not that of"
+pair "$tmp/r" modern=1 -- 
+resume "$tmp/r"
+check "a modern model with a GPT-2's state: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: .* bytes, expected"
+pair "$tmp/r" modern=1 slot=12:2 -- modern=1
+resume "$tmp/r"
+check "a switch of 2: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/model_00000005.bin: corrupt header: a switch of the architecture is neither 0 nor 1"
+pair "$tmp/r" modern=1 slot=9:0 -- modern=1
+resume "$tmp/r"
+check "a rotary base of 0: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: corrupt header: the rotary base"
+pair "$tmp/r" modern=1 slot=84:1 -- modern=1
+resume "$tmp/r"
+check "a slot past the architecture: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: corrupt header: slot 84 holds 1"
+pair "$tmp/r" modern=1 C=96 -- modern=1 C=96
+resume "$tmp/r"
+check "rotary at head size 48: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/model_00000005.bin: head size 48: flash attention: head size must be 64 or 128"
+ckpt model "$tmp/modern.bin" modern=1
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/modern.bin" > "$tmp/out" 2>&1
+check "--init-from a modern model: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/modern.bin" --head tied > "$tmp/out" 2>&1
+check "--init-from a modern model, --head tied: $(last "$tmp/out")" says "$tmp/out" "the architecture asked for"
+./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch modern --optimizer muon --head-lr 0.01 \
+    --recompute layernorm > "$tmp/out" 2>&1
+check "--arch modern: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --optimizer muon --head-lr 0.01 > "$tmp/out" 2>&1
+check "--head-lr of a tied head: $(last "$tmp/out")" says "$tmp/out" "--head-lr: the model's head is wte"
+./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch modern --recompute gelu > "$tmp/out" 2>&1
+check "--recompute gelu of relu2: $(last "$tmp/out")" says "$tmp/out" "--recompute gelu: the relu2 MLP"
+# The rotary base's bound is the header's (gpt/config.h), stated at the option check: before
+# the training data is looked for.
+./train_gpt --train-data "$tmp/none_*.bin" --model d2 --context 64 -T 64 --arch modern --rotary-base 1 > "$tmp/out" 2>&1
+check "--rotary-base 1: $(last "$tmp/out")" says "$tmp/out" \
+    "--rotary-base 1: the rotary base must be a finite number above 1"
+pair "$tmp/r" modern=1 slot=9:1065353216 -- modern=1
+resume "$tmp/r"
+check "a rotary base of 1 in the header: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/model_00000005.bin: corrupt header: the rotary base must be a finite number above 1"
+./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch other > "$tmp/out" 2>&1
+check "--arch other: $(last "$tmp/out")" says "$tmp/out" "--arch other: expected gpt2 or modern"
+if [ -x ./generate ]; then
+    ./generate --checkpoint "$tmp/modern.bin" --tokenizer "$tmp/ds/tokenizer.bin" hello > "$tmp/out" 2>&1
+    check "generate a modern model: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+fi
+end
+
+begin "train_gpt_key_windows_checked_before_the_gpu"
+# Attention's key windows: documents (slots 17-18), a window pattern (19, and 20-83) in a modern
+# model's header, resumed with them (under the ring too) or refused naming the file and what is
+# wrong; the options
+# --document-mask (which takes the tokenizer's <|endoftext|>), --window and --window-pattern,
+# refused in one line where they cannot be; what train_gpt --help says of them.
+eot=$("$PYTHON" -c 'import struct, sys; print(struct.unpack_from("<5i", open(sys.argv[1], "rb").read())[4])' \
+    "$tmp/ds/tokenizer.bin" 2>/dev/null)
+pair "$tmp/masked" modern=1 slot=17:1,18:7,19:2,21:16 -- modern=1
+resume "$tmp/masked"
+check "documents and the windows full,16 resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+resume "$tmp/masked" --context-parallel 2
+check "resumed under the ring: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+resume "$tmp/masked" --window 16
+check "resumed with another window: $(last "$tmp/out")" says "$tmp/out" \
+    "the architecture asked for (modern, documents (token 7), windows 16) is not that of $tmp/masked (modern, documents (token 7), windows full,16)"
+resume "$tmp/masked" --tokenizer "$tmp/ds/tokenizer.bin"
+check "with a tokenizer whose <|endoftext|> is not 7: $(last "$tmp/out")" says "$tmp/out" \
+    "--tokenizer $tmp/ds/tokenizer.bin: its <|endoftext|> is token $eot, the documents of $tmp/masked start at token 7"
+pair "$tmp/r" modern=1 slot=17:1,18:300 -- modern=1
+resume "$tmp/r"
+check "a document token past the vocabulary: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/model_00000005.bin: corrupt header: the document token is outside the vocabulary"
+while IFS='|' read -r slots why; do
+    pair "$tmp/r" modern=1 slot="$slots" -- modern=1
+    resume "$tmp/r"
+    check "slots $slots: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: corrupt header: $why"
+done <<'EOF'
+17:2|a switch of the architecture is neither 0 nor 1
+18:5|the document token is negative, or set without documents
+19:65|the window count is not 0 to 64
+19:1,20:-3|a window is negative
+19:1,21:8|a window is set past the pattern
+EOF
+fresh() {  # fresh [options]: a new d2 run, its output in $tmp/out
+    ./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch modern "$@" > "$tmp/out" 2>&1
+}
+fresh --document-mask --window-pattern 32,full --tokenizer "$tmp/ds/tokenizer.bin"
+check "--document-mask --window-pattern 32,full: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+fresh --document-mask
+check "--document-mask without --tokenizer: $(last "$tmp/out")" says "$tmp/out" \
+    "--document-mask: a document starts at <|endoftext|>, whose id comes from --tokenizer: give it"
+fresh --window 8 --context-parallel 2
+check "--window under the ring: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+fresh --window 8 --window-pattern 8,full
+check "--window and --window-pattern: $(last "$tmp/out")" says "$tmp/out" "--window and --window-pattern exclude each other"
+fresh --window 0
+check "--window 0: $(last "$tmp/out")" says "$tmp/out" "--window 0: expected an integer from 1 to"
+many=$(printf '8,%.0s' $(seq 64))full
+while IFS='|' read -r pattern why; do
+    fresh --window-pattern "$pattern"
+    check "--window-pattern '$pattern': $(last "$tmp/out")" says "$tmp/out" "--window-pattern $why"
+done <<EOF
+1,,2|'1,,2': expected windows (keys, or full) separated by commas
+8,|'8,': expected windows (keys, or full) separated by commas
+full,full|'full,full': every window is full, which is no window
+0,8|0: expected an integer from 1 to
+8,long|'8,long': 'long' is neither a number of keys nor full
+$many|'$many': more than 64 windows
+EOF
+./train_gpt --help > "$tmp/out" 2>&1
+grep -q -- "--window-pattern LIST   a window per layer: comma-separated windows, each a number" "$tmp/out" &&
+    grep -q -- "of keys or full (no bound), layer l taking item l mod" "$tmp/out" && grep -q -- "--document-mask" "$tmp/out"
+check "train_gpt --help says the options of key windows and the pattern's syntax" test $? = 0
+if [ -x ./generate ]; then
+    ./generate --checkpoint "$tmp/masked/model_00000005.bin" --tokenizer "$tmp/ds/tokenizer.bin" hello > "$tmp/out" 2>&1
+    check "generate with a tokenizer whose <|endoftext|> is not the model's: $(last "$tmp/out")" says "$tmp/out" \
+        "--tokenizer $tmp/ds/tokenizer.bin: its <|endoftext|> is token $eot, the documents of $tmp/masked/model_00000005.bin start at token 7"
+fi
+if [ -x ./evaluate ]; then
+    ./evaluate --checkpoint "$tmp/masked/model_00000005.bin" --tokenizer "$tmp/ds/tokenizer.bin" \
+        --hellaswag tests/data/hellaswag_tiny.jsonl > "$tmp/out" 2>&1
+    check "evaluate with a tokenizer whose <|endoftext|> is not the model's: $(last "$tmp/out")" says "$tmp/out" \
+        "--tokenizer $tmp/ds/tokenizer.bin: its <|endoftext|> is token $eot, the documents of $tmp/masked/model_00000005.bin start at token 7"
+fi
+end
+
+begin "train_gpt_state_header_sizes_bounded"
+# B * T * micro-steps * ranks far past 2^63, each within an int32.
+pair "$tmp/r" -- B=1073741824 T=64 grad_accum=2147483647 world_size=2147483647
+resume "$tmp/r"
+check "B near 2^30: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: corrupt training state header"
+pair "$tmp/r" -- grad_accum=2147483647 world_size=2147483647
+resume "$tmp/r"
+check "micro-steps and ranks near 2^31: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: corrupt training state header"
+pair "$tmp/r" -- step=11
+resume "$tmp/r"
+check "a step past the run's steps: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: corrupt training state header"
+end
+
+begin "train_gpt_resume_needs_the_same_settings"
+# Each setting an exact resume needs, changed on the command line: one line naming its flag, with
+# the value the state holds (read from its slot) and the one asked for.
+pair "$tmp/good" --
+while IFS='|' read -r asked was; do
+    resume "$tmp/good" $asked
+    check "$asked: $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/good: the run used $was, this one asks for $asked"
+done <<'EOF'
+-B 2|-B 1
+-T 32|-T 64
+--warmup-steps 3|--warmup-steps 2
+--lr 0.25|--lr 0.5
+--min-lr-frac 0.25|--min-lr-frac 0.5
+--weight-decay 0.25|--weight-decay 0.5
+--grad-clip 0.25|--grad-clip 0.5
+--seed 8|--seed 7
+--attention naive|--attention flash
+--deterministic|no --deterministic
+--recompute gelu|--recompute none
+--classifier-chunk 32|--classifier-chunk 64
+--total-batch-size 128|--total-batch-size 64
+--optimizer muon|--optimizer adamw
+EOF
+# A Muon run's state: resumed with its settings, or refused naming the one that differs.
+muon="--optimizer muon --muon-momentum 0.9 --embedding-lr 0.001 --vector-lr 0.002"
+pair "$tmp/muon" -- muon=1
+resume "$tmp/muon" $muon
+check "a Muon run resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+while IFS='|' read -r asked was; do
+    resume "$tmp/muon" $muon $asked
+    check "muon $asked: $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/muon: the run used $was, this one asks for $asked"
+done <<'EOF'
+--muon-momentum 0.8|--muon-momentum 0.9
+--embedding-lr 0.003|--embedding-lr 0.001
+--vector-lr 0.003|--vector-lr 0.002
+--adam-beta1 0.9|--adam-beta1 0.8
+--adam-beta2 0.99|--adam-beta2 0.95
+EOF
+resume "$tmp/muon" --optimizer adamw
+check "a Muon run resumed with AdamW: $(last "$tmp/out")" says "$tmp/out" \
+    "--resume $tmp/muon: the run used --optimizer muon, this one asks for --optimizer adamw"
+# Other steps change only the learning-rate schedule: said, and the run goes on.
+resume "$tmp/good" --steps 12
+check "--steps 12: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+check "--steps 12 said" has_line "$tmp/out" "note: --steps 12, the run had --steps 10: the learning-rate schedule changes"
+end
+
+begin "train_gpt_model_header_sizes_bounded"
+# A vocabulary near 2^31 whose padding wraps to a negative Vp in 32 bits, stated in the header.
+ckpt model "$tmp/wrapped.bin" V=2147483637 Vp=-2147483520
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/wrapped.bin" > "$tmp/out" 2>&1
+check "V near 2^31, Vp negative: $(last "$tmp/out")" says "$tmp/out" "$tmp/wrapped.bin: corrupt header"
+# A shard that states a vocabulary near 2^31: the model's vocabulary when no file gives one.
+"$PYTHON" -c 'import struct, sys
+open(sys.argv[1], "wb").write(struct.pack("<256i", 20240520, 1, 1000, 2147483647, *[0] * 252) + bytes(2000))' \
+    "$tmp/huge_vocab_000.bin"
+./train_gpt --train-data "$tmp/huge_vocab_*.bin" --model d2 --context 64 -T 64 > "$tmp/out" 2>&1
+check "a shard's vocabulary near 2^31: $(last "$tmp/out")" says "$tmp/out" "the model (.*V 2147483647.*) cannot be built: the vocabulary"
+end
+
+begin "train_gpt_nonfinite_weights_before_the_gpu"
+ckpt model "$tmp/nan.bin" nan=12345
+ckpt model "$tmp/fine.bin"
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/fine.bin" > "$tmp/out" 2>&1
+check "--init-from a good checkpoint: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/nan.bin" > "$tmp/out" 2>&1
+check "--init-from a NaN: $(last "$tmp/out")" says "$tmp/out" "$tmp/nan.bin: parameter 12345 is not finite"
+if [ -x ./generate ]; then
+    ./generate --checkpoint "$tmp/fine.bin" --tokenizer "$tmp/ds/tokenizer.bin" hello > "$tmp/out" 2>&1
+    check "generate a good checkpoint: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+    ./generate --checkpoint "$tmp/nan.bin" --tokenizer "$tmp/ds/tokenizer.bin" hello > "$tmp/out" 2>&1
+    check "generate a NaN: $(last "$tmp/out")" says "$tmp/out" "$tmp/nan.bin: parameter 12345 is not finite"
+fi
+end
+
+begin "train_gpt_outputs_checked_before_the_gpu"
+data="--model d2 --context 64 -T 64"
+mkdir -p "$tmp/outs"
+: > "$tmp/outs/a_file"
+./train_gpt --train-data "$train" $data --log "$tmp/outs" > "$tmp/out" 2>&1
+check "--log a folder: $(last "$tmp/out")" says "$tmp/out" "--log $tmp/outs: is a directory"
+./train_gpt --train-data "$train" $data --log "$tmp/outs/a_file/log.csv" > "$tmp/out" 2>&1
+check "--log under a file: $(last "$tmp/out")" says "$tmp/out" "--log $tmp/outs/a_file/log.csv: $tmp/outs/a_file is not a directory"
+./train_gpt --train-data "$train" $data --log "$tmp/outs/new/sub/log.csv" > "$tmp/out" 2>&1
+check "--log in a folder to make: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+check "--log's folder made before the GPU" test ! -e "$tmp/outs/new"
+./train_gpt --train-data "$train" $data --out-dir "$tmp/outs/a_file" > "$tmp/out" 2>&1
+check "--out-dir a file: $(last "$tmp/out")" says "$tmp/out" "--out-dir $tmp/outs/a_file: $tmp/outs/a_file is not a directory"
+./train_gpt --train-data "$train" $data --out-dir "$tmp/outs/a_file/sub" > "$tmp/out" 2>&1
+check "--out-dir under a file: $(last "$tmp/out")" says "$tmp/out" "--out-dir $tmp/outs/a_file/sub: $tmp/outs/a_file is not a directory"
+./train_gpt --train-data "$train" $data --out-dir '' > "$tmp/out" 2>&1
+check "--out-dir '': $(last "$tmp/out")" says "$tmp/out" "--out-dir '': the folder name is empty"
+./train_gpt --train-data "$train" $data --out-dir "$tmp/outs/new/run" > "$tmp/out" 2>&1
+check "--out-dir to make: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+check "--out-dir made before the GPU" test ! -e "$tmp/outs/new"
+# A folder that cannot be written (permissions do not hold for root, so only where they do).
+mkdir -p "$tmp/outs/locked"
+chmod 555 "$tmp/outs/locked"
+if ! touch "$tmp/outs/locked/probe" 2>/dev/null; then
+    ./train_gpt --train-data "$train" $data --out-dir "$tmp/outs/locked/run" > "$tmp/out" 2>&1
+    check "--out-dir unwritable: $(last "$tmp/out")" says "$tmp/out" "--out-dir $tmp/outs/locked/run: cannot write in $tmp/outs/locked"
+    ./train_gpt --train-data "$train" $data --log "$tmp/outs/locked/log.csv" > "$tmp/out" 2>&1
+    check "--log unwritable: $(last "$tmp/out")" says "$tmp/out" "--log $tmp/outs/locked/log.csv: cannot write in $tmp/outs/locked"
+fi
+chmod 755 "$tmp/outs/locked"
+# The resume folder is the checkpoint folder when --out-dir is not given.
+pair "$tmp/r" --
+chmod 555 "$tmp/r"
+if ! touch "$tmp/r/probe" 2>/dev/null; then
+    resume "$tmp/r"
+    check "--resume unwritable: $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/r: cannot write in $tmp/r"
+fi
+chmod 755 "$tmp/r"
+end
+
+begin "train_gpt_log_is_never_an_input"
+# The log is opened once the GPU is taken, which would empty the file: an input as --log (also
+# through a link) is refused before that, and left as it was.
+data="--model d2 --context 64 -T 64"
+ckpt model "$tmp/init.bin"
+ln -sf ds/tokenizer.bin "$tmp/tokenizer_link.bin"
+sums_before=$(cksum "$tmp/ds/"*.bin "$tmp/init.bin")
+while IFS='|' read -r log flag input; do
+    ./train_gpt --train-data "$train" $data --tokenizer "$tmp/ds/tokenizer.bin" --init-from "$tmp/init.bin" \
+        --log "$log" > "$tmp/out" 2>&1
+    check "--log $log: $(last "$tmp/out")" says "$tmp/out" "--log $log: is the input $flag $input (not overwritten)"
+done <<EOF
+$tmp/ds/train_000000.bin|--train-data|$tmp/ds/train_000000.bin
+$tmp/ds/val_000000.bin|--val-data|$tmp/ds/val_000000.bin
+$tmp/ds/tokenizer.bin|--tokenizer|$tmp/ds/tokenizer.bin
+$tmp/tokenizer_link.bin|--tokenizer|$tmp/ds/tokenizer.bin
+$tmp/init.bin|--init-from|$tmp/init.bin
+EOF
+pair "$tmp/good" --
+resume "$tmp/good" --log "$tmp/good/state_00000005.bin"
+check "--log the resumed state: $(last "$tmp/out")" says "$tmp/out" \
+    "--log $tmp/good/state_00000005.bin: is the input --resume $tmp/good/state_00000005.bin (not overwritten)"
+check "an input changed" test "$(cksum "$tmp/ds/"*.bin "$tmp/init.bin")" = "$sums_before"
+end
+
+begin "train_gpt_save_init_writes_the_initial_model_without_the_gpu"
+# --save-init: the model a run of the seed starts from, as a version 3 (fp32) checkpoint of the
+# run's shape, then the run stops (0) before the GPU: gpt/param_table.h's init, each value a bf16
+# one (the master weights train_gpt starts from); the same file for the same seed, another for
+# another; a file --init-from takes. Refused in one line, writing nothing: with --init-from or
+# --resume, or as a folder, a missing folder or an input.
+data="--model d2 --context 64 -T 64"
+mkdir -p "$tmp/init"
+./train_gpt --train-data "$train" $data --seed 7 --save-init "$tmp/init/s7.bin" > "$tmp/out" 2>&1
+check "--save-init: exit $?, $(tail -1 "$tmp/out")" has_line "$tmp/out" "initial model (seed 7): $tmp/init/s7.bin"
+check "--save-init said an error" not has "$tmp/out" "^error"
+"$PYTHON" - "$tmp/init/s7.bin" > "$tmp/init/check" 2>&1 <<'EOF'
+import sys
+sys.path.insert(0, "scripts")
+from gpt2_checkpoint import Checkpoint, Shape
+c = Checkpoint(sys.argv[1])
+assert c.version == 3 and c.shape == Shape(maxT=64, V=300, L=2, NH=2, C=128), (c.version, c.shape)
+assert not (c.values.view("<u4") & 0xFFFF).any(), "a value that is no bf16 value"
+for sl, v in c.slices():
+    name = sl.hf_name
+    if name == "wte.weight":
+        assert not v[300:].any(), "a padding row of wte is not zero"
+        v = v[:300]
+    if name.endswith("bias"):
+        assert not v.any(), name
+    elif name.startswith(("ln_", "h.0.ln_", "h.1.ln_")):
+        assert (v == 1).all(), name
+    else:  # N(0, 0.02), the residual projections N(0, 0.02 / sqrt(2 L))
+        std = 0.01 if name.endswith("c_proj.weight") else 0.02
+        assert abs(v.std() / std - 1) < 0.1 and abs(v.mean()) < 0.1 * std, (name, v.mean(), v.std())
+print("ok")
+EOF
+check "the file: $(tail -1 "$tmp/init/check")" test "$(cat "$tmp/init/check")" = ok
+./train_gpt --train-data "$train" $data --seed 7 --save-init "$tmp/init/again7.bin" > "$tmp/out" 2>&1
+check "the same seed, another file" cmp -s "$tmp/init/s7.bin" "$tmp/init/again7.bin"
+./train_gpt --train-data "$train" $data --seed 8 --save-init "$tmp/init/s8.bin" > "$tmp/out" 2>&1
+check "seed 8: $(tail -1 "$tmp/out")" test -s "$tmp/init/s8.bin"
+check "seeds 7 and 8, one file" not cmp -s "$tmp/init/s7.bin" "$tmp/init/s8.bin"
+./train_gpt --train-data "$train" $data --init-from "$tmp/init/s7.bin" > "$tmp/out" 2>&1
+check "--init-from the file: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+pair "$tmp/good" --
+sums_before=$(cksum "$tmp/ds/"*.bin "$tmp/init/s7.bin")
+while IFS='|' read -r args message; do
+    ./train_gpt --train-data "$train" $data --tokenizer "$tmp/ds/tokenizer.bin" $args > "$tmp/out" 2>&1
+    check "$args: $(last "$tmp/out")" says "$tmp/out" "$message"
+done <<EOF
+--save-init $tmp/init/new.bin --init-from $tmp/init/s7.bin|--save-init writes the model drawn from --seed, not one of --resume or --init-from
+--save-init $tmp/init/new.bin --resume $tmp/good|--save-init writes the model drawn from --seed, not one of --resume or --init-from
+--save-init $tmp/init|--save-init $tmp/init: is a directory
+--save-init $tmp/init/missing/new.bin|--save-init $tmp/init/missing/new.bin: cannot write .*/init/missing: No such
+--save-init $tmp/ds/train_000000.bin|--save-init $tmp/ds/train_000000.bin: is the input --train-data $tmp/ds/train_000000.bin
+--save-init $tmp/ds/tokenizer.bin|--save-init $tmp/ds/tokenizer.bin: is the input --tokenizer $tmp/ds/tokenizer.bin
+EOF
+check "a refused --save-init wrote a file: $(ls "$tmp/init" | tr '\n' ' ')" \
+    test "$(ls "$tmp/init" | tr '\n' ' ')" = "again7.bin check s7.bin s8.bin "
+check "an input changed" test "$(cksum "$tmp/ds/"*.bin "$tmp/init/s7.bin")" = "$sums_before"
+end
+
+begin "train_gpt_resume_writes_only_its_own_folder"
+# A resumed run writes into the folder it resumes, however it is spelled, but not into one that
+# holds another run's checkpoints.
+pair "$tmp/good" --
+resume "$tmp/good" --out-dir "$tmp/good/."
+check "--out-dir the resumed folder: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+pair "$tmp/other" --
+resume "$tmp/good" --out-dir "$tmp/other"
+check "--out-dir of another run: $(last "$tmp/out")" says "$tmp/out" \
+    "--out-dir $tmp/other holds the checkpoints of another run (2 files, the latest of step 5): --resume $tmp/other continues it"
+end
+
+begin "train_gpt_default_val_data_beside_the_train_shards"
+# The train shards in a folder whose own name has train_ in it, and a sibling val_x/ of other
+# shards: the default is the val shard beside the train shards, never the sibling's.
+./prepare_data --out-dir "$tmp/vd/train_x" --vocab-size 300 --split-blank-lines "$tmp/a.txt" >/dev/null 2>&1
+./prepare_data --out-dir "$tmp/vd/val_x" --vocab-size 300 --split-blank-lines "$tmp/b.txt" >/dev/null 2>&1
+vd_train="$tmp/vd/train_x/train_*.bin"
+vd="--model d2 --context 64 -B 1 -T 64"
+./train_gpt --train-data "$vd_train" $vd > "$tmp/out" 2>&1
+check "the val shard beside: $(grep '^val data' "$tmp/out" || last "$tmp/out")" has_line "$tmp/out" \
+    "val data: $tmp/vd/train_x/val_*.bin: 1 shard ($tmp/vd/train_x/val_000000.bin), 20 batches every 100 steps"
+# The batches depend on the text, whose words come from awk's generator, which awks differ in.
+check "the start-up lines name the train shards" grep -qF -- \
+    "train data: $tmp/vd/train_x/train_*.bin: 1 shard ($tmp/vd/train_x/train_000000.bin), " "$tmp/out"
+check "the sibling's shards taken" not has "$tmp/out" "val_x"
+check "then the GPU: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+rm "$tmp/vd/train_x/val_000000.bin"
+./train_gpt --train-data "$vd_train" $vd > "$tmp/out" 2>&1
+check "no val shard, said: $(grep '^val data' "$tmp/out" || last "$tmp/out")" has_line "$tmp/out" \
+    "val data: none (no file matches $tmp/vd/train_x/val_*.bin), so validation is off"
+./train_gpt --train-data "$vd_train" $vd --val-data '' > "$tmp/out" 2>&1
+check "--val-data '', said: $(grep '^val data' "$tmp/out" || last "$tmp/out")" has_line "$tmp/out" \
+    "val data: none (--val-data ''), so validation is off"
+./train_gpt --train-data "$vd_train" $vd --val-every 0 > "$tmp/out" 2>&1
+check "--val-every 0, said: $(grep '^val data' "$tmp/out" || last "$tmp/out")" has_line "$tmp/out" \
+    "val data: none (--val-every 0), so validation is off"
+end
+
+begin "train_gpt_flags_out_of_range"
+data="--model d2 --context 64 -T 64"
+./train_gpt --train-data "$train" $data --weight-decay -1 > "$tmp/out" 2>&1
+check "--weight-decay -1: $(last "$tmp/out")" says "$tmp/out" "--weight-decay -1 must be >= 0"
+./train_gpt --train-data "$train" $data --grad-clip -1 > "$tmp/out" 2>&1
+check "--grad-clip -1: $(last "$tmp/out")" says "$tmp/out" "--grad-clip -1 must be >= 0"
+./train_gpt --train-data "$train" $data --peak-tflops -5 > "$tmp/out" 2>&1
+check "--peak-tflops -5: $(last "$tmp/out")" says "$tmp/out" "--peak-tflops -5: a peak must be positive"
+./train_gpt --train-data "$train" $data --recompute '' > "$tmp/out" 2>&1
+check "--recompute '': $(last "$tmp/out")" says "$tmp/out" "--recompute '': expected none or"
+./train_gpt --train-data "$train" $data --recompute gelu, > "$tmp/out" 2>&1
+check "--recompute gelu,: $(last "$tmp/out")" says "$tmp/out" "--recompute 'gelu,': expected none or"
+# 0 keeps its meaning (no decay, no clipping), and the lists that are right pass.
+./train_gpt --train-data "$train" $data --weight-decay 0 --grad-clip 0 --peak-tflops 100 --recompute gelu,layernorm > "$tmp/out" 2>&1
+check "0 and good values refused: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+# The optimizer: its name, Muon's own settings only with it, and theirs in range.
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
+    check "$args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<'EOF'
+--optimizer sgd|--optimizer sgd: expected adamw or muon
+--muon-momentum 0.9|--muon-momentum is a setting of --optimizer muon
+--adam-beta1 0.9|--adam-beta1 is a setting of --optimizer muon
+--optimizer muon --muon-momentum 1|--muon-momentum 1 must be in \[0, 1)
+--optimizer muon --embedding-lr 0|--embedding-lr 0 must be > 0
+--optimizer muon --embedding-lr -1|--embedding-lr -1 must be > 0
+--optimizer muon --adam-beta2 -0.5|--adam-beta2 -0.5 must be in \[0, 1)
+--optimizer muon --lr 0|--lr 0 must be > 0
+--lr 0|--lr 0 must be > 0
+--lr -1|--lr -1 must be > 0
+--optimizer muon --lr 0.01 --muon-momentum 0 --weight-decay 0.1|no CUDA device
+--weight-decay 1e30|--weight-decay 1e+30: times --lr 0.0003 it is 3e+26, and must stay below 1
+--weight-decay 3000|no CUDA device
+--weight-decay 2 --lr 0.5|--weight-decay 2: times --lr 0.5 it is 1, and must stay below 1
+--optimizer muon --arch modern --weight-decay 20|--weight-decay 20: times --embedding-lr 0.05 it is 1
+--optimizer muon --arch modern --weight-decay 19|no CUDA device
+--seed -1|--seed -1: expected an integer from 0 to 18446744073709551615
+--seed 18446744073709551616|--seed 18446744073709551616: expected an integer from 0 to
+--seed 18446744073709551615|no CUDA device
+--softcap 1e-40|--softcap 1e-40: the softcap must be 0 (none) or a finite number of at least 1
+--softcap 0.5|--softcap 0.5: the softcap must be
+--softcap -1|--softcap -1: the softcap must be
+--softcap 1|no CUDA device
+EOF
+end
+
+begin "train_gpt_and_generate_name_the_wrong_argument"
+# An error names the argument that is wrong, not the one before it; after -- an argument is an
+# operand (generate's prompt) however it starts; a float below the normal range is taken.
+data="--model d2 --context 64 -T 64"
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
+    check "train_gpt $args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<'EOF'
+-xyz|unknown option -x in '-xyz' (train_gpt --help lists the options)
+-x|unknown option -x (train_gpt --help lists the options)
+--nothing|unknown option --nothing (train_gpt --help lists the options)
+--s 5|--s is ambiguous: it begins 7 options
+--deterministic=1|--deterministic takes no value
+--steps|--steps needs a value
+-- extra|unexpected argument 'extra'
+--temperature 1e-45|no CUDA device
+--temperature 1e-50|--temperature 1e-50: too small for a float
+--lr 1e39|--lr 1e39: too large for a float
+EOF
+if [ -x ./generate ]; then
+    model=(--checkpoint "$tmp/fine.bin" --tokenizer "$tmp/ds/tokenizer.bin")
+    ./generate "${model[@]}" "-5 degrees" > "$tmp/out" 2>&1
+    check "generate '-5 degrees': $(last "$tmp/out")" says "$tmp/out" \
+        "unknown option -5 in '-5 degrees' (generate --help lists the options; a PROMPT that starts with '-' goes after --)"
+    ./generate "${model[@]}" -- "-5 degrees" > "$tmp/out" 2>&1
+    check "generate -- '-5 degrees': $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+    ./generate "${model[@]}" --temperature 1e-45 > "$tmp/out" 2>&1
+    check "generate --temperature 1e-45: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+fi
+end
+
+begin "train_gpt_sample_tokens_up_to_the_largest_int"
+# A sample longer than the window slides through it: any count that fits an int is fine.
+for n in 1 63 64 2147483646 2147483647; do
+    ./train_gpt --train-data "$train" $data --tokenizer "$tmp/ds/tokenizer.bin" --sample-every 1 --sample-tokens $n \
+        > "$tmp/out" 2>&1
+    check "--sample-tokens $n: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+done
+./train_gpt --train-data "$train" --model d2 --context 64 -T 1 --tokenizer "$tmp/ds/tokenizer.bin" --sample-every 1 \
+    > "$tmp/out" 2>&1
+check "-T 1: $(last "$tmp/out")" says "$tmp/out" "--sample-every: -T 1 leaves no room for a sample"
+end
+
+begin "train_gpt_head_sizes_of_the_header"
+# The header states the head sizes every program runs a model at (flash's, which generation
+# runs): 8 and 16 are refused there, before any program takes the file.
+ckpt model "$tmp/hs8.bin" C=16
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/hs8.bin" --attention naive > "$tmp/out" 2>&1
+check "a GPT-2 of head size 8: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/hs8.bin: head size 8: flash attention: head size must be 64 or 128"
+ckpt model "$tmp/hs16.bin" modern=1 C=32
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/hs16.bin" > "$tmp/out" 2>&1
+check "a modern model of head size 16: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/hs16.bin: head size 16: flash attention: head size must be 64 or 128"
+if [ -x ./generate ]; then
+    ./generate --checkpoint "$tmp/hs8.bin" --tokenizer "$tmp/ds/tokenizer.bin" hello > "$tmp/out" 2>&1
+    check "generate, head size 8: $(last "$tmp/out")" says "$tmp/out" "$tmp/hs8.bin: head size 8: flash attention"
+fi
+end
+
+begin "train_gpt_outputs_apart_before_the_gpu"
+# The log and the checkpoint folder, however spelled, clash before either is made; a resume with
+# no step left to do is refused.
+data="--model d2 --context 64 -T 64"
+mkdir -p "$tmp/apart"
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
+    check "$args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<CASES
+--out-dir $tmp/apart/x --log $tmp/apart/x|--log $tmp/apart/x: is the checkpoint folder (--out-dir $tmp/apart/x)
+--out-dir $tmp/apart/x/ --log $tmp/apart/./x|--log $tmp/apart/./x: is the checkpoint folder
+--log $tmp/apart/a --out-dir $tmp/apart/a/b|--log $tmp/apart/a: the checkpoint folder --out-dir $tmp/apart/a/b would be inside it
+--log $tmp/apart/a --out-dir $tmp/apart/missing/../a/b/c|--log $tmp/apart/a: the checkpoint folder
+--out-dir $tmp/apart/y --log $tmp/apart/y/model_00000010.bin|--log $tmp/apart/y/model_00000010.bin: is a checkpoint's name in --out-dir $tmp/apart/y
+--out-dir $tmp/apart/y --log $tmp/apart/y/log.csv|no CUDA device
+--out-dir $tmp/apart/y --log $tmp/apart/y/model_log.bin|no CUDA device
+CASES
+check "nothing made: $(ls "$tmp/apart" | tr '\n' ' ')" test -z "$(ls "$tmp/apart")"
+ln -s apart "$tmp/apart_link"
+./train_gpt --train-data "$train" $data --out-dir "$tmp/apart/z" --log "$tmp/apart_link/z" > "$tmp/out" 2>&1
+check "through a link: $(last "$tmp/out")" says "$tmp/out" "--log $tmp/apart_link/z: is the checkpoint folder"
+pair "$tmp/good" --
+resume "$tmp/good" --log "$tmp/good/state_00000009.bin"
+check "--resume with a checkpoint's name as --log: $(last "$tmp/out")" says "$tmp/out" \
+    "--log $tmp/good/state_00000009.bin: is a checkpoint's name in --resume $tmp/good"
+for steps in 5 4; do
+    resume "$tmp/good" --steps $steps
+    check "--resume at step 5, --steps $steps: $(last "$tmp/out")" says "$tmp/out" \
+        "--resume $tmp/good: the run is at step 5 already, so --steps $steps leaves it nothing to do"
+done
+end
+
+begin "train_gpt_state_counts_up_to_the_largest_int"
+# The state's int fields are bounded as integers: --steps 2147483647 resumes, a step and Adam
+# step near 2^31 too; an Adam step past the step, a slot past the fields, a momentum of 1 and a
+# weight decay that erases the weights do not, each named.
+pair "$tmp/r" -- steps=2147483647
+resume "$tmp/r" --steps 2147483647
+check "--steps 2147483647: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+pair "$tmp/r" -- steps=2147483647 step=2147483646
+resume "$tmp/r" --steps 2147483647
+check "step and Adam step 2^31 - 2: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+pair "$tmp/r" -- adam_t=6
+resume "$tmp/r"
+check "an Adam step past the step: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: the step counts are out of range"
+pair "$tmp/r" -- slot=100:1
+resume "$tmp/r"
+check "slot 100 set: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: slot 100 holds 1, past the fields every slot is 0"
+pair "$tmp/r" -- muon=1 slot=33:1065353216
+resume "$tmp/r" --optimizer muon
+check "a Muon momentum of 1: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: --muon-momentum 1 must be in \[0, 1)"
+pair "$tmp/r" -- slot=17:1176256512
+resume "$tmp/r"
+check "a weight decay of 10000: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: --weight-decay 10000: times --lr 0.5"
+end
+
+begin "train_gpt_options_without_effect_refused"
+# An option that would change the model's description and not what it computes is refused
+# (gpt/config.h's gpt_config_drop_without_effect says which); a header's soft cap below 1, which
+# flattens every logit, is corrupt.
+data="--model d2 --context 64 -T 64"
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
+    check "$args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<'CASES'
+--rotary-base 5000|the model (.*learned positions (rotary base 5000).*): a rotary base without rotary, where it has no effect
+--arch modern --rotary 0 --rotary-base 5000|the model (.*): a rotary base without rotary
+--arch modern --rotary-base 5000|no CUDA device
+--rotary-base 10000|no CUDA device
+--window 64|the model (.*context 64, gpt2, windows 64): a window is no narrower than the context
+--window 100000|the model (.*): a window is no narrower than the context
+--window 63|no CUDA device
+--window-pattern 8,64|the model (.*): a window is no narrower than the context
+--window-pattern full|--window-pattern 'full': every window is full, which is no window
+--window-pattern 8,16,32|the model (.*): the window pattern is longer than the layers
+--window-pattern 8,full|no CUDA device
+CASES
+pair "$tmp/r" modern=1 slot=16:1056964608 -- modern=1
+resume "$tmp/r"
+check "a softcap of 0.5 in the header: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/model_00000005.bin: corrupt header: the softcap must be 0 (none) or a finite number of at least 1"
+end
+
+begin "train_gpt_model_files_read_without_their_fields_without_effect"
+# A model file (version 7) holding a field without effect is read as the model it computes,
+# the field dropped (gpt/config.h's gpt_config_drop_without_effect): started from, resumed with
+# its training state, generated and evaluated with; the architecture it is read as is the one an
+# option asking for another is compared with, and named.
+bits5000=1167867904   # 5000.0f
+bits10000=1176256512  # 10000.0f
+while IFS='|' read -r name model read; do
+    ckpt model "$tmp/$name.bin" $model
+    ./train_gpt --train-data "$train" -T 64 --init-from "$tmp/$name.bin" > "$tmp/out" 2>&1
+    check "--init-from $name: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+    ./train_gpt --train-data "$train" -T 64 --init-from "$tmp/$name.bin" --window 4 > "$tmp/out" 2>&1
+    check "--init-from $name --window 4: $(last "$tmp/out")" says "$tmp/out" \
+        "the architecture asked for (.*) is not that of $tmp/$name.bin ($read)\$"
+    state=$([ "${model#*modern=1}" != "$model" ] && echo modern=1)
+    pair "$tmp/$name" $model -- $state
+    resume "$tmp/$name"
+    check "--resume $name: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+    resume "$tmp/$name" --window 4
+    check "--resume $name --window 4: $(last "$tmp/out")" says "$tmp/out" \
+        "the architecture asked for (.*) is not that of $tmp/$name ($read)\$"
+    if [ -x ./generate ]; then
+        ./generate --checkpoint "$tmp/$name.bin" --tokenizer "$tmp/ds/tokenizer.bin" hello > "$tmp/out" 2>&1
+        check "generate $name: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+    fi
+    if [ -x ./evaluate ]; then
+        ./evaluate --checkpoint "$tmp/$name.bin" --tokenizer "$tmp/ds/tokenizer.bin" \
+            --hellaswag tests/data/hellaswag_tiny.jsonl > "$tmp/out" 2>&1
+        check "evaluate $name: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+    fi
+done <<CASES
+gpt2_base5000|slot=1:7,9:$bits5000,13:1|gpt2
+gpt2_window64|slot=1:7,9:$bits10000,13:1,19:1,20:64|gpt2
+gpt2_window100000|slot=1:7,9:$bits10000,13:1,19:2,20:100000,21:100000|gpt2
+modern_window_pattern_8_100|modern=1 slot=19:2,20:8,21:100|modern, windows 8,full
+modern_3_windows_on_2_layers|modern=1 slot=19:3,20:8,21:16,22:32|modern, windows 8,16
+modern_past_the_layers_alone|modern=1 slot=19:3,22:32|modern
+modern_full_windows|modern=1 slot=19:2|modern
+CASES
+end
+
+begin "train_gpt_optimizer_settings_belong_to_the_run"
+# A fresh run's defaults are --arch's, else the preset nearest the architecture's, and it says
+# which; a resumed run takes every setting not given from its state (--optimizer too).
+data="--model d2 --context 64 -T 64"
+defaults() {  # defaults <label> <the start of the optimizer line> <its source> [options]
+    local label=$1 line=$2 source=$3; shift 3
+    ./train_gpt --train-data "$train" "$@" > "$tmp/out" 2>&1
+    check "$label: $(grep '^optimizer' "$tmp/out" || last "$tmp/out")" \
+        grep -q -- "^optimizer: $line.*; settings not given: $source" "$tmp/out"
+    check "$label, then the GPU: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+}
+defaults "--arch modern --softcap 0" "AdamW lr 0.002, betas (0.9, 0.95);" "modern's defaults (--arch modern)" $data --arch modern --softcap 0
+defaults "--arch modern --qk-norm 0, muon" "Muon lr 0.02, .* lr 0.05 for the embeddings" \
+    "modern's defaults (--arch modern)" $data --arch modern --qk-norm 0 --optimizer muon
+defaults "modern's components but the cap" "AdamW lr 0.002, betas (0.9, 0.95);" "modern's defaults (the preset nearest the architecture)" \
+    $data --rotary 1 --norm rms --qk-norm 1 --mlp relu2 --bias 0 --head untied --zero-init 1
+defaults "GPT-2 with rotary" "AdamW lr 0.0003, betas (0.9, 0.95);" "gpt2's defaults (the preset nearest the architecture)" $data --rotary 1
+defaults "--arch gpt2 with modern's components" "AdamW lr 0.0003, betas (0.9, 0.95);" "gpt2's defaults (--arch gpt2)" $data --arch gpt2 \
+    --rotary 1 --norm rms --qk-norm 1 --mlp relu2 --bias 0 --head untied --zero-init 1 --softcap 30
+ckpt model "$tmp/uncapped.bin" modern=1 slot=16:0
+defaults "--init-from modern without its cap" "AdamW lr 0.002, betas (0.9, 0.95);" "modern's defaults (the preset nearest" \
+    -T 64 --init-from "$tmp/uncapped.bin"
+defaults "--init-from modern without its cap, muon" "Muon .* lr 0.05 for the embeddings" "modern's defaults" \
+    -T 64 --init-from "$tmp/uncapped.bin" --optimizer muon
+# Resumed with none of the optimizer's settings: the state's (lr 0.002, weight decay and clip 0.5).
+schedule="-B 1 -T 64 --steps 10 --min-lr-frac 0.5 --warmup-steps 2 --seed 7"
+pair "$tmp/uncapped" modern=1 slot=16:0 -- modern=1 lr=0.002
+defaults "--resume an uncapped modern run" "AdamW lr 0.002, betas (0.9, 0.95); warmup 2, cosine to 0.5 x lr, weight decay 0.5, grad clip 0.5" \
+    "the run's own ($tmp/uncapped/state_00000005.bin)" $schedule --resume "$tmp/uncapped"
+defaults "--resume it with its --lr" "AdamW lr 0.002, betas (0.9, 0.95);" "the run's own" $schedule --resume "$tmp/uncapped" --lr 0.002
+./train_gpt --train-data "$train" $schedule --resume "$tmp/uncapped" --lr 0.0003 > "$tmp/out" 2>&1
+check "--resume it with another --lr: $(last "$tmp/out")" says "$tmp/out" \
+    "--resume $tmp/uncapped: the run used --lr 0.002, this one asks for --lr 0.0003"
+pair "$tmp/muon" -- muon=1
+defaults "--resume a Muon run without --optimizer" \
+    "Muon lr 0.5, momentum 0.9 (Nesterov) for the blocks' matrices; Adam (0.8, 0.95) lr 0.001 for the embeddings, 0.002 for the vectors" \
+    "the run's own" $schedule --resume "$tmp/muon"
+./train_gpt --train-data "$train" $schedule --resume "$tmp/muon" --adam-beta1 0.9 > "$tmp/out" 2>&1
+check "--resume it with another beta: $(last "$tmp/out")" says "$tmp/out" \
+    "--resume $tmp/muon: the run used --adam-beta1 0.8, this one asks for --adam-beta1 0.9"
+pair "$tmp/good" --
+./train_gpt --train-data "$train" $schedule --resume "$tmp/good" --muon-momentum 0.9 > "$tmp/out" 2>&1
+check "--resume an AdamW run with Muon's setting: $(last "$tmp/out")" says "$tmp/out" \
+    "--muon-momentum is a setting of --optimizer muon"
+./train_gpt --help > "$tmp/out" 2>&1
+check "--help states the rule" grep -q "the defaults of.*the preset nearest the architecture" "$tmp/out"
+end
+
+
+begin "train_gpt_step_schedule"
+# The schedule's options: each refused in one line where its shape or the optimizer does not take
+# it, or out of its bounds; the optimizer's line says the schedule. A run of a schedule of its own
+# (its state a version 3 file, the schedule in slots 39-45) resumes with it, and is refused
+# without it naming the option; a version 1 file with a schedule is corrupt. --help sets each
+# option apart from its text, the long ones too.
+data="--model d2 --context 64 -T 64"
+./train_gpt --help > "$tmp/out" 2>&1
+run_in=$(awk '/^  -/ && length($0) > 26 && substr($0, 26, 1) != " " && NF > 2' "$tmp/out")
+check "--help: an option runs into its text: $run_in" test -z "$run_in"
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
+    check "$args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<'EOF'
+--lr-schedule step|--lr-schedule step: expected cosine or wsd
+--warmdown-frac 0.5|--warmdown-frac is a setting of --lr-schedule wsd
+--lr-schedule wsd --warmdown-frac 0|--warmdown-frac 0 must be in (0, 1]
+--lr-schedule wsd --warmdown-frac 1.5|--warmdown-frac 1.5 must be in (0, 1]
+--lr-schedule wsd --warmdown-frac 1|no CUDA device
+--momentum-warmup-steps 10|--momentum-warmup-steps is a setting of --optimizer muon
+--momentum-end 0.9|--momentum-end is a setting of --optimizer muon
+--optimizer muon --momentum-start 0.9|--momentum-start without --momentum-warmup-steps has no effect
+--optimizer muon --momentum-cooldown-steps 5 --momentum-end 1|--momentum-end 1 must be in \[0, 1)
+--optimizer muon --momentum-warmup-steps -1|--momentum-warmup-steps -1: expected an integer from 0 to
+--weight-decay-schedule cosine|--weight-decay-schedule cosine: expected constant or linear
+--weight-decay-schedule linear|no CUDA device
+EOF
+./train_gpt --train-data "$train" $data --optimizer muon --lr-schedule wsd --min-lr-frac 0.05 \
+    --momentum-warmup-steps 300 --momentum-cooldown-steps 50 --weight-decay-schedule linear > "$tmp/out" 2>&1
+check "the optimizer's line of a schedule: $(grep '^optimizer' "$tmp/out" || last "$tmp/out")" grep -qF -- "; warmup 0, \
+constant, then linear to 0.05 x lr over the last 65% of the steps, weight decay 0 down to 0 at the end, momentum from \
+0.85 over the first 300 steps, momentum down to 0.85 over the last 50 steps, grad clip 1; settings not given" "$tmp/out"
+pair "$tmp/wsd" -- "slot=1:3,39:1,40:bits 0.65"
+resume "$tmp/wsd" --lr-schedule wsd
+check "a wsd run resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+while IFS='|' read -r asked error; do
+    resume "$tmp/wsd" $asked
+    check "a wsd run resumed with '$asked': $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/wsd: $error"
+done <<'EOF'
+|the run used --lr-schedule wsd, this one asks for --lr-schedule cosine
+--lr-schedule wsd --warmdown-frac 0.5|the run used --warmdown-frac 0.65, this one asks for --warmdown-frac 0.5
+EOF
+pair "$tmp/r" -- "slot=39:1,40:bits 0.65"
+resume "$tmp/r" --lr-schedule wsd
+check "a schedule in a version 1 file: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: the version is not the schedule's"
+pair "$tmp/momentum" -- muon=1 "slot=1:3,41:300,42:bits 0.85,45:1"
+resume "$tmp/momentum" $muon --momentum-warmup-steps 300 --weight-decay-schedule linear
+check "a run of Muon's momentum warm-up resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+while IFS='|' read -r asked error; do
+    resume "$tmp/momentum" $muon $asked
+    check "that run resumed with '$asked': $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/momentum: $error"
+done <<'EOF'
+--weight-decay-schedule linear|the run used --momentum-warmup-steps 300, this one asks for --momentum-warmup-steps 0
+--momentum-warmup-steps 300 --momentum-start 0.8 --weight-decay-schedule linear|the run used --momentum-start 0.85, this one asks for --momentum-start 0.8
+--momentum-warmup-steps 300|the run used --weight-decay-schedule linear, this one asks for --weight-decay-schedule constant
+EOF
+end
+
+exit $((failures > 0))

@@ -1,0 +1,274 @@
+// tests/unit/gpt/test_config.c: the model shape's validation (gpt/config.h) against the sizes a crafted
+// checkpoint header can hold: every int32, near 2^31 included; the architecture's fields, each
+// refused out of its range or where it has no effect, the presets valid; the fields without
+// effect dropped as a file is read; the preset nearest an architecture (CPU).
+#include <limits.h>
+#include <stddef.h>
+
+#include "gpt/config.h"
+#include "tests/lib/test.h"
+
+static GPTConfig shape(int maxT, int V, int Vp, int L, int NH, int C) {
+    GPTConfig c = {.maxT = maxT, .V = V, .Vp = Vp, .L = L, .NH = NH, .C = C, .arch = ARCHITECTURE_GPT2};
+    return c;
+}
+
+// A vocabulary near 2^31 whose padded size, rounded up in 32 bits, wraps to a negative number:
+// a header stating that Vp must still be refused.
+static void test_vocab_near_int_max(void) {
+    test_begin("config_vocab_near_int_max_refused");
+    int vocabs[] = {INT_MAX, INT_MAX - 10, INT_MAX - 126, GPT_MAX_VOCAB + 1};
+    for (int i = 0; i < (int)(sizeof(vocabs) / sizeof(vocabs[0])); i++) {
+        int V = vocabs[i];
+        int wrapped = (int)(unsigned)((unsigned)V + 127u) / 128 * 128;
+        GPTConfig c = shape(1024, V, wrapped, 12, 12, 768);
+        CHECK(gpt_config_invalid(&c) != NULL, "V %d with Vp %d (rounded up in 32 bits) is accepted", V, wrapped);
+        c.Vp = padded_vocab(V);
+        CHECK(gpt_config_invalid(&c) != NULL, "V %d with Vp %d is accepted", V, c.Vp);
+    }
+    test_end();
+}
+
+// Sizes whose parameter count overflows 64 bits (L * 4C * C), each within an int32.
+static void test_sizes_bounded(void) {
+    test_begin("config_sizes_bounded");
+    GPTConfig huge = shape(1 << 30, 1 << 30, 1 << 30, 1 << 30, 1 << 10, 1 << 30);
+    CHECK(gpt_config_invalid(&huge) != NULL, "L, C, V and the context of 2^30 are accepted");
+    GPTConfig layers = shape(1024, 50257, padded_vocab(50257), GPT_MAX_LAYERS + 1, 12, 768);
+    CHECK(gpt_config_invalid(&layers) != NULL, "%d layers are accepted", layers.L);
+    GPTConfig channels = shape(1024, 50257, padded_vocab(50257), 12, 16, GPT_MAX_CHANNELS + 128);
+    CHECK(gpt_config_invalid(&channels) != NULL, "%d channels are accepted", channels.C);
+    GPTConfig context = shape(GPT_MAX_CONTEXT + 1, 50257, padded_vocab(50257), 12, 12, 768);
+    CHECK(gpt_config_invalid(&context) != NULL, "a context of %d is accepted", context.maxT);
+    GPTConfig negative = shape(1024, 50257, -padded_vocab(50257), 12, 12, 768);
+    CHECK(gpt_config_invalid(&negative) != NULL, "a negative Vp is accepted");
+    test_end();
+}
+
+// The bounds leave every real shape, and the largest ones they allow, valid.
+static void test_real_shapes_valid(void) {
+    test_begin("config_real_shapes_valid");
+    CHECK(padded_vocab(50257) == 50304, "padded_vocab(50257) = %d", padded_vocab(50257));
+    CHECK(padded_vocab(GPT_MAX_VOCAB) == GPT_MAX_VOCAB, "padded_vocab(2^24) = %d", padded_vocab(GPT_MAX_VOCAB));
+    for (int i = 0; i < NUM_MODEL_PRESETS; i++) {
+        const ModelPreset* p = &model_presets[i];
+        GPTConfig c = shape(1024, 50257, padded_vocab(50257), p->L, p->NH, p->C);
+        const char* why = gpt_config_invalid(&c);
+        CHECK(!why, "preset %s: %s", p->name, why);
+    }
+    GPTConfig largest = shape(GPT_MAX_CONTEXT, GPT_MAX_VOCAB, GPT_MAX_VOCAB, GPT_MAX_LAYERS, 512, GPT_MAX_CHANNELS);
+    const char* why = gpt_config_invalid(&largest);
+    CHECK(!why, "the largest sizes allowed: %s", why);
+    test_end();
+}
+
+// Each field out of its range is refused, the presets are valid and named back, and a preset
+// with a field changed is described by its components.
+static void test_architecture_fields(void) {
+    test_begin("config_architecture_fields");
+    for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++) {
+        const Architecture* a = &architecture_presets[i].arch;
+        const char* why = architecture_invalid(a);
+        CHECK(!why, "preset %s: %s", architecture_presets[i].name, why);
+        CHECK(architecture_preset_of(a) == &architecture_presets[i], "preset %s is not found back",
+              architecture_presets[i].name);
+    }
+    const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
+    CHECK(architecture_is_gpt2(&gpt2) && !architecture_is_gpt2(&modern), "GPT-2's architecture is not told apart");
+    // The rotary base above 1; a cap of 0 (none) or at least 1 (gpt/config.h's softcap_invalid).
+    const float floats[] = {1.0f, 0.5f, 0.0f, -1.0f, INFINITY, NAN, 1e-40f, 0.99f, 2.0f, 1e30f};
+    for (int i = 0; i < 10; i++) {
+        Architecture a = modern;
+        a.rotary_base = floats[i];
+        int valid = floats[i] > 1.0f && isfinite(floats[i]);
+        CHECK((architecture_invalid(&a) == NULL) == valid, "rotary base %g: %s", floats[i], valid ? "refused" : "accepted");
+        CHECK((rotary_base_invalid(floats[i]) == NULL) == valid, "rotary_base_invalid(%g) says otherwise", floats[i]);
+        a = modern;
+        a.softcap = floats[i];
+        valid = floats[i] == 0.0f || (floats[i] >= 1.0f && isfinite(floats[i]));
+        CHECK((architecture_invalid(&a) == NULL) == valid, "softcap %g: %s", floats[i], valid ? "refused" : "accepted");
+        CHECK((softcap_invalid(floats[i]) == NULL) == valid, "softcap_invalid(%g) says otherwise", floats[i]);
+    }
+    // A rotary base without rotary has no effect: only the presets' own is taken.
+    GPTConfig based = shape(1024, 50257, 50304, 12, 12, 768);
+    based.arch.rotary_base = 5000.0f;
+    CHECK(!architecture_invalid(&based.arch) && gpt_config_invalid(&based) != NULL,
+          "GPT-2 with a rotary base of 5000 is accepted");
+    based.arch.rotary = 1;
+    CHECK(gpt_config_invalid(&based) == NULL, "rotary with base 5000: %s", gpt_config_invalid(&based));
+    const size_t flags[] = {offsetof(Architecture, rotary),  offsetof(Architecture, rms_norm),
+                            offsetof(Architecture, qk_norm), offsetof(Architecture, relu2),
+                            offsetof(Architecture, bias),    offsetof(Architecture, untied_head),
+                            offsetof(Architecture, zero_init)};
+    for (int i = 0; i < 7; i++)
+        for (int v = -1; v <= 2; v += 3) {
+            Architecture a = gpt2;
+            memcpy((char*)&a + flags[i], &v, sizeof(v));
+            CHECK(architecture_invalid(&a) != NULL, "switch %d set to %d is accepted", i, v);
+        }
+    Architecture ablation = modern;
+    ablation.qk_norm = 0;
+    char text[ARCHITECTURE_TEXT];
+    architecture_describe(&ablation, text, sizeof(text));
+    CHECK(!architecture_preset_of(&ablation) && strstr(text, "no qk-norm") && strstr(text, "rotary (base 10000)"),
+          "modern without QK-norm is described as '%s'", text);
+    test_end();
+}
+
+// Attention's key windows: documents and a window pattern are checked field by field, make an
+// architecture no preset (a GPT-2 with them is no llm.c model), take each layer's window from
+// the pattern in turn, are described after the preset or components, and the document token
+// must lie within the vocabulary.
+static void test_architecture_key_windows(void) {
+    test_begin("config_architecture_key_windows");
+    const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
+    Architecture a = modern;
+    a.documents = 1;
+    a.document_token = 50256;
+    a.window_count = 3;
+    a.windows[0] = 2048;
+    a.windows[2] = 512;
+    CHECK(!architecture_invalid(&a) && !modern.documents && modern.window_count == 0,
+          "documents and the windows 2048,full,512: %s", architecture_invalid(&a));
+    CHECK(!architecture_preset_of(&a) && !architecture_equal(&a, &modern), "a masked modern model is the preset");
+    Architecture unmasked = architecture_unmasked(&a);
+    CHECK(architecture_equal(&unmasked, &modern), "without its key windows it is not the modern preset");
+    const int expected[7] = {2048, 0, 512, 2048, 0, 512, 2048};
+    for (int l = 0; l < 7; l++)
+        CHECK(architecture_window(&a, l) == expected[l], "layer %d: window %d, expected %d", l,
+              architecture_window(&a, l), expected[l]);
+    CHECK(architecture_window(&modern, 5) == 0, "a layer without a pattern has a window");
+    char text[ARCHITECTURE_TEXT];
+    architecture_describe(&a, text, sizeof(text));
+    CHECK(!strcmp(text, "modern, documents (token 50256), windows 2048,full,512"), "described as '%s'", text);
+    Architecture g = gpt2;
+    g.window_count = 1;
+    g.windows[0] = 64;
+    architecture_describe(&g, text, sizeof(text));
+    CHECK(!architecture_is_gpt2(&g) && !strcmp(text, "gpt2, windows 64"), "GPT-2 with a window: '%s', %s", text,
+          architecture_is_gpt2(&g) ? "an llm.c model" : "no llm.c model");
+    // Each bad value alone.
+    Architecture bad[7];
+    for (int i = 0; i < 7; i++) bad[i] = a;
+    bad[0].documents = 2;
+    bad[1].document_token = -1;
+    bad[2].documents = 0;                    // a token without documents
+    bad[3].window_count = ARCHITECTURE_MAX_WINDOWS + 1;
+    bad[4].windows[1] = -5;
+    bad[5].windows[3] = 256;                 // past the pattern
+    bad[6].windows[0] = -1;
+    for (int i = 0; i < 7; i++) CHECK(architecture_invalid(&bad[i]) != NULL, "bad key window %d is accepted", i);
+    GPTConfig c = {.maxT = 4096, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768, .arch = a};
+    c.arch.windows[0] = c.arch.windows[2] = 0;
+    CHECK(gpt_config_invalid(&c) != NULL, "a pattern that bounds no layer is accepted");
+    c.arch = a;
+    CHECK(!gpt_config_invalid(&c), "token 50256 of 50257: %s", gpt_config_invalid(&c));
+    c.arch.document_token = 50257;
+    CHECK(gpt_config_invalid(&c) != NULL, "a document token past the vocabulary is accepted");
+    // A window bounds a layer only when narrower than the context; a pattern gives each layer an
+    // entry at most.
+    c.arch.document_token = 50256;
+    c.maxT = 2049;
+    CHECK(!gpt_config_invalid(&c), "windows 2048,full,512 at context 2049: %s", gpt_config_invalid(&c));
+    c.maxT = 2048;
+    CHECK(gpt_config_invalid(&c) != NULL, "a window of 2048 at context 2048 is accepted");
+    c.maxT = 4096;
+    c.L = 2;
+    CHECK(gpt_config_invalid(&c) != NULL, "a pattern of 3 windows on 2 layers is accepted");
+    c.L = 3;
+    CHECK(!gpt_config_invalid(&c), "a pattern of 3 windows on 3 layers: %s", gpt_config_invalid(&c));
+    test_end();
+}
+
+// The fields without effect, each dropped as a file is read: the model read is the one it
+// computes, described as such, refused by none of the checks, and left as it is when read again;
+// a model holding none is left as it is, and a value invalid in itself is left for
+// architecture_invalid to refuse.
+static void test_drop_without_effect(void) {
+    test_begin("config_fields_without_effect_dropped");
+    const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
+    const struct {
+        Architecture arch;
+        int L;
+        const char* read;   // architecture_describe of the model read
+    } cases[] = {
+        {{.rotary = 0, .rotary_base = 5000.0f, .bias = 1}, 2, "gpt2"},
+        {{.rotary = 0, .rotary_base = 5000.0f, .bias = 1, .window_count = 1, .windows = {64}}, 2, "gpt2"},
+        {{.rotary = 0, .rotary_base = 10000.0f, .bias = 1, .window_count = 1, .windows = {100000}}, 2, "gpt2"},
+        {{.rotary = 0, .rotary_base = 10000.0f, .bias = 1, .window_count = 2, .windows = {8, 64}}, 2,
+         "gpt2, windows 8,full"},
+        {{.rotary = 0, .rotary_base = 10000.0f, .bias = 1, .window_count = 3, .windows = {8, 16, 32}}, 2,
+         "gpt2, windows 8,16"},
+        {{.rotary = 0, .rotary_base = 10000.0f, .bias = 1, .window_count = 3, .windows = {0, 0, 32}}, 2, "gpt2"},
+        {{.rotary = 0, .rotary_base = 10000.0f, .bias = 1, .window_count = 2}, 2, "gpt2"},
+        {{.rotary = 0, .rotary_base = 10000.0f, .bias = 1, .window_count = 64, .windows = {0, 8, 99}}, 3,
+         "gpt2, windows full,8,full"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        GPTConfig c = shape(64, 300, 384, cases[i].L, 2, 128);
+        c.arch = cases[i].arch;
+        CHECK(!architecture_invalid(&c.arch) && gpt_config_invalid(&c) != NULL, "case %zu is not refused as it is", i);
+        CHECK(gpt_config_drop_without_effect(&c) != NULL, "case %zu: nothing said dropped", i);
+        char text[ARCHITECTURE_TEXT];
+        architecture_describe(&c.arch, text, sizeof(text));
+        CHECK(!strcmp(text, cases[i].read), "case %zu reads as '%s', expected '%s'", i, text, cases[i].read);
+        CHECK(!architecture_invalid(&c.arch) && !gpt_config_invalid(&c), "case %zu read back is refused: %s", i,
+              architecture_invalid(&c.arch) ? architecture_invalid(&c.arch) : gpt_config_invalid(&c));
+        GPTConfig again = c;
+        CHECK(!gpt_config_drop_without_effect(&again) && gpt_config_same_model(&again, &c),
+              "case %zu changes when read again", i);
+        if (!strcmp(cases[i].read, "gpt2")) CHECK(architecture_is_gpt2(&c.arch), "case %zu is not GPT-2's file", i);
+    }
+    // Models with no field without effect, and invalid values, are left as they are.
+    Architecture windowed = modern;
+    windowed.window_count = 2;
+    windowed.windows[0] = 63;
+    const Architecture kept[] = {gpt2, modern, windowed, {.rotary = 0, .rotary_base = 0.0f, .bias = 1},
+                                 {.rotary = 0, .rotary_base = NAN, .bias = 1}};
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+        GPTConfig c = shape(64, 300, 384, 2, 2, 128);
+        c.arch = kept[i];
+        GPTConfig read = c;
+        CHECK(!gpt_config_drop_without_effect(&read) && !memcmp(&read, &c, sizeof(c)), "model %zu is changed", i);
+    }
+    test_end();
+}
+
+// The preset nearest an architecture: the one its components differ least from, gpt2 on a tie;
+// the rotary base, the cap's value and the key windows count for nothing.
+static void test_nearest_preset(void) {
+    test_begin("config_nearest_preset");
+    const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
+    const ArchitecturePreset *gpt2_preset = &architecture_presets[0], *modern_preset = &architecture_presets[1];
+    CHECK(architecture_nearest_preset(&gpt2) == gpt2_preset && architecture_nearest_preset(&modern) == modern_preset,
+          "a preset is not its own nearest");
+    Architecture a = modern;
+    a.softcap = 0.0f;
+    CHECK(architecture_nearest_preset(&a) == modern_preset, "modern without its cap is nearest gpt2");
+    a = modern;
+    a.qk_norm = 0;
+    a.softcap = 15.0f;
+    a.rotary_base = 500000.0f;
+    a.window_count = 1;
+    a.windows[0] = 128;
+    CHECK(architecture_nearest_preset(&a) == modern_preset, "modern without QK-norm, capped at 15, is nearest gpt2");
+    a = gpt2;
+    a.rotary = 1;
+    CHECK(architecture_nearest_preset(&a) == gpt2_preset, "GPT-2 with rotary is nearest modern");
+    a.rms_norm = a.qk_norm = a.relu2 = 1;   // four of eight: a tie
+    CHECK(architecture_nearest_preset(&a) == gpt2_preset, "a tie is not gpt2's");
+    a.bias = 0;
+    CHECK(architecture_nearest_preset(&a) == modern_preset, "five of modern's eight are nearest gpt2");
+    test_end();
+}
+
+int main(void) {
+    test_nearest_preset();
+    test_architecture_fields();
+    test_architecture_key_windows();
+    test_drop_without_effect();
+    test_vocab_near_int_max();
+    test_sizes_bounded();
+    test_real_shapes_valid();
+    return test_exit_code();
+}

@@ -1,0 +1,101 @@
+// tests/unit/gpt/test_model_file.cu: the model checkpoint's header on the host (gpt/checkpoint.h): a
+// version 6 file holding fields without effect (a rotary base without rotary, a window of the
+// context or more, a window pattern longer than the layers) reads as the model it computes, its
+// values as written, and is saved again as that model's file: a GPT-2 as llm.c's version 3 with
+// nothing past its shape, another model as version 6 without the fields dropped.
+#include <stdlib.h>
+#include <string.h>
+#include "gpt/checkpoint.h"
+#include "tests/lib/test.h"
+
+static const char* tmp_dir;
+
+// A version 6 file at path of c's shape and architecture, as given (no field dropped), holding
+// values (count_params(c) fp32).
+static void write_version_6(const char* path, const GPTConfig* c, const float* values) {
+    ModelFileHeader h;
+    memset(&h, 0, sizeof(h));
+    h.f.magic = MODEL_MAGIC;
+    h.f.version = MODEL_VERSION_ARCH_FP32;
+    h.f.shape = (ShapeFields){.maxT = c->maxT, .V = c->V, .L = c->L, .NH = c->NH, .C = c->C, .Vp = c->Vp};
+    h.f.arch = c->arch;
+    FILE* f = fopen(path, "wb");
+    if (!f) die("%s: cannot write", path);
+    size_t n = count_params(c);
+    if (fwrite(&h, sizeof(h), 1, f) != 1 || fwrite(values, sizeof(float), n, f) != n || fclose(f) != 0)
+        die("%s: write failed", path);
+}
+
+static void read_header(const char* path, ModelFileHeader* h) {
+    FILE* f = fopen(path, "rb");
+    if (!f || fread(h, sizeof(*h), 1, f) != 1) die("%s: cannot read its header", path);
+    fclose(f);
+}
+
+// The file of c (whose architecture holds fields without effect) reads as `read`, with its values,
+// and is saved again as version `saved` holding read's architecture.
+static void check_read_and_saved(const char* name, const GPTConfig* c, const Architecture* read, int saved) {
+    char path[4096], again[4096];
+    snprintf(path, sizeof(path), "%s/model_file_%s.bin", tmp_dir, name);
+    snprintf(again, sizeof(again), "%s/model_file_%s_saved.bin", tmp_dir, name);
+    size_t n = count_params(c);
+    float* values = (float*)malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) values[i] = (float)(i % 97) * 0.01f - 0.5f;
+    write_version_6(path, c, values);
+
+    GPTConfig config;
+    char err[ERR_LEN];
+    CHECK(read_model_shape(path, &config, err) == 0, "%s: %s", name, err);
+    char have[ARCHITECTURE_TEXT], want[ARCHITECTURE_TEXT];
+    architecture_describe(&config.arch, have, sizeof(have));
+    architecture_describe(read, want, sizeof(want));
+    CHECK(gpt_config_same_shape(&config, c) && architecture_equal(&config.arch, read), "%s reads as %s, expected %s",
+          name, have, want);
+    float* back = read_model_values(path, &config);
+    CHECK(!memcmp(back, values, n * sizeof(float)), "%s: the values read are not those written", name);
+
+    save_model_values(again, &config, back);
+    ModelFileHeader h;
+    read_header(again, &h);
+    CHECK(h.f.version == saved, "%s saved again as version %d, expected %d", name, h.f.version, saved);
+    Architecture stored = saved == MODEL_VERSION_FP32 ? (Architecture){} : *read;
+    CHECK(!memcmp(&h.f.arch, &stored, sizeof(stored)), "%s saved again with another architecture in its header", name);
+    for (int i = MODEL_HEADER_USED_INTS; i < HEADER_INTS; i++) CHECK(h.ints[i] == 0, "%s: slot %d set", name, i);
+    GPTConfig reread;
+    CHECK(read_model_shape(again, &reread, err) == 0 && gpt_config_same_model(&reread, &config),
+          "%s saved again does not read back as the model", name);
+    float* reread_values = read_model_values(again, &reread);
+    CHECK(!memcmp(reread_values, values, n * sizeof(float)), "%s saved again: other values", name);
+    free(values);
+    free(back);
+    free(reread_values);
+}
+
+static void test_fields_without_effect_dropped(void) {
+    test_begin("model file: fields without effect dropped as read, the model saved again as its own file");
+    const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
+    GPTConfig c = {.maxT = 64, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128, .arch = gpt2};
+    c.arch.rotary_base = 5000.0f;
+    check_read_and_saved("gpt2_base_5000", &c, &gpt2, MODEL_VERSION_FP32);
+    c.arch = gpt2;
+    c.arch.window_count = 3;
+    c.arch.windows[0] = 64;
+    c.arch.windows[2] = 16;   // past the layers
+    check_read_and_saved("gpt2_windows_without_effect", &c, &gpt2, MODEL_VERSION_FP32);
+    c.arch = modern;
+    c.arch.window_count = 3;
+    c.arch.windows[0] = 8;
+    c.arch.windows[1] = 100000;
+    c.arch.windows[2] = 32;
+    Architecture read = modern;
+    read.window_count = 2;
+    read.windows[0] = 8;
+    check_read_and_saved("modern_windows_8_full", &c, &read, MODEL_VERSION_ARCH_FP32);
+    test_end();
+}
+
+int main(void) {
+    tmp_dir = test_env("FLASHGPT_TMP", "/tmp");
+    test_fields_without_effect_dropped();
+    return test_exit_code();
+}

@@ -1,0 +1,322 @@
+// tests/unit/gpt/test_param_table.c: the parameter table (gpt/param_table.h) on the CPU: the layout (sizes,
+// offsets, each layer's slices), groups, decay, Muon's matrices, ZeRO-1's units and the initial
+// values of GPT-2, the modern recipe and every combination of the switches that change the
+// tensors, against fixed hashes (GPT-2's layout is llm.c's, and a seed draws the values it always
+// has, so every checkpoint written stays readable and every run repeatable); the rows against the
+// list of kinds; a per-layer kind on a subset of the layers (slices packed, padding rows, draws); Muon
+// cutting qkvw into one (3C, C), three (C, C) or head-pair matrices by the row alone, and ZeRO-1's
+// shards of them whole; presence per architecture; --help's listing.
+#include <math.h>
+#include <string.h>
+
+#include "distributed/zero_shard.h"
+#include "gpt/param_table.h"
+#include "tests/lib/test.h"
+
+static uint64_t fnv;
+static void mix(uint64_t v) {
+    for (int b = 0; b < 8; b++) {
+        fnv ^= (v >> (8 * b)) & 0xff;
+        fnv *= 0x100000001b3ULL;
+    }
+}
+
+static GPTConfig config(int maxT, int V, int L, int NH, int C, int rotary, int rms_norm, int bias, int untied,
+                        int zero_init) {
+    GPTConfig c = {.maxT = maxT, .V = V, .Vp = padded_vocab(V), .L = L, .NH = NH, .C = C, .arch = ARCHITECTURE_GPT2};
+    c.arch.rotary = rotary;
+    c.arch.rms_norm = rms_norm;
+    c.arch.bias = bias;
+    c.arch.untied_head = untied;
+    c.arch.zero_init = zero_init;
+    return c;
+}
+
+// Tensor i's offset in the flat array.
+static size_t tensor_offset(const GPTConfig* c, int i) {
+    size_t sizes[NUM_PARAM_TENSORS], off = 0;
+    param_sizes(c, sizes);
+    for (int j = 0; j < i; j++) off += sizes[j];
+    return off;
+}
+
+// The layout's hash: the count; each present tensor's size, group, decay, Muon's matrix and
+// ZeRO-1's unit under Muon; their offsets; each layer's slices' offsets. A kind no model here has
+// leaves it as it is.
+static uint64_t layout_hash(const GPTConfig* c) {
+    fnv = 0xcbf29ce484222325ULL;
+    size_t sizes[NUM_PARAM_TENSORS];
+    param_sizes(c, sizes);
+    mix(count_params(c));
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        const ParamKind* k = &param_table[i];
+        if (!sizes[i]) continue;
+        mix(sizes[i]);
+        mix(k->group);
+        mix(k->decay_scale != 0.0f);
+        int rows = 0, cols = 0;
+        if (k->group == GROUP_MATRIX) param_muon_matrix(k, c, &rows, &cols);
+        mix(rows);
+        mix(cols);
+        mix(param_zero_unit(k, c, 1));
+    }
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++)
+        if (sizes[i]) mix(tensor_offset(c, i));
+    for (int l = 0; l < c->L; l++)
+        for (int i = 0; i < NUM_LAYER_PARAMS; i++) {
+            const ParamKind* k = &param_table[layer_param_tensors[i]];
+            int slice = param_layer_slice(k, l, c);
+            if (slice >= 0) mix(tensor_offset(c, layer_param_tensors[i]) + slice * param_slice_size(k, c));
+        }
+    return fnv;
+}
+
+static uint64_t init_hash(const GPTConfig* c, uint64_t seed) {
+    size_t P = count_params(c);
+    float* values = (float*)malloc(P * sizeof(float));
+    if (!values) die("out of memory");
+    init_param_values(values, c, seed);
+    fnv = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < P; i++) {
+        uint32_t bits;
+        memcpy(&bits, &values[i], sizeof(bits));
+        mix(bits);
+    }
+    free(values);
+    return fnv;
+}
+
+// The hashes, fixed: a change of the layout or of the draws shows here.
+static void test_layout_and_init_fixed(void) {
+    test_begin("param_table_layout_and_init_fixed");
+    struct {
+        const char* name;
+        GPTConfig c;
+        uint64_t seed, layout, init;
+    } models[] = {
+        {"gpt2 d12", config(1024, 50257, 12, 12, 768, 0, 0, 1, 0, 0), 1337, 0xeb14f46a83f698baULL,
+         0xa23a17d894f63de5ULL},
+        {"modern d12", config(1024, 50257, 12, 12, 768, 1, 1, 0, 1, 1), 1337, 0xda55e289569a6e67ULL,
+         0xab91936b2a64abf2ULL},
+        {"gpt2 tiny", config(40, 97, 2, 2, 128, 0, 0, 1, 0, 0), 7, 0xd9681671486b91b7ULL, 0x0908774277e25526ULL},
+        {"modern tiny", config(40, 97, 2, 2, 128, 1, 1, 0, 1, 1), 7, 0x233ecfb883f9b1d1ULL, 0x6021dc27062b0141ULL},
+    };
+    for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
+        uint64_t layout = layout_hash(&models[m].c), init = init_hash(&models[m].c, models[m].seed);
+        CHECK(layout == models[m].layout, "%s: layout hash 0x%016llx, fixed 0x%016llx", models[m].name,
+              (unsigned long long)layout, (unsigned long long)models[m].layout);
+        CHECK(init == models[m].init, "%s: init hash 0x%016llx, fixed 0x%016llx", models[m].name,
+              (unsigned long long)init, (unsigned long long)models[m].init);
+    }
+    // Every combination of rotary, rms_norm, bias, untied_head and zero_init (bits 0 to 4 of k) on
+    // an odd small shape, seed 1000 + k.
+    static const uint64_t layouts[32] = {
+        0x1ac08a52bdea1dc4ULL, 0x33b05973fa9175f7ULL, 0xa4f0054c36f5d2d3ULL, 0x83ef614b487a484bULL,
+        0x6e117e60d69acb8aULL, 0x90587e28494edba6ULL, 0x8b8105a44824db8cULL, 0x8e33b1251b56f532ULL,
+        0xa5ca9c8d24ab7e10ULL, 0x3f5e12c377942762ULL, 0xfe92ad5a4e52c557ULL, 0x144b6e1b698c80dbULL,
+        0x22b6c1c6a6c7592cULL, 0xfdd77c625c36153cULL, 0x2ddb7174a42aa3a9ULL, 0x3bb2676c9d867dfcULL,
+        0x1ac08a52bdea1dc4ULL, 0x33b05973fa9175f7ULL, 0xa4f0054c36f5d2d3ULL, 0x83ef614b487a484bULL,
+        0x6e117e60d69acb8aULL, 0x90587e28494edba6ULL, 0x8b8105a44824db8cULL, 0x8e33b1251b56f532ULL,
+        0xa5ca9c8d24ab7e10ULL, 0x3f5e12c377942762ULL, 0xfe92ad5a4e52c557ULL, 0x144b6e1b698c80dbULL,
+        0x22b6c1c6a6c7592cULL, 0xfdd77c625c36153cULL, 0x2ddb7174a42aa3a9ULL, 0x3bb2676c9d867dfcULL};
+    static const uint64_t inits[32] = {
+        0xfba4d8bf7b02fd5bULL, 0x1fb839ef2eb834faULL, 0xa023e8f77764818bULL, 0x36890b4645eb2346ULL,
+        0x1a52bf5971b151bdULL, 0xfbc9518b05556fdfULL, 0x13d9c5d32b7eba56ULL, 0x622f3df74389eeddULL,
+        0x254d8a69a891c8abULL, 0xf25d12aa862aa1e2ULL, 0xcf8843441efdcaa7ULL, 0x59c66bba2c746f42ULL,
+        0x45ec11b4be3ee883ULL, 0x592355cc22d445f9ULL, 0x7ddbbe435f5b5e95ULL, 0x009eb059396124d6ULL,
+        0x64fc02cb300ff532ULL, 0x1290b4f55302cadcULL, 0x4f11bf268d51f9b6ULL, 0x572bc1b3593fbd5bULL,
+        0x710277af0a0a22a8ULL, 0xcc763286a3cd5f73ULL, 0x766aaf734d48b8f2ULL, 0xee48cb1956a7a624ULL,
+        0x652867c4d302eb89ULL, 0xf0e365e24f659977ULL, 0x9f648fd97804f539ULL, 0xe7932c917dd9a000ULL,
+        0xff3214f6a98d63bdULL, 0xf4826cefaee422d9ULL, 0x2e22f96019bfe84fULL, 0x8c6a39bdb999ac0aULL};
+    for (int k = 0; k < 32; k++) {
+        GPTConfig c = config(50, 300, 3, 4, 64, k & 1, (k >> 1) & 1, (k >> 2) & 1, (k >> 3) & 1, (k >> 4) & 1);
+        uint64_t layout = layout_hash(&c), init = init_hash(&c, 1000 + k);
+        CHECK(layout == layouts[k], "switches %d: layout hash 0x%016llx, fixed 0x%016llx", k,
+              (unsigned long long)layout, (unsigned long long)layouts[k]);
+        CHECK(init == inits[k], "switches %d: init hash 0x%016llx, fixed 0x%016llx", k, (unsigned long long)init,
+              (unsigned long long)inits[k]);
+    }
+    test_end();
+}
+
+// Each row is a kind of the list (per layer where the list says LAYER), a whole slice of Muon
+// matrices in every preset shape, with a positive init and rate.
+static void test_rows_agree_with_the_list(void) {
+    test_begin("param_table_rows_agree_with_the_list");
+    int per_layer[NUM_PARAM_TENSORS] = {0};
+    for (int i = 0; i < NUM_LAYER_PARAMS; i++) per_layer[layer_param_tensors[i]]++;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        const ParamKind* k = &param_table[i];
+        CHECK(param_names[i] && *param_names[i], "kind %d has no name", i);
+        CHECK((k->layers != NULL) == (per_layer[i] == 1), "%s: the row's layers and the list's %s differ",
+              param_names[i], per_layer[i] ? "LAYER" : "ONCE");
+        CHECK(k->rows.times > 0 && k->cols.times > 0, "%s: a shape term is not positive", param_names[i]);
+        CHECK(k->init != INIT_NORMAL || k->std > 0.0, "%s: a normal init of std %g", param_names[i], k->std);
+        CHECK(k->lr_scale > 0.0f && k->decay_scale >= 0.0f, "%s: lr x%g, decay x%g", param_names[i], k->lr_scale,
+              k->decay_scale);
+        for (int p = 0; p < NUM_MODEL_PRESETS && k->group == GROUP_MATRIX; p++) {
+            const ModelPreset* m = &model_presets[p];
+            GPTConfig c = config(1024, 50257, m->L, m->NH, m->C, 0, 0, 1, 0, 0);
+            int rows, cols;
+            param_muon_matrix(k, &c, &rows, &cols);
+            size_t slice = param_slice_size(k, &c), matrix = (size_t)rows * cols;
+            CHECK(rows > 0 && slice % matrix == 0, "%s in %s: Muon's (%d, %d) matrices do not tile a slice of %zu",
+                  param_names[i], model_presets[p].name, rows, cols, slice);
+        }
+    }
+    test_end();
+}
+
+// nanochat's layers for its value embeddings: every other layer, the last among them.
+static int alternate_layers(int l, int L) { return l % 2 == (L - 1) % 2 ? l / 2 : -1; }
+
+// A (Vp, C) table on alternate layers: its slices packed over those layers in order, its size,
+// its draws slice by slice with the padding rows zero, as many draws as real rows.
+static void test_layer_subset(void) {
+    test_begin("param_table_layer_subset");
+    const ParamKind value_embedding = {.rows = {1, DIM_VP}, .cols = {1, DIM_C}, .layers = alternate_layers,
+                                       .init = INIT_NORMAL, .std = 0.5, .group = GROUP_EMBEDDING, .lr_scale = 1};
+    for (int L = 1; L <= 13; L++) {
+        GPTConfig c = config(16, 130, L, 2, 8, 1, 1, 0, 1, 1);
+        int n = param_slices(&value_embedding, &c), next = 0;
+        for (int l = 0; l < L; l++) {
+            int slice = param_layer_slice(&value_embedding, l, &c);
+            CHECK(slice == -1 || slice == next, "L %d: layer %d holds slice %d, the next is %d", L, l, slice, next);
+            next += slice >= 0;
+            CHECK((slice >= 0) == (l % 2 == (L - 1) % 2), "L %d: layer %d holds slice %d", L, l, slice);
+        }
+        CHECK(n == next && n == (L + 1) / 2, "L %d: %d slices, the layers hold %d", L, n, next);
+        CHECK(param_slice_size(&value_embedding, &c) == (size_t)256 * 8, "L %d: a slice of %zu", L,
+              param_slice_size(&value_embedding, &c));
+        size_t slice = (size_t)c.Vp * c.C, real = (size_t)c.V * c.C;
+        float* values = (float*)malloc(n * slice * sizeof(float));
+        Rng rng = {99}, want = {99};
+        init_param_tensor(&value_embedding, &c, values, &rng);
+        int wrong = 0;
+        for (int s = 0; s < n; s++)
+            for (size_t j = 0; j < slice; j++) {
+                float expected = j < real ? (float)(0.5 * rng_normal(&want)) : 0.0f;
+                wrong += values[s * slice + j] != expected;
+            }
+        CHECK(wrong == 0, "L %d: %d values differ from the draws slice by slice (padding zero)", L, wrong);
+        CHECK(rng.state == want.state, "L %d: the init took another number of draws", L);
+        free(values);
+    }
+    test_end();
+}
+
+// Rank shares of kind k's tensor over W ranks by ZeRO-1's units under Muon: every part whole
+// matrices, all of them owned once. Returns the matrices.
+static size_t check_zero_units(const ParamKind* k, const GPTConfig* c, const char* what) {
+    int rows, cols;
+    param_muon_matrix(k, c, &rows, &cols);
+    ZeroTensor t = {param_slices(k, c) * param_slice_size(k, c), param_zero_unit(k, c, 1)};
+    CHECK(t.unit == (size_t)rows * cols, "%s: a ZeRO-1 unit of %zu, Muon's matrix (%d, %d)", what, t.unit, rows, cols);
+    CHECK(param_zero_unit(k, c, 0) == ZERO_SHARD_ALIGN, "%s: AdamW's unit %zu", what, param_zero_unit(k, c, 0));
+    for (int W = 1; W <= 5; W++) {
+        size_t owned = 0;
+        for (int r = 0; r < W; r++) {
+            ZeroShard s;
+            char err[ERR_LEN];
+            if (zero_shard_init(&s, &t, 1, W, r, 1, ZERO_SHARD_ALIGN, err) != 0) {
+                test_fail("%s: %s", what, err);
+                return 0;
+            }
+            ZeroShardPart part = zero_shard_part(&s, &t, 0, r);
+            CHECK(part.param_index % t.unit == 0 && part.count % t.unit == 0,
+                  "%s, W %d rank %d: a part of %zu from %zu cuts a matrix", what, W, r, part.count, part.param_index);
+            owned += part.count;
+        }
+        CHECK(owned == t.count, "%s, W %d: the ranks own %zu of %zu", what, W, owned, t.count);
+    }
+    return t.count / t.unit;
+}
+
+// qkvw's row as it is (one (3C, C) matrix a layer), and cut by its row alone into three (C, C)
+// or into (2 HS, C) head pairs.
+static void test_muon_cuts(void) {
+    test_begin("param_table_muon_cuts");
+    GPTConfig c = config(64, 100, 3, 4, 64, 1, 1, 0, 1, 1);
+    int HS = c.C / c.NH, rows, cols;
+    const ParamKind* fused = &param_table[PARAM_QKVW];
+    param_muon_matrix(fused, &c, &rows, &cols);
+    CHECK(rows == 3 * c.C && cols == c.C, "qkvw: Muon's matrix (%d, %d)", rows, cols);
+    size_t n = check_zero_units(fused, &c, "qkvw");
+    CHECK(n == (size_t)c.L, "qkvw: %zu matrices", n);
+    ParamKind by_part = *fused, by_pair = *fused;
+    by_part.muon_rows = (Dim){1, DIM_C};
+    by_pair.muon_rows = (Dim){2, DIM_HS};
+    param_muon_matrix(&by_part, &c, &rows, &cols);
+    CHECK(rows == c.C && cols == c.C, "q, k, v: Muon's matrix (%d, %d)", rows, cols);
+    n = check_zero_units(&by_part, &c, "q, k, v");
+    CHECK(n == (size_t)3 * c.L, "q, k, v: %zu matrices", n);
+    param_muon_matrix(&by_pair, &c, &rows, &cols);
+    CHECK(rows == 2 * HS && cols == c.C, "head pairs: Muon's matrix (%d, %d)", rows, cols);
+    n = check_zero_units(&by_pair, &c, "head pairs");
+    CHECK(n == (size_t)3 * c.NH / 2 * c.L, "head pairs: %zu matrices", n);
+    // The other matrices, each layer's whole.
+    const int kinds[] = {PARAM_ATTPROJW, PARAM_FCW, PARAM_FCPROJW};
+    for (int i = 0; i < 3; i++) {
+        n = check_zero_units(&param_table[kinds[i]], &c, param_names[kinds[i]]);
+        CHECK(n == (size_t)c.L, "%s: %zu matrices", param_names[kinds[i]], n);
+    }
+    test_end();
+}
+
+// The kinds GPT-2 and the modern recipe are made of, in each architecture: wpe with learned
+// positions, the norms' weights and biases with LayerNorm, the biases with bias, lm_head untied;
+// wte and the blocks' matrices always.
+static void test_presence(void) {
+    test_begin("param_table_presence_per_architecture");
+    for (int k = 0; k < 32; k++) {
+        GPTConfig c = config(50, 300, 3, 4, 64, k & 1, (k >> 1) & 1, (k >> 2) & 1, (k >> 3) & 1, (k >> 4) & 1);
+        const Architecture* a = &c.arch;
+        const struct {
+            ParamTensor i;
+            int present;
+        } kinds[] = {{PARAM_WTE, 1}, {PARAM_WPE, !a->rotary}, {PARAM_LN1W, !a->rms_norm}, {PARAM_LN1B, !a->rms_norm},
+                     {PARAM_QKVW, 1}, {PARAM_QKVB, a->bias}, {PARAM_ATTPROJW, 1}, {PARAM_ATTPROJB, a->bias},
+                     {PARAM_LN2W, !a->rms_norm}, {PARAM_LN2B, !a->rms_norm}, {PARAM_FCW, 1}, {PARAM_FCB, a->bias},
+                     {PARAM_FCPROJW, 1}, {PARAM_FCPROJB, a->bias}, {PARAM_LNFW, !a->rms_norm},
+                     {PARAM_LNFB, !a->rms_norm}, {PARAM_LM_HEAD, a->untied_head}};
+        size_t sizes[NUM_PARAM_TENSORS];
+        param_sizes(&c, sizes);
+        for (size_t j = 0; j < sizeof(kinds) / sizeof(kinds[0]); j++) {
+            int i = kinds[j].i, want = kinds[j].present;
+            CHECK((sizes[i] > 0) == want, "switches %d: %s has %zu elements", k, param_names[i], sizes[i]);
+            for (int l = 0; l < c.L && param_table[i].layers; l++)
+                CHECK((param_layer_slice(&param_table[i], l, &c) == l) == want, "switches %d: %s in layer %d", k,
+                      param_names[i], l);
+        }
+    }
+    test_end();
+}
+
+// --help's listing: a line per kind after two of heading, whole within its bytes.
+static void test_describe(void) {
+    test_begin("param_table_describe");
+    char text[PARAM_TABLE_TEXT];
+    param_table_describe(text, sizeof(text));
+    CHECK(strlen(text) < sizeof(text) - 1, "the listing fills its %zu bytes", sizeof(text));
+    int lines = 0;
+    for (const char* p = text; *p; p++) lines += *p == '\n';
+    CHECK(lines == NUM_PARAM_TENSORS + 2, "%d lines", lines);
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        char line[32];
+        snprintf(line, sizeof(line), "\n  %s ", param_names[i]);
+        CHECK(strstr(text, line), "no line for %s", param_names[i]);
+    }
+    CHECK(strstr(text, "(L, 3C, C)") && strstr(text, "(Vp, C)") && strstr(text, "normal 0.02/sqrt(2L)"),
+          "the shapes or inits are not as the table says:\n%s", text);
+    test_end();
+}
+
+int main(void) {
+    test_layout_and_init_fixed();
+    test_rows_agree_with_the_list();
+    test_layer_subset();
+    test_muon_cuts();
+    test_presence();
+    test_describe();
+    return test_exit_code();
+}
