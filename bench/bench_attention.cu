@@ -23,10 +23,9 @@
 #include "attention/attention.h"
 #include "attention/flash.h"
 #include "attention/mask.h"
+#include "bench/bench_common.cuh"
 
 #define TOKENS_PER_CALL 16384
-#define WARMUP 3
-#define REPS 10
 
 static const int SEQ_LENS[] = {512, 1024, 2048, 4096, 8192, 16384, 32768};
 static const int MASKED_SEQ_LENS[] = {16384, 65536};
@@ -47,22 +46,6 @@ static double visible_pairs(int T, MaskSpec m) {
         pairs += i - lo + 1;
     }
     return pairs;
-}
-
-// Uniform in [-1, 1) from a hash of the index: random data without a host copy.
-__global__ void fill_uniform_kernel(bf16* x, size_t n, uint64_t seed) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint64_t z = (i + seed) * 0x9E3779B97F4A7C15ull;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
-        x[i] = (bf16)((float)(z >> 40) * (2.0f / (1 << 24)) - 1.0f);
-    }
-}
-
-static void fill_uniform(bf16* x, size_t n, uint64_t seed) {
-    fill_uniform_kernel<<<1024, 256>>>(x, n, seed);
-    cudaCheckLaunch();
 }
 
 // One row of the table: attention.h's path for `kind`, or a flash family called by name.
@@ -103,31 +86,20 @@ static void free_buffers(Buffers* b) {
         if (all[i]) cudaCheck(cudaFree(all[i]));
 }
 
-// 0 when the device runs out of memory (the error is cleared), 1 on success.
-static int try_malloc(void** p, size_t bytes) {
-    cudaError_t e = cudaMalloc(p, bytes > 0 ? bytes : 1);
-    if (e == cudaErrorMemoryAllocation) {
-        (void)cudaGetLastError();
-        *p = NULL;
-        return 0;
-    }
-    cudaCheck(e);
-    return 1;
-}
-
 // The buffers, and with a mask given, its document bounds found on the GPU from tokens that
 // start a document every m.docs positions.
 static int alloc_buffers(Buffers* b, AttentionKind kind, AttentionShape s, MaskSpec m) {
     size_t act = (size_t)s.B * s.T * s.NH * s.HS * sizeof(bf16), rows = (size_t)s.B * s.T;
     AttentionPlan plan = plan_of(kind, 0);
     memset(b, 0, sizeof(*b));
-    int ok = try_malloc((void**)&b->qkv, 3 * act) && try_malloc((void**)&b->out, act) &&
-             try_malloc((void**)&b->dout, act) && try_malloc((void**)&b->dqkv, 3 * act) &&
-             try_malloc(&b->saved, attention_saved_bytes(&plan, s)) &&
-             try_malloc(&b->scratch, attention_scratch_bytes(&plan, s));
+    int ok = bench_try_malloc((void**)&b->qkv, 3 * act) && bench_try_malloc((void**)&b->out, act) &&
+             bench_try_malloc((void**)&b->dout, act) && bench_try_malloc((void**)&b->dqkv, 3 * act) &&
+             bench_try_malloc(&b->saved, attention_saved_bytes(&plan, s)) &&
+             bench_try_malloc(&b->scratch, attention_scratch_bytes(&plan, s));
     if (ok && m.docs) {
-        ok = try_malloc((void**)&b->tokens, rows * sizeof(int)) && try_malloc((void**)&b->doc_start, rows * sizeof(int)) &&
-             try_malloc((void**)&b->doc_end, rows * sizeof(int));
+        ok = bench_try_malloc((void**)&b->tokens, rows * sizeof(int)) &&
+             bench_try_malloc((void**)&b->doc_start, rows * sizeof(int)) &&
+             bench_try_malloc((void**)&b->doc_end, rows * sizeof(int));
         if (ok) {
             int* tokens = (int*)malloc(rows * sizeof(int));
             for (size_t i = 0; i < rows; i++) tokens[i] = i % s.T % m.docs == 0 ? EOT : (int)(i % EOT);
@@ -143,11 +115,6 @@ static int alloc_buffers(Buffers* b, AttentionKind kind, AttentionShape s, MaskS
     return ok;
 }
 
-static int compare_floats(const void* a, const void* b) {
-    float x = *(const float*)a, y = *(const float*)b;
-    return (x > y) - (x < y);
-}
-
 // One call: forward (pass 0), backward (1) or deterministic backward (2).
 static void run_pass(int pass, const Impl* impl, AttentionShape s, Buffers* b) {
     AttentionPlan plan = plan_of(impl->kind, pass == 2);
@@ -159,28 +126,23 @@ static void run_pass(int pass, const Impl* impl, AttentionShape s, Buffers* b) {
     else attention_backward(&plan, s, b->dqkv, b->dout, b->out, b->saved, b->qkv, b->scratch, 0);
 }
 
-// median[i]: the median milliseconds of one call of passes[i] (at most 2). The passes take
-// turns, so that the clock, which falls under the power cap as a run goes on, weighs on each
-// alike.
+// A call of passes[pass] (run_pass's numbering) on one shape, for bench_median_ms.
+typedef struct {
+    const int* passes;
+    const Impl* impl;
+    AttentionShape s;
+    Buffers* b;
+} Timed;
+
+static void run_timed(int pass, void* context) {
+    const Timed* t = (const Timed*)context;
+    run_pass(t->passes[pass], t->impl, t->s, t->b);
+}
+
+// median[i]: the median milliseconds of one call of passes[i], the passes taking turns.
 static void median_ms(int n, const int* passes, const Impl* impl, AttentionShape s, Buffers* b, float* median) {
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
-    float ms[2][REPS];
-    for (int r = -WARMUP; r < REPS; r++)
-        for (int i = 0; i < n; i++) {
-            cudaCheck(cudaEventRecord(start, 0));
-            run_pass(passes[i], impl, s, b);
-            cudaCheck(cudaEventRecord(stop, 0));
-            cudaCheck(cudaEventSynchronize(stop));
-            if (r >= 0) cudaCheck(cudaEventElapsedTime(&ms[i][r], start, stop));
-        }
-    cudaCheck(cudaEventDestroy(start));
-    cudaCheck(cudaEventDestroy(stop));
-    for (int i = 0; i < n; i++) {
-        qsort(ms[i], REPS, sizeof(float), compare_floats);
-        median[i] = ms[i][REPS / 2];
-    }
+    Timed t = {passes, impl, s, b};
+    bench_median_ms(n, run_timed, &t, 0, median);
 }
 
 static void bench(const Impl* impl, AttentionShape s, MaskSpec m) {
@@ -202,8 +164,8 @@ static void bench(const Impl* impl, AttentionShape s, MaskSpec m) {
         printf("OOM | | | | | | %.2f |\n", gib);
         return;
     }
-    fill_uniform(b.qkv, (size_t)s.B * s.T * 3 * s.NH * s.HS, 1);
-    fill_uniform(b.dout, (size_t)s.B * s.T * s.NH * s.HS, 2);
+    bench_fill_uniform(b.qkv, (size_t)s.B * s.T * 3 * s.NH * s.HS, 1, 1.0f);
+    bench_fill_uniform(b.dout, (size_t)s.B * s.T * s.NH * s.HS, 2, 1.0f);
     double pairs = mask_given(m) ? visible_pairs(s.T, m) : (double)s.T * s.T * (s.causal ? 0.5 : 1.0);
     double fwd_flops = 4.0 * s.B * s.NH * pairs * s.HS;
     double bwd_flops = 2.5 * fwd_flops;

@@ -23,27 +23,9 @@
 #include <string.h>
 #include "layers/fp8.h"
 #include "layers/matmul.h"
+#include "bench/bench_common.cuh"
 
-#define WARMUP 3
-#define REPS 10
 #define VOCAB 50304
-
-// Uniform in [-scale, scale) from a hash of the index.
-__global__ void fill_uniform_kernel(bf16* x, size_t n, uint64_t seed, float scale) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint64_t z = (i + seed) * 0x9E3779B97F4A7C15ull;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
-        x[i] = (bf16)(((float)(z >> 40) * (2.0f / (1 << 24)) - 1.0f) * scale);
-    }
-}
-
-static void fill_uniform(bf16* x, size_t n, uint64_t seed, float scale) {
-    fill_uniform_kernel<<<1024, 256>>>(x, n, seed, scale);
-    cudaCheckLaunch();
-}
-
 // One linear layer's buffers and both FP8 states.
 typedef struct {
     int N, C, OC;
@@ -58,7 +40,9 @@ enum { BF16_FWD, BF16_BWD, CUR_FWD, CUR_BWD, DEL_FWD, DEL_BWD, CUR_QUANT_FWD, CU
 
 static MatmulStream mm;
 
-static void run_pass(int pass, Layer* y) {
+// One call of pass on the layer (a Layer), for bench_median_ms.
+static void run_pass(int pass, void* layer) {
+    Layer* y = (Layer*)layer;
     Fp8Linear* l = pass == CUR_FWD || pass == CUR_BWD || pass == CUR_QUANT_FWD || pass == CUR_QUANT_BWD ? &y->current
                                                                                                         : &y->delayed;
     uint8_t* q = (uint8_t*)y->scratch;
@@ -82,45 +66,6 @@ static void run_pass(int pass, Layer* y) {
     }
 }
 
-static int compare_floats(const void* a, const void* b) {
-    float x = *(const float*)a, y = *(const float*)b;
-    return (x > y) - (x < y);
-}
-
-// median[p]: the median milliseconds of pass p.
-static void median_ms(Layer* y, float* median) {
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
-    float ms[PASSES][REPS];
-    for (int r = -WARMUP; r < REPS; r++)
-        for (int p = 0; p < PASSES; p++) {
-            cudaCheck(cudaEventRecord(start, mm.stream));
-            run_pass(p, y);
-            cudaCheck(cudaEventRecord(stop, mm.stream));
-            cudaCheck(cudaEventSynchronize(stop));
-            if (r >= 0) cudaCheck(cudaEventElapsedTime(&ms[p][r], start, stop));
-        }
-    cudaCheck(cudaEventDestroy(start));
-    cudaCheck(cudaEventDestroy(stop));
-    for (int p = 0; p < PASSES; p++) {
-        qsort(ms[p], REPS, sizeof(float), compare_floats);
-        median[p] = ms[p][REPS / 2];
-    }
-}
-
-// 0 when the device runs out of memory (the error cleared), 1 on success.
-static int try_malloc(void** p, size_t bytes) {
-    cudaError_t e = cudaMalloc(p, bytes > 0 ? bytes : 1);
-    if (e == cudaErrorMemoryAllocation) {
-        (void)cudaGetLastError();
-        *p = NULL;
-        return 0;
-    }
-    cudaCheck(e);
-    return 1;
-}
-
 static void free_layer(Layer* y) {
     void* all[] = {y->inp, y->weight, y->out, y->dout, y->dinp, y->dweight, y->scratch};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
@@ -133,17 +78,17 @@ static int alloc_layer(Layer* y, int N, int C, int OC) {
     y->C = C;
     y->OC = OC;
     size_t nc = (size_t)N * C * sizeof(bf16), noc = (size_t)N * OC * sizeof(bf16), occ = (size_t)OC * C * sizeof(bf16);
-    int ok = try_malloc((void**)&y->inp, nc) && try_malloc((void**)&y->weight, occ) &&
-             try_malloc((void**)&y->out, noc) && try_malloc((void**)&y->dout, noc) &&
-             try_malloc((void**)&y->dinp, nc) && try_malloc((void**)&y->dweight, occ) &&
-             try_malloc(&y->scratch, matmul_fp8_scratch_bytes(N, C, OC));
+    int ok = bench_try_malloc((void**)&y->inp, nc) && bench_try_malloc((void**)&y->weight, occ) &&
+             bench_try_malloc((void**)&y->out, noc) && bench_try_malloc((void**)&y->dout, noc) &&
+             bench_try_malloc((void**)&y->dinp, nc) && bench_try_malloc((void**)&y->dweight, occ) &&
+             bench_try_malloc(&y->scratch, matmul_fp8_scratch_bytes(N, C, OC));
     if (!ok) {
         free_layer(y);
         return 0;
     }
-    fill_uniform(y->inp, (size_t)N * C, 1, 1.0f);
-    fill_uniform(y->weight, (size_t)OC * C, 2, 0.02f);
-    fill_uniform(y->dout, (size_t)N * OC, 3, 1e-3f);
+    bench_fill_uniform(y->inp, (size_t)N * C, 1, 1.0f);
+    bench_fill_uniform(y->weight, (size_t)OC * C, 2, 0.02f);
+    bench_fill_uniform(y->dout, (size_t)N * OC, 3, 1e-3f);
     cudaCheck(cudaMemset(y->dweight, 0, occ));
     fp8_linear_init(&y->current, C, OC, N, FP8_SCALING_CURRENT, FP8_E5M2, 1);
     fp8_linear_init(&y->delayed, C, OC, N, FP8_SCALING_DELAYED, FP8_E5M2, 1);
@@ -166,7 +111,7 @@ static Times bench_layer(const char* name, int N, int C, int OC) {
         return t;
     }
     float ms[PASSES];
-    median_ms(&y, ms);
+    bench_median_ms(PASSES, run_pass, &y, mm.stream, ms);
     double flops = 2.0 * N * C * OC;
     const struct { const char* path; int fwd, bwd, qfwd, qbwd; } rows[PATHS] = {
         {"bf16", BF16_FWD, BF16_BWD, -1, -1},
