@@ -114,11 +114,10 @@ def main():
         for B, T in shapes:
             compare(case, pattern, B, T, False, 0, 1)
         case.end()
-    documents = (("a stream of documents over three shards",
-                  write_shards(os.path.join(TMP, "order_documents"), (1000, 37, 2501), 100000, document_stream(3538, 5)),
-                  ((3, 16), (1, 7), (2, 1), (4, 40))),
-                 ("one shard of documents", write_shards(os.path.join(TMP, "order_documents_one"), (60000,), 65536,
-                                                         document_stream(60000, 6)), ((8, 32), (2, 256))))
+    many = write_shards(os.path.join(TMP, "order_documents"), (1000, 37, 2501), 100000, document_stream(3538, 5))
+    one = write_shards(os.path.join(TMP, "order_documents_one"), (60000,), 65536, document_stream(60000, 6))
+    documents = (("a stream of documents over three shards", many, ((3, 16), (1, 7), (2, 1), (4, 40))),
+                 ("one shard of documents", one, ((8, 32), (2, 256))))
     for name, pattern, shapes in documents:
         case = Case(f"data_order: {name}, aligned and shuffled: the reference's batches are train_gpt's")
         for B, T in shapes:

@@ -359,8 +359,10 @@ eot=$("$PYTHON" -c 'import struct, sys; print(struct.unpack_from("<5i", open(sys
 tok="$tmp/ds/tokenizer.bin"
 ./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --align-documents --tokenizer "$tok" > "$tmp/out" 2>&1
 check "--align-documents: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
-check "--align-documents says its rows and what they leave unseen" \
-    grep -qE "^rows aligned to documents \(<\|endoftext\|> = $eot\): [0-9]+ rows, each from the start of one of the [0-9]+ documents on into those after it; the rest of the document a row ends in starts no row: [0-9.]+% of the tokens unseen per epoch$" "$tmp/out"
+said="^rows aligned to documents \(<\|endoftext\|> = $eot\): [0-9]+ rows, each from the start of one of the [0-9]+ "
+said+="documents on into those after it; the rest of the document a row ends in starts no row: [0-9.]+% of the tokens "
+said+="unseen per epoch$"
+check "--align-documents says its rows and what they leave unseen" grep -qE "$said" "$tmp/out"
 rows=$(sed -n 's/^rows aligned to documents .*: \([0-9]*\) rows, .*/\1/p' "$tmp/out")
 ./train_gpt --train-data "$train" --model d2 --context 64 -T 64 > "$tmp/out" 2>&1
 check "without --align-documents no such line" not has "$tmp/out" "aligned to documents"
