@@ -1,14 +1,16 @@
 // data/dataloader.c: batches of inputs (B, T) and targets (B, T) from token shards.
 // The shards matching the pattern, in sorted order, form one token stream of N tokens. Sample i
-// is the tokens [i*T, i*T + T] (T+1 of them, so consecutive samples share one token): inputs are
-// its first T, targets its last T. An epoch holds S = (N-1)/T samples, put in order (or
-// shuffled from seed and epoch); batch k of rank r is the B samples at positions
-// (k*R + r)*B ... (k*R + r)*B + B-1 of that order, so the ranks' samples are disjoint and
-// together cover every target exactly once. The positions past batches_per_epoch*R*B, too few
-// for a batch on every rank, are dropped alike on all ranks.
+// is the T+1 tokens from its start: i*T (so consecutive samples share one token and an epoch
+// holds S = (N-1)/T of them), or with rows aligned to documents the i-th document start the
+// greedy walk of dataloader_align_documents takes. Its inputs are its first T tokens, its targets
+// its last T. The S samples are put in order (or shuffled from seed and epoch); batch k of rank r
+// is the B samples at positions (k*R + r)*B ... (k*R + r)*B + B-1 of that order, so the ranks'
+// samples are disjoint and together cover every target of the epoch exactly once. The positions
+// past batches_per_epoch*R*B, too few for a batch on every rank, are dropped alike on all ranks.
 // Shards are read with pread per sample, never held in memory. Opening reads only each shard's
 // header and a small sample of its tokens, so its cost grows with the number of shards, not
-// their size; every token id is checked against the vocabulary as its batch is read.
+// their size; every token id is checked against the vocabulary as its batch is read. Aligning
+// to documents reads the whole stream once, to find them.
 #include "data/dataloader.h"
 
 #include <glob.h>
@@ -22,6 +24,7 @@
 
 struct DataLoader {
     int B, T, rank, world_size, shuffle, vocab_size;
+    char* pattern;             // the glob, for errors
     uint64_t seed;
     uint64_t fingerprint;      // the shards' tokenizer; 0: unknown
     int fingerprint_from;      // the first shard that records it
@@ -29,7 +32,11 @@ struct DataLoader {
     char** paths;              // (n_shards,)
     ShardHeader* headers;      // (n_shards,)
     int64_t* shard_start;      // (n_shards + 1,) stream position of each shard's first token
+    int64_t n_tokens;          // N
     int64_t n_samples;         // S
+    int64_t* sample_start;     // (S,) stream position of each sample's first token when aligned to
+                               // documents; NULL: sample i starts at i*T
+    int64_t documents;         // positions holding the document token (aligned); 0 otherwise
     int64_t batches_per_epoch;
     DataLoaderState state;     // the next batch to read
     int fd;                    // the shard open now, -1 if none
@@ -63,8 +70,10 @@ void dataloader_close(DataLoader* dl) {
     if (dl->fd >= 0) close(dl->fd);
     for (int i = 0; i < dl->n_shards; i++) free(dl->paths[i]);
     free(dl->paths);
+    free(dl->pattern);
     free(dl->headers);
     free(dl->shard_start);
+    free(dl->sample_start);
     free(dl->sample);
     free(dl);
 }
@@ -144,6 +153,21 @@ int dataloader_vocab_size(const char* pattern, char* err) {
     return rc == 0 ? h.vocab_size : -1;
 }
 
+// S = n_samples samples an epoch, and the batches each rank takes of them: 0, or -1 with err when
+// they are fewer than one batch per rank (kind: what the samples are beside their size).
+static int set_samples(DataLoader* dl, int64_t n_samples, const char* kind, char* err) {
+    int64_t batches = n_samples / ((int64_t)dl->B * dl->world_size);
+    if (batches == 0) {
+        set_err(err, "%s: %lld tokens in %d shard(s) make %lld samples of T+1 = %d tokens%s, fewer than one batch "
+                "of %d for each of %d rank(s)", dl->pattern, (long long)dl->n_tokens, dl->n_shards,
+                (long long)n_samples, dl->T + 1, kind, dl->B, dl->world_size);
+        return -1;
+    }
+    dl->n_samples = n_samples;
+    dl->batches_per_epoch = batches;
+    return 0;
+}
+
 DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int world_size,
                             int shuffle, uint64_t seed, int vocab_size, char* err) {
     if (B < 1 || T < 1 || (int64_t)B * T > INT32_MAX - 1) {
@@ -175,7 +199,8 @@ DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int wor
     dl->headers = calloc((size_t)n, sizeof(ShardHeader));
     dl->shard_start = calloc((size_t)n + 1, sizeof(int64_t));
     dl->sample = malloc(((size_t)T + 1) * sizeof(int));
-    if (!dl->paths || !dl->headers || !dl->shard_start || !dl->sample) {
+    dl->pattern = strdup(pattern);
+    if (!dl->paths || !dl->headers || !dl->shard_start || !dl->sample || !dl->pattern) {
         globfree(&g);
         dataloader_close(dl);
         set_err(err, "%s: out of memory", pattern);
@@ -209,13 +234,8 @@ DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int wor
         }
         dl->shard_start[s + 1] = dl->shard_start[s] + dl->headers[s].n_tokens;
     }
-    int64_t n_tokens = dl->shard_start[n];
-    dl->n_samples = n_tokens > 1 ? (n_tokens - 1) / T : 0;
-    dl->batches_per_epoch = dl->n_samples / ((int64_t)B * world_size);
-    if (dl->batches_per_epoch == 0) {
-        set_err(err, "%s: %lld tokens in %d shard(s) make %lld samples of T+1 = %d tokens, fewer "
-                "than one batch of %d for each of %d rank(s)", pattern, (long long)n_tokens, n,
-                (long long)dl->n_samples, T + 1, B, world_size);
+    dl->n_tokens = dl->shard_start[n];
+    if (set_samples(dl, dl->n_tokens > 1 ? (dl->n_tokens - 1) / T : 0, "", err) != 0) {
         dataloader_close(dl);
         return NULL;
     }
@@ -224,7 +244,7 @@ DataLoader* dataloader_open(const char* pattern, int B, int T, int rank, int wor
 
 // Reads the T+1 tokens of sample i into dl->sample; they may span several shards.
 static int read_sample(DataLoader* dl, int64_t i, char* err) {
-    int64_t pos = i * dl->T, end = pos + dl->T + 1;
+    int64_t pos = dl->sample_start ? dl->sample_start[i] : i * dl->T, end = pos + dl->T + 1;
     // The last shard that starts at or before pos (binary search; empty shards are skipped).
     int lo = 0, hi = dl->n_shards - 1;
     while (lo < hi) {
@@ -246,6 +266,76 @@ static int read_sample(DataLoader* dl, int64_t i, char* err) {
         pos += take;
     }
     return 0;
+}
+
+// Tokens read at a time by the walk over the whole stream of dataloader_align_documents.
+#define SCAN_TOKENS (1 << 16)
+
+int dataloader_align_documents(DataLoader* dl, int document_token, char* err) {
+    if (document_token < 0 || document_token >= dl->vocab_size) {
+        set_err(err, "%s: the document token %d is outside the vocabulary of %d", dl->pattern, document_token,
+                dl->vocab_size);
+        return -1;
+    }
+    // The greedy walk: each document start at or after the end of the sample before it (the token
+    // they share) starts a sample, while its T+1 tokens lie within the stream.
+    const int64_t last = dl->n_tokens - 1 - dl->T;   // the last position a sample may start at
+    int64_t next = 0, documents = 0, count = 0, capacity = 0;
+    int64_t* starts = NULL;
+    int* tokens = malloc(SCAN_TOKENS * sizeof(int));
+    int rc = 0;
+    if (!tokens) {
+        set_err(err, "%s: out of memory", dl->pattern);
+        rc = -1;
+    }
+    for (int s = 0; rc == 0 && s < dl->n_shards; s++) {
+        const int64_t n = dl->headers[s].n_tokens;
+        for (int64_t at = 0; rc == 0 && at < n; at += SCAN_TOKENS) {
+            size_t m = n - at < SCAN_TOKENS ? (size_t)(n - at) : SCAN_TOKENS;
+            rc = open_shard(dl, s, err);
+            if (rc == 0)
+                rc = shard_read_tokens(dl->fd, dl->paths[s], &dl->headers[s], at, m, tokens, dl->vocab_size, err);
+            for (size_t j = 0; rc == 0 && j < m; j++) {
+                if (tokens[j] != document_token) continue;
+                documents++;
+                int64_t pos = dl->shard_start[s] + at + (int64_t)j;
+                if (pos < next || pos > last) continue;
+                if (count == capacity) {
+                    capacity = capacity ? 2 * capacity : 1024;
+                    int64_t* grown = realloc(starts, (size_t)capacity * sizeof(int64_t));
+                    if (!grown) {
+                        set_err(err, "%s: out of memory for the document starts", dl->pattern);
+                        rc = -1;
+                        break;
+                    }
+                    starts = grown;
+                }
+                starts[count++] = pos;
+                next = pos + dl->T;
+            }
+        }
+    }
+    free(tokens);
+    if (rc == 0 && documents == 0) {
+        set_err(err, "%s: none of its %lld tokens is %d, the token that starts a document", dl->pattern,
+                (long long)dl->n_tokens, document_token);
+        rc = -1;
+    }
+    if (rc == 0) rc = set_samples(dl, count, " starting at a document", err);
+    if (rc != 0) {
+        free(starts);
+        return -1;
+    }
+    free(dl->sample_start);
+    dl->sample_start = starts;
+    dl->documents = documents;
+    dataloader_reset(dl);
+    return 0;
+}
+
+DataLoaderCoverage dataloader_coverage(const DataLoader* dl) {
+    return (DataLoaderCoverage){.tokens = dl->n_tokens, .documents = dl->documents, .samples = dl->n_samples,
+                                .unseen = dl->n_tokens - 1 - dl->n_samples * dl->T};
 }
 
 int dataloader_next(DataLoader* dl, int* inputs, int* targets, char* err) {

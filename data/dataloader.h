@@ -1,7 +1,8 @@
 // data/dataloader.h: batches of B samples from one or many shards (a glob). A sample is T+1
 // consecutive tokens of the shards' stream, starting at a multiple of T (so the samples next to
-// it share one token with it); a batch gives their first T tokens as inputs (B, T) and their
-// last T as targets (B, T), the targets shifted by one token.
+// it share one token with it), or with rows aligned to documents (dataloader_align_documents) at
+// a document's first token; a batch gives their first T tokens as inputs (B, T) and their last T
+// as targets (B, T), the targets shifted by one token.
 // Rank r of R reads only its own disjoint part of every epoch; with shuffling, the order of
 // samples and shards changes every epoch, from a seed. The position (DataLoaderState) can be
 // saved and restored so that a resumed run sees exactly the batches it would have seen.
@@ -46,6 +47,29 @@ uint64_t dataloader_fingerprint(const DataLoader* dl);
 // tokenizer_fingerprint, or another loader's dataloader_fingerprint); 0 or shards without a
 // fingerprint pass. 0, or -1 with err naming a shard.
 int dataloader_check_fingerprint(const DataLoader* dl, uint64_t expected, char* err);
+
+// Makes every sample start at a document: at a position of the stream holding document_token
+// (the tokenizer's <|endoftext|>, which prepare_data puts before each document). A sample still
+// holds the T+1 tokens from its start, running on into the documents after its own when that one
+// is shorter. The samples start at the document starts taken in stream order, each the first at or
+// after the end of the sample before it (that sample's start + T: the token they share), while its
+// T+1 tokens lie within the stream; so a document longer than T is cut at T+1 tokens, and the rest
+// of the document a sample ends in starts no sample and goes unseen, as does any text before the
+// first document. Order, shuffle and the ranks' parts are as above, over these samples; the
+// position goes back to the first batch. Reads the whole stream once, checking every id against
+// the vocabulary. 0, or -1 with err naming the pattern (no token document_token in the shards,
+// fewer samples than a batch per rank) or a shard, the loader then as it was.
+int dataloader_align_documents(DataLoader* dl, int document_token, char* err);
+
+// What an epoch covers: the stream's tokens, the documents in it (the positions holding the
+// document token of dataloader_align_documents; 0 without it), its samples, and the tokens past
+// the first that are no sample's target (n_tokens - 1 - samples * T: the stream's last tokens,
+// short of a sample; aligned, also the rest of each document cut and any text before the first
+// document), which every epoch leaves unseen.
+typedef struct {
+    int64_t tokens, documents, samples, unseen;
+} DataLoaderCoverage;
+DataLoaderCoverage dataloader_coverage(const DataLoader* dl);
 
 // Fills inputs and targets, each (B, T), checking every token read against the vocabulary.
 // Returns 0, or -1 with err naming the shard (an id outside the vocabulary, with the token's

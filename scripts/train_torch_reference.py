@@ -11,8 +11,10 @@ What it shares with train_gpt, by construction:
   --save-init FILE`, the same seed and model), so that both sides start from the same draws;
   the architecture is then the checkpoint's, and options that ask for another are refused;
 - the data: train_gpt's batches in train_gpt's order for --seed (scripts/shard_batches.py:
-  data/dataloader.c's samples and its shuffle of every epoch, one rank); validation on the first
-  --val-batches batches of the val shards, in order, every --val-every steps and at the last;
+  data/dataloader.c's samples and its shuffle of every epoch, one rank), with --align-documents
+  its rows aligned to documents at --tokenizer's <|endoftext|>; the vocabulary --tokenizer's,
+  else the shards'; validation on the first --val-batches batches of the val shards, in order,
+  every --val-every steps and at the last;
 - the optimizer (--optimizer, scripts/torch_optimizers.py, each tensor as the parameter table
   says): AdamW (b1 0.9, b2 0.95, eps 1e-8), weight decay on the 2-D weights only; or Muon for
   the blocks' matrices with AdamW for wte and wpe (--embedding-lr), an untied head (--head-lr)
@@ -51,7 +53,7 @@ import gpt_schedule
 from gpt2_checkpoint import Checkpoint, Shape, from_bf16_bits
 from needed import exit_without
 from output_file import Failure, atomic_output, check_output
-from shard_batches import Batches, open_stream
+from shard_batches import Batches, open_stream, read_tokenizer
 from torch_optimizers import SETTINGS, Muon, adamw, defaults, invalid, set_adamw_rates
 
 try:
@@ -72,6 +74,12 @@ def parse_args(argv):
     ap.add_argument("--init-from", metavar="FILE",
                     help="start from this model checkpoint of the run's model (train_gpt --save-init writes "
                          "the initial one of a seed) [PyTorch's draws from --seed]")
+    ap.add_argument("--tokenizer", metavar="FILE",
+                    help="the shards' tokenizer: the vocabulary, and the <|endoftext|> of --align-documents "
+                         "[the vocabulary from the shards' header]")
+    ap.add_argument("--align-documents", action="store_true",
+                    help="each training row starts at a document's <|endoftext|> (whose id --tokenizer gives) and "
+                         "runs on into the next documents, as train_gpt's")
     ap.add_argument("-B", type=int, default=4)
     ap.add_argument("-T", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=0, help="optimizer steps [0: one epoch]")
@@ -96,6 +104,8 @@ def parse_args(argv):
     ap.add_argument("--emulate", default="", help="comma-separated: residual, residual-grad")
     ap.add_argument("--log", help="CSV log in train_gpt's columns (written through a temporary, in place at the end)")
     a = ap.parse_args(argv)
+    if a.align_documents and not a.tokenizer:
+        ap.error("--align-documents: a row starts at <|endoftext|>, whose id comes from --tokenizer: give it")
     if a.T > a.context:
         ap.error(f"-T {a.T} is longer than the model's context {a.context} (--context)")
     for flag, value, least in (("-B", a.B, 1), ("-T", a.T, 1), ("--val-batches", a.val_batches, 1),
@@ -153,8 +163,10 @@ def main(argv):
     # need no torch.
     inputs = glob.glob(a.train_data) + (glob.glob(a.val_data) if a.val_data else [])
     inputs += [a.init_from] if a.init_from else []
+    inputs += [a.tokenizer] if a.tokenizer else []
     if a.log:
         check_output(a.log, inputs)
+    a.vocab, a.document_token = read_tokenizer(a.tokenizer) if a.tokenizer else (0, None)
     init = Checkpoint(a.init_from) if a.init_from else None
     settle_architecture(ap, a, init)
     exit_without(torch=torch)
@@ -197,9 +209,8 @@ def run(a, init, log):
     torch.backends.cudnn.allow_tf32 = True
     train_stream, V = open_stream(a.train_data)
     val_stream = open_stream(a.val_data)[0] if a.val_data and glob.glob(a.val_data) else None
-    if V == 0:
-        V = int(train_stream.max()) + 1
-    train = Batches(train_stream, a.B, a.T, True, a.seed)
+    V = a.vocab or V or int(train_stream.max()) + 1
+    train = Batches(train_stream, a.B, a.T, True, a.seed, a.document_token if a.align_documents else None)
     val = Batches(val_stream, a.B, a.T, False, 0) if val_stream is not None and a.val_every > 0 else None
     val_batches = min(a.val_batches, val.per_epoch) if val else 0
     steps = a.steps or train.per_epoch
@@ -214,8 +225,9 @@ def run(a, init, log):
         settings += (f", momentum {a.muon_momentum:g}, Adam ({a.adam_beta1:g}, {a.adam_beta2:g}) at "
                      f"{a.embedding_lr:g} for the embeddings, " +
                      (f"{a.head_lr:g} for the head, " if a.arch.untied_head else "") + f"{a.vector_lr:g} for the vectors")
+    aligned = f" aligned to documents (<|endoftext|> = {a.document_token})" if a.align_documents else ""
     print(f"torch {torch.__version__} reference: {a.model} (L {L} C {C} NH {NH} V {V}), architecture "
-          f"{gpt_architecture.describe(a.arch)}, B {a.B} T {a.T}, {steps} steps, {settings}, seed {a.seed}, "
+          f"{gpt_architecture.describe(a.arch)}, B {a.B} T {a.T}{aligned}, {steps} steps, {settings}, seed {a.seed}, "
           f"emulate '{a.emulate}', init {a.init_from or 'drawn by PyTorch'}", flush=True)
     if log:
         log.write("step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n")

@@ -132,6 +132,9 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
          "validation shards, \"\" for none [the train glob with val_ for train_,\nwhen such shards exist]"},
         {OPTION_TEXT, "--tokenizer", "FILE", &o->tokenizer,
          "tokenizer: sets the vocabulary and decodes samples\n(without it the vocabulary comes from the shards' header)"},
+        {OPTION_FLAG, "--align-documents", NULL, &o->align_documents,
+         "each training row starts at a document's <|endoftext|> (whose\nid --tokenizer gives) and runs on into the "
+         "next documents;\nthe rest of the document a row ends in starts no row"},
         {OPTION_GROUP, "batch and schedule"},
         {OPTION_INT, "-B, --batch-size", "N", &o->B, "sequences per micro-step [4]", 1, INT_MAX},
         {OPTION_INT, "-T, --seq-len", "N", &o->T, "tokens per sequence [1024]", 1, INT_MAX},
@@ -234,6 +237,8 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
     if (first < argc) die("unexpected argument '%s' (train_gpt --help lists the options)", argv[first]);
     if (o->resume_dir && o->init_from) die("--resume and --init-from exclude each other");
     if (o->window && o->window_pattern.window_count) die("--window and --window-pattern exclude each other");
+    if (o->align_documents && !o->tokenizer)
+        die("--align-documents: a row starts at <|endoftext|>, whose id comes from --tokenizer: give it");
     if (o->save_init && (o->resume_dir || o->init_from))
         die("--save-init writes the model drawn from --seed, not one of --resume or --init-from");
     if (o->context_parallel > 1) {

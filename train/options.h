@@ -28,6 +28,7 @@ typedef struct {
     const char* train_data;      // shard glob
     const char* val_data;        // shard glob, "" for none, NULL: beside the train shards
     const char* tokenizer;       // or NULL
+    int align_documents;         // --align-documents: each training row starts at a document
     int B, T;
     long long total_batch;       // tokens per step; 0: B * T
     int steps;                   // 0: one epoch

@@ -234,7 +234,8 @@ static void open_val_data(RunPlan* p) {
         return;
     }
     // Every rank validates on the same first val_batches batches of the val shards (the ring
-    // needs its whole group), and the losses are averaged.
+    // needs its whole group), and the losses are averaged. They are the stream in order with or
+    // without --align-documents, so that the validation losses of every run compare.
     p->val = dataloader_open(o->val_data, o->B, o->T, 0, 1, 0, o->seed, p->config.V, err);
     if (!p->val) die("--val-data: %s", err);
     if (dataloader_check_fingerprint(p->val, dataloader_fingerprint(p->train), err) != 0)
@@ -244,7 +245,8 @@ static void open_val_data(RunPlan* p) {
     printf("val data: %s: %s, %d batches every %d steps\n", o->val_data, shards, o->val_batches, o->val_every);
 }
 
-// The train loader and the val loader (open_val_data), and the steps: one epoch by default.
+// The train loader, its rows aligned to documents with --align-documents, and the val loader
+// (open_val_data), and the steps: one epoch by default.
 static void open_data(RunPlan* p) {
     TrainOptions* o = &p->o;
     char err[ERR_LEN], shards[2 * 4096 + 64];
@@ -252,9 +254,18 @@ static void open_data(RunPlan* p) {
     if (!p->train) die("--train-data: %s", err);
     if (p->tok && dataloader_check_fingerprint(p->train, tokenizer_fingerprint(p->tok), err) != 0)
         die("--train-data and --tokenizer %s: %s", o->tokenizer, err);
+    if (o->align_documents && dataloader_align_documents(p->train, tokenizer_eot(p->tok), err) != 0)
+        die("--align-documents: %s", err);
     dataloader_describe(p->train, shards, sizeof(shards));
     printf("train data: %s: %s, %lld batches per epoch\n", o->train_data, shards,
            (long long)dataloader_batches_per_epoch(p->train));
+    if (o->align_documents) {
+        DataLoaderCoverage c = dataloader_coverage(p->train);
+        printf("rows aligned to documents (<|endoftext|> = %d): %lld rows, each from the start of one of the %lld "
+               "documents on into those after it; the rest of the document a row ends in starts no row: %.2f%% of the "
+               "tokens unseen per epoch\n", tokenizer_eot(p->tok), (long long)c.samples, (long long)c.documents,
+               100.0 * (double)c.unseen / (double)(c.tokens - 1));
+    }
     open_val_data(p);
     if (o->steps <= 0) o->steps = (int)(dataloader_batches_per_epoch(p->train) / p->grad_accum);
     if (o->steps <= 0) die("--train-data %s: less than one step of data", o->train_data);
@@ -268,7 +279,8 @@ TrainingState run_training_state(const RunPlan* p, int step, int adam_t) {
                        .train_loader = dataloader_state(p->train), .sample_rng = p->sample_rng.state,
                        .adam_t = adam_t, .attention = (int)mo->attention.kind,
                        .deterministic = mo->attention.deterministic, .recompute = mo->recompute,
-                       .classifier_rows = p->sizes.logits_rows};
+                       .classifier_rows = p->sizes.logits_rows, .align_documents = o->align_documents,
+                       .document_token = o->align_documents ? tokenizer_eot(p->tok) : 0};
     training_state_set_optimizer(&s, &o->optimizer);
     return s;
 }

@@ -56,7 +56,8 @@ typedef struct {
 static_assert(sizeof(StateSlots) <= sizeof(StateFileHeader), "the fields fit in the header");
 static_assert(sizeof(StateSlots) % sizeof(int32_t) == 0, "every member is whole int32 slots, with no padding");
 static_assert(offsetof(StateSlots, world_size) == 31 * sizeof(int32_t) && offsetof(StateSlots, seed) == 19 * sizeof(int32_t) &&
-              offsetof(StateSlots, lr_schedule) == 39 * sizeof(int32_t),
+              offsetof(StateSlots, lr_schedule) == 39 * sizeof(int32_t) &&
+              offsetof(StateSlots, align_documents) == 46 * sizeof(int32_t),
               "the slots of earlier versions stay where they were");
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "a 64-bit field is copied to its slots low half first");
 
@@ -118,6 +119,9 @@ static const StateField state_fields[] = {
     FIELD("--momentum-end", momentum_end, schedule.momentum_end, FIELD_FLOAT, 0, 1, RESUME_SAME),
     FIELD("--weight-decay-schedule", weight_decay_schedule, schedule.decay_shape, FIELD_DECAY_SHAPE, DECAY_SHAPE_CONSTANT,
           DECAY_SHAPE_LINEAR, RESUME_SAME),
+    // The rows' alignment; the token within the vocabulary (state_invalid).
+    FIELD("--align-documents", align_documents, align_documents, FIELD_SWITCH, 0, 1, RESUME_SAME),
+    FIELD("--align-documents at token", document_token, document_token, FIELD_INT, 0, INT_MAX, RESUME_SAME),
 };
 #undef FIELD
 #define NUM_STATE_FIELDS (sizeof(state_fields) / sizeof(state_fields[0]))
@@ -172,6 +176,7 @@ static int schedule_of_earlier_versions(const StepSchedule* s) {
 
 // The version of s's file: the earliest that holds it.
 static int state_version(const TrainingState* s) {
+    if (s->align_documents) return STATE_VERSION_DOCUMENTS;
     if (!schedule_of_earlier_versions(&s->schedule)) return STATE_VERSION_SCHEDULE;
     return s->optimizer == OPTIMIZER_MUON ? STATE_VERSION_MUON : STATE_VERSION_ADAMW;
 }
@@ -253,6 +258,8 @@ static const char* state_invalid(const TrainingState* s, char* err) {
     OptimizerConfig o = training_state_optimizer(s);
     if (optimizer_invalid(&o, s->head_lr != 0.0f, err, ERR_LEN) != 0) return err;
     if (step_schedule_invalid(&s->schedule, muon, err, ERR_LEN) != 0) return err;
+    if (s->document_token >= (s->align_documents ? s->config.V : 1))
+        return "the document token is set without --align-documents, or outside the vocabulary";
     return NULL;
 }
 
@@ -261,7 +268,7 @@ int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err) {
         set_err(err, "not a training state file (magic %d, expected %d)", h->f.magic, STATE_MAGIC);
         return -1;
     }
-    if (h->f.version < STATE_VERSION_ADAMW || h->f.version > STATE_VERSION_SCHEDULE) {
+    if (h->f.version < STATE_VERSION_ADAMW || h->f.version > STATE_VERSION_DOCUMENTS) {
         set_err(err, "unsupported training state version %d", h->f.version);
         return -1;
     }
@@ -283,10 +290,12 @@ int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err) {
     }
     char why_err[ERR_LEN];
     const char* why = state_invalid(s, why_err);
-    if (h->f.version != state_version(s))
-        why = h->f.version == STATE_VERSION_SCHEDULE || !schedule_of_earlier_versions(&s->schedule)
-                  ? "the version is not the schedule's"
-                  : "the version is not the optimizer's";
+    if (h->f.version != state_version(s)) {
+        if (h->f.version == STATE_VERSION_DOCUMENTS || s->align_documents) why = "the version is not the rows' alignment's";
+        else if (h->f.version == STATE_VERSION_SCHEDULE || !schedule_of_earlier_versions(&s->schedule))
+            why = "the version is not the schedule's";
+        else why = "the version is not the optimizer's";
+    }
     if (why) {
         set_err(err, "corrupt training state header: %s", why);
         return -1;

@@ -5,12 +5,12 @@
 //     whole whatever the ranks that wrote it; a run on any number of ranks reads its own shard
 //     back). The model's architecture is the model file's alone: a resume reads it there.
 // What the header holds (TrainingState): the run's settings that an exact resume must repeat
-// (batch, schedule, optimizer, seed, what changes the rounding) and where the run stood (step,
-// data position, sampler, the optimizer's step count). Data-parallel ranks all call the writer
-// (the optimizer's gathers need every rank); only rank 0 writes, through a temporary sibling
-// and a rename (common/atomic_file.h). Every reader checks magic, version, bounds, shape, size
-// and values on the host, so train_gpt refuses a bad file before it takes the GPU, and dies
-// naming the file and what is wrong.
+// (batch, schedule, optimizer, seed, the rows' alignment, what changes the rounding) and where the
+// run stood (step, data position, sampler, the optimizer's step count). Data-parallel ranks all
+// call the writer (the optimizer's gathers need every rank); only rank 0 writes, through a
+// temporary sibling and a rename (common/atomic_file.h). Every reader checks magic, version,
+// bounds, shape, size and values on the host, so train_gpt refuses a bad file before it takes the
+// GPU, and dies naming the file and what is wrong.
 #ifndef FLASHGPT_TRAIN_STATE_H
 #define FLASHGPT_TRAIN_STATE_H
 
@@ -29,13 +29,18 @@
                                  // rest of it in slots 39-45, which an older reader would not see. A
                                  // run of the default schedule keeps version 1 or 2, which every
                                  // reader takes
+#define STATE_VERSION_DOCUMENTS 4 // runs whose training rows are aligned to documents (--align-documents), of
+                                  // either optimizer and any schedule: the switch and the document token in
+                                  // slots 46-47, which an older reader would not see (its batches would be
+                                  // other ones). A run without keeps version 1, 2 or 3
 
 // The training state's header: magic, version, then the fields of a TrainingState (the table
 // state_fields of train/state.cu pairs each with its member here), each in the int32 slots of its
 // member: an int or a float (by its bits) in one, a 64-bit value in two, low half first. A
 // field's slots follow from this layout, so none overlaps another or passes the end; the slots
 // after the last are zero. Slots 0-31 are those of every earlier version; an AdamW run's file has
-// zeros in slots 32-38, and a file of the default schedule in slots 39-45.
+// zeros in slots 32-38, a file of the default schedule in slots 39-45, and one of rows not aligned
+// to documents in slots 46-47.
 typedef struct {
     int32_t magic, version;
     int32_t step;
@@ -55,6 +60,9 @@ typedef struct {
     int32_t momentum_cooldown_steps;
     float momentum_end;
     int32_t weight_decay_schedule;
+    // The training rows' alignment (version 4)
+    int32_t align_documents;
+    int32_t document_token;
 } StateSlots;
 
 typedef union {
@@ -84,6 +92,8 @@ typedef struct {
     float lr, weight_decay, grad_clip;
     float muon_momentum, embedding_lr, vector_lr, adam_b1, adam_b2;
     float head_lr;
+    // --align-documents, and the token its rows start at (the tokenizer's <|endoftext|>; 0 without)
+    int align_documents, document_token;
 } TrainingState;
 
 // The optimizer settings s records (its kind's; an untied head's rate 0 without one, and eps,

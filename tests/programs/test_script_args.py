@@ -32,7 +32,8 @@
   is not docs=N, window=N or docs=N,window=M. train_torch_reference.py: a --log that is one of the
   shards (by name, through a link, a hard link), a folder, or in a missing folder is one error
   line, and the shards and their folder are left as they were; so is an --init-from that is no
-  checkpoint or no file, or that is the --log, which leaves it as it was.
+  checkpoint or no file, or that is the --log, which leaves it as it was, and a --tokenizer that
+  is no tokenizer file or no file; --align-documents without --tokenizer is argparse's error.
 - The architecture: train_gpt --save-init's checkpoints of the modern architecture and of an
   ablation (version 6) are what scripts/gpt2_checkpoint.py reads (the architecture, the tensors
   it has in their order, the zero-initialised ones zero); train_torch_reference.py settles its
@@ -402,12 +403,21 @@ def case_torch_scripts():
         f.write(b"weights")
     for args, must_mention in ((["--init-from", init], f"{init}: truncated"),
                                (["--init-from", os.path.join(d, "none.bin")], "none.bin: no such file"),
-                               (["--init-from", init, "--log", init], f"{init}: is the input")):
+                               (["--init-from", init, "--log", init], f"{init}: is the input"),
+                               (["--tokenizer", init, "--align-documents"], f"{init}: not a tokenizer file"),
+                               (["--tokenizer", os.path.join(d, "none.bin")], "none.bin: no such file")):
         case = Case(f"train_torch_reference.py {' '.join(os.path.basename(a) for a in args)}: refused in one line "
                     "naming the file, before torch")
         one_error_line(case, run_script(script("train_torch_reference.py"), *train, *args, env=env), must_mention)
         case.check(open(init, "rb").read() == b"weights", "the checkpoint changed")
         case.end()
+    case = Case("train_torch_reference.py --align-documents without --tokenizer: argparse's error, before torch")
+    result = run_script(script("train_torch_reference.py"), *train, "--align-documents", env=env)
+    last = (result.stderr.strip().splitlines() or [""])[-1]
+    case.check(result.returncode == 2 and last.endswith("error: --align-documents: a row starts at <|endoftext|>, "
+                                                         "whose id comes from --tokenizer: give it"),
+               f"exit {result.returncode}, {last!r}")
+    case.end()
 
     name = "bench_torch_decode.py"
     for args, must_mention in ((["--prompt", "0"], "--prompt"), (["--tokens", "-1"], "--tokens"),

@@ -3,7 +3,8 @@
 # with one line before the GPU is touched: checkpoints of a --resume folder or --init-from that
 # are truncated, empty, random, of another shape, with values that are not finite or headers
 # whose sizes overflow; --log and --out-dir that cannot be written, a --log that is an input;
-# flags out of range. Also which validation shards the default --val-data finds, and that it says
+# flags out of range; --align-documents without a tokenizer, without documents or resumed with
+# another alignment. Also which validation shards the default --val-data finds, and that it says
 # when there are none. The checkpoints are made here (ckpt.py below, in the formats of
 # gpt/checkpoint.h and train/state.h), so no GPU is needed; each bad case is one change to a pair
 # that passes every check. Needs ./prepare_data and ./train_gpt (SKIPPED without train_gpt);
@@ -347,6 +348,70 @@ check "a Muon run resumed with AdamW: $(last "$tmp/out")" says "$tmp/out" \
 resume "$tmp/good" --steps 12
 check "--steps 12: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 check "--steps 12 said" has_line "$tmp/out" "note: --steps 12, the run had --steps 10: the learning-rate schedule changes"
+end
+
+begin "train_gpt_align_documents_checked_before_the_gpu"
+# --align-documents takes the tokenizer's <|endoftext|> and shards that hold it: said at start
+# with what an epoch leaves unseen, or refused in one line; the training state records it
+# (version 4: slots 46-47), and a resume must ask for the same alignment at the same token.
+eot=$("$PYTHON" -c 'import struct, sys; print(struct.unpack_from("<5i", open(sys.argv[1], "rb").read())[4])' \
+    "$tmp/ds/tokenizer.bin" 2>/dev/null)
+tok="$tmp/ds/tokenizer.bin"
+./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --align-documents --tokenizer "$tok" > "$tmp/out" 2>&1
+check "--align-documents: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+said="^rows aligned to documents \(<\|endoftext\|> = $eot\): [0-9]+ rows, each from the start of one of the [0-9]+ "
+said+="documents on into those after it; the rest of the document a row ends in starts no row: [0-9.]+% of the tokens "
+said+="unseen per epoch$"
+check "--align-documents says its rows and what they leave unseen" grep -qE "$said" "$tmp/out"
+rows=$(sed -n 's/^rows aligned to documents .*: \([0-9]*\) rows, .*/\1/p' "$tmp/out")
+./train_gpt --train-data "$train" --model d2 --context 64 -T 64 > "$tmp/out" 2>&1
+check "without --align-documents no such line" not has "$tmp/out" "aligned to documents"
+./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --align-documents > "$tmp/out" 2>&1
+check "--align-documents without --tokenizer: $(last "$tmp/out")" says "$tmp/out" \
+    "--align-documents: a row starts at <|endoftext|>, whose id comes from --tokenizer: give it"
+# A shard of the tokenizer's vocabulary without its <|endoftext|>.
+"$PYTHON" -c 'import struct, sys
+eot = int(sys.argv[2])
+open(sys.argv[1], "wb").write(struct.pack("<256i", 20240520, 1, 3000, 300, *[0] * 252) +
+                              struct.pack("<3000H", *[i % eot for i in range(3000)]))' "$tmp/no_documents_000.bin" "$eot"
+./train_gpt --train-data "$tmp/no_documents_*.bin" --val-data '' --model d2 --context 64 -T 64 --align-documents \
+    --tokenizer "$tok" > "$tmp/out" 2>&1
+check "shards without <|endoftext|>: $(last "$tmp/out")" says "$tmp/out" \
+    "--align-documents: $tmp/no_documents_\*.bin: none of its 3000 tokens is $eot, the token that starts a document"
+# A batch of one row more than the documents give, fewer than the stream's samples without them.
+./train_gpt --train-data "$train" --val-data '' --model d2 --context 64 -T 64 -B $((rows + 1)) --align-documents \
+    --tokenizer "$tok" > "$tmp/out" 2>&1
+check "too few rows for a batch: $(last "$tmp/out")" says "$tmp/out" \
+    "--align-documents: $tmp/ds/train_\*.bin: .* make $rows samples of T+1 = 65 tokens starting at a document, fewer than one batch of $((rows + 1))"
+./train_gpt --help > "$tmp/out" 2>&1
+check "train_gpt --help says --align-documents" has "$tmp/out" "--align-documents  *each training row starts at a document's"
+pair "$tmp/aligned" -- slot=1:4,46:1,47:$eot
+resume "$tmp/aligned" --align-documents --tokenizer "$tok"
+check "an aligned run resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+resume "$tmp/aligned"
+check "an aligned run resumed without it: $(last "$tmp/out")" says "$tmp/out" \
+    "--resume $tmp/aligned: the run used --align-documents, this one asks for no --align-documents"
+pair "$tmp/good" --
+resume "$tmp/good" --align-documents --tokenizer "$tok"
+check "a run resumed aligned: $(last "$tmp/out")" says "$tmp/out" \
+    "--resume $tmp/good: the run used no --align-documents, this one asks for --align-documents"
+pair "$tmp/r" -- slot=1:4,46:1,47:7
+resume "$tmp/r" --align-documents --tokenizer "$tok"
+check "aligned at another token: $(last "$tmp/out")" says "$tmp/out" \
+    "--resume $tmp/r: the run used --align-documents at token 7, this one asks for --align-documents at token $eot"
+while IFS='|' read -r slots why; do
+    pair "$tmp/r" -- slot="$slots"
+    resume "$tmp/r"
+    check "state slots $slots: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: corrupt training state header: $why"
+done <<'EOF'
+1:4|the version is not the rows' alignment's
+46:1,47:3|the version is not the rows' alignment's
+1:4,46:1,47:300|the document token is set without --align-documents, or outside the vocabulary
+47:3|the document token is set without --align-documents, or outside the vocabulary
+EOF
+pair "$tmp/r" -- slot=1:5,46:1,47:3
+resume "$tmp/r"
+check "state version 5: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: unsupported training state version 5"
 end
 
 begin "train_gpt_model_header_sizes_bounded"

@@ -1,6 +1,8 @@
 // tests/unit/data/test_data.c: token shards and the data loader (CPU).
 // Shards are written into FLASHGPT_TMP by the test itself. The loader cases use shards whose
-// token at stream position p is p itself, so every batch row tells exactly which tokens it holds.
+// token at stream position p is p itself, so every batch row tells exactly which tokens it holds;
+// those of rows aligned to documents, shards whose documents each start with a document token,
+// the other tokens again their positions.
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -306,14 +308,86 @@ static void test_shuffle(void) {
     test_end();
 }
 
-static void test_resume(int shuffle) {
-    test_begin(shuffle ? "loader_resume_exact_shuffled" : "loader_resume_exact");
+// Shards of documents: the stream of write_stream_shards (the same sizes and token widths), but
+// with DOC_TOKEN at each document start and the position p itself elsewhere, so that a row's
+// other tokens tell where it lies. The documents' lengths cycle through document_lengths (a
+// document of 1 token, others shorter than T = 16, of T and T+1 tokens, and longer than 3T), after
+// a few tokens of text before the first; documents run across shard boundaries. Fills
+// is_start[p] (1 at each document start) and stream[p] (the token at p), when not NULL, and
+// returns the stream length.
+#define DOC_PATTERN "docs_*.bin"
+#define DOC_TOKEN 3999
+static const int document_lengths[] = {1, 3, 15, 16, 17, 50, 2, 8, 33, 5, 60, 12};
+static int64_t write_document_shards(char* is_start, int* stream) {
+    char err[ERR_LEN];
+    int n_shards = (int)(sizeof(stream_shard_sizes) / sizeof(int)), k = 0;
+    int64_t pos = 0, next_start = 4;
+    for (int s = 0; s < n_shards; s++) {
+        int n = stream_shard_sizes[s];
+        int* t = malloc((size_t)(n + 1) * sizeof(int));
+        for (int i = 0; i < n; i++, pos++) {
+            int start = pos == next_start;
+            if (start) next_start += document_lengths[k++ % (int)(sizeof(document_lengths) / sizeof(int))];
+            t[i] = start ? DOC_TOKEN : (int)pos;
+            if (is_start) is_start[pos] = (char)start;
+            if (stream) stream[pos] = t[i];
+        }
+        char name[64];
+        snprintf(name, sizeof(name), "docs_%06d.bin", s);
+        if (shard_write(tmp_path(name), t, (size_t)n, s % 2 ? STREAM_VOCAB : DOC_TOKEN + 1, err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            exit(1);
+        }
+        free(t);
+    }
+    return pos;
+}
+
+// A loader of the stream shards (write_stream_shards), or with aligned rows of the document shards
+// (write_document_shards), each written first; NULL with err on failure.
+static DataLoader* open_test_loader(int aligned, int B, int T, int rank, int R, int shuffle, uint64_t seed,
+                                    char* err) {
+    if (!aligned) {
+        write_stream_shards();
+        return dataloader_open(tmp_path(STREAM_PATTERN), B, T, rank, R, shuffle, seed, STREAM_VOCAB, err);
+    }
+    write_document_shards(NULL, NULL);
+    DataLoader* dl = dataloader_open(tmp_path(DOC_PATTERN), B, T, rank, R, shuffle, seed, STREAM_VOCAB, err);
+    if (dl && dataloader_align_documents(dl, DOC_TOKEN, err) != 0) {
+        dataloader_close(dl);
+        return NULL;
+    }
+    return dl;
+}
+
+// The samples of an epoch as the alignment's rule gives them, found here by its own walk: each
+// document start from which T+1 tokens lie within the stream, at or past the last target of the
+// sample before it. Returns their count, their starts in starts (n entries at most).
+static int64_t expected_document_samples(const char* is_start, int64_t n, int T, int64_t* starts) {
+    int64_t count = 0, targets_end = 0;
+    for (int64_t p = 0; p + T < n; p++) {
+        if (!is_start[p] || p < targets_end) continue;
+        starts[count++] = p;
+        targets_end = p + T;
+    }
+    return count;
+}
+
+// Where a row of the document shards starts in the stream: its first token that is not a document
+// start holds its own position. -1 when it has none.
+static int64_t row_start(const int* row, int T) {
+    for (int j = 0; j < T; j++)
+        if (row[j] != DOC_TOKEN) return row[j] - j;
+    return -1;
+}
+
+static void test_resume(int shuffle, int aligned) {
+    test_begin(aligned ? (shuffle ? "loader_aligned_resume_exact_shuffled" : "loader_aligned_resume_exact")
+                       : (shuffle ? "loader_resume_exact_shuffled" : "loader_resume_exact"));
     char err[ERR_LEN] = "";
-    write_stream_shards();
     int B = 2, T = 16, R = 3, rank = 1, ahead = 5;
-    const char* pattern = tmp_path(STREAM_PATTERN);
-    DataLoader* first = dataloader_open(pattern, B, T, rank, R, shuffle, 3, STREAM_VOCAB, err);
-    DataLoader* second = dataloader_open(pattern, B, T, rank, R, shuffle, 3, STREAM_VOCAB, err);
+    DataLoader* first = open_test_loader(aligned, B, T, rank, R, shuffle, 3, err);
+    DataLoader* second = open_test_loader(aligned, B, T, rank, R, shuffle, 3, err);
     CHECK(first && second, "open: %s", err);
     if (first && second) {
         int nb = (int)dataloader_batches_per_epoch(first);
@@ -339,7 +413,7 @@ static void test_resume(int shuffle) {
         CHECK(a.epoch == 2 && a.epoch == b.epoch && a.step_in_epoch == b.step_in_epoch,
               "states after resume differ");
         // Reset goes back to the very first batch.
-        DataLoader* fresh = dataloader_open(pattern, B, T, rank, R, shuffle, 3, STREAM_VOCAB, err);
+        DataLoader* fresh = open_test_loader(aligned, B, T, rank, R, shuffle, 3, err);
         dataloader_reset(second);
         dataloader_next(second, got, tg, err);
         if (fresh) dataloader_next(fresh, expected, tg, err);
@@ -356,6 +430,199 @@ static void test_resume(int shuffle) {
     }
     dataloader_close(first);
     dataloader_close(second);
+    test_end();
+}
+
+// Every aligned row starts with the document token and is the stream's T+1 tokens from a sample
+// of the rule's (expected_document_samples); over an epoch the ranks read disjoint samples, each
+// once, nb * R * B of them (the first ones in order without shuffling), so no target is read
+// twice; the count of batches and the coverage (documents, samples, unseen tokens) are the rule's.
+static void test_aligned_rows(int shuffle) {
+    test_begin(shuffle ? "loader_aligned_rows_start_at_documents_shuffled" : "loader_aligned_rows_start_at_documents");
+    char err[ERR_LEN] = "";
+    int64_t N = write_document_shards(NULL, NULL);
+    char* is_start = calloc((size_t)N, 1);
+    int* stream = malloc((size_t)N * sizeof(int));
+    int64_t* starts = malloc((size_t)N * sizeof(int64_t));
+    int* taken = calloc((size_t)N, sizeof(int));
+    write_document_shards(is_start, stream);
+    int B = 2, T = 16;
+    int64_t S = expected_document_samples(is_start, N, T, starts), documents = 0;
+    for (int64_t p = 0; p < N; p++) documents += is_start[p];
+    CHECK(S > 50 && S < (N - 1) / T, "the test's documents make %lld samples of %lld tokens", (long long)S,
+          (long long)N);
+    int* in = malloc((size_t)B * T * sizeof(int));
+    int* tg = malloc((size_t)B * T * sizeof(int));
+    for (int R = 1; R <= 3; R++) {
+        DataLoader* dls[3] = {0};
+        int opened = 1;
+        for (int r = 0; r < R; r++) {
+            dls[r] = open_test_loader(1, B, T, r, R, shuffle, 42, err);
+            if (!dls[r]) {
+                CHECK(0, "open and align rank %d of %d: %s", r, R, err);
+                opened = 0;
+            }
+        }
+        int64_t nb = S / (B * R);
+        for (int r = 0; opened && r < R; r++) {
+            DataLoaderCoverage c = dataloader_coverage(dls[r]);
+            CHECK(dataloader_batches_per_epoch(dls[r]) == nb, "R=%d: %lld batches an epoch, the rule's %lld", R,
+                  (long long)dataloader_batches_per_epoch(dls[r]), (long long)nb);
+            CHECK(c.tokens == N && c.documents == documents && c.samples == S && c.unseen == N - 1 - S * T,
+                  "R=%d: coverage %lld tokens, %lld documents, %lld samples, %lld unseen", R, (long long)c.tokens,
+                  (long long)c.documents, (long long)c.samples, (long long)c.unseen);
+        }
+        for (int epoch = 0; opened && epoch < 2 && !test_case_failures; epoch++) {
+            memset(taken, 0, (size_t)N * sizeof(int));
+            int64_t read = 0;
+            for (int64_t k = 0; k < nb && !test_case_failures; k++) {
+                for (int r = 0; r < R && !test_case_failures; r++) {
+                    if (dataloader_next(dls[r], in, tg, err) != 0) {
+                        CHECK(0, "R=%d rank %d batch %lld: %s", R, r, (long long)k, err);
+                        break;
+                    }
+                    for (int b = 0; b < B; b++) {
+                        const int* row = in + b * T;
+                        int64_t s = row_start(row, T);
+                        int window = s >= 0 && s + T < N && row[0] == DOC_TOKEN;
+                        for (int j = 0; window && j < T; j++)
+                            window = row[j] == stream[s + j] && tg[b * T + j] == stream[s + j + 1];
+                        CHECK(window, "R=%d rank %d batch %lld row %d is no window of the stream from a document",
+                              R, r, (long long)k, b);
+                        if (!window) break;
+                        taken[s]++;
+                        // In stream order one rank reads the rule's samples in order.
+                        CHECK(shuffle || R > 1 || s == starts[k * B + b], "batch %lld row %d starts at %lld, the "
+                              "rule's sample at %lld", (long long)k, b, (long long)s, (long long)starts[k * B + b]);
+                        read++;
+                    }
+                }
+            }
+            int64_t kept = 0, twice = 0, outside = 0;
+            for (int64_t i = 0; i < S; i++) kept += taken[starts[i]] == 1, twice += taken[starts[i]] > 1;
+            for (int64_t p = 0; p < N; p++) outside += taken[p] > 0;
+            outside -= kept + twice;
+            CHECK(read == nb * R * B && kept == read && !twice && !outside, "R=%d epoch %d: %lld rows read, %lld "
+                  "samples of the rule once, %lld twice, %lld rows elsewhere", R, epoch, (long long)read,
+                  (long long)kept, (long long)twice, (long long)outside);
+            DataLoaderState st = dataloader_state(dls[0]);
+            CHECK(st.epoch == epoch + 1 && st.step_in_epoch == 0, "R=%d: state %lld/%lld after epoch %d", R,
+                  (long long)st.epoch, (long long)st.step_in_epoch, epoch);
+        }
+        for (int r = 0; r < R; r++) dataloader_close(dls[r]);
+    }
+    free(is_start); free(stream); free(starts); free(taken); free(in); free(tg);
+    test_end();
+}
+
+// The row starts of the first n batches of an aligned loader.
+static void aligned_batch_starts(DataLoader* dl, int n, int B, int T, int64_t* starts) {
+    char err[ERR_LEN] = "";
+    int* in = malloc((size_t)B * T * sizeof(int));
+    int* tg = malloc((size_t)B * T * sizeof(int));
+    for (int k = 0; k < n; k++) {
+        int rc = dataloader_next(dl, in, tg, err);
+        CHECK(rc == 0, "next: %s", err);
+        for (int b = 0; b < B; b++) starts[k * B + b] = rc == 0 ? row_start(in + b * T, T) : -1;
+    }
+    free(in);
+    free(tg);
+}
+
+// Aligned rows shuffle every epoch from the seed, as the others do.
+static void test_aligned_shuffle(void) {
+    test_begin("loader_aligned_shuffle_per_epoch_from_seed");
+    char err[ERR_LEN] = "";
+    int B = 2, T = 16;
+    DataLoader* a = open_test_loader(1, B, T, 1, 2, 1, 7, err);
+    DataLoader* b = open_test_loader(1, B, T, 1, 2, 1, 7, err);
+    DataLoader* c = open_test_loader(1, B, T, 1, 2, 1, 8, err);
+    DataLoader* plain = open_test_loader(1, B, T, 1, 2, 0, 7, err);
+    CHECK(a && b && c && plain, "open: %s", err);
+    if (a && b && c && plain) {
+        int nb = (int)dataloader_batches_per_epoch(a);
+        size_t per_epoch = (size_t)nb * B, bytes = per_epoch * sizeof(int64_t);
+        int64_t* a_starts = malloc(2 * bytes);
+        int64_t* b_starts = malloc(2 * bytes);
+        int64_t* c_starts = malloc(bytes);
+        int64_t* p_starts = malloc(2 * bytes);
+        aligned_batch_starts(a, 2 * nb, B, T, a_starts);
+        aligned_batch_starts(b, 2 * nb, B, T, b_starts);
+        aligned_batch_starts(c, nb, B, T, c_starts);
+        aligned_batch_starts(plain, 2 * nb, B, T, p_starts);
+        CHECK(memcmp(a_starts, b_starts, 2 * bytes) == 0, "same seed, different batches");
+        CHECK(memcmp(a_starts, a_starts + per_epoch, bytes) != 0, "epochs 0 and 1 alike");
+        CHECK(memcmp(a_starts, c_starts, bytes) != 0, "seeds 7 and 8 give the same epoch");
+        CHECK(memcmp(a_starts, p_starts, bytes) != 0, "shuffled epoch in stream order");
+        CHECK(memcmp(p_starts, p_starts + per_epoch, bytes) == 0, "unshuffled epochs differ");
+        int sorted = 1;
+        for (size_t i = 1; i < per_epoch; i++) sorted &= a_starts[i] > a_starts[i - 1];
+        CHECK(!sorted, "shuffled epoch is sorted");
+        free(a_starts); free(b_starts); free(c_starts); free(p_starts);
+    }
+    dataloader_close(a); dataloader_close(b); dataloader_close(c); dataloader_close(plain);
+    test_end();
+}
+
+// Aligning is refused, naming the glob, for shards that hold no document token, for too few
+// samples for a batch per rank and for a token outside the vocabulary; a token past the
+// vocabulary anywhere in the stream is found by the walk, naming its shard and position. A
+// refused loader is as it was: its own samples, from its first batch.
+static void test_aligned_refusals(void) {
+    test_begin("loader_aligned_refuses_shards_without_documents");
+    char err[ERR_LEN] = "";
+    int T = 16;
+    write_stream_shards();
+    const char* stream = tmp_path(STREAM_PATTERN);
+    DataLoader* dl = dataloader_open(stream, 2, T, 0, 1, 0, 0, STREAM_VOCAB, err);
+    CHECK(dl != NULL, "open: %s", err);
+    if (dl) {
+        int64_t nb = dataloader_batches_per_epoch(dl);
+        CHECK(dataloader_align_documents(dl, DOC_TOKEN, err) != 0 && strstr(err, stream) &&
+                  strstr(err, "none of its 3543 tokens is 3999, the token that starts a document") && !strchr(err, '\n'),
+              "shards without the document token: '%s'", err);
+        err[0] = 0;
+        CHECK(dataloader_align_documents(dl, STREAM_VOCAB, err) != 0 && strstr(err, "outside the vocabulary"),
+              "a document token outside the vocabulary: '%s'", err);
+        int in[2 * 16], tg[2 * 16];
+        CHECK(dataloader_batches_per_epoch(dl) == nb && dataloader_next(dl, in, tg, err) == 0 && in[0] == 0 &&
+                  in[16] == 16, "a refused loader is not as it was: %s", err);
+        dataloader_close(dl);
+    }
+    char* is_start = calloc(4096, 1);
+    int64_t N = write_document_shards(is_start, NULL);
+    int64_t* starts = malloc((size_t)N * sizeof(int64_t));
+    int64_t S = expected_document_samples(is_start, N, T, starts);
+    // One batch of the stream's samples per rank, but not of the documents'.
+    int B = (int)S + 1;
+    const char* docs = tmp_path(DOC_PATTERN);
+    dl = dataloader_open(docs, B, T, 0, 1, 0, 0, STREAM_VOCAB, err);
+    CHECK(dl != NULL, "open B=%d: %s", B, err);
+    if (dl) {
+        char words[128];
+        snprintf(words, sizeof(words), "make %lld samples of T+1 = 17 tokens starting at a document, fewer than one "
+                 "batch of %d", (long long)S, B);
+        CHECK(dataloader_align_documents(dl, DOC_TOKEN, err) != 0 && strstr(err, docs) && strstr(err, words),
+              "too few samples: '%s'", err);
+        dataloader_close(dl);
+    }
+    free(is_start);
+    free(starts);
+    // A bad id between the samples the open checks: the walk reads every token.
+    uint16_t* data = malloc(20000 * sizeof(uint16_t));
+    for (int i = 0; i < 20000; i++) data[i] = (uint16_t)(i % 7 ? i % 400 : 399);
+    data[10000] = 450;
+    const char* bad = tmp_path("far_docs_000000.bin");
+    write_raw_shard(bad, SHARD_MAGIC, 1, 20000, 0, data, 20000 * sizeof(uint16_t));
+    free(data);
+    dl = dataloader_open(bad, 2, 50, 0, 1, 0, 0, 420, err);
+    CHECK(dl != NULL, "open read past the sample: %s", err);
+    if (dl) {
+        err[0] = 0;
+        CHECK(dataloader_align_documents(dl, 399, err) != 0 && strstr(err, bad) && strstr(err, "token 10000 has id 450"),
+              "a bad id the walk reads: '%s'", err);
+        dataloader_close(dl);
+    }
     test_end();
 }
 
@@ -755,8 +1022,14 @@ int main(void) {
     test_coverage(0);
     test_coverage(1);
     test_shuffle();
-    test_resume(0);
-    test_resume(1);
+    test_resume(0, 0);
+    test_resume(1, 0);
+    test_aligned_rows(0);
+    test_aligned_rows(1);
+    test_aligned_shuffle();
+    test_resume(0, 1);
+    test_resume(1, 1);
+    test_aligned_refusals();
     test_errors();
     test_bad_token_when_read();
     test_open_reads_little();

@@ -4,8 +4,9 @@
 // StateSlots) and read back to themselves; Muon's settings take slots 32-37 of a version 2 file
 // (an untied head's learning rate slot 38) and leave the others as they are; a schedule of its
 // own takes slots 39-45 of a version 3 file, under either optimizer, and leaves the others as
-// they are; headers whose optimizer, schedule, version and settings disagree are refused with
-// one line naming what; the int fields bounded as integers, up to 2^31 - 1; every slot past the
+// they are; rows aligned to documents take slots 46-47 of a version 4 file, under any optimizer
+// and schedule, and leave the others as they are; headers whose optimizer, schedule, alignment,
+// version and settings disagree are refused with one line naming what; the int fields bounded as integers, up to 2^31 - 1; every slot past the
 // fields zero.
 #include <float.h>
 #include <limits.h>
@@ -91,6 +92,7 @@ static void test_adamw_layout(void) {
         bits.muon_momentum = bits.embedding_lr = bits.vector_lr = bits.adam_b1 = bits.adam_b2 = bits.head_lr = 0.0f;
         bits.schedule = (StepSchedule){.warmup_steps = bits.schedule.warmup_steps,
                                        .min_lr_frac = bits.schedule.min_lr_frac};
+        bits.align_documents = bits.document_token = 0;
         StateFileHeader packed, again;
         int32_t expected[HEADER_INTS];
         char err[ERR_LEN] = "";
@@ -203,6 +205,34 @@ static void test_schedule_slots(void) {
     test_end();
 }
 
+static void test_document_slots(void) {
+    test_begin("state header: rows aligned to documents in slots 46-47 of version 4, under any optimizer and "
+               "schedule, the rest as the unaligned run's");
+    Rng rng = {56};
+    for (int i = 0; i < 400; i++) {
+        TrainingState s = random_state(&rng), back;
+        if (i % 2) make_muon(&s, &rng);
+        if (i % 4 >= 2) s.schedule = random_schedule(&rng, i % 2, &s.schedule);
+        StateFileHeader plain, aligned, again;
+        state_header_pack(&s, &plain);
+        s.align_documents = 1;
+        s.document_token = (int)(rng_next(&rng) % (uint64_t)s.config.V);
+        state_header_pack(&s, &aligned);
+        char err[ERR_LEN] = "";
+        CHECK(aligned.ints[1] == STATE_VERSION_DOCUMENTS && plain.ints[1] != STATE_VERSION_DOCUMENTS,
+              "state %d: versions %d and %d", i, plain.ints[1], aligned.ints[1]);
+        CHECK(memcmp(plain.ints + 2, aligned.ints + 2, 44 * sizeof(int32_t)) == 0, "state %d: slots 2-45 differ", i);
+        CHECK(aligned.ints[46] == 1 && aligned.ints[47] == s.document_token, "state %d: slots 46-47 hold %d %d", i,
+              aligned.ints[46], aligned.ints[47]);
+        for (int k = 46; k < HEADER_INTS; k++) CHECK(plain.ints[k] == 0, "an unaligned run's slot %d is not 0", k);
+        CHECK(state_header_unpack(&aligned, &back, err) == 0, "state %d refused: %s", i, err);
+        state_header_pack(&back, &again);
+        CHECK(memcmp(&aligned, &again, sizeof(again)) == 0, "state %d: read back, it packs to other bytes", i);
+        if (test_case_failures) break;
+    }
+    test_end();
+}
+
 // A header changed by change is refused, with one line that holds words.
 static void expect_refused(const char* what, const TrainingState* s, void (*change)(StateFileHeader*),
                            const char* words) {
@@ -219,7 +249,11 @@ static void expect_refused(const char* what, const TrainingState* s, void (*chan
 static void to_version_2(StateFileHeader* h) { h->f.version = STATE_VERSION_MUON; }
 static void to_version_1(StateFileHeader* h) { h->f.version = STATE_VERSION_ADAMW; }
 static void to_version_3(StateFileHeader* h) { h->f.version = STATE_VERSION_SCHEDULE; }
-static void to_version_4(StateFileHeader* h) { h->f.version = 4; }
+static void to_version_4(StateFileHeader* h) { h->f.version = STATE_VERSION_DOCUMENTS; }
+static void to_version_5(StateFileHeader* h) { h->f.version = 5; }
+static void aligned(StateFileHeader* h) { h->f.align_documents = 1; }
+static void token_unaligned(StateFileHeader* h) { h->f.document_token = 5; }
+static void token_past_vocab(StateFileHeader* h) { h->f.document_token = h->f.shape.V; }
 static void wsd(StateFileHeader* h) {
     h->f.lr_schedule = LR_SHAPE_WSD;
     h->f.warmdown_frac = 0.5f;
@@ -242,13 +276,23 @@ static void beta_nan(StateFileHeader* h) { h->f.adam_b2 = NAN; }
 static void head_lr_given(StateFileHeader* h) { h->f.head_lr = 0.002f; }
 
 static void test_refusals(void) {
-    test_begin("state header: an optimizer, schedule, version and settings that disagree are refused");
+    test_begin("state header: an optimizer, schedule, alignment, version and settings that disagree are refused");
     Rng rng = {7};
     TrainingState adamw = random_state(&rng), muon = adamw;
     make_muon(&muon, &rng);
     expect_refused("AdamW as version 2", &adamw, to_version_2, "the version is not the optimizer's");
     expect_refused("Muon as version 1", &muon, to_version_1, "the version is not the optimizer's");
-    expect_refused("version 4", &adamw, to_version_4, "unsupported training state version 4");
+    expect_refused("version 5", &adamw, to_version_5, "unsupported training state version 5");
+    expect_refused("unaligned rows as version 4", &adamw, to_version_4, "the version is not the rows' alignment's");
+    expect_refused("aligned rows as version 1", &adamw, aligned, "the version is not the rows' alignment's");
+    TrainingState documents = muon;
+    documents.align_documents = 1;
+    documents.document_token = 3;
+    expect_refused("aligned rows as version 2", &documents, to_version_2, "the version is not the rows' alignment's");
+    expect_refused("a document token without aligned rows", &adamw, token_unaligned,
+                   "the document token is set without --align-documents, or outside the vocabulary");
+    expect_refused("a document token past the vocabulary", &documents, token_past_vocab,
+                   "the document token is set without --align-documents, or outside the vocabulary");
     expect_refused("the default schedule as version 3", &adamw, to_version_3, "the version is not the schedule's");
     expect_refused("wsd as version 1", &adamw, wsd, "the version is not the schedule's");
     expect_refused("AdamW with a momentum", &adamw, momentum_given, "an AdamW run with Muon's settings");
@@ -303,7 +347,8 @@ static void test_int_bounds(void) {
                 {"--optimizer", &top.optimizer, 2}, {"--lr-schedule", &top.schedule.lr_shape, 2},
                 {"--momentum-warmup-steps", &top.schedule.momentum_warmup_steps, -1},
                 {"--momentum-cooldown-steps", &top.schedule.momentum_cooldown_steps, -1},
-                {"--weight-decay-schedule", &top.schedule.decay_shape, -1}};
+                {"--weight-decay-schedule", &top.schedule.decay_shape, -1},
+                {"--align-documents", &top.align_documents, 2}, {"--align-documents at token", &top.document_token, -1}};
     top.step = top.adam_t = 7;
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
         int kept = *ints[i].field;
@@ -355,6 +400,7 @@ int main(void) {
     test_adamw_layout();
     test_muon_slots();
     test_schedule_slots();
+    test_document_slots();
     test_refusals();
     test_int_bounds();
     test_unused_slots();
