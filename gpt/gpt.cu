@@ -12,15 +12,15 @@
 #include "layers/matmul.h"
 #include "layers/muon.h"
 
-// The tensors as ZeRO-1 cuts them: under Muon each of Muon's matrices is a unit, so that a rank
-// orthogonalises it whole.
+// The tensors as ZeRO-1 cuts them: under Muon each of Muon's matrices (as its --muon-qkv cuts
+// qkvw) is a unit, so that a rank orthogonalises it whole, and holds its NorMuon moments.
 static void zero_tensors(const GPTConfig* c, const OptimizerConfig* optimizer, ZeroTensor t[NUM_PARAM_TENSORS]) {
     size_t sizes[NUM_PARAM_TENSORS];
     param_sizes(c, sizes);
     int muon = optimizer && optimizer->kind == OPTIMIZER_MUON;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         t[i].count = sizes[i];
-        t[i].unit = param_zero_unit(&param_table[i], c, muon);
+        t[i].unit = param_zero_unit(&param_table[i], c, muon, muon ? optimizer->muon_qkv : MUON_QKV_FUSED);
     }
 }
 
@@ -46,7 +46,7 @@ static size_t muon_scratch(const GPTConfig* c, const ZeroShard* s, const ZeroTen
         ZeroShardPart part = zero_shard_part(s, tensors, i, s->rank);
         if (param_table[i].group != GROUP_MATRIX || part.count == 0) continue;
         int rows, cols;
-        param_muon_matrix(&param_table[i], c, &rows, &cols);
+        param_muon_matrix(&param_table[i], c, optimizer->muon_qkv, &rows, &cols);
         size_t need = muon_scratch_bytes((int)(part.count / tensors[i].unit), rows, cols);
         bytes = need > bytes ? need : bytes;
     }
@@ -74,6 +74,9 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     if (!why) why = block_unsupported(&c.arch, c.C / c.NH);
     if (!why && c.arch.relu2 && (opt->recompute & RECOMPUTE_GELU))
         why = "RECOMPUTE_GELU with the relu2 MLP, which keeps no GELU";
+    char err[ERR_LEN];
+    if (!why && optimizer && muon_variants_invalid(optimizer, err, sizeof(err))) why = err;
+    if (!why && optimizer && optimizer->kind == OPTIMIZER_MUON) why = muon_qkv_unfit(optimizer->muon_qkv, &c);
     if (why) die("gpt_build: %s", why);
     memset(g, 0, sizeof(*g));
     g->config = c;
@@ -88,7 +91,6 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     zero_tensors(&c, optimizer, g->zero_tensors);
     g->shard = optimizer_shard(g->zero_tensors, dp, optimizer);
     g->sizes = gpt_memory_sizes(&c, B, T, opt, dp, optimizer);
-    char err[ERR_LEN];
     if (gpu_memory_unfit(memory_sizes_total(&g->sizes), err)) die("gpt_build for batches of %d x %d: %s", B, T, err);
     size_t padded = g->shard.padded_count, S = g->shard.shard_size;
     cudaCheck(cudaStreamCreate(&g->stream));
@@ -476,6 +478,9 @@ float gpt_update(GPT* g, const StepRates* rates) {
     float grad_scale = (o->grad_clip > 0.0f && norm > o->grad_clip) ? o->grad_clip / norm : 1.0f;
     int muon = o->kind == OPTIMIZER_MUON;
     g->adam_t++;
+    MuonStep muon_step = {.momentum = rates->momentum, .grad_scale = grad_scale,
+                          .ns = &newton_schulz_coefficients[o->muon_ns], .cautious = o->cautious_weight_decay,
+                          .normuon_beta2 = o->normuon_beta2};
     profile_start(g->profile, UPDATE_MARKS, g->stream);
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         // The part of tensor i this rank updates (all of it without ZeRO-1).
@@ -487,9 +492,12 @@ float gpt_update(GPT* g, const StepRates* rates) {
         float lr = k->lr_scale * rates->lr[k->group];
         if (muon && k->group == GROUP_MATRIX) {
             int rows, cols;
-            param_muon_matrix(k, &g->config, &rows, &cols);
-            muon_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s, gpt_muon_matrices(g, i),
-                        rows, cols, lr, rates->momentum, decay, grad_scale, g->optimizer_scratch, &g->matmul);
+            param_muon_matrix(k, &g->config, o->muon_qkv, &rows, &cols);
+            muon_step.lr = lr;
+            muon_step.weight_decay = decay;
+            // NorMuon's moments: in v, each at the start of its matrix's place (layers/muon.h).
+            muon_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s, o->normuon ? g->v + s : NULL,
+                        gpt_muon_matrices(g, i), rows, cols, &muon_step, g->optimizer_scratch, &g->matmul);
         } else {
             adamw_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s, g->v + s, part.count,
                          lr, o->b1, o->b2, g->adam_t, o->eps, decay, grad_scale, g->stream);

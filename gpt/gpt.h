@@ -67,7 +67,8 @@ typedef struct {
     bf16* grads_memory;          // (shard.padded_count)
     float* optimizer_memory;     // (3, shard.shard_size): master weights, m, v of the shard; NULL
                                  // without an optimizer. Under Muon m holds the matrices'
-                                 // momentum, and v is Adam's alone (zero for the matrices).
+                                 // momentum, and v is Adam's (zero for the matrices but with
+                                 // NorMuon: a matrix's moments at the start of its place).
     float* master;
     float* m;
     float* v;

@@ -8,6 +8,15 @@
 //     Adam for the rest: the embedding group (wte, the tied head too, and wpe) at embedding_lr,
 //     the head group (an untied lm_head) at head_lr, the vectors (layernorm weights and biases,
 //     the biases) at vector_lr, each times its row's lr_scale.
+//   Muon's variants, each off by default (so a run without them is the Muon of every earlier
+//   version, bit for bit): the fused qkv weight cut into q, k and v, or into their head pairs
+//   (--muon-qkv, gpt/param_table.h's MuonQkv); Polar Express's coefficients in place of the
+//   quintic's (--muon-ns, layers/newton_schulz.h); cautious weight decay of the matrices
+//   (--cautious-weight-decay: decayed only where the update and the weight agree in sign, as
+//   nanochat decays its Muon matrices; Adam's groups keep the plain decay, as nanochat's do,
+//   where modded-nanogpt makes its Adam cautious too); NorMuon (--normuon, --normuon-beta2: each
+//   orthogonalised update's rows evened out by a second moment per row, layers/muon.h), whose
+//   moments live in Adam's v at the start of each matrix's place, which Muon leaves unused.
 // The step schedule (gpt/schedule.h) gives each step's rates: its learning-rate shape scales
 // every group's rate alike, and it shapes Muon's momentum and the weight decay. Weight decay
 // is decoupled: master -= lr * weight_decay * decay_scale * master, with the tensor's lr; the
@@ -20,6 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "gpt/param_table.h"
+#include "layers/newton_schulz.h"
 
 typedef enum { OPTIMIZER_ADAMW, OPTIMIZER_MUON } OptimizerKind;
 
@@ -33,7 +43,16 @@ typedef struct {
     float b1, b2, eps;    // Adam's: AdamW's, or under Muon the embeddings' and vectors'
     float weight_decay;   // on the 2-D weights
     float grad_clip;      // the global gradient norm is clipped to it; 0: never
+    // Muon's variants, 0 where not chosen (and under AdamW)
+    int muon_qkv;               // MuonQkv: how qkvw is cut into matrices
+    int muon_ns;                // NewtonSchulzKind: the iterations' coefficients
+    int cautious_weight_decay;  // the matrices decayed where the update and the weight agree in sign
+    int normuon;                // NorMuon's normalisation of each matrix's update
+    float normuon_beta2;        // with normuon: its second moment's beta, in [0, 1)
 } OptimizerConfig;
+
+// NorMuon's beta of the anchors (nanochat's and modded-nanogpt's).
+#define NORMUON_BETA2_DEFAULT 0.95f
 
 // The settings that work for d12 on a real text (bench/RESULTS.md, Muon): AdamW lr 3e-4, betas
 // (0.9, 0.95), weight decay 0.1; Muon lr 0.02, momentum 0.95, Adam (0.8, 0.95) at 0.001 for
@@ -131,10 +150,37 @@ static inline int optimizer_setting_refused(const OptimizerSetting* s, float v, 
     return -1;
 }
 
+// 0 when Muon's variants in o are ones it has, each 0 where it does not apply (under AdamW, the
+// beta without NorMuon) and cautious decay with a decay to be cautious with; else -1 with err
+// naming the flag.
+static inline int muon_variants_invalid(const OptimizerConfig* o, char* err, size_t len) {
+    const struct {
+        const char* flag;
+        int set, lo, hi;
+    } choices[] = {{"--muon-qkv", o->muon_qkv, 0, NUM_MUON_QKV - 1}, {"--muon-ns", o->muon_ns, 0, NUM_NEWTON_SCHULZ - 1},
+                   {"--cautious-weight-decay", o->cautious_weight_decay, 0, 1}, {"--normuon", o->normuon, 0, 1}};
+    for (size_t i = 0; i < sizeof(choices) / sizeof(choices[0]); i++) {
+        if (choices[i].set < choices[i].lo || choices[i].set > choices[i].hi)
+            snprintf(err, len, "%s %d is out of range", choices[i].flag, choices[i].set);
+        else if (choices[i].set && o->kind != OPTIMIZER_MUON)
+            snprintf(err, len, "%s is a setting of --optimizer muon", choices[i].flag);
+        else continue;
+        return -1;
+    }
+    if (o->normuon && !(o->normuon_beta2 >= 0.0f && o->normuon_beta2 < 1.0f))
+        snprintf(err, len, "--normuon-beta2 %g must be in [0, 1)", o->normuon_beta2);
+    else if (!o->normuon && o->normuon_beta2 != 0.0f) snprintf(err, len, "--normuon-beta2 without --normuon has no effect");
+    else if (o->cautious_weight_decay && o->weight_decay == 0.0f)
+        snprintf(err, len, "--cautious-weight-decay without --weight-decay has no effect");
+    else return 0;
+    return -1;
+}
+
 // 0 when every setting of a run of o's kind (an untied head's rate where untied_head is set) is
-// within its bounds, and the weight decay within the rates it is applied with; else -1 with err
-// naming the flag. The decay takes lr * weight_decay of a 2-D weight each step at the peak: at 1
-// or more it erases the weights (or flips them) whatever the gradients say.
+// within its bounds, Muon's variants too (muon_variants_invalid), and the weight decay within the
+// rates it is applied with; else -1 with err naming the flag. The decay takes lr * weight_decay of
+// a 2-D weight each step at the peak: at 1 or more it erases the weights (or flips them) whatever
+// the gradients say.
 static inline int optimizer_invalid(const OptimizerConfig* o, int untied_head, char* err, size_t len) {
     int muon = o->kind == OPTIMIZER_MUON;
     for (int i = 0; i < NUM_OPTIMIZER_SETTINGS; i++) {
@@ -142,6 +188,7 @@ static inline int optimizer_invalid(const OptimizerConfig* o, int untied_head, c
         if ((s->use != SETTING_EVERY_RUN && !muon) || (s->use == SETTING_MUON_UNTIED_HEAD && !untied_head)) continue;
         if (optimizer_setting_refused(s, optimizer_setting_value(o, s), err, len)) return -1;
     }
+    if (muon_variants_invalid(o, err, len)) return -1;
     // The groups with decayed weights (param_decays): AdamW's one; Muon's matrices, embeddings
     // and an untied head.
     const struct {

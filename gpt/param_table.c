@@ -22,7 +22,7 @@ static int untied_head(const Architecture* a) { return a->untied_head; }
 
 // GPT-2's sixteen tensors in llm.c's order, then the untied head. Weights N(0, 0.02), the
 // projections into the residual stream N(0, 0.02 / sqrt(2L)); the 2-D tensors decayed; Muon takes
-// each layer's matrix whole.
+// each layer's matrix whole, qkvw also as q, k and v or as their head pairs.
 const ParamKind param_table[NUM_PARAM_TENSORS] = {
     [PARAM_WTE] = {.rows = {1, DIM_VP}, .cols = {1, DIM_C},
                    .init = INIT_NORMAL, .std = 0.02,
@@ -38,7 +38,8 @@ const ParamKind param_table[NUM_PARAM_TENSORS] = {
                     .group = GROUP_VECTOR, .lr_scale = 1},
     [PARAM_QKVW] = {.rows = {3, DIM_C}, .cols = {1, DIM_C}, .layers = every_layer,
                     .init = INIT_NORMAL, .std = 0.02,
-                    .group = GROUP_MATRIX, .lr_scale = 1, .decay_scale = 1, .muon_rows = {3, DIM_C}},
+                    .group = GROUP_MATRIX, .lr_scale = 1, .decay_scale = 1, .muon_rows = {3, DIM_C},
+                    .muon_rows_by_qkv = {[MUON_QKV_SPLIT] = {1, DIM_C}, [MUON_QKV_HEAD_PAIRS] = {2, DIM_HS}}},
     [PARAM_QKVB] = {.rows = {3, DIM_C}, .cols = {1, DIM_ONE}, .layers = every_layer, .present = biases,
                     .init = INIT_ZERO,
                     .group = GROUP_VECTOR, .lr_scale = 1},
@@ -107,16 +108,31 @@ size_t param_slice_size(const ParamKind* k, const GPTConfig* c) {
     return present(k, &c->arch) ? param_dim(k->rows, c) * param_dim(k->cols, c) : 0;
 }
 
-void param_muon_matrix(const ParamKind* k, const GPTConfig* c, int* rows, int* cols) {
-    *rows = (int)param_dim(k->muon_rows, c);
+Dim param_muon_rows(const ParamKind* k, int qkv) {
+    return k->muon_rows_by_qkv[qkv].times ? k->muon_rows_by_qkv[qkv] : k->muon_rows;
+}
+
+void param_muon_matrix(const ParamKind* k, const GPTConfig* c, int qkv, int* rows, int* cols) {
+    *rows = (int)param_dim(param_muon_rows(k, qkv), c);
     *cols = (int)param_dim(k->cols, c);
 }
 
-size_t param_zero_unit(const ParamKind* k, const GPTConfig* c, int muon) {
+size_t param_zero_unit(const ParamKind* k, const GPTConfig* c, int muon, int qkv) {
     if (!muon || k->group != GROUP_MATRIX) return ZERO_SHARD_ALIGN;
     int rows, cols;
-    param_muon_matrix(k, c, &rows, &cols);
+    param_muon_matrix(k, c, qkv, &rows, &cols);
     return (size_t)rows * cols;
+}
+
+const char* muon_qkv_unfit(int qkv, const GPTConfig* c) {
+    return qkv == MUON_QKV_HEAD_PAIRS && c->NH % 2 ? "--muon-qkv head-pairs: the model's heads are an odd count, "
+                                                     "which does not pair"
+                                                   : NULL;
+}
+
+const char* muon_qkv_name(int qkv) {
+    static const char* const names[NUM_MUON_QKV] = {"fused", "split", "head-pairs"};
+    return qkv >= 0 && qkv < NUM_MUON_QKV ? names[qkv] : "?";
 }
 
 void param_sizes(const GPTConfig* c, size_t sizes[NUM_PARAM_TENSORS]) {
@@ -184,7 +200,7 @@ void param_table_describe(char* out, size_t len) {
                                 "group", "presets");
     for (int i = 0; i < NUM_PARAM_TENSORS && n < len; i++) {
         const ParamKind* k = &param_table[i];
-        char rows[16], cols[16], shape[48], init[64], group[64], in[64] = "";
+        char rows[16], cols[16], shape[48], init[64], group[96], in[64] = "";
         dim_text(k->rows, rows, sizeof(rows));
         dim_text(k->cols, cols, sizeof(cols));
         int vector = k->cols.of == DIM_ONE && k->cols.times == 1;
@@ -201,8 +217,15 @@ void param_table_describe(char* out, size_t len) {
             g += (size_t)snprintf(group + g, sizeof(group) - g, " x%g", k->decay_scale);
         if (k->group == GROUP_MATRIX && (k->muon_rows.times != k->rows.times || k->muon_rows.of != k->rows.of)) {
             dim_text(k->muon_rows, rows, sizeof(rows));
-            snprintf(group + g, sizeof(group) - g, ", Muon by (%s, %s)", rows, cols);
+            g += (size_t)snprintf(group + g, sizeof(group) - g, ", Muon by (%s, %s)", rows, cols);
         }
+        for (int q = 0, first = 1; q < NUM_MUON_QKV && g < sizeof(group); q++)
+            if (k->muon_rows_by_qkv[q].times) {
+                dim_text(k->muon_rows_by_qkv[q], rows, sizeof(rows));
+                g += (size_t)snprintf(group + g, sizeof(group) - g, "%s %s (%s, %s)", first ? ", --muon-qkv" : ",",
+                                      muon_qkv_name(q), rows, cols);
+                first = 0;
+            }
         for (int p = 0; p < NUM_ARCHITECTURE_PRESETS; p++) {
             size_t used = strlen(in);
             if (present(k, &architecture_presets[p].arch))

@@ -9,7 +9,8 @@
 //     says so; a vocabulary table's rows past V always zero);
 //   the optimizer group that updates it (gpt/optimizer.h: Muon's matrices, or Adam's embeddings,
 //     head and vectors) and its multiples of the group's learning rate and of the weight decay;
-//   how Muon cuts a slice into matrices: blocks of muon_rows rows, each orthogonalised on its own.
+//   how Muon cuts a slice into matrices: blocks of muon_rows rows, each orthogonalised on its own;
+//     for qkvw, blocks of its own under each of train_gpt's --muon-qkv (MuonQkv).
 // Computed from it (here and in gpt/parameters.h): the sizes and offsets in the one flat array,
 // each layer's slices, the initial values, Muon's matrices and ZeRO-1's units; gpt/gpt.cu takes
 // each tensor's group and multipliers from it, the checkpoint writes the tensors in its order and
@@ -83,6 +84,12 @@ typedef enum { GROUP_MATRIX, GROUP_EMBEDDING, GROUP_HEAD, GROUP_VECTOR } ParamGr
 // take the slices 0, 1, ... in layer order, packed one after another in the tensor.
 typedef int (*LayerSlice)(int l, int L);
 
+// How Muon cuts the attention's fused q, k, v weight (train_gpt --muon-qkv): as one (3C, C)
+// matrix (the default), as q, k and v, three (C, C), or as each of their pairs of heads, (2HS, C),
+// as modded-nanogpt cuts its q and k. Each matrix is orthogonalised on its own, so the gradient
+// of one (v's, larger) no longer sets the size of the others' updates.
+typedef enum { MUON_QKV_FUSED, MUON_QKV_SPLIT, MUON_QKV_HEAD_PAIRS, NUM_MUON_QKV } MuonQkv;
+
 typedef struct {
     Dim rows, cols;              // one slice (the tensor of a model kind): a vector has cols {1, DIM_ONE}
     LayerSlice layers;           // which layers hold a slice (a LAYER of PARAM_TENSORS); NULL: a
@@ -97,6 +104,8 @@ typedef struct {
     float decay_scale;           // times the weight decay
     Dim muon_rows;               // GROUP_MATRIX: Muon orthogonalises each block of muon_rows rows
                                  // (a divisor of rows) of a slice on its own
+    Dim muon_rows_by_qkv[NUM_MUON_QKV];   // the blocks under a --muon-qkv where they are not
+                                          // muon_rows (qkvw's); times 0: muon_rows
 } ParamKind;
 
 // By ParamTensor.
@@ -111,11 +120,18 @@ int param_slices(const ParamKind* k, const GPTConfig* c);
 int param_layer_slice(const ParamKind* k, int l, const GPTConfig* c);
 // Elements of one slice of kind k (of its tensor, for a model kind), 0 when absent.
 size_t param_slice_size(const ParamKind* k, const GPTConfig* c);
-// The matrices Muon cuts a slice of kind k (GROUP_MATRIX) into: each (rows, cols).
-void param_muon_matrix(const ParamKind* k, const GPTConfig* c, int* rows, int* cols);
-// The unit ZeRO-1 cuts kind k's tensor by (distributed/zero_shard.h): under Muon one of its
-// matrices, so a rank orthogonalises each of its own whole; else ZERO_SHARD_ALIGN.
-size_t param_zero_unit(const ParamKind* k, const GPTConfig* c, int muon);
+// The rows of each block Muon cuts a slice of kind k (GROUP_MATRIX) into under the cut qkv.
+Dim param_muon_rows(const ParamKind* k, int qkv);
+// The matrices Muon cuts a slice of kind k (GROUP_MATRIX) into under the cut qkv: each (rows, cols).
+void param_muon_matrix(const ParamKind* k, const GPTConfig* c, int qkv, int* rows, int* cols);
+// The unit ZeRO-1 cuts kind k's tensor by (distributed/zero_shard.h): under Muon (cut as qkv says)
+// one of its matrices, so a rank orthogonalises each of its own whole; else ZERO_SHARD_ALIGN.
+size_t param_zero_unit(const ParamKind* k, const GPTConfig* c, int muon, int qkv);
+// NULL when Muon can cut the model c's matrices as qkv says, else why not: the head pairs of an
+// odd head count.
+const char* muon_qkv_unfit(int qkv, const GPTConfig* c);
+// "fused", "split" or "head-pairs", as --muon-qkv names them.
+const char* muon_qkv_name(int qkv);
 
 // Elements of each tensor, in checkpoint order (0: not in the architecture).
 void param_sizes(const GPTConfig* c, size_t sizes[NUM_PARAM_TENSORS]);

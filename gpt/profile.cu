@@ -80,14 +80,16 @@ static PartWork matmul_backward_work(double n, double in_dim, double out_dim, in
 
 // Muon's work on count matrices of (rows, cols) (layers/muon.cu): the momentum pass (the gradient
 // and m in, m and u out: 12 bytes an element), u's Frobenius norm (2) and scaling (4), the update
-// (u and the master in, the master and the parameter out: 12); and five Newton-Schulz iterations
+// (u and the master in, the master and the parameter out: 12), NorMuon's read of the update (2);
+// and five Newton-Schulz iterations
 // on each, X taken with its shorter side s first (l the longer): A = X X^T, P = b A + c A A,
 // X = P X + a X, 4 s^2 l + 2 s^3 FLOPs and 3 s l + 4 s^2 bf16 elements moved (each product's
 // inputs read once, its output written once).
-static PartWork muon_work(double count, double rows, double cols) {
+static PartWork muon_work(double count, double rows, double cols, int normuon) {
     double s = rows < cols ? rows : cols, l = rows < cols ? cols : rows;
     PartWork iteration = {4 * s * s * l + 2 * s * s * s, 2 * (3 * s * l + 4 * s * s)};
-    return add_work((PartWork){0, 30 * count * rows * cols}, scale_work(iteration, count * NEWTON_SCHULZ_STEPS));
+    return add_work((PartWork){0, (normuon ? 32 : 30) * count * rows * cols},
+                    scale_work(iteration, count * NEWTON_SCHULZ_STEPS));
 }
 
 void profile_work(const GPTConfig* c, const ProfileShape* s, PartWork work[NUM_PROFILE_PARTS][NUM_PROFILE_PHASES]) {
@@ -168,8 +170,8 @@ void profile_work(const GPTConfig* c, const ProfileShape* s, PartWork work[NUM_P
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         if (!s->muon_matrices[i]) continue;
         int rows, cols;
-        param_muon_matrix(&param_table[i], c, &rows, &cols);
-        matrices = add_work(matrices, muon_work(s->muon_matrices[i], rows, cols));
+        param_muon_matrix(&param_table[i], c, s->muon_qkv, &rows, &cols);
+        matrices = add_work(matrices, muon_work(s->muon_matrices[i], rows, cols, s->normuon));
         matrix_params += (double)s->muon_matrices[i] * rows * cols;
     }
     w[PART_UPDATE][PHASE_UPDATE] =

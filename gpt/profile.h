@@ -93,6 +93,8 @@ typedef struct {
     int muon_matrices[NUM_PARAM_TENSORS];   // of those, the matrices of each tensor that Muon
                                             // orthogonalises (gpt_muon_matrices); Adam or AdamW
                                             // updates the rest; zeros under AdamW
+    int muon_qkv;              // how Muon cuts qkvw (MuonQkv)
+    int normuon;               // 1: Muon's updates normalised by NorMuon (a pass more)
 } ProfileShape;
 
 // The work of every part and phase of one step of shape s (zeros where a part does nothing).

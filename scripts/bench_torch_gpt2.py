@@ -22,7 +22,7 @@ from types import SimpleNamespace
 import gpt_architecture
 from gpt_schedule import optimizer_rates
 from needed import exit_without
-from torch_optimizers import Muon, adamw, defaults
+from torch_optimizers import VARIANTS, Muon, adamw, defaults
 
 try:
     import torch
@@ -63,7 +63,9 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = True
     dev = f"cuda:{local_rank}"
     model = GPT(a.layers, a.channels, a.heads, 50257, a.T, arch=arch).to(dev)
-    settings = SimpleNamespace(optimizer=a.optimizer, **defaults(a.optimizer, preset))
+    # train_gpt's defaults: Muon's variants off.
+    settings = SimpleNamespace(optimizer=a.optimizer, **defaults(a.optimizer, preset), normuon_beta2=0.0,
+                               **{key: off for _, key, off in VARIANTS})
     muon = a.optimizer == "muon"
     opt = Muon(model, settings) if muon else adamw(model, settings)
     rates = optimizer_rates(settings, settings.lr)  # every step at the peak

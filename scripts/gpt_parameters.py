@@ -13,8 +13,10 @@ architecture; arch a gpt_architecture.Architecture); the init ("zero", "ones" or
 std, divided by sqrt(2L) when residual; zero under the architecture's zero_init where zero_init
 says so; a vocabulary table's rows past V zero); the optimizer group ("matrix", "embedding",
 "head", "vector") with lr_scale and decay_scale; muon_rows, the rows of each matrix Muon cuts a
-slice of the matrix group into. tests/mirrors/test_param_table.py checks every row and what the functions
-below compute against the C table (build/tests/mirrors/print_param_table), so the two cannot drift.
+slice of the matrix group into, and muon_rows_by_qkv, those under a --muon-qkv (MUON_QKV) where
+they are others (qkvw's: q, k and v, or their head pairs). tests/mirrors/test_param_table.py
+checks every row and what the functions below compute against the C table
+(build/tests/mirrors/print_param_table), so the two cannot drift.
 
 A tensor's shape here: (rows, cols) of a model tensor, (slices, rows, cols) of a per-layer one,
 the cols left out of a vector: wte (Vp, C), ln1w (L, C), qkvw (L, 3C, C), lnfw (C,).
@@ -72,9 +74,13 @@ class Kind(NamedTuple):
     lr_scale: float = 1.0
     decay_scale: float = 0.0
     muon_rows: Dim = Dim(0, "1")
+    muon_rows_by_qkv: tuple = ()  # (--muon-qkv name, Dim) pairs
 
 
 ONE, C = Dim(1, "1"), Dim(1, "C")
+# How Muon cuts qkvw (train_gpt --muon-qkv, gpt/param_table.h's MuonQkv): one (3C, C) matrix, q, k
+# and v, or their pairs of heads.
+MUON_QKV = ("fused", "split", "head-pairs")
 
 
 def learned_positions(a):
@@ -100,7 +106,7 @@ TABLE = (
     Kind("ln1w", C, ONE, EveryLayer, layernorm, "ones"),
     Kind("ln1b", C, ONE, EveryLayer, layernorm, "zero"),
     Kind("qkvw", Dim(3, "C"), C, EveryLayer, None, "normal", 0.02, group="matrix", decay_scale=1.0,
-         muon_rows=Dim(3, "C")),
+         muon_rows=Dim(3, "C"), muon_rows_by_qkv=(("split", C), ("head-pairs", Dim(2, "HS")))),
     Kind("qkvb", Dim(3, "C"), ONE, EveryLayer, biases, "zero"),
     Kind("attprojw", C, C, EveryLayer, None, "normal", 0.02, residual=True, zero_init=True, group="matrix",
          decay_scale=1.0, muon_rows=C),
@@ -190,6 +196,20 @@ def conv1d(kind):
     return HF_NAMES.get(kind.name, ("", False))[1]
 
 
-def muon_matrix(kind, s):
-    """(rows, cols) of each matrix Muon cuts a slice of kind (the matrix group) into."""
-    return dim(kind.muon_rows, s), dim(kind.cols, s)
+def muon_rows(kind, qkv="fused"):
+    """The rows (a Dim) of each block Muon cuts a slice of kind into under the --muon-qkv qkv."""
+    return dict(kind.muon_rows_by_qkv).get(qkv, kind.muon_rows)
+
+
+def muon_matrix(kind, s, qkv="fused"):
+    """(rows, cols) of each matrix Muon cuts a slice of kind (the matrix group) into under the
+    --muon-qkv qkv."""
+    return dim(muon_rows(kind, qkv), s), dim(kind.cols, s)
+
+
+def muon_qkv_unfit(qkv, NH):
+    """None when Muon can cut a model of NH heads as qkv says, else why not (gpt/param_table.h's
+    muon_qkv_unfit): head pairs need an even head count."""
+    if qkv == "head-pairs" and NH % 2:
+        return "--muon-qkv head-pairs: the model's heads are an odd count, which does not pair"
+    return None

@@ -18,7 +18,8 @@ What it shares with train_gpt, by construction:
 - the optimizer (--optimizer, scripts/torch_optimizers.py, each tensor as the parameter table
   says): AdamW (b1 0.9, b2 0.95, eps 1e-8), weight decay on the 2-D weights only; or Muon for
   the blocks' matrices with AdamW for wte and wpe (--embedding-lr), an untied head (--head-lr)
-  and the vectors (--vector-lr); each setting
+  and the vectors (--vector-lr), and Muon's variants (--muon-qkv, --muon-ns,
+  --cautious-weight-decay, --normuon, --normuon-beta2: off unless given, as train_gpt's); each setting
   not given takes train_gpt's default for the optimizer and the preset of --arch, else the one
   nearest the architecture (the modern preset's AdamW lr 2e-3 and Muon wte at 0.05), and each is
   bounded as train_gpt bounds it; the global gradient norm clipped to --grad-clip; the rates of
@@ -54,7 +55,9 @@ from gpt2_checkpoint import Checkpoint, Shape, from_bf16_bits
 from needed import exit_without
 from output_file import Failure, atomic_output, check_output
 from shard_batches import Batches, open_stream, read_tokenizer
-from torch_optimizers import SETTINGS, Muon, adamw, defaults, invalid, set_adamw_rates
+from gpt_parameters import MUON_QKV, muon_qkv_unfit
+from torch_optimizers import (NORMUON_BETA2_DEFAULT, NS_COEFFICIENTS, SETTINGS, VARIANTS, Muon, adamw, defaults,
+                              invalid, set_adamw_rates)
 
 try:
     import torch
@@ -96,6 +99,15 @@ def parse_args(argv):
     ap.add_argument("--vector-lr", type=float, help="muon: AdamW's peak for the vectors [0.002]")
     ap.add_argument("--adam-beta1", type=float, help="muon: the betas of that AdamW [0.8]")
     ap.add_argument("--adam-beta2", type=float, help="[0.95]")
+    ap.add_argument("--muon-qkv", choices=MUON_QKV,
+                    help="muon: qkvw as one (3C, C) matrix a layer, as q, k and v, or as their head pairs [fused]")
+    ap.add_argument("--muon-ns", choices=tuple(NS_COEFFICIENTS),
+                    help="muon: the Newton-Schulz coefficients, the quintic's or Polar Express's [quintic]")
+    ap.add_argument("--cautious-weight-decay", action="store_true", default=None,
+                    help="muon: decay each matrix weight only where its update has its sign")
+    ap.add_argument("--normuon", action="store_true", default=None,
+                    help="muon: NorMuon, each update's rows evened out by a second moment of each")
+    ap.add_argument("--normuon-beta2", type=float, help="its beta, in [0, 1) [0.95]")
     ap.add_argument("--grad-clip", type=float, help="the global gradient norm's bound; 0: none [1]")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--val-every", type=int, default=100)
@@ -150,6 +162,19 @@ def settle_architecture(ap, a, init):
     for key, value in defaults(a.optimizer, preset).items():
         if key not in given:
             setattr(a, key, value)
+    # Muon's variants: each given under Muon alone, off otherwise; NorMuon's beta given with
+    # NorMuon alone, its default where NorMuon is on (train/plan.cu's resolve_muon_variants).
+    for flag, key, off in VARIANTS:
+        if getattr(a, key) is None:
+            setattr(a, key, off)
+        elif a.optimizer != "muon":
+            ap.error(f"{flag} is a setting of --optimizer muon")
+    if a.normuon_beta2 is None:
+        a.normuon_beta2 = NORMUON_BETA2_DEFAULT if a.normuon else 0.0
+    elif a.optimizer != "muon":
+        ap.error("--normuon-beta2 is a setting of --optimizer muon")
+    elif not a.normuon:
+        ap.error("--normuon-beta2 without --normuon has no effect")
     why = invalid(a.optimizer, a, a.arch.untied_head)
     if why:
         ap.error(why)
@@ -172,6 +197,9 @@ def main(argv):
     exit_without(torch=torch)
     if a.model not in PRESETS:
         ap.error(f"--model {a.model}: not a preset of scripts/torch_gpt2.py ({', '.join(PRESETS)})")
+    why = muon_qkv_unfit(a.muon_qkv, PRESETS[a.model][2]) if a.optimizer == "muon" else None
+    if why:
+        ap.error(why)
     unknown = set(filter(None, a.emulate.split(","))) - set(EMULATIONS)
     if unknown:
         ap.error(f"--emulate {a.emulate}: unknown {', '.join(sorted(unknown))}")
@@ -222,8 +250,10 @@ def run(a, init, log):
     step_fn = torch.compile(model) if a.compile else model
     settings = f"{a.optimizer} lr {a.lr:g}, weight decay {a.weight_decay:g}"
     if a.optimizer == "muon":
-        settings += (f", momentum {a.muon_momentum:g}, Adam ({a.adam_beta1:g}, {a.adam_beta2:g}) at "
-                     f"{a.embedding_lr:g} for the embeddings, " +
+        settings += (f", momentum {a.muon_momentum:g}, qkvw {a.muon_qkv}, {a.muon_ns}" +
+                     (", cautious weight decay" if a.cautious_weight_decay else "") +
+                     (f", NorMuon beta2 {a.normuon_beta2:g}" if a.normuon else "") +
+                     f", Adam ({a.adam_beta1:g}, {a.adam_beta2:g}) at {a.embedding_lr:g} for the embeddings, " +
                      (f"{a.head_lr:g} for the head, " if a.arch.untied_head else "") + f"{a.vector_lr:g} for the vectors")
     aligned = f" aligned to documents (<|endoftext|> = {a.document_token})" if a.align_documents else ""
     print(f"torch {torch.__version__} reference: {a.model} (L {L} C {C} NH {NH} V {V}), architecture "

@@ -66,6 +66,13 @@ static void parse_optimizer_setting(const char* name, const char* value, void* s
     *(float*)setting = v;
 }
 
+// --normuon-beta2: NorMuon's beta, in [0, 1) (gpt/optimizer.h's muon_variants_invalid says the same).
+static void parse_normuon_beta2(const char* name, const char* value, void* beta) {
+    float v = parse_float(name, value);
+    if (!(v >= 0.0f && v < 1.0f)) die("%s %g must be in [0, 1)", name, v);
+    *(float*)beta = v;
+}
+
 static void parse_peak(const char* name, const char* value, void* peak) {
     *(float*)peak = parse_float(name, value);
     if (*(float*)peak <= 0.0f) die("%s %s: a peak must be positive", name, value);
@@ -77,7 +84,8 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
                         .T = 1024,
                         .optimizer = {.kind = OPTIMIZER_ADAMW, .lr = NAN, .momentum = NAN, .embedding_lr = NAN,
                                       .head_lr = NAN, .vector_lr = NAN, .b1 = NAN, .b2 = NAN, .weight_decay = NAN,
-                                      .grad_clip = NAN},
+                                      .grad_clip = NAN, .muon_qkv = -1, .muon_ns = -1, .cautious_weight_decay = -1,
+                                      .normuon = -1, .normuon_beta2 = NAN},
                         .val_every = 100, .val_batches = 20, .sample_tokens = 128, .temperature = 1.0f, .seed = 1337,
                         .model_options = {.attention = {.kind = ATTENTION_FLASH}}, .context_parallel = 1};
     if (!(o->gpus_args = (unsigned char*)calloc((size_t)argc, 1))) die("out of host memory");
@@ -188,6 +196,20 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
         {OPTION_CALL, "--adam-beta1", "X", &o->optimizer.b1, "muon: Adam's betas for those, in [0, 1) [0.8]", 0, 0,
          parse_optimizer_setting},
         {OPTION_CALL, "--adam-beta2", "X", &o->optimizer.b2, "[0.95]", 0, 0, parse_optimizer_setting},
+        {OPTION_CHOICE, "--muon-qkv", "fused|split|head-pairs", &o->optimizer.muon_qkv,
+         "muon: the attention's q, k, v weight as matrices, each\northogonalised on its own: fused, one (3C, C) a layer;\n"
+         "split, q, k and v (C, C); head-pairs, each pair of heads\nof each (2HS, C), as modded-nanogpt [fused]"},
+        {OPTION_CHOICE, "--muon-ns", "quintic|polar", &o->optimizer.muon_ns,
+         "muon: the Newton-Schulz iterations' coefficients: the\nquintic's, or Polar Express's (one polynomial per\n"
+         "iteration, as nanochat and modded-nanogpt) [quintic]"},
+        {OPTION_FLAG, "--cautious-weight-decay", NULL, &o->optimizer.cautious_weight_decay,
+         "muon: decay each matrix weight only where its update has its\nsign (nanochat's; Adam's groups decay as "
+         "before)"},
+        {OPTION_FLAG, "--normuon", NULL, &o->optimizer.normuon,
+         "muon: NorMuon: each orthogonalised update's rows (a wide\nmatrix's columns) evened out by a second moment "
+         "of each"},
+        {OPTION_CALL, "--normuon-beta2", "X", &o->optimizer.normuon_beta2, "its beta, in [0, 1) [0.95]", 0, 0,
+         parse_normuon_beta2},
         {OPTION_GROUP, "evaluation and output"},
         {OPTION_INT, "--val-every", "N", &o->val_every, "validation loss every N steps, 0 for never [100]", 0, INT_MAX},
         {OPTION_INT, "--val-batches", "N", &o->val_batches, "batches per validation [20]", 1, INT_MAX},

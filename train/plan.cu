@@ -62,12 +62,36 @@ static void resolve_architecture(RunPlan* p, int from_file) {
         die("--tokenizer %s: %s", o->tokenizer, err);
 }
 
+// Muon's variants: each given (refused under AdamW), else defaults' (a resumed run's own, or off);
+// NorMuon's beta given with NorMuon alone, else its default where NorMuon is on.
+static void resolve_muon_variants(OptimizerConfig* opt, const OptimizerConfig* defaults) {
+    const struct {
+        const char* flag;
+        int* value;
+        int fallback;
+    } variants[] = {{"--muon-qkv", &opt->muon_qkv, defaults->muon_qkv},
+                    {"--muon-ns", &opt->muon_ns, defaults->muon_ns},
+                    {"--cautious-weight-decay", &opt->cautious_weight_decay, defaults->cautious_weight_decay},
+                    {"--normuon", &opt->normuon, defaults->normuon}};
+    int muon = opt->kind == OPTIMIZER_MUON;
+    for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
+        if (*variants[i].value < 0) *variants[i].value = muon ? variants[i].fallback : 0;
+        else if (!muon) die("%s is a setting of --optimizer muon", variants[i].flag);
+    }
+    if (isnan(opt->normuon_beta2)) {
+        float run = defaults->normuon ? defaults->normuon_beta2 : NORMUON_BETA2_DEFAULT;
+        opt->normuon_beta2 = opt->normuon ? run : 0.0f;
+    } else if (!muon) die("--normuon-beta2 is a setting of --optimizer muon");
+    else if (!opt->normuon) die("--normuon-beta2 without --normuon has no effect");
+}
+
 // The optimizer: --optimizer, a resumed run's own when not given, and each setting given or its
 // default: a resumed run's own (its training state records every setting it ran with), else the
 // defaults of the preset the run is trained as (gpt/optimizer.h's preset_optimizer_defaults:
 // --arch's, or the preset nearest the architecture). Muon's own settings are refused under
-// AdamW, whose betas are fixed, and --head-lr with a tied head; the whole is bounded by
-// gpt/optimizer.h's optimizer_invalid.
+// AdamW, whose betas are fixed, and --head-lr with a tied head; Muon's variants likewise
+// (resolve_muon_variants); the whole is bounded by gpt/optimizer.h's optimizer_invalid, and head
+// pairs need an even head count.
 static void resolve_optimizer(RunPlan* p) {
     TrainOptions* o = &p->o;
     OptimizerConfig* opt = &o->optimizer;
@@ -96,8 +120,11 @@ static void resolve_optimizer(RunPlan* p) {
             die("%s: the model's head is wte (--head tied), at --embedding-lr", s->flag);
     }
     opt->eps = defaults.eps;
+    resolve_muon_variants(opt, &defaults);
     char err[ERR_LEN];
     if (optimizer_invalid(opt, arch->untied_head, err, sizeof(err)) != 0) die("%s", err);
+    const char* why = opt->kind == OPTIMIZER_MUON ? muon_qkv_unfit(opt->muon_qkv, &p->config) : NULL;
+    if (why) die("%s", why);
 }
 
 // The step schedule, as given: a resumed run's too (its own is checked against it). A setting that
@@ -285,14 +312,31 @@ TrainingState run_training_state(const RunPlan* p, int step, int adam_t) {
     return s;
 }
 
+// Muon's variants in o as the optimizer's line says them: "" for none, else " (qkvw as q, k and v,
+// Polar Express, NorMuon beta2 0.95, cautious weight decay)", those o has.
+static void muon_variants_describe(const OptimizerConfig* o, char* out, size_t len) {
+    const char* qkv[NUM_MUON_QKV] = {NULL, "qkvw as q, k and v", "qkvw as head pairs"};
+    char normuon[64];
+    snprintf(normuon, sizeof(normuon), "NorMuon beta2 %g", o->normuon_beta2);
+    const char* parts[] = {qkv[o->muon_qkv], o->muon_ns == NEWTON_SCHULZ_POLAR_EXPRESS ? "Polar Express" : NULL,
+                           o->normuon ? normuon : NULL, o->cautious_weight_decay ? "cautious weight decay" : NULL};
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+        if (parts[i] && n < len) n += (size_t)snprintf(out + n, len - n, "%s%s", n ? ", " : " (", parts[i]);
+    if (n && n < len) snprintf(out + n, len - n, ")");
+}
+
 // The optimizer's settings and its schedule, and where the settings not given came from
 // (resolve_optimizer).
 static void print_optimizer(const RunPlan* p) {
     const TrainOptions* o = &p->o;
     const OptimizerConfig* opt = &o->optimizer;
     if (opt->kind == OPTIMIZER_MUON) {
-        printf("optimizer: Muon lr %g, momentum %g (Nesterov) for the blocks' matrices; Adam (%g, %g) lr %g for the "
-               "embeddings, ", opt->lr, opt->momentum, opt->b1, opt->b2, opt->embedding_lr);
+        char variants[256];
+        muon_variants_describe(opt, variants, sizeof(variants));
+        printf("optimizer: Muon lr %g, momentum %g (Nesterov) for the blocks' matrices%s; Adam (%g, %g) lr %g for the "
+               "embeddings, ", opt->lr, opt->momentum, variants, opt->b1, opt->b2, opt->embedding_lr);
         if (p->config.arch.untied_head) printf("%g for the head, ", opt->head_lr);
         printf("%g for the vectors; ", opt->vector_lr);
     } else {

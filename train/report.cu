@@ -78,7 +78,8 @@ void print_profile(const RunPlan* p, const GPT* g, Profile* profile, const StepR
     profile_collect(profile, ms);
     ProfileShape shape = {.rows = p->batch.rows, .cols = p->batch.cols, .context_parallel = p->o.context_parallel,
                           .micro_steps = p->grad_accum, .classifier_rows = g->sizes.logits_rows,
-                          .params = g->num_params, .updated_params = g->shard.owned};
+                          .params = g->num_params, .updated_params = g->shard.owned,
+                          .muon_qkv = g->optimizer.muon_qkv, .normuon = g->optimizer.normuon};
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) shape.muon_matrices[i] = gpt_muon_matrices(g, i);
     profile_work(&g->config, &shape, work);
     ProfileSummary summary = {.step = s->step, .step_seconds = s->seconds, .mfu = s->mfu,

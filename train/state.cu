@@ -27,8 +27,8 @@ static FILE* open_state_file(const char* path) {
 // slots it takes; a float is stored by its bits), the values a valid file holds, and what a
 // resume does with it. The header is written, read back, bounded and compared on a resume by
 // this table alone, so a new setting is one member of StateSlots and one row here.
-// ATTENTION, SWITCH, RECOMPUTE, OPTIMIZER, LR_SHAPE and DECAY_SHAPE are ints, shown as their
-// flags take them.
+// ATTENTION, SWITCH, RECOMPUTE, OPTIMIZER, LR_SHAPE, DECAY_SHAPE, MUON_QKV and MUON_NS are ints,
+// shown as their flags take them.
 typedef enum {
     FIELD_INT,
     FIELD_FLOAT,
@@ -38,7 +38,9 @@ typedef enum {
     FIELD_RECOMPUTE,
     FIELD_OPTIMIZER,
     FIELD_LR_SHAPE,
-    FIELD_DECAY_SHAPE
+    FIELD_DECAY_SHAPE,
+    FIELD_MUON_QKV,
+    FIELD_MUON_NS
 } FieldType;
 // On a resume: FREE is not compared (where the run stood, its shape, a count per rank); SAME must
 // be the same for an exact resume; NOTE may differ, and is said (the schedule changes with it).
@@ -57,7 +59,8 @@ static_assert(sizeof(StateSlots) <= sizeof(StateFileHeader), "the fields fit in 
 static_assert(sizeof(StateSlots) % sizeof(int32_t) == 0, "every member is whole int32 slots, with no padding");
 static_assert(offsetof(StateSlots, world_size) == 31 * sizeof(int32_t) && offsetof(StateSlots, seed) == 19 * sizeof(int32_t) &&
               offsetof(StateSlots, lr_schedule) == 39 * sizeof(int32_t) &&
-              offsetof(StateSlots, align_documents) == 46 * sizeof(int32_t),
+              offsetof(StateSlots, align_documents) == 46 * sizeof(int32_t) &&
+              offsetof(StateSlots, muon_qkv) == 48 * sizeof(int32_t),
               "the slots of earlier versions stay where they were");
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "a 64-bit field is copied to its slots low half first");
 
@@ -122,6 +125,12 @@ static const StateField state_fields[] = {
     // The rows' alignment; the token within the vocabulary (state_invalid).
     FIELD("--align-documents", align_documents, align_documents, FIELD_SWITCH, 0, 1, RESUME_SAME),
     FIELD("--align-documents at token", document_token, document_token, FIELD_INT, 0, INT_MAX, RESUME_SAME),
+    // Muon's variants; 0 under AdamW, the beta 0 without NorMuon (state_invalid).
+    FIELD("--muon-qkv", muon_qkv, muon_qkv, FIELD_MUON_QKV, MUON_QKV_FUSED, MUON_QKV_HEAD_PAIRS, RESUME_SAME),
+    FIELD("--muon-ns", muon_ns, muon_ns, FIELD_MUON_NS, NEWTON_SCHULZ_QUINTIC, NEWTON_SCHULZ_POLAR_EXPRESS, RESUME_SAME),
+    FIELD("--cautious-weight-decay", cautious_weight_decay, cautious_weight_decay, FIELD_SWITCH, 0, 1, RESUME_SAME),
+    FIELD("--normuon", normuon, normuon, FIELD_SWITCH, 0, 1, RESUME_SAME),
+    FIELD("--normuon-beta2", normuon_beta2, normuon_beta2, FIELD_FLOAT, 0, 1, RESUME_SAME),
 };
 #undef FIELD
 #define NUM_STATE_FIELDS (sizeof(state_fields) / sizeof(state_fields[0]))
@@ -153,6 +162,8 @@ static void describe_field(const StateField* f, const TrainingState* s, char* ou
     case FIELD_OPTIMIZER: snprintf(out, len, "%s %s", f->name, optimizer_name((OptimizerKind)*(const int*)p)); break;
     case FIELD_LR_SHAPE: snprintf(out, len, "%s %s", f->name, lr_shape_name(*(const int*)p)); break;
     case FIELD_DECAY_SHAPE: snprintf(out, len, "%s %s", f->name, decay_shape_name(*(const int*)p)); break;
+    case FIELD_MUON_QKV: snprintf(out, len, "%s %s", f->name, muon_qkv_name(*(const int*)p)); break;
+    case FIELD_MUON_NS: snprintf(out, len, "%s %s", f->name, newton_schulz_name(*(const int*)p)); break;
     case FIELD_INT: snprintf(out, len, "%s %d", f->name, *(const int*)p); break;
     }
 }
@@ -174,8 +185,14 @@ static int schedule_of_earlier_versions(const StepSchedule* s) {
     return memcmp(&earlier, s, sizeof(earlier)) == 0;
 }
 
+// Whether s has any of Muon's variants, which version 5 holds.
+static int has_muon_variants(const TrainingState* s) {
+    return s->muon_qkv || s->muon_ns || s->cautious_weight_decay || s->normuon || s->normuon_beta2 != 0.0f;
+}
+
 // The version of s's file: the earliest that holds it.
 static int state_version(const TrainingState* s) {
+    if (has_muon_variants(s)) return STATE_VERSION_MUON_VARIANTS;
     if (s->align_documents) return STATE_VERSION_DOCUMENTS;
     if (!schedule_of_earlier_versions(&s->schedule)) return STATE_VERSION_SCHEDULE;
     return s->optimizer == OPTIMIZER_MUON ? STATE_VERSION_MUON : STATE_VERSION_ADAMW;
@@ -217,6 +234,11 @@ OptimizerConfig training_state_optimizer(const TrainingState* s) {
     o.vector_lr = s->vector_lr;
     o.b1 = s->adam_b1;
     o.b2 = s->adam_b2;
+    o.muon_qkv = s->muon_qkv;
+    o.muon_ns = s->muon_ns;
+    o.cautious_weight_decay = s->cautious_weight_decay;
+    o.normuon = s->normuon;
+    o.normuon_beta2 = s->normuon_beta2;
     return o;
 }
 
@@ -226,8 +248,15 @@ void training_state_set_optimizer(TrainingState* s, const OptimizerConfig* o) {
     s->weight_decay = o->weight_decay;
     s->grad_clip = o->grad_clip;
     s->muon_momentum = s->embedding_lr = s->vector_lr = s->adam_b1 = s->adam_b2 = s->head_lr = 0.0f;
+    s->muon_qkv = s->muon_ns = s->cautious_weight_decay = s->normuon = 0;
+    s->normuon_beta2 = 0.0f;
     // Muon's own settings; an AdamW run's stay zero (its betas are fixed).
     if (o->kind != OPTIMIZER_MUON) return;
+    s->muon_qkv = o->muon_qkv;
+    s->muon_ns = o->muon_ns;
+    s->cautious_weight_decay = o->cautious_weight_decay;
+    s->normuon = o->normuon;
+    s->normuon_beta2 = o->normuon_beta2;
     s->muon_momentum = o->momentum;
     s->embedding_lr = o->embedding_lr;
     s->vector_lr = o->vector_lr;
@@ -252,11 +281,15 @@ static const char* state_invalid(const TrainingState* s, char* err) {
     if (at->epoch < 0 || at->step_in_epoch < 0 || at->step_in_epoch > INT64_MAX / ranks)
         return "the data loader's position is out of range";
     int muon = s->optimizer == OPTIMIZER_MUON;
-    float settings[6] = {s->muon_momentum, s->embedding_lr, s->vector_lr, s->adam_b1, s->adam_b2, s->head_lr};
-    for (int i = 0; i < 6; i++)
+    float settings[11] = {s->muon_momentum, s->embedding_lr, s->vector_lr, s->adam_b1, s->adam_b2, s->head_lr,
+                          (float)s->muon_qkv, (float)s->muon_ns, (float)s->cautious_weight_decay, (float)s->normuon,
+                          s->normuon_beta2};
+    for (int i = 0; i < 11; i++)
         if (!muon && settings[i] != 0.0f) return "an AdamW run with Muon's settings";
     OptimizerConfig o = training_state_optimizer(s);
     if (optimizer_invalid(&o, s->head_lr != 0.0f, err, ERR_LEN) != 0) return err;
+    const char* unfit = muon_qkv_unfit(s->muon_qkv, &s->config);
+    if (unfit) return unfit;
     if (step_schedule_invalid(&s->schedule, muon, err, ERR_LEN) != 0) return err;
     if (s->document_token >= (s->align_documents ? s->config.V : 1))
         return "the document token is set without --align-documents, or outside the vocabulary";
@@ -268,7 +301,7 @@ int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err) {
         set_err(err, "not a training state file (magic %d, expected %d)", h->f.magic, STATE_MAGIC);
         return -1;
     }
-    if (h->f.version < STATE_VERSION_ADAMW || h->f.version > STATE_VERSION_DOCUMENTS) {
+    if (h->f.version < STATE_VERSION_ADAMW || h->f.version > STATE_VERSION_MUON_VARIANTS) {
         set_err(err, "unsupported training state version %d", h->f.version);
         return -1;
     }
@@ -291,7 +324,10 @@ int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err) {
     char why_err[ERR_LEN];
     const char* why = state_invalid(s, why_err);
     if (h->f.version != state_version(s)) {
-        if (h->f.version == STATE_VERSION_DOCUMENTS || s->align_documents) why = "the version is not the rows' alignment's";
+        if (h->f.version == STATE_VERSION_MUON_VARIANTS || has_muon_variants(s))
+            why = "the version is not that of Muon's variants";
+        else if (h->f.version == STATE_VERSION_DOCUMENTS || s->align_documents)
+            why = "the version is not the rows' alignment's";
         else if (h->f.version == STATE_VERSION_SCHEDULE || !schedule_of_earlier_versions(&s->schedule))
             why = "the version is not the schedule's";
         else why = "the version is not the optimizer's";
@@ -344,7 +380,8 @@ int resume_settings_differ(const TrainingState* was, const TrainingState* now, c
 void check_training_state_values(const char* path, const TrainingState* s) {
     static const char* const adamw[3] = {"master weight", "AdamW m", "AdamW v"};
     static const char* const muon[3] = {"master weight", "momentum or Adam m", "Adam v"};
-    const char* const* names = s->optimizer == OPTIMIZER_MUON ? muon : adamw;
+    static const char* const normuon[3] = {"master weight", "momentum or Adam m", "Adam v or NorMuon moment"};
+    const char* const* names = s->optimizer == OPTIMIZER_MUON ? (s->normuon ? normuon : muon) : adamw;
     FILE* f = open_state_file(path);
     size_t P = count_params(&s->config), per_chunk = IO_CHUNK / sizeof(float);
     float* chunk = (float*)malloc(IO_CHUNK);

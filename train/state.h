@@ -3,7 +3,7 @@
 //   state_%08d.bin: int32 header[256] (StateFileHeader), then the optimizer's arrays as the model
 //     writes them (gpt_write_optimizer_state: the fp32 master weights, m and v, num_params each,
 //     whole whatever the ranks that wrote it; a run on any number of ranks reads its own shard
-//     back). The model's architecture is the model file's alone: a resume reads it there.
+//     back; with NorMuon, v holds each Muon matrix's moments at the start of its place). The model's architecture is the model file's alone: a resume reads it there.
 // What the header holds (TrainingState): the run's settings that an exact resume must repeat
 // (batch, schedule, optimizer, seed, the rows' alignment, what changes the rounding) and where the
 // run stood (step, data position, sampler, the optimizer's step count). Data-parallel ranks all
@@ -33,6 +33,11 @@
                                   // either optimizer and any schedule: the switch and the document token in
                                   // slots 46-47, which an older reader would not see (its batches would be
                                   // other ones). A run without keeps version 1, 2 or 3
+#define STATE_VERSION_MUON_VARIANTS 5 // Muon runs with any of Muon's variants (--muon-qkv, --muon-ns,
+                                      // --cautious-weight-decay, --normuon): them in slots 48-52, which
+                                      // an older reader would not see (it would update the matrices
+                                      // otherwise, and read NorMuon's moments in v as nothing). A run
+                                      // without keeps version 1 to 4
 
 // The training state's header: magic, version, then the fields of a TrainingState (the table
 // state_fields of train/state.cu pairs each with its member here), each in the int32 slots of its
@@ -40,7 +45,7 @@
 // field's slots follow from this layout, so none overlaps another or passes the end; the slots
 // after the last are zero. Slots 0-31 are those of every earlier version; an AdamW run's file has
 // zeros in slots 32-38, a file of the default schedule in slots 39-45, and one of rows not aligned
-// to documents in slots 46-47.
+// to documents in slots 46-47, and one without Muon's variants in slots 48-52.
 typedef struct {
     int32_t magic, version;
     int32_t step;
@@ -63,6 +68,9 @@ typedef struct {
     // The training rows' alignment (version 4)
     int32_t align_documents;
     int32_t document_token;
+    // Muon's variants (version 5)
+    int32_t muon_qkv, muon_ns, cautious_weight_decay, normuon;
+    float normuon_beta2;
 } StateSlots;
 
 typedef union {
@@ -94,10 +102,13 @@ typedef struct {
     float head_lr;
     // --align-documents, and the token its rows start at (the tokenizer's <|endoftext|>; 0 without)
     int align_documents, document_token;
+    // Muon's variants (gpt/optimizer.h), all zero without them and under AdamW
+    int muon_qkv, muon_ns, cautious_weight_decay, normuon;
+    float normuon_beta2;
 } TrainingState;
 
-// The optimizer settings s records (its kind's; an untied head's rate 0 without one, and eps,
-// which no run sets, the kind's default), and s's record of o.
+// The optimizer settings s records (its kind's, Muon's variants among them; an untied head's rate
+// 0 without one, and eps, which no run sets, the kind's default), and s's record of o.
 OptimizerConfig training_state_optimizer(const TrainingState* s);
 void training_state_set_optimizer(TrainingState* s, const OptimizerConfig* o);
 

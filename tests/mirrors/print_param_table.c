@@ -1,10 +1,11 @@
 // tests/mirrors/print_param_table.c: prints the parameter table (gpt/param_table.h) as JSON, for
 // tests/mirrors/test_param_table.py to compare with scripts/gpt_parameters.py's:
 //   {"kinds": [a row per kind: name, per_layer, rows, cols, init, std, residual, zero_init, group,
-//              lr_scale, decay_scale, muon_rows],
+//              lr_scale, decay_scale, muon_rows (by --muon-qkv: the blocks Muon cuts a slice into)],
 //    "models": [for each model: its shape and architecture, and per kind its size, offset, slice
-//               size, Muon's matrix ([0, 0] outside the matrix group) and the slice each layer
-//               holds (per-layer kinds the architecture has)]}
+//               size, Muon's matrix by --muon-qkv ([0, 0] outside the matrix group), ZeRO-1's unit
+//               under Muon by --muon-qkv, and the slice each layer holds (per-layer kinds the
+//               architecture has)]}
 // A Dim is [times, "C"]; the models are the presets at d12 and every combination of the switches
 // that change the tensors at a small odd shape and at d6.
 #include <stdio.h>
@@ -17,6 +18,35 @@ static const char* const group_names[] = {"matrix", "embedding", "head", "vector
 
 static void print_dim(Dim d) { printf("[%d, \"%s\"]", d.times, dim_names[d.of]); }
 
+// {"fused": ..., "split": ..., "head-pairs": ...}: what print_cut prints of each cut.
+static void print_by_qkv(void (*print_cut)(int qkv, const void* arg), const void* arg) {
+    printf("{");
+    for (int q = 0; q < NUM_MUON_QKV; q++) {
+        printf("%s\"%s\": ", q ? ", " : "", muon_qkv_name(q));
+        print_cut(q, arg);
+    }
+    printf("}");
+}
+
+static void print_muon_rows(int qkv, const void* kind) { print_dim(param_muon_rows((const ParamKind*)kind, qkv)); }
+
+typedef struct {
+    const ParamKind* k;
+    const GPTConfig* c;
+} KindOfModel;
+
+static void print_muon_matrix(int qkv, const void* arg) {
+    const KindOfModel* m = (const KindOfModel*)arg;
+    int rows = 0, cols = 0;
+    if (m->k->group == GROUP_MATRIX) param_muon_matrix(m->k, m->c, qkv, &rows, &cols);
+    printf("[%d, %d]", rows, cols);
+}
+
+static void print_zero_unit(int qkv, const void* arg) {
+    const KindOfModel* m = (const KindOfModel*)arg;
+    printf("%zu", param_zero_unit(m->k, m->c, 1, qkv));
+}
+
 static void print_kind(int i) {
     const ParamKind* k = &param_table[i];
     printf("{\"name\": \"%s\", \"per_layer\": %s, \"rows\": ", param_names[i], k->layers ? "true" : "false");
@@ -27,7 +57,7 @@ static void print_kind(int i) {
            "\"lr_scale\": %.9g, \"decay_scale\": %.9g, \"muon_rows\": ",
            init_names[k->init], k->std, k->residual, k->zero_init, group_names[k->group], k->lr_scale,
            k->decay_scale);
-    print_dim(k->muon_rows);
+    print_by_qkv(print_muon_rows, k);
     printf("}");
 }
 
@@ -42,11 +72,13 @@ static void print_model(const GPTConfig* c) {
     param_sizes(c, sizes);
     for (int i = 0; i < NUM_PARAM_TENSORS; offset += sizes[i++]) {
         const ParamKind* k = &param_table[i];
-        int rows = 0, cols = 0;
-        if (k->group == GROUP_MATRIX) param_muon_matrix(k, c, &rows, &cols);
-        printf("%s\n  {\"name\": \"%s\", \"size\": %zu, \"offset\": %zu, \"slice_size\": %zu, \"muon\": [%d, %d], "
-               "\"layer_slices\": [",
-               i ? "," : "", param_names[i], sizes[i], offset, param_slice_size(k, c), rows, cols);
+        KindOfModel m = {k, c};
+        printf("%s\n  {\"name\": \"%s\", \"size\": %zu, \"offset\": %zu, \"slice_size\": %zu, \"muon\": ",
+               i ? "," : "", param_names[i], sizes[i], offset, param_slice_size(k, c));
+        print_by_qkv(print_muon_matrix, &m);
+        printf(", \"zero_unit\": ");
+        print_by_qkv(print_zero_unit, &m);
+        printf(", \"layer_slices\": [");
         for (int l = 0; l < c->L && k->layers && sizes[i]; l++)
             printf("%s%d", l ? ", " : "", param_layer_slice(k, l, c));
         printf("]}");

@@ -8,8 +8,11 @@
 //    "rotary_base", "softcap": [[a value, whether rotary_base_invalid / softcap_invalid takes it]],
 //    "architectures": [an arch, a context and layers: whether architecture_invalid refuses it,
 //                      and for one it takes, gpt_config_drop_without_effect's arch and why],
-//    "optimizers": [an optimizer, untied head or not, its settings by flag: optimizer_invalid's
-//                   line, or null]}
+//    "optimizers": [an optimizer, untied head or not, its settings by flag and Muon's variants:
+//                   optimizer_invalid's line, or null; first the settings of both optimizers'
+//                   defaults probed, then Muon's variants in every combination],
+//    "newton_schulz": {by --muon-ns name: the norm's factor and each iteration's (a, b, c)},
+//    "muon_qkv_unfit": [a head count, a --muon-qkv: muon_qkv_unfit's line, or null]}
 // Floats are printed exactly (17 digits), the ones JSON lacks as Infinity and NaN.
 #include <float.h>
 #include <math.h>
@@ -55,6 +58,10 @@ static void print_settings_of(const OptimizerConfig* o) {
         printf("%s\"%s\": ", i ? ", " : "", optimizer_settings[i].flag);
         print_float(optimizer_setting_value(o, &optimizer_settings[i]));
     }
+    printf("}, \"variants\": {\"muon_qkv\": \"%s\", \"muon_ns\": \"%s\", \"cautious_weight_decay\": %d, "
+           "\"normuon\": %d, \"normuon_beta2\": ", muon_qkv_name(o->muon_qkv), newton_schulz_name(o->muon_ns),
+           o->cautious_weight_decay, o->normuon);
+    print_float(o->normuon_beta2);
     printf("}");
 }
 
@@ -240,6 +247,54 @@ static void print_optimizers(void) {
                         printf("}");
                     }
         }
+    // Muon's variants, every combination, with and without a weight decay, under either optimizer.
+    const float betas[] = {0.0f, 0.5f, 0.95f, 1.0f, -0.1f, NAN};
+    for (int k = 0; k < 2; k++)
+        for (int v = 0; v < NUM_MUON_QKV * NUM_NEWTON_SCHULZ * 2 * 2 * 6 * 2; v++) {
+            OptimizerConfig o = preset_optimizer_defaults((OptimizerKind)k, &architecture_presets[0]);
+            int at = v;
+            o.muon_qkv = at % NUM_MUON_QKV, at /= NUM_MUON_QKV;
+            o.muon_ns = at % NUM_NEWTON_SCHULZ, at /= NUM_NEWTON_SCHULZ;
+            o.cautious_weight_decay = at % 2, at /= 2;
+            o.normuon = at % 2, at /= 2;
+            o.normuon_beta2 = betas[at % 6], at /= 6;
+            o.weight_decay = at % 2 ? 0.1f : 0.0f;
+            const char* why = optimizer_invalid(&o, 0, err, sizeof(err)) ? err : NULL;
+            printf(",\n {\"optimizer\": \"%s\", \"untied_head\": 0, \"settings\": ", optimizer_name(o.kind));
+            print_settings_of(&o);
+            printf(", \"why\": ");
+            print_string(why);
+            printf("}");
+        }
+    printf("],\n");
+}
+
+static void print_newton_schulz(void) {
+    printf("\"newton_schulz\": {");
+    for (int k = 0; k < NUM_NEWTON_SCHULZ; k++) {
+        const NewtonSchulzCoefficients* c = &newton_schulz_coefficients[k];
+        printf("%s\"%s\": {\"norm_scale\": ", k ? ", " : "", newton_schulz_name(k));
+        print_float(c->norm_scale);
+        printf(", \"steps\": [");
+        for (int i = 0; i < NEWTON_SCHULZ_STEPS; i++)
+            for (int j = 0; j < 3; j++) {
+                printf("%s", i || j ? (j ? ", " : "], [") : "[");
+                print_float(c->abc[i][j]);
+            }
+        printf("]]}");
+    }
+    printf("},\n");
+}
+
+static void print_muon_qkv_unfit(void) {
+    printf("\"muon_qkv_unfit\": [");
+    for (int NH = 1; NH <= 6; NH++)
+        for (int q = 0; q < NUM_MUON_QKV; q++) {
+            GPTConfig c = {.maxT = 64, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = NH, .C = 64 * NH};
+            printf("%s\n [%d, \"%s\", ", NH > 1 || q ? "," : "", NH, muon_qkv_name(q));
+            print_string(muon_qkv_unfit(q, &c));
+            printf("]");
+        }
     printf("]\n");
 }
 
@@ -251,6 +306,8 @@ int main(void) {
     print_value_rules();
     print_architectures();
     print_optimizers();
+    print_newton_schulz();
+    print_muon_qkv_unfit();
     printf("}\n");
     return 0;
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """tests/mirrors/test_param_table.py: scripts/gpt_parameters.py's table is gpt/param_table.h's. Every row
-(name, order, per layer or not, shape terms, init, group, multipliers, Muon's rows) against the
-one build/tests/mirrors/print_param_table prints, and what the Python functions compute against what the
-C ones do for the presets at d12 and every combination of the switches that change the tensors
-at two shapes: which tensors a model has, their sizes, offsets, slices per layer and Muon's
-matrices. The comparison is seen to fail on a row changed in one place. Prints PASS / FAIL lines
+(name, order, per layer or not, shape terms, init, group, multipliers, Muon's rows under each
+--muon-qkv) against the one build/tests/mirrors/print_param_table prints, and what the Python
+functions compute against what the C ones do for the presets at d12 and every combination of
+the switches that change the tensors at two shapes: which tensors a model has, their sizes,
+offsets, slices per layer, Muon's matrices and ZeRO-1's units under each cut. The comparison is
+seen to fail on a row changed in one place. Prints PASS / FAIL lines
 like tests/lib/test.h.
 """
 import json
@@ -43,7 +44,8 @@ def row_differences(c_kinds, kinds):
     for c, k in zip(c_kinds, kinds):
         mine = {"per_layer": k.layers is not None, "rows": list(k.rows), "cols": list(k.cols), "init": k.init,
                 "std": k.std, "residual": int(k.residual), "zero_init": int(k.zero_init), "group": k.group,
-                "lr_scale": k.lr_scale, "decay_scale": k.decay_scale, "muon_rows": list(k.muon_rows)}
+                "lr_scale": k.lr_scale, "decay_scale": k.decay_scale,
+                "muon_rows": {qkv: list(table.muon_rows(k, qkv)) for qkv in table.MUON_QKV}}
         out += [f"{k.name}: {field} {c[field]!r} in C, {value!r} here" for field, value in mine.items()
                 if c[field] != value]
     return out
@@ -60,7 +62,10 @@ def model_differences(model, kinds):
         size = math.prod(table.tensor_shape(kind, shape, arch)) if has else 0
         mine = {"size": size, "offset": offset,
                 "slice_size": math.prod(table.slice_shape(kind, shape)) if has else 0,
-                "muon": list(table.muon_matrix(kind, shape)) if kind.group == "matrix" else [0, 0],
+                "muon": {qkv: list(table.muon_matrix(kind, shape, qkv)) if kind.group == "matrix" else [0, 0]
+                         for qkv in table.MUON_QKV},
+                "zero_unit": {qkv: math.prod(table.muon_matrix(kind, shape, qkv)) if kind.group == "matrix" else 128
+                              for qkv in table.MUON_QKV},
                 "layer_slices": table.layer_slices(kind, shape, arch)}
         out += [f"{what}: {kind.name}: {field} {c[field]} in C, {value} here" for field, value in mine.items()
                 if c[field] != value]
@@ -97,7 +102,8 @@ def main():
                                                           f"{len(held)} slices")
     case.end()
 
-    case = Case("param_table: the tensors, sizes, offsets, layer slices and Muon's matrices agree with C's")
+    case = Case("param_table: the tensors, sizes, offsets, layer slices, Muon's matrices and ZeRO-1's units under "
+                "each --muon-qkv agree with C's")
     case.check(len(printed["models"]) >= 66, f"{len(printed['models'])} models printed")
     for model in printed["models"]:
         for why in model_differences(model, table.TABLE):
@@ -112,6 +118,9 @@ def main():
     case.check(row_differences(printed["kinds"], kinds), "qkvw cut into (C, C) matrices goes unseen in the rows")
     modern_d12 = printed["models"][1]
     case.check(model_differences(modern_d12, kinds), "qkvw cut into (C, C) matrices goes unseen in the models")
+    kinds[qkvw] = table.KINDS["qkvw"]._replace(muon_rows_by_qkv=(("split", table.C),))
+    case.check(row_differences(printed["kinds"], kinds), "qkvw's head pairs as its whole goes unseen in the rows")
+    case.check(model_differences(modern_d12, kinds), "qkvw's head pairs as its whole goes unseen in the models")
     kinds = list(table.TABLE)
     kinds[1] = kinds[1]._replace(present=None)
     case.check(any(model_differences(m, kinds) for m in printed["models"]), "wpe in every model goes unseen")

@@ -11,7 +11,10 @@ scripts/torch_optimizers.py:
 - which architectures are refused field by field (invalid), and the fields without effect each
   one that is taken holds: the architecture it is read as and why (drop_without_effect);
 - each setting of both optimizers' defaults set to each of those values, and the weight decay
-  against each rate it is applied with: the line refusing it, word for word, or none (invalid).
+  against each rate it is applied with, and Muon's variants in every combination under either
+  optimizer: the line refusing it, word for word, or none (invalid);
+- the Newton-Schulz coefficient sets (layers/newton_schulz.h, torch_optimizers.NS_COEFFICIENTS),
+  each number as a float32, and which head counts each --muon-qkv takes (muon_qkv_unfit).
 The comparison is seen to fail on a rule changed on one side. Prints PASS / FAIL lines like
 tests/lib/test.h.
 """
@@ -27,6 +30,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from case import Case  # noqa: E402
 import gpt_architecture  # noqa: E402
+import gpt_parameters  # noqa: E402
 import torch_optimizers  # noqa: E402
 from gpt_architecture import Architecture  # noqa: E402
 from gpt_parameters import Shape  # noqa: E402
@@ -95,12 +99,30 @@ def architecture_differences(printed, invalid, drop):
 def optimizer_differences(printed, settings, invalid):
     out = []
     for o in printed:
-        s = SimpleNamespace(**{setting.key: o["settings"][setting.flag] for setting in settings})
+        variants = dict(o["variants"], cautious_weight_decay=bool(o["variants"]["cautious_weight_decay"]),
+                        normuon=bool(o["variants"]["normuon"]))
+        s = SimpleNamespace(**{setting.key: o["settings"][setting.flag] for setting in settings}, **variants)
         why = invalid(o["optimizer"], s, o["untied_head"])
         if why != o["why"]:
-            out.append(f"{o['optimizer']} {o['settings']} (untied head {o['untied_head']}): {o['why']!r} in C, "
-                       f"{why!r} here")
+            out.append(f"{o['optimizer']} {o['settings']} {o['variants']} (untied head {o['untied_head']}): "
+                       f"{o['why']!r} in C, {why!r} here")
     return out
+
+
+def coefficient_differences(printed, coefficients):
+    if sorted(printed) != sorted(coefficients):
+        return [f"the sets are {sorted(printed)} in C, {sorted(coefficients)} here"]
+    out = []
+    for name, (norm_scale, steps) in coefficients.items():
+        mine = [f32(norm_scale), [[f32(x) for x in abc] for abc in steps]]
+        if mine != [printed[name]["norm_scale"], printed[name]["steps"]]:
+            out.append(f"{name}: {printed[name]} in C, {mine} here")
+    return out
+
+
+def unfit_differences(printed, unfit):
+    return [f"{NH} heads, --muon-qkv {qkv}: {why!r} in C, {unfit(qkv, NH)!r} here" for NH, qkv, why in printed
+            if unfit(qkv, NH) != why]
 
 
 def main():
@@ -127,8 +149,13 @@ def main():
         ("the architectures refused, and the fields without effect dropped, are gpt/config.h's",
          lambda: architecture_differences(printed["architectures"], gpt_architecture.invalid,
                                           gpt_architecture.drop_without_effect)),
-        ("each optimizer setting out of its bounds, and the weight decay, refused as gpt/optimizer.h refuses them",
+        ("each optimizer setting out of its bounds, the weight decay and Muon's variants, refused as "
+         "gpt/optimizer.h refuses them",
          lambda: optimizer_differences(printed["optimizers"], settings, torch_optimizers.invalid)),
+        ("the Newton-Schulz coefficient sets are layers/newton_schulz.h's",
+         lambda: coefficient_differences(printed["newton_schulz"], torch_optimizers.NS_COEFFICIENTS)),
+        ("the head counts each --muon-qkv takes are gpt/param_table.h's",
+         lambda: unfit_differences(printed["muon_qkv_unfit"], gpt_parameters.muon_qkv_unfit)),
     )
     for name, differences in checks:
         case = Case(f"rules: {name}")
@@ -151,6 +178,16 @@ def main():
                "a soft cap of 1e-40 taken goes unseen")
     case.check(architecture_differences(printed["architectures"], gpt_architecture.invalid,
                                         lambda arch, shape: (arch, None)), "no field dropped goes unseen")
+    uncautious = SimpleNamespace(cautious_weight_decay=False)
+    case.check(optimizer_differences(printed["optimizers"], settings, lambda kind, s, untied: torch_optimizers.invalid(
+        kind, SimpleNamespace(**dict(vars(s), **vars(uncautious))), untied)),
+               "cautious weight decay without a decay taken goes unseen")
+    polar = torch_optimizers.NS_COEFFICIENTS["polar"]
+    case.check(coefficient_differences(printed["newton_schulz"], dict(torch_optimizers.NS_COEFFICIENTS,
+                                                                       polar=(1.0, polar[1]))),
+               "Polar Express's norm taken whole goes unseen")
+    case.check(unfit_differences(printed["muon_qkv_unfit"], lambda qkv, NH: None), "head pairs of 3 heads taken goes "
+                                                                                   "unseen")
     case.end()
     return 1 if Case.failures else 0
 

@@ -43,9 +43,12 @@
   that does not fit its size are one line naming the file; an invalid architecture
   (train_torch_reference.py and bench_torch_gpt2.py), a Muon setting under AdamW, --head-lr of a
   tied head or a bad setting (out of train_gpt's bounds, a weight decay that erases the weights
-  at the peak) are argparse's error, all before torch; so are an option without effect (a rotary
-  base without rotary) and a soft cap below 1. A setting not given takes the defaults of --arch's
-  preset, else of the preset nearest the architecture (of the options, or of the checkpoint).
+  at the peak), Muon's variants under AdamW, out of bounds or without effect (NorMuon's beta
+  without --normuon, cautious decay without a decay) are argparse's error, all before torch; so
+  are an option without effect (a rotary base without rotary) and a soft cap below 1. A setting
+  not given takes the defaults of --arch's preset, else of the preset nearest the architecture
+  (of the options, or of the checkpoint); Muon's variants are off unless given, NorMuon's beta
+  0.95 with it, as train_gpt's.
 - scripts/gpu/*.sh, copied with gpu/common.sh into the scripts/ of a folder that stands for the
   repository and run there against stubs of the programs they call (make, nvidia-smi, python3,
   torchrun, compute-sanitizer, ./train_gpt and the others; each records that it ran): --help
@@ -553,6 +556,16 @@ def case_architecture_options():
                                (["--optimizer", "muon", "--embedding-lr", "0"], "--embedding-lr 0 must be > 0"),
                                (["--optimizer", "muon", "--adam-beta2", "1"], "--adam-beta2 1 must be in [0, 1)"),
                                (["--min-lr-frac", "2"], "--min-lr-frac 2 must be in [0, 1]"),
+                               (["--muon-qkv", "split"], "--muon-qkv is a setting of --optimizer muon"),
+                               (["--normuon"], "--normuon is a setting of --optimizer muon"),
+                               (["--normuon-beta2", "0.9"], "--normuon-beta2 is a setting of --optimizer muon"),
+                               (["--optimizer", "muon", "--normuon-beta2", "0.9"],
+                                "--normuon-beta2 without --normuon has no effect"),
+                               (["--optimizer", "muon", "--normuon", "--normuon-beta2", "1"],
+                                "--normuon-beta2 1 must be in [0, 1)"),
+                               (["--optimizer", "muon", "--cautious-weight-decay"],
+                                "--cautious-weight-decay without --weight-decay has no effect"),
+                               (["--optimizer", "muon", "--muon-ns", "cubic"], "invalid choice: 'cubic'"),
                                (["--seed", "-1"], "--seed -1 must be 0 to 2^64 - 1")):
         case = Case(f"{name} {' '.join(args)}: refused before torch")
         result = run_script(script(name), *train, *args, env=env)
@@ -574,7 +587,14 @@ def case_architecture_options():
                              (["--rotary", "1"], None, {"lr": 3e-4}),
                              (["--arch", "gpt2", *modern_parts, "--softcap", "30"], None, {"lr": 3e-4}),
                              ([], uncapped, {"lr": 2e-3}),
-                             (["--optimizer", "muon"], uncapped, {"embedding_lr": 0.05, "head_lr": 0.002})):
+                             (["--optimizer", "muon"], uncapped, {"embedding_lr": 0.05, "head_lr": 0.002}),
+                             (["--optimizer", "muon"], None, {"muon_qkv": "fused", "muon_ns": "quintic",
+                                                              "cautious_weight_decay": False, "normuon": False,
+                                                              "normuon_beta2": 0.0}),
+                             (["--optimizer", "muon", "--muon-qkv", "head-pairs", "--muon-ns", "polar", "--normuon",
+                               "--cautious-weight-decay", "--weight-decay", "0.1"], None,
+                              {"muon_qkv": "head-pairs", "muon_ns": "polar", "cautious_weight_decay": True,
+                               "normuon": True, "normuon_beta2": 0.95})):
         given = " ".join(args + (["--init-from", "an uncapped modern model"] if init else []))
         case = Case(f"{name} {given}: the defaults of "
                     f"{'--arch' if '--arch' in args else 'the preset nearest the architecture'}")

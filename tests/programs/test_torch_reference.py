@@ -12,7 +12,10 @@ one with a rotary base of 100 and a soft cap of 2, every tensor random):
   each step's loss within 1e-5 relative;
 - its Muon (the parameter table's groups: the matrices, wte, lm_head, the vectors, each at its
   rate), for the modern file's Muon steps: each loss within 1e-2 relative, as tests/unit/gpt/test_gpt.cu
-  allows train_gpt (Newton-Schulz runs in bf16 on both).
+  allows train_gpt (Newton-Schulz runs in bf16 on both);
+- its Muon of each variant run of $FLASHGPT_TESTDATA/muon_reference.bin (tests/reference/gen_muon_reference.py:
+  plain, and q, k and v, Polar Express, cautious decay and NorMuon at once, on the tiny GPT-2): each
+  loss within 1e-2 relative, as tests/unit/gpt/test_muon.cu allows train_gpt.
 The project never depends on torch: without it every case is SKIPPED (the GPU machine's python
 has it). Prints PASS / FAIL / SKIPPED lines like tests/lib/test.h.
 """
@@ -27,7 +30,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from case import Case  # noqa: E402
 from gpt2_checkpoint import Shape, architecture_from_slots, layout  # noqa: E402
 from gpt_architecture import SLOTS  # noqa: E402
-from gpt_schedule import optimizer_rates  # noqa: E402
+from gpt_schedule import Rates, optimizer_rates  # noqa: E402
+from torch_optimizers import VARIANTS  # noqa: E402
 
 try:
     import torch
@@ -106,16 +110,16 @@ def case_forward_backward(name, r):
     case.end()
 
 
-def steps(model, r, optimizer, count, scale_step):
+def steps(model, r, optimizer, count, scale_step, clip):
     """The loss before each of count steps of optimizer on the file's batch, the gradient's norm
-    clipped to the file's clip first."""
+    clipped to clip first."""
     inputs, targets = batch(r)
     losses = []
     for _ in range(count):
         loss = model(inputs, targets)
         losses.append(loss.item())
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), float(r["hyper"][5]))
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         scale_step()
         optimizer.zero_grad(set_to_none=True)
     return np.array(losses)
@@ -128,7 +132,7 @@ def case_optimizers(name, r):
     opt = adamw(model, SimpleNamespace(lr=h[0], weight_decay=h[4]))
     case.check(np.allclose(opt.defaults["betas"] + (opt.defaults["eps"],), h[1:4], rtol=1e-6),
                f"betas {opt.defaults['betas']}, eps {opt.defaults['eps']}: the file's are {h[1:4]}")
-    got = steps(model, r, opt, len(r["losses"]), opt.step)
+    got = steps(model, r, opt, len(r["losses"]), opt.step, float(h[5]))
     err = np.abs(got - r["losses"]) / r["losses"]
     case.check(err.max() <= TOL_ADAMW, f"step {int(err.argmax()) + 1}: loss {got[err.argmax()]:.6f}, "
                f"reference {r['losses'][err.argmax()]:.6f}")
@@ -139,7 +143,8 @@ def case_optimizers(name, r):
     case = Case(f"torch reference {name}: the trainer's Muon, {len(r['muon_losses'])} steps, against float64")
     model = model_of(r)
     settings = SimpleNamespace(optimizer="muon", lr=h[6], muon_momentum=h[7], embedding_lr=h[8], head_lr=h[9],
-                               vector_lr=h[10], adam_beta1=h[11], adam_beta2=h[12], weight_decay=h[14])
+                               vector_lr=h[10], adam_beta1=h[11], adam_beta2=h[12], weight_decay=h[14],
+                               normuon_beta2=0.0, **{key: off for _, key, off in VARIANTS})
     opt = Muon(model, settings)
     # Adam's groups, in any order: the embeddings at the embedding rate, an untied head at its own,
     # the vectors.
@@ -153,12 +158,66 @@ def case_optimizers(name, r):
     want = sorted((sorted(ids), group) for ids, group in want)
     case.check(groups == want, f"Adam's groups (parameter ids, group) {groups}, expected {want}")
     rates = optimizer_rates(settings, settings.lr)
-    got = steps(model, r, opt, len(r["muon_losses"]), lambda: opt.step(rates))
+    got = steps(model, r, opt, len(r["muon_losses"]), lambda: opt.step(rates), float(h[5]))
     err = np.abs(got - r["muon_losses"]) / r["muon_losses"]
     case.check(err.max() <= TOL_MUON, f"step {int(err.argmax()) + 1}: loss {got[err.argmax()]:.6f}, "
                f"reference {r['muon_losses'][err.argmax()]:.6f}")
     print(f"    {name}: Muon losses {got[0]:.6f} -> {got[-1]:.6f}, worst relative error {err.max():.1e}")
     case.end()
+
+
+def read_muon_reference(path):
+    """The tiny GPT-2 and its runs of Muon's variants from gen_muon_reference.py's file: a dict as
+    read_reference's (B, T, shape, arch, hyper, inputs, targets, params) and "runs", each (the
+    variant's settings as attributes, the losses)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    header = np.frombuffer(data, "<i4", 256)
+    B, T, maxT, V, _, L, NH, C, nsteps, P, cases, _, updates, runs = (int(v) for v in header[2:16])
+    r = {"B": B, "T": T, "shape": Shape(maxT, V, L, NH, C), "arch": architecture_from_slots(header[16:16 + SLOTS]),
+         "hyper": np.frombuffer(data, "<f4", 16, 1024).astype(np.float64)}
+    offset = 1024 + 64
+    for _ in range(cases):
+        count, rows, cols, _ = np.frombuffer(data, "<i4", 4, offset)
+        offset += 16 + 8 * int(count) * int(rows) * int(cols)
+    update_P = int(np.frombuffer(data, "<i4", 6, offset)[5])
+    offset += 24 + 4 * 5 * update_P + updates * (24 + 8 * update_P)
+    for name, count in (("inputs", B * T), ("targets", B * T), ("params", P)):
+        r[name] = np.frombuffer(data, "<i4" if name != "params" else "<f4", count, offset)
+        r[name] = r[name].astype(np.float64 if name == "params" else np.int64)
+        offset += 4 * count
+    r["runs"] = []
+    for _ in range(runs):
+        qkv, ns, cautious, normuon = (int(v) for v in np.frombuffer(data, "<i4", 4, offset))
+        weight_decay, beta2 = (float(v) for v in np.frombuffer(data, "<f4", 2, offset + 16))
+        variant = SimpleNamespace(muon_qkv=("fused", "split", "head-pairs")[qkv], muon_ns=("quintic", "polar")[ns],
+                                  cautious_weight_decay=bool(cautious), normuon=bool(normuon), normuon_beta2=beta2,
+                                  weight_decay=weight_decay)
+        r["runs"].append((variant, np.frombuffer(data, "<f4", nsteps, offset + 24).astype(np.float64)))
+        offset += 24 + 4 * nsteps
+    if offset != len(data):
+        raise ValueError(f"{path}: {len(data)} bytes, the header says {offset}")
+    return r
+
+
+def case_muon_variants(r):
+    h = r["hyper"]  # lr, momentum, embedding lr, vector lr, b1, b2, eps, grad clip
+    for variant, want in r["runs"]:
+        what = (f"{variant.muon_qkv} {variant.muon_ns}, {'cautious ' if variant.cautious_weight_decay else ''}decay "
+                f"{variant.weight_decay:g}" + (f", NorMuon {variant.normuon_beta2:g}" if variant.normuon else ""))
+        case = Case(f"torch reference: the trainer's Muon, {what}, {len(want)} steps, against float64")
+        settings = SimpleNamespace(optimizer="muon", lr=h[0], muon_momentum=h[1], embedding_lr=h[2], head_lr=0.0,
+                                   vector_lr=h[3], adam_beta1=h[4], adam_beta2=h[5], **vars(variant))
+        model = model_of(r)
+        opt = Muon(model, settings)
+        rates = Rates(lr={"matrix": h[0], "embedding": h[2], "head": 0.0, "vector": h[3]}, momentum=h[1],
+                      weight_decay=variant.weight_decay)
+        got = steps(model, r, opt, len(want), lambda: opt.step(rates), float(h[7]))
+        err = np.abs(got - want) / want
+        case.check(err.max() <= TOL_MUON, f"step {int(err.argmax()) + 1}: loss {got[err.argmax()]:.6f}, "
+                   f"reference {want[err.argmax()]:.6f}")
+        print(f"    {what}: Muon losses {got[0]:.6f} -> {got[-1]:.6f}, worst relative error {err.max():.1e}")
+        case.end()
 
 
 def main():
@@ -170,6 +229,7 @@ def main():
         r = read_reference(os.path.join(TESTDATA, file))
         case_forward_backward(name, r)
         case_optimizers(name, r)
+    case_muon_variants(read_muon_reference(os.path.join(TESTDATA, "muon_reference.bin")))
     return 1 if Case.failures else 0
 
 

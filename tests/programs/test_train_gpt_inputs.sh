@@ -4,7 +4,7 @@
 # are truncated, empty, random, of another shape, with values that are not finite or headers
 # whose sizes overflow; --log and --out-dir that cannot be written, a --log that is an input;
 # flags out of range; --align-documents without a tokenizer, without documents or resumed with
-# another alignment. Also which validation shards the default --val-data finds, and that it says
+# another alignment; Muon's variants out of place, out of range or resumed otherwise. Also which validation shards the default --val-data finds, and that it says
 # when there are none. The checkpoints are made here (ckpt.py below, in the formats of
 # gpt/checkpoint.h and train/state.h), so no GPU is needed; each bad case is one change to a pair
 # that passes every check. Needs ./prepare_data and ./train_gpt (SKIPPED without train_gpt);
@@ -409,9 +409,9 @@ done <<'EOF'
 1:4,46:1,47:300|the document token is set without --align-documents, or outside the vocabulary
 47:3|the document token is set without --align-documents, or outside the vocabulary
 EOF
-pair "$tmp/r" -- slot=1:5,46:1,47:3
+pair "$tmp/r" -- slot=1:6,46:1,47:3
 resume "$tmp/r"
-check "state version 5: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: unsupported training state version 5"
+check "state version 6: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: unsupported training state version 6"
 end
 
 begin "train_gpt_model_header_sizes_bounded"
@@ -944,6 +944,70 @@ done <<'EOF'
 --momentum-warmup-steps 300 --momentum-start 0.8 --weight-decay-schedule linear|the run used --momentum-start 0.85, this one asks for --momentum-start 0.8
 --momentum-warmup-steps 300|the run used --weight-decay-schedule linear, this one asks for --weight-decay-schedule constant
 EOF
+end
+
+begin "train_gpt_muon_variants"
+# Muon's variants (--muon-qkv, --muon-ns, --cautious-weight-decay, --normuon, --normuon-beta2):
+# each refused in one line under AdamW, out of range or without effect, head pairs of an odd head
+# count refused; the optimizer's line says those taken. A run of them (its state a version 5 file,
+# them in slots 48-52) resumes with its own when none is given, and is refused naming the one
+# asked otherwise; a version 2 file with them, or one with head pairs of an odd count, is corrupt.
+data="--model d2 --context 64 -T 64"
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
+    check "$args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<'EOF'
+--muon-qkv split|--muon-qkv is a setting of --optimizer muon
+--muon-ns polar|--muon-ns is a setting of --optimizer muon
+--cautious-weight-decay|--cautious-weight-decay is a setting of --optimizer muon
+--normuon|--normuon is a setting of --optimizer muon
+--normuon-beta2 0.9|--normuon-beta2 is a setting of --optimizer muon
+--optimizer muon --muon-qkv pairs|--muon-qkv pairs: expected fused, split or head-pairs
+--optimizer muon --muon-ns cubic|--muon-ns cubic: expected quintic or polar
+--optimizer muon --normuon-beta2 0.9|--normuon-beta2 without --normuon has no effect
+--optimizer muon --normuon --normuon-beta2 1|--normuon-beta2 1 must be in \[0, 1)
+--optimizer muon --normuon --normuon-beta2 -0.5|--normuon-beta2 -0.5 must be in \[0, 1)
+--optimizer muon --cautious-weight-decay|--cautious-weight-decay without --weight-decay has no effect
+--optimizer muon --model d48 --muon-qkv head-pairs|--muon-qkv head-pairs: the model's heads are an odd count
+--optimizer muon --model d48 --muon-qkv split|no CUDA device
+--optimizer muon --muon-qkv head-pairs --muon-ns polar --normuon --normuon-beta2 0 --cautious-weight-decay --weight-decay 0.1|no CUDA device
+EOF
+./train_gpt --train-data "$train" $data --optimizer muon --muon-qkv split --muon-ns polar --normuon \
+    --cautious-weight-decay --weight-decay 0.1 > "$tmp/out" 2>&1
+check "the optimizer's line of the variants: $(grep '^optimizer' "$tmp/out" || last "$tmp/out")" grep -qF -- \
+    "for the blocks' matrices (qkvw as q, k and v, Polar Express, NorMuon beta2 0.95, cautious weight decay); Adam" \
+    "$tmp/out"
+./train_gpt --train-data "$train" $data --optimizer muon > "$tmp/out" 2>&1
+check "the optimizer's line without them: $(grep '^optimizer' "$tmp/out" || last "$tmp/out")" grep -qF -- \
+    "for the blocks' matrices; Adam" "$tmp/out"
+# A run of q, k and v and NorMuon at 0.95 (slots 48-52; version 5).
+pair "$tmp/variants" -- muon=1 "slot=1:5,48:1,51:1,52:bits 0.95"
+resume "$tmp/variants" $muon
+check "a run of Muon's variants resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+check "that run's variants said: $(grep '^optimizer' "$tmp/out")" grep -qF -- "(qkvw as q, k and v, NorMuon beta2 0.95)" \
+    "$tmp/out"
+while IFS='|' read -r asked error; do
+    resume "$tmp/variants" $muon $asked
+    check "that run resumed with '$asked': $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/variants: $error"
+done <<'EOF'
+--muon-qkv fused|the run used --muon-qkv split, this one asks for --muon-qkv fused
+--muon-ns polar|the run used --muon-ns quintic, this one asks for --muon-ns polar
+--normuon-beta2 0.9|the run used --normuon-beta2 0.95, this one asks for --normuon-beta2 0.9
+EOF
+resume "$tmp/variants" $muon --muon-qkv split --normuon --normuon-beta2 0.95
+check "that run resumed with its own given: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+pair "$tmp/r" -- muon=1 "slot=48:1"
+resume "$tmp/r" $muon
+check "variants in a version 2 file: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: the version is not that of Muon's variants"
+pair "$tmp/r" NH=3 C=192 -- NH=3 C=192 muon=1 "slot=1:5,48:2"
+resume "$tmp/r" $muon
+check "head pairs of 3 heads in a state: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: --muon-qkv head-pairs: the model's heads are an odd count"
+pair "$tmp/r" -- "slot=1:5,48:1"
+resume "$tmp/r"
+check "an AdamW run with a variant: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: an AdamW run with Muon's settings"
 end
 
 exit $((failures > 0))

@@ -9,9 +9,9 @@
 // alone, as ReLU^2 keeps nothing else to recompute) and the classifier in chunks of rows; the
 // gradients of that batch through a model built for a larger one.
 // Then a resume with the train_gpt program: N steps straight vs N/2 steps, checkpoint, resume,
-// on shards written here (AdamW and Muon, GPT-2 and the modern recipe, and the modern recipe with
-// documents and a window pattern, its tokenizer made here; Muon's float64 tests are
-// tests/unit/gpt/test_muon.cu); a run from train_gpt --save-init's file against the run from the seed;
+// on shards written here (AdamW and Muon, Muon with its variants (qkvw as q, k and v, Polar Express,
+// NorMuon, cautious decay), GPT-2 and the modern recipe, and the modern recipe with documents and a
+// window pattern, its tokenizer made here; Muon's float64 tests are tests/unit/gpt/test_muon.cu); a run from train_gpt --save-init's file against the run from the seed;
 // context parallelism simulated, both architectures and the modern one with documents and windows;
 // the memory sizes (linear in T for flash, host only); naive and flash training side by side on
 // tinyshakespeare (the test text, TEST_TEXT), their loss curves compared.
@@ -906,6 +906,13 @@ int main(void) {
     const char* muon_args = "--optimizer muon --lr 0.02";
     const char* resume_muon_args = "--optimizer muon --lr 0.02 --attention flash --deterministic";
     const char* resume_muon_name = "gpt resume bit-exact muon";
+    // Muon's variants, every one: its state a version 5 file, NorMuon's moments in v.
+    const char* resume_variants_args = "--optimizer muon --lr 0.02 --attention flash --deterministic --muon-qkv split "
+                                       "--muon-ns polar --normuon --cautious-weight-decay --weight-decay 0.1";
+    const char* resume_variants_name = "gpt resume bit-exact muon variants: q, k and v, polar express, normuon, "
+                                       "cautious weight decay";
+    // Head pairs and NorMuon: the shard by head pairs, NorMuon's moments in each rank's v.
+    const char* variants_args = "--optimizer muon --lr 0.02 --muon-qkv head-pairs --normuon";
     // The modern recipe (its own defaults: Muon's wte at 0.05), with its memory options.
     const char* resume_modern_args =
         "--arch modern --optimizer muon --lr 0.02 --attention flash --deterministic --recompute layernorm "
@@ -925,6 +932,8 @@ int main(void) {
     const char* saved_init_name = "gpt --save-init: the run from its file takes the steps of the run from the seed";
     const char* dp1_name = "gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too";
     const char* dp1_muon_name = "gpt data parallel through NCCL, one rank, muon, with and without --zero 1 (by matrices)";
+    const char* dp1_variants_name = "gpt data parallel through NCCL, one rank, muon head pairs and normuon, with and "
+                                    "without --zero 1 (by head pairs)";
     const char* dp2_name = "gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2";
     const char* dp2_muon_name = "gpt data parallel, muon, 2 ranks against 1, --zero 0 and 1 (by matrices), resume 2->1 and 1->2";
     const char* cp_names[3][2] = {
@@ -957,9 +966,9 @@ int main(void) {
             snprintf(name, sizeof(name), SMALLER_FORWARD_NAME, models[k]);
             test_skip(name, "no CUDA device");
         }
-        const char* runs[] = {resume_naive_name, resume_flash_name, resume_muon_name, resume_modern_name,
-                              resume_masked_name, resume_window_name, deterministic_name, saved_init_name, dp1_name,
-                              dp1_muon_name, dp2_name, dp2_muon_name};
+        const char* runs[] = {resume_naive_name, resume_flash_name, resume_muon_name, resume_variants_name,
+                              resume_modern_name, resume_masked_name, resume_window_name, deterministic_name,
+                              saved_init_name, dp1_name, dp1_muon_name, dp1_variants_name, dp2_name, dp2_muon_name};
         for (const char* run : runs) test_skip(run, "no CUDA device");
         for (int k = 0; k < 3; k++)
             for (int j = 0; j < 2; j++) test_skip(cp_names[k][j], "no CUDA device");
@@ -983,6 +992,7 @@ int main(void) {
     test_resume(resume_naive_name, "gpt_resume_naive", resume_naive_args, "");
     test_resume(resume_flash_name, "gpt_resume_flash", resume_flash_args, "");
     test_resume(resume_muon_name, "gpt_resume_muon", resume_muon_args, "");
+    test_resume(resume_variants_name, "gpt_resume_variants", resume_variants_args, "");
     test_resume(resume_modern_name, "gpt_resume_modern", resume_modern_args, "");
     test_resume(resume_masked_name, "gpt_resume_masked", resume_masked_args, resume_masked_arch);
     test_resume(resume_window_name, "gpt_resume_window", resume_naive_args, resume_window_arch);
@@ -990,6 +1000,7 @@ int main(void) {
     test_saved_init(saved_init_name);
     test_data_parallel_one_rank(dp1_name, "gpt_dp1", "");
     test_data_parallel_one_rank(dp1_muon_name, "gpt_dp1_muon", muon_args);
+    test_data_parallel_one_rank(dp1_variants_name, "gpt_dp1_variants", variants_args);
     test_data_parallel_two_ranks(dp2_name, "gpt_dp2", "");
     test_data_parallel_two_ranks(dp2_muon_name, "gpt_dp2_muon", muon_args);
     test_context_parallel(cp_names[0][0], cp_names[0][1], "gpt_cp", "");

@@ -4,8 +4,9 @@
 // tensors, against fixed hashes (GPT-2's layout is llm.c's, and a seed draws the values it always
 // has, so every checkpoint written stays readable and every run repeatable); the rows against the
 // list of kinds; a per-layer kind on a subset of the layers (slices packed, padding rows, draws); Muon
-// cutting qkvw into one (3C, C), three (C, C) or head-pair matrices by the row alone, and ZeRO-1's
-// shards of them whole; presence per architecture; --help's listing.
+// cutting qkvw into one (3C, C), three (C, C) or head-pair (2HS, C) matrices as --muon-qkv says,
+// the other matrices whole under every cut, ZeRO-1's shards of them whole, head pairs refused with
+// an odd head count; presence per architecture; --help's listing.
 #include <math.h>
 #include <string.h>
 
@@ -55,10 +56,10 @@ static uint64_t layout_hash(const GPTConfig* c) {
         mix(k->group);
         mix(k->decay_scale != 0.0f);
         int rows = 0, cols = 0;
-        if (k->group == GROUP_MATRIX) param_muon_matrix(k, c, &rows, &cols);
+        if (k->group == GROUP_MATRIX) param_muon_matrix(k, c, MUON_QKV_FUSED, &rows, &cols);
         mix(rows);
         mix(cols);
-        mix(param_zero_unit(k, c, 1));
+        mix(param_zero_unit(k, c, 1, MUON_QKV_FUSED));
     }
     for (int i = 0; i < NUM_PARAM_TENSORS; i++)
         if (sizes[i]) mix(tensor_offset(c, i));
@@ -140,7 +141,7 @@ static void test_layout_and_init_fixed(void) {
 }
 
 // Each row is a kind of the list (per layer where the list says LAYER), a whole slice of Muon
-// matrices in every preset shape, with a positive init and rate.
+// matrices in every preset shape under every cut that fits it, with a positive init and rate.
 static void test_rows_agree_with_the_list(void) {
     test_begin("param_table_rows_agree_with_the_list");
     int per_layer[NUM_PARAM_TENSORS] = {0};
@@ -154,15 +155,18 @@ static void test_rows_agree_with_the_list(void) {
         CHECK(k->init != INIT_NORMAL || k->std > 0.0, "%s: a normal init of std %g", param_names[i], k->std);
         CHECK(k->lr_scale > 0.0f && k->decay_scale >= 0.0f, "%s: lr x%g, decay x%g", param_names[i], k->lr_scale,
               k->decay_scale);
-        for (int p = 0; p < NUM_MODEL_PRESETS && k->group == GROUP_MATRIX; p++) {
-            const ModelPreset* m = &model_presets[p];
-            GPTConfig c = config(1024, 50257, m->L, m->NH, m->C, 0, 0, 1, 0, 0);
-            int rows, cols;
-            param_muon_matrix(k, &c, &rows, &cols);
-            size_t slice = param_slice_size(k, &c), matrix = (size_t)rows * cols;
-            CHECK(rows > 0 && slice % matrix == 0, "%s in %s: Muon's (%d, %d) matrices do not tile a slice of %zu",
-                  param_names[i], model_presets[p].name, rows, cols, slice);
-        }
+        for (int p = 0; p < NUM_MODEL_PRESETS && k->group == GROUP_MATRIX; p++)
+            for (int qkv = 0; qkv < NUM_MUON_QKV; qkv++) {
+                const ModelPreset* m = &model_presets[p];
+                GPTConfig c = config(1024, 50257, m->L, m->NH, m->C, 0, 0, 1, 0, 0);
+                if (muon_qkv_unfit(qkv, &c)) continue;
+                int rows, cols;
+                param_muon_matrix(k, &c, qkv, &rows, &cols);
+                size_t slice = param_slice_size(k, &c), matrix = (size_t)rows * cols;
+                CHECK(rows > 0 && slice % matrix == 0 && matrix % 8 == 0,
+                      "%s in %s, --muon-qkv %s: Muon's (%d, %d) matrices do not tile a slice of %zu", param_names[i],
+                      model_presets[p].name, muon_qkv_name(qkv), rows, cols, slice);
+            }
     }
     test_end();
 }
@@ -205,14 +209,14 @@ static void test_layer_subset(void) {
     test_end();
 }
 
-// Rank shares of kind k's tensor over W ranks by ZeRO-1's units under Muon: every part whole
-// matrices, all of them owned once. Returns the matrices.
-static size_t check_zero_units(const ParamKind* k, const GPTConfig* c, const char* what) {
+// Rank shares of kind k's tensor over W ranks by ZeRO-1's units under Muon cut as qkv says: every
+// part whole matrices, all of them owned once. Returns the matrices.
+static size_t check_zero_units(const ParamKind* k, const GPTConfig* c, int qkv, const char* what) {
     int rows, cols;
-    param_muon_matrix(k, c, &rows, &cols);
-    ZeroTensor t = {param_slices(k, c) * param_slice_size(k, c), param_zero_unit(k, c, 1)};
+    param_muon_matrix(k, c, qkv, &rows, &cols);
+    ZeroTensor t = {param_slices(k, c) * param_slice_size(k, c), param_zero_unit(k, c, 1, qkv)};
     CHECK(t.unit == (size_t)rows * cols, "%s: a ZeRO-1 unit of %zu, Muon's matrix (%d, %d)", what, t.unit, rows, cols);
-    CHECK(param_zero_unit(k, c, 0) == ZERO_SHARD_ALIGN, "%s: AdamW's unit %zu", what, param_zero_unit(k, c, 0));
+    CHECK(param_zero_unit(k, c, 0, qkv) == ZERO_SHARD_ALIGN, "%s: AdamW's unit %zu", what, param_zero_unit(k, c, 0, qkv));
     for (int W = 1; W <= 5; W++) {
         size_t owned = 0;
         for (int r = 0; r < W; r++) {
@@ -232,34 +236,44 @@ static size_t check_zero_units(const ParamKind* k, const GPTConfig* c, const cha
     return t.count / t.unit;
 }
 
-// qkvw's row as it is (one (3C, C) matrix a layer), and cut by its row alone into three (C, C)
-// or into (2 HS, C) head pairs.
+// qkvw as --muon-qkv cuts it: one (3C, C) matrix a layer (fused), three (C, C) (split: q, k and
+// v), or 3 NH / 2 head pairs (2 HS, C); the other matrices each layer's whole under every cut;
+// head pairs refused with an odd head count, taken with an even one.
 static void test_muon_cuts(void) {
     test_begin("param_table_muon_cuts");
     GPTConfig c = config(64, 100, 3, 4, 64, 1, 1, 0, 1, 1);
-    int HS = c.C / c.NH, rows, cols;
-    const ParamKind* fused = &param_table[PARAM_QKVW];
-    param_muon_matrix(fused, &c, &rows, &cols);
-    CHECK(rows == 3 * c.C && cols == c.C, "qkvw: Muon's matrix (%d, %d)", rows, cols);
-    size_t n = check_zero_units(fused, &c, "qkvw");
-    CHECK(n == (size_t)c.L, "qkvw: %zu matrices", n);
-    ParamKind by_part = *fused, by_pair = *fused;
-    by_part.muon_rows = (Dim){1, DIM_C};
-    by_pair.muon_rows = (Dim){2, DIM_HS};
-    param_muon_matrix(&by_part, &c, &rows, &cols);
-    CHECK(rows == c.C && cols == c.C, "q, k, v: Muon's matrix (%d, %d)", rows, cols);
-    n = check_zero_units(&by_part, &c, "q, k, v");
-    CHECK(n == (size_t)3 * c.L, "q, k, v: %zu matrices", n);
-    param_muon_matrix(&by_pair, &c, &rows, &cols);
-    CHECK(rows == 2 * HS && cols == c.C, "head pairs: Muon's matrix (%d, %d)", rows, cols);
-    n = check_zero_units(&by_pair, &c, "head pairs");
-    CHECK(n == (size_t)3 * c.NH / 2 * c.L, "head pairs: %zu matrices", n);
-    // The other matrices, each layer's whole.
+    int HS = c.C / c.NH;
+    const struct {
+        int qkv, rows, cols;
+        size_t matrices;
+    } cuts[] = {{MUON_QKV_FUSED, 3 * c.C, c.C, (size_t)c.L}, {MUON_QKV_SPLIT, c.C, c.C, (size_t)3 * c.L},
+                {MUON_QKV_HEAD_PAIRS, 2 * HS, c.C, (size_t)3 * c.NH / 2 * c.L}};
     const int kinds[] = {PARAM_ATTPROJW, PARAM_FCW, PARAM_FCPROJW};
-    for (int i = 0; i < 3; i++) {
-        n = check_zero_units(&param_table[kinds[i]], &c, param_names[kinds[i]]);
-        CHECK(n == (size_t)c.L, "%s: %zu matrices", param_names[kinds[i]], n);
+    for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+        const char* name = muon_qkv_name(cuts[i].qkv);
+        int rows, cols;
+        param_muon_matrix(&param_table[PARAM_QKVW], &c, cuts[i].qkv, &rows, &cols);
+        CHECK(rows == cuts[i].rows && cols == cuts[i].cols, "qkvw, %s: Muon's matrix (%d, %d), expected (%d, %d)", name,
+              rows, cols, cuts[i].rows, cuts[i].cols);
+        size_t n = check_zero_units(&param_table[PARAM_QKVW], &c, cuts[i].qkv, name);
+        CHECK(n == cuts[i].matrices, "qkvw, %s: %zu matrices, expected %zu", name, n, cuts[i].matrices);
+        CHECK(muon_qkv_unfit(cuts[i].qkv, &c) == NULL, "%s refused with %d heads", name, c.NH);
+        for (int j = 0; j < 3; j++) {
+            const ParamKind* k = &param_table[kinds[j]];
+            param_muon_matrix(k, &c, cuts[i].qkv, &rows, &cols);
+            CHECK(rows == (int)param_dim(k->rows, &c), "%s, %s: Muon's matrix has %d rows", param_names[kinds[j]], name,
+                  rows);
+            n = check_zero_units(k, &c, cuts[i].qkv, param_names[kinds[j]]);
+            CHECK(n == (size_t)c.L, "%s, %s: %zu matrices", param_names[kinds[j]], name, n);
+        }
     }
+    GPTConfig odd = config(64, 100, 3, 5, 320, 1, 1, 0, 1, 1);
+    const char* why = muon_qkv_unfit(MUON_QKV_HEAD_PAIRS, &odd);
+    CHECK(why && strstr(why, "--muon-qkv head-pairs") && strstr(why, "odd"), "head pairs of 5 heads: %s",
+          why ? why : "taken");
+    CHECK(!muon_qkv_unfit(MUON_QKV_SPLIT, &odd) && !muon_qkv_unfit(MUON_QKV_FUSED, &odd), "5 heads refused unpaired");
+    CHECK(!strcmp(muon_qkv_name(MUON_QKV_FUSED), "fused") && !strcmp(muon_qkv_name(MUON_QKV_SPLIT), "split") &&
+          !strcmp(muon_qkv_name(MUON_QKV_HEAD_PAIRS), "head-pairs"), "the cuts' names are not --muon-qkv's");
     test_end();
 }
 
@@ -308,6 +322,8 @@ static void test_describe(void) {
     }
     CHECK(strstr(text, "(L, 3C, C)") && strstr(text, "(Vp, C)") && strstr(text, "normal 0.02/sqrt(2L)"),
           "the shapes or inits are not as the table says:\n%s", text);
+    CHECK(strstr(text, "matrix, decay, --muon-qkv split (C, C), head-pairs (2HS, C) "), "qkvw's cuts are not listed:\n%s",
+          text);
     test_end();
 }
 

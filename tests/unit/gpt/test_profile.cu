@@ -144,6 +144,16 @@ static void test_floors_modern(void) {
     check_count("update FLOPs, one qkvw", w[PART_UPDATE][PHASE_UPDATE].flops, 5 * 14 * C3);
     check_count("update bytes, one qkvw", w[PART_UPDATE][PHASE_UPDATE].bytes,
                 2 * P + 30 * 3 * C2 + 5 * 2 * (9 + 4) * C2);
+    // That qkvw as q, k and v (--muon-qkv split), three (C, C) matrices of 6 C^3 and 2 (3 C^2 +
+    // 4 C^2) bytes an iteration, with NorMuon's read of the update (32 bytes an element).
+    ProfileShape split = share;
+    split.muon_qkv = MUON_QKV_SPLIT;
+    split.normuon = 1;
+    split.muon_matrices[PARAM_QKVW] = 3;
+    profile_work(&c, &split, w);
+    check_count("update FLOPs, q, k and v", w[PART_UPDATE][PHASE_UPDATE].flops, 5 * 3 * 6 * C3);
+    check_count("update bytes, q, k and v", w[PART_UPDATE][PHASE_UPDATE].bytes,
+                2 * P + 32 * 3 * C2 + 5 * 3 * 2 * (3 + 4) * C2);
     test_end();
 }
 

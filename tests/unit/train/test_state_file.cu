@@ -5,8 +5,10 @@
 // (an untied head's learning rate slot 38) and leave the others as they are; a schedule of its
 // own takes slots 39-45 of a version 3 file, under either optimizer, and leaves the others as
 // they are; rows aligned to documents take slots 46-47 of a version 4 file, under any optimizer
-// and schedule, and leave the others as they are; headers whose optimizer, schedule, alignment,
-// version and settings disagree are refused with one line naming what; the int fields bounded as integers, up to 2^31 - 1; every slot past the
+// and schedule, and leave the others as they are; Muon's variants take slots 48-52 of a version 5
+// file, under any schedule and alignment, and leave the others as they are; headers whose
+// optimizer, schedule, alignment, variants, version and settings disagree are refused with one
+// line naming what; the int fields bounded as integers, up to 2^31 - 1; every slot past the
 // fields zero.
 #include <float.h>
 #include <limits.h>
@@ -93,6 +95,8 @@ static void test_adamw_layout(void) {
         bits.schedule = (StepSchedule){.warmup_steps = bits.schedule.warmup_steps,
                                        .min_lr_frac = bits.schedule.min_lr_frac};
         bits.align_documents = bits.document_token = 0;
+        bits.muon_qkv = bits.muon_ns = bits.cautious_weight_decay = bits.normuon = 0;
+        bits.normuon_beta2 = 0.0f;
         StateFileHeader packed, again;
         int32_t expected[HEADER_INTS];
         char err[ERR_LEN] = "";
@@ -233,6 +237,52 @@ static void test_document_slots(void) {
     test_end();
 }
 
+// Muon's variants of a valid Muon state s at random, at least one of them on: the cut of qkvw
+// (head pairs where the heads pair), the coefficients, cautious decay (with a decay), NorMuon.
+static void random_variants(TrainingState* s, Rng* rng) {
+    do {
+        s->muon_qkv = (int)(rng_next(rng) % (s->config.NH % 2 ? 2 : 3));
+        s->muon_ns = (int)(rng_next(rng) % 2);
+        s->cautious_weight_decay = s->weight_decay > 0.0f && rng_next(rng) % 2;
+        s->normuon = (int)(rng_next(rng) % 2);
+    } while (!s->muon_qkv && !s->muon_ns && !s->cautious_weight_decay && !s->normuon);
+    s->normuon_beta2 = s->normuon ? random_float(rng, 0.0f, 0.99f) : 0.0f;
+}
+
+static void test_muon_variant_slots(void) {
+    test_begin("state header: Muon's variants in slots 48-52 of version 5, under any schedule and alignment, the rest "
+               "as the run's without them");
+    Rng rng = {58};
+    for (int i = 0; i < 400; i++) {
+        TrainingState s = random_state(&rng), back;
+        make_muon(&s, &rng);
+        if (i % 2) s.schedule = random_schedule(&rng, 1, &s.schedule);
+        if (i % 4 >= 2) {
+            s.align_documents = 1;
+            s.document_token = (int)(rng_next(&rng) % (uint64_t)s.config.V);
+        }
+        StateFileHeader plain, varied, again;
+        state_header_pack(&s, &plain);
+        random_variants(&s, &rng);
+        state_header_pack(&s, &varied);
+        char err[ERR_LEN] = "";
+        CHECK(varied.ints[1] == STATE_VERSION_MUON_VARIANTS && plain.ints[1] != STATE_VERSION_MUON_VARIANTS,
+              "state %d: versions %d and %d", i, plain.ints[1], varied.ints[1]);
+        CHECK(memcmp(plain.ints + 2, varied.ints + 2, 46 * sizeof(int32_t)) == 0, "state %d: slots 2-47 differ", i);
+        const int32_t ints[4] = {s.muon_qkv, s.muon_ns, s.cautious_weight_decay, s.normuon};
+        CHECK(memcmp(varied.ints + 48, ints, sizeof(ints)) == 0 &&
+              memcmp(varied.ints + 52, &s.normuon_beta2, sizeof(float)) == 0, "state %d: slots 48-52 hold %d %d %d %d %d",
+              i, varied.ints[48], varied.ints[49], varied.ints[50], varied.ints[51], varied.ints[52]);
+        for (int k = 48; k < HEADER_INTS; k++) CHECK(plain.ints[k] == 0, "a run without variants: slot %d is not 0", k);
+        for (int k = 53; k < HEADER_INTS; k++) CHECK(varied.ints[k] == 0, "slot %d is not 0", k);
+        CHECK(state_header_unpack(&varied, &back, err) == 0, "state %d refused: %s", i, err);
+        state_header_pack(&back, &again);
+        CHECK(memcmp(&varied, &again, sizeof(again)) == 0, "state %d: read back, it packs to other bytes", i);
+        if (test_case_failures) break;
+    }
+    test_end();
+}
+
 // A header changed by change is refused, with one line that holds words.
 static void expect_refused(const char* what, const TrainingState* s, void (*change)(StateFileHeader*),
                            const char* words) {
@@ -250,7 +300,31 @@ static void to_version_2(StateFileHeader* h) { h->f.version = STATE_VERSION_MUON
 static void to_version_1(StateFileHeader* h) { h->f.version = STATE_VERSION_ADAMW; }
 static void to_version_3(StateFileHeader* h) { h->f.version = STATE_VERSION_SCHEDULE; }
 static void to_version_4(StateFileHeader* h) { h->f.version = STATE_VERSION_DOCUMENTS; }
-static void to_version_5(StateFileHeader* h) { h->f.version = 5; }
+static void to_version_5(StateFileHeader* h) { h->f.version = STATE_VERSION_MUON_VARIANTS; }
+static void to_version_6(StateFileHeader* h) { h->f.version = 6; }
+static void split_qkv(StateFileHeader* h) { h->f.muon_qkv = MUON_QKV_SPLIT; }
+static void head_pairs(StateFileHeader* h) {
+    h->f.muon_qkv = MUON_QKV_HEAD_PAIRS;
+    h->f.version = STATE_VERSION_MUON_VARIANTS;
+}
+static void normuon_beta_alone(StateFileHeader* h) {
+    h->f.normuon_beta2 = 0.9f;
+    h->f.version = STATE_VERSION_MUON_VARIANTS;
+}
+static void normuon_beta_one(StateFileHeader* h) {
+    h->f.normuon = 1;
+    h->f.normuon_beta2 = 1.0f;
+    h->f.version = STATE_VERSION_MUON_VARIANTS;
+}
+static void cautious_undecayed(StateFileHeader* h) {
+    h->f.cautious_weight_decay = 1;
+    h->f.weight_decay = 0.0f;
+    h->f.version = STATE_VERSION_MUON_VARIANTS;
+}
+static void polar_for_adamw(StateFileHeader* h) {
+    h->f.muon_ns = NEWTON_SCHULZ_POLAR_EXPRESS;
+    h->f.version = STATE_VERSION_MUON_VARIANTS;
+}
 static void aligned(StateFileHeader* h) { h->f.align_documents = 1; }
 static void token_unaligned(StateFileHeader* h) { h->f.document_token = 5; }
 static void token_past_vocab(StateFileHeader* h) { h->f.document_token = h->f.shape.V; }
@@ -282,7 +356,20 @@ static void test_refusals(void) {
     make_muon(&muon, &rng);
     expect_refused("AdamW as version 2", &adamw, to_version_2, "the version is not the optimizer's");
     expect_refused("Muon as version 1", &muon, to_version_1, "the version is not the optimizer's");
-    expect_refused("version 5", &adamw, to_version_5, "unsupported training state version 5");
+    expect_refused("version 6", &adamw, to_version_6, "unsupported training state version 6");
+    expect_refused("no variants as version 5", &muon, to_version_5, "the version is not that of Muon's variants");
+    expect_refused("q, k and v as version 2", &muon, split_qkv, "the version is not that of Muon's variants");
+    expect_refused("AdamW with Polar Express", &adamw, polar_for_adamw, "an AdamW run with Muon's settings");
+    expect_refused("NorMuon's beta without NorMuon", &muon, normuon_beta_alone,
+                   "--normuon-beta2 without --normuon has no effect");
+    expect_refused("NorMuon's beta 1", &muon, normuon_beta_one, "--normuon-beta2 1 must be in [0, 1)");
+    TrainingState undecayed = muon;
+    expect_refused("cautious decay without a decay", &undecayed, cautious_undecayed,
+                   "--cautious-weight-decay without --weight-decay has no effect");
+    TrainingState odd = muon;
+    odd.config.NH = 3;
+    odd.config.C = 3 * 64;
+    expect_refused("head pairs of 3 heads", &odd, head_pairs, "--muon-qkv head-pairs: the model's heads are an odd count");
     expect_refused("unaligned rows as version 4", &adamw, to_version_4, "the version is not the rows' alignment's");
     expect_refused("aligned rows as version 1", &adamw, aligned, "the version is not the rows' alignment's");
     TrainingState documents = muon;
@@ -348,7 +435,9 @@ static void test_int_bounds(void) {
                 {"--momentum-warmup-steps", &top.schedule.momentum_warmup_steps, -1},
                 {"--momentum-cooldown-steps", &top.schedule.momentum_cooldown_steps, -1},
                 {"--weight-decay-schedule", &top.schedule.decay_shape, -1},
-                {"--align-documents", &top.align_documents, 2}, {"--align-documents at token", &top.document_token, -1}};
+                {"--align-documents", &top.align_documents, 2}, {"--align-documents at token", &top.document_token, -1},
+                {"--muon-qkv", &top.muon_qkv, -1}, {"--muon-qkv", &top.muon_qkv, 3}, {"--muon-ns", &top.muon_ns, 2},
+                {"--cautious-weight-decay", &top.cautious_weight_decay, 2}, {"--normuon", &top.normuon, -1}};
     top.step = top.adam_t = 7;
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
         int kept = *ints[i].field;
@@ -401,6 +490,7 @@ int main(void) {
     test_muon_slots();
     test_schedule_slots();
     test_document_slots();
+    test_muon_variant_slots();
     test_refusals();
     test_int_bounds();
     test_unused_slots();
