@@ -129,6 +129,8 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     int layernorm = !arch->rms_norm, gelu = !arch->relu2;
     AttentionShape s = attention_shape(c, B, T);
     m->activations = m->attention_saved = m->logits_and_scratch = m->backward = 0;
+    a->embedding = (bf16*)carve_if(arch->embedding_norm, base, &off, N * C * sizeof(bf16), &m->activations);
+    a->embedding_rstd = (float*)carve_if(arch->embedding_norm, base, &off, N * sizeof(float), &m->activations);
     a->residual = (bf16*)carve(base, &off, (L + 1) * N * C * sizeof(bf16), &m->activations);
     a->ln1 = (bf16*)carve(base, &off, ln_layers * N * C * sizeof(bf16), &m->activations);
     a->ln1_mean = (float*)carve_if(layernorm, base, &off, L * N * sizeof(float), &m->activations);

@@ -34,6 +34,8 @@ int recompute_flags(const char* list);
 
 // A buffer the architecture has no use for is NULL and takes no memory (marked below).
 typedef struct {
+    bf16* embedding;     // (B, T, C) the embedding before its norm; embedding norm only
+    float* embedding_rstd;   // (B, T) its norm's rstd; embedding norm only
     bf16* residual;      // (L + 1, B, T, C): the stream entering each layer, then the final one
     bf16* ln1;           // (L, B, T, C); recomputed: (B, T, C), shared with ln2
     float* ln1_mean;     // (L, B, T); LayerNorm only

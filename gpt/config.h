@@ -6,13 +6,16 @@
 // The architecture is GPT-2's of 2019 or the modern small-GPT recipe (rotary positions, RMSNorm,
 // QK-norm, ReLU^2, no biases, an untied head, zero-initialised projections, soft-capped logits),
 // each component switchable on its own for ablations; either may narrow what attention sees to a
-// key window per row (attention/mask.h): the row's document, a sliding window per layer, or both.
+// key window per row (attention/mask.h): the row's document, a sliding window per layer, or both;
+// and either may take the parts of the 2026 recipe (nanochat, modded-nanogpt), each off in both
+// presets: an RMSNorm of the embedding.
 #ifndef FLASHGPT_GPT_CONFIG_H
 #define FLASHGPT_GPT_CONFIG_H
 
 #include <assert.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,9 +44,16 @@ typedef struct {
     int window_count;    // the windows' pattern: layer l takes windows[l % window_count]; 0: none
     int windows[ARCHITECTURE_MAX_WINDOWS];   // keys a row sees at most, its own included; 0: no
                                              // bound (the document's, or causal); 0 past the pattern
+    // The parts of the 2026 recipe, from slot ARCHITECTURE_PARTS_SLOT on: 0 (none) in every slot
+    // of a model without them, which the checkpoint versions before them hold (gpt/checkpoint.h).
+    int embedding_norm;  // 1: the stem's output normed, x = RMSNorm(wte[token] (+ wpe[t])), without
+                         // weights (eps 1e-6) whatever the blocks' norm (nanochat's)
 } Architecture;
-#define ARCHITECTURE_SLOTS (12 + ARCHITECTURE_MAX_WINDOWS)
+#define ARCHITECTURE_PARTS_SLOT (12 + ARCHITECTURE_MAX_WINDOWS)
+#define ARCHITECTURE_SLOTS (ARCHITECTURE_PARTS_SLOT + 1)
 static_assert(sizeof(Architecture) == ARCHITECTURE_SLOTS * sizeof(int32_t), "a 4-byte slot per value");
+static_assert(offsetof(Architecture, embedding_norm) == ARCHITECTURE_PARTS_SLOT * sizeof(int32_t),
+              "the parts follow the windows");
 
 // Rotary's base in both presets, and the value a model without rotary holds
 // (gpt_config_drop_without_effect).
@@ -73,7 +83,7 @@ static inline int architecture_equal(const Architecture* a, const Architecture* 
                a->qk_norm == b->qk_norm && a->relu2 == b->relu2 && a->bias == b->bias &&
                a->untied_head == b->untied_head && a->zero_init == b->zero_init && a->softcap == b->softcap &&
                a->documents == b->documents && a->document_token == b->document_token &&
-               a->window_count == b->window_count;
+               a->window_count == b->window_count && a->embedding_norm == b->embedding_norm;
     for (int i = 0; same && i < ARCHITECTURE_MAX_WINDOWS; i++) same = a->windows[i] == b->windows[i];
     return same;
 }
@@ -84,6 +94,25 @@ static inline Architecture architecture_unmasked(const Architecture* a) {
     u.documents = u.document_token = u.window_count = 0;
     memset(u.windows, 0, sizeof(u.windows));
     return u;
+}
+
+// 1 when a slot of the 2026 recipe's parts is not 0 (by its bits): the model takes a checkpoint
+// version that holds them (gpt/checkpoint.h).
+static inline int architecture_has_parts(const Architecture* a) {
+    int32_t slots[ARCHITECTURE_SLOTS];
+    memcpy(slots, a, sizeof(slots));
+    for (int i = ARCHITECTURE_PARTS_SLOT; i < ARCHITECTURE_SLOTS; i++)
+        if (slots[i] != 0) return 1;
+    return 0;
+}
+
+// a without its key windows and its parts: the preset or the components its description starts
+// with (architecture_describe).
+static inline Architecture architecture_base(const Architecture* a) {
+    Architecture b = architecture_unmasked(a);
+    memset((char*)&b + ARCHITECTURE_PARTS_SLOT * sizeof(int32_t), 0,
+           (ARCHITECTURE_SLOTS - ARCHITECTURE_PARTS_SLOT) * sizeof(int32_t));
+    return b;
 }
 
 // NULL when a tokenizer whose <|endoftext|> is eot starts the documents of the model in the file
@@ -120,7 +149,8 @@ static inline const ArchitecturePreset* architecture_preset_of(const Architectur
 
 // The preset nearest a: the one whose components differ from a's in the fewest (the seven
 // switches and the soft cap, counted as on or off; the rotary base, the cap's value and the key
-// windows are no component of their own), the first (gpt2) on a tie.
+// windows are no component of their own, and the parts, which neither preset has, count alike
+// for both), the first (gpt2) on a tie.
 static inline const ArchitecturePreset* architecture_nearest_preset(const Architecture* a) {
     const ArchitecturePreset* nearest = NULL;
     int fewest = INT_MAX;
@@ -162,7 +192,7 @@ static inline const char* softcap_invalid(float cap) {
 // context and the layers too, gpt_config_drop_without_effect's.)
 static inline const char* architecture_invalid(const Architecture* a) {
     const int flags[] = {a->rotary, a->rms_norm, a->qk_norm, a->relu2, a->bias, a->untied_head, a->zero_init,
-                         a->documents};
+                         a->documents, a->embedding_norm};
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
         if (flags[i] != 0 && flags[i] != 1) return "a switch of the architecture is neither 0 nor 1";
     const char* why = rotary_base_invalid(a->rotary_base);
@@ -185,11 +215,12 @@ static inline const char* architecture_invalid(const Architecture* a) {
 // "gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, relu2, no
 // bias, untied head, zero init, softcap 30" (off ones as GPT-2's: "learned positions", "layernorm";
 // "learned positions (rotary base 5000)" for a base without effect, so that an option asking
-// for one is told from the model without it); then the key windows, if any: "documents (token 50256), windows 2048,512" (a window pattern as
+// for one is told from the model without it); then the parts it has: "embedding norm"; then the
+// key windows, if any: "documents (token 50256), windows 2048,512" (a window pattern as
 // train_gpt's --window-pattern takes it, "full" for no bound).
 static inline void architecture_describe(const Architecture* a, char* out, size_t len) {
-    Architecture unmasked = architecture_unmasked(a);
-    const ArchitecturePreset* preset = architecture_preset_of(&unmasked);
+    Architecture base = architecture_base(a);
+    const ArchitecturePreset* preset = architecture_preset_of(&base);
     size_t n;
     if (preset) {
         n = (size_t)snprintf(out, len, "%s", preset->name);
@@ -206,6 +237,7 @@ static inline void architecture_describe(const Architecture* a, char* out, size_
                              a->relu2 ? "relu2" : "gelu", a->bias ? "bias" : "no bias",
                              a->untied_head ? "untied" : "tied", a->zero_init ? "zero init" : "no zero init", softcap);
     }
+    if (a->embedding_norm && n < len) n += (size_t)snprintf(out + n, len - n, ", embedding norm");
     if (a->documents && n < len) n += (size_t)snprintf(out + n, len - n, ", documents (token %d)", a->document_token);
     for (int i = 0; i < a->window_count && i < ARCHITECTURE_MAX_WINDOWS && n < len; i++) {
         const char* before = i ? "," : ", windows ";

@@ -236,6 +236,7 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
         case STEM_EMBEDDING:
             encoder_forward(m->prompt.res, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
             break;
+        case STEM_EMBEDDING_NORM: rmsnorm_forward(m->prompt.res, NULL, m->prompt.res, n, C, st); break;
         }
     }
     BlockPass pass = {&c->arch, m->attention, attention_shape(c, 1, n), m->prompt_rows, 0, NULL, NULL, &m->matmul};
@@ -347,6 +348,7 @@ static void enqueue_step(InferenceModel* m, int p) {
             encoder_forward_at(m->step.x, m->tokens, m->positions, m->params.wte, m->params.wpe, m->B, c->C,
                                m->stream);
             break;
+        case STEM_EMBEDDING_NORM: rmsnorm_forward(m->step.x, NULL, m->step.x, m->B, c->C, m->stream); break;
         }
     }
     for (int l = 0; l < c->L; l++) enqueue_block(m, l);

@@ -6,6 +6,7 @@ static NormKind norm_kind(const Architecture* a) { return a->rms_norm ? NORM_RMS
 StemOps stem_ops(const Architecture* a) {
     StemOps s = {0};
     s.op[s.count++] = STEM_EMBEDDING;
+    if (a->embedding_norm) s.op[s.count++] = STEM_EMBEDDING_NORM;
     return s;
 }
 

@@ -34,7 +34,8 @@ typedef enum { ACTIVATION_GELU, ACTIVATION_RELU2 } Activation;
 
 // The stem, on the B * T tokens.
 typedef enum {
-    STEM_EMBEDDING,   // x = wte[token] (+ wpe[position] where the model has learned positions)
+    STEM_EMBEDDING,        // x = wte[token] (+ wpe[position] where the model has learned positions)
+    STEM_EMBEDDING_NORM,   // x = RMSNorm(x) without weights (eps 1e-6), whatever the blocks' norm
 } StemOp;
 
 typedef struct {

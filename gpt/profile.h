@@ -23,7 +23,7 @@
 
 typedef enum {
     PART_EMBEDDING,       // encoder: token (+ position) embeddings
-    PART_NORM,            // ln1, ln2, lnf: LayerNorm or RMSNorm
+    PART_NORM,            // ln1, ln2, lnf: LayerNorm or RMSNorm; the embedding's RMSNorm
     PART_QKV,             // the qkv matmul
     PART_QK_NORM_ROTARY,  // QK-norm and rotary on q and k (layers/rotary.h), where the model has them
     PART_ATTENTION,       // flash, naive or the ring

@@ -2,7 +2,7 @@
 its two presets and train_gpt's options for it, for the Python scripts (python3 alone: no numpy,
 no torch, so a script checks its options before it loads either).
 
-The fields, in the order of gpt/config.h and of the model checkpoint's header slots 8-83:
+The fields, in the order of gpt/config.h and of the model checkpoint's header slots 8 on:
 rotary (0/1: rotary positions on q and k, no learned wpe), rotary_base (frequencies
 base^(-2i/HS)), rms_norm (0/1: RMSNorm without weights, else LayerNorm), qk_norm (0/1: RMSNorm of
 each head's q and k), relu2 (0/1: the MLP's activation relu(x)^2, else tanh GELU), bias (0/1:
@@ -12,20 +12,25 @@ softcap); 0: none) in slots 8-16; then attention's key window per row (attention
 documents (0/1: a row sees its own document alone), document_token (the token that starts a
 document, 0 without documents), window_count and windows (64 slots: layer l sees at most
 windows[l % window_count] keys, 0 for no bound; 0 past the pattern), train_gpt's
---document-mask, --window and --window-pattern, which no PyTorch model here computes (masked()).
+--document-mask, --window and --window-pattern, which no PyTorch model here computes (masked());
+then the parts of the 2026 recipe, off in both presets, from slot 84 on (checkpoint versions 8
+and 9 hold them, 6 and 7 none): embedding_norm (0/1: an RMSNorm of the stem's output).
 The options are train_gpt's: --arch gpt2|modern picks a preset, then --rotary 0|1,
 --rotary-base X, --norm layer|rms, --qk-norm 0|1, --mlp gelu|relu2, --bias 0|1,
---head tied|untied, --zero-init 0|1 and --softcap X each replace one field.
+--head tied|untied, --zero-init 0|1, --softcap X and --embedding-norm 0|1 each replace one field.
 The rules are gpt/config.h's, held to it by tests/mirrors/test_rules.py: each field's values (invalid),
 the fields without effect (drop_without_effect: refused in an option, dropped as a checkpoint is
 read, so that it reads as the model it computes) and the preset nearest an architecture, whose
 optimizer defaults a run takes without --arch (nearest_preset).
 """
 import math
+import struct
 from typing import NamedTuple
 
 MAX_WINDOWS = 64
-SLOTS = 12 + MAX_WINDOWS  # the header slots an architecture takes
+PARTS_SLOT = 12 + MAX_WINDOWS  # the first slot of the parts, past those of checkpoint versions 6 and 7
+PARTS = ("embedding_norm",)
+SLOTS = PARTS_SLOT + len(PARTS)  # the header slots an architecture takes
 
 
 class Architecture(NamedTuple):
@@ -42,6 +47,7 @@ class Architecture(NamedTuple):
     document_token: int = 0
     window_count: int = 0
     windows: tuple = (0,) * MAX_WINDOWS
+    embedding_norm: int = 0
 
 
 ROTARY_BASE = 10000.0  # both presets', and the one a model without rotary holds
@@ -53,7 +59,9 @@ PRESETS = {
 }
 GPT2 = PRESETS["gpt2"]
 FLOAT_FIELDS = ("rotary_base", "softcap")
-SWITCHES = ("rotary", "rms_norm", "qk_norm", "relu2", "bias", "untied_head", "zero_init", "documents")
+SWITCHES = ("rotary", "rms_norm", "qk_norm", "relu2", "bias", "untied_head", "zero_init", "documents",
+            "embedding_norm")
+COMPONENT_SWITCHES = SWITCHES[:7]  # the switches that make the presets
 
 # Each component option: (flag, the field it sets, its choices as {word: value}, or None for a
 # number).
@@ -61,7 +69,7 @@ COMPONENTS = (("--rotary", "rotary", {"0": 0, "1": 1}), ("--rotary-base", "rotar
               ("--norm", "rms_norm", {"layer": 0, "rms": 1}), ("--qk-norm", "qk_norm", {"0": 0, "1": 1}),
               ("--mlp", "relu2", {"gelu": 0, "relu2": 1}), ("--bias", "bias", {"0": 0, "1": 1}),
               ("--head", "untied_head", {"tied": 0, "untied": 1}), ("--zero-init", "zero_init", {"0": 0, "1": 1}),
-              ("--softcap", "softcap", None))
+              ("--softcap", "softcap", None), ("--embedding-norm", "embedding_norm", {"0": 0, "1": 1}))
 
 
 def rotary_base_invalid(base):
@@ -127,6 +135,20 @@ def masked(arch):
     return bool(arch.documents or arch.window_count)
 
 
+def has_parts(arch):
+    """Whether arch has a part of the 2026 recipe: a slot from PARTS_SLOT on not 0 (by its bits),
+    which a checkpoint of version 8 or 9 holds (gpt/config.h's architecture_has_parts)."""
+    return any(struct.unpack("<i", struct.pack("<f", v))[0] if isinstance(v, float) else v
+               for v in (getattr(arch, field) for field in PARTS))
+
+
+def base(arch):
+    """arch without its key windows and its parts: the preset or components its description
+    starts with."""
+    return arch._replace(documents=0, document_token=0, window_count=0, windows=(0,) * MAX_WINDOWS,
+                         **{field: type(getattr(GPT2, field))(0) for field in PARTS})
+
+
 def preset_of(arch):
     """The name of the preset arch is, or None (an ablation)."""
     return next((name for name, preset in PRESETS.items() if preset == arch), None)
@@ -137,16 +159,16 @@ def nearest_preset(arch):
     whose components differ from arch's in the fewest (the seven switches and the soft cap, on or
     off; the rotary base, the cap's value and the key windows count for nothing), gpt2 on a tie."""
     def differ(preset):
-        return sum(getattr(arch, f) != getattr(preset, f) for f in SWITCHES if f != "documents") + \
+        return sum(getattr(arch, f) != getattr(preset, f) for f in COMPONENT_SWITCHES) + \
             ((arch.softcap > 0) != (preset.softcap > 0))
     return min(PRESETS, key=lambda name: differ(PRESETS[name]))  # min keeps the first of a tie
 
 
 def describe(arch):
     """"gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, ..."; then
-    the key windows, if any: ", documents (token 50256), windows 2048,512" (gpt/config.h's)."""
-    unmasked = arch._replace(documents=0, document_token=0, window_count=0, windows=(0,) * MAX_WINDOWS)
-    text = preset_of(unmasked) or ", ".join([
+    the parts it has: ", embedding norm"; then the key windows, if any: ", documents (token
+    50256), windows 2048,512" (gpt/config.h's)."""
+    text = preset_of(base(arch)) or ", ".join([
         f"rotary (base {arch.rotary_base:g})" if arch.rotary else
         f"learned positions (rotary base {arch.rotary_base:g})" if arch.rotary_base != ROTARY_BASE else
         "learned positions",
@@ -154,6 +176,8 @@ def describe(arch):
         "relu2" if arch.relu2 else "gelu", "bias" if arch.bias else "no bias",
         "untied head" if arch.untied_head else "tied head", "zero init" if arch.zero_init else "no zero init",
         f"softcap {arch.softcap:g}" if arch.softcap else "no softcap"])
+    if arch.embedding_norm:
+        text += ", embedding norm"
     if arch.documents:
         text += f", documents (token {arch.document_token})"
     if arch.window_count:

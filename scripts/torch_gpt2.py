@@ -11,7 +11,9 @@ switchable as train_gpt's are:
   embeddings (RoFormer's, paired as in GPT-NeoX, "rotate half": element i of a head with element
   i + HS/2, turned by the angle t * base^(-2i/HS) at position t) on each head's q and k, after an
   RMSNorm of each over the head (QK-norm); a ReLU^2 MLP; no biases; an output head lm_head of
-  its own; the logits z soft-capped as softcap * tanh(z / softcap) before the loss.
+  its own; the logits z soft-capped as softcap * tanh(z / softcap) before the loss;
+- the parts of the 2026 recipe, each on its own (embedding_norm: the embedding, positions
+  added, RMSNorm'ed before the first block, as nanochat's norm(wte(idx))).
 Attention is F.scaled_dot_product_attention (causal, scaled by 1/sqrt(HS)); the vocabulary is
 padded to a multiple of 128, the padded logits left out of the loss. Each parameter is a slice of
 a tensor of the parameter table (scripts/gpt_parameters.py; GPT.table_parameters pairs them) and
@@ -153,6 +155,7 @@ class GPT(nn.Module):
         rotary = Rotary(C // NH, maxT, arch.rotary_base) if arch.rotary else None
         self.blocks = nn.ModuleList(Block(C, NH, arch, self.stream, rotary) for _ in range(L))
         self.lnf = make_norm(C, arch)
+        self.embedding_norm = RMSNorm() if arch.embedding_norm else None
         self.lm_head = nn.Linear(C, Vp, bias=False) if arch.untied_head else None
         kinds = {id(p): kind for kind, params in self.table_parameters() for p in params}
         with torch.no_grad():
@@ -196,6 +199,8 @@ class GPT(nn.Module):
         x = self.wte(idx)
         if self.wpe is not None:
             x = x + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        if self.embedding_norm is not None:
+            x = self.embedding_norm(x)
         x = self.stream(x)
         for block in self.blocks:
             x = block(x)

@@ -71,6 +71,9 @@ static void parse_peak(const char* name, const char* value, void* peak) {
     if (*(float*)peak <= 0.0f) die("%s %s: a peak must be positive", name, value);
 }
 
+// The slot of the Architecture member at offset, which components_given follows.
+static int slot_of(size_t offset) { return (int)(offset / sizeof(int32_t)); }
+
 void train_options_parse(int argc, char** argv, TrainOptions* o) {
     *o = (TrainOptions){.model = "d12", .context = 1024, .arch = 0, .components = ARCHITECTURE_GPT2,
                         .train_data = "datasets/tinyshakespeare/train_*.bin", .B = 4,
@@ -91,7 +94,8 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
         {OPTION_INT, "--context", "N", &o->context, "context length of the model [1024]", 1, INT_MAX, NULL,
          &o->context_given},
         {OPTION_TEXT, "--init-from", "FILE", &o->init_from,
-         "start from a model checkpoint (version 3 or 5: GPT-2, fp32 or\nbf16; 6 or 7: another architecture)"},
+         "start from a model checkpoint (version 3 or 5: GPT-2, fp32 or\nbf16; 6 or 7: another architecture; 8 or 9: "
+         "with a part\nof the 2026 recipe)"},
         {OPTION_TEXT, "--save-init", "FILE", &o->save_init,
          "write the initial model (drawn from --seed) to FILE, an fp32\ncheckpoint, and stop before the GPU"},
         {OPTION_TEXT, "--resume", "DIR", &o->resume_dir, "continue the run whose checkpoints are in DIR, exactly"},
@@ -116,6 +120,9 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
          NULL, &given[7]},
         {OPTION_CALL, "--softcap", "X", &a->softcap, "logits z -> X tanh(z / X), X >= 1; 0 for none", 0, 0,
          parse_softcap, &given[8]},
+        {OPTION_INT, "--embedding-norm", "0|1", &a->embedding_norm,
+         "an RMSNorm of the embedding: x = norm(wte[token] (+ wpe)) [0]", 0, 1, NULL,
+         &given[slot_of(offsetof(Architecture, embedding_norm))]},
         {OPTION_FLAG, "--document-mask", NULL, &o->document_mask,
          "attention sees the row's own document alone (documents\nstart at <|endoftext|>, whose id --tokenizer "
          "gives)"},

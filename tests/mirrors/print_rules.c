@@ -46,7 +46,7 @@ static void print_arch(const Architecture* a) {
     printf(", \"documents\": %d, \"document_token\": %d, \"window_count\": %d, \"windows\": [", a->documents,
            a->document_token, a->window_count);
     for (int i = 0; i < ARCHITECTURE_MAX_WINDOWS; i++) printf("%s%d", i ? ", " : "", a->windows[i]);
-    printf("]}");
+    printf("], \"embedding_norm\": %d}", a->embedding_norm);
 }
 
 static void print_settings_of(const OptimizerConfig* o) {
@@ -166,6 +166,10 @@ static const ArchitectureCase architecture_cases[] = {
     {1, 64, 2, -1, 0, 0, 3, {0, 0, 32}},
     {1, 64, 3, -1, 0, 0, 4, {0, 8, 99, 4}},
     {0, 16, 1, 1, 5000.0f, 0, 2, {16, 4}},
+    {0, 64, 2, ARCHITECTURE_PARTS_SLOT, 0, 1, -2, {0}},
+    {1, 64, 2, ARCHITECTURE_PARTS_SLOT, 0, 1, 2, {8, 0}},
+    {1, 64, 2, ARCHITECTURE_PARTS_SLOT, 0, 2, -2, {0}},
+    {0, 64, 2, ARCHITECTURE_PARTS_SLOT, 0, -1, -2, {0}},
 };
 #define NUM_ARCHITECTURE_CASES ((int)(sizeof(architecture_cases) / sizeof(architecture_cases[0])))
 

@@ -213,6 +213,40 @@ if [ -x ./generate ]; then
 fi
 end
 
+begin "train_gpt_parts_of_the_checkpoint"
+# The parts of the 2026 recipe (version 9: slots 84 on; version 7 holds none): a modern model
+# with parts resumed with them, and a version 7 one without; refused naming the file and what is
+# wrong: a part out of its range, a slot past the parts, a version 7 file with a part's slot, the
+# next version; the options refused before the training data is looked for.
+parts_slots="slot=1:9,84:1"
+pair "$tmp/parts" modern=1 $parts_slots -- modern=1
+resume "$tmp/parts"
+check "a version 9 model with parts resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+resume "$tmp/parts" --embedding-norm 1
+check "resumed asking for its parts: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+resume "$tmp/parts" --embedding-norm 0
+check "resumed without its embedding norm: $(last "$tmp/out")" says "$tmp/out" \
+    "the architecture asked for (modern) is not that of $tmp/parts (modern, embedding norm)"
+resume "$tmp/modern" --embedding-norm 1
+check "a version 7 model resumed with an embedding norm: $(last "$tmp/out")" says "$tmp/out" \
+    "the architecture asked for (modern, embedding norm) is not that of $tmp/modern (modern)"
+pair "$tmp/r" modern=1 slot=1:9 -- modern=1
+resume "$tmp/r"
+check "a version 9 model without parts: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+while IFS='|' read -r slots why; do
+    pair "$tmp/r" modern=1 slot="$slots" -- modern=1
+    resume "$tmp/r"
+    check "slots $slots: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/model_00000005.bin: $why"
+done <<'EOF'
+84:5|corrupt header: slot 84 holds 5, past the architecture every slot is 0
+1:9,84:2|corrupt header: a switch of the architecture is neither 0 nor 1
+1:9,85:1|corrupt header: slot 85 holds 1, past the architecture every slot is 0
+1:10|unsupported checkpoint version 10
+EOF
+./train_gpt --train-data "$tmp/none_*.bin" --model d2 --context 64 -T 64 --embedding-norm 2 > "$tmp/out" 2>&1
+check "--embedding-norm 2: $(last "$tmp/out")" says "$tmp/out" "--embedding-norm 2: expected an integer from 0 to 1"
+end
+
 begin "train_gpt_key_windows_checked_before_the_gpu"
 # Attention's key windows: documents (slots 17-18), a window pattern (19, and 20-83) in a modern
 # model's header, resumed with them (under the ring too) or refused naming the file and what is

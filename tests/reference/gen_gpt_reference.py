@@ -62,13 +62,18 @@ MAGIC, VERSION = 20241129, 1
 # The architectures (gpt/config.h's fields, in its order).
 MAX_WINDOWS = 64
 UNMASKED = dict(documents=0, document_token=0, window_count=0, windows=[0] * MAX_WINDOWS)
+NO_PARTS = dict(embedding_norm=0)
 GPT2 = dict(rotary=0, rotary_base=10000.0, rms_norm=0, qk_norm=0, relu2=0, bias=1, untied_head=0, zero_init=0,
-            softcap=0.0, **UNMASKED)
+            softcap=0.0, **UNMASKED, **NO_PARTS)
 MODERN = dict(rotary=1, rotary_base=100.0, rms_norm=1, qk_norm=1, relu2=1, bias=0, untied_head=1, zero_init=0,
-              softcap=2.0, **UNMASKED)
+              softcap=2.0, **UNMASKED, **NO_PARTS)
 DOCUMENT_TOKEN = 3
 MASKED = dict(MODERN, documents=1, document_token=DOCUMENT_TOKEN, window_count=2,
               windows=[0, 9] + [0] * (MAX_WINDOWS - 2))
+# The parts of the 2026 recipe on the modern model and on GPT-2's (LayerNorm, learned positions,
+# biases, a tied head).
+PARTS = dict(MODERN, embedding_norm=1)
+GPT2_PARTS = dict(GPT2, embedding_norm=1)
 # Where the masked batch's documents start (DOCUMENT_TOKEN; nowhere else): row 0 with a document
 # of one token first; row 1 with a first document that has no start token, a document of one
 # token inside and one at the last position.
@@ -126,7 +131,9 @@ def round_to_bf16(x):
 def init_params(rng, arch=GPT2):
     flat = np.zeros(num_params(arch))
     p = views(flat, arch)
-    residual_std = 0.02 / np.sqrt(2 * L)
+    # Against a normed embedding (RMS 1, not wte's 0.02) the residual projections are drawn ten
+    # times larger, so that the blocks move the stream and every part of them shows in the logits.
+    residual_std = 0.02 / np.sqrt(2 * L) * (10 if arch["embedding_norm"] else 1)
     for name, shape in param_shapes(arch):
         if name in ("ln1w", "ln2w", "lnfw"):
             p[name][...] = 1 + rng.normal(0, 0.1, shape)
@@ -300,6 +307,9 @@ def forward(flat, inputs, targets, arch=GPT2):
     """Returns (mean loss, logits (B, T, V) before the soft cap, cache for backward)."""
     p = views(flat, arch)
     x = p["wte"][inputs] + (0 if arch["rotary"] else p["wpe"][:T])  # (B, T, C)
+    embedding_cache = None
+    if arch["embedding_norm"]:
+        x, embedding_cache = rmsnorm_forward(x)
     layers = []
     for l in range(L):
         ln1, ln1_cache = norm_forward(x, p, "ln1", l, arch)
@@ -318,7 +328,7 @@ def forward(flat, inputs, targets, arch=GPT2):
     shifted = z - z.max(-1, keepdims=True)
     logprobs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
     loss = -np.take_along_axis(logprobs, targets[..., None], -1).mean()
-    cache = (inputs, targets, layers, lnf, lnf_cache, np.exp(logprobs), logits)
+    cache = (inputs, targets, embedding_cache, layers, lnf, lnf_cache, np.exp(logprobs), logits)
     return loss, logits, cache
 
 
@@ -327,7 +337,7 @@ def backward(flat, cache, arch=GPT2):
     p = views(flat, arch)
     grad = np.zeros_like(flat)
     g = views(grad, arch)
-    inputs, targets, layers, lnf, lnf_cache, probs, logits = cache
+    inputs, targets, embedding_cache, layers, lnf, lnf_cache, probs, logits = cache
     dlogits = probs.copy()  # (softmax - onehot(target)) / (B * T)
     dlogits[np.arange(B)[:, None], np.arange(T), targets] -= 1
     dlogits /= B * T
@@ -357,6 +367,8 @@ def backward(flat, cache, arch=GPT2):
         if arch["bias"]:
             g["qkvb"][l] = dqkv.sum((0, 1))
         dx = dx + norm_backward(dqkv @ p["qkvw"][l], ln1_cache, p, g, "ln1", l, arch)
+    if arch["embedding_norm"]:
+        dx = rmsnorm_backward(dx, embedding_cache)
     np.add.at(g["wte"], inputs, dx)
     if not arch["rotary"]:
         g["wpe"][:T] = dx.sum(0)
@@ -480,6 +492,8 @@ def main():
     model_reference(os.path.join(outdir, "gpt_reference.bin"), GPT2, SEED, 0)
     model_reference(os.path.join(outdir, "gpt_modern_reference.bin"), MODERN, SEED + 1, NSTEPS)
     model_reference(os.path.join(outdir, "gpt_masked_reference.bin"), MASKED, SEED + 2, 0)
+    model_reference(os.path.join(outdir, "gpt_parts_reference.bin"), PARTS, SEED + 3, NSTEPS)
+    model_reference(os.path.join(outdir, "gpt_gpt2_parts_reference.bin"), GPT2_PARTS, SEED + 4, 0)
 
 
 if __name__ == "__main__":

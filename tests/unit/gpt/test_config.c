@@ -1,7 +1,8 @@
 // tests/unit/gpt/test_config.c: the model shape's validation (gpt/config.h) against the sizes a crafted
 // checkpoint header can hold: every int32, near 2^31 included; the architecture's fields, each
 // refused out of its range or where it has no effect, the presets valid; the fields without
-// effect dropped as a file is read; the preset nearest an architecture (CPU).
+// effect dropped as a file is read; the preset nearest an architecture; the parts of the 2026
+// recipe (CPU).
 #include <limits.h>
 #include <stddef.h>
 
@@ -234,6 +235,42 @@ static void test_drop_without_effect(void) {
     test_end();
 }
 
+// The parts of the 2026 recipe: off in both presets; each a value of its own, refused out of its
+// range; a model with one is no preset, described after its preset's name, nearest the preset
+// without it, and holds a slot of the parts (architecture_has_parts: its checkpoint's version).
+static void test_parts(void) {
+    test_begin("config_parts");
+    const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
+    for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++)
+        CHECK(!architecture_has_parts(&architecture_presets[i].arch), "preset %s has a part",
+              architecture_presets[i].name);
+    Architecture a = modern;
+    a.embedding_norm = 1;
+    char text[ARCHITECTURE_TEXT];
+    architecture_describe(&a, text, sizeof(text));
+    CHECK(!architecture_invalid(&a) && architecture_has_parts(&a) && !architecture_preset_of(&a) &&
+          architecture_nearest_preset(&a) == &architecture_presets[1] && !strcmp(text, "modern, embedding norm"),
+          "modern with an embedding norm: '%s', %s", text, architecture_invalid(&a) ? architecture_invalid(&a) : "");
+    Architecture base = architecture_base(&a);
+    CHECK(architecture_equal(&base, &modern), "without its parts it is not the modern preset");
+    a = gpt2;
+    a.embedding_norm = 1;
+    a.qk_norm = 1;
+    a.window_count = 1;
+    a.windows[0] = 64;
+    architecture_describe(&a, text, sizeof(text));
+    CHECK(!strcmp(text, "learned positions, layernorm, qk-norm, gelu, bias, tied head, no zero init, no softcap, "
+                        "embedding norm, windows 64"),
+          "GPT-2 with QK-norm, an embedding norm and a window: '%s'", text);
+    CHECK(architecture_nearest_preset(&a) == &architecture_presets[0], "GPT-2 with parts is nearest modern");
+    for (int v = -1; v <= 2; v += 3) {
+        a = modern;
+        a.embedding_norm = v;
+        CHECK(architecture_invalid(&a) != NULL, "an embedding norm of %d is accepted", v);
+    }
+    test_end();
+}
+
 // The preset nearest an architecture: the one its components differ least from, gpt2 on a tie;
 // the rotary base, the cap's value and the key windows count for nothing.
 static void test_nearest_preset(void) {
@@ -267,6 +304,7 @@ int main(void) {
     test_architecture_fields();
     test_architecture_key_windows();
     test_drop_without_effect();
+    test_parts();
     test_vocab_near_int_max();
     test_sizes_bounded();
     test_real_shapes_valid();

@@ -778,6 +778,12 @@ static void test_memory_sizes(void) {
           m_masked.activations - m_modern.activations == 2 * N * sizeof(int),
           "windows add %zu bytes of activations, documents %zu", m_windows.activations - m_modern.activations,
           m_masked.activations - m_modern.activations);
+    // The embedding norm keeps the embedding before it (B, T, C) and its rstd (B, T).
+    GPTConfig parts = modern;
+    parts.arch.embedding_norm = 1;
+    MemorySizes m_normed = gpt_memory_sizes(&parts, 64, 1024, &naive, NULL, NULL);
+    CHECK(m_normed.activations - m_modern.activations == N * C * sizeof(bf16) + N * sizeof(float),
+          "the embedding norm adds %zu bytes of activations", m_normed.activations - m_modern.activations);
     // The optimizers: the same state (master, m, v), and under Muon the Newton-Schulz scratch of
     // its largest batch of matrices, fcw's (L, 4C, C); ZeRO-1 over 4 ranks cuts it to 3 layers'.
     OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW), muon = optimizer_defaults(OPTIMIZER_MUON);
@@ -921,27 +927,35 @@ int main(void) {
     const char* resume_masked_name = "gpt resume bit-exact modern muon --document-mask --window-pattern full,8";
     const char* resume_window_arch = "--window 8";
     const char* resume_window_name = "gpt resume bit-exact naive --window 8 (GPT-2's architecture, version 7)";
+    // The 2026 recipe's parts on the modern recipe (a version 9 model, resumed without them on the
+    // command line: from the checkpoint).
+    const char* parts_arch = "--arch modern --embedding-norm 1";
+    const char* resume_parts_name = "gpt resume bit-exact modern muon with the 2026 recipe's parts (version 9)";
     const char* deterministic_name = "gpt --deterministic muon: two runs, the same bits";
     const char* saved_init_name = "gpt --save-init: the run from its file takes the steps of the run from the seed";
     const char* dp1_name = "gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too";
     const char* dp1_muon_name = "gpt data parallel through NCCL, one rank, muon, with and without --zero 1 (by matrices)";
     const char* dp2_name = "gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2";
     const char* dp2_muon_name = "gpt data parallel, muon, 2 ranks against 1, --zero 0 and 1 (by matrices), resume 2->1 and 1->2";
-    const char* cp_names[3][2] = {
+    const char* cp_names[4][2] = {
         {"gpt context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
          "gpt context parallel through NCCL on 2 GPUs: the losses of the simulated ring"},
         {"gpt modern context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
          "gpt modern context parallel through NCCL on 2 GPUs: the losses of the simulated ring"},
         {"gpt masked modern context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
-         "gpt masked modern context parallel through NCCL on 2 GPUs: the losses of the simulated ring"}};
+         "gpt masked modern context parallel through NCCL on 2 GPUs: the losses of the simulated ring"},
+        {"gpt modern with parts context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
+         "gpt modern with parts context parallel through NCCL on 2 GPUs: the losses of the simulated ring"}};
     int devices = 0;
     // The reference files: GPT-2's in every mode, the modern one's in those it has (with Muon),
-    // the masked one's in the modern one's (AdamW alone).
-    const int n_files = 3;
-    const char* files[n_files] = {"gpt_reference.bin", "gpt_modern_reference.bin", "gpt_masked_reference.bin"};
-    const char* models[n_files] = {"", "modern ", "masked modern "};
-    const ModelOptions* file_modes[n_files] = {modes, modern_modes, modern_modes};
-    const int file_muon_steps[n_files] = {0, 1, 0};
+    // the masked one's in the modern one's (AdamW alone); the 2026 recipe's parts on the modern
+    // model as the modern one's, on GPT-2's as GPT-2's (AdamW alone).
+    const int n_files = 5;
+    const char* files[n_files] = {"gpt_reference.bin", "gpt_modern_reference.bin", "gpt_masked_reference.bin",
+                                  "gpt_parts_reference.bin", "gpt_gpt2_parts_reference.bin"};
+    const char* models[n_files] = {"", "modern ", "masked modern ", "modern with parts ", "gpt2 with parts "};
+    const ModelOptions* file_modes[n_files] = {modes, modern_modes, modern_modes, modern_modes, modes};
+    const int file_muon_steps[n_files] = {0, 1, 0, 1, 0};
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         for (int k = 0; k < n_files; k++)
             for (int i = 0; i < n_modes; i++) {
@@ -958,10 +972,10 @@ int main(void) {
             test_skip(name, "no CUDA device");
         }
         const char* runs[] = {resume_naive_name, resume_flash_name, resume_muon_name, resume_modern_name,
-                              resume_masked_name, resume_window_name, deterministic_name, saved_init_name, dp1_name,
-                              dp1_muon_name, dp2_name, dp2_muon_name};
+                              resume_masked_name, resume_window_name, resume_parts_name, deterministic_name,
+                              saved_init_name, dp1_name, dp1_muon_name, dp2_name, dp2_muon_name};
         for (const char* run : runs) test_skip(run, "no CUDA device");
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             for (int j = 0; j < 2; j++) test_skip(cp_names[k][j], "no CUDA device");
         test_skip("gpt naive vs flash loss curves", "no CUDA device");
         return test_exit_code();
@@ -986,6 +1000,7 @@ int main(void) {
     test_resume(resume_modern_name, "gpt_resume_modern", resume_modern_args, "");
     test_resume(resume_masked_name, "gpt_resume_masked", resume_masked_args, resume_masked_arch);
     test_resume(resume_window_name, "gpt_resume_window", resume_naive_args, resume_window_arch);
+    test_resume(resume_parts_name, "gpt_resume_parts", resume_masked_args, parts_arch);
     test_deterministic_runs(deterministic_name, resume_muon_args);
     test_saved_init(saved_init_name);
     test_data_parallel_one_rank(dp1_name, "gpt_dp1", "");
@@ -995,6 +1010,7 @@ int main(void) {
     test_context_parallel(cp_names[0][0], cp_names[0][1], "gpt_cp", "");
     test_context_parallel(cp_names[1][0], cp_names[1][1], "gpt_cp_modern", "--arch modern");
     test_context_parallel(cp_names[2][0], cp_names[2][1], "gpt_cp_masked", resume_masked_arch);
+    test_context_parallel(cp_names[3][0], cp_names[3][1], "gpt_cp_parts", parts_arch);
     test_loss_curves();
     return test_exit_code();
 }

@@ -3,7 +3,7 @@
 // the modern recipe; each switch of the architecture alone, on GPT-2's and off the modern one,
 // changing what it computes and nothing else (the biases, the untied head and zero init change
 // the parameters, not the operations); each layer's key window under a pattern, and documents,
-// which leave the lists as they are. Its switches, as every path's, name every operation: a new
+// which leave the lists as they are; each part of the 2026 recipe on either preset. Its switches, as every path's, name every operation: a new
 // one is written out here too.
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,6 +45,7 @@ static void stem_text(const StemOps* ops, char* out) {
         if (i) append(out, " ");
         switch (ops->op[i]) {
         case STEM_EMBEDDING: append(out, "embedding"); break;
+        case STEM_EMBEDDING_NORM: append(out, "embedding_norm"); break;
         }
     }
 }
@@ -194,6 +195,21 @@ static void test_switches(void) {
     test_end();
 }
 
+// The parts of the 2026 recipe, each on its own on either preset: the embedding's norm, the
+// stem's second operation (an RMSNorm whatever the blocks' norm).
+static void test_parts(void) {
+    test_begin("model_ops_parts");
+    Architecture a = ARCHITECTURE_GPT2;
+    a.embedding_norm = 1;
+    check_lists("gpt2 with embedding norm", &a, 0, "embedding embedding_norm", GPT2_BLOCK,
+                "norm(layernorm) logits(softcap 0)");
+    a = (Architecture)ARCHITECTURE_MODERN;
+    a.embedding_norm = 1;
+    check_lists("modern with embedding norm", &a, 1, "embedding embedding_norm", MODERN_BLOCK,
+                "norm(rmsnorm) logits(softcap 30)");
+    test_end();
+}
+
 // The pattern 16, full, 8 over seven layers (layer l takes windows[l % 3]), with documents; and
 // a window of 4 on every layer of GPT-2's.
 static void test_windows(void) {
@@ -229,5 +245,6 @@ int main(void) {
     test_presets();
     test_switches();
     test_windows();
+    test_parts();
     return test_exit_code();
 }
