@@ -73,7 +73,7 @@ void memory_sizes_print(const MemorySizes* m, AttentionKind kind) {
 }
 
 AttentionShape attention_shape(const GPTConfig* c, int B, int T) {
-    AttentionShape s = {B, T, c->NH, c->C / c->NH, 1, 1.0f / sqrtf((float)(c->C / c->NH))};
+    AttentionShape s = {B, T, c->NH, c->C / c->NH, 1, architecture_attention_scale(&c->arch, c->C / c->NH)};
     return s;
 }
 

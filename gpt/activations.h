@@ -86,6 +86,8 @@ size_t gpu_memory_in_use(void);
 // Prints the sizes as a table, with the device's memory.
 void memory_sizes_print(const MemorySizes* m, AttentionKind kind);
 
+// The attention's shape of batches of B x T, causal, at the architecture's scale
+// (architecture_attention_scale: a QK scale's there): every path's, so all scale alike.
 AttentionShape attention_shape(const GPTConfig* c, int B, int T);
 // NULL when every layer's attention (opt's plan with the architecture's key windows,
 // block_attention_plans) computes batches of B x T, else why not.

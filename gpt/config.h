@@ -8,7 +8,7 @@
 // each component switchable on its own for ablations; either may narrow what attention sees to a
 // key window per row (attention/mask.h): the row's document, a sliding window per layer, or both;
 // and either may take the parts of the 2026 recipe (nanochat, modded-nanogpt), each off in both
-// presets: an RMSNorm of the embedding.
+// presets: an RMSNorm of the embedding, a QK scale.
 #ifndef FLASHGPT_GPT_CONFIG_H
 #define FLASHGPT_GPT_CONFIG_H
 
@@ -48,9 +48,15 @@ typedef struct {
     // of a model without them, which the checkpoint versions before them hold (gpt/checkpoint.h).
     int embedding_norm;  // 1: the stem's output normed, x = RMSNorm(wte[token] (+ wpe[t])), without
                          // weights (eps 1e-6) whatever the blocks' norm (nanochat's)
+    float qk_scale;      // > 0: each head's q and k times qk_scale after QK-norm (which it needs), so
+                         // that the attention's logits are qk_scale^2 times those of the scale
+                         // 1/sqrt(HS): nanochat's 1.2 (modded-nanogpt's attention scale 0.12 at HS 128
+                         // is 1.165). Applied as attention's scale (architecture_attention_scale), so
+                         // q and k are stored, and the KV cache holds the keys, as QK-norm and rotary
+                         // leave them. 0: none
 } Architecture;
 #define ARCHITECTURE_PARTS_SLOT (12 + ARCHITECTURE_MAX_WINDOWS)
-#define ARCHITECTURE_SLOTS (ARCHITECTURE_PARTS_SLOT + 1)
+#define ARCHITECTURE_SLOTS (ARCHITECTURE_PARTS_SLOT + 2)
 static_assert(sizeof(Architecture) == ARCHITECTURE_SLOTS * sizeof(int32_t), "a 4-byte slot per value");
 static_assert(offsetof(Architecture, embedding_norm) == ARCHITECTURE_PARTS_SLOT * sizeof(int32_t),
               "the parts follow the windows");
@@ -83,7 +89,8 @@ static inline int architecture_equal(const Architecture* a, const Architecture* 
                a->qk_norm == b->qk_norm && a->relu2 == b->relu2 && a->bias == b->bias &&
                a->untied_head == b->untied_head && a->zero_init == b->zero_init && a->softcap == b->softcap &&
                a->documents == b->documents && a->document_token == b->document_token &&
-               a->window_count == b->window_count && a->embedding_norm == b->embedding_norm;
+               a->window_count == b->window_count && a->embedding_norm == b->embedding_norm &&
+               a->qk_scale == b->qk_scale;
     for (int i = 0; same && i < ARCHITECTURE_MAX_WINDOWS; i++) same = a->windows[i] == b->windows[i];
     return same;
 }
@@ -140,6 +147,13 @@ static inline int architecture_keys(const Architecture* a, int l, int T) {
 // 1 when q and k go through the QK-norm and rotary pass (layers/rotary.h): either is on.
 static inline int architecture_transforms_qk(const Architecture* a) { return a->qk_norm || a->rotary; }
 
+// The attention's softmax scale at head size HS: 1/sqrt(HS), times qk_scale^2 with a QK scale (q
+// and k each times qk_scale). Every path takes it from here (gpt/activations.h's attention_shape):
+// training, the prompt and the decoding step scale alike.
+static inline float architecture_attention_scale(const Architecture* a, int HS) {
+    return (a->qk_scale > 0.0f ? a->qk_scale * a->qk_scale : 1.0f) / sqrtf((float)HS);
+}
+
 // The preset whose architecture a is, or NULL (an ablation).
 static inline const ArchitecturePreset* architecture_preset_of(const Architecture* a) {
     for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++)
@@ -187,6 +201,14 @@ static inline const char* softcap_invalid(float cap) {
                                                           : "the softcap must be 0 (none) or a finite number of at least 1";
 }
 
+// NULL when s may be the QK scale, else the rule it breaks. It makes the logits of normed q and k
+// s^2 times the plain scale's: from 1/8 to 8 (1/64 to 64 times) holds every scale the anchors
+// use (nanochat's 1.2, modded-nanogpt's 1.165) many times over; past it a normed head's attention
+// starts uniform or as a hard argmax, from which it learns nothing.
+static inline const char* qk_scale_invalid(float s) {
+    return s == 0.0f || (s >= 0.125f && s <= 8.0f) ? NULL : "the QK scale must be 0 (none) or a number from 0.125 to 8";
+}
+
 // NULL when every field holds a value it may, else which does not. (The head sizes the blocks
 // take are the block's to say, gpt/block.h; the fields without effect, which depend on the
 // context and the layers too, gpt_config_drop_without_effect's.)
@@ -198,6 +220,9 @@ static inline const char* architecture_invalid(const Architecture* a) {
     const char* why = rotary_base_invalid(a->rotary_base);
     if (why) return why;
     if ((why = softcap_invalid(a->softcap))) return why;
+    if ((why = qk_scale_invalid(a->qk_scale))) return why;
+    if (a->qk_scale != 0.0f && !a->qk_norm)   // unnormed q and k take their scale from their weights
+        return "a QK scale without QK-norm (the scale of q and k not normed is their weights': --qk-norm 1)";
     if (a->document_token < 0 || (!a->documents && a->document_token != 0))
         return "the document token is negative, or set without documents";
     if (a->window_count < 0 || a->window_count > ARCHITECTURE_MAX_WINDOWS)
@@ -215,7 +240,8 @@ static inline const char* architecture_invalid(const Architecture* a) {
 // "gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, relu2, no
 // bias, untied head, zero init, softcap 30" (off ones as GPT-2's: "learned positions", "layernorm";
 // "learned positions (rotary base 5000)" for a base without effect, so that an option asking
-// for one is told from the model without it); then the parts it has: "embedding norm"; then the
+// for one is told from the model without it); then the parts it has: "embedding norm, qk scale
+// 1.2"; then the
 // key windows, if any: "documents (token 50256), windows 2048,512" (a window pattern as
 // train_gpt's --window-pattern takes it, "full" for no bound).
 static inline void architecture_describe(const Architecture* a, char* out, size_t len) {
@@ -238,6 +264,7 @@ static inline void architecture_describe(const Architecture* a, char* out, size_
                              a->untied_head ? "untied" : "tied", a->zero_init ? "zero init" : "no zero init", softcap);
     }
     if (a->embedding_norm && n < len) n += (size_t)snprintf(out + n, len - n, ", embedding norm");
+    if (a->qk_scale > 0.0f && n < len) n += (size_t)snprintf(out + n, len - n, ", qk scale %g", a->qk_scale);
     if (a->documents && n < len) n += (size_t)snprintf(out + n, len - n, ", documents (token %d)", a->document_token);
     for (int i = 0; i < a->window_count && i < ARCHITECTURE_MAX_WINDOWS && n < len; i++) {
         const char* before = i ? "," : ", windows ";
@@ -287,8 +314,8 @@ static inline const ModelPreset* find_model_preset(const char* name) {
 }
 
 // Fields without effect: no field holds a value that changes nothing the model computes (a
-// rotary base other than the presets' without rotary, a window of the context or more, a window
-// pattern longer than the layers, a pattern that bounds no layer), so that one model has one
+// rotary base other than the presets' without rotary, a QK scale of 1, a window of the context
+// or more, a window pattern longer than the layers, a pattern that bounds no layer), so that one model has one
 // description and a GPT-2 stays llm.c's file. train_gpt refuses an option that would set one
 // (gpt_config_invalid): a dropped option would leave its command line naming a model the run does
 // not train. A model file that holds one (versions 6 and 7 may) still describes a model, and is
@@ -296,7 +323,7 @@ static inline const ModelPreset* find_model_preset(const char* name) {
 // file is GPT-2, in every program and when saved again (version 3 or 5).
 // Drops each field without effect from c, whose fields are each valid (architecture_invalid; a
 // value invalid in itself is left for it to refuse): a rotary base without rotary becomes the
-// presets', a window of the context or more no bound, the pattern's entries past the layers go,
+// presets', a QK scale of 1 none, a window of the context or more no bound, the pattern's entries past the layers go,
 // and a pattern that then bounds no layer becomes none. Returns why the first field dropped has
 // no effect, or NULL when c holds none.
 static inline const char* gpt_config_drop_without_effect(GPTConfig* c) {
@@ -305,6 +332,10 @@ static inline const char* gpt_config_drop_without_effect(GPTConfig* c) {
     if (!a->rotary && a->rotary_base != ARCHITECTURE_ROTARY_BASE && !rotary_base_invalid(a->rotary_base)) {
         a->rotary_base = ARCHITECTURE_ROTARY_BASE;
         why = "a rotary base without rotary, where it has no effect (--rotary 1 gives the model rotary)";
+    }
+    if (a->qk_scale == 1.0f) {
+        a->qk_scale = 0.0f;
+        if (!why) why = "a QK scale of 1, which scales nothing (leave it out)";
     }
     if (a->window_count <= 0 || a->window_count > ARCHITECTURE_MAX_WINDOWS) return why;
     int bounded = 0;

@@ -52,7 +52,8 @@ typedef enum {
     BLOCK_QK_NORM_ROTARY,   // q and k of qkv in place: RMSNorm over each head (no weights), then
                             // rotary at each row's position (layers/rotary.h); either alone
     BLOCK_ATTENTION,        // atty (N, NH, HS) = causal attention of q, k, v in the layer's key
-                            // window (and the row's document, where the batch has documents)
+                            // window (and the row's document, where the batch has documents), at
+                            // the model's scale (a QK scale's: gpt/activations.h's attention_shape)
     BLOCK_ATTPROJ,          // mid (N, C) = res + atty @ attprojw^T + attprojb
     BLOCK_NORM2,            // ln2 (N, C) = norm(mid)
     BLOCK_FC,               // fch_gelu (N, 4C) = activation(ln2 @ fcw^T + fcb)

@@ -14,10 +14,13 @@ document, 0 without documents), window_count and windows (64 slots: layer l sees
 windows[l % window_count] keys, 0 for no bound; 0 past the pattern), train_gpt's
 --document-mask, --window and --window-pattern, which no PyTorch model here computes (masked());
 then the parts of the 2026 recipe, off in both presets, from slot 84 on (checkpoint versions 8
-and 9 hold them, 6 and 7 none): embedding_norm (0/1: an RMSNorm of the stem's output).
+and 9 hold them, 6 and 7 none): embedding_norm (0/1: an RMSNorm of the stem's output), qk_scale
+(q and k each times it after QK-norm, which it needs: the attention's scale qk_scale^2 / sqrt(HS);
+0: none).
 The options are train_gpt's: --arch gpt2|modern picks a preset, then --rotary 0|1,
 --rotary-base X, --norm layer|rms, --qk-norm 0|1, --mlp gelu|relu2, --bias 0|1,
---head tied|untied, --zero-init 0|1, --softcap X and --embedding-norm 0|1 each replace one field.
+--head tied|untied, --zero-init 0|1, --softcap X, --embedding-norm 0|1 and --qk-scale X each
+replace one field.
 The rules are gpt/config.h's, held to it by tests/mirrors/test_rules.py: each field's values (invalid),
 the fields without effect (drop_without_effect: refused in an option, dropped as a checkpoint is
 read, so that it reads as the model it computes) and the preset nearest an architecture, whose
@@ -29,7 +32,7 @@ from typing import NamedTuple
 
 MAX_WINDOWS = 64
 PARTS_SLOT = 12 + MAX_WINDOWS  # the first slot of the parts, past those of checkpoint versions 6 and 7
-PARTS = ("embedding_norm",)
+PARTS = ("embedding_norm", "qk_scale")
 SLOTS = PARTS_SLOT + len(PARTS)  # the header slots an architecture takes
 
 
@@ -48,6 +51,7 @@ class Architecture(NamedTuple):
     window_count: int = 0
     windows: tuple = (0,) * MAX_WINDOWS
     embedding_norm: int = 0
+    qk_scale: float = 0.0
 
 
 ROTARY_BASE = 10000.0  # both presets', and the one a model without rotary holds
@@ -58,7 +62,7 @@ PRESETS = {
                            zero_init=1, softcap=30.0),
 }
 GPT2 = PRESETS["gpt2"]
-FLOAT_FIELDS = ("rotary_base", "softcap")
+FLOAT_FIELDS = ("rotary_base", "softcap", "qk_scale")
 SWITCHES = ("rotary", "rms_norm", "qk_norm", "relu2", "bias", "untied_head", "zero_init", "documents",
             "embedding_norm")
 COMPONENT_SWITCHES = SWITCHES[:7]  # the switches that make the presets
@@ -69,7 +73,8 @@ COMPONENTS = (("--rotary", "rotary", {"0": 0, "1": 1}), ("--rotary-base", "rotar
               ("--norm", "rms_norm", {"layer": 0, "rms": 1}), ("--qk-norm", "qk_norm", {"0": 0, "1": 1}),
               ("--mlp", "relu2", {"gelu": 0, "relu2": 1}), ("--bias", "bias", {"0": 0, "1": 1}),
               ("--head", "untied_head", {"tied": 0, "untied": 1}), ("--zero-init", "zero_init", {"0": 0, "1": 1}),
-              ("--softcap", "softcap", None), ("--embedding-norm", "embedding_norm", {"0": 0, "1": 1}))
+              ("--softcap", "softcap", None), ("--embedding-norm", "embedding_norm", {"0": 0, "1": 1}),
+              ("--qk-scale", "qk_scale", None))
 
 
 def rotary_base_invalid(base):
@@ -84,15 +89,28 @@ def softcap_invalid(cap):
         "the softcap must be 0 (none) or a finite number of at least 1"
 
 
+def qk_scale_invalid(scale):
+    """None when scale may be the QK scale, else the rule it breaks (gpt/config.h's: from 1/8 to
+    8, the logits of normed q and k from 1/64 to 64 times the plain scale's)."""
+    return None if scale == 0 or 0.125 <= scale <= 8 else "the QK scale must be 0 (none) or a number from 0.125 to 8"
+
+
+def attention_scale(arch, HS):
+    """The attention's softmax scale at head size HS: 1/sqrt(HS), times qk_scale^2 with a QK scale."""
+    return (arch.qk_scale ** 2 if arch.qk_scale > 0 else 1.0) / math.sqrt(HS)
+
+
 def invalid(arch):
     """None when every field holds a value it may (gpt/config.h's architecture_invalid), else
     what does not."""
     for field in SWITCHES:
         if getattr(arch, field) not in (0, 1):
             return f"{field} {getattr(arch, field)} is neither 0 nor 1"
-    why = rotary_base_invalid(arch.rotary_base) or softcap_invalid(arch.softcap)
+    why = rotary_base_invalid(arch.rotary_base) or softcap_invalid(arch.softcap) or qk_scale_invalid(arch.qk_scale)
     if why:
         return why
+    if arch.qk_scale != 0 and not arch.qk_norm:
+        return "a QK scale without QK-norm (the scale of q and k not normed is their weights': --qk-norm 1)"
     if arch.document_token < 0 or (not arch.documents and arch.document_token):
         return f"the document token {arch.document_token} is negative, or set without documents"
     if not 0 <= arch.window_count <= MAX_WINDOWS or len(arch.windows) != MAX_WINDOWS:
@@ -106,14 +124,17 @@ def drop_without_effect(arch, shape=None):
     """(arch without its fields that change nothing the model computes, why the first of them has
     no effect or None when it holds none): gpt/config.h's gpt_config_drop_without_effect, for an
     architecture whose fields are each valid (invalid; a value invalid in itself is left as it
-    is). A rotary base without rotary becomes the presets', a window of the context or more no
-    bound, the pattern's entries past the layers go, and a pattern that then bounds no layer
+    is). A rotary base without rotary becomes the presets', a QK scale of 1 none, a window of the
+    context or more no bound, the pattern's entries past the layers go, and a pattern that then bounds no layer
     becomes none. shape: the model's (its maxT and L), which the windows are checked against;
     None for an architecture without windows."""
     why = None
     if not arch.rotary and arch.rotary_base != ROTARY_BASE and not rotary_base_invalid(arch.rotary_base):
         arch = arch._replace(rotary_base=ROTARY_BASE)
         why = "a rotary base without rotary, where it has no effect (--rotary 1 gives the model rotary)"
+    if arch.qk_scale == 1:
+        arch = arch._replace(qk_scale=0.0)
+        why = why or "a QK scale of 1, which scales nothing (leave it out)"
     if not 0 < arch.window_count <= MAX_WINDOWS:
         return arch, why
     pattern = list(arch.windows[:arch.window_count])
@@ -166,7 +187,7 @@ def nearest_preset(arch):
 
 def describe(arch):
     """"gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, ..."; then
-    the parts it has: ", embedding norm"; then the key windows, if any: ", documents (token
+    the parts it has: ", embedding norm, qk scale 1.2"; then the key windows, if any: ", documents (token
     50256), windows 2048,512" (gpt/config.h's)."""
     text = preset_of(base(arch)) or ", ".join([
         f"rotary (base {arch.rotary_base:g})" if arch.rotary else
@@ -178,6 +199,8 @@ def describe(arch):
         f"softcap {arch.softcap:g}" if arch.softcap else "no softcap"])
     if arch.embedding_norm:
         text += ", embedding norm"
+    if arch.qk_scale > 0:
+        text += f", qk scale {arch.qk_scale:g}"
     if arch.documents:
         text += f", documents (token {arch.document_token})"
     if arch.window_count:

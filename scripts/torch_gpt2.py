@@ -13,7 +13,8 @@ switchable as train_gpt's are:
   RMSNorm of each over the head (QK-norm); a ReLU^2 MLP; no biases; an output head lm_head of
   its own; the logits z soft-capped as softcap * tanh(z / softcap) before the loss;
 - the parts of the 2026 recipe, each on its own (embedding_norm: the embedding, positions
-  added, RMSNorm'ed before the first block, as nanochat's norm(wte(idx))).
+  added, RMSNorm'ed before the first block, as nanochat's norm(wte(idx)); qk_scale: each head's
+  q and k multiplied by it after QK-norm and rotary, as nanochat's 1.2).
 Attention is F.scaled_dot_product_attention (causal, scaled by 1/sqrt(HS)); the vocabulary is
 padded to a multiple of 128, the padded logits left out of the loss. Each parameter is a slice of
 a tensor of the parameter table (scripts/gpt_parameters.py; GPT.table_parameters pairs them) and
@@ -126,6 +127,7 @@ class Block(nn.Module):
         self.fc, self.fcproj = nn.Linear(C, 4 * C, bias=arch.bias), nn.Linear(4 * C, C, bias=arch.bias)
         self.qk_norm = RMSNorm() if arch.qk_norm else None
         self.rotary = rotary
+        self.qk_scale = arch.qk_scale
 
     def forward(self, x):
         B, T, C = x.shape
@@ -135,6 +137,8 @@ class Block(nn.Module):
             q, k = self.qk_norm(q), self.qk_norm(k)
         if self.rotary is not None:
             q, k = self.rotary(q), self.rotary(k)
+        if self.qk_scale:
+            q, k = q * self.qk_scale, k * self.qk_scale
         q, k, v = (t.to(v.dtype).transpose(1, 2) for t in (q, k, v))  # (B, NH, T, HS)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = self.stream(x + self.attproj(y.transpose(1, 2).reshape(B, T, C)))

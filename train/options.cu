@@ -57,6 +57,12 @@ static void parse_softcap(const char* name, const char* value, void* cap) {
     parse_float_by(name, value, (float*)cap, softcap_invalid);
 }
 
+// A QK scale of -0 is 0: none, in the header's bits too.
+static void parse_qk_scale(const char* name, const char* value, void* scale) {
+    parse_float_by(name, value, (float*)scale, qk_scale_invalid);
+    if (*(float*)scale == 0.0f) *(float*)scale = 0.0f;
+}
+
 // A setting of the optimizer, within its bounds (gpt/optimizer.h's optimizer_settings, which
 // bound the training state's too).
 static void parse_optimizer_setting(const char* name, const char* value, void* setting) {
@@ -123,6 +129,10 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
         {OPTION_INT, "--embedding-norm", "0|1", &a->embedding_norm,
          "an RMSNorm of the embedding: x = norm(wte[token] (+ wpe)) [0]", 0, 1, NULL,
          &given[slot_of(offsetof(Architecture, embedding_norm))]},
+        {OPTION_CALL, "--qk-scale", "X", &a->qk_scale,
+         "with --qk-norm 1: q and k times X after their norm, the\nattention's logits X^2 times 1/sqrt(HS)'s, X from "
+         "0.125 to 8\n(nanochat 1.2); 0 for none [0]", 0, 0, parse_qk_scale,
+         &given[slot_of(offsetof(Architecture, qk_scale))]},
         {OPTION_FLAG, "--document-mask", NULL, &o->document_mask,
          "attention sees the row's own document alone (documents\nstart at <|endoftext|>, whose id --tokenizer "
          "gives)"},

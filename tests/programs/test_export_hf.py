@@ -204,7 +204,7 @@ def set_header(index, value):
 
 
 ARCH_SLOTS = 12 + 64  # header slots 8-83: gpt_architecture.py's fields, the floats by their bits, then 64 windows
-PARTS = ("embedding_norm",)  # the 2026 recipe's parts, in slots 84 on (versions 8 and 9)
+PARTS = ("embedding_norm", "qk_scale")  # the 2026 recipe's parts, in slots 84 on (versions 8 and 9)
 GPT2_ARCH = dict(rotary=0, rotary_base=10000.0, rms_norm=0, qk_norm=0, relu2=0, bias=1, untied_head=0, zero_init=0,
                  softcap=0.0, documents=0, document_token=0, window_count=0)
 MODERN_ARCH = dict(GPT2_ARCH, rotary=1, rms_norm=1, qk_norm=1, relu2=1, bias=0, untied_head=1, zero_init=1,

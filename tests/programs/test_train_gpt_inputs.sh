@@ -217,16 +217,19 @@ begin "train_gpt_parts_of_the_checkpoint"
 # The parts of the 2026 recipe (version 9: slots 84 on; version 7 holds none): a modern model
 # with parts resumed with them, and a version 7 one without; refused naming the file and what is
 # wrong: a part out of its range, a slot past the parts, a version 7 file with a part's slot, the
-# next version; the options refused before the training data is looked for.
-parts_slots="slot=1:9,84:1"
-pair "$tmp/parts" modern=1 $parts_slots -- modern=1
+# next version; the options refused before the GPU is taken.
+parts_slots="slot=1:9,84:1,85:bits 1.25"
+pair "$tmp/parts" modern=1 "$parts_slots" -- modern=1
 resume "$tmp/parts"
 check "a version 9 model with parts resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
-resume "$tmp/parts" --embedding-norm 1
+resume "$tmp/parts" --embedding-norm 1 --qk-scale 1.25
 check "resumed asking for its parts: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 resume "$tmp/parts" --embedding-norm 0
 check "resumed without its embedding norm: $(last "$tmp/out")" says "$tmp/out" \
-    "the architecture asked for (modern) is not that of $tmp/parts (modern, embedding norm)"
+    "the architecture asked for (modern, qk scale 1.25) is not that of $tmp/parts (modern, embedding norm, qk scale 1.25)"
+resume "$tmp/parts" --qk-scale 1.2
+check "resumed with another QK scale: $(last "$tmp/out")" says "$tmp/out" \
+    "the architecture asked for (modern, embedding norm, qk scale 1.2) is not that of $tmp/parts"
 resume "$tmp/modern" --embedding-norm 1
 check "a version 7 model resumed with an embedding norm: $(last "$tmp/out")" says "$tmp/out" \
     "the architecture asked for (modern, embedding norm) is not that of $tmp/modern (modern)"
@@ -240,11 +243,24 @@ while IFS='|' read -r slots why; do
 done <<'EOF'
 84:5|corrupt header: slot 84 holds 5, past the architecture every slot is 0
 1:9,84:2|corrupt header: a switch of the architecture is neither 0 nor 1
-1:9,85:1|corrupt header: slot 85 holds 1, past the architecture every slot is 0
+1:9,85:bits 9|corrupt header: the QK scale must be 0 (none) or a number from 0.125 to 8
+1:9,11:0,85:bits 1.25|corrupt header: a QK scale without QK-norm
+1:9,86:1|corrupt header: slot 86 holds 1, past the architecture every slot is 0
 1:10|unsupported checkpoint version 10
 EOF
-./train_gpt --train-data "$tmp/none_*.bin" --model d2 --context 64 -T 64 --embedding-norm 2 > "$tmp/out" 2>&1
-check "--embedding-norm 2: $(last "$tmp/out")" says "$tmp/out" "--embedding-norm 2: expected an integer from 0 to 1"
+pair "$tmp/r" modern=1 "slot=1:9,85:bits 1" -- modern=1
+resume "$tmp/r" --arch modern
+check "a QK scale of 1 in the header, read as none: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+while IFS='|' read -r options why; do
+    ./train_gpt --train-data "$train" --model d2 --context 64 -T 64 $options > "$tmp/out" 2>&1
+    check "$options: $(last "$tmp/out")" says "$tmp/out" "$why"
+done <<'EOF'
+--embedding-norm 2|--embedding-norm 2: expected an integer from 0 to 1
+--arch modern --qk-scale 9|--qk-scale 9: the QK scale must be 0 (none) or a number from 0.125 to 8
+--arch modern --qk-scale -1|--qk-scale -1: the QK scale must be
+--qk-scale 1.2|the architecture (gpt2, qk scale 1.2): a QK scale without QK-norm
+--arch modern --qk-scale 1|the model (L 2 C 128 NH 2 V 300 context 64, modern, qk scale 1): a QK scale of 1, which scales nothing
+EOF
 end
 
 begin "train_gpt_key_windows_checked_before_the_gpu"

@@ -62,7 +62,7 @@ MAGIC, VERSION = 20241129, 1
 # The architectures (gpt/config.h's fields, in its order).
 MAX_WINDOWS = 64
 UNMASKED = dict(documents=0, document_token=0, window_count=0, windows=[0] * MAX_WINDOWS)
-NO_PARTS = dict(embedding_norm=0)
+NO_PARTS = dict(embedding_norm=0, qk_scale=0.0)
 GPT2 = dict(rotary=0, rotary_base=10000.0, rms_norm=0, qk_norm=0, relu2=0, bias=1, untied_head=0, zero_init=0,
             softcap=0.0, **UNMASKED, **NO_PARTS)
 MODERN = dict(rotary=1, rotary_base=100.0, rms_norm=1, qk_norm=1, relu2=1, bias=0, untied_head=1, zero_init=0,
@@ -72,7 +72,7 @@ MASKED = dict(MODERN, documents=1, document_token=DOCUMENT_TOKEN, window_count=2
               windows=[0, 9] + [0] * (MAX_WINDOWS - 2))
 # The parts of the 2026 recipe on the modern model and on GPT-2's (LayerNorm, learned positions,
 # biases, a tied head).
-PARTS = dict(MODERN, embedding_norm=1)
+PARTS = dict(MODERN, embedding_norm=1, qk_scale=1.25)
 GPT2_PARTS = dict(GPT2, embedding_norm=1)
 # Where the masked batch's documents start (DOCUMENT_TOKEN; nowhere else): row 0 with a document
 # of one token first; row 1 with a first document that has no start token, a document of one
@@ -249,22 +249,27 @@ def visible_keys(inputs, arch, l):
     return ((t[None, None, :] >= lo[:, :, None]) & (t[None, None, :] <= t[None, :, None]))[:, None]
 
 
-def attention_forward(qkv, visible):  # qkv (B, T, 3C), visible (B, 1, T, T) -> out (B, T, C)
+def attention_scale(arch):
+    """The softmax's scale: 1/sqrt(HS), times qk_scale^2 with a QK scale (q and k each times it)."""
+    return (arch["qk_scale"] ** 2 if arch["qk_scale"] else 1.0) / np.sqrt(HS)
+
+
+def attention_forward(qkv, visible, scale):  # qkv (B, T, 3C), visible (B, 1, T, T) -> out (B, T, C)
     q, k, v = qkv.reshape(B, T, 3, NH, HS).transpose(2, 0, 3, 1, 4)  # each (B, NH, T, HS)
-    scores = q @ k.swapaxes(-1, -2) / np.sqrt(HS)  # (B, NH, T, T)
+    scores = q @ k.swapaxes(-1, -2) * scale  # (B, NH, T, T)
     scores = np.where(visible, scores, -np.inf)
     att = np.exp(scores - scores.max(-1, keepdims=True))
     att /= att.sum(-1, keepdims=True)
     y = att @ v  # (B, NH, T, HS)
-    return y.transpose(0, 2, 1, 3).reshape(B, T, C), (q, k, v, att)
+    return y.transpose(0, 2, 1, 3).reshape(B, T, C), (q, k, v, att, scale)
 
 
 def attention_backward(dout, cache):
-    q, k, v, att = cache
+    q, k, v, att, scale = cache
     dy = dout.reshape(B, T, NH, HS).transpose(0, 2, 1, 3)  # (B, NH, T, HS)
     datt = dy @ v.swapaxes(-1, -2)
     dv = att.swapaxes(-1, -2) @ dy
-    dscores = att * (datt - (datt * att).sum(-1, keepdims=True)) / np.sqrt(HS)  # masked: att = 0
+    dscores = att * (datt - (datt * att).sum(-1, keepdims=True)) * scale  # masked: att = 0
     dq = dscores @ k
     dk = dscores.swapaxes(-1, -2) @ q
     return np.stack([dq, dk, dv]).transpose(1, 3, 0, 2, 4).reshape(B, T, 3 * C)
@@ -314,7 +319,7 @@ def forward(flat, inputs, targets, arch=GPT2):
     for l in range(L):
         ln1, ln1_cache = norm_forward(x, p, "ln1", l, arch)
         qkv, qk_caches = qk_forward(linear(ln1, p, "qkvw", "qkvb", l), arch)  # (B, T, 3C)
-        atty, att_cache = attention_forward(qkv, visible_keys(inputs, arch, l))
+        atty, att_cache = attention_forward(qkv, visible_keys(inputs, arch, l), attention_scale(arch))
         x = x + linear(atty, p, "attprojw", "attprojb", l)
         ln2, ln2_cache = norm_forward(x, p, "ln2", l, arch)
         pre_act = linear(ln2, p, "fcw", "fcb", l)  # (B, T, 4C)

@@ -41,7 +41,9 @@
 //    the last 24 cache rows of the 96, its prompt the masked flash forward) greedy, and GPT-2's
 //    with a window of 16 with top-k 5, against the full forward of the same architecture (flash
 //    with the windows). Then the parts of the 2026 recipe (the embedding's norm in the prompt's
-//    and the step's stem) on the modern model, greedy, and on GPT-2's with top-k 5.
+//    and the step's stem; the QK scale in the flash forward's and the decode attention's scale)
+//    on the modern model, greedy, and on GPT-2's (without the QK scale, which needs QK-norm) with
+//    top-k 5.
 // 4. inference_set_seed, with the draws on the GPU and on the host: a seed set between steps
 //    changes no draw until the next prompt, which draws what a model built with that seed draws.
 // 5. A model with documents ends each sample at the first document token it draws
@@ -422,6 +424,7 @@ static void test_inference(void) {
     check_inference(INFERENCE_NAMES[7], &gpt2_window, 2, (DrawSettings){1.0f, 5, 1.0f, 7});
     GPTConfig modern_parts = SMALL_MODERN, gpt2_parts = SMALL_GPT;
     modern_parts.arch.embedding_norm = gpt2_parts.arch.embedding_norm = 1;
+    modern_parts.arch.qk_scale = 1.25f;
     check_inference(INFERENCE_NAMES[8], &modern_parts, 3, (DrawSettings){0.0f, 0, 1.0f, 8});
     check_inference(INFERENCE_NAMES[9], &gpt2_parts, 2, (DrawSettings){1.0f, 5, 1.0f, 9});
     check_seed(SEED_NAMES[0], (DrawSettings){1.0f, 0, 1.0f, 4});

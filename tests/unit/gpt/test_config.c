@@ -4,6 +4,7 @@
 // effect dropped as a file is read; the preset nearest an architecture; the parts of the 2026
 // recipe (CPU).
 #include <limits.h>
+#include <math.h>
 #include <stddef.h>
 
 #include "gpt/config.h"
@@ -268,6 +269,33 @@ static void test_parts(void) {
         a.embedding_norm = v;
         CHECK(architecture_invalid(&a) != NULL, "an embedding norm of %d is accepted", v);
     }
+    // The QK scale: from 1/8 to 8 with QK-norm; the attention's scale qk_scale^2 / sqrt(HS), the
+    // plain one's bits without it; a scale of 1 scales nothing, dropped as a file is read.
+    const float scales[] = {0.0f, 0.125f, 1.2f, 8.0f, 0.1f, 8.5f, -1.0f, INFINITY, NAN};
+    for (int i = 0; i < 9; i++) {
+        a = modern;
+        a.qk_scale = scales[i];
+        int valid = i < 4;
+        CHECK((architecture_invalid(&a) == NULL) == valid && (qk_scale_invalid(scales[i]) == NULL) == valid,
+              "a QK scale of %g: %s", scales[i], valid ? "refused" : "accepted");
+    }
+    a = modern;
+    a.qk_scale = 1.2f;
+    architecture_describe(&a, text, sizeof(text));
+    CHECK(!strcmp(text, "modern, qk scale 1.2") && architecture_has_parts(&a), "modern with a QK scale: '%s'", text);
+    float plain = 1.0f / sqrtf(128.0f);
+    CHECK(architecture_attention_scale(&modern, 128) == plain &&
+          architecture_attention_scale(&a, 128) == 1.2f * 1.2f / sqrtf(128.0f),
+          "attention scales %g and %g at HS 128", architecture_attention_scale(&modern, 128),
+          architecture_attention_scale(&a, 128));
+    a.qk_norm = 0;
+    CHECK(architecture_invalid(&a) != NULL, "a QK scale without QK-norm is accepted");
+    GPTConfig c = shape(1024, 50257, 50304, 12, 12, 768);
+    c.arch = modern;
+    c.arch.qk_scale = 1.0f;
+    CHECK(!architecture_invalid(&c.arch) && gpt_config_invalid(&c) != NULL && gpt_config_drop_without_effect(&c) &&
+          architecture_equal(&c.arch, &modern) && !architecture_has_parts(&c.arch),
+          "a QK scale of 1 is not dropped as a field without effect");
     test_end();
 }
 

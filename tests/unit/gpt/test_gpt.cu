@@ -929,7 +929,7 @@ int main(void) {
     const char* resume_window_name = "gpt resume bit-exact naive --window 8 (GPT-2's architecture, version 7)";
     // The 2026 recipe's parts on the modern recipe (a version 9 model, resumed without them on the
     // command line: from the checkpoint).
-    const char* parts_arch = "--arch modern --embedding-norm 1";
+    const char* parts_arch = "--arch modern --embedding-norm 1 --qk-scale 1.25";
     const char* resume_parts_name = "gpt resume bit-exact modern muon with the 2026 recipe's parts (version 9)";
     const char* deterministic_name = "gpt --deterministic muon: two runs, the same bits";
     const char* saved_init_name = "gpt --save-init: the run from its file takes the steps of the run from the seed";

@@ -3,8 +3,9 @@
 // context or more, a window pattern longer than the layers) reads as the model it computes, its
 // values as written, and is saved again as that model's file: a GPT-2 as llm.c's version 3 with
 // nothing past its shape, another model as version 6 without the fields dropped. A model with a
-// part of the 2026 recipe is saved as version 8 and read back; a version 8 file without one is
-// saved again as version 6, which the readers without the parts read.
+// part of the 2026 recipe is saved as version 8 and read back; a version 8 file without one (or
+// with a QK scale of 1, which is none) is saved again as version 6, which the readers without the
+// parts read.
 #include <stdlib.h>
 #include <string.h>
 #include "gpt/checkpoint.h"
@@ -107,7 +108,12 @@ static void test_parts_versions(void) {
     c.arch.embedding_norm = 1;
     check_read_and_saved("gpt2_embedding_norm", MODEL_VERSION_PARTS_FP32, &c, &c.arch, MODEL_VERSION_PARTS_FP32);
     c.arch = modern;
+    c.arch.qk_scale = 1.25f;
+    check_read_and_saved("modern_qk_scale", MODEL_VERSION_PARTS_FP32, &c, &c.arch, MODEL_VERSION_PARTS_FP32);
+    c.arch = modern;
     check_read_and_saved("modern_in_version_8", MODEL_VERSION_PARTS_FP32, &c, &modern, MODEL_VERSION_ARCH_FP32);
+    c.arch.qk_scale = 1.0f;   // without effect: the modern model, saved as its version 6
+    check_read_and_saved("modern_qk_scale_1", MODEL_VERSION_PARTS_FP32, &c, &modern, MODEL_VERSION_ARCH_FP32);
     test_end();
 }
 
