@@ -383,10 +383,11 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     int B = g->forward_B, T = g->forward_T, C = c->C, N = B * T;
     if (N == 0) die("gpt_backward: no gpt_forward before it");
     BlockPass pass = block_pass(g, B, T);
-    BlockGradients grads = {a->dresidual, a->dnarrow, a->dwide};
+    BlockGradients grads = {a->dresidual, a->dnarrow, a->dwide, a->dx0};
     int reduce = g->dp.comm && last_micro_step;
     profile_start(g->profile, backward_marks(g), st);
     cudaCheck(cudaMemsetAsync(a->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
+    if (a->dx0) cudaCheck(cudaMemsetAsync(a->dx0, 0, (size_t)N * C * sizeof(float), st));
     // The operations of the head, the blocks and the stem in reverse (gpt/model_ops.h).
     const HeadOps head = head_ops(&c->arch);
     for (int i = head.count - 1; i >= 0; i--) {

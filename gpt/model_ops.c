@@ -18,6 +18,7 @@ BlockOps block_ops(const Architecture* a, int l) {
     b.rotary_base = a->rotary_base;
     b.window = architecture_window(a, l);
     b.activation = a->relu2 ? ACTIVATION_RELU2 : ACTIVATION_GELU;
+    if (a->residual_lambdas) b.op[b.count++] = BLOCK_RESIDUAL_LAMBDAS;
     b.op[b.count++] = BLOCK_NORM1;
     b.op[b.count++] = BLOCK_QKV;
     if (architecture_transforms_qk(a)) b.op[b.count++] = BLOCK_QK_NORM_ROTARY;

@@ -47,6 +47,8 @@ typedef struct {
 // connections added in the projections. A linear layer adds its bias where the model has one (a
 // parameter the architecture lacks is NULL, gpt/parameters.h).
 typedef enum {
+    BLOCK_RESIDUAL_LAMBDAS, // res (N, C) = resid_lambda x + x0_lambda x0: x the stream from the block
+                            // before, x0 the stem's output (layers/residual_lambdas.h)
     BLOCK_NORM1,            // ln1 (N, C) = norm(res)
     BLOCK_QKV,              // qkv (N, 3, NH, HS) = ln1 @ qkvw^T + qkvb
     BLOCK_QK_NORM_ROTARY,   // q and k of qkv in place: RMSNorm over each head (no weights), then

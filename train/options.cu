@@ -133,6 +133,9 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
          "with --qk-norm 1: q and k times X after their norm, the\nattention's logits X^2 times 1/sqrt(HS)'s, X from "
          "0.125 to 8\n(nanochat 1.2); 0 for none [0]", 0, 0, parse_qk_scale,
          &given[slot_of(offsetof(Architecture, qk_scale))]},
+        {OPTION_INT, "--residual-lambdas", "0|1", &a->residual_lambdas,
+         "before each block x = resid_lambda x + x0_lambda x0 (x0 the\nembedding's stream), learned scalars "
+         "of each layer from 1\nand 0 [0]", 0, 1, NULL, &given[slot_of(offsetof(Architecture, residual_lambdas))]},
         {OPTION_FLAG, "--document-mask", NULL, &o->document_mask,
          "attention sees the row's own document alone (documents\nstart at <|endoftext|>, whose id --tokenizer "
          "gives)"},

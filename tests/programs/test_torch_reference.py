@@ -144,8 +144,11 @@ def case_optimizers(name, r):
                                vector_lr=h[10], adam_beta1=h[11], adam_beta2=h[12], weight_decay=h[14])
     opt = Muon(model, settings)
     # Adam's groups, in any order: the embeddings at the embedding rate, an untied head at its own,
-    # the vectors.
-    groups = sorted((sorted(id(p) for p in g["params"]), g["group"]) for g in opt.adam.param_groups)
+    # the vectors (the residual lambdas among them, each kind at its multiple of the rate).
+    by_group = {}
+    for g in opt.adam.param_groups:
+        by_group.setdefault(g["group"], []).extend(id(p) for p in g["params"])
+    groups = sorted((sorted(ids), group) for group, ids in by_group.items())
     want = [([id(model.wte.weight)] + ([id(model.wpe.weight)] if model.wpe is not None else []), "embedding")]
     if model.lm_head is not None:
         want.append(([id(model.lm_head.weight)], "head"))

@@ -1,18 +1,22 @@
 // tests/unit/gpt/test_gpt.cu: the GPT of the gpt/ library against the float64 numpy reference, in both
-// architectures, and the modern one whose attention sees a key window per row (documents, and
-// the window pattern full,9) ($FLASHGPT_TESTDATA/gpt_reference.bin, gpt_modern_reference.bin and
-// gpt_masked_reference.bin from tests/reference/gen_gpt_reference.py: B=2, T=37, maxT=40, V=97, Vp=128, L=2,
-// NH=2, C=128): logits (B, T,
-// V) and loss, every parameter gradient and the grad norm, then 10 AdamW steps on the same batch
-// (the modern model also 10 Muon steps); for the naive and the flash attention, and with the
+// architectures, the modern one whose attention sees a key window per row (documents, and the
+// window pattern full,9), and each with the parts of the 2026 recipe (an embedding norm, residual
+// lambdas, on the modern one a QK scale of 1.25) ($FLASHGPT_TESTDATA/gpt_reference.bin,
+// gpt_modern_reference.bin, gpt_masked_reference.bin, gpt_parts_reference.bin and
+// gpt_gpt2_parts_reference.bin from tests/reference/gen_gpt_reference.py: B=2, T=37, maxT=40, V=97,
+// Vp=128, L=2, NH=2, C=128): logits (B, T, V) and loss, every parameter gradient (the residual
+// lambdas' too) and the grad norm, then 10 AdamW steps on the same batch (the modern model and the
+// modern one with the parts also 10 Muon steps); for the naive and the flash attention, and with the
 // activations recomputed in the backward (layernorm: the norms, RMSNorm's too; gelu: GPT-2's
 // alone, as ReLU^2 keeps nothing else to recompute) and the classifier in chunks of rows; the
 // gradients of that batch through a model built for a larger one.
 // Then a resume with the train_gpt program: N steps straight vs N/2 steps, checkpoint, resume,
-// on shards written here (AdamW and Muon, GPT-2 and the modern recipe, and the modern recipe with
-// documents and a window pattern, its tokenizer made here; Muon's float64 tests are
+// on shards written here (AdamW and Muon, GPT-2 and the modern recipe, the modern recipe with
+// documents and a window pattern, its tokenizer made here, and with the 2026 recipe's parts, a
+// version 9 model; Muon's float64 tests are
 // tests/unit/gpt/test_muon.cu); a run from train_gpt --save-init's file against the run from the seed;
-// context parallelism simulated, both architectures and the modern one with documents and windows;
+// context parallelism simulated, both architectures, the modern one with documents and windows
+// and the modern one with the parts;
 // the memory sizes (linear in T for flash, host only); naive and flash training side by side on
 // tinyshakespeare (the test text, TEST_TEXT), their loss curves compared.
 //
@@ -669,6 +673,10 @@ static void test_parameters_by_architecture(void) {
     modern.arch = (Architecture)ARCHITECTURE_MODERN;
     CHECK(count_params(&gpt2) == 124475904, "GPT-2 d12: %zu parameters", count_params(&gpt2));
     CHECK(count_params(&modern) == 162201600, "modern d12: %zu parameters", count_params(&modern));
+    GPTConfig lambdas = modern;
+    lambdas.arch.residual_lambdas = 1;
+    CHECK(count_params(&lambdas) == 162201600 + 2 * 12, "modern d12 with residual lambdas: %zu parameters",
+          count_params(&lambdas));
     size_t sizes[NUM_PARAM_TENSORS];
     param_sizes(&modern, sizes);
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
@@ -720,8 +728,9 @@ static void test_parameters_by_architecture(void) {
 // a + b T (its second difference over T, 2T, 3T is zero but for the 256-byte rounding of each
 // part); naive keeps P (L, B, NH, T, T) bf16. The logits stay within 1 GiB however many rows,
 // and each recomputation frees exactly the layers it no longer keeps; the modern architecture's
-// buffers differ from GPT-2's by exactly the ones it has not and the ones it adds, and documents
-// add their bounds alone.
+// buffers differ from GPT-2's by exactly the ones it has not and the ones it adds, documents
+// add their bounds alone, the embedding norm its input and rstd, the residual lambdas the stream
+// each block takes and x0's fp32 gradient.
 static void test_memory_sizes(void) {
     test_begin("gpt memory sizes");
     GPTConfig c = {.maxT = 0, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768,
@@ -784,6 +793,14 @@ static void test_memory_sizes(void) {
     MemorySizes m_normed = gpt_memory_sizes(&parts, 64, 1024, &naive, NULL, NULL);
     CHECK(m_normed.activations - m_modern.activations == N * C * sizeof(bf16) + N * sizeof(float),
           "the embedding norm adds %zu bytes of activations", m_normed.activations - m_modern.activations);
+    // The residual lambdas keep the stream each block takes (L, B, T, C) besides the one it
+    // leaves, and the backward x0's fp32 gradient (B, T, C).
+    parts.arch.residual_lambdas = 1;
+    MemorySizes m_lambdas = gpt_memory_sizes(&parts, 64, 1024, &naive, NULL, NULL);
+    CHECK(m_lambdas.activations - m_normed.activations == L * N * C * sizeof(bf16) &&
+          m_lambdas.backward - m_normed.backward == N * C * sizeof(float),
+          "the residual lambdas add %zu bytes of activations, %zu of backward buffers",
+          m_lambdas.activations - m_normed.activations, m_lambdas.backward - m_normed.backward);
     // The optimizers: the same state (master, m, v), and under Muon the Newton-Schulz scratch of
     // its largest batch of matrices, fcw's (L, 4C, C); ZeRO-1 over 4 ranks cuts it to 3 layers'.
     OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW), muon = optimizer_defaults(OPTIMIZER_MUON);
@@ -929,7 +946,7 @@ int main(void) {
     const char* resume_window_name = "gpt resume bit-exact naive --window 8 (GPT-2's architecture, version 7)";
     // The 2026 recipe's parts on the modern recipe (a version 9 model, resumed without them on the
     // command line: from the checkpoint).
-    const char* parts_arch = "--arch modern --embedding-norm 1 --qk-scale 1.25";
+    const char* parts_arch = "--arch modern --embedding-norm 1 --qk-scale 1.25 --residual-lambdas 1";
     const char* resume_parts_name = "gpt resume bit-exact modern muon with the 2026 recipe's parts (version 9)";
     const char* deterministic_name = "gpt --deterministic muon: two runs, the same bits";
     const char* saved_init_name = "gpt --save-init: the run from its file takes the steps of the run from the seed";

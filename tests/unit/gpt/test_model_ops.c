@@ -57,6 +57,7 @@ static void block_text(const BlockOps* ops, char* out) {
     for (int i = 0; i < ops->count; i++) {
         if (i) append(out, " ");
         switch (ops->op[i]) {
+        case BLOCK_RESIDUAL_LAMBDAS: append(out, "lambdas"); break;
         case BLOCK_NORM1: append(out, "norm1(%s)", norm_name(ops->norm)); break;
         case BLOCK_QKV: append(out, "qkv"); break;
         case BLOCK_QK_NORM_ROTARY:
@@ -196,7 +197,11 @@ static void test_switches(void) {
 }
 
 // The parts of the 2026 recipe, each on its own on either preset: the embedding's norm, the
-// stem's second operation (an RMSNorm whatever the blocks' norm).
+// stem's second operation (an RMSNorm whatever the blocks' norm); the residual lambdas, the first
+// of every block; the QK scale, which changes no list (it is attention's scale).
+#define LAMBDAS_MODERN_BLOCK                                                                                   \
+    "lambdas norm1(rmsnorm) qkv qk(norm 1 rotary 1 base 10000) attention(window 0) attproj norm2(rmsnorm) "     \
+    "fc(relu2) fcproj"
 static void test_parts(void) {
     test_begin("model_ops_parts");
     Architecture a = ARCHITECTURE_GPT2;
@@ -206,6 +211,21 @@ static void test_parts(void) {
     a = (Architecture)ARCHITECTURE_MODERN;
     a.embedding_norm = 1;
     check_lists("modern with embedding norm", &a, 1, "embedding embedding_norm", MODERN_BLOCK,
+                "norm(rmsnorm) logits(softcap 30)");
+    a = (Architecture)ARCHITECTURE_GPT2;
+    a.residual_lambdas = 1;
+    for (int l = 0; l < 3; l++)
+        check_lists("gpt2 with residual lambdas", &a, l, "embedding", "lambdas " GPT2_BLOCK,
+                    "norm(layernorm) logits(softcap 0)");
+    a = (Architecture)ARCHITECTURE_MODERN;
+    a.embedding_norm = a.residual_lambdas = 1;
+    a.qk_scale = 1.2f;
+    a.window_count = 2;
+    a.windows[1] = 64;
+    check_lists("modern with every part, windows full,64", &a, 0, "embedding embedding_norm", LAMBDAS_MODERN_BLOCK,
+                "norm(rmsnorm) logits(softcap 30)");
+    a.qk_scale = 0.0f;
+    check_lists("modern with the parts but the QK scale", &a, 2, "embedding embedding_norm", LAMBDAS_MODERN_BLOCK,
                 "norm(rmsnorm) logits(softcap 30)");
     test_end();
 }
