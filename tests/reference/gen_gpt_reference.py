@@ -406,8 +406,9 @@ def backward(flat, cache, arch=GPT2):
     return grad
 
 
-def adamw_step(flat, grad, m, v, t, decay_mask):
-    """One AdamW update of flat, m and v in place, clipping grad to GRAD_CLIP global norm."""
+def adamw_step(flat, grad, m, v, t, decay_mask, lr_mask):
+    """One AdamW update of flat, m and v in place, clipping grad to GRAD_CLIP global norm; each
+    value at LR times its tensor's lr_scale (lr_mask), its decay decay_mask times the decay."""
     norm = np.sqrt((grad ** 2).sum())
     if norm > GRAD_CLIP:
         grad = grad * (GRAD_CLIP / norm)
@@ -415,7 +416,7 @@ def adamw_step(flat, grad, m, v, t, decay_mask):
     v[...] = BETA2 * v + (1 - BETA2) * grad ** 2
     mhat = m / (1 - BETA1 ** t)
     vhat = v / (1 - BETA2 ** t)
-    flat -= LR * (mhat / (np.sqrt(vhat) + ADAM_EPS) + WEIGHT_DECAY * decay_mask * flat)
+    flat -= LR * lr_mask * (mhat / (np.sqrt(vhat) + ADAM_EPS) + WEIGHT_DECAY * decay_mask * flat)
 
 
 def gradient_check(flat, inputs, targets, rng, arch, per_tensor=8, h=1e-4):
@@ -481,15 +482,17 @@ def model_reference(path, arch, seed, muon_steps):
     grad_norm0 = np.sqrt((grads0 ** 2).sum())
 
     P = num_params(arch)
-    decay_mask = np.zeros(P)
+    decay_mask, lr_mask = np.zeros(P), np.zeros(P)
     for name, view in views(decay_mask, arch).items():
         view[...] = decay_scale(name)
+    for name, view in views(lr_mask, arch).items():
+        view[...] = gpt_parameters.KINDS[name].lr_scale
     m, v = np.zeros(P), np.zeros(P)
     losses = []
     for t in range(1, NSTEPS + 1):
         loss, _, cache = forward(flat, inputs, targets, arch)
         losses.append(loss)
-        adamw_step(flat, backward(flat, cache, arch), m, v, t, decay_mask)
+        adamw_step(flat, backward(flat, cache, arch), m, v, t, decay_mask, lr_mask)
 
     hyper = np.zeros(16, dtype="<f4")
     hyper[:6] = [LR, BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, GRAD_CLIP]
