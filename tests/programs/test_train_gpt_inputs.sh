@@ -243,6 +243,10 @@ check "a version 7 model resumed with an embedding norm: $(last "$tmp/out")" say
 pair "$tmp/r" modern=1 slot=1:9 -- modern=1
 resume "$tmp/r"
 check "a version 9 model without parts: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+if [ -x ./generate ]; then
+    ./generate --checkpoint "$tmp/parts/model_00000005.bin" --tokenizer "$tmp/ds/tokenizer.bin" hello > "$tmp/out" 2>&1
+    check "generate a model with parts: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+fi
 while IFS='|' read -r slots why; do
     pair "$tmp/r" modern=1 slot="$slots" -- modern=1
     resume "$tmp/r"
