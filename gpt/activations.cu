@@ -10,6 +10,7 @@
 #include "layers/global_norm.h"
 #include "layers/layernorm.h"
 #include "layers/matmul.h"
+#include "layers/residual_lambdas.h"
 
 void recompute_name(int flags, char* out, size_t len) {
     snprintf(out, len, "%s%s%s", flags & RECOMPUTE_GELU ? "gelu" : "",
@@ -73,7 +74,7 @@ void memory_sizes_print(const MemorySizes* m, AttentionKind kind) {
 }
 
 AttentionShape attention_shape(const GPTConfig* c, int B, int T) {
-    AttentionShape s = {B, T, c->NH, c->C / c->NH, 1, 1.0f / sqrtf((float)(c->C / c->NH))};
+    AttentionShape s = {B, T, c->NH, c->C / c->NH, 1, architecture_attention_scale(&c->arch, c->C / c->NH)};
     return s;
 }
 
@@ -129,7 +130,10 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     int layernorm = !arch->rms_norm, gelu = !arch->relu2;
     AttentionShape s = attention_shape(c, B, T);
     m->activations = m->attention_saved = m->logits_and_scratch = m->backward = 0;
+    a->embedding = (bf16*)carve_if(arch->embedding_norm, base, &off, N * C * sizeof(bf16), &m->activations);
+    a->embedding_rstd = (float*)carve_if(arch->embedding_norm, base, &off, N * sizeof(float), &m->activations);
     a->residual = (bf16*)carve(base, &off, (L + 1) * N * C * sizeof(bf16), &m->activations);
+    a->residual_in = (bf16*)carve_if(arch->residual_lambdas, base, &off, L * N * C * sizeof(bf16), &m->activations);
     a->ln1 = (bf16*)carve(base, &off, ln_layers * N * C * sizeof(bf16), &m->activations);
     a->ln1_mean = (float*)carve_if(layernorm, base, &off, L * N * sizeof(float), &m->activations);
     a->ln1_rstd = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
@@ -158,6 +162,7 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     a->dresidual = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->backward);
     a->dnarrow = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->backward);
     a->dwide = (bf16*)carve(base, &off, N * 4 * C * sizeof(bf16), &m->backward);
+    a->dx0 = (float*)carve_if(arch->residual_lambdas, base, &off, N * C * sizeof(float), &m->backward);
     a->norm = (float*)carve(base, &off, sizeof(float), &m->backward);
     // The classifier's matmul_backward (rows, C, Vp) is left out: with neither bias nor GELU it
     // takes no scratch, which matters, as the scratch is the memory of the dlogits it reads.
@@ -169,7 +174,8 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
         matmul_backward_scratch_bytes((int)N, (int)C, 4 * (int)C),
         matmul_backward_scratch_bytes((int)N, 4 * (int)C, (int)C),
         attention_scratch_bytes(&opt->attention, s),
-        global_norm_scratch_bytes(P)};
+        global_norm_scratch_bytes(P),
+        arch->residual_lambdas ? residual_lambdas_scratch_bytes((int)N, (int)C) : 0};
     for (size_t i = 0; i < sizeof(cand) / sizeof(cand[0]); i++) sc = cand[i] > sc ? cand[i] : sc;
     // The scratch lives in the logits' memory: the logits are dead from the moment the
     // classifier's matmul_backward has read the last chunk of dlogits until the next forward,
@@ -198,7 +204,11 @@ BlockActivations layer_activations(const Activations* a, const GPTConfig* c, int
     size_t C = c->C;
     int re_ln = opt->recompute & RECOMPUTE_LAYERNORM, re_gelu = opt->recompute & RECOMPUTE_GELU;
     BlockActivations x;
-    x.res = a->residual + layer_offset(l, B, T, C);
+    // With residual lambdas the block takes its own stream (residual_in) made of the one the block
+    // before left and x0, the stem's (residual's first layer).
+    x.x = a->residual_in ? a->residual + layer_offset(l, B, T, C) : NULL;
+    x.x0 = a->residual_in ? a->residual : NULL;
+    x.res = (a->residual_in ? a->residual_in : a->residual) + layer_offset(l, B, T, C);
     x.ln1 = a->ln1 + layer_offset(slot(l, re_ln), B, T, C);
     x.ln1_mean = layer_slice(a->ln1_mean, l, B, T, 1);
     x.ln1_rstd = a->ln1_rstd + layer_offset(l, B, T, 1);

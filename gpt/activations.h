@@ -34,7 +34,12 @@ int recompute_flags(const char* list);
 
 // A buffer the architecture has no use for is NULL and takes no memory (marked below).
 typedef struct {
-    bf16* residual;      // (L + 1, B, T, C): the stream entering each layer, then the final one
+    bf16* embedding;     // (B, T, C) the embedding before its norm; embedding norm only
+    float* embedding_rstd;   // (B, T) its norm's rstd; embedding norm only
+    bf16* residual;      // (L + 1, B, T, C): the stream entering each layer, then the final one;
+                         // with residual lambdas the stream each block leaves, x0 first
+    bf16* residual_in;   // (L, B, T, C) the stream each block takes, resid_lambda x + x0_lambda x0;
+                         // residual lambdas only
     bf16* ln1;           // (L, B, T, C); recomputed: (B, T, C), shared with ln2
     float* ln1_mean;     // (L, B, T); LayerNorm only
     float* ln1_rstd;     // (L, B, T)
@@ -62,6 +67,7 @@ typedef struct {
     bf16* dresidual;     // (B, T, C) gradient of the residual stream
     bf16* dnarrow;       // (B, T, C) gradient of ln outputs / atty; dlnf after gpt_classifier
     bf16* dwide;         // (B, T, 4C) gradient of qkv (3C) / fch (4C)
+    float* dx0;          // (B, T, C) fp32 gradient of x0 from the residual lambdas; those only
     float* norm;         // (1) squared gradient norm
     void* scratch;       // the largest scratch any layer asks for, in the logits' memory
 } Activations;
@@ -84,6 +90,8 @@ size_t gpu_memory_in_use(void);
 // Prints the sizes as a table, with the device's memory.
 void memory_sizes_print(const MemorySizes* m, AttentionKind kind);
 
+// The attention's shape of batches of B x T, causal, at the architecture's scale
+// (architecture_attention_scale: a QK scale's there): every path's, so all scale alike.
 AttentionShape attention_shape(const GPTConfig* c, int B, int T);
 // NULL when every layer's attention (opt's plan with the architecture's key windows,
 // block_attention_plans) computes batches of B x T, else why not.

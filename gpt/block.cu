@@ -4,6 +4,7 @@
 
 #include "layers/gelu.h"
 #include "layers/layernorm.h"
+#include "layers/residual_lambdas.h"
 #include "layers/rmsnorm.h"
 #include "layers/rotary.h"
 
@@ -115,6 +116,10 @@ void block_forward(const BlockPass* pass, int l, const BlockActivations* x, cons
     // The residual connections are added in the projections' epilogues.
     for (int i = 0; i < ops.count; i++) {
         switch (ops.op[i]) {
+        case BLOCK_RESIDUAL_LAMBDAS:
+            residual_lambdas_forward(x->res, x->x, x->x0, w->resid_lambda, w->x0_lambda, N, C, st);
+            profile_mark(prof, PART_RESIDUAL_LAMBDAS, PHASE_FORWARD, st);
+            break;
         case BLOCK_NORM1:
             norm_forward(ops.norm, x->ln1, x->ln1_mean, x->ln1_rstd, x->res, w->ln1w, w->ln1b, N, C, st);
             profile_mark(prof, PART_NORM, PHASE_FORWARD, st);
@@ -209,6 +214,11 @@ void block_backward(const BlockPass* pass, int l, const BlockActivations* x, con
             norm_backward(ops.norm, d->dresidual, dw->ln1w, dw->ln1b, d->dnarrow, x->res, w->ln1w, x->ln1_mean,
                           x->ln1_rstd, N, C, scratch, st);
             profile_mark(prof, PART_NORM, PHASE_BACKWARD, st);
+            break;
+        case BLOCK_RESIDUAL_LAMBDAS:   // the first block's x is x0: its gradients meet in dresidual
+            residual_lambdas_backward(d->dresidual, d->dx0, dw->resid_lambda, dw->x0_lambda, x->x, x->x0,
+                                      w->resid_lambda, w->x0_lambda, l == 0, N, C, scratch, st);
+            profile_mark(prof, PART_RESIDUAL_LAMBDAS, PHASE_BACKWARD, st);
             break;
         }
     }

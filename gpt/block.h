@@ -4,6 +4,8 @@
 // operations are the layer's list (gpt/model_ops.h's block_ops): block_forward walks it in order,
 // block_backward in reverse, and gpt/inference.cu's decoding step walks the same list with kernels
 // of its own. Pre-norm, the residual connections added in the projections' epilogues:
+//   res      = resid_lambda x + x0_lambda x0 with residual lambdas (x the block before's res_next,
+//              x0 the stem's output), else x
 //   mid      = res + attproj(attention(rope(qknorm(qkv(ln1(res))))))   qkv (N, 3C), atty (N, C)
 //   res_next = mid + fcproj(act(fc(ln2(mid))))                          fch, fch_gelu (N, 4C)
 // on N = B * T rows of C = NH * HS channels (attention: B sequences of T tokens). GPT-2's: ln
@@ -38,8 +40,11 @@ void norm_backward(NormKind norm, bf16* dinp, bf16* dweight, bf16* dbias, const 
                    cudaStream_t stream);
 
 // A block's activations on its N rows: what the forward writes and the backward reads. Buffers
-// may coincide where nothing reads them again (the prompt's: res and res_next, ln1 and ln2).
+// may coincide where nothing reads them again (the prompt's: x, res and res_next, ln1 and ln2).
 typedef struct {
+    bf16* x;          // (N, C) the stream from the block before (the first block's: x0), which the
+                      // residual lambdas make res of; residual lambdas only
+    bf16* x0;         // (N, C) the stem's output; residual lambdas only
     bf16* res;        // (N, C) the stream entering the block
     bf16* ln1;        // (N, C)
     float* ln1_mean;  // (N); LayerNorm only
@@ -104,6 +109,9 @@ typedef struct {
                       // it through, the branches add to it)
     bf16* dnarrow;    // (N, C) the gradients of the norms' outputs and of atty
     bf16* dwide;      // (N, 4C) the gradients of qkv (3C) and fch (4C)
+    float* dx0;       // (N, C) fp32 d loss / d x0 from the residual lambdas, added to block by block
+                      // from zero (the first block's backward takes it into dresidual); residual
+                      // lambdas only
 } BlockGradients;
 
 // Layer l's backward: d->dresidual from d loss / d res_next to d loss / d res, and dw += the

@@ -26,7 +26,9 @@ static void check_file_size(FILE* f, const char* path, long long expected) {
     if (file_size_refused(f, path, expected, err) != 0) die("%s", err);
 }
 
-static int fp32_version(int version) { return version == MODEL_VERSION_FP32 || version == MODEL_VERSION_ARCH_FP32; }
+static int fp32_version(int version) {
+    return version == MODEL_VERSION_FP32 || version == MODEL_VERSION_ARCH_FP32 || version == MODEL_VERSION_PARTS_FP32;
+}
 
 GPTConfig read_model_header(FILE* f, const char* path, int* version) {
     ModelFileHeader h;
@@ -36,9 +38,10 @@ GPTConfig read_model_header(FILE* f, const char* path, int* version) {
         die("%s: not a model checkpoint (magic %d, expected %d)", path, h.f.magic, MODEL_MAGIC);
     int v = h.f.version;
     int gpt2 = v == MODEL_VERSION_FP32 || v == MODEL_VERSION_BF16;
-    if (!gpt2 && v != MODEL_VERSION_ARCH_FP32 && v != MODEL_VERSION_ARCH_BF16)
+    int parts = v == MODEL_VERSION_PARTS_FP32 || v == MODEL_VERSION_PARTS_BF16;
+    if (!gpt2 && !parts && v != MODEL_VERSION_ARCH_FP32 && v != MODEL_VERSION_ARCH_BF16)
         die("%s: unsupported checkpoint version %d (expected 3 or 5: GPT-2, fp32 or bf16; 6 or 7: another "
-            "architecture)", path, v);
+            "architecture; 8 or 9: with a part of the 2026 recipe)", path, v);
     const ShapeFields* in = &h.f.shape;
     GPTConfig c = {.maxT = in->maxT, .V = in->V, .Vp = in->Vp, .L = in->L, .NH = in->NH, .C = in->C,
                    .arch = ARCHITECTURE_GPT2};
@@ -46,6 +49,10 @@ GPTConfig read_model_header(FILE* f, const char* path, int* version) {
         die("%s: corrupt header (maxT %d, V %d, L %d, NH %d, C %d, Vp %d): %s", path, c.maxT, c.V, c.L,
             c.NH, c.C, c.Vp, gpt_config_invalid(&c));
     if (!gpt2) {
+        // Versions 6 and 7 end before the parts' slots, whose zeros read as none of them.
+        for (int i = parts ? MODEL_HEADER_USED_INTS : MODEL_HEADER_PARTS_INT; i < HEADER_INTS; i++)
+            if (h.ints[i] != 0)
+                die("%s: corrupt header: slot %d holds %d, past the architecture every slot is 0", path, i, h.ints[i]);
         c.arch = h.f.arch;
         const char* why = architecture_invalid(&c.arch);
         if (!why) {
@@ -53,9 +60,6 @@ GPTConfig read_model_header(FILE* f, const char* path, int* version) {
             why = gpt_config_invalid(&c);         // the document token within the vocabulary
         }
         if (why) die("%s: corrupt header: %s", path, why);
-        for (int i = MODEL_HEADER_USED_INTS; i < HEADER_INTS; i++)
-            if (h.ints[i] != 0)
-                die("%s: corrupt header: slot %d holds %d, past the architecture every slot is 0", path, i, h.ints[i]);
     }
     const char* why = block_unsupported(&c.arch, c.C / c.NH);
     if (why) die("%s: head size %d: %s", path, c.C / c.NH, why);
@@ -155,14 +159,16 @@ static float* optimizer_array(GPT* g, int k) { return k == 0 ? g->master : k == 
 static int sharded(const GPT* g) { return g->dp.comm && g->dp.zero_stage == 1; }
 
 // The header of a model checkpoint of c's shape and architecture, its values bf16 or fp32: GPT-2's
-// llm.c versions 5 and 3, another architecture's 7 and 6.
+// llm.c versions 5 and 3, a model with a part of the 2026 recipe 9 and 8, another architecture's
+// 7 and 6 (which readers without the parts read).
 static ModelFileHeader model_header(const GPTConfig* c, int bf16) {
     ModelFileHeader h;
     memset(&h, 0, sizeof(h));
     h.f.magic = MODEL_MAGIC;
-    int gpt2 = architecture_is_gpt2(&c->arch);
-    h.f.version = bf16 ? (gpt2 ? MODEL_VERSION_BF16 : MODEL_VERSION_ARCH_BF16)
-                       : (gpt2 ? MODEL_VERSION_FP32 : MODEL_VERSION_ARCH_FP32);
+    int gpt2 = architecture_is_gpt2(&c->arch), parts = architecture_has_parts(&c->arch);
+    h.f.version = gpt2    ? (bf16 ? MODEL_VERSION_BF16 : MODEL_VERSION_FP32)
+                  : parts ? (bf16 ? MODEL_VERSION_PARTS_BF16 : MODEL_VERSION_PARTS_FP32)
+                          : (bf16 ? MODEL_VERSION_ARCH_BF16 : MODEL_VERSION_ARCH_FP32);
     h.f.shape = (ShapeFields){.maxT = c->maxT, .V = c->V, .L = c->L, .NH = c->NH, .C = c->C, .Vp = c->Vp};
     if (!gpt2) h.f.arch = c->arch;
     return h;

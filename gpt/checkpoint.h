@@ -5,7 +5,9 @@
 //     (version 5); a model of another architecture (gpt/config.h) is version 6 (fp32) or 7
 //     (bf16), its architecture in the header after the shape, its present tensors in the same
 //     order. A GPT-2 with documents or windows is such a model too: llm.c's versions have no
-//     slot for them.
+//     slot for them. A model with a part of the 2026 recipe is version 8 (fp32) or 9 (bf16),
+//     whose header holds the parts' slots too; a model without them stays version 6 or 7, which
+//     the readers that know no parts read.
 //   The optimizer's state: the fp32 master weights, m and v (num_params each: AdamW's moments;
 //     under Muon m is the matrices' momentum and Adam's first moment elsewhere, v Adam's second
 //     moment, zero for the matrices), whole whatever the ranks that wrote it: with ZeRO-1 the
@@ -25,8 +27,10 @@
 #define MODEL_MAGIC 20240326
 #define MODEL_VERSION_FP32 3
 #define MODEL_VERSION_BF16 5
-#define MODEL_VERSION_ARCH_FP32 6   // a model of any architecture but GPT-2's
+#define MODEL_VERSION_ARCH_FP32 6   // a model of any architecture but GPT-2's, without the parts
 #define MODEL_VERSION_ARCH_BF16 7
+#define MODEL_VERSION_PARTS_FP32 8  // a model with a part of the 2026 recipe
+#define MODEL_VERSION_PARTS_BF16 9
 #define HEADER_INTS 256   // int32 slots of a checkpoint file's header, the model's and the training state's
 
 // The model's shape as both headers store it (llm.c's order).
@@ -38,7 +42,9 @@ typedef struct {
 // fields in their order: rotary, rotary_base, rms_norm, qk_norm, relu2, bias, untied_head,
 // zero_init, softcap in 8-16, the floats by their bits; documents, document_token, window_count
 // in 17-19 and the 64 windows in 20-83, zero in the files of models without them), zero in
-// versions 3 and 5. Every later slot is 0.
+// versions 3 and 5; versions 8 and 9 also its parts from slot 84 on (embedding_norm, qk_scale,
+// residual_lambdas in 84-86).
+// Every later slot is 0.
 typedef union {
     struct {
         int32_t magic, version;
@@ -47,6 +53,7 @@ typedef union {
     } f;
     int32_t ints[HEADER_INTS];
 } ModelFileHeader;
+#define MODEL_HEADER_PARTS_INT (8 + ARCHITECTURE_PARTS_SLOT)   // the first slot past versions 6 and 7's
 #define MODEL_HEADER_USED_INTS (8 + ARCHITECTURE_SLOTS)
 
 // The shape and architecture in a model checkpoint's header (every field checked, the file's
@@ -61,10 +68,11 @@ int read_model_shape(const char* path, GPTConfig* shape, char* err);
 // the host: count_params(config) fp32 values in checkpoint order (malloc'd), each checked
 // finite. gpt_set_params puts them into a model.
 float* read_model_values(const char* path, const GPTConfig* config);
-// The model as a bf16 checkpoint: version 5 for a GPT-2, 7 for any other architecture.
+// The model as a bf16 checkpoint: version 5 for a GPT-2, 9 for a model with a part of the 2026
+// recipe, 7 for any other architecture.
 void gpt_save_checkpoint(GPT* g, const char* path);
 // values (count_params(c) fp32, checkpoint order, on the host) as an fp32 checkpoint (version 3 for
-// a GPT-2, 6 for any other architecture):
+// a GPT-2, 8 with a part, 6 for any other architecture):
 // a model written without a GPU (train_gpt --save-init, its initial one).
 void save_model_values(const char* path, const GPTConfig* c, const float* values);
 

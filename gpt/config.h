@@ -6,13 +6,16 @@
 // The architecture is GPT-2's of 2019 or the modern small-GPT recipe (rotary positions, RMSNorm,
 // QK-norm, ReLU^2, no biases, an untied head, zero-initialised projections, soft-capped logits),
 // each component switchable on its own for ablations; either may narrow what attention sees to a
-// key window per row (attention/mask.h): the row's document, a sliding window per layer, or both.
+// key window per row (attention/mask.h): the row's document, a sliding window per layer, or both;
+// and either may take the parts of the 2026 recipe (nanochat, modded-nanogpt), each off in both
+// presets: an RMSNorm of the embedding, a QK scale, the residual and x0 lambdas.
 #ifndef FLASHGPT_GPT_CONFIG_H
 #define FLASHGPT_GPT_CONFIG_H
 
 #include <assert.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,9 +44,25 @@ typedef struct {
     int window_count;    // the windows' pattern: layer l takes windows[l % window_count]; 0: none
     int windows[ARCHITECTURE_MAX_WINDOWS];   // keys a row sees at most, its own included; 0: no
                                              // bound (the document's, or causal); 0 past the pattern
+    // The parts of the 2026 recipe, from slot ARCHITECTURE_PARTS_SLOT on: 0 (none) in every slot
+    // of a model without them, which the checkpoint versions before them hold (gpt/checkpoint.h).
+    int embedding_norm;  // 1: the stem's output normed, x = RMSNorm(wte[token] (+ wpe[t])), without
+                         // weights (eps 1e-6) whatever the blocks' norm (nanochat's)
+    float qk_scale;      // > 0: each head's q and k times qk_scale after QK-norm (which it needs), so
+                         // that the attention's logits are qk_scale^2 times those of the scale
+                         // 1/sqrt(HS): nanochat's 1.2 (modded-nanogpt's attention scale 0.12 at HS 128
+                         // is 1.165). Applied as attention's scale (architecture_attention_scale), so
+                         // q and k are stored, and the KV cache holds the keys, as QK-norm and rotary
+                         // leave them. 0: none
+    int residual_lambdas;   // 1: before each block l, x = resid_lambda[l] x + x0_lambda[l] x0 (x0 the
+                            // stem's output), learned scalars starting at 1 and 0 (modded-nanogpt's,
+                            // nanochat's): tensors of the parameter table
 } Architecture;
-#define ARCHITECTURE_SLOTS (12 + ARCHITECTURE_MAX_WINDOWS)
+#define ARCHITECTURE_PARTS_SLOT (12 + ARCHITECTURE_MAX_WINDOWS)
+#define ARCHITECTURE_SLOTS (ARCHITECTURE_PARTS_SLOT + 3)
 static_assert(sizeof(Architecture) == ARCHITECTURE_SLOTS * sizeof(int32_t), "a 4-byte slot per value");
+static_assert(offsetof(Architecture, embedding_norm) == ARCHITECTURE_PARTS_SLOT * sizeof(int32_t),
+              "the parts follow the windows");
 
 // Rotary's base in both presets, and the value a model without rotary holds
 // (gpt_config_drop_without_effect).
@@ -73,7 +92,8 @@ static inline int architecture_equal(const Architecture* a, const Architecture* 
                a->qk_norm == b->qk_norm && a->relu2 == b->relu2 && a->bias == b->bias &&
                a->untied_head == b->untied_head && a->zero_init == b->zero_init && a->softcap == b->softcap &&
                a->documents == b->documents && a->document_token == b->document_token &&
-               a->window_count == b->window_count;
+               a->window_count == b->window_count && a->embedding_norm == b->embedding_norm &&
+               a->qk_scale == b->qk_scale && a->residual_lambdas == b->residual_lambdas;
     for (int i = 0; same && i < ARCHITECTURE_MAX_WINDOWS; i++) same = a->windows[i] == b->windows[i];
     return same;
 }
@@ -84,6 +104,25 @@ static inline Architecture architecture_unmasked(const Architecture* a) {
     u.documents = u.document_token = u.window_count = 0;
     memset(u.windows, 0, sizeof(u.windows));
     return u;
+}
+
+// 1 when a slot of the 2026 recipe's parts is not 0 (by its bits): the model takes a checkpoint
+// version that holds them (gpt/checkpoint.h).
+static inline int architecture_has_parts(const Architecture* a) {
+    int32_t slots[ARCHITECTURE_SLOTS];
+    memcpy(slots, a, sizeof(slots));
+    for (int i = ARCHITECTURE_PARTS_SLOT; i < ARCHITECTURE_SLOTS; i++)
+        if (slots[i] != 0) return 1;
+    return 0;
+}
+
+// a without its key windows and its parts: the preset or the components its description starts
+// with (architecture_describe).
+static inline Architecture architecture_base(const Architecture* a) {
+    Architecture b = architecture_unmasked(a);
+    memset((char*)&b + ARCHITECTURE_PARTS_SLOT * sizeof(int32_t), 0,
+           (ARCHITECTURE_SLOTS - ARCHITECTURE_PARTS_SLOT) * sizeof(int32_t));
+    return b;
 }
 
 // NULL when a tokenizer whose <|endoftext|> is eot starts the documents of the model in the file
@@ -111,6 +150,13 @@ static inline int architecture_keys(const Architecture* a, int l, int T) {
 // 1 when q and k go through the QK-norm and rotary pass (layers/rotary.h): either is on.
 static inline int architecture_transforms_qk(const Architecture* a) { return a->qk_norm || a->rotary; }
 
+// The attention's softmax scale at head size HS: 1/sqrt(HS), times qk_scale^2 with a QK scale (q
+// and k each times qk_scale). Every path takes it from here (gpt/activations.h's attention_shape):
+// training, the prompt and the decoding step scale alike.
+static inline float architecture_attention_scale(const Architecture* a, int HS) {
+    return (a->qk_scale > 0.0f ? a->qk_scale * a->qk_scale : 1.0f) / sqrtf((float)HS);
+}
+
 // The preset whose architecture a is, or NULL (an ablation).
 static inline const ArchitecturePreset* architecture_preset_of(const Architecture* a) {
     for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++)
@@ -120,7 +166,8 @@ static inline const ArchitecturePreset* architecture_preset_of(const Architectur
 
 // The preset nearest a: the one whose components differ from a's in the fewest (the seven
 // switches and the soft cap, counted as on or off; the rotary base, the cap's value and the key
-// windows are no component of their own), the first (gpt2) on a tie.
+// windows are no component of their own, and the parts, which neither preset has, count alike
+// for both), the first (gpt2) on a tie.
 static inline const ArchitecturePreset* architecture_nearest_preset(const Architecture* a) {
     const ArchitecturePreset* nearest = NULL;
     int fewest = INT_MAX;
@@ -157,17 +204,28 @@ static inline const char* softcap_invalid(float cap) {
                                                           : "the softcap must be 0 (none) or a finite number of at least 1";
 }
 
+// NULL when s may be the QK scale, else the rule it breaks. It makes the logits of normed q and k
+// s^2 times the plain scale's: from 1/8 to 8 (1/64 to 64 times) holds every scale the anchors
+// use (nanochat's 1.2, modded-nanogpt's 1.165) many times over; past it a normed head's attention
+// starts uniform or as a hard argmax, from which it learns nothing.
+static inline const char* qk_scale_invalid(float s) {
+    return s == 0.0f || (s >= 0.125f && s <= 8.0f) ? NULL : "the QK scale must be 0 (none) or a number from 0.125 to 8";
+}
+
 // NULL when every field holds a value it may, else which does not. (The head sizes the blocks
 // take are the block's to say, gpt/block.h; the fields without effect, which depend on the
 // context and the layers too, gpt_config_drop_without_effect's.)
 static inline const char* architecture_invalid(const Architecture* a) {
     const int flags[] = {a->rotary, a->rms_norm, a->qk_norm, a->relu2, a->bias, a->untied_head, a->zero_init,
-                         a->documents};
+                         a->documents, a->embedding_norm, a->residual_lambdas};
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
         if (flags[i] != 0 && flags[i] != 1) return "a switch of the architecture is neither 0 nor 1";
     const char* why = rotary_base_invalid(a->rotary_base);
     if (why) return why;
     if ((why = softcap_invalid(a->softcap))) return why;
+    if ((why = qk_scale_invalid(a->qk_scale))) return why;
+    if (a->qk_scale != 0.0f && !a->qk_norm)   // unnormed q and k take their scale from their weights
+        return "a QK scale without QK-norm (the scale of q and k not normed is their weights': --qk-norm 1)";
     if (a->document_token < 0 || (!a->documents && a->document_token != 0))
         return "the document token is negative, or set without documents";
     if (a->window_count < 0 || a->window_count > ARCHITECTURE_MAX_WINDOWS)
@@ -185,11 +243,13 @@ static inline const char* architecture_invalid(const Architecture* a) {
 // "gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, relu2, no
 // bias, untied head, zero init, softcap 30" (off ones as GPT-2's: "learned positions", "layernorm";
 // "learned positions (rotary base 5000)" for a base without effect, so that an option asking
-// for one is told from the model without it); then the key windows, if any: "documents (token 50256), windows 2048,512" (a window pattern as
+// for one is told from the model without it); then the parts it has: "embedding norm, qk scale
+// 1.2, residual lambdas"; then the
+// key windows, if any: "documents (token 50256), windows 2048,512" (a window pattern as
 // train_gpt's --window-pattern takes it, "full" for no bound).
 static inline void architecture_describe(const Architecture* a, char* out, size_t len) {
-    Architecture unmasked = architecture_unmasked(a);
-    const ArchitecturePreset* preset = architecture_preset_of(&unmasked);
+    Architecture base = architecture_base(a);
+    const ArchitecturePreset* preset = architecture_preset_of(&base);
     size_t n;
     if (preset) {
         n = (size_t)snprintf(out, len, "%s", preset->name);
@@ -206,6 +266,9 @@ static inline void architecture_describe(const Architecture* a, char* out, size_
                              a->relu2 ? "relu2" : "gelu", a->bias ? "bias" : "no bias",
                              a->untied_head ? "untied" : "tied", a->zero_init ? "zero init" : "no zero init", softcap);
     }
+    if (a->embedding_norm && n < len) n += (size_t)snprintf(out + n, len - n, ", embedding norm");
+    if (a->qk_scale > 0.0f && n < len) n += (size_t)snprintf(out + n, len - n, ", qk scale %g", a->qk_scale);
+    if (a->residual_lambdas && n < len) n += (size_t)snprintf(out + n, len - n, ", residual lambdas");
     if (a->documents && n < len) n += (size_t)snprintf(out + n, len - n, ", documents (token %d)", a->document_token);
     for (int i = 0; i < a->window_count && i < ARCHITECTURE_MAX_WINDOWS && n < len; i++) {
         const char* before = i ? "," : ", windows ";
@@ -255,8 +318,8 @@ static inline const ModelPreset* find_model_preset(const char* name) {
 }
 
 // Fields without effect: no field holds a value that changes nothing the model computes (a
-// rotary base other than the presets' without rotary, a window of the context or more, a window
-// pattern longer than the layers, a pattern that bounds no layer), so that one model has one
+// rotary base other than the presets' without rotary, a QK scale of 1, a window of the context
+// or more, a window pattern longer than the layers, a pattern that bounds no layer), so that one model has one
 // description and a GPT-2 stays llm.c's file. train_gpt refuses an option that would set one
 // (gpt_config_invalid): a dropped option would leave its command line naming a model the run does
 // not train. A model file that holds one (versions 6 and 7 may) still describes a model, and is
@@ -264,7 +327,7 @@ static inline const ModelPreset* find_model_preset(const char* name) {
 // file is GPT-2, in every program and when saved again (version 3 or 5).
 // Drops each field without effect from c, whose fields are each valid (architecture_invalid; a
 // value invalid in itself is left for it to refuse): a rotary base without rotary becomes the
-// presets', a window of the context or more no bound, the pattern's entries past the layers go,
+// presets', a QK scale of 1 none, a window of the context or more no bound, the pattern's entries past the layers go,
 // and a pattern that then bounds no layer becomes none. Returns why the first field dropped has
 // no effect, or NULL when c holds none.
 static inline const char* gpt_config_drop_without_effect(GPTConfig* c) {
@@ -273,6 +336,10 @@ static inline const char* gpt_config_drop_without_effect(GPTConfig* c) {
     if (!a->rotary && a->rotary_base != ARCHITECTURE_ROTARY_BASE && !rotary_base_invalid(a->rotary_base)) {
         a->rotary_base = ARCHITECTURE_ROTARY_BASE;
         why = "a rotary base without rotary, where it has no effect (--rotary 1 gives the model rotary)";
+    }
+    if (a->qk_scale == 1.0f) {
+        a->qk_scale = 0.0f;
+        if (!why) why = "a QK scale of 1, which scales nothing (leave it out)";
     }
     if (a->window_count <= 0 || a->window_count > ARCHITECTURE_MAX_WINDOWS) return why;
     int bounded = 0;

@@ -11,6 +11,7 @@
 #include "layers/layernorm.h"
 #include "layers/matmul.h"
 #include "layers/muon.h"
+#include "layers/rmsnorm.h"
 
 // The tensors as ZeRO-1 cuts them: under Muon each of Muon's matrices (as its --muon-qkv cuts
 // qkvw) is a unit, so that a rank orthogonalises it whole, and holds its NorMuon moments.
@@ -220,10 +221,10 @@ static void wait_for_params(GPT* g) {
     if (g->dp.comm) cudaCheck(cudaStreamWaitEvent(g->stream, g->params_ready, 0));
 }
 
-// The embedding layer, forward (the residual stream from the tokens) or backward (wte and wpe
-// gradients). Context parallel, each half of a row is a chunk of the sequence and takes that
-// chunk's positions: one call per chunk. With rotary there is no wpe: one call.
-static void embedding(GPT* g, const int* host_inputs, int B, int T, int backward) {
+// The embedding layer, forward (x (B, T, C) from the tokens) or backward (wte and wpe gradients
+// from dx (B, T, C)). Context parallel, each half of a row is a chunk of the sequence and takes
+// that chunk's positions: one call per chunk. With rotary there is no wpe: one call.
+static void embedding(GPT* g, const int* host_inputs, int B, int T, bf16* x, int backward) {
     Activations* a = &g->acts;
     int C = g->config.C;
     cudaStream_t st = g->stream;
@@ -236,14 +237,15 @@ static void embedding(GPT* g, const int* host_inputs, int B, int T, int backward
         // wpe's rows from pos on (NULL without wpe).
         bf16* dwpe = g->grads.wpe ? g->grads.wpe + pos * C : NULL;
         const bf16* wpe = g->params.wpe ? g->params.wpe + pos * C : NULL;
-        if (backward)
-            encoder_backward(g->grads.wte, dwpe, a->dresidual + at * C, host_inputs + at, rows, len, C, a->scratch, st);
-        else encoder_forward(a->residual + at * C, a->inputs + at, g->params.wte, wpe, rows, len, C, st);
+        if (backward) encoder_backward(g->grads.wte, dwpe, x + at * C, host_inputs + at, rows, len, C, a->scratch, st);
+        else encoder_forward(x + at * C, a->inputs + at, g->params.wte, wpe, rows, len, C, st);
     }
 }
 
-// Marks of a forward: the start, the embedding, the layers', lnf.
-static int forward_marks(const GPT* g) { return 3 + block_forward_marks(&g->config.arch, g->config.L); }
+// Marks of a forward: the start, the stem's operations, the layers', lnf.
+static int forward_marks(const GPT* g) {
+    return 2 + stem_ops(&g->config.arch).count + block_forward_marks(&g->config.arch, g->config.L);
+}
 
 void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     const GPTConfig* c = &g->config;
@@ -266,13 +268,19 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
         ring_document_bounds(ring, a->inputs, B, T, c->arch.document_token, a->doc_start, a->doc_end, a->scratch, st);
     else if (c->arch.documents)
         attention_document_bounds(a->inputs, B, T, c->arch.document_token, a->doc_start, a->doc_end, st);
-    // The operations of the stem, the blocks and the head (gpt/model_ops.h).
+    // The operations of the stem, the blocks and the head (gpt/model_ops.h). The stem's output is
+    // the stream entering layer 0; with an embedding norm the embedding is kept before it.
     const StemOps stem = stem_ops(&c->arch);
+    bf16* embedded = a->embedding ? a->embedding : a->residual;
     for (int i = 0; i < stem.count; i++) {
         switch (stem.op[i]) {
         case STEM_EMBEDDING:
-            embedding(g, host_inputs, B, T, 0);
+            embedding(g, host_inputs, B, T, embedded, 0);
             profile_mark(g->profile, PART_EMBEDDING, PHASE_FORWARD, st);
+            break;
+        case STEM_EMBEDDING_NORM:
+            rmsnorm_forward(a->residual, a->embedding_rstd, a->embedding, N, C, st);
+            profile_mark(g->profile, PART_NORM, PHASE_FORWARD, st);
             break;
         }
     }
@@ -362,8 +370,10 @@ static void reduce_layer_grads(GPT* g, int l) {
     reduce_grads(g, d.t, sizes, NUM_LAYER_PARAMS);
 }
 
-// Marks of a backward: the start, lnf, the layers', the embedding.
-static int backward_marks(const GPT* g) { return 3 + block_backward_marks(&g->config.arch, g->config.L); }
+// Marks of a backward: the start, lnf, the layers', the stem's operations.
+static int backward_marks(const GPT* g) {
+    return 2 + block_backward_marks(&g->config.arch, g->config.L) + stem_ops(&g->config.arch).count;
+}
 
 void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     const GPTConfig* c = &g->config;
@@ -375,10 +385,11 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     int B = g->forward_B, T = g->forward_T, C = c->C, N = B * T;
     if (N == 0) die("gpt_backward: no gpt_forward before it");
     BlockPass pass = block_pass(g, B, T);
-    BlockGradients grads = {a->dresidual, a->dnarrow, a->dwide};
+    BlockGradients grads = {a->dresidual, a->dnarrow, a->dwide, a->dx0};
     int reduce = g->dp.comm && last_micro_step;
     profile_start(g->profile, backward_marks(g), st);
     cudaCheck(cudaMemsetAsync(a->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
+    if (a->dx0) cudaCheck(cudaMemsetAsync(a->dx0, 0, (size_t)N * C * sizeof(float), st));
     // The operations of the head, the blocks and the stem in reverse (gpt/model_ops.h).
     const HeadOps head = head_ops(&c->arch);
     for (int i = head.count - 1; i >= 0; i--) {
@@ -397,11 +408,20 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
         block_backward(&pass, l, &x, &w, &dw, &grads);
         if (reduce) reduce_layer_grads(g, l);
     }
+    // d loss / d (the stem's output) in dresidual; the norm's backward adds into dnarrow, free
+    // once the blocks are done, the gradient of the embedding.
     const StemOps stem = stem_ops(&c->arch);
+    bf16* dembedded = a->dresidual;
     for (int i = stem.count - 1; i >= 0; i--) {
         switch (stem.op[i]) {
+        case STEM_EMBEDDING_NORM:
+            cudaCheck(cudaMemsetAsync(a->dnarrow, 0, (size_t)N * C * sizeof(bf16), st));
+            rmsnorm_backward(a->dnarrow, a->dresidual, a->embedding, a->embedding_rstd, N, C, st);
+            dembedded = a->dnarrow;
+            profile_mark(g->profile, PART_NORM, PHASE_BACKWARD, st);
+            break;
         case STEM_EMBEDDING:
-            embedding(g, host_inputs, B, T, 1);
+            embedding(g, host_inputs, B, T, dembedded, 1);
             profile_mark(g->profile, PART_EMBEDDING, PHASE_BACKWARD, st);
             break;
         }

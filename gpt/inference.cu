@@ -19,6 +19,7 @@
 #include "layers/encoder.h"
 #include "layers/matmul.h"
 #include "layers/matmul_rows.h"
+#include "layers/residual_lambdas.h"
 #include "layers/rmsnorm.h"
 #include "device/bf16.cuh"
 #include "device/launch.cuh"
@@ -45,6 +46,8 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     auto carve_prompt = [&](size_t width) { return (bf16*)carve(P * width * C * sizeof(bf16), &sizes->prompt); };
     size_t qk_rstd_width = 2 * (size_t)c->NH;   // QK-norm's rstd per row: each head's q and k
     a->res = a->res_next = carve_prompt(1);
+    a->x = arch->residual_lambdas ? a->res : NULL;   // the lambdas make res of it in place
+    a->x0 = arch->residual_lambdas ? carve_prompt(1) : NULL;
     a->qkv = carve_prompt(3);
     a->atty = carve_prompt(1);
     a->mid = carve_prompt(1);
@@ -61,6 +64,7 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     auto carve_step = [&](size_t width) { return (bf16*)carve(rows * width * C * sizeof(bf16), &sizes->step); };
     StepActivations* r = &m->step;
     r->x = carve_step(1);
+    r->x0 = arch->residual_lambdas ? carve_step(1) : NULL;
     r->qkv = carve_step(3);
     r->atty = carve_step(1);
     r->mid = carve_step(1);
@@ -236,8 +240,13 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
         case STEM_EMBEDDING:
             encoder_forward(m->prompt.res, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
             break;
+        case STEM_EMBEDDING_NORM: rmsnorm_forward(m->prompt.res, NULL, m->prompt.res, n, C, st); break;
         }
     }
+    // The stem's output, which the residual lambdas of every block read.
+    if (m->prompt.x0)
+        cudaCheck(cudaMemcpyAsync(m->prompt.x0, m->prompt.res, (size_t)n * C * sizeof(bf16), cudaMemcpyDeviceToDevice,
+                                  st));
     BlockPass pass = {&c->arch, m->attention, attention_shape(c, 1, n), m->prompt_rows, 0, NULL, NULL, &m->matmul};
     for (int l = 0; l < c->L; l++) {
         LayerParameters w = layer_parameters(&m->params, l, c);
@@ -280,6 +289,9 @@ static void enqueue_block(InferenceModel* m, int l) {
     const DecodeQK* transform = NULL;   // QK-norm and rotary's, which the attention after them applies
     for (int i = 0; i < ops.count; i++) {
         switch (ops.op[i]) {
+        case BLOCK_RESIDUAL_LAMBDAS:   // in place: the norm and the residual add after it read the result
+            residual_lambdas_forward(r->x, r->x, r->x0, w.resid_lambda, w.x0_lambda, B, C, st);
+            break;
         case BLOCK_NORM1: before = step_norm(ops.norm, w.ln1w, w.ln1b); break;
         case BLOCK_QKV: {
             // Q, K, V of sequence b go to row b of qkv, its K and V also to row positions[b] of
@@ -347,8 +359,12 @@ static void enqueue_step(InferenceModel* m, int p) {
             encoder_forward_at(m->step.x, m->tokens, m->positions, m->params.wte, m->params.wpe, m->B, c->C,
                                m->stream);
             break;
+        case STEM_EMBEDDING_NORM: rmsnorm_forward(m->step.x, NULL, m->step.x, m->B, c->C, m->stream); break;
         }
     }
+    if (m->step.x0)
+        cudaCheck(cudaMemcpyAsync(m->step.x0, m->step.x, (size_t)m->B * c->C * sizeof(bf16), cudaMemcpyDeviceToDevice,
+                                  m->stream));
     for (int l = 0; l < c->L; l++) enqueue_block(m, l);
     lm_head(m, p);
     enqueue_draw(m, p);

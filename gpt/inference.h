@@ -32,10 +32,11 @@ void inference_sizes_print(const InferenceSizes* m);
 
 // One layer's activations on the decoding step's rows (a row per sequence): the stream, Q K V
 // (before QK-norm and rotary, which the attention applies), the attention's output, the stream
-// after it, the MLP's hidden layer after its activation. The step's kernels fuse the norms and
-// the activation into the linear layers, and keep nothing else.
+// after it, the MLP's hidden layer after its activation; with residual lambdas the stem's output
+// x0 (else NULL). The step's kernels fuse the norms and the activation into the linear layers,
+// and keep nothing else.
 typedef struct {
-    bf16 *x, *qkv, *atty, *mid, *fch_gelu;
+    bf16 *x, *x0, *qkv, *atty, *mid, *fch_gelu;
 } StepActivations;
 
 typedef struct {

@@ -6,6 +6,7 @@ static NormKind norm_kind(const Architecture* a) { return a->rms_norm ? NORM_RMS
 StemOps stem_ops(const Architecture* a) {
     StemOps s = {0};
     s.op[s.count++] = STEM_EMBEDDING;
+    if (a->embedding_norm) s.op[s.count++] = STEM_EMBEDDING_NORM;
     return s;
 }
 
@@ -17,6 +18,7 @@ BlockOps block_ops(const Architecture* a, int l) {
     b.rotary_base = a->rotary_base;
     b.window = architecture_window(a, l);
     b.activation = a->relu2 ? ACTIVATION_RELU2 : ACTIVATION_GELU;
+    if (a->residual_lambdas) b.op[b.count++] = BLOCK_RESIDUAL_LAMBDAS;
     b.op[b.count++] = BLOCK_NORM1;
     b.op[b.count++] = BLOCK_QKV;
     if (architecture_transforms_qk(a)) b.op[b.count++] = BLOCK_QK_NORM_ROTARY;

@@ -34,7 +34,8 @@ typedef enum { ACTIVATION_GELU, ACTIVATION_RELU2 } Activation;
 
 // The stem, on the B * T tokens.
 typedef enum {
-    STEM_EMBEDDING,   // x = wte[token] (+ wpe[position] where the model has learned positions)
+    STEM_EMBEDDING,        // x = wte[token] (+ wpe[position] where the model has learned positions)
+    STEM_EMBEDDING_NORM,   // x = RMSNorm(x) without weights (eps 1e-6), whatever the blocks' norm
 } StemOp;
 
 typedef struct {
@@ -46,12 +47,15 @@ typedef struct {
 // connections added in the projections. A linear layer adds its bias where the model has one (a
 // parameter the architecture lacks is NULL, gpt/parameters.h).
 typedef enum {
+    BLOCK_RESIDUAL_LAMBDAS, // res (N, C) = resid_lambda x + x0_lambda x0: x the stream from the block
+                            // before, x0 the stem's output (layers/residual_lambdas.h)
     BLOCK_NORM1,            // ln1 (N, C) = norm(res)
     BLOCK_QKV,              // qkv (N, 3, NH, HS) = ln1 @ qkvw^T + qkvb
     BLOCK_QK_NORM_ROTARY,   // q and k of qkv in place: RMSNorm over each head (no weights), then
                             // rotary at each row's position (layers/rotary.h); either alone
     BLOCK_ATTENTION,        // atty (N, NH, HS) = causal attention of q, k, v in the layer's key
-                            // window (and the row's document, where the batch has documents)
+                            // window (and the row's document, where the batch has documents), at
+                            // the model's scale (a QK scale's: gpt/activations.h's attention_shape)
     BLOCK_ATTPROJ,          // mid (N, C) = res + atty @ attprojw^T + attprojb
     BLOCK_NORM2,            // ln2 (N, C) = norm(mid)
     BLOCK_FC,               // fch_gelu (N, 4C) = activation(ln2 @ fcw^T + fcb)

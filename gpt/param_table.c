@@ -19,10 +19,15 @@ static int learned_positions(const Architecture* a) { return !a->rotary; }
 static int layernorm(const Architecture* a) { return !a->rms_norm; }   // RMSNorm has no weights
 static int biases(const Architecture* a) { return a->bias; }
 static int untied_head(const Architecture* a) { return a->untied_head; }
+static int residual_lambdas(const Architecture* a) { return a->residual_lambdas; }
 
-// GPT-2's sixteen tensors in llm.c's order, then the untied head. Weights N(0, 0.02), the
-// projections into the residual stream N(0, 0.02 / sqrt(2L)); the 2-D tensors decayed; Muon takes
-// each layer's matrix whole, qkvw also as q, k and v or as their head pairs.
+// GPT-2's sixteen tensors in llm.c's order, then the untied head, then the residual lambdas.
+// Weights N(0, 0.02), the projections into the residual stream N(0, 0.02 / sqrt(2L)); the 2-D
+// tensors decayed; Muon takes each layer's matrix whole, qkvw also as q, k and v or as their head
+// pairs. The lambdas are Adam's, with the vectors,
+// at nanochat's rates where the vectors' is the modern recipe's 0.002 (Muon's --vector-lr, AdamW's
+// --lr 2e-3): 0.005 for resid_lambda, which scales the whole stream and compounds over the
+// layers, 100 times that, 0.5, for x0_lambda, which only adds a share of x0.
 const ParamKind param_table[NUM_PARAM_TENSORS] = {
     [PARAM_WTE] = {.rows = {1, DIM_VP}, .cols = {1, DIM_C},
                    .init = INIT_NORMAL, .std = 0.02,
@@ -76,6 +81,12 @@ const ParamKind param_table[NUM_PARAM_TENSORS] = {
     [PARAM_LM_HEAD] = {.rows = {1, DIM_VP}, .cols = {1, DIM_C}, .present = untied_head,
                        .init = INIT_NORMAL, .std = 0.02, .zero_init = 1,
                        .group = GROUP_HEAD, .lr_scale = 1, .decay_scale = 1},
+    [PARAM_RESID_LAMBDA] = {.rows = {1, DIM_ONE}, .cols = {1, DIM_ONE}, .layers = every_layer,
+                            .present = residual_lambdas, .init = INIT_ONES,
+                            .group = GROUP_VECTOR, .lr_scale = 2.5f},
+    [PARAM_X0_LAMBDA] = {.rows = {1, DIM_ONE}, .cols = {1, DIM_ONE}, .layers = every_layer,
+                         .present = residual_lambdas, .init = INIT_ZERO,
+                         .group = GROUP_VECTOR, .lr_scale = 250.0f},
 };
 
 size_t param_dim(Dim d, const GPTConfig* c) {
@@ -196,7 +207,7 @@ static void dim_text(Dim d, char* out, size_t len) {
 void param_table_describe(char* out, size_t len) {
     static const char* const groups[] = {"matrix", "embedding", "head", "vector"};
     size_t n = (size_t)snprintf(out, len, "the model's tensors (gpt/param_table.c), in checkpoint order:\n"
-                                          "  %-9s %-11s %-35s %-17s %s\n", "tensor", "shape", "init",
+                                          "  %-12s %-11s %-35s %-17s %s\n", "tensor", "shape", "init",
                                 "group", "presets");
     for (int i = 0; i < NUM_PARAM_TENSORS && n < len; i++) {
         const ParamKind* k = &param_table[i];
@@ -231,7 +242,7 @@ void param_table_describe(char* out, size_t len) {
             if (present(k, &architecture_presets[p].arch))
                 snprintf(in + used, sizeof(in) - used, "%s%s", used ? " " : "", architecture_presets[p].name);
         }
-        n += (size_t)snprintf(out + n, len - n, "  %-9s %-11s %-35s %-17s %s\n", param_names[i], shape, init, group,
+        n += (size_t)snprintf(out + n, len - n, "  %-12s %-11s %-35s %-17s %s\n", param_names[i], shape, init, group,
                               in);
     }
 }

@@ -51,7 +51,9 @@ extern "C" {
     LAYER(FCPROJB, fcprojb)    /* (L, C) */                           \
     ONCE(LNFW, lnfw)           /* (C) */                              \
     ONCE(LNFB, lnfb)           /* (C) */                              \
-    ONCE(LM_HEAD, lm_head)     /* (Vp, C) an untied output head */
+    ONCE(LM_HEAD, lm_head)     /* (Vp, C) an untied output head */    \
+    LAYER(RESID_LAMBDA, resid_lambda)   /* (L, 1) residual lambdas */ \
+    LAYER(X0_LAMBDA, x0_lambda)         /* (L, 1) x0 lambdas */
 
 // What PARAM_TENSORS generates with: an item per kind, or nothing.
 #define PARAM_ENUM_ITEM(NAME, field) PARAM_##NAME,

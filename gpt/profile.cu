@@ -8,7 +8,7 @@
 #include "layers/muon.h"
 
 const char* const profile_part_names[NUM_PROFILE_PARTS] = {
-    "embedding", "norms (ln1, ln2, lnf)", "qkv matmul", "qk-norm + rotary", "attention", "attention proj",
+    "embedding", "residual lambdas", "norms (ln1, ln2, lnf, emb)", "qkv matmul", "qk-norm + rotary", "attention", "attention proj",
     "MLP up (fc+activation)", "MLP down (fcproj)", "classifier", "update (norm+optimizer)"};
 
 void profile_init(Profile* p) { memset(p, 0, sizeof(*p)); }
@@ -118,6 +118,19 @@ void profile_work(const GPTConfig* c, const ProfileShape* s, PartWork work[NUM_P
     }
     w[PART_NORM][PHASE_FORWARD] = scale_work(one_forward, norms);
     w[PART_NORM][PHASE_BACKWARD] = scale_work(one_backward, norms);
+    // The embedding's norm is an RMSNorm whatever the blocks' norm; its backward zeroes dx first.
+    if (a->embedding_norm) {
+        w[PART_NORM][PHASE_FORWARD] = add_work(w[PART_NORM][PHASE_FORWARD], (PartWork){0, 2 * (2 * N * C) + 4 * N});
+        w[PART_NORM][PHASE_BACKWARD] =
+            add_work(w[PART_NORM][PHASE_BACKWARD], (PartWork){0, 2 * (5 * N * C) + 4 * N});
+    }
+
+    // The residual lambdas: x and x0 in, res out; the backward reads dres, x and x0, writes dx over
+    // dres and adds to the fp32 dx0.
+    if (a->residual_lambdas) {
+        w[PART_RESIDUAL_LAMBDAS][PHASE_FORWARD] = scale_work((PartWork){0, 2 * (3 * N * C)}, L);
+        w[PART_RESIDUAL_LAMBDAS][PHASE_BACKWARD] = scale_work((PartWork){0, 2 * (4 * N * C) + 8 * N * C}, L);
+    }
 
     w[PART_QKV][PHASE_FORWARD] = scale_work(matmul_forward_work(N, C, 3 * C, bias, 1), L);
     w[PART_QKV][PHASE_BACKWARD] = scale_work(matmul_backward_work(N, C, 3 * C, bias, 0), L);

@@ -24,7 +24,7 @@ __global__ void rmsnorm_forward_kernel(bf16x8* out, float* rstd, const bf16x8* i
         for (int k = 0; k < 8; k++) o.v[k] = (bf16)((float)v.v[k] * s);
         y[p] = o;
     }
-    if (lane == 0) rstd[row] = s;
+    if (lane == 0 && rstd) rstd[row] = s;
 }
 
 // With out_hat = x * rstd: d out_hat_c / d x_k = rstd (delta_ck - out_hat_c out_hat_k / C), so

@@ -11,7 +11,9 @@
 // machine epsilon of its input's type (2^-7 for bf16, which does change small rows).
 #define RMSNORM_EPS 1e-6f
 
-// out (N, C) bf16; rstd (N) fp32; inp (N, C) bf16. C % 8 == 0, buffers 16-byte aligned.
+// out (N, C) bf16; rstd (N) fp32, or NULL where no backward follows; inp (N, C) bf16, which out
+// may be (in place: each value is read by the lane that writes it, before it does). C % 8 == 0,
+// buffers 16-byte aligned.
 void rmsnorm_forward(bf16* out, float* rstd, const bf16* inp, int N, int C, cudaStream_t stream);
 
 // dinp (N, C) += rstd * (dout - out_hat * mean_C(dout * out_hat)), out_hat = inp * rstd recomputed;

@@ -12,7 +12,9 @@ it holds): no transformers architecture computes it exactly (Llama's and Qwen's 
 weights and their MLP is SwiGLU; the modern model's norms have none, its MLP is ReLU^2, its
 queries and keys are normed and its logits soft-capped); so is a GPT-2 whose attention has a key
 window per row (train_gpt --document-mask, --window, --window-pattern: also version 6 or 7), as
-GPT-2 in transformers attends to every earlier token. OUT_DIR gets what transformers' GPT2LMHeadModel.from_pretrained
+GPT-2 in transformers attends to every earlier token, and a model with a part of the 2026 recipe
+(train_gpt --embedding-norm, --qk-scale, --residual-lambdas: versions 8 and 9), which no
+transformers architecture has. OUT_DIR gets what transformers' GPT2LMHeadModel.from_pretrained
 loads:
 - config.json: GPT2LMHeadModel with the checkpoint's sizes (n_positions = n_ctx = maxT,
   vocab_size = V), GELU in its tanh form (gelu_new), layernorm eps 1e-5, no dropout (flashgpt
@@ -34,7 +36,7 @@ import os
 import sys
 
 from gpt2_checkpoint import Checkpoint, from_bf16_bits, run_command_line, to_hf, write_safetensors
-from gpt_architecture import GPT2, masked
+from gpt_architecture import GPT2, has_parts, masked
 from output_file import atomic_folder, fail
 
 USAGE = "usage: export_hf.py [--fp32] CHECKPOINT.bin OUT_DIR"
@@ -88,6 +90,8 @@ def not_gpt2(arch):
     transformers' GPT-2 does not compute the model."""
     if arch == GPT2:
         return None
+    if has_parts(arch):
+        return "a model with a part of the 2026 recipe (an embedding norm, a QK scale, residual lambdas): no transformers architecture computes it"
     if masked(arch):
         return ("a model whose attention sees a key window per row (documents or windows): GPT-2 in transformers "
                 "attends to every earlier token")

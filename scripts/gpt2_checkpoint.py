@@ -16,9 +16,11 @@ Versions 6 (fp32) and 7 (bf16) are train_gpt's models of another architecture (g
 header slots 8-83 hold it (scripts/gpt_architecture.py's fields in their order, the floats by
 their bits, the windows one slot each; every later slot 0; a field without effect is dropped as
 the file is read, so that a GPT-2 in a version 6 file is GPT-2), and the parameters are the
-tensors it has in the table's order (scripts/gpt_parameters.py), lm_head (Vp, C) last when its head is untied (named lm_head.weight, padding rows past V). The
-import writes GPT-2's versions; the export takes them, and versions 6 and 7 holding GPT-2's
-architecture; Checkpoint reads all four.
+tensors it has in the table's order (scripts/gpt_parameters.py), lm_head (Vp, C) last when its head is untied (named lm_head.weight, padding rows past V).
+Versions 8 (fp32) and 9 (bf16) are those of a model with a part of the 2026 recipe: the parts'
+slots from 84 on too (gpt_architecture.PARTS), every later slot 0. The import writes GPT-2's
+versions; the export takes them, and versions 6 to 9 holding GPT-2's architecture; Checkpoint
+reads all six.
 
 safetensors: an 8-byte little-endian header length, a JSON header giving each tensor's dtype,
 shape and data_offsets (from the end of the header; "__metadata__" holds strings), then the data,
@@ -35,7 +37,8 @@ except ImportError:
     np = None  # a script says so once its arguments are read (needed.exit_without)
 
 import gpt_parameters
-from gpt_architecture import FLOAT_FIELDS, GPT2, MAX_WINDOWS, SLOTS, Architecture, drop_without_effect, invalid
+from gpt_architecture import (FLOAT_FIELDS, GPT2, MAX_WINDOWS, PARTS_SLOT, SLOTS, Architecture, drop_without_effect,
+                               invalid)
 from gpt_parameters import Shape, padded_vocab  # noqa: F401  (the scripts take them from here too)
 from needed import exit_without
 from output_file import Failure, atomic_output, fail
@@ -43,8 +46,11 @@ from output_file import Failure, atomic_output, fail
 CHECKPOINT_MAGIC = 20240326
 VERSION_FP32, VERSION_BF16 = 3, 5
 VERSION_ARCH_FP32, VERSION_ARCH_BF16 = 6, 7
-VERSIONS_OTHER_ARCHITECTURE = (VERSION_ARCH_FP32, VERSION_ARCH_BF16)
+VERSION_PARTS_FP32, VERSION_PARTS_BF16 = 8, 9
+VERSIONS_PARTS = (VERSION_PARTS_FP32, VERSION_PARTS_BF16)
+VERSIONS_OTHER_ARCHITECTURE = (VERSION_ARCH_FP32, VERSION_ARCH_BF16) + VERSIONS_PARTS
 ARCHITECTURE_SLOTS = slice(8, 8 + SLOTS)
+PARTS_HEADER_SLOT = 8 + PARTS_SLOT  # the first header slot past versions 6 and 7's
 HEADER_INTS = 256
 HEADER_BYTES = 4 * HEADER_INTS
 # The largest size a header slot (int32) holds, also once the vocabulary is padded to 128.
@@ -168,13 +174,19 @@ def write_checkpoint(path, shape, bf16, slices, inputs):
 
 
 def architecture_from_slots(slots):
-    """The Architecture in a header's slots 8-83 (int32; the float fields by their bits, then the
-    windows, one slot each)."""
-    floats = np.asarray(slots, dtype="<i4").view("<f4")
-    scalars = Architecture._fields[:-1]
-    return Architecture(*(float(floats[i]) if field in FLOAT_FIELDS else int(slots[i])
-                          for i, field in enumerate(scalars)),
-                        windows=tuple(int(w) for w in slots[len(scalars):len(scalars) + MAX_WINDOWS]))
+    """The Architecture in a header's slots from 8 on (int32, a slot per field in its order, the
+    float fields by their bits, the windows MAX_WINDOWS of them)."""
+    slots = np.asarray(slots, dtype="<i4")
+    floats = slots.view("<f4")
+    fields, at = {}, 0
+    for field in Architecture._fields:
+        if field == "windows":
+            fields[field] = tuple(int(w) for w in slots[at:at + MAX_WINDOWS])
+            at += MAX_WINDOWS
+        else:
+            fields[field] = float(floats[at]) if field in FLOAT_FIELDS else int(slots[at])
+            at += 1
+    return Architecture(**fields)
 
 
 class Checkpoint:
@@ -197,13 +209,19 @@ class Checkpoint:
         if self.version not in (VERSION_FP32, VERSION_BF16) + VERSIONS_OTHER_ARCHITECTURE:
             fail(f"{path}: unsupported checkpoint version {self.version} (expected {VERSION_FP32} or "
                  f"{VERSION_BF16}: GPT-2, fp32 or bf16; {VERSION_ARCH_FP32} or {VERSION_ARCH_BF16}: another "
-                 "architecture)")
+                 f"architecture; {VERSION_PARTS_FP32} or {VERSION_PARTS_BF16}: with a part of the 2026 recipe)")
         maxT, V, L, NH, C, Vp = (int(v) for v in header[2:8])
         if min(maxT, V, L, NH, C) <= 0 or C % NH or Vp != padded_vocab(V):
             fail(f"{path}: corrupt header (maxT {maxT}, V {V}, L {L}, NH {NH}, C {C}, Vp {Vp})")
         self.shape = Shape(maxT, V, L, NH, C)
         self.arch = GPT2
         if self.version in VERSIONS_OTHER_ARCHITECTURE:
+            # Versions 6 and 7 end before the parts' slots, whose zeros read as none of them.
+            end = ARCHITECTURE_SLOTS.stop if self.version in VERSIONS_PARTS else PARTS_HEADER_SLOT
+            past = np.flatnonzero(header[end:])
+            if past.size:
+                slot = end + int(past[0])
+                fail(f"{path}: corrupt header: slot {slot} holds {header[slot]}, past the architecture every slot is 0")
             self.arch = architecture_from_slots(header[ARCHITECTURE_SLOTS])
             why = invalid(self.arch)
             if not why:
@@ -212,11 +230,7 @@ class Checkpoint:
                     why = f"the document token {self.arch.document_token} is outside the vocabulary"
             if why:
                 fail(f"{path}: corrupt header: {why}")
-            past = np.flatnonzero(header[ARCHITECTURE_SLOTS.stop:])
-            if past.size:
-                slot = ARCHITECTURE_SLOTS.stop + int(past[0])
-                fail(f"{path}: corrupt header: slot {slot} holds {header[slot]}, past the architecture every slot is 0")
-        self.bf16 = self.version in (VERSION_BF16, VERSION_ARCH_BF16)
+        self.bf16 = self.version in (VERSION_BF16, VERSION_ARCH_BF16, VERSION_PARTS_BF16)
         count = parameter_count(self.shape, arch=self.arch)
         want = HEADER_BYTES + count * (2 if self.bf16 else 4)
         if size != want:

@@ -2,7 +2,7 @@
 its two presets and train_gpt's options for it, for the Python scripts (python3 alone: no numpy,
 no torch, so a script checks its options before it loads either).
 
-The fields, in the order of gpt/config.h and of the model checkpoint's header slots 8-83:
+The fields, in the order of gpt/config.h and of the model checkpoint's header slots 8 on:
 rotary (0/1: rotary positions on q and k, no learned wpe), rotary_base (frequencies
 base^(-2i/HS)), rms_norm (0/1: RMSNorm without weights, else LayerNorm), qk_norm (0/1: RMSNorm of
 each head's q and k), relu2 (0/1: the MLP's activation relu(x)^2, else tanh GELU), bias (0/1:
@@ -12,20 +12,29 @@ softcap); 0: none) in slots 8-16; then attention's key window per row (attention
 documents (0/1: a row sees its own document alone), document_token (the token that starts a
 document, 0 without documents), window_count and windows (64 slots: layer l sees at most
 windows[l % window_count] keys, 0 for no bound; 0 past the pattern), train_gpt's
---document-mask, --window and --window-pattern, which no PyTorch model here computes (masked()).
+--document-mask, --window and --window-pattern, which no PyTorch model here computes (masked());
+then the parts of the 2026 recipe, off in both presets, from slot 84 on (checkpoint versions 8
+and 9 hold them, 6 and 7 none): embedding_norm (0/1: an RMSNorm of the stem's output), qk_scale
+(q and k each times it after QK-norm, which it needs: the attention's scale qk_scale^2 / sqrt(HS);
+0: none), residual_lambdas (0/1: before each block x = resid_lambda x + x0_lambda x0, learned
+scalars of the parameter table, x0 the stem's output).
 The options are train_gpt's: --arch gpt2|modern picks a preset, then --rotary 0|1,
 --rotary-base X, --norm layer|rms, --qk-norm 0|1, --mlp gelu|relu2, --bias 0|1,
---head tied|untied, --zero-init 0|1 and --softcap X each replace one field.
+--head tied|untied, --zero-init 0|1, --softcap X, --embedding-norm 0|1, --qk-scale X and
+--residual-lambdas 0|1 each replace one field.
 The rules are gpt/config.h's, held to it by tests/mirrors/test_rules.py: each field's values (invalid),
 the fields without effect (drop_without_effect: refused in an option, dropped as a checkpoint is
 read, so that it reads as the model it computes) and the preset nearest an architecture, whose
 optimizer defaults a run takes without --arch (nearest_preset).
 """
 import math
+import struct
 from typing import NamedTuple
 
 MAX_WINDOWS = 64
-SLOTS = 12 + MAX_WINDOWS  # the header slots an architecture takes
+PARTS_SLOT = 12 + MAX_WINDOWS  # the first slot of the parts, past those of checkpoint versions 6 and 7
+PARTS = ("embedding_norm", "qk_scale", "residual_lambdas")
+SLOTS = PARTS_SLOT + len(PARTS)  # the header slots an architecture takes
 
 
 class Architecture(NamedTuple):
@@ -42,6 +51,9 @@ class Architecture(NamedTuple):
     document_token: int = 0
     window_count: int = 0
     windows: tuple = (0,) * MAX_WINDOWS
+    embedding_norm: int = 0
+    qk_scale: float = 0.0
+    residual_lambdas: int = 0
 
 
 ROTARY_BASE = 10000.0  # both presets', and the one a model without rotary holds
@@ -52,8 +64,10 @@ PRESETS = {
                            zero_init=1, softcap=30.0),
 }
 GPT2 = PRESETS["gpt2"]
-FLOAT_FIELDS = ("rotary_base", "softcap")
-SWITCHES = ("rotary", "rms_norm", "qk_norm", "relu2", "bias", "untied_head", "zero_init", "documents")
+FLOAT_FIELDS = ("rotary_base", "softcap", "qk_scale")
+SWITCHES = ("rotary", "rms_norm", "qk_norm", "relu2", "bias", "untied_head", "zero_init", "documents",
+            "embedding_norm", "residual_lambdas")
+COMPONENT_SWITCHES = SWITCHES[:7]  # the switches that make the presets
 
 # Each component option: (flag, the field it sets, its choices as {word: value}, or None for a
 # number).
@@ -61,7 +75,8 @@ COMPONENTS = (("--rotary", "rotary", {"0": 0, "1": 1}), ("--rotary-base", "rotar
               ("--norm", "rms_norm", {"layer": 0, "rms": 1}), ("--qk-norm", "qk_norm", {"0": 0, "1": 1}),
               ("--mlp", "relu2", {"gelu": 0, "relu2": 1}), ("--bias", "bias", {"0": 0, "1": 1}),
               ("--head", "untied_head", {"tied": 0, "untied": 1}), ("--zero-init", "zero_init", {"0": 0, "1": 1}),
-              ("--softcap", "softcap", None))
+              ("--softcap", "softcap", None), ("--embedding-norm", "embedding_norm", {"0": 0, "1": 1}),
+              ("--qk-scale", "qk_scale", None), ("--residual-lambdas", "residual_lambdas", {"0": 0, "1": 1}))
 
 
 def rotary_base_invalid(base):
@@ -76,15 +91,28 @@ def softcap_invalid(cap):
         "the softcap must be 0 (none) or a finite number of at least 1"
 
 
+def qk_scale_invalid(scale):
+    """None when scale may be the QK scale, else the rule it breaks (gpt/config.h's: from 1/8 to
+    8, the logits of normed q and k from 1/64 to 64 times the plain scale's)."""
+    return None if scale == 0 or 0.125 <= scale <= 8 else "the QK scale must be 0 (none) or a number from 0.125 to 8"
+
+
+def attention_scale(arch, HS):
+    """The attention's softmax scale at head size HS: 1/sqrt(HS), times qk_scale^2 with a QK scale."""
+    return (arch.qk_scale ** 2 if arch.qk_scale > 0 else 1.0) / math.sqrt(HS)
+
+
 def invalid(arch):
     """None when every field holds a value it may (gpt/config.h's architecture_invalid), else
     what does not."""
     for field in SWITCHES:
         if getattr(arch, field) not in (0, 1):
             return f"{field} {getattr(arch, field)} is neither 0 nor 1"
-    why = rotary_base_invalid(arch.rotary_base) or softcap_invalid(arch.softcap)
+    why = rotary_base_invalid(arch.rotary_base) or softcap_invalid(arch.softcap) or qk_scale_invalid(arch.qk_scale)
     if why:
         return why
+    if arch.qk_scale != 0 and not arch.qk_norm:
+        return "a QK scale without QK-norm (the scale of q and k not normed is their weights': --qk-norm 1)"
     if arch.document_token < 0 or (not arch.documents and arch.document_token):
         return f"the document token {arch.document_token} is negative, or set without documents"
     if not 0 <= arch.window_count <= MAX_WINDOWS or len(arch.windows) != MAX_WINDOWS:
@@ -98,14 +126,17 @@ def drop_without_effect(arch, shape=None):
     """(arch without its fields that change nothing the model computes, why the first of them has
     no effect or None when it holds none): gpt/config.h's gpt_config_drop_without_effect, for an
     architecture whose fields are each valid (invalid; a value invalid in itself is left as it
-    is). A rotary base without rotary becomes the presets', a window of the context or more no
-    bound, the pattern's entries past the layers go, and a pattern that then bounds no layer
+    is). A rotary base without rotary becomes the presets', a QK scale of 1 none, a window of the
+    context or more no bound, the pattern's entries past the layers go, and a pattern that then bounds no layer
     becomes none. shape: the model's (its maxT and L), which the windows are checked against;
     None for an architecture without windows."""
     why = None
     if not arch.rotary and arch.rotary_base != ROTARY_BASE and not rotary_base_invalid(arch.rotary_base):
         arch = arch._replace(rotary_base=ROTARY_BASE)
         why = "a rotary base without rotary, where it has no effect (--rotary 1 gives the model rotary)"
+    if arch.qk_scale == 1:
+        arch = arch._replace(qk_scale=0.0)
+        why = why or "a QK scale of 1, which scales nothing (leave it out)"
     if not 0 < arch.window_count <= MAX_WINDOWS:
         return arch, why
     pattern = list(arch.windows[:arch.window_count])
@@ -127,6 +158,20 @@ def masked(arch):
     return bool(arch.documents or arch.window_count)
 
 
+def has_parts(arch):
+    """Whether arch has a part of the 2026 recipe: a slot from PARTS_SLOT on not 0 (by its bits),
+    which a checkpoint of version 8 or 9 holds (gpt/config.h's architecture_has_parts)."""
+    return any(struct.unpack("<i", struct.pack("<f", v))[0] if isinstance(v, float) else v
+               for v in (getattr(arch, field) for field in PARTS))
+
+
+def base(arch):
+    """arch without its key windows and its parts: the preset or components its description
+    starts with."""
+    return arch._replace(documents=0, document_token=0, window_count=0, windows=(0,) * MAX_WINDOWS,
+                         **{field: type(getattr(GPT2, field))(0) for field in PARTS})
+
+
 def preset_of(arch):
     """The name of the preset arch is, or None (an ablation)."""
     return next((name for name, preset in PRESETS.items() if preset == arch), None)
@@ -137,16 +182,16 @@ def nearest_preset(arch):
     whose components differ from arch's in the fewest (the seven switches and the soft cap, on or
     off; the rotary base, the cap's value and the key windows count for nothing), gpt2 on a tie."""
     def differ(preset):
-        return sum(getattr(arch, f) != getattr(preset, f) for f in SWITCHES if f != "documents") + \
+        return sum(getattr(arch, f) != getattr(preset, f) for f in COMPONENT_SWITCHES) + \
             ((arch.softcap > 0) != (preset.softcap > 0))
     return min(PRESETS, key=lambda name: differ(PRESETS[name]))  # min keeps the first of a tie
 
 
 def describe(arch):
     """"gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, ..."; then
-    the key windows, if any: ", documents (token 50256), windows 2048,512" (gpt/config.h's)."""
-    unmasked = arch._replace(documents=0, document_token=0, window_count=0, windows=(0,) * MAX_WINDOWS)
-    text = preset_of(unmasked) or ", ".join([
+    the parts it has: ", embedding norm, qk scale 1.2, residual lambdas"; then the key windows, if any: ", documents (token
+    50256), windows 2048,512" (gpt/config.h's)."""
+    text = preset_of(base(arch)) or ", ".join([
         f"rotary (base {arch.rotary_base:g})" if arch.rotary else
         f"learned positions (rotary base {arch.rotary_base:g})" if arch.rotary_base != ROTARY_BASE else
         "learned positions",
@@ -154,6 +199,12 @@ def describe(arch):
         "relu2" if arch.relu2 else "gelu", "bias" if arch.bias else "no bias",
         "untied head" if arch.untied_head else "tied head", "zero init" if arch.zero_init else "no zero init",
         f"softcap {arch.softcap:g}" if arch.softcap else "no softcap"])
+    if arch.embedding_norm:
+        text += ", embedding norm"
+    if arch.qk_scale > 0:
+        text += f", qk scale {arch.qk_scale:g}"
+    if arch.residual_lambdas:
+        text += ", residual lambdas"
     if arch.documents:
         text += f", documents (token {arch.document_token})"
     if arch.window_count:

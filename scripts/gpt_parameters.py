@@ -99,6 +99,10 @@ def untied_head(a):
     return bool(a.untied_head)
 
 
+def residual_lambdas(a):
+    return bool(a.residual_lambdas)
+
+
 # gpt/param_table.c's rows, in its order.
 TABLE = (
     Kind("wte", Dim(1, "Vp"), C, None, None, "normal", 0.02, group="embedding", decay_scale=1.0),
@@ -123,6 +127,8 @@ TABLE = (
     Kind("lnfb", C, ONE, None, layernorm, "zero"),
     Kind("lm_head", Dim(1, "Vp"), C, None, untied_head, "normal", 0.02, zero_init=True, group="head",
          decay_scale=1.0),
+    Kind("resid_lambda", ONE, ONE, EveryLayer, residual_lambdas, "ones", lr_scale=2.5),
+    Kind("x0_lambda", ONE, ONE, EveryLayer, residual_lambdas, "zero", lr_scale=250.0),
 )
 KINDS = {k.name: k for k in TABLE}
 

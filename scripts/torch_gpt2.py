@@ -11,7 +11,12 @@ switchable as train_gpt's are:
   embeddings (RoFormer's, paired as in GPT-NeoX, "rotate half": element i of a head with element
   i + HS/2, turned by the angle t * base^(-2i/HS) at position t) on each head's q and k, after an
   RMSNorm of each over the head (QK-norm); a ReLU^2 MLP; no biases; an output head lm_head of
-  its own; the logits z soft-capped as softcap * tanh(z / softcap) before the loss.
+  its own; the logits z soft-capped as softcap * tanh(z / softcap) before the loss;
+- the parts of the 2026 recipe, each on its own (embedding_norm: the embedding, positions
+  added, RMSNorm'ed before the first block, as nanochat's norm(wte(idx)); qk_scale: each head's
+  q and k multiplied by it after QK-norm and rotary, as nanochat's 1.2; residual_lambdas: each
+  block takes resid_lambda * x + x0_lambda * x0, x0 the stream the embedding left, two learned
+  numbers of the block, Scalar modules whose weights are the table's per-layer slices).
 Attention is F.scaled_dot_product_attention (causal, scaled by 1/sqrt(HS)); the vocabulary is
 padded to a multiple of 128, the padded logits left out of the loss. Each parameter is a slice of
 a tensor of the parameter table (scripts/gpt_parameters.py; GPT.table_parameters pairs them) and
@@ -45,7 +50,8 @@ RMS_NORM_EPS = 1e-6  # layers/rmsnorm.h's
 # Hugging Face's GPT-2 that scripts/gpt2_checkpoint.py names its slices after ("h.{l}." before a
 # block's): the one table a checkpoint with another tensor extends.
 CHECKPOINT_MODULES = {"wte": "wte", "wpe": "wpe", "ln_1": "ln1", "attn.c_attn": "qkv", "attn.c_proj": "attproj",
-                      "ln_2": "ln2", "mlp.c_fc": "fc", "mlp.c_proj": "fcproj", "ln_f": "lnf", "lm_head": "lm_head"}
+                      "ln_2": "ln2", "mlp.c_fc": "fc", "mlp.c_proj": "fcproj", "ln_f": "lnf", "lm_head": "lm_head",
+                      "resid_lambda": "resid_lambda", "x0_lambda": "x0_lambda"}
 
 
 def checkpoint_parameter(hf_name):
@@ -92,6 +98,14 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.square().mean(-1, keepdim=True) + self.eps)
 
 
+class Scalar(nn.Module):
+    """One learned number (weight, of shape (1,)), as a per-layer scalar of the parameter table is."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(1))
+
+
 def make_norm(C, arch):
     return RMSNorm() if arch.rms_norm else nn.LayerNorm(C)
 
@@ -124,8 +138,13 @@ class Block(nn.Module):
         self.fc, self.fcproj = nn.Linear(C, 4 * C, bias=arch.bias), nn.Linear(4 * C, C, bias=arch.bias)
         self.qk_norm = RMSNorm() if arch.qk_norm else None
         self.rotary = rotary
+        self.qk_scale = arch.qk_scale
+        self.resid_lambda, self.x0_lambda = (Scalar(), Scalar()) if arch.residual_lambdas else (None, None)
 
-    def forward(self, x):
+    def forward(self, x, x0):
+        """The block on x, the stream the block before left; x0: the embedding's stream."""
+        if self.resid_lambda is not None:
+            x = self.stream(self.resid_lambda.weight * x + self.x0_lambda.weight * x0)
         B, T, C = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
         q, k, v = (t.view(B, T, self.NH, C // self.NH) for t in (q, k, v))
@@ -133,6 +152,8 @@ class Block(nn.Module):
             q, k = self.qk_norm(q), self.qk_norm(k)
         if self.rotary is not None:
             q, k = self.rotary(q), self.rotary(k)
+        if self.qk_scale:
+            q, k = q * self.qk_scale, k * self.qk_scale
         q, k, v = (t.to(v.dtype).transpose(1, 2) for t in (q, k, v))  # (B, NH, T, HS)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = self.stream(x + self.attproj(y.transpose(1, 2).reshape(B, T, C)))
@@ -153,6 +174,7 @@ class GPT(nn.Module):
         rotary = Rotary(C // NH, maxT, arch.rotary_base) if arch.rotary else None
         self.blocks = nn.ModuleList(Block(C, NH, arch, self.stream, rotary) for _ in range(L))
         self.lnf = make_norm(C, arch)
+        self.embedding_norm = RMSNorm() if arch.embedding_norm else None
         self.lm_head = nn.Linear(C, Vp, bias=False) if arch.untied_head else None
         kinds = {id(p): kind for kind, params in self.table_parameters() for p in params}
         with torch.no_grad():
@@ -196,9 +218,11 @@ class GPT(nn.Module):
         x = self.wte(idx)
         if self.wpe is not None:
             x = x + self.wpe(torch.arange(idx.shape[1], device=idx.device))
-        x = self.stream(x)
+        if self.embedding_norm is not None:
+            x = self.embedding_norm(x)
+        x = x0 = self.stream(x)
         for block in self.blocks:
-            x = block(x)
+            x = block(x, x0)
         head = self.wte if self.lm_head is None else self.lm_head  # tied: wte is the output projection
         logits = widened((self.lnf(x) @ head.weight.t())[..., :self.V])
         if self.arch.softcap:

@@ -57,6 +57,12 @@ static void parse_softcap(const char* name, const char* value, void* cap) {
     parse_float_by(name, value, (float*)cap, softcap_invalid);
 }
 
+// A QK scale of -0 is 0: none, in the header's bits too.
+static void parse_qk_scale(const char* name, const char* value, void* scale) {
+    parse_float_by(name, value, (float*)scale, qk_scale_invalid);
+    if (*(float*)scale == 0.0f) *(float*)scale = 0.0f;
+}
+
 // A setting of the optimizer, within its bounds (gpt/optimizer.h's optimizer_settings, which
 // bound the training state's too).
 static void parse_optimizer_setting(const char* name, const char* value, void* setting) {
@@ -77,6 +83,9 @@ static void parse_peak(const char* name, const char* value, void* peak) {
     *(float*)peak = parse_float(name, value);
     if (*(float*)peak <= 0.0f) die("%s %s: a peak must be positive", name, value);
 }
+
+// The slot of the Architecture member at offset, which components_given follows.
+static int slot_of(size_t offset) { return (int)(offset / sizeof(int32_t)); }
 
 void train_options_parse(int argc, char** argv, TrainOptions* o) {
     *o = (TrainOptions){.model = "d12", .context = 1024, .arch = 0, .components = ARCHITECTURE_GPT2,
@@ -99,7 +108,8 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
         {OPTION_INT, "--context", "N", &o->context, "context length of the model [1024]", 1, INT_MAX, NULL,
          &o->context_given},
         {OPTION_TEXT, "--init-from", "FILE", &o->init_from,
-         "start from a model checkpoint (version 3 or 5: GPT-2, fp32 or\nbf16; 6 or 7: another architecture)"},
+         "start from a model checkpoint (version 3 or 5: GPT-2, fp32 or\nbf16; 6 or 7: another architecture; 8 or 9: "
+         "with a part\nof the 2026 recipe)"},
         {OPTION_TEXT, "--save-init", "FILE", &o->save_init,
          "write the initial model (drawn from --seed) to FILE, an fp32\ncheckpoint, and stop before the GPU"},
         {OPTION_TEXT, "--resume", "DIR", &o->resume_dir, "continue the run whose checkpoints are in DIR, exactly"},
@@ -124,6 +134,16 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
          NULL, &given[7]},
         {OPTION_CALL, "--softcap", "X", &a->softcap, "logits z -> X tanh(z / X), X >= 1; 0 for none", 0, 0,
          parse_softcap, &given[8]},
+        {OPTION_INT, "--embedding-norm", "0|1", &a->embedding_norm,
+         "an RMSNorm of the embedding: x = norm(wte[token] (+ wpe)) [0]", 0, 1, NULL,
+         &given[slot_of(offsetof(Architecture, embedding_norm))]},
+        {OPTION_CALL, "--qk-scale", "X", &a->qk_scale,
+         "with --qk-norm 1: q and k times X after their norm, the\nattention's logits X^2 times 1/sqrt(HS)'s, X from "
+         "0.125 to 8\n(nanochat 1.2); 0 for none [0]", 0, 0, parse_qk_scale,
+         &given[slot_of(offsetof(Architecture, qk_scale))]},
+        {OPTION_INT, "--residual-lambdas", "0|1", &a->residual_lambdas,
+         "before each block x = resid_lambda x + x0_lambda x0 (x0 the\nembedding's stream), learned scalars "
+         "of each layer from 1\nand 0 [0]", 0, 1, NULL, &given[slot_of(offsetof(Architecture, residual_lambdas))]},
         {OPTION_FLAG, "--document-mask", NULL, &o->document_mask,
          "attention sees the row's own document alone (documents\nstart at <|endoftext|>, whose id --tokenizer "
          "gives)"},

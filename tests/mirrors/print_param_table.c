@@ -7,7 +7,7 @@
 //               under Muon by --muon-qkv, and the slice each layer holds (per-layer kinds the
 //               architecture has)]}
 // A Dim is [times, "C"]; the models are the presets at d12 and every combination of the switches
-// that change the tensors at a small odd shape and at d6.
+// and parts that change the tensors (the residual lambdas) at a small odd shape and at d6.
 #include <stdio.h>
 
 #include "gpt/param_table.h"
@@ -65,9 +65,9 @@ static void print_model(const GPTConfig* c) {
     const Architecture* a = &c->arch;
     printf("{\"maxT\": %d, \"V\": %d, \"L\": %d, \"NH\": %d, \"C\": %d, \"arch\": {\"rotary\": %d, "
            "\"rotary_base\": %.9g, \"rms_norm\": %d, \"qk_norm\": %d, \"relu2\": %d, \"bias\": %d, "
-           "\"untied_head\": %d, \"zero_init\": %d, \"softcap\": %.9g}, \"tensors\": [",
+           "\"untied_head\": %d, \"zero_init\": %d, \"softcap\": %.9g, \"residual_lambdas\": %d}, \"tensors\": [",
            c->maxT, c->V, c->L, c->NH, c->C, a->rotary, a->rotary_base, a->rms_norm, a->qk_norm, a->relu2, a->bias,
-           a->untied_head, a->zero_init, a->softcap);
+           a->untied_head, a->zero_init, a->softcap, a->residual_lambdas);
     size_t sizes[NUM_PARAM_TENSORS], offset = 0;
     param_sizes(c, sizes);
     for (int i = 0; i < NUM_PARAM_TENSORS; offset += sizes[i++]) {
@@ -101,7 +101,7 @@ int main(void) {
         print_model(&c);
     }
     for (int shape = 0; shape < 2; shape++)
-        for (int k = 0; k < 32; k++) {
+        for (int k = 0; k < 64; k++) {
             GPTConfig c = shape ? (GPTConfig){.maxT = 256, .V = 8192, .Vp = 8192, .L = 6, .NH = 6, .C = 384,
                                               .arch = ARCHITECTURE_MODERN}
                                 : (GPTConfig){.maxT = 50, .V = 300, .Vp = padded_vocab(300), .L = 3, .NH = 4, .C = 64,
@@ -111,6 +111,7 @@ int main(void) {
             c.arch.bias = (k >> 2) & 1;
             c.arch.untied_head = (k >> 3) & 1;
             c.arch.zero_init = (k >> 4) & 1;
+            c.arch.residual_lambdas = (k >> 5) & 1;
             printf(",\n");
             print_model(&c);
         }

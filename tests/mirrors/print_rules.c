@@ -5,7 +5,8 @@
 //    "defaults": [for each optimizer and preset: preset_optimizer_defaults by flag, and eps],
 //    "nearest": [for every combination of the seven switches and a cap: the arch and
 //                architecture_nearest_preset's name],
-//    "rotary_base", "softcap": [[a value, whether rotary_base_invalid / softcap_invalid takes it]],
+//    "rotary_base", "softcap", "qk_scale": [[a value, whether rotary_base_invalid / softcap_invalid /
+//                                           qk_scale_invalid takes it]],
 //    "architectures": [an arch, a context and layers: whether architecture_invalid refuses it,
 //                      and for one it takes, gpt_config_drop_without_effect's arch and why],
 //    "optimizers": [an optimizer, untied head or not, its settings by flag and Muon's variants:
@@ -49,7 +50,9 @@ static void print_arch(const Architecture* a) {
     printf(", \"documents\": %d, \"document_token\": %d, \"window_count\": %d, \"windows\": [", a->documents,
            a->document_token, a->window_count);
     for (int i = 0; i < ARCHITECTURE_MAX_WINDOWS; i++) printf("%s%d", i ? ", " : "", a->windows[i]);
-    printf("]}");
+    printf("], \"embedding_norm\": %d, \"qk_scale\": ", a->embedding_norm);
+    print_float(a->qk_scale);
+    printf(", \"residual_lambdas\": %d}", a->residual_lambdas);
 }
 
 static void print_settings_of(const OptimizerConfig* o) {
@@ -110,29 +113,32 @@ static void print_nearest(void) {
     printf("],\n");
 }
 
-static const float probes[] = {0.0f, -0.0f, -1.0f, 1e-40f, 0.5f, 0.99f, 1.0f, 1.0000001f, 2.0f, 15.0f, 1e30f,
-                               FLT_MAX, INFINITY, -INFINITY, NAN};
+static const float probes[] = {0.0f, -0.0f, -1.0f, 1e-40f, 0.1f, 0.125f, 0.5f, 0.99f, 1.0f, 1.0000001f, 2.0f,
+                               8.0f, 8.0000010f, 15.0f, 1e30f, FLT_MAX, INFINITY, -INFINITY, NAN};
 #define NUM_PROBES ((int)(sizeof(probes) / sizeof(probes[0])))
 
 static void print_value_rules(void) {
-    const char* names[] = {"rotary_base", "softcap"};
-    for (int r = 0; r < 2; r++) {
+    const char* names[] = {"rotary_base", "softcap", "qk_scale"};
+    const char* (*rules[])(float) = {rotary_base_invalid, softcap_invalid, qk_scale_invalid};
+    for (int r = 0; r < 3; r++) {
         printf("\"%s\": [", names[r]);
         for (int i = 0; i < NUM_PROBES; i++) {
             printf("%s[", i ? ", " : "");
             print_float(probes[i]);
-            printf(", %s]", (r ? softcap_invalid(probes[i]) : rotary_base_invalid(probes[i])) ? "false" : "true");
+            printf(", %s]", rules[r](probes[i]) ? "false" : "true");
         }
         printf("],\n");
     }
 }
+
+#define QK_SCALE_SLOT ((int)(offsetof(Architecture, qk_scale) / sizeof(int32_t)))
 
 // An architecture from a preset, a field or the windows changed.
 typedef struct {
     int modern;
     int maxT, L;
     int field;            // a slot of the architecture to set (-1: none), to value's bits
-    float float_value;    // for the float slots (1: rotary_base, 8: softcap)
+    float float_value;    // for the float slots (1: rotary_base, 8: softcap, QK_SCALE_SLOT: qk_scale)
     int int_value;
     int window_count;     // -2: the preset's
     int windows[4];
@@ -173,6 +179,21 @@ static const ArchitectureCase architecture_cases[] = {
     {1, 64, 2, -1, 0, 0, 3, {0, 0, 32}},
     {1, 64, 3, -1, 0, 0, 4, {0, 8, 99, 4}},
     {0, 16, 1, 1, 5000.0f, 0, 2, {16, 4}},
+    {0, 64, 2, ARCHITECTURE_PARTS_SLOT, 0, 1, -2, {0}},
+    {1, 64, 2, ARCHITECTURE_PARTS_SLOT, 0, 1, 2, {8, 0}},
+    {1, 64, 2, ARCHITECTURE_PARTS_SLOT, 0, 2, -2, {0}},
+    {0, 64, 2, ARCHITECTURE_PARTS_SLOT, 0, -1, -2, {0}},
+    {1, 64, 2, QK_SCALE_SLOT, 1.2f, 0, -2, {0}},
+    {1, 64, 2, QK_SCALE_SLOT, 1.0f, 0, -2, {0}},
+    {1, 64, 2, QK_SCALE_SLOT, 1.0f, 0, 2, {8, 64}},
+    {1, 64, 2, QK_SCALE_SLOT, 0.1f, 0, -2, {0}},
+    {1, 64, 2, QK_SCALE_SLOT, 9.0f, 0, -2, {0}},
+    {1, 64, 2, QK_SCALE_SLOT, NAN, 0, -2, {0}},
+    {0, 64, 2, QK_SCALE_SLOT, 1.2f, 0, -2, {0}},
+    {0, 64, 2, QK_SCALE_SLOT, 1.0f, 0, -2, {0}},
+    {0, 64, 2, QK_SCALE_SLOT, -0.0f, 0, -2, {0}},
+    {0, 64, 2, ARCHITECTURE_PARTS_SLOT + 2, 0, 1, -2, {0}},
+    {1, 64, 2, ARCHITECTURE_PARTS_SLOT + 2, 0, 3, -2, {0}},
 };
 #define NUM_ARCHITECTURE_CASES ((int)(sizeof(architecture_cases) / sizeof(architecture_cases[0])))
 
@@ -184,7 +205,8 @@ static void print_architectures(void) {
                        .arch = architecture_presets[x->modern].arch};
         int32_t slots[ARCHITECTURE_SLOTS];
         memcpy(slots, &c.arch, sizeof(slots));
-        if (x->field == 1 || x->field == 8) memcpy(&slots[x->field], &x->float_value, sizeof(float));
+        if (x->field == 1 || x->field == 8 || x->field == QK_SCALE_SLOT)
+            memcpy(&slots[x->field], &x->float_value, sizeof(float));
         else if (x->field >= 0) slots[x->field] = x->int_value;
         memcpy(&c.arch, slots, sizeof(slots));
         if (x->window_count != -2) {

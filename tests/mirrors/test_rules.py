@@ -6,8 +6,8 @@ scripts/torch_optimizers.py:
 - each optimizer setting's flag, bounds and the runs it belongs to (SETTINGS);
 - the defaults of each optimizer for each preset (defaults), and the preset nearest every
   combination of the seven switches and a cap (nearest_preset);
-- which rotary bases and soft caps are taken (rotary_base_invalid, softcap_invalid), over zero,
-  negative, tiny, near 1, huge and non-finite values;
+- which rotary bases, soft caps and QK scales are taken (rotary_base_invalid, softcap_invalid,
+  qk_scale_invalid), over zero, negative, tiny, near 1, near the bounds, huge and non-finite values;
 - which architectures are refused field by field (invalid), and the fields without effect each
   one that is taken holds: the architecture it is read as and why (drop_without_effect);
 - each setting of both optimizers' defaults set to each of those values, and the weight decay
@@ -143,9 +143,10 @@ def main():
          lambda: defaults_differences(printed["defaults"], defaults, settings)),
         ("the preset nearest each of 256 architectures is gpt/config.h's",
          lambda: nearest_differences(printed["nearest"], gpt_architecture.nearest_preset)),
-        ("the rotary bases and soft caps taken are gpt/config.h's",
+        ("the rotary bases, soft caps and QK scales taken are gpt/config.h's",
          lambda: value_differences(printed["rotary_base"], gpt_architecture.rotary_base_invalid, "rotary base") +
-         value_differences(printed["softcap"], gpt_architecture.softcap_invalid, "softcap")),
+         value_differences(printed["softcap"], gpt_architecture.softcap_invalid, "softcap") +
+         value_differences(printed["qk_scale"], gpt_architecture.qk_scale_invalid, "qk scale")),
         ("the architectures refused, and the fields without effect dropped, are gpt/config.h's",
          lambda: architecture_differences(printed["architectures"], gpt_architecture.invalid,
                                           gpt_architecture.drop_without_effect)),

@@ -8,9 +8,10 @@ here with a reader of this file's own); export -> import of a random checkpoint 
 A checkpoint of version 6 or 7 that holds GPT-2's architecture exports as GPT-2, also one whose
 fields without effect (a rotary base without rotary, windows that bound nothing) are dropped as it
 is read. Bad input
-(checkpoint or output folder, a model of another architecture than GPT-2's or one whose attention
-sees a key window per row, a version 6 file cut short, which is truncated whatever its
-architecture) must fail with one line on stderr and leave nothing behind. Files go to
+(checkpoint or output folder, a model of another architecture than GPT-2's, one whose attention
+sees a key window per row or one with a part of the 2026 recipe (version 9), a version 6 file cut
+short, which is truncated whatever its architecture) must fail with one line on stderr and leave
+nothing behind. Files go to
 $FLASHGPT_TMP; prints PASS / FAIL lines like tests/lib/test.h.
 """
 import json
@@ -203,6 +204,7 @@ def set_header(index, value):
 
 
 ARCH_SLOTS = 12 + 64  # header slots 8-83: gpt_architecture.py's fields, the floats by their bits, then 64 windows
+PARTS = ("embedding_norm", "qk_scale", "residual_lambdas")  # the 2026 recipe's parts, slots 84 on (versions 8, 9)
 GPT2_ARCH = dict(rotary=0, rotary_base=10000.0, rms_norm=0, qk_norm=0, relu2=0, bias=1, untied_head=0, zero_init=0,
                  softcap=0.0, documents=0, document_token=0, window_count=0)
 MODERN_ARCH = dict(GPT2_ARCH, rotary=1, rms_norm=1, qk_norm=1, relu2=1, bias=0, untied_head=1, zero_init=1,
@@ -211,24 +213,30 @@ MODERN_ARCH = dict(GPT2_ARCH, rotary=1, rms_norm=1, qk_norm=1, relu2=1, bias=0, 
 
 def arch_checkpoint(name, arch, bf16, shape=(16, 130, 3, 4, 32), cut=0):
     """A checkpoint of version 6 (fp32) or 7 (bf16) of random values holding the architecture
-    arch (GPT2_ARCH's fields, and the list of windows under "windows", else none), written here
-    from the format: the tensors the architecture has, in the order of gpt2_checkpoint.py's
-    layout; its last cut bytes cut off. Returns (path, the parameters as float32 in that order)."""
+    arch (GPT2_ARCH's fields, and the list of windows under "windows", else none), or with a part
+    (PARTS) of version 8 or 9, written here from the format: the tensors the architecture has, in
+    the order of gpt2_checkpoint.py's layout; its last cut bytes cut off. Returns (path, the
+    parameters as float32 in that order)."""
     maxT, vocab, L, NH, C = shape
     Vp = (vocab + 127) // 128 * 128
     norm, bias = not arch["rms_norm"], arch["bias"]
     per_layer = 12 * C * C + 9 * C * bias + 4 * C * norm
-    count = Vp * C * (1 + arch["untied_head"]) + maxT * C * (not arch["rotary"]) + L * per_layer + 2 * C * norm
+    count = Vp * C * (1 + arch["untied_head"]) + maxT * C * (not arch["rotary"]) + L * per_layer + 2 * C * norm + \
+        2 * L * arch.get("residual_lambdas", 0)
     values = np.random.default_rng(7).normal(0, 1, count).astype(np.float32)
     values[vocab * C:Vp * C] = 0  # wte's padding rows
     if bf16:
         values = (nearest_bf16_bits(values).astype(np.uint32) << 16).view(np.float32)
+    def slots(values):
+        return [np.float32(v).view("<i4") if isinstance(v, float) else v for v in values]
+    parts = [arch.get(k, 0) for k in PARTS]
     header = np.zeros(256, "<i4")
-    header[:8] = [20240326, 7 if bf16 else 6, maxT, vocab, L, NH, C, Vp]
-    fields = [v for k, v in arch.items() if k != "windows"]
-    header[8:8 + len(fields)] = [np.float32(v).view("<i4") if isinstance(v, float) else v for v in fields]
+    header[:8] = [20240326, (9 if any(parts) else 7) if bf16 else (8 if any(parts) else 6), maxT, vocab, L, NH, C, Vp]
+    fields = slots(v for k, v in arch.items() if k != "windows" and k not in PARTS)
+    header[8:8 + len(fields)] = fields
     windows = arch.get("windows", [])
     header[8 + ARCH_SLOTS - 64:8 + ARCH_SLOTS - 64 + len(windows)] = windows
+    header[8 + ARCH_SLOTS:8 + ARCH_SLOTS + len(parts)] = slots(parts)
     path = os.path.join(TMP, name + ".bin")
     data = header.tobytes() + (nearest_bf16_bits(values).astype("<u2") if bf16 else values.astype("<f4")).tobytes()
     with open(path, "wb") as f:
@@ -311,6 +319,10 @@ def main():
                [arch_checkpoint("modern", MODERN_ARCH, bf16=True)[0], out], out)
     case_error("error: a GPT-2 whose attention has documents (version 7)", "sees a key window per row",
                [arch_checkpoint("masked", dict(GPT2_ARCH, documents=1, document_token=129), bf16=True)[0], out], out)
+    case_error("error: a GPT-2 with an embedding norm (version 9)", "a part of the 2026 recipe",
+               [arch_checkpoint("parts", dict(GPT2_ARCH, embedding_norm=1), bf16=True)[0], out], out)
+    case_error("error: a GPT-2 with residual lambdas (version 8)", "a part of the 2026 recipe",
+               [arch_checkpoint("lambdas", dict(GPT2_ARCH, residual_lambdas=1), bf16=False)[0], out], out)
     case_error("error: a modern model cut short (version 6): truncated, not another architecture", "truncated (",
                [arch_checkpoint("modern_cut", MODERN_ARCH, bf16=False, cut=2)[0], out], out)
     header_cut = arch_checkpoint("modern_header_cut", MODERN_ARCH, bf16=False)[0]

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """tests/programs/test_torch_reference.py: the PyTorch reference's model and optimizers
 (scripts/torch_gpt2.py, scripts/torch_optimizers.py) against the float64 numpy reference of
-tests/reference/gen_gpt_reference.py, in float64 on the CPU, for both of its files
+tests/reference/gen_gpt_reference.py, in float64 on the CPU, for four of its files
 ($FLASHGPT_TESTDATA/gpt_reference.bin: GPT-2's architecture; gpt_modern_reference.bin: the modern
-one with a rotary base of 100 and a soft cap of 2, every tensor random):
+one with a rotary base of 100 and a soft cap of 2, every tensor random; gpt_parts_reference.bin
+and gpt_gpt2_parts_reference.bin: the parts of the 2026 recipe on each):
 - the model of the file's architecture (read from its header slots as the checkpoint's are),
   its parameters set through GPT.load_checkpoint from scripts/gpt2_checkpoint.py's layout (the
   path of --init-from): the loss within 1e-6 relative, every tensor's gradient within 1e-5
@@ -11,8 +12,8 @@ one with a rotary base of 100 and a soft cap of 2, every tensor random):
 - the reference trainer's AdamW (its groups, the clip at 1) for the file's steps on the batch:
   each step's loss within 1e-5 relative;
 - its Muon (the parameter table's groups: the matrices, wte, lm_head, the vectors, each at its
-  rate), for the modern file's Muon steps: each loss within 1e-2 relative, as tests/unit/gpt/test_gpt.cu
-  allows train_gpt (Newton-Schulz runs in bf16 on both);
+  rate), for the Muon steps of the files that have them: each loss within 1e-2 relative, as
+  tests/unit/gpt/test_gpt.cu allows train_gpt (Newton-Schulz runs in bf16 on both);
 - its Muon of each variant run of $FLASHGPT_TESTDATA/muon_reference.bin (tests/reference/gen_muon_reference.py:
   plain, and q, k and v, Polar Express, cautious decay and NorMuon at once, on the tiny GPT-2): each
   loss within 1e-2 relative, as tests/unit/gpt/test_muon.cu allows train_gpt.
@@ -42,7 +43,8 @@ else:
     from torch_optimizers import Muon, adamw
 
 TESTDATA = os.environ.get("FLASHGPT_TESTDATA", "build/testdata")
-FILES = (("gpt2", "gpt_reference.bin"), ("modern", "gpt_modern_reference.bin"))
+FILES = (("gpt2", "gpt_reference.bin"), ("modern", "gpt_modern_reference.bin"),
+         ("modern with parts", "gpt_parts_reference.bin"), ("gpt2 with parts", "gpt_gpt2_parts_reference.bin"))
 TOL_LOSS, TOL_GRAD, TOL_ADAMW, TOL_MUON = 1e-6, 1e-5, 1e-5, 1e-2
 
 
@@ -147,8 +149,11 @@ def case_optimizers(name, r):
                                normuon_beta2=0.0, **{key: off for _, key, off in VARIANTS})
     opt = Muon(model, settings)
     # Adam's groups, in any order: the embeddings at the embedding rate, an untied head at its own,
-    # the vectors.
-    groups = sorted((sorted(id(p) for p in g["params"]), g["group"]) for g in opt.adam.param_groups)
+    # the vectors (the residual lambdas among them, each kind at its multiple of the rate).
+    by_group = {}
+    for g in opt.adam.param_groups:
+        by_group.setdefault(g["group"], []).extend(id(p) for p in g["params"])
+    groups = sorted((sorted(ids), group) for group, ids in by_group.items())
     want = [([id(model.wte.weight)] + ([id(model.wpe.weight)] if model.wpe is not None else []), "embedding")]
     if model.lm_head is not None:
         want.append(([id(model.lm_head.weight)], "head"))

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """tests/reference/gen_gpt_reference.py OUTDIR: the float64 numpy reference of the whole GPT, in both
-architectures of gpt/config.h, and the modern one with attention's key windows.
+architectures of gpt/config.h, the modern one with attention's key windows, and each with the
+parts of the 2026 recipe.
 
 Runs a tiny GPT (B=2, T=37, maxT=40, V=97 padded to Vp=128, L=2, NH=2, C=128) forward and
 backward on one seeded batch, then 10 AdamW steps on that same batch, and writes
@@ -9,13 +10,18 @@ one: rotary, RMSNorm, QK-norm, ReLU^2, no biases, an untied head, soft-capped lo
 also 10 Muon steps) and OUTDIR/gpt_masked_reference.bin (the modern one whose attention sees a
 key window per row, attention/mask.h: documents starting at token DOCUMENT_TOKEN, placed at
 DOCUMENT_STARTS in the batch, and the window pattern full,9: layer 0 sees the row's document,
-layer 1 its last 9 keys of it at most) for tests/unit/gpt/test_gpt.cu. The file layout (all little-endian):
+layer 1 its last 9 keys of it at most), OUTDIR/gpt_parts_reference.bin (the modern one with the
+parts of the 2026 recipe: an embedding norm, a QK scale of 1.25, residual lambdas; 10 Muon steps
+too) and OUTDIR/gpt_gpt2_parts_reference.bin (GPT-2's with an embedding norm and residual
+lambdas: learned positions under the norm, LayerNorm blocks) for tests/unit/gpt/test_gpt.cu. The
+file layout (all little-endian):
   int32 header[256]  [0] 20241129, [1] 1, [2] B, [3] T, [4] maxT, [5] V, [6] Vp, [7] L, [8] NH,
                      [9] C, [10] nsteps, [11] P = number of parameter floats, [12] Muon steps
-                     (0: none), [16..91] the architecture as the model checkpoint holds it
+                     (0: none), [16..94] the architecture as the model checkpoint holds it
                      (gpt/checkpoint.h: rotary, rotary_base, rms_norm, qk_norm, relu2, bias,
                      untied_head, zero_init, softcap, documents, document_token, window_count,
-                     the 64 windows; the floats by their bits)
+                     the 64 windows, embedding_norm, qk_scale, residual_lambdas; the floats by
+                     their bits)
   float32 hyper[16]  AdamW's lr, b1, b2, eps, weight decay, grad clip; then Muon's lr, momentum,
                      embedding lr, head lr, vector lr, b1, b2, eps, weight decay (its clip: AdamW's)
   int32 inputs (B, T), int32 targets (B, T)
@@ -28,12 +34,17 @@ Parameters are in checkpoint order (the parameter table's, scripts/gpt_parameter
 architecture's tensors only: wte (Vp, C), wpe (maxT, C),
 ln1w (L, C), ln1b (L, C), qkvw (L, 3C, C), qkvb (L, 3C), attprojw (L, C, C), attprojb (L, C),
 ln2w (L, C), ln2b (L, C), fcw (L, 4C, C), fcb (L, 4C), fcprojw (L, C, 4C), fcprojb (L, C),
-lnfw (C), lnfb (C), lm_head (Vp, C). The modern model has wte, the four matrices and lm_head.
+lnfw (C), lnfb (C), lm_head (Vp, C), resid_lambda (L, 1), x0_lambda (L, 1). The modern model
+has wte, the four matrices and lm_head; the residual lambdas come with the part of their name.
 Every tensor starts random so that all of them matter: every bias N(0, 0.02) and layernorm
 weights 1 + N(0, 0.1); the modern model's projections are not zero, its head is N(0, 0.1) (its
 logits ~1) and its soft cap 2 (30 in the preset, which a tiny model's logits would not feel), so
 that the cap bends them; its rotary base is 100 (not the preset's 10000), so that a base not
-taken from the file shows. The key part of GPT-2's qkvb has an exactly zero gradient
+taken from the file shows. With the embedding norm the stream has an RMS of 1, not wte's 0.02:
+the residual projections are then drawn ten times larger, so that the blocks still move it; the
+residual lambdas start at 1 + N(0, 0.2) and 0.5 + N(0, 0.2), so that x0 counts. A model that left
+out the QK scale would miss the parts' logits by 5% and qkvw's gradient by 40%; one that left out
+the lambdas, its logits by 13% or more. The key part of GPT-2's qkvb has an exactly zero gradient
 (softmax ignores a shift shared by a row's scores): compare gradients with an absolute tolerance
 there.
 
@@ -62,13 +73,18 @@ MAGIC, VERSION = 20241129, 1
 # The architectures (gpt/config.h's fields, in its order).
 MAX_WINDOWS = 64
 UNMASKED = dict(documents=0, document_token=0, window_count=0, windows=[0] * MAX_WINDOWS)
+NO_PARTS = dict(embedding_norm=0, qk_scale=0.0, residual_lambdas=0)
 GPT2 = dict(rotary=0, rotary_base=10000.0, rms_norm=0, qk_norm=0, relu2=0, bias=1, untied_head=0, zero_init=0,
-            softcap=0.0, **UNMASKED)
+            softcap=0.0, **UNMASKED, **NO_PARTS)
 MODERN = dict(rotary=1, rotary_base=100.0, rms_norm=1, qk_norm=1, relu2=1, bias=0, untied_head=1, zero_init=0,
-              softcap=2.0, **UNMASKED)
+              softcap=2.0, **UNMASKED, **NO_PARTS)
 DOCUMENT_TOKEN = 3
 MASKED = dict(MODERN, documents=1, document_token=DOCUMENT_TOKEN, window_count=2,
               windows=[0, 9] + [0] * (MAX_WINDOWS - 2))
+# The parts of the 2026 recipe on the modern model and on GPT-2's (LayerNorm, learned positions,
+# biases, a tied head).
+PARTS = dict(MODERN, embedding_norm=1, qk_scale=1.25, residual_lambdas=1)
+GPT2_PARTS = dict(GPT2, embedding_norm=1, residual_lambdas=1)
 # Where the masked batch's documents start (DOCUMENT_TOKEN; nowhere else): row 0 with a document
 # of one token first; row 1 with a first document that has no start token, a document of one
 # token inside and one at the last position.
@@ -126,7 +142,9 @@ def round_to_bf16(x):
 def init_params(rng, arch=GPT2):
     flat = np.zeros(num_params(arch))
     p = views(flat, arch)
-    residual_std = 0.02 / np.sqrt(2 * L)
+    # Against a normed embedding (RMS 1, not wte's 0.02) the residual projections are drawn ten
+    # times larger, so that the blocks move the stream and every part of them shows in the logits.
+    residual_std = 0.02 / np.sqrt(2 * L) * (10 if arch["embedding_norm"] else 1)
     for name, shape in param_shapes(arch):
         if name in ("ln1w", "ln2w", "lnfw"):
             p[name][...] = 1 + rng.normal(0, 0.1, shape)
@@ -134,6 +152,10 @@ def init_params(rng, arch=GPT2):
             p[name][...] = rng.normal(0, residual_std, shape)
         elif name == "lm_head":
             p[name][...] = rng.normal(0, HEAD_STD, shape)
+        elif name == "resid_lambda":  # away from 1 and 0, so that both scale what they multiply
+            p[name][...] = 1 + rng.normal(0, 0.2, shape)
+        elif name == "x0_lambda":
+            p[name][...] = 0.5 + rng.normal(0, 0.2, shape)
         else:  # other weights, and every bias (non-zero so that they matter in the forward)
             p[name][...] = rng.normal(0, 0.02, shape)
     p["wte"][V:] = 0
@@ -242,22 +264,27 @@ def visible_keys(inputs, arch, l):
     return ((t[None, None, :] >= lo[:, :, None]) & (t[None, None, :] <= t[None, :, None]))[:, None]
 
 
-def attention_forward(qkv, visible):  # qkv (B, T, 3C), visible (B, 1, T, T) -> out (B, T, C)
+def attention_scale(arch):
+    """The softmax's scale: 1/sqrt(HS), times qk_scale^2 with a QK scale (q and k each times it)."""
+    return (arch["qk_scale"] ** 2 if arch["qk_scale"] else 1.0) / np.sqrt(HS)
+
+
+def attention_forward(qkv, visible, scale):  # qkv (B, T, 3C), visible (B, 1, T, T) -> out (B, T, C)
     q, k, v = qkv.reshape(B, T, 3, NH, HS).transpose(2, 0, 3, 1, 4)  # each (B, NH, T, HS)
-    scores = q @ k.swapaxes(-1, -2) / np.sqrt(HS)  # (B, NH, T, T)
+    scores = q @ k.swapaxes(-1, -2) * scale  # (B, NH, T, T)
     scores = np.where(visible, scores, -np.inf)
     att = np.exp(scores - scores.max(-1, keepdims=True))
     att /= att.sum(-1, keepdims=True)
     y = att @ v  # (B, NH, T, HS)
-    return y.transpose(0, 2, 1, 3).reshape(B, T, C), (q, k, v, att)
+    return y.transpose(0, 2, 1, 3).reshape(B, T, C), (q, k, v, att, scale)
 
 
 def attention_backward(dout, cache):
-    q, k, v, att = cache
+    q, k, v, att, scale = cache
     dy = dout.reshape(B, T, NH, HS).transpose(0, 2, 1, 3)  # (B, NH, T, HS)
     datt = dy @ v.swapaxes(-1, -2)
     dv = att.swapaxes(-1, -2) @ dy
-    dscores = att * (datt - (datt * att).sum(-1, keepdims=True)) / np.sqrt(HS)  # masked: att = 0
+    dscores = att * (datt - (datt * att).sum(-1, keepdims=True)) * scale  # masked: att = 0
     dq = dscores @ k
     dk = dscores.swapaxes(-1, -2) @ q
     return np.stack([dq, dk, dv]).transpose(1, 3, 0, 2, 4).reshape(B, T, 3 * C)
@@ -300,17 +327,23 @@ def forward(flat, inputs, targets, arch=GPT2):
     """Returns (mean loss, logits (B, T, V) before the soft cap, cache for backward)."""
     p = views(flat, arch)
     x = p["wte"][inputs] + (0 if arch["rotary"] else p["wpe"][:T])  # (B, T, C)
-    layers = []
+    embedding_cache = None
+    if arch["embedding_norm"]:
+        x, embedding_cache = rmsnorm_forward(x)
+    x0, layers = x, []
     for l in range(L):
+        before = x  # the stream the block before left
+        if arch["residual_lambdas"]:
+            x = p["resid_lambda"][l, 0] * x + p["x0_lambda"][l, 0] * x0
         ln1, ln1_cache = norm_forward(x, p, "ln1", l, arch)
         qkv, qk_caches = qk_forward(linear(ln1, p, "qkvw", "qkvb", l), arch)  # (B, T, 3C)
-        atty, att_cache = attention_forward(qkv, visible_keys(inputs, arch, l))
+        atty, att_cache = attention_forward(qkv, visible_keys(inputs, arch, l), attention_scale(arch))
         x = x + linear(atty, p, "attprojw", "attprojb", l)
         ln2, ln2_cache = norm_forward(x, p, "ln2", l, arch)
         pre_act = linear(ln2, p, "fcw", "fcb", l)  # (B, T, 4C)
         h = act_forward(pre_act, arch)
         x = x + linear(h, p, "fcprojw", "fcprojb", l)
-        layers.append((ln1, ln1_cache, qk_caches, att_cache, atty, ln2, ln2_cache, pre_act, h))
+        layers.append((before, ln1, ln1_cache, qk_caches, att_cache, atty, ln2, ln2_cache, pre_act, h))
     lnf, lnf_cache = norm_forward(x, p, "lnf", None, arch)
     logits = lnf @ head(p, arch)[:V].T  # (B, T, V): padded columns never count
     cap = arch["softcap"]
@@ -318,7 +351,7 @@ def forward(flat, inputs, targets, arch=GPT2):
     shifted = z - z.max(-1, keepdims=True)
     logprobs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
     loss = -np.take_along_axis(logprobs, targets[..., None], -1).mean()
-    cache = (inputs, targets, layers, lnf, lnf_cache, np.exp(logprobs), logits)
+    cache = (inputs, targets, embedding_cache, x0, layers, lnf, lnf_cache, np.exp(logprobs), logits)
     return loss, logits, cache
 
 
@@ -327,7 +360,7 @@ def backward(flat, cache, arch=GPT2):
     p = views(flat, arch)
     grad = np.zeros_like(flat)
     g = views(grad, arch)
-    inputs, targets, layers, lnf, lnf_cache, probs, logits = cache
+    inputs, targets, embedding_cache, x0, layers, lnf, lnf_cache, probs, logits = cache
     dlogits = probs.copy()  # (softmax - onehot(target)) / (B * T)
     dlogits[np.arange(B)[:, None], np.arange(T), targets] -= 1
     dlogits /= B * T
@@ -337,8 +370,9 @@ def backward(flat, cache, arch=GPT2):
     g_head = g["lm_head"] if arch["untied_head"] else g["wte"]
     g_head[:V] += np.einsum("btv,btc->vc", dlogits, lnf)
     dx = norm_backward(dlogits @ head(p, arch)[:V], lnf_cache, p, g, "lnf", None, arch)
+    dx0 = np.zeros_like(x0)  # x0's gradient through the residual lambdas
     for l in reversed(range(L)):
-        ln1, ln1_cache, qk_caches, att_cache, atty, ln2, ln2_cache, pre_act, h = layers[l]
+        before, ln1, ln1_cache, qk_caches, att_cache, atty, ln2, ln2_cache, pre_act, h = layers[l]
         # x = x + h @ fcprojw^T + fcprojb
         g["fcprojw"][l] = np.einsum("bto,btc->oc", dx, h)
         if arch["bias"]:
@@ -357,14 +391,24 @@ def backward(flat, cache, arch=GPT2):
         if arch["bias"]:
             g["qkvb"][l] = dqkv.sum((0, 1))
         dx = dx + norm_backward(dqkv @ p["qkvw"][l], ln1_cache, p, g, "ln1", l, arch)
+        # x = resid_lambda * before + x0_lambda * x0
+        if arch["residual_lambdas"]:
+            g["resid_lambda"][l, 0] = (dx * before).sum()
+            g["x0_lambda"][l, 0] = (dx * x0).sum()
+            dx0 += p["x0_lambda"][l, 0] * dx
+            dx = p["resid_lambda"][l, 0] * dx
+    dx = dx + dx0  # the first block's stream is x0
+    if arch["embedding_norm"]:
+        dx = rmsnorm_backward(dx, embedding_cache)
     np.add.at(g["wte"], inputs, dx)
     if not arch["rotary"]:
         g["wpe"][:T] = dx.sum(0)
     return grad
 
 
-def adamw_step(flat, grad, m, v, t, decay_mask):
-    """One AdamW update of flat, m and v in place, clipping grad to GRAD_CLIP global norm."""
+def adamw_step(flat, grad, m, v, t, decay_mask, lr_mask):
+    """One AdamW update of flat, m and v in place, clipping grad to GRAD_CLIP global norm; each
+    value at LR times its tensor's lr_scale (lr_mask), its decay decay_mask times the decay."""
     norm = np.sqrt((grad ** 2).sum())
     if norm > GRAD_CLIP:
         grad = grad * (GRAD_CLIP / norm)
@@ -372,7 +416,7 @@ def adamw_step(flat, grad, m, v, t, decay_mask):
     v[...] = BETA2 * v + (1 - BETA2) * grad ** 2
     mhat = m / (1 - BETA1 ** t)
     vhat = v / (1 - BETA2 ** t)
-    flat -= LR * (mhat / (np.sqrt(vhat) + ADAM_EPS) + WEIGHT_DECAY * decay_mask * flat)
+    flat -= LR * lr_mask * (mhat / (np.sqrt(vhat) + ADAM_EPS) + WEIGHT_DECAY * decay_mask * flat)
 
 
 def gradient_check(flat, inputs, targets, rng, arch, per_tensor=8, h=1e-4):
@@ -438,15 +482,17 @@ def model_reference(path, arch, seed, muon_steps):
     grad_norm0 = np.sqrt((grads0 ** 2).sum())
 
     P = num_params(arch)
-    decay_mask = np.zeros(P)
+    decay_mask, lr_mask = np.zeros(P), np.zeros(P)
     for name, view in views(decay_mask, arch).items():
         view[...] = decay_scale(name)
+    for name, view in views(lr_mask, arch).items():
+        view[...] = gpt_parameters.KINDS[name].lr_scale
     m, v = np.zeros(P), np.zeros(P)
     losses = []
     for t in range(1, NSTEPS + 1):
         loss, _, cache = forward(flat, inputs, targets, arch)
         losses.append(loss)
-        adamw_step(flat, backward(flat, cache, arch), m, v, t, decay_mask)
+        adamw_step(flat, backward(flat, cache, arch), m, v, t, decay_mask, lr_mask)
 
     hyper = np.zeros(16, dtype="<f4")
     hyper[:6] = [LR, BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, GRAD_CLIP]
@@ -480,6 +526,8 @@ def main():
     model_reference(os.path.join(outdir, "gpt_reference.bin"), GPT2, SEED, 0)
     model_reference(os.path.join(outdir, "gpt_modern_reference.bin"), MODERN, SEED + 1, NSTEPS)
     model_reference(os.path.join(outdir, "gpt_masked_reference.bin"), MASKED, SEED + 2, 0)
+    model_reference(os.path.join(outdir, "gpt_parts_reference.bin"), PARTS, SEED + 3, NSTEPS)
+    model_reference(os.path.join(outdir, "gpt_gpt2_parts_reference.bin"), GPT2_PARTS, SEED + 4, 0)
 
 
 if __name__ == "__main__":

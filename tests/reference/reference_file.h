@@ -1,8 +1,8 @@
 // tests/reference/reference_file.h: the header of the files the numpy reference generators write
 // (tests/reference/gen_gpt_reference.py, tests/reference/gen_muon_reference.py): int32[256] holding the magic, version
 // 1, B, T, the model's shape (maxT, V, Vp, L, NH, C), the steps and the parameter count in slots
-// 0-11, the architecture in slots 16-24 (as the model checkpoint holds it, gpt/checkpoint.h); the
-// slots 12-15 are each file's own. And the relative error a result is checked by.
+// 0-11, the architecture from slot 16 on (as the model checkpoint holds it from slot 8,
+// gpt/checkpoint.h); the slots 12-15 are each file's own. And the relative error a result is checked by.
 #ifndef FLASHGPT_TESTS_REFERENCE_FILE_H
 #define FLASHGPT_TESTS_REFERENCE_FILE_H
 

@@ -40,7 +40,11 @@
 //    attention's windows: the modern model with the pattern full,24 (layer 1's decoding reads
 //    the last 24 cache rows of the 96, its prompt the masked flash forward) greedy, and GPT-2's
 //    with a window of 16 with top-k 5, against the full forward of the same architecture (flash
-//    with the windows).
+//    with the windows). Then the parts of the 2026 recipe (the embedding's norm in the prompt's
+//    and the step's stem; the QK scale in the flash forward's and the decode attention's scale;
+//    the residual lambdas before each block of the prompt and of the step, x0 kept for each)
+//    on the modern model, greedy, and on GPT-2's (without the QK scale, which needs QK-norm) with
+//    top-k 5.
 // 4. inference_set_seed, with the draws on the GPU and on the host: a seed set between steps
 //    changes no draw until the next prompt, which draws what a model built with that seed draws.
 // 5. A model with documents ends each sample at the first document token it draws
@@ -248,7 +252,8 @@ static void inference_logits(const InferenceModel* m, int b, float* out) {
 // noise (the modern model's logits, scaled up, spread wider).
 // The d2-sized GPT of the inference tests, in either architecture, and its parameters: the
 // contract's init with the weights scaled up, so that the logits spread over several nats (the
-// modern one's drawn too where its init has zeros: the projections and the head).
+// modern one's drawn too where its init has zeros: the projections and the head), and residual
+// lambdas of each layer's own.
 static const GPTConfig SMALL_GPT = {.maxT = 128, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128,
                                     .arch = ARCHITECTURE_GPT2};
 static const GPTConfig SMALL_MODERN = {.maxT = 128, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128,
@@ -263,6 +268,9 @@ static float* small_gpt_values(const GPTConfig* c) {
     param_sizes(c, sizes);
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         for (size_t j = 0; param_table[i].decay_scale && j < sizes[i]; j++) values[off + j] *= 10.0f;
+        // The residual lambdas of each layer away from their init (1 and 0), so that x0 counts.
+        for (size_t j = 0; i == PARAM_RESID_LAMBDA && j < sizes[i]; j++) values[off + j] = 0.75f + 0.5f * j;
+        for (size_t j = 0; i == PARAM_X0_LAMBDA && j < sizes[i]; j++) values[off + j] = 0.5f - 0.25f * j;
         off += sizes[i];
     }
     return values;
@@ -392,7 +400,7 @@ static void check_seed(const char* name, DrawSettings d) {
     free(values);
 }
 
-static const char* const INFERENCE_NAMES[8] = {
+static const char* const INFERENCE_NAMES[10] = {
     "inference model: 3 greedy samples decoded together equal a full forward per token",
     "inference model: 3 samples at temperature 1, each its own prefix's logits",
     "inference model: 2 samples with top-k 5 (drawn on the host), each its own prefix's logits",
@@ -400,7 +408,10 @@ static const char* const INFERENCE_NAMES[8] = {
     "inference model, modern: 3 samples at temperature 1 (soft-capped draw on the GPU), each its own prefix's logits",
     "inference model, modern: 2 samples with top-k 5 (soft-capped draw on the host), each its own prefix's logits",
     "inference model, modern with the windows full,24: 3 greedy samples decoded together equal a full forward per token",
-    "inference model, GPT-2 with a window of 16: 2 samples with top-k 5, each its own prefix's logits"};
+    "inference model, GPT-2 with a window of 16: 2 samples with top-k 5, each its own prefix's logits",
+    "inference model, modern with the 2026 recipe's parts: 3 greedy samples decoded together equal a full forward "
+    "per token",
+    "inference model, GPT-2 with the 2026 recipe's parts: 2 samples with top-k 5, each its own prefix's logits"};
 
 static void test_inference(void) {
     for (int k = 0; k < 2; k++) {
@@ -416,6 +427,12 @@ static void test_inference(void) {
     gpt2_window.arch.windows[0] = 16;
     check_inference(INFERENCE_NAMES[6], &windowed, 3, (DrawSettings){0.0f, 0, 1.0f, 6});
     check_inference(INFERENCE_NAMES[7], &gpt2_window, 2, (DrawSettings){1.0f, 5, 1.0f, 7});
+    GPTConfig modern_parts = SMALL_MODERN, gpt2_parts = SMALL_GPT;
+    modern_parts.arch.embedding_norm = gpt2_parts.arch.embedding_norm = 1;
+    modern_parts.arch.residual_lambdas = gpt2_parts.arch.residual_lambdas = 1;
+    modern_parts.arch.qk_scale = 1.25f;
+    check_inference(INFERENCE_NAMES[8], &modern_parts, 3, (DrawSettings){0.0f, 0, 1.0f, 8});
+    check_inference(INFERENCE_NAMES[9], &gpt2_parts, 2, (DrawSettings){1.0f, 5, 1.0f, 9});
     check_seed(SEED_NAMES[0], (DrawSettings){1.0f, 0, 1.0f, 4});
     check_seed(SEED_NAMES[1], (DrawSettings){1.0f, 5, 1.0f, 5});
 }
@@ -604,8 +621,8 @@ int main(void) {
         }
         const char* names[] = {BATCHED_NAMES[0], LATE_NAMES[0], BATCHED_NAMES[1], LATE_NAMES[1], INFERENCE_NAMES[0],
                                INFERENCE_NAMES[1], INFERENCE_NAMES[2], INFERENCE_NAMES[3], INFERENCE_NAMES[4],
-                               INFERENCE_NAMES[5], INFERENCE_NAMES[6], INFERENCE_NAMES[7], SEED_NAMES[0],
-                               SEED_NAMES[1], DOCUMENT_END_NAME};
+                               INFERENCE_NAMES[5], INFERENCE_NAMES[6], INFERENCE_NAMES[7], INFERENCE_NAMES[8],
+                               INFERENCE_NAMES[9], SEED_NAMES[0], SEED_NAMES[1], DOCUMENT_END_NAME};
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) test_skip(names[i], "no CUDA device");
         return test_exit_code();
     }

@@ -1,8 +1,10 @@
 // tests/unit/gpt/test_config.c: the model shape's validation (gpt/config.h) against the sizes a crafted
 // checkpoint header can hold: every int32, near 2^31 included; the architecture's fields, each
 // refused out of its range or where it has no effect, the presets valid; the fields without
-// effect dropped as a file is read; the preset nearest an architecture (CPU).
+// effect dropped as a file is read; the preset nearest an architecture; the parts of the 2026
+// recipe (CPU).
 #include <limits.h>
+#include <math.h>
 #include <stddef.h>
 
 #include "gpt/config.h"
@@ -234,6 +236,84 @@ static void test_drop_without_effect(void) {
     test_end();
 }
 
+// The parts of the 2026 recipe: off in both presets; each a value of its own, refused out of its
+// range; a model with one is no preset, described after its preset's name, nearest the preset
+// without it, and holds a slot of the parts (architecture_has_parts: its checkpoint's version).
+static void test_parts(void) {
+    test_begin("config_parts");
+    const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
+    for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++)
+        CHECK(!architecture_has_parts(&architecture_presets[i].arch), "preset %s has a part",
+              architecture_presets[i].name);
+    Architecture a = modern;
+    a.embedding_norm = 1;
+    char text[ARCHITECTURE_TEXT];
+    architecture_describe(&a, text, sizeof(text));
+    CHECK(!architecture_invalid(&a) && architecture_has_parts(&a) && !architecture_preset_of(&a) &&
+          architecture_nearest_preset(&a) == &architecture_presets[1] && !strcmp(text, "modern, embedding norm"),
+          "modern with an embedding norm: '%s', %s", text, architecture_invalid(&a) ? architecture_invalid(&a) : "");
+    Architecture base = architecture_base(&a);
+    CHECK(architecture_equal(&base, &modern), "without its parts it is not the modern preset");
+    a = gpt2;
+    a.embedding_norm = 1;
+    a.qk_norm = 1;
+    a.window_count = 1;
+    a.windows[0] = 64;
+    architecture_describe(&a, text, sizeof(text));
+    CHECK(!strcmp(text, "learned positions, layernorm, qk-norm, gelu, bias, tied head, no zero init, no softcap, "
+                        "embedding norm, windows 64"),
+          "GPT-2 with QK-norm, an embedding norm and a window: '%s'", text);
+    CHECK(architecture_nearest_preset(&a) == &architecture_presets[0], "GPT-2 with parts is nearest modern");
+    for (int v = -1; v <= 2; v += 3) {
+        a = modern;
+        a.embedding_norm = v;
+        CHECK(architecture_invalid(&a) != NULL, "an embedding norm of %d is accepted", v);
+        a = modern;
+        a.residual_lambdas = v;
+        CHECK(architecture_invalid(&a) != NULL, "residual lambdas of %d are accepted", v);
+    }
+    a = modern;
+    a.embedding_norm = a.residual_lambdas = 1;
+    a.qk_scale = 1.2f;
+    a.documents = 1;
+    a.document_token = 7;
+    architecture_describe(&a, text, sizeof(text));
+    CHECK(!architecture_invalid(&a) && !strcmp(text, "modern, embedding norm, qk scale 1.2, residual lambdas, documents "
+                                                     "(token 7)"),
+          "modern with every part and documents: '%s'", text);
+    a = gpt2;
+    a.residual_lambdas = 1;
+    CHECK(architecture_has_parts(&a) && !architecture_is_gpt2(&a), "GPT-2 with residual lambdas is llm.c's GPT-2");
+    // The QK scale: from 1/8 to 8 with QK-norm; the attention's scale qk_scale^2 / sqrt(HS), the
+    // plain one's bits without it; a scale of 1 scales nothing, dropped as a file is read.
+    const float scales[] = {0.0f, 0.125f, 1.2f, 8.0f, 0.1f, 8.5f, -1.0f, INFINITY, NAN};
+    for (int i = 0; i < 9; i++) {
+        a = modern;
+        a.qk_scale = scales[i];
+        int valid = i < 4;
+        CHECK((architecture_invalid(&a) == NULL) == valid && (qk_scale_invalid(scales[i]) == NULL) == valid,
+              "a QK scale of %g: %s", scales[i], valid ? "refused" : "accepted");
+    }
+    a = modern;
+    a.qk_scale = 1.2f;
+    architecture_describe(&a, text, sizeof(text));
+    CHECK(!strcmp(text, "modern, qk scale 1.2") && architecture_has_parts(&a), "modern with a QK scale: '%s'", text);
+    float plain = 1.0f / sqrtf(128.0f);
+    CHECK(architecture_attention_scale(&modern, 128) == plain &&
+          architecture_attention_scale(&a, 128) == 1.2f * 1.2f / sqrtf(128.0f),
+          "attention scales %g and %g at HS 128", architecture_attention_scale(&modern, 128),
+          architecture_attention_scale(&a, 128));
+    a.qk_norm = 0;
+    CHECK(architecture_invalid(&a) != NULL, "a QK scale without QK-norm is accepted");
+    GPTConfig c = shape(1024, 50257, 50304, 12, 12, 768);
+    c.arch = modern;
+    c.arch.qk_scale = 1.0f;
+    CHECK(!architecture_invalid(&c.arch) && gpt_config_invalid(&c) != NULL && gpt_config_drop_without_effect(&c) &&
+          architecture_equal(&c.arch, &modern) && !architecture_has_parts(&c.arch),
+          "a QK scale of 1 is not dropped as a field without effect");
+    test_end();
+}
+
 // The preset nearest an architecture: the one its components differ least from, gpt2 on a tie;
 // the rotary base, the cap's value and the key windows count for nothing.
 static void test_nearest_preset(void) {
@@ -267,6 +347,7 @@ int main(void) {
     test_architecture_fields();
     test_architecture_key_windows();
     test_drop_without_effect();
+    test_parts();
     test_vocab_near_int_max();
     test_sizes_bounded();
     test_real_shapes_valid();

@@ -1,18 +1,22 @@
 // tests/unit/gpt/test_gpt.cu: the GPT of the gpt/ library against the float64 numpy reference, in both
-// architectures, and the modern one whose attention sees a key window per row (documents, and
-// the window pattern full,9) ($FLASHGPT_TESTDATA/gpt_reference.bin, gpt_modern_reference.bin and
-// gpt_masked_reference.bin from tests/reference/gen_gpt_reference.py: B=2, T=37, maxT=40, V=97, Vp=128, L=2,
-// NH=2, C=128): logits (B, T,
-// V) and loss, every parameter gradient and the grad norm, then 10 AdamW steps on the same batch
-// (the modern model also 10 Muon steps); for the naive and the flash attention, and with the
+// architectures, the modern one whose attention sees a key window per row (documents, and the
+// window pattern full,9), and each with the parts of the 2026 recipe (an embedding norm, residual
+// lambdas, on the modern one a QK scale of 1.25) ($FLASHGPT_TESTDATA/gpt_reference.bin,
+// gpt_modern_reference.bin, gpt_masked_reference.bin, gpt_parts_reference.bin and
+// gpt_gpt2_parts_reference.bin from tests/reference/gen_gpt_reference.py: B=2, T=37, maxT=40, V=97,
+// Vp=128, L=2, NH=2, C=128): logits (B, T, V) and loss, every parameter gradient (the residual
+// lambdas' too) and the grad norm, then 10 AdamW steps on the same batch (the modern model and the
+// modern one with the parts also 10 Muon steps); for the naive and the flash attention, and with the
 // activations recomputed in the backward (layernorm: the norms, RMSNorm's too; gelu: GPT-2's
 // alone, as ReLU^2 keeps nothing else to recompute) and the classifier in chunks of rows; the
 // gradients of that batch through a model built for a larger one.
 // Then a resume with the train_gpt program: N steps straight vs N/2 steps, checkpoint, resume,
 // on shards written here (AdamW and Muon, Muon with its variants (qkvw as q, k and v, Polar Express,
-// NorMuon, cautious decay), GPT-2 and the modern recipe, and the modern recipe with documents and a
-// window pattern, its tokenizer made here; Muon's float64 tests are tests/unit/gpt/test_muon.cu); a run from train_gpt --save-init's file against the run from the seed;
-// context parallelism simulated, both architectures and the modern one with documents and windows;
+// NorMuon, cautious decay), GPT-2 and the modern recipe, the modern recipe with documents and a
+// window pattern, its tokenizer made here, and with the 2026 recipe's parts, a version 9 model;
+// Muon's float64 tests are tests/unit/gpt/test_muon.cu); a run from train_gpt --save-init's file
+// against the run from the seed; context parallelism simulated, both architectures, the modern
+// one with documents and windows and the modern one with the parts;
 // the memory sizes (linear in T for flash, host only); naive and flash training side by side on
 // tinyshakespeare (the test text, TEST_TEXT), their loss curves compared.
 //
@@ -669,6 +673,10 @@ static void test_parameters_by_architecture(void) {
     modern.arch = (Architecture)ARCHITECTURE_MODERN;
     CHECK(count_params(&gpt2) == 124475904, "GPT-2 d12: %zu parameters", count_params(&gpt2));
     CHECK(count_params(&modern) == 162201600, "modern d12: %zu parameters", count_params(&modern));
+    GPTConfig lambdas = modern;
+    lambdas.arch.residual_lambdas = 1;
+    CHECK(count_params(&lambdas) == 162201600 + 2 * 12, "modern d12 with residual lambdas: %zu parameters",
+          count_params(&lambdas));
     size_t sizes[NUM_PARAM_TENSORS];
     param_sizes(&modern, sizes);
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
@@ -720,8 +728,9 @@ static void test_parameters_by_architecture(void) {
 // a + b T (its second difference over T, 2T, 3T is zero but for the 256-byte rounding of each
 // part); naive keeps P (L, B, NH, T, T) bf16. The logits stay within 1 GiB however many rows,
 // and each recomputation frees exactly the layers it no longer keeps; the modern architecture's
-// buffers differ from GPT-2's by exactly the ones it has not and the ones it adds, and documents
-// add their bounds alone.
+// buffers differ from GPT-2's by exactly the ones it has not and the ones it adds, documents
+// add their bounds alone, the embedding norm its input and rstd, the residual lambdas the stream
+// each block takes and x0's fp32 gradient.
 static void test_memory_sizes(void) {
     test_begin("gpt memory sizes");
     GPTConfig c = {.maxT = 0, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768,
@@ -778,6 +787,20 @@ static void test_memory_sizes(void) {
           m_masked.activations - m_modern.activations == 2 * N * sizeof(int),
           "windows add %zu bytes of activations, documents %zu", m_windows.activations - m_modern.activations,
           m_masked.activations - m_modern.activations);
+    // The embedding norm keeps the embedding before it (B, T, C) and its rstd (B, T).
+    GPTConfig parts = modern;
+    parts.arch.embedding_norm = 1;
+    MemorySizes m_normed = gpt_memory_sizes(&parts, 64, 1024, &naive, NULL, NULL);
+    CHECK(m_normed.activations - m_modern.activations == N * C * sizeof(bf16) + N * sizeof(float),
+          "the embedding norm adds %zu bytes of activations", m_normed.activations - m_modern.activations);
+    // The residual lambdas keep the stream each block takes (L, B, T, C) besides the one it
+    // leaves, and the backward x0's fp32 gradient (B, T, C).
+    parts.arch.residual_lambdas = 1;
+    MemorySizes m_lambdas = gpt_memory_sizes(&parts, 64, 1024, &naive, NULL, NULL);
+    CHECK(m_lambdas.activations - m_normed.activations == L * N * C * sizeof(bf16) &&
+          m_lambdas.backward - m_normed.backward == N * C * sizeof(float),
+          "the residual lambdas add %zu bytes of activations, %zu of backward buffers",
+          m_lambdas.activations - m_normed.activations, m_lambdas.backward - m_normed.backward);
     // The optimizers: the same state (master, m, v), and under Muon the Newton-Schulz scratch of
     // its largest batch of matrices, fcw's (L, 4C, C); ZeRO-1 over 4 ranks cuts it to 3 layers'.
     OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW), muon = optimizer_defaults(OPTIMIZER_MUON);
@@ -928,6 +951,10 @@ int main(void) {
     const char* resume_masked_name = "gpt resume bit-exact modern muon --document-mask --window-pattern full,8";
     const char* resume_window_arch = "--window 8";
     const char* resume_window_name = "gpt resume bit-exact naive --window 8 (GPT-2's architecture, version 7)";
+    // The 2026 recipe's parts on the modern recipe (a version 9 model, resumed without them on the
+    // command line: from the checkpoint).
+    const char* parts_arch = "--arch modern --embedding-norm 1 --qk-scale 1.25 --residual-lambdas 1";
+    const char* resume_parts_name = "gpt resume bit-exact modern muon with the 2026 recipe's parts (version 9)";
     const char* deterministic_name = "gpt --deterministic muon: two runs, the same bits";
     const char* saved_init_name = "gpt --save-init: the run from its file takes the steps of the run from the seed";
     const char* dp1_name = "gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too";
@@ -936,21 +963,25 @@ int main(void) {
                                     "without --zero 1 (by head pairs)";
     const char* dp2_name = "gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2";
     const char* dp2_muon_name = "gpt data parallel, muon, 2 ranks against 1, --zero 0 and 1 (by matrices), resume 2->1 and 1->2";
-    const char* cp_names[3][2] = {
+    const char* cp_names[4][2] = {
         {"gpt context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
          "gpt context parallel through NCCL on 2 GPUs: the losses of the simulated ring"},
         {"gpt modern context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
          "gpt modern context parallel through NCCL on 2 GPUs: the losses of the simulated ring"},
         {"gpt masked modern context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
-         "gpt masked modern context parallel through NCCL on 2 GPUs: the losses of the simulated ring"}};
+         "gpt masked modern context parallel through NCCL on 2 GPUs: the losses of the simulated ring"},
+        {"gpt modern with parts context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
+         "gpt modern with parts context parallel through NCCL on 2 GPUs: the losses of the simulated ring"}};
     int devices = 0;
     // The reference files: GPT-2's in every mode, the modern one's in those it has (with Muon),
-    // the masked one's in the modern one's (AdamW alone).
-    const int n_files = 3;
-    const char* files[n_files] = {"gpt_reference.bin", "gpt_modern_reference.bin", "gpt_masked_reference.bin"};
-    const char* models[n_files] = {"", "modern ", "masked modern "};
-    const ModelOptions* file_modes[n_files] = {modes, modern_modes, modern_modes};
-    const int file_muon_steps[n_files] = {0, 1, 0};
+    // the masked one's in the modern one's (AdamW alone); the 2026 recipe's parts on the modern
+    // model as the modern one's, on GPT-2's as GPT-2's (AdamW alone).
+    const int n_files = 5;
+    const char* files[n_files] = {"gpt_reference.bin", "gpt_modern_reference.bin", "gpt_masked_reference.bin",
+                                  "gpt_parts_reference.bin", "gpt_gpt2_parts_reference.bin"};
+    const char* models[n_files] = {"", "modern ", "masked modern ", "modern with parts ", "gpt2 with parts "};
+    const ModelOptions* file_modes[n_files] = {modes, modern_modes, modern_modes, modern_modes, modes};
+    const int file_muon_steps[n_files] = {0, 1, 0, 1, 0};
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         for (int k = 0; k < n_files; k++)
             for (int i = 0; i < n_modes; i++) {
@@ -967,10 +998,11 @@ int main(void) {
             test_skip(name, "no CUDA device");
         }
         const char* runs[] = {resume_naive_name, resume_flash_name, resume_muon_name, resume_variants_name,
-                              resume_modern_name, resume_masked_name, resume_window_name, deterministic_name,
-                              saved_init_name, dp1_name, dp1_muon_name, dp1_variants_name, dp2_name, dp2_muon_name};
+                              resume_modern_name, resume_masked_name, resume_window_name, resume_parts_name,
+                              deterministic_name, saved_init_name, dp1_name, dp1_muon_name, dp1_variants_name,
+                              dp2_name, dp2_muon_name};
         for (const char* run : runs) test_skip(run, "no CUDA device");
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             for (int j = 0; j < 2; j++) test_skip(cp_names[k][j], "no CUDA device");
         test_skip("gpt naive vs flash loss curves", "no CUDA device");
         return test_exit_code();
@@ -996,6 +1028,7 @@ int main(void) {
     test_resume(resume_modern_name, "gpt_resume_modern", resume_modern_args, "");
     test_resume(resume_masked_name, "gpt_resume_masked", resume_masked_args, resume_masked_arch);
     test_resume(resume_window_name, "gpt_resume_window", resume_naive_args, resume_window_arch);
+    test_resume(resume_parts_name, "gpt_resume_parts", resume_masked_args, parts_arch);
     test_deterministic_runs(deterministic_name, resume_muon_args);
     test_saved_init(saved_init_name);
     test_data_parallel_one_rank(dp1_name, "gpt_dp1", "");
@@ -1006,6 +1039,7 @@ int main(void) {
     test_context_parallel(cp_names[0][0], cp_names[0][1], "gpt_cp", "");
     test_context_parallel(cp_names[1][0], cp_names[1][1], "gpt_cp_modern", "--arch modern");
     test_context_parallel(cp_names[2][0], cp_names[2][1], "gpt_cp_masked", resume_masked_arch);
+    test_context_parallel(cp_names[3][0], cp_names[3][1], "gpt_cp_parts", parts_arch);
     test_loss_curves();
     return test_exit_code();
 }

@@ -2,7 +2,10 @@
 // version 6 file holding fields without effect (a rotary base without rotary, a window of the
 // context or more, a window pattern longer than the layers) reads as the model it computes, its
 // values as written, and is saved again as that model's file: a GPT-2 as llm.c's version 3 with
-// nothing past its shape, another model as version 6 without the fields dropped.
+// nothing past its shape, another model as version 6 without the fields dropped. A model with a
+// part of the 2026 recipe is saved as version 8 and read back; a version 8 file without one (or
+// with a QK scale of 1, which is none) is saved again as version 6, which the readers without the
+// parts read.
 #include <stdlib.h>
 #include <string.h>
 #include "gpt/checkpoint.h"
@@ -10,13 +13,13 @@
 
 static const char* tmp_dir;
 
-// A version 6 file at path of c's shape and architecture, as given (no field dropped), holding
-// values (count_params(c) fp32).
-static void write_version_6(const char* path, const GPTConfig* c, const float* values) {
+// A file of version (6 or 8) at path of c's shape and architecture, as given (no field dropped),
+// holding values (count_params(c) fp32).
+static void write_version(const char* path, int version, const GPTConfig* c, const float* values) {
     ModelFileHeader h;
     memset(&h, 0, sizeof(h));
     h.f.magic = MODEL_MAGIC;
-    h.f.version = MODEL_VERSION_ARCH_FP32;
+    h.f.version = version;
     h.f.shape = (ShapeFields){.maxT = c->maxT, .V = c->V, .L = c->L, .NH = c->NH, .C = c->C, .Vp = c->Vp};
     h.f.arch = c->arch;
     FILE* f = fopen(path, "wb");
@@ -32,16 +35,17 @@ static void read_header(const char* path, ModelFileHeader* h) {
     fclose(f);
 }
 
-// The file of c (whose architecture holds fields without effect) reads as `read`, with its values,
-// and is saved again as version `saved` holding read's architecture.
-static void check_read_and_saved(const char* name, const GPTConfig* c, const Architecture* read, int saved) {
+// The file of c (whose architecture holds fields without effect) as version `written` reads as
+// `read`, with its values, and is saved again as version `saved` holding read's architecture.
+static void check_read_and_saved(const char* name, int written, const GPTConfig* c, const Architecture* read,
+                                 int saved) {
     char path[4096], again[4096];
     snprintf(path, sizeof(path), "%s/model_file_%s.bin", tmp_dir, name);
     snprintf(again, sizeof(again), "%s/model_file_%s_saved.bin", tmp_dir, name);
     size_t n = count_params(c);
     float* values = (float*)malloc(n * sizeof(float));
     for (size_t i = 0; i < n; i++) values[i] = (float)(i % 97) * 0.01f - 0.5f;
-    write_version_6(path, c, values);
+    write_version(path, written, c, values);
 
     GPTConfig config;
     char err[ERR_LEN];
@@ -76,12 +80,12 @@ static void test_fields_without_effect_dropped(void) {
     const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
     GPTConfig c = {.maxT = 64, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128, .arch = gpt2};
     c.arch.rotary_base = 5000.0f;
-    check_read_and_saved("gpt2_base_5000", &c, &gpt2, MODEL_VERSION_FP32);
+    check_read_and_saved("gpt2_base_5000", MODEL_VERSION_ARCH_FP32, &c, &gpt2, MODEL_VERSION_FP32);
     c.arch = gpt2;
     c.arch.window_count = 3;
     c.arch.windows[0] = 64;
     c.arch.windows[2] = 16;   // past the layers
-    check_read_and_saved("gpt2_windows_without_effect", &c, &gpt2, MODEL_VERSION_FP32);
+    check_read_and_saved("gpt2_windows_without_effect", MODEL_VERSION_ARCH_FP32, &c, &gpt2, MODEL_VERSION_FP32);
     c.arch = modern;
     c.arch.window_count = 3;
     c.arch.windows[0] = 8;
@@ -90,12 +94,34 @@ static void test_fields_without_effect_dropped(void) {
     Architecture read = modern;
     read.window_count = 2;
     read.windows[0] = 8;
-    check_read_and_saved("modern_windows_8_full", &c, &read, MODEL_VERSION_ARCH_FP32);
+    check_read_and_saved("modern_windows_8_full", MODEL_VERSION_ARCH_FP32, &c, &read, MODEL_VERSION_ARCH_FP32);
+    test_end();
+}
+
+static void test_parts_versions(void) {
+    test_begin("model file: a model with a part of the 2026 recipe is version 8, one without it version 6");
+    const Architecture modern = ARCHITECTURE_MODERN, gpt2 = ARCHITECTURE_GPT2;
+    GPTConfig c = {.maxT = 64, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128, .arch = modern};
+    c.arch.embedding_norm = 1;
+    check_read_and_saved("modern_embedding_norm", MODEL_VERSION_PARTS_FP32, &c, &c.arch, MODEL_VERSION_PARTS_FP32);
+    c.arch = gpt2;
+    c.arch.embedding_norm = 1;
+    check_read_and_saved("gpt2_embedding_norm", MODEL_VERSION_PARTS_FP32, &c, &c.arch, MODEL_VERSION_PARTS_FP32);
+    c.arch = modern;
+    c.arch.qk_scale = 1.25f;
+    check_read_and_saved("modern_qk_scale", MODEL_VERSION_PARTS_FP32, &c, &c.arch, MODEL_VERSION_PARTS_FP32);
+    c.arch.residual_lambdas = 1;   // two tensors more, at the end
+    check_read_and_saved("modern_lambdas", MODEL_VERSION_PARTS_FP32, &c, &c.arch, MODEL_VERSION_PARTS_FP32);
+    c.arch = modern;
+    check_read_and_saved("modern_in_version_8", MODEL_VERSION_PARTS_FP32, &c, &modern, MODEL_VERSION_ARCH_FP32);
+    c.arch.qk_scale = 1.0f;   // without effect: the modern model, saved as its version 6
+    check_read_and_saved("modern_qk_scale_1", MODEL_VERSION_PARTS_FP32, &c, &modern, MODEL_VERSION_ARCH_FP32);
     test_end();
 }
 
 int main(void) {
     tmp_dir = test_env("FLASHGPT_TMP", "/tmp");
     test_fields_without_effect_dropped();
+    test_parts_versions();
     return test_exit_code();
 }

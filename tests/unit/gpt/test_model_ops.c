@@ -3,7 +3,7 @@
 // the modern recipe; each switch of the architecture alone, on GPT-2's and off the modern one,
 // changing what it computes and nothing else (the biases, the untied head and zero init change
 // the parameters, not the operations); each layer's key window under a pattern, and documents,
-// which leave the lists as they are. Its switches, as every path's, name every operation: a new
+// which leave the lists as they are; each part of the 2026 recipe on either preset. Its switches, as every path's, name every operation: a new
 // one is written out here too.
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,6 +45,7 @@ static void stem_text(const StemOps* ops, char* out) {
         if (i) append(out, " ");
         switch (ops->op[i]) {
         case STEM_EMBEDDING: append(out, "embedding"); break;
+        case STEM_EMBEDDING_NORM: append(out, "embedding_norm"); break;
         }
     }
 }
@@ -56,6 +57,7 @@ static void block_text(const BlockOps* ops, char* out) {
     for (int i = 0; i < ops->count; i++) {
         if (i) append(out, " ");
         switch (ops->op[i]) {
+        case BLOCK_RESIDUAL_LAMBDAS: append(out, "lambdas"); break;
         case BLOCK_NORM1: append(out, "norm1(%s)", norm_name(ops->norm)); break;
         case BLOCK_QKV: append(out, "qkv"); break;
         case BLOCK_QK_NORM_ROTARY:
@@ -194,6 +196,40 @@ static void test_switches(void) {
     test_end();
 }
 
+// The parts of the 2026 recipe, each on its own on either preset: the embedding's norm, the
+// stem's second operation (an RMSNorm whatever the blocks' norm); the residual lambdas, the first
+// of every block; the QK scale, which changes no list (it is attention's scale).
+#define LAMBDAS_MODERN_BLOCK                                                                                   \
+    "lambdas norm1(rmsnorm) qkv qk(norm 1 rotary 1 base 10000) attention(window 0) attproj norm2(rmsnorm) "     \
+    "fc(relu2) fcproj"
+static void test_parts(void) {
+    test_begin("model_ops_parts");
+    Architecture a = ARCHITECTURE_GPT2;
+    a.embedding_norm = 1;
+    check_lists("gpt2 with embedding norm", &a, 0, "embedding embedding_norm", GPT2_BLOCK,
+                "norm(layernorm) logits(softcap 0)");
+    a = (Architecture)ARCHITECTURE_MODERN;
+    a.embedding_norm = 1;
+    check_lists("modern with embedding norm", &a, 1, "embedding embedding_norm", MODERN_BLOCK,
+                "norm(rmsnorm) logits(softcap 30)");
+    a = (Architecture)ARCHITECTURE_GPT2;
+    a.residual_lambdas = 1;
+    for (int l = 0; l < 3; l++)
+        check_lists("gpt2 with residual lambdas", &a, l, "embedding", "lambdas " GPT2_BLOCK,
+                    "norm(layernorm) logits(softcap 0)");
+    a = (Architecture)ARCHITECTURE_MODERN;
+    a.embedding_norm = a.residual_lambdas = 1;
+    a.qk_scale = 1.2f;
+    a.window_count = 2;
+    a.windows[1] = 64;
+    check_lists("modern with every part, windows full,64", &a, 0, "embedding embedding_norm", LAMBDAS_MODERN_BLOCK,
+                "norm(rmsnorm) logits(softcap 30)");
+    a.qk_scale = 0.0f;
+    check_lists("modern with the parts but the QK scale", &a, 2, "embedding embedding_norm", LAMBDAS_MODERN_BLOCK,
+                "norm(rmsnorm) logits(softcap 30)");
+    test_end();
+}
+
 // The pattern 16, full, 8 over seven layers (layer l takes windows[l % 3]), with documents; and
 // a window of 4 on every layer of GPT-2's.
 static void test_windows(void) {
@@ -229,5 +265,6 @@ int main(void) {
     test_presets();
     test_switches();
     test_windows();
+    test_parts();
     return test_exit_code();
 }

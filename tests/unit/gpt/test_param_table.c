@@ -6,7 +6,8 @@
 // list of kinds; a per-layer kind on a subset of the layers (slices packed, padding rows, draws); Muon
 // cutting qkvw into one (3C, C), three (C, C) or head-pair (2HS, C) matrices as --muon-qkv says,
 // the other matrices whole under every cut, ZeRO-1's shards of them whole, head pairs refused with
-// an odd head count; presence per architecture; --help's listing.
+// an odd head count; presence per architecture; the residual lambdas;
+// --help's listing.
 #include <math.h>
 #include <string.h>
 
@@ -292,7 +293,8 @@ static void test_presence(void) {
                      {PARAM_QKVW, 1}, {PARAM_QKVB, a->bias}, {PARAM_ATTPROJW, 1}, {PARAM_ATTPROJB, a->bias},
                      {PARAM_LN2W, !a->rms_norm}, {PARAM_LN2B, !a->rms_norm}, {PARAM_FCW, 1}, {PARAM_FCB, a->bias},
                      {PARAM_FCPROJW, 1}, {PARAM_FCPROJB, a->bias}, {PARAM_LNFW, !a->rms_norm},
-                     {PARAM_LNFB, !a->rms_norm}, {PARAM_LM_HEAD, a->untied_head}};
+                     {PARAM_LNFB, !a->rms_norm}, {PARAM_LM_HEAD, a->untied_head}, {PARAM_RESID_LAMBDA, 0},
+                     {PARAM_X0_LAMBDA, 0}};
         size_t sizes[NUM_PARAM_TENSORS];
         param_sizes(&c, sizes);
         for (size_t j = 0; j < sizeof(kinds) / sizeof(kinds[0]); j++) {
@@ -303,6 +305,55 @@ static void test_presence(void) {
                       param_names[i], l);
         }
     }
+    test_end();
+}
+
+// The residual lambdas (a part of the 2026 recipe): a (L, 1) tensor each after lm_head, so that
+// every other tensor keeps its place, its size and its draws (the presets' layouts and draws are
+// the fixed hashes above); one scalar a layer, resid_lambda ones and x0_lambda zeros, Adam's
+// vectors at multiples of their own, not decayed.
+static void test_residual_lambdas(void) {
+    test_begin("param_table_residual_lambdas");
+    for (int p = 0; p < NUM_ARCHITECTURE_PRESETS; p++) {
+        GPTConfig c = {.maxT = 40, .V = 97, .Vp = 128, .L = 3, .NH = 2, .C = 128, .arch = architecture_presets[p].arch};
+        GPTConfig with = c;
+        with.arch.residual_lambdas = 1;
+        const char* name = architecture_presets[p].name;
+        size_t sizes[NUM_PARAM_TENSORS], with_sizes[NUM_PARAM_TENSORS], P = count_params(&c);
+        param_sizes(&c, sizes);
+        param_sizes(&with, with_sizes);
+        CHECK(count_params(&with) == P + 2 * (size_t)c.L, "%s: %zu parameters with the lambdas, %zu without", name,
+              count_params(&with), P);
+        for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+            int lambda = i == PARAM_RESID_LAMBDA || i == PARAM_X0_LAMBDA;
+            if (lambda) CHECK(sizes[i] == 0 && with_sizes[i] == (size_t)c.L, "%s: %s of %zu, %zu with the lambdas",
+                              name, param_names[i], sizes[i], with_sizes[i]);
+            else CHECK(sizes[i] == with_sizes[i] && tensor_offset(&c, i) == tensor_offset(&with, i),
+                       "%s: %s moves with the lambdas", name, param_names[i]);
+        }
+        CHECK(tensor_offset(&with, PARAM_RESID_LAMBDA) == P && tensor_offset(&with, PARAM_X0_LAMBDA) == P + c.L,
+              "%s: the lambdas are not last", name);
+        for (int l = 0; l < c.L; l++)
+            CHECK(param_layer_slice(&param_table[PARAM_RESID_LAMBDA], l, &with) == l &&
+                  param_layer_slice(&param_table[PARAM_X0_LAMBDA], l, &with) == l &&
+                  param_layer_slice(&param_table[PARAM_RESID_LAMBDA], l, &c) == -1,
+                  "%s: layer %d's lambdas", name, l);
+        float* values = (float*)malloc(P * sizeof(float));
+        float* with_values = (float*)malloc((P + 2 * c.L) * sizeof(float));
+        init_param_values(values, &c, 5);
+        init_param_values(with_values, &with, 5);
+        CHECK(!memcmp(values, with_values, P * sizeof(float)), "%s: the lambdas change the other draws", name);
+        int wrong = 0;
+        for (int l = 0; l < c.L; l++) wrong += with_values[P + l] != 1.0f || with_values[P + c.L + l] != 0.0f;
+        CHECK(wrong == 0, "%s: the lambdas do not start at 1 and 0", name);
+        free(values);
+        free(with_values);
+    }
+    const ParamKind *r = &param_table[PARAM_RESID_LAMBDA], *z = &param_table[PARAM_X0_LAMBDA];
+    CHECK(r->group == GROUP_VECTOR && z->group == GROUP_VECTOR && r->decay_scale == 0.0f && z->decay_scale == 0.0f &&
+          r->lr_scale == 2.5f && z->lr_scale == 250.0f,
+          "the lambdas' groups %d %d, decay x%g x%g, lr x%g x%g", r->group, z->group, r->decay_scale, z->decay_scale,
+          r->lr_scale, z->lr_scale);
     test_end();
 }
 
@@ -333,6 +384,7 @@ int main(void) {
     test_layer_subset();
     test_muon_cuts();
     test_presence();
+    test_residual_lambdas();
     test_describe();
     return test_exit_code();
 }
