@@ -7,13 +7,9 @@
 #include "common/atomic_file.h"
 #include "common/read_file.h"
 
-#define IO_CHUNK ((size_t)64 << 20)
-
 static_assert(sizeof(ModelFileHeader) == HEADER_INTS * sizeof(int32_t), "model header is 256 int32");
 
-// path for reading; dies naming it unless it is a regular file (it is read at offsets and checked
-// against its size).
-static FILE* open_checkpoint_file(const char* path) {
+FILE* open_checkpoint_file(const char* path) {
     char err[ERR_LEN];
     FILE* f = fopen_regular_file(path, err);
     if (!f) die("%s", err);
@@ -93,9 +89,9 @@ float* read_model_values(const char* path, const GPTConfig* config) {
     size_t P = count_params(&c), elem = bf16_values ? sizeof(bf16) : sizeof(float);
     float* values = (float*)malloc(P * sizeof(float));
     // bf16 values come through a bounded buffer; fp32 ones straight into values.
-    void* chunk = bf16_values ? malloc(IO_CHUNK) : NULL;
+    void* chunk = bf16_values ? malloc(CHECKPOINT_IO_CHUNK) : NULL;
     if (!values || (bf16_values && !chunk)) die("out of host memory reading %s", path);
-    size_t per_chunk = IO_CHUNK / elem;
+    size_t per_chunk = CHECKPOINT_IO_CHUNK / elem;
     for (size_t done = 0; done < P;) {
         size_t n = P - done < per_chunk ? P - done : per_chunk;
         void* into = chunk ? chunk : (void*)(values + done);
@@ -114,11 +110,11 @@ float* read_model_values(const char* path, const GPTConfig* config) {
 
 // Writes bytes of device memory to f through a bounded host buffer; 0 on success.
 static int write_device(FILE* f, const void* dev, size_t bytes) {
-    char* buf = (char*)malloc(bytes < IO_CHUNK ? bytes : IO_CHUNK);
+    char* buf = (char*)malloc(bytes < CHECKPOINT_IO_CHUNK ? bytes : CHECKPOINT_IO_CHUNK);
     if (!buf) return -1;
     int ok = 1;
     for (size_t done = 0; ok && done < bytes;) {
-        size_t n = bytes - done < IO_CHUNK ? bytes - done : IO_CHUNK;
+        size_t n = bytes - done < CHECKPOINT_IO_CHUNK ? bytes - done : CHECKPOINT_IO_CHUNK;
         cudaCheck(cudaMemcpy(buf, (const char*)dev + done, n, cudaMemcpyDeviceToHost));
         ok = fwrite(buf, 1, n, f) == n;
         done += n;
@@ -129,11 +125,11 @@ static int write_device(FILE* f, const void* dev, size_t bytes) {
 
 // Reads bytes from f into device memory; 0 on success.
 static int read_device(FILE* f, void* dev, size_t bytes) {
-    char* buf = (char*)malloc(bytes < IO_CHUNK ? bytes : IO_CHUNK);
+    char* buf = (char*)malloc(bytes < CHECKPOINT_IO_CHUNK ? bytes : CHECKPOINT_IO_CHUNK);
     if (!buf) return -1;
     int ok = 1;
     for (size_t done = 0; ok && done < bytes;) {
-        size_t n = bytes - done < IO_CHUNK ? bytes - done : IO_CHUNK;
+        size_t n = bytes - done < CHECKPOINT_IO_CHUNK ? bytes - done : CHECKPOINT_IO_CHUNK;
         ok = fread(buf, 1, n, f) == n;
         if (ok) cudaCheck(cudaMemcpy((char*)dev + done, buf, n, cudaMemcpyHostToDevice));
         done += n;

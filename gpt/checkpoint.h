@@ -32,6 +32,8 @@
 #define MODEL_VERSION_PARTS_FP32 8  // a model with a part of the 2026 recipe
 #define MODEL_VERSION_PARTS_BF16 9
 #define HEADER_INTS 256   // int32 slots of a checkpoint file's header, the model's and the training state's
+// The most bytes a reader or writer of a checkpoint's files holds on the host at once.
+#define CHECKPOINT_IO_CHUNK ((size_t)64 << 20)
 
 // The model's shape as both headers store it (llm.c's order).
 typedef struct {
@@ -75,6 +77,10 @@ void gpt_save_checkpoint(GPT* g, const char* path);
 // a GPT-2, 8 with a part, 6 for any other architecture):
 // a model written without a GPU (train_gpt --save-init, its initial one).
 void save_model_values(const char* path, const GPTConfig* c, const float* values);
+
+// path for reading, either file of a checkpoint: dies naming it unless it is a regular file (it is
+// read at offsets and checked against its size).
+FILE* open_checkpoint_file(const char* path);
 
 // The optimizer's state (the master weights, m and v, whole) written to f where it stands, by rank
 // 0 (f NULL on the other ranks): with ZeRO-1 each rank's shard is gathered first, so every rank

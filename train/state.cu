@@ -10,18 +10,7 @@
 #include "common/read_file.h"
 #include "train/checkpoint_folder.h"
 
-#define IO_CHUNK ((size_t)64 << 20)
-
 static_assert(sizeof(StateFileHeader) == HEADER_INTS * sizeof(int32_t), "state header is 256 int32");
-
-// path for reading; dies naming it unless it is a regular file (it is read at offsets and checked
-// against its size).
-static FILE* open_state_file(const char* path) {
-    char err[ERR_LEN];
-    FILE* f = fopen_regular_file(path, err);
-    if (!f) die("%s", err);
-    return f;
-}
 
 // The training state header, a row per field of a TrainingState: its member of StateSlots (the
 // slots it takes; a float is stored by its bits), the values a valid file holds, and what a
@@ -341,7 +330,7 @@ int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err) {
 }
 
 TrainingState read_training_state(const char* path, const Architecture* arch) {
-    FILE* f = open_state_file(path);
+    FILE* f = open_checkpoint_file(path);
     StateFileHeader h;
     TrainingState s;
     char err[ERR_LEN];
@@ -382,9 +371,9 @@ void check_training_state_values(const char* path, const TrainingState* s) {
     static const char* const muon[3] = {"master weight", "momentum or Adam m", "Adam v"};
     static const char* const normuon[3] = {"master weight", "momentum or Adam m", "Adam v or NorMuon moment"};
     const char* const* names = s->optimizer == OPTIMIZER_MUON ? (s->normuon ? normuon : muon) : adamw;
-    FILE* f = open_state_file(path);
-    size_t P = count_params(&s->config), per_chunk = IO_CHUNK / sizeof(float);
-    float* chunk = (float*)malloc(IO_CHUNK);
+    FILE* f = open_checkpoint_file(path);
+    size_t P = count_params(&s->config), per_chunk = CHECKPOINT_IO_CHUNK / sizeof(float);
+    float* chunk = (float*)malloc(CHECKPOINT_IO_CHUNK);
     if (!chunk) die("out of host memory reading %s", path);
     if (fseeko(f, (off_t)sizeof(StateFileHeader), SEEK_SET) != 0) die("%s: read failed", path);
     for (int k = 0; k < 3; k++) {
@@ -405,7 +394,7 @@ void check_training_state_values(const char* path, const TrainingState* s) {
 void load_optimizer_state(GPT* g, const TrainingState* s, const char* path) {
     if (!gpt_config_same_model(&s->config, &g->config)) die("%s: made for another model", path);
     if (s->optimizer != (int)g->optimizer.kind) die("%s: made for another optimizer", path);
-    FILE* f = open_state_file(path);
+    FILE* f = open_checkpoint_file(path);
     if (gpt_read_optimizer_state(g, f, (long long)sizeof(StateFileHeader)) != 0) die("%s: read failed", path);
     g->adam_t = s->adam_t;
     fclose(f);
