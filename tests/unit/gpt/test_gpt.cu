@@ -28,6 +28,11 @@
 //            errors, which are mostly independent, out
 //   grads    2e-2 relative L2 error per tensor [worst 6.0e-3, 5.7e-3]: the backward goes through
 //            the bf16 activations, bf16 dlogits and bf16 gradient buffers
+//   lambdas  0.5 relative L2 error for a residual lambda's gradient [worst 0.16 modern, 0.03 GPT-2]:
+//            one sum of the batch's products whose terms cancel to 1e-3 of their magnitudes
+//            (the norms make the loss nearly invariant to the stream's scale), so each term's
+//            bf16 error survives the sum; 0.5 still fails a gradient that is zero, of the wrong
+//            sign or a factor 2 off
 //   norm     2e-3 relative [8e-5, 1e-4]: a sum over 0.4M squares averages the errors out
 //   AdamW    1e-2 relative per step's loss [worst 9.8e-4, 7.9e-4]: the update divides by
 //            sqrt(v), so the small gradients that rounding perturbs most move as far as the
@@ -55,6 +60,7 @@
 #define TOL_LOGITS 2e-2
 #define TOL_LOSS 2e-3
 #define TOL_GRAD 2e-2
+#define TOL_GRAD_LAMBDA 0.5
 #define TOL_NORM 2e-3
 #define TOL_ADAMW 1e-2
 
@@ -105,6 +111,11 @@ static int load_reference(const char* path, Reference* r, char* why) {
     fclose(f);
     if (!ok) set_err(why, "%s: truncated", path);
     return ok ? 0 : -1;
+}
+
+// The tolerance of tensor i's gradient (above).
+static double gradient_tolerance(int i) {
+    return i == PARAM_RESID_LAMBDA || i == PARAM_X0_LAMBDA ? TOL_GRAD_LAMBDA : TOL_GRAD;
 }
 
 static void copy_bf16_to_floats(float* out, const bf16* dev, size_t n) {
@@ -228,7 +239,8 @@ static void test_reference(const Reference* r, ModelOptions opt) {
         if (n == 0) continue;   // not in the architecture
         double err = relative_l2(grads + off, r->grads + off, n);
         printf("    %s%s: d%-9s relative L2 error %.2e\n", model, mode, param_names[i], err);
-        CHECK(err < TOL_GRAD, "d%s relative L2 error %.3e >= %.0e", param_names[i], err, TOL_GRAD);
+        CHECK(err < gradient_tolerance(i), "d%s relative L2 error %.3e >= %.0e", param_names[i], err,
+              gradient_tolerance(i));
         if (err > worst) { worst = err; worst_name = param_names[i]; }
         off += n;
     }
@@ -285,7 +297,8 @@ static void test_backward_of_smaller_forward(const Reference* r) {
     double worst = 0.0;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         double err = relative_l2(grads + off, r->grads + off, g.param_sizes[i]);
-        CHECK(err < TOL_GRAD, "d%s relative L2 error %.3e >= %.0e", param_names[i], err, TOL_GRAD);
+        CHECK(err < gradient_tolerance(i), "d%s relative L2 error %.3e >= %.0e", param_names[i], err,
+              gradient_tolerance(i));
         worst = err > worst ? err : worst;
         off += g.param_sizes[i];
     }
