@@ -141,7 +141,7 @@ static void check_steps(GPT* g, const Reference* r, const float* losses, int ste
         gpt_forward(g, r->inputs, B, T);
         gpt_classifier(g, r->targets, B, T, 1.0f / N, 1);
         gpt_backward(g, r->inputs, 1);
-        float step_loss = gpt_mean_loss(g, N);
+        float step_loss = gpt_mean_loss(g);
         StepRates rates = optimizer_rates(&g->optimizer, g->optimizer.lr);
         gpt_update(g, &rates);
         double err = fabs(step_loss - losses[t]) / fabs(losses[t]);
@@ -183,7 +183,7 @@ static void test_reference(const Reference* r, ModelOptions opt) {
                          g.sizes.optimizer));  // NaN everywhere: an unwritten activation shows
     gpt_forward(&g, r->inputs, B, T);
     gpt_classifier(&g, r->targets, B, T, 0.0f, 0);
-    float loss = gpt_mean_loss(&g, N);
+    float loss = gpt_mean_loss(&g);
     int chunk = g.sizes.logits_rows;
     if (opt.classifier_rows) CHECK(chunk == opt.classifier_rows, "chunks of %d rows, asked for %d", chunk, opt.classifier_rows);
     float* logits_chunk = (float*)malloc((size_t)chunk * Vp * sizeof(float));
@@ -857,19 +857,20 @@ static void test_loss_curves(void) {
         GPT g;
         gpt_build(&g, c, CURVE_B, CURVE_T, &mo, NULL, &adamw);
         gpt_init_random(&g, 7);
+        static int tokens[CURVE_B * CURVE_T], targets[CURVE_B * CURVE_T];
         for (int step = 0; step < CURVE_STEPS; step++) {
             for (int b = 0; b < CURVE_B; b++) {
                 size_t start = ((size_t)step * CURVE_B + b) * CURVE_T % (size_t)(n - CURVE_T - 1);
                 for (int t = 0; t < CURVE_T; t++) {
-                    g.host_tokens[b * CURVE_T + t] = text[start + t];
-                    g.host_targets[b * CURVE_T + t] = text[start + t + 1];
+                    tokens[b * CURVE_T + t] = text[start + t];
+                    targets[b * CURVE_T + t] = text[start + t + 1];
                 }
             }
             gpt_zero_grads(&g);
-            gpt_forward(&g, g.host_tokens, CURVE_B, CURVE_T);
-            gpt_classifier(&g, g.host_targets, CURVE_B, CURVE_T, 1.0f / (CURVE_B * CURVE_T), 1);
-            gpt_backward(&g, g.host_tokens, 1);
-            curves[k][step] = gpt_mean_loss(&g, CURVE_B * CURVE_T);
+            gpt_forward(&g, tokens, CURVE_B, CURVE_T);
+            gpt_classifier(&g, targets, CURVE_B, CURVE_T, 1.0f / (CURVE_B * CURVE_T), 1);
+            gpt_backward(&g, tokens, 1);
+            curves[k][step] = gpt_mean_loss(&g);
             StepRates rates = step_rates(&schedule, &adamw, step + 1, CURVE_STEPS);
             gpt_update(&g, &rates);
         }
