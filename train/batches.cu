@@ -33,7 +33,7 @@ int next_batch(BatchRows* b, DataLoader* dl, const char* what) {
     int *tokens = b->tokens[i], *targets = b->targets[i];
     b->next = 1 - i;
     // Waits for the copies of the batch before the last, which the GPU reaches before the last
-    // batch's work: the host stays at most a batch ahead, and the GPU never waits for it.
+    // batch's work: the host runs at most about a batch ahead, the GPU's queue holding that batch.
     cudaCheck(cudaEventSynchronize(b->copied[i]));
     if (dataloader_next(dl, split ? b->full_tokens : tokens, split ? b->full_targets : targets, err) != 0)
         die("%s: %s", what, err);

@@ -75,11 +75,11 @@ static int check_collectives(NcclComm* comm, int rank, int world) {
     to_device(buf, mine_values);
     nccl_all_reduce_avg_bf16(comm, buf, n, stream);
     cudaCheck(cudaStreamSynchronize(stream));
-    std::vector<float> all = from_device(buf, n);
+    std::vector<float> everywhere = from_device(buf, n);
     for (size_t i = first; i < first + S; i++) {
         double bound = world <= 2 ? 0.0 : (world - 1) * ldexp(1.0, -8) * magnitudes[i] + ldexp(1.0, -8) * fabs(exact[i]);
-        if (fabs((double)scattered[i] - all[i]) > bound) {
-            bad += report(rank, "reduce to the owner bf16 against the all-reduce", i, scattered[i], all[i]);
+        if (fabs((double)scattered[i] - everywhere[i]) > bound) {
+            bad += report(rank, "reduce to the owner bf16 against the all-reduce", i, scattered[i], everywhere[i]);
             break;
         }
     }
@@ -127,13 +127,13 @@ static int check_collectives(NcclComm* comm, int rank, int world) {
         if (got[i] != expected[i]) bad += report(rank, "all-reduce avg f32", i, got[i], expected[i]);
 
     // The squared norms of the ranks' shares (added).
-    float part[2] = {(float)(rank + 1), 0.25f}, total[2] = {world * (world + 1) / 2.0f, 0.25f * world};
-    cudaCheck(cudaMemcpy(fbuf, part, sizeof(part), cudaMemcpyHostToDevice));
+    float norms[2] = {(float)(rank + 1), 0.25f}, norms_sum[2] = {world * (world + 1) / 2.0f, 0.25f * world};
+    cudaCheck(cudaMemcpy(fbuf, norms, sizeof(norms), cudaMemcpyHostToDevice));
     nccl_all_reduce_sum_f32(comm, fbuf, 2, stream);
     cudaCheck(cudaStreamSynchronize(stream));
-    cudaCheck(cudaMemcpy(part, fbuf, sizeof(part), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(norms, fbuf, sizeof(norms), cudaMemcpyDeviceToHost));
     for (int i = 0; i < 2; i++)
-        if (part[i] != total[i]) bad += report(rank, "all-reduce sum f32", i, part[i], total[i]);
+        if (norms[i] != norms_sum[i]) bad += report(rank, "all-reduce sum f32", i, norms[i], norms_sum[i]);
 
     cudaCheck(cudaFree(fshard));
     cudaCheck(cudaFree(fbuf));

@@ -26,7 +26,7 @@ __global__ void spin_kernel(long long cycles) {
 
 // A shard of 3 epochs' worth of batches at dir/train_000.bin; returns its glob.
 static void write_tokens(const char* dir, char* pattern, size_t len) {
-    char err[ERR_LEN], path[4096];
+    char err[ERR_LEN], path[4200];
     if (make_dirs(dir, err) != 0) die("%s", err);
     snprintf(path, sizeof(path), "%s/train_000.bin", dir);
     std::vector<int> tokens(3 * B * T + 1);
