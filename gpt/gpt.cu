@@ -518,6 +518,13 @@ void gpt_zero_grads(GPT* g) {
 // in order: all the gradients in one run; with ZeRO-1 through a communicator, the runs of this
 // rank's share (the other elements are not averaged here), then the parts summed over the ranks.
 // One rank's share is the whole array, so its norm is the one of a run without ZeRO-1.
+// The squared norm of the gradients [lo, hi), when not empty, into the next of the scalars' parts.
+static void norm_part(GPT* g, int* parts, size_t lo, size_t hi) {
+    if (hi > lo)
+        global_norm_squared(&g->scalars->norm_parts[(*parts)++], g->grads_memory + lo, hi - lo, g->acts.scratch,
+                            g->stream);
+}
+
 static void grad_norm(GPT* g) {
     StepScalars* sc = g->scalars;
     // Data parallel: without ZeRO-1 every rank holds the averaged gradients, so its norm is the
@@ -526,23 +533,22 @@ static void grad_norm(GPT* g) {
     // Started after the wait: a wait for the other ranks is no part of the update.
     profile_start(g->profile, GRAD_NORM_MARKS, g->stream);
     cudaCheck(cudaMemsetAsync(sc->norm_parts, 0, sizeof(sc->norm_parts), g->stream));
+    int parts = 0;
     if (grads_scattered(g)) {
         size_t lo = 0, hi = 0;
-        int runs = 0;
         for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
             ZeroShardPart part = zero_shard_part(&g->shard, g->zero_tensors, i, g->shard.rank);
             if (part.count == 0) continue;
             if (part.param_index != hi) {   // a gap: the run so far is whole
-                if (hi > lo) global_norm_squared(&sc->norm_parts[runs++], g->grads_memory + lo, hi - lo, g->acts.scratch,
-                                                 g->stream);
+                norm_part(g, &parts, lo, hi);
                 lo = part.param_index;
             }
             hi = part.param_index + part.count;
         }
-        if (hi > lo) global_norm_squared(&sc->norm_parts[runs], g->grads_memory + lo, hi - lo, g->acts.scratch, g->stream);
+        norm_part(g, &parts, lo, hi);
         reduce_scalars(g, sc->norm_parts, NUM_PARAM_TENSORS, 0);
     } else {
-        global_norm_squared(&sc->norm_parts[0], g->grads_memory, g->num_params, g->acts.scratch, g->stream);
+        norm_part(g, &parts, 0, g->num_params);
     }
     grad_clip_scale(&sc->values.norm, &sc->grad_scale, sc->norm_parts, NUM_PARAM_TENSORS, g->optimizer.grad_clip,
                     g->stream);

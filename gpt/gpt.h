@@ -33,7 +33,7 @@
 // does the whole update. With ZeRO-1 the backward's reduction is a reduce-scatter: each piece of
 // finished gradients is reduced to the rank that owns it (distributed/zero_shard.h's
 // zero_shard_piece), so each rank receives its share alone and holds averaged gradients only
-// there; the gradient norm adds the ranks' norms of their shares.
+// there; the gradient norm adds the ranks' squared norms of their shares.
 #ifndef FLASHGPT_GPT_H
 #define FLASHGPT_GPT_H
 
@@ -153,8 +153,8 @@ bf16* gpt_logits(GPT* g, int row, int rows);
 // Cross-entropy per position of the last gpt_forward (B, T: its batch) against host_targets,
 // of the logits soft-capped when the architecture caps them, into the losses, copied to
 // host_losses; their mean, summed in double one after another as a host loop would, is added
-// to the loss sum on a side stream. The logits exist a chunk of rows at a time. write_dlogits: also the classifier's
-// backward, chunk by chunk: dlnf (B, T, C) into dnarrow for gpt_backward and dhead += dlogits^T
+// to the loss sum on a side stream. The logits exist a chunk of rows at a time. write_dlogits:
+// also the classifier's backward, chunk by chunk: dlnf (B, T, C) into dnarrow for gpt_backward and dhead += dlogits^T
 // lnf, with dlogits = dloss/dlogits * dloss_scale. Nothing waits for the GPU here.
 void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_scale, int write_dlogits);
 
@@ -182,8 +182,8 @@ void gpt_zero_grads(GPT* g);
 float gpt_grad_norm(GPT* g);
 // One step of the model's optimizer on every tensor (with ZeRO-1: on this rank's shard, then
 // the parameters are all-gathered), the gradients clipped to grad_clip on the GPU; the norm
-// before clipping goes to g->scalars->values.norm. rates: the step's (gpt/schedule.h): each group's learning rate, Muon's momentum and
-// the weight decay.
+// before clipping goes to g->scalars->values.norm. rates: the step's (gpt/schedule.h): each
+// group's learning rate, Muon's momentum and the weight decay.
 void gpt_update(GPT* g, const StepRates* rates);
 
 #endif

@@ -77,7 +77,8 @@ static int check_collectives(NcclComm* comm, int rank, int world) {
     cudaCheck(cudaStreamSynchronize(stream));
     std::vector<float> everywhere = from_device(buf, n);
     for (size_t i = first; i < first + S; i++) {
-        double bound = world <= 2 ? 0.0 : (world - 1) * ldexp(1.0, -8) * magnitudes[i] + ldexp(1.0, -8) * fabs(exact[i]);
+        double rounding = ldexp(1.0, -8);   // bf16's, relative
+        double bound = world <= 2 ? 0.0 : (world - 1) * rounding * magnitudes[i] + rounding * fabs(exact[i]);
         if (fabs((double)scattered[i] - everywhere[i]) > bound) {
             bad += report(rank, "reduce to the owner bf16 against the all-reduce", i, scattered[i], everywhere[i]);
             break;
