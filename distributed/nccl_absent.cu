@@ -18,10 +18,8 @@ NcclComm* nccl_comm_split(NcclComm*, int, int) { unreachable(); }
 void nccl_send_recv(NcclComm*, const void*, void*, size_t, int, int, cudaStream_t) { unreachable(); }
 void nccl_group_end(void) { unreachable(); }
 void nccl_all_reduce_avg_bf16(NcclComm*, bf16*, size_t, cudaStream_t) { unreachable(); }
+void nccl_reduce_avg_bf16(NcclComm*, bf16*, size_t, int, cudaStream_t) { unreachable(); }
 void nccl_all_gather_bf16(NcclComm*, const bf16*, bf16*, size_t, cudaStream_t) { unreachable(); }
 void nccl_broadcast(NcclComm*, const void*, void*, size_t, int, cudaStream_t) { unreachable(); }
 void nccl_all_reduce_avg_f32(NcclComm*, float*, size_t, cudaStream_t) { unreachable(); }
-float nccl_mean_over_ranks(NcclComm* comm, float value, cudaStream_t) {
-    if (comm) unreachable();
-    return value;
-}
+void nccl_all_reduce_sum_f32(NcclComm*, float*, size_t, cudaStream_t) { unreachable(); }

@@ -14,7 +14,6 @@ struct NcclComm {
     ncclComm_t comm;
     int rank;
     int world_size;
-    float* value;   // (1) device memory for nccl_mean_over_ranks, made at its first call
 };
 
 int nccl_comm_available(void) { return 1; }
@@ -32,14 +31,12 @@ NcclComm* nccl_comm_create(const LaunchInfo* launch, double timeout_s, char* err
     }
     c->rank = launch->rank;
     c->world_size = launch->world_size;
-    c->value = NULL;
     ncclCheck(ncclCommInitRank(&c->comm, c->world_size, id, c->rank));
     return c;
 }
 
 void nccl_comm_destroy(NcclComm* comm) {
     if (!comm) return;
-    if (comm->value) cudaCheck(cudaFree(comm->value));
     ncclCheck(ncclCommDestroy(comm->comm));
     free(comm);
 }
@@ -69,6 +66,10 @@ void nccl_all_reduce_avg_bf16(NcclComm* comm, bf16* buf, size_t n, cudaStream_t 
     ncclCheck(ncclAllReduce(buf, buf, n, ncclBfloat16, ncclAvg, comm->comm, stream));
 }
 
+void nccl_reduce_avg_bf16(NcclComm* comm, bf16* buf, size_t n, int root, cudaStream_t stream) {
+    ncclCheck(ncclReduce(buf, buf, n, ncclBfloat16, ncclAvg, root, comm->comm, stream));
+}
+
 void nccl_all_gather_bf16(NcclComm* comm, const bf16* shard, bf16* full, size_t shard_size,
                           cudaStream_t stream) {
     ncclCheck(ncclAllGather(shard, full, shard_size, ncclBfloat16, comm->comm, stream));
@@ -82,12 +83,6 @@ void nccl_all_reduce_avg_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t 
     ncclCheck(ncclAllReduce(buf, buf, n, ncclFloat32, ncclAvg, comm->comm, stream));
 }
 
-float nccl_mean_over_ranks(NcclComm* comm, float value, cudaStream_t stream) {
-    if (!comm) return value;
-    if (!comm->value) cudaCheck(cudaMalloc((void**)&comm->value, sizeof(float)));
-    cudaCheck(cudaMemcpyAsync(comm->value, &value, sizeof(float), cudaMemcpyHostToDevice, stream));
-    nccl_all_reduce_avg_f32(comm, comm->value, 1, stream);
-    cudaCheck(cudaMemcpyAsync(&value, comm->value, sizeof(float), cudaMemcpyDeviceToHost, stream));
-    cudaCheck(cudaStreamSynchronize(stream));
-    return value;
+void nccl_all_reduce_sum_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream) {
+    ncclCheck(ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, comm->comm, stream));
 }

@@ -35,6 +35,11 @@ void nccl_group_end(void);
 // In place: buf (n) = the mean of buf over the ranks (data-parallel gradients).
 void nccl_all_reduce_avg_bf16(NcclComm* comm, bf16* buf, size_t n, cudaStream_t stream);
 
+// In place on rank root alone: buf (n) = the mean of buf over the ranks; the others' buf is read
+// only. Between nccl_group_begin and _end, one per piece with each piece's owner as root: ZeRO-1's
+// reduce-scatter of gradients in pieces of any size.
+void nccl_reduce_avg_bf16(NcclComm* comm, bf16* buf, size_t n, int root, cudaStream_t stream);
+
 // full (world_size * shard_size) = every rank's shard, in rank order; in place when
 // shard == full + rank * shard_size: the parameters after the sharded AdamW step.
 void nccl_all_gather_bf16(NcclComm* comm, const bf16* shard, bf16* full, size_t shard_size,
@@ -48,10 +53,8 @@ void nccl_broadcast(NcclComm* comm, const void* send, void* recv, size_t bytes, 
 
 // In place on device memory: buf (n) = the mean over the ranks (the losses the trainer prints).
 void nccl_all_reduce_avg_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream);
-
-// The mean over the ranks of a value each holds on the host (a loss the trainer prints), through
-// a float of device memory that comm keeps, on stream, which it waits for; with comm NULL (one
-// rank without a communicator) the value itself.
-float nccl_mean_over_ranks(NcclComm* comm, float value, cudaStream_t stream);
+// In place on device memory: buf (n) = the sum over the ranks (the squared norms of the ranks'
+// shares of the gradients).
+void nccl_all_reduce_sum_f32(NcclComm* comm, float* buf, size_t n, cudaStream_t stream);
 
 #endif

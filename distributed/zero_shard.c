@@ -40,6 +40,17 @@ ZeroShardPart zero_shard_part(const ZeroShard* s, const ZeroTensor* tensors, int
     return part;
 }
 
+ZeroShardPart zero_shard_piece(const ZeroShard* s, const ZeroTensor* tensors, int i, int rank, size_t lo, size_t hi) {
+    ZeroShardPart part = zero_shard_part(s, tensors, i, rank), none = {0, 0, 0};
+    size_t first = part.param_index > lo ? part.param_index : lo;
+    size_t last = part.param_index + part.count < hi ? part.param_index + part.count : hi;
+    if (part.count == 0 || first >= last) return none;
+    part.shard_offset += first - part.param_index;
+    part.param_index = first;
+    part.count = last - first;
+    return part;
+}
+
 int zero_shard_init(ZeroShard* s, const ZeroTensor* tensors, int n, int world_size, int rank, int by_units,
                     size_t align, char* err) {
     if (world_size < 1 || rank < 0 || rank >= world_size || align == 0) {

@@ -68,6 +68,11 @@ typedef struct {
 
 ZeroShardPart zero_shard_part(const ZeroShard* s, const ZeroTensor* tensors, int i, int rank);
 
+// Rank rank's part of the elements [lo, hi) of the flat array, a range inside tensor i: the
+// piece of a range of finished gradients that the reduce-scatter sends to its owner. Over the
+// ranks the pieces of a range are disjoint and cover it.
+ZeroShardPart zero_shard_piece(const ZeroShard* s, const ZeroTensor* tensors, int i, int rank, size_t lo, size_t hi);
+
 #ifdef __cplusplus
 }
 #endif

@@ -163,7 +163,6 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     a->dnarrow = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->backward);
     a->dwide = (bf16*)carve(base, &off, N * 4 * C * sizeof(bf16), &m->backward);
     a->dx0 = (float*)carve_if(arch->residual_lambdas, base, &off, N * C * sizeof(float), &m->backward);
-    a->norm = (float*)carve(base, &off, sizeof(float), &m->backward);
     // The classifier's matmul_backward (rows, C, Vp) is left out: with neither bias nor GELU it
     // takes no scratch, which matters, as the scratch is the memory of the dlogits it reads.
     size_t sc = encoder_backward_scratch_bytes(B, T, (int)C);

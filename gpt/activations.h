@@ -68,7 +68,6 @@ typedef struct {
     bf16* dnarrow;       // (B, T, C) gradient of ln outputs / atty; dlnf after gpt_classifier
     bf16* dwide;         // (B, T, 4C) gradient of qkv (3C) / fch (4C)
     float* dx0;          // (B, T, C) fp32 gradient of x0 from the residual lambdas; those only
-    float* norm;         // (1) squared gradient norm
     void* scratch;       // the largest scratch any layer asks for, in the logits' memory
 } Activations;
 

@@ -9,6 +9,7 @@
 #include "layers/encoder.h"
 #include "layers/global_norm.h"
 #include "layers/layernorm.h"
+#include "layers/loss_mean.h"
 #include "layers/matmul.h"
 #include "layers/muon.h"
 #include "layers/rmsnorm.h"
@@ -96,12 +97,18 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     size_t padded = g->shard.padded_count, S = g->shard.shard_size;
     cudaCheck(cudaStreamCreate(&g->stream));
     matmul_stream_init(&g->matmul, g->stream);
+    cudaCheck(cudaStreamCreate(&g->loss_stream));
+    cudaCheck(cudaEventCreateWithFlags(&g->losses_ready, cudaEventDisableTiming));
+    cudaCheck(cudaEventCreateWithFlags(&g->losses_summed, cudaEventDisableTiming));
     if (g->dp.comm) {
         cudaCheck(cudaStreamCreate(&g->comm_stream));
         cudaCheck(cudaEventCreateWithFlags(&g->grads_ready, cudaEventDisableTiming));
         cudaCheck(cudaEventCreateWithFlags(&g->grads_reduced, cudaEventDisableTiming));
         cudaCheck(cudaEventCreateWithFlags(&g->params_ready, cudaEventDisableTiming));
+        cudaCheck(cudaEventCreateWithFlags(&g->scalars_ready, cudaEventDisableTiming));
     }
+    cudaCheck(cudaMalloc((void**)&g->scalars, sizeof(StepScalars)));
+    cudaCheck(cudaMemset(g->scalars, 0, sizeof(StepScalars)));
     cudaCheck(cudaMalloc((void**)&g->params_memory, padded * sizeof(bf16)));
     cudaCheck(cudaMalloc((void**)&g->grads_memory, padded * sizeof(bf16)));
     if (optimizer) {
@@ -121,29 +128,31 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     cudaCheck(cudaMalloc((void**)&g->acts_memory, acts_bytes));
     layout_activations(&g->acts, g->acts_memory, &c, B, T, opt, &m);
     block_attention_plans(&c.arch, &opt->attention, g->acts.doc_start, g->acts.doc_end, g->attention);
-    cudaCheck(cudaMallocHost((void**)&g->host_tokens, (size_t)B * T * sizeof(int)));
-    cudaCheck(cudaMallocHost((void**)&g->host_targets, (size_t)B * T * sizeof(int)));
     cudaCheck(cudaMallocHost((void**)&g->host_losses, (size_t)B * T * sizeof(float)));
 }
 
 void gpt_free(GPT* g) {
     cudaCheck(cudaStreamSynchronize(g->stream));
+    cudaCheck(cudaStreamSynchronize(g->loss_stream));
     cudaCheck(cudaFree(g->params_memory));
     cudaCheck(cudaFree(g->grads_memory));
     cudaCheck(cudaFree(g->optimizer_memory));
     cudaCheck(cudaFree(g->optimizer_scratch));
     cudaCheck(cudaFree(g->acts_memory));
-    cudaCheck(cudaFreeHost(g->host_tokens));
-    cudaCheck(cudaFreeHost(g->host_targets));
     cudaCheck(cudaFreeHost(g->host_losses));
+    cudaCheck(cudaFree(g->scalars));
     matmul_stream_free(&g->matmul);
     cudaCheck(cudaStreamDestroy(g->stream));
+    cudaCheck(cudaStreamDestroy(g->loss_stream));
+    cudaCheck(cudaEventDestroy(g->losses_ready));
+    cudaCheck(cudaEventDestroy(g->losses_summed));
     if (g->dp.comm) {
         cudaCheck(cudaStreamSynchronize(g->comm_stream));
         cudaCheck(cudaStreamDestroy(g->comm_stream));
         cudaCheck(cudaEventDestroy(g->grads_ready));
         cudaCheck(cudaEventDestroy(g->grads_reduced));
         cudaCheck(cudaEventDestroy(g->params_ready));
+        cudaCheck(cudaEventDestroy(g->scalars_ready));
     }
 }
 
@@ -317,6 +326,9 @@ void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_s
     if (B != g->forward_B || T != g->forward_T)
         die("gpt_classifier: a batch of %d x %d, the last gpt_forward's is %d x %d", B, T, g->forward_B, g->forward_T);
     profile_start(g->profile, classifier_marks(g, N), g->stream);
+    // The losses are overwritten once the last batch's are summed (waiting on an event never
+    // recorded returns at once).
+    cudaCheck(cudaStreamWaitEvent(g->stream, g->losses_summed, 0));
     cudaCheck(cudaMemcpyAsync(a->targets, host_targets, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, g->stream));
     for (int row = 0; row < N; row += g->sizes.logits_rows) {
@@ -337,27 +349,76 @@ void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_s
             profile_mark(g->profile, PART_CLASSIFIER, PHASE_BACKWARD, g->stream);
         }
     }
+    // One thread sums them in order beside the backward, off the model's stream.
+    cudaCheck(cudaEventRecord(g->losses_ready, g->stream));
+    cudaCheck(cudaStreamWaitEvent(g->loss_stream, g->losses_ready, 0));
+    loss_mean_add(&g->scalars->loss_sum, a->losses, N, g->loss_stream);
+    cudaCheck(cudaEventRecord(g->losses_summed, g->loss_stream));
+    g->loss_batches++;
     cudaCheck(cudaMemcpyAsync(g->host_losses, a->losses, (size_t)N * sizeof(float),
                               cudaMemcpyDeviceToHost, g->stream));
     profile_mark(g->profile, PART_CLASSIFIER, PHASE_FORWARD, g->stream);
 }
 
-float gpt_mean_loss(GPT* g, int N) {
-    cudaCheck(cudaStreamSynchronize(g->stream));
-    double sum = 0.0;
-    for (int i = 0; i < N; i++) sum += g->host_losses[i];
-    return (float)(sum / N);
+// Data parallel: values (n floats of device memory, written on the model's stream) summed or
+// averaged over the ranks on the side stream, after the collectives queued there before; the
+// model's stream waits for them on the GPU.
+static void reduce_scalars(GPT* g, float* values, size_t n, int average) {
+    cudaCheck(cudaEventRecord(g->grads_ready, g->stream));
+    cudaCheck(cudaStreamWaitEvent(g->comm_stream, g->grads_ready, 0));
+    if (average) nccl_all_reduce_avg_f32(g->dp.comm, values, n, g->comm_stream);
+    else nccl_all_reduce_sum_f32(g->dp.comm, values, n, g->comm_stream);
+    cudaCheck(cudaEventRecord(g->scalars_ready, g->comm_stream));
+    cudaCheck(cudaStreamWaitEvent(g->stream, g->scalars_ready, 0));
 }
 
-// Averages gradient tensors over the data-parallel ranks on the side stream, once the model's
-// stream has computed them (grads_ready). ptrs[i] holds sizes[i] gradients (0: a tensor the
-// architecture does not have).
-static void reduce_grads(GPT* g, bf16* const* ptrs, const size_t* sizes, int n) {
+void gpt_finish_loss(GPT* g) {
+    if (g->loss_batches == 0) die("gpt_finish_loss: no gpt_classifier since the last");
+    cudaCheck(cudaStreamWaitEvent(g->stream, g->losses_summed, 0));
+    loss_mean_finish(&g->scalars->values.loss, &g->scalars->loss_sum, g->loss_batches, g->stream);
+    g->loss_batches = 0;
+    if (g->dp.comm) reduce_scalars(g, &g->scalars->values.loss, 1, 1);
+}
+
+// One float of the scalars, once the GPU is done.
+static float read_scalar(GPT* g, const float* value) {
+    float host;
+    cudaCheck(cudaMemcpyAsync(&host, value, sizeof(float), cudaMemcpyDeviceToHost, g->stream));
+    cudaCheck(cudaStreamSynchronize(g->stream));
+    return host;
+}
+
+float gpt_mean_loss(GPT* g) {
+    gpt_finish_loss(g);
+    return read_scalar(g, &g->scalars->values.loss);
+}
+
+// ZeRO-1 through a communicator: the gradients are reduce-scattered (each rank averages its
+// share alone), and the norm adds the ranks' norms of their shares.
+static int grads_scattered(const GPT* g) { return g->dp.comm && g->dp.zero_stage == 1; }
+
+// Averages gradients over the data-parallel ranks on the side stream, once the model's stream
+// has computed them (grads_ready): ptrs[k] holds sizes[k] gradients of tensor tensors[k] (0: a
+// tensor the architecture does not have). All-reduced; with ZeRO-1 each rank's piece of them is
+// reduced to that rank alone (NCCL's reduce to a root: for 2 ranks the same sum as the
+// all-reduce's, a + b, halved exactly), so each rank receives its share, as a reduce-scatter.
+static void reduce_grads(GPT* g, bf16* const* ptrs, const size_t* sizes, const ParamTensor* tensors, int n) {
     cudaCheck(cudaEventRecord(g->grads_ready, g->stream));
     cudaCheck(cudaStreamWaitEvent(g->comm_stream, g->grads_ready, 0));
     nccl_group_begin();
-    for (int i = 0; i < n; i++)
-        if (sizes[i]) nccl_all_reduce_avg_bf16(g->dp.comm, ptrs[i], sizes[i], g->comm_stream);
+    for (int k = 0; k < n; k++) {
+        if (!sizes[k]) continue;
+        if (!grads_scattered(g)) {
+            nccl_all_reduce_avg_bf16(g->dp.comm, ptrs[k], sizes[k], g->comm_stream);
+            continue;
+        }
+        size_t lo = (size_t)(ptrs[k] - g->grads_memory);
+        for (int r = 0; r < g->dp.world_size; r++) {
+            ZeroShardPart piece = zero_shard_piece(&g->shard, g->zero_tensors, tensors[k], r, lo, lo + sizes[k]);
+            if (piece.count)
+                nccl_reduce_avg_bf16(g->dp.comm, g->grads_memory + piece.param_index, piece.count, r, g->comm_stream);
+        }
+    }
     nccl_group_end();
 }
 
@@ -367,7 +428,7 @@ static void reduce_layer_grads(GPT* g, int l) {
     LayerParameters d = layer_parameters(&g->grads, l, &g->config);
     for (int i = 0; i < NUM_LAYER_PARAMS; i++)
         sizes[i] = d.t[i] ? param_slice_size(&param_table[layer_param_tensors[i]], &g->config) : 0;
-    reduce_grads(g, d.t, sizes, NUM_LAYER_PARAMS);
+    reduce_grads(g, d.t, sizes, layer_param_tensors, NUM_LAYER_PARAMS);
 }
 
 // Marks of a backward: the start, lnf, the layers', the stem's operations.
@@ -431,13 +492,15 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
         // encoder's parts only now.
         bf16* ptrs[NUM_PARAM_TENSORS];
         size_t sizes[NUM_PARAM_TENSORS];
+        ParamTensor tensors[NUM_PARAM_TENSORS];
         int n = 0;
         for (int i = 0; i < NUM_PARAM_TENSORS; i++)
             if (!param_table[i].layers) {
                 ptrs[n] = d->t[i];
+                tensors[n] = (ParamTensor)i;
                 sizes[n++] = g->param_sizes[i];
             }
-        reduce_grads(g, ptrs, sizes, n);
+        reduce_grads(g, ptrs, sizes, tensors, n);
         cudaCheck(cudaEventRecord(g->grads_reduced, g->comm_stream));
     }
 }
@@ -450,17 +513,51 @@ void gpt_zero_grads(GPT* g) {
 #define GRAD_NORM_MARKS 2
 #define UPDATE_MARKS 2
 
-float gpt_grad_norm(GPT* g) {
-    float norm2;
-    // Data parallel: every rank holds the averaged gradients, so its norm is the global one.
+// The norm before clipping and the clip's factor into the scalars, on the GPU. The squared norm
+// of each run of adjacent parts this rank adds up goes to a part of its own, the parts then added
+// in order: all the gradients in one run; with ZeRO-1 through a communicator, the runs of this
+// rank's share (the other elements are not averaged here), then the parts summed over the ranks.
+// One rank's share is the whole array, so its norm is the one of a run without ZeRO-1.
+// The squared norm of the gradients [lo, hi), when not empty, into the next of the scalars' parts.
+static void norm_part(GPT* g, int* parts, size_t lo, size_t hi) {
+    if (hi > lo)
+        global_norm_squared(&g->scalars->norm_parts[(*parts)++], g->grads_memory + lo, hi - lo, g->acts.scratch,
+                            g->stream);
+}
+
+static void grad_norm(GPT* g) {
+    StepScalars* sc = g->scalars;
+    // Data parallel: without ZeRO-1 every rank holds the averaged gradients, so its norm is the
+    // global one.
     if (g->dp.comm) cudaCheck(cudaStreamWaitEvent(g->stream, g->grads_reduced, 0));
     // Started after the wait: a wait for the other ranks is no part of the update.
     profile_start(g->profile, GRAD_NORM_MARKS, g->stream);
-    global_norm_squared(g->acts.norm, g->grads_memory, g->num_params, g->acts.scratch, g->stream);
-    cudaCheck(cudaMemcpyAsync(&norm2, g->acts.norm, sizeof(float), cudaMemcpyDeviceToHost, g->stream));
+    cudaCheck(cudaMemsetAsync(sc->norm_parts, 0, sizeof(sc->norm_parts), g->stream));
+    int parts = 0;
+    if (grads_scattered(g)) {
+        size_t lo = 0, hi = 0;
+        for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+            ZeroShardPart part = zero_shard_part(&g->shard, g->zero_tensors, i, g->shard.rank);
+            if (part.count == 0) continue;
+            if (part.param_index != hi) {   // a gap: the run so far is whole
+                norm_part(g, &parts, lo, hi);
+                lo = part.param_index;
+            }
+            hi = part.param_index + part.count;
+        }
+        norm_part(g, &parts, lo, hi);
+        reduce_scalars(g, sc->norm_parts, NUM_PARAM_TENSORS, 0);
+    } else {
+        norm_part(g, &parts, 0, g->num_params);
+    }
+    grad_clip_scale(&sc->values.norm, &sc->grad_scale, sc->norm_parts, NUM_PARAM_TENSORS, g->optimizer.grad_clip,
+                    g->stream);
     profile_mark(g->profile, PART_UPDATE, PHASE_UPDATE, g->stream);
-    cudaCheck(cudaStreamSynchronize(g->stream));
-    return sqrtf(norm2);
+}
+
+float gpt_grad_norm(GPT* g) {
+    grad_norm(g);
+    return read_scalar(g, &g->scalars->values.norm);
 }
 
 // With ZeRO-1, every rank's updated parameters to every rank, on the side stream; the next
@@ -491,11 +588,11 @@ int gpt_muon_matrices(const GPT* g, int i) {
     return (int)(zero_shard_part(&g->shard, g->zero_tensors, i, g->shard.rank).count / g->zero_tensors[i].unit);
 }
 
-float gpt_update(GPT* g, const StepRates* rates) {
+void gpt_update(GPT* g, const StepRates* rates) {
     if (!g->optimizer_memory) die("gpt_update: the model was built without an optimizer");
     const OptimizerConfig* o = &g->optimizer;
-    float norm = gpt_grad_norm(g);
-    float grad_scale = (o->grad_clip > 0.0f && norm > o->grad_clip) ? o->grad_clip / norm : 1.0f;
+    grad_norm(g);
+    const float* grad_scale = &g->scalars->grad_scale;
     int muon = o->kind == OPTIMIZER_MUON;
     g->adam_t++;
     MuonStep muon_step = {.momentum = rates->momentum, .grad_scale = grad_scale,
@@ -525,7 +622,6 @@ float gpt_update(GPT* g, const StepRates* rates) {
     }
     profile_mark(g->profile, PART_UPDATE, PHASE_UPDATE, g->stream);
     if (g->dp.comm && g->dp.zero_stage == 1) gather_params(g);
-    return norm;
 }
 
 int gpt_profile_marks(const GPT* g, int micro_steps) {

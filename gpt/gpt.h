@@ -11,9 +11,16 @@
 // tests/reference/gen_muon_reference.py.
 //
 //   gpt_forward(g, inputs, B, T)           lnf (B, T, C)
-//   gpt_classifier(g, targets, ...)        losses (B, T); with write_dlogits also dlnf, dhead
+//   gpt_classifier(g, targets, ...)        losses (B, T), their mean added to the loss sum on the
+//                                          GPU; with write_dlogits also dlnf, dhead
 //   gpt_backward(g, inputs)                grads += d loss / d params
 //   gpt_update(g, rates)                   one optimizer step, the gradients clipped
+//   gpt_finish_loss(g)                     the mean loss of the batches since the last, on the GPU
+//
+// None of these waits for the GPU: the loss and the gradient norm stay in device memory
+// (g->scalars) until a caller copies them out, and the clip's factor is computed and read there,
+// so that the host can queue a whole step (and read the next batch) while the GPU runs the last.
+// gpt_mean_loss and gpt_grad_norm are the same values read back at once.
 //
 // Data parallel (DataParallel, one process per GPU): every rank holds the whole model and runs
 // its own batches; on the last micro-step of a step the backward averages each layer's
@@ -23,7 +30,10 @@
 // AdamW's by flat ranges, Muon's by whole matrices, so that each rank orthogonalises its share
 // of them), updates those parameters, and the ranks all-gather the bf16 parameters on the side
 // stream; the next forward waits for that on the GPU, not the host. Without ZeRO-1 every rank
-// does the whole update.
+// does the whole update. With ZeRO-1 the backward's reduction is a reduce-scatter: each piece of
+// finished gradients is reduced to the rank that owns it (distributed/zero_shard.h's
+// zero_shard_piece), so each rank receives its share alone and holds averaged gradients only
+// there; the gradient norm adds the ranks' squared norms of their shares.
 #ifndef FLASHGPT_GPT_H
 #define FLASHGPT_GPT_H
 
@@ -47,6 +57,22 @@ typedef struct {
     int rank, world_size;
     int zero_stage;          // 1: the fp32 master weights and optimizer state sharded over the ranks
 } DataParallel;
+
+// A step's values as a report reads them.
+typedef struct {
+    float loss;                  // the mean loss (gpt_finish_loss), over the ranks with data parallel
+    float norm;                  // the gradient norm before clipping (gpt_update)
+} StepValues;
+
+// The values of a step that stay on the GPU (device memory, one per model).
+typedef struct {
+    StepValues values;
+    float grad_scale;            // the clip's factor the update reads
+    float norm_parts[NUM_PARAM_TENSORS];   // squared norms of the runs of gradients this rank adds
+                                           // up (the whole array, or its ZeRO-1 share), zeros past
+    double loss_sum;             // the batches' mean losses (each rounded to float) since the last
+                                 // gpt_finish_loss
+} StepScalars;
 
 typedef struct {
     GPTConfig config;
@@ -77,16 +103,20 @@ typedef struct {
     char* acts_memory;
     Activations acts;
     MemorySizes sizes;
-    int* host_tokens;            // (B, T) pinned: the inputs of the batch in flight
-    int* host_targets;           // (B, T) pinned
-    float* host_losses;          // (B, T) pinned
+    float* host_losses;          // (B, T) pinned: the last gpt_classifier's losses
+    StepScalars* scalars;        // device memory
+    int loss_batches;            // gpt_classifier calls since the last gpt_finish_loss
     int adam_t;                  // optimizer steps taken (Adam's bias correction counts them)
     cudaStream_t stream;
     MatmulStream matmul;         // stream, with the cuBLASLt workspace of its matmuls
+    cudaStream_t loss_stream;    // the losses' sums, beside the backward
+    cudaEvent_t losses_ready;    // the classifier's losses are written (stream -> loss_stream)
+    cudaEvent_t losses_summed;   // they are added to the loss sum (loss_stream -> stream)
     cudaStream_t comm_stream;    // data parallel: the collectives
     cudaEvent_t grads_ready;     // a layer's gradients are final (stream -> comm_stream)
     cudaEvent_t grads_reduced;   // every gradient is averaged (comm_stream -> stream)
     cudaEvent_t params_ready;    // the all-gathered parameters (comm_stream -> stream)
+    cudaEvent_t scalars_ready;   // the ranks' scalars are reduced (comm_stream -> stream)
     Profile* profile;            // NULL: none; else the forward, classifier, backward and
                                  // update record their parts' events in it (gpt/profile.h)
 } GPT;
@@ -121,15 +151,19 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T);
 bf16* gpt_logits(GPT* g, int row, int rows);
 
 // Cross-entropy per position of the last gpt_forward (B, T: its batch) against host_targets,
-// of the logits soft-capped when the architecture caps them, into the losses; gpt_mean_loss
-// reads them. The logits exist a chunk of rows at a time. write_dlogits: also the classifier's
-// backward, chunk by chunk: dlnf (B, T, C) into dnarrow for gpt_backward and dhead += dlogits^T
+// of the logits soft-capped when the architecture caps them, into the losses, copied to
+// host_losses; their mean, summed in double one after another as a host loop would, is added
+// to the loss sum on a side stream. The logits exist a chunk of rows at a time. write_dlogits:
+// also the classifier's backward, chunk by chunk: dlnf (B, T, C) into dnarrow for gpt_backward and dhead += dlogits^T
 // lnf, with dlogits = dloss/dlogits * dloss_scale. Nothing waits for the GPU here.
 void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_scale, int write_dlogits);
 
-// The mean of the N losses of the last gpt_classifier, once the GPU is done; summed on the host
-// in a fixed order, in double.
-float gpt_mean_loss(GPT* g, int N);
+// The mean of the batches' mean losses since the last call (at least one gpt_classifier), in
+// double then rounded to float, into g->scalars->values.loss; data parallel, then averaged over
+// the ranks. The sum starts over. Nothing waits for the GPU.
+void gpt_finish_loss(GPT* g);
+// gpt_finish_loss's value, once the GPU is done.
+float gpt_mean_loss(GPT* g);
 
 // Adds the gradients of the batch of the last gpt_forward to the grads; gpt_classifier with
 // write_dlogits must have run (dlnf in dnarrow, dhead started) and host_inputs must be that
@@ -144,12 +178,12 @@ int gpt_muon_matrices(const GPT* g, int i);
 int gpt_profile_marks(const GPT* g, int micro_steps);
 
 void gpt_zero_grads(GPT* g);
-// The global gradient norm (before clipping), in fp32 on the GPU.
+// The global gradient norm (before clipping), in fp32 on the GPU, once the GPU is done.
 float gpt_grad_norm(GPT* g);
 // One step of the model's optimizer on every tensor (with ZeRO-1: on this rank's shard, then
-// the parameters are all-gathered), the gradients clipped to grad_clip; returns the norm before
-// clipping. rates: the step's (gpt/schedule.h): each group's learning rate, Muon's momentum and
-// the weight decay.
-float gpt_update(GPT* g, const StepRates* rates);
+// the parameters are all-gathered), the gradients clipped to grad_clip on the GPU; the norm
+// before clipping goes to g->scalars->values.norm. rates: the step's (gpt/schedule.h): each
+// group's learning rate, Muon's momentum and the weight decay.
+void gpt_update(GPT* g, const StepRates* rates);
 
 #endif

@@ -5,10 +5,10 @@
 
 __global__ void adamw_kernel(bf16* params, float* master, const bf16* grads, float* m, float* v,
                              size_t n, float lr, float b1, float b2, float bias_correction1,
-                             float bias_correction2, float eps, float weight_decay, float grad_scale) {
+                             float bias_correction2, float eps, float weight_decay, const float* grad_scale) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    float g = (float)grads[i] * grad_scale;
+    float g = (float)grads[i] * *grad_scale;
     float mi = b1 * m[i] + (1.0f - b1) * g;
     float vi = b2 * v[i] + (1.0f - b2) * g * g;
     m[i] = mi;
@@ -22,7 +22,7 @@ __global__ void adamw_kernel(bf16* params, float* master, const bf16* grads, flo
 
 void adamw_update(bf16* params, float* master, const bf16* grads, float* m, float* v, size_t n,
                   float lr, float b1, float b2, int t, float eps, float weight_decay,
-                  float grad_scale, cudaStream_t stream) {
+                  const float* grad_scale, cudaStream_t stream) {
     if (n == 0) return;
     float bias_correction1 = (float)(1.0 - pow((double)b1, t));
     float bias_correction2 = (float)(1.0 - pow((double)b2, t));

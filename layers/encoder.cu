@@ -90,10 +90,13 @@ size_t encoder_backward_scratch_bytes(int B, int T, int C) {
     return (3 * (size_t)B * T + 1) * sizeof(int);  // positions, group starts, group tokens
 }
 
-// Pinned staging buffer for the groups, reused once the previous upload from it is done.
-static int* staging;
-static size_t staging_count;
-static cudaEvent_t staging_free;
+// Two pinned staging buffers for the groups, taken in turn, each reused once the upload from it
+// is done: a backward waits for the upload of the one before the last, which the GPU has long
+// done, not for the last one's, which may still be queued behind that backward's layers.
+static int* staging_buffers[2];
+static size_t staging_counts[2];
+static cudaEvent_t staging_free[2];
+static int staging_next;
 
 void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* host_tokens,
                       int B, int T, int C, void* scratch, cudaStream_t stream) {
@@ -101,13 +104,16 @@ void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* host_
     int N = B * T;
     if (N == 0 || C == 0) return;
     size_t count = 3 * (size_t)N + 1;
-    if (!staging_free) cudaCheck(cudaEventCreateWithFlags(&staging_free, cudaEventDisableTiming));
-    cudaCheck(cudaEventSynchronize(staging_free));
-    if (staging_count < count) {
-        if (staging) cudaCheck(cudaFreeHost(staging));
-        cudaCheck(cudaMallocHost((void**)&staging, count * sizeof(int)));
-        staging_count = count;
+    int k = staging_next;
+    staging_next = 1 - k;
+    if (!staging_free[k]) cudaCheck(cudaEventCreateWithFlags(&staging_free[k], cudaEventDisableTiming));
+    cudaCheck(cudaEventSynchronize(staging_free[k]));
+    if (staging_counts[k] < count) {
+        if (staging_buffers[k]) cudaCheck(cudaFreeHost(staging_buffers[k]));
+        cudaCheck(cudaMallocHost((void**)&staging_buffers[k], count * sizeof(int)));
+        staging_counts[k] = count;
     }
+    int* staging = staging_buffers[k];
 
     // Counting sort of the positions by token: positions, then group_start (groups + 1), then
     // group_token (groups), packed so that one copy uploads them.
@@ -138,7 +144,7 @@ void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* host_
     int* dev = (int*)scratch;
     cudaCheck(cudaMemcpyAsync(dev, staging, (N + 2 * (size_t)groups + 1) * sizeof(int),
                               cudaMemcpyHostToDevice, stream));
-    cudaCheck(cudaEventRecord(staging_free, stream));
+    cudaCheck(cudaEventRecord(staging_free[k], stream));
 
     const int block = 128;
     dim3 grid(groups, ceil_div(C / 8, block));

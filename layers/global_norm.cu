@@ -1,5 +1,6 @@
 // layers/global_norm.cu: sum of squares of the gradients (n), deterministic: a fixed grid (a
-// function of n only) writes one partial sum per block into scratch, then one block adds them.
+// function of n only) writes one partial sum per block into scratch, then one block adds them;
+// and the clip's factor from such sums.
 #include "layers/global_norm.h"
 #include "device/reduce.cuh"
 
@@ -45,5 +46,19 @@ void global_norm_squared(float* out, const bf16* grads, size_t n, void* scratch,
     norm_partials_kernel<<<blocks, NORM_THREADS, 0, stream>>>((float*)scratch, grads, n);
     cudaCheckLaunch();
     norm_final_kernel<<<1, NORM_THREADS, 0, stream>>>(out, (float*)scratch, blocks);
+    cudaCheckLaunch();
+}
+
+__global__ void grad_clip_kernel(float* norm, float* grad_scale, const float* parts, int count, float clip) {
+    float norm2 = parts[0];
+    for (int i = 1; i < count; i++) norm2 = __fadd_rn(norm2, parts[i]);
+    float n = __fsqrt_rn(norm2);
+    *norm = n;
+    *grad_scale = clip > 0.0f && n > clip ? __fdiv_rn(clip, n) : 1.0f;
+}
+
+void grad_clip_scale(float* norm, float* grad_scale, const float* parts, int count, float clip,
+                     cudaStream_t stream) {
+    grad_clip_kernel<<<1, 1, 0, stream>>>(norm, grad_scale, parts, count, clip);
     cudaCheckLaunch();
 }

@@ -11,4 +11,11 @@ void global_norm_squared(float* out, const bf16* grads, size_t n, void* scratch,
                          cudaStream_t stream);
 size_t global_norm_scratch_bytes(size_t n);
 
+// The clip from squared norms of parts of the gradients (parts (count), device fp32): *norm =
+// sqrt of their sum (added in order), *grad_scale = clip / *norm when clip > 0 and the norm
+// exceeds it, else 1; both one float of device memory, rounded as the host's fp32 would, so that
+// the update reads the factor without the norm visiting the host.
+void grad_clip_scale(float* norm, float* grad_scale, const float* parts, int count, float clip,
+                     cudaStream_t stream);
+
 #endif

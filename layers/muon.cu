@@ -39,17 +39,17 @@ __device__ inline void store8(float* p, const float v[8]) {
 }
 
 // One pack of 8 elements per thread, n8 packs: x (8 n8) bf16 = the Nesterov step u of the
-// momentum m (8 n8) fp32, which is updated, from grads (8 n8) bf16 times grad_scale.
+// momentum m (8 n8) fp32, which is updated, from grads (8 n8) bf16 times *grad_scale.
 __global__ void muon_momentum_kernel(bf16* x, float* m, const bf16* grads, size_t n8, float momentum,
-                                     float grad_scale) {
+                                     const float* grad_scale) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n8) return;
     bf16x8 g = ((const bf16x8*)grads)[i], u;
-    float mv[8];
+    float mv[8], scale = *grad_scale;
     load8(m + 8 * i, mv);
     #pragma unroll
     for (int k = 0; k < 8; k++) {
-        float gk = (float)g.v[k] * grad_scale;
+        float gk = (float)g.v[k] * scale;
         mv[k] = momentum * mv[k] + (1.0f - momentum) * gk;
         u.v[k] = __float2bfloat16((1.0f - momentum) * gk + momentum * mv[k]);
     }

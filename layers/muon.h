@@ -29,7 +29,7 @@ size_t newton_schulz_scratch_bytes(int count, int rows, int cols);
 // One step's settings: the rates of the step, and the variant of Muon.
 typedef struct {
     float lr, momentum, weight_decay;
-    float grad_scale;                        // the gradients' factor (clipping)
+    const float* grad_scale;                 // the gradients' factor (clipping): one float of device memory
     const NewtonSchulzCoefficients* ns;
     int cautious;                            // the decay only where the update and the weight agree in sign
     float normuon_beta2;                     // NorMuon's (with a second moment; see muon_update)
@@ -37,7 +37,7 @@ typedef struct {
 
 // One Muon step on count matrices (rows, cols): params, grads (count, rows, cols) bf16; master and
 // the momentum m (count, rows, cols) fp32; every pointer 16-byte aligned, rows * cols a multiple
-// of 8. With g = grads * grad_scale:
+// of 8. With g = grads * *grad_scale:
 //   m = momentum m + (1 - momentum) g;  u = (1 - momentum) g + momentum m   (Nesterov)
 //   o = newton_schulz(u)
 // NorMuon (second not NULL; Zhang et al. 2025, arXiv 2510.05491, as modded-nanogpt and nanochat

@@ -18,18 +18,41 @@ void batch_rows_init(BatchRows* b, Ranks* ranks, int B, int T) {
 
 int batch_rows_ring(const BatchRows* b) { return b->full_tokens != NULL; }
 
-void next_batch(BatchRows* b, DataLoader* dl, int* tokens, int* targets, const char* what) {
+void batch_rows_pin(BatchRows* b) {
+    size_t bytes = (size_t)b->rows * b->cols * sizeof(int);
+    for (int i = 0; i < 2; i++) {
+        cudaCheck(cudaMallocHost((void**)&b->tokens[i], bytes));
+        cudaCheck(cudaMallocHost((void**)&b->targets[i], bytes));
+        cudaCheck(cudaEventCreateWithFlags(&b->copied[i], cudaEventDisableTiming));
+    }
+}
+
+int next_batch(BatchRows* b, DataLoader* dl, const char* what) {
     char err[ERR_LEN];
-    int split = batch_rows_ring(b);
+    int i = b->next, split = batch_rows_ring(b);
+    int *tokens = b->tokens[i], *targets = b->targets[i];
+    b->next = 1 - i;
+    // Waits for the copies of the batch before the last, which the GPU reaches before the last
+    // batch's work: the host runs at most about a batch ahead, the GPU's queue holding that batch.
+    cudaCheck(cudaEventSynchronize(b->copied[i]));
     if (dataloader_next(dl, split ? b->full_tokens : tokens, split ? b->full_targets : targets, err) != 0)
         die("%s: %s", what, err);
     if (split) {
         zigzag_split(&b->ring, b->full_tokens, b->B, b->T, tokens);
         zigzag_split(&b->ring, b->full_targets, b->B, b->T, targets);
     }
+    return i;
 }
+
+void batch_copied(BatchRows* b, int i, cudaStream_t stream) { cudaCheck(cudaEventRecord(b->copied[i], stream)); }
 
 void batch_rows_free(BatchRows* b) {
     free(b->full_tokens);
     free(b->full_targets);
+    for (int i = 0; i < 2; i++) {
+        if (!b->tokens[i]) continue;
+        cudaCheck(cudaFreeHost(b->tokens[i]));
+        cudaCheck(cudaFreeHost(b->targets[i]));
+        cudaCheck(cudaEventDestroy(b->copied[i]));
+    }
 }

@@ -4,7 +4,6 @@
 #include <math.h>
 #include <string.h>
 #include "common/bytes.h"
-#include "common/clock.h"
 #include "common/error.h"
 #include "common/output_path.h"
 #include "gpt/checkpoint.h"
@@ -44,6 +43,12 @@ void trainer_start(Trainer* t, RunPlan* p) {
     t->flops_per_token = flops_per_token(&p->config, o->T);
     t->peak_tflops = o->peak_tflops > 0.0f ? o->peak_tflops : device_peak_tflops(prop.name);
     if (p->profile_step) profile_reserve(&t->profile, gpt_profile_marks(&t->model, p->grad_accum));
+    batch_rows_pin(&p->batch);
+    cudaCheck(cudaMallocHost((void**)&t->values, 2 * sizeof(StepValues)));
+    for (int i = 0; i < 2; i++) {
+        cudaCheck(cudaEventCreate(&t->started[i]));
+        cudaCheck(cudaEventCreate(&t->done[i]));
+    }
     print_run(p, &t->model, prop.name, t->flops_per_token, t->peak_tflops);
     if (o->out_dir && make_dirs(o->out_dir, err) != 0)
         die("%s %s: %s", p->out_dir_flag, o->out_dir, err);
@@ -51,43 +56,39 @@ void trainer_start(Trainer* t, RunPlan* p) {
 }
 
 // One optimizer step: grad_accum micro-steps of forward, loss and backward, then the update at
-// the step's rates. Returns the mean loss over every rank's batches; *norm gets the gradient
-// norm before clipping.
-static float train_step(Trainer* t, const StepRates* rates, float* norm) {
+// the step's rates, queued on the GPU without waiting for it; the mean loss over every rank's
+// batches and the gradient norm before clipping end in the model's scalars (gpt/gpt.h).
+static void train_step(Trainer* t, const StepRates* rates) {
     RunPlan* p = t->plan;
     GPT* g = &t->model;
-    int rows = p->batch.rows, cols = p->batch.cols;
+    BatchRows* b = &p->batch;
+    int rows = b->rows, cols = b->cols;
     float dloss_scale = 1.0f / (float)((double)rows * cols * p->grad_accum);
     gpt_zero_grads(g);
-    double loss_sum = 0.0;
     for (int micro = 0; micro < p->grad_accum; micro++) {
-        next_batch(&p->batch, p->train, g->host_tokens, g->host_targets, "--train-data");
-        gpt_forward(g, g->host_tokens, rows, cols);
-        gpt_classifier(g, g->host_targets, rows, cols, dloss_scale, 1);
-        gpt_backward(g, g->host_tokens, micro == p->grad_accum - 1);
-        // Waits for this micro-step before its host buffers take the next batch.
-        loss_sum += gpt_mean_loss(g, rows * cols);
+        int i = next_batch(b, p->train, "--train-data");
+        gpt_forward(g, b->tokens[i], rows, cols);
+        gpt_classifier(g, b->targets[i], rows, cols, dloss_scale, 1);
+        batch_copied(b, i, g->stream);
+        gpt_backward(g, b->tokens[i], micro == p->grad_accum - 1);
     }
-    float loss = (float)(loss_sum / p->grad_accum);
-    *norm = gpt_update(g, rates);
-    cudaCheck(cudaStreamSynchronize(g->stream));
-    return nccl_mean_over_ranks(p->dp.comm, loss, g->stream);
+    gpt_update(g, rates);
+    gpt_finish_loss(g);
 }
 
-// Mean loss over the first val_batches batches of the val loader (from its start).
+// Mean loss over the first val_batches batches of the val loader (from its start), over the ranks.
 static float validation_loss(Trainer* t) {
     RunPlan* p = t->plan;
     GPT* g = &t->model;
-    int rows = p->batch.rows, cols = p->batch.cols;
+    BatchRows* b = &p->batch;
     dataloader_reset(p->val);
-    double sum = 0.0;
-    for (int i = 0; i < p->o.val_batches; i++) {
-        next_batch(&p->batch, p->val, g->host_tokens, g->host_targets, "--val-data");
-        gpt_forward(g, g->host_tokens, rows, cols);
-        gpt_classifier(g, g->host_targets, rows, cols, 0.0f, 0);
-        sum += gpt_mean_loss(g, rows * cols);
+    for (int k = 0; k < p->o.val_batches; k++) {
+        int i = next_batch(b, p->val, "--val-data");
+        gpt_forward(g, b->tokens[i], b->rows, b->cols);
+        gpt_classifier(g, b->targets[i], b->rows, b->cols, 0.0f, 0);
+        batch_copied(b, i, g->stream);
     }
-    return nccl_mean_over_ranks(p->dp.comm, (float)(sum / p->o.val_batches), g->stream);
+    return gpt_mean_loss(g);
 }
 
 // The model and the training state of the step, both written atomically.
@@ -101,51 +102,95 @@ static void save_checkpoint(Trainer* t, int step) {
     printf("checkpoint: %s, %s\n", model_path, state_path);
 }
 
+// The step times after the first, for the average the run ends with.
+typedef struct {
+    size_t peak_mem;
+    double seconds;
+    long long tokens;
+} RunTotals;
+
+// Step s->step's values once the GPU has them (from slot of the trainer's buffers), checked, and
+// its times: s->seconds is the GPU's time from the step's first work to its last (events), which
+// counts any wait of the GPU for the host within the step. A time taken on the host would say how
+// fast the host queues, which runs ahead of the GPU.
+static void finish_step(Trainer* t, StepReport* s, int slot, RunTotals* totals) {
+    const RunPlan* p = t->plan;
+    const TrainOptions* o = &p->o;
+    cudaCheck(cudaEventSynchronize(t->done[slot]));
+    s->loss = t->values[slot].loss;
+    s->norm = t->values[slot].norm;
+    if (!isfinite(s->loss)) die("the loss is %f at step %d: training diverged (try a lower --lr)", s->loss, s->step);
+    if (!isfinite(s->norm))
+        die("the gradient norm is %f at step %d: training diverged (try a lower --lr)", s->norm, s->step);
+    float ms;
+    cudaCheck(cudaEventElapsedTime(&ms, t->started[slot], t->done[slot]));
+    s->seconds = ms * 1e-3;
+    size_t used = gpu_memory_in_use();
+    totals->peak_mem = used > totals->peak_mem ? used : totals->peak_mem;
+    s->peak_mem = totals->peak_mem;
+    s->tokens_per_s = o->total_batch / s->seconds;
+    // One process per GPU: launch.world_size GPUs made these tokens (1 when the ring is simulated).
+    s->mfu = model_flops_utilisation(t->flops_per_token, s->tokens_per_s, t->peak_tflops, p->ranks.launch.world_size);
+    if (s->step > p->start_step + 1) {  // the first step pays for warm-up
+        totals->seconds += s->seconds;
+        totals->tokens += o->total_batch;
+    }
+}
+
 void train(Trainer* t) {
     RunPlan* p = t->plan;
     const TrainOptions* o = &p->o;
-    size_t peak_mem = 0;
-    double total_time = 0.0;
-    long long timed_tokens = 0;
+    GPT* g = &t->model;
+    RunTotals totals = {0, 0.0, 0};
+    StepReport lagging;       // the step queued before this one, not yet reported
+    int has_lagging = 0;
     // Counted by the steps done, so that --steps 2147483647 ends without step passing INT_MAX.
     for (int done = p->start_step; done < o->steps; done++) {
-        int step = done + 1;
-        double t0 = now_seconds();
+        int step = done + 1, slot = step % 2;
         StepRates rates = step_rates(&o->schedule, &o->optimizer, step, o->steps);
         StepReport s = {.step = step, .val_loss = NAN, .lr = rates.lr[GROUP_MATRIX]};
         int profiled = step == p->profile_step;
-        if (profiled) t->model.profile = &t->profile;
-        s.loss = train_step(t, &rates, &s.norm);
-        s.seconds = now_seconds() - t0;
-        t->model.profile = NULL;
-        if (!isfinite(s.loss)) die("the loss is %f at step %d: training diverged (try a lower --lr)", s.loss, step);
-        if (!isfinite(s.norm))
-            die("the gradient norm is %f at step %d: training diverged (try a lower --lr)", s.norm, step);
-        size_t used = gpu_memory_in_use();
-        peak_mem = used > peak_mem ? used : peak_mem;
-        s.peak_mem = peak_mem;
-        s.tokens_per_s = o->total_batch / s.seconds;
-        // One process per GPU: launch.world_size GPUs made these tokens (1 when the ring is simulated).
-        s.mfu = model_flops_utilisation(t->flops_per_token, s.tokens_per_s, t->peak_tflops, p->ranks.launch.world_size);
-        if (step > p->start_step + 1) {  // the first step pays for warm-up
-            total_time += s.seconds;
-            timed_tokens += o->total_batch;
+        if (profiled) g->profile = &t->profile;
+        cudaCheck(cudaEventRecord(t->started[slot], g->stream));
+        train_step(t, &rates);
+        cudaCheck(cudaMemcpyAsync(&t->values[slot], &g->scalars->values, sizeof(StepValues), cudaMemcpyDeviceToHost,
+                                  g->stream));
+        cudaCheck(cudaEventRecord(t->done[slot], g->stream));
+        g->profile = NULL;
+        if (has_lagging) {
+            finish_step(t, &lagging, 1 - slot, &totals);
+            report_step(&lagging, o->steps, t->log);
+            has_lagging = 0;
         }
-        if (p->val && (step % o->val_every == 0 || step == o->steps)) s.val_loss = validation_loss(t);
+        int validate = p->val && (step % o->val_every == 0 || step == o->steps);
+        int sample = t->sampling && (step % o->sample_every == 0 || step == o->steps);
+        int save = o->out_dir && ((o->checkpoint_every > 0 && step % o->checkpoint_every == 0) || step == o->steps);
+        if (!(validate || sample || save || profiled || step == o->steps)) {
+            lagging = s;
+            has_lagging = 1;
+            continue;
+        }
+        finish_step(t, &s, slot, &totals);
+        if (validate) s.val_loss = validation_loss(t);
         report_step(&s, o->steps, t->log);
-        if (profiled) print_profile(p, &t->model, &t->profile, &s, t->peak_tflops);
-        if (t->sampling && (step % o->sample_every == 0 || step == o->steps))
-            print_sample(&t->sampler, t->model.params_memory, o->sample_tokens, &p->sample_rng, p->tok);
-        if (o->out_dir && ((o->checkpoint_every > 0 && step % o->checkpoint_every == 0) || step == o->steps))
-            save_checkpoint(t, step);
+        if (profiled) print_profile(p, g, &t->profile, &s, t->peak_tflops);
+        if (sample) print_sample(&t->sampler, g->params_memory, o->sample_tokens, &p->sample_rng, p->tok);
+        if (save) save_checkpoint(t, step);
     }
-    if (timed_tokens > 0)
+    if (totals.tokens > 0)
         printf("done: %.1fK tokens/s on average after the first step, peak memory in use %.2f GiB\n",
-               timed_tokens / total_time * 1e-3, GIB(peak_mem));
+               totals.tokens / totals.seconds * 1e-3, GIB(totals.peak_mem));
 }
 
 void trainer_free(Trainer* t) {
     if (t->log) fclose(t->log);
+    if (t->values) {
+        cudaCheck(cudaFreeHost(t->values));
+        for (int i = 0; i < 2; i++) {
+            cudaCheck(cudaEventDestroy(t->started[i]));
+            cudaCheck(cudaEventDestroy(t->done[i]));
+        }
+    }
     gpt_free(&t->model);
     if (t->sampling) inference_free(&t->sampler);
     profile_free(&t->profile);

@@ -5,6 +5,11 @@
 // loss and backward on the next batches, the update; validation, the report (train/report.h),
 // samples and checkpoints when they are due. The model is the library in gpt/ (gpt/gpt.h); this
 // loop only decides when each part runs.
+// The host queues a step without waiting for the GPU (the loss and the gradient norm stay there,
+// the next batch is read while the GPU runs): a step's report is made once the next step is
+// queued, from its values copied back beside the GPU's work. A step with validation, a sample, a
+// checkpoint or the profile, and the last, is reported before anything else runs, so that the
+// lines and files are those of a loop that waits for each step.
 #ifndef FLASHGPT_TRAIN_LOOP_H
 #define FLASHGPT_TRAIN_LOOP_H
 
@@ -23,6 +28,9 @@ typedef struct {
     double flops_per_token;
     float peak_tflops;           // 0: unknown
     Profile profile;
+    StepValues* values;          // (2) pinned: the loss and norm of the last two steps queued
+    cudaEvent_t started[2];      // of the same steps: the GPU reaches the step's first work
+    cudaEvent_t done[2];         // and has done its last, its values copied
 } Trainer;
 
 // The run of the plan p on the GPU (p's checkpoint values are consumed), said on stdout

@@ -2,7 +2,8 @@
 // whether --gpus may start ranks under them, the Slurm node list, the TCP rendezvous between
 // forked processes on 127.0.0.1 (delivery, stray connections, time-outs, refusals), the
 // one-command launch of ranks (and a program's --gpus: its refusals, the ranks' command line),
-// and ZeRO-1's shard arithmetic (flat, and by matrices for Muon).
+// and ZeRO-1's shard arithmetic (flat, and by matrices for Muon), with its reduce-scatter simulated in
+// memory.
 // Run as "test_distributed --child MODE" it is one rank of a launch_local_ranks case.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -775,6 +776,92 @@ static void test_zero_shards_by_units(void) {
     test_end();
 }
 
+// ZeRO-1's reduce-scatter as the model runs it, N ranks simulated in memory: each rank's gradients
+// (small integers, so every sum is exact in any order) arrive in ranges, each layer's slice of a
+// tensor of L layers or a whole tensor; each range's piece for rank r (zero_shard_piece) is added
+// from every rank into rank r's buffer alone. Each rank must then hold the sum over the ranks on
+// its share (zero_shard_part), the all-reduce's values there, and have received nothing else.
+static int check_reduce_scatter(const ZeroTensor* t, int n, size_t L, int W, int by_units, const char* what) {
+    ZeroShard s;
+    char err[ERR_LEN] = "";
+    zero_shard_init(&s, t, n, W, 0, by_units, ZERO_SHARD_ALIGN, err);
+    size_t P = s.param_count, padded = s.padded_count;
+    int** grads = malloc((size_t)W * sizeof(int*));
+    unsigned char* received = calloc((size_t)W * padded, 1);
+    for (int r = 0; r < W; r++) {
+        grads[r] = calloc(padded, sizeof(int));
+        for (size_t i = 0; i < P; i++) grads[r][i] = (int)((i * 7 + (size_t)r * 13) % 101);
+    }
+    size_t begin = 0;
+    for (int i = 0; i < n; begin += t[i++].count) {
+        size_t slices = t[i].count % L == 0 && t[i].count >= L ? L : 1, slice = t[i].count / slices;
+        for (size_t l = 0; l < slices; l++) {
+            size_t lo = begin + l * slice, hi = lo + slice;
+            for (int r = 0; r < W; r++) {
+                zero_shard_init(&s, t, n, W, r, by_units, ZERO_SHARD_ALIGN, err);
+                ZeroShardPart piece = zero_shard_piece(&s, t, i, r, lo, hi);
+                ZeroShardPart part = zero_shard_part(&s, t, i, r);
+                if (piece.count && (piece.param_index < lo || piece.param_index + piece.count > hi ||
+                                    piece.shard_offset != part.shard_offset + (piece.param_index - part.param_index))) {
+                    test_fail("%s W %d tensor %d [%zu, %zu): rank %d's piece at %zu (+%zu) offset %zu", what, W, i, lo,
+                              hi, r, piece.param_index, piece.count, piece.shard_offset);
+                    return 1;
+                }
+                for (size_t j = piece.param_index; j < piece.param_index + piece.count; j++) {
+                    if (received[(size_t)r * padded + j]++) {
+                        test_fail("%s W %d: rank %d receives element %zu twice", what, W, r, j);
+                        return 1;
+                    }
+                    for (int q = 0; q < W; q++)
+                        if (q != r) grads[r][j] += grads[q][j];
+                }
+            }
+        }
+    }
+    int bad = 0;
+    for (int r = 0; r < W && !bad; r++) {
+        zero_shard_init(&s, t, n, W, r, by_units, ZERO_SHARD_ALIGN, err);
+        size_t owned = 0, got = 0;
+        for (size_t j = 0; j < padded; j++) got += received[(size_t)r * padded + j];
+        for (int i = 0; i < n && !bad; i++) {
+            ZeroShardPart part = zero_shard_part(&s, t, i, r);
+            owned += part.count;
+            for (size_t j = part.param_index; j < part.param_index + part.count && !bad; j++) {
+                int sum = 0;
+                for (int q = 0; q < W; q++) sum += (int)((j * 7 + (size_t)q * 13) % 101);
+                if (!received[(size_t)r * padded + j] || grads[r][j] != sum) {
+                    test_fail("%s W %d rank %d element %zu: %d, the all-reduce's %d%s", what, W, r, j, grads[r][j], sum,
+                              received[(size_t)r * padded + j] ? "" : " (never received)");
+                    bad = 1;
+                }
+            }
+        }
+        if (!bad && got != owned) {
+            test_fail("%s W %d rank %d: received %zu elements, its share is %zu", what, W, r, got, owned);
+            bad = 1;
+        }
+    }
+    for (int r = 0; r < W; r++) free(grads[r]);
+    free(grads);
+    free(received);
+    return bad;
+}
+
+static void test_zero_reduce_scatter(void) {
+    test_begin("zero reduce-scatter simulated in memory: each rank receives its share alone, the all-reduce's sums "
+               "there, flat and by matrices, ranges of layers");
+    ZeroTensor t[16];
+    static const size_t shapes[][2] = {{2, 64}, {3, 32}, {5, 64}};
+    for (size_t k = 0; k < 3; k++) {
+        int n = muon_tensors(t, shapes[k][0], shapes[k][1]);
+        for (int W = 1; W <= 5; W++)
+            if (check_reduce_scatter(t, n, shapes[k][0], W, 1, "by matrices") ||
+                check_reduce_scatter(t, n, shapes[k][0], W, 0, "flat"))
+                break;
+    }
+    test_end();
+}
+
 int main(int argc, char** argv) {
     if (argc == 3 && strcmp(argv[1], "--child") == 0) return child_main(argv[2]);
     if (argc > 1) {
@@ -793,5 +880,6 @@ int main(int argc, char** argv) {
     test_launch_gpus(argv[0]);
     test_zero_shards();
     test_zero_shards_by_units();
+    test_zero_reduce_scatter();
     return test_exit_code();
 }

@@ -1,6 +1,7 @@
 // tests/unit/distributed/test_nccl.cu: the NCCL collectives of distributed/nccl_comm.h give the expected values:
 // world size 1 in this process, and 2 ranks (this program again, as launch_local_ranks starts
 // them) when there are 2 GPUs. SKIPPED without a CUDA device, a second GPU, or NCCL.
+#include <math.h>
 #include <string.h>
 #include <vector>
 
@@ -49,6 +50,41 @@ static int check_collectives(NcclComm* comm, int rank, int world) {
     for (size_t i = 0; i < n && !bad; i++)
         if (h[i] != mean_value(i, world)) bad += report(rank, "all-reduce avg bf16", i, h[i], mean_value(i, world));
 
+    // ZeRO-1's gradients: each rank's chunk reduced to it alone (one reduce per chunk, in a group),
+    // against the all-reduce of the same values: bit for bit on 2 ranks (a + b halved exactly), else
+    // within a rounding of bf16 per rank added (NCCL may add them in another order). Values of
+    // any size, each rank's from a formula the others can compute.
+    std::vector<float> exact(n), mine_values(n), magnitudes(n);
+    for (size_t i = 0; i < n; i++) {
+        double sum = 0.0, magnitude = 0.0;
+        for (int q = 0; q < world; q++) {
+            float x = __bfloat162float(__float2bfloat16(sinf((float)(i * 7 + q * 1001)) * (1.0f + (float)(i % 17))));
+            if (q == rank) mine_values[i] = x;
+            sum += x;
+            magnitude += fabs(x);
+        }
+        exact[i] = (float)(sum / world);
+        magnitudes[i] = (float)(magnitude / world);   // the bound's scale
+    }
+    to_device(buf, mine_values);
+    nccl_group_begin();
+    for (int r = 0; r < world; r++) nccl_reduce_avg_bf16(comm, buf + (size_t)r * S, S, r, stream);
+    nccl_group_end();
+    cudaCheck(cudaStreamSynchronize(stream));
+    std::vector<float> scattered = from_device(buf, n);
+    to_device(buf, mine_values);
+    nccl_all_reduce_avg_bf16(comm, buf, n, stream);
+    cudaCheck(cudaStreamSynchronize(stream));
+    std::vector<float> everywhere = from_device(buf, n);
+    for (size_t i = first; i < first + S; i++) {
+        double rounding = ldexp(1.0, -8);   // bf16's, relative
+        double bound = world <= 2 ? 0.0 : (world - 1) * rounding * magnitudes[i] + rounding * fabs(exact[i]);
+        if (fabs((double)scattered[i] - everywhere[i]) > bound) {
+            bad += report(rank, "reduce to the owner bf16 against the all-reduce", i, scattered[i], everywhere[i]);
+            break;
+        }
+    }
+
     // ZeRO's parameters: each rank's chunk, gathered in place.
     cudaCheck(cudaMemset(buf, 0, n * sizeof(bf16)));
     std::vector<float> mine(S);
@@ -90,6 +126,15 @@ static int check_collectives(NcclComm* comm, int rank, int world) {
     cudaCheck(cudaMemcpy(got, fbuf, sizeof(got), cudaMemcpyDeviceToHost));
     for (int i = 0; i < 2; i++)
         if (got[i] != expected[i]) bad += report(rank, "all-reduce avg f32", i, got[i], expected[i]);
+
+    // The squared norms of the ranks' shares (added).
+    float norms[2] = {(float)(rank + 1), 0.25f}, norms_sum[2] = {world * (world + 1) / 2.0f, 0.25f * world};
+    cudaCheck(cudaMemcpy(fbuf, norms, sizeof(norms), cudaMemcpyHostToDevice));
+    nccl_all_reduce_sum_f32(comm, fbuf, 2, stream);
+    cudaCheck(cudaStreamSynchronize(stream));
+    cudaCheck(cudaMemcpy(norms, fbuf, sizeof(norms), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < 2; i++)
+        if (norms[i] != norms_sum[i]) bad += report(rank, "all-reduce sum f32", i, norms[i], norms_sum[i]);
 
     cudaCheck(cudaFree(fshard));
     cudaCheck(cudaFree(fbuf));

@@ -152,7 +152,7 @@ static void check_steps(GPT* g, const Reference* r, const float* losses, int ste
         gpt_forward(g, r->inputs, B, T);
         gpt_classifier(g, r->targets, B, T, 1.0f / N, 1);
         gpt_backward(g, r->inputs, 1);
-        float step_loss = gpt_mean_loss(g, N);
+        float step_loss = gpt_mean_loss(g);
         StepRates rates = optimizer_rates(&g->optimizer, g->optimizer.lr);
         gpt_update(g, &rates);
         double err = fabs(step_loss - losses[t]) / fabs(losses[t]);
@@ -194,7 +194,23 @@ static void test_reference(const Reference* r, ModelOptions opt) {
                          g.sizes.optimizer));  // NaN everywhere: an unwritten activation shows
     gpt_forward(&g, r->inputs, B, T);
     gpt_classifier(&g, r->targets, B, T, 0.0f, 0);
-    float loss = gpt_mean_loss(&g, N);
+    float loss = gpt_mean_loss(&g);
+    // The mean on the GPU is the host's arithmetic on the losses, bit for bit: each batch's losses
+    // added in double in order, its mean rounded to float, the batches' means added in double.
+    float host_means[2];
+    for (int k = 0; k < 2; k++) {
+        int rows = k && B > 1 ? B - 1 : B, cols = T;   // then a batch of the first B - 1 rows
+        gpt_forward(&g, r->inputs, rows, cols);
+        gpt_classifier(&g, r->targets, rows, cols, 0.0f, 0);
+        cudaCheck(cudaStreamSynchronize(g.stream));
+        double sum = 0.0;
+        for (int i = 0; i < rows * cols; i++) sum += g.host_losses[i];
+        host_means[k] = (float)(sum / (rows * cols));
+    }
+    float two = gpt_mean_loss(&g), host_two = (float)(((double)host_means[0] + host_means[1]) / 2);
+    CHECK(memcmp(&loss, &host_means[0], sizeof(float)) == 0 && memcmp(&two, &host_two, sizeof(float)) == 0,
+          "the mean loss on the GPU %.9g, of two batches %.9g; on the host %.9g, %.9g", loss, two, host_means[0],
+          host_two);
     int chunk = g.sizes.logits_rows;
     if (opt.classifier_rows) CHECK(chunk == opt.classifier_rows, "chunks of %d rows, asked for %d", chunk, opt.classifier_rows);
     float* logits_chunk = (float*)malloc((size_t)chunk * Vp * sizeof(float));
@@ -628,6 +644,58 @@ static void test_deterministic_runs(const char* name, const char* mode_args) {
     test_end();
 }
 
+// The steps reported a step late (validation and checkpoints every 3 steps: the others are
+// reported once the next is queued) against a run that reports each step before it queues the next
+// (validation after every step): the same losses and norms bit for bit, and each log and each
+// stdout holds every step's line once, in order.
+static void test_lagged_reports(const char* name) {
+    test_begin(name);
+    TrainRuns runs;
+    train_runs_init(&runs, "gpt_lagged_reports", -1);
+    const char* labels[2] = {"lagged", "waited"};
+    float losses[2][RUN_STEPS], norms[2][RUN_STEPS];
+    char extra[256];
+    for (int k = 0; k < 2; k++) {
+        snprintf(extra, sizeof(extra), "-B %d --deterministic%s", RUN_B, k ? " --val-every 1" : "");
+        train_runs_run(&runs, labels[k], labels[k], extra, losses[k]);
+        char path[4200], line[512];
+        int next = 1, wrong = 0;
+        snprintf(path, sizeof(path), "%s/%s.csv", runs.dir, labels[k]);
+        FILE* f = fopen(path, "r");
+        while (f && fgets(line, sizeof(line), f)) {
+            int step;
+            if (sscanf(line, "%d,", &step) != 1) continue;   // the header
+            // step,loss,val_loss,lr,grad_norm,...: the norm is the fifth column.
+            const char* c = line;
+            for (int comma = 0; comma < 4 && c; comma++) c = strchr(c, ',') ? strchr(c, ',') + 1 : NULL;
+            if (step != next || !c || step > RUN_STEPS) wrong = 1;
+            else norms[k][step - 1] = strtof(c, NULL);
+            next = step + 1;
+        }
+        if (f) fclose(f);
+        CHECK(f && !wrong && next == RUN_STEPS + 1, "%s: the log's steps are not 1 to %d once each, in order", labels[k],
+              RUN_STEPS);
+        snprintf(path, sizeof(path), "%s/%s.out", runs.dir, labels[k]);
+        f = fopen(path, "r");
+        next = 1;
+        wrong = 0;
+        while (f && fgets(line, sizeof(line), f)) {
+            int step, steps;
+            if (sscanf(line, "step %d/%d |", &step, &steps) != 2) continue;
+            wrong |= step != next++;
+        }
+        if (f) fclose(f);
+        CHECK(f && !wrong && next == RUN_STEPS + 1, "%s: stdout's step lines are not 1 to %d once each, in order",
+              labels[k], RUN_STEPS);
+    }
+    for (int i = 0; i < RUN_STEPS; i++)
+        CHECK(!isnan(losses[0][i]) && memcmp(&losses[0][i], &losses[1][i], sizeof(float)) == 0 &&
+              memcmp(&norms[0][i], &norms[1][i], sizeof(float)) == 0,
+              "step %d: loss %.9g norm %.9g reported late, %.9g %.9g at once", i + 1, losses[0][i], norms[0][i],
+              losses[1][i], norms[1][i]);
+    test_end();
+}
+
 // train_gpt --save-init writes the model a run of its seed starts from: the run from that file
 // (--init-from, the same seed for the data order) takes the steps of the run from the seed, bit
 // for bit (deterministic attention).
@@ -870,19 +938,20 @@ static void test_loss_curves(void) {
         GPT g;
         gpt_build(&g, c, CURVE_B, CURVE_T, &mo, NULL, &adamw);
         gpt_init_random(&g, 7);
+        static int tokens[CURVE_B * CURVE_T], targets[CURVE_B * CURVE_T];
         for (int step = 0; step < CURVE_STEPS; step++) {
             for (int b = 0; b < CURVE_B; b++) {
                 size_t start = ((size_t)step * CURVE_B + b) * CURVE_T % (size_t)(n - CURVE_T - 1);
                 for (int t = 0; t < CURVE_T; t++) {
-                    g.host_tokens[b * CURVE_T + t] = text[start + t];
-                    g.host_targets[b * CURVE_T + t] = text[start + t + 1];
+                    tokens[b * CURVE_T + t] = text[start + t];
+                    targets[b * CURVE_T + t] = text[start + t + 1];
                 }
             }
             gpt_zero_grads(&g);
-            gpt_forward(&g, g.host_tokens, CURVE_B, CURVE_T);
-            gpt_classifier(&g, g.host_targets, CURVE_B, CURVE_T, 1.0f / (CURVE_B * CURVE_T), 1);
-            gpt_backward(&g, g.host_tokens, 1);
-            curves[k][step] = gpt_mean_loss(&g, CURVE_B * CURVE_T);
+            gpt_forward(&g, tokens, CURVE_B, CURVE_T);
+            gpt_classifier(&g, targets, CURVE_B, CURVE_T, 1.0f / (CURVE_B * CURVE_T), 1);
+            gpt_backward(&g, tokens, 1);
+            curves[k][step] = gpt_mean_loss(&g);
             StepRates rates = step_rates(&schedule, &adamw, step + 1, CURVE_STEPS);
             gpt_update(&g, &rates);
         }
@@ -970,6 +1039,8 @@ int main(void) {
     const char* resume_parts_name = "gpt resume bit-exact modern muon with the 2026 recipe's parts (version 9)";
     const char* deterministic_name = "gpt --deterministic muon: two runs, the same bits";
     const char* saved_init_name = "gpt --save-init: the run from its file takes the steps of the run from the seed";
+    const char* lagged_name = "gpt reports a step late: the losses and norms of a run reporting each step at once, "
+                              "every step's line once, in order";
     const char* dp1_name = "gpt data parallel through NCCL, one rank, with and without --zero 1: the same losses, resumed too";
     const char* dp1_muon_name = "gpt data parallel through NCCL, one rank, muon, with and without --zero 1 (by matrices)";
     const char* dp1_variants_name = "gpt data parallel through NCCL, one rank, muon head pairs and normuon, with and "
@@ -1012,7 +1083,7 @@ int main(void) {
         }
         const char* runs[] = {resume_naive_name, resume_flash_name, resume_muon_name, resume_variants_name,
                               resume_modern_name, resume_masked_name, resume_window_name, resume_parts_name,
-                              deterministic_name, saved_init_name, dp1_name, dp1_muon_name, dp1_variants_name,
+                              deterministic_name, saved_init_name, lagged_name, dp1_name, dp1_muon_name, dp1_variants_name,
                               dp2_name, dp2_muon_name};
         for (const char* run : runs) test_skip(run, "no CUDA device");
         for (int k = 0; k < 4; k++)
@@ -1044,6 +1115,7 @@ int main(void) {
     test_resume(resume_parts_name, "gpt_resume_parts", resume_masked_args, parts_arch);
     test_deterministic_runs(deterministic_name, resume_muon_args);
     test_saved_init(saved_init_name);
+    test_lagged_reports(lagged_name);
     test_data_parallel_one_rank(dp1_name, "gpt_dp1", "");
     test_data_parallel_one_rank(dp1_muon_name, "gpt_dp1_muon", muon_args);
     test_data_parallel_one_rank(dp1_variants_name, "gpt_dp1_variants", variants_args);

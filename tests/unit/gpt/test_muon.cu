@@ -336,7 +336,7 @@ static void test_steps(const Reference* r) {
             gpt_forward(&g, r->inputs.data(), B, T);
             gpt_classifier(&g, r->targets.data(), B, T, 1.0f / N, 1);
             gpt_backward(&g, r->inputs.data(), 1);
-            float loss = gpt_mean_loss(&g, N);
+            float loss = gpt_mean_loss(&g);
             StepRates rates = optimizer_rates(&g.optimizer, g.optimizer.lr);
             gpt_update(&g, &rates);
             double err = fabs(loss - run.losses[t]) / fabs(run.losses[t]);

@@ -157,13 +157,16 @@ static void test_floors_modern(void) {
     test_end();
 }
 
-// One optimizer step as train_gpt takes it, on the batch in the model's host buffers.
+// The batch of the profiled steps.
+static int step_tokens[2 * 64], step_targets[2 * 64];
+
+// One optimizer step as train_gpt takes it, on the batch above.
 static float train_step(GPT* g, int B, int T) {
     gpt_zero_grads(g);
-    gpt_forward(g, g->host_tokens, B, T);
-    gpt_classifier(g, g->host_targets, B, T, 1.0f / (B * T), 1);
-    gpt_backward(g, g->host_tokens, 1);
-    float loss = gpt_mean_loss(g, B * T);
+    gpt_forward(g, step_tokens, B, T);
+    gpt_classifier(g, step_targets, B, T, 1.0f / (B * T), 1);
+    gpt_backward(g, step_tokens, 1);
+    float loss = gpt_mean_loss(g);
     StepRates rates = optimizer_rates(&g->optimizer, g->optimizer.lr);
     gpt_update(g, &rates);
     cudaCheck(cudaStreamSynchronize(g->stream));
@@ -193,8 +196,8 @@ static void test_profiled_step(const char* name, const GPTConfig* c, OptimizerKi
     if (!start || !profiled || !plain) die("out of host memory");
     init_param_values(start, c, 42);
     for (int i = 0; i < B * T; i++) {
-        g.host_tokens[i] = (i * 31 + 7) % c->V;
-        g.host_targets[i] = (i * 17 + 3) % c->V;
+        step_tokens[i] = (i * 31 + 7) % c->V;
+        step_targets[i] = (i * 17 + 3) % c->V;
     }
     gpt_set_params(&g, start);
     train_step(&g, B, T);   // warm-up: cuBLASLt's first calls

@@ -308,7 +308,8 @@ static void test_classifier(const char* name, int capped) {
 static void test_adamw(void) {
     test_begin("layers_adamw");
     const size_t n = 1001;
-    const float lr = 1e-2f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f, grad_scale = 0.7f;
+    const float lr = 1e-2f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f;
+    float grad_scale = 0.7f;
     const int t = 3;
     float* master = random_values(n, 1.0f, 0.0f);
     float* grads = random_values(n, 1.0f, 0.0f);
@@ -319,7 +320,7 @@ static void test_adamw(void) {
     float* d_m = to_device_f32(m, n);
     float* d_v = to_device_f32(v, n);
     adamw_update(d_params, d_master, to_device_bf16(grads, n), d_m, d_v, n, lr, b1, b2, t, eps, wd,
-                 grad_scale, 0);
+                 to_device_f32(&grad_scale, 1), 0);
     double* ref_master = ref_alloc(n);
     double* ref_m = ref_alloc(n);
     double* ref_v = ref_alloc(n);
