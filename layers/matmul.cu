@@ -310,6 +310,10 @@ void fp8_linear_init(Fp8Linear* l, int C, int OC, int max_N, Fp8Scaling scaling,
     cudaCheck(cudaMalloc((void**)&l->inp_t, (size_t)C * max_N));
 }
 
+size_t fp8_linear_bytes(int C, int OC, int max_N) {
+    return 2 * (size_t)OC * C + (size_t)C * max_N + 3 * sizeof(Fp8Scale);
+}
+
 void fp8_linear_free(Fp8Linear* l) {
     fp8_tensor_free(&l->inp);
     fp8_tensor_free(&l->weight);

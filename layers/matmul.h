@@ -91,6 +91,8 @@ typedef struct {
 void fp8_linear_init(Fp8Linear* l, int C, int OC, int max_N, Fp8Scaling scaling, Fp8Format grad_format,
                      int fast_accum);
 void fp8_linear_free(Fp8Linear* l);
+// The device memory fp8_linear_init allocates for such a layer.
+size_t fp8_linear_bytes(int C, int OC, int max_N);
 void fp8_linear_quantise_weight(Fp8Linear* l, const bf16* weight, cudaStream_t stream);
 
 // The scratch of an FP8 forward or backward (the quantised input; the quantised gradient and its

@@ -23,6 +23,9 @@ void trainer_start(Trainer* t, RunPlan* p) {
     cudaDeviceProp prop;
     if (ranks_connect(&p->ranks, &prop, err) != 0) die("%s", err);
     p->dp.comm = p->ranks.comm;
+    if (o->model_options.fp8 && prop.major * 10 + prop.minor < 89)
+        die("--fp8: FP8 matmuls need FP8 tensor cores (compute capability 8.9 or later); %s is %d.%d", prop.name,
+            prop.major, prop.minor);
     if (gpu_memory_unfit(memory_sizes_total(&p->sizes), err))
         die("-B %d -T %d %s; try a smaller -B or --recompute gelu,layernorm", o->B, o->T, err);
     gpt_build(&t->model, p->config, p->batch.rows, p->batch.cols, &o->model_options, p->ranks.launched ? &p->dp : NULL,
