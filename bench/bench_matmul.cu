@@ -9,7 +9,8 @@
 //                quantisation (with its transpose for the backward), the matmul with fast
 //                accumulation; backward: the gradient's amax pass and quantisation (with its
 //                transpose), the two matmuls
-//   fp8 delayed  the same with delayed scaling: no amax passes
+//   fp8 delayed  the same with delayed scaling of the input and the gradient: no amax pass on
+//                them (the weight's stays: a weight always takes current scaling, layers/matmul.h)
 // "quant ms": the quantisations of that pass alone (fp8_quantise on the same tensors), the rest
 // of the pass being the matmuls. FLOPs: 2 N C OC forward, 4 N C OC backward; TFLOP/s on the whole
 // pass. Time: cudaEvents around one call, 3 warm-up calls, median of 10, every pass of a shape

@@ -303,7 +303,7 @@ void fp8_linear_init(Fp8Linear* l, int C, int OC, int max_N, Fp8Scaling scaling,
     l->max_N = max_N;
     l->fast_accum = fast_accum;
     fp8_tensor_init(&l->inp, FP8_E4M3, scaling);
-    fp8_tensor_init(&l->weight, FP8_E4M3, scaling);
+    fp8_tensor_init(&l->weight, FP8_E4M3, FP8_SCALING_CURRENT);
     fp8_tensor_init(&l->grad, grad_format, scaling);
     cudaCheck(cudaMalloc((void**)&l->weight_q, (size_t)OC * C));
     cudaCheck(cudaMalloc((void**)&l->weight_t, (size_t)OC * C));

@@ -75,8 +75,11 @@ void matmul_backward_relu2(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* d
 // each change of the weight, before the next forward), and the forward's input quantised and
 // transposed, kept for the backward's dweight. Every FP8 operand runs along the reduced
 // dimension (cuBLASLt's FP8 matmuls take A transposed and B not, column-major: layers/matmul.cu),
-// hence the transposed copies. The scales and histories are on the GPU; the three Fp8Scale
-// states are what a checkpoint keeps of it.
+// hence the transposed copies. The scales and histories are on the GPU. The weight always takes
+// current scaling: quantised once per change, its amax pass costs one read of the weight, and its
+// quantisation is a function of the weight alone, so that a model whose weights are set again
+// (a resume) quantises them to the same bytes; the input's and the gradient's Fp8Scale states are
+// what a checkpoint keeps of it.
 typedef struct {
     int C, OC, max_N;
     int fast_accum;              // the forward's products accumulate without cuBLASLt's promotion
@@ -86,8 +89,9 @@ typedef struct {
     uint8_t* inp_t;              // (C, N): the latest forward's input, for dweight
 } Fp8Linear;
 
-// C, OC and every N multiples of 16 (cuBLASLt's FP8 operands), N <= max_N. Ends the program with
-// one line on a GPU without FP8 tensor cores (compute capability below 8.9).
+// C, OC and every N multiples of 16 (cuBLASLt's FP8 operands), N <= max_N; scaling: the input's
+// and the gradient's. Ends the program with one line on a GPU without FP8 tensor cores (compute
+// capability below 8.9).
 void fp8_linear_init(Fp8Linear* l, int C, int OC, int max_N, Fp8Scaling scaling, Fp8Format grad_format,
                      int fast_accum);
 void fp8_linear_free(Fp8Linear* l);
