@@ -68,15 +68,15 @@ const char* gpt_fp8_unfit(const GPTConfig* c, int B, int T, const ModelOptions* 
 // Vp), which never run at once. Their own memory too with layers.
 static size_t fp8_bytes(const GPTConfig* c, int N, int logits_rows, const ModelOptions* opt, int layers) {
     size_t bytes = 0, scratch = 0;
-    int C = c->C;
+    int C = c->C, back = !opt->fp8_grad_bf16;
     if (opt->fp8 & FP8_MLP) {
-        if (layers) bytes += (size_t)c->L * (fp8_linear_bytes(C, 4 * C, N) + fp8_linear_bytes(4 * C, C, N));
-        size_t up = matmul_fp8_scratch_bytes(N, C, 4 * C), down = matmul_fp8_scratch_bytes(N, 4 * C, C);
+        if (layers) bytes += (size_t)c->L * (fp8_linear_bytes(C, 4 * C, N, back) + fp8_linear_bytes(4 * C, C, N, back));
+        size_t up = matmul_fp8_scratch_bytes(N, C, 4 * C, back), down = matmul_fp8_scratch_bytes(N, 4 * C, C, back);
         scratch = up > down ? up : down;
     }
     if (opt->fp8 & FP8_HEAD) {
-        if (layers) bytes += fp8_linear_bytes(C, c->Vp, logits_rows);
-        size_t head = matmul_fp8_scratch_bytes(logits_rows, C, c->Vp);
+        if (layers) bytes += fp8_linear_bytes(C, c->Vp, logits_rows, back);
+        size_t head = matmul_fp8_scratch_bytes(logits_rows, C, c->Vp, back);
         scratch = head > scratch ? head : scratch;
     }
     return bytes + scratch;
@@ -98,22 +98,23 @@ MemorySizes gpt_memory_sizes(const GPTConfig* c, int B, int T, const ModelOption
     return m;
 }
 
-// The Fp8Linear of each FP8 matmul and their scratch (fp8_bytes). The forward's products
-// accumulate fast (layers/matmul.h: its sums run over C or 4C; the backward's never do).
+// The Fp8Linear of each FP8 matmul and their scratch (fp8_bytes), each with its FP8 backward unless
+// the gradients run in bf16. The forward's products accumulate fast (layers/matmul.h: its sums run
+// over C or 4C; the backward's never do).
 static void fp8_build(GPT* g) {
     const ModelOptions* o = &g->options;
     const GPTConfig* c = &g->config;
-    int C = c->C, N = g->B * g->T;
+    int C = c->C, N = g->B * g->T, back = !o->fp8_grad_bf16;
     if (o->fp8 & FP8_MLP) {
         if (!(g->fp8.mlp = (Fp8Linear*)malloc(2 * (size_t)c->L * sizeof(Fp8Linear)))) die("out of host memory");
         for (int l = 0; l < c->L; l++) {
-            fp8_linear_init(&g->fp8.mlp[2 * l], C, 4 * C, N, o->fp8_scaling, FP8_E5M2, 1);
-            fp8_linear_init(&g->fp8.mlp[2 * l + 1], 4 * C, C, N, o->fp8_scaling, FP8_E5M2, 1);
+            fp8_linear_init(&g->fp8.mlp[2 * l], C, 4 * C, N, o->fp8_scaling, FP8_E5M2, 1, back);
+            fp8_linear_init(&g->fp8.mlp[2 * l + 1], 4 * C, C, N, o->fp8_scaling, FP8_E5M2, 1, back);
         }
     }
     if (o->fp8 & FP8_HEAD) {
         if (!(g->fp8.head = (Fp8Linear*)malloc(sizeof(Fp8Linear)))) die("out of host memory");
-        fp8_linear_init(g->fp8.head, C, c->Vp, g->sizes.logits_rows, o->fp8_scaling, FP8_E5M2, 1);
+        fp8_linear_init(g->fp8.head, C, c->Vp, g->sizes.logits_rows, o->fp8_scaling, FP8_E5M2, 1, back);
     }
     size_t scratch = fp8_bytes(c, N, g->sizes.logits_rows, o, 0);
     if (scratch) cudaCheck(cudaMalloc(&g->fp8.scratch, scratch));

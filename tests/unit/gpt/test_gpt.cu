@@ -776,6 +776,34 @@ static void test_memory_sizes(void) {
           "recompute layernorm frees %zu bytes", gelu.activations - both.activations);
     printf("    naive, B 64, T 1024: %.2f GiB, recompute gelu %.2f GiB, gelu,layernorm %.2f GiB\n",
            GIB(memory_sizes_total(&none)), GIB(memory_sizes_total(&gelu)), GIB(memory_sizes_total(&both)));
+    // FP8 (--fp8 mlp,head) adds each FP8 layer's two quantised copies of its weight (OC x C bytes
+    // each) and its input kept transposed (N x C bytes), the head's on a classifier chunk, and one
+    // scratch for the largest: the head's backward, dlogits quantised and transposed (2 bytes a
+    // logit of a chunk, as many as the bf16 logits take); with the gradients in bf16 no input is
+    // kept and the scratch is the forwards' (the fcproj's input quantised: N 4C bytes). The rest is
+    // bf16's.
+    ModelOptions fp8 = naive;
+    fp8.fp8 = FP8_MLP | FP8_HEAD;
+    MemorySizes with_fp8 = gpt_memory_sizes(&c, 64, 1024, &fp8, NULL, NULL);
+    size_t rows = (size_t)with_fp8.logits_rows, Vp = (size_t)c.Vp, states = 3 * sizeof(Fp8Scale);
+    size_t weights = L * 2 * (2 * 4 * C * C) + 2 * Vp * C, inputs = L * N * 5 * C + rows * C;
+    size_t scratch = matmul_fp8_scratch_bytes((int)rows, (int)C, (int)Vp, 1);
+    CHECK(scratch >= 2 * rows * Vp && scratch >= matmul_fp8_scratch_bytes((int)N, (int)C, 4 * (int)C, 1) &&
+              scratch >= matmul_fp8_scratch_bytes((int)N, 4 * (int)C, (int)C, 1),
+          "the head's FP8 scratch is %zu bytes, not the largest", scratch);
+    CHECK(with_fp8.fp8 == weights + inputs + (2 * L + 1) * states + scratch,
+          "FP8 takes %zu bytes, expected %zu", with_fp8.fp8, weights + inputs + (2 * L + 1) * states + scratch);
+    CHECK(memory_sizes_total(&with_fp8) - memory_sizes_total(&none) == with_fp8.fp8, "FP8 changes the rest");
+    fp8.fp8_grad_bf16 = 1;
+    MemorySizes bf16_grads = gpt_memory_sizes(&c, 64, 1024, &fp8, NULL, NULL);
+    size_t forward_scratch = matmul_fp8_scratch_bytes((int)N, 4 * (int)C, (int)C, 0);
+    CHECK(forward_scratch >= N * 4 * C && forward_scratch < N * 4 * C + 256, "the forwards' scratch is %zu bytes",
+          forward_scratch);
+    CHECK(bf16_grads.fp8 == weights + (2 * L + 1) * states + forward_scratch,
+          "FP8 with bf16 gradients takes %zu bytes, expected %zu", bf16_grads.fp8,
+          weights + (2 * L + 1) * states + forward_scratch);
+    printf("    naive, B 64, T 1024, fp8 mlp,head: %.2f GiB of it FP8's (gradients in bf16: %.2f GiB)\n",
+           GIB(with_fp8.fp8), GIB(bf16_grads.fp8));
     // The modern architecture keeps no GELU input (ReLU^2 its output alone) and no layernorm
     // means; it adds QK-norm's rstd of each head's q and k, and rotary's positions.
     GPTConfig modern = c;
