@@ -44,7 +44,10 @@ void trainer_start(Trainer* t, RunPlan* p) {
     t->sampling = p->tok && o->sample_every > 0 && p->ranks.launch.rank == 0;
     if (t->sampling)
         sampler_build(&t->sampler, p->config, o->T, o->sample_tokens, (DrawSettings){o->temperature, o->top_k, 1.0f, 0});
-    t->flops_per_token = flops_per_token(&p->config, o->T);
+    const ModelOptions* mo = &o->model_options;
+    t->flops_per_token = mfu_flops_per_token(flops_per_token(&p->config, o->T),
+                                             fp8_flops_per_token(&p->config, mo->fp8 & FP8_MLP, mo->fp8 & FP8_HEAD,
+                                                                 mo->fp8_grad_bf16));
     t->peak_tflops = o->peak_tflops > 0.0f ? o->peak_tflops : device_peak_tflops(prop.name);
     if (p->profile_step) profile_reserve(&t->profile, gpt_profile_marks(&t->model, p->grad_accum));
     print_run(p, &t->model, prop.name, t->flops_per_token, t->peak_tflops);

@@ -49,7 +49,8 @@ void print_run(const RunPlan* p, const GPT* model, const char* device_name, doub
     }
     memory_sizes_print(m, mo->attention.kind);
     if (peak_tflops > 0.0f)
-        printf("MFU: %.3g GFLOP per token, peak %.0f TFLOP/s\n", flops_per_token * 1e-9, peak_tflops);
+        printf("MFU: %.3g GFLOP per token%s, peak %.0f TFLOP/s\n", flops_per_token * 1e-9,
+               mo->fp8 ? " (those in FP8 counted at half: at twice the peak)" : "", peak_tflops);
     else printf("MFU: unknown peak for this device (give --peak-tflops), shown as 0\n");
     if (o->sample_every > 0 && !p->tok) printf("note: no --tokenizer, so no samples\n");
 }
