@@ -218,7 +218,8 @@ void block_backward(const BlockPass* pass, int l, const BlockActivations* x, con
             if (fp8_mlp_backward(pass, l, 0))
                 matmul_backward_fp8(d->dnarrow, dw->fcw, dw->fcb, d->dwide, NULL, N, fp8_mlp_backward(pass, l, 0),
                                     pass->fp8_scratch, mm);
-            else matmul_backward(d->dnarrow, dw->fcw, dw->fcb, d->dwide, x->ln2, w->fcw, NULL, N, C, 4 * C, scratch, mm);
+            else matmul_backward(d->dnarrow, dw->fcw, dw->fcb, d->dwide, x->ln2, w->fcw, NULL, N, C, 4 * C, scratch,
+                                 mm);
             profile_mark(prof, PART_MLP_UP, PHASE_BACKWARD, st);
             break;
         case BLOCK_NORM2:

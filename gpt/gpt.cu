@@ -57,7 +57,8 @@ static size_t muon_scratch(const GPTConfig* c, const ZeroShard* s, const ZeroTen
 const char* gpt_fp8_unfit(const GPTConfig* c, int B, int T, const ModelOptions* opt) {
     if (!opt->fp8) return NULL;
     if (c->C % 16 != 0) return "FP8 matmuls need the channels a multiple of 16";
-    if ((long long)B * T % 16 != 0) return "FP8 matmuls need the rows of a micro-step (B * T per rank) a multiple of 16";
+    if ((long long)B * T % 16 != 0)
+        return "FP8 matmuls need the rows of a micro-step (B * T per rank) a multiple of 16";
     if ((opt->fp8 & FP8_HEAD) && opt->classifier_rows % 16 != 0)
         return "the FP8 head needs --classifier-chunk a multiple of 16";
     return NULL;
@@ -382,8 +383,10 @@ bf16* gpt_logits(GPT* g, int row, int rows) {
     if (rows > g->sizes.logits_rows) die("gpt_logits: %d rows, the buffer holds %d", rows, g->sizes.logits_rows);
     const GPTConfig* c = &g->config;
     const bf16* lnf = g->acts.lnf + (size_t)row * c->C;
-    if (g->fp8.head) matmul_forward_fp8(g->acts.logits, NULL, lnf, NULL, NULL, rows, g->fp8.head, g->fp8.scratch, &g->matmul);
-    else matmul_forward(g->acts.logits, NULL, lnf, head_weights(&g->params, c), NULL, NULL, rows, c->C, c->Vp, &g->matmul);
+    if (g->fp8.head)
+        matmul_forward_fp8(g->acts.logits, NULL, lnf, NULL, NULL, rows, g->fp8.head, g->fp8.scratch, &g->matmul);
+    else matmul_forward(g->acts.logits, NULL, lnf, head_weights(&g->params, c), NULL, NULL, rows, c->C, c->Vp,
+                        &g->matmul);
     return g->acts.logits;
 }
 
