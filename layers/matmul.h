@@ -113,9 +113,9 @@ void matmul_forward_fp8(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* 
 // matmul_forward_relu2 through l.
 void matmul_forward_relu2_fp8(bf16* out, const bf16* inp, const bf16* bias, int N, Fp8Linear* l, void* scratch,
                               const MatmulStream* s);
-// matmul_backward through l (made with its FP8 backward), after its forward on the same N: dinp (N, C) = dout (N, OC) @ weight,
-// dweight (OC, C) += dout^T @ inp, dbias (OC, or NULL) += the column sums of dout; with
-// inp_pre_gelu, dinp *= gelu'(inp_pre_gelu) in a pass after the matmul.
+// matmul_backward through l (made with its FP8 backward), after its forward on the same N:
+// dinp (N, C) = dout (N, OC) @ weight, dweight (OC, C) += dout^T @ inp, dbias (OC, or NULL) += the
+// column sums of dout; with inp_pre_gelu, dinp *= gelu'(inp_pre_gelu) in a pass after the matmul.
 void matmul_backward_fp8(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp_pre_gelu, int N,
                          Fp8Linear* l, void* scratch, const MatmulStream* s);
 // matmul_backward_relu2 through l: inp (N, C) = relu(h)^2, the forward's input.

@@ -258,15 +258,17 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
         {OPTION_INT, "--classifier-chunk", "N", &mo->classifier_rows,
          "rows of logits per classifier chunk, 0 for as many as\nfit in 1 GiB [0]", 0, 2147483647},
         {OPTION_CALL, "--fp8", "LIST", &mo->fp8,
-         "the matmuls whose forward runs in FP8 (E4M3, per-tensor\nscales; compute capability 8.9 or later): mlp (both\n"
+         "the matmuls whose forward runs in FP8 (E4M3, per-tensor\n"
+         "scales; compute capability 8.9 or later): mlp (both\n"
          "projections), head (the logits', wte's when tied), both\n(mlp,head) or none [none]",
          0, 0, parse_fp8, &o->fp8_given},
         {OPTION_CHOICE, "--fp8-scaling", "current|delayed", &mo->fp8_scaling,
-         "their inputs' and gradients' scales: current, from the\ntensor itself (a pass more), or delayed, from the "
-         "largest of\nits last 16 amaxes (kept in the checkpoint; one rank) [current]",
+         "their inputs' and gradients' scales: current, from the\n"
+         "tensor itself (a pass more), or delayed, from the largest\n"
+         "of its last 16 amaxes (kept in the checkpoint; one rank)\n[current]",
          0, 0, NULL, &o->fp8_scaling_given},
         {OPTION_CHOICE, "--fp8-grad", "e5m2|bf16", &mo->fp8_grad_bf16,
-         "their gradients' two matmuls: the output's gradient in E5M2,\nor both products in bf16 [e5m2]", 0, 0, NULL,
+"their gradients' two matmuls: the output's gradient in\nE5M2, or both products in bf16 [e5m2]", 0, 0, NULL,
          &o->fp8_grad_given},
         {OPTION_CALL, "--peak-tflops", "X", &o->peak_tflops,
          "the GPU's dense bf16 peak for MFU [from the device name]; also\nthe FLOP rate of --profile's floors [790, an "

@@ -358,8 +358,8 @@ TrainingState read_training_state(const char* path, const Architecture* arch) {
     if (state_header_unpack(&h, &s, err) != 0) die("%s: %s", path, err);
     s.config.arch = *arch;
     size_t fp8 = fp8_state_bytes(&s.config, s.fp8, (Fp8Scaling)s.fp8_scaling);
-    if (file_size_refused(f, path, (long long)(sizeof(h) + 3 * count_params(&s.config) * sizeof(float) + fp8), err) != 0)
-        die("%s", err);
+    long long bytes = (long long)(sizeof(h) + 3 * count_params(&s.config) * sizeof(float) + fp8);
+    if (file_size_refused(f, path, bytes, err) != 0) die("%s", err);
     fclose(f);
     return s;
 }
@@ -427,7 +427,8 @@ void load_optimizer_state(GPT* g, const TrainingState* s, const char* path) {
         die("%s: made for other FP8 matmuls", path);
     FILE* f = open_checkpoint_file(path);
     long long fp8_at = (long long)sizeof(StateFileHeader) + 3 * (long long)g->num_params * (long long)sizeof(float);
-    if (gpt_read_optimizer_state(g, f, (long long)sizeof(StateFileHeader)) != 0 || gpt_read_fp8_state(g, f, fp8_at) != 0)
+    if (gpt_read_optimizer_state(g, f, (long long)sizeof(StateFileHeader)) != 0 ||
+        gpt_read_fp8_state(g, f, fp8_at) != 0)
         die("%s: read failed", path);
     g->adam_t = s->adam_t;
     fclose(f);

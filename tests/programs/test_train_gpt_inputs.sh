@@ -5,7 +5,8 @@
 # whose sizes overflow; --log and --out-dir that cannot be written, a --log that is an input;
 # flags out of range; --align-documents without a tokenizer, without documents or resumed with
 # another alignment; Muon's variants out of place, out of range or resumed otherwise; --fp8 and its
-# settings out of place, out of range or resumed otherwise, its state truncated or not finite. Also which validation shards the default --val-data finds, and that it says
+# settings out of place, out of range or resumed otherwise, its state truncated or not finite.
+# Also which validation shards the default --val-data finds, and that it says
 # when there are none. The checkpoints are made here (ckpt.py below, in the formats of
 # gpt/checkpoint.h and train/state.h), so no GPU is needed; each bad case is one change to a pair
 # that passes every check. Needs ./prepare_data and ./train_gpt (SKIPPED without train_gpt);
@@ -482,7 +483,8 @@ done <<'EOF'
 EOF
 pair "$tmp/r" -- slot=1:7,46:1,47:3
 resume "$tmp/r"
-check "state version 7: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: unsupported training state version 7"
+check "state version 7: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: unsupported training state version 7"
 end
 
 begin "train_gpt_model_header_sizes_bounded"

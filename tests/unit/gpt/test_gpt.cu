@@ -475,7 +475,8 @@ static void test_resume(const char* name, const char* folder, const char* mode_a
     checkpoint_paths(out_dir, RUN_STEPS, model6, state6, sizeof(model6));
     CHECK(files_equal(kept_model, model6), "the final model differs between the straight and the resumed run");
     if (same_state)
-        CHECK(files_equal(kept_state, state6), "the final training state differs between the straight and the resumed run");
+        CHECK(files_equal(kept_state, state6),
+              "the final training state differs between the straight and the resumed run");
     test_end();
 }
 
@@ -1072,7 +1073,7 @@ int main(void) {
     // the modern recipe's ReLU^2 and untied head under Muon, the FP8 settings taken from the
     // checkpoint; current scaling with the gradients in bf16 (no FP8 state).
     const char* fp8_names[3] = {"gpt resume bit-exact fp8 mlp,head delayed, recompute gelu,layernorm",
-                                "gpt resume bit-exact modern muon fp8 mlp,head delayed, its settings from the checkpoint",
+                                "gpt resume bit-exact modern muon fp8 mlp,head delayed, settings from the checkpoint",
                                 "gpt resume bit-exact fp8 mlp,head, gradients in bf16"};
     const char* fp8_curve_names[2] = {"gpt gpt2 fp8 mlp,head vs bf16 loss curves",
                                       "gpt modern fp8 mlp,head vs bf16 loss curves"};
@@ -1161,7 +1162,8 @@ int main(void) {
                     "", 1);
         test_resume(fp8_names[1], "gpt_resume_fp8_modern", resume_muon_args,
                     "--arch modern --fp8 mlp,head --fp8-scaling delayed", 1);
-        test_resume(fp8_names[2], "gpt_resume_fp8_bf16_grad", "--attention naive --fp8 mlp,head --fp8-grad bf16", "", 1);
+        test_resume(fp8_names[2], "gpt_resume_fp8_bf16_grad", "--attention naive --fp8 mlp,head --fp8-grad bf16", "",
+                    1);
     } else {
         for (const char* fp8 : fp8_names) test_skip(fp8, "no FP8 tensor cores (compute capability below 8.9)");
     }
