@@ -9,7 +9,8 @@
 //                quantisation (with its transpose for the backward), the matmul with fast
 //                accumulation; backward: the gradient's amax pass and quantisation (with its
 //                transpose), the two matmuls
-//   fp8 delayed  the same with delayed scaling: no amax passes
+//   fp8 delayed  the same with delayed scaling of the input and the gradient: no amax pass on
+//                them (the weight's stays: a weight always takes current scaling, layers/matmul.h)
 // "quant ms": the quantisations of that pass alone (fp8_quantise on the same tensors), the rest
 // of the pass being the matmuls. FLOPs: 2 N C OC forward, 4 N C OC backward; TFLOP/s on the whole
 // pass. Time: cudaEvents around one call, 3 warm-up calls, median of 10, every pass of a shape
@@ -81,7 +82,7 @@ static int alloc_layer(Layer* y, int N, int C, int OC) {
     int ok = bench_try_malloc((void**)&y->inp, nc) && bench_try_malloc((void**)&y->weight, occ) &&
              bench_try_malloc((void**)&y->out, noc) && bench_try_malloc((void**)&y->dout, noc) &&
              bench_try_malloc((void**)&y->dinp, nc) && bench_try_malloc((void**)&y->dweight, occ) &&
-             bench_try_malloc(&y->scratch, matmul_fp8_scratch_bytes(N, C, OC));
+             bench_try_malloc(&y->scratch, matmul_fp8_scratch_bytes(N, C, OC, 1));
     if (!ok) {
         free_layer(y);
         return 0;
@@ -90,8 +91,8 @@ static int alloc_layer(Layer* y, int N, int C, int OC) {
     bench_fill_uniform(y->weight, (size_t)OC * C, 2, 0.02f);
     bench_fill_uniform(y->dout, (size_t)N * OC, 3, 1e-3f);
     cudaCheck(cudaMemset(y->dweight, 0, occ));
-    fp8_linear_init(&y->current, C, OC, N, FP8_SCALING_CURRENT, FP8_E5M2, 1);
-    fp8_linear_init(&y->delayed, C, OC, N, FP8_SCALING_DELAYED, FP8_E5M2, 1);
+    fp8_linear_init(&y->current, C, OC, N, FP8_SCALING_CURRENT, FP8_E5M2, 1, 1);
+    fp8_linear_init(&y->delayed, C, OC, N, FP8_SCALING_DELAYED, FP8_E5M2, 1, 1);
     return 1;
 }
 

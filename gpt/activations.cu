@@ -31,6 +31,24 @@ int recompute_flags(const char* list) {
     }
 }
 
+void fp8_name(int flags, char* out, size_t len) {
+    snprintf(out, len, "%s%s%s", flags & FP8_MLP ? "mlp" : "", flags == (FP8_MLP | FP8_HEAD) ? "," : "",
+             flags & FP8_HEAD ? "head" : flags ? "" : "none");
+}
+
+int fp8_flags(const char* list) {
+    if (!strcmp(list, "none")) return 0;
+    int flags = 0;
+    for (const char* p = list;; p++) {
+        size_t len = strcspn(p, ",");
+        int flag = len == 3 && !strncmp(p, "mlp", 3) ? FP8_MLP : len == 4 && !strncmp(p, "head", 4) ? FP8_HEAD : 0;
+        if (!flag || (flags & flag)) return -1;
+        flags |= flag;
+        p += len;
+        if (!*p) return flags;
+    }
+}
+
 #define MEMORY_RESERVE ((size_t)512 << 20)
 
 int gpu_memory_unfit(size_t bytes, char* err) {
@@ -50,7 +68,7 @@ size_t gpu_memory_in_use(void) {
 
 size_t memory_sizes_total(const MemorySizes* m) {
     return m->params + m->grads + m->optimizer + m->activations + m->attention_saved +
-           m->logits_and_scratch + m->backward + m->optimizer_scratch;
+           m->logits_and_scratch + m->backward + m->optimizer_scratch + m->fp8;
 }
 
 void memory_sizes_print(const MemorySizes* m, AttentionKind kind) {
@@ -64,6 +82,7 @@ void memory_sizes_print(const MemorySizes* m, AttentionKind kind) {
     printf("  gradients (bf16)              %8.3f\n", GIB(m->grads));
     printf("  optimizer state (fp32)        %8.3f\n", GIB(m->optimizer));
     if (m->optimizer_scratch) printf("  Newton-Schulz scratch (bf16)  %8.3f\n", GIB(m->optimizer_scratch));
+    if (m->fp8) printf("  FP8 weights, inputs, scratch  %8.3f\n", GIB(m->fp8));
     printf("  activations                   %8.3f\n", GIB(m->activations));
     printf("  %-29s %8.3f\n", saved, GIB(m->attention_saved));
     printf("  backward buffers              %8.3f\n", GIB(m->backward));

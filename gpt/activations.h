@@ -21,7 +21,22 @@ typedef struct {
     int recompute;           // RECOMPUTE_* flags (gpt/block.h): kept for one layer, recomputed in the backward
     int classifier_rows;     // rows of logits per classifier chunk; 0: as many as fit in
                              // CLASSIFIER_CHUNK_BYTES
+    int fp8;                 // FP8_* flags: the matmuls whose forward runs in FP8 (Fp8Linear,
+                             // layers/matmul.h), the input and the weight in E4M3
+    Fp8Scaling fp8_scaling;  // the scaling of their inputs and gradients (layers/fp8.h); the
+                             // weights always take current scaling (gpt/gpt.h); CURRENT without FP8
+    int fp8_grad_bf16;       // 1: their gradients' two matmuls in bf16; 0: the output's gradient in
+                             // E5M2 (0 without FP8)
 } ModelOptions;
+
+// The matmuls --fp8 puts in FP8 (flags): the MLP's two projections (fcw, fcprojw) of every layer,
+// and the head (lm_head, or wte when tied: the logits' matmul alone, the embedding stays bf16).
+enum { FP8_MLP = 1, FP8_HEAD = 2 };
+// "none", "mlp", "head" or "mlp,head".
+void fp8_name(int flags, char* out, size_t len);
+// The flags of a list: "none", or mlp and head separated by commas (each at most once); -1 for any
+// other text (an empty item too).
+int fp8_flags(const char* list);
 
 // "none", "gelu", "layernorm" or "gelu,layernorm".
 void recompute_name(int flags, char* out, size_t len);
@@ -77,6 +92,8 @@ typedef struct {
     size_t params, grads, optimizer, activations, attention_saved, logits, scratch,
         logits_and_scratch, backward;
     size_t optimizer_scratch;   // Muon's Newton-Schulz buffers (gpt.h), 0 under AdamW
+    size_t fp8;                 // the FP8 layers' quantised weights and kept inputs, and their scratch
+                                // (gpt/gpt.h); 0 without FP8
     int logits_rows, rows;   // rows of one classifier chunk, of the whole batch (B * T)
 } MemorySizes;
 

@@ -69,15 +69,26 @@ static void qk_norm_rotary(const BlockPass* pass, const BlockOps* ops, const Blo
 }
 
 // fch_gelu (N, 4C) = activation(ln2 @ fcw^T + fcb): ReLU^2 after the matmul; GELU in its epilogue
-// (fch kept), or with RECOMPUTE_GELU in a kernel of its own after it.
+// (fch kept), or with RECOMPUTE_GELU in a kernel of its own after it. In FP8 (fc the layer's
+// Fp8Linear) GELU is that kernel either way (layers/matmul.h), so the recomputation sees the
+// forward's bits.
 static void fc_forward(const BlockPass* pass, const BlockOps* ops, const BlockActivations* x,
-                       const LayerParameters* w) {
+                       const LayerParameters* w, Fp8Linear* fc) {
     int C = pass->shape.NH * pass->shape.HS, N = pass->shape.B * pass->shape.T;
     const MatmulStream* mm = pass->matmul;
+    void* scratch = pass->fp8_scratch;
     switch (ops->activation) {
-    case ACTIVATION_RELU2: matmul_forward_relu2(x->fch_gelu, x->ln2, w->fcw, w->fcb, N, C, 4 * C, mm); break;
+    case ACTIVATION_RELU2:
+        if (fc) matmul_forward_relu2_fp8(x->fch_gelu, x->ln2, w->fcb, N, fc, scratch, mm);
+        else matmul_forward_relu2(x->fch_gelu, x->ln2, w->fcw, w->fcb, N, C, 4 * C, mm);
+        break;
     case ACTIVATION_GELU:
-        if (pass->recompute & RECOMPUTE_GELU) {
+        if (fc && (pass->recompute & RECOMPUTE_GELU)) {
+            matmul_forward_fp8(x->fch, NULL, x->ln2, w->fcb, NULL, N, fc, scratch, mm);
+            gelu_forward(x->fch_gelu, x->fch, (size_t)N * 4 * C, mm->stream);
+        } else if (fc) {
+            matmul_forward_fp8(x->fch_gelu, x->fch, x->ln2, w->fcb, NULL, N, fc, scratch, mm);
+        } else if (pass->recompute & RECOMPUTE_GELU) {
             matmul_forward(x->fch, NULL, x->ln2, w->fcw, w->fcb, NULL, N, C, 4 * C, mm);
             gelu_forward(x->fch_gelu, x->fch, (size_t)N * 4 * C, mm->stream);
         } else {
@@ -88,22 +99,40 @@ static void fc_forward(const BlockPass* pass, const BlockOps* ops, const BlockAc
 }
 
 // fcproj's backward, into dwide the gradient of fch (the MLP's pre-activation): the activation's
-// backward done with this matmul, GELU's in its epilogue, ReLU^2's in the pass after it.
+// backward done with this matmul, GELU's in its epilogue, ReLU^2's in the pass after it; through
+// fcproj, the layer's Fp8Linear, when its gradients run in FP8.
 static void fcproj_backward(const BlockPass* pass, const BlockOps* ops, const BlockActivations* x,
-                            const LayerParameters* w, const LayerParameters* dw, const BlockGradients* d) {
+                            const LayerParameters* w, const LayerParameters* dw, const BlockGradients* d,
+                            Fp8Linear* fcproj) {
     int C = pass->shape.NH * pass->shape.HS, N = pass->shape.B * pass->shape.T;
     void* scratch = pass->scratch;
     const MatmulStream* mm = pass->matmul;
     switch (ops->activation) {
     case ACTIVATION_RELU2:
-        matmul_backward_relu2(d->dwide, dw->fcprojw, dw->fcprojb, d->dresidual, x->fch_gelu, w->fcprojw, N, 4 * C, C,
-                              scratch, mm);
+        if (fcproj)
+            matmul_backward_relu2_fp8(d->dwide, dw->fcprojw, dw->fcprojb, d->dresidual, x->fch_gelu, N, fcproj,
+                                      pass->fp8_scratch, mm);
+        else matmul_backward_relu2(d->dwide, dw->fcprojw, dw->fcprojb, d->dresidual, x->fch_gelu, w->fcprojw, N, 4 * C,
+                                   C, scratch, mm);
         break;
     case ACTIVATION_GELU:
-        matmul_backward(d->dwide, dw->fcprojw, dw->fcprojb, d->dresidual, x->fch_gelu, w->fcprojw, x->fch, N, 4 * C, C,
-                        scratch, mm);
+        if (fcproj)
+            matmul_backward_fp8(d->dwide, dw->fcprojw, dw->fcprojb, d->dresidual, x->fch, N, fcproj, pass->fp8_scratch,
+                                mm);
+        else matmul_backward(d->dwide, dw->fcprojw, dw->fcprojb, d->dresidual, x->fch_gelu, w->fcprojw, x->fch, N,
+                             4 * C, C, scratch, mm);
         break;
     }
+}
+
+// Layer l's fc (which 0) or fcproj (1) in FP8, or NULL where the MLP is bf16.
+static Fp8Linear* fp8_mlp(const BlockPass* pass, int l, int which) {
+    return pass->fp8_mlp ? &pass->fp8_mlp[2 * l + which] : NULL;
+}
+
+// The same for the gradients' matmuls, which --fp8-grad bf16 leaves in bf16.
+static Fp8Linear* fp8_mlp_backward(const BlockPass* pass, int l, int which) {
+    return pass->fp8_grad_bf16 ? NULL : fp8_mlp(pass, l, which);
 }
 
 void block_forward(const BlockPass* pass, int l, const BlockActivations* x, const LayerParameters* w) {
@@ -143,11 +172,14 @@ void block_forward(const BlockPass* pass, int l, const BlockActivations* x, cons
             profile_mark(prof, PART_NORM, PHASE_FORWARD, st);
             break;
         case BLOCK_FC:
-            fc_forward(pass, &ops, x, w);
+            fc_forward(pass, &ops, x, w, fp8_mlp(pass, l, 0));
             profile_mark(prof, PART_MLP_UP, PHASE_FORWARD, st);
             break;
         case BLOCK_FCPROJ:
-            matmul_forward(x->res_next, NULL, x->fch_gelu, w->fcprojw, w->fcprojb, x->mid, N, 4 * C, C, mm);
+            if (pass->fp8_mlp)
+                matmul_forward_fp8(x->res_next, NULL, x->fch_gelu, w->fcprojb, x->mid, N, fp8_mlp(pass, l, 1),
+                                   pass->fp8_scratch, mm);
+            else matmul_forward(x->res_next, NULL, x->fch_gelu, w->fcprojw, w->fcprojb, x->mid, N, 4 * C, C, mm);
             profile_mark(prof, PART_MLP_DOWN, PHASE_FORWARD, st);
             break;
         }
@@ -179,11 +211,15 @@ void block_backward(const BlockPass* pass, int l, const BlockActivations* x, con
                 norm_forward(ops.norm, x->ln2, x->ln2_mean, x->ln2_rstd, x->mid, w->ln2w, w->ln2b, N, C, st);
                 profile_mark(prof, PART_NORM, PHASE_BACKWARD, st);
             }
-            fcproj_backward(pass, &ops, x, w, dw, d);
+            fcproj_backward(pass, &ops, x, w, dw, d, fp8_mlp_backward(pass, l, 1));
             profile_mark(prof, PART_MLP_DOWN, PHASE_BACKWARD, st);
             break;
         case BLOCK_FC:
-            matmul_backward(d->dnarrow, dw->fcw, dw->fcb, d->dwide, x->ln2, w->fcw, NULL, N, C, 4 * C, scratch, mm);
+            if (fp8_mlp_backward(pass, l, 0))
+                matmul_backward_fp8(d->dnarrow, dw->fcw, dw->fcb, d->dwide, NULL, N, fp8_mlp_backward(pass, l, 0),
+                                    pass->fp8_scratch, mm);
+            else matmul_backward(d->dnarrow, dw->fcw, dw->fcb, d->dwide, x->ln2, w->fcw, NULL, N, C, 4 * C, scratch,
+                                 mm);
             profile_mark(prof, PART_MLP_UP, PHASE_BACKWARD, st);
             break;
         case BLOCK_NORM2:

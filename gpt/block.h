@@ -90,6 +90,10 @@ typedef struct {
     Profile* profile;         // NULL: no marks
     const MatmulStream* matmul;   // the stream every kernel of the block runs on (matmul->stream),
                                   // with the workspace of its matmuls
+    Fp8Linear* fp8_mlp;       // (L, 2): layer l's fc and fcproj in FP8, their weights quantised;
+                              // NULL: the MLP in bf16
+    void* fp8_scratch;        // their matmul_fp8_scratch_bytes
+    int fp8_grad_bf16;        // 1: their gradients' matmuls in bf16 (the forward's alone in FP8)
 } BlockPass;
 
 // Marks the L blocks of a pass record in the profile at most, each closing one of its parts

@@ -2,6 +2,7 @@
 // training state (gpt/checkpoint.h).
 #include "gpt/checkpoint.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 #include "common/atomic_file.h"
@@ -238,4 +239,63 @@ int gpt_read_optimizer_state(GPT* g, FILE* f, long long at) {
                 return -1;
         }
     return 0;
+}
+
+// The Fp8Tensor states of fp8_state_bytes, in the file's order: n of them, or (out not NULL) out
+// pointed at them.
+static int fp8_tensors(GPT* g, Fp8Tensor** out) {
+    int n = 0;
+    if (g->options.fp8_scaling != FP8_SCALING_DELAYED) return 0;
+    for (int i = 0; g->fp8.mlp && i < 2 * g->config.L; i++) {
+        if (out) out[n] = &g->fp8.mlp[i].inp, out[n + 1] = &g->fp8.mlp[i].grad;
+        n += 2;
+    }
+    if (g->fp8.head) {
+        if (out) out[n] = &g->fp8.head->inp, out[n + 1] = &g->fp8.head->grad;
+        n += 2;
+    }
+    return n;
+}
+
+size_t fp8_state_bytes(const GPTConfig* c, int fp8, Fp8Scaling scaling) {
+    if (scaling != FP8_SCALING_DELAYED) return 0;
+    size_t layers = (fp8 & FP8_MLP ? 2 * (size_t)c->L : 0) + (fp8 & FP8_HEAD ? 1 : 0);
+    return 2 * layers * sizeof(Fp8Scale);
+}
+
+const char* fp8_scale_invalid(const Fp8Scale* s) {
+    if (!(s->scale_inv >= 0.0f && s->scale_inv <= FLT_MAX && s->scale >= 0.0f && s->scale <= FLT_MAX))
+        return "an FP8 scale is not a finite number >= 0";
+    for (int i = 0; i < FP8_HISTORY; i++)
+        if (!(s->history[i] >= 0.0f && s->history[i] <= FLT_MAX)) return "an FP8 amax is not a finite number >= 0";
+    if (s->amax != 0.0f || s->blocks_done != 0) return "an FP8 state is caught in a quantisation";
+    return NULL;
+}
+
+int gpt_write_fp8_state(GPT* g, FILE* f) {
+    int n = fp8_tensors(g, NULL);
+    if (n == 0 || g->dp.rank != 0) return 0;
+    Fp8Tensor** tensors = (Fp8Tensor**)malloc(n * sizeof(Fp8Tensor*));
+    if (!tensors) die("out of host memory");
+    fp8_tensors(g, tensors);
+    cudaCheck(cudaStreamSynchronize(g->stream));
+    int failed = 0;
+    for (int i = 0; i < n && !failed; i++) failed = write_device(f, tensors[i]->state, sizeof(Fp8Scale));
+    free(tensors);
+    return failed ? -1 : 0;
+}
+
+int gpt_read_fp8_state(GPT* g, FILE* f, long long at) {
+    int n = fp8_tensors(g, NULL);
+    if (n == 0) return 0;
+    Fp8Tensor** tensors = (Fp8Tensor**)malloc(n * sizeof(Fp8Tensor*));
+    if (!tensors) die("out of host memory");
+    fp8_tensors(g, tensors);
+    int failed = fseeko(f, at, SEEK_SET) != 0;
+    for (int i = 0; i < n && !failed; i++) {
+        failed = read_device(f, tensors[i]->state, sizeof(Fp8Scale));
+        tensors[i]->has_history = 1;
+    }
+    free(tensors);
+    return failed ? -1 : 0;
 }

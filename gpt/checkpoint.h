@@ -91,4 +91,19 @@ int gpt_write_optimizer_state(GPT* g, FILE* f);
 // 0, or -1 when a read failed.
 int gpt_read_optimizer_state(GPT* g, FILE* f, long long at);
 
+// The FP8 layers' scaling state that a training state keeps after the optimizer's arrays: with
+// delayed scaling the Fp8Scale (layers/fp8.h) of the input and of the gradient of each FP8 matmul,
+// each layer's fc and fcproj in layer order, then the head; the weights' none (current scaling,
+// gpt/gpt.h's Fp8Layers). Current scaling keeps no state: nothing. Its bytes for a model of c
+// with the FP8 flags fp8 and that scaling.
+size_t fp8_state_bytes(const GPTConfig* c, int fp8, Fp8Scaling scaling);
+// NULL when s is a state a quantisation leaves (its scales and amaxes finite and >= 0, its amax
+// and counter 0 between quantisations), else what is wrong.
+const char* fp8_scale_invalid(const Fp8Scale* s);
+// The model's FP8 state written to f where it stands by rank 0 (f NULL on the other ranks, which
+// write nothing); and read back from byte at on, the histories then taken as delayed scaling's
+// (no first current quantisation). 0, or -1 when a write or read failed.
+int gpt_write_fp8_state(GPT* g, FILE* f);
+int gpt_read_fp8_state(GPT* g, FILE* f, long long at);
+
 #endif

@@ -55,6 +55,35 @@ static size_t muon_scratch(const GPTConfig* c, const ZeroShard* s, const ZeroTen
     return bytes;
 }
 
+const char* gpt_fp8_unfit(const GPTConfig* c, int B, int T, const ModelOptions* opt) {
+    if (!opt->fp8) return NULL;
+    if (c->C % 16 != 0) return "FP8 matmuls need the channels a multiple of 16";
+    if ((long long)B * T % 16 != 0)
+        return "FP8 matmuls need the rows of a micro-step (B * T per rank) a multiple of 16";
+    if ((opt->fp8 & FP8_HEAD) && opt->classifier_rows % 16 != 0)
+        return "the FP8 head needs --classifier-chunk a multiple of 16";
+    return NULL;
+}
+
+// The scratch of the FP8 layers (gpt/gpt.h's Fp8Layers) on batches of N rows, the head on chunks
+// of logits_rows: the largest of the MLP's fc (C -> 4C) and fcproj (4C -> C) and the head's (C ->
+// Vp), which never run at once. Their own memory too with layers.
+static size_t fp8_bytes(const GPTConfig* c, int N, int logits_rows, const ModelOptions* opt, int layers) {
+    size_t bytes = 0, scratch = 0;
+    int C = c->C, back = !opt->fp8_grad_bf16;
+    if (opt->fp8 & FP8_MLP) {
+        if (layers) bytes += (size_t)c->L * (fp8_linear_bytes(C, 4 * C, N, back) + fp8_linear_bytes(4 * C, C, N, back));
+        size_t up = matmul_fp8_scratch_bytes(N, C, 4 * C, back), down = matmul_fp8_scratch_bytes(N, 4 * C, C, back);
+        scratch = up > down ? up : down;
+    }
+    if (opt->fp8 & FP8_HEAD) {
+        if (layers) bytes += fp8_linear_bytes(C, c->Vp, logits_rows, back);
+        size_t head = matmul_fp8_scratch_bytes(logits_rows, C, c->Vp, back);
+        scratch = head > scratch ? head : scratch;
+    }
+    return bytes + scratch;
+}
+
 MemorySizes gpt_memory_sizes(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp,
                            const OptimizerConfig* optimizer) {
     MemorySizes m;
@@ -67,7 +96,53 @@ MemorySizes gpt_memory_sizes(const GPTConfig* c, int B, int T, const ModelOption
     m.grads = s.padded_count * sizeof(bf16);
     m.optimizer = optimizer ? 3 * s.shard_size * sizeof(float) : 0;
     m.optimizer_scratch = muon_scratch(c, &s, tensors, optimizer);
+    m.fp8 = fp8_bytes(c, B * T, m.logits_rows, opt, 1);
     return m;
+}
+
+// The Fp8Linear of each FP8 matmul and their scratch (fp8_bytes), each with its FP8 backward unless
+// the gradients run in bf16. The forward's products accumulate fast (layers/matmul.h: its sums run
+// over C or 4C; the backward's never do).
+static void fp8_build(GPT* g) {
+    const ModelOptions* o = &g->options;
+    const GPTConfig* c = &g->config;
+    int C = c->C, N = g->B * g->T, back = !o->fp8_grad_bf16;
+    if (o->fp8 & FP8_MLP) {
+        if (!(g->fp8.mlp = (Fp8Linear*)malloc(2 * (size_t)c->L * sizeof(Fp8Linear)))) die("out of host memory");
+        for (int l = 0; l < c->L; l++) {
+            fp8_linear_init(&g->fp8.mlp[2 * l], C, 4 * C, N, o->fp8_scaling, FP8_E5M2, 1, back);
+            fp8_linear_init(&g->fp8.mlp[2 * l + 1], 4 * C, C, N, o->fp8_scaling, FP8_E5M2, 1, back);
+        }
+    }
+    if (o->fp8 & FP8_HEAD) {
+        if (!(g->fp8.head = (Fp8Linear*)malloc(sizeof(Fp8Linear)))) die("out of host memory");
+        fp8_linear_init(g->fp8.head, C, c->Vp, g->sizes.logits_rows, o->fp8_scaling, FP8_E5M2, 1, back);
+    }
+    size_t scratch = fp8_bytes(c, N, g->sizes.logits_rows, o, 0);
+    if (scratch) cudaCheck(cudaMalloc(&g->fp8.scratch, scratch));
+    g->fp8.weights_at = -1;
+}
+
+static void fp8_free(GPT* g) {
+    for (int i = 0; g->fp8.mlp && i < 2 * g->config.L; i++) fp8_linear_free(&g->fp8.mlp[i]);
+    if (g->fp8.head) fp8_linear_free(g->fp8.head);
+    free(g->fp8.mlp);
+    free(g->fp8.head);
+    cudaCheck(cudaFree(g->fp8.scratch));
+    memset(&g->fp8, 0, sizeof(g->fp8));
+}
+
+// The FP8 layers' weights quantised, once after each change of the parameters (gpt/gpt.h).
+static void quantise_fp8_weights(GPT* g) {
+    if (!g->options.fp8 || g->fp8.weights_at == g->adam_t) return;
+    const GPTConfig* c = &g->config;
+    for (int l = 0; g->fp8.mlp && l < c->L; l++) {
+        LayerParameters w = layer_parameters(&g->params, l, c);
+        fp8_linear_quantise_weight(&g->fp8.mlp[2 * l], w.fcw, g->stream);
+        fp8_linear_quantise_weight(&g->fp8.mlp[2 * l + 1], w.fcprojw, g->stream);
+    }
+    if (g->fp8.head) fp8_linear_quantise_weight(g->fp8.head, head_weights(&g->params, c), g->stream);
+    g->fp8.weights_at = g->adam_t;
 }
 
 void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const DataParallel* dp,
@@ -94,6 +169,7 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     g->shard = optimizer_shard(g->zero_tensors, dp, optimizer);
     g->sizes = gpt_memory_sizes(&c, B, T, opt, dp, optimizer);
     if (gpu_memory_unfit(memory_sizes_total(&g->sizes), err)) die("gpt_build for batches of %d x %d: %s", B, T, err);
+    if ((why = gpt_fp8_unfit(&c, B, T, opt))) die("gpt_build: %s", why);
     size_t padded = g->shard.padded_count, S = g->shard.shard_size;
     cudaCheck(cudaStreamCreate(&g->stream));
     matmul_stream_init(&g->matmul, g->stream);
@@ -129,6 +205,7 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     layout_activations(&g->acts, g->acts_memory, &c, B, T, opt, &m);
     block_attention_plans(&c.arch, &opt->attention, g->acts.doc_start, g->acts.doc_end, g->attention);
     cudaCheck(cudaMallocHost((void**)&g->host_losses, (size_t)B * T * sizeof(float)));
+    fp8_build(g);
 }
 
 void gpt_free(GPT* g) {
@@ -141,6 +218,7 @@ void gpt_free(GPT* g) {
     cudaCheck(cudaFree(g->acts_memory));
     cudaCheck(cudaFreeHost(g->host_losses));
     cudaCheck(cudaFree(g->scalars));
+    fp8_free(g);
     matmul_stream_free(&g->matmul);
     cudaCheck(cudaStreamDestroy(g->stream));
     cudaCheck(cudaStreamDestroy(g->loss_stream));
@@ -160,6 +238,7 @@ void gpt_set_params(GPT* g, const float* values) {
     // On the legacy stream, which the model's streams are ordered after, as the copies below are.
     upload_params(g->params_memory, values, &g->config, 0);
     g->adam_t = 0;
+    g->fp8.weights_at = -1;
     if (!g->optimizer_memory) return;
     // This rank's master weights: its parts' values, zeros elsewhere.
     const ZeroShard* s = &g->shard;
@@ -187,7 +266,8 @@ static BlockActivations layer_acts(const GPT* g, int l) {
 // The blocks' pass over a batch of B x T.
 static BlockPass block_pass(const GPT* g, int B, int T) {
     BlockPass pass = {&g->config.arch, g->attention, attention_shape(&g->config, B, T), g->acts.positions,
-                      g->options.recompute, g->acts.scratch, g->profile, &g->matmul};
+                      g->options.recompute, g->acts.scratch, g->profile, &g->matmul, g->fp8.mlp, g->fp8.scratch,
+                      g->options.fp8_grad_bf16};
     return pass;
 }
 
@@ -267,6 +347,7 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     g->forward_B = B;
     g->forward_T = T;
     wait_for_params(g);
+    quantise_fp8_weights(g);
     profile_start(g->profile, forward_marks(g), st);
     cudaCheck(cudaMemcpyAsync(a->inputs, host_inputs, (size_t)N * sizeof(int),
                               cudaMemcpyHostToDevice, st));
@@ -310,8 +391,11 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
 bf16* gpt_logits(GPT* g, int row, int rows) {
     if (rows > g->sizes.logits_rows) die("gpt_logits: %d rows, the buffer holds %d", rows, g->sizes.logits_rows);
     const GPTConfig* c = &g->config;
-    matmul_forward(g->acts.logits, NULL, g->acts.lnf + (size_t)row * c->C, head_weights(&g->params, c), NULL, NULL,
-                   rows, c->C, c->Vp, &g->matmul);
+    const bf16* lnf = g->acts.lnf + (size_t)row * c->C;
+    if (g->fp8.head)
+        matmul_forward_fp8(g->acts.logits, NULL, lnf, NULL, NULL, rows, g->fp8.head, g->fp8.scratch, &g->matmul);
+    else matmul_forward(g->acts.logits, NULL, lnf, head_weights(&g->params, c), NULL, NULL, rows, c->C, c->Vp,
+                        &g->matmul);
     return g->acts.logits;
 }
 
@@ -342,7 +426,11 @@ void gpt_classifier(GPT* g, const int* host_targets, int B, int T, float dloss_s
                                          write_dlogits, g->stream);
         profile_mark(g->profile, PART_CLASSIFIER, PHASE_FORWARD, g->stream);
         // logits = lnf @ head^T; with neither bias nor GELU this takes no scratch.
-        if (write_dlogits) {
+        if (write_dlogits && g->fp8.head && !g->options.fp8_grad_bf16) {
+            matmul_backward_fp8(a->dnarrow + (size_t)row * C, head_weights(&g->grads, c), NULL, logits, NULL, rows,
+                                g->fp8.head, g->fp8.scratch, &g->matmul);
+            profile_mark(g->profile, PART_CLASSIFIER, PHASE_BACKWARD, g->stream);
+        } else if (write_dlogits) {
             matmul_backward(a->dnarrow + (size_t)row * C, head_weights(&g->grads, c), NULL, logits,
                             a->lnf + (size_t)row * C, head_weights(&g->params, c), NULL, rows, C, c->Vp, NULL,
                             &g->matmul);

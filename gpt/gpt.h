@@ -74,6 +74,19 @@ typedef struct {
                                  // gpt_finish_loss
 } StepScalars;
 
+// The FP8 matmuls of ModelOptions' fp8, an Fp8Linear each (layers/matmul.h). Their weights are
+// quantised at the first forward after the parameters change (an update, gpt_set_params), always
+// with current scaling: a function of the weights alone (a pass over them once a step), so that a
+// resume quantises them to the same bytes. The inputs' and the gradients' scaling is the option's;
+// with delayed scaling their histories are state that the training state keeps
+// (gpt_write_fp8_state).
+typedef struct {
+    Fp8Linear* mlp;       // (L, 2): layer l's fc and fcproj; NULL without FP8_MLP
+    Fp8Linear* head;      // NULL without FP8_HEAD
+    void* scratch;        // the largest matmul_fp8_scratch_bytes of them
+    int weights_at;       // the adam_t whose weights are quantised; -1: none
+} Fp8Layers;
+
 typedef struct {
     GPTConfig config;
     int B, T;                    // the largest batch the buffers hold
@@ -119,11 +132,16 @@ typedef struct {
     cudaEvent_t scalars_ready;   // the ranks' scalars are reduced (comm_stream -> stream)
     Profile* profile;            // NULL: none; else the forward, classifier, backward and
                                  // update record their parts' events in it (gpt/profile.h)
+    Fp8Layers fp8;               // all NULL without FP8
 } GPT;
 
 // Bytes that gpt_build would allocate, part by part (dp NULL: one GPU; optimizer NULL: none).
 MemorySizes gpt_memory_sizes(const GPTConfig* c, int B, int T, const ModelOptions* opt, const DataParallel* dp,
                              const OptimizerConfig* optimizer);
+
+// NULL when the model can run opt's FP8 matmuls on batches of B x T (every dimension of an FP8
+// operand a multiple of 16, cuBLASLt's), else why not, naming the size.
+const char* gpt_fp8_unfit(const GPTConfig* c, int B, int T, const ModelOptions* opt);
 
 // Allocates everything for batches up to (B, T), which must fit (gpu_memory_unfit). dp NULL:
 // one GPU. optimizer NULL: a model that is not trained (no optimizer state, no gpt_update).

@@ -26,6 +26,22 @@ static inline double flops_per_token(const GPTConfig* c, int T) {
     return 6.0 * weights + 12.0 * c->C * keys;
 }
 
+// The part of flops_per_token that train_gpt --fp8 runs in FP8: 2 per weight forward, and 4 more
+// backward unless the gradients run in bf16 (grad_bf16), of the MLP's two matrices (mlp) and of
+// the head (head: lm_head, or the tied wte).
+static inline double fp8_flops_per_token(const GPTConfig* c, int mlp, int head, int grad_bf16) {
+    size_t sizes[NUM_PARAM_TENSORS];
+    param_sizes(c, sizes);
+    double weights = (mlp ? (double)sizes[PARAM_FCW] + (double)sizes[PARAM_FCPROJW] : 0.0) +
+                     (head ? (double)sizes[c->arch.untied_head ? PARAM_LM_HEAD : PARAM_WTE] : 0.0);
+    return (grad_bf16 ? 2.0 : 6.0) * weights;
+}
+
+// The MFU's basis of a run whose fp8_flops of flops run in FP8: those counted at half, as FP8 tensor
+// cores (Hopper's) run twice the dense bf16 rate, so that model_flops_utilisation on it is the
+// share of the peaks the step takes, bf16's against the bf16 peak and FP8's against the FP8 one.
+static inline double mfu_flops_per_token(double flops, double fp8_flops) { return flops - 0.5 * fp8_flops; }
+
 // Model FLOPs utilisation: the model FLOPs a second of the whole run (tokens_per_s counts every
 // GPU's tokens) over the dense bf16 peak of all its GPUs; 0 when the peak is unknown.
 static inline double model_flops_utilisation(double flops_per_token, double tokens_per_s, float peak_tflops,

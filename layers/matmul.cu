@@ -289,7 +289,7 @@ void matmul_backward_relu2(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* d
 // ---- FP8
 
 void fp8_linear_init(Fp8Linear* l, int C, int OC, int max_N, Fp8Scaling scaling, Fp8Format grad_format,
-                     int fast_accum) {
+                     int fast_accum, int fp8_backward) {
     if (C <= 0 || OC <= 0 || max_N <= 0 || C % 16 != 0 || OC % 16 != 0 || max_N % 16 != 0)
         die("fp8_linear_init: C (%d), OC (%d) and max_N (%d) must be positive multiples of 16", C, OC, max_N);
     int device, major, minor;
@@ -303,11 +303,16 @@ void fp8_linear_init(Fp8Linear* l, int C, int OC, int max_N, Fp8Scaling scaling,
     l->max_N = max_N;
     l->fast_accum = fast_accum;
     fp8_tensor_init(&l->inp, FP8_E4M3, scaling);
-    fp8_tensor_init(&l->weight, FP8_E4M3, scaling);
+    fp8_tensor_init(&l->weight, FP8_E4M3, FP8_SCALING_CURRENT);
     fp8_tensor_init(&l->grad, grad_format, scaling);
     cudaCheck(cudaMalloc((void**)&l->weight_q, (size_t)OC * C));
     cudaCheck(cudaMalloc((void**)&l->weight_t, (size_t)OC * C));
-    cudaCheck(cudaMalloc((void**)&l->inp_t, (size_t)C * max_N));
+    l->inp_t = NULL;
+    if (fp8_backward) cudaCheck(cudaMalloc((void**)&l->inp_t, (size_t)C * max_N));
+}
+
+size_t fp8_linear_bytes(int C, int OC, int max_N, int fp8_backward) {
+    return 2 * (size_t)OC * C + (fp8_backward ? (size_t)C * max_N : 0) + 3 * sizeof(Fp8Scale);
 }
 
 void fp8_linear_free(Fp8Linear* l) {
@@ -327,9 +332,9 @@ void fp8_linear_quantise_weight(Fp8Linear* l, const bf16* weight, cudaStream_t s
 // Scratch pieces start 256 bytes apart, the alignment cuBLASLt's fastest algorithms want.
 static size_t scratch_piece(size_t bytes) { return (size_t)ceil_div((long long)bytes, 256) * 256; }
 
-size_t matmul_fp8_scratch_bytes(int N, int C, int OC) {
+size_t matmul_fp8_scratch_bytes(int N, int C, int OC, int fp8_backward) {
     size_t forward = scratch_piece((size_t)N * C);
-    size_t backward = 2 * scratch_piece((size_t)N * OC) + column_sums_scratch_bytes(N, OC);
+    size_t backward = fp8_backward ? 2 * scratch_piece((size_t)N * OC) + column_sums_scratch_bytes(N, OC) : 0;
     return forward > backward ? forward : backward;
 }
 
@@ -340,7 +345,7 @@ static void check_fp8_shape(const char* who, int N, const Fp8Linear* l, void* sc
 }
 
 // out (N, OC) = inp @ weight^T (+ bias) (+ residual), the input quantised into the scratch and,
-// transposed, into l->inp_t for the backward.
+// transposed, into l->inp_t for the backward (where the layer has its FP8 backward).
 static void forward_fp8(const char* who, bf16* out, const bf16* inp, const bf16* bias, const bf16* residual, int N,
                         Fp8Linear* l, void* scratch, const MatmulStream* s) {
     check_fp8_shape(who, N, l, scratch);
@@ -374,6 +379,7 @@ void matmul_forward_relu2_fp8(bf16* out, const bf16* inp, const bf16* bias, int 
 static void backward_fp8(const char* who, bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, int N,
                          Fp8Linear* l, void* scratch, const MatmulStream* s) {
     check_fp8_shape(who, N, l, scratch);
+    if (!l->inp_t) die("%s: the layer was made without its FP8 backward", who);
     int C = l->C, OC = l->OC;
     uint8_t* dout_q = (uint8_t*)scratch;
     uint8_t* dout_t = dout_q + scratch_piece((size_t)N * OC);

@@ -75,27 +75,36 @@ void matmul_backward_relu2(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* d
 // each change of the weight, before the next forward), and the forward's input quantised and
 // transposed, kept for the backward's dweight. Every FP8 operand runs along the reduced
 // dimension (cuBLASLt's FP8 matmuls take A transposed and B not, column-major: layers/matmul.cu),
-// hence the transposed copies. The scales and histories are on the GPU; the three Fp8Scale
-// states are what a checkpoint keeps of it.
+// hence the transposed copies. The scales and histories are on the GPU. The weight always takes
+// current scaling: quantised once per change, its amax pass costs one read of the weight, and its
+// quantisation is a function of the weight alone, so that a model whose weights are set again
+// (a resume) quantises them to the same bytes; the input's and the gradient's Fp8Scale states are
+// what a checkpoint keeps of it.
 typedef struct {
     int C, OC, max_N;
     int fast_accum;              // the forward's products accumulate without cuBLASLt's promotion
     Fp8Tensor inp, weight, grad; // E4M3, E4M3, and the gradient's format
     uint8_t* weight_q;           // (OC, C): the forward's
     uint8_t* weight_t;           // (C, OC): dinp's
-    uint8_t* inp_t;              // (C, N): the latest forward's input, for dweight
+    uint8_t* inp_t;              // (C, N): the latest forward's input, for dweight; NULL for a layer
+                                 // without its FP8 backward
 } Fp8Linear;
 
-// C, OC and every N multiples of 16 (cuBLASLt's FP8 operands), N <= max_N. Ends the program with
-// one line on a GPU without FP8 tensor cores (compute capability below 8.9).
+// C, OC and every N multiples of 16 (cuBLASLt's FP8 operands), N <= max_N; scaling: the input's
+// and the gradient's. fp8_backward 0: the caller runs the layer's backward in bf16 (on its own
+// input and weight), so the input is not kept. Ends the program with one line on a GPU without
+// FP8 tensor cores (compute capability below 8.9).
 void fp8_linear_init(Fp8Linear* l, int C, int OC, int max_N, Fp8Scaling scaling, Fp8Format grad_format,
-                     int fast_accum);
+                     int fast_accum, int fp8_backward);
 void fp8_linear_free(Fp8Linear* l);
+// The device memory fp8_linear_init allocates for such a layer.
+size_t fp8_linear_bytes(int C, int OC, int max_N, int fp8_backward);
 void fp8_linear_quantise_weight(Fp8Linear* l, const bf16* weight, cudaStream_t stream);
 
 // The scratch of an FP8 forward or backward (the quantised input; the quantised gradient and its
-// transpose, and the column sums of dbias): layers that never run at once may share it.
-size_t matmul_fp8_scratch_bytes(int N, int C, int OC);
+// transpose, and the column sums of dbias), of the forward alone for a layer without its FP8
+// backward: layers that never run at once may share it.
+size_t matmul_fp8_scratch_bytes(int N, int C, int OC, int fp8_backward);
 
 // matmul_forward through l: out (N, OC) = inp (N, C) @ weight^T + bias + residual; with pre_gelu
 // (and no residual), pre_gelu = that and out = gelu(pre_gelu), GELU in a pass after the matmul.
@@ -104,9 +113,9 @@ void matmul_forward_fp8(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* 
 // matmul_forward_relu2 through l.
 void matmul_forward_relu2_fp8(bf16* out, const bf16* inp, const bf16* bias, int N, Fp8Linear* l, void* scratch,
                               const MatmulStream* s);
-// matmul_backward through l, after its forward on the same N: dinp (N, C) = dout (N, OC) @ weight,
-// dweight (OC, C) += dout^T @ inp, dbias (OC, or NULL) += the column sums of dout; with
-// inp_pre_gelu, dinp *= gelu'(inp_pre_gelu) in a pass after the matmul.
+// matmul_backward through l (made with its FP8 backward), after its forward on the same N:
+// dinp (N, C) = dout (N, OC) @ weight, dweight (OC, C) += dout^T @ inp, dbias (OC, or NULL) += the
+// column sums of dout; with inp_pre_gelu, dinp *= gelu'(inp_pre_gelu) in a pass after the matmul.
 void matmul_backward_fp8(bf16* dinp, bf16* dweight, bf16* dbias, const bf16* dout, const bf16* inp_pre_gelu, int N,
                          Fp8Linear* l, void* scratch, const MatmulStream* s);
 // matmul_backward_relu2 through l: inp (N, C) = relu(h)^2, the forward's input.

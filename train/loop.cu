@@ -22,6 +22,9 @@ void trainer_start(Trainer* t, RunPlan* p) {
     cudaDeviceProp prop;
     if (ranks_connect(&p->ranks, &prop, err) != 0) die("%s", err);
     p->dp.comm = p->ranks.comm;
+    if (o->model_options.fp8 && prop.major * 10 + prop.minor < 89)
+        die("--fp8: FP8 matmuls need FP8 tensor cores (compute capability 8.9 or later); %s is %d.%d", prop.name,
+            prop.major, prop.minor);
     if (gpu_memory_unfit(memory_sizes_total(&p->sizes), err))
         die("-B %d -T %d %s; try a smaller -B or --recompute gelu,layernorm", o->B, o->T, err);
     gpt_build(&t->model, p->config, p->batch.rows, p->batch.cols, &o->model_options, p->ranks.launched ? &p->dp : NULL,
@@ -40,7 +43,10 @@ void trainer_start(Trainer* t, RunPlan* p) {
     t->sampling = p->tok && o->sample_every > 0 && p->ranks.launch.rank == 0;
     if (t->sampling)
         sampler_build(&t->sampler, p->config, o->T, o->sample_tokens, (DrawSettings){o->temperature, o->top_k, 1.0f, 0});
-    t->flops_per_token = flops_per_token(&p->config, o->T);
+    const ModelOptions* mo = &o->model_options;
+    t->flops_per_token = mfu_flops_per_token(flops_per_token(&p->config, o->T),
+                                             fp8_flops_per_token(&p->config, mo->fp8 & FP8_MLP, mo->fp8 & FP8_HEAD,
+                                                                 mo->fp8_grad_bf16));
     t->peak_tflops = o->peak_tflops > 0.0f ? o->peak_tflops : device_peak_tflops(prop.name);
     if (p->profile_step) profile_reserve(&t->profile, gpt_profile_marks(&t->model, p->grad_accum));
     batch_rows_pin(&p->batch);

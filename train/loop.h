@@ -25,7 +25,7 @@ typedef struct {
     InferenceModel sampler;      // rank 0 with --sample-every: the model samples are drawn on
     int sampling;
     FILE* log;                   // or NULL
-    double flops_per_token;
+    double flops_per_token;      // the MFU's basis (mfu_flops_per_token: FP8's FLOPs at half)
     float peak_tflops;           // 0: unknown
     Profile profile;
     StepValues* values;          // (2) pinned: the loss and norm of the last two steps queued

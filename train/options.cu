@@ -14,6 +14,11 @@ static void parse_recompute(const char* name, const char* value, void* flags) {
         die("%s '%s': expected none or a comma-separated list of gelu and layernorm", name, value);
 }
 
+static void parse_fp8(const char* name, const char* value, void* flags) {
+    if ((*(int*)flags = fp8_flags(value)) < 0)
+        die("%s '%s': expected none or a comma-separated list of mlp and head", name, value);
+}
+
 // --window-pattern: a comma-separated list of windows, each a number of keys or "full" (no
 // bound), into the pattern fields of an Architecture.
 static void parse_window_pattern(const char* name, const char* value, void* arch) {
@@ -252,6 +257,19 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
          0, 0, parse_recompute},
         {OPTION_INT, "--classifier-chunk", "N", &mo->classifier_rows,
          "rows of logits per classifier chunk, 0 for as many as\nfit in 1 GiB [0]", 0, 2147483647},
+        {OPTION_CALL, "--fp8", "LIST", &mo->fp8,
+         "the matmuls whose forward runs in FP8 (E4M3, per-tensor\n"
+         "scales; compute capability 8.9 or later): mlp (both\n"
+         "projections), head (the logits', wte's when tied), both\n(mlp,head) or none [none]",
+         0, 0, parse_fp8, &o->fp8_given},
+        {OPTION_CHOICE, "--fp8-scaling", "current|delayed", &mo->fp8_scaling,
+         "their inputs' and gradients' scales: current, from the\n"
+         "tensor itself (a pass more), or delayed, from the largest\n"
+         "of its last 16 amaxes (kept in the checkpoint; one rank)\n[current]",
+         0, 0, NULL, &o->fp8_scaling_given},
+        {OPTION_CHOICE, "--fp8-grad", "e5m2|bf16", &mo->fp8_grad_bf16,
+"their gradients' two matmuls: the output's gradient in\nE5M2, or both products in bf16 [e5m2]", 0, 0, NULL,
+         &o->fp8_grad_given},
         {OPTION_CALL, "--peak-tflops", "X", &o->peak_tflops,
          "the GPU's dense bf16 peak for MFU [from the device name]; also\nthe FLOP rate of --profile's floors [790, an "
          "H200's measured]", 0, 0, parse_peak},

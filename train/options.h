@@ -45,7 +45,9 @@ typedef struct {
     int checkpoint_every;
     const char* out_dir;         // or NULL: no checkpoints
     uint64_t seed;
-    ModelOptions model_options;  // attention, recomputation, classifier chunks
+    ModelOptions model_options;  // attention, recomputation, classifier chunks, FP8
+    int fp8_given, fp8_scaling_given, fp8_grad_given;   // --fp8 and its settings given (a resumed
+                                                        // run's own otherwise: train/plan.h)
     const char* log_path;        // CSV, or NULL
     float peak_tflops;           // 0: from the device name
     int gpus;                    // > 0: start this many ranks on this node (--gpus)

@@ -211,6 +211,36 @@ static void resolve_model_shape(RunPlan* p) {
     resolve_architecture(p, o->resume_dir || o->init_from);
 }
 
+// The FP8 matmuls: --fp8 and its settings as given, a resumed run's own where not given; the
+// settings refused without FP8, and FP8 where the batch's or the model's sizes are not what FP8
+// operands take (gpt_fp8_unfit). Delayed scaling keeps amax histories of each rank's own tensors,
+// which the checkpoint holds for one rank only: refused with several processes. FP8 leaves the
+// attention and the recomputation as they are: --attention naive and --recompute (whose GELU is
+// the FP8 path's own kernel, gpt/block.h) go with it.
+static void resolve_fp8(RunPlan* p) {
+    TrainOptions* o = &p->o;
+    ModelOptions* mo = &o->model_options;
+    if (p->resuming) {
+        if (!o->fp8_given) mo->fp8 = p->resume.fp8;
+        if (!o->fp8_scaling_given) mo->fp8_scaling = (Fp8Scaling)p->resume.fp8_scaling;
+        if (!o->fp8_grad_given) mo->fp8_grad_bf16 = p->resume.fp8_grad_bf16;
+    }
+    if (!mo->fp8) {
+        if (o->fp8_scaling_given) die("--fp8-scaling without --fp8 has no effect");
+        if (o->fp8_grad_given) die("--fp8-grad without --fp8 has no effect");
+        mo->fp8_scaling = FP8_SCALING_CURRENT;
+        mo->fp8_grad_bf16 = 0;
+        return;
+    }
+    char list[16];
+    fp8_name(mo->fp8, list, sizeof(list));
+    const char* why = gpt_fp8_unfit(&p->config, p->batch.rows, p->batch.cols, mo);
+    if (why) die("--fp8 %s: %s", list, why);
+    if (mo->fp8_scaling == FP8_SCALING_DELAYED && p->ranks.launch.world_size > 1)
+        die("--fp8-scaling delayed: each of the %d ranks would keep amax histories of its own, which a checkpoint "
+            "does not hold; use --fp8-scaling current", p->ranks.launch.world_size);
+}
+
 // The batch: B * T tokens per micro-step, grad_accum micro-steps per step.
 static void resolve_batch(RunPlan* p) {
     TrainOptions* o = &p->o;
@@ -229,6 +259,7 @@ static void resolve_batch(RunPlan* p) {
         die("--recompute gelu: the relu2 MLP keeps relu(h)^2 alone (its backward takes relu(h) = sqrt), no GELU");
     const char* why = model_attention_unsupported(&p->config, mo, p->batch.rows, p->batch.cols);
     if (why) die("--attention %s: %s", attention_kind_name(mo->attention.kind), why);
+    resolve_fp8(p);
     if (p->tok && o->sample_every > 0) {
         if (o->T < 2) die("--sample-every: -T %d leaves no room for a sample", o->T);
         if ((why = sampler_unsupported(&p->config, o->T, o->sample_tokens)))
@@ -307,7 +338,8 @@ TrainingState run_training_state(const RunPlan* p, int step, int adam_t) {
                        .adam_t = adam_t, .attention = (int)mo->attention.kind,
                        .deterministic = mo->attention.deterministic, .recompute = mo->recompute,
                        .classifier_rows = p->sizes.logits_rows, .align_documents = o->align_documents,
-                       .document_token = o->align_documents ? tokenizer_eot(p->tok) : 0};
+                       .document_token = o->align_documents ? tokenizer_eot(p->tok) : 0, .fp8 = mo->fp8,
+                       .fp8_scaling = (int)mo->fp8_scaling, .fp8_grad_bf16 = mo->fp8_grad_bf16};
     training_state_set_optimizer(&s, &o->optimizer);
     return s;
 }

@@ -40,9 +40,17 @@ void print_run(const RunPlan* p, const GPT* model, const char* device_name, doub
            attention_kind_name(mo->attention.kind),
            mo->attention.kind == ATTENTION_FLASH && !mo->attention.deterministic ? "" : " (deterministic)", recompute,
            (int)ceil_div(m->rows, m->logits_rows), m->logits_rows < m->rows ? "s" : "", m->logits_rows);
+    if (mo->fp8) {
+        char fp8[16];
+        fp8_name(mo->fp8, fp8, sizeof(fp8));
+        printf("FP8: %s matmuls, E4M3 forward (the weights with current scaling, the inputs with %s), gradients %s\n",
+               fp8, mo->fp8_scaling == FP8_SCALING_DELAYED ? "delayed" : "current",
+               mo->fp8_grad_bf16 ? "in bf16" : "E5M2");
+    }
     memory_sizes_print(m, mo->attention.kind);
     if (peak_tflops > 0.0f)
-        printf("MFU: %.3g GFLOP per token, peak %.0f TFLOP/s\n", flops_per_token * 1e-9, peak_tflops);
+        printf("MFU: %.3g GFLOP per token%s, peak %.0f TFLOP/s\n", flops_per_token * 1e-9,
+               mo->fp8 ? " (those in FP8 counted at half: at twice the peak)" : "", peak_tflops);
     else printf("MFU: unknown peak for this device (give --peak-tflops), shown as 0\n");
     if (o->sample_every > 0 && !p->tok) printf("note: no --tokenizer, so no samples\n");
 }

@@ -16,8 +16,8 @@ static_assert(sizeof(StateFileHeader) == HEADER_INTS * sizeof(int32_t), "state h
 // slots it takes; a float is stored by its bits), the values a valid file holds, and what a
 // resume does with it. The header is written, read back, bounded and compared on a resume by
 // this table alone, so a new setting is one member of StateSlots and one row here.
-// ATTENTION, SWITCH, RECOMPUTE, OPTIMIZER, LR_SHAPE, DECAY_SHAPE, MUON_QKV and MUON_NS are ints,
-// shown as their flags take them.
+// ATTENTION, SWITCH, RECOMPUTE, OPTIMIZER, LR_SHAPE, DECAY_SHAPE, MUON_QKV, MUON_NS, FP8,
+// FP8_SCALING and FP8_GRAD are ints, shown as their flags take them.
 typedef enum {
     FIELD_INT,
     FIELD_FLOAT,
@@ -29,7 +29,10 @@ typedef enum {
     FIELD_LR_SHAPE,
     FIELD_DECAY_SHAPE,
     FIELD_MUON_QKV,
-    FIELD_MUON_NS
+    FIELD_MUON_NS,
+    FIELD_FP8,
+    FIELD_FP8_SCALING,
+    FIELD_FP8_GRAD
 } FieldType;
 // On a resume: FREE is not compared (where the run stood, its shape, a count per rank); SAME must
 // be the same for an exact resume; NOTE may differ, and is said (the schedule changes with it).
@@ -49,7 +52,8 @@ static_assert(sizeof(StateSlots) % sizeof(int32_t) == 0, "every member is whole 
 static_assert(offsetof(StateSlots, world_size) == 31 * sizeof(int32_t) && offsetof(StateSlots, seed) == 19 * sizeof(int32_t) &&
               offsetof(StateSlots, lr_schedule) == 39 * sizeof(int32_t) &&
               offsetof(StateSlots, align_documents) == 46 * sizeof(int32_t) &&
-              offsetof(StateSlots, muon_qkv) == 48 * sizeof(int32_t),
+              offsetof(StateSlots, muon_qkv) == 48 * sizeof(int32_t) &&
+              offsetof(StateSlots, fp8) == 53 * sizeof(int32_t),
               "the slots of earlier versions stay where they were");
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "a 64-bit field is copied to its slots low half first");
 
@@ -120,6 +124,11 @@ static const StateField state_fields[] = {
     FIELD("--cautious-weight-decay", cautious_weight_decay, cautious_weight_decay, FIELD_SWITCH, 0, 1, RESUME_SAME),
     FIELD("--normuon", normuon, normuon, FIELD_SWITCH, 0, 1, RESUME_SAME),
     FIELD("--normuon-beta2", normuon_beta2, normuon_beta2, FIELD_FLOAT, 0, 1, RESUME_SAME),
+    // The FP8 matmuls; the scaling and the gradients' format 0 without them (state_invalid).
+    FIELD("--fp8", fp8, fp8, FIELD_FP8, 0, FP8_MLP | FP8_HEAD, RESUME_SAME),
+    FIELD("--fp8-scaling", fp8_scaling, fp8_scaling, FIELD_FP8_SCALING, FP8_SCALING_CURRENT, FP8_SCALING_DELAYED,
+          RESUME_SAME),
+    FIELD("--fp8-grad", fp8_grad, fp8_grad_bf16, FIELD_FP8_GRAD, 0, 1, RESUME_SAME),
 };
 #undef FIELD
 #define NUM_STATE_FIELDS (sizeof(state_fields) / sizeof(state_fields[0]))
@@ -138,7 +147,7 @@ static int field_in_range(const StateField* f, const void* p) {
 // f in s as a command line gives it: "-B 8", "--attention naive", "no --deterministic".
 static void describe_field(const StateField* f, const TrainingState* s, char* out, size_t len) {
     const void* p = field_in(f, s);
-    char recompute[64];
+    char recompute[64], fp8[16];
     switch (f->type) {
     case FIELD_FLOAT: snprintf(out, len, "%s %g", f->name, *(const float*)p); break;
     case FIELD_U64: snprintf(out, len, "%s %llu", f->name, (unsigned long long)*(const uint64_t*)p); break;
@@ -153,6 +162,12 @@ static void describe_field(const StateField* f, const TrainingState* s, char* ou
     case FIELD_DECAY_SHAPE: snprintf(out, len, "%s %s", f->name, decay_shape_name(*(const int*)p)); break;
     case FIELD_MUON_QKV: snprintf(out, len, "%s %s", f->name, muon_qkv_name(*(const int*)p)); break;
     case FIELD_MUON_NS: snprintf(out, len, "%s %s", f->name, newton_schulz_name(*(const int*)p)); break;
+    case FIELD_FP8:
+        fp8_name(*(const int*)p, fp8, sizeof(fp8));
+        snprintf(out, len, "%s %s", f->name, fp8);
+        break;
+    case FIELD_FP8_SCALING: snprintf(out, len, "%s %s", f->name, *(const int*)p ? "delayed" : "current"); break;
+    case FIELD_FP8_GRAD: snprintf(out, len, "%s %s", f->name, *(const int*)p ? "bf16" : "e5m2"); break;
     case FIELD_INT: snprintf(out, len, "%s %d", f->name, *(const int*)p); break;
     }
 }
@@ -181,6 +196,7 @@ static int has_muon_variants(const TrainingState* s) {
 
 // The version of s's file: the earliest that holds it.
 static int state_version(const TrainingState* s) {
+    if (s->fp8) return STATE_VERSION_FP8;
     if (has_muon_variants(s)) return STATE_VERSION_MUON_VARIANTS;
     if (s->align_documents) return STATE_VERSION_DOCUMENTS;
     if (!schedule_of_earlier_versions(&s->schedule)) return STATE_VERSION_SCHEDULE;
@@ -205,7 +221,7 @@ void save_training_state(GPT* g, const TrainingState* s, const char* path) {
         if (!(f = atomic_open(path, tmp, sizeof(tmp), err))) die("%s", err);
         ok = fwrite(&h, sizeof(h), 1, f) == 1;
     }
-    if (gpt_write_optimizer_state(g, f) != 0) ok = 0;
+    if (gpt_write_optimizer_state(g, f) != 0 || gpt_write_fp8_state(g, f) != 0) ok = 0;
     if (writer && atomic_close(f, tmp, path, ok, err) != 0) die("%s", err);
 }
 
@@ -282,6 +298,9 @@ static const char* state_invalid(const TrainingState* s, char* err) {
     if (step_schedule_invalid(&s->schedule, muon, err, ERR_LEN) != 0) return err;
     if (s->document_token >= (s->align_documents ? s->config.V : 1))
         return "the document token is set without --align-documents, or outside the vocabulary";
+    if (!s->fp8 && (s->fp8_scaling || s->fp8_grad_bf16)) return "FP8's settings without --fp8";
+    if (s->fp8_scaling == FP8_SCALING_DELAYED && s->world_size > 1)
+        return "delayed FP8 scaling on several ranks, whose histories the file does not hold";
     return NULL;
 }
 
@@ -290,7 +309,7 @@ int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err) {
         set_err(err, "not a training state file (magic %d, expected %d)", h->f.magic, STATE_MAGIC);
         return -1;
     }
-    if (h->f.version < STATE_VERSION_ADAMW || h->f.version > STATE_VERSION_MUON_VARIANTS) {
+    if (h->f.version < STATE_VERSION_ADAMW || h->f.version > STATE_VERSION_FP8) {
         set_err(err, "unsupported training state version %d", h->f.version);
         return -1;
     }
@@ -313,7 +332,8 @@ int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err) {
     char why_err[ERR_LEN];
     const char* why = state_invalid(s, why_err);
     if (h->f.version != state_version(s)) {
-        if (h->f.version == STATE_VERSION_MUON_VARIANTS || has_muon_variants(s))
+        if (h->f.version == STATE_VERSION_FP8 || s->fp8) why = "the version is not FP8's";
+        else if (h->f.version == STATE_VERSION_MUON_VARIANTS || has_muon_variants(s))
             why = "the version is not that of Muon's variants";
         else if (h->f.version == STATE_VERSION_DOCUMENTS || s->align_documents)
             why = "the version is not the rows' alignment's";
@@ -337,8 +357,9 @@ TrainingState read_training_state(const char* path, const Architecture* arch) {
     if (fread(h.ints, sizeof(int32_t), HEADER_INTS, f) != HEADER_INTS) die("%s: too short for a training state", path);
     if (state_header_unpack(&h, &s, err) != 0) die("%s: %s", path, err);
     s.config.arch = *arch;
-    if (file_size_refused(f, path, (long long)(sizeof(h) + 3 * count_params(&s.config) * sizeof(float)), err) != 0)
-        die("%s", err);
+    size_t fp8 = fp8_state_bytes(&s.config, s.fp8, (Fp8Scaling)s.fp8_scaling);
+    long long bytes = (long long)(sizeof(h) + 3 * count_params(&s.config) * sizeof(float) + fp8);
+    if (file_size_refused(f, path, bytes, err) != 0) die("%s", err);
     fclose(f);
     return s;
 }
@@ -387,6 +408,14 @@ void check_training_state_values(const char* path, const TrainingState* s) {
             done += n;
         }
     }
+    // The FP8 layers' state after the arrays, where the run keeps one.
+    size_t fp8 = fp8_state_bytes(&s->config, s->fp8, (Fp8Scaling)s->fp8_scaling);
+    for (size_t i = 0; i < fp8 / sizeof(Fp8Scale); i++) {
+        Fp8Scale scale;
+        if (fread(&scale, sizeof(scale), 1, f) != 1) die("%s: read failed", path);
+        const char* why = fp8_scale_invalid(&scale);
+        if (why) die("%s: %s (FP8 state %zu): corrupt training state", path, why, i);
+    }
     free(chunk);
     fclose(f);
 }
@@ -394,8 +423,13 @@ void check_training_state_values(const char* path, const TrainingState* s) {
 void load_optimizer_state(GPT* g, const TrainingState* s, const char* path) {
     if (!gpt_config_same_model(&s->config, &g->config)) die("%s: made for another model", path);
     if (s->optimizer != (int)g->optimizer.kind) die("%s: made for another optimizer", path);
+    if (s->fp8 != g->options.fp8 || s->fp8_scaling != (int)g->options.fp8_scaling)
+        die("%s: made for other FP8 matmuls", path);
     FILE* f = open_checkpoint_file(path);
-    if (gpt_read_optimizer_state(g, f, (long long)sizeof(StateFileHeader)) != 0) die("%s: read failed", path);
+    long long fp8_at = (long long)sizeof(StateFileHeader) + 3 * (long long)g->num_params * (long long)sizeof(float);
+    if (gpt_read_optimizer_state(g, f, (long long)sizeof(StateFileHeader)) != 0 ||
+        gpt_read_fp8_state(g, f, fp8_at) != 0)
+        die("%s: read failed", path);
     g->adam_t = s->adam_t;
     fclose(f);
 }

@@ -3,7 +3,9 @@
 //   state_%08d.bin: int32 header[256] (StateFileHeader), then the optimizer's arrays as the model
 //     writes them (gpt_write_optimizer_state: the fp32 master weights, m and v, num_params each,
 //     whole whatever the ranks that wrote it; a run on any number of ranks reads its own shard
-//     back; with NorMuon, v holds each Muon matrix's moments at the start of its place). The model's architecture is the model file's alone: a resume reads it there.
+//     back; with NorMuon, v holds each Muon matrix's moments at the start of its place), then with
+//     --fp8-scaling delayed the FP8 layers' amax histories (gpt_write_fp8_state). The model's
+//     architecture is the model file's alone: a resume reads it there.
 // What the header holds (TrainingState): the run's settings that an exact resume must repeat
 // (batch, schedule, optimizer, seed, the rows' alignment, what changes the rounding) and where the
 // run stood (step, data position, sampler, the optimizer's step count). Data-parallel ranks all
@@ -38,6 +40,11 @@
                                       // an older reader would not see (it would update the matrices
                                       // otherwise, and read NorMuon's moments in v as nothing). A run
                                       // without keeps version 1 to 4
+#define STATE_VERSION_FP8 6      // runs with FP8 matmuls (--fp8), any optimizer and schedule: the
+                                 // settings in slots 53-55, and with delayed scaling the FP8 layers'
+                                 // state after the optimizer's arrays (gpt/checkpoint.h's
+                                 // fp8_state_bytes), which an older reader would not see (it would
+                                 // resume in bf16). A run without keeps version 1 to 5
 
 // The training state's header: magic, version, then the fields of a TrainingState (the table
 // state_fields of train/state.cu pairs each with its member here), each in the int32 slots of its
@@ -45,7 +52,8 @@
 // field's slots follow from this layout, so none overlaps another or passes the end; the slots
 // after the last are zero. Slots 0-31 are those of every earlier version; an AdamW run's file has
 // zeros in slots 32-38, a file of the default schedule in slots 39-45, and one of rows not aligned
-// to documents in slots 46-47, and one without Muon's variants in slots 48-52.
+// to documents in slots 46-47, one without Muon's variants in slots 48-52, and one without FP8 in
+// slots 53-55.
 typedef struct {
     int32_t magic, version;
     int32_t step;
@@ -71,6 +79,8 @@ typedef struct {
     // Muon's variants (version 5)
     int32_t muon_qkv, muon_ns, cautious_weight_decay, normuon;
     float normuon_beta2;
+    // The FP8 matmuls (version 6)
+    int32_t fp8, fp8_scaling, fp8_grad;
 } StateSlots;
 
 typedef union {
@@ -105,6 +115,9 @@ typedef struct {
     // Muon's variants (gpt/optimizer.h), all zero without them and under AdamW
     int muon_qkv, muon_ns, cautious_weight_decay, normuon;
     float normuon_beta2;
+    // The FP8 matmuls: FP8_* flags (gpt/activations.h), their Fp8Scaling and whether their
+    // gradients run in bf16; all zero without FP8
+    int fp8, fp8_scaling, fp8_grad_bf16;
 } TrainingState;
 
 // The optimizer settings s records (its kind's, Muon's variants among them; an untied head's rate

@@ -4,7 +4,9 @@
 # are truncated, empty, random, of another shape, with values that are not finite or headers
 # whose sizes overflow; --log and --out-dir that cannot be written, a --log that is an input;
 # flags out of range; --align-documents without a tokenizer, without documents or resumed with
-# another alignment; Muon's variants out of place, out of range or resumed otherwise. Also which validation shards the default --val-data finds, and that it says
+# another alignment; Muon's variants out of place, out of range or resumed otherwise; --fp8 and its
+# settings out of place, out of range or resumed otherwise, its state truncated or not finite.
+# Also which validation shards the default --val-data finds, and that it says
 # when there are none. The checkpoints are made here (ckpt.py below, in the formats of
 # gpt/checkpoint.h and train/state.h), so no GPU is needed; each bad case is one change to a pair
 # that passes every check. Needs ./prepare_data and ./train_gpt (SKIPPED without train_gpt);
@@ -74,6 +76,13 @@ else:
         muon = [0.9, 0.001, 0.002, 0.8, 0.95]
         header += [1] + [struct.unpack("<i", struct.pack("<f", x))[0] for x in muon]
     body = bytearray(4 * 3 * P)
+    # FP8's delayed scaling: that many Fp8Scale states of 80 bytes after the arrays, zero (none
+    # quantised yet), the first history entry of state fp8_nan NaN when asked.
+    fp8 = bytearray(80 * int(opt.get("fp8_states", 0)))
+    if "fp8_nan" in opt:
+        at = 80 * int(opt["fp8_nan"]) + 12
+        fp8[at:at + 4] = struct.pack("<f", float("nan"))
+    body += fp8
     if "nan" in opt:
         body[4 * int(opt["nan"]):4 * int(opt["nan"]) + 4] = struct.pack("<f", float("nan"))
     if "negative_v" in opt:
@@ -472,9 +481,10 @@ done <<'EOF'
 1:4,46:1,47:300|the document token is set without --align-documents, or outside the vocabulary
 47:3|the document token is set without --align-documents, or outside the vocabulary
 EOF
-pair "$tmp/r" -- slot=1:6,46:1,47:3
+pair "$tmp/r" -- slot=1:7,46:1,47:3
 resume "$tmp/r"
-check "state version 6: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: unsupported training state version 6"
+check "state version 7: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: unsupported training state version 7"
 end
 
 begin "train_gpt_model_header_sizes_bounded"
@@ -1071,6 +1081,71 @@ pair "$tmp/r" -- "slot=1:5,48:1"
 resume "$tmp/r"
 check "an AdamW run with a variant: $(last "$tmp/out")" says "$tmp/out" \
     "$tmp/r/state_00000005.bin: corrupt training state header: an AdamW run with Muon's settings"
+end
+
+begin "train_gpt_fp8"
+# --fp8 and its settings: a list other than of mlp and head, a setting without --fp8, sizes that
+# FP8 operands do not take, delayed scaling on several ranks, each refused in one line; with
+# --attention naive and --recompute it passes every check. A run of FP8 (its state a version 6
+# file, the settings in slots 53-55, delayed scaling's states after the arrays: 2 per FP8 matmul,
+# the 2 layers' 4 and the head) resumes with its own when none is given and is refused naming the
+# one asked otherwise; its state without the FP8 states, or with one not finite, is refused; FP8
+# in a version 5 file is corrupt.
+data="--model d2 --context 64 -T 64"
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
+    check "$args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<'EOF'
+--fp8 mlp,mlp|--fp8 'mlp,mlp': expected none or a comma-separated list of mlp and head
+--fp8 attention|--fp8 'attention': expected none or a comma-separated list of mlp and head
+--fp8 mlp,|--fp8 'mlp,': expected none or a comma-separated list of mlp and head
+--fp8-scaling delayed|--fp8-scaling without --fp8 has no effect
+--fp8 none --fp8-grad bf16|--fp8-grad without --fp8 has no effect
+--fp8 mlp --fp8-scaling late|--fp8-scaling late: expected current or delayed
+--fp8 mlp --fp8-grad e4m3|--fp8-grad e4m3: expected e5m2 or bf16
+--fp8 mlp -B 1 -T 40|--fp8 mlp: FP8 matmuls need the rows of a micro-step (B \* T per rank) a multiple of 16
+--fp8 head --classifier-chunk 100|--fp8 head: the FP8 head needs --classifier-chunk a multiple of 16
+--fp8 mlp --classifier-chunk 100|no CUDA device
+--fp8 mlp,head --fp8-scaling delayed --fp8-grad bf16 --attention naive --recompute gelu,layernorm|no CUDA device
+--fp8 head,mlp --arch modern|no CUDA device
+EOF
+MASTER_ADDR=127.0.0.1 MASTER_PORT=29517 RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 ./train_gpt --train-data "$train" $data \
+    --fp8 mlp --fp8-scaling delayed > "$tmp/out" 2>&1
+check "delayed scaling on 2 ranks: $(last "$tmp/out")" says "$tmp/out" \
+    "--fp8-scaling delayed: each of the 2 ranks would keep amax histories of its own"
+# A run of FP8 MLP and head with delayed scaling (slots 53-55: 3, 1, 0; version 6).
+pair "$tmp/fp8" -- "slot=1:6,53:3,54:1" fp8_states=10
+resume "$tmp/fp8"
+check "a run of FP8 resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+resume "$tmp/fp8" --fp8 mlp,head --fp8-scaling delayed --fp8-grad e5m2
+check "that run resumed with its own given: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+while IFS='|' read -r asked error; do
+    resume "$tmp/fp8" $asked
+    check "that run resumed with '$asked': $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/fp8: $error"
+done <<'EOF'
+--fp8 mlp|the run used --fp8 mlp,head, this one asks for --fp8 mlp
+--fp8 none|the run used --fp8 mlp,head, this one asks for --fp8 none
+--fp8-scaling current|the run used --fp8-scaling delayed, this one asks for --fp8-scaling current
+--fp8-grad bf16|the run used --fp8-grad e5m2, this one asks for --fp8-grad bf16
+EOF
+pair "$tmp/r" -- "slot=1:6,53:3,54:1"
+resume "$tmp/r"
+check "its state without the FP8 states: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: .* bytes, expected .*truncated"
+pair "$tmp/r" -- "slot=1:6,53:3,54:1" fp8_states=10 fp8_nan=7
+resume "$tmp/r"
+check "an FP8 state not finite: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: an FP8 amax is not a finite number >= 0 (FP8 state 7): corrupt training state"
+pair "$tmp/r" -- "slot=1:6,53:1"
+resume "$tmp/r"
+check "a run of FP8 MLP, current scaling, no FP8 states: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+resume "$tmp/good" --fp8 mlp
+check "a run without FP8 resumed with it: $(last "$tmp/out")" says "$tmp/out" \
+    "--resume $tmp/good: the run used --fp8 none, this one asks for --fp8 mlp"
+pair "$tmp/r" -- "slot=1:5,53:1"
+resume "$tmp/r"
+check "FP8 in a version 5 file: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: corrupt training state header: the version is not FP8's"
 end
 
 exit $((failures > 0))

@@ -17,8 +17,11 @@
 // Muon's float64 tests are tests/unit/gpt/test_muon.cu); a run from train_gpt --save-init's file
 // against the run from the seed; context parallelism simulated, both architectures, the modern
 // one with documents and windows and the modern one with the parts;
+// resumes with FP8 matmuls (--fp8 mlp,head: delayed scaling, whose amax histories the training
+// state keeps, and the gradients in bf16), the final training state compared too;
 // the memory sizes (linear in T for flash, host only); naive and flash training side by side on
-// tinyshakespeare (the test text, TEST_TEXT), their loss curves compared.
+// tinyshakespeare (the test text, TEST_TEXT), their loss curves compared; FP8 MLP and head against
+// bf16 alike, in both architectures, within a bound from FP8's precision (test_fp8_loss_curves).
 //
 // Tolerances. bf16 keeps 8 significant bits: one rounding is up to 2^-9 = 0.2% relative, and
 // every activation, weight and gradient is rounded many times along the two layers; the errors
@@ -460,29 +463,34 @@ static void train_runs_init_arch(TrainRuns* runs, const char* folder, const char
                  tokenizer);
 }
 
-// Moves the step's model checkpoint aside (dir/label_model.bin) and drops its state, so that a
-// resume starts from the checkpoint before it.
-static void keep_final_model(const TrainRuns* runs, const char* out, const char* label, char* kept, size_t len) {
+// Moves the step's checkpoint aside (dir/label_model.bin, dir/label_state.bin), so that a resume
+// starts from the checkpoint before it.
+static void keep_final_checkpoint(const TrainRuns* runs, const char* out, const char* label, char* kept_model,
+                                  char* kept_state, size_t len) {
     char out_dir[4096], model[4096], state[4096];
     snprintf(out_dir, sizeof(out_dir), "%s/%s", runs->dir, out);
     checkpoint_paths(out_dir, RUN_STEPS, model, state, sizeof(model));
-    snprintf(kept, len, "%s/%s_model.bin", runs->dir, label);
-    CHECK(rename(model, kept) == 0 && unlink(state) == 0, "no step-%d checkpoint in %s", RUN_STEPS, out_dir);
+    snprintf(kept_model, len, "%s/%s_model.bin", runs->dir, label);
+    snprintf(kept_state, len, "%s/%s_state.bin", runs->dir, label);
+    CHECK(rename(model, kept_model) == 0 && rename(state, kept_state) == 0, "no step-%d checkpoint in %s", RUN_STEPS,
+          out_dir);
 }
 
 // 6 steps straight vs resuming from the step-3 checkpoint: the same losses and the same final
-// model, bit for bit. The data loader crosses epochs with shuffling. The runs go to folder.
-// arch_args (the architecture's options) go to the straight run alone: the resumed one takes them
-// from the checkpoint (train_runs_init_arch: documents).
-static void test_resume(const char* name, const char* folder, const char* mode_args, const char* arch_args) {
+// model, bit for bit (same_state: the same final training state too, FP8's histories in it). The
+// data loader crosses epochs with shuffling. The runs go to folder. arch_args (the architecture's
+// options, or any the resumed run takes from the checkpoint) go to the straight run alone: the
+// resumed one takes them from the checkpoint (train_runs_init_arch: documents).
+static void test_resume(const char* name, const char* folder, const char* mode_args, const char* arch_args,
+                        int same_state) {
     test_begin(name);
     TrainRuns runs;
     train_runs_init_arch(&runs, folder, arch_args);
-    char extra[8192], kept_model[4200], model6[4096], state6[4096], out_dir[4096];
+    char extra[8192], kept_model[4200], kept_state[4200], model6[4096], state6[4096], out_dir[4096];
     float straight[RUN_STEPS], resumed[RUN_STEPS];
     snprintf(extra, sizeof(extra), "-B %d %s %s", RUN_B, mode_args, arch_args);
     train_runs_run(&runs, "straight", "run", extra, straight);
-    keep_final_model(&runs, "run", "straight", kept_model, sizeof(kept_model));
+    keep_final_checkpoint(&runs, "run", "straight", kept_model, kept_state, sizeof(kept_model));
     snprintf(out_dir, sizeof(out_dir), "%s/run", runs.dir);
     snprintf(extra, sizeof(extra), "-B %d %s --resume '%s'", RUN_B, mode_args, out_dir);
     train_runs_run(&runs, "resumed", "run", extra, resumed);
@@ -495,6 +503,9 @@ static void test_resume(const char* name, const char* folder, const char* mode_a
           straight[RUN_STEPS - 1]);
     checkpoint_paths(out_dir, RUN_STEPS, model6, state6, sizeof(model6));
     CHECK(files_equal(kept_model, model6), "the final model differs between the straight and the resumed run");
+    if (same_state)
+        CHECK(files_equal(kept_state, state6),
+              "the final training state differs between the straight and the resumed run");
     test_end();
 }
 
@@ -508,7 +519,7 @@ static void test_data_parallel_one_rank(const char* name, const char* folder, co
     TrainRuns runs;
     train_runs_init(&runs, folder, -1);
     float plain[RUN_STEPS], dp[RUN_STEPS], zero[RUN_STEPS], resumed[RUN_STEPS];
-    char extra[4400], kept[4200];
+    char extra[4400], kept[4200], kept_state[4200];
     snprintf(extra, sizeof(extra), "-B %d --deterministic %s", RUN_B, optimizer);
     train_runs_run(&runs, "plain", "plain", extra, plain);
     snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1 %s", RUN_B, optimizer);
@@ -523,7 +534,7 @@ static void test_data_parallel_one_rank(const char* name, const char* folder, co
     }
     // The run without ranks resumed through NCCL with the sharded optimizer state (read back
     // shard by shard), from its step-3 checkpoint.
-    keep_final_model(&runs, "plain", "plain", kept, sizeof(kept));
+    keep_final_checkpoint(&runs, "plain", "plain", kept, kept_state, sizeof(kept));
     snprintf(extra, sizeof(extra), "-B %d --deterministic --gpus 1 --zero 1 %s --resume '%s/plain'", RUN_B, optimizer,
              runs.dir);
     train_runs_run(&runs, "plain_resumed_zero", "plain", extra, resumed);
@@ -601,7 +612,7 @@ static void test_data_parallel_two_ranks(const char* name, const char* folder, c
     TrainRuns runs;
     train_runs_init(&runs, folder, -1);
     float one[RUN_STEPS], two[RUN_STEPS], two_zero[RUN_STEPS], resumed[RUN_STEPS];
-    char extra[4096], kept[4200];
+    char extra[4096], kept[4200], kept_state[4200];
     snprintf(extra, sizeof(extra), "-B %d %s", RUN_B, optimizer);
     train_runs_run(&runs, "one", "one", extra, one);
     snprintf(extra, sizeof(extra), "-B %d --gpus 2 %s", RUN_B, optimizer);
@@ -610,11 +621,11 @@ static void test_data_parallel_two_ranks(const char* name, const char* folder, c
     train_runs_run(&runs, "two_zero", "two_zero", extra, two_zero);
     check_close_losses(two, one, 0, TOL_DP, "2 ranks against 1");
     check_close_losses(two_zero, one, 0, TOL_DP, "2 ranks with --zero 1 against 1");
-    keep_final_model(&runs, "two_zero", "two_zero", kept, sizeof(kept));
+    keep_final_checkpoint(&runs, "two_zero", "two_zero", kept, kept_state, sizeof(kept));
     snprintf(extra, sizeof(extra), "-B %d %s --resume '%s/two_zero'", RUN_B, optimizer, runs.dir);
     train_runs_run(&runs, "resume_2_to_1", "two_zero", extra, resumed);
     check_close_losses(resumed, two_zero, RUN_STEPS / 2, TOL_DP, "2 ranks (--zero 1) resumed on 1");
-    keep_final_model(&runs, "one", "one", kept, sizeof(kept));
+    keep_final_checkpoint(&runs, "one", "one", kept, kept_state, sizeof(kept));
     snprintf(extra, sizeof(extra), "-B %d --gpus 2 --zero 1 %s --resume '%s/one'", RUN_B, optimizer, runs.dir);
     train_runs_run(&runs, "resume_1_to_2", "one", extra, resumed);
     check_close_losses(resumed, one, RUN_STEPS / 2, TOL_DP, "1 rank resumed on 2 (--zero 1)");
@@ -847,6 +858,34 @@ static void test_memory_sizes(void) {
           "recompute layernorm frees %zu bytes", gelu.activations - both.activations);
     printf("    naive, B 64, T 1024: %.2f GiB, recompute gelu %.2f GiB, gelu,layernorm %.2f GiB\n",
            GIB(memory_sizes_total(&none)), GIB(memory_sizes_total(&gelu)), GIB(memory_sizes_total(&both)));
+    // FP8 (--fp8 mlp,head) adds each FP8 layer's two quantised copies of its weight (OC x C bytes
+    // each) and its input kept transposed (N x C bytes), the head's on a classifier chunk, and one
+    // scratch for the largest: the head's backward, dlogits quantised and transposed (2 bytes a
+    // logit of a chunk, as many as the bf16 logits take); with the gradients in bf16 no input is
+    // kept and the scratch is the forwards' (the fcproj's input quantised: N 4C bytes). The rest is
+    // bf16's.
+    ModelOptions fp8 = naive;
+    fp8.fp8 = FP8_MLP | FP8_HEAD;
+    MemorySizes with_fp8 = gpt_memory_sizes(&c, 64, 1024, &fp8, NULL, NULL);
+    size_t rows = (size_t)with_fp8.logits_rows, Vp = (size_t)c.Vp, states = 3 * sizeof(Fp8Scale);
+    size_t weights = L * 2 * (2 * 4 * C * C) + 2 * Vp * C, inputs = L * N * 5 * C + rows * C;
+    size_t scratch = matmul_fp8_scratch_bytes((int)rows, (int)C, (int)Vp, 1);
+    CHECK(scratch >= 2 * rows * Vp && scratch >= matmul_fp8_scratch_bytes((int)N, (int)C, 4 * (int)C, 1) &&
+              scratch >= matmul_fp8_scratch_bytes((int)N, 4 * (int)C, (int)C, 1),
+          "the head's FP8 scratch is %zu bytes, not the largest", scratch);
+    CHECK(with_fp8.fp8 == weights + inputs + (2 * L + 1) * states + scratch,
+          "FP8 takes %zu bytes, expected %zu", with_fp8.fp8, weights + inputs + (2 * L + 1) * states + scratch);
+    CHECK(memory_sizes_total(&with_fp8) - memory_sizes_total(&none) == with_fp8.fp8, "FP8 changes the rest");
+    fp8.fp8_grad_bf16 = 1;
+    MemorySizes bf16_grads = gpt_memory_sizes(&c, 64, 1024, &fp8, NULL, NULL);
+    size_t forward_scratch = matmul_fp8_scratch_bytes((int)N, 4 * (int)C, (int)C, 0);
+    CHECK(forward_scratch >= N * 4 * C && forward_scratch < N * 4 * C + 256, "the forwards' scratch is %zu bytes",
+          forward_scratch);
+    CHECK(bf16_grads.fp8 == weights + (2 * L + 1) * states + forward_scratch,
+          "FP8 with bf16 gradients takes %zu bytes, expected %zu", bf16_grads.fp8,
+          weights + (2 * L + 1) * states + forward_scratch);
+    printf("    naive, B 64, T 1024, fp8 mlp,head: %.2f GiB of it FP8's (gradients in bf16: %.2f GiB)\n",
+           GIB(with_fp8.fp8), GIB(bf16_grads.fp8));
     // The modern architecture keeps no GELU input (ReLU^2 its output alone) and no layernorm
     // means; it adds QK-norm's rstd of each head's q and k, and rotary's positions.
     GPTConfig modern = c;
@@ -901,21 +940,72 @@ static void test_memory_sizes(void) {
     test_end();
 }
 
-// Naive and flash attention train a model to the same losses. A GPT of 2 layers (C 128, 2 heads
-// of 64) on the bytes of tinyshakespeare (V 256), B 16 x T 256, CURVE_STEPS AdamW steps from the
-// same init on the same batches (5.57 -> 2.45 nats per byte); only the attention differs (flash
-// with its atomics, as training has it). Both start from the same bits; the roundings that
-// differ (naive rounds the scores to bf16, flash keeps them in fp32; the order of the dQ sums)
-// move the runs apart by bf16 noise, which the updates carry along but do not amplify over this
-// many steps; it is largest early, while the loss falls fastest, and differs from run to run
-// (flash's atomics). Tolerances, 5x and 10x the largest of two runs on an H200 (in brackets):
+// Loss curves of a GPT of 2 layers (C 128, 2 heads of 64) on the bytes of tinyshakespeare (V 256),
+// B 16 x T 256, CURVE_STEPS AdamW steps (lr 2e-3, 20 warmup steps, cosine to 0.1) from the same
+// init (seed 7) on the same batches, runs that differ in one option.
+#define CURVE_STEPS 300
+#define CURVE_B 16
+#define CURVE_T 256
+
+// The curve of a model of arch with the options mo on text (n bytes), into curve; *logit_rms (when
+// not NULL): the root mean square of the logits of the last batch after the last step.
+static void loss_curve(const Architecture* arch, const ModelOptions* mo, const unsigned char* text, long n,
+                       float curve[CURVE_STEPS], float* logit_rms) {
+    GPTConfig c = {.maxT = CURVE_T, .V = 256, .Vp = 256, .L = 2, .NH = 2, .C = 128, .arch = *arch};
+    StepSchedule schedule = {.warmup_steps = 20, .min_lr_frac = 0.1f};
+    OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW);
+    adamw.lr = 2e-3f;
+    GPT g;
+    gpt_build(&g, c, CURVE_B, CURVE_T, mo, NULL, &adamw);
+    gpt_init_random(&g, 7);
+    static int tokens[CURVE_B * CURVE_T], targets[CURVE_B * CURVE_T];
+    for (int step = 0; step < CURVE_STEPS; step++) {
+        for (int b = 0; b < CURVE_B; b++) {
+            size_t start = ((size_t)step * CURVE_B + b) * CURVE_T % (size_t)(n - CURVE_T - 1);
+            for (int t = 0; t < CURVE_T; t++) {
+                tokens[b * CURVE_T + t] = text[start + t];
+                targets[b * CURVE_T + t] = text[start + t + 1];
+            }
+        }
+        gpt_zero_grads(&g);
+        gpt_forward(&g, tokens, CURVE_B, CURVE_T);
+        gpt_classifier(&g, targets, CURVE_B, CURVE_T, 1.0f / (CURVE_B * CURVE_T), 1);
+        gpt_backward(&g, tokens, 1);
+        curve[step] = gpt_mean_loss(&g);
+        StepRates rates = step_rates(&schedule, &adamw, step + 1, CURVE_STEPS);
+        gpt_update(&g, &rates);
+    }
+    if (logit_rms) {
+        size_t rows = (size_t)g.sizes.logits_rows, count = rows * c.Vp;
+        float* logits = (float*)malloc(count * sizeof(float));
+        gpt_forward(&g, tokens, CURVE_B, CURVE_T);
+        copy_bf16_to_floats(logits, gpt_logits(&g, 0, (int)rows), count);
+        double sum = 0.0;
+        for (size_t i = 0; i < count; i++) sum += (double)logits[i] * logits[i];
+        *logit_rms = (float)sqrt(sum / (double)count);
+        free(logits);
+    }
+    gpt_free(&g);
+}
+
+// The mean of the last 50 steps of a curve.
+static double last_steps_mean(const float curve[CURVE_STEPS]) {
+    double mean = 0.0;
+    for (int step = CURVE_STEPS - 50; step < CURVE_STEPS; step++) mean += curve[step] / 50.0;
+    return mean;
+}
+
+// Naive and flash attention train a model to the same losses (5.57 -> 2.45 nats per byte); only
+// the attention differs (flash with its atomics, as training has it). Both start from the same
+// bits; the roundings that differ (naive rounds the scores to bf16, flash keeps them in fp32; the
+// order of the dQ sums) move the runs apart by bf16 noise, which the updates carry along but do
+// not amplify over this many steps; it is largest early, while the loss falls fastest, and
+// differs from run to run (flash's atomics). Tolerances, 5x and 10x the largest of two runs on an
+// H200 (in brackets):
 //   per step      |loss_naive - loss_flash| < TOL_CURVE_STEP nats [worst 1.8e-3 at step 21,
 //                 5.8e-3 at step 16]
 //   last 50 steps |difference of the means| < TOL_CURVE_MEAN nats [below 1e-4, 2e-4]
 // and both runs learn: the mean loss of the last 50 steps is at least 1.5 nats below the first.
-#define CURVE_STEPS 300
-#define CURVE_B 16
-#define CURVE_T 256
 #define TOL_CURVE_STEP 0.03
 #define TOL_CURVE_MEAN 0.002
 static void test_loss_curves(void) {
@@ -927,43 +1017,19 @@ static void test_loss_curves(void) {
     long n = (long)len;
     int ok = n > 2 * CURVE_T;
     CHECK(ok, "the test text has %ld bytes, fewer than two sequences", n);
-    GPTConfig c = {.maxT = CURVE_T, .V = 256, .Vp = 256, .L = 2, .NH = 2, .C = 128, .arch = ARCHITECTURE_GPT2};
-    StepSchedule schedule = {.warmup_steps = 20, .min_lr_frac = 0.1f};
-    OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW);
-    adamw.lr = 2e-3f;
     static float curves[2][CURVE_STEPS];
     const AttentionKind kinds[2] = {ATTENTION_NAIVE, ATTENTION_FLASH};
+    const Architecture gpt2 = ARCHITECTURE_GPT2;
     for (int k = 0; ok && k < 2; k++) {
         ModelOptions mo = {.attention = {.kind = kinds[k]}};
-        GPT g;
-        gpt_build(&g, c, CURVE_B, CURVE_T, &mo, NULL, &adamw);
-        gpt_init_random(&g, 7);
-        static int tokens[CURVE_B * CURVE_T], targets[CURVE_B * CURVE_T];
-        for (int step = 0; step < CURVE_STEPS; step++) {
-            for (int b = 0; b < CURVE_B; b++) {
-                size_t start = ((size_t)step * CURVE_B + b) * CURVE_T % (size_t)(n - CURVE_T - 1);
-                for (int t = 0; t < CURVE_T; t++) {
-                    tokens[b * CURVE_T + t] = text[start + t];
-                    targets[b * CURVE_T + t] = text[start + t + 1];
-                }
-            }
-            gpt_zero_grads(&g);
-            gpt_forward(&g, tokens, CURVE_B, CURVE_T);
-            gpt_classifier(&g, targets, CURVE_B, CURVE_T, 1.0f / (CURVE_B * CURVE_T), 1);
-            gpt_backward(&g, tokens, 1);
-            curves[k][step] = gpt_mean_loss(&g);
-            StepRates rates = step_rates(&schedule, &adamw, step + 1, CURVE_STEPS);
-            gpt_update(&g, &rates);
-        }
-        gpt_free(&g);
+        loss_curve(&gpt2, &mo, text, n, curves[k], NULL);
     }
     if (ok) {
-        double worst = 0.0, mean[2] = {0.0, 0.0};
+        double worst = 0.0, mean[2] = {last_steps_mean(curves[0]), last_steps_mean(curves[1])};
         int worst_step = 0;
         for (int step = 0; step < CURVE_STEPS; step++) {
             double d = fabs((double)curves[0][step] - curves[1][step]);
             if (d > worst) { worst = d; worst_step = step + 1; }
-            for (int k = 0; k < 2 && step >= CURVE_STEPS - 50; k++) mean[k] += curves[k][step] / 50.0;
         }
         printf("    loss naive %.4f -> %.4f, flash %.4f -> %.4f (means of the last 50 steps); "
                "worst step difference %.4f (step %d), mean difference %.4f\n",
@@ -974,6 +1040,53 @@ static void test_loss_curves(void) {
         for (int k = 0; k < 2; k++)
             CHECK(mean[k] < curves[k][0] - 1.5, "%s did not learn: %.4f -> %.4f", attention_kind_name(kinds[k]),
                   curves[k][0], mean[k]);
+    }
+    test_end();
+    free(text);
+}
+
+// FP8 MLP and head (--fp8 mlp,head, current scaling, E5M2 gradients) against bf16, the same
+// training otherwise (flash attention), in the architecture arch_name. The bound, from FP8's
+// precision: E4M3 keeps 3 significant bits after the leading one, so rounding to nearest leaves
+// each element a relative error within 2^-4, uniform: RMS 2^-4 / sqrt(3); a product of two such
+// operands (input and weight) over C or 4C terms of mixed sign carries noise of RMS
+// sigma = sqrt(2) 2^-4 / sqrt(3) = 0.051 of its output's RMS. Each of the k = 2L + 1 = 5 FP8
+// products reaches the logits no larger, relative to them, than to its own output (an MLP's
+// output is added to a residual stream at least as large and then normed), so the logits carry
+// noise of RMS at most sqrt(k) sigma z, z the logits' RMS (measured: bf16's at the end). The
+// loss, smooth in the logits, moves with zero-mean noise at second order: by its mean,
+// (1/2) Var(noise) (1 - sum p^2) <= k sigma^2 z^2 / 2 = TOL_FP8_PER_LOGIT2 z^2. The last 50
+// steps' means of the two runs must be that close (plus bf16's own TOL_CURVE_MEAN); the
+// gradients' E5M2 noise (sigma 0.10) is zero-mean, which AdamW averages over steps like the
+// batches' own. And FP8 learns: 1.5 nats below its first loss.
+#define TOL_FP8_PER_LOGIT2 (5.0 * 2.0 / 3.0 * 0x1p-8 / 2.0)
+static void test_fp8_loss_curves(const char* arch_name) {
+    char name[128];
+    snprintf(name, sizeof(name), "gpt %s fp8 mlp,head vs bf16 loss curves", arch_name);
+    size_t len;
+    unsigned char* text = test_text(name, &len);
+    if (!text) return;
+    test_begin(name);
+    long n = (long)len;
+    int ok = n > 2 * CURVE_T;
+    CHECK(ok, "the test text has %ld bytes, fewer than two sequences", n);
+    static float curves[2][CURVE_STEPS];
+    const Architecture arch = strcmp(arch_name, "modern") ? (Architecture)ARCHITECTURE_GPT2
+                                                          : (Architecture)ARCHITECTURE_MODERN;
+    float z = 0.0f;
+    for (int k = 0; ok && k < 2; k++) {
+        ModelOptions mo = {.attention = {.kind = ATTENTION_FLASH}, .fp8 = k ? FP8_MLP | FP8_HEAD : 0};
+        loss_curve(&arch, &mo, text, n, curves[k], k ? NULL : &z);
+    }
+    if (ok) {
+        double mean[2] = {last_steps_mean(curves[0]), last_steps_mean(curves[1])};
+        double bound = TOL_FP8_PER_LOGIT2 * (double)z * z + TOL_CURVE_MEAN;
+        printf("    loss bf16 %.4f -> %.4f, fp8 %.4f -> %.4f (means of the last 50 steps), difference %.4f; logits' "
+               "RMS %.3f, bound %.4f\n", curves[0][0], mean[0], curves[1][0], mean[1], fabs(mean[0] - mean[1]), z,
+               bound);
+        CHECK(fabs(mean[0] - mean[1]) < bound, "last 50 steps: bf16 %.4f, fp8 %.4f, more than %.4f apart", mean[0],
+              mean[1], bound);
+        CHECK(mean[1] < curves[1][0] - 1.5, "fp8 did not learn: %.4f -> %.4f", curves[1][0], mean[1]);
     }
     test_end();
     free(text);
@@ -1037,6 +1150,15 @@ int main(void) {
     // command line: from the checkpoint).
     const char* parts_arch = "--arch modern --embedding-norm 1 --qk-scale 1.25 --residual-lambdas 1";
     const char* resume_parts_name = "gpt resume bit-exact modern muon with the 2026 recipe's parts (version 9)";
+    // FP8 (--fp8 mlp,head), every state version 6, the final states compared too: delayed scaling
+    // on GPT-2's GELU MLP and tied head with every recomputation (its histories in the state);
+    // the modern recipe's ReLU^2 and untied head under Muon, the FP8 settings taken from the
+    // checkpoint; current scaling with the gradients in bf16 (no FP8 state).
+    const char* fp8_names[3] = {"gpt resume bit-exact fp8 mlp,head delayed, recompute gelu,layernorm",
+                                "gpt resume bit-exact modern muon fp8 mlp,head delayed, settings from the checkpoint",
+                                "gpt resume bit-exact fp8 mlp,head, gradients in bf16"};
+    const char* fp8_curve_names[2] = {"gpt gpt2 fp8 mlp,head vs bf16 loss curves",
+                                      "gpt modern fp8 mlp,head vs bf16 loss curves"};
     const char* deterministic_name = "gpt --deterministic muon: two runs, the same bits";
     const char* saved_init_name = "gpt --save-init: the run from its file takes the steps of the run from the seed";
     const char* lagged_name = "gpt reports a step late: the losses and norms of a run reporting each step at once, "
@@ -1089,6 +1211,8 @@ int main(void) {
         for (int k = 0; k < 4; k++)
             for (int j = 0; j < 2; j++) test_skip(cp_names[k][j], "no CUDA device");
         test_skip("gpt naive vs flash loss curves", "no CUDA device");
+        for (const char* fp8 : fp8_names) test_skip(fp8, "no CUDA device");
+        for (const char* fp8 : fp8_curve_names) test_skip(fp8, "no CUDA device");
         return test_exit_code();
     }
     for (int k = 0; k < n_files; k++) {
@@ -1105,14 +1229,28 @@ int main(void) {
         for (int i = 0; i < n_modes; i++) test_reference(&r, file_modes[k][i]);
         test_backward_of_smaller_forward(&r);
     }
-    test_resume(resume_naive_name, "gpt_resume_naive", resume_naive_args, "");
-    test_resume(resume_flash_name, "gpt_resume_flash", resume_flash_args, "");
-    test_resume(resume_muon_name, "gpt_resume_muon", resume_muon_args, "");
-    test_resume(resume_variants_name, "gpt_resume_variants", resume_variants_args, "");
-    test_resume(resume_modern_name, "gpt_resume_modern", resume_modern_args, "");
-    test_resume(resume_masked_name, "gpt_resume_masked", resume_masked_args, resume_masked_arch);
-    test_resume(resume_window_name, "gpt_resume_window", resume_naive_args, resume_window_arch);
-    test_resume(resume_parts_name, "gpt_resume_parts", resume_masked_args, parts_arch);
+    test_resume(resume_naive_name, "gpt_resume_naive", resume_naive_args, "", 0);
+    test_resume(resume_flash_name, "gpt_resume_flash", resume_flash_args, "", 0);
+    test_resume(resume_muon_name, "gpt_resume_muon", resume_muon_args, "", 0);
+    test_resume(resume_variants_name, "gpt_resume_variants", resume_variants_args, "", 0);
+    test_resume(resume_modern_name, "gpt_resume_modern", resume_modern_args, "", 0);
+    test_resume(resume_masked_name, "gpt_resume_masked", resume_masked_args, resume_masked_arch, 0);
+    test_resume(resume_window_name, "gpt_resume_window", resume_naive_args, resume_window_arch, 0);
+    test_resume(resume_parts_name, "gpt_resume_parts", resume_masked_args, parts_arch, 0);
+    int major = 0, minor = 0;
+    cudaCheck(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    cudaCheck(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
+    if (major * 10 + minor >= 89) {
+        test_resume(fp8_names[0], "gpt_resume_fp8",
+                    "--attention flash --deterministic --recompute gelu,layernorm --fp8 mlp,head --fp8-scaling delayed",
+                    "", 1);
+        test_resume(fp8_names[1], "gpt_resume_fp8_modern", resume_muon_args,
+                    "--arch modern --fp8 mlp,head --fp8-scaling delayed", 1);
+        test_resume(fp8_names[2], "gpt_resume_fp8_bf16_grad", "--attention naive --fp8 mlp,head --fp8-grad bf16", "",
+                    1);
+    } else {
+        for (const char* fp8 : fp8_names) test_skip(fp8, "no FP8 tensor cores (compute capability below 8.9)");
+    }
     test_deterministic_runs(deterministic_name, resume_muon_args);
     test_saved_init(saved_init_name);
     test_lagged_reports(lagged_name);
@@ -1126,5 +1264,9 @@ int main(void) {
     test_context_parallel(cp_names[2][0], cp_names[2][1], "gpt_cp_masked", resume_masked_arch);
     test_context_parallel(cp_names[3][0], cp_names[3][1], "gpt_cp_parts", parts_arch);
     test_loss_curves();
+    for (int k = 0; k < 2; k++) {
+        if (major * 10 + minor >= 89) test_fp8_loss_curves(k ? "modern" : "gpt2");
+        else test_skip(fp8_curve_names[k], "no FP8 tensor cores (compute capability below 8.9)");
+    }
     return test_exit_code();
 }

@@ -4,7 +4,8 @@
 // On a GPU, a d2 training step with the profile on, GPT-2 + AdamW and modern + Muon: every part
 // that works has a positive time, every other none, the parts add up to no more than the step's
 // wall time, the events made beforehand suffice, and the step computes the same bits as without
-// the profile. Also on the CPU, the MFU the trainer prints (gpt/mfu.h) for one GPU and for several.
+// the profile. Also on the CPU, the MFU the trainer prints (gpt/mfu.h) for one GPU and for several,
+// with FP8 matmuls counted against twice the peak.
 #include <math.h>
 #include <string.h>
 #include "common/clock.h"
@@ -256,7 +257,7 @@ static void test_profiled_step(const char* name, const GPTConfig* c, OptimizerKi
 // d12 at T 1024: 6 * 124.0M weights + 12 L C T = 857.9 MFLOP a token; 588.6K tokens/s on one
 // H200 is 51.1% of 989 TFLOP/s, and twice the tokens on two GPUs is the same utilisation.
 static void test_mfu(void) {
-    test_begin("mfu: model FLOPs over the peak of every GPU of the run");
+    test_begin("mfu: model FLOPs over the peak of every GPU of the run, FP8's at twice the peak");
     GPTConfig d12 = {.maxT = 1024, .V = 50257, .Vp = 50304, .L = 12, .NH = 12, .C = 768, .arch = ARCHITECTURE_GPT2};
     double f = flops_per_token(&d12, 1024);
     double want = 6.0 * ((double)count_params(&d12) - 1024.0 * 768) + 12.0 * 12 * 768 * 1024;
@@ -265,6 +266,14 @@ static void test_mfu(void) {
     CHECK(fabs(one - f * 588.6e3 / 989e12) < 1e-12 && one > 0.45 && one < 0.56, "one GPU: MFU %.4f", one);
     CHECK(same(two, one), "two GPUs with twice the tokens: MFU %.4f, one GPU %.4f", two, one);
     CHECK(model_flops_utilisation(f, 588.6e3, 0.0f, 1) == 0.0, "an unknown peak gives a nonzero MFU");
+    // FP8 (--fp8 mlp,head): the MLP's 2 x 4C x C weights a layer and the tied head's Vp x C run in
+    // FP8, 6 FLOPs per weight, 2 with the gradients in bf16; they count at half in the MFU's basis.
+    double fp8_weights = 12.0 * 8 * 768 * 768 + 50304.0 * 768;
+    check_count("d12 FP8 FLOPs per token", fp8_flops_per_token(&d12, 1, 1, 0), 6.0 * fp8_weights);
+    check_count("d12 FP8 FLOPs per token, gradients in bf16", fp8_flops_per_token(&d12, 1, 1, 1), 2.0 * fp8_weights);
+    check_count("d12 FP8 FLOPs per token, the head alone", fp8_flops_per_token(&d12, 0, 1, 0), 6.0 * 50304 * 768);
+    check_count("d12 MFU basis with FP8 MLP and head", mfu_flops_per_token(f, fp8_flops_per_token(&d12, 1, 1, 0)),
+                f - 3.0 * fp8_weights);
     test_end();
 }
 

@@ -455,9 +455,9 @@ static void test_matmul(const MatmulCase* mc) {
     bf16* d_pre = mc->act == GELU ? (bf16*)device_alloc(NOC * sizeof(bf16)) : NULL;
     bf16* d_dinp = (bf16*)device_alloc(NC * sizeof(bf16));
     bf16 *d_dweight = to_device_bf16(dweight, OCC), *d_dbias = mc->bias ? to_device_bf16(dbias, OC) : NULL;
-    void* scratch = device_alloc(matmul_fp8_scratch_bytes(N, C, OC));
+    void* scratch = device_alloc(matmul_fp8_scratch_bytes(N, C, OC, 1));
     Fp8Linear l;
-    fp8_linear_init(&l, C, OC, N, FP8_SCALING_CURRENT, mc->grad, mc->fast_accum);
+    fp8_linear_init(&l, C, OC, N, FP8_SCALING_CURRENT, mc->grad, mc->fast_accum, 1);
     fp8_linear_quantise_weight(&l, d_weight, 0);
     const bf16 *d_bias = mc->bias ? to_device_bf16(bias, OC) : NULL, *d_res = mc->residual ? to_device_bf16(residual, NOC) : NULL;
     if (mc->act == RELU2) matmul_forward_relu2_fp8(d_out, d_inp, d_bias, N, &l, scratch, &legacy);
@@ -545,9 +545,9 @@ static void test_matmul_delayed(void) {
     float* weight = random_values(OCC, 0.1f, 0.0f);
     bf16* d_inp = (bf16*)device_alloc(NC * sizeof(bf16));
     bf16* d_out = (bf16*)device_alloc(NOC * sizeof(bf16));
-    void* scratch = device_alloc(matmul_fp8_scratch_bytes(N, C, OC));
+    void* scratch = device_alloc(matmul_fp8_scratch_bytes(N, C, OC, 1));
     Fp8Linear l;
-    fp8_linear_init(&l, C, OC, N, FP8_SCALING_DELAYED, FP8_E5M2, 0);
+    fp8_linear_init(&l, C, OC, N, FP8_SCALING_DELAYED, FP8_E5M2, 0, 1);
     fp8_linear_quantise_weight(&l, to_device_bf16(weight, OCC), 0);
     float* wq = (float*)host_alloc(OCC * sizeof(float));
     float w_scale = expected_scale(amax_of(weight, OCC), &E4M3);

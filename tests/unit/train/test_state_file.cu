@@ -6,7 +6,9 @@
 // own takes slots 39-45 of a version 3 file, under either optimizer, and leaves the others as
 // they are; rows aligned to documents take slots 46-47 of a version 4 file, under any optimizer
 // and schedule, and leave the others as they are; Muon's variants take slots 48-52 of a version 5
-// file, under any schedule and alignment, and leave the others as they are; headers whose
+// file, under any schedule and alignment, and leave the others as they are; the FP8 settings take
+// slots 53-55 of a version 6 file, under any optimizer, schedule, alignment and variants, and leave
+// the others as they are; headers whose
 // optimizer, schedule, alignment, variants, version and settings disagree are refused with one
 // line naming what; the int fields bounded as integers, up to 2^31 - 1; every slot past the
 // fields zero.
@@ -97,6 +99,7 @@ static void test_adamw_layout(void) {
         bits.align_documents = bits.document_token = 0;
         bits.muon_qkv = bits.muon_ns = bits.cautious_weight_decay = bits.normuon = 0;
         bits.normuon_beta2 = 0.0f;
+        bits.fp8 = bits.fp8_scaling = bits.fp8_grad_bf16 = 0;
         StateFileHeader packed, again;
         int32_t expected[HEADER_INTS];
         char err[ERR_LEN] = "";
@@ -283,6 +286,42 @@ static void test_muon_variant_slots(void) {
     test_end();
 }
 
+static void test_fp8_slots(void) {
+    test_begin("state header: the FP8 settings in slots 53-55 of version 6, under any optimizer, schedule, alignment "
+               "and variants, the rest as the run's without them");
+    Rng rng = {55};
+    for (int i = 0; i < 400; i++) {
+        TrainingState s = random_state(&rng), back;
+        s.world_size = 1;   // delayed scaling's histories are one rank's
+        if (i % 2) make_muon(&s, &rng);
+        if (i % 4 >= 2) s.schedule = random_schedule(&rng, i % 2, &s.schedule);
+        if (i % 8 >= 4) {
+            s.align_documents = 1;
+            s.document_token = (int)(rng_next(&rng) % (uint64_t)s.config.V);
+        }
+        if (i % 16 >= 8 && s.optimizer == OPTIMIZER_MUON) random_variants(&s, &rng);
+        StateFileHeader plain, fp8, again;
+        state_header_pack(&s, &plain);
+        s.fp8 = 1 + (int)(rng_next(&rng) % 3);
+        s.fp8_scaling = (int)(rng_next(&rng) % 2);
+        s.fp8_grad_bf16 = (int)(rng_next(&rng) % 2);
+        state_header_pack(&s, &fp8);
+        char err[ERR_LEN] = "";
+        CHECK(fp8.ints[1] == STATE_VERSION_FP8 && plain.ints[1] != STATE_VERSION_FP8, "state %d: versions %d and %d", i,
+              plain.ints[1], fp8.ints[1]);
+        CHECK(memcmp(plain.ints + 2, fp8.ints + 2, 51 * sizeof(int32_t)) == 0, "state %d: slots 2-52 differ", i);
+        CHECK(fp8.ints[53] == s.fp8 && fp8.ints[54] == s.fp8_scaling && fp8.ints[55] == s.fp8_grad_bf16,
+              "state %d: slots 53-55 hold %d %d %d", i, fp8.ints[53], fp8.ints[54], fp8.ints[55]);
+        for (int k = 53; k < HEADER_INTS; k++) CHECK(plain.ints[k] == 0, "a run without FP8: slot %d is not 0", k);
+        for (int k = 56; k < HEADER_INTS; k++) CHECK(fp8.ints[k] == 0, "slot %d is not 0", k);
+        CHECK(state_header_unpack(&fp8, &back, err) == 0, "state %d refused: %s", i, err);
+        state_header_pack(&back, &again);
+        CHECK(memcmp(&fp8, &again, sizeof(again)) == 0, "state %d: read back, it packs to other bytes", i);
+        if (test_case_failures) break;
+    }
+    test_end();
+}
+
 // A header changed by change is refused, with one line that holds words.
 static void expect_refused(const char* what, const TrainingState* s, void (*change)(StateFileHeader*),
                            const char* words) {
@@ -301,7 +340,13 @@ static void to_version_1(StateFileHeader* h) { h->f.version = STATE_VERSION_ADAM
 static void to_version_3(StateFileHeader* h) { h->f.version = STATE_VERSION_SCHEDULE; }
 static void to_version_4(StateFileHeader* h) { h->f.version = STATE_VERSION_DOCUMENTS; }
 static void to_version_5(StateFileHeader* h) { h->f.version = STATE_VERSION_MUON_VARIANTS; }
-static void to_version_6(StateFileHeader* h) { h->f.version = 6; }
+static void to_version_6(StateFileHeader* h) { h->f.version = STATE_VERSION_FP8; }
+static void to_version_7(StateFileHeader* h) { h->f.version = 7; }
+static void fp8_delayed_alone(StateFileHeader* h) { h->f.fp8_scaling = FP8_SCALING_DELAYED; }
+static void fp8_delayed_on_ranks(StateFileHeader* h) {
+    h->f.fp8_scaling = FP8_SCALING_DELAYED;
+    h->f.world_size = 2;
+}
 static void split_qkv(StateFileHeader* h) { h->f.muon_qkv = MUON_QKV_SPLIT; }
 static void head_pairs(StateFileHeader* h) {
     h->f.muon_qkv = MUON_QKV_HEAD_PAIRS;
@@ -356,7 +401,15 @@ static void test_refusals(void) {
     make_muon(&muon, &rng);
     expect_refused("AdamW as version 2", &adamw, to_version_2, "the version is not the optimizer's");
     expect_refused("Muon as version 1", &muon, to_version_1, "the version is not the optimizer's");
-    expect_refused("version 6", &adamw, to_version_6, "unsupported training state version 6");
+    expect_refused("version 7", &adamw, to_version_7, "unsupported training state version 7");
+    TrainingState fp8 = muon;
+    fp8.fp8 = FP8_MLP | FP8_HEAD;
+    fp8.world_size = 1;
+    expect_refused("no FP8 as version 6", &adamw, to_version_6, "the version is not FP8's");
+    expect_refused("FP8 as version 2", &fp8, to_version_2, "the version is not FP8's");
+    expect_refused("FP8's scaling without FP8", &adamw, fp8_delayed_alone, "FP8's settings without --fp8");
+    expect_refused("delayed FP8 scaling on two ranks", &fp8, fp8_delayed_on_ranks,
+                   "delayed FP8 scaling on several ranks");
     expect_refused("no variants as version 5", &muon, to_version_5, "the version is not that of Muon's variants");
     expect_refused("q, k and v as version 2", &muon, split_qkv, "the version is not that of Muon's variants");
     expect_refused("AdamW with Polar Express", &adamw, polar_for_adamw, "an AdamW run with Muon's settings");
@@ -437,7 +490,9 @@ static void test_int_bounds(void) {
                 {"--weight-decay-schedule", &top.schedule.decay_shape, -1},
                 {"--align-documents", &top.align_documents, 2}, {"--align-documents at token", &top.document_token, -1},
                 {"--muon-qkv", &top.muon_qkv, -1}, {"--muon-qkv", &top.muon_qkv, 3}, {"--muon-ns", &top.muon_ns, 2},
-                {"--cautious-weight-decay", &top.cautious_weight_decay, 2}, {"--normuon", &top.normuon, -1}};
+                {"--cautious-weight-decay", &top.cautious_weight_decay, 2}, {"--normuon", &top.normuon, -1},
+                {"--fp8", &top.fp8, -1}, {"--fp8", &top.fp8, 4}, {"--fp8-scaling", &top.fp8_scaling, 2},
+                {"--fp8-grad", &top.fp8_grad_bf16, -1}};
     top.step = top.adam_t = 7;
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
         int kept = *ints[i].field;
@@ -491,6 +546,7 @@ int main(void) {
     test_schedule_slots();
     test_document_slots();
     test_muon_variant_slots();
+    test_fp8_slots();
     test_refusals();
     test_int_bounds();
     test_unused_slots();
