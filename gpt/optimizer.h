@@ -40,7 +40,9 @@ typedef struct {
     float embedding_lr;   // Muon: Adam's peak for wte and wpe
     float head_lr;        // Muon: Adam's peak for lm_head (an untied head)
     float vector_lr;      // Muon: Adam's peak for the vectors
-    float b1, b2, eps;    // Adam's: AdamW's, or under Muon the embeddings' and vectors'
+    float b1, b2, eps;    // Adam's: AdamW's, or under Muon the vectors' (and the groups' below by default)
+    float embedding_b1, embedding_b2;   // Muon: Adam's betas for the embedding group
+    float head_b1, head_b2;             // Muon: Adam's betas for an untied head
     float weight_decay;   // on the 2-D weights
     float grad_clip;      // the global gradient norm is clipped to it; 0: never
     // Muon's variants, 0 where not chosen (and under AdamW)
@@ -76,8 +78,25 @@ static inline OptimizerConfig optimizer_defaults(OptimizerKind kind) {
         o.head_lr = 0.002f;
         o.vector_lr = 0.002f;
         o.b1 = 0.8f;
+        o.embedding_b1 = o.head_b1 = o.b1;
+        o.embedding_b2 = o.head_b2 = o.b2;
     }
     return o;
+}
+
+// The betas of Adam's update of group's tensors: AdamW's for every group; under Muon each Adam
+// group's own (nanochat's embeddings at (0.8, 0.995), its head at (0.8, 0.96)).
+static inline void adam_betas(const OptimizerConfig* o, ParamGroup group, float* b1, float* b2) {
+    *b1 = o->b1;
+    *b2 = o->b2;
+    if (o->kind != OPTIMIZER_MUON) return;
+    if (group == GROUP_EMBEDDING) {
+        *b1 = o->embedding_b1;
+        *b2 = o->embedding_b2;
+    } else if (group == GROUP_HEAD) {
+        *b1 = o->head_b1;
+        *b2 = o->head_b2;
+    }
 }
 
 // The modern architecture's (gpt/config.h), as issue 47 measured them at d12 on two texts: AdamW
@@ -126,6 +145,10 @@ static const OptimizerSetting optimizer_settings[] = {
     {"--vector-lr", offsetof(OptimizerConfig, vector_lr), 0.0f, FLT_MAX, 1, 0, SETTING_MUON},
     {"--adam-beta1", offsetof(OptimizerConfig, b1), 0.0f, 1.0f, 0, 1, SETTING_MUON},
     {"--adam-beta2", offsetof(OptimizerConfig, b2), 0.0f, 1.0f, 0, 1, SETTING_MUON},
+    {"--embedding-beta1", offsetof(OptimizerConfig, embedding_b1), 0.0f, 1.0f, 0, 1, SETTING_MUON},
+    {"--embedding-beta2", offsetof(OptimizerConfig, embedding_b2), 0.0f, 1.0f, 0, 1, SETTING_MUON},
+    {"--head-beta1", offsetof(OptimizerConfig, head_b1), 0.0f, 1.0f, 0, 1, SETTING_MUON_UNTIED_HEAD},
+    {"--head-beta2", offsetof(OptimizerConfig, head_b2), 0.0f, 1.0f, 0, 1, SETTING_MUON_UNTIED_HEAD},
 };
 #define NUM_OPTIMIZER_SETTINGS ((int)(sizeof(optimizer_settings) / sizeof(optimizer_settings[0])))
 
