@@ -7,7 +7,8 @@
 //     with Newton-Schulz iterations (layers/muon.h), applied with lr * sqrt(max(1, rows / cols));
 //     Adam for the rest: the embedding group (wte, the tied head too, and wpe) at embedding_lr,
 //     the head group (an untied lm_head) at head_lr, the vectors (layernorm weights and biases,
-//     the biases) at vector_lr, each times its row's lr_scale.
+//     the biases) at vector_lr, each times its row's lr_scale; the vectors at Adam's betas (b1,
+//     b2), the embeddings and the head at their own (adam_betas), which are those unless given.
 //   Muon's variants, each off by default (so a run without them is the Muon of every earlier
 //   version, bit for bit): the fused qkv weight cut into q, k and v, or into their head pairs
 //   (--muon-qkv, gpt/param_table.h's MuonQkv); Polar Express's coefficients in place of the

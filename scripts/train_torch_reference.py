@@ -6,8 +6,8 @@ validation curves can be laid side by side (scripts/gpu/parity.sh, scripts/compa
 
 What it shares with train_gpt, by construction:
 - the model and its init (scripts/torch_gpt2.py), of train_gpt's architecture options (--arch
-  gpt2|modern, then each component: scripts/gpt_architecture.py): drawn from --seed by
-  PyTorch's generator, or, with --init-from, train_gpt's own initial weights (`train_gpt
+  gpt2|modern, then each component: scripts/gpt_architecture.py) and --head-size: drawn from
+  --seed by PyTorch's generator by the table's init or nanochat's (--init), or, with --init-from, train_gpt's own initial weights (`train_gpt
   --save-init FILE`, the same seed and model), so that both sides start from the same draws;
   the architecture is then the checkpoint's, and options that ask for another are refused;
 - the data: train_gpt's batches in train_gpt's order for --seed (scripts/shard_batches.py:
@@ -18,7 +18,8 @@ What it shares with train_gpt, by construction:
 - the optimizer (--optimizer, scripts/torch_optimizers.py, each tensor as the parameter table
   says): AdamW (b1 0.9, b2 0.95, eps 1e-8), weight decay on the 2-D weights only; or Muon for
   the blocks' matrices with AdamW for wte and wpe (--embedding-lr), an untied head (--head-lr)
-  and the vectors (--vector-lr), and Muon's variants (--muon-qkv, --muon-ns,
+  and the vectors (--vector-lr), the embeddings and the head at betas of their own where given
+  (--embedding-beta1 and the others, else --adam-beta1 and 2), and Muon's variants (--muon-qkv, --muon-ns,
   --cautious-weight-decay, --normuon, --normuon-beta2: off unless given, as train_gpt's); each setting
   not given takes train_gpt's default for the optimizer and the preset of --arch, else the one
   nearest the architecture (the modern preset's AdamW lr 2e-3 and Muon wte at 0.05), and each is

@@ -48,7 +48,7 @@ rotary-base           | --rotary-base 100000 |
 softcap-15            | --softcap 15 |
 window-pattern        | --window-pattern 256,256,256,full |
 nanochat-init         | --init nanochat |
-adam-betas            | --embedding-betas 0.8,0.995 --head-betas 0.8,0.96 |
+adam-betas            | --embedding-beta2 0.995 --head-beta2 0.96 |
 adam-rates            | --embedding-lr 0.3 --head-lr 0.008 |
 head-size-128         | --head-size 128 |
 "

@@ -418,6 +418,25 @@ def case_torch_scripts():
         one_error_line(case, run_script(script("train_torch_reference.py"), *train, *args, env=env), must_mention)
         case.check(open(init, "rb").read() == b"weights", "the checkpoint changed")
         case.end()
+    for args, must_say in ((["--init", "nanochat", "--init-from", init],
+                            "--init draws the initial model, which --init-from reads from its checkpoint"),
+                           (["--init", "xavier"], "argument --init: invalid choice"),
+                           (["--head-size", "96"], "argument --head-size: invalid choice"),
+                           (["--embedding-beta1", "0.9"], "--embedding-beta1 is a setting of --optimizer muon"),
+                           (["--optimizer", "muon", "--head-beta2", "0.96"],
+                            "--head-beta2: the model's head is wte (--head tied), at --embedding-lr"),
+                           (["--optimizer", "muon", "--embedding-beta2", "1"], "--embedding-beta2 1 must be in [0, 1)")):
+        case = Case(f"train_torch_reference.py {' '.join(os.path.basename(a) for a in args)}: argparse's error, as "
+                    "train_gpt's, before torch")
+        result = run_script(script("train_torch_reference.py"), *train, *args, env=env)
+        last = (result.stderr.strip().splitlines() or [""])[-1]
+        case.check(result.returncode == 2 and must_say in last, f"exit {result.returncode}, {last!r}")
+        case.end()
+    for args in (["--init", "nanochat", "--head-size", "128"],
+                 ["--arch", "modern", "--optimizer", "muon", "--embedding-beta2", "0.995", "--head-beta2", "0.96"]):
+        case = Case(f"train_torch_reference.py {' '.join(args)}: taken, then one line saying it needs torch")
+        one_error_line(case, run_script(script("train_torch_reference.py"), *train, *args, env=env), "needs torch")
+        case.end()
     case = Case("train_torch_reference.py --align-documents without --tokenizer: argparse's error, before torch")
     result = run_script(script("train_torch_reference.py"), *train, "--align-documents", env=env)
     last = (result.stderr.strip().splitlines() or [""])[-1]

@@ -4,7 +4,8 @@
 # are truncated, empty, random, of another shape, with values that are not finite or headers
 # whose sizes overflow; --log and --out-dir that cannot be written, a --log that is an input;
 # flags out of range; --align-documents without a tokenizer, without documents or resumed with
-# another alignment; Muon's variants out of place, out of range or resumed otherwise. Also which validation shards the default --val-data finds, and that it says
+# another alignment; Muon's variants out of place, out of range or resumed otherwise; --init, the Adam
+# groups' own betas and --head-size, drawn, refused and resumed. Also which validation shards the default --val-data finds, and that it says
 # when there are none. The checkpoints are made here (ckpt.py below, in the formats of
 # gpt/checkpoint.h and train/state.h), so no GPU is needed; each bad case is one change to a pair
 # that passes every check. Needs ./prepare_data and ./train_gpt (SKIPPED without train_gpt);

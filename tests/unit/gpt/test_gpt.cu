@@ -248,8 +248,8 @@ static void test_reference(const Reference* r, ModelOptions opt) {
     gpt_free(&g);
     if (!r->muon_steps) return;
     OptimizerConfig muon = {.kind = OPTIMIZER_MUON, .lr = h[6], .momentum = h[7], .embedding_lr = h[8],
-                            .head_lr = h[9], .vector_lr = h[10], .b1 = h[11], .b2 = h[12], .embedding_b1 = h[11],
-                            .embedding_b2 = h[12], .head_b1 = h[11], .head_b2 = h[12], .eps = h[13],
+                            .head_lr = h[9], .vector_lr = h[10], .b1 = h[11], .b2 = h[12], .eps = h[13],
+                            .embedding_b1 = h[11], .embedding_b2 = h[12], .head_b1 = h[11], .head_b2 = h[12],
                             .weight_decay = h[14], .grad_clip = h[5]};
     gpt_build(&g, *c, B, T, &opt, NULL, &muon);
     snprintf(name, sizeof(name), "gpt %smuon %s", model, mode);

@@ -247,8 +247,8 @@ static void test_newton_schulz_own_coefficients(void) {
 static OptimizerConfig muon_config(const Reference* r, const Variant* v) {
     const float* h = r->hyper;
     return (OptimizerConfig){.kind = OPTIMIZER_MUON, .lr = h[0], .momentum = h[1], .embedding_lr = h[2],
-                             .vector_lr = h[3], .b1 = h[4], .b2 = h[5], .embedding_b1 = h[4], .embedding_b2 = h[5],
-                             .head_b1 = h[4], .head_b2 = h[5], .eps = h[6], .weight_decay = v->weight_decay,
+                             .vector_lr = h[3], .b1 = h[4], .b2 = h[5], .eps = h[6], .embedding_b1 = h[4],
+                             .embedding_b2 = h[5], .head_b1 = h[4], .head_b2 = h[5], .weight_decay = v->weight_decay,
                              .grad_clip = h[7], .muon_qkv = v->qkv, .muon_ns = v->ns,
                              .cautious_weight_decay = v->cautious, .normuon = v->normuon, .normuon_beta2 = v->beta2};
 }
