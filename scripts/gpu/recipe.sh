@@ -21,15 +21,17 @@
 # its tokens/s past the first step) and the difference, the step at which its curve reaches the
 # base's final validation loss (linearly between validations) and its shares of the base's steps
 # and training time (scripts/compare_curves.py --runs, validation excluded), then the curves.
-# Every row on a text of 7.5M tokens takes about 20 s on an H100; split the rows with
-# PARTS_FILTER where the estimate passes a call of 10 minutes. Logs go to $OUT/recipe when OUT is
+# A run on a text of 7.5M tokens is estimated at about 25 s on an H100 (not yet measured); split
+# the rows with PARTS_FILTER where the estimate passes a call of 10 minutes. Logs go to $OUT/recipe when OUT is
 # set, else build/recipe. Exits non-zero when a run fails, its last line naming the runs that did.
 set -u
 . "$(dirname "$0")/common.sh"
 
-# The parts: name | train_gpt options | the part it needs. {stable} and {warmdown} stand for the
-# steps before and in a warm-down over the last 65% of the run (nanochat's momentum follows its
-# learning rate's warm-down).
+# The parts: name | train_gpt options | the part it needs, at nanochat's values: its weight decay
+# 0.28 scaled by sqrt(16K / 512K tokens a step) to this batch, as its rule does; its momentum from
+# 0.85 up to 0.97, down to 0.90 over its learning rate's warm-down ({stable} and {warmdown} stand
+# for the steps before and in a warm-down over the last 65% of the run); its windows a quarter of
+# T 1024 in three layers of four; its Adam rates at 0.5M tokens a step.
 PARTS="
 align-documents       | --align-documents |
 muon-qkv-split        | --muon-qkv split |
