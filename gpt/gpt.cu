@@ -250,10 +250,10 @@ void gpt_set_params(GPT* g, const float* values) {
     }
 }
 
-void gpt_init_random(GPT* g, uint64_t seed) {
+void gpt_init_random(GPT* g, uint64_t seed, int scheme) {
     float* values = (float*)malloc(g->num_params * sizeof(float));
     if (!values) die("out of host memory (%zu parameters)", g->num_params);
-    init_param_values(values, &g->config, seed);
+    init_param_values(values, &g->config, seed, scheme);
     gpt_set_params(g, values);
     free(values);
 }
@@ -704,8 +704,10 @@ void gpt_update(GPT* g, const StepRates* rates) {
             muon_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s, o->normuon ? g->v + s : NULL,
                         gpt_muon_matrices(g, i), rows, cols, &muon_step, g->optimizer_scratch, &g->matmul);
         } else {
+            float b1, b2;
+            adam_betas(o, k->group, &b1, &b2);
             adamw_update(g->params_memory + p, g->master + s, g->grads_memory + p, g->m + s, g->v + s, part.count,
-                         lr, o->b1, o->b2, g->adam_t, o->eps, decay, grad_scale, g->stream);
+                         lr, b1, b2, g->adam_t, o->eps, decay, grad_scale, g->stream);
         }
     }
     profile_mark(g->profile, PART_UPDATE, PHASE_UPDATE, g->stream);

@@ -152,8 +152,8 @@ void gpt_free(GPT* g);
 // Sets the model from fp32 values (num_params, checkpoint order): master = values,
 // params = values rounded to bf16. The optimizer starts over.
 void gpt_set_params(GPT* g, const float* values);
-// The contract's random init (init_param_values) from seed.
-void gpt_init_random(GPT* g, uint64_t seed);
+// The contract's random init (init_param_values) from seed, by the scheme (InitScheme).
+void gpt_init_random(GPT* g, uint64_t seed, int scheme);
 
 // The final norm's output lnf (B, T, C) of host_inputs (B, T), B and T within what the model
 // was built for; the logits come from gpt_logits or gpt_classifier, a chunk at a time. The

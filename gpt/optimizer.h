@@ -7,7 +7,8 @@
 //     with Newton-Schulz iterations (layers/muon.h), applied with lr * sqrt(max(1, rows / cols));
 //     Adam for the rest: the embedding group (wte, the tied head too, and wpe) at embedding_lr,
 //     the head group (an untied lm_head) at head_lr, the vectors (layernorm weights and biases,
-//     the biases) at vector_lr, each times its row's lr_scale.
+//     the biases) at vector_lr, each times its row's lr_scale; the vectors at Adam's betas (b1,
+//     b2), the embeddings and the head at their own (adam_betas), which are those unless given.
 //   Muon's variants, each off by default (so a run without them is the Muon of every earlier
 //   version, bit for bit): the fused qkv weight cut into q, k and v, or into their head pairs
 //   (--muon-qkv, gpt/param_table.h's MuonQkv); Polar Express's coefficients in place of the
@@ -40,7 +41,9 @@ typedef struct {
     float embedding_lr;   // Muon: Adam's peak for wte and wpe
     float head_lr;        // Muon: Adam's peak for lm_head (an untied head)
     float vector_lr;      // Muon: Adam's peak for the vectors
-    float b1, b2, eps;    // Adam's: AdamW's, or under Muon the embeddings' and vectors'
+    float b1, b2, eps;    // Adam's: AdamW's, or under Muon the vectors' (and the groups' below by default)
+    float embedding_b1, embedding_b2;   // Muon: Adam's betas for the embedding group
+    float head_b1, head_b2;             // Muon: Adam's betas for an untied head
     float weight_decay;   // on the 2-D weights
     float grad_clip;      // the global gradient norm is clipped to it; 0: never
     // Muon's variants, 0 where not chosen (and under AdamW)
@@ -76,8 +79,25 @@ static inline OptimizerConfig optimizer_defaults(OptimizerKind kind) {
         o.head_lr = 0.002f;
         o.vector_lr = 0.002f;
         o.b1 = 0.8f;
+        o.embedding_b1 = o.head_b1 = o.b1;
+        o.embedding_b2 = o.head_b2 = o.b2;
     }
     return o;
+}
+
+// The betas of Adam's update of group's tensors: AdamW's for every group; under Muon each Adam
+// group's own (nanochat's embeddings at (0.8, 0.995), its head at (0.8, 0.96)).
+static inline void adam_betas(const OptimizerConfig* o, ParamGroup group, float* b1, float* b2) {
+    *b1 = o->b1;
+    *b2 = o->b2;
+    if (o->kind != OPTIMIZER_MUON) return;
+    if (group == GROUP_EMBEDDING) {
+        *b1 = o->embedding_b1;
+        *b2 = o->embedding_b2;
+    } else if (group == GROUP_HEAD) {
+        *b1 = o->head_b1;
+        *b2 = o->head_b2;
+    }
 }
 
 // The modern architecture's (gpt/config.h), as issue 47 measured them at d12 on two texts: AdamW
@@ -126,6 +146,10 @@ static const OptimizerSetting optimizer_settings[] = {
     {"--vector-lr", offsetof(OptimizerConfig, vector_lr), 0.0f, FLT_MAX, 1, 0, SETTING_MUON},
     {"--adam-beta1", offsetof(OptimizerConfig, b1), 0.0f, 1.0f, 0, 1, SETTING_MUON},
     {"--adam-beta2", offsetof(OptimizerConfig, b2), 0.0f, 1.0f, 0, 1, SETTING_MUON},
+    {"--embedding-beta1", offsetof(OptimizerConfig, embedding_b1), 0.0f, 1.0f, 0, 1, SETTING_MUON},
+    {"--embedding-beta2", offsetof(OptimizerConfig, embedding_b2), 0.0f, 1.0f, 0, 1, SETTING_MUON},
+    {"--head-beta1", offsetof(OptimizerConfig, head_b1), 0.0f, 1.0f, 0, 1, SETTING_MUON_UNTIED_HEAD},
+    {"--head-beta2", offsetof(OptimizerConfig, head_b2), 0.0f, 1.0f, 0, 1, SETTING_MUON_UNTIED_HEAD},
 };
 #define NUM_OPTIMIZER_SETTINGS ((int)(sizeof(optimizer_settings) / sizeof(optimizer_settings[0])))
 

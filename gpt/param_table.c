@@ -184,16 +184,69 @@ static float round_to_bf16(float x) {
     return x;
 }
 
-void init_param_values(float* values, const GPTConfig* c, uint64_t seed) {
+// nanochat's init of the tensors where it is not the row's own (InitScheme): kind INIT_NORMAL
+// with std, UNIFORM with the standard deviation std / sqrt(cols) (bound sqrt(3) times it), ZERO,
+// or LAYERS from first at layer 0 linearly to last at layer L - 1. kind 0: the row's own.
+enum { NANOCHAT_OWN, NANOCHAT_NORMAL, NANOCHAT_UNIFORM, NANOCHAT_ZERO, NANOCHAT_LAYERS };
+typedef struct {
+    int kind;
+    double std, first, last;
+} NanochatInit;
+static const NanochatInit nanochat_init[NUM_PARAM_TENSORS] = {
+    [PARAM_WTE] = {NANOCHAT_NORMAL, 0.8},
+    [PARAM_QKVW] = {NANOCHAT_UNIFORM, 1.0},
+    [PARAM_ATTPROJW] = {NANOCHAT_ZERO},
+    [PARAM_FCW] = {NANOCHAT_UNIFORM, 0.4},
+    [PARAM_FCPROJW] = {NANOCHAT_ZERO},
+    [PARAM_LM_HEAD] = {NANOCHAT_NORMAL, 0.001},
+    [PARAM_RESID_LAMBDA] = {NANOCHAT_LAYERS, 0.0, 1.15, 1.05},
+    [PARAM_X0_LAMBDA] = {NANOCHAT_LAYERS, 0.0, 0.20, 0.05},
+};
+
+// Tensor k (index i)'s values under nanochat's init, its draws from rng (a vocabulary table's
+// rows past V zero and not drawn, as init_param_tensor's).
+static void init_nanochat_tensor(int i, const GPTConfig* c, float* values, Rng* rng) {
+    const ParamKind* k = &param_table[i];
+    const NanochatInit* x = &nanochat_init[i];
+    size_t slice = param_slice_size(k, c), n = (size_t)param_slices(k, c) * slice;
+    if (x->kind == NANOCHAT_ZERO) {
+        memset(values, 0, n * sizeof(float));
+        return;
+    }
+    if (x->kind == NANOCHAT_LAYERS) {
+        for (int l = 0; l < c->L; l++) {
+            int at = param_layer_slice(k, l, c);
+            double share = c->L > 1 ? (double)l / (c->L - 1) : 0.0;
+            for (size_t j = 0; at >= 0 && j < slice; j++)
+                values[(size_t)at * slice + j] = (float)(x->first + (x->last - x->first) * share);
+        }
+        return;
+    }
+    double bound = sqrt(3.0) * x->std / sqrt((double)param_dim(k->cols, c));
+    size_t real = k->rows.of == DIM_VP ? (size_t)k->rows.times * c->V * param_dim(k->cols, c) : slice;
+    for (float* s = values; s < values + n; s += slice) {
+        for (size_t j = 0; j < real; j++)
+            s[j] = (float)(x->kind == NANOCHAT_NORMAL ? x->std * rng_normal(rng) : bound * (2.0 * rng_uniform(rng) - 1.0));
+        for (size_t j = real; j < slice; j++) s[j] = 0.0f;
+    }
+}
+
+void init_param_values(float* values, const GPTConfig* c, uint64_t seed, int scheme) {
     size_t sizes[NUM_PARAM_TENSORS];
     param_sizes(c, sizes);
     Rng rng = {seed};
     float* p = values;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        init_param_tensor(&param_table[i], c, p, &rng);
+        if (scheme == INIT_SCHEME_NANOCHAT && nanochat_init[i].kind != NANOCHAT_OWN) init_nanochat_tensor(i, c, p, &rng);
+        else init_param_tensor(&param_table[i], c, p, &rng);
         p += sizes[i];
     }
     for (float* v = values; v < p; v++) *v = round_to_bf16(*v);
+}
+
+const char* init_scheme_name(int scheme) {
+    static const char* const names[NUM_INIT_SCHEMES] = {"default", "nanochat"};
+    return scheme >= 0 && scheme < NUM_INIT_SCHEMES ? names[scheme] : "?";
 }
 
 // d as text: "C", "3C", "2HS", "1".

@@ -78,6 +78,14 @@ typedef struct {
 
 typedef enum { INIT_ZERO, INIT_ONES, INIT_NORMAL } ParamInit;
 
+// How a run draws its initial model (train_gpt --init): each row's own init (default), or
+// nanochat's, which differs from it in these tensors alone: wte N(0, 0.8) and an untied head
+// N(0, 0.001); qkvw uniform with the standard deviation 1/sqrt(C) and fcw 0.4/sqrt(C) (uniform, so
+// no draw is an outlier); attprojw and fcprojw zero; the residual lambdas from 1.15 at the first
+// layer down to 1.05 at the last, the x0 lambdas from 0.2 down to 0.05. A choice of the start
+// alone: the model file holds the values, and the training state the choice.
+typedef enum { INIT_SCHEME_DEFAULT, INIT_SCHEME_NANOCHAT, NUM_INIT_SCHEMES } InitScheme;
+
 // What updates a tensor under Muon: Muon itself (the matrices) or Adam at the group's own rate.
 // AdamW updates every group alike.
 typedef enum { GROUP_MATRIX, GROUP_EMBEDDING, GROUP_HEAD, GROUP_VECTOR } ParamGroup;
@@ -146,8 +154,10 @@ size_t count_params(const GPTConfig* c);
 void init_param_tensor(const ParamKind* k, const GPTConfig* c, float* values, Rng* rng);
 // The initial values of the whole model (count_params fp32, checkpoint order), each already a bf16
 // value (the master weights start as the bf16 model), the tensors drawn one after another from
-// seed, so GPT-2's values are those of every earlier version.
-void init_param_values(float* values, const GPTConfig* c, uint64_t seed);
+// seed by the scheme (InitScheme), so GPT-2's default values are those of every earlier version.
+void init_param_values(float* values, const GPTConfig* c, uint64_t seed, int scheme);
+// "default" or "nanochat", as --init names them.
+const char* init_scheme_name(int scheme);
 
 // The bytes param_table_describe may take.
 #define PARAM_TABLE_TEXT 4096

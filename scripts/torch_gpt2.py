@@ -22,7 +22,7 @@ padded to a multiple of 128, the padded logits left out of the loss. Each parame
 a tensor of the parameter table (scripts/gpt_parameters.py; GPT.table_parameters pairs them) and
 starts as its row says: N(0, 0.02) for the 2-D weights, 0.02 / sqrt(2L) for the two residual
 projections, zero biases and padded vocabulary rows, LayerNorm weights 1; with zero_init the
-residual projections and lm_head 0. Or a flashgpt model checkpoint's values (GPT.load_checkpoint,
+residual projections and lm_head 0; or by nanochat's init (NANOCHAT_INIT). Or a flashgpt model checkpoint's values (GPT.load_checkpoint,
 through CHECKPOINT_MODULES). The residual stream is fp32 as PyTorch's mixed precision has it (the
 norms too); emulate rounds it to bf16 after every add ("residual"), its gradient where the
 branches add into it ("residual-grad"), or both, as a bf16 stream does. In float64 (the model
@@ -162,8 +162,17 @@ class Block(nn.Module):
         return self.stream(x + self.fcproj(h))
 
 
+# nanochat's init (init "nanochat"), where it is not the table's: by tensor, N(0, std) ("normal"),
+# uniform of the standard deviation std / sqrt(C) ("uniform": bound sqrt(3) times that), zero,
+# or from a value at the first layer linearly to one at the last ("layers").
+NANOCHAT_INIT = {"wte": ("normal", 0.8), "lm_head": ("normal", 0.001), "qkvw": ("uniform", 1.0),
+                 "fcw": ("uniform", 0.4), "attprojw": ("zero",), "fcprojw": ("zero",),
+                 "resid_lambda": ("layers", 1.15, 1.05), "x0_lambda": ("layers", 0.2, 0.05)}
+INITS = ("default", "nanochat")
+
+
 class GPT(nn.Module):
-    def __init__(self, L, C, NH, V, maxT, emulate=(), arch=GPT2):
+    def __init__(self, L, C, NH, V, maxT, emulate=(), arch=GPT2, init="default"):
         super().__init__()
         self.V, self.arch, self.shape = V, arch, Shape(maxT, V, L, NH, C)
         value, grad = "residual" in emulate, "residual-grad" in emulate
@@ -188,6 +197,20 @@ class GPT(nn.Module):
                     nn.init.normal_(p, 0.0, kind.std / math.sqrt(2 * L) if kind.residual else kind.std)
                 if kind.rows.of == "Vp":
                     p[V:].zero_()  # the padding rows
+            for kind, params in self.table_parameters() if init == "nanochat" else ():
+                how = NANOCHAT_INIT.get(kind.name)
+                for layer, p in enumerate(params if how else ()):
+                    if how[0] == "normal":
+                        nn.init.normal_(p, 0.0, how[1])
+                    elif how[0] == "uniform":
+                        bound = math.sqrt(3.0) * how[1] / math.sqrt(C)
+                        nn.init.uniform_(p, -bound, bound)
+                    elif how[0] == "zero":
+                        nn.init.zeros_(p)
+                    else:
+                        p.fill_(how[1] + (how[2] - how[1]) * (layer / (L - 1) if L > 1 else 0.0))
+                    if kind.rows.of == "Vp":
+                        p[V:].zero_()
 
     def table_parameters(self):
         """[(Kind, its parameters: the tensor, or a slice per layer that holds one)] of each tensor

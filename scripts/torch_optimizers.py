@@ -77,7 +77,22 @@ def defaults(kind, preset):
         return {"lr": 2e-3 if preset == "modern" else 3e-4, "weight_decay": 0.1, "grad_clip": 1.0}
     return {"lr": 0.02, "weight_decay": 0.0, "grad_clip": 1.0, "muon_momentum": 0.95,
             "embedding_lr": 0.05 if preset == "modern" else 0.001, "head_lr": 0.002, "vector_lr": 0.002,
-            "adam_beta1": 0.8, "adam_beta2": 0.95}
+            "adam_beta1": 0.8, "adam_beta2": 0.95, "embedding_beta1": 0.8, "embedding_beta2": 0.95,
+            "head_beta1": 0.8, "head_beta2": 0.95}
+
+
+# The Adam betas of a group's own (Muon's embeddings and untied head), each with the beta it
+# follows when not given (train/plan.cu's resolve_optimizer: the vectors' as given).
+GROUP_BETAS = {"embedding_beta1": "adam_beta1", "embedding_beta2": "adam_beta2", "head_beta1": "adam_beta1",
+               "head_beta2": "adam_beta2"}
+
+
+def group_betas(s, group):
+    """The betas of Adam's update of group ("embedding", "head", "vector") under Muon, s's
+    (gpt/optimizer.h's adam_betas)."""
+    if group in ("embedding", "head"):
+        return getattr(s, f"{group}_beta1"), getattr(s, f"{group}_beta2")
+    return s.adam_beta1, s.adam_beta2
 
 
 class Setting(NamedTuple):
@@ -105,6 +120,10 @@ SETTINGS = (
     Setting("--vector-lr", "vector_lr", 0.0, FLT_MAX, True, False, "muon"),
     Setting("--adam-beta1", "adam_beta1", 0.0, 1.0, False, True, "muon"),
     Setting("--adam-beta2", "adam_beta2", 0.0, 1.0, False, True, "muon"),
+    Setting("--embedding-beta1", "embedding_beta1", 0.0, 1.0, False, True, "muon"),
+    Setting("--embedding-beta2", "embedding_beta2", 0.0, 1.0, False, True, "muon"),
+    Setting("--head-beta1", "head_beta1", 0.0, 1.0, False, True, "muon untied head"),
+    Setting("--head-beta2", "head_beta2", 0.0, 1.0, False, True, "muon untied head"),
 )
 
 
@@ -225,7 +244,8 @@ class Muon:
         for kind, params in tensors:
             if kind.group != "matrix":
                 groups.setdefault((kind.group, kind.lr_scale, kind.decay_scale), []).extend(params)
-        self.adam = torch.optim.AdamW([{"params": params, "group": group, "lr_scale": scale, "decay_scale": decay}
+        self.adam = torch.optim.AdamW([{"params": params, "group": group, "lr_scale": scale, "decay_scale": decay,
+                                        "betas": group_betas(s, group)}
                                        for (group, scale, decay), params in groups.items()], lr=s.embedding_lr,
                                       betas=(s.adam_beta1, s.adam_beta2), eps=ADAM_EPS, fused=model.wte.weight.is_cuda)
 

@@ -6,8 +6,8 @@ validation curves can be laid side by side (scripts/gpu/parity.sh, scripts/compa
 
 What it shares with train_gpt, by construction:
 - the model and its init (scripts/torch_gpt2.py), of train_gpt's architecture options (--arch
-  gpt2|modern, then each component: scripts/gpt_architecture.py): drawn from --seed by
-  PyTorch's generator, or, with --init-from, train_gpt's own initial weights (`train_gpt
+  gpt2|modern, then each component: scripts/gpt_architecture.py) and --head-size: drawn from
+  --seed by PyTorch's generator by the table's init or nanochat's (--init), or, with --init-from, train_gpt's own initial weights (`train_gpt
   --save-init FILE`, the same seed and model), so that both sides start from the same draws;
   the architecture is then the checkpoint's, and options that ask for another are refused;
 - the data: train_gpt's batches in train_gpt's order for --seed (scripts/shard_batches.py:
@@ -18,7 +18,8 @@ What it shares with train_gpt, by construction:
 - the optimizer (--optimizer, scripts/torch_optimizers.py, each tensor as the parameter table
   says): AdamW (b1 0.9, b2 0.95, eps 1e-8), weight decay on the 2-D weights only; or Muon for
   the blocks' matrices with AdamW for wte and wpe (--embedding-lr), an untied head (--head-lr)
-  and the vectors (--vector-lr), and Muon's variants (--muon-qkv, --muon-ns,
+  and the vectors (--vector-lr), the embeddings and the head at betas of their own where given
+  (--embedding-beta1 and the others, else --adam-beta1 and 2), and Muon's variants (--muon-qkv, --muon-ns,
   --cautious-weight-decay, --normuon, --normuon-beta2: off unless given, as train_gpt's); each setting
   not given takes train_gpt's default for the optimizer and the preset of --arch, else the one
   nearest the architecture (the modern preset's AdamW lr 2e-3 and Muon wte at 0.05), and each is
@@ -56,8 +57,8 @@ from needed import exit_without
 from output_file import Failure, atomic_output, check_output
 from shard_batches import Batches, open_stream, read_tokenizer
 from gpt_parameters import MUON_QKV, muon_qkv_unfit
-from torch_optimizers import (NORMUON_BETA2_DEFAULT, NS_COEFFICIENTS, SETTINGS, VARIANTS, Muon, adamw, defaults,
-                              invalid, set_adamw_rates)
+from torch_optimizers import (GROUP_BETAS, NORMUON_BETA2_DEFAULT, NS_COEFFICIENTS, SETTINGS, VARIANTS, Muon, adamw,
+                              defaults, group_betas, invalid, set_adamw_rates)
 
 try:
     import torch
@@ -74,6 +75,10 @@ def parse_args(argv):
     ap.add_argument("--val-data", help="shard glob [the train glob with val_ for train_ in the file name]")
     ap.add_argument("--model", default="d12", help="a preset of scripts/torch_gpt2.py [d12]")
     ap.add_argument("--context", type=int, default=1024)
+    ap.add_argument("--head-size", type=int, choices=(64, 128),
+                    help="the heads' size, the channels unchanged: C / HS heads [the preset's: 64]")
+    ap.add_argument("--init", choices=("default", "nanochat"),
+                    help="PyTorch's draws by the table's init or nanochat's (train_gpt's --init) [default]")
     ap.add_argument("--init-from", metavar="FILE",
                     help="start from this model checkpoint of the run's model (train_gpt --save-init writes "
                          "the initial one of a seed) [PyTorch's draws from --seed]")
@@ -99,6 +104,10 @@ def parse_args(argv):
     ap.add_argument("--vector-lr", type=float, help="muon: AdamW's peak for the vectors [0.002]")
     ap.add_argument("--adam-beta1", type=float, help="muon: the betas of that AdamW [0.8]")
     ap.add_argument("--adam-beta2", type=float, help="[0.95]")
+    ap.add_argument("--embedding-beta1", type=float, help="muon: that AdamW's betas for the embeddings [--adam-beta1]")
+    ap.add_argument("--embedding-beta2", type=float, help="[--adam-beta2]")
+    ap.add_argument("--head-beta1", type=float, help="muon: its betas for an untied head [--adam-beta1]")
+    ap.add_argument("--head-beta2", type=float, help="[--adam-beta2]")
     ap.add_argument("--muon-qkv", choices=MUON_QKV,
                     help="muon: qkvw as one (3C, C) matrix a layer, as q, k and v, or as their head pairs [fused]")
     ap.add_argument("--muon-ns", choices=tuple(NS_COEFFICIENTS),
@@ -116,6 +125,8 @@ def parse_args(argv):
     ap.add_argument("--emulate", default="", help="comma-separated: residual, residual-grad")
     ap.add_argument("--log", help="CSV log in train_gpt's columns (written through a temporary, in place at the end)")
     a = ap.parse_args(argv)
+    if a.init and a.init_from:
+        ap.error("--init draws the initial model, which --init-from reads from its checkpoint: it has no effect")
     if a.align_documents and not a.tokenizer:
         ap.error("--align-documents: a row starts at <|endoftext|>, whose id comes from --tokenizer: give it")
     if a.T > a.context:
@@ -159,9 +170,14 @@ def settle_architecture(ap, a, init):
             ap.error(f"{setting.flag} is a setting of --optimizer muon")
         if setting.key in given and setting.use == "muon untied head" and not a.arch.untied_head:
             ap.error(f"{setting.flag}: the model's head is wte (--head tied), at --embedding-lr")
-    for key, value in defaults(a.optimizer, preset).items():
+    preset_defaults = defaults(a.optimizer, preset)
+    for key, value in preset_defaults.items():
         if key not in given:
             setattr(a, key, value)
+    # A group's beta not given follows the vectors' as given (train/plan.cu's resolve_optimizer).
+    for key, followed in GROUP_BETAS.items():
+        if key in preset_defaults and key not in given and preset_defaults[key] == preset_defaults[followed]:
+            setattr(a, key, getattr(a, followed))
     # Muon's variants: each given under Muon alone, off otherwise; NorMuon's beta given with
     # NorMuon alone, its default where NorMuon is on (train/plan.cu's resolve_muon_variants).
     for flag, key, off in VARIANTS:
@@ -197,7 +213,8 @@ def main(argv):
     exit_without(torch=torch)
     if a.model not in PRESETS:
         ap.error(f"--model {a.model}: not a preset of scripts/torch_gpt2.py ({', '.join(PRESETS)})")
-    why = muon_qkv_unfit(a.muon_qkv, PRESETS[a.model][2]) if a.optimizer == "muon" else None
+    L, C, NH = model_shape(ap, a)
+    why = muon_qkv_unfit(a.muon_qkv, NH) if a.optimizer == "muon" else None
     if why:
         ap.error(why)
     unknown = set(filter(None, a.emulate.split(","))) - set(EMULATIONS)
@@ -206,7 +223,18 @@ def main(argv):
     if not torch.cuda.is_available():
         raise Failure("no CUDA device")
     with atomic_output(a.log, inputs, binary=False) if a.log else contextlib.nullcontext() as log:
-        run(a, init, log)
+        run(a, init, log, (L, C, NH))
+
+
+def model_shape(ap, a):
+    """(L, C, NH) of --model, its heads of --head-size where given (argparse's error where C is
+    not a multiple of it, as train_gpt's)."""
+    L, C, NH = PRESETS[a.model]
+    if a.head_size:
+        if C % a.head_size:
+            ap.error(f"--head-size {a.head_size}: --model {a.model}'s {C} channels are not a multiple of it")
+        NH = C // a.head_size
+    return L, C, NH
 
 
 def load_init(model, init, shape):
@@ -228,9 +256,10 @@ def to_device(rows, device):
     return rows[:, :-1], rows[:, 1:]
 
 
-def run(a, init, log):
-    """The run the arguments a describe, from the checkpoint init (a Checkpoint) or None; each
-    step's line goes to stdout and to log (a file, or None) in train_gpt's columns."""
+def run(a, init, log, shape):
+    """The run the arguments a describe, of the model shape (L, C, NH), from the checkpoint init (a
+    Checkpoint) or None; each step's line goes to stdout and to log (a file, or None) in
+    train_gpt's columns."""
     dev = "cuda"
     torch.manual_seed(a.seed)
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -242,8 +271,8 @@ def run(a, init, log):
     val = Batches(val_stream, a.B, a.T, False, 0) if val_stream is not None and a.val_every > 0 else None
     val_batches = min(a.val_batches, val.per_epoch) if val else 0
     steps = a.steps or train.per_epoch
-    L, C, NH = PRESETS[a.model]
-    model = GPT(L, C, NH, V, a.context, a.emulate.split(","), a.arch).to(dev)
+    L, C, NH = shape
+    model = GPT(L, C, NH, V, a.context, a.emulate.split(","), a.arch, a.init or "default").to(dev)
     if init:
         load_init(model, init, Shape(maxT=a.context, V=V, L=L, NH=NH, C=C))
     opt = Muon(model, a) if a.optimizer == "muon" else adamw(model, a)
@@ -253,12 +282,14 @@ def run(a, init, log):
         settings += (f", momentum {a.muon_momentum:g}, qkvw {a.muon_qkv}, {a.muon_ns}" +
                      (", cautious weight decay" if a.cautious_weight_decay else "") +
                      (f", NorMuon beta2 {a.normuon_beta2:g}" if a.normuon else "") +
-                     f", Adam ({a.adam_beta1:g}, {a.adam_beta2:g}) at {a.embedding_lr:g} for the embeddings, " +
-                     (f"{a.head_lr:g} for the head, " if a.arch.untied_head else "") + f"{a.vector_lr:g} for the vectors")
+                     f", Adam ({a.adam_beta1:g}, {a.adam_beta2:g}) at {a.embedding_lr:g} for the embeddings "
+                     "(betas {:g}, {:g}), ".format(*group_betas(a, "embedding")) +
+                     ("{:g} for the head (betas {:g}, {:g}), ".format(a.head_lr, *group_betas(a, "head"))
+                      if a.arch.untied_head else "") + f"{a.vector_lr:g} for the vectors")
     aligned = f" aligned to documents (<|endoftext|> = {a.document_token})" if a.align_documents else ""
     print(f"torch {torch.__version__} reference: {a.model} (L {L} C {C} NH {NH} V {V}), architecture "
           f"{gpt_architecture.describe(a.arch)}, B {a.B} T {a.T}{aligned}, {steps} steps, {settings}, seed {a.seed}, "
-          f"emulate '{a.emulate}', init {a.init_from or 'drawn by PyTorch'}", flush=True)
+          f"emulate '{a.emulate}', init {a.init_from or 'drawn by PyTorch, ' + (a.init or 'default')}", flush=True)
     if log:
         log.write("step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n")
 

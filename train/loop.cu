@@ -34,7 +34,7 @@ void trainer_start(Trainer* t, RunPlan* p) {
         free(p->checkpoint_values);
         p->checkpoint_values = NULL;
     } else {
-        gpt_init_random(&t->model, o->seed);
+        gpt_init_random(&t->model, o->seed, o->init_scheme);
     }
     if (p->resuming) load_optimizer_state(&t->model, &p->resume, p->resume_state);
     // Samples come from generate's inference model, the training model's parameters copied in,

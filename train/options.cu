@@ -84,6 +84,13 @@ static void parse_normuon_beta2(const char* name, const char* value, void* beta)
     *(float*)beta = v;
 }
 
+// --head-size: 64 or 128, the head sizes the attention kernels run (gpt/block.h).
+static void parse_head_size(const char* name, const char* value, void* size) {
+    int hs = parse_int_in(name, value, 1, INT_MAX);
+    if (hs != 64 && hs != 128) die("%s %s: expected 64 or 128", name, value);
+    *(int*)size = hs;
+}
+
 static void parse_peak(const char* name, const char* value, void* peak) {
     *(float*)peak = parse_float(name, value);
     if (*(float*)peak <= 0.0f) die("%s %s: a peak must be positive", name, value);
@@ -97,7 +104,8 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
                         .train_data = "datasets/tinyshakespeare/train_*.bin", .B = 4,
                         .T = 1024,
                         .optimizer = {.kind = OPTIMIZER_ADAMW, .lr = NAN, .momentum = NAN, .embedding_lr = NAN,
-                                      .head_lr = NAN, .vector_lr = NAN, .b1 = NAN, .b2 = NAN, .weight_decay = NAN,
+                                      .head_lr = NAN, .vector_lr = NAN, .b1 = NAN, .b2 = NAN, .embedding_b1 = NAN,
+                                      .embedding_b2 = NAN, .head_b1 = NAN, .head_b2 = NAN, .weight_decay = NAN,
                                       .grad_clip = NAN, .muon_qkv = -1, .muon_ns = -1, .cautious_weight_decay = -1,
                                       .normuon = -1, .normuon_beta2 = NAN},
                         .val_every = 100, .val_batches = 20, .sample_tokens = 128, .temperature = 1.0f, .seed = 1337,
@@ -112,9 +120,17 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
          NULL, &o->model_given},
         {OPTION_INT, "--context", "N", &o->context, "context length of the model [1024]", 1, INT_MAX, NULL,
          &o->context_given},
+        {OPTION_CALL, "--head-size", "64|128", &o->head_size,
+         "the heads' size HS, the channels unchanged: NH = C / HS heads\n(nanochat's 128) [the preset's: 64]", 0, 0,
+         parse_head_size},
         {OPTION_TEXT, "--init-from", "FILE", &o->init_from,
          "start from a model checkpoint (version 3 or 5: GPT-2, fp32 or\nbf16; 6 or 7: another architecture; 8 or 9: "
          "with a part\nof the 2026 recipe)"},
+        {OPTION_CHOICE, "--init", "default|nanochat", &o->init_scheme,
+         "how the initial model is drawn: each tensor as the table\nbelow says, or nanochat's: wte N(0, 0.8), the head N(0, "
+         "0.001),\nqkvw and fcw uniform of std 1/sqrt(C) and 0.4/sqrt(C), the\nprojections zero, the residual and x0 "
+         "lambdas from 1.15 and\n0.2 at the first layer to 1.05 and 0.05 at the last [default;\nwith --resume: the run's]",
+         0, 0, NULL, &o->init_given},
         {OPTION_TEXT, "--save-init", "FILE", &o->save_init,
          "write the initial model (drawn from --seed) to FILE, an fp32\ncheckpoint, and stop before the GPU"},
         {OPTION_TEXT, "--resume", "DIR", &o->resume_dir, "continue the run whose checkpoints are in DIR, exactly"},
@@ -221,6 +237,15 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
         {OPTION_CALL, "--adam-beta1", "X", &o->optimizer.b1, "muon: Adam's betas for those, in [0, 1) [0.8]", 0, 0,
          parse_optimizer_setting},
         {OPTION_CALL, "--adam-beta2", "X", &o->optimizer.b2, "[0.95]", 0, 0, parse_optimizer_setting},
+        {OPTION_CALL, "--embedding-beta1", "X", &o->optimizer.embedding_b1,
+         "muon: Adam's betas for the embeddings alone (nanochat's 0.8,\n0.995) [--adam-beta1]", 0, 0,
+         parse_optimizer_setting},
+        {OPTION_CALL, "--embedding-beta2", "X", &o->optimizer.embedding_b2, "[--adam-beta2]", 0, 0,
+         parse_optimizer_setting},
+        {OPTION_CALL, "--head-beta1", "X", &o->optimizer.head_b1,
+         "muon: Adam's betas for an untied head alone (nanochat's 0.8,\n0.96) [--adam-beta1]", 0, 0,
+         parse_optimizer_setting},
+        {OPTION_CALL, "--head-beta2", "X", &o->optimizer.head_b2, "[--adam-beta2]", 0, 0, parse_optimizer_setting},
         {OPTION_CHOICE, "--muon-qkv", "fused|split|head-pairs", &o->optimizer.muon_qkv,
          "muon: the attention's q, k, v weight as matrices, each\northogonalised on its own: fused, one (3C, C) a layer;\n"
          "split, q, k and v (C, C); head-pairs, each pair of heads\nof each (2HS, C), as modded-nanogpt [fused]"},
@@ -296,6 +321,8 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
     int first = options_parse(&line, argc, argv);
     if (first < argc) die("unexpected argument '%s' (train_gpt --help lists the options)", argv[first]);
     if (o->resume_dir && o->init_from) die("--resume and --init-from exclude each other");
+    if (o->init_given && o->init_from)
+        die("--init draws the initial model, which --init-from reads from its checkpoint: it has no effect");
     if (o->window && o->window_pattern.window_count) die("--window and --window-pattern exclude each other");
     if (o->align_documents && !o->tokenizer)
         die("--align-documents: a row starts at <|endoftext|>, whose id comes from --tokenizer: give it");

@@ -15,6 +15,7 @@ typedef struct {
     const char* model;           // preset name
     int context;                 // maxT
     int model_given, context_given;   // set on the command line (they must match a checkpoint)
+    int head_size;               // --head-size: HS, NH = C / HS; 0: the preset's heads
     int arch;                    // architecture preset (gpt/config.h's architecture_presets)
     int arch_given;
     Architecture components;     // the architecture's fields given on their own (components_given,
@@ -23,6 +24,8 @@ typedef struct {
     int window;                  // --window W, or 0
     Architecture window_pattern; // --window-pattern's windows (window_count 0: not given)
     const char* init_from;       // model checkpoint, or NULL
+    int init_scheme;             // --init (InitScheme): how the initial model is drawn
+    int init_given;
     const char* save_init;       // where to write the initial model and stop, or NULL
     const char* resume_dir;      // or NULL
     const char* train_data;      // shard glob

@@ -85,6 +85,14 @@ static void resolve_muon_variants(OptimizerConfig* opt, const OptimizerConfig* d
     else if (!opt->normuon) die("--normuon-beta2 without --normuon has no effect");
 }
 
+// Which of Adam's betas, 1 or 2, the setting s is of a group's own (--embedding-beta1 and the
+// others), or 0.
+static int group_beta_of(const OptimizerSetting* s) {
+    if (s->offset == offsetof(OptimizerConfig, embedding_b1) || s->offset == offsetof(OptimizerConfig, head_b1)) return 1;
+    if (s->offset == offsetof(OptimizerConfig, embedding_b2) || s->offset == offsetof(OptimizerConfig, head_b2)) return 2;
+    return 0;
+}
+
 // The optimizer: --optimizer, a resumed run's own when not given, and each setting given or its
 // default: a resumed run's own (its training state records every setting it ran with), else the
 // defaults of the preset the run is trained as (gpt/optimizer.h's preset_optimizer_defaults:
@@ -113,8 +121,13 @@ static void resolve_optimizer(RunPlan* p) {
     for (int i = 0; i < NUM_OPTIMIZER_SETTINGS; i++) {
         const OptimizerSetting* s = &optimizer_settings[i];
         float* value = (float*)((char*)opt + s->offset);
-        if (isnan(*value)) *value = optimizer_setting_value(&defaults, s);
-        else if (s->use != SETTING_EVERY_RUN && opt->kind != OPTIMIZER_MUON)
+        if (isnan(*value)) {
+            *value = optimizer_setting_value(&defaults, s);
+            // A group's beta that the defaults have at the vectors' follows the vectors' as given
+            // (the table lists --adam-beta1 and 2 before the groups' betas).
+            int beta = group_beta_of(s);
+            if (beta && *value == (beta == 1 ? defaults.b1 : defaults.b2)) *value = beta == 1 ? opt->b1 : opt->b2;
+        } else if (s->use != SETTING_EVERY_RUN && opt->kind != OPTIMIZER_MUON)
             die("%s is a setting of --optimizer muon", s->flag);
         else if (s->use == SETTING_MUON_UNTIED_HEAD && !arch->untied_head)
             die("%s: the model's head is wte (--head tied), at --embedding-lr", s->flag);
@@ -179,9 +192,10 @@ static void resolve_model_shape(RunPlan* p) {
     if (!preset) die("--model %s: unknown (d2, d6, d12, d24, d36, d48)", o->model);
     if (config->L) {
         const char* source = o->resume_dir ? o->resume_dir : o->init_from;
-        if (o->model_given && (preset->L != config->L || preset->C != config->C || preset->NH != config->NH))
+        int NH = o->head_size ? preset->C / o->head_size : preset->NH;
+        if (o->model_given && (preset->L != config->L || preset->C != config->C || NH != config->NH))
             die("--model %s (L %d C %d NH %d) does not match %s (L %d C %d NH %d)", o->model, preset->L,
-                preset->C, preset->NH, source, config->L, config->C, config->NH);
+                preset->C, NH, source, config->L, config->C, config->NH);
         if (o->context_given && o->context != config->maxT)
             die("--context %d does not match %s (context %d)", o->context, source, config->maxT);
     } else {
@@ -189,7 +203,16 @@ static void resolve_model_shape(RunPlan* p) {
         config->C = preset->C;
         config->NH = preset->NH;
         config->maxT = o->context;
+        if (o->head_size) {
+            if (preset->C % o->head_size)
+                die("--head-size %d: --model %s's %d channels are not a multiple of it", o->head_size, o->model,
+                    preset->C);
+            config->NH = preset->C / o->head_size;
+        }
     }
+    if (o->head_size && config->C / config->NH != o->head_size)
+        die("--head-size %d does not match %s (head size %d)", o->head_size, o->resume_dir ? o->resume_dir : o->init_from,
+            config->C / config->NH);
     if (o->tokenizer) {
         p->tok = tokenizer_load(o->tokenizer, err);
         if (!p->tok) die("%s", err);
@@ -339,7 +362,8 @@ TrainingState run_training_state(const RunPlan* p, int step, int adam_t) {
                        .deterministic = mo->attention.deterministic, .recompute = mo->recompute,
                        .classifier_rows = p->sizes.logits_rows, .align_documents = o->align_documents,
                        .document_token = o->align_documents ? tokenizer_eot(p->tok) : 0, .fp8 = mo->fp8,
-                       .fp8_scaling = (int)mo->fp8_scaling, .fp8_grad_bf16 = mo->fp8_grad_bf16};
+                       .fp8_scaling = (int)mo->fp8_scaling, .fp8_grad_bf16 = mo->fp8_grad_bf16,
+                       .init_scheme = o->init_scheme};
     training_state_set_optimizer(&s, &o->optimizer);
     return s;
 }
@@ -368,8 +392,16 @@ static void print_optimizer(const RunPlan* p) {
         char variants[256];
         muon_variants_describe(opt, variants, sizeof(variants));
         printf("optimizer: Muon lr %g, momentum %g (Nesterov) for the blocks' matrices%s; Adam (%g, %g) lr %g for the "
-               "embeddings, ", opt->lr, opt->momentum, variants, opt->b1, opt->b2, opt->embedding_lr);
-        if (p->config.arch.untied_head) printf("%g for the head, ", opt->head_lr);
+               "embeddings", opt->lr, opt->momentum, variants, opt->b1, opt->b2, opt->embedding_lr);
+        // A group's own betas, where they are not the vectors'.
+        if (opt->embedding_b1 != opt->b1 || opt->embedding_b2 != opt->b2)
+            printf(" (betas %g, %g)", opt->embedding_b1, opt->embedding_b2);
+        printf(", ");
+        if (p->config.arch.untied_head) {
+            printf("%g for the head", opt->head_lr);
+            if (opt->head_b1 != opt->b1 || opt->head_b2 != opt->b2) printf(" (betas %g, %g)", opt->head_b1, opt->head_b2);
+            printf(", ");
+        }
         printf("%g for the vectors; ", opt->vector_lr);
     } else {
         printf("optimizer: AdamW lr %g, betas (%g, %g); ", opt->lr, opt->b1, opt->b2);
@@ -442,10 +474,11 @@ static void save_initial_model(const RunPlan* p) {
     if (p->ranks.launch.rank != 0) return;
     float* values = (float*)malloc(count_params(&p->config) * sizeof(float));
     if (!values) die("out of host memory for the initial model");
-    init_param_values(values, &p->config, p->o.seed);
+    init_param_values(values, &p->config, p->o.seed, p->o.init_scheme);
     save_model_values(p->o.save_init, &p->config, values);
     free(values);
-    printf("initial model (seed %llu): %s\n", (unsigned long long)p->o.seed, p->o.save_init);
+    printf("initial model (seed %llu%s): %s\n", (unsigned long long)p->o.seed,
+           p->o.init_scheme == INIT_SCHEME_NANOCHAT ? ", nanochat's init" : "", p->o.save_init);
 }
 
 // Checks everything the command line says against the files, then reads the checkpoint values
@@ -467,6 +500,8 @@ void plan_run(RunPlan* p, const TrainOptions* options) {
     batch_rows_init(&p->batch, &p->ranks, o->B, o->T);
     if (batch_rows_ring(&p->batch)) o->model_options.attention.ring = &p->batch.ring;
     resolve_model_shape(p);
+    // The init a resumed run was drawn with is its own, unless given (and then the same).
+    if (p->resuming && !o->init_given) o->init_scheme = p->resume.init_scheme;
     resolve_optimizer(p);
     resolve_schedule(p);
     resolve_batch(p);
@@ -496,6 +531,9 @@ void plan_run(RunPlan* p, const TrainOptions* options) {
     }
     check_outputs(p, p->out_dir_flag);
     print_optimizer(p);
+    if (o->init_scheme != INIT_SCHEME_DEFAULT)
+        printf("init: %s's (--init %s)%s\n", init_scheme_name(o->init_scheme), init_scheme_name(o->init_scheme),
+               p->resuming ? ", the run's start; the weights come from its checkpoint" : "");
     if (o->save_init) {   // the run ends with its initial model, before the GPU
         save_initial_model(p);
         exit(0);

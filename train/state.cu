@@ -17,7 +17,7 @@ static_assert(sizeof(StateFileHeader) == HEADER_INTS * sizeof(int32_t), "state h
 // resume does with it. The header is written, read back, bounded and compared on a resume by
 // this table alone, so a new setting is one member of StateSlots and one row here.
 // ATTENTION, SWITCH, RECOMPUTE, OPTIMIZER, LR_SHAPE, DECAY_SHAPE, MUON_QKV, MUON_NS, FP8,
-// FP8_SCALING and FP8_GRAD are ints, shown as their flags take them.
+// FP8_SCALING, FP8_GRAD and INIT are ints, shown as their flags take them.
 typedef enum {
     FIELD_INT,
     FIELD_FLOAT,
@@ -32,7 +32,8 @@ typedef enum {
     FIELD_MUON_NS,
     FIELD_FP8,
     FIELD_FP8_SCALING,
-    FIELD_FP8_GRAD
+    FIELD_FP8_GRAD,
+    FIELD_INIT
 } FieldType;
 // On a resume: FREE is not compared (where the run stood, its shape, a count per rank); SAME must
 // be the same for an exact resume; NOTE may differ, and is said (the schedule changes with it).
@@ -53,7 +54,8 @@ static_assert(offsetof(StateSlots, world_size) == 31 * sizeof(int32_t) && offset
               offsetof(StateSlots, lr_schedule) == 39 * sizeof(int32_t) &&
               offsetof(StateSlots, align_documents) == 46 * sizeof(int32_t) &&
               offsetof(StateSlots, muon_qkv) == 48 * sizeof(int32_t) &&
-              offsetof(StateSlots, fp8) == 53 * sizeof(int32_t),
+              offsetof(StateSlots, fp8) == 53 * sizeof(int32_t) &&
+              offsetof(StateSlots, init_scheme) == 56 * sizeof(int32_t),
               "the slots of earlier versions stay where they were");
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "a 64-bit field is copied to its slots low half first");
 
@@ -129,6 +131,14 @@ static const StateField state_fields[] = {
     FIELD("--fp8-scaling", fp8_scaling, fp8_scaling, FIELD_FP8_SCALING, FP8_SCALING_CURRENT, FP8_SCALING_DELAYED,
           RESUME_SAME),
     FIELD("--fp8-grad", fp8_grad, fp8_grad_bf16, FIELD_FP8_GRAD, 0, 1, RESUME_SAME),
+    // The init; the groups' betas, each 0 without group_betas, the head's 0 without an untied
+    // head, all 0 under AdamW (state_invalid), within gpt/optimizer.h's bounds.
+    FIELD("--init", init_scheme, init_scheme, FIELD_INIT, INIT_SCHEME_DEFAULT, INIT_SCHEME_NANOCHAT, RESUME_SAME),
+    FIELD("groups' own Adam betas", group_betas, group_betas, FIELD_SWITCH, 0, 1, RESUME_SAME),
+    FIELD("--embedding-beta1", embedding_b1, embedding_b1, FIELD_FLOAT, 0, 1, RESUME_SAME),
+    FIELD("--embedding-beta2", embedding_b2, embedding_b2, FIELD_FLOAT, 0, 1, RESUME_SAME),
+    FIELD("--head-beta1", head_b1, head_b1, FIELD_FLOAT, 0, 1, RESUME_SAME),
+    FIELD("--head-beta2", head_b2, head_b2, FIELD_FLOAT, 0, 1, RESUME_SAME),
 };
 #undef FIELD
 #define NUM_STATE_FIELDS (sizeof(state_fields) / sizeof(state_fields[0]))
@@ -168,6 +178,7 @@ static void describe_field(const StateField* f, const TrainingState* s, char* ou
         break;
     case FIELD_FP8_SCALING: snprintf(out, len, "%s %s", f->name, *(const int*)p ? "delayed" : "current"); break;
     case FIELD_FP8_GRAD: snprintf(out, len, "%s %s", f->name, *(const int*)p ? "bf16" : "e5m2"); break;
+    case FIELD_INIT: snprintf(out, len, "%s %s", f->name, init_scheme_name(*(const int*)p)); break;
     case FIELD_INT: snprintf(out, len, "%s %d", f->name, *(const int*)p); break;
     }
 }
@@ -194,8 +205,15 @@ static int has_muon_variants(const TrainingState* s) {
     return s->muon_qkv || s->muon_ns || s->cautious_weight_decay || s->normuon || s->normuon_beta2 != 0.0f;
 }
 
+// Whether s has nanochat's init or groups' own Adam betas, which version 7 holds.
+static int has_init_or_group_betas(const TrainingState* s) {
+    return s->init_scheme || s->group_betas || s->embedding_b1 != 0.0f || s->embedding_b2 != 0.0f ||
+           s->head_b1 != 0.0f || s->head_b2 != 0.0f;
+}
+
 // The version of s's file: the earliest that holds it.
 static int state_version(const TrainingState* s) {
+    if (has_init_or_group_betas(s)) return STATE_VERSION_INIT_BETAS;
     if (s->fp8) return STATE_VERSION_FP8;
     if (has_muon_variants(s)) return STATE_VERSION_MUON_VARIANTS;
     if (s->align_documents) return STATE_VERSION_DOCUMENTS;
@@ -244,6 +262,11 @@ OptimizerConfig training_state_optimizer(const TrainingState* s) {
     o.cautious_weight_decay = s->cautious_weight_decay;
     o.normuon = s->normuon;
     o.normuon_beta2 = s->normuon_beta2;
+    // Without a record of their own, the groups take the vectors' betas (every earlier version).
+    o.embedding_b1 = s->group_betas ? s->embedding_b1 : o.b1;
+    o.embedding_b2 = s->group_betas ? s->embedding_b2 : o.b2;
+    o.head_b1 = s->group_betas && s->head_lr != 0.0f ? s->head_b1 : o.b1;
+    o.head_b2 = s->group_betas && s->head_lr != 0.0f ? s->head_b2 : o.b2;
     return o;
 }
 
@@ -255,6 +278,8 @@ void training_state_set_optimizer(TrainingState* s, const OptimizerConfig* o) {
     s->muon_momentum = s->embedding_lr = s->vector_lr = s->adam_b1 = s->adam_b2 = s->head_lr = 0.0f;
     s->muon_qkv = s->muon_ns = s->cautious_weight_decay = s->normuon = 0;
     s->normuon_beta2 = 0.0f;
+    s->group_betas = 0;
+    s->embedding_b1 = s->embedding_b2 = s->head_b1 = s->head_b2 = 0.0f;
     // Muon's own settings; an AdamW run's stay zero (its betas are fixed).
     if (o->kind != OPTIMIZER_MUON) return;
     s->muon_qkv = o->muon_qkv;
@@ -268,6 +293,16 @@ void training_state_set_optimizer(TrainingState* s, const OptimizerConfig* o) {
     s->adam_b1 = o->b1;
     s->adam_b2 = o->b2;
     if (s->config.arch.untied_head) s->head_lr = o->head_lr;
+    int untied = s->config.arch.untied_head;
+    s->group_betas = o->embedding_b1 != o->b1 || o->embedding_b2 != o->b2 ||
+                     (untied && (o->head_b1 != o->b1 || o->head_b2 != o->b2));
+    if (!s->group_betas) return;
+    s->embedding_b1 = o->embedding_b1;
+    s->embedding_b2 = o->embedding_b2;
+    if (untied) {
+        s->head_b1 = o->head_b1;
+        s->head_b2 = o->head_b2;
+    }
 }
 
 // What is out of range across the fields of a state read back, each within its own bounds, or
@@ -286,11 +321,15 @@ static const char* state_invalid(const TrainingState* s, char* err) {
     if (at->epoch < 0 || at->step_in_epoch < 0 || at->step_in_epoch > INT64_MAX / ranks)
         return "the data loader's position is out of range";
     int muon = s->optimizer == OPTIMIZER_MUON;
-    float settings[11] = {s->muon_momentum, s->embedding_lr, s->vector_lr, s->adam_b1, s->adam_b2, s->head_lr,
-                          (float)s->muon_qkv, (float)s->muon_ns, (float)s->cautious_weight_decay, (float)s->normuon,
-                          s->normuon_beta2};
-    for (int i = 0; i < 11; i++)
+    const float settings[] = {s->muon_momentum, s->embedding_lr, s->vector_lr, s->adam_b1, s->adam_b2, s->head_lr,
+                              (float)s->muon_qkv, (float)s->muon_ns, (float)s->cautious_weight_decay,
+                              (float)s->normuon, s->normuon_beta2, (float)s->group_betas, s->embedding_b1,
+                              s->embedding_b2, s->head_b1, s->head_b2};
+    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
         if (!muon && settings[i] != 0.0f) return "an AdamW run with Muon's settings";
+    if (!s->group_betas && (s->embedding_b1 != 0.0f || s->embedding_b2 != 0.0f || s->head_b1 != 0.0f || s->head_b2 != 0.0f))
+        return "the groups' betas are set without their switch";
+    if (s->head_lr == 0.0f && (s->head_b1 != 0.0f || s->head_b2 != 0.0f)) return "the head's betas are set without an untied head";
     OptimizerConfig o = training_state_optimizer(s);
     if (optimizer_invalid(&o, s->head_lr != 0.0f, err, ERR_LEN) != 0) return err;
     const char* unfit = muon_qkv_unfit(s->muon_qkv, &s->config);
@@ -309,7 +348,7 @@ int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err) {
         set_err(err, "not a training state file (magic %d, expected %d)", h->f.magic, STATE_MAGIC);
         return -1;
     }
-    if (h->f.version < STATE_VERSION_ADAMW || h->f.version > STATE_VERSION_FP8) {
+    if (h->f.version < STATE_VERSION_ADAMW || h->f.version > STATE_VERSION_INIT_BETAS) {
         set_err(err, "unsupported training state version %d", h->f.version);
         return -1;
     }
@@ -332,7 +371,9 @@ int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err) {
     char why_err[ERR_LEN];
     const char* why = state_invalid(s, why_err);
     if (h->f.version != state_version(s)) {
-        if (h->f.version == STATE_VERSION_FP8 || s->fp8) why = "the version is not FP8's";
+        if (h->f.version == STATE_VERSION_INIT_BETAS || has_init_or_group_betas(s))
+            why = "the version is not that of the init and the groups' betas";
+        else if (h->f.version == STATE_VERSION_FP8 || s->fp8) why = "the version is not FP8's";
         else if (h->f.version == STATE_VERSION_MUON_VARIANTS || has_muon_variants(s))
             why = "the version is not that of Muon's variants";
         else if (h->f.version == STATE_VERSION_DOCUMENTS || s->align_documents)

@@ -45,6 +45,12 @@
                                  // state after the optimizer's arrays (gpt/checkpoint.h's
                                  // fp8_state_bytes), which an older reader would not see (it would
                                  // resume in bf16). A run without keeps version 1 to 5
+#define STATE_VERSION_INIT_BETAS 7 // runs drawn with nanochat's init (--init nanochat), or Muon runs whose
+                                   // embeddings or head take Adam betas of their own (--embedding-beta1 and
+                                   // the others): the init in slot 56, the betas in slots 57-61, which an
+                                   // older reader would not see (it would resume with other betas, and
+                                   // record the run as drawn by the default init). A run without keeps
+                                   // an earlier version
 
 // The training state's header: magic, version, then the fields of a TrainingState (the table
 // state_fields of train/state.cu pairs each with its member here), each in the int32 slots of its
@@ -52,8 +58,8 @@
 // field's slots follow from this layout, so none overlaps another or passes the end; the slots
 // after the last are zero. Slots 0-31 are those of every earlier version; an AdamW run's file has
 // zeros in slots 32-38, a file of the default schedule in slots 39-45, and one of rows not aligned
-// to documents in slots 46-47, one without Muon's variants in slots 48-52, and one without FP8 in
-// slots 53-55.
+// to documents in slots 46-47, one without Muon's variants in slots 48-52, one without FP8 in
+// slots 53-55, and one of the default init and the groups' betas equal to the vectors' in slots 56-61.
 typedef struct {
     int32_t magic, version;
     int32_t step;
@@ -81,6 +87,10 @@ typedef struct {
     float normuon_beta2;
     // The FP8 matmuls (version 6)
     int32_t fp8, fp8_scaling, fp8_grad;
+    // The init and the Adam groups' betas (version 7)
+    int32_t init_scheme;
+    int32_t group_betas;
+    float embedding_b1, embedding_b2, head_b1, head_b2;
 } StateSlots;
 
 typedef union {
@@ -118,6 +128,12 @@ typedef struct {
     // The FP8 matmuls: FP8_* flags (gpt/activations.h), their Fp8Scaling and whether their
     // gradients run in bf16; all zero without FP8
     int fp8, fp8_scaling, fp8_grad_bf16;
+    // How the initial model was drawn (InitScheme): the run's start, which a resume keeps
+    int init_scheme;
+    // Muon's Adam betas of the embeddings and an untied head, where either group's differ from
+    // --adam-beta1/2 (group_betas 1; the head's 0 without an untied head); all zero otherwise
+    int group_betas;
+    float embedding_b1, embedding_b2, head_b1, head_b2;
 } TrainingState;
 
 // The optimizer settings s records (its kind's, Muon's variants among them; an untied head's rate

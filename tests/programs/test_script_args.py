@@ -69,6 +69,10 @@
   both at every prompt and sample count. gpu/masks.sh without a dataset is one error line and
   runs nothing; it trains the modern recipe with documents and WINDOWS at T 8192 and dense at
   T 1024, the same steps of the same tokens, then tabulates them against the dense run.
+  gpu/recipe.sh: a MODE of another name, a PARTS_FILTER that picks no row or no dataset is one
+  error line and runs nothing; MODE=alone trains the base, then the base with each part picked
+  (and the part it needs) at seed 1; MODE=out the base, NEW_PRESET, then NEW_PRESET without each
+  part (and the parts that need it), leaving out a part the set does not hold.
 Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/lib/test.h.
 """
 import os
@@ -414,6 +418,25 @@ def case_torch_scripts():
         one_error_line(case, run_script(script("train_torch_reference.py"), *train, *args, env=env), must_mention)
         case.check(open(init, "rb").read() == b"weights", "the checkpoint changed")
         case.end()
+    for args, must_say in ((["--init", "nanochat", "--init-from", init],
+                            "--init draws the initial model, which --init-from reads from its checkpoint"),
+                           (["--init", "xavier"], "argument --init: invalid choice"),
+                           (["--head-size", "96"], "argument --head-size: invalid choice"),
+                           (["--embedding-beta1", "0.9"], "--embedding-beta1 is a setting of --optimizer muon"),
+                           (["--optimizer", "muon", "--head-beta2", "0.96"],
+                            "--head-beta2: the model's head is wte (--head tied), at --embedding-lr"),
+                           (["--optimizer", "muon", "--embedding-beta2", "1"], "--embedding-beta2 1 must be in [0, 1)")):
+        case = Case(f"train_torch_reference.py {' '.join(os.path.basename(a) for a in args)}: argparse's error, as "
+                    "train_gpt's, before torch")
+        result = run_script(script("train_torch_reference.py"), *train, *args, env=env)
+        last = (result.stderr.strip().splitlines() or [""])[-1]
+        case.check(result.returncode == 2 and must_say in last, f"exit {result.returncode}, {last!r}")
+        case.end()
+    for args in (["--init", "nanochat", "--head-size", "128"],
+                 ["--arch", "modern", "--optimizer", "muon", "--embedding-beta2", "0.995", "--head-beta2", "0.96"]):
+        case = Case(f"train_torch_reference.py {' '.join(args)}: taken, then one line saying it needs torch")
+        one_error_line(case, run_script(script("train_torch_reference.py"), *train, *args, env=env), "needs torch")
+        case.end()
     case = Case("train_torch_reference.py --align-documents without --tokenizer: argparse's error, before torch")
     result = run_script(script("train_torch_reference.py"), *train, "--align-documents", env=env)
     last = (result.stderr.strip().splitlines() or [""])[-1]
@@ -619,9 +642,10 @@ LOCAL_STUBS = ["train_gpt", "prepare_data", "generate", "build/bench/bench_atten
 # which gpu_run makes).
 GPU_SCRIPTS = {"gpu/check.sh": (1, []), "gpu/scaling.sh": (0, []), "gpu/speed_race.sh": (0, []),
                "gpu/attention.sh": (1, []), "gpu/decode.sh": (1, []), "gpu/parity.sh": (1, ["data"]),
-               "gpu/modern.sh": (1, ["data"]), "gpu/muon.sh": (1, ["data"]), "gpu/masks.sh": (1, ["data"])}
+               "gpu/modern.sh": (1, ["data"]), "gpu/muon.sh": (1, ["data"]), "gpu/masks.sh": (1, ["data"]),
+               "gpu/recipe.sh": (1, ["data"])}
 PARITY_VARIABLES = ("MODELS", "SIDES", "SEEDS", "FLASHGPT", "FLASHGPT_BASE", "RACE", "ARCH", "OPTIMIZER",
-                    "WEIGHT_DECAY", "MUON_LR", "MODERN_LR", "PARTS")
+                    "WEIGHT_DECAY", "MUON_LR", "MODERN_LR", "PARTS", "MODE", "PARTS_FILTER", "NEW_PRESET")
 
 
 def gpu_folder(name):
@@ -850,6 +874,56 @@ def case_gpu_modern_parts():
     case.end()
 
 
+def case_gpu_recipe_runs():
+    for env_vars, args, must_mention in (({"MODE": "both"}, ["data"], "MODE both"),
+                                         ({"PARTS_FILTER": "qk-scale no-such-part"}, ["data"],
+                                          "no part called no-such-part"),
+                                         ({}, [], "give the dataset folder")):
+        what = " ".join(f"{k}='{v}'" for k, v in env_vars.items()) or "no dataset"
+        case = Case(f"gpu/recipe.sh with {what}: refused in one line, nothing run")
+        result, ran = gpu_run("gpu/recipe.sh", args, lambda stub: 0, dict(env_vars, OUT="logs"))
+        one_error_line(case, result, must_mention)
+        case.check(not ran, f"ran {ran}")
+        case.end()
+    base = "--arch modern --optimizer muon --context 1024 -T 1024 -B 16 "
+    case = Case("gpu/recipe.sh MODE=alone: the base, then the base with each part PARTS_FILTER picks (and the "
+                "part it needs), the same seed, then the table against the base")
+    result, _ = gpu_run("gpu/recipe.sh", ["data"], lambda stub: 0,
+                        {"PARTS_FILTER": "qk-scale cautious*", "OUT": "logs"})
+    case.check(result.returncode == 0 and "estimate: 3 runs" in result.stdout,
+               f"exit {result.returncode}: {result.stdout[:200]!r} {result.stderr.strip()!r}")
+    lines = ran_lines("gpu/recipe.sh")
+    runs = [line for line in lines if line.startswith("train_gpt ")]
+    case.check(len(runs) == 3 and all(base in line and "--seed 1 " in line for line in runs), f"the runs: {runs}")
+    if len(runs) == 3:
+        case.check(runs[0].endswith("--log logs/recipe/base.csv"), f"the base: {runs[0]}")
+        case.check("--weight-decay 0.05 --weight-decay-schedule linear --cautious-weight-decay --log "
+                   "logs/recipe/with-cautious-weight-decay.csv" in runs[1], f"cautious decay: {runs[1]}")
+        case.check("--qk-scale 1.2 --log logs/recipe/with-qk-scale.csv" in runs[2], f"qk scale: {runs[2]}")
+    case.check(any(line.startswith("python3 scripts/compare_curves.py --runs --baseline base") for line in lines),
+               f"no table: {lines}")
+    case.end()
+    case = Case("gpu/recipe.sh MODE=out: the base, the full set, then the set without each part (and without the "
+                "parts that need it); a part the set does not hold is left out")
+    result, _ = gpu_run("gpu/recipe.sh", ["data"], lambda stub: 0,
+                        {"MODE": "out", "PARTS_FILTER": "weight-decay muon-qkv-head-pairs qk-scale",
+                         "NEW_PRESET": "--qk-scale 1.2  --weight-decay 0.05 --weight-decay-schedule linear "
+                                       "--cautious-weight-decay --muon-qkv split", "OUT": "logs"})
+    case.check(result.returncode == 0 and "muon-qkv-head-pairs is not in the full set" in result.stdout,
+               f"exit {result.returncode}: {result.stdout[:300]!r}")
+    runs = [line for line in ran_lines("gpu/recipe.sh") if line.startswith("train_gpt ")]
+    want = [("base", ""),
+            ("full", "--qk-scale 1.2 --weight-decay 0.05 --weight-decay-schedule linear --cautious-weight-decay "
+                     "--muon-qkv split "),
+            ("without-weight-decay", "--qk-scale 1.2 --muon-qkv split "),
+            ("without-qk-scale", "--weight-decay 0.05 --weight-decay-schedule linear --cautious-weight-decay "
+                                 "--muon-qkv split ")]
+    case.check(len(runs) == len(want), f"the runs: {runs}")
+    for line, (name, options) in zip(runs, want):
+        case.check(line.endswith(f"tokenizer.bin {options}--log logs/recipe/{name}.csv"), f"{name}: {line}")
+    case.end()
+
+
 def case_gpu_decode_modern():
     case = Case("gpu/decode.sh: a modern d12 beside GPT-2's, each prompt and sample count generated by both")
     result, _ = gpu_run("gpu/decode.sh", [], lambda stub: 0, {"OUT": "logs"})
@@ -878,6 +952,7 @@ def main():
     case_gpu_parity_architecture()
     case_gpu_modern_parts()
     case_gpu_masks_runs()
+    case_gpu_recipe_runs()
     case_gpu_decode_modern()
     return 1 if Case.failures else 0
 

@@ -16,7 +16,13 @@ and gpt_gpt2_parts_reference.bin: the parts of the 2026 recipe on each):
   tests/unit/gpt/test_gpt.cu allows train_gpt (Newton-Schulz runs in bf16 on both);
 - its Muon of each variant run of $FLASHGPT_TESTDATA/muon_reference.bin (tests/reference/gen_muon_reference.py:
   plain, and q, k and v, Polar Express, cautious decay and NorMuon at once, on the tiny GPT-2): each
-  loss within 1e-2 relative, as tests/unit/gpt/test_muon.cu allows train_gpt.
+  loss within 1e-2 relative, as tests/unit/gpt/test_muon.cu allows train_gpt;
+- nanochat's init (GPT(init="nanochat"), train_gpt's --init nanochat) of a modern model with the
+  residual lambdas, tensor by tensor as gpt/param_table.c draws it: wte N(0, 0.8), the head
+  N(0, 0.001), qkvw and fcw uniform of std 1/sqrt(C) and 0.4/sqrt(C), the projections zero, the
+  lambdas from 1.15 and 0.2 to 1.05 and 0.05;
+- Muon's Adam groups at their betas: the embeddings' and the head's own where given, the vectors'
+  (--adam-beta1 and 2) otherwise.
 The project never depends on torch: without it every case is SKIPPED (the GPU machine's python
 has it). Prints PASS / FAIL / SKIPPED lines like tests/lib/test.h.
 """
@@ -30,7 +36,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 from case import Case  # noqa: E402
 from gpt2_checkpoint import Shape, architecture_from_slots, layout  # noqa: E402
-from gpt_architecture import SLOTS  # noqa: E402
+from gpt_architecture import PRESETS, SLOTS  # noqa: E402
 from gpt_schedule import Rates, optimizer_rates  # noqa: E402
 from torch_optimizers import VARIANTS  # noqa: E402
 
@@ -145,7 +151,8 @@ def case_optimizers(name, r):
     case = Case(f"torch reference {name}: the trainer's Muon, {len(r['muon_losses'])} steps, against float64")
     model = model_of(r)
     settings = SimpleNamespace(optimizer="muon", lr=h[6], muon_momentum=h[7], embedding_lr=h[8], head_lr=h[9],
-                               vector_lr=h[10], adam_beta1=h[11], adam_beta2=h[12], weight_decay=h[14],
+                               vector_lr=h[10], adam_beta1=h[11], adam_beta2=h[12], embedding_beta1=h[11],
+                               embedding_beta2=h[12], head_beta1=h[11], head_beta2=h[12], weight_decay=h[14],
                                normuon_beta2=0.0, **{key: off for _, key, off in VARIANTS})
     opt = Muon(model, settings)
     # Adam's groups, in any order: the embeddings at the embedding rate, an untied head at its own,
@@ -212,7 +219,8 @@ def case_muon_variants(r):
                 f"{variant.weight_decay:g}" + (f", NorMuon {variant.normuon_beta2:g}" if variant.normuon else ""))
         case = Case(f"torch reference: the trainer's Muon, {what}, {len(want)} steps, against float64")
         settings = SimpleNamespace(optimizer="muon", lr=h[0], muon_momentum=h[1], embedding_lr=h[2], head_lr=0.0,
-                                   vector_lr=h[3], adam_beta1=h[4], adam_beta2=h[5], **vars(variant))
+                                   vector_lr=h[3], adam_beta1=h[4], adam_beta2=h[5], embedding_beta1=h[4],
+                                   embedding_beta2=h[5], head_beta1=h[4], head_beta2=h[5], **vars(variant))
         model = model_of(r)
         opt = Muon(model, settings)
         rates = Rates(lr={"matrix": h[0], "embedding": h[2], "head": 0.0, "vector": h[3]}, momentum=h[1],
@@ -225,6 +233,47 @@ def case_muon_variants(r):
         case.end()
 
 
+def case_nanochat_init():
+    case = Case("torch reference: nanochat's init of a modern model with the lambdas, tensor by tensor")
+    L, C = 3, 256
+    model = GPT(L, C, 2, 1000, 40, arch=PRESETS["modern"]._replace(residual_lambdas=1), init="nanochat")
+    unit = C ** -0.5
+    for kind, params in model.table_parameters():
+        values = torch.stack([p.detach() for p in params]).double()
+        if kind.name in ("wte", "lm_head"):
+            case.check(not values[:, 1000:].any(), f"{kind.name}: a padding row is not zero")
+            values = values[:, :1000]
+        want = {"wte": 0.8, "lm_head": 0.001, "qkvw": unit, "fcw": 0.4 * unit}.get(kind.name)
+        if want:
+            case.check(abs(values.std().item() / want - 1) < 0.03, f"{kind.name}: std {values.std().item():.4g}, want "
+                       f"{want:.4g}")
+            if kind.name in ("qkvw", "fcw"):
+                case.check(values.abs().max().item() <= 3 ** 0.5 * want, f"{kind.name}: past the uniform's bound")
+        elif kind.name in ("attprojw", "fcprojw"):
+            case.check(not values.any(), f"{kind.name} is not zero")
+        elif kind.name in ("resid_lambda", "x0_lambda"):
+            first, last = (1.15, 1.05) if kind.name == "resid_lambda" else (0.2, 0.05)
+            want = torch.tensor([first + (last - first) * layer / (L - 1) for layer in range(L)], dtype=torch.float64)
+            case.check(torch.allclose(values.flatten(), want, rtol=1e-6), f"{kind.name}: {values.flatten().tolist()}")
+    case.end()
+
+
+def case_group_betas():
+    case = Case("torch reference: Muon's Adam groups at the embeddings' and the head's own betas, the vectors' at "
+                "--adam-beta1 and 2")
+    model = GPT(2, 128, 2, 300, 32, arch=PRESETS["modern"]._replace(residual_lambdas=1))
+    settings = SimpleNamespace(optimizer="muon", lr=0.02, muon_momentum=0.95, embedding_lr=0.05, head_lr=0.002,
+                               vector_lr=0.002, adam_beta1=0.8, adam_beta2=0.95, embedding_beta1=0.7,
+                               embedding_beta2=0.995, head_beta1=0.8, head_beta2=0.96, weight_decay=0.0,
+                               normuon_beta2=0.0, **{key: off for _, key, off in VARIANTS})
+    want = {"embedding": (0.7, 0.995), "head": (0.8, 0.96), "vector": (0.8, 0.95)}
+    groups = Muon(model, settings).adam.param_groups
+    case.check(sorted({g["group"] for g in groups}) == sorted(want), f"the groups {[g['group'] for g in groups]}")
+    for g in groups:
+        case.check(tuple(g["betas"]) == want[g["group"]], f"{g['group']}: betas {g['betas']}")
+    case.end()
+
+
 def main():
     if torch is None:
         print("SKIPPED test_torch_reference (no torch for this python: the project never depends on it)")
@@ -235,6 +284,8 @@ def main():
         case_forward_backward(name, r)
         case_optimizers(name, r)
     case_muon_variants(read_muon_reference(os.path.join(TESTDATA, "muon_reference.bin")))
+    case_nanochat_init()
+    case_group_betas()
     return 1 if Case.failures else 0
 
 

@@ -5,7 +5,8 @@
 # whose sizes overflow; --log and --out-dir that cannot be written, a --log that is an input;
 # flags out of range; --align-documents without a tokenizer, without documents or resumed with
 # another alignment; Muon's variants out of place, out of range or resumed otherwise; --fp8 and its
-# settings out of place, out of range or resumed otherwise, its state truncated or not finite.
+# settings out of place, out of range or resumed otherwise, its state truncated or not finite; --init,
+# the Adam groups' own betas and --head-size, drawn, refused and resumed.
 # Also which validation shards the default --val-data finds, and that it says
 # when there are none. The checkpoints are made here (ckpt.py below, in the formats of
 # gpt/checkpoint.h and train/state.h), so no GPU is needed; each bad case is one change to a pair
@@ -481,10 +482,10 @@ done <<'EOF'
 1:4,46:1,47:300|the document token is set without --align-documents, or outside the vocabulary
 47:3|the document token is set without --align-documents, or outside the vocabulary
 EOF
-pair "$tmp/r" -- slot=1:7,46:1,47:3
+pair "$tmp/r" -- slot=1:8,46:1,47:3
 resume "$tmp/r"
-check "state version 7: $(last "$tmp/out")" says "$tmp/out" \
-    "$tmp/r/state_00000005.bin: unsupported training state version 7"
+check "state version 8: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/state_00000005.bin: unsupported training state version 8"
 end
 
 begin "train_gpt_model_header_sizes_bounded"
@@ -1146,6 +1147,128 @@ pair "$tmp/r" -- "slot=1:5,53:1"
 resume "$tmp/r"
 check "FP8 in a version 5 file: $(last "$tmp/out")" says "$tmp/out" \
     "$tmp/r/state_00000005.bin: corrupt training state header: the version is not FP8's"
+end
+
+begin "train_gpt_init_group_betas_and_head_size"
+# --init nanochat draws nanochat's initial model (--save-init's file: wte N(0, 0.8), the head
+# N(0, 0.001), qkvw and fcw uniform of std 1/sqrt(C) and 0.4/sqrt(C), the projections zero, the
+# lambdas from 1.15 and 0.2 to 1.05 and 0.05), and is refused with --init-from. Muon's groups'
+# betas (--embedding-beta1 and the others) are refused under AdamW, out of range, and the head's
+# with a tied head; the optimizer's line says them. Both are recorded in a version 7 state (slots
+# 56-61): a run resumes with them when none is given and is refused naming the one asked
+# otherwise; a version 5 file with them, or an AdamW one, is corrupt. --head-size 128 keeps C:
+# NH = C / 128, refused where C is not a multiple or a checkpoint's heads differ.
+data="--model d2 --context 64 -T 64"
+./train_gpt --train-data "$train" $data --arch modern --residual-lambdas 1 --init nanochat --seed 3 \
+    --save-init "$tmp/init/nanochat.bin" > "$tmp/out" 2>&1
+check "--init nanochat --save-init: $(tail -1 "$tmp/out")" has_line "$tmp/out" \
+    "initial model (seed 3, nanochat's init): $tmp/init/nanochat.bin"
+"$PYTHON" - "$tmp/init/nanochat.bin" > "$tmp/init/check" 2>&1 <<'PY'
+import sys
+sys.path.insert(0, "scripts")
+from gpt2_checkpoint import Checkpoint
+c = Checkpoint(sys.argv[1])
+C = c.shape.C
+for sl, v in c.slices():
+    name = sl.hf_name
+    if name in ("wte.weight", "lm_head.weight"):
+        assert not v[300:].any(), "a padding row is not zero"
+        std = 0.8 if name == "wte.weight" else 0.001
+        v = v[:300]
+        assert abs(v.std() / std - 1) < 0.05 and abs(v.mean()) < 0.05 * std, (name, v.mean(), v.std())
+    elif name.endswith(("c_attn.weight", "c_fc.weight")):  # uniform of std 1/sqrt(C), 0.4/sqrt(C)
+        std = (1.0 if "c_attn" in name else 0.4) / C ** 0.5
+        assert abs(v.std() / std - 1) < 0.05 and abs(v).max() <= 3 ** 0.5 * std * 1.004, (name, v.std(), abs(v).max())
+    elif name.endswith("c_proj.weight"):
+        assert not v.any(), name
+    elif "lambda" in name:
+        layer = int(name.split(".")[1])
+        want = {"resid": (1.15, 1.05), "x0": (0.2, 0.05)}[name.split(".")[2].split("_")[0]][layer]
+        assert abs(v[0] - want) < 0.01 * want, (name, v, want)
+    else:
+        raise AssertionError(f"a tensor of another kind: {name}")
+print("ok")
+PY
+check "nanochat's init: $(tail -1 "$tmp/init/check")" test "$(cat "$tmp/init/check")" = ok
+./train_gpt --train-data "$train" $data --arch modern --residual-lambdas 1 --seed 3 --save-init "$tmp/init/default.bin" \
+    > "$tmp/out" 2>&1
+check "the default init draws another model" not cmp -s "$tmp/init/nanochat.bin" "$tmp/init/default.bin"
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $data $args > "$tmp/out" 2>&1
+    check "$args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<EOF
+--init xavier|--init xavier: expected default or nanochat
+--init nanochat --init-from $tmp/init/default.bin|--init draws the initial model, which --init-from reads from its checkpoint: it has no effect
+--init default --init-from $tmp/init/default.bin|--init draws the initial model, which --init-from reads from its checkpoint
+--init nanochat|no CUDA device
+--embedding-beta1 0.9|--embedding-beta1 is a setting of --optimizer muon
+--arch modern --head-beta2 0.96|--head-beta2 is a setting of --optimizer muon
+--optimizer muon --head-beta1 0.8|--head-beta1: the model's head is wte (--head tied), at --embedding-lr
+--optimizer muon --embedding-beta2 1|--embedding-beta2 1 must be in \[0, 1)
+--optimizer muon --arch modern --head-beta1 -0.1|--head-beta1 -0.1 must be in \[0, 1)
+--optimizer muon --arch modern --embedding-beta2 0.995 --head-beta2 0.96|no CUDA device
+--head-size 96|--head-size 96: expected 64 or 128
+--model d48 --head-size 128|--head-size 128: --model d48's 1600 channels are not a multiple of it
+--head-size 128|no CUDA device
+--head-size 64 --init-from $tmp/init/default.bin|no CUDA device
+--head-size 128 --init-from $tmp/init/default.bin|--model d2 (L 2 C 128 NH 1) does not match $tmp/init/default.bin (L 2 C 128 NH 2)
+EOF
+./train_gpt --train-data "$train" -T 64 --head-size 128 --init-from "$tmp/init/default.bin" > "$tmp/out" 2>&1
+check "--head-size 128 from a model of head size 64: $(last "$tmp/out")" says "$tmp/out" \
+    "--head-size 128 does not match $tmp/init/default.bin (head size 64)"
+./train_gpt --train-data "$train" $data --optimizer muon --arch modern --embedding-beta2 0.995 --head-beta2 0.96 \
+    > "$tmp/out" 2>&1
+check "the groups' betas said: $(grep '^optimizer' "$tmp/out" || last "$tmp/out")" grep -qF -- \
+    "lr 0.05 for the embeddings (betas 0.8, 0.995), 0.002 for the head (betas 0.8, 0.96), 0.002 for the vectors" \
+    "$tmp/out"
+./train_gpt --train-data "$train" $data --optimizer muon --adam-beta1 0.7 > "$tmp/out" 2>&1
+check "the groups' betas follow --adam-beta1: $(grep '^optimizer' "$tmp/out" || last "$tmp/out")" grep -qF -- \
+    "Adam (0.7, 0.95) lr 0.001 for the embeddings, 0.002 for the vectors" "$tmp/out"
+./train_gpt --train-data "$train" $data --head-size 128 --save-init "$tmp/init/hs128.bin" > "$tmp/out" 2>&1
+check "--head-size 128's model: $(tail -1 "$tmp/out")" \
+    "$PYTHON" -c "import sys; sys.path.insert(0, 'scripts'); from gpt2_checkpoint import Checkpoint
+s = Checkpoint('$tmp/init/hs128.bin').shape; assert (s.C, s.NH) == (128, 1), s"
+# A Muon run of nanochat's init and the embeddings' own betas (0.8, 0.995): version 7.
+muon="--optimizer muon --muon-momentum 0.9 --embedding-lr 0.001 --vector-lr 0.002"
+pair "$tmp/nanochat" -- muon=1 "slot=1:7,56:1,57:1,58:bits 0.8,59:bits 0.995"
+resume "$tmp/nanochat" $muon
+check "a version 7 run resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+check "its betas said: $(grep '^optimizer' "$tmp/out")" grep -qF -- "lr 0.001 for the embeddings (betas 0.8, 0.995)" \
+    "$tmp/out"
+check "its init said" grep -qF -- "init: nanochat's (--init nanochat), the run's start" "$tmp/out"
+while IFS='|' read -r asked error; do
+    resume "$tmp/nanochat" $muon $asked
+    check "that run resumed with '$asked': $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/nanochat: $error"
+done <<'EOF'
+--init default|the run used --init nanochat, this one asks for --init default
+--embedding-beta2 0.99|the run used --embedding-beta2 0.995, this one asks for --embedding-beta2 0.99
+--embedding-beta2 0.95|the run used groups' own Adam betas, this one asks for no groups' own Adam betas
+EOF
+resume "$tmp/nanochat" $muon --init nanochat --embedding-beta1 0.8 --embedding-beta2 0.995
+check "that run resumed with its own given: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+pair "$tmp/muon" -- muon=1
+resume "$tmp/muon" $muon --embedding-beta2 0.995
+check "a version 2 run resumed with betas of the embeddings' own: $(last "$tmp/out")" says "$tmp/out" \
+    "--resume $tmp/muon: the run used no groups' own Adam betas, this one asks for groups' own Adam betas"
+# (optimizer|slots|error): each state header corrupt in one way.
+while IFS='|' read -r optimizer slots error; do
+    if [ "$optimizer" = muon ]; then pair "$tmp/r" -- muon=1 "slot=$slots"; else pair "$tmp/r" -- "slot=$slots"; fi
+    resume "$tmp/r" $([ "$optimizer" = muon ] && echo $muon)
+    check "a $optimizer state with $slots: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: $error"
+done <<'EOF'
+muon|1:5,48:1,56:1|corrupt training state header: the version is not that of the init and the groups' betas
+muon|56:1|corrupt training state header: the version is not that of the init and the groups' betas
+muon|1:7|corrupt training state header: the version is not that of the init and the groups' betas
+muon|1:6|corrupt training state header: the version is not FP8's
+muon|1:7,56:2|corrupt training state header: --init 2 is out of range
+muon|1:7,58:bits 0.8|corrupt training state header: the groups' betas are set without their switch
+muon|1:7,57:1,58:bits 0.8,59:bits 1|corrupt training state header: --embedding-beta2 1 must be in \[0, 1)
+muon|1:7,57:1,58:bits 0.8,59:bits 0.9,60:bits 0.8|corrupt training state header: the head's betas are set without an untied head
+adamw|1:7,57:1,58:bits 0.8,59:bits 0.9|corrupt training state header: an AdamW run with Muon's settings
+EOF
+pair "$tmp/r" -- "slot=1:7,56:1"
+resume "$tmp/r" --init nanochat
+check "an AdamW run of nanochat's init resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 end
 
 exit $((failures > 0))

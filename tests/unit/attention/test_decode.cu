@@ -263,7 +263,7 @@ static float* small_gpt_values(const GPTConfig* c) {
     float* values = (float*)malloc(count_params(c) * sizeof(float));
     GPTConfig drawn = *c;
     drawn.arch.zero_init = 0;
-    init_param_values(values, &drawn, 11);
+    init_param_values(values, &drawn, 11, INIT_SCHEME_DEFAULT);
     size_t sizes[NUM_PARAM_TENSORS], off = 0;
     param_sizes(c, sizes);
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {

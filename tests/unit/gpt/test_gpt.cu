@@ -280,6 +280,7 @@ static void test_reference(const Reference* r, ModelOptions opt) {
     if (!r->muon_steps) return;
     OptimizerConfig muon = {.kind = OPTIMIZER_MUON, .lr = h[6], .momentum = h[7], .embedding_lr = h[8],
                             .head_lr = h[9], .vector_lr = h[10], .b1 = h[11], .b2 = h[12], .eps = h[13],
+                            .embedding_b1 = h[11], .embedding_b2 = h[12], .head_b1 = h[11], .head_b2 = h[12],
                             .weight_decay = h[14], .grad_clip = h[5]};
     gpt_build(&g, *c, B, T, &opt, NULL, &muon);
     snprintf(name, sizeof(name), "gpt %smuon %s", model, mode);
@@ -786,9 +787,9 @@ static void test_parameters_by_architecture(void) {
     float* a = (float*)malloc(P2 * sizeof(float));
     float* b = (float*)malloc(PM * sizeof(float));
     float* d = (float*)malloc(PM * sizeof(float));
-    init_param_values(a, &gpt2, 3);
-    init_param_values(b, &modern, 3);
-    init_param_values(d, &drawn, 3);
+    init_param_values(a, &gpt2, 3, INIT_SCHEME_DEFAULT);
+    init_param_values(b, &modern, 3, INIT_SCHEME_DEFAULT);
+    init_param_values(d, &drawn, 3, INIT_SCHEME_DEFAULT);
     size_t wte = (size_t)gpt2.Vp * gpt2.C, real = (size_t)gpt2.V * gpt2.C;
     CHECK(memcmp(a, b, wte * sizeof(float)) == 0, "wte differs between the architectures from one seed");
     param_sizes(&modern, sizes);
@@ -957,7 +958,7 @@ static void loss_curve(const Architecture* arch, const ModelOptions* mo, const u
     adamw.lr = 2e-3f;
     GPT g;
     gpt_build(&g, c, CURVE_B, CURVE_T, mo, NULL, &adamw);
-    gpt_init_random(&g, 7);
+    gpt_init_random(&g, 7, INIT_SCHEME_DEFAULT);
     static int tokens[CURVE_B * CURVE_T], targets[CURVE_B * CURVE_T];
     for (int step = 0; step < CURVE_STEPS; step++) {
         for (int b = 0; b < CURVE_B; b++) {

@@ -13,6 +13,9 @@
 // - one gpt_update of each variant from a run's state (momentum, Adam moments, step 3) with
 //   clipped gradients and a learning-rate scale: every tensor's master weights, m and v (NorMuon's
 //   moments in v); twice, for the same bits;
+// - one gpt_update with the embeddings' own Adam betas (--embedding-beta1 and 2): their tensors
+//   bit for bit those of an update with every group at those betas, every other Adam tensor those
+//   of an update without;
 // - 10 Muon steps of the model on one batch, plain and with every variant: the loss before each;
 // - ZeRO-1 by matrices, its ranks simulated in this process (2 and 3, each a model that updates
 //   its own parts), plain and with every variant (head pairs, NorMuon): each parameter updated by
@@ -244,7 +247,8 @@ static void test_newton_schulz_own_coefficients(void) {
 static OptimizerConfig muon_config(const Reference* r, const Variant* v) {
     const float* h = r->hyper;
     return (OptimizerConfig){.kind = OPTIMIZER_MUON, .lr = h[0], .momentum = h[1], .embedding_lr = h[2],
-                             .vector_lr = h[3], .b1 = h[4], .b2 = h[5], .eps = h[6], .weight_decay = v->weight_decay,
+                             .vector_lr = h[3], .b1 = h[4], .b2 = h[5], .eps = h[6], .embedding_b1 = h[4],
+                             .embedding_b2 = h[5], .head_b1 = h[4], .head_b2 = h[5], .weight_decay = v->weight_decay,
                              .grad_clip = h[7], .muon_qkv = v->qkv, .muon_ns = v->ns,
                              .cautious_weight_decay = v->cautious, .normuon = v->normuon, .normuon_beta2 = v->beta2};
 }
@@ -316,6 +320,47 @@ static void test_update(const Reference* r) {
                       what, param_names[i]);
         }
         gpt_free(&g);
+    }
+    test_end();
+}
+
+// One gpt_update of o from the reference's start: the master weights, m and v.
+static void update_once(const Reference* r, const OptimizerConfig* o, std::vector<float> out[3]) {
+    GPT g;
+    gpt_build(&g, r->update_config, UPDATE_B, UPDATE_T, &MODEL_OPTIONS, NULL, o);
+    set_update_start(&g, r);
+    StepRates rates = optimizer_rates(&g.optimizer, g.optimizer.lr);
+    gpt_update(&g, &rates);
+    cudaCheck(cudaStreamSynchronize(g.stream));
+    out[0] = from_device(g.master, r->update_P);
+    out[1] = from_device(g.m, r->update_P);
+    out[2] = from_device(g.v, r->update_P);
+    gpt_free(&g);
+}
+
+static void test_group_betas(const Reference* r) {
+    test_begin("muon Adam's groups at their own betas: the embeddings' as every group at them, the rest as without");
+    const Variant plain = {};
+    OptimizerConfig base = muon_config(r, &plain), own = base, every = base;
+    own.embedding_b1 = every.embedding_b1 = every.b1 = every.head_b1 = 0.7f;
+    own.embedding_b2 = every.embedding_b2 = every.b2 = every.head_b2 = 0.99f;
+    std::vector<float> a[3], b[3], c[3];
+    update_once(r, &own, a);
+    update_once(r, &every, b);
+    update_once(r, &base, c);
+    size_t sizes[NUM_PARAM_TENSORS], off = 0;
+    param_sizes(&r->update_config, sizes);
+    for (int i = 0; i < NUM_PARAM_TENSORS; off += sizes[i++]) {
+        if (!sizes[i] || param_table[i].group == GROUP_MATRIX) continue;
+        // The embeddings take the betas of their own; every other Adam tensor the vectors'.
+        const std::vector<float>* want = param_table[i].group == GROUP_EMBEDDING ? b : c;
+        for (int k = 0; k < 3; k++)
+            CHECK(memcmp(a[k].data() + off, want[k].data() + off, sizes[i] * sizeof(float)) == 0,
+                  "%s: array %d is not the update at %s betas", param_names[i], k,
+                  want == b ? "the embeddings' own" : "the vectors'");
+        if (param_table[i].group == GROUP_EMBEDDING)
+            CHECK(memcmp(a[2].data() + off, c[2].data() + off, sizes[i] * sizeof(float)) != 0,
+                  "%s: v is the one at the vectors' betas", param_names[i]);
     }
     test_end();
 }
@@ -448,6 +493,7 @@ int main(void) {
         "muon newton-schulz against float64, quintic and polar express",
         "muon newton-schulz takes each iteration's coefficients and the norm's factor",
         "muon one update of each variant against float64: master weights, momentum, Adam moments, NorMuon's",
+        "muon Adam's groups at their own betas: the embeddings' as every group at them, the rest as without",
         "muon 10 steps on one batch against float64, plain and with every variant",
         "muon ZeRO-1 by matrices, 2 and 3 ranks simulated, plain and with every variant: each parameter updated once, "
         "as on one GPU"};
@@ -468,6 +514,7 @@ int main(void) {
     test_newton_schulz(&r);
     test_newton_schulz_own_coefficients();
     test_update(&r);
+    test_group_betas(&r);
     test_steps(&r);
     test_simulated_ranks(&r);
     return test_exit_code();

@@ -6,8 +6,8 @@
 // list of kinds; a per-layer kind on a subset of the layers (slices packed, padding rows, draws); Muon
 // cutting qkvw into one (3C, C), three (C, C) or head-pair (2HS, C) matrices as --muon-qkv says,
 // the other matrices whole under every cut, ZeRO-1's shards of them whole, head pairs refused with
-// an odd head count; presence per architecture; the residual lambdas;
-// --help's listing.
+// an odd head count; presence per architecture; the residual lambdas; nanochat's init (--init
+// nanochat) tensor by tensor; --help's listing.
 #include <math.h>
 #include <string.h>
 
@@ -77,7 +77,7 @@ static uint64_t init_hash(const GPTConfig* c, uint64_t seed) {
     size_t P = count_params(c);
     float* values = (float*)malloc(P * sizeof(float));
     if (!values) die("out of memory");
-    init_param_values(values, c, seed);
+    init_param_values(values, c, seed, INIT_SCHEME_DEFAULT);
     fnv = 0xcbf29ce484222325ULL;
     for (size_t i = 0; i < P; i++) {
         uint32_t bits;
@@ -340,8 +340,8 @@ static void test_residual_lambdas(void) {
                   "%s: layer %d's lambdas", name, l);
         float* values = (float*)malloc(P * sizeof(float));
         float* with_values = (float*)malloc((P + 2 * c.L) * sizeof(float));
-        init_param_values(values, &c, 5);
-        init_param_values(with_values, &with, 5);
+        init_param_values(values, &c, 5, INIT_SCHEME_DEFAULT);
+        init_param_values(with_values, &with, 5, INIT_SCHEME_DEFAULT);
         CHECK(!memcmp(values, with_values, P * sizeof(float)), "%s: the lambdas change the other draws", name);
         int wrong = 0;
         for (int l = 0; l < c.L; l++) wrong += with_values[P + l] != 1.0f || with_values[P + c.L + l] != 0.0f;
@@ -354,6 +354,87 @@ static void test_residual_lambdas(void) {
           r->lr_scale == 2.5f && z->lr_scale == 250.0f,
           "the lambdas' groups %d %d, decay x%g x%g, lr x%g x%g", r->group, z->group, r->decay_scale, z->decay_scale,
           r->lr_scale, z->lr_scale);
+    test_end();
+}
+
+// The mean and standard deviation of n values.
+static void moments(const float* v, size_t n, double* mean, double* std) {
+    double s = 0.0, s2 = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        s += v[i];
+        s2 += (double)v[i] * v[i];
+    }
+    *mean = s / n;
+    *std = sqrt(s2 / n - *mean * *mean);
+}
+
+// nanochat's init of a modern model with the lambdas and one of GPT-2's: wte N(0, 0.8) and the head
+// N(0, 0.001) (padding rows zero), qkvw and fcw uniform of std 1/sqrt(C) and 0.4/sqrt(C) (within
+// sqrt(3) times it), the projections zero, the lambdas from 1.15 and 0.2 to 1.05 and 0.05, the rest
+// as the default init draws it (GPT-2's wpe and norms); the same seed the same values.
+static void test_nanochat_init(void) {
+    test_begin("param_table_nanochat_init");
+    GPTConfig modern = {.maxT = 40, .V = 1000, .Vp = 1024, .L = 3, .NH = 2, .C = 256, .arch = ARCHITECTURE_MODERN};
+    modern.arch.residual_lambdas = 1;
+    GPTConfig gpt2 = modern;
+    gpt2.arch = (Architecture)ARCHITECTURE_GPT2;
+    const GPTConfig* configs[] = {&modern, &gpt2};
+    for (int m = 0; m < 2; m++) {
+        const GPTConfig* c = configs[m];
+        size_t P = count_params(c), sizes[NUM_PARAM_TENSORS];
+        param_sizes(c, sizes);
+        float* values = (float*)malloc(P * sizeof(float));
+        float* again = (float*)malloc(P * sizeof(float));
+        float* plain = (float*)malloc(P * sizeof(float));
+        init_param_values(values, c, 9, INIT_SCHEME_NANOCHAT);
+        init_param_values(again, c, 9, INIT_SCHEME_NANOCHAT);
+        init_param_values(plain, c, 9, INIT_SCHEME_DEFAULT);
+        CHECK(!memcmp(values, again, P * sizeof(float)), "model %d: the same seed, other values", m);
+        size_t off = 0;
+        double unit = 1.0 / sqrt((double)c->C);
+        for (int i = 0; i < NUM_PARAM_TENSORS; off += sizes[i++]) {
+            const float* v = values + off;
+            size_t n = sizes[i], real = n;
+            if (!n) continue;
+            double mean, std, most = 0.0, want = -1.0;
+            if (i == PARAM_WTE || i == PARAM_LM_HEAD) {
+                real = (size_t)c->V * c->C;
+                int padding_zero = 1;
+                for (size_t j = real; j < n; j++) padding_zero &= v[j] == 0.0f;
+                CHECK(padding_zero, "model %d: %s: a padding row is not zero", m, param_names[i]);
+                want = i == PARAM_WTE ? 0.8 : 0.001;
+            } else if (i == PARAM_QKVW || i == PARAM_FCW) {
+                want = (i == PARAM_QKVW ? 1.0 : 0.4) * unit;
+                for (size_t j = 0; j < n; j++) most = fmax(most, fabs(v[j]));
+                CHECK(most <= sqrt(3.0) * want * 1.004, "model %d: %s: %g past the uniform's bound", m, param_names[i],
+                      most);
+            }
+            if (want > 0.0) {
+                moments(v, real, &mean, &std);
+                CHECK(fabs(std / want - 1.0) < 0.03 && fabs(mean) < 0.03 * want, "model %d: %s: mean %g std %g, want "
+                      "std %g", m, param_names[i], mean, std, want);
+            } else if (i == PARAM_ATTPROJW || i == PARAM_FCPROJW) {
+                int zero = 1;
+                for (size_t j = 0; j < n; j++) zero &= v[j] == 0.0f;
+                CHECK(zero, "model %d: %s is not zero", m, param_names[i]);
+            } else if (i == PARAM_RESID_LAMBDA || i == PARAM_X0_LAMBDA) {
+                double first = i == PARAM_RESID_LAMBDA ? 1.15 : 0.2, last = i == PARAM_RESID_LAMBDA ? 1.05 : 0.05;
+                for (int l = 0; l < c->L; l++) {
+                    double x = first + (last - first) * l / (c->L - 1);
+                    CHECK(fabs(v[l] - x) < 0.005 * x, "model %d: %s of layer %d: %g, want %g", m, param_names[i], l,
+                          v[l], x);
+                }
+            } else {   // wpe (drawn after wte, which takes as many draws), the norms and biases: the default's
+                CHECK(!memcmp(v, plain + off, n * sizeof(float)), "model %d: %s is not the default init", m,
+                      param_names[i]);
+            }
+        }
+        free(values);
+        free(again);
+        free(plain);
+    }
+    CHECK(!strcmp(init_scheme_name(INIT_SCHEME_NANOCHAT), "nanochat") && !strcmp(init_scheme_name(INIT_SCHEME_DEFAULT),
+                                                                                 "default"), "the schemes' names");
     test_end();
 }
 
@@ -385,6 +466,7 @@ int main(void) {
     test_muon_cuts();
     test_presence();
     test_residual_lambdas();
+    test_nanochat_init();
     test_describe();
     return test_exit_code();
 }

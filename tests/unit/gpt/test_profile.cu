@@ -195,7 +195,7 @@ static void test_profiled_step(const char* name, const GPTConfig* c, OptimizerKi
     bf16* profiled = (bf16*)malloc(P * sizeof(bf16));
     bf16* plain = (bf16*)malloc(P * sizeof(bf16));
     if (!start || !profiled || !plain) die("out of host memory");
-    init_param_values(start, c, 42);
+    init_param_values(start, c, 42, INIT_SCHEME_DEFAULT);
     for (int i = 0; i < B * T; i++) {
         step_tokens[i] = (i * 31 + 7) % c->V;
         step_targets[i] = (i * 17 + 3) % c->V;

@@ -7,8 +7,9 @@
 // they are; rows aligned to documents take slots 46-47 of a version 4 file, under any optimizer
 // and schedule, and leave the others as they are; Muon's variants take slots 48-52 of a version 5
 // file, under any schedule and alignment, and leave the others as they are; the FP8 settings take
-// slots 53-55 of a version 6 file, under any optimizer, schedule, alignment and variants, and leave
-// the others as they are; headers whose
+// slots 53-55 of a version 6 file, under any optimizer, schedule, alignment and variants; nanochat's
+// init (either optimizer) and Muon's groups' own betas take slots 56-61 of a version 7 file, and a
+// state read back without the betas' switch gives the groups the vectors' betas; headers whose
 // optimizer, schedule, alignment, variants, version and settings disagree are refused with one
 // line naming what; the int fields bounded as integers, up to 2^31 - 1; every slot past the
 // fields zero.
@@ -100,6 +101,8 @@ static void test_adamw_layout(void) {
         bits.muon_qkv = bits.muon_ns = bits.cautious_weight_decay = bits.normuon = 0;
         bits.normuon_beta2 = 0.0f;
         bits.fp8 = bits.fp8_scaling = bits.fp8_grad_bf16 = 0;
+        bits.init_scheme = bits.group_betas = 0;
+        bits.embedding_b1 = bits.embedding_b2 = bits.head_b1 = bits.head_b2 = 0.0f;
         StateFileHeader packed, again;
         int32_t expected[HEADER_INTS];
         char err[ERR_LEN] = "";
@@ -252,6 +255,11 @@ static void random_variants(TrainingState* s, Rng* rng) {
     s->normuon_beta2 = s->normuon ? random_float(rng, 0.0f, 0.99f) : 0.0f;
 }
 
+// Muon's variants at random under Muon, none under AdamW.
+static void random_variants_if(TrainingState* s, Rng* rng, int muon) {
+    if (muon) random_variants(s, rng);
+}
+
 static void test_muon_variant_slots(void) {
     test_begin("state header: Muon's variants in slots 48-52 of version 5, under any schedule and alignment, the rest "
                "as the run's without them");
@@ -322,6 +330,60 @@ static void test_fp8_slots(void) {
     test_end();
 }
 
+static void test_init_beta_slots(void) {
+    test_begin("state header: nanochat's init and groups' own Adam betas in slots 56-61 of version 7, the rest as the "
+               "run's without them");
+    Rng rng = {56};
+    for (int i = 0; i < 400; i++) {
+        TrainingState s = random_state(&rng), back;
+        int muon = i % 2, untied = i % 4 >= 2;
+        if (muon) make_muon(&s, &rng);
+        if (muon && untied) s.head_lr = random_float(&rng, 1e-4f, 1e-2f);
+        if (i % 3 == 0) random_variants_if(&s, &rng, muon);
+        StateFileHeader plain, own, again;
+        state_header_pack(&s, &plain);
+        char err[ERR_LEN] = "";
+        CHECK(state_header_unpack(&plain, &back, err) == 0, "state %d refused: %s", i, err);
+        OptimizerConfig o = training_state_optimizer(&back);
+        if (muon)
+            CHECK(o.embedding_b1 == s.adam_b1 && o.embedding_b2 == s.adam_b2 && o.head_b1 == s.adam_b1 &&
+                  o.head_b2 == s.adam_b2, "state %d: without a record the groups' betas are not the vectors'", i);
+        s.init_scheme = muon ? (int)(rng_next(&rng) % 2) : INIT_SCHEME_NANOCHAT;
+        if (muon) {
+            s.group_betas = s.init_scheme == INIT_SCHEME_DEFAULT || rng_next(&rng) % 2;
+            if (s.group_betas) {
+                s.embedding_b1 = random_float(&rng, 0.0f, 0.99f);
+                s.embedding_b2 = random_float(&rng, 0.0f, 0.99f);
+                if (untied) {
+                    s.head_b1 = random_float(&rng, 0.0f, 0.99f);
+                    s.head_b2 = random_float(&rng, 0.0f, 0.99f);
+                }
+            }
+        }
+        state_header_pack(&s, &own);
+        CHECK(own.ints[1] == STATE_VERSION_INIT_BETAS && plain.ints[1] != STATE_VERSION_INIT_BETAS,
+              "state %d: versions %d and %d", i, plain.ints[1], own.ints[1]);
+        CHECK(memcmp(plain.ints + 2, own.ints + 2, 54 * sizeof(int32_t)) == 0, "state %d: slots 2-55 differ", i);
+        const int32_t ints[2] = {s.init_scheme, s.group_betas};
+        const float betas[4] = {s.embedding_b1, s.embedding_b2, s.head_b1, s.head_b2};
+        CHECK(memcmp(own.ints + 56, ints, sizeof(ints)) == 0 && memcmp(own.ints + 58, betas, sizeof(betas)) == 0,
+              "state %d: slots 56-61 hold %d %d %d %d %d %d", i, own.ints[56], own.ints[57], own.ints[58], own.ints[59],
+              own.ints[60], own.ints[61]);
+        for (int k = 53; k < HEADER_INTS; k++) CHECK(plain.ints[k] == 0, "a run without them: slot %d is not 0", k);
+        for (int k = 62; k < HEADER_INTS; k++) CHECK(own.ints[k] == 0, "slot %d is not 0", k);
+        CHECK(state_header_unpack(&own, &back, err) == 0, "state %d refused: %s", i, err);
+        state_header_pack(&back, &again);
+        CHECK(memcmp(&own, &again, sizeof(again)) == 0, "state %d: read back, it packs to other bytes", i);
+        o = training_state_optimizer(&back);
+        if (s.group_betas)
+            CHECK(o.embedding_b1 == s.embedding_b1 && o.embedding_b2 == s.embedding_b2 &&
+                  (!untied || (o.head_b1 == s.head_b1 && o.head_b2 == s.head_b2)),
+                  "state %d: the groups' betas read back are not the recorded ones", i);
+        if (test_case_failures) break;
+    }
+    test_end();
+}
+
 // A header changed by change is refused, with one line that holds words.
 static void expect_refused(const char* what, const TrainingState* s, void (*change)(StateFileHeader*),
                            const char* words) {
@@ -341,7 +403,7 @@ static void to_version_3(StateFileHeader* h) { h->f.version = STATE_VERSION_SCHE
 static void to_version_4(StateFileHeader* h) { h->f.version = STATE_VERSION_DOCUMENTS; }
 static void to_version_5(StateFileHeader* h) { h->f.version = STATE_VERSION_MUON_VARIANTS; }
 static void to_version_6(StateFileHeader* h) { h->f.version = STATE_VERSION_FP8; }
-static void to_version_7(StateFileHeader* h) { h->f.version = 7; }
+static void to_version_8(StateFileHeader* h) { h->f.version = STATE_VERSION_INIT_BETAS + 1; }
 static void fp8_delayed_alone(StateFileHeader* h) { h->f.fp8_scaling = FP8_SCALING_DELAYED; }
 static void fp8_delayed_on_ranks(StateFileHeader* h) {
     h->f.fp8_scaling = FP8_SCALING_DELAYED;
@@ -393,6 +455,26 @@ static void no_vector_lr(StateFileHeader* h) { h->f.vector_lr = 0.0f; }
 static void optimizer_two(StateFileHeader* h) { h->f.optimizer = 2; }
 static void beta_nan(StateFileHeader* h) { h->f.adam_b2 = NAN; }
 static void head_lr_given(StateFileHeader* h) { h->f.head_lr = 0.002f; }
+static void to_version_7(StateFileHeader* h) { h->f.version = STATE_VERSION_INIT_BETAS; }
+static void nanochat_init(StateFileHeader* h) { h->f.init_scheme = INIT_SCHEME_NANOCHAT; }
+static void group_betas(StateFileHeader* h) {
+    h->f.version = STATE_VERSION_INIT_BETAS;
+    h->f.group_betas = 1;
+    h->f.embedding_b1 = 0.8f;
+    h->f.embedding_b2 = 0.995f;
+}
+static void betas_without_switch(StateFileHeader* h) {
+    group_betas(h);
+    h->f.group_betas = 0;
+}
+static void head_betas_of_a_tied_head(StateFileHeader* h) {
+    group_betas(h);
+    h->f.head_b1 = 0.8f;
+}
+static void embedding_beta_one(StateFileHeader* h) {
+    group_betas(h);
+    h->f.embedding_b2 = 1.0f;
+}
 
 static void test_refusals(void) {
     test_begin("state header: an optimizer, schedule, alignment, version and settings that disagree are refused");
@@ -401,7 +483,7 @@ static void test_refusals(void) {
     make_muon(&muon, &rng);
     expect_refused("AdamW as version 2", &adamw, to_version_2, "the version is not the optimizer's");
     expect_refused("Muon as version 1", &muon, to_version_1, "the version is not the optimizer's");
-    expect_refused("version 7", &adamw, to_version_7, "unsupported training state version 7");
+    expect_refused("version 8", &adamw, to_version_8, "unsupported training state version 8");
     TrainingState fp8 = muon;
     fp8.fp8 = FP8_MLP | FP8_HEAD;
     fp8.world_size = 1;
@@ -451,6 +533,15 @@ static void test_refusals(void) {
     adamw.schedule = scheduled.schedule;
     expect_refused("AdamW with a momentum warm-up", &adamw, momentum_warmup,
                    "--momentum-warmup-steps is a setting of --optimizer muon");
+    const char* version_7 = "the version is not that of the init and the groups' betas";
+    expect_refused("neither init nor betas as version 7", &muon, to_version_7, version_7);
+    expect_refused("nanochat's init as version 1", &adamw, nanochat_init, version_7);
+    expect_refused("AdamW with the groups' betas", &adamw, group_betas, "an AdamW run with Muon's settings");
+    expect_refused("the groups' betas without their switch", &muon, betas_without_switch,
+                   "the groups' betas are set without their switch");
+    expect_refused("the head's betas of a tied head", &muon, head_betas_of_a_tied_head,
+                   "the head's betas are set without an untied head");
+    expect_refused("an embedding beta of 1", &muon, embedding_beta_one, "--embedding-beta2 1 must be in [0, 1)");
     test_end();
 }
 
@@ -492,7 +583,10 @@ static void test_int_bounds(void) {
                 {"--muon-qkv", &top.muon_qkv, -1}, {"--muon-qkv", &top.muon_qkv, 3}, {"--muon-ns", &top.muon_ns, 2},
                 {"--cautious-weight-decay", &top.cautious_weight_decay, 2}, {"--normuon", &top.normuon, -1},
                 {"--fp8", &top.fp8, -1}, {"--fp8", &top.fp8, 4}, {"--fp8-scaling", &top.fp8_scaling, 2},
-                {"--fp8-grad", &top.fp8_grad_bf16, -1}};
+                {"--fp8-grad", &top.fp8_grad_bf16, -1},
+
+                {"--init", &top.init_scheme, 2}, {"--init", &top.init_scheme, -1},
+                {"groups' own Adam betas", &top.group_betas, 2}};
     top.step = top.adam_t = 7;
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
         int kept = *ints[i].field;
@@ -547,6 +641,7 @@ int main(void) {
     test_document_slots();
     test_muon_variant_slots();
     test_fp8_slots();
+    test_init_beta_slots();
     test_refusals();
     test_int_bounds();
     test_unused_slots();
