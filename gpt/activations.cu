@@ -139,6 +139,8 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     a->ln1_rstd = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
     a->qkv = (bf16*)carve(base, &off, L * N * 3 * C * sizeof(bf16), &m->activations);
     a->qk_rstd = (float*)carve_if(arch->qk_norm, base, &off, L * N * 2 * c->NH * sizeof(float), &m->activations);
+    a->value_gate = (float*)carve_if(arch->value_embeddings, base, &off, L * N * c->NH * sizeof(float),
+                                     &m->activations);
     a->atty = (bf16*)carve(base, &off, L * N * C * sizeof(bf16), &m->activations);
     a->residual_mid = (bf16*)carve(base, &off, L * N * C * sizeof(bf16), &m->activations);
     a->ln2 = opt->recompute & RECOMPUTE_LAYERNORM
@@ -163,6 +165,9 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     a->dnarrow = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->backward);
     a->dwide = (bf16*)carve(base, &off, N * 4 * C * sizeof(bf16), &m->backward);
     a->dx0 = (float*)carve_if(arch->residual_lambdas, base, &off, N * C * sizeof(float), &m->backward);
+    a->dvalue_gate = (float*)carve_if(arch->value_embeddings, base, &off, N * c->NH * sizeof(float), &m->backward);
+    a->token_groups = (int*)carve_if(arch->value_embeddings, base, &off, encoder_backward_scratch_bytes(B, T, (int)C),
+                                     &m->backward);
     a->norm = (float*)carve(base, &off, sizeof(float), &m->backward);
     // The classifier's matmul_backward (rows, C, Vp) is left out: with neither bias nor GELU it
     // takes no scratch, which matters, as the scratch is the memory of the dlogits it reads.
@@ -214,6 +219,7 @@ BlockActivations layer_activations(const Activations* a, const GPTConfig* c, int
     x.ln1_rstd = a->ln1_rstd + layer_offset(l, B, T, 1);
     x.qkv = a->qkv + layer_offset(l, B, T, 3 * C);
     x.qk_rstd = layer_slice(a->qk_rstd, l, B, T, 2 * (size_t)c->NH);
+    x.value_gate = layer_slice(a->value_gate, l, B, T, (size_t)c->NH);
     x.atty = a->atty + layer_offset(l, B, T, C);
     x.att_saved = a->att_saved + l * saved_stride(c, B, T, opt);
     x.mid = a->residual_mid + layer_offset(l, B, T, C);

@@ -45,6 +45,8 @@ typedef struct {
     float* ln1_rstd;     // (L, B, T)
     bf16* qkv;           // (L, B, T, 3, NH, HS)
     float* qk_rstd;      // (L, B, T, 2, NH); QK-norm only
+    float* value_gate;   // (L, B, T, NH) the value embeddings' gates (a layer without them leaves
+                         // its slice unused); value embeddings only
     bf16* atty;          // (L, B, T, NH, HS)
     char* att_saved;     // (L, attention_saved_bytes): P (naive) or L (flash)
     bf16* residual_mid;  // (L, B, T, C): the stream after the attention block
@@ -68,6 +70,9 @@ typedef struct {
     bf16* dnarrow;       // (B, T, C) gradient of ln outputs / atty; dlnf after gpt_classifier
     bf16* dwide;         // (B, T, 4C) gradient of qkv (3C) / fch (4C)
     float* dx0;          // (B, T, C) fp32 gradient of x0 from the residual lambdas; those only
+    float* dvalue_gate;  // (B, T, NH) fp32 gradient of a layer's value gates; value embeddings only
+    int* token_groups;   // the batch's rows of each token (layers/encoder.h's encoder_token_groups),
+                         // for the value embeddings' backward; those only
     float* norm;         // (1) squared gradient norm
     void* scratch;       // the largest scratch any layer asks for, in the logits' memory
 } Activations;

@@ -177,8 +177,9 @@ static BlockActivations layer_acts(const GPT* g, int l) {
 
 // The blocks' pass over a batch of B x T.
 static BlockPass block_pass(const GPT* g, int B, int T) {
-    BlockPass pass = {&g->config.arch, g->attention, attention_shape(&g->config, B, T), g->acts.positions,
-                      g->options.recompute, g->acts.scratch, g->profile, &g->matmul};
+    BlockPass pass = {&g->config.arch,    g->config.L,         g->attention, attention_shape(&g->config, B, T),
+                      g->acts.positions, g->options.recompute, g->acts.scratch, g->profile,
+                      &g->matmul,        g->acts.inputs,       g->acts.token_groups};
     return pass;
 }
 
@@ -385,11 +386,13 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     int B = g->forward_B, T = g->forward_T, C = c->C, N = B * T;
     if (N == 0) die("gpt_backward: no gpt_forward before it");
     BlockPass pass = block_pass(g, B, T);
-    BlockGradients grads = {a->dresidual, a->dnarrow, a->dwide, a->dx0};
+    BlockGradients grads = {a->dresidual, a->dnarrow, a->dwide, a->dx0, a->dvalue_gate};
     int reduce = g->dp.comm && last_micro_step;
     profile_start(g->profile, backward_marks(g), st);
     cudaCheck(cudaMemsetAsync(a->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
     if (a->dx0) cudaCheck(cudaMemsetAsync(a->dx0, 0, (size_t)N * C * sizeof(float), st));
+    // The value embeddings' gradients sum over the rows of each token, in the order of these groups.
+    if (a->token_groups) pass.token_group_count = encoder_token_groups(a->token_groups, host_inputs, N, st);
     // The operations of the head, the blocks and the stem in reverse (gpt/model_ops.h).
     const HeadOps head = head_ops(&c->arch);
     for (int i = head.count - 1; i >= 0; i--) {

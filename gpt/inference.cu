@@ -21,6 +21,7 @@
 #include "layers/matmul_rows.h"
 #include "layers/residual_lambdas.h"
 #include "layers/rmsnorm.h"
+#include "layers/value_embedding.h"
 #include "device/bf16.cuh"
 #include "device/launch.cuh"
 
@@ -57,6 +58,7 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     a->ln1_mean = a->ln2_mean = arch->rms_norm ? NULL : (float*)carve(P * sizeof(float), &sizes->prompt);
     a->ln1_rstd = a->ln2_rstd = (float*)carve(P * sizeof(float), &sizes->prompt);
     a->qk_rstd = arch->qk_norm ? (float*)carve(P * qk_rstd_width * sizeof(float), &sizes->prompt) : NULL;
+    a->value_gate = arch->value_embeddings ? (float*)carve(P * c->NH * sizeof(float), &sizes->prompt) : NULL;
     a->att_saved = carve(attention_saved_bytes(&m->attention[0], attention_shape(c, 1, prompt_max)), &sizes->prompt);
     m->prompt_tokens = (int*)carve(P * sizeof(int), &sizes->prompt);
     m->prompt_rows = arch->rotary ? (int*)carve(P * sizeof(int), &sizes->prompt) : NULL;
@@ -69,6 +71,11 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     r->atty = carve_step(1);
     r->mid = carve_step(1);
     r->fch_gelu = carve_step(4);
+    auto carve_step_floats = [&](size_t width) { return (float*)carve(rows * width * sizeof(float), &sizes->step); };
+    r->ln1 = arch->value_embeddings ? carve_step(1) : NULL;
+    r->ln1_mean = arch->value_embeddings && !arch->rms_norm ? carve_step_floats(1) : NULL;
+    r->ln1_rstd = arch->value_embeddings ? carve_step_floats(1) : NULL;
+    r->value_gate = arch->value_embeddings ? carve_step_floats(c->NH) : NULL;
     for (int i = 0; i < 2; i++) m->logits_of[i] = (bf16*)carve(rows * c->Vp * sizeof(bf16), &sizes->step);
     AttentionShape cache = attention_shape(c, B, length);
     m->decode_scratch = carve(attention_decode_scratch_bytes(&m->attention[0], cache), &sizes->step);
@@ -247,7 +254,8 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
     if (m->prompt.x0)
         cudaCheck(cudaMemcpyAsync(m->prompt.x0, m->prompt.res, (size_t)n * C * sizeof(bf16), cudaMemcpyDeviceToDevice,
                                   st));
-    BlockPass pass = {&c->arch, m->attention, attention_shape(c, 1, n), m->prompt_rows, 0, NULL, NULL, &m->matmul};
+    BlockPass pass = {&c->arch, c->L,       m->attention, attention_shape(c, 1, n), m->prompt_rows, 0, NULL, NULL,
+                      &m->matmul, m->prompt_tokens};
     for (int l = 0; l < c->L; l++) {
         LayerParameters w = layer_parameters(&m->params, l, c);
         block_forward(&pass, l, &m->prompt, &w);
@@ -277,7 +285,7 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
 // raw key goes into the cache, which the attention rewrites).
 static void enqueue_block(InferenceModel* m, int l) {
     const GPTConfig* c = &m->config;
-    const BlockOps ops = block_ops(&c->arch, l);
+    const BlockOps ops = block_ops(&c->arch, l, c->L);
     int C = c->C, B = m->B, HS = C / c->NH;
     cudaStream_t st = m->stream;
     const StepActivations* r = &m->step;
@@ -293,6 +301,10 @@ static void enqueue_block(InferenceModel* m, int l) {
             residual_lambdas_forward(r->x, r->x, r->x0, w.resid_lambda, w.x0_lambda, B, C, st);
             break;
         case BLOCK_NORM1: before = step_norm(ops.norm, w.ln1w, w.ln1b); break;
+        case BLOCK_VALUE_GATE:   // the gate reads ln1 itself, which the QKV layer after it takes in fused
+            norm_forward(ops.norm, r->ln1, r->ln1_mean, r->ln1_rstd, r->x, w.ln1w, w.ln1b, B, C, st);
+            value_gate_forward(r->value_gate, r->ln1, w.value_gate, B, C, c->NH, VALUE_GATE_CHANNELS, st);
+            break;
         case BLOCK_QKV: {
             // Q, K, V of sequence b go to row b of qkv, its K and V also to row positions[b] of
             // its cache.
@@ -306,6 +318,10 @@ static void enqueue_block(InferenceModel* m, int l) {
             matmul_rows_forward(r->qkv, r->x, w.qkvw, &e, B, C, 3 * C, st);
             break;
         }
+        case BLOCK_VALUE_EMBEDDING:   // into qkv's values and the cache row the QKV layer wrote them to
+            value_embedding_forward(r->qkv + 2 * C, 3 * C, m->tokens, w.value_embedding, r->value_gate, v.ptr, v.batch,
+                                    v.row, m->positions, B, c->NH, HS, st);
+            break;
         case BLOCK_QK_NORM_ROTARY:
             qk = (DecodeQK){ops.qk_norm ? RMSNORM_EPS : 0.0f, ops.rotary ? ops.rotary_base : 0.0f};
             transform = &qk;

@@ -34,9 +34,11 @@ void inference_sizes_print(const InferenceSizes* m);
 // (before QK-norm and rotary, which the attention applies), the attention's output, the stream
 // after it, the MLP's hidden layer after its activation; with residual lambdas the stem's output
 // x0 (else NULL). The step's kernels fuse the norms and the activation into the linear layers,
-// and keep nothing else.
+// and keep nothing else but for the value gates' input: with value embeddings the attention's
+// input ln1 (B, C), its norm's statistics and the gates (B, NH) (else NULL).
 typedef struct {
-    bf16 *x, *x0, *qkv, *atty, *mid, *fch_gelu;
+    bf16 *x, *x0, *qkv, *atty, *mid, *fch_gelu, *ln1;
+    float *ln1_mean, *ln1_rstd, *value_gate;
 } StepActivations;
 
 typedef struct {

@@ -8,7 +8,8 @@
 #include "layers/muon.h"
 
 const char* const profile_part_names[NUM_PROFILE_PARTS] = {
-    "embedding", "residual lambdas", "norms (ln1, ln2, lnf, emb)", "qkv matmul", "qk-norm + rotary", "attention", "attention proj",
+    "embedding", "residual lambdas", "norms (ln1, ln2, lnf, emb)", "qkv matmul", "value embeddings",
+    "qk-norm + rotary", "attention", "attention proj",
     "MLP up (fc+activation)", "MLP down (fcproj)", "classifier", "update (norm+optimizer)"};
 
 void profile_init(Profile* p) { memset(p, 0, sizeof(*p)); }
@@ -130,6 +131,20 @@ void profile_work(const GPTConfig* c, const ProfileShape* s, PartWork work[NUM_P
     if (a->residual_lambdas) {
         w[PART_RESIDUAL_LAMBDAS][PHASE_FORWARD] = scale_work((PartWork){0, 2 * (3 * N * C)}, L);
         w[PART_RESIDUAL_LAMBDAS][PHASE_BACKWARD] = scale_work((PartWork){0, 2 * (4 * N * C) + 8 * N * C}, L);
+    }
+
+    // The value embeddings on (L + 1) / 2 layers: the gate reads G channels of ln1 and writes fp32
+    // (N, NH); the values read v, the table's rows and the gate and write v. The backward reads
+    // dv, the rows and the gate twice (dgate, then the table's gradient, written per row), and
+    // the gate's weight and ln1's gradient read dgate, gate and G channels of ln1 and dln1.
+    if (a->value_embeddings) {
+        double G = VALUE_GATE_CHANNELS, layers = (double)((c->L + 1) / 2);
+        w[PART_VALUE_EMBEDDINGS][PHASE_FORWARD] =
+            scale_work((PartWork){0, 2 * N * G + 4 * N * NH + 2 * (3 * N * C) + 4 * N * NH}, layers);
+        w[PART_VALUE_EMBEDDINGS][PHASE_BACKWARD] =
+            scale_work((PartWork){0, 2 * (2 * N * C) + 4 * N * NH + 2 * (3 * N * C) + 4 * N * NH + 16 * N * NH +
+                                         2 * (3 * N * G)},
+                       layers);
     }
 
     w[PART_QKV][PHASE_FORWARD] = scale_work(matmul_forward_work(N, C, 3 * C, bias, 1), L);

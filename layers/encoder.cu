@@ -95,11 +95,7 @@ static int* staging;
 static size_t staging_count;
 static cudaEvent_t staging_free;
 
-void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* host_tokens,
-                      int B, int T, int C, void* scratch, cudaStream_t stream) {
-    check_shape("encoder_backward", C, dwte, dwpe, dout);
-    int N = B * T;
-    if (N == 0 || C == 0) return;
+int encoder_token_groups(int* groups_dev, const int* host_tokens, int N, cudaStream_t stream) {
     size_t count = 3 * (size_t)N + 1;
     if (!staging_free) cudaCheck(cudaEventCreateWithFlags(&staging_free, cudaEventDisableTiming));
     cudaCheck(cudaEventSynchronize(staging_free));
@@ -114,11 +110,11 @@ void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* host_
     int max_token = 0;
     for (int i = 0; i < N; i++) {
         if (host_tokens[i] < 0)
-            die("encoder_backward: negative token id %d at position %d", host_tokens[i], i);
+            die("encoder_token_groups: negative token id %d at position %d", host_tokens[i], i);
         if (host_tokens[i] > max_token) max_token = host_tokens[i];
     }
     int* next = (int*)calloc((size_t)max_token + 2, sizeof(int));  // per token: first free slot
-    if (!next) die("encoder_backward: out of host memory");
+    if (!next) die("encoder_token_groups: out of host memory");
     for (int i = 0; i < N; i++) next[host_tokens[i] + 1]++;
     int* positions = staging;
     int* group_start = staging + N;
@@ -135,10 +131,19 @@ void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* host_
     for (int i = 0; i < N; i++) positions[next[host_tokens[i]]++] = i;
     free(next);
 
-    int* dev = (int*)scratch;
-    cudaCheck(cudaMemcpyAsync(dev, staging, (N + 2 * (size_t)groups + 1) * sizeof(int),
+    cudaCheck(cudaMemcpyAsync(groups_dev, staging, (N + 2 * (size_t)groups + 1) * sizeof(int),
                               cudaMemcpyHostToDevice, stream));
     cudaCheck(cudaEventRecord(staging_free, stream));
+    return groups;
+}
+
+void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* host_tokens,
+                      int B, int T, int C, void* scratch, cudaStream_t stream) {
+    check_shape("encoder_backward", C, dwte, dwpe, dout);
+    int N = B * T;
+    if (N == 0 || C == 0) return;
+    int* dev = (int*)scratch;
+    int groups = encoder_token_groups(dev, host_tokens, N, stream);
 
     const int block = 128;
     dim3 grid(groups, ceil_div(C / 8, block));

@@ -11,17 +11,18 @@ also 10 Muon steps) and OUTDIR/gpt_masked_reference.bin (the modern one whose at
 key window per row, attention/mask.h: documents starting at token DOCUMENT_TOKEN, placed at
 DOCUMENT_STARTS in the batch, and the window pattern full,9: layer 0 sees the row's document,
 layer 1 its last 9 keys of it at most), OUTDIR/gpt_parts_reference.bin (the modern one with the
-parts of the 2026 recipe: an embedding norm, a QK scale of 1.25, residual lambdas; 10 Muon steps
-too) and OUTDIR/gpt_gpt2_parts_reference.bin (GPT-2's with an embedding norm and residual
-lambdas: learned positions under the norm, LayerNorm blocks) for tests/unit/gpt/test_gpt.cu. The
+parts of the 2026 recipe: an embedding norm, a QK scale of 1.25, residual lambdas, value
+embeddings (on layer 1 of the 2); 10 Muon steps too) and OUTDIR/gpt_gpt2_parts_reference.bin
+(GPT-2's with an embedding norm, residual lambdas and value embeddings: learned positions under
+the norm, LayerNorm blocks) for tests/unit/gpt/test_gpt.cu. The
 file layout (all little-endian):
   int32 header[256]  [0] 20241129, [1] 1, [2] B, [3] T, [4] maxT, [5] V, [6] Vp, [7] L, [8] NH,
                      [9] C, [10] nsteps, [11] P = number of parameter floats, [12] Muon steps
-                     (0: none), [16..94] the architecture as the model checkpoint holds it
+                     (0: none), [16..95] the architecture as the model checkpoint holds it
                      (gpt/checkpoint.h: rotary, rotary_base, rms_norm, qk_norm, relu2, bias,
                      untied_head, zero_init, softcap, documents, document_token, window_count,
-                     the 64 windows, embedding_norm, qk_scale, residual_lambdas; the floats by
-                     their bits)
+                     the 64 windows, embedding_norm, qk_scale, residual_lambdas,
+                     value_embeddings; the floats by their bits)
   float32 hyper[16]  AdamW's lr, b1, b2, eps, weight decay, grad clip; then Muon's lr, momentum,
                      embedding lr, head lr, vector lr, b1, b2, eps, weight decay (its clip: AdamW's)
   int32 inputs (B, T), int32 targets (B, T)
@@ -34,8 +35,9 @@ Parameters are in checkpoint order (the parameter table's, scripts/gpt_parameter
 architecture's tensors only: wte (Vp, C), wpe (maxT, C),
 ln1w (L, C), ln1b (L, C), qkvw (L, 3C, C), qkvb (L, 3C), attprojw (L, C, C), attprojb (L, C),
 ln2w (L, C), ln2b (L, C), fcw (L, 4C, C), fcb (L, 4C), fcprojw (L, C, 4C), fcprojb (L, C),
-lnfw (C), lnfb (C), lm_head (Vp, C), resid_lambda (L, 1), x0_lambda (L, 1). The modern model
-has wte, the four matrices and lm_head; the residual lambdas come with the part of their name.
+lnfw (C), lnfb (C), lm_head (Vp, C), resid_lambda (L, 1), x0_lambda (L, 1), value_embedding
+(L', Vp, C), value_gate (L', NH, 12) (L' the layers with value embeddings: layer 1). The modern
+model has wte, the four matrices and lm_head; the parts' tensors come with the part of their name.
 Every tensor starts random so that all of them matter: every bias N(0, 0.02) and layernorm
 weights 1 + N(0, 0.1); the modern model's projections are not zero, its head is N(0, 0.1) (its
 logits ~1) and its soft cap 2 (30 in the preset, which a tiny model's logits would not feel), so
@@ -44,8 +46,10 @@ taken from the file shows. With the embedding norm the stream has an RMS of 1, n
 the residual projections are then drawn ten times larger, so that the blocks still move it; the
 residual lambdas start at 1 + N(0, 0.2) and 0.5 + N(0, 0.2), so that x0 counts. A model that left
 out the QK scale would miss the parts' logits by 5% and qkvw's gradient by 40%; one that left out
-the lambdas, its logits by 13% or more. The key part of GPT-2's qkvb has an exactly zero gradient
-(softmax ignores a shift shared by a row's scores): compare gradients with an absolute tolerance
+the lambdas, its logits by 13% or more. The value embeddings are drawn N(0, 0.2), as large as the
+values, and the gates' weights N(0, 0.3), so that the gates spread over (0, 3): without them the
+parts' logits move by 27% (GPT-2's by 9%) and qkvw's gradient by 53% (8%). The key part of
+GPT-2's qkvb has an exactly zero gradient (softmax ignores a shift shared by a row's scores): compare gradients with an absolute tolerance
 there.
 
 With FLASHGPT_GRADCHECK=1 the hand-written backward of each architecture is first checked against
@@ -73,7 +77,7 @@ MAGIC, VERSION = 20241129, 1
 # The architectures (gpt/config.h's fields, in its order).
 MAX_WINDOWS = 64
 UNMASKED = dict(documents=0, document_token=0, window_count=0, windows=[0] * MAX_WINDOWS)
-NO_PARTS = dict(embedding_norm=0, qk_scale=0.0, residual_lambdas=0)
+NO_PARTS = dict(embedding_norm=0, qk_scale=0.0, residual_lambdas=0, value_embeddings=0)
 GPT2 = dict(rotary=0, rotary_base=10000.0, rms_norm=0, qk_norm=0, relu2=0, bias=1, untied_head=0, zero_init=0,
             softcap=0.0, **UNMASKED, **NO_PARTS)
 MODERN = dict(rotary=1, rotary_base=100.0, rms_norm=1, qk_norm=1, relu2=1, bias=0, untied_head=1, zero_init=0,
@@ -83,8 +87,8 @@ MASKED = dict(MODERN, documents=1, document_token=DOCUMENT_TOKEN, window_count=2
               windows=[0, 9] + [0] * (MAX_WINDOWS - 2))
 # The parts of the 2026 recipe on the modern model and on GPT-2's (LayerNorm, learned positions,
 # biases, a tied head).
-PARTS = dict(MODERN, embedding_norm=1, qk_scale=1.25, residual_lambdas=1)
-GPT2_PARTS = dict(GPT2, embedding_norm=1, residual_lambdas=1)
+PARTS = dict(MODERN, embedding_norm=1, qk_scale=1.25, residual_lambdas=1, value_embeddings=1)
+GPT2_PARTS = dict(GPT2, embedding_norm=1, residual_lambdas=1, value_embeddings=1)
 # Where the masked batch's documents start (DOCUMENT_TOKEN; nowhere else): row 0 with a document
 # of one token first; row 1 with a first document that has no start token, a document of one
 # token inside and one at the last position.
@@ -156,9 +160,15 @@ def init_params(rng, arch=GPT2):
             p[name][...] = 1 + rng.normal(0, 0.2, shape)
         elif name == "x0_lambda":
             p[name][...] = 0.5 + rng.normal(0, 0.2, shape)
+        elif name == "value_embedding":  # as large as the values (ln1 @ qkvw^T: 0.02 sqrt(C)), so that they show
+            p[name][...] = rng.normal(0, 0.2, shape)
+        elif name == "value_gate":  # gates spread over (0, 3), not all at 1.5
+            p[name][...] = rng.normal(0, 0.3, shape)
         else:  # other weights, and every bias (non-zero so that they matter in the forward)
             p[name][...] = rng.normal(0, 0.02, shape)
     p["wte"][V:] = 0
+    if arch["value_embeddings"]:
+        p["value_embedding"][:, V:] = 0
     if arch["untied_head"]:
         p["lm_head"][V:] = 0
     return round_to_bf16(flat).astype(np.float64)
@@ -323,6 +333,17 @@ def head(p, arch):
     return p["lm_head"] if arch["untied_head"] else p["wte"]
 
 
+def value_slice(arch, l):
+    """The slice of the value embeddings (and gates) layer l holds, or -1 for none."""
+    return gpt_parameters.ValueEmbeddingLayers.slice(l, L) if arch["value_embeddings"] else -1
+
+
+def value_gate_forward(ln1, p, s):
+    """The gates (B, T, NH) of slice s: 3 sigmoid of the first channels of ln1 times value_gate."""
+    z = ln1[..., :gpt_parameters.VALUE_GATE_CHANNELS] @ p["value_gate"][s].T
+    return 3 / (1 + np.exp(-z))
+
+
 def forward(flat, inputs, targets, arch=GPT2):
     """Returns (mean loss, logits (B, T, V) before the soft cap, cache for backward)."""
     p = views(flat, arch)
@@ -336,14 +357,21 @@ def forward(flat, inputs, targets, arch=GPT2):
         if arch["residual_lambdas"]:
             x = p["resid_lambda"][l, 0] * x + p["x0_lambda"][l, 0] * x0
         ln1, ln1_cache = norm_forward(x, p, "ln1", l, arch)
-        qkv, qk_caches = qk_forward(linear(ln1, p, "qkvw", "qkvb", l), arch)  # (B, T, 3C)
+        qkv = linear(ln1, p, "qkvw", "qkvb", l)  # (B, T, 3C)
+        gate = None
+        if value_slice(arch, l) >= 0:  # v += gate * value_embedding[token], per head
+            s = value_slice(arch, l)
+            gate = value_gate_forward(ln1, p, s)
+            ve = p["value_embedding"][s][inputs].reshape(B, T, NH, HS)
+            qkv[..., 2 * C:] += (gate[..., None] * ve).reshape(B, T, C)
+        qkv, qk_caches = qk_forward(qkv, arch)
         atty, att_cache = attention_forward(qkv, visible_keys(inputs, arch, l), attention_scale(arch))
         x = x + linear(atty, p, "attprojw", "attprojb", l)
         ln2, ln2_cache = norm_forward(x, p, "ln2", l, arch)
         pre_act = linear(ln2, p, "fcw", "fcb", l)  # (B, T, 4C)
         h = act_forward(pre_act, arch)
         x = x + linear(h, p, "fcprojw", "fcprojb", l)
-        layers.append((before, ln1, ln1_cache, qk_caches, att_cache, atty, ln2, ln2_cache, pre_act, h))
+        layers.append((before, ln1, ln1_cache, qk_caches, att_cache, atty, ln2, ln2_cache, pre_act, h, gate))
     lnf, lnf_cache = norm_forward(x, p, "lnf", None, arch)
     logits = lnf @ head(p, arch)[:V].T  # (B, T, V): padded columns never count
     cap = arch["softcap"]
@@ -372,7 +400,7 @@ def backward(flat, cache, arch=GPT2):
     dx = norm_backward(dlogits @ head(p, arch)[:V], lnf_cache, p, g, "lnf", None, arch)
     dx0 = np.zeros_like(x0)  # x0's gradient through the residual lambdas
     for l in reversed(range(L)):
-        before, ln1, ln1_cache, qk_caches, att_cache, atty, ln2, ln2_cache, pre_act, h = layers[l]
+        before, ln1, ln1_cache, qk_caches, att_cache, atty, ln2, ln2_cache, pre_act, h, gate = layers[l]
         # x = x + h @ fcprojw^T + fcprojb
         g["fcprojw"][l] = np.einsum("bto,btc->oc", dx, h)
         if arch["bias"]:
@@ -390,7 +418,17 @@ def backward(flat, cache, arch=GPT2):
         g["qkvw"][l] = np.einsum("bto,btc->oc", dqkv, ln1)
         if arch["bias"]:
             g["qkvb"][l] = dqkv.sum((0, 1))
-        dx = dx + norm_backward(dqkv @ p["qkvw"][l], ln1_cache, p, g, "ln1", l, arch)
+        dln1 = dqkv @ p["qkvw"][l]
+        if gate is not None:  # v += gate * value_embedding[token]
+            s = value_slice(arch, l)
+            dv = dqkv[..., 2 * C:].reshape(B, T, NH, HS)
+            ve = p["value_embedding"][s][inputs].reshape(B, T, NH, HS)
+            np.add.at(g["value_embedding"][s], inputs, (gate[..., None] * dv).reshape(B, T, C))
+            dz = (dv * ve).sum(-1) * gate * (1 - gate / 3)  # (B, T, NH), through 3 sigmoid
+            G = gpt_parameters.VALUE_GATE_CHANNELS
+            g["value_gate"][s] = np.einsum("bth,btj->hj", dz, ln1[..., :G])
+            dln1[..., :G] += dz @ p["value_gate"][s]
+        dx = dx + norm_backward(dln1, ln1_cache, p, g, "ln1", l, arch)
         # x = resid_lambda * before + x0_lambda * x0
         if arch["residual_lambdas"]:
             g["resid_lambda"][l, 0] = (dx * before).sum()
