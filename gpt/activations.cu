@@ -11,6 +11,7 @@
 #include "layers/layernorm.h"
 #include "layers/matmul.h"
 #include "layers/residual_lambdas.h"
+#include "layers/smear.h"
 
 void recompute_name(int flags, char* out, size_t len) {
     snprintf(out, len, "%s%s%s", flags & RECOMPUTE_GELU ? "gelu" : "",
@@ -132,6 +133,7 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     m->activations = m->attention_saved = m->logits_and_scratch = m->backward = 0;
     a->embedding = (bf16*)carve_if(arch->embedding_norm, base, &off, N * C * sizeof(bf16), &m->activations);
     a->embedding_rstd = (float*)carve_if(arch->embedding_norm, base, &off, N * sizeof(float), &m->activations);
+    a->smear_in = (bf16*)carve_if(arch->smear, base, &off, N * C * sizeof(bf16), &m->activations);
     a->residual = (bf16*)carve(base, &off, (L + 1) * N * C * sizeof(bf16), &m->activations);
     a->residual_in = (bf16*)carve_if(arch->residual_lambdas, base, &off, L * N * C * sizeof(bf16), &m->activations);
     a->ln1 = (bf16*)carve(base, &off, ln_layers * N * C * sizeof(bf16), &m->activations);
@@ -180,7 +182,8 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
         matmul_backward_scratch_bytes((int)N, 4 * (int)C, (int)C),
         attention_scratch_bytes(&opt->attention, s),
         global_norm_scratch_bytes(P),
-        arch->residual_lambdas ? residual_lambdas_scratch_bytes((int)N, (int)C) : 0};
+        arch->residual_lambdas ? residual_lambdas_scratch_bytes((int)N, (int)C) : 0,
+        arch->smear ? smear_scratch_bytes((int)N) : 0};
     for (size_t i = 0; i < sizeof(cand) / sizeof(cand[0]); i++) sc = cand[i] > sc ? cand[i] : sc;
     // The scratch lives in the logits' memory: the logits are dead from the moment the
     // classifier's matmul_backward has read the last chunk of dlogits until the next forward,

@@ -36,6 +36,7 @@ int recompute_flags(const char* list);
 typedef struct {
     bf16* embedding;     // (B, T, C) the embedding before its norm; embedding norm only
     float* embedding_rstd;   // (B, T) its norm's rstd; embedding norm only
+    bf16* smear_in;      // (B, T, C) the stem's output before the smear; smear only
     bf16* residual;      // (L + 1, B, T, C): the stream entering each layer, then the final one;
                          // with residual lambdas the stream each block leaves, x0 first
     bf16* residual_in;   // (L, B, T, C) the stream each block takes, resid_lambda x + x0_lambda x0;

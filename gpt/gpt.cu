@@ -12,6 +12,7 @@
 #include "layers/matmul.h"
 #include "layers/muon.h"
 #include "layers/rmsnorm.h"
+#include "layers/smear.h"
 
 // The tensors as ZeRO-1 cuts them: under Muon each of Muon's matrices (as its --muon-qkv cuts
 // qkvw) is a unit, so that a rank orthogonalises it whole, and holds its NorMuon moments.
@@ -75,6 +76,8 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     if (!why) why = block_unsupported(&c.arch, c.C / c.NH);
     if (!why && c.arch.relu2 && (opt->recompute & RECOMPUTE_GELU))
         why = "RECOMPUTE_GELU with the relu2 MLP, which keeps no GELU";
+    if (!why && c.arch.smear && opt->attention.ring)
+        why = "the smear with a ring: a chunk's first token looks back to a token of another chunk";
     char err[ERR_LEN];
     if (!why && optimizer && muon_variants_invalid(optimizer, err, sizeof(err))) why = err;
     if (!why && optimizer && optimizer->kind == OPTIMIZER_MUON) why = muon_qkv_unfit(optimizer->muon_qkv, &c);
@@ -270,9 +273,11 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     else if (c->arch.documents)
         attention_document_bounds(a->inputs, B, T, c->arch.document_token, a->doc_start, a->doc_end, st);
     // The operations of the stem, the blocks and the head (gpt/model_ops.h). The stem's output is
-    // the stream entering layer 0; with an embedding norm the embedding is kept before it.
+    // the stream entering layer 0; with an embedding norm the embedding is kept before it, with
+    // the smear the output before it.
     const StemOps stem = stem_ops(&c->arch);
-    bf16* embedded = a->embedding ? a->embedding : a->residual;
+    bf16* unsmeared = a->smear_in ? a->smear_in : a->residual;
+    bf16* embedded = a->embedding ? a->embedding : unsmeared;
     for (int i = 0; i < stem.count; i++) {
         switch (stem.op[i]) {
         case STEM_EMBEDDING:
@@ -280,8 +285,12 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
             profile_mark(g->profile, PART_EMBEDDING, PHASE_FORWARD, st);
             break;
         case STEM_EMBEDDING_NORM:
-            rmsnorm_forward(a->residual, a->embedding_rstd, a->embedding, N, C, st);
+            rmsnorm_forward(unsmeared, a->embedding_rstd, a->embedding, N, C, st);
             profile_mark(g->profile, PART_NORM, PHASE_FORWARD, st);
+            break;
+        case STEM_SMEAR:
+            smear_forward(a->residual, a->smear_in, p->smear_gate, p->smear_lambda, B, T, C, SMEAR_GATE_CHANNELS, st);
+            profile_mark(g->profile, PART_EMBEDDING, PHASE_FORWARD, st);
             break;
         }
     }
@@ -411,16 +420,24 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
         block_backward(&pass, l, &x, &w, &dw, &grads);
         if (reduce) reduce_layer_grads(g, l);
     }
-    // d loss / d (the stem's output) in dresidual; the norm's backward adds into dnarrow, free
-    // once the blocks are done, the gradient of the embedding.
+    // d loss / d (the stem's output) in dresidual; each operation's backward before the embedding's
+    // writes its input's gradient into the other of dresidual and dnarrow (both free once the
+    // blocks are done).
     const StemOps stem = stem_ops(&c->arch);
     bf16* dembedded = a->dresidual;
     for (int i = stem.count - 1; i >= 0; i--) {
+        bf16* dother = dembedded == a->dresidual ? a->dnarrow : a->dresidual;
         switch (stem.op[i]) {
+        case STEM_SMEAR:
+            smear_backward(dother, d->smear_gate, d->smear_lambda, dembedded, a->smear_in, g->params.smear_gate,
+                           g->params.smear_lambda, B, T, C, SMEAR_GATE_CHANNELS, a->scratch, st);
+            dembedded = dother;
+            profile_mark(g->profile, PART_EMBEDDING, PHASE_BACKWARD, st);
+            break;
         case STEM_EMBEDDING_NORM:
-            cudaCheck(cudaMemsetAsync(a->dnarrow, 0, (size_t)N * C * sizeof(bf16), st));
-            rmsnorm_backward(a->dnarrow, a->dresidual, a->embedding, a->embedding_rstd, N, C, st);
-            dembedded = a->dnarrow;
+            cudaCheck(cudaMemsetAsync(dother, 0, (size_t)N * C * sizeof(bf16), st));
+            rmsnorm_backward(dother, dembedded, a->embedding, a->embedding_rstd, N, C, st);
+            dembedded = dother;
             profile_mark(g->profile, PART_NORM, PHASE_BACKWARD, st);
             break;
         case STEM_EMBEDDING:

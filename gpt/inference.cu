@@ -21,6 +21,7 @@
 #include "layers/matmul_rows.h"
 #include "layers/residual_lambdas.h"
 #include "layers/rmsnorm.h"
+#include "layers/smear.h"
 #include "layers/value_embedding.h"
 #include "device/bf16.cuh"
 #include "device/launch.cuh"
@@ -61,6 +62,7 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     a->value_gate = arch->value_embeddings ? (float*)carve(P * c->NH * sizeof(float), &sizes->prompt) : NULL;
     a->att_saved = carve(attention_saved_bytes(&m->attention[0], attention_shape(c, 1, prompt_max)), &sizes->prompt);
     m->prompt_tokens = (int*)carve(P * sizeof(int), &sizes->prompt);
+    m->prompt_unsmeared = arch->smear ? carve_prompt(1) : NULL;
     m->prompt_rows = arch->rotary ? (int*)carve(P * sizeof(int), &sizes->prompt) : NULL;
     size_t rows = B;
     auto carve_step = [&](size_t width) { return (bf16*)carve(rows * width * C * sizeof(bf16), &sizes->step); };
@@ -76,6 +78,8 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     r->ln1_mean = arch->value_embeddings && !arch->rms_norm ? carve_step_floats(1) : NULL;
     r->ln1_rstd = arch->value_embeddings ? carve_step_floats(1) : NULL;
     r->value_gate = arch->value_embeddings ? carve_step_floats(c->NH) : NULL;
+    r->unsmeared = arch->smear ? carve_step(1) : NULL;
+    r->smear_prev = arch->smear ? carve_step(1) : NULL;
     for (int i = 0; i < 2; i++) m->logits_of[i] = (bf16*)carve(rows * c->Vp * sizeof(bf16), &sizes->step);
     AttentionShape cache = attention_shape(c, B, length);
     m->decode_scratch = carve(attention_decode_scratch_bytes(&m->attention[0], cache), &sizes->step);
@@ -241,13 +245,23 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
     m->rng.state = m->draw.seed;
     cudaCheck(cudaMemcpyAsync(m->seed, &m->draw.seed, sizeof(uint64_t), cudaMemcpyHostToDevice, st));
     cudaCheck(cudaMemcpyAsync(m->prompt_tokens, prompt, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, st));
+    // The stem into prompt.res, or with the smear into prompt_unsmeared, which it then smears
+    // into prompt.res; each sequence's smear then looks back to the prompt's last token.
     const StemOps stem = stem_ops(&c->arch);
+    bf16* unsmeared = m->prompt_unsmeared ? m->prompt_unsmeared : m->prompt.res;
     for (int i = 0; i < stem.count; i++) {
         switch (stem.op[i]) {
         case STEM_EMBEDDING:
-            encoder_forward(m->prompt.res, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
+            encoder_forward(unsmeared, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
             break;
-        case STEM_EMBEDDING_NORM: rmsnorm_forward(m->prompt.res, NULL, m->prompt.res, n, C, st); break;
+        case STEM_EMBEDDING_NORM: rmsnorm_forward(unsmeared, NULL, unsmeared, n, C, st); break;
+        case STEM_SMEAR:
+            smear_forward(m->prompt.res, unsmeared, m->params.smear_gate, m->params.smear_lambda, 1, n, C,
+                          SMEAR_GATE_CHANNELS, st);
+            for (int b = 0; b < m->B; b++)
+                cudaCheck(cudaMemcpyAsync(m->step.smear_prev + (size_t)b * C, unsmeared + (size_t)(n - 1) * C,
+                                          C * sizeof(bf16), cudaMemcpyDeviceToDevice, st));
+            break;
         }
     }
     // The stem's output, which the residual lambdas of every block read.
@@ -369,13 +383,18 @@ static void enqueue_block(InferenceModel* m, int l) {
 static void enqueue_step(InferenceModel* m, int p) {
     const GPTConfig* c = &m->config;
     const StemOps stem = stem_ops(&c->arch);
+    bf16* unsmeared = m->step.unsmeared ? m->step.unsmeared : m->step.x;
     for (int i = 0; i < stem.count; i++) {
         switch (stem.op[i]) {
         case STEM_EMBEDDING:
-            encoder_forward_at(m->step.x, m->tokens, m->positions, m->params.wte, m->params.wpe, m->B, c->C,
+            encoder_forward_at(unsmeared, m->tokens, m->positions, m->params.wte, m->params.wpe, m->B, c->C,
                                m->stream);
             break;
-        case STEM_EMBEDDING_NORM: rmsnorm_forward(m->step.x, NULL, m->step.x, m->B, c->C, m->stream); break;
+        case STEM_EMBEDDING_NORM: rmsnorm_forward(unsmeared, NULL, unsmeared, m->B, c->C, m->stream); break;
+        case STEM_SMEAR:   // a step's token always has one before it: the prompt's last, or the step's before
+            smear_step(m->step.x, unsmeared, m->step.smear_prev, m->params.smear_gate, m->params.smear_lambda, m->B,
+                       c->C, SMEAR_GATE_CHANNELS, m->stream);
+            break;
         }
     }
     if (m->step.x0)

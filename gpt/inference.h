@@ -35,9 +35,11 @@ void inference_sizes_print(const InferenceSizes* m);
 // after it, the MLP's hidden layer after its activation; with residual lambdas the stem's output
 // x0 (else NULL). The step's kernels fuse the norms and the activation into the linear layers,
 // and keep nothing else but for the value gates' input: with value embeddings the attention's
-// input ln1 (B, C), its norm's statistics and the gates (B, NH) (else NULL).
+// input ln1 (B, C), its norm's statistics and the gates (B, NH) (else NULL). With the smear, the
+// stem's output before it (unsmeared) and each sequence's latest token's (smear_prev, which the
+// next step's smear looks back to), else NULL.
 typedef struct {
-    bf16 *x, *x0, *qkv, *atty, *mid, *fch_gelu, *ln1;
+    bf16 *x, *x0, *qkv, *atty, *mid, *fch_gelu, *ln1, *unsmeared, *smear_prev;
     float *ln1_mean, *ln1_rstd, *value_gate;
 } StepActivations;
 
@@ -61,6 +63,7 @@ typedef struct {
     bf16* kv_cache;              // (L, B, length, 2C): a row's keys, then its values
     BlockActivations prompt;     // (prompt_max) rows: one layer's, which every layer reuses
     int* prompt_tokens;          // (prompt_max)
+    bf16* prompt_unsmeared;      // (prompt_max, C) the prompt's stem output before the smear, or NULL
     int* prompt_rows;            // (prompt_max) device: the prompt's positions 0, 1, ... (rotary), or NULL
     StepActivations step;        // (B) rows
     bf16* logits_of[2];          // (B, Vp) the graph copies' logits

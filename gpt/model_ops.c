@@ -7,6 +7,7 @@ StemOps stem_ops(const Architecture* a) {
     StemOps s = {0};
     s.op[s.count++] = STEM_EMBEDDING;
     if (a->embedding_norm) s.op[s.count++] = STEM_EMBEDDING_NORM;
+    if (a->smear) s.op[s.count++] = STEM_SMEAR;
     return s;
 }
 

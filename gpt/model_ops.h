@@ -37,6 +37,8 @@ typedef enum { ACTIVATION_GELU, ACTIVATION_RELU2 } Activation;
 typedef enum {
     STEM_EMBEDDING,        // x = wte[token] (+ wpe[position] where the model has learned positions)
     STEM_EMBEDDING_NORM,   // x = RMSNorm(x) without weights (eps 1e-6), whatever the blocks' norm
+    STEM_SMEAR,            // x_t += smear_lambda sigmoid(x_t[:24] . smear_gate) x_{t-1} of the row's
+                           // token before (none at a row's first), from x before it (layers/smear.h)
 } StemOp;
 
 typedef struct {

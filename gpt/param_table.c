@@ -21,6 +21,7 @@ static int biases(const Architecture* a) { return a->bias; }
 static int untied_head(const Architecture* a) { return a->untied_head; }
 static int residual_lambdas(const Architecture* a) { return a->residual_lambdas; }
 static int value_embeddings(const Architecture* a) { return a->value_embeddings; }
+static int smear(const Architecture* a) { return a->smear; }
 
 // The layers with value embeddings (architecture_value_embedding_layer: every other one, the last
 // among them) take the slices 0, 1, ... in order.
@@ -37,7 +38,9 @@ static int value_embedding_layers(int l, int L) { return l % 2 == (L - 1) % 2 ? 
 // and are Adam's embeddings at half their rate (nanochat's), decayed as wte is; their gates, a
 // (NH, 12) matrix of each such layer, start at zero (a gate of 3 sigmoid(0) = 1.5, where
 // nanochat's uniform(0, 0.02) starts within 1% of it) and are Adam's vectors, not decayed, as
-// flashgpt's other small learned tensors are (nanochat leaves them to Muon with the blocks).
+// flashgpt's other small learned tensors are (nanochat leaves them to Muon with the blocks). The
+// smear's gate and scale start at zero (a smear of nothing; nanochat's gate starts uniform(0,
+// 0.02)) and are Adam's vectors at nanochat's rate, 0.2, 100 times the vectors'.
 const ParamKind param_table[NUM_PARAM_TENSORS] = {
     [PARAM_WTE] = {.rows = {1, DIM_VP}, .cols = {1, DIM_C},
                    .init = INIT_NORMAL, .std = 0.02,
@@ -103,6 +106,10 @@ const ParamKind param_table[NUM_PARAM_TENSORS] = {
     [PARAM_VALUE_GATE] = {.rows = {1, DIM_NH}, .cols = {VALUE_GATE_CHANNELS, DIM_ONE},
                           .layers = value_embedding_layers, .present = value_embeddings, .init = INIT_ZERO,
                           .group = GROUP_VECTOR, .lr_scale = 1},
+    [PARAM_SMEAR_GATE] = {.rows = {1, DIM_ONE}, .cols = {SMEAR_GATE_CHANNELS, DIM_ONE}, .present = smear,
+                          .init = INIT_ZERO, .group = GROUP_VECTOR, .lr_scale = 100.0f},
+    [PARAM_SMEAR_LAMBDA] = {.rows = {1, DIM_ONE}, .cols = {1, DIM_ONE}, .present = smear, .init = INIT_ZERO,
+                            .group = GROUP_VECTOR, .lr_scale = 100.0f},
 };
 
 size_t param_dim(Dim d, const GPTConfig* c) {

@@ -55,7 +55,9 @@ extern "C" {
     LAYER(RESID_LAMBDA, resid_lambda)   /* (L, 1) residual lambdas */ \
     LAYER(X0_LAMBDA, x0_lambda)         /* (L, 1) x0 lambdas */       \
     LAYER(VALUE_EMBEDDING, value_embedding)   /* (L', Vp, C) */       \
-    LAYER(VALUE_GATE, value_gate)   /* (L', NH, 12) value embeddings' gates */
+    LAYER(VALUE_GATE, value_gate)   /* (L', NH, 12) value embeddings' gates */ \
+    ONCE(SMEAR_GATE, smear_gate)   /* (1, 24) the smear's gate */            \
+    ONCE(SMEAR_LAMBDA, smear_lambda)   /* (1) the smear's scale */
 
 // What PARAM_TENSORS generates with: an item per kind, or nothing.
 #define PARAM_ENUM_ITEM(NAME, field) PARAM_##NAME,

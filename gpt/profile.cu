@@ -107,6 +107,13 @@ void profile_work(const GPTConfig* c, const ProfileShape* s, PartWork work[NUM_P
     double wte_rows = N < Vp ? N : Vp, wpe_rows = a->rotary ? 0 : s->cols;
     w[PART_EMBEDDING][PHASE_FORWARD] = (PartWork){0, 4 * N + 2 * (N * C + wpe_rows * C + N * C)};
     w[PART_EMBEDDING][PHASE_BACKWARD] = (PartWork){0, 4 * N + 2 * (N * C + 2 * wte_rows * C + 2 * wpe_rows * C)};
+    // The smear: its input and the row before it in, out; backward, dout and the rows before for
+    // the gates, dout twice and dx out, and the gates' sums (three fp32 per token).
+    if (a->smear) {
+        w[PART_EMBEDDING][PHASE_FORWARD] = add_work(w[PART_EMBEDDING][PHASE_FORWARD], (PartWork){0, 2 * (3 * N * C)});
+        w[PART_EMBEDDING][PHASE_BACKWARD] =
+            add_work(w[PART_EMBEDDING][PHASE_BACKWARD], (PartWork){0, 2 * (2 * N * C) + 2 * (3 * N * C) + 24 * N});
+    }
 
     // The norms, 2L + 1 of them. LayerNorm: x, weight and bias in, out and fp32 mean, rstd out;
     // the backward reads dout, x, mean, rstd and weight and adds to dx, dweight, dbias. RMSNorm

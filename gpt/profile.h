@@ -22,7 +22,7 @@
 #define H200_MEMORY_BYTES_PER_S 4.3e12
 
 typedef enum {
-    PART_EMBEDDING,       // encoder: token (+ position) embeddings
+    PART_EMBEDDING,       // encoder: token (+ position) embeddings; the smear
     PART_RESIDUAL_LAMBDAS,   // each block's resid_lambda x + x0_lambda x0, where the model has them
     PART_NORM,            // ln1, ln2, lnf: LayerNorm or RMSNorm; the embedding's RMSNorm
     PART_QKV,             // the qkv matmul

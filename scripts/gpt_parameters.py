@@ -121,6 +121,11 @@ def value_embeddings(a):
 
 
 VALUE_GATE_CHANNELS = 12  # gpt/config.h's: the channels of the attention's input a value gate reads
+SMEAR_GATE_CHANNELS = 24  # gpt/config.h's: the channels of a token's embedding the smear's gate reads
+
+
+def smear(a):
+    return bool(a.smear)
 
 
 # gpt/param_table.c's rows, in its order.
@@ -152,6 +157,8 @@ TABLE = (
     Kind("value_embedding", Dim(1, "Vp"), C, ValueEmbeddingLayers, value_embeddings, "normal", 0.02,
          group="embedding", lr_scale=0.5, decay_scale=1.0),
     Kind("value_gate", Dim(1, "NH"), Dim(VALUE_GATE_CHANNELS, "1"), ValueEmbeddingLayers, value_embeddings, "zero"),
+    Kind("smear_gate", ONE, Dim(SMEAR_GATE_CHANNELS, "1"), None, smear, "zero", lr_scale=100.0),
+    Kind("smear_lambda", ONE, ONE, None, smear, "zero", lr_scale=100.0),
 )
 KINDS = {k.name: k for k in TABLE}
 

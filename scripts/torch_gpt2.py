@@ -19,7 +19,8 @@ switchable as train_gpt's are:
   numbers of the block, Scalar modules whose weights are the table's per-layer slices;
   value_embeddings: on every other layer, the last among them, v += gate * value_embedding(idx)
   per head, gate = 3 sigmoid(value_gate(ln1[..., :12])), an embedding and a linear layer of the
-  block).
+  block; smear: the stem's output x_t += smear_lambda * sigmoid(smear_gate(x_t[:24])) * x_{t-1}
+  for t > 0, a linear layer and a Scalar of the model).
 Attention is F.scaled_dot_product_attention (causal, scaled by 1/sqrt(HS)); the vocabulary is
 padded to a multiple of 128, the padded logits left out of the loss. Each parameter is a slice of
 a tensor of the parameter table (scripts/gpt_parameters.py; GPT.table_parameters pairs them) and
@@ -43,7 +44,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from gpt_architecture import GPT2
-from gpt_parameters import VALUE_GATE_CHANNELS, Shape, ValueEmbeddingLayers, layout, slice_names
+from gpt_parameters import SMEAR_GATE_CHANNELS, VALUE_GATE_CHANNELS, Shape, ValueEmbeddingLayers, layout, slice_names
 
 PRESETS = {"d2": (2, 128, 2), "d6": (6, 384, 6), "d12": (12, 768, 12), "d24": (24, 1024, 16),
            "d36": (36, 1280, 20), "d48": (48, 1600, 25)}   # (L, C, NH), gpt/config.h's
@@ -55,7 +56,7 @@ RMS_NORM_EPS = 1e-6  # layers/rmsnorm.h's
 CHECKPOINT_MODULES = {"wte": "wte", "wpe": "wpe", "ln_1": "ln1", "attn.c_attn": "qkv", "attn.c_proj": "attproj",
                       "ln_2": "ln2", "mlp.c_fc": "fc", "mlp.c_proj": "fcproj", "ln_f": "lnf", "lm_head": "lm_head",
                       "resid_lambda": "resid_lambda", "x0_lambda": "x0_lambda", "value_embedding": "value_embedding",
-                      "value_gate": "value_gate"}
+                      "value_gate": "value_gate", "smear_gate": "smear_gate", "smear_lambda": "smear_lambda"}
 
 
 def checkpoint_parameter(hf_name):
@@ -189,6 +190,8 @@ class GPT(nn.Module):
         self.lnf = make_norm(C, arch)
         self.embedding_norm = RMSNorm() if arch.embedding_norm else None
         self.lm_head = nn.Linear(C, Vp, bias=False) if arch.untied_head else None
+        self.smear_gate = nn.Linear(SMEAR_GATE_CHANNELS, 1, bias=False) if arch.smear else None
+        self.smear_lambda = Scalar() if arch.smear else None
         kinds = {id(p): kind for kind, params in self.table_parameters() for p in params}
         with torch.no_grad():
             for p in self.parameters():  # in the order of the modules, whose draws these are
@@ -233,6 +236,9 @@ class GPT(nn.Module):
             x = x + self.wpe(torch.arange(idx.shape[1], device=idx.device))
         if self.embedding_norm is not None:
             x = self.embedding_norm(x)
+        if self.smear_gate is not None:  # each token after the first of its row takes in the one before
+            gate = self.smear_lambda.weight * torch.sigmoid(self.smear_gate(x[:, 1:, :SMEAR_GATE_CHANNELS]))
+            x = torch.cat([x[:, :1], x[:, 1:] + gate * x[:, :-1]], dim=1)
         x = x0 = self.stream(x)
         for block in self.blocks:
             x = block(x, x0, idx)

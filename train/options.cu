@@ -148,6 +148,9 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
          "the layers L-1, L-3, ... add a token embedding of their own\nto the attention's values, gated per head by "
          "3 sigmoid of\n12 channels of its input [0]", 0, 1, NULL,
          &given[slot_of(offsetof(Architecture, value_embeddings))]},
+        {OPTION_INT, "--smear", "0|1", &a->smear,
+         "each token's embedding takes in the one before it in its\nrow, x_t += lambda sigmoid(x_t[:24] . w) x_{t-1}, "
+         "lambda\nand w learned from 0 [0]", 0, 1, NULL, &given[slot_of(offsetof(Architecture, smear))]},
         {OPTION_FLAG, "--document-mask", NULL, &o->document_mask,
          "attention sees the row's own document alone (documents\nstart at <|endoftext|>, whose id --tokenizer "
          "gives)"},

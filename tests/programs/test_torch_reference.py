@@ -150,7 +150,7 @@ def case_optimizers(name, r):
     opt = Muon(model, settings)
     # Adam's groups, in any order: the embeddings at the embedding rate, an untied head at its own,
     # the vectors (the residual lambdas among them, each kind at its multiple of the rate); the
-    # value embeddings with the embeddings, their gates with the vectors.
+    # value embeddings with the embeddings, their gates and the smear's with the vectors.
     by_group = {}
     for g in opt.adam.param_groups:
         by_group.setdefault(g["group"], []).extend(id(p) for p in g["params"])
@@ -161,6 +161,8 @@ def case_optimizers(name, r):
     if model.lm_head is not None:
         want.append(([id(model.lm_head.weight)], "head"))
     vectors = [id(p) for p in model.parameters() if p.dim() < 2] + [id(b.value_gate.weight) for b in valued]
+    if model.smear_gate is not None:
+        vectors.append(id(model.smear_gate.weight))
     if vectors:
         want.append((vectors, "vector"))
     want = sorted((sorted(ids), group) for ids, group in want)

@@ -12,17 +12,17 @@ key window per row, attention/mask.h: documents starting at token DOCUMENT_TOKEN
 DOCUMENT_STARTS in the batch, and the window pattern full,9: layer 0 sees the row's document,
 layer 1 its last 9 keys of it at most), OUTDIR/gpt_parts_reference.bin (the modern one with the
 parts of the 2026 recipe: an embedding norm, a QK scale of 1.25, residual lambdas, value
-embeddings (on layer 1 of the 2); 10 Muon steps too) and OUTDIR/gpt_gpt2_parts_reference.bin
-(GPT-2's with an embedding norm, residual lambdas and value embeddings: learned positions under
-the norm, LayerNorm blocks) for tests/unit/gpt/test_gpt.cu. The
+embeddings (on layer 1 of the 2), the smear; 10 Muon steps too) and
+OUTDIR/gpt_gpt2_parts_reference.bin (GPT-2's with an embedding norm, residual lambdas, value
+embeddings and the smear: learned positions under the norm, LayerNorm blocks) for tests/unit/gpt/test_gpt.cu. The
 file layout (all little-endian):
   int32 header[256]  [0] 20241129, [1] 1, [2] B, [3] T, [4] maxT, [5] V, [6] Vp, [7] L, [8] NH,
                      [9] C, [10] nsteps, [11] P = number of parameter floats, [12] Muon steps
-                     (0: none), [16..95] the architecture as the model checkpoint holds it
+                     (0: none), [16..96] the architecture as the model checkpoint holds it
                      (gpt/checkpoint.h: rotary, rotary_base, rms_norm, qk_norm, relu2, bias,
                      untied_head, zero_init, softcap, documents, document_token, window_count,
                      the 64 windows, embedding_norm, qk_scale, residual_lambdas,
-                     value_embeddings; the floats by their bits)
+                     value_embeddings, smear; the floats by their bits)
   float32 hyper[16]  AdamW's lr, b1, b2, eps, weight decay, grad clip; then Muon's lr, momentum,
                      embedding lr, head lr, vector lr, b1, b2, eps, weight decay (its clip: AdamW's)
   int32 inputs (B, T), int32 targets (B, T)
@@ -36,7 +36,8 @@ architecture's tensors only: wte (Vp, C), wpe (maxT, C),
 ln1w (L, C), ln1b (L, C), qkvw (L, 3C, C), qkvb (L, 3C), attprojw (L, C, C), attprojb (L, C),
 ln2w (L, C), ln2b (L, C), fcw (L, 4C, C), fcb (L, 4C), fcprojw (L, C, 4C), fcprojb (L, C),
 lnfw (C), lnfb (C), lm_head (Vp, C), resid_lambda (L, 1), x0_lambda (L, 1), value_embedding
-(L', Vp, C), value_gate (L', NH, 12) (L' the layers with value embeddings: layer 1). The modern
+(L', Vp, C), value_gate (L', NH, 12) (L' the layers with value embeddings: layer 1), smear_gate
+(1, 24), smear_lambda (1). The modern
 model has wte, the four matrices and lm_head; the parts' tensors come with the part of their name.
 Every tensor starts random so that all of them matter: every bias N(0, 0.02) and layernorm
 weights 1 + N(0, 0.1); the modern model's projections are not zero, its head is N(0, 0.1) (its
@@ -48,7 +49,9 @@ residual lambdas start at 1 + N(0, 0.2) and 0.5 + N(0, 0.2), so that x0 counts. 
 out the QK scale would miss the parts' logits by 5% and qkvw's gradient by 40%; one that left out
 the lambdas, its logits by 13% or more. The value embeddings are drawn N(0, 0.2), as large as the
 values, and the gates' weights N(0, 0.3), so that the gates spread over (0, 3): without them the
-parts' logits move by 27% (GPT-2's by 9%) and qkvw's gradient by 53% (8%). The key part of
+parts' logits move by 27% (GPT-2's by 9%) and qkvw's gradient by 53% (8%). The smear's gate
+weights are N(0, 0.3) and its lambda 0.5 + N(0, 0.1) (0 and 0 in training): without it the
+logits move by 40% (37%) and wte's gradient by 38% (32%). The key part of
 GPT-2's qkvb has an exactly zero gradient (softmax ignores a shift shared by a row's scores): compare gradients with an absolute tolerance
 there.
 
@@ -77,7 +80,7 @@ MAGIC, VERSION = 20241129, 1
 # The architectures (gpt/config.h's fields, in its order).
 MAX_WINDOWS = 64
 UNMASKED = dict(documents=0, document_token=0, window_count=0, windows=[0] * MAX_WINDOWS)
-NO_PARTS = dict(embedding_norm=0, qk_scale=0.0, residual_lambdas=0, value_embeddings=0)
+NO_PARTS = dict(embedding_norm=0, qk_scale=0.0, residual_lambdas=0, value_embeddings=0, smear=0)
 GPT2 = dict(rotary=0, rotary_base=10000.0, rms_norm=0, qk_norm=0, relu2=0, bias=1, untied_head=0, zero_init=0,
             softcap=0.0, **UNMASKED, **NO_PARTS)
 MODERN = dict(rotary=1, rotary_base=100.0, rms_norm=1, qk_norm=1, relu2=1, bias=0, untied_head=1, zero_init=0,
@@ -87,8 +90,8 @@ MASKED = dict(MODERN, documents=1, document_token=DOCUMENT_TOKEN, window_count=2
               windows=[0, 9] + [0] * (MAX_WINDOWS - 2))
 # The parts of the 2026 recipe on the modern model and on GPT-2's (LayerNorm, learned positions,
 # biases, a tied head).
-PARTS = dict(MODERN, embedding_norm=1, qk_scale=1.25, residual_lambdas=1, value_embeddings=1)
-GPT2_PARTS = dict(GPT2, embedding_norm=1, residual_lambdas=1, value_embeddings=1)
+PARTS = dict(MODERN, embedding_norm=1, qk_scale=1.25, residual_lambdas=1, value_embeddings=1, smear=1)
+GPT2_PARTS = dict(GPT2, embedding_norm=1, residual_lambdas=1, value_embeddings=1, smear=1)
 # Where the masked batch's documents start (DOCUMENT_TOKEN; nowhere else): row 0 with a document
 # of one token first; row 1 with a first document that has no start token, a document of one
 # token inside and one at the last position.
@@ -164,6 +167,10 @@ def init_params(rng, arch=GPT2):
             p[name][...] = rng.normal(0, 0.2, shape)
         elif name == "value_gate":  # gates spread over (0, 3), not all at 1.5
             p[name][...] = rng.normal(0, 0.3, shape)
+        elif name == "smear_gate":  # the smear's gates spread over (0, lambda)
+            p[name][...] = rng.normal(0, 0.3, shape)
+        elif name == "smear_lambda":  # a smear that shows (it starts at 0 in training)
+            p[name][...] = 0.5 + rng.normal(0, 0.1, shape)
         else:  # other weights, and every bias (non-zero so that they matter in the forward)
             p[name][...] = rng.normal(0, 0.02, shape)
     p["wte"][V:] = 0
@@ -333,6 +340,12 @@ def head(p, arch):
     return p["lm_head"] if arch["untied_head"] else p["wte"]
 
 
+def smear_sigmoids(x, p):
+    """sigmoid(x_t[:24] . smear_gate) (B, T) of each token of x: its smear gate over lambda."""
+    z = x[..., :gpt_parameters.SMEAR_GATE_CHANNELS] @ p["smear_gate"][0]
+    return 1 / (1 + np.exp(-z))
+
+
 def value_slice(arch, l):
     """The slice of the value embeddings (and gates) layer l holds, or -1 for none."""
     return gpt_parameters.ValueEmbeddingLayers.slice(l, L) if arch["value_embeddings"] else -1
@@ -351,6 +364,10 @@ def forward(flat, inputs, targets, arch=GPT2):
     embedding_cache = None
     if arch["embedding_norm"]:
         x, embedding_cache = rmsnorm_forward(x)
+    unsmeared = x
+    if arch["smear"]:  # x_t += lambda sigmoid(x_t[:24] . smear_gate) x_{t-1}, t > 0
+        x = x.copy()
+        x[:, 1:] += p["smear_lambda"][0] * smear_sigmoids(unsmeared, p)[:, 1:, None] * unsmeared[:, :-1]
     x0, layers = x, []
     for l in range(L):
         before = x  # the stream the block before left
@@ -379,7 +396,7 @@ def forward(flat, inputs, targets, arch=GPT2):
     shifted = z - z.max(-1, keepdims=True)
     logprobs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
     loss = -np.take_along_axis(logprobs, targets[..., None], -1).mean()
-    cache = (inputs, targets, embedding_cache, x0, layers, lnf, lnf_cache, np.exp(logprobs), logits)
+    cache = (inputs, targets, embedding_cache, unsmeared, x0, layers, lnf, lnf_cache, np.exp(logprobs), logits)
     return loss, logits, cache
 
 
@@ -388,7 +405,7 @@ def backward(flat, cache, arch=GPT2):
     p = views(flat, arch)
     grad = np.zeros_like(flat)
     g = views(grad, arch)
-    inputs, targets, embedding_cache, x0, layers, lnf, lnf_cache, probs, logits = cache
+    inputs, targets, embedding_cache, unsmeared, x0, layers, lnf, lnf_cache, probs, logits = cache
     dlogits = probs.copy()  # (softmax - onehot(target)) / (B * T)
     dlogits[np.arange(B)[:, None], np.arange(T), targets] -= 1
     dlogits /= B * T
@@ -436,6 +453,19 @@ def backward(flat, cache, arch=GPT2):
             dx0 += p["x0_lambda"][l, 0] * dx
             dx = p["resid_lambda"][l, 0] * dx
     dx = dx + dx0  # the first block's stream is x0
+    if arch["smear"]:  # x_t += gate_t x_{t-1}, gate_t = lambda sigmoid(z_t), z_t = x_t[:24] . smear_gate
+        G = gpt_parameters.SMEAR_GATE_CHANNELS
+        s = smear_sigmoids(unsmeared, p)
+        gate = p["smear_lambda"][0] * s
+        dgate = np.zeros((B, T))
+        dgate[:, 1:] = (dx[:, 1:] * unsmeared[:, :-1]).sum(-1)
+        dz = dgate * p["smear_lambda"][0] * s * (1 - s)
+        g["smear_gate"][0] = np.einsum("bt,btj->j", dz, unsmeared[..., :G])
+        g["smear_lambda"][0] = (dgate * s).sum()
+        dsmear = dx.copy()
+        dsmear[:, :-1] += gate[:, 1:, None] * dx[:, 1:]
+        dsmear[..., :G] += dz[..., None] * p["smear_gate"][0]
+        dx = dsmear
     if arch["embedding_norm"]:
         dx = rmsnorm_backward(dx, embedding_cache)
     np.add.at(g["wte"], inputs, dx)

@@ -274,15 +274,18 @@ static void test_parts(void) {
         a = modern;
         a.value_embeddings = v;
         CHECK(architecture_invalid(&a) != NULL, "value embeddings of %d are accepted", v);
+        a = modern;
+        a.smear = v;
+        CHECK(architecture_invalid(&a) != NULL, "a smear of %d is accepted", v);
     }
     a = modern;
-    a.embedding_norm = a.residual_lambdas = a.value_embeddings = 1;
+    a.embedding_norm = a.residual_lambdas = a.value_embeddings = a.smear = 1;
     a.qk_scale = 1.2f;
     a.documents = 1;
     a.document_token = 7;
     architecture_describe(&a, text, sizeof(text));
     CHECK(!architecture_invalid(&a) && !strcmp(text, "modern, embedding norm, qk scale 1.2, residual lambdas, value "
-                                                     "embeddings, documents (token 7)"),
+                                                     "embeddings, smear, documents (token 7)"),
           "modern with every part and documents: '%s'", text);
     a = gpt2;
     a.residual_lambdas = 1;
@@ -290,6 +293,9 @@ static void test_parts(void) {
     a = gpt2;
     a.value_embeddings = 1;
     CHECK(architecture_has_parts(&a) && !architecture_is_gpt2(&a), "GPT-2 with value embeddings is llm.c's GPT-2");
+    Architecture smeared = gpt2;
+    smeared.smear = 1;
+    CHECK(architecture_has_parts(&smeared) && !architecture_is_gpt2(&smeared), "GPT-2 with the smear is llm.c's GPT-2");
     // The value embeddings' layers: every other one, the last among them, whatever L's parity.
     const int layers_of_3[] = {1, 0, 1}, layers_of_4[] = {0, 1, 0, 1};
     for (int l = 0; l < 4; l++)

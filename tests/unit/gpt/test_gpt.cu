@@ -1,11 +1,11 @@
 // tests/unit/gpt/test_gpt.cu: the GPT of the gpt/ library against the float64 numpy reference, in both
 // architectures, the modern one whose attention sees a key window per row (documents, and the
 // window pattern full,9), and each with the parts of the 2026 recipe (an embedding norm, residual
-// lambdas, value embeddings, on the modern one a QK scale of 1.25) ($FLASHGPT_TESTDATA/gpt_reference.bin,
+// lambdas, value embeddings, the smear, on the modern one a QK scale of 1.25) ($FLASHGPT_TESTDATA/gpt_reference.bin,
 // gpt_modern_reference.bin, gpt_masked_reference.bin, gpt_parts_reference.bin and
 // gpt_gpt2_parts_reference.bin from tests/reference/gen_gpt_reference.py: B=2, T=37, maxT=40, V=97,
 // Vp=128, L=2, NH=2, C=128): logits (B, T, V) and loss, every parameter gradient (the residual
-// lambdas', the value embeddings' and their gates' too) and the grad norm, then 10 AdamW steps on the same batch (the modern model and the
+// lambdas', the value embeddings' and their gates', the smear's too) and the grad norm, then 10 AdamW steps on the same batch (the modern model and the
 // modern one with the parts also 10 Muon steps); for the naive and the flash attention, and with the
 // activations recomputed in the backward (layernorm: the norms, RMSNorm's too; gelu: GPT-2's
 // alone, as ReLU^2 keeps nothing else to recompute) and the classifier in chunks of rows; the
@@ -682,6 +682,9 @@ static void test_parameters_by_architecture(void) {
     values.arch.value_embeddings = 1;
     CHECK(count_params(&values) == 162201600 + 6 * ((size_t)50304 * 768 + 12 * 12),
           "modern d12 with value embeddings: %zu parameters", count_params(&values));
+    values.arch.smear = 1;   // its gate's 24 weights and its lambda
+    CHECK(count_params(&values) == 162201600 + 6 * ((size_t)50304 * 768 + 12 * 12) + 25,
+          "modern d12 with value embeddings and the smear: %zu parameters", count_params(&values));
     size_t sizes[NUM_PARAM_TENSORS];
     param_sizes(&modern, sizes);
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
@@ -736,7 +739,7 @@ static void test_parameters_by_architecture(void) {
 // buffers differ from GPT-2's by exactly the ones it has not and the ones it adds, documents
 // add their bounds alone, the embedding norm its input and rstd, the residual lambdas the stream
 // each block takes and x0's fp32 gradient, the value embeddings their gates, the gates' gradient
-// and the rows grouped by token.
+// and the rows grouped by token, the smear its input.
 static void test_memory_sizes(void) {
     test_begin("gpt memory sizes");
     GPTConfig c = {.maxT = 0, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768,
@@ -816,6 +819,11 @@ static void test_memory_sizes(void) {
               N * NH * sizeof(float) + carve_round_up((3 * N + 1) * sizeof(int)),
           "the value embeddings add %zu bytes of activations, %zu of backward buffers",
           m_values.activations - m_lambdas.activations, m_values.backward - m_lambdas.backward);
+    // The smear keeps the stem's output before it (B, T, C).
+    parts.arch.smear = 1;
+    MemorySizes m_smear = gpt_memory_sizes(&parts, 64, 1024, &naive, NULL, NULL);
+    CHECK(m_smear.activations - m_values.activations == N * C * sizeof(bf16) && m_smear.backward == m_values.backward,
+          "the smear adds %zu bytes of activations", m_smear.activations - m_values.activations);
     // The optimizers: the same state (master, m, v), and under Muon the Newton-Schulz scratch of
     // its largest batch of matrices, fcw's (L, 4C, C); ZeRO-1 over 4 ranks cuts it to 3 layers'.
     OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW), muon = optimizer_defaults(OPTIMIZER_MUON);
@@ -969,7 +977,7 @@ int main(void) {
     // The 2026 recipe's parts on the modern recipe (a version 9 model, resumed without them on the
     // command line: from the checkpoint).
     const char* parts_arch = "--arch modern --embedding-norm 1 --qk-scale 1.25 --residual-lambdas 1 "
-                             "--value-embeddings 1";
+                             "--value-embeddings 1 --smear 1";
     const char* resume_parts_name = "gpt resume bit-exact modern muon with the 2026 recipe's parts (version 9)";
     const char* deterministic_name = "gpt --deterministic muon: two runs, the same bits";
     const char* saved_init_name = "gpt --save-init: the run from its file takes the steps of the run from the seed";

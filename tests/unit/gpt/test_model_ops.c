@@ -46,6 +46,7 @@ static void stem_text(const StemOps* ops, char* out) {
         switch (ops->op[i]) {
         case STEM_EMBEDDING: append(out, "embedding"); break;
         case STEM_EMBEDDING_NORM: append(out, "embedding_norm"); break;
+        case STEM_SMEAR: append(out, "smear"); break;
         }
     }
 }
@@ -204,7 +205,7 @@ static void test_switches(void) {
 // The parts of the 2026 recipe, each on its own on either preset: the embedding's norm, the
 // stem's second operation (an RMSNorm whatever the blocks' norm); the residual lambdas, the first
 // of every block; the QK scale, which changes no list (it is attention's scale); the value
-// embeddings, two operations of every other block.
+// embeddings, two operations of every other block; the smear, the stem's last.
 #define LAMBDAS_MODERN_BLOCK                                                                                   \
     "lambdas norm1(rmsnorm) qkv qk(norm 1 rotary 1 base 10000) attention(window 0) attproj norm2(rmsnorm) "     \
     "fc(relu2) fcproj"
@@ -245,6 +246,13 @@ static void test_parts(void) {
                     "norm(rmsnorm) logits(softcap 30)");
     a = (Architecture)ARCHITECTURE_GPT2;
     a.value_embeddings = 1;
+    // The smear: the stem's last operation, after the norm, whose output it smears.
+    Architecture smeared = ARCHITECTURE_MODERN;
+    smeared.smear = 1;
+    check_lists("modern with the smear", &smeared, 0, "embedding smear", MODERN_BLOCK, "norm(rmsnorm) logits(softcap 30)");
+    smeared.embedding_norm = 1;
+    check_lists("modern with the embedding norm and the smear", &smeared, 1, "embedding embedding_norm smear",
+                MODERN_BLOCK, "norm(rmsnorm) logits(softcap 30)");
     check_lists("gpt2 with value embeddings", &a, 2, "embedding",
                 "norm1(layernorm) value_gate qkv value_embedding attention(window 0) attproj norm2(layernorm) fc(gelu) "
                 "fcproj",

@@ -6,7 +6,7 @@
 // list of kinds; a per-layer kind on a subset of the layers (slices packed, padding rows, draws); Muon
 // cutting qkvw into one (3C, C), three (C, C) or head-pair (2HS, C) matrices as --muon-qkv says,
 // the other matrices whole under every cut, ZeRO-1's shards of them whole, head pairs refused with
-// an odd head count; presence per architecture; the residual lambdas; the value embeddings;
+// an odd head count; presence per architecture; the residual lambdas; the value embeddings; the smear;
 // --help's listing.
 #include <math.h>
 #include <string.h>
@@ -294,7 +294,8 @@ static void test_presence(void) {
                      {PARAM_LN2W, !a->rms_norm}, {PARAM_LN2B, !a->rms_norm}, {PARAM_FCW, 1}, {PARAM_FCB, a->bias},
                      {PARAM_FCPROJW, 1}, {PARAM_FCPROJB, a->bias}, {PARAM_LNFW, !a->rms_norm},
                      {PARAM_LNFB, !a->rms_norm}, {PARAM_LM_HEAD, a->untied_head}, {PARAM_RESID_LAMBDA, 0},
-                     {PARAM_X0_LAMBDA, 0}, {PARAM_VALUE_EMBEDDING, 0}, {PARAM_VALUE_GATE, 0}};
+                     {PARAM_X0_LAMBDA, 0}, {PARAM_VALUE_EMBEDDING, 0}, {PARAM_VALUE_GATE, 0},
+                     {PARAM_SMEAR_GATE, 0}, {PARAM_SMEAR_LAMBDA, 0}};
         size_t sizes[NUM_PARAM_TENSORS];
         param_sizes(&c, sizes);
         for (size_t j = 0; j < sizeof(kinds) / sizeof(kinds[0]); j++) {
@@ -378,7 +379,8 @@ static void test_value_embeddings(void) {
                   name, L, count_params(&with), P);
             for (int i = 0; i < NUM_PARAM_TENSORS; i++)
                 if (i != PARAM_VALUE_EMBEDDING && i != PARAM_VALUE_GATE)
-                    CHECK(sizes[i] == with_sizes[i] && tensor_offset(&c, i) == tensor_offset(&with, i),
+                    CHECK(sizes[i] == with_sizes[i] &&
+                              (sizes[i] == 0 || tensor_offset(&c, i) == tensor_offset(&with, i)),
                           "%s L %d: %s moves with the value embeddings", name, L, param_names[i]);
             CHECK(sizes[PARAM_VALUE_EMBEDDING] == 0 && with_sizes[PARAM_VALUE_EMBEDDING] == layers * table &&
                   with_sizes[PARAM_VALUE_GATE] == layers * gate && tensor_offset(&with, PARAM_VALUE_EMBEDDING) == P,
@@ -419,6 +421,39 @@ static void test_value_embeddings(void) {
     test_end();
 }
 
+// The smear (a part of the 2026 recipe): its gate (1, 24) and lambda (1), tensors of the model
+// after every other one, zero, Adam's vectors at 100 times their rate, not decayed.
+static void test_smear(void) {
+    test_begin("param_table_smear");
+    for (int p = 0; p < NUM_ARCHITECTURE_PRESETS; p++) {
+        GPTConfig c = {.maxT = 40, .V = 97, .Vp = 128, .L = 3, .NH = 2, .C = 128, .arch = architecture_presets[p].arch};
+        c.arch.value_embeddings = 1;
+        GPTConfig with = c;
+        with.arch.smear = 1;
+        const char* name = architecture_presets[p].name;
+        size_t P = count_params(&c), sizes[NUM_PARAM_TENSORS];
+        param_sizes(&with, sizes);
+        CHECK(count_params(&with) == P + SMEAR_GATE_CHANNELS + 1 && sizes[PARAM_SMEAR_GATE] == SMEAR_GATE_CHANNELS &&
+              sizes[PARAM_SMEAR_LAMBDA] == 1 && tensor_offset(&with, PARAM_SMEAR_GATE) == P &&
+              tensor_offset(&with, PARAM_SMEAR_LAMBDA) == P + SMEAR_GATE_CHANNELS,
+              "%s: %zu parameters with the smear, %zu without", name, count_params(&with), P);
+        float* values = (float*)malloc(P * sizeof(float));
+        float* with_values = (float*)malloc((P + SMEAR_GATE_CHANNELS + 1) * sizeof(float));
+        init_param_values(values, &c, 5);
+        init_param_values(with_values, &with, 5);
+        int wrong = memcmp(values, with_values, P * sizeof(float)) != 0;
+        for (size_t j = P; j < P + SMEAR_GATE_CHANNELS + 1; j++) wrong += with_values[j] != 0.0f;
+        CHECK(wrong == 0, "%s: the smear changes the other draws or does not start at zero", name);
+        free(values);
+        free(with_values);
+    }
+    const ParamKind *g = &param_table[PARAM_SMEAR_GATE], *l = &param_table[PARAM_SMEAR_LAMBDA];
+    CHECK(g->group == GROUP_VECTOR && l->group == GROUP_VECTOR && g->lr_scale == 100.0f && l->lr_scale == 100.0f &&
+          g->decay_scale == 0.0f && l->decay_scale == 0.0f && !g->layers && !l->layers,
+          "the smear's groups %d %d, lr x%g x%g", g->group, l->group, g->lr_scale, l->lr_scale);
+    test_end();
+}
+
 // --help's listing: a line per kind after two of heading, whole within its bytes.
 static void test_describe(void) {
     test_begin("param_table_describe");
@@ -448,6 +483,7 @@ int main(void) {
     test_presence();
     test_residual_lambdas();
     test_value_embeddings();
+    test_smear();
     test_describe();
     return test_exit_code();
 }
