@@ -10,6 +10,7 @@
 #include "layers/global_norm.h"
 #include "layers/layernorm.h"
 #include "layers/matmul.h"
+#include "layers/backout.h"
 #include "layers/residual_lambdas.h"
 #include "layers/smear.h"
 
@@ -152,6 +153,7 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     a->ln2_rstd = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
     a->fch = (bf16*)carve_if(gelu, base, &off, L * N * 4 * C * sizeof(bf16), &m->activations);
     a->fch_gelu = (bf16*)carve(base, &off, gelu_layers * N * 4 * C * sizeof(bf16), &m->activations);
+    a->backout_out = (bf16*)carve_if(arch->backout, base, &off, N * C * sizeof(bf16), &m->activations);
     a->lnf = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->activations);
     a->lnf_mean = (float*)carve_if(layernorm, base, &off, N * sizeof(float), &m->activations);
     a->lnf_rstd = (float*)carve(base, &off, N * sizeof(float), &m->activations);
@@ -167,6 +169,7 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     a->dnarrow = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->backward);
     a->dwide = (bf16*)carve(base, &off, N * 4 * C * sizeof(bf16), &m->backward);
     a->dx0 = (float*)carve_if(arch->residual_lambdas, base, &off, N * C * sizeof(float), &m->backward);
+    a->dbackout = (bf16*)carve_if(arch->backout, base, &off, N * C * sizeof(bf16), &m->backward);
     a->dvalue_gate = (float*)carve_if(arch->value_embeddings, base, &off, N * c->NH * sizeof(float), &m->backward);
     a->token_groups = (int*)carve_if(arch->value_embeddings, base, &off, encoder_backward_scratch_bytes(B, T, (int)C),
                                      &m->backward);
@@ -183,7 +186,8 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
         attention_scratch_bytes(&opt->attention, s),
         global_norm_scratch_bytes(P),
         arch->residual_lambdas ? residual_lambdas_scratch_bytes((int)N, (int)C) : 0,
-        arch->smear ? smear_scratch_bytes((int)N) : 0};
+        arch->smear ? smear_scratch_bytes((int)N) : 0,
+        arch->backout ? backout_scratch_bytes((int)N, (int)C) : 0};
     for (size_t i = 0; i < sizeof(cand) / sizeof(cand[0]); i++) sc = cand[i] > sc ? cand[i] : sc;
     // The scratch lives in the logits' memory: the logits are dead from the moment the
     // classifier's matmul_backward has read the last chunk of dlogits until the next forward,

@@ -56,6 +56,8 @@ typedef struct {
     float* ln2_rstd;     // (L, B, T)
     bf16* fch;           // (L, B, T, 4C) before GELU; GELU only
     bf16* fch_gelu;      // (L, B, T, 4C) GELU's or ReLU^2's output; recomputed GELU: (B, T, 4C)
+    bf16* backout_out;   // (B, T, C) the stream leaving the last block less the backout's share of
+                         // the middle one's, which lnf norms; backout only
     bf16* lnf;           // (B, T, C)
     float* lnf_mean;     // (B, T); LayerNorm only
     float* lnf_rstd;     // (B, T)
@@ -71,6 +73,8 @@ typedef struct {
     bf16* dnarrow;       // (B, T, C) gradient of ln outputs / atty; dlnf after gpt_classifier
     bf16* dwide;         // (B, T, 4C) gradient of qkv (3C) / fch (4C)
     float* dx0;          // (B, T, C) fp32 gradient of x0 from the residual lambdas; those only
+    bf16* dbackout;      // (B, T, C) the middle block's stream's gradient from the backout, kept until
+                         // the backward reaches that block; backout only
     float* dvalue_gate;  // (B, T, NH) fp32 gradient of a layer's value gates; value embeddings only
     int* token_groups;   // the batch's rows of each token (layers/encoder.h's encoder_token_groups),
                          // for the value embeddings' backward; those only

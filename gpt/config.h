@@ -9,7 +9,7 @@
 // key window per row (attention/mask.h): the row's document, a sliding window per layer, or both;
 // and either may take the parts of the 2026 recipe (nanochat, modded-nanogpt), each off in both
 // presets: an RMSNorm of the embedding, a QK scale, the residual and x0 lambdas, value embeddings,
-// the smear.
+// the smear, the backout.
 #ifndef FLASHGPT_GPT_CONFIG_H
 #define FLASHGPT_GPT_CONFIG_H
 
@@ -65,9 +65,12 @@ typedef struct {
     int smear;              // 1: the stem's last operation mixes each token's embedding with the one
                             // before it in its row, x_t += smear_lambda sigmoid(x_t[:24] . smear_gate)
                             // x_{t-1} (nanochat's): tensors of the table
+    int backout;            // 1: before the final norm, x = x - backout_lambda x_mid, x_mid the stream
+                            // leaving block architecture_backout_layer (nanochat's): a learned scalar
+                            // of the table
 } Architecture;
 #define ARCHITECTURE_PARTS_SLOT (12 + ARCHITECTURE_MAX_WINDOWS)
-#define ARCHITECTURE_SLOTS (ARCHITECTURE_PARTS_SLOT + 5)
+#define ARCHITECTURE_SLOTS (ARCHITECTURE_PARTS_SLOT + 6)
 static_assert(sizeof(Architecture) == ARCHITECTURE_SLOTS * sizeof(int32_t), "a 4-byte slot per value");
 static_assert(offsetof(Architecture, embedding_norm) == ARCHITECTURE_PARTS_SLOT * sizeof(int32_t),
               "the parts follow the windows");
@@ -102,7 +105,7 @@ static inline int architecture_equal(const Architecture* a, const Architecture* 
                a->documents == b->documents && a->document_token == b->document_token &&
                a->window_count == b->window_count && a->embedding_norm == b->embedding_norm &&
                a->qk_scale == b->qk_scale && a->residual_lambdas == b->residual_lambdas &&
-               a->value_embeddings == b->value_embeddings && a->smear == b->smear;
+               a->value_embeddings == b->value_embeddings && a->smear == b->smear && a->backout == b->backout;
     for (int i = 0; same && i < ARCHITECTURE_MAX_WINDOWS; i++) same = a->windows[i] == b->windows[i];
     return same;
 }
@@ -166,6 +169,9 @@ static inline int architecture_transforms_qk(const Architecture* a) { return a->
 // The channels of a token's embedding that the smear's gate reads (nanochat's 24): the gate of
 // token t is smear_lambda sigmoid(x_t[:SMEAR_GATE_CHANNELS] . smear_gate).
 #define SMEAR_GATE_CHANNELS 24
+
+// The block of L whose output the backout gives back a share of (nanochat's: the middle one, L / 2).
+static inline int architecture_backout_layer(int L) { return L / 2; }
 
 // 1 when layer l of L takes value embeddings: every other layer, the last among them (nanochat's
 // has_ve: l and L - 1 of one parity), where the architecture has them.
@@ -240,7 +246,8 @@ static inline const char* qk_scale_invalid(float s) {
 // context and the layers too, gpt_config_drop_without_effect's.)
 static inline const char* architecture_invalid(const Architecture* a) {
     const int flags[] = {a->rotary, a->rms_norm, a->qk_norm, a->relu2, a->bias, a->untied_head, a->zero_init,
-                         a->documents, a->embedding_norm, a->residual_lambdas, a->value_embeddings, a->smear};
+                         a->documents, a->embedding_norm, a->residual_lambdas, a->value_embeddings, a->smear,
+                         a->backout};
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
         if (flags[i] != 0 && flags[i] != 1) return "a switch of the architecture is neither 0 nor 1";
     const char* why = rotary_base_invalid(a->rotary_base);
@@ -267,7 +274,7 @@ static inline const char* architecture_invalid(const Architecture* a) {
 // bias, untied head, zero init, softcap 30" (off ones as GPT-2's: "learned positions", "layernorm";
 // "learned positions (rotary base 5000)" for a base without effect, so that an option asking
 // for one is told from the model without it); then the parts it has: "embedding norm, qk scale
-// 1.2, residual lambdas, value embeddings, smear"; then the
+// 1.2, residual lambdas, value embeddings, smear, backout"; then the
 // key windows, if any: "documents (token 50256), windows 2048,512" (a window pattern as
 // train_gpt's --window-pattern takes it, "full" for no bound).
 static inline void architecture_describe(const Architecture* a, char* out, size_t len) {
@@ -294,6 +301,7 @@ static inline void architecture_describe(const Architecture* a, char* out, size_
     if (a->residual_lambdas && n < len) n += (size_t)snprintf(out + n, len - n, ", residual lambdas");
     if (a->value_embeddings && n < len) n += (size_t)snprintf(out + n, len - n, ", value embeddings");
     if (a->smear && n < len) n += (size_t)snprintf(out + n, len - n, ", smear");
+    if (a->backout && n < len) n += (size_t)snprintf(out + n, len - n, ", backout");
     if (a->documents && n < len) n += (size_t)snprintf(out + n, len - n, ", documents (token %d)", a->document_token);
     for (int i = 0; i < a->window_count && i < ARCHITECTURE_MAX_WINDOWS && n < len; i++) {
         const char* before = i ? "," : ", windows ";

@@ -5,6 +5,7 @@
 #include "attention/attention.h"
 #include "gpt/block.h"
 #include "layers/adamw.h"
+#include "layers/backout.h"
 #include "layers/classifier.h"
 #include "layers/encoder.h"
 #include "layers/global_norm.h"
@@ -178,6 +179,12 @@ static BlockActivations layer_acts(const GPT* g, int l) {
     return layer_activations(&g->acts, &g->config, g->B, g->T, &g->options, l);
 }
 
+// The stream the head's final norm takes: the last block's output, less the backout's share
+// where the model has one.
+static const bf16* final_stream(const GPT* g) {
+    return g->acts.backout_out ? g->acts.backout_out : layer_acts(g, g->config.L - 1).res_next;
+}
+
 // The blocks' pass over a batch of B x T.
 static BlockPass block_pass(const GPT* g, int B, int T) {
     BlockPass pass = {&g->config.arch,    g->config.L,         g->attention, attention_shape(&g->config, B, T),
@@ -295,12 +302,16 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
         }
     }
     forward_layers(g, B, T);
+    // The head's operations; the backout's time counts with the final norm's.
     const HeadOps head = head_ops(&c->arch);
     for (int i = 0; i < head.count; i++) {
         switch (head.op[i]) {
+        case HEAD_BACKOUT:
+            backout_forward(a->backout_out, layer_acts(g, c->L - 1).res_next,
+                            layer_acts(g, architecture_backout_layer(c->L)).res_next, p->backout_lambda, N, C, st);
+            break;
         case HEAD_NORM:
-            norm_forward(head.norm, a->lnf, a->lnf_mean, a->lnf_rstd, layer_acts(g, c->L - 1).res_next, p->lnfw,
-                         p->lnfb, N, C, st);
+            norm_forward(head.norm, a->lnf, a->lnf_mean, a->lnf_rstd, final_stream(g), p->lnfw, p->lnfb, N, C, st);
             profile_mark(g->profile, PART_NORM, PHASE_FORWARD, st);
             break;
         case HEAD_LOGITS: break;   // gpt_classifier's and gpt_logits', a chunk of rows at a time
@@ -408,15 +419,22 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
         switch (head.op[i]) {
         case HEAD_LOGITS: break;   // gpt_classifier's: dlnf in dnarrow
         case HEAD_NORM:
-            norm_backward(head.norm, a->dresidual, d->lnfw, d->lnfb, a->dnarrow, layer_acts(g, c->L - 1).res_next,
-                          g->params.lnfw, a->lnf_mean, a->lnf_rstd, N, C, a->scratch, st);
+            norm_backward(head.norm, a->dresidual, d->lnfw, d->lnfb, a->dnarrow, final_stream(g), g->params.lnfw,
+                          a->lnf_mean, a->lnf_rstd, N, C, a->scratch, st);
             profile_mark(g->profile, PART_NORM, PHASE_BACKWARD, st);
+            break;
+        case HEAD_BACKOUT:   // the last block's gradient passes; the middle one's waits in dbackout
+            backout_backward(a->dbackout, d->backout_lambda, a->dresidual,
+                             layer_acts(g, architecture_backout_layer(c->L)).res_next, g->params.backout_lambda, N,
+                             C, a->scratch, st);
             break;
         }
     }
     for (int l = c->L - 1; l >= 0; l--) {
         BlockActivations x = layer_acts(g, l);
         LayerParameters w = layer_parameters(&g->params, l, c), dw = layer_parameters(d, l, c);
+        // The backout's gradient of the middle block's output joins the stream's before its backward.
+        if (a->dbackout && l == architecture_backout_layer(c->L)) backout_add(a->dresidual, a->dbackout, N, C, st);
         block_backward(&pass, l, &x, &w, &dw, &grads);
         if (reduce) reduce_layer_grads(g, l);
     }

@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "gpt/activations.h"
 #include "gpt/sampler.h"
+#include "layers/backout.h"
 #include "layers/classifier.h"
 #include "layers/encoder.h"
 #include "layers/matmul.h"
@@ -80,6 +81,7 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     r->value_gate = arch->value_embeddings ? carve_step_floats(c->NH) : NULL;
     r->unsmeared = arch->smear ? carve_step(1) : NULL;
     r->smear_prev = arch->smear ? carve_step(1) : NULL;
+    r->backout_mid = arch->backout ? carve_step(1) : NULL;
     for (int i = 0; i < 2; i++) m->logits_of[i] = (bf16*)carve(rows * c->Vp * sizeof(bf16), &sizes->step);
     AttentionShape cache = attention_shape(c, B, length);
     m->decode_scratch = carve(attention_decode_scratch_bytes(&m->attention[0], cache), &sizes->step);
@@ -169,6 +171,10 @@ static void lm_head(InferenceModel* m, int p) {
     RowsEpilogue before = {};   // a norm's, which the matmul after it takes in first
     for (int i = 0; i < head.count; i++) {
         switch (head.op[i]) {
+        case HEAD_BACKOUT:   // in place: the norm fused into the matmul after it reads the result
+            backout_forward(m->step.x, m->step.x, m->step.backout_mid, m->params.backout_lambda, m->B, c->C,
+                            m->stream);
+            break;
         case HEAD_NORM: before = step_norm(head.norm, m->params.lnfw, m->params.lnfb); break;
         case HEAD_LOGITS:
             matmul_rows_forward(m->logits_of[p], m->step.x, head_weights(&m->params, c), &before, m->B, c->C, c->Vp,
@@ -274,6 +280,11 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
         LayerParameters w = layer_parameters(&m->params, l, c);
         block_forward(&pass, l, &m->prompt, &w);
         fill_caches(m, l, n);   // from the block's qkv, before the next block writes it
+        if (m->step.backout_mid && l == architecture_backout_layer(c->L))   // the head's, of the last position
+            for (int b = 0; b < m->B; b++)
+                cudaCheck(cudaMemcpyAsync(m->step.backout_mid + (size_t)b * C,
+                                          m->prompt.res_next + (size_t)(n - 1) * C, C * sizeof(bf16),
+                                          cudaMemcpyDeviceToDevice, st));
     }
     // The last position's logits, in every sequence's row (each draws its own token).
     for (int b = 0; b < m->B; b++)
@@ -400,7 +411,12 @@ static void enqueue_step(InferenceModel* m, int p) {
     if (m->step.x0)
         cudaCheck(cudaMemcpyAsync(m->step.x0, m->step.x, (size_t)m->B * c->C * sizeof(bf16), cudaMemcpyDeviceToDevice,
                                   m->stream));
-    for (int l = 0; l < c->L; l++) enqueue_block(m, l);
+    for (int l = 0; l < c->L; l++) {
+        enqueue_block(m, l);
+        if (m->step.backout_mid && l == architecture_backout_layer(c->L))
+            cudaCheck(cudaMemcpyAsync(m->step.backout_mid, m->step.x, (size_t)m->B * c->C * sizeof(bf16),
+                                      cudaMemcpyDeviceToDevice, m->stream));
+    }
     lm_head(m, p);
     enqueue_draw(m, p);
 }

@@ -37,9 +37,10 @@ void inference_sizes_print(const InferenceSizes* m);
 // and keep nothing else but for the value gates' input: with value embeddings the attention's
 // input ln1 (B, C), its norm's statistics and the gates (B, NH) (else NULL). With the smear, the
 // stem's output before it (unsmeared) and each sequence's latest token's (smear_prev, which the
-// next step's smear looks back to), else NULL.
+// next step's smear looks back to), else NULL. With the backout, the stream leaving its middle
+// block (backout_mid), else NULL.
 typedef struct {
-    bf16 *x, *x0, *qkv, *atty, *mid, *fch_gelu, *ln1, *unsmeared, *smear_prev;
+    bf16 *x, *x0, *qkv, *atty, *mid, *fch_gelu, *ln1, *unsmeared, *smear_prev, *backout_mid;
     float *ln1_mean, *ln1_rstd, *value_gate;
 } StepActivations;
 

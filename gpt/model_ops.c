@@ -38,6 +38,7 @@ HeadOps head_ops(const Architecture* a) {
     HeadOps h = {0};
     h.norm = norm_kind(a);
     h.softcap = a->softcap;
+    if (a->backout) h.op[h.count++] = HEAD_BACKOUT;
     h.op[h.count++] = HEAD_NORM;
     h.op[h.count++] = HEAD_LOGITS;
     return h;

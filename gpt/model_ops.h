@@ -83,6 +83,8 @@ typedef struct {
 
 // The head, on the N rows of the stream leaving the last block.
 typedef enum {
+    HEAD_BACKOUT,  // x (N, C) = x - backout_lambda x_mid, x_mid the stream leaving the block
+                   // architecture_backout_layer (layers/backout.h)
     HEAD_NORM,     // lnf (N, C) = norm(x)
     HEAD_LOGITS,   // logits (N, Vp) = lnf @ head^T (wte, or lm_head where untied), then soft-capped
                    // z -> softcap * tanh(z / softcap) in the loss and the draw

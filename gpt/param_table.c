@@ -22,6 +22,7 @@ static int untied_head(const Architecture* a) { return a->untied_head; }
 static int residual_lambdas(const Architecture* a) { return a->residual_lambdas; }
 static int value_embeddings(const Architecture* a) { return a->value_embeddings; }
 static int smear(const Architecture* a) { return a->smear; }
+static int backout(const Architecture* a) { return a->backout; }
 
 // The layers with value embeddings (architecture_value_embedding_layer: every other one, the last
 // among them) take the slices 0, 1, ... in order.
@@ -40,7 +41,8 @@ static int value_embedding_layers(int l, int L) { return l % 2 == (L - 1) % 2 ? 
 // nanochat's uniform(0, 0.02) starts within 1% of it) and are Adam's vectors, not decayed, as
 // flashgpt's other small learned tensors are (nanochat leaves them to Muon with the blocks). The
 // smear's gate and scale start at zero (a smear of nothing; nanochat's gate starts uniform(0,
-// 0.02)) and are Adam's vectors at nanochat's rate, 0.2, 100 times the vectors'.
+// 0.02)) and are Adam's vectors at nanochat's rate, 0.2, 100 times the vectors'; so is the
+// backout's share, which starts at zero (no backout; nanochat's at 0.2).
 const ParamKind param_table[NUM_PARAM_TENSORS] = {
     [PARAM_WTE] = {.rows = {1, DIM_VP}, .cols = {1, DIM_C},
                    .init = INIT_NORMAL, .std = 0.02,
@@ -110,6 +112,8 @@ const ParamKind param_table[NUM_PARAM_TENSORS] = {
                           .init = INIT_ZERO, .group = GROUP_VECTOR, .lr_scale = 100.0f},
     [PARAM_SMEAR_LAMBDA] = {.rows = {1, DIM_ONE}, .cols = {1, DIM_ONE}, .present = smear, .init = INIT_ZERO,
                             .group = GROUP_VECTOR, .lr_scale = 100.0f},
+    [PARAM_BACKOUT_LAMBDA] = {.rows = {1, DIM_ONE}, .cols = {1, DIM_ONE}, .present = backout, .init = INIT_ZERO,
+                              .group = GROUP_VECTOR, .lr_scale = 100.0f},
 };
 
 size_t param_dim(Dim d, const GPTConfig* c) {

@@ -57,7 +57,8 @@ extern "C" {
     LAYER(VALUE_EMBEDDING, value_embedding)   /* (L', Vp, C) */       \
     LAYER(VALUE_GATE, value_gate)   /* (L', NH, 12) value embeddings' gates */ \
     ONCE(SMEAR_GATE, smear_gate)   /* (1, 24) the smear's gate */            \
-    ONCE(SMEAR_LAMBDA, smear_lambda)   /* (1) the smear's scale */
+    ONCE(SMEAR_LAMBDA, smear_lambda)   /* (1) the smear's scale */          \
+    ONCE(BACKOUT_LAMBDA, backout_lambda)   /* (1) the backout's share */
 
 // What PARAM_TENSORS generates with: an item per kind, or nothing.
 #define PARAM_ENUM_ITEM(NAME, field) PARAM_##NAME,

@@ -133,6 +133,13 @@ void profile_work(const GPTConfig* c, const ProfileShape* s, PartWork work[NUM_P
             add_work(w[PART_NORM][PHASE_BACKWARD], (PartWork){0, 2 * (5 * N * C) + 4 * N});
     }
 
+    // The backout, counted with the final norm: x and x_mid in, out; the backward reads dout and
+    // x_mid and writes dmid, which the middle block's backward adds to its stream's gradient.
+    if (a->backout) {
+        w[PART_NORM][PHASE_FORWARD] = add_work(w[PART_NORM][PHASE_FORWARD], (PartWork){0, 2 * (3 * N * C)});
+        w[PART_NORM][PHASE_BACKWARD] = add_work(w[PART_NORM][PHASE_BACKWARD], (PartWork){0, 2 * (6 * N * C)});
+    }
+
     // The residual lambdas: x and x0 in, res out; the backward reads dres, x and x0, writes dx over
     // dres and adds to the fp32 dx0.
     if (a->residual_lambdas) {

@@ -128,6 +128,10 @@ def smear(a):
     return bool(a.smear)
 
 
+def backout(a):
+    return bool(a.backout)
+
+
 # gpt/param_table.c's rows, in its order.
 TABLE = (
     Kind("wte", Dim(1, "Vp"), C, None, None, "normal", 0.02, group="embedding", decay_scale=1.0),
@@ -159,6 +163,7 @@ TABLE = (
     Kind("value_gate", Dim(1, "NH"), Dim(VALUE_GATE_CHANNELS, "1"), ValueEmbeddingLayers, value_embeddings, "zero"),
     Kind("smear_gate", ONE, Dim(SMEAR_GATE_CHANNELS, "1"), None, smear, "zero", lr_scale=100.0),
     Kind("smear_lambda", ONE, ONE, None, smear, "zero", lr_scale=100.0),
+    Kind("backout_lambda", ONE, ONE, None, backout, "zero", lr_scale=100.0),
 )
 KINDS = {k.name: k for k in TABLE}
 

@@ -20,7 +20,8 @@ switchable as train_gpt's are:
   value_embeddings: on every other layer, the last among them, v += gate * value_embedding(idx)
   per head, gate = 3 sigmoid(value_gate(ln1[..., :12])), an embedding and a linear layer of the
   block; smear: the stem's output x_t += smear_lambda * sigmoid(smear_gate(x_t[:24])) * x_{t-1}
-  for t > 0, a linear layer and a Scalar of the model).
+  for t > 0, a linear layer and a Scalar of the model; backout: before the final norm x -=
+  backout_lambda * x_mid, x_mid the stream leaving block L // 2, a Scalar of the model).
 Attention is F.scaled_dot_product_attention (causal, scaled by 1/sqrt(HS)); the vocabulary is
 padded to a multiple of 128, the padded logits left out of the loss. Each parameter is a slice of
 a tensor of the parameter table (scripts/gpt_parameters.py; GPT.table_parameters pairs them) and
@@ -56,7 +57,8 @@ RMS_NORM_EPS = 1e-6  # layers/rmsnorm.h's
 CHECKPOINT_MODULES = {"wte": "wte", "wpe": "wpe", "ln_1": "ln1", "attn.c_attn": "qkv", "attn.c_proj": "attproj",
                       "ln_2": "ln2", "mlp.c_fc": "fc", "mlp.c_proj": "fcproj", "ln_f": "lnf", "lm_head": "lm_head",
                       "resid_lambda": "resid_lambda", "x0_lambda": "x0_lambda", "value_embedding": "value_embedding",
-                      "value_gate": "value_gate", "smear_gate": "smear_gate", "smear_lambda": "smear_lambda"}
+                      "value_gate": "value_gate", "smear_gate": "smear_gate", "smear_lambda": "smear_lambda",
+                      "backout_lambda": "backout_lambda"}
 
 
 def checkpoint_parameter(hf_name):
@@ -192,6 +194,7 @@ class GPT(nn.Module):
         self.lm_head = nn.Linear(C, Vp, bias=False) if arch.untied_head else None
         self.smear_gate = nn.Linear(SMEAR_GATE_CHANNELS, 1, bias=False) if arch.smear else None
         self.smear_lambda = Scalar() if arch.smear else None
+        self.backout_lambda = Scalar() if arch.backout else None
         kinds = {id(p): kind for kind, params in self.table_parameters() for p in params}
         with torch.no_grad():
             for p in self.parameters():  # in the order of the modules, whose draws these are
@@ -240,8 +243,12 @@ class GPT(nn.Module):
             gate = self.smear_lambda.weight * torch.sigmoid(self.smear_gate(x[:, 1:, :SMEAR_GATE_CHANNELS]))
             x = torch.cat([x[:, :1], x[:, 1:] + gate * x[:, :-1]], dim=1)
         x = x0 = self.stream(x)
-        for block in self.blocks:
+        for l, block in enumerate(self.blocks):
             x = block(x, x0, idx)
+            if l == len(self.blocks) // 2:
+                x_mid = x  # the stream leaving the middle block, a share of which the backout gives back
+        if self.backout_lambda is not None:
+            x = self.stream(x - self.backout_lambda.weight * x_mid)
         head = self.wte if self.lm_head is None else self.lm_head  # tied: wte is the output projection
         logits = widened((self.lnf(x) @ head.weight.t())[..., :self.V])
         if self.arch.softcap:

@@ -151,6 +151,9 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
         {OPTION_INT, "--smear", "0|1", &a->smear,
          "each token's embedding takes in the one before it in its\nrow, x_t += lambda sigmoid(x_t[:24] . w) x_{t-1}, "
          "lambda\nand w learned from 0 [0]", 0, 1, NULL, &given[slot_of(offsetof(Architecture, smear))]},
+        {OPTION_INT, "--backout", "0|1", &a->backout,
+         "before the final norm x -= lambda x_mid, x_mid the stream\nleaving block L/2, lambda learned from 0 [0]", 0, 1,
+         NULL, &given[slot_of(offsetof(Architecture, backout))]},
         {OPTION_FLAG, "--document-mask", NULL, &o->document_mask,
          "attention sees the row's own document alone (documents\nstart at <|endoftext|>, whose id --tokenizer "
          "gives)"},

@@ -7,7 +7,8 @@
 //               under Muon by --muon-qkv, and the slice each layer holds (per-layer kinds the
 //               architecture has)]}
 // A Dim is [times, "C"]; the models are the presets at d12 and every combination of the switches
-// and parts that change the tensors (the residual lambdas, the value embeddings, the smear) at a small odd shape and at d6.
+// and parts that change the tensors (the residual lambdas, the value embeddings, the smear with the
+// backout) at a small odd shape and at d6.
 #include <stdio.h>
 
 #include "gpt/param_table.h"
@@ -66,9 +67,9 @@ static void print_model(const GPTConfig* c) {
     printf("{\"maxT\": %d, \"V\": %d, \"L\": %d, \"NH\": %d, \"C\": %d, \"arch\": {\"rotary\": %d, "
            "\"rotary_base\": %.9g, \"rms_norm\": %d, \"qk_norm\": %d, \"relu2\": %d, \"bias\": %d, "
            "\"untied_head\": %d, \"zero_init\": %d, \"softcap\": %.9g, \"residual_lambdas\": %d, "
-           "\"value_embeddings\": %d, \"smear\": %d}, \"tensors\": [",
+           "\"value_embeddings\": %d, \"smear\": %d, \"backout\": %d}, \"tensors\": [",
            c->maxT, c->V, c->L, c->NH, c->C, a->rotary, a->rotary_base, a->rms_norm, a->qk_norm, a->relu2, a->bias,
-           a->untied_head, a->zero_init, a->softcap, a->residual_lambdas, a->value_embeddings, a->smear);
+           a->untied_head, a->zero_init, a->softcap, a->residual_lambdas, a->value_embeddings, a->smear, a->backout);
     size_t sizes[NUM_PARAM_TENSORS], offset = 0;
     param_sizes(c, sizes);
     for (int i = 0; i < NUM_PARAM_TENSORS; offset += sizes[i++]) {
@@ -114,7 +115,7 @@ int main(void) {
             c.arch.zero_init = (k >> 4) & 1;
             c.arch.residual_lambdas = (k >> 5) & 1;
             c.arch.value_embeddings = (k >> 6) & 1;
-            c.arch.smear = (k >> 7) & 1;
+            c.arch.smear = c.arch.backout = (k >> 7) & 1;
             printf(",\n");
             print_model(&c);
         }

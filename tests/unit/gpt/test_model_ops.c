@@ -80,6 +80,7 @@ static void head_text(const HeadOps* ops, char* out) {
     for (int i = 0; i < ops->count; i++) {
         if (i) append(out, " ");
         switch (ops->op[i]) {
+        case HEAD_BACKOUT: append(out, "backout"); break;
         case HEAD_NORM: append(out, "norm(%s)", norm_name(ops->norm)); break;
         case HEAD_LOGITS: append(out, "logits(softcap %g)", ops->softcap); break;
         }
@@ -205,7 +206,8 @@ static void test_switches(void) {
 // The parts of the 2026 recipe, each on its own on either preset: the embedding's norm, the
 // stem's second operation (an RMSNorm whatever the blocks' norm); the residual lambdas, the first
 // of every block; the QK scale, which changes no list (it is attention's scale); the value
-// embeddings, two operations of every other block; the smear, the stem's last.
+// embeddings, two operations of every other block; the smear, the stem's last; the backout, the
+// head's first.
 #define LAMBDAS_MODERN_BLOCK                                                                                   \
     "lambdas norm1(rmsnorm) qkv qk(norm 1 rotary 1 base 10000) attention(window 0) attproj norm2(rmsnorm) "     \
     "fc(relu2) fcproj"
@@ -253,6 +255,10 @@ static void test_parts(void) {
     smeared.embedding_norm = 1;
     check_lists("modern with the embedding norm and the smear", &smeared, 1, "embedding embedding_norm smear",
                 MODERN_BLOCK, "norm(rmsnorm) logits(softcap 30)");
+    // The backout: the head's first operation, before the norm of what it leaves.
+    smeared.backout = 1;
+    check_lists("modern with the embedding norm, the smear and the backout", &smeared, 2,
+                "embedding embedding_norm smear", MODERN_BLOCK, "backout norm(rmsnorm) logits(softcap 30)");
     check_lists("gpt2 with value embeddings", &a, 2, "embedding",
                 "norm1(layernorm) value_gate qkv value_embedding attention(window 0) attproj norm2(layernorm) fc(gelu) "
                 "fcproj",

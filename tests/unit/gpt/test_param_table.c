@@ -6,7 +6,7 @@
 // list of kinds; a per-layer kind on a subset of the layers (slices packed, padding rows, draws); Muon
 // cutting qkvw into one (3C, C), three (C, C) or head-pair (2HS, C) matrices as --muon-qkv says,
 // the other matrices whole under every cut, ZeRO-1's shards of them whole, head pairs refused with
-// an odd head count; presence per architecture; the residual lambdas; the value embeddings; the smear;
+// an odd head count; presence per architecture; the residual lambdas; the value embeddings; the smear and the backout;
 // --help's listing.
 #include <math.h>
 #include <string.h>
@@ -295,7 +295,7 @@ static void test_presence(void) {
                      {PARAM_FCPROJW, 1}, {PARAM_FCPROJB, a->bias}, {PARAM_LNFW, !a->rms_norm},
                      {PARAM_LNFB, !a->rms_norm}, {PARAM_LM_HEAD, a->untied_head}, {PARAM_RESID_LAMBDA, 0},
                      {PARAM_X0_LAMBDA, 0}, {PARAM_VALUE_EMBEDDING, 0}, {PARAM_VALUE_GATE, 0},
-                     {PARAM_SMEAR_GATE, 0}, {PARAM_SMEAR_LAMBDA, 0}};
+                     {PARAM_SMEAR_GATE, 0}, {PARAM_SMEAR_LAMBDA, 0}, {PARAM_BACKOUT_LAMBDA, 0}};
         size_t sizes[NUM_PARAM_TENSORS];
         param_sizes(&c, sizes);
         for (size_t j = 0; j < sizeof(kinds) / sizeof(kinds[0]); j++) {
@@ -422,7 +422,8 @@ static void test_value_embeddings(void) {
 }
 
 // The smear (a part of the 2026 recipe): its gate (1, 24) and lambda (1), tensors of the model
-// after every other one, zero, Adam's vectors at 100 times their rate, not decayed.
+// after every other one, zero, Adam's vectors at 100 times their rate, not decayed; the backout's
+// lambda (1) alike, after them.
 static void test_smear(void) {
     test_begin("param_table_smear");
     for (int p = 0; p < NUM_ARCHITECTURE_PRESETS; p++) {
@@ -447,6 +448,20 @@ static void test_smear(void) {
         free(values);
         free(with_values);
     }
+    // The backout's share: one more, last, zero, with the smear's rate.
+    GPTConfig c = {.maxT = 40, .V = 97, .Vp = 128, .L = 3, .NH = 2, .C = 128, .arch = ARCHITECTURE_MODERN};
+    c.arch.smear = 1;
+    GPTConfig with = c;
+    with.arch.backout = 1;
+    size_t P = count_params(&c);
+    float* values = (float*)malloc((P + 1) * sizeof(float));
+    init_param_values(values, &with, 5);
+    const ParamKind* b = &param_table[PARAM_BACKOUT_LAMBDA];
+    CHECK(count_params(&with) == P + 1 && tensor_offset(&with, PARAM_BACKOUT_LAMBDA) == P && values[P] == 0.0f &&
+          b->group == GROUP_VECTOR && b->lr_scale == 100.0f && b->decay_scale == 0.0f && !b->layers,
+          "the backout's lambda: %zu parameters, %zu without, group %d lr x%g", count_params(&with), P, b->group,
+          b->lr_scale);
+    free(values);
     const ParamKind *g = &param_table[PARAM_SMEAR_GATE], *l = &param_table[PARAM_SMEAR_LAMBDA];
     CHECK(g->group == GROUP_VECTOR && l->group == GROUP_VECTOR && g->lr_scale == 100.0f && l->lr_scale == 100.0f &&
           g->decay_scale == 0.0f && l->decay_scale == 0.0f && !g->layers && !l->layers,
