@@ -10,7 +10,9 @@
 #include "layers/global_norm.h"
 #include "layers/layernorm.h"
 #include "layers/matmul.h"
+#include "layers/backout.h"
 #include "layers/residual_lambdas.h"
+#include "layers/smear.h"
 
 void recompute_name(int flags, char* out, size_t len) {
     snprintf(out, len, "%s%s%s", flags & RECOMPUTE_GELU ? "gelu" : "",
@@ -151,6 +153,7 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     m->activations = m->attention_saved = m->logits_and_scratch = m->backward = 0;
     a->embedding = (bf16*)carve_if(arch->embedding_norm, base, &off, N * C * sizeof(bf16), &m->activations);
     a->embedding_rstd = (float*)carve_if(arch->embedding_norm, base, &off, N * sizeof(float), &m->activations);
+    a->smear_in = (bf16*)carve_if(arch->smear, base, &off, N * C * sizeof(bf16), &m->activations);
     a->residual = (bf16*)carve(base, &off, (L + 1) * N * C * sizeof(bf16), &m->activations);
     a->residual_in = (bf16*)carve_if(arch->residual_lambdas, base, &off, L * N * C * sizeof(bf16), &m->activations);
     a->ln1 = (bf16*)carve(base, &off, ln_layers * N * C * sizeof(bf16), &m->activations);
@@ -158,6 +161,8 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     a->ln1_rstd = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
     a->qkv = (bf16*)carve(base, &off, L * N * 3 * C * sizeof(bf16), &m->activations);
     a->qk_rstd = (float*)carve_if(arch->qk_norm, base, &off, L * N * 2 * c->NH * sizeof(float), &m->activations);
+    a->value_gate = (float*)carve_if(arch->value_embeddings, base, &off, L * N * c->NH * sizeof(float),
+                                     &m->activations);
     a->atty = (bf16*)carve(base, &off, L * N * C * sizeof(bf16), &m->activations);
     a->residual_mid = (bf16*)carve(base, &off, L * N * C * sizeof(bf16), &m->activations);
     a->ln2 = opt->recompute & RECOMPUTE_LAYERNORM
@@ -167,6 +172,7 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     a->ln2_rstd = (float*)carve(base, &off, L * N * sizeof(float), &m->activations);
     a->fch = (bf16*)carve_if(gelu, base, &off, L * N * 4 * C * sizeof(bf16), &m->activations);
     a->fch_gelu = (bf16*)carve(base, &off, gelu_layers * N * 4 * C * sizeof(bf16), &m->activations);
+    a->backout_out = (bf16*)carve_if(arch->backout, base, &off, N * C * sizeof(bf16), &m->activations);
     a->lnf = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->activations);
     a->lnf_mean = (float*)carve_if(layernorm, base, &off, N * sizeof(float), &m->activations);
     a->lnf_rstd = (float*)carve(base, &off, N * sizeof(float), &m->activations);
@@ -182,6 +188,10 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     a->dnarrow = (bf16*)carve(base, &off, N * C * sizeof(bf16), &m->backward);
     a->dwide = (bf16*)carve(base, &off, N * 4 * C * sizeof(bf16), &m->backward);
     a->dx0 = (float*)carve_if(arch->residual_lambdas, base, &off, N * C * sizeof(float), &m->backward);
+    a->dbackout = (bf16*)carve_if(arch->backout, base, &off, N * C * sizeof(bf16), &m->backward);
+    a->dvalue_gate = (float*)carve_if(arch->value_embeddings, base, &off, N * c->NH * sizeof(float), &m->backward);
+    a->token_groups = (int*)carve_if(arch->value_embeddings, base, &off, encoder_backward_scratch_bytes(B, T, (int)C),
+                                     &m->backward);
     // The classifier's matmul_backward (rows, C, Vp) is left out: with neither bias nor GELU it
     // takes no scratch, which matters, as the scratch is the memory of the dlogits it reads.
     size_t sc = encoder_backward_scratch_bytes(B, T, (int)C);
@@ -193,7 +203,9 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
         matmul_backward_scratch_bytes((int)N, 4 * (int)C, (int)C),
         attention_scratch_bytes(&opt->attention, s),
         global_norm_scratch_bytes(P),
-        arch->residual_lambdas ? residual_lambdas_scratch_bytes((int)N, (int)C) : 0};
+        arch->residual_lambdas ? residual_lambdas_scratch_bytes((int)N, (int)C) : 0,
+        arch->smear ? smear_scratch_bytes((int)N) : 0,
+        arch->backout ? backout_scratch_bytes((int)N, (int)C) : 0};
     for (size_t i = 0; i < sizeof(cand) / sizeof(cand[0]); i++) sc = cand[i] > sc ? cand[i] : sc;
     // The scratch lives in the logits' memory: the logits are dead from the moment the
     // classifier's matmul_backward has read the last chunk of dlogits until the next forward,
@@ -232,6 +244,7 @@ BlockActivations layer_activations(const Activations* a, const GPTConfig* c, int
     x.ln1_rstd = a->ln1_rstd + layer_offset(l, B, T, 1);
     x.qkv = a->qkv + layer_offset(l, B, T, 3 * C);
     x.qk_rstd = layer_slice(a->qk_rstd, l, B, T, 2 * (size_t)c->NH);
+    x.value_gate = layer_slice(a->value_gate, l, B, T, (size_t)c->NH);
     x.atty = a->atty + layer_offset(l, B, T, C);
     x.att_saved = a->att_saved + l * saved_stride(c, B, T, opt);
     x.mid = a->residual_mid + layer_offset(l, B, T, C);

@@ -51,6 +51,7 @@ int recompute_flags(const char* list);
 typedef struct {
     bf16* embedding;     // (B, T, C) the embedding before its norm; embedding norm only
     float* embedding_rstd;   // (B, T) its norm's rstd; embedding norm only
+    bf16* smear_in;      // (B, T, C) the stem's output before the smear; smear only
     bf16* residual;      // (L + 1, B, T, C): the stream entering each layer, then the final one;
                          // with residual lambdas the stream each block leaves, x0 first
     bf16* residual_in;   // (L, B, T, C) the stream each block takes, resid_lambda x + x0_lambda x0;
@@ -60,6 +61,8 @@ typedef struct {
     float* ln1_rstd;     // (L, B, T)
     bf16* qkv;           // (L, B, T, 3, NH, HS)
     float* qk_rstd;      // (L, B, T, 2, NH); QK-norm only
+    float* value_gate;   // (L, B, T, NH) the value embeddings' gates (a layer without them leaves
+                         // its slice unused); value embeddings only
     bf16* atty;          // (L, B, T, NH, HS)
     char* att_saved;     // (L, attention_saved_bytes): P (naive) or L (flash)
     bf16* residual_mid;  // (L, B, T, C): the stream after the attention block
@@ -68,6 +71,8 @@ typedef struct {
     float* ln2_rstd;     // (L, B, T)
     bf16* fch;           // (L, B, T, 4C) before GELU; GELU only
     bf16* fch_gelu;      // (L, B, T, 4C) GELU's or ReLU^2's output; recomputed GELU: (B, T, 4C)
+    bf16* backout_out;   // (B, T, C) the stream leaving the last block less the backout's share of
+                         // the middle one's, which lnf norms; backout only
     bf16* lnf;           // (B, T, C)
     float* lnf_mean;     // (B, T); LayerNorm only
     float* lnf_rstd;     // (B, T)
@@ -83,6 +88,11 @@ typedef struct {
     bf16* dnarrow;       // (B, T, C) gradient of ln outputs / atty; dlnf after gpt_classifier
     bf16* dwide;         // (B, T, 4C) gradient of qkv (3C) / fch (4C)
     float* dx0;          // (B, T, C) fp32 gradient of x0 from the residual lambdas; those only
+    bf16* dbackout;      // (B, T, C) the middle block's stream's gradient from the backout, kept until
+                         // the backward reaches that block; backout only
+    float* dvalue_gate;  // (B, T, NH) fp32 gradient of a layer's value gates; value embeddings only
+    int* token_groups;   // the batch's rows of each token (layers/encoder.h's encoder_token_groups),
+                         // for the value embeddings' backward; those only
     void* scratch;       // the largest scratch any layer asks for, in the logits' memory
 } Activations;
 

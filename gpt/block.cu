@@ -7,6 +7,7 @@
 #include "layers/residual_lambdas.h"
 #include "layers/rmsnorm.h"
 #include "layers/rotary.h"
+#include "layers/value_embedding.h"
 
 const char* block_unsupported(const Architecture* arch, int HS) {
     const char* why = attention_head_size_unsupported(HS);
@@ -20,19 +21,19 @@ void block_attention_plans(const Architecture* arch, const AttentionPlan* base, 
     for (int i = 0; i < block_attention_count(arch); i++) {
         plans[i] = *base;
         plans[i].mask = (AttentionMask){arch->documents ? doc_start : NULL, arch->documents ? doc_end : NULL,
-                                        block_ops(arch, i).window};
+                                        architecture_window(arch, i)};
     }
 }
 
 int block_forward_marks(const Architecture* arch, int L) {
     int marks = 0;
-    for (int l = 0; l < L; l++) marks += block_ops(arch, l).count;
+    for (int l = 0; l < L; l++) marks += block_ops(arch, l, L).count;
     return marks;
 }
 
 int block_backward_marks(const Architecture* arch, int L) {
     int marks = 0;
-    for (int l = 0; l < L; l++) marks += block_ops(arch, l).count + 3;
+    for (int l = 0; l < L; l++) marks += block_ops(arch, l, L).count + 3;
     return marks;
 }
 
@@ -136,7 +137,7 @@ static Fp8Linear* fp8_mlp_backward(const BlockPass* pass, int l, int which) {
 }
 
 void block_forward(const BlockPass* pass, int l, const BlockActivations* x, const LayerParameters* w) {
-    const BlockOps ops = block_ops(pass->arch, l);
+    const BlockOps ops = block_ops(pass->arch, l, pass->layers);
     AttentionShape s = pass->shape;
     int C = s.NH * s.HS, N = s.B * s.T;
     const MatmulStream* mm = pass->matmul;
@@ -153,9 +154,18 @@ void block_forward(const BlockPass* pass, int l, const BlockActivations* x, cons
             norm_forward(ops.norm, x->ln1, x->ln1_mean, x->ln1_rstd, x->res, w->ln1w, w->ln1b, N, C, st);
             profile_mark(prof, PART_NORM, PHASE_FORWARD, st);
             break;
+        case BLOCK_VALUE_GATE:
+            value_gate_forward(x->value_gate, x->ln1, w->value_gate, N, C, s.NH, VALUE_GATE_CHANNELS, st);
+            profile_mark(prof, PART_VALUE_EMBEDDINGS, PHASE_FORWARD, st);
+            break;
         case BLOCK_QKV:
             matmul_forward(x->qkv, NULL, x->ln1, w->qkvw, w->qkvb, NULL, N, C, 3 * C, mm);
             profile_mark(prof, PART_QKV, PHASE_FORWARD, st);
+            break;
+        case BLOCK_VALUE_EMBEDDING:
+            value_embedding_forward(x->qkv + 2 * C, 3 * C, pass->tokens, w->value_embedding, x->value_gate, NULL, 0, 0,
+                                    NULL, N, s.NH, s.HS, st);
+            profile_mark(prof, PART_VALUE_EMBEDDINGS, PHASE_FORWARD, st);
             break;
         case BLOCK_QK_NORM_ROTARY: qk_norm_rotary(pass, &ops, x, NULL); break;
         case BLOCK_ATTENTION:
@@ -188,7 +198,7 @@ void block_forward(const BlockPass* pass, int l, const BlockActivations* x, cons
 
 void block_backward(const BlockPass* pass, int l, const BlockActivations* x, const LayerParameters* w,
                     const LayerParameters* dw, const BlockGradients* d) {
-    const BlockOps ops = block_ops(pass->arch, l);
+    const BlockOps ops = block_ops(pass->arch, l, pass->layers);
     AttentionShape s = pass->shape;
     int C = s.NH * s.HS, N = s.B * s.T;
     int re_ln = pass->recompute & RECOMPUTE_LAYERNORM, re_gelu = pass->recompute & RECOMPUTE_GELU;
@@ -242,9 +252,20 @@ void block_backward(const BlockPass* pass, int l, const BlockActivations* x, con
             }
             break;
         case BLOCK_QK_NORM_ROTARY: qk_norm_rotary(pass, &ops, x, d->dwide); break;   // from the rotated q and k
+        case BLOCK_VALUE_EMBEDDING:   // from v's gradient, which QK-norm and rotary leave alone
+            value_embedding_backward(d->dvalue_gate, dw->value_embedding, d->dwide + 2 * C, 3 * C, pass->tokens,
+                                     pass->token_groups, pass->token_group_count, w->value_embedding, x->value_gate, N,
+                                     s.NH, s.HS, st);
+            profile_mark(prof, PART_VALUE_EMBEDDINGS, PHASE_BACKWARD, st);
+            break;
         case BLOCK_QKV:
             matmul_backward(d->dnarrow, dw->qkvw, dw->qkvb, d->dwide, x->ln1, w->qkvw, NULL, N, C, 3 * C, scratch, mm);
             profile_mark(prof, PART_QKV, PHASE_BACKWARD, st);
+            break;
+        case BLOCK_VALUE_GATE:   // after qkv's backward, which writes ln1's gradient the gate adds to
+            value_gate_backward(dw->value_gate, d->dnarrow, d->dvalue_gate, x->value_gate, x->ln1, w->value_gate, N, C,
+                                s.NH, VALUE_GATE_CHANNELS, st);
+            profile_mark(prof, PART_VALUE_EMBEDDINGS, PHASE_BACKWARD, st);
             break;
         case BLOCK_NORM1:
             norm_backward(ops.norm, d->dresidual, dw->ln1w, dw->ln1b, d->dnarrow, x->res, w->ln1w, x->ln1_mean,

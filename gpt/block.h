@@ -7,6 +7,7 @@
 //   res      = resid_lambda x + x0_lambda x0 with residual lambdas (x the block before's res_next,
 //              x0 the stem's output), else x
 //   mid      = res + attproj(attention(rope(qknorm(qkv(ln1(res))))))   qkv (N, 3C), atty (N, C)
+//              (on a layer with value embeddings, v += value_gate * value_embedding[token] first)
 //   res_next = mid + fcproj(act(fc(ln2(mid))))                          fch, fch_gelu (N, 4C)
 // on N = B * T rows of C = NH * HS channels (attention: B sequences of T tokens). GPT-2's: ln
 // LayerNorm, act GELU, biases, no QK-norm or rotary. The modern one: ln RMSNorm without weights,
@@ -51,6 +52,7 @@ typedef struct {
     float* ln1_rstd;  // (N)
     bf16* qkv;        // (N, 3, NH, HS); with QK-norm or rotary, q and k as attention takes them
     float* qk_rstd;   // (N, 2, NH) QK-norm's rstd of each head's q and k; QK-norm only
+    float* value_gate;   // (N, NH) fp32 the value embeddings' gates; value embeddings only
     bf16* atty;       // (N, NH, HS)
     void* att_saved;  // attention_saved_bytes: L (flash) or P (naive)
     bf16* mid;        // (N, C) the stream after the attention block
@@ -81,6 +83,7 @@ static inline const AttentionPlan* block_attention(const Architecture* arch, con
 // How the blocks of a pass run, the same for every layer.
 typedef struct {
     const Architecture* arch;
+    int layers;               // the model's L (which layers take value embeddings)
     const AttentionPlan* attention;   // block_attention_plans' plans: layer l runs block_attention's
     AttentionShape shape;     // B sequences of T tokens: N = B * T rows, C = NH * HS
     const int* positions;     // (N) each row's position on the GPU, for rotary (else NULL)
@@ -94,6 +97,9 @@ typedef struct {
                               // NULL: the MLP in bf16
     void* fp8_scratch;        // their matmul_fp8_scratch_bytes
     int fp8_grad_bf16;        // 1: their gradients' matmuls in bf16 (the forward's alone in FP8)
+    const int* tokens;        // (N) the rows' tokens on the GPU; value embeddings only
+    const int* token_groups;  // the backward's: the rows of each token (layers/encoder.h's
+    int token_group_count;    // encoder_token_groups), on the GPU; value embeddings only
 } BlockPass;
 
 // Marks the L blocks of a pass record in the profile at most, each closing one of its parts
@@ -116,6 +122,7 @@ typedef struct {
     float* dx0;       // (N, C) fp32 d loss / d x0 from the residual lambdas, added to block by block
                       // from zero (the first block's backward takes it into dresidual); residual
                       // lambdas only
+    float* dvalue_gate;   // (N, NH) fp32 d loss / d value_gate of the layer; value embeddings only
 } BlockGradients;
 
 // Layer l's backward: d->dresidual from d loss / d res_next to d loss / d res, and dw += the

@@ -45,7 +45,7 @@ typedef struct {
 // zero_init, softcap in 8-16, the floats by their bits; documents, document_token, window_count
 // in 17-19 and the 64 windows in 20-83, zero in the files of models without them), zero in
 // versions 3 and 5; versions 8 and 9 also its parts from slot 84 on (embedding_norm, qk_scale,
-// residual_lambdas in 84-86).
+// residual_lambdas, value_embeddings, smear, backout in 84-89).
 // Every later slot is 0.
 typedef union {
     struct {

@@ -8,7 +8,8 @@
 // each component switchable on its own for ablations; either may narrow what attention sees to a
 // key window per row (attention/mask.h): the row's document, a sliding window per layer, or both;
 // and either may take the parts of the 2026 recipe (nanochat, modded-nanogpt), each off in both
-// presets: an RMSNorm of the embedding, a QK scale, the residual and x0 lambdas.
+// presets: an RMSNorm of the embedding, a QK scale, the residual and x0 lambdas, value embeddings,
+// the smear, the backout.
 #ifndef FLASHGPT_GPT_CONFIG_H
 #define FLASHGPT_GPT_CONFIG_H
 
@@ -57,9 +58,19 @@ typedef struct {
     int residual_lambdas;   // 1: before each block l, x = resid_lambda[l] x + x0_lambda[l] x0 (x0 the
                             // stem's output), learned scalars starting at 1 and 0 (modded-nanogpt's,
                             // nanochat's): tensors of the parameter table
+    int value_embeddings;   // 1: on the layers architecture_value_embedding_layer names, the values
+                            // take a token embedding of the layer's own, v += gate * value_embedding
+                            // [token], the gate learned per head from the attention's input
+                            // (nanochat's, after ResFormer's value residual): tensors of the table
+    int smear;              // 1: the stem's last operation mixes each token's embedding with the one
+                            // before it in its row, x_t += smear_lambda sigmoid(x_t[:24] . smear_gate)
+                            // x_{t-1} (nanochat's): tensors of the table
+    int backout;            // 1: before the final norm, x = x - backout_lambda x_mid, x_mid the stream
+                            // leaving block architecture_backout_layer (nanochat's): a learned scalar
+                            // of the table
 } Architecture;
 #define ARCHITECTURE_PARTS_SLOT (12 + ARCHITECTURE_MAX_WINDOWS)
-#define ARCHITECTURE_SLOTS (ARCHITECTURE_PARTS_SLOT + 3)
+#define ARCHITECTURE_SLOTS (ARCHITECTURE_PARTS_SLOT + 6)
 static_assert(sizeof(Architecture) == ARCHITECTURE_SLOTS * sizeof(int32_t), "a 4-byte slot per value");
 static_assert(offsetof(Architecture, embedding_norm) == ARCHITECTURE_PARTS_SLOT * sizeof(int32_t),
               "the parts follow the windows");
@@ -93,7 +104,8 @@ static inline int architecture_equal(const Architecture* a, const Architecture* 
                a->untied_head == b->untied_head && a->zero_init == b->zero_init && a->softcap == b->softcap &&
                a->documents == b->documents && a->document_token == b->document_token &&
                a->window_count == b->window_count && a->embedding_norm == b->embedding_norm &&
-               a->qk_scale == b->qk_scale && a->residual_lambdas == b->residual_lambdas;
+               a->qk_scale == b->qk_scale && a->residual_lambdas == b->residual_lambdas &&
+               a->value_embeddings == b->value_embeddings && a->smear == b->smear && a->backout == b->backout;
     for (int i = 0; same && i < ARCHITECTURE_MAX_WINDOWS; i++) same = a->windows[i] == b->windows[i];
     return same;
 }
@@ -149,6 +161,23 @@ static inline int architecture_keys(const Architecture* a, int l, int T) {
 
 // 1 when q and k go through the QK-norm and rotary pass (layers/rotary.h): either is on.
 static inline int architecture_transforms_qk(const Architecture* a) { return a->qk_norm || a->rotary; }
+
+// The channels of the attention's input (the first ones, after its norm) that a value gate reads
+// (nanochat's 12): a layer's gate of head h is 3 sigmoid(ln1[:VALUE_GATE_CHANNELS] . value_gate[h]).
+#define VALUE_GATE_CHANNELS 12
+
+// The channels of a token's embedding that the smear's gate reads (nanochat's 24): the gate of
+// token t is smear_lambda sigmoid(x_t[:SMEAR_GATE_CHANNELS] . smear_gate).
+#define SMEAR_GATE_CHANNELS 24
+
+// The block of L whose output the backout gives back a share of (nanochat's: the middle one, L / 2).
+static inline int architecture_backout_layer(int L) { return L / 2; }
+
+// 1 when layer l of L takes value embeddings: every other layer, the last among them (nanochat's
+// has_ve: l and L - 1 of one parity), where the architecture has them.
+static inline int architecture_value_embedding_layer(const Architecture* a, int l, int L) {
+    return a->value_embeddings && l % 2 == (L - 1) % 2;
+}
 
 // The attention's softmax scale at head size HS: 1/sqrt(HS), times qk_scale^2 with a QK scale (q
 // and k each times qk_scale). Every path takes it from here (gpt/activations.h's attention_shape):
@@ -217,7 +246,8 @@ static inline const char* qk_scale_invalid(float s) {
 // context and the layers too, gpt_config_drop_without_effect's.)
 static inline const char* architecture_invalid(const Architecture* a) {
     const int flags[] = {a->rotary, a->rms_norm, a->qk_norm, a->relu2, a->bias, a->untied_head, a->zero_init,
-                         a->documents, a->embedding_norm, a->residual_lambdas};
+                         a->documents, a->embedding_norm, a->residual_lambdas, a->value_embeddings, a->smear,
+                         a->backout};
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
         if (flags[i] != 0 && flags[i] != 1) return "a switch of the architecture is neither 0 nor 1";
     const char* why = rotary_base_invalid(a->rotary_base);
@@ -244,7 +274,7 @@ static inline const char* architecture_invalid(const Architecture* a) {
 // bias, untied head, zero init, softcap 30" (off ones as GPT-2's: "learned positions", "layernorm";
 // "learned positions (rotary base 5000)" for a base without effect, so that an option asking
 // for one is told from the model without it); then the parts it has: "embedding norm, qk scale
-// 1.2, residual lambdas"; then the
+// 1.2, residual lambdas, value embeddings, smear, backout"; then the
 // key windows, if any: "documents (token 50256), windows 2048,512" (a window pattern as
 // train_gpt's --window-pattern takes it, "full" for no bound).
 static inline void architecture_describe(const Architecture* a, char* out, size_t len) {
@@ -269,6 +299,9 @@ static inline void architecture_describe(const Architecture* a, char* out, size_
     if (a->embedding_norm && n < len) n += (size_t)snprintf(out + n, len - n, ", embedding norm");
     if (a->qk_scale > 0.0f && n < len) n += (size_t)snprintf(out + n, len - n, ", qk scale %g", a->qk_scale);
     if (a->residual_lambdas && n < len) n += (size_t)snprintf(out + n, len - n, ", residual lambdas");
+    if (a->value_embeddings && n < len) n += (size_t)snprintf(out + n, len - n, ", value embeddings");
+    if (a->smear && n < len) n += (size_t)snprintf(out + n, len - n, ", smear");
+    if (a->backout && n < len) n += (size_t)snprintf(out + n, len - n, ", backout");
     if (a->documents && n < len) n += (size_t)snprintf(out + n, len - n, ", documents (token %d)", a->document_token);
     for (int i = 0; i < a->window_count && i < ARCHITECTURE_MAX_WINDOWS && n < len; i++) {
         const char* before = i ? "," : ", windows ";

@@ -5,6 +5,7 @@
 #include "attention/attention.h"
 #include "gpt/block.h"
 #include "layers/adamw.h"
+#include "layers/backout.h"
 #include "layers/classifier.h"
 #include "layers/encoder.h"
 #include "layers/global_norm.h"
@@ -13,6 +14,7 @@
 #include "layers/matmul.h"
 #include "layers/muon.h"
 #include "layers/rmsnorm.h"
+#include "layers/smear.h"
 
 // The tensors as ZeRO-1 cuts them: under Muon each of Muon's matrices (as its --muon-qkv cuts
 // qkvw) is a unit, so that a rank orthogonalises it whole, and holds its NorMuon moments.
@@ -151,6 +153,8 @@ void gpt_build(GPT* g, GPTConfig c, int B, int T, const ModelOptions* opt, const
     if (!why) why = block_unsupported(&c.arch, c.C / c.NH);
     if (!why && c.arch.relu2 && (opt->recompute & RECOMPUTE_GELU))
         why = "RECOMPUTE_GELU with the relu2 MLP, which keeps no GELU";
+    if (!why && c.arch.smear && opt->attention.ring)
+        why = "the smear with a ring: a chunk's first token looks back to a token of another chunk";
     char err[ERR_LEN];
     if (!why && optimizer && muon_variants_invalid(optimizer, err, sizeof(err))) why = err;
     if (!why && optimizer && optimizer->kind == OPTIMIZER_MUON) why = muon_qkv_unfit(optimizer->muon_qkv, &c);
@@ -263,11 +267,18 @@ static BlockActivations layer_acts(const GPT* g, int l) {
     return layer_activations(&g->acts, &g->config, g->B, g->T, &g->options, l);
 }
 
+// The stream the head's final norm takes: the last block's output, less the backout's share
+// where the model has one.
+static const bf16* final_stream(const GPT* g) {
+    return g->acts.backout_out ? g->acts.backout_out : layer_acts(g, g->config.L - 1).res_next;
+}
+
 // The blocks' pass over a batch of B x T.
 static BlockPass block_pass(const GPT* g, int B, int T) {
-    BlockPass pass = {&g->config.arch, g->attention, attention_shape(&g->config, B, T), g->acts.positions,
-                      g->options.recompute, g->acts.scratch, g->profile, &g->matmul, g->fp8.mlp, g->fp8.scratch,
-                      g->options.fp8_grad_bf16};
+    BlockPass pass = {&g->config.arch,    g->config.L,         g->attention, attention_shape(&g->config, B, T),
+                      g->acts.positions, g->options.recompute, g->acts.scratch, g->profile,
+                      &g->matmul,        g->fp8.mlp,           g->fp8.scratch, g->options.fp8_grad_bf16,
+                      g->acts.inputs,    g->acts.token_groups};
     return pass;
 }
 
@@ -359,9 +370,11 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     else if (c->arch.documents)
         attention_document_bounds(a->inputs, B, T, c->arch.document_token, a->doc_start, a->doc_end, st);
     // The operations of the stem, the blocks and the head (gpt/model_ops.h). The stem's output is
-    // the stream entering layer 0; with an embedding norm the embedding is kept before it.
+    // the stream entering layer 0; with an embedding norm the embedding is kept before it, with
+    // the smear the output before it.
     const StemOps stem = stem_ops(&c->arch);
-    bf16* embedded = a->embedding ? a->embedding : a->residual;
+    bf16* unsmeared = a->smear_in ? a->smear_in : a->residual;
+    bf16* embedded = a->embedding ? a->embedding : unsmeared;
     for (int i = 0; i < stem.count; i++) {
         switch (stem.op[i]) {
         case STEM_EMBEDDING:
@@ -369,18 +382,26 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
             profile_mark(g->profile, PART_EMBEDDING, PHASE_FORWARD, st);
             break;
         case STEM_EMBEDDING_NORM:
-            rmsnorm_forward(a->residual, a->embedding_rstd, a->embedding, N, C, st);
+            rmsnorm_forward(unsmeared, a->embedding_rstd, a->embedding, N, C, st);
             profile_mark(g->profile, PART_NORM, PHASE_FORWARD, st);
+            break;
+        case STEM_SMEAR:
+            smear_forward(a->residual, a->smear_in, p->smear_gate, p->smear_lambda, B, T, C, SMEAR_GATE_CHANNELS, st);
+            profile_mark(g->profile, PART_EMBEDDING, PHASE_FORWARD, st);
             break;
         }
     }
     forward_layers(g, B, T);
+    // The head's operations; the backout's time counts with the final norm's.
     const HeadOps head = head_ops(&c->arch);
     for (int i = 0; i < head.count; i++) {
         switch (head.op[i]) {
+        case HEAD_BACKOUT:
+            backout_forward(a->backout_out, layer_acts(g, c->L - 1).res_next,
+                            layer_acts(g, architecture_backout_layer(c->L)).res_next, p->backout_lambda, N, C, st);
+            break;
         case HEAD_NORM:
-            norm_forward(head.norm, a->lnf, a->lnf_mean, a->lnf_rstd, layer_acts(g, c->L - 1).res_next, p->lnfw,
-                         p->lnfb, N, C, st);
+            norm_forward(head.norm, a->lnf, a->lnf_mean, a->lnf_rstd, final_stream(g), p->lnfw, p->lnfb, N, C, st);
             profile_mark(g->profile, PART_NORM, PHASE_FORWARD, st);
             break;
         case HEAD_LOGITS: break;   // gpt_classifier's and gpt_logits', a chunk of rows at a time
@@ -534,39 +555,56 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     int B = g->forward_B, T = g->forward_T, C = c->C, N = B * T;
     if (N == 0) die("gpt_backward: no gpt_forward before it");
     BlockPass pass = block_pass(g, B, T);
-    BlockGradients grads = {a->dresidual, a->dnarrow, a->dwide, a->dx0};
+    BlockGradients grads = {a->dresidual, a->dnarrow, a->dwide, a->dx0, a->dvalue_gate};
     int reduce = g->dp.comm && last_micro_step;
     profile_start(g->profile, backward_marks(g), st);
     cudaCheck(cudaMemsetAsync(a->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
     if (a->dx0) cudaCheck(cudaMemsetAsync(a->dx0, 0, (size_t)N * C * sizeof(float), st));
+    // The value embeddings' gradients sum over the rows of each token, in the order of these groups.
+    if (a->token_groups) pass.token_group_count = encoder_token_groups(a->token_groups, host_inputs, N, st);
     // The operations of the head, the blocks and the stem in reverse (gpt/model_ops.h).
     const HeadOps head = head_ops(&c->arch);
     for (int i = head.count - 1; i >= 0; i--) {
         switch (head.op[i]) {
         case HEAD_LOGITS: break;   // gpt_classifier's: dlnf in dnarrow
         case HEAD_NORM:
-            norm_backward(head.norm, a->dresidual, d->lnfw, d->lnfb, a->dnarrow, layer_acts(g, c->L - 1).res_next,
-                          g->params.lnfw, a->lnf_mean, a->lnf_rstd, N, C, a->scratch, st);
+            norm_backward(head.norm, a->dresidual, d->lnfw, d->lnfb, a->dnarrow, final_stream(g), g->params.lnfw,
+                          a->lnf_mean, a->lnf_rstd, N, C, a->scratch, st);
             profile_mark(g->profile, PART_NORM, PHASE_BACKWARD, st);
+            break;
+        case HEAD_BACKOUT:   // the last block's gradient passes; the middle one's waits in dbackout
+            backout_backward(a->dbackout, d->backout_lambda, a->dresidual,
+                             layer_acts(g, architecture_backout_layer(c->L)).res_next, g->params.backout_lambda, N,
+                             C, a->scratch, st);
             break;
         }
     }
     for (int l = c->L - 1; l >= 0; l--) {
         BlockActivations x = layer_acts(g, l);
         LayerParameters w = layer_parameters(&g->params, l, c), dw = layer_parameters(d, l, c);
+        // The backout's gradient of the middle block's output joins the stream's before its backward.
+        if (a->dbackout && l == architecture_backout_layer(c->L)) backout_add(a->dresidual, a->dbackout, N, C, st);
         block_backward(&pass, l, &x, &w, &dw, &grads);
         if (reduce) reduce_layer_grads(g, l);
     }
-    // d loss / d (the stem's output) in dresidual; the norm's backward adds into dnarrow, free
-    // once the blocks are done, the gradient of the embedding.
+    // d loss / d (the stem's output) in dresidual; each operation's backward before the embedding's
+    // writes its input's gradient into the other of dresidual and dnarrow (both free once the
+    // blocks are done).
     const StemOps stem = stem_ops(&c->arch);
     bf16* dembedded = a->dresidual;
     for (int i = stem.count - 1; i >= 0; i--) {
+        bf16* dother = dembedded == a->dresidual ? a->dnarrow : a->dresidual;
         switch (stem.op[i]) {
+        case STEM_SMEAR:
+            smear_backward(dother, d->smear_gate, d->smear_lambda, dembedded, a->smear_in, g->params.smear_gate,
+                           g->params.smear_lambda, B, T, C, SMEAR_GATE_CHANNELS, a->scratch, st);
+            dembedded = dother;
+            profile_mark(g->profile, PART_EMBEDDING, PHASE_BACKWARD, st);
+            break;
         case STEM_EMBEDDING_NORM:
-            cudaCheck(cudaMemsetAsync(a->dnarrow, 0, (size_t)N * C * sizeof(bf16), st));
-            rmsnorm_backward(a->dnarrow, a->dresidual, a->embedding, a->embedding_rstd, N, C, st);
-            dembedded = a->dnarrow;
+            cudaCheck(cudaMemsetAsync(dother, 0, (size_t)N * C * sizeof(bf16), st));
+            rmsnorm_backward(dother, dembedded, a->embedding, a->embedding_rstd, N, C, st);
+            dembedded = dother;
             profile_mark(g->profile, PART_NORM, PHASE_BACKWARD, st);
             break;
         case STEM_EMBEDDING:

@@ -15,12 +15,15 @@
 #include "common/error.h"
 #include "gpt/activations.h"
 #include "gpt/sampler.h"
+#include "layers/backout.h"
 #include "layers/classifier.h"
 #include "layers/encoder.h"
 #include "layers/matmul.h"
 #include "layers/matmul_rows.h"
 #include "layers/residual_lambdas.h"
 #include "layers/rmsnorm.h"
+#include "layers/smear.h"
+#include "layers/value_embedding.h"
 #include "device/bf16.cuh"
 #include "device/launch.cuh"
 
@@ -57,8 +60,10 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     a->ln1_mean = a->ln2_mean = arch->rms_norm ? NULL : (float*)carve(P * sizeof(float), &sizes->prompt);
     a->ln1_rstd = a->ln2_rstd = (float*)carve(P * sizeof(float), &sizes->prompt);
     a->qk_rstd = arch->qk_norm ? (float*)carve(P * qk_rstd_width * sizeof(float), &sizes->prompt) : NULL;
+    a->value_gate = arch->value_embeddings ? (float*)carve(P * c->NH * sizeof(float), &sizes->prompt) : NULL;
     a->att_saved = carve(attention_saved_bytes(&m->attention[0], attention_shape(c, 1, prompt_max)), &sizes->prompt);
     m->prompt_tokens = (int*)carve(P * sizeof(int), &sizes->prompt);
+    m->prompt_unsmeared = arch->smear ? carve_prompt(1) : NULL;
     m->prompt_rows = arch->rotary ? (int*)carve(P * sizeof(int), &sizes->prompt) : NULL;
     size_t rows = B;
     auto carve_step = [&](size_t width) { return (bf16*)carve(rows * width * C * sizeof(bf16), &sizes->step); };
@@ -69,6 +74,14 @@ static void layout(InferenceModel* m, char* base, const GPTConfig* c, int B, int
     r->atty = carve_step(1);
     r->mid = carve_step(1);
     r->fch_gelu = carve_step(4);
+    auto carve_step_floats = [&](size_t width) { return (float*)carve(rows * width * sizeof(float), &sizes->step); };
+    r->ln1 = arch->value_embeddings ? carve_step(1) : NULL;
+    r->ln1_mean = arch->value_embeddings && !arch->rms_norm ? carve_step_floats(1) : NULL;
+    r->ln1_rstd = arch->value_embeddings ? carve_step_floats(1) : NULL;
+    r->value_gate = arch->value_embeddings ? carve_step_floats(c->NH) : NULL;
+    r->unsmeared = arch->smear ? carve_step(1) : NULL;
+    r->smear_prev = arch->smear ? carve_step(1) : NULL;
+    r->backout_mid = arch->backout ? carve_step(1) : NULL;
     for (int i = 0; i < 2; i++) m->logits_of[i] = (bf16*)carve(rows * c->Vp * sizeof(bf16), &sizes->step);
     AttentionShape cache = attention_shape(c, B, length);
     m->decode_scratch = carve(attention_decode_scratch_bytes(&m->attention[0], cache), &sizes->step);
@@ -158,6 +171,10 @@ static void lm_head(InferenceModel* m, int p) {
     RowsEpilogue before = {};   // a norm's, which the matmul after it takes in first
     for (int i = 0; i < head.count; i++) {
         switch (head.op[i]) {
+        case HEAD_BACKOUT:   // in place: the norm fused into the matmul after it reads the result
+            backout_forward(m->step.x, m->step.x, m->step.backout_mid, m->params.backout_lambda, m->B, c->C,
+                            m->stream);
+            break;
         case HEAD_NORM: before = step_norm(head.norm, m->params.lnfw, m->params.lnfb); break;
         case HEAD_LOGITS:
             matmul_rows_forward(m->logits_of[p], m->step.x, head_weights(&m->params, c), &before, m->B, c->C, c->Vp,
@@ -234,24 +251,40 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
     m->rng.state = m->draw.seed;
     cudaCheck(cudaMemcpyAsync(m->seed, &m->draw.seed, sizeof(uint64_t), cudaMemcpyHostToDevice, st));
     cudaCheck(cudaMemcpyAsync(m->prompt_tokens, prompt, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, st));
+    // The stem into prompt.res, or with the smear into prompt_unsmeared, which it then smears
+    // into prompt.res; each sequence's smear then looks back to the prompt's last token.
     const StemOps stem = stem_ops(&c->arch);
+    bf16* unsmeared = m->prompt_unsmeared ? m->prompt_unsmeared : m->prompt.res;
     for (int i = 0; i < stem.count; i++) {
         switch (stem.op[i]) {
         case STEM_EMBEDDING:
-            encoder_forward(m->prompt.res, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
+            encoder_forward(unsmeared, m->prompt_tokens, m->params.wte, m->params.wpe, 1, n, C, st);
             break;
-        case STEM_EMBEDDING_NORM: rmsnorm_forward(m->prompt.res, NULL, m->prompt.res, n, C, st); break;
+        case STEM_EMBEDDING_NORM: rmsnorm_forward(unsmeared, NULL, unsmeared, n, C, st); break;
+        case STEM_SMEAR:
+            smear_forward(m->prompt.res, unsmeared, m->params.smear_gate, m->params.smear_lambda, 1, n, C,
+                          SMEAR_GATE_CHANNELS, st);
+            for (int b = 0; b < m->B; b++)
+                cudaCheck(cudaMemcpyAsync(m->step.smear_prev + (size_t)b * C, unsmeared + (size_t)(n - 1) * C,
+                                          C * sizeof(bf16), cudaMemcpyDeviceToDevice, st));
+            break;
         }
     }
     // The stem's output, which the residual lambdas of every block read.
     if (m->prompt.x0)
         cudaCheck(cudaMemcpyAsync(m->prompt.x0, m->prompt.res, (size_t)n * C * sizeof(bf16), cudaMemcpyDeviceToDevice,
                                   st));
-    BlockPass pass = {&c->arch, m->attention, attention_shape(c, 1, n), m->prompt_rows, 0, NULL, NULL, &m->matmul};
+    BlockPass pass = {&c->arch, c->L,       m->attention, attention_shape(c, 1, n), m->prompt_rows, 0, NULL, NULL,
+                      &m->matmul, NULL,     NULL,         0,                        m->prompt_tokens};
     for (int l = 0; l < c->L; l++) {
         LayerParameters w = layer_parameters(&m->params, l, c);
         block_forward(&pass, l, &m->prompt, &w);
         fill_caches(m, l, n);   // from the block's qkv, before the next block writes it
+        if (m->step.backout_mid && l == architecture_backout_layer(c->L))   // the head's, of the last position
+            for (int b = 0; b < m->B; b++)
+                cudaCheck(cudaMemcpyAsync(m->step.backout_mid + (size_t)b * C,
+                                          m->prompt.res_next + (size_t)(n - 1) * C, C * sizeof(bf16),
+                                          cudaMemcpyDeviceToDevice, st));
     }
     // The last position's logits, in every sequence's row (each draws its own token).
     for (int b = 0; b < m->B; b++)
@@ -277,7 +310,7 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
 // raw key goes into the cache, which the attention rewrites).
 static void enqueue_block(InferenceModel* m, int l) {
     const GPTConfig* c = &m->config;
-    const BlockOps ops = block_ops(&c->arch, l);
+    const BlockOps ops = block_ops(&c->arch, l, c->L);
     int C = c->C, B = m->B, HS = C / c->NH;
     cudaStream_t st = m->stream;
     const StepActivations* r = &m->step;
@@ -293,6 +326,10 @@ static void enqueue_block(InferenceModel* m, int l) {
             residual_lambdas_forward(r->x, r->x, r->x0, w.resid_lambda, w.x0_lambda, B, C, st);
             break;
         case BLOCK_NORM1: before = step_norm(ops.norm, w.ln1w, w.ln1b); break;
+        case BLOCK_VALUE_GATE:   // the gate reads ln1 itself, which the QKV layer after it takes in fused
+            norm_forward(ops.norm, r->ln1, r->ln1_mean, r->ln1_rstd, r->x, w.ln1w, w.ln1b, B, C, st);
+            value_gate_forward(r->value_gate, r->ln1, w.value_gate, B, C, c->NH, VALUE_GATE_CHANNELS, st);
+            break;
         case BLOCK_QKV: {
             // Q, K, V of sequence b go to row b of qkv, its K and V also to row positions[b] of
             // its cache.
@@ -306,6 +343,10 @@ static void enqueue_block(InferenceModel* m, int l) {
             matmul_rows_forward(r->qkv, r->x, w.qkvw, &e, B, C, 3 * C, st);
             break;
         }
+        case BLOCK_VALUE_EMBEDDING:   // into qkv's values and the cache row the QKV layer wrote them to
+            value_embedding_forward(r->qkv + 2 * C, 3 * C, m->tokens, w.value_embedding, r->value_gate, v.ptr, v.batch,
+                                    v.row, m->positions, B, c->NH, HS, st);
+            break;
         case BLOCK_QK_NORM_ROTARY:
             qk = (DecodeQK){ops.qk_norm ? RMSNORM_EPS : 0.0f, ops.rotary ? ops.rotary_base : 0.0f};
             transform = &qk;
@@ -353,19 +394,29 @@ static void enqueue_block(InferenceModel* m, int l) {
 static void enqueue_step(InferenceModel* m, int p) {
     const GPTConfig* c = &m->config;
     const StemOps stem = stem_ops(&c->arch);
+    bf16* unsmeared = m->step.unsmeared ? m->step.unsmeared : m->step.x;
     for (int i = 0; i < stem.count; i++) {
         switch (stem.op[i]) {
         case STEM_EMBEDDING:
-            encoder_forward_at(m->step.x, m->tokens, m->positions, m->params.wte, m->params.wpe, m->B, c->C,
+            encoder_forward_at(unsmeared, m->tokens, m->positions, m->params.wte, m->params.wpe, m->B, c->C,
                                m->stream);
             break;
-        case STEM_EMBEDDING_NORM: rmsnorm_forward(m->step.x, NULL, m->step.x, m->B, c->C, m->stream); break;
+        case STEM_EMBEDDING_NORM: rmsnorm_forward(unsmeared, NULL, unsmeared, m->B, c->C, m->stream); break;
+        case STEM_SMEAR:   // a step's token always has one before it: the prompt's last, or the step's before
+            smear_step(m->step.x, unsmeared, m->step.smear_prev, m->params.smear_gate, m->params.smear_lambda, m->B,
+                       c->C, SMEAR_GATE_CHANNELS, m->stream);
+            break;
         }
     }
     if (m->step.x0)
         cudaCheck(cudaMemcpyAsync(m->step.x0, m->step.x, (size_t)m->B * c->C * sizeof(bf16), cudaMemcpyDeviceToDevice,
                                   m->stream));
-    for (int l = 0; l < c->L; l++) enqueue_block(m, l);
+    for (int l = 0; l < c->L; l++) {
+        enqueue_block(m, l);
+        if (m->step.backout_mid && l == architecture_backout_layer(c->L))
+            cudaCheck(cudaMemcpyAsync(m->step.backout_mid, m->step.x, (size_t)m->B * c->C * sizeof(bf16),
+                                      cudaMemcpyDeviceToDevice, m->stream));
+    }
     lm_head(m, p);
     enqueue_draw(m, p);
 }

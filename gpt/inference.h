@@ -34,9 +34,14 @@ void inference_sizes_print(const InferenceSizes* m);
 // (before QK-norm and rotary, which the attention applies), the attention's output, the stream
 // after it, the MLP's hidden layer after its activation; with residual lambdas the stem's output
 // x0 (else NULL). The step's kernels fuse the norms and the activation into the linear layers,
-// and keep nothing else.
+// and keep nothing else but for the value gates' input: with value embeddings the attention's
+// input ln1 (B, C), its norm's statistics and the gates (B, NH) (else NULL). With the smear, the
+// stem's output before it (unsmeared) and each sequence's latest token's (smear_prev, which the
+// next step's smear looks back to), else NULL. With the backout, the stream leaving its middle
+// block (backout_mid), else NULL.
 typedef struct {
-    bf16 *x, *x0, *qkv, *atty, *mid, *fch_gelu;
+    bf16 *x, *x0, *qkv, *atty, *mid, *fch_gelu, *ln1, *unsmeared, *smear_prev, *backout_mid;
+    float *ln1_mean, *ln1_rstd, *value_gate;
 } StepActivations;
 
 typedef struct {
@@ -59,6 +64,7 @@ typedef struct {
     bf16* kv_cache;              // (L, B, length, 2C): a row's keys, then its values
     BlockActivations prompt;     // (prompt_max) rows: one layer's, which every layer reuses
     int* prompt_tokens;          // (prompt_max)
+    bf16* prompt_unsmeared;      // (prompt_max, C) the prompt's stem output before the smear, or NULL
     int* prompt_rows;            // (prompt_max) device: the prompt's positions 0, 1, ... (rotary), or NULL
     StepActivations step;        // (B) rows
     bf16* logits_of[2];          // (B, Vp) the graph copies' logits

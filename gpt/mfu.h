@@ -8,8 +8,8 @@
 #include "gpt/param_table.h"
 
 // 6 per weight for the matmuls forward and backward (every parameter but the embeddings that are
-// only looked up, the embedding group of gpt/param_table.h: wpe, and wte when the head is lm_head;
-// a tied wte counts once, as the classifier), plus attention: QK^T and PV, 2 * 2 * T * C per
+// only looked up, the embedding group of gpt/param_table.h: wpe, the value embeddings, and wte
+// when the head is lm_head; a tied wte counts once, as the classifier), plus attention: QK^T and PV, 2 * 2 * T * C per
 // layer forward, times 3 with backward (causal masking ignored); a layer with a window of W < T
 // keys counts W in place of T (documents, which the data sets, are not counted).
 static inline double flops_per_token(const GPTConfig* c, int T) {

@@ -1,7 +1,8 @@
 // gpt/model_ops.h: what the model computes, as lists of operations in the forward's order, each
 // list with the settings of the architecture (gpt/config.h) that change its operations, resolved:
 //   the stem   tokens (B, T) -> the residual stream x (B, T, C) entering the first block
-//   a block    x (B, T, C) -> x (B, T, C): layer l's list (the key window is per layer)
+//   a block    x (B, T, C) -> x (B, T, C): layer l's list of L (the key window and the value
+//              embeddings are per layer)
 //   the head   x (B, T, C) leaving the last block -> logits (B, T, Vp)
 // Every path that computes the model walks these lists, a case for each operation in a switch
 // without a default: the batched block's forward and backward (gpt/block.h: training and the
@@ -36,6 +37,8 @@ typedef enum { ACTIVATION_GELU, ACTIVATION_RELU2 } Activation;
 typedef enum {
     STEM_EMBEDDING,        // x = wte[token] (+ wpe[position] where the model has learned positions)
     STEM_EMBEDDING_NORM,   // x = RMSNorm(x) without weights (eps 1e-6), whatever the blocks' norm
+    STEM_SMEAR,            // x_t += smear_lambda sigmoid(x_t[:24] . smear_gate) x_{t-1} of the row's
+                           // token before (none at a row's first), from x before it (layers/smear.h)
 } StemOp;
 
 typedef struct {
@@ -50,7 +53,11 @@ typedef enum {
     BLOCK_RESIDUAL_LAMBDAS, // res (N, C) = resid_lambda x + x0_lambda x0: x the stream from the block
                             // before, x0 the stem's output (layers/residual_lambdas.h)
     BLOCK_NORM1,            // ln1 (N, C) = norm(res)
+    BLOCK_VALUE_GATE,       // value_gate (N, NH) = 3 sigmoid(ln1[:, :VALUE_GATE_CHANNELS] @ value_gate^T):
+                            // the value embeddings' gate of each row and head (layers/value_embedding.h)
     BLOCK_QKV,              // qkv (N, 3, NH, HS) = ln1 @ qkvw^T + qkvb
+    BLOCK_VALUE_EMBEDDING,  // v of qkv += value_gate (per head) * value_embedding[token]: the layer's
+                            // token embedding added to the values (the KV cache holds the sum)
     BLOCK_QK_NORM_ROTARY,   // q and k of qkv in place: RMSNorm over each head (no weights), then
                             // rotary at each row's position (layers/rotary.h); either alone
     BLOCK_ATTENTION,        // atty (N, NH, HS) = causal attention of q, k, v in the layer's key
@@ -76,6 +83,8 @@ typedef struct {
 
 // The head, on the N rows of the stream leaving the last block.
 typedef enum {
+    HEAD_BACKOUT,  // x (N, C) = x - backout_lambda x_mid, x_mid the stream leaving the block
+                   // architecture_backout_layer (layers/backout.h)
     HEAD_NORM,     // lnf (N, C) = norm(x)
     HEAD_LOGITS,   // logits (N, Vp) = lnf @ head^T (wte, or lm_head where untied), then soft-capped
                    // z -> softcap * tanh(z / softcap) in the loss and the draw
@@ -89,8 +98,8 @@ typedef struct {
 } HeadOps;
 
 StemOps stem_ops(const Architecture* a);
-// Layer l's block.
-BlockOps block_ops(const Architecture* a, int l);
+// Layer l's block, of L layers.
+BlockOps block_ops(const Architecture* a, int l, int L);
 HeadOps head_ops(const Architecture* a);
 
 #ifdef __cplusplus

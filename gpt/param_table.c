@@ -20,6 +20,13 @@ static int layernorm(const Architecture* a) { return !a->rms_norm; }   // RMSNor
 static int biases(const Architecture* a) { return a->bias; }
 static int untied_head(const Architecture* a) { return a->untied_head; }
 static int residual_lambdas(const Architecture* a) { return a->residual_lambdas; }
+static int value_embeddings(const Architecture* a) { return a->value_embeddings; }
+static int smear(const Architecture* a) { return a->smear; }
+static int backout(const Architecture* a) { return a->backout; }
+
+// The layers with value embeddings (architecture_value_embedding_layer: every other one, the last
+// among them) take the slices 0, 1, ... in order.
+static int value_embedding_layers(int l, int L) { return l % 2 == (L - 1) % 2 ? l / 2 : -1; }
 
 // GPT-2's sixteen tensors in llm.c's order, then the untied head, then the residual lambdas.
 // Weights N(0, 0.02), the projections into the residual stream N(0, 0.02 / sqrt(2L)); the 2-D
@@ -27,7 +34,15 @@ static int residual_lambdas(const Architecture* a) { return a->residual_lambdas;
 // pairs. The lambdas are Adam's, with the vectors,
 // at nanochat's rates where the vectors' is the modern recipe's 0.002 (Muon's --vector-lr, AdamW's
 // --lr 2e-3): 0.005 for resid_lambda, which scales the whole stream and compounds over the
-// layers, 100 times that, 0.5, for x0_lambda, which only adds a share of x0.
+// layers, 100 times that, 0.5, for x0_lambda, which only adds a share of x0. The value
+// embeddings start as the value weights do (nanochat's: the values' own scale, here N(0, 0.02))
+// and are Adam's embeddings at half their rate (nanochat's), decayed as wte is; their gates, a
+// (NH, 12) matrix of each such layer, start at zero (a gate of 3 sigmoid(0) = 1.5, where
+// nanochat's uniform(0, 0.02) starts within 1% of it) and are Adam's vectors, not decayed, as
+// flashgpt's other small learned tensors are (nanochat leaves them to Muon with the blocks). The
+// smear's gate and scale start at zero (a smear of nothing; nanochat's gate starts uniform(0,
+// 0.02)) and are Adam's vectors at nanochat's rate, 0.2, 100 times the vectors'; so is the
+// backout's share, which starts at zero (no backout; nanochat's at 0.2).
 const ParamKind param_table[NUM_PARAM_TENSORS] = {
     [PARAM_WTE] = {.rows = {1, DIM_VP}, .cols = {1, DIM_C},
                    .init = INIT_NORMAL, .std = 0.02,
@@ -87,6 +102,18 @@ const ParamKind param_table[NUM_PARAM_TENSORS] = {
     [PARAM_X0_LAMBDA] = {.rows = {1, DIM_ONE}, .cols = {1, DIM_ONE}, .layers = every_layer,
                          .present = residual_lambdas, .init = INIT_ZERO,
                          .group = GROUP_VECTOR, .lr_scale = 250.0f},
+    [PARAM_VALUE_EMBEDDING] = {.rows = {1, DIM_VP}, .cols = {1, DIM_C}, .layers = value_embedding_layers,
+                               .present = value_embeddings, .init = INIT_NORMAL, .std = 0.02,
+                               .group = GROUP_EMBEDDING, .lr_scale = 0.5f, .decay_scale = 1},
+    [PARAM_VALUE_GATE] = {.rows = {1, DIM_NH}, .cols = {VALUE_GATE_CHANNELS, DIM_ONE},
+                          .layers = value_embedding_layers, .present = value_embeddings, .init = INIT_ZERO,
+                          .group = GROUP_VECTOR, .lr_scale = 1},
+    [PARAM_SMEAR_GATE] = {.rows = {1, DIM_ONE}, .cols = {SMEAR_GATE_CHANNELS, DIM_ONE}, .present = smear,
+                          .init = INIT_ZERO, .group = GROUP_VECTOR, .lr_scale = 100.0f},
+    [PARAM_SMEAR_LAMBDA] = {.rows = {1, DIM_ONE}, .cols = {1, DIM_ONE}, .present = smear, .init = INIT_ZERO,
+                            .group = GROUP_VECTOR, .lr_scale = 100.0f},
+    [PARAM_BACKOUT_LAMBDA] = {.rows = {1, DIM_ONE}, .cols = {1, DIM_ONE}, .present = backout, .init = INIT_ZERO,
+                              .group = GROUP_VECTOR, .lr_scale = 100.0f},
 };
 
 size_t param_dim(Dim d, const GPTConfig* c) {
@@ -97,6 +124,7 @@ size_t param_dim(Dim d, const GPTConfig* c) {
     case DIM_HS: of = (size_t)(c->C / c->NH); break;
     case DIM_VP: of = (size_t)c->Vp; break;
     case DIM_MAXT: of = (size_t)c->maxT; break;
+    case DIM_NH: of = (size_t)c->NH; break;
     }
     return (size_t)d.times * of;
 }
@@ -251,7 +279,7 @@ const char* init_scheme_name(int scheme) {
 
 // d as text: "C", "3C", "2HS", "1".
 static void dim_text(Dim d, char* out, size_t len) {
-    static const char* const names[] = {"", "C", "HS", "Vp", "maxT"};
+    static const char* const names[] = {"", "C", "HS", "Vp", "maxT", "NH"};
     if (d.of == DIM_ONE) snprintf(out, len, "%d", d.times);
     else if (d.times == 1) snprintf(out, len, "%s", names[d.of]);
     else snprintf(out, len, "%d%s", d.times, names[d.of]);
@@ -260,7 +288,7 @@ static void dim_text(Dim d, char* out, size_t len) {
 void param_table_describe(char* out, size_t len) {
     static const char* const groups[] = {"matrix", "embedding", "head", "vector"};
     size_t n = (size_t)snprintf(out, len, "the model's tensors (gpt/param_table.c), in checkpoint order:\n"
-                                          "  %-12s %-11s %-35s %-17s %s\n", "tensor", "shape", "init",
+                                          "  %-15s %-11s %-35s %-17s %s\n", "tensor", "shape", "init",
                                 "group", "presets");
     for (int i = 0; i < NUM_PARAM_TENSORS && n < len; i++) {
         const ParamKind* k = &param_table[i];
@@ -295,7 +323,7 @@ void param_table_describe(char* out, size_t len) {
             if (present(k, &architecture_presets[p].arch))
                 snprintf(in + used, sizeof(in) - used, "%s%s", used ? " " : "", architecture_presets[p].name);
         }
-        n += (size_t)snprintf(out + n, len - n, "  %-12s %-11s %-35s %-17s %s\n", param_names[i], shape, init, group,
+        n += (size_t)snprintf(out + n, len - n, "  %-15s %-11s %-35s %-17s %s\n", param_names[i], shape, init, group,
                               in);
     }
 }

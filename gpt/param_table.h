@@ -1,7 +1,7 @@
 // gpt/param_table.h: the parameter table: one row per kind of parameter tensor, in the order of the
 // checkpoint file (llm.c's for GPT-2), saying everything the program needs to know about it:
-//   its shape as a function of the model's sizes (rows and cols, each a multiple of 1, C, HS, Vp
-//     or maxT); whether it is one tensor of the model or a slice per layer, and on which layers;
+//   its shape as a function of the model's sizes (rows and cols, each a multiple of 1, C, HS, Vp,
+//     maxT or NH); whether it is one tensor of the model or a slice per layer, and on which layers;
 //   whether the architecture has it (a tensor it lacks has size 0, so GPT-2's layout is llm.c's
 //     and any other model's flat array is its present tensors in the same order);
 //   how it starts (zero, ones, or normal with a standard deviation, divided by sqrt(2L) for a
@@ -53,7 +53,12 @@ extern "C" {
     ONCE(LNFB, lnfb)           /* (C) */                              \
     ONCE(LM_HEAD, lm_head)     /* (Vp, C) an untied output head */    \
     LAYER(RESID_LAMBDA, resid_lambda)   /* (L, 1) residual lambdas */ \
-    LAYER(X0_LAMBDA, x0_lambda)         /* (L, 1) x0 lambdas */
+    LAYER(X0_LAMBDA, x0_lambda)         /* (L, 1) x0 lambdas */       \
+    LAYER(VALUE_EMBEDDING, value_embedding)   /* (L', Vp, C) */       \
+    LAYER(VALUE_GATE, value_gate)   /* (L', NH, 12) value embeddings' gates */ \
+    ONCE(SMEAR_GATE, smear_gate)   /* (1, 24) the smear's gate */            \
+    ONCE(SMEAR_LAMBDA, smear_lambda)   /* (1) the smear's scale */          \
+    ONCE(BACKOUT_LAMBDA, backout_lambda)   /* (1) the backout's share */
 
 // What PARAM_TENSORS generates with: an item per kind, or nothing.
 #define PARAM_ENUM_ITEM(NAME, field) PARAM_##NAME,
@@ -69,8 +74,9 @@ extern const char* const param_names[NUM_PARAM_TENSORS];
 // By LayerParameters' index: the kind.
 extern const ParamTensor layer_param_tensors[NUM_LAYER_PARAMS];
 
-// A size in the model's terms: times * of, e.g. {3, DIM_C} is 3C, {2, DIM_HS} two heads.
-typedef enum { DIM_ONE, DIM_C, DIM_HS, DIM_VP, DIM_MAXT } DimOf;
+// A size in the model's terms: times * of, e.g. {3, DIM_C} is 3C, {2, DIM_HS} two heads, {1, DIM_NH}
+// one per head.
+typedef enum { DIM_ONE, DIM_C, DIM_HS, DIM_VP, DIM_MAXT, DIM_NH } DimOf;
 typedef struct {
     int times;
     DimOf of;

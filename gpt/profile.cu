@@ -8,7 +8,8 @@
 #include "layers/muon.h"
 
 const char* const profile_part_names[NUM_PROFILE_PARTS] = {
-    "embedding", "residual lambdas", "norms (ln1, ln2, lnf, emb)", "qkv matmul", "qk-norm + rotary", "attention", "attention proj",
+    "embedding", "residual lambdas", "norms (ln1, ln2, lnf, emb)", "qkv matmul", "value embeddings",
+    "qk-norm + rotary", "attention", "attention proj",
     "MLP up (fc+activation)", "MLP down (fcproj)", "classifier", "update (norm+optimizer)"};
 
 void profile_init(Profile* p) { memset(p, 0, sizeof(*p)); }
@@ -106,6 +107,13 @@ void profile_work(const GPTConfig* c, const ProfileShape* s, PartWork work[NUM_P
     double wte_rows = N < Vp ? N : Vp, wpe_rows = a->rotary ? 0 : s->cols;
     w[PART_EMBEDDING][PHASE_FORWARD] = (PartWork){0, 4 * N + 2 * (N * C + wpe_rows * C + N * C)};
     w[PART_EMBEDDING][PHASE_BACKWARD] = (PartWork){0, 4 * N + 2 * (N * C + 2 * wte_rows * C + 2 * wpe_rows * C)};
+    // The smear: its input and the row before it in, out; backward, dout and the rows before for
+    // the gates, dout twice and dx out, and the gates' sums (three fp32 per token).
+    if (a->smear) {
+        w[PART_EMBEDDING][PHASE_FORWARD] = add_work(w[PART_EMBEDDING][PHASE_FORWARD], (PartWork){0, 2 * (3 * N * C)});
+        w[PART_EMBEDDING][PHASE_BACKWARD] =
+            add_work(w[PART_EMBEDDING][PHASE_BACKWARD], (PartWork){0, 2 * (2 * N * C) + 2 * (3 * N * C) + 24 * N});
+    }
 
     // The norms, 2L + 1 of them. LayerNorm: x, weight and bias in, out and fp32 mean, rstd out;
     // the backward reads dout, x, mean, rstd and weight and adds to dx, dweight, dbias. RMSNorm
@@ -125,11 +133,32 @@ void profile_work(const GPTConfig* c, const ProfileShape* s, PartWork work[NUM_P
             add_work(w[PART_NORM][PHASE_BACKWARD], (PartWork){0, 2 * (5 * N * C) + 4 * N});
     }
 
+    // The backout, counted with the final norm: x and x_mid in, out; the backward reads dout and
+    // x_mid and writes dmid, which the middle block's backward adds to its stream's gradient.
+    if (a->backout) {
+        w[PART_NORM][PHASE_FORWARD] = add_work(w[PART_NORM][PHASE_FORWARD], (PartWork){0, 2 * (3 * N * C)});
+        w[PART_NORM][PHASE_BACKWARD] = add_work(w[PART_NORM][PHASE_BACKWARD], (PartWork){0, 2 * (6 * N * C)});
+    }
+
     // The residual lambdas: x and x0 in, res out; the backward reads dres, x and x0, writes dx over
     // dres and adds to the fp32 dx0.
     if (a->residual_lambdas) {
         w[PART_RESIDUAL_LAMBDAS][PHASE_FORWARD] = scale_work((PartWork){0, 2 * (3 * N * C)}, L);
         w[PART_RESIDUAL_LAMBDAS][PHASE_BACKWARD] = scale_work((PartWork){0, 2 * (4 * N * C) + 8 * N * C}, L);
+    }
+
+    // The value embeddings on (L + 1) / 2 layers: the gate reads G channels of ln1 and writes fp32
+    // (N, NH); the values read v, the table's rows and the gate and write v. The backward reads
+    // dv, the rows and the gate twice (dgate, then the table's gradient, written per row), and
+    // the gate's weight and ln1's gradient read dgate, gate and G channels of ln1 and dln1.
+    if (a->value_embeddings) {
+        double G = VALUE_GATE_CHANNELS, layers = (double)((c->L + 1) / 2);
+        w[PART_VALUE_EMBEDDINGS][PHASE_FORWARD] =
+            scale_work((PartWork){0, 2 * N * G + 4 * N * NH + 2 * (3 * N * C) + 4 * N * NH}, layers);
+        w[PART_VALUE_EMBEDDINGS][PHASE_BACKWARD] =
+            scale_work((PartWork){0, 2 * (2 * N * C) + 4 * N * NH + 2 * (3 * N * C) + 4 * N * NH + 16 * N * NH +
+                                         2 * (3 * N * G)},
+                       layers);
     }
 
     w[PART_QKV][PHASE_FORWARD] = scale_work(matmul_forward_work(N, C, 3 * C, bias, 1), L);

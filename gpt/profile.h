@@ -22,10 +22,11 @@
 #define H200_MEMORY_BYTES_PER_S 4.3e12
 
 typedef enum {
-    PART_EMBEDDING,       // encoder: token (+ position) embeddings
+    PART_EMBEDDING,       // encoder: token (+ position) embeddings; the smear
     PART_RESIDUAL_LAMBDAS,   // each block's resid_lambda x + x0_lambda x0, where the model has them
-    PART_NORM,            // ln1, ln2, lnf: LayerNorm or RMSNorm; the embedding's RMSNorm
+    PART_NORM,            // ln1, ln2, lnf: LayerNorm or RMSNorm; the embedding's RMSNorm; the backout
     PART_QKV,             // the qkv matmul
+    PART_VALUE_EMBEDDINGS,   // the value embeddings and their gates, where the model has them
     PART_QK_NORM_ROTARY,  // QK-norm and rotary on q and k (layers/rotary.h), where the model has them
     PART_ATTENTION,       // flash, naive or the ring
     PART_ATTPROJ,         // the attention's output projection, with the residual add

@@ -91,18 +91,14 @@ size_t encoder_backward_scratch_bytes(int B, int T, int C) {
 }
 
 // Two pinned staging buffers for the groups, taken in turn, each reused once the upload from it
-// is done: a backward waits for the upload of the one before the last, which the GPU has long
-// done, not for the last one's, which may still be queued behind that backward's layers.
+// is done: a call waits for the upload of the call before the last, which the GPU has long done,
+// not for the last one's, which may still be queued behind a backward's layers.
 static int* staging_buffers[2];
 static size_t staging_counts[2];
 static cudaEvent_t staging_free[2];
 static int staging_next;
 
-void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* host_tokens,
-                      int B, int T, int C, void* scratch, cudaStream_t stream) {
-    check_shape("encoder_backward", C, dwte, dwpe, dout);
-    int N = B * T;
-    if (N == 0 || C == 0) return;
+int encoder_token_groups(int* groups_dev, const int* host_tokens, int N, cudaStream_t stream) {
     size_t count = 3 * (size_t)N + 1;
     int k = staging_next;
     staging_next = 1 - k;
@@ -120,11 +116,11 @@ void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* host_
     int max_token = 0;
     for (int i = 0; i < N; i++) {
         if (host_tokens[i] < 0)
-            die("encoder_backward: negative token id %d at position %d", host_tokens[i], i);
+            die("encoder_token_groups: negative token id %d at position %d", host_tokens[i], i);
         if (host_tokens[i] > max_token) max_token = host_tokens[i];
     }
     int* next = (int*)calloc((size_t)max_token + 2, sizeof(int));  // per token: first free slot
-    if (!next) die("encoder_backward: out of host memory");
+    if (!next) die("encoder_token_groups: out of host memory");
     for (int i = 0; i < N; i++) next[host_tokens[i] + 1]++;
     int* positions = staging;
     int* group_start = staging + N;
@@ -141,10 +137,19 @@ void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* host_
     for (int i = 0; i < N; i++) positions[next[host_tokens[i]]++] = i;
     free(next);
 
-    int* dev = (int*)scratch;
-    cudaCheck(cudaMemcpyAsync(dev, staging, (N + 2 * (size_t)groups + 1) * sizeof(int),
+    cudaCheck(cudaMemcpyAsync(groups_dev, staging, (N + 2 * (size_t)groups + 1) * sizeof(int),
                               cudaMemcpyHostToDevice, stream));
     cudaCheck(cudaEventRecord(staging_free[k], stream));
+    return groups;
+}
+
+void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* host_tokens,
+                      int B, int T, int C, void* scratch, cudaStream_t stream) {
+    check_shape("encoder_backward", C, dwte, dwpe, dout);
+    int N = B * T;
+    if (N == 0 || C == 0) return;
+    int* dev = (int*)scratch;
+    int groups = encoder_token_groups(dev, host_tokens, N, stream);
 
     const int block = 128;
     dim3 grid(groups, ceil_div(C / 8, block));

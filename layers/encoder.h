@@ -21,4 +21,10 @@ void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* host_
                       int B, int T, int C, void* scratch, cudaStream_t stream);
 size_t encoder_backward_scratch_bytes(int B, int T, int C);
 
+// The rows of each token id among the N host_tokens, uploaded to groups_dev (3 N + 1 ints, device)
+// on stream: the rows grouped by token in increasing order (N), where each group starts (groups +
+// 1, the last N), each group's token (groups); returns the groups. The sums over a token's rows
+// (the embeddings' backward) run in this order.
+int encoder_token_groups(int* groups_dev, const int* host_tokens, int N, cudaStream_t stream);
+
 #endif

@@ -13,9 +13,9 @@ weights and their MLP is SwiGLU; the modern model's norms have none, its MLP is 
 queries and keys are normed and its logits soft-capped); so is a GPT-2 whose attention has a key
 window per row (train_gpt --document-mask, --window, --window-pattern: also version 6 or 7), as
 GPT-2 in transformers attends to every earlier token, and a model with a part of the 2026 recipe
-(train_gpt --embedding-norm, --qk-scale, --residual-lambdas: versions 8 and 9), which no
-transformers architecture has. OUT_DIR gets what transformers' GPT2LMHeadModel.from_pretrained
-loads:
+(train_gpt --embedding-norm, --qk-scale, --residual-lambdas, --value-embeddings, --smear,
+--backout: versions 8 and 9), which no transformers architecture has. OUT_DIR gets what
+transformers' GPT2LMHeadModel.from_pretrained loads:
 - config.json: GPT2LMHeadModel with the checkpoint's sizes (n_positions = n_ctx = maxT,
   vocab_size = V), GELU in its tanh form (gelu_new), layernorm eps 1e-5, no dropout (flashgpt
   trains without it), word embeddings tied to the output layer; bos/eos token 50256 when V is
@@ -91,7 +91,8 @@ def not_gpt2(arch):
     if arch == GPT2:
         return None
     if has_parts(arch):
-        return "a model with a part of the 2026 recipe (an embedding norm, a QK scale, residual lambdas): no transformers architecture computes it"
+        return ("a model with a part of the 2026 recipe (an embedding norm, a QK scale, residual lambdas, value "
+                "embeddings, the smear, the backout): no transformers architecture computes it")
     if masked(arch):
         return ("a model whose attention sees a key window per row (documents or windows): GPT-2 in transformers "
                 "attends to every earlier token")

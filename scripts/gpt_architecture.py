@@ -17,11 +17,14 @@ then the parts of the 2026 recipe, off in both presets, from slot 84 on (checkpo
 and 9 hold them, 6 and 7 none): embedding_norm (0/1: an RMSNorm of the stem's output), qk_scale
 (q and k each times it after QK-norm, which it needs: the attention's scale qk_scale^2 / sqrt(HS);
 0: none), residual_lambdas (0/1: before each block x = resid_lambda x + x0_lambda x0, learned
-scalars of the parameter table, x0 the stem's output).
+scalars of the parameter table, x0 the stem's output), value_embeddings (0/1: every other layer,
+the last among them, adds a gated token embedding of its own to the attention's values), smear
+(0/1: the stem's output takes in the row's token before, x_t += lambda sigmoid(x_t[:24] . w) x_{t-1}),
+backout (0/1: before the final norm x -= lambda x_mid, x_mid the stream leaving block L // 2).
 The options are train_gpt's: --arch gpt2|modern picks a preset, then --rotary 0|1,
 --rotary-base X, --norm layer|rms, --qk-norm 0|1, --mlp gelu|relu2, --bias 0|1,
---head tied|untied, --zero-init 0|1, --softcap X, --embedding-norm 0|1, --qk-scale X and
---residual-lambdas 0|1 each replace one field.
+--head tied|untied, --zero-init 0|1, --softcap X, --embedding-norm 0|1, --qk-scale X,
+--residual-lambdas 0|1, --value-embeddings 0|1, --smear 0|1 and --backout 0|1 each replace one field.
 The rules are gpt/config.h's, held to it by tests/mirrors/test_rules.py: each field's values (invalid),
 the fields without effect (drop_without_effect: refused in an option, dropped as a checkpoint is
 read, so that it reads as the model it computes) and the preset nearest an architecture, whose
@@ -33,7 +36,7 @@ from typing import NamedTuple
 
 MAX_WINDOWS = 64
 PARTS_SLOT = 12 + MAX_WINDOWS  # the first slot of the parts, past those of checkpoint versions 6 and 7
-PARTS = ("embedding_norm", "qk_scale", "residual_lambdas")
+PARTS = ("embedding_norm", "qk_scale", "residual_lambdas", "value_embeddings", "smear", "backout")
 SLOTS = PARTS_SLOT + len(PARTS)  # the header slots an architecture takes
 
 
@@ -54,6 +57,9 @@ class Architecture(NamedTuple):
     embedding_norm: int = 0
     qk_scale: float = 0.0
     residual_lambdas: int = 0
+    value_embeddings: int = 0
+    smear: int = 0
+    backout: int = 0
 
 
 ROTARY_BASE = 10000.0  # both presets', and the one a model without rotary holds
@@ -66,7 +72,7 @@ PRESETS = {
 GPT2 = PRESETS["gpt2"]
 FLOAT_FIELDS = ("rotary_base", "softcap", "qk_scale")
 SWITCHES = ("rotary", "rms_norm", "qk_norm", "relu2", "bias", "untied_head", "zero_init", "documents",
-            "embedding_norm", "residual_lambdas")
+            "embedding_norm", "residual_lambdas", "value_embeddings", "smear", "backout")
 COMPONENT_SWITCHES = SWITCHES[:7]  # the switches that make the presets
 
 # Each component option: (flag, the field it sets, its choices as {word: value}, or None for a
@@ -76,7 +82,9 @@ COMPONENTS = (("--rotary", "rotary", {"0": 0, "1": 1}), ("--rotary-base", "rotar
               ("--mlp", "relu2", {"gelu": 0, "relu2": 1}), ("--bias", "bias", {"0": 0, "1": 1}),
               ("--head", "untied_head", {"tied": 0, "untied": 1}), ("--zero-init", "zero_init", {"0": 0, "1": 1}),
               ("--softcap", "softcap", None), ("--embedding-norm", "embedding_norm", {"0": 0, "1": 1}),
-              ("--qk-scale", "qk_scale", None), ("--residual-lambdas", "residual_lambdas", {"0": 0, "1": 1}))
+              ("--qk-scale", "qk_scale", None), ("--residual-lambdas", "residual_lambdas", {"0": 0, "1": 1}),
+              ("--value-embeddings", "value_embeddings", {"0": 0, "1": 1}), ("--smear", "smear", {"0": 0, "1": 1}),
+              ("--backout", "backout", {"0": 0, "1": 1}))
 
 
 def rotary_base_invalid(base):
@@ -189,8 +197,8 @@ def nearest_preset(arch):
 
 def describe(arch):
     """"gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, ..."; then
-    the parts it has: ", embedding norm, qk scale 1.2, residual lambdas"; then the key windows, if any: ", documents (token
-    50256), windows 2048,512" (gpt/config.h's)."""
+    the parts it has: ", embedding norm, qk scale 1.2, residual lambdas, value embeddings, smear, backout"; then
+    the key windows, if any: ", documents (token 50256), windows 2048,512" (gpt/config.h's)."""
     text = preset_of(base(arch)) or ", ".join([
         f"rotary (base {arch.rotary_base:g})" if arch.rotary else
         f"learned positions (rotary base {arch.rotary_base:g})" if arch.rotary_base != ROTARY_BASE else
@@ -205,6 +213,12 @@ def describe(arch):
         text += f", qk scale {arch.qk_scale:g}"
     if arch.residual_lambdas:
         text += ", residual lambdas"
+    if arch.value_embeddings:
+        text += ", value embeddings"
+    if arch.smear:
+        text += ", smear"
+    if arch.backout:
+        text += ", backout"
     if arch.documents:
         text += f", documents (token {arch.document_token})"
     if arch.window_count:

@@ -5,7 +5,7 @@ architecture has, their shapes and sizes, the slices of each layer and the names
 give them (Hugging Face GPT-2's), Muon's matrices.
 
 A row (Kind): the name (gpt/param_table.h's field); one slice's rows and cols, each a Dim (times,
-of) with of "1", "C", "HS", "Vp" or "maxT" (a vector has cols Dim(1, "1")); layers: None for a
+of) with of "1", "C", "HS", "Vp", "maxT" or "NH" (a vector has cols Dim(1, "1")); layers: None for a
 tensor of the model, else the rule of the layers that hold a slice: its slice(l, L) is the slice
 layer l of L holds or -1 for none (the layers that hold one take the slices 0, 1, ... in order),
 its count(L) how many there are, without a walk over the layers; present(arch) (None: every
@@ -43,7 +43,7 @@ class Shape(NamedTuple):
 
 
 class Dim(NamedTuple):
-    """times * of, of one of "1", "C", "HS", "Vp", "maxT"."""
+    """times * of, of one of "1", "C", "HS", "Vp", "maxT", "NH"."""
     times: int
     of: str
 
@@ -58,6 +58,19 @@ class EveryLayer:
     @staticmethod
     def count(L):
         return L
+
+
+class ValueEmbeddingLayers:
+    """The layers rule of the value embeddings (gpt/config.h's architecture_value_embedding_layer):
+    every other layer, the last among them, in order."""
+
+    @staticmethod
+    def slice(l, L):
+        return l // 2 if l % 2 == (L - 1) % 2 else -1
+
+    @staticmethod
+    def count(L):
+        return (L + 1) // 2
 
 
 class Kind(NamedTuple):
@@ -103,6 +116,22 @@ def residual_lambdas(a):
     return bool(a.residual_lambdas)
 
 
+def value_embeddings(a):
+    return bool(a.value_embeddings)
+
+
+VALUE_GATE_CHANNELS = 12  # gpt/config.h's: the channels of the attention's input a value gate reads
+SMEAR_GATE_CHANNELS = 24  # gpt/config.h's: the channels of a token's embedding the smear's gate reads
+
+
+def smear(a):
+    return bool(a.smear)
+
+
+def backout(a):
+    return bool(a.backout)
+
+
 # gpt/param_table.c's rows, in its order.
 TABLE = (
     Kind("wte", Dim(1, "Vp"), C, None, None, "normal", 0.02, group="embedding", decay_scale=1.0),
@@ -129,6 +158,12 @@ TABLE = (
          decay_scale=1.0),
     Kind("resid_lambda", ONE, ONE, EveryLayer, residual_lambdas, "ones", lr_scale=2.5),
     Kind("x0_lambda", ONE, ONE, EveryLayer, residual_lambdas, "zero", lr_scale=250.0),
+    Kind("value_embedding", Dim(1, "Vp"), C, ValueEmbeddingLayers, value_embeddings, "normal", 0.02,
+         group="embedding", lr_scale=0.5, decay_scale=1.0),
+    Kind("value_gate", Dim(1, "NH"), Dim(VALUE_GATE_CHANNELS, "1"), ValueEmbeddingLayers, value_embeddings, "zero"),
+    Kind("smear_gate", ONE, Dim(SMEAR_GATE_CHANNELS, "1"), None, smear, "zero", lr_scale=100.0),
+    Kind("smear_lambda", ONE, ONE, None, smear, "zero", lr_scale=100.0),
+    Kind("backout_lambda", ONE, ONE, None, backout, "zero", lr_scale=100.0),
 )
 KINDS = {k.name: k for k in TABLE}
 
@@ -137,7 +172,7 @@ def dim(d, s, vocab_rows=None):
     """d in elements for the shape s; vocab_rows: what "Vp" counts (Hugging Face's tables have V
     rows), s.Vp without it."""
     return d.times * {"1": 1, "C": s.C, "HS": s.C // s.NH, "Vp": s.Vp if vocab_rows is None else vocab_rows,
-                      "maxT": s.maxT}[d.of]
+                      "maxT": s.maxT, "NH": s.NH}[d.of]
 
 
 def present(kind, arch):

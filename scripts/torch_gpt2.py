@@ -16,7 +16,12 @@ switchable as train_gpt's are:
   added, RMSNorm'ed before the first block, as nanochat's norm(wte(idx)); qk_scale: each head's
   q and k multiplied by it after QK-norm and rotary, as nanochat's 1.2; residual_lambdas: each
   block takes resid_lambda * x + x0_lambda * x0, x0 the stream the embedding left, two learned
-  numbers of the block, Scalar modules whose weights are the table's per-layer slices).
+  numbers of the block, Scalar modules whose weights are the table's per-layer slices;
+  value_embeddings: on every other layer, the last among them, v += gate * value_embedding(idx)
+  per head, gate = 3 sigmoid(value_gate(ln1[..., :12])), an embedding and a linear layer of the
+  block; smear: the stem's output x_t += smear_lambda * sigmoid(smear_gate(x_t[:24])) * x_{t-1}
+  for t > 0, a linear layer and a Scalar of the model; backout: before the final norm x -=
+  backout_lambda * x_mid, x_mid the stream leaving block L // 2, a Scalar of the model).
 Attention is F.scaled_dot_product_attention (causal, scaled by 1/sqrt(HS)); the vocabulary is
 padded to a multiple of 128, the padded logits left out of the loss. Each parameter is a slice of
 a tensor of the parameter table (scripts/gpt_parameters.py; GPT.table_parameters pairs them) and
@@ -40,7 +45,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from gpt_architecture import GPT2
-from gpt_parameters import Shape, layout, slice_names
+from gpt_parameters import SMEAR_GATE_CHANNELS, VALUE_GATE_CHANNELS, Shape, ValueEmbeddingLayers, layout, slice_names
 
 PRESETS = {"d2": (2, 128, 2), "d6": (6, 384, 6), "d12": (12, 768, 12), "d24": (24, 1024, 16),
            "d36": (36, 1280, 20), "d48": (48, 1600, 25)}   # (L, C, NH), gpt/config.h's
@@ -51,7 +56,9 @@ RMS_NORM_EPS = 1e-6  # layers/rmsnorm.h's
 # block's): the one table a checkpoint with another tensor extends.
 CHECKPOINT_MODULES = {"wte": "wte", "wpe": "wpe", "ln_1": "ln1", "attn.c_attn": "qkv", "attn.c_proj": "attproj",
                       "ln_2": "ln2", "mlp.c_fc": "fc", "mlp.c_proj": "fcproj", "ln_f": "lnf", "lm_head": "lm_head",
-                      "resid_lambda": "resid_lambda", "x0_lambda": "x0_lambda"}
+                      "resid_lambda": "resid_lambda", "x0_lambda": "x0_lambda", "value_embedding": "value_embedding",
+                      "value_gate": "value_gate", "smear_gate": "smear_gate", "smear_lambda": "smear_lambda",
+                      "backout_lambda": "backout_lambda"}
 
 
 def checkpoint_parameter(hf_name):
@@ -130,7 +137,8 @@ class Rotary(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, C, NH, arch, stream, rotary):
+    def __init__(self, C, NH, arch, stream, rotary, value_rows=0):
+        """value_rows: the rows (Vp) of the block's value embedding, 0 for a block without one."""
         super().__init__()
         self.NH, self.stream, self.relu2 = NH, stream, arch.relu2
         self.ln1, self.ln2 = make_norm(C, arch), make_norm(C, arch)
@@ -140,14 +148,21 @@ class Block(nn.Module):
         self.rotary = rotary
         self.qk_scale = arch.qk_scale
         self.resid_lambda, self.x0_lambda = (Scalar(), Scalar()) if arch.residual_lambdas else (None, None)
+        self.value_embedding = nn.Embedding(value_rows, C) if value_rows else None
+        self.value_gate = nn.Linear(VALUE_GATE_CHANNELS, NH, bias=False) if value_rows else None
 
-    def forward(self, x, x0):
-        """The block on x, the stream the block before left; x0: the embedding's stream."""
+    def forward(self, x, x0, idx):
+        """The block on x, the stream the block before left; x0: the embedding's stream; idx: the
+        tokens (B, T)."""
         if self.resid_lambda is not None:
             x = self.stream(self.resid_lambda.weight * x + self.x0_lambda.weight * x0)
         B, T, C = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        ln1 = self.ln1(x)
+        q, k, v = self.qkv(ln1).split(C, dim=2)
         q, k, v = (t.view(B, T, self.NH, C // self.NH) for t in (q, k, v))
+        if self.value_embedding is not None:
+            gate = 3 * torch.sigmoid(self.value_gate(ln1[..., :VALUE_GATE_CHANNELS]))  # (B, T, NH)
+            v = v + gate.unsqueeze(-1) * self.value_embedding(idx).view(B, T, self.NH, C // self.NH)
         if self.qk_norm is not None:
             q, k = self.qk_norm(q), self.qk_norm(k)
         if self.rotary is not None:
@@ -181,10 +196,14 @@ class GPT(nn.Module):
         self.wte = nn.Embedding(Vp, C)
         self.wpe = None if arch.rotary else nn.Embedding(maxT, C)
         rotary = Rotary(C // NH, maxT, arch.rotary_base) if arch.rotary else None
-        self.blocks = nn.ModuleList(Block(C, NH, arch, self.stream, rotary) for _ in range(L))
+        values = [Vp if arch.value_embeddings and ValueEmbeddingLayers.slice(l, L) >= 0 else 0 for l in range(L)]
+        self.blocks = nn.ModuleList(Block(C, NH, arch, self.stream, rotary, values[l]) for l in range(L))
         self.lnf = make_norm(C, arch)
         self.embedding_norm = RMSNorm() if arch.embedding_norm else None
         self.lm_head = nn.Linear(C, Vp, bias=False) if arch.untied_head else None
+        self.smear_gate = nn.Linear(SMEAR_GATE_CHANNELS, 1, bias=False) if arch.smear else None
+        self.smear_lambda = Scalar() if arch.smear else None
+        self.backout_lambda = Scalar() if arch.backout else None
         kinds = {id(p): kind for kind, params in self.table_parameters() for p in params}
         with torch.no_grad():
             for p in self.parameters():  # in the order of the modules, whose draws these are
@@ -243,9 +262,16 @@ class GPT(nn.Module):
             x = x + self.wpe(torch.arange(idx.shape[1], device=idx.device))
         if self.embedding_norm is not None:
             x = self.embedding_norm(x)
+        if self.smear_gate is not None:  # each token after the first of its row takes in the one before
+            gate = self.smear_lambda.weight * torch.sigmoid(self.smear_gate(x[:, 1:, :SMEAR_GATE_CHANNELS]))
+            x = torch.cat([x[:, :1], x[:, 1:] + gate * x[:, :-1]], dim=1)
         x = x0 = self.stream(x)
-        for block in self.blocks:
-            x = block(x, x0)
+        for l, block in enumerate(self.blocks):
+            x = block(x, x0, idx)
+            if l == len(self.blocks) // 2:
+                x_mid = x  # the stream leaving the middle block, a share of which the backout gives back
+        if self.backout_lambda is not None:
+            x = self.stream(x - self.backout_lambda.weight * x_mid)
         head = self.wte if self.lm_head is None else self.lm_head  # tied: wte is the output projection
         logits = widened((self.lnf(x) @ head.weight.t())[..., :self.V])
         if self.arch.softcap:

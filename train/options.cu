@@ -165,6 +165,16 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
         {OPTION_INT, "--residual-lambdas", "0|1", &a->residual_lambdas,
          "before each block x = resid_lambda x + x0_lambda x0 (x0 the\nembedding's stream), learned scalars "
          "of each layer from 1\nand 0 [0]", 0, 1, NULL, &given[slot_of(offsetof(Architecture, residual_lambdas))]},
+        {OPTION_INT, "--value-embeddings", "0|1", &a->value_embeddings,
+         "the layers L-1, L-3, ... add a token embedding of their own\nto the attention's values, gated per head by "
+         "3 sigmoid of\n12 channels of its input [0]", 0, 1, NULL,
+         &given[slot_of(offsetof(Architecture, value_embeddings))]},
+        {OPTION_INT, "--smear", "0|1", &a->smear,
+         "each token's embedding takes in the one before it in its\nrow, x_t += lambda sigmoid(x_t[:24] . w) x_{t-1}, "
+         "lambda\nand w learned from 0 [0]", 0, 1, NULL, &given[slot_of(offsetof(Architecture, smear))]},
+        {OPTION_INT, "--backout", "0|1", &a->backout,
+         "before the final norm x -= lambda x_mid, x_mid the stream\nleaving block L/2, lambda learned from 0 [0]", 0, 1,
+         NULL, &given[slot_of(offsetof(Architecture, backout))]},
         {OPTION_FLAG, "--document-mask", NULL, &o->document_mask,
          "attention sees the row's own document alone (documents\nstart at <|endoftext|>, whose id --tokenizer "
          "gives)"},

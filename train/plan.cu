@@ -280,6 +280,9 @@ static void resolve_batch(RunPlan* p) {
     const ModelOptions* mo = &o->model_options;
     if ((mo->recompute & RECOMPUTE_GELU) && p->config.arch.relu2)
         die("--recompute gelu: the relu2 MLP keeps relu(h)^2 alone (its backward takes relu(h) = sqrt), no GELU");
+    if (p->config.arch.smear && o->context_parallel > 1)
+        die("--context-parallel %d: the smear looks one token back, which lies in another chunk of the sequence at "
+            "the start of each", o->context_parallel);
     const char* why = model_attention_unsupported(&p->config, mo, p->batch.rows, p->batch.cols);
     if (why) die("--attention %s: %s", attention_kind_name(mo->attention.kind), why);
     resolve_fp8(p);

@@ -7,12 +7,13 @@
 //               under Muon by --muon-qkv, and the slice each layer holds (per-layer kinds the
 //               architecture has)]}
 // A Dim is [times, "C"]; the models are the presets at d12 and every combination of the switches
-// and parts that change the tensors (the residual lambdas) at a small odd shape and at d6.
+// and parts that change the tensors (the residual lambdas, the value embeddings, the smear with the
+// backout) at a small odd shape and at d6.
 #include <stdio.h>
 
 #include "gpt/param_table.h"
 
-static const char* const dim_names[] = {"1", "C", "HS", "Vp", "maxT"};
+static const char* const dim_names[] = {"1", "C", "HS", "Vp", "maxT", "NH"};
 static const char* const init_names[] = {"zero", "ones", "normal"};
 static const char* const group_names[] = {"matrix", "embedding", "head", "vector"};
 
@@ -65,9 +66,10 @@ static void print_model(const GPTConfig* c) {
     const Architecture* a = &c->arch;
     printf("{\"maxT\": %d, \"V\": %d, \"L\": %d, \"NH\": %d, \"C\": %d, \"arch\": {\"rotary\": %d, "
            "\"rotary_base\": %.9g, \"rms_norm\": %d, \"qk_norm\": %d, \"relu2\": %d, \"bias\": %d, "
-           "\"untied_head\": %d, \"zero_init\": %d, \"softcap\": %.9g, \"residual_lambdas\": %d}, \"tensors\": [",
+           "\"untied_head\": %d, \"zero_init\": %d, \"softcap\": %.9g, \"residual_lambdas\": %d, "
+           "\"value_embeddings\": %d, \"smear\": %d, \"backout\": %d}, \"tensors\": [",
            c->maxT, c->V, c->L, c->NH, c->C, a->rotary, a->rotary_base, a->rms_norm, a->qk_norm, a->relu2, a->bias,
-           a->untied_head, a->zero_init, a->softcap, a->residual_lambdas);
+           a->untied_head, a->zero_init, a->softcap, a->residual_lambdas, a->value_embeddings, a->smear, a->backout);
     size_t sizes[NUM_PARAM_TENSORS], offset = 0;
     param_sizes(c, sizes);
     for (int i = 0; i < NUM_PARAM_TENSORS; offset += sizes[i++]) {
@@ -101,7 +103,7 @@ int main(void) {
         print_model(&c);
     }
     for (int shape = 0; shape < 2; shape++)
-        for (int k = 0; k < 64; k++) {
+        for (int k = 0; k < 256; k++) {
             GPTConfig c = shape ? (GPTConfig){.maxT = 256, .V = 8192, .Vp = 8192, .L = 6, .NH = 6, .C = 384,
                                               .arch = ARCHITECTURE_MODERN}
                                 : (GPTConfig){.maxT = 50, .V = 300, .Vp = padded_vocab(300), .L = 3, .NH = 4, .C = 64,
@@ -112,6 +114,8 @@ int main(void) {
             c.arch.untied_head = (k >> 3) & 1;
             c.arch.zero_init = (k >> 4) & 1;
             c.arch.residual_lambdas = (k >> 5) & 1;
+            c.arch.value_embeddings = (k >> 6) & 1;
+            c.arch.smear = c.arch.backout = (k >> 7) & 1;
             printf(",\n");
             print_model(&c);
         }

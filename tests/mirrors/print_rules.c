@@ -52,7 +52,8 @@ static void print_arch(const Architecture* a) {
     for (int i = 0; i < ARCHITECTURE_MAX_WINDOWS; i++) printf("%s%d", i ? ", " : "", a->windows[i]);
     printf("], \"embedding_norm\": %d, \"qk_scale\": ", a->embedding_norm);
     print_float(a->qk_scale);
-    printf(", \"residual_lambdas\": %d}", a->residual_lambdas);
+    printf(", \"residual_lambdas\": %d, \"value_embeddings\": %d, \"smear\": %d, \"backout\": %d}",
+           a->residual_lambdas, a->value_embeddings, a->smear, a->backout);
 }
 
 static void print_settings_of(const OptimizerConfig* o) {
@@ -194,6 +195,15 @@ static const ArchitectureCase architecture_cases[] = {
     {0, 64, 2, QK_SCALE_SLOT, -0.0f, 0, -2, {0}},
     {0, 64, 2, ARCHITECTURE_PARTS_SLOT + 2, 0, 1, -2, {0}},
     {1, 64, 2, ARCHITECTURE_PARTS_SLOT + 2, 0, 3, -2, {0}},
+    {0, 64, 2, ARCHITECTURE_PARTS_SLOT + 3, 0, 1, -2, {0}},
+    {1, 64, 3, ARCHITECTURE_PARTS_SLOT + 3, 0, 1, 2, {8, 0}},
+    {1, 64, 2, ARCHITECTURE_PARTS_SLOT + 3, 0, 2, -2, {0}},
+    {0, 64, 2, ARCHITECTURE_PARTS_SLOT + 4, 0, 1, -2, {0}},
+    {1, 64, 2, ARCHITECTURE_PARTS_SLOT + 4, 0, 1, 2, {8, 0}},
+    {1, 64, 2, ARCHITECTURE_PARTS_SLOT + 4, 0, -1, -2, {0}},
+    {0, 64, 2, ARCHITECTURE_PARTS_SLOT + 5, 0, 1, -2, {0}},
+    {1, 64, 2, ARCHITECTURE_PARTS_SLOT + 5, 0, 1, 2, {8, 0}},
+    {1, 64, 2, ARCHITECTURE_PARTS_SLOT + 5, 0, 2, -2, {0}},
 };
 #define NUM_ARCHITECTURE_CASES ((int)(sizeof(architecture_cases) / sizeof(architecture_cases[0])))
 

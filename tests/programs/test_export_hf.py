@@ -204,7 +204,8 @@ def set_header(index, value):
 
 
 ARCH_SLOTS = 12 + 64  # header slots 8-83: gpt_architecture.py's fields, the floats by their bits, then 64 windows
-PARTS = ("embedding_norm", "qk_scale", "residual_lambdas")  # the 2026 recipe's parts, slots 84 on (versions 8, 9)
+# The 2026 recipe's parts, slots 84 on (versions 8, 9).
+PARTS = ("embedding_norm", "qk_scale", "residual_lambdas", "value_embeddings", "smear", "backout")
 GPT2_ARCH = dict(rotary=0, rotary_base=10000.0, rms_norm=0, qk_norm=0, relu2=0, bias=1, untied_head=0, zero_init=0,
                  softcap=0.0, documents=0, document_token=0, window_count=0)
 MODERN_ARCH = dict(GPT2_ARCH, rotary=1, rms_norm=1, qk_norm=1, relu2=1, bias=0, untied_head=1, zero_init=1,
@@ -221,8 +222,11 @@ def arch_checkpoint(name, arch, bf16, shape=(16, 130, 3, 4, 32), cut=0):
     Vp = (vocab + 127) // 128 * 128
     norm, bias = not arch["rms_norm"], arch["bias"]
     per_layer = 12 * C * C + 9 * C * bias + 4 * C * norm
+    parts_count = 2 * L * arch.get("residual_lambdas", 0) + \
+        (L + 1) // 2 * (Vp * C + NH * 12) * arch.get("value_embeddings", 0) + 25 * arch.get("smear", 0) + \
+        arch.get("backout", 0)
     count = Vp * C * (1 + arch["untied_head"]) + maxT * C * (not arch["rotary"]) + L * per_layer + 2 * C * norm + \
-        2 * L * arch.get("residual_lambdas", 0)
+        parts_count
     values = np.random.default_rng(7).normal(0, 1, count).astype(np.float32)
     values[vocab * C:Vp * C] = 0  # wte's padding rows
     if bf16:
@@ -323,6 +327,12 @@ def main():
                [arch_checkpoint("parts", dict(GPT2_ARCH, embedding_norm=1), bf16=True)[0], out], out)
     case_error("error: a GPT-2 with residual lambdas (version 8)", "a part of the 2026 recipe",
                [arch_checkpoint("lambdas", dict(GPT2_ARCH, residual_lambdas=1), bf16=False)[0], out], out)
+    case_error("error: a GPT-2 with value embeddings (version 9)", "a part of the 2026 recipe",
+               [arch_checkpoint("values", dict(GPT2_ARCH, value_embeddings=1), bf16=True)[0], out], out)
+    case_error("error: a GPT-2 with the smear (version 8)", "a part of the 2026 recipe",
+               [arch_checkpoint("smear", dict(GPT2_ARCH, smear=1), bf16=False)[0], out], out)
+    case_error("error: a GPT-2 with the backout (version 9)", "a part of the 2026 recipe",
+               [arch_checkpoint("backout", dict(GPT2_ARCH, backout=1), bf16=True)[0], out], out)
     case_error("error: a modern model cut short (version 6): truncated, not another architecture", "truncated (",
                [arch_checkpoint("modern_cut", MODERN_ARCH, bf16=False, cut=2)[0], out], out)
     header_cut = arch_checkpoint("modern_header_cut", MODERN_ARCH, bf16=False)[0]

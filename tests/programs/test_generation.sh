@@ -20,7 +20,8 @@ make_text "$tmp/text.txt" 300 7
 ./prepare_data --out-dir "$tmp/data" --vocab-size 300 --split-blank-lines "$tmp/text.txt" > "$tmp/prepare.out" 2>&1
 # One run per architecture: GPT-2's, the modern one (rotary keys in the cache, the untied head,
 # the soft-capped draw), its checkpoint of version 7, and the modern one with the 2026 recipe's
-# parts (the embedding norm, the QK scale, the residual lambdas), its checkpoint of version 9.
+# parts (the embedding norm, the QK scale, the residual lambdas, the value embeddings, the
+# smear, the backout), its checkpoint of version 9.
 train() {  # train <out dir> [architecture options]: the run, its output in <out dir>.out
     local out=$1; shift
     ./train_gpt --model d2 --context 64 -B 4 -T 64 --steps 8 --lr 3e-3 --seed 3 --val-data '' "$@" \
@@ -60,7 +61,8 @@ sys.exit(0 if len(sample) > len(open(sys.argv[2], "rb").read().rstrip(b"\n")) el
 check_same_text "generate_prints_train_gpt_s_greedy_sample" "$tmp/run" "$status"
 train "$tmp/modern" --arch modern
 check_same_text "generate_prints_train_gpt_s_greedy_sample_modern" "$tmp/modern" $?
-train "$tmp/parts" --arch modern --embedding-norm 1 --qk-scale 1.2 --residual-lambdas 1
+train "$tmp/parts" --arch modern --embedding-norm 1 --qk-scale 1.2 --residual-lambdas 1 --value-embeddings 1 --smear 1 \
+    --backout 1
 check_same_text "generate_prints_train_gpt_s_greedy_sample_modern_with_the_2026_parts" "$tmp/parts" $?
 
 exit $((failures > 0))

@@ -156,15 +156,20 @@ def case_optimizers(name, r):
                                normuon_beta2=0.0, **{key: off for _, key, off in VARIANTS})
     opt = Muon(model, settings)
     # Adam's groups, in any order: the embeddings at the embedding rate, an untied head at its own,
-    # the vectors (the residual lambdas among them, each kind at its multiple of the rate).
+    # the vectors (the residual lambdas among them, each kind at its multiple of the rate); the
+    # value embeddings with the embeddings, their gates and the smear's with the vectors.
     by_group = {}
     for g in opt.adam.param_groups:
         by_group.setdefault(g["group"], []).extend(id(p) for p in g["params"])
     groups = sorted((sorted(ids), group) for group, ids in by_group.items())
-    want = [([id(model.wte.weight)] + ([id(model.wpe.weight)] if model.wpe is not None else []), "embedding")]
+    valued = [b for b in model.blocks if b.value_embedding is not None]
+    want = [([id(model.wte.weight)] + ([id(model.wpe.weight)] if model.wpe is not None else []) +
+             [id(b.value_embedding.weight) for b in valued], "embedding")]
     if model.lm_head is not None:
         want.append(([id(model.lm_head.weight)], "head"))
-    vectors = [id(p) for p in model.parameters() if p.dim() < 2]
+    vectors = [id(p) for p in model.parameters() if p.dim() < 2] + [id(b.value_gate.weight) for b in valued]
+    if model.smear_gate is not None:
+        vectors.append(id(model.smear_gate.weight))
     if vectors:
         want.append((vectors, "vector"))
     want = sorted((sorted(ids), group) for ids, group in want)

@@ -38,11 +38,16 @@ make_text "$tmp/b.txt" 400 2
 # Checkpoint files as gpt/checkpoint.h and train/state.h lay them out: a model (version 5, bf16 zeros) and a
 # training state (fp32 zeros) of the shape given, each with one thing changed when asked
 # (slot=AT:VALUE,AT:VALUE...: header slots set, a float by its bits: bits X; lambdas: the residual
-# lambdas' tensors in the body).
+# lambdas' tensors in the body; values: the value embeddings' tables and gates after them; smear:
+# the smear's gate and lambda; backout: the backout's lambda, last).
 cat > "$tmp/ckpt.py" <<'EOF'
 import struct, sys
-def params(maxT, V, Vp, L, NH, C, modern, lambdas):
+def params(maxT, V, Vp, L, NH, C, modern, lambdas, values, smear, backout):
     lambdas = 2 * L if lambdas else 0  # the residual lambdas: one of each a layer, last
+    # the value embeddings on every other layer, the last among them: a (Vp, C) table and an (NH, 12) gate each
+    lambdas += (L + 1) // 2 * (Vp * C + NH * 12) if values else 0
+    lambdas += 25 if smear else 0  # the smear's gate (24) and lambda
+    lambdas += 1 if backout else 0
     if modern:  # wte, the blocks' four matrices, lm_head
         return 2 * Vp * C + L * 12 * C * C + lambdas
     return Vp * C + maxT * C + L * (12 * C * C + 13 * C) + 2 * C + lambdas
@@ -56,7 +61,8 @@ maxT, V, L, NH, C = (int(opt.get(k, d)) for k, d in (("maxT", 64), ("V", 300), (
 Vp = int(opt.get("Vp", pad(V)))
 modern = "modern" in opt
 # A header with its own Vp is refused before its size counts: a few bytes of body stand in.
-P = params(maxT, V, Vp, L, NH, C, modern, "lambdas" in opt) if "Vp" not in opt else 16
+parts = ("lambdas" in opt, "values" in opt, "smear" in opt, "backout" in opt)
+P = params(maxT, V, Vp, L, NH, C, modern, *parts) if "Vp" not in opt else 16
 if kind == "model":
     header = [20240326, 5, maxT, V, L, NH, C, Vp]
     if modern:  # version 7: the modern preset's architecture in slots 8-16 (documents, windows in
@@ -227,25 +233,43 @@ end
 
 begin "train_gpt_parts_of_the_checkpoint"
 # The parts of the 2026 recipe (version 9: slots 84 on; version 7 holds none): a modern model
-# with parts resumed with them (the residual lambdas' tensors in the model and in the state), and
-# a version 7 one without; refused naming the file and what is wrong: a part out of its range,
-# the lambdas without their tensors, a slot past the parts, a version 7 file with a part's slot,
+# with parts resumed with them (the residual lambdas', the value embeddings', the smear's and the
+# backout's tensors in the model and in the state), and a version 7 one without; refused naming the file
+# and what is wrong: a part out of its range, the lambdas or the value embeddings without their
+# tensors, the smear under the ring, a slot past the parts, a version 7 file with a part's slot,
 # the next version; the options refused before the GPU is taken.
-parts_slots="slot=1:9,84:1,85:bits 1.25,86:1"
-pair "$tmp/parts" modern=1 "$parts_slots" lambdas=1 -- modern=1 lambdas=1
+parts_slots="slot=1:9,84:1,85:bits 1.25,86:1,87:1,88:1,89:1"
+all_parts="lambdas=1 values=1 smear=1 backout=1"
+pair "$tmp/parts" modern=1 "$parts_slots" $all_parts -- modern=1 $all_parts
 resume "$tmp/parts"
 check "a version 9 model with parts resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
-resume "$tmp/parts" --embedding-norm 1 --qk-scale 1.25 --residual-lambdas 1
+resume "$tmp/parts" --embedding-norm 1 --qk-scale 1.25 --residual-lambdas 1 --value-embeddings 1 --smear 1 --backout 1
 check "resumed asking for its parts: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+resume "$tmp/parts" --context-parallel 2
+check "a model with the smear under the ring: $(last "$tmp/out")" says "$tmp/out" \
+    "--context-parallel 2: the smear looks one token back, which lies in another chunk of the sequence"
 resume "$tmp/parts" --embedding-norm 0
 check "resumed without its embedding norm: $(last "$tmp/out")" says "$tmp/out" \
-    "the architecture asked for (modern, qk scale 1.25, residual lambdas) is not that of $tmp/parts (modern, embedding norm, qk scale 1.25, residual lambdas)"
+    "the architecture asked for (modern, qk scale 1.25, residual lambdas, value embeddings, smear, backout) is not that of $tmp/parts (modern, embedding norm, qk scale 1.25, residual lambdas, value embeddings, smear, backout)"
 resume "$tmp/parts" --qk-scale 1.2
 check "resumed with another QK scale: $(last "$tmp/out")" says "$tmp/out" \
-    "the architecture asked for (modern, embedding norm, qk scale 1.2, residual lambdas) is not that of $tmp/parts"
-pair "$tmp/r" modern=1 "$parts_slots" -- modern=1 lambdas=1
+    "the architecture asked for (modern, embedding norm, qk scale 1.2, residual lambdas, value embeddings, smear, backout) is not that of $tmp/parts"
+resume "$tmp/parts" --value-embeddings 0
+check "resumed without its value embeddings: $(last "$tmp/out")" says "$tmp/out" \
+    "the architecture asked for (modern, embedding norm, qk scale 1.25, residual lambdas, smear, backout) is not that of $tmp/parts"
+resume "$tmp/parts" --smear 0
+check "resumed without its smear: $(last "$tmp/out")" says "$tmp/out" \
+    "the architecture asked for (modern, embedding norm, qk scale 1.25, residual lambdas, value embeddings, backout) is not that of $tmp/parts"
+resume "$tmp/parts" --backout 0
+check "resumed without its backout: $(last "$tmp/out")" says "$tmp/out" \
+    "the architecture asked for (modern, embedding norm, qk scale 1.25, residual lambdas, value embeddings, smear) is not that of $tmp/parts"
+pair "$tmp/r" modern=1 "$parts_slots" values=1 smear=1 backout=1 -- modern=1 $all_parts
 resume "$tmp/r"
 check "a model with residual lambdas but not their tensors: $(last "$tmp/out")" says "$tmp/out" \
+    "$tmp/r/model_00000005.bin: .* bytes, expected .*truncated"
+pair "$tmp/r" modern=1 "$parts_slots" lambdas=1 smear=1 backout=1 -- modern=1 $all_parts
+resume "$tmp/r"
+check "a model with value embeddings but not their tensors: $(last "$tmp/out")" says "$tmp/out" \
     "$tmp/r/model_00000005.bin: .* bytes, expected .*truncated"
 resume "$tmp/modern" --embedding-norm 1
 check "a version 7 model resumed with an embedding norm: $(last "$tmp/out")" says "$tmp/out" \
@@ -267,7 +291,10 @@ done <<'EOF'
 1:9,85:bits 9|corrupt header: the QK scale must be 0 (none) or a number from 0.125 to 8
 1:9,11:0,85:bits 1.25|corrupt header: a QK scale without QK-norm
 1:9,86:2|corrupt header: a switch of the architecture is neither 0 nor 1
-1:9,87:1|corrupt header: slot 87 holds 1, past the architecture every slot is 0
+1:9,87:2|corrupt header: a switch of the architecture is neither 0 nor 1
+1:9,88:-1|corrupt header: a switch of the architecture is neither 0 nor 1
+1:9,89:2|corrupt header: a switch of the architecture is neither 0 nor 1
+1:9,90:1|corrupt header: slot 90 holds 1, past the architecture every slot is 0
 1:10|unsupported checkpoint version 10
 EOF
 pair "$tmp/r" modern=1 "slot=1:9,85:bits 1" -- modern=1
@@ -279,6 +306,9 @@ while IFS='|' read -r options why; do
 done <<'EOF'
 --embedding-norm 2|--embedding-norm 2: expected an integer from 0 to 1
 --residual-lambdas 2|--residual-lambdas 2: expected an integer from 0 to 1
+--value-embeddings 2|--value-embeddings 2: expected an integer from 0 to 1
+--smear 2|--smear 2: expected an integer from 0 to 1
+--backout 2|--backout 2: expected an integer from 0 to 1
 --arch modern --qk-scale 9|--qk-scale 9: the QK scale must be 0 (none) or a number from 0.125 to 8
 --arch modern --qk-scale -1|--qk-scale -1: the QK scale must be
 --qk-scale 1.2|the architecture (gpt2, qk scale 1.2): a QK scale without QK-norm
@@ -735,7 +765,7 @@ done <<'EOF'
 -xyz|unknown option -x in '-xyz' (train_gpt --help lists the options)
 -x|unknown option -x (train_gpt --help lists the options)
 --nothing|unknown option --nothing (train_gpt --help lists the options)
---s 5|--s is ambiguous: it begins 7 options
+--s 5|--s is ambiguous: it begins 8 options
 --deterministic=1|--deterministic takes no value
 --steps|--steps needs a value
 -- extra|unexpected argument 'extra'

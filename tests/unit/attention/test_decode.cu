@@ -42,7 +42,11 @@
 //    with a window of 16 with top-k 5, against the full forward of the same architecture (flash
 //    with the windows). Then the parts of the 2026 recipe (the embedding's norm in the prompt's
 //    and the step's stem; the QK scale in the flash forward's and the decode attention's scale;
-//    the residual lambdas before each block of the prompt and of the step, x0 kept for each)
+//    the residual lambdas before each block of the prompt and of the step, x0 kept for each; the
+//    value embeddings of layer 1, their gates from ln1 in the step, the sum in the KV cache; the
+//    smear of the prompt and of each step, whose token looks back to the one before; the backout
+//    of the middle block's output, kept by the prompt for its last position and by each step; these
+//    two models with 3 layers)
 //    on the modern model, greedy, and on GPT-2's (without the QK scale, which needs QK-norm) with
 //    top-k 5.
 // 4. inference_set_seed, with the draws on the GPU and on the host: a seed set between steps
@@ -252,8 +256,8 @@ static void inference_logits(const InferenceModel* m, int b, float* out) {
 // noise (the modern model's logits, scaled up, spread wider).
 // The d2-sized GPT of the inference tests, in either architecture, and its parameters: the
 // contract's init with the weights scaled up, so that the logits spread over several nats (the
-// modern one's drawn too where its init has zeros: the projections and the head), and residual
-// lambdas of each layer's own.
+// modern one's drawn too where its init has zeros: the projections and the head), residual
+// lambdas of each layer's own, value gates, the smear and the backout away from zero.
 static const GPTConfig SMALL_GPT = {.maxT = 128, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128,
                                     .arch = ARCHITECTURE_GPT2};
 static const GPTConfig SMALL_MODERN = {.maxT = 128, .V = 300, .Vp = padded_vocab(300), .L = 2, .NH = 2, .C = 128,
@@ -271,6 +275,12 @@ static float* small_gpt_values(const GPTConfig* c) {
         // The residual lambdas of each layer away from their init (1 and 0), so that x0 counts.
         for (size_t j = 0; i == PARAM_RESID_LAMBDA && j < sizes[i]; j++) values[off + j] = 0.75f + 0.5f * j;
         for (size_t j = 0; i == PARAM_X0_LAMBDA && j < sizes[i]; j++) values[off + j] = 0.5f - 0.25f * j;
+        // The value gates' weights away from zero, so that the gates spread over (0, 3).
+        for (size_t j = 0; i == PARAM_VALUE_GATE && j < sizes[i]; j++) values[off + j] = 0.5f * sinf(1.0f + j);
+        // The smear's gate and scale away from zero, a smear that shows.
+        for (size_t j = 0; i == PARAM_SMEAR_GATE && j < sizes[i]; j++) values[off + j] = 0.3f * cosf(2.0f + j);
+        for (size_t j = 0; i == PARAM_SMEAR_LAMBDA && j < sizes[i]; j++) values[off + j] = 0.75f;
+        for (size_t j = 0; i == PARAM_BACKOUT_LAMBDA && j < sizes[i]; j++) values[off + j] = 0.75f;
         off += sizes[i];
     }
     return values;
@@ -430,6 +440,10 @@ static void test_inference(void) {
     GPTConfig modern_parts = SMALL_MODERN, gpt2_parts = SMALL_GPT;
     modern_parts.arch.embedding_norm = gpt2_parts.arch.embedding_norm = 1;
     modern_parts.arch.residual_lambdas = gpt2_parts.arch.residual_lambdas = 1;
+    modern_parts.arch.value_embeddings = gpt2_parts.arch.value_embeddings = 1;
+    modern_parts.arch.smear = gpt2_parts.arch.smear = 1;
+    modern_parts.arch.backout = gpt2_parts.arch.backout = 1;
+    modern_parts.L = gpt2_parts.L = 3;   // the backout's middle block is not the last, whose share the norm scales away
     modern_parts.arch.qk_scale = 1.25f;
     check_inference(INFERENCE_NAMES[8], &modern_parts, 3, (DrawSettings){0.0f, 0, 1.0f, 8});
     check_inference(INFERENCE_NAMES[9], &gpt2_parts, 2, (DrawSettings){1.0f, 5, 1.0f, 9});

@@ -271,19 +271,46 @@ static void test_parts(void) {
         a = modern;
         a.residual_lambdas = v;
         CHECK(architecture_invalid(&a) != NULL, "residual lambdas of %d are accepted", v);
+        a = modern;
+        a.value_embeddings = v;
+        CHECK(architecture_invalid(&a) != NULL, "value embeddings of %d are accepted", v);
+        a = modern;
+        a.smear = v;
+        CHECK(architecture_invalid(&a) != NULL, "a smear of %d is accepted", v);
+        a = modern;
+        a.backout = v;
+        CHECK(architecture_invalid(&a) != NULL, "a backout of %d is accepted", v);
     }
     a = modern;
-    a.embedding_norm = a.residual_lambdas = 1;
+    a.embedding_norm = a.residual_lambdas = a.value_embeddings = a.smear = a.backout = 1;
     a.qk_scale = 1.2f;
     a.documents = 1;
     a.document_token = 7;
     architecture_describe(&a, text, sizeof(text));
-    CHECK(!architecture_invalid(&a) && !strcmp(text, "modern, embedding norm, qk scale 1.2, residual lambdas, documents "
-                                                     "(token 7)"),
+    CHECK(!architecture_invalid(&a) && !strcmp(text, "modern, embedding norm, qk scale 1.2, residual lambdas, value "
+                                                     "embeddings, smear, backout, documents (token 7)"),
           "modern with every part and documents: '%s'", text);
     a = gpt2;
     a.residual_lambdas = 1;
     CHECK(architecture_has_parts(&a) && !architecture_is_gpt2(&a), "GPT-2 with residual lambdas is llm.c's GPT-2");
+    a = gpt2;
+    a.value_embeddings = 1;
+    CHECK(architecture_has_parts(&a) && !architecture_is_gpt2(&a), "GPT-2 with value embeddings is llm.c's GPT-2");
+    Architecture smeared = gpt2;
+    smeared.smear = 1;
+    CHECK(architecture_has_parts(&smeared) && !architecture_is_gpt2(&smeared), "GPT-2 with the smear is llm.c's GPT-2");
+    smeared = gpt2;
+    smeared.backout = 1;
+    CHECK(architecture_has_parts(&smeared) && !architecture_is_gpt2(&smeared) && architecture_backout_layer(12) == 6 &&
+              architecture_backout_layer(3) == 1,
+          "GPT-2 with the backout is llm.c's GPT-2, or the backout's block is not L / 2");
+    // The value embeddings' layers: every other one, the last among them, whatever L's parity.
+    const int layers_of_3[] = {1, 0, 1}, layers_of_4[] = {0, 1, 0, 1};
+    for (int l = 0; l < 4; l++)
+        CHECK(architecture_value_embedding_layer(&a, l, 4) == layers_of_4[l] &&
+              (l == 3 || architecture_value_embedding_layer(&a, l, 3) == layers_of_3[l]) &&
+              !architecture_value_embedding_layer(&gpt2, l, 4),
+              "layer %d's value embeddings", l);
     // The QK scale: from 1/8 to 8 with QK-norm; the attention's scale qk_scale^2 / sqrt(HS), the
     // plain one's bits without it; a scale of 1 scales nothing, dropped as a file is read.
     const float scales[] = {0.0f, 0.125f, 1.2f, 8.0f, 0.1f, 8.5f, -1.0f, INFINITY, NAN};

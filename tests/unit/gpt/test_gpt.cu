@@ -1,12 +1,13 @@
 // tests/unit/gpt/test_gpt.cu: the GPT of the gpt/ library against the float64 numpy reference, in both
 // architectures, the modern one whose attention sees a key window per row (documents, and the
 // window pattern full,9), and each with the parts of the 2026 recipe (an embedding norm, residual
-// lambdas, on the modern one a QK scale of 1.25) ($FLASHGPT_TESTDATA/gpt_reference.bin,
-// gpt_modern_reference.bin, gpt_masked_reference.bin, gpt_parts_reference.bin and
-// gpt_gpt2_parts_reference.bin from tests/reference/gen_gpt_reference.py: B=2, T=37, maxT=40, V=97,
-// Vp=128, L=2, NH=2, C=128): logits (B, T, V) and loss, every parameter gradient (the residual
-// lambdas' too) and the grad norm, then 10 AdamW steps on the same batch (the modern model and the
-// modern one with the parts also 10 Muon steps); for the naive and the flash attention, and with the
+// lambdas, value embeddings, the smear, the backout, on the modern one a QK scale of 1.25)
+// ($FLASHGPT_TESTDATA/gpt_reference.bin, gpt_modern_reference.bin, gpt_masked_reference.bin,
+// gpt_parts_reference.bin and gpt_gpt2_parts_reference.bin from tests/reference/gen_gpt_reference.py:
+// B=2, T=37, maxT=40, V=97, Vp=128, L=2 (3 with the parts), NH=2, C=128): logits (B, T, V) and
+// loss, every parameter gradient (the residual lambdas', the value embeddings' and their gates',
+// the smear's and the backout's too) and the grad norm, then 10 AdamW steps on the same batch
+// (the modern model and the modern one with the parts also 10 Muon steps); for the naive and the flash attention, and with the
 // activations recomputed in the backward (layernorm: the norms, RMSNorm's too; gelu: GPT-2's
 // alone, as ReLU^2 keeps nothing else to recompute) and the classifier in chunks of rows; the
 // gradients of that batch through a model built for a larger one.
@@ -16,7 +17,7 @@
 // window pattern, its tokenizer made here, and with the 2026 recipe's parts, a version 9 model;
 // Muon's float64 tests are tests/unit/gpt/test_muon.cu); a run from train_gpt --save-init's file
 // against the run from the seed; context parallelism simulated, both architectures, the modern
-// one with documents and windows and the modern one with the parts;
+// one with documents and windows and the modern one with the parts but the smear;
 // resumes with FP8 matmuls (--fp8 mlp,head: delayed scaling, whose amax histories the training
 // state keeps, and the gradients in bf16), the final training state compared too;
 // the memory sizes (linear in T for flash, host only); naive and flash training side by side on
@@ -770,6 +771,17 @@ static void test_parameters_by_architecture(void) {
     lambdas.arch.residual_lambdas = 1;
     CHECK(count_params(&lambdas) == 162201600 + 2 * 12, "modern d12 with residual lambdas: %zu parameters",
           count_params(&lambdas));
+    // Value embeddings on the 6 odd layers of 12: a (Vp, C) table and a (NH, 12) gate each.
+    GPTConfig values = modern;
+    values.arch.value_embeddings = 1;
+    CHECK(count_params(&values) == 162201600 + 6 * ((size_t)50304 * 768 + 12 * 12),
+          "modern d12 with value embeddings: %zu parameters", count_params(&values));
+    values.arch.smear = 1;   // its gate's 24 weights and its lambda
+    CHECK(count_params(&values) == 162201600 + 6 * ((size_t)50304 * 768 + 12 * 12) + 25,
+          "modern d12 with value embeddings and the smear: %zu parameters", count_params(&values));
+    values.arch.backout = 1;   // its lambda
+    CHECK(count_params(&values) == 162201600 + 6 * ((size_t)50304 * 768 + 12 * 12) + 26,
+          "modern d12 with value embeddings, the smear and the backout: %zu parameters", count_params(&values));
     size_t sizes[NUM_PARAM_TENSORS];
     param_sizes(&modern, sizes);
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
@@ -823,7 +835,9 @@ static void test_parameters_by_architecture(void) {
 // and each recomputation frees exactly the layers it no longer keeps; the modern architecture's
 // buffers differ from GPT-2's by exactly the ones it has not and the ones it adds, documents
 // add their bounds alone, the embedding norm its input and rstd, the residual lambdas the stream
-// each block takes and x0's fp32 gradient.
+// each block takes and x0's fp32 gradient, the value embeddings their gates, the gates' gradient
+// and the rows grouped by token, the smear its input, the backout its output and the middle
+// block's gradient.
 static void test_memory_sizes(void) {
     test_begin("gpt memory sizes");
     GPTConfig c = {.maxT = 0, .V = 50257, .Vp = padded_vocab(50257), .L = 12, .NH = 12, .C = 768,
@@ -922,6 +936,28 @@ static void test_memory_sizes(void) {
           m_lambdas.backward - m_normed.backward == N * C * sizeof(float),
           "the residual lambdas add %zu bytes of activations, %zu of backward buffers",
           m_lambdas.activations - m_normed.activations, m_lambdas.backward - m_normed.backward);
+    // The value embeddings keep their gates (L, B, T, NH) fp32, and the backward their gradient
+    // (B, T, NH) and the batch's rows grouped by token (3 B T + 1 ints).
+    parts.arch.value_embeddings = 1;
+    MemorySizes m_values = gpt_memory_sizes(&parts, 64, 1024, &naive, NULL, NULL);
+    CHECK(m_values.activations - m_lambdas.activations == L * N * NH * sizeof(float) &&
+          m_values.backward - m_lambdas.backward ==
+              N * NH * sizeof(float) + carve_round_up((3 * N + 1) * sizeof(int)),
+          "the value embeddings add %zu bytes of activations, %zu of backward buffers",
+          m_values.activations - m_lambdas.activations, m_values.backward - m_lambdas.backward);
+    // The smear keeps the stem's output before it (B, T, C).
+    parts.arch.smear = 1;
+    MemorySizes m_smear = gpt_memory_sizes(&parts, 64, 1024, &naive, NULL, NULL);
+    CHECK(m_smear.activations - m_values.activations == N * C * sizeof(bf16) && m_smear.backward == m_values.backward,
+          "the smear adds %zu bytes of activations", m_smear.activations - m_values.activations);
+    // The backout keeps the stream it leaves for the final norm, and the backward the middle
+    // block's gradient until it gets there (B, T, C) each.
+    parts.arch.backout = 1;
+    MemorySizes m_backout = gpt_memory_sizes(&parts, 64, 1024, &naive, NULL, NULL);
+    CHECK(m_backout.activations - m_smear.activations == N * C * sizeof(bf16) &&
+          m_backout.backward - m_smear.backward == N * C * sizeof(bf16),
+          "the backout adds %zu bytes of activations, %zu of backward buffers", m_backout.activations - m_smear.activations,
+          m_backout.backward - m_smear.backward);
     // The optimizers: the same state (master, m, v), and under Muon the Newton-Schulz scratch of
     // its largest batch of matrices, fcw's (L, 4C, C); ZeRO-1 over 4 ranks cuts it to 3 layers'.
     OptimizerConfig adamw = optimizer_defaults(OPTIMIZER_ADAMW), muon = optimizer_defaults(OPTIMIZER_MUON);
@@ -1149,7 +1185,12 @@ int main(void) {
     const char* resume_window_name = "gpt resume bit-exact naive --window 8 (GPT-2's architecture, version 7)";
     // The 2026 recipe's parts on the modern recipe (a version 9 model, resumed without them on the
     // command line: from the checkpoint).
-    const char* parts_arch = "--arch modern --embedding-norm 1 --qk-scale 1.25 --residual-lambdas 1";
+    // Context parallel takes them but the smear (a chunk's first token would look back into another
+    // chunk), which train_gpt refuses there.
+    const char* ring_parts_arch = "--arch modern --embedding-norm 1 --qk-scale 1.25 --residual-lambdas 1 "
+                                  "--value-embeddings 1 --backout 1";
+    const char* parts_arch = "--arch modern --embedding-norm 1 --qk-scale 1.25 --residual-lambdas 1 "
+                             "--value-embeddings 1 --backout 1 --smear 1";
     const char* resume_parts_name = "gpt resume bit-exact modern muon with the 2026 recipe's parts (version 9)";
     // FP8 (--fp8 mlp,head), every state version 6, the final states compared too: delayed scaling
     // on GPT-2's GELU MLP and tied head with every recomputation (its histories in the state);
@@ -1177,8 +1218,10 @@ int main(void) {
          "gpt modern context parallel through NCCL on 2 GPUs: the losses of the simulated ring"},
         {"gpt masked modern context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
          "gpt masked modern context parallel through NCCL on 2 GPUs: the losses of the simulated ring"},
-        {"gpt modern with parts context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
-         "gpt modern with parts context parallel through NCCL on 2 GPUs: the losses of the simulated ring"}};
+        {"gpt modern with parts but the smear context parallel simulated on one GPU, 2 and 4 ranks: the losses of the "
+         "run without it",
+         "gpt modern with parts but the smear context parallel through NCCL on 2 GPUs: the losses of the simulated "
+         "ring"}};
     int devices = 0;
     // The reference files: GPT-2's in every mode, the modern one's in those it has (with Muon),
     // the masked one's in the modern one's (AdamW alone); the 2026 recipe's parts on the modern
@@ -1263,7 +1306,7 @@ int main(void) {
     test_context_parallel(cp_names[0][0], cp_names[0][1], "gpt_cp", "");
     test_context_parallel(cp_names[1][0], cp_names[1][1], "gpt_cp_modern", "--arch modern");
     test_context_parallel(cp_names[2][0], cp_names[2][1], "gpt_cp_masked", resume_masked_arch);
-    test_context_parallel(cp_names[3][0], cp_names[3][1], "gpt_cp_parts", parts_arch);
+    test_context_parallel(cp_names[3][0], cp_names[3][1], "gpt_cp_parts", ring_parts_arch);
     test_loss_curves();
     for (int k = 0; k < 2; k++) {
         if (major * 10 + minor >= 89) test_fp8_loss_curves(k ? "modern" : "gpt2");

@@ -112,6 +112,15 @@ static void test_parts_versions(void) {
     check_read_and_saved("modern_qk_scale", MODEL_VERSION_PARTS_FP32, &c, &c.arch, MODEL_VERSION_PARTS_FP32);
     c.arch.residual_lambdas = 1;   // two tensors more, at the end
     check_read_and_saved("modern_lambdas", MODEL_VERSION_PARTS_FP32, &c, &c.arch, MODEL_VERSION_PARTS_FP32);
+    c.arch.value_embeddings = 1;   // a table and a gate of layer 1, after the lambdas
+    check_read_and_saved("modern_value_embeddings", MODEL_VERSION_PARTS_FP32, &c, &c.arch, MODEL_VERSION_PARTS_FP32);
+    c.arch = gpt2;
+    c.arch.value_embeddings = 1;
+    check_read_and_saved("gpt2_value_embeddings", MODEL_VERSION_PARTS_FP32, &c, &c.arch, MODEL_VERSION_PARTS_FP32);
+    c.arch.smear = 1;   // two tensors more, last
+    check_read_and_saved("gpt2_smear", MODEL_VERSION_PARTS_FP32, &c, &c.arch, MODEL_VERSION_PARTS_FP32);
+    c.arch.backout = 1;   // one tensor more, last
+    check_read_and_saved("gpt2_backout", MODEL_VERSION_PARTS_FP32, &c, &c.arch, MODEL_VERSION_PARTS_FP32);
     c.arch = modern;
     check_read_and_saved("modern_in_version_8", MODEL_VERSION_PARTS_FP32, &c, &modern, MODEL_VERSION_ARCH_FP32);
     c.arch.qk_scale = 1.0f;   // without effect: the modern model, saved as its version 6

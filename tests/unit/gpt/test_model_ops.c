@@ -46,6 +46,7 @@ static void stem_text(const StemOps* ops, char* out) {
         switch (ops->op[i]) {
         case STEM_EMBEDDING: append(out, "embedding"); break;
         case STEM_EMBEDDING_NORM: append(out, "embedding_norm"); break;
+        case STEM_SMEAR: append(out, "smear"); break;
         }
     }
 }
@@ -59,7 +60,9 @@ static void block_text(const BlockOps* ops, char* out) {
         switch (ops->op[i]) {
         case BLOCK_RESIDUAL_LAMBDAS: append(out, "lambdas"); break;
         case BLOCK_NORM1: append(out, "norm1(%s)", norm_name(ops->norm)); break;
+        case BLOCK_VALUE_GATE: append(out, "value_gate"); break;
         case BLOCK_QKV: append(out, "qkv"); break;
+        case BLOCK_VALUE_EMBEDDING: append(out, "value_embedding"); break;
         case BLOCK_QK_NORM_ROTARY:
             append(out, "qk(norm %d rotary %d base %g)", ops->qk_norm, ops->rotary, ops->rotary_base);
             break;
@@ -77,18 +80,22 @@ static void head_text(const HeadOps* ops, char* out) {
     for (int i = 0; i < ops->count; i++) {
         if (i) append(out, " ");
         switch (ops->op[i]) {
+        case HEAD_BACKOUT: append(out, "backout"); break;
         case HEAD_NORM: append(out, "norm(%s)", norm_name(ops->norm)); break;
         case HEAD_LOGITS: append(out, "logits(softcap %g)", ops->softcap); break;
         }
     }
 }
 
+// The layers of the model whose lists are checked: layer l < LAYERS.
+#define LAYERS 3
+
 // The stem's, layer l's block's and the head's text against the expected.
 static void check_lists(const char* what, const Architecture* a, int l, const char* stem, const char* block,
                         const char* head) {
     char got[TEXT];
     StemOps s = stem_ops(a);
-    BlockOps b = block_ops(a, l);
+    BlockOps b = block_ops(a, l, LAYERS);
     HeadOps h = head_ops(a);
     CHECK(s.count <= MODEL_MAX_OPS && b.count <= MODEL_MAX_OPS && h.count <= MODEL_MAX_OPS,
           "%s: a list longer than MODEL_MAX_OPS", what);
@@ -198,7 +205,9 @@ static void test_switches(void) {
 
 // The parts of the 2026 recipe, each on its own on either preset: the embedding's norm, the
 // stem's second operation (an RMSNorm whatever the blocks' norm); the residual lambdas, the first
-// of every block; the QK scale, which changes no list (it is attention's scale).
+// of every block; the QK scale, which changes no list (it is attention's scale); the value
+// embeddings, two operations of every other block; the smear, the stem's last; the backout, the
+// head's first.
 #define LAMBDAS_MODERN_BLOCK                                                                                   \
     "lambdas norm1(rmsnorm) qkv qk(norm 1 rotary 1 base 10000) attention(window 0) attproj norm2(rmsnorm) "     \
     "fc(relu2) fcproj"
@@ -227,6 +236,33 @@ static void test_parts(void) {
     a.qk_scale = 0.0f;
     check_lists("modern with the parts but the QK scale", &a, 2, "embedding embedding_norm", LAMBDAS_MODERN_BLOCK,
                 "norm(rmsnorm) logits(softcap 30)");
+    // The value embeddings on layers 0 and 2 of 3: the gate after the norm it reads, the values
+    // added after the QKV layer that makes them; layer 1's block without them.
+    a = (Architecture)ARCHITECTURE_MODERN;
+    a.value_embeddings = 1;
+    for (int l = 0; l < LAYERS; l++)
+        check_lists("modern with value embeddings", &a, l, "embedding",
+                    l == 1 ? MODERN_BLOCK
+                           : "norm1(rmsnorm) value_gate qkv value_embedding qk(norm 1 rotary 1 base 10000) "
+                             "attention(window 0) attproj norm2(rmsnorm) fc(relu2) fcproj",
+                    "norm(rmsnorm) logits(softcap 30)");
+    a = (Architecture)ARCHITECTURE_GPT2;
+    a.value_embeddings = 1;
+    // The smear: the stem's last operation, after the norm, whose output it smears.
+    Architecture smeared = ARCHITECTURE_MODERN;
+    smeared.smear = 1;
+    check_lists("modern with the smear", &smeared, 0, "embedding smear", MODERN_BLOCK, "norm(rmsnorm) logits(softcap 30)");
+    smeared.embedding_norm = 1;
+    check_lists("modern with the embedding norm and the smear", &smeared, 1, "embedding embedding_norm smear",
+                MODERN_BLOCK, "norm(rmsnorm) logits(softcap 30)");
+    // The backout: the head's first operation, before the norm of what it leaves.
+    smeared.backout = 1;
+    check_lists("modern with the embedding norm, the smear and the backout", &smeared, 2,
+                "embedding embedding_norm smear", MODERN_BLOCK, "backout norm(rmsnorm) logits(softcap 30)");
+    check_lists("gpt2 with value embeddings", &a, 2, "embedding",
+                "norm1(layernorm) value_gate qkv value_embedding attention(window 0) attproj norm2(layernorm) fc(gelu) "
+                "fcproj",
+                "norm(layernorm) logits(softcap 0)");
     test_end();
 }
 

@@ -6,8 +6,8 @@
 // list of kinds; a per-layer kind on a subset of the layers (slices packed, padding rows, draws); Muon
 // cutting qkvw into one (3C, C), three (C, C) or head-pair (2HS, C) matrices as --muon-qkv says,
 // the other matrices whole under every cut, ZeRO-1's shards of them whole, head pairs refused with
-// an odd head count; presence per architecture; the residual lambdas; nanochat's init (--init
-// nanochat) tensor by tensor; --help's listing.
+// an odd head count; presence per architecture; the residual lambdas; the value embeddings; the smear and the backout;
+// nanochat's init (--init nanochat) tensor by tensor; --help's listing.
 #include <math.h>
 #include <string.h>
 
@@ -294,7 +294,8 @@ static void test_presence(void) {
                      {PARAM_LN2W, !a->rms_norm}, {PARAM_LN2B, !a->rms_norm}, {PARAM_FCW, 1}, {PARAM_FCB, a->bias},
                      {PARAM_FCPROJW, 1}, {PARAM_FCPROJB, a->bias}, {PARAM_LNFW, !a->rms_norm},
                      {PARAM_LNFB, !a->rms_norm}, {PARAM_LM_HEAD, a->untied_head}, {PARAM_RESID_LAMBDA, 0},
-                     {PARAM_X0_LAMBDA, 0}};
+                     {PARAM_X0_LAMBDA, 0}, {PARAM_VALUE_EMBEDDING, 0}, {PARAM_VALUE_GATE, 0},
+                     {PARAM_SMEAR_GATE, 0}, {PARAM_SMEAR_LAMBDA, 0}, {PARAM_BACKOUT_LAMBDA, 0}};
         size_t sizes[NUM_PARAM_TENSORS];
         param_sizes(&c, sizes);
         for (size_t j = 0; j < sizeof(kinds) / sizeof(kinds[0]); j++) {
@@ -328,7 +329,7 @@ static void test_residual_lambdas(void) {
             int lambda = i == PARAM_RESID_LAMBDA || i == PARAM_X0_LAMBDA;
             if (lambda) CHECK(sizes[i] == 0 && with_sizes[i] == (size_t)c.L, "%s: %s of %zu, %zu with the lambdas",
                               name, param_names[i], sizes[i], with_sizes[i]);
-            else CHECK(sizes[i] == with_sizes[i] && tensor_offset(&c, i) == tensor_offset(&with, i),
+            else CHECK(sizes[i] == with_sizes[i] && (sizes[i] == 0 || tensor_offset(&c, i) == tensor_offset(&with, i)),
                        "%s: %s moves with the lambdas", name, param_names[i]);
         }
         CHECK(tensor_offset(&with, PARAM_RESID_LAMBDA) == P && tensor_offset(&with, PARAM_X0_LAMBDA) == P + c.L,
@@ -438,6 +439,117 @@ static void test_nanochat_init(void) {
     test_end();
 }
 
+// The value embeddings (a part of the 2026 recipe): a (Vp, C) table and a (NH, 12) gate on every
+// other layer, the last among them, after every other tensor, which keeps its place, its size and
+// its draws; the tables drawn N(0, 0.02) with zero padding rows, the gates zero; the tables
+// Adam's embeddings at half their rate, decayed, the gates Adam's vectors, not decayed.
+static void test_value_embeddings(void) {
+    test_begin("param_table_value_embeddings");
+    for (int p = 0; p < NUM_ARCHITECTURE_PRESETS; p++)
+        for (int L = 2; L <= 3; L++) {
+            GPTConfig c = {.maxT = 40, .V = 97, .Vp = 128, .L = L, .NH = 2, .C = 128,
+                           .arch = architecture_presets[p].arch};
+            GPTConfig with = c;
+            with.arch.value_embeddings = 1;
+            const char* name = architecture_presets[p].name;
+            size_t sizes[NUM_PARAM_TENSORS], with_sizes[NUM_PARAM_TENSORS], P = count_params(&c);
+            size_t layers = (size_t)(L + 1) / 2, table = (size_t)c.Vp * c.C, gate = (size_t)c.NH * VALUE_GATE_CHANNELS;
+            param_sizes(&c, sizes);
+            param_sizes(&with, with_sizes);
+            CHECK(count_params(&with) == P + layers * (table + gate), "%s L %d: %zu parameters with them, %zu without",
+                  name, L, count_params(&with), P);
+            for (int i = 0; i < NUM_PARAM_TENSORS; i++)
+                if (i != PARAM_VALUE_EMBEDDING && i != PARAM_VALUE_GATE)
+                    CHECK(sizes[i] == with_sizes[i] &&
+                              (sizes[i] == 0 || tensor_offset(&c, i) == tensor_offset(&with, i)),
+                          "%s L %d: %s moves with the value embeddings", name, L, param_names[i]);
+            CHECK(sizes[PARAM_VALUE_EMBEDDING] == 0 && with_sizes[PARAM_VALUE_EMBEDDING] == layers * table &&
+                  with_sizes[PARAM_VALUE_GATE] == layers * gate && tensor_offset(&with, PARAM_VALUE_EMBEDDING) == P,
+                  "%s L %d: the value embeddings' sizes %zu, %zu", name, L, with_sizes[PARAM_VALUE_EMBEDDING],
+                  with_sizes[PARAM_VALUE_GATE]);
+            for (int l = 0; l < L; l++) {
+                int want = l % 2 == (L - 1) % 2 ? l / 2 : -1;
+                CHECK(param_layer_slice(&param_table[PARAM_VALUE_EMBEDDING], l, &with) == want &&
+                      param_layer_slice(&param_table[PARAM_VALUE_GATE], l, &with) == want &&
+                      (want >= 0) == architecture_value_embedding_layer(&with.arch, l, L),
+                      "%s L %d: layer %d's value embedding", name, L, l);
+            }
+            float* values = (float*)malloc(P * sizeof(float));
+            float* with_values = (float*)malloc(count_params(&with) * sizeof(float));
+            init_param_values(values, &c, 5, INIT_SCHEME_DEFAULT);
+            init_param_values(with_values, &with, 5, INIT_SCHEME_DEFAULT);
+            CHECK(!memcmp(values, with_values, P * sizeof(float)), "%s L %d: they change the other draws", name, L);
+            int wrong = 0;
+            double square = 0.0;
+            for (size_t s = 0; s < layers; s++)
+                for (size_t j = 0; j < table; j++) {
+                    float v = with_values[P + s * table + j];
+                    if (j >= (size_t)c.V * c.C) wrong += v != 0.0f;
+                    else square += (double)v * v;
+                }
+            for (size_t j = 0; j < layers * gate; j++) wrong += with_values[P + layers * table + j] != 0.0f;
+            double std = sqrt(square / (layers * c.V * c.C));
+            CHECK(wrong == 0 && fabs(std - 0.02) < 0.001, "%s L %d: %d padding or gate values not zero, std %g", name,
+                  L, wrong, std);
+            free(values);
+            free(with_values);
+        }
+    const ParamKind *t = &param_table[PARAM_VALUE_EMBEDDING], *g = &param_table[PARAM_VALUE_GATE];
+    CHECK(t->group == GROUP_EMBEDDING && t->lr_scale == 0.5f && t->decay_scale == 1.0f && g->group == GROUP_VECTOR &&
+          g->lr_scale == 1.0f && g->decay_scale == 0.0f,
+          "the value embeddings' groups %d %d, lr x%g x%g, decay x%g x%g", t->group, g->group, t->lr_scale,
+          g->lr_scale, t->decay_scale, g->decay_scale);
+    test_end();
+}
+
+// The smear (a part of the 2026 recipe): its gate (1, 24) and lambda (1), tensors of the model
+// after every other one, zero, Adam's vectors at 100 times their rate, not decayed; the backout's
+// lambda (1) alike, after them.
+static void test_smear(void) {
+    test_begin("param_table_smear");
+    for (int p = 0; p < NUM_ARCHITECTURE_PRESETS; p++) {
+        GPTConfig c = {.maxT = 40, .V = 97, .Vp = 128, .L = 3, .NH = 2, .C = 128, .arch = architecture_presets[p].arch};
+        c.arch.value_embeddings = 1;
+        GPTConfig with = c;
+        with.arch.smear = 1;
+        const char* name = architecture_presets[p].name;
+        size_t P = count_params(&c), sizes[NUM_PARAM_TENSORS];
+        param_sizes(&with, sizes);
+        CHECK(count_params(&with) == P + SMEAR_GATE_CHANNELS + 1 && sizes[PARAM_SMEAR_GATE] == SMEAR_GATE_CHANNELS &&
+              sizes[PARAM_SMEAR_LAMBDA] == 1 && tensor_offset(&with, PARAM_SMEAR_GATE) == P &&
+              tensor_offset(&with, PARAM_SMEAR_LAMBDA) == P + SMEAR_GATE_CHANNELS,
+              "%s: %zu parameters with the smear, %zu without", name, count_params(&with), P);
+        float* values = (float*)malloc(P * sizeof(float));
+        float* with_values = (float*)malloc((P + SMEAR_GATE_CHANNELS + 1) * sizeof(float));
+        init_param_values(values, &c, 5, INIT_SCHEME_DEFAULT);
+        init_param_values(with_values, &with, 5, INIT_SCHEME_DEFAULT);
+        int wrong = memcmp(values, with_values, P * sizeof(float)) != 0;
+        for (size_t j = P; j < P + SMEAR_GATE_CHANNELS + 1; j++) wrong += with_values[j] != 0.0f;
+        CHECK(wrong == 0, "%s: the smear changes the other draws or does not start at zero", name);
+        free(values);
+        free(with_values);
+    }
+    // The backout's share: one more, last, zero, with the smear's rate.
+    GPTConfig c = {.maxT = 40, .V = 97, .Vp = 128, .L = 3, .NH = 2, .C = 128, .arch = ARCHITECTURE_MODERN};
+    c.arch.smear = 1;
+    GPTConfig with = c;
+    with.arch.backout = 1;
+    size_t P = count_params(&c);
+    float* values = (float*)malloc((P + 1) * sizeof(float));
+    init_param_values(values, &with, 5, INIT_SCHEME_DEFAULT);
+    const ParamKind* b = &param_table[PARAM_BACKOUT_LAMBDA];
+    CHECK(count_params(&with) == P + 1 && tensor_offset(&with, PARAM_BACKOUT_LAMBDA) == P && values[P] == 0.0f &&
+          b->group == GROUP_VECTOR && b->lr_scale == 100.0f && b->decay_scale == 0.0f && !b->layers,
+          "the backout's lambda: %zu parameters, %zu without, group %d lr x%g", count_params(&with), P, b->group,
+          b->lr_scale);
+    free(values);
+    const ParamKind *g = &param_table[PARAM_SMEAR_GATE], *l = &param_table[PARAM_SMEAR_LAMBDA];
+    CHECK(g->group == GROUP_VECTOR && l->group == GROUP_VECTOR && g->lr_scale == 100.0f && l->lr_scale == 100.0f &&
+          g->decay_scale == 0.0f && l->decay_scale == 0.0f && !g->layers && !l->layers,
+          "the smear's groups %d %d, lr x%g x%g", g->group, l->group, g->lr_scale, l->lr_scale);
+    test_end();
+}
+
 // --help's listing: a line per kind after two of heading, whole within its bytes.
 static void test_describe(void) {
     test_begin("param_table_describe");
@@ -467,6 +579,8 @@ int main(void) {
     test_presence();
     test_residual_lambdas();
     test_nanochat_init();
+    test_value_embeddings();
+    test_smear();
     test_describe();
     return test_exit_code();
 }
