@@ -190,11 +190,11 @@ size_t layout_activations(Activations* a, char* base, const GPTConfig* c, int B,
     a->dx0 = (float*)carve_if(arch->residual_lambdas, base, &off, N * C * sizeof(float), &m->backward);
     a->dbackout = (bf16*)carve_if(arch->backout, base, &off, N * C * sizeof(bf16), &m->backward);
     a->dvalue_gate = (float*)carve_if(arch->value_embeddings, base, &off, N * c->NH * sizeof(float), &m->backward);
-    a->token_groups = (int*)carve_if(arch->value_embeddings, base, &off, encoder_backward_scratch_bytes(B, T, (int)C),
+    a->token_groups = (int*)carve_if(arch->value_embeddings, base, &off, encoder_token_groups_bytes((int)N),
                                      &m->backward);
     // The classifier's matmul_backward (rows, C, Vp) is left out: with neither bias nor GELU it
     // takes no scratch, which matters, as the scratch is the memory of the dlogits it reads.
-    size_t sc = encoder_backward_scratch_bytes(B, T, (int)C);
+    size_t sc = encoder_token_groups_bytes((int)N);
     size_t cand[] = {
         layernorm_backward_scratch_bytes((int)N, (int)C),
         matmul_backward_scratch_bytes((int)N, (int)C, 3 * (int)C),

@@ -92,7 +92,7 @@ typedef struct {
                          // the backward reaches that block; backout only
     float* dvalue_gate;  // (B, T, NH) fp32 gradient of a layer's value gates; value embeddings only
     int* token_groups;   // the batch's rows of each token (layers/encoder.h's encoder_token_groups),
-                         // for the value embeddings' backward; those only
+                         // for the value embeddings' backward and wte's; value embeddings only
     void* scratch;       // the largest scratch any layer asks for, in the logits' memory
 } Activations;
 

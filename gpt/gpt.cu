@@ -323,8 +323,11 @@ static void wait_for_params(GPT* g) {
 
 // The embedding layer, forward (x (B, T, C) from the tokens) or backward (wte and wpe gradients
 // from dx (B, T, C)). Context parallel, each half of a row is a chunk of the sequence and takes
-// that chunk's positions: one call per chunk. With rotary there is no wpe: one call.
-static void embedding(GPT* g, const int* host_inputs, int B, int T, bf16* x, int backward) {
+// that chunk's positions: one call per chunk. With rotary there is no wpe: one call. The backward
+// sums wte's gradient over the rows of each token in the order of their groups: one call for the
+// batch takes the batch's, token_group_count of them in acts.token_groups, where the model has
+// them (gpt_backward's, for the value embeddings); else each call groups its own rows.
+static void embedding(GPT* g, const int* host_inputs, int B, int T, bf16* x, int backward, int token_group_count) {
     Activations* a = &g->acts;
     int C = g->config.C;
     cudaStream_t st = g->stream;
@@ -337,8 +340,14 @@ static void embedding(GPT* g, const int* host_inputs, int B, int T, bf16* x, int
         // wpe's rows from pos on (NULL without wpe).
         bf16* dwpe = g->grads.wpe ? g->grads.wpe + pos * C : NULL;
         const bf16* wpe = g->params.wpe ? g->params.wpe + pos * C : NULL;
-        if (backward) encoder_backward(g->grads.wte, dwpe, x + at * C, host_inputs + at, rows, len, C, a->scratch, st);
-        else encoder_forward(x + at * C, a->inputs + at, g->params.wte, wpe, rows, len, C, st);
+        if (!backward) {
+            encoder_forward(x + at * C, a->inputs + at, g->params.wte, wpe, rows, len, C, st);
+            continue;
+        }
+        int batch = a->token_groups && pieces == 1;   // the batch's groups, gpt_backward's
+        int* groups = batch ? a->token_groups : (int*)a->scratch;
+        int count = batch ? token_group_count : encoder_token_groups(groups, host_inputs + at, rows * len, st);
+        encoder_backward(g->grads.wte, dwpe, x + at * C, groups, count, rows, len, C, st);
     }
 }
 
@@ -378,7 +387,7 @@ void gpt_forward(GPT* g, const int* host_inputs, int B, int T) {
     for (int i = 0; i < stem.count; i++) {
         switch (stem.op[i]) {
         case STEM_EMBEDDING:
-            embedding(g, host_inputs, B, T, embedded, 0);
+            embedding(g, host_inputs, B, T, embedded, 0, 0);
             profile_mark(g->profile, PART_EMBEDDING, PHASE_FORWARD, st);
             break;
         case STEM_EMBEDDING_NORM:
@@ -540,9 +549,11 @@ static void reduce_layer_grads(GPT* g, int l) {
     reduce_grads(g, d.t, sizes, layer_param_tensors, NUM_LAYER_PARAMS);
 }
 
-// Marks of a backward: the start, lnf, the layers', the stem's operations.
+// Marks of a backward: the start, the token groups (value embeddings only), lnf, the layers', the
+// stem's operations.
 static int backward_marks(const GPT* g) {
-    return 2 + block_backward_marks(&g->config.arch, g->config.L) + stem_ops(&g->config.arch).count;
+    return 2 + (g->acts.token_groups ? 1 : 0) + block_backward_marks(&g->config.arch, g->config.L) +
+           stem_ops(&g->config.arch).count;
 }
 
 void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
@@ -558,10 +569,15 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
     BlockGradients grads = {a->dresidual, a->dnarrow, a->dwide, a->dx0, a->dvalue_gate};
     int reduce = g->dp.comm && last_micro_step;
     profile_start(g->profile, backward_marks(g), st);
+    // The value embeddings' gradients, and wte's, sum over the rows of each token in the order of
+    // these groups: grouped once, before the blocks' backward, the first to need them. Their time
+    // counts as the embedding's, as where the embedding's backward groups the rows itself.
+    if (a->token_groups) {
+        pass.token_group_count = encoder_token_groups(a->token_groups, host_inputs, N, st);
+        profile_mark(g->profile, PART_EMBEDDING, PHASE_BACKWARD, st);
+    }
     cudaCheck(cudaMemsetAsync(a->dresidual, 0, (size_t)N * C * sizeof(bf16), st));
     if (a->dx0) cudaCheck(cudaMemsetAsync(a->dx0, 0, (size_t)N * C * sizeof(float), st));
-    // The value embeddings' gradients sum over the rows of each token, in the order of these groups.
-    if (a->token_groups) pass.token_group_count = encoder_token_groups(a->token_groups, host_inputs, N, st);
     // The operations of the head, the blocks and the stem in reverse (gpt/model_ops.h).
     const HeadOps head = head_ops(&c->arch);
     for (int i = head.count - 1; i >= 0; i--) {
@@ -608,7 +624,7 @@ void gpt_backward(GPT* g, const int* host_inputs, int last_micro_step) {
             profile_mark(g->profile, PART_NORM, PHASE_BACKWARD, st);
             break;
         case STEM_EMBEDDING:
-            embedding(g, host_inputs, B, T, dembedded, 1);
+            embedding(g, host_inputs, B, T, dembedded, 1, pass.token_group_count);
             profile_mark(g->profile, PART_EMBEDDING, PHASE_BACKWARD, st);
             break;
         }

@@ -1,8 +1,9 @@
 // layers/encoder.cu: the embedding layer, out (B, T, C) = wte[tokens] (Vp, C) + wpe[t] (maxT, C),
 // or wte[tokens] alone (rotary positions: no wpe).
-// Backward without atomics: the host groups the positions (B*T) by token id (a counting sort, so
-// each group lists its positions in increasing order), and one thread per (token, 8 channels)
-// adds that token's rows of dout in this order; dwpe sums over B in order. Same bits on every run.
+// Backward without atomics: the host groups the positions (B*T) by token id (encoder_token_groups,
+// a counting sort, so each group lists its positions in increasing order; the value embeddings'
+// backward takes the same groups), and one thread per (token, 8 channels) adds that token's rows
+// of dout in this order; dwpe sums over B in order. Same bits on every run.
 // Threads move 8 channels at a time: C % 8 == 0 and the buffers 16-byte aligned.
 #include "layers/encoder.h"
 #include "device/bf16.cuh"
@@ -86,13 +87,14 @@ __global__ void encoder_backward_wpe_kernel(bf16x8* dwpe, const bf16x8* dout, in
     dwpe[idx] = o;
 }
 
-size_t encoder_backward_scratch_bytes(int B, int T, int C) {
-    return (3 * (size_t)B * T + 1) * sizeof(int);  // positions, group starts, group tokens
+size_t encoder_token_groups_bytes(int N) {
+    return (3 * (size_t)N + 1) * sizeof(int);  // positions, group starts, group tokens
 }
 
 // Two pinned staging buffers for the groups, taken in turn, each reused once the upload from it
-// is done: a call waits for the upload of the call before the last, which the GPU has long done,
-// not for the last one's, which may still be queued behind a backward's layers.
+// is done: a call waits for the upload of the call before the last, not for the last one's, which
+// may still wait in the stream behind work queued since: a backward that makes one call a
+// micro-step waits for the upload of two micro-steps back, which the GPU has long done.
 static int* staging_buffers[2];
 static size_t staging_counts[2];
 static cudaEvent_t staging_free[2];
@@ -143,18 +145,15 @@ int encoder_token_groups(int* groups_dev, const int* host_tokens, int N, cudaStr
     return groups;
 }
 
-void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* host_tokens,
-                      int B, int T, int C, void* scratch, cudaStream_t stream) {
+void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* groups, int group_count,
+                      int B, int T, int C, cudaStream_t stream) {
     check_shape("encoder_backward", C, dwte, dwpe, dout);
     int N = B * T;
     if (N == 0 || C == 0) return;
-    int* dev = (int*)scratch;
-    int groups = encoder_token_groups(dev, host_tokens, N, stream);
-
     const int block = 128;
-    dim3 grid(groups, ceil_div(C / 8, block));
-    encoder_backward_wte_kernel<<<grid, block, 0, stream>>>((bf16x8*)dwte, (const bf16x8*)dout, dev,
-                                                            dev + N, dev + N + groups + 1, C / 8);
+    dim3 grid(group_count, ceil_div(C / 8, block));
+    encoder_backward_wte_kernel<<<grid, block, 0, stream>>>((bf16x8*)dwte, (const bf16x8*)dout, groups,
+                                                            groups + N, groups + N + group_count + 1, C / 8);
     cudaCheckLaunch();
     if (!dwpe) return;
     encoder_backward_wpe_kernel<<<ceil_div((size_t)T * C / 8, block), block, 0, stream>>>(

@@ -15,16 +15,16 @@ void encoder_forward(bf16* out, const int* tokens, const bf16* wte, const bf16* 
 void encoder_forward_at(bf16* out, const int* tokens, const int* positions, const bf16* wte, const bf16* wpe,
                         int N, int C, cudaStream_t stream);
 
-// dwte (Vp, C) +=, dwpe (maxT, C) += (rows 0..T-1); dout (B, T, C); host_tokens (B, T) is the
-// same batch on the host (it orders the sums); scratch: encoder_backward_scratch_bytes(B, T, C).
-void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* host_tokens,
-                      int B, int T, int C, void* scratch, cudaStream_t stream);
-size_t encoder_backward_scratch_bytes(int B, int T, int C);
-
-// The rows of each token id among the N host_tokens, uploaded to groups_dev (3 N + 1 ints, device)
-// on stream: the rows grouped by token in increasing order (N), where each group starts (groups +
-// 1, the last N), each group's token (groups); returns the groups. The sums over a token's rows
-// (the embeddings' backward) run in this order.
+// The rows of each token id among the N host_tokens, uploaded to groups_dev (3 N + 1 ints, device:
+// encoder_token_groups_bytes(N)) on stream: the rows grouped by token in increasing order (N), where
+// each group starts (groups + 1, the last N), each group's token (groups); returns the groups. The
+// sums over a token's rows (the embeddings' backward) run in this order.
 int encoder_token_groups(int* groups_dev, const int* host_tokens, int N, cudaStream_t stream);
+size_t encoder_token_groups_bytes(int N);
+
+// dwte (Vp, C) +=, dwpe (maxT, C) += (rows 0..T-1); dout (B, T, C); groups (device, group_count of
+// them): encoder_token_groups' upload of the same B * T tokens, which orders the sums.
+void encoder_backward(bf16* dwte, bf16* dwpe, const bf16* dout, const int* groups, int group_count,
+                      int B, int T, int C, cudaStream_t stream);
 
 #endif

@@ -1,11 +1,12 @@
 // tests/unit/gpt/test_profile.cu: the step profile (gpt/profile.h). On the CPU, the floors' arithmetic
 // for a d2 shape (L 2, C 128, NH 2, Vp 128; B 2, T 64: N = 128 rows), counted here by hand, of
 // GPT-2 with AdamW, of the modern architecture (with a window) and of Muon's update.
-// On a GPU, a d2 training step with the profile on, GPT-2 + AdamW and modern + Muon: every part
-// that works has a positive time, every other none, the parts add up to no more than the step's
-// wall time, the events made beforehand suffice, and the step computes the same bits as without
-// the profile. Also on the CPU, the MFU the trainer prints (gpt/mfu.h) for one GPU and for several,
-// with FP8 matmuls counted against twice the peak.
+// On a GPU, a d2 training step with the profile on, GPT-2 + AdamW, modern + Muon, and modern +
+// Muon with the 2026 recipe's parts (the value embeddings' token groups a mark of their own): every
+// part that works has a positive time, every other none, the parts add up to no more than the
+// step's wall time, the events made beforehand suffice, and the step computes the same bits as
+// without the profile. Also on the CPU, the MFU the trainer prints (gpt/mfu.h) for one GPU and for
+// several, with FP8 matmuls counted against twice the peak.
 #include <math.h>
 #include <string.h>
 #include "common/clock.h"
@@ -283,13 +284,20 @@ int main(void) {
     test_mfu();
     const char* gpt2 = "profile of a d2 step, GPT-2 + AdamW: every part timed, the sum within the step, the same bits";
     const char* modern = "profile of a d2 step, modern + Muon: every part timed, the sum within the step, the same bits";
+    const char* parts = "profile of a d2 step, modern + Muon with the 2026 recipe's parts: every part timed, the sum "
+                        "within the step, the same bits";
+    GPTConfig d2_parts = D2_MODERN;
+    d2_parts.arch.embedding_norm = d2_parts.arch.residual_lambdas = d2_parts.arch.value_embeddings = 1;
+    d2_parts.arch.smear = d2_parts.arch.backout = 1;
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         test_skip(gpt2, "no CUDA device");
         test_skip(modern, "no CUDA device");
+        test_skip(parts, "no CUDA device");
     } else {
         test_profiled_step(gpt2, &D2, OPTIMIZER_ADAMW);
         test_profiled_step(modern, &D2_MODERN, OPTIMIZER_MUON);
+        test_profiled_step(parts, &d2_parts, OPTIMIZER_MUON);
     }
     return test_exit_code();
 }

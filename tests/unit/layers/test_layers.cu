@@ -54,8 +54,9 @@ static void test_encoder(void) {
     float* dwpe = random_values((size_t)maxT * C, 1.0f, 0.0f);
     bf16* d_dwte = to_device_bf16(dwte, (size_t)Vp * C);
     bf16* d_dwpe = to_device_bf16(dwpe, (size_t)maxT * C);
-    encoder_backward(d_dwte, d_dwpe, to_device_bf16(dout, (size_t)N * C), tokens, B, T, C,
-                     device_alloc(encoder_backward_scratch_bytes(B, T, C)), 0);
+    int* d_groups = (int*)device_alloc(encoder_token_groups_bytes(N));
+    int groups = encoder_token_groups(d_groups, tokens, N, 0);
+    encoder_backward(d_dwte, d_dwpe, to_device_bf16(dout, (size_t)N * C), d_groups, groups, B, T, C, 0);
     double* ref_dwte = ref_copy(dwte, (size_t)Vp * C);
     double* ref_dwpe = ref_copy(dwpe, (size_t)maxT * C);
     for (int i = 0; i < N; i++)
@@ -390,8 +391,9 @@ static unsigned char* backward_run(size_t* bytes) {
                     device_alloc(matmul_backward_scratch_bytes(N, C, OC)), &legacy);
     layernorm_backward(g[2], g[3], g[4], dout_c, inp, weight_ln, mean, rstd, N, C,
                        device_alloc(layernorm_backward_scratch_bytes(N, C)), 0);
-    encoder_backward(g[0], g[1], dout_c, tokens, B, T, C,
-                     device_alloc(encoder_backward_scratch_bytes(B, T, C)), 0);
+    int* d_groups = (int*)device_alloc(encoder_token_groups_bytes(N));
+    int groups = encoder_token_groups(d_groups, tokens, N, 0);
+    encoder_backward(g[0], g[1], dout_c, d_groups, groups, B, T, C, 0);
     float* norm = (float*)device_alloc(sizeof(float));
     global_norm_squared(norm, grads, total, device_alloc(global_norm_scratch_bytes(total)), 0);
     *bytes = total * sizeof(bf16) + sizeof(float);
