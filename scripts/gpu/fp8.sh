@@ -87,7 +87,10 @@ SANITIZER_LIMIT_S=${SANITIZER_LIMIT_S:-300}
 positive() { [[ $2 =~ ^[1-9][0-9]{0,5}$ ]] || gpu_refuse "$1 $2: expected a positive number"; }
 positive STEPS "$STEPS"
 positive SANITIZER_LIMIT_S "$SANITIZER_LIMIT_S"
-for B in $FILL_BATCHES; do positive FILL_BATCHES "$B"; done
+for B in $FILL_BATCHES; do
+    positive FILL_BATCHES "$B"
+    [ "$B" -le 256 ] || gpu_refuse "FILL_BATCHES $B: at most 256 (the random tokens hold 256 sequences of T 1024)"
+done
 [ -n "$(printf %s $FILL_BATCHES)" ] || gpu_refuse "FILL_BATCHES is empty: no batch to try"
 if [ -n "${OUT:-}" ]; then
     LOGS=$OUT/fp8 TABLES=$OUT/fp8-tables.md
@@ -234,7 +237,7 @@ nowait_table() {
         }' "$1"
 }
 
-# The random tokens of the speed and nowait parts: enough for B 128 at T 1024.
+# The random tokens of the speed and nowait parts: enough for B 256 at T 1024.
 random_shards() {
     [ -f "$SHARDS/random_000000.bin" ] && return 0
     "$PYTHON" scripts/random_tokens.py "$SHARDS/random_000000.bin" $((2 * 65536 * 2 + 1)) || step_failed "random tokens"
@@ -256,7 +259,7 @@ memcheck() {
 
 part_test() {
     local t name gen
-    echo "== test: build ($(elapsed))"
+    echo "== test: build; estimate a few minutes (test_gpt whole, the two sanitizers beside it; never timed) ($(elapsed))"
     if ! make -j"$(nproc)" build/tests/unit/layers/test_fp8 build/tests/unit/train/test_batches \
         build/tests/unit/gpt/test_gpt build/texts/tinyshakespeare.txt > "$LOGS/build-tests.log" 2>&1; then
         tail -20 "$LOGS/build-tests.log"; step_failed "test: build"; return
@@ -321,7 +324,7 @@ speed_run() {
             "$(run_figures "$log" | tr ' ' '\t')" >> "$LOGS/speed.rows"
         return 0
     fi
-    grep -qE "does not fit in GPU memory|out of memory" "$log" && return 2
+    grep -qE "does not fit in GPU memory|CUDA: out of memory" "$log" && return 2
     tail -2 "$log"
     step_failed "speed: $model B $B $name"
     return 1

@@ -75,9 +75,9 @@
   part (and the parts that need it), leaving out a part the set does not hold.
   gpu/fp8.sh (a dataset and a baseline tree its operands): an empty PARTS, a part of another name,
   the learning part without a dataset, the nowait part without a baseline or with one that is no
-  tree, a MODELS of another model or empty, a FILL_BATCHES or STEPS that is no positive number,
-  or an $OUT/fp8 that holds files is one error line and runs nothing (those files left as they
-  were). Against a train_gpt stub that prints the lines train_gpt prints, writes its --log and
+  tree, a MODELS of another model or empty, a FILL_BATCHES or STEPS that is no positive number, a
+  batch past 256 (more than the random tokens hold), or an $OUT/fp8 that holds files is one error
+  line and runs nothing (those files left as they were). Against a train_gpt stub that prints the lines train_gpt prints, writes its --log and
   refuses a batch too large for memory: the speed part runs d12 at B 16 and 64 in bf16 and the
   five FP8 settings, and d48 at the largest batch the memory check takes for --fp8 mlp,head
   (with --recompute when none fits without), its table the ratios to bf16, the bars and the MFU
@@ -1020,6 +1020,7 @@ def case_gpu_fp8_refusals():
                                          ({"PARTS": "speed", "MODELS": "d12 d13"}, [], "no model called d13"),
                                          ({"PARTS": "speed", "MODELS": " "}, [], "MODELS is empty"),
                                          ({"PARTS": "speed", "FILL_BATCHES": "64 x"}, [], "FILL_BATCHES x"),
+                                         ({"PARTS": "speed", "FILL_BATCHES": "512 64"}, [], "FILL_BATCHES 512"),
                                          ({"PARTS": "speed", "STEPS": "0"}, [], "STEPS 0"),
                                          ({"PARTS": "speed", "OUT": out}, [], "holds files already")):
         what = " ".join(f"{k}='{v}'" for k, v in env_vars.items() if k != "OUT") or "every part"
