@@ -73,6 +73,19 @@
   error line and runs nothing; MODE=alone trains the base, then the base with each part picked
   (and the part it needs) at seed 1; MODE=out the base, NEW_PRESET, then NEW_PRESET without each
   part (and the parts that need it), leaving out a part the set does not hold.
+  gpu/fp8.sh (a dataset and a baseline tree its operands): an empty PARTS, a part of another name,
+  the learning part without a dataset, the nowait part without a baseline or with one that is no
+  tree, a MODELS of another model or empty, a FILL_BATCHES or STEPS that is no positive number, a
+  batch past 256 (more than the random tokens hold), or an $OUT/fp8 that holds files is one error
+  line and runs nothing (those files left as they were). Against a train_gpt stub that prints the lines train_gpt prints, writes its --log and
+  refuses a batch too large for memory: the speed part runs d12 at B 16 and 64 in bf16 and the
+  five FP8 settings, and d48 at the largest batch the memory check takes for --fp8 mlp,head
+  (with --recompute when none fits without), its table the ratios to bf16, the bars and the MFU
+  from the MFU line's GFLOP per token; the logs end packed in one file beside the tables. The
+  learning part runs both recipes in bf16 and both FP8 scalings at seed 1, its table FP8 minus
+  bf16 against 0.02 nats; the nowait part builds the baseline and runs N1 and N2 steps of both
+  recipes at B 16 and 64 on this tree, the baseline and this tree again. The test part prints
+  test_gpt's FP8 and late-report lines alone, fails memcheck's errors and reports its time-out.
 Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/lib/test.h.
 """
 import os
@@ -634,18 +647,20 @@ def case_architecture_options():
 
 # The GPU scripts' commands: on PATH, and at the paths they run from the repository root.
 PATH_STUBS = ["make", "nvidia-smi", "python3", "torchrun", "compute-sanitizer"]
-LOCAL_STUBS = ["train_gpt", "prepare_data", "generate", "build/bench/bench_attention",
+LOCAL_STUBS = ["train_gpt", "prepare_data", "generate", "build/bench/bench_attention", "build/bench/bench_matmul",
                "build/tests/unit/attention/test_attention", "build/tests/unit/attention/test_decode",
-               "build/tests/unit/layers/test_matmul_rows", "tests/programs/test_generation.sh",
-               "tests/programs/test_evaluate.sh"]
-# Each script: the number of operands it takes, and those of a run (gpu/parity.sh's dataset,
+               "build/tests/unit/layers/test_matmul_rows", "build/tests/unit/layers/test_fp8",
+               "build/tests/unit/train/test_batches", "build/tests/unit/gpt/test_gpt",
+               "tests/programs/test_generation.sh", "tests/programs/test_evaluate.sh", "baseline/train_gpt"]
+# Each script: the number of operands it takes, and those of a run (a dataset and a baseline tree,
 # which gpu_run makes).
 GPU_SCRIPTS = {"gpu/check.sh": (1, []), "gpu/scaling.sh": (0, []), "gpu/speed_race.sh": (0, []),
                "gpu/attention.sh": (1, []), "gpu/decode.sh": (1, []), "gpu/parity.sh": (1, ["data"]),
                "gpu/modern.sh": (1, ["data"]), "gpu/muon.sh": (1, ["data"]), "gpu/masks.sh": (1, ["data"]),
-               "gpu/recipe.sh": (1, ["data"])}
+               "gpu/recipe.sh": (1, ["data"]), "gpu/fp8.sh": (2, ["data", "baseline"])}
 PARITY_VARIABLES = ("MODELS", "SIDES", "SEEDS", "FLASHGPT", "FLASHGPT_BASE", "RACE", "ARCH", "OPTIMIZER",
-                    "WEIGHT_DECAY", "MUON_LR", "MODERN_LR", "PARTS", "MODE", "PARTS_FILTER", "NEW_PRESET")
+                    "WEIGHT_DECAY", "MUON_LR", "MODERN_LR", "PARTS", "MODE", "PARTS_FILTER", "NEW_PRESET",
+                    "FILL_BATCHES", "SANITIZER_LIMIT_S")
 
 
 def gpu_folder(name):
@@ -653,19 +668,23 @@ def gpu_folder(name):
     return os.path.join(TMP, "args_" + name.replace("/", "_"))
 
 
-def gpu_run(name, args, stub_status, env_vars=None, where="."):
+def gpu_run(name, args, stub_status, env_vars=None, where=".", stub_bodies=None):
     """Runs scripts/NAME ARGS (with env_vars) in the folder where, under a fresh folder that
-    stands for the repository (its scripts/gpu/ the script and common.sh, a dataset in data/)
-    and where every command the script calls is a stub that exits with stub_status(command)
-    and writes its command line to ran.log. Returns (CompletedProcess, the commands that ran)."""
+    stands for the repository (its scripts/gpu/ the script and common.sh, a dataset in data/, a
+    flashgpt tree in baseline/: its Makefile and a train_gpt) and where every command the script
+    calls is a stub that writes its command line to ran.log and exits with stub_status(command),
+    or runs stub_bodies[its path] (shell) when given. Returns (CompletedProcess, the commands that
+    ran)."""
     d = folder(name.replace("/", "_"))
     bin_dir, ran = os.path.join(d, "bin"), os.path.join(d, "ran.log")
     for stub in [os.path.join("bin", s) for s in PATH_STUBS] + LOCAL_STUBS:
         path = os.path.join(d, stub)
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        body = (stub_bodies or {}).get(stub, f"exit {stub_status(os.path.basename(stub))}")
         with open(path, "w") as f:
-            f.write(f'#!/bin/sh\necho {os.path.basename(stub)} "$@" >> "{ran}"\nexit {stub_status(os.path.basename(stub))}\n')
+            f.write(f'#!/bin/sh\necho {os.path.basename(stub)} "$@" >> "{ran}"\n{body}\n')
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+    open(os.path.join(d, "baseline", "Makefile"), "w").close()
     os.makedirs(os.path.join(d, "scripts", "gpu"))
     for copied in (name, "gpu/common.sh"):
         shutil.copy(script(copied), os.path.join(d, "scripts", copied))
@@ -937,6 +956,202 @@ def case_gpu_decode_modern():
     case.check(len(generated) == 18 and len(modern) == 9, f"{len(generated)} generate runs, {len(modern)} modern")
     case.end()
 
+# A train_gpt of the FP8 script's runs: its path and command line in calls.log in the folder it
+# runs from, the repository's (ran.log names both trees' train_gpt alike); what train_gpt prints of them (the MFU and done lines), its --log CSV, and
+# the memory check's refusal of a batch above 64 at d24 and 12 at d48 (4 times those with
+# --recompute); the FP8 settings' figures as the tables expect them: --fp8 mlp,head 1.3x bf16's
+# tokens/s, its delayed scaling 1.2x; final validation losses 3.5 in bf16, 3.51 and 3.55 with FP8.
+# With --steps N it sleeps N ms, so that the nowait part's wall times grow with the steps.
+FP8_TRAIN_GPT = r"""
+echo "$0" "$@" >> calls.log
+model=d12 B=4 log= fp8= scaling=current grad=e5m2 recompute=0 steps=0
+while [ $# -gt 0 ]; do
+    case $1 in
+        --model) model=$2; shift ;;
+        -B) B=$2; shift ;;
+        --log) log=$2; shift ;;
+        --fp8) fp8=$2; shift ;;
+        --fp8-scaling) scaling=$2; shift ;;
+        --fp8-grad) grad=$2; shift ;;
+        --steps) steps=$2; shift ;;
+        --recompute) recompute=1; shift ;;
+    esac
+    shift
+done
+case $model in d24) most=64 ;; d48) most=12 ;; *) most=1024 ;; esac
+[ "$recompute" = 1 ] && most=$((most * 4))
+if [ "$B" -gt "$most" ]; then
+    echo "error: -B $B -T 1024 does not fit in GPU memory: it needs 90.00 GiB (+0.50 GiB reserve), 79.00 GiB are free; try a smaller -B or --recompute gelu,layernorm" >&2
+    exit 1
+fi
+rate=500.0 gflop=0.857 final=3.5 ms=10.0
+case $fp8,$scaling,$grad in
+    mlp,head,current,e5m2) rate=650.0 gflop=0.7 final=3.51 ms=8.0 ;;
+    mlp,head,delayed,e5m2) rate=600.0 gflop=0.7 final=3.55 ms=8.5 ;;
+    mlp,head,current,bf16) rate=550.0 gflop=0.8 ;;
+    mlp,*) rate=520.0 gflop=0.76 ;;
+    head,*) rate=560.0 gflop=0.8 ;;
+esac
+if [ -n "$fp8" ]; then echo "MFU: $gflop GFLOP per token (those in FP8 counted at half: at twice the peak), peak 989 TFLOP/s"
+else echo "MFU: $gflop GFLOP per token, peak 989 TFLOP/s"; fi
+echo "step     2/2 | loss 9.000000 | lr 6.000e-04 | norm 1.4000 |    10.0 ms |   500.0K tok/s | MFU  43.3% | mem 20.50 GiB"
+echo "done: ${rate}K tokens/s on average after the first step, peak memory in use 20.50 GiB"
+[ -z "$log" ] || printf 'step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n1,10.8,,6e-05,1.5,900.0,18000.0,0.01,20.5\n2,9.0,5.0,6e-05,1.4,%s,1600000.0,0.5,20.5\n3,8.0,%s,6e-05,1.3,%s,1600000.0,0.5,20.5\n' "$ms" "$final" "$ms" > "$log"
+[ "$steps" -gt 0 ] && sleep "$(awk -v n="$steps" 'BEGIN { print n / 1000 }')"
+exit 0
+"""
+
+
+def fp8_calls():
+    """The command lines of the FP8 script's train_gpt stubs in its last gpu_run."""
+    path = os.path.join(gpu_folder("gpu/fp8.sh"), "calls.log")
+    return open(path).read().splitlines() if os.path.exists(path) else []
+
+
+def case_gpu_fp8_refusals():
+    out = folder("fp8_out")
+    os.makedirs(os.path.join(out, "fp8"))
+    open(os.path.join(out, "fp8", "old.log"), "w").close()
+    for env_vars, args, must_mention in (({"PARTS": " "}, ["data", "baseline"], "PARTS is empty"),
+                                         ({"PARTS": "speed tuning"}, [], "no part called tuning"),
+                                         ({"PARTS": "learning"}, ["", "baseline"], "needs the dataset folder"),
+                                         ({}, ["data"], "needs BASELINE_DIR"),
+                                         ({"PARTS": "nowait"}, ["", "no-such-tree"], "no-such-tree"),
+                                         ({"PARTS": "speed", "MODELS": "d12 d13"}, [], "no model called d13"),
+                                         ({"PARTS": "speed", "MODELS": " "}, [], "MODELS is empty"),
+                                         ({"PARTS": "speed", "FILL_BATCHES": "64 x"}, [], "FILL_BATCHES x"),
+                                         ({"PARTS": "speed", "FILL_BATCHES": "512 64"}, [], "FILL_BATCHES 512"),
+                                         ({"PARTS": "speed", "STEPS": "0"}, [], "STEPS 0"),
+                                         ({"PARTS": "speed", "OUT": out}, [], "holds files already")):
+        what = " ".join(f"{k}='{v}'" for k, v in env_vars.items() if k != "OUT") or "every part"
+        case = Case(f"gpu/fp8.sh with {what}{', OUT/fp8 not empty' if 'OUT' in env_vars else ''} and "
+                    f"{args or 'no folders'}: refused in one line, nothing run")
+        result, ran = gpu_run("gpu/fp8.sh", args, lambda stub: 0, dict({"OUT": "logs"}, **env_vars))
+        one_error_line(case, result, must_mention)
+        case.check(not ran, f"ran {ran}")
+        case.end()
+    case = Case("gpu/fp8.sh with OUT/fp8 not empty: its files left as they were")
+    case.check(os.listdir(os.path.join(out, "fp8")) == ["old.log"], f"{os.listdir(os.path.join(out, 'fp8'))}")
+    case.end()
+
+
+def case_gpu_fp8_speed():
+    case = Case("gpu/fp8.sh PARTS=speed: d12 at B 16 and 64, d48 at the largest batch the memory check takes for "
+                "--fp8 mlp,head, every run; the table's ratios, bars and MFU; the logs packed into one file")
+    result, _ = gpu_run("gpu/fp8.sh", [], lambda stub: 0, {"PARTS": "speed", "MODELS": "d12 d48", "OUT": "logs"},
+                        stub_bodies={"train_gpt": FP8_TRAIN_GPT})
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stdout[-300:]!r} {result.stderr!r}")
+    calls = fp8_calls()
+    d12 = [line for line in calls if "--model d12 " in line]
+    for B in (16, 64):
+        runs = [line for line in d12 if f" -B {B} " in line]
+        case.check(len(runs) == 6 and sum("--fp8" not in line for line in runs) == 1, f"d12 B {B}: {runs}")
+    d48 = [line for line in calls if "--model d48 " in line]
+    batches = [line.split(" -B ")[1].split()[0] for line in d48]
+    case.check(batches == ["128", "96", "64", "48", "32", "24", "16"] + ["12"] * 6, f"d48's batches {batches}")
+    case.check(all("--fp8 mlp,head --train-data" in line for line in d48[:8]), f"the probe {d48[:8]}")
+    for options in ("--fp8 mlp,head --fp8-scaling delayed", "--fp8 mlp ", "--fp8 head ", "--fp8-grad bf16"):
+        case.check(sum(options in line for line in d48[8:]) == 1, f"d48: {options!r} in {d48[8:]}")
+    for row in ("| d12 | 16 | bf16 | 500.0K | 1.000 | - | 43.3% | 20.50 |",
+                "| d12 | 16 | --fp8 mlp,head | 650.0K | 1.300 | ≥ 1.05: yes | 46.0% | 20.50 |",
+                "| d12 | 64 | --fp8 mlp,head --fp8-scaling delayed | 600.0K | 1.200 | ≥ 1.05: yes | 42.5% | 20.50 |",
+                "| d48 | 12 | --fp8 mlp,head | 650.0K | 1.300 | ≥ 1.25: yes | 46.0% | 20.50 |",
+                "| d48 | 12 | --fp8 mlp,head --fp8-scaling delayed | 600.0K | 1.200 | ≥ 1.25: NO | 42.5% | 20.50 |",
+                "| d48 | 12 | --fp8 mlp | 520.0K | 1.040 | - | 40.0% | 20.50 |",
+                "| d48 | 12 | --fp8 mlp,head --fp8-grad bf16 | 550.0K | 1.100 | - | 44.5% | 20.50 |"):
+        case.check(row in result.stdout, f"no row {row!r} in {result.stdout[-1500:]!r}")
+    logs = os.path.join(gpu_folder("gpu/fp8.sh"), "logs")
+    case.check(sorted(os.listdir(logs)) == ["fp8-logs.tar.gz", "fp8-tables.md"], f"OUT holds {os.listdir(logs)}")
+    tables = open(os.path.join(logs, "fp8-tables.md")).read()
+    case.check("| d48 | 12 | --fp8 mlp,head | 650.0K |" in tables and "twice the bf16 peak" in tables,
+               f"the tables' file: {tables[:300]!r}")
+    case.end()
+    case = Case("gpu/fp8.sh PARTS=speed, no batch of FILL_BATCHES fits: the same with --recompute gelu,layernorm")
+    result, _ = gpu_run("gpu/fp8.sh", [], lambda stub: 0,
+                        {"PARTS": "speed", "MODELS": "d48", "FILL_BATCHES": "64 32", "OUT": "logs"},
+                        stub_bodies={"train_gpt": FP8_TRAIN_GPT})
+    calls = fp8_calls()
+    case.check(result.returncode == 0 and len(calls) == 9, f"exit {result.returncode}, {calls}")
+    case.check([("--recompute gelu,layernorm" in line, line.split(" -B ")[1].split()[0]) for line in calls] ==
+               [(False, "64"), (False, "32"), (True, "64")] + [(True, "32")] * 6, f"the runs {calls}")
+    case.check("| d48 | 32 (recompute) | bf16 | 500.0K | 1.000 |" in result.stdout, f"{result.stdout[-800:]!r}")
+    case.end()
+
+
+def case_gpu_fp8_learning():
+    case = Case("gpu/fp8.sh PARTS=learning MODELS=d12: both recipes in bf16, --fp8 mlp,head and its delayed "
+                "scaling, seed 1, one epoch each; the table of FP8 minus bf16 against 0.02 nats")
+    result, _ = gpu_run("gpu/fp8.sh", ["data"], lambda stub: 0, {"PARTS": "learning", "MODELS": "d12", "OUT": "logs"},
+                        stub_bodies={"train_gpt": FP8_TRAIN_GPT})
+    case.check(result.returncode == 0 and "6 runs each; estimate about " in result.stdout,
+               f"exit {result.returncode}: {result.stdout[:400]!r} {result.stderr!r}")
+    runs = fp8_calls()
+    case.check(len(runs) == 6 and all("--model d12 " in line and "-B 16 " in line and "--seed 1 " in line and
+                                      "--val-data data/val_*.bin" in line for line in runs), f"the runs {runs}")
+    gpt2 = [line for line in runs if "--optimizer adamw --lr 6e-4 --weight-decay 0.1" in line]
+    modern = [line for line in runs if "--arch modern --optimizer muon" in line]
+    case.check(len(gpt2) == 3 and len(modern) == 3, f"the recipes {runs}")
+    for line in runs:
+        steps = line.split(" --steps ")[1].split()[0]
+        case.check(steps == runs[0].split(" --steps ")[1].split()[0], f"the same steps: {line}")
+    for row in ("| d12 | gpt2-adamw | bf16 | 10.8000 | 3.5000 | - | - | 10.0 | 1.000 |",
+                "| d12 | gpt2-adamw | fp8 | 10.8000 | 3.5100 | +0.0100 | yes | 8.0 | 0.800 |",
+                "| d12 | modern-muon | fp8-delayed | 10.8000 | 3.5500 | +0.0500 | NO | 8.5 | 0.850 |"):
+        case.check(row in result.stdout, f"no row {row!r} in {result.stdout[-1500:]!r}")
+    case.end()
+
+
+def case_gpu_fp8_nowait():
+    case = Case("gpu/fp8.sh PARTS=nowait: the baseline built; d12 at B 16 and 64, both recipes, this tree, the "
+                "baseline and this tree again, N1 and N2 steps each; the table of wall ms per step")
+    result, _ = gpu_run("gpu/fp8.sh", ["", "baseline"], lambda stub: 0, {"PARTS": "nowait", "OUT": "logs"},
+                        stub_bodies={"train_gpt": FP8_TRAIN_GPT, "baseline/train_gpt": FP8_TRAIN_GPT})
+    case.check(result.returncode == 0, f"exit {result.returncode}: {result.stdout[-400:]!r} {result.stderr!r}")
+    case.check("make -C baseline" in " ".join(ran_lines("gpu/fp8.sh")), "the baseline not built")
+    calls = fp8_calls()
+    this = [line for line in calls if line.startswith("./train_gpt ")]
+    base = [line for line in calls if line.startswith("baseline/train_gpt ")]
+    case.check(len(this) == 17 and len(base) == 8, f"{len(this)} runs of this tree, {len(base)} of the baseline")
+    for B, steps in ((16, ("20", "420")), (64, ("10", "110"))):
+        for recipe, has_arch in (("gpt2", False), ("modern", True)):
+            runs = [line for line in base if f" -B {B} " in line and ("--arch modern" in line) == has_arch]
+            case.check([line.split(" --steps ")[1].split()[0] for line in runs] == list(steps),
+                       f"the baseline, {recipe} B {B}: {runs}")
+    rows = [line for line in result.stdout.splitlines() if line.startswith(("| gpt2-adamw |", "| modern-muon |"))]
+    case.check(len(rows) == 4 and all(len([c for c in row.split("|")[3:6] if c.strip() != "-"]) == 3 for row in rows),
+               f"the rows {rows}")
+    case.end()
+
+
+TEST_GPT = r"""
+printf 'PASS gpt sampler\nPASS gpt resume bit-exact fp8 mlp,head delayed\nFAIL gpt reports a step late: step 3\n'
+printf '    loss bf16 5.0 -> 2.0, fp8 5.0 -> 2.01\n'
+exit 1
+"""
+SANITIZER = r"""
+case "$*" in *test_batches*) echo "========= ERROR SUMMARY: 2 errors"; exit 99 ;; esac
+exit 124
+"""
+
+
+def case_gpu_fp8_tests():
+    case = Case("gpu/fp8.sh PARTS='test matmuls': the tests, memcheck's errors failed and its time-out reported; "
+                "test_gpt's FP8 and late-report lines; bench_matmul's table")
+    result, _ = gpu_run("gpu/fp8.sh", [], lambda stub: 0, {"PARTS": "test matmuls", "OUT": "logs"},
+                        stub_bodies={"build/tests/unit/gpt/test_gpt": TEST_GPT, "bin/compute-sanitizer": SANITIZER,
+                                     "build/bench/bench_matmul": "echo '| 768 | 16384 | mlp up 768→3072 | bf16 |'"})
+    out = result.stdout
+    last = (out.splitlines() or [""])[-1]
+    case.check(result.returncode == 1 and last == "failed steps: test: test_gpt, test: test_batches under memcheck",
+               f"exit {result.returncode}, last line {last!r}")
+    for want in ("test_fp8 under memcheck: timed out", "PASS gpt resume bit-exact fp8 mlp,head delayed",
+                 "FAIL gpt reports a step late: step 3", "    loss bf16 5.0 -> 2.0", "test_gpt: 2 passed, 1 failed",
+                 "test_batches under memcheck: ========= ERROR SUMMARY: 2 errors", "| 768 | 16384 | mlp up 768→3072 |"):
+        case.check(want in out, f"no {want!r} in {out[-1500:]!r}")
+    case.check("gpt sampler" not in out, "test_gpt's other lines printed")
+    case.end()
+
+
 def main():
     case_random_tokens()
     case_gen_unicode_tables()
@@ -954,6 +1169,11 @@ def main():
     case_gpu_masks_runs()
     case_gpu_recipe_runs()
     case_gpu_decode_modern()
+    case_gpu_fp8_refusals()
+    case_gpu_fp8_speed()
+    case_gpu_fp8_learning()
+    case_gpu_fp8_nowait()
+    case_gpu_fp8_tests()
     return 1 if Case.failures else 0
 
 
