@@ -19,12 +19,14 @@
 #     whose options the set does not hold are left out.
 #   MODE=sets: the base, then each set of SETS below (train_gpt options past the base's, {preset}
 #     standing for NEW_PRESET's): the candidate preset and its variants (nanochat's init, its Adam
-#     rates and betas, head size 128, Muon's lr).
-#   MODE=race: tokens/s of train_gpt with the set RACE_SET [candidate] against the PyTorch
-#     reference of the same options (scripts/train_torch_reference.py --compile) on the same GPU,
-#     one after the other, at T 1024, B 16 and B 64 (RACE_BATCHES), RACE_STEPS [40] steps of the
-#     text each without validation; tokens/s over the steps past the first RACE_WARMUP [10]
-#     (which compile), from each side's log. The bar: train_gpt at least 1.2x the reference.
+#     rates and betas, head size 128, Muon's lr, full attention in every layer).
+#   MODE=race: tokens/s of train_gpt with each set of RACE_SET [candidate candidate-dense]
+#     against the PyTorch reference of the same options (scripts/train_torch_reference.py
+#     --compile) on the same GPU, one after the other, at T 1024, B 16 and B 64 (RACE_BATCHES),
+#     RACE_STEPS [40] steps of the text each without validation; tokens/s over the steps past the
+#     first RACE_WARMUP [10] (which compile), from each side's log. The bar: train_gpt at least
+#     1.2x the reference (whose windows take SDPA off its flash kernel: candidate-dense races
+#     both at full attention).
 # PARTS_FILTER: the rows to run (MODE=sets: of SETS; MODE=race takes none), names or shell
 # patterns separated by spaces [every row]; the base always runs.
 # It prints the estimated time first (the runs' steps at about 30 ms, validation, 10 s to start a
@@ -87,7 +89,8 @@ NEW_PRESET_PARTS="muon-qkv-head-pairs normuon weight-decay wsd momentum-warmup e
 residual-lambdas window-pattern value-embeddings smear backout"
 
 # The sets of MODE=sets (and RACE_SET's): name | train_gpt options past the base's, {preset}
-# standing for NEW_PRESET's options; nanochat's Adam rates and betas are those of its batch of
+# standing for NEW_PRESET's options, {preset-dense} for them without --window-pattern (all
+# attention full: the reference computes windows through a mask, off SDPA's flash kernel); nanochat's Adam rates and betas are those of its batch of
 # 0.5M tokens, which served its model at this batch better than rates scaled down to it.
 SETS="
 candidate                    | {preset}
@@ -97,6 +100,7 @@ candidate-nanochat-init-adam | {preset} --init nanochat --embedding-lr 0.3 --hea
 candidate-head-size-128      | {preset} --head-size 128
 candidate-muon-lr-0.03       | {preset} --lr 0.03
 candidate-muon-lr-0.04       | {preset} --lr 0.04
+candidate-dense              | {preset-dense}
 "
 
 gpu_arguments 1 "$@"
@@ -107,7 +111,7 @@ case $MODE in alone|out|sets|race) ;; *) gpu_refuse "MODE $MODE: expected alone,
 PYTHON=${PYTHON:-python3}
 LOGS=build/recipe/$MODE
 B=16 T=1024
-RACE_SET=${RACE_SET:-candidate}
+RACE_SET=${RACE_SET-candidate candidate-dense}
 RACE_BATCHES=${RACE_BATCHES:-16 64}
 RACE_STEPS=${RACE_STEPS:-40}
 RACE_WARMUP=${RACE_WARMUP:-10}
@@ -170,8 +174,11 @@ else
     SELECTED=("${ROWS[@]}")
 fi
 if [ "$MODE" = race ]; then
-    [ "$RACE_SET" = base ] || [ -n "${SET_OPTIONS[$RACE_SET]+set}" ] ||
-        gpu_refuse "RACE_SET: no set called $RACE_SET (base, or a row of SETS at the top of $GPU_SCRIPT)"
+    [ -n "$(printf %s $RACE_SET)" ] || gpu_refuse "RACE_SET is empty: nothing would be raced"
+    for name in $RACE_SET; do
+        [ "$name" = base ] || [ -n "${SET_OPTIONS[$name]+set}" ] ||
+            gpu_refuse "RACE_SET: no set called $name (base, or a row of SETS at the top of $GPU_SCRIPT)"
+    done
     [ -n "$(printf %s $RACE_BATCHES)" ] || gpu_refuse "RACE_BATCHES is empty: nothing would be raced"
     for batch in $RACE_BATCHES; do
         [[ $batch =~ ^[1-9][0-9]{0,3}$ ]] || gpu_refuse "RACE_BATCHES: $batch is not a batch size (1 to 9999)"
@@ -198,10 +205,16 @@ with_steps() {
 # shellcheck disable=SC2046  # the words, one space apart
 FULL=$(echo $(with_steps "$NEW_PRESET"))
 
-# set_options NAME: the options of set NAME (base: none), {preset} the full set's.
+# The full set at full attention: without its --window-pattern and the pattern.
+# shellcheck disable=SC2001  # sed's pattern takes the option's value too
+DENSE=$(echo "$FULL" | sed 's/ *--window-pattern [^ ]*//')
+
+# set_options NAME: the options of set NAME (base: none), {preset} the full set's, {preset-dense}
+# DENSE.
 set_options() {
     [ "$1" = base ] && return
     local s=${SET_OPTIONS[$1]}
+    s=${s//\{preset-dense\}/$DENSE}
     # shellcheck disable=SC2046  # the words, one space apart
     echo $(with_steps "${s//\{preset\}/$FULL}")
 }
@@ -244,22 +257,25 @@ sets)
     done ;;
 race)
     RUN_NAMES=() RUN_OPTIONS=()
-    echo "the set raced, $RACE_SET: $(set_options "$RACE_SET")"
-    case " $(set_options "$RACE_SET") " in *" --window-pattern "*)
-        echo "note: the reference computes the windows through a mask (SDPA off its flash kernel): NEW_PRESET" \
-             "without --window-pattern races both sides at full attention" ;;
-    esac ;;
+    for name in $RACE_SET; do
+        echo "raced, $name: $(set_options "$name")"
+        case " $(set_options "$name") " in *" --window-pattern "*)
+            echo "note: the reference computes $name's windows through a mask (SDPA off its flash kernel)" ;;
+        esac
+    done ;;
 esac
 
 # The estimate: each step about 30 ms (B 16; B 64 four times that), each validation batch 10 ms,
 # 10 s to start a run of train_gpt and 60 s to start and compile one of torch.compile.
 if [ "$MODE" = race ]; then
     runs=0 estimate=0
-    for batch in $RACE_BATCHES; do
-        runs=$(( runs + 2 ))
-        estimate=$(( estimate + (2 * RACE_STEPS * 30 * batch / B + 70000) / 1000 ))
+    for name in $RACE_SET; do
+        for batch in $RACE_BATCHES; do
+            runs=$(( runs + 2 ))
+            estimate=$(( estimate + (2 * RACE_STEPS * 30 * batch / B + 70000) / 1000 ))
+        done
     done
-    echo "estimate: $runs runs (train_gpt and the reference at B ${RACE_BATCHES// /, }) x $RACE_STEPS steps, about $estimate s past the build on an H100"
+    echo "estimate: $runs runs (train_gpt and the reference of $(echo $RACE_SET) at B $(echo $RACE_BATCHES)) x $RACE_STEPS steps, about $estimate s past the build on an H100"
 else
     runs=${#RUN_NAMES[@]}
     estimate=$(( runs * (STEPS * 30 + (STEPS / 25 + 1) * 20 * 10 + 10000) / 1000 ))
@@ -291,34 +307,38 @@ rate() {
         END { if (n && ms > 0) printf "%.1f", n * tokens / ms; else printf "?" }' "$1" 2> /dev/null || echo "?"
 }
 
-# The race: each batch, train_gpt then the reference, the same options and text, no validation.
+# The race: each set of RACE_SET at each batch, train_gpt then the reference, the same options and
+# text, no validation.
 race() {
-    local options batch table
-    options=$(set_options "$RACE_SET")
-    table="| T | B | train_gpt K tokens/s | torch.compile reference K tokens/s | train_gpt / reference | bar 1.2x |
-|---|---|---|---|---|---|"
-    for batch in $RACE_BATCHES; do
-        local flash=$LOGS/race-train_gpt-B$batch torch=$LOGS/race-torch-B$batch
-        echo "== race: train_gpt $RACE_SET, B $batch ($(elapsed))"
-        rm -f "$flash.csv" "$torch.csv"
-        # shellcheck disable=SC2086  # the set's options are words
-        ./train_gpt "${COMMON[@]}" -B "$batch" --steps "$RACE_STEPS" --val-every 0 $options --log "$flash.csv" \
-            > "$flash.out" 2>&1 || { tail -2 "$flash.out"; step_failed "race: train_gpt B $batch"; }
-        echo "== race: the PyTorch reference of $RACE_SET under torch.compile, B $batch ($(elapsed))"
-        # shellcheck disable=SC2086
-        "$PYTHON" scripts/train_torch_reference.py "${COMMON[@]}" -B "$batch" --steps "$RACE_STEPS" --val-every 0 \
-            $options --compile --log "$torch.csv" > "$torch.out" 2>&1 ||
-            { tail -2 "$torch.out"; step_failed "race: reference B $batch"; }
-        grep -m1 "reference:" "$torch.out"
-        keep_logs
-        table="$table
-$(awk -v T="$T" -v b="$batch" -v f="$(rate "$flash.csv" "$batch")" -v r="$(rate "$torch.csv" "$batch")" 'BEGIN {
-            ratio = (f + 0 > 0 && r + 0 > 0) ? f / r : 0
-            printf "| %s | %s | %s | %s | %s | %s |", T, b, f == "?" ? f : f "K", r == "?" ? r : r "K",
-                   ratio ? sprintf("%.3f", ratio) : "?",
-                   ratio ? (ratio >= 1.2 ? "met" : "missed") : "?" }')"
+    local name options batch table
+    table="| set | T | B | train_gpt K tokens/s | torch.compile reference K tokens/s | train_gpt / reference | bar 1.2x |
+|---|---|---|---|---|---|---|"
+    for name in $RACE_SET; do
+        options=$(set_options "$name")
+        for batch in $RACE_BATCHES; do
+            local flash=$LOGS/race-$name-train_gpt-B$batch torch=$LOGS/race-$name-torch-B$batch
+            echo "== race: train_gpt $name, B $batch ($(elapsed))"
+            rm -f "$flash.csv" "$torch.csv"
+            # shellcheck disable=SC2086  # the set's options are words
+            ./train_gpt "${COMMON[@]}" -B "$batch" --steps "$RACE_STEPS" --val-every 0 $options --log "$flash.csv" \
+                > "$flash.out" 2>&1 || { tail -2 "$flash.out"; step_failed "race: train_gpt $name B $batch"; }
+            echo "== race: the PyTorch reference of $name under torch.compile, B $batch ($(elapsed))"
+            # shellcheck disable=SC2086
+            "$PYTHON" scripts/train_torch_reference.py "${COMMON[@]}" -B "$batch" --steps "$RACE_STEPS" --val-every 0 \
+                $options --compile --log "$torch.csv" > "$torch.out" 2>&1 ||
+                { tail -2 "$torch.out"; step_failed "race: reference $name B $batch"; }
+            grep -m1 "reference:" "$torch.out"
+            keep_logs
+            table="$table
+$(awk -v set="$name" -v T="$T" -v b="$batch" -v f="$(rate "$flash.csv" "$batch")" -v r="$(rate "$torch.csv" "$batch")" '
+                BEGIN {
+                    ratio = (f + 0 > 0 && r + 0 > 0) ? f / r : 0
+                    printf "| %s | %s | %s | %s | %s | %s | %s |", set, T, b, f == "?" ? f : f "K", r == "?" ? r : r "K",
+                           ratio ? sprintf("%.3f", ratio) : "?", ratio ? (ratio >= 1.2 ? "met" : "missed") : "?"
+                }')"
+        done
     done
-    echo "== the race ($(elapsed)): d12, $RACE_SET, tokens/s over steps $((RACE_WARMUP + 1))-$RACE_STEPS"
+    echo "== the race ($(elapsed)): d12, tokens/s over steps $((RACE_WARMUP + 1))-$RACE_STEPS"
     printf '%s\n' "$table" | tee "$LOGS/race.md"
 }
 

@@ -81,7 +81,8 @@
   parts), then NEW_PRESET without each part (and the parts that need it), leaving out a part the
   set does not hold; MODE=sets the base, then each set picked with the full set for {preset}, and
   its table says which sets meet the bars; MODE=race runs train_gpt and the reference under
-  torch.compile at B 16 and 64 with the set's options, and the reference takes every set's.
+  torch.compile at B 16 and 64 with each set's options (by default the candidate's, then the
+  candidate's at full attention), and the reference takes every set's.
 Files go to $FLASHGPT_TMP; prints PASS / FAIL lines like tests/lib/test.h.
 """
 import os
@@ -933,7 +934,9 @@ def case_gpu_recipe_runs():
                                          ({"MODE": "sets", "PARTS_FILTER": "qk-scale"}, ["data"],
                                           "no row called qk-scale (the rows of SETS"),
                                          ({"MODE": "race", "PARTS_FILTER": "candidate"}, ["data"], "runs RACE_SET"),
-                                         ({"MODE": "race", "RACE_SET": "fastest"}, ["data"], "no set called fastest"),
+                                         ({"MODE": "race", "RACE_SET": "candidate fastest"}, ["data"],
+                                          "no set called fastest"),
+                                         ({"MODE": "race", "RACE_SET": ""}, ["data"], "RACE_SET is empty"),
                                          ({"MODE": "race", "RACE_BATCHES": "16 x"}, ["data"], "x is not a batch size"),
                                          ({"MODE": "race", "RACE_BATCHES": " "}, ["data"], "RACE_BATCHES is empty"),
                                          ({"MODE": "race", "RACE_STEPS": "10"}, ["data"], "RACE_STEPS 10"),
@@ -1024,19 +1027,24 @@ def case_gpu_recipe_runs():
         case.check(got is not None and (got[1], got[2], got[6]) == (delta, ms, bars), f"{name}: {got}")
     case.end()
     case = Case("gpu/recipe.sh MODE=race: train_gpt and the PyTorch reference under torch.compile of the candidate "
-                "at B 16 and 64, the same options, no validation; the reference takes every option")
+                "and of it at full attention, each at B 16 and 64, the same options, no validation; the reference "
+                "takes every option")
     result, _ = gpu_run("gpu/recipe.sh", ["data"], lambda stub: 0, {"MODE": "race", "OUT": "logs"})
-    case.check(result.returncode == 0 and "estimate: 4 runs" in result.stdout,
+    case.check(result.returncode == 0 and "estimate: 8 runs" in result.stdout,
                f"exit {result.returncode}: {result.stdout[:300]!r} {result.stderr.strip()!r}")
     lines = ran_lines("gpu/recipe.sh")
     runs = [line for line in lines if line.startswith("train_gpt ") and "--log" in line]
     torch = [line for line in lines if "train_torch_reference.py" in line]
-    case.check(len(runs) == 2 and len(torch) == 2, f"train_gpt {runs}, the reference {torch}")
-    for i, batch in enumerate(("16", "64")):
-        for line, side, tail in ((runs, "train_gpt", " "), (torch, "torch", " --compile ")):
-            line = line[i] if i < len(line) else ""
-            case.check(base in line and f"-B {batch} --steps 40 --val-every 0 {preset}{tail}--log "
-                       f"build/recipe/race/race-{side}-B{batch}.csv" in line, f"{side} B {batch}: {line}")
+    case.check(len(runs) == 4 and len(torch) == 4, f"train_gpt {runs}, the reference {torch}")
+    dense = preset.replace(" --window-pattern 256,256,256,full", "")
+    for i, (race_set, options, batch) in enumerate((("candidate", preset, "16"), ("candidate", preset, "64"),
+                                                    ("candidate-dense", dense, "16"),
+                                                    ("candidate-dense", dense, "64"))):
+        for lines_of_side, side, tail in ((runs, "train_gpt", " "), (torch, "torch", " --compile ")):
+            line = lines_of_side[i] if i < len(lines_of_side) else ""
+            case.check(base in line and f"-B {batch} --steps 40 --val-every 0 {options}{tail}--log "
+                       f"build/recipe/race/race-{race_set}-{side}-B{batch}.csv" in line, f"{side} B {batch}: {line}")
+    case.check("| candidate-dense | 1024 | 64 | ? | ? | ? | ? |" in result.stdout, f"the table: {result.stdout[-600:]}")
     sys.path.insert(0, SCRIPTS)
     import train_torch_reference as reference
     if torch:
