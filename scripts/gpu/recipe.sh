@@ -36,7 +36,7 @@
 # past the first step) and the difference, the step at which its curve reaches the base's final
 # validation loss (linearly between validations) and its shares of the base's steps and
 # training time (scripts/compare_curves.py --runs, validation excluded); MODE=sets adds whether
-# each set meets the new preset's bars (at least 0.6 nats below the base, the base's final loss
+# each set meets the preset's bars (at least 0.6 nats below the base, the base's final loss
 # in at most 50% of its steps and 55% of its time); then the curves. MODE=race prints the table
 # of tokens/s of both sides and their ratio. A d12 run on a text of 7.5M tokens (461 steps) takes
 # about 30 s on an H100 (28 ms a step measured, the start estimated); the rows are split with
@@ -362,7 +362,7 @@ learning() {
         step_failed "table"
     # compare_curves' rows "| run | final | S of N | t of total | steps %, time % | K tokens/s |", as
     # the ablation table: each run against the reference run's final loss and ms per step; MODE=sets
-    # adds the new preset's bars.
+    # adds the preset's bars.
     local bars_head="" bars_rule=""
     [ "$MODE" = sets ] && bars_head=" bars (≤ -0.6 nats, ≤ 50% steps, ≤ 55% time) |" bars_rule="---|"
     echo "| run | final val loss | Δ vs $REFERENCE | ms/step | Δ ms | step reaching base's final | share of base's steps, time |$bars_head"
