@@ -29,6 +29,7 @@ import argparse
 import sys
 import time
 
+from gpt_parameters import MODEL_PRESETS
 from needed import exit_without
 
 try:
@@ -37,7 +38,7 @@ except ImportError:
     torch = None  # said once the arguments are read: --help and their errors need no torch
 else:
     import torch.nn.functional as F
-    from torch_gpt2 import GPT, PRESETS
+    from torch_gpt2 import GPT
 
 MAX_CONTEXT = MAX_VOCAB = 1 << 24  # gpt/config.h's GPT_MAX_CONTEXT and GPT_MAX_VOCAB
 # The cache's length, a multiple of it: the mask's rows stay aligned as SDPA's memory-efficient
@@ -56,7 +57,7 @@ def parse_args(argv):
     """(the parser, the arguments); every check but --model's, which needs torch_gpt2."""
     ap = ArgumentParser(description=__doc__.split("\n\n")[0],
                         formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="d12", help="a preset of scripts/torch_gpt2.py [d12]")
+    ap.add_argument("--model", default="d12", help="a preset of gpt/config.h [d12]")
     ap.add_argument("--vocab", type=int, default=8192,
                     help="vocabulary, padded to a multiple of 128 as train_gpt pads it [8192]")
     ap.add_argument("-B", "--batch", type=int, default=1, help="sequences decoded together [1]")
@@ -133,11 +134,11 @@ def decode_step(model, cache, token, pos):
 def main(argv):
     ap, a = parse_args(argv)
     exit_without(torch=torch)
-    if a.model not in PRESETS:
-        ap.error(f"--model {a.model}: not a preset of scripts/torch_gpt2.py ({', '.join(PRESETS)})")
+    if a.model not in MODEL_PRESETS:
+        ap.error(f"--model {a.model}: not a preset ({', '.join(MODEL_PRESETS)})")
     if not torch.cuda.is_available():
         sys.exit("error: no CUDA device")
-    L, C, NH = PRESETS[a.model]
+    L, C, NH = MODEL_PRESETS[a.model]
     S = -(-(a.prompt + a.warmup + a.tokens) // CACHE_ALIGN) * CACHE_ALIGN
     dev = "cuda"
     torch.manual_seed(a.seed)

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # The PyTorch baseline for train_gpt's speed (a benchmark only; nothing in the build uses it):
 # train_gpt's model (scripts/torch_gpt2.py; d12 by default: L 12, C 768, NH 12) of the
-# architecture of --arch and the component options (train_gpt's, scripts/gpt_architecture.py;
-# GPT-2's by default), the model under torch.compile, bf16 autocast with fp32 weights, gradient
+# architecture of --arch, the component options and --window-pattern (train_gpt's,
+# scripts/gpt_architecture.py; GPT-2's by default), the model under torch.compile, bf16 autocast with fp32 weights, gradient
 # clipping and train_gpt's optimizer (--optimizer: fused AdamW, or Muon with Adam for the rest,
 # scripts/torch_optimizers.py, at train_gpt's defaults for the architecture), on random tokens of
 # GPT-2's vocabulary (50257, padded to 50304). The context is T (learned positions sized to it),
@@ -20,6 +20,7 @@ import time
 from types import SimpleNamespace
 
 import gpt_architecture
+from gpt_parameters import Shape
 from gpt_schedule import optimizer_rates
 from needed import exit_without
 from torch_optimizers import VARIANTS, Muon, adamw, defaults
@@ -50,7 +51,7 @@ def main():
     if a.steps <= a.warmup:
         ap.error("--steps must exceed --warmup")
     try:
-        arch, preset = gpt_architecture.from_options(a)
+        arch, preset = gpt_architecture.from_options(a, shape=Shape(a.T, 50257, a.layers, a.heads, a.channels))
     except ValueError as e:
         ap.error(str(e))
     exit_without(torch=torch)

@@ -12,7 +12,7 @@ softcap); 0: none) in slots 8-16; then attention's key window per row (attention
 documents (0/1: a row sees its own document alone), document_token (the token that starts a
 document, 0 without documents), window_count and windows (64 slots: layer l sees at most
 windows[l % window_count] keys, 0 for no bound; 0 past the pattern), train_gpt's
---document-mask, --window and --window-pattern, which no PyTorch model here computes (masked());
+--document-mask, --window and --window-pattern (masked(); the PyTorch model computes the windows);
 then the parts of the 2026 recipe, off in both presets, from slot 84 on (checkpoint versions 8
 and 9 hold them, 6 and 7 none): embedding_norm (0/1: an RMSNorm of the stem's output), qk_scale
 (q and k each times it after QK-norm, which it needs: the attention's scale qk_scale^2 / sqrt(HS);
@@ -24,7 +24,8 @@ backout (0/1: before the final norm x -= lambda x_mid, x_mid the stream leaving 
 The options are train_gpt's: --arch gpt2|modern picks a preset, then --rotary 0|1,
 --rotary-base X, --norm layer|rms, --qk-norm 0|1, --mlp gelu|relu2, --bias 0|1,
 --head tied|untied, --zero-init 0|1, --softcap X, --embedding-norm 0|1, --qk-scale X,
---residual-lambdas 0|1, --value-embeddings 0|1, --smear 0|1 and --backout 0|1 each replace one field.
+--residual-lambdas 0|1, --value-embeddings 0|1, --smear 0|1 and --backout 0|1 each replace one field,
+and --window-pattern LIST (keys, or full, separated by commas) the windows.
 The rules are gpt/config.h's, held to it by tests/mirrors/test_rules.py: each field's values (invalid),
 the fields without effect (drop_without_effect: refused in an option, dropped as a checkpoint is
 read, so that it reads as the model it computes) and the preset nearest an architecture, whose
@@ -226,6 +227,23 @@ def describe(arch):
     return text
 
 
+def window_pattern(text):
+    """(window_count, windows) of train_gpt's --window-pattern text: windows of keys, or full for
+    none, separated by commas, at least one a bound (train/options.cu's parse_window_pattern);
+    ValueError saying why it is not one."""
+    items = text.split(",")
+    if len(items) > MAX_WINDOWS:
+        raise ValueError(f"--window-pattern '{text}': more than {MAX_WINDOWS} windows")
+    windows = []
+    for item in items:
+        if item != "full" and not (item.isascii() and item.isdigit() and 1 <= int(item) <= 2**31 - 1):
+            raise ValueError(f"--window-pattern '{text}': '{item}' is neither a number of keys (1 or more) nor full")
+        windows.append(0 if item == "full" else int(item))
+    if not any(windows):
+        raise ValueError(f"--window-pattern '{text}': every window is full, which is no window (leave the option out)")
+    return len(windows), tuple(windows) + (0,) * (MAX_WINDOWS - len(windows))
+
+
 def add_options(ap):
     """The architecture options on the argparse parser ap, each None unless given."""
     ap.add_argument("--arch", choices=list(PRESETS),
@@ -237,22 +255,27 @@ def add_options(ap):
             ap.add_argument(flag, choices=list(choices), help=f"the architecture's {field}")
         else:
             ap.add_argument(flag, type=float, metavar="X", help=f"the architecture's {field}")
+    ap.add_argument("--window-pattern", metavar="LIST",
+                    help="layer l's attention sees at most the l mod N-th of these N windows of keys (full: no bound)")
 
 
-def from_options(a, init=None):
+def from_options(a, init=None, shape=None):
     """(the architecture the parsed options a ask for, the preset whose optimizer defaults the run
     takes: --arch's, else the one nearest the architecture, as train_gpt's). It starts from
     --arch's preset, or without --arch from init's (a gpt2_checkpoint.Checkpoint the run starts
-    from) or gpt2; each component given replaces its field. ValueError saying why when the result
-    is not a valid architecture or holds a field without effect (an option that changes nothing
-    is refused, as train_gpt refuses it)."""
+    from) or gpt2; each component given replaces its field, --window-pattern the windows. shape:
+    the model's (init's when given), which windows are checked against. ValueError saying why when
+    the result is not a valid architecture or holds a field without effect (an option that changes
+    nothing is refused, as train_gpt refuses it)."""
     fields = (PRESETS[a.arch] if a.arch else init.arch if init else GPT2)._asdict()
     for flag, field, choices in COMPONENTS:
         value = getattr(a, field_attribute(flag))
         if value is not None:
             fields[field] = choices[value] if choices else float(value)
+    if a.window_pattern is not None:
+        fields["window_count"], fields["windows"] = window_pattern(a.window_pattern)
     arch = Architecture(**fields)
-    why = invalid(arch) or drop_without_effect(arch, init.shape if init else None)[1]
+    why = invalid(arch) or drop_without_effect(arch, init.shape if init else shape)[1]
     if why:
         raise ValueError(f"the architecture ({describe(arch)}): {why}")
     return arch, a.arch or nearest_preset(arch)

@@ -25,6 +25,11 @@ import math
 from typing import Callable, NamedTuple, Optional
 
 
+# Each --model's (L, C, NH): gpt/config.h's presets.
+MODEL_PRESETS = {"d2": (2, 128, 2), "d6": (6, 384, 6), "d12": (12, 768, 12), "d24": (24, 1024, 16),
+                 "d36": (36, 1280, 20), "d48": (48, 1600, 25)}
+
+
 def padded_vocab(V):
     return (V + 127) // 128 * 128
 

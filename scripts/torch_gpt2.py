@@ -22,7 +22,9 @@ switchable as train_gpt's are:
   block; smear: the stem's output x_t += smear_lambda * sigmoid(smear_gate(x_t[:24])) * x_{t-1}
   for t > 0, a linear layer and a Scalar of the model; backout: before the final norm x -=
   backout_lambda * x_mid, x_mid the stream leaving block L // 2, a Scalar of the model).
-Attention is F.scaled_dot_product_attention (causal, scaled by 1/sqrt(HS)); the vocabulary is
+Attention is F.scaled_dot_product_attention (causal, scaled by 1/sqrt(HS)); a layer l of a window
+pattern sees at most the W = windows[l % window_count] keys [t - W + 1, t] (a boolean mask, which
+takes SDPA off its flash kernel: a reference, not a rival in speed); the vocabulary is
 padded to a multiple of 128, the padded logits left out of the loss. Each parameter is a slice of
 a tensor of the parameter table (scripts/gpt_parameters.py; GPT.table_parameters pairs them) and
 starts as its row says: N(0, 0.02) for the 2-D weights, 0.02 / sqrt(2L) for the two residual
@@ -47,8 +49,6 @@ import torch.nn.functional as F
 from gpt_architecture import GPT2
 from gpt_parameters import SMEAR_GATE_CHANNELS, VALUE_GATE_CHANNELS, Shape, ValueEmbeddingLayers, layout, slice_names
 
-PRESETS = {"d2": (2, 128, 2), "d6": (6, 384, 6), "d12": (12, 768, 12), "d24": (24, 1024, 16),
-           "d36": (36, 1280, 20), "d48": (48, 1600, 25)}   # (L, C, NH), gpt/config.h's
 EMULATIONS = ("residual", "residual-grad")
 RMS_NORM_EPS = 1e-6  # layers/rmsnorm.h's
 # The module of GPT below that holds each tensor of a flashgpt checkpoint, by the module of
@@ -137,10 +137,11 @@ class Rotary(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, C, NH, arch, stream, rotary, value_rows=0):
-        """value_rows: the rows (Vp) of the block's value embedding, 0 for a block without one."""
+    def __init__(self, C, NH, arch, stream, rotary, value_rows=0, window=0):
+        """value_rows: the rows (Vp) of the block's value embedding, 0 for a block without one;
+        window: the most keys a row sees, its own included (0: every earlier key)."""
         super().__init__()
-        self.NH, self.stream, self.relu2 = NH, stream, arch.relu2
+        self.NH, self.stream, self.relu2, self.window = NH, stream, arch.relu2, window
         self.ln1, self.ln2 = make_norm(C, arch), make_norm(C, arch)
         self.qkv, self.attproj = nn.Linear(C, 3 * C, bias=arch.bias), nn.Linear(C, C, bias=arch.bias)
         self.fc, self.fcproj = nn.Linear(C, 4 * C, bias=arch.bias), nn.Linear(4 * C, C, bias=arch.bias)
@@ -170,7 +171,12 @@ class Block(nn.Module):
         if self.qk_scale:
             q, k = q * self.qk_scale, k * self.qk_scale
         q, k, v = (t.to(v.dtype).transpose(1, 2) for t in (q, k, v))  # (B, NH, T, HS)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if 0 < self.window < T:
+            rows = torch.arange(T, device=x.device)
+            back = rows[:, None] - rows[None, :]  # (T, T): how far before row t each key is
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=(back >= 0) & (back < self.window))
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = self.stream(x + self.attproj(y.transpose(1, 2).reshape(B, T, C)))
         h = self.fc(self.ln2(x))
         h = F.relu(h).square() if self.relu2 else F.gelu(h, approximate="tanh")
@@ -197,7 +203,8 @@ class GPT(nn.Module):
         self.wpe = None if arch.rotary else nn.Embedding(maxT, C)
         rotary = Rotary(C // NH, maxT, arch.rotary_base) if arch.rotary else None
         values = [Vp if arch.value_embeddings and ValueEmbeddingLayers.slice(l, L) >= 0 else 0 for l in range(L)]
-        self.blocks = nn.ModuleList(Block(C, NH, arch, self.stream, rotary, values[l]) for l in range(L))
+        windows = [arch.windows[l % arch.window_count] if arch.window_count else 0 for l in range(L)]
+        self.blocks = nn.ModuleList(Block(C, NH, arch, self.stream, rotary, values[l], windows[l]) for l in range(L))
         self.lnf = make_norm(C, arch)
         self.embedding_norm = RMSNorm() if arch.embedding_norm else None
         self.lm_head = nn.Linear(C, Vp, bias=False) if arch.untied_head else None

@@ -6,7 +6,8 @@ validation curves can be laid side by side (scripts/gpu/parity.sh, scripts/compa
 
 What it shares with train_gpt, by construction:
 - the model and its init (scripts/torch_gpt2.py), of train_gpt's architecture options (--arch
-  gpt2|modern, then each component: scripts/gpt_architecture.py) and --head-size: drawn from
+  gpt2|modern, then each component and --window-pattern: scripts/gpt_architecture.py; documents
+  it does not compute) and --head-size: drawn from
   --seed by PyTorch's generator by the table's init or nanochat's (--init), or, with --init-from, train_gpt's own initial weights (`train_gpt
   --save-init FILE`, the same seed and model), so that both sides start from the same draws;
   the architecture is then the checkpoint's, and options that ask for another are refused;
@@ -56,7 +57,7 @@ from gpt2_checkpoint import Checkpoint, Shape, from_bf16_bits
 from needed import exit_without
 from output_file import Failure, atomic_output, check_output
 from shard_batches import Batches, open_stream, read_tokenizer
-from gpt_parameters import MUON_QKV, muon_qkv_unfit
+from gpt_parameters import MODEL_PRESETS, MUON_QKV, muon_qkv_unfit
 from torch_optimizers import (GROUP_BETAS, NORMUON_BETA2_DEFAULT, NS_COEFFICIENTS, SETTINGS, VARIANTS, Muon, adamw,
                               defaults, group_betas, invalid, set_adamw_rates)
 
@@ -65,7 +66,7 @@ try:
 except ImportError:
     torch = None  # said once the arguments and the log are checked, which need no torch
 else:
-    from torch_gpt2 import EMULATIONS, GPT, PRESETS
+    from torch_gpt2 import EMULATIONS, GPT
 
 
 def parse_args(argv):
@@ -73,7 +74,7 @@ def parse_args(argv):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--train-data", required=True, help="shard glob")
     ap.add_argument("--val-data", help="shard glob [the train glob with val_ for train_ in the file name]")
-    ap.add_argument("--model", default="d12", help="a preset of scripts/torch_gpt2.py [d12]")
+    ap.add_argument("--model", default="d12", help=f"a preset of gpt/config.h: {', '.join(MODEL_PRESETS)} [d12]")
     ap.add_argument("--context", type=int, default=1024)
     ap.add_argument("--head-size", type=int, choices=(64, 128),
                     help="the heads' size, the channels unchanged: C / HS heads [the preset's: 64]")
@@ -149,21 +150,22 @@ def parse_args(argv):
 
 
 def settle_architecture(ap, a, init):
-    """a.arch: the architecture of the options, from init's (a Checkpoint, or None) without --arch;
-    then every optimizer setting not given, by train_gpt's defaults for it (gpt/optimizer.h's
-    preset_optimizer_defaults, taken by resolve_optimizer in train/plan.cu), and the settings
-    checked as train_gpt checks them: a bad option is argparse's error, an architecture other than
-    init's a Failure naming its file."""
+    """a.arch: the architecture of the options, from init's (a Checkpoint, or None) without --arch,
+    its windows checked against --model's layers and --context; then every optimizer setting not
+    given, by train_gpt's defaults for it (gpt/optimizer.h's preset_optimizer_defaults, taken by
+    resolve_optimizer in train/plan.cu), and the settings checked as train_gpt checks them: a bad
+    option is argparse's error, an architecture other than init's a Failure naming its file."""
+    L, C, NH = model_shape(ap, a)
     try:
-        a.arch, preset = gpt_architecture.from_options(a, init)
+        a.arch, preset = gpt_architecture.from_options(a, init, Shape(maxT=a.context, V=0, L=L, NH=NH, C=C))
     except ValueError as e:
         ap.error(str(e))
     if init and a.arch != init.arch:
         raise Failure(f"{init.path}: the architecture asked for ({gpt_architecture.describe(a.arch)}) is not the "
                       f"checkpoint's ({gpt_architecture.describe(init.arch)})")
-    if gpt_architecture.masked(a.arch):
-        raise Failure(f"{init.path}: the model's attention sees a key window per row (documents or windows), the "
-                      "reference's every earlier key")
+    if a.arch.documents:
+        raise Failure(f"{init.path}: the model's attention sees a row's own document alone, the reference's every "
+                      "earlier key (or its window's)")
     given = {setting.key for setting in SETTINGS if getattr(a, setting.key) is not None}
     for setting in SETTINGS:
         if setting.key in given and setting.use != "every run" and a.optimizer != "muon":
@@ -211,8 +213,6 @@ def main(argv):
     init = Checkpoint(a.init_from) if a.init_from else None
     settle_architecture(ap, a, init)
     exit_without(torch=torch)
-    if a.model not in PRESETS:
-        ap.error(f"--model {a.model}: not a preset of scripts/torch_gpt2.py ({', '.join(PRESETS)})")
     L, C, NH = model_shape(ap, a)
     why = muon_qkv_unfit(a.muon_qkv, NH) if a.optimizer == "muon" else None
     if why:
@@ -227,9 +227,11 @@ def main(argv):
 
 
 def model_shape(ap, a):
-    """(L, C, NH) of --model, its heads of --head-size where given (argparse's error where C is
-    not a multiple of it, as train_gpt's)."""
-    L, C, NH = PRESETS[a.model]
+    """(L, C, NH) of --model, its heads of --head-size where given (argparse's error for a model
+    that is no preset, or whose C is not a multiple of it, as train_gpt's)."""
+    if a.model not in MODEL_PRESETS:
+        ap.error(f"--model {a.model}: not a preset ({', '.join(MODEL_PRESETS)})")
+    L, C, NH = MODEL_PRESETS[a.model]
     if a.head_size:
         if C % a.head_size:
             ap.error(f"--head-size {a.head_size}: --model {a.model}'s {C} channels are not a multiple of it")

@@ -48,7 +48,11 @@
   are an option without effect (a rotary base without rotary) and a soft cap below 1. A setting
   not given takes the defaults of --arch's preset, else of the preset nearest the architecture
   (of the options, or of the checkpoint); Muon's variants are off unless given, NorMuon's beta
-  0.95 with it, as train_gpt's.
+  0.95 with it, as train_gpt's. --window-pattern (train_torch_reference.py, bench_torch_gpt2.py):
+  a window that is no number or full, a pattern of none but full, of more than 64 windows, of a
+  window no narrower than the context or longer than the layers is argparse's error; a checkpoint
+  of windows is settled (with the same pattern given too), one of other windows refused naming it,
+  one of documents refused.
 - scripts/gpu/*.sh, copied with gpu/common.sh into the scripts/ of a folder that stands for the
   repository and run there against stubs of the programs they call (make, nvidia-smi, python3,
   torchrun, compute-sanitizer, ./train_gpt and the others; each records that it ran): --help
@@ -69,10 +73,16 @@
   both at every prompt and sample count. gpu/masks.sh without a dataset is one error line and
   runs nothing; it trains the modern recipe with documents and WINDOWS at T 8192 and dense at
   T 1024, the same steps of the same tokens, then tabulates them against the dense run.
-  gpu/recipe.sh: a MODE of another name, a PARTS_FILTER that picks no row or no dataset is one
-  error line and runs nothing; MODE=alone trains the base, then the base with each part picked
-  (and the part it needs) at seed 1; MODE=out the base, NEW_PRESET, then NEW_PRESET without each
-  part (and the parts that need it), leaving out a part the set does not hold.
+  gpu/recipe.sh: a MODE of another name, a PARTS_FILTER that picks no row of the mode's table (or
+  any under MODE=race), a RACE_SET, RACE_BATCHES, RACE_STEPS or RACE_WARMUP out of place or no
+  dataset is one error line and runs nothing; MODE=alone trains the base, then the base with each
+  part picked (and the part it needs) at seed 1, its logs in one file under OUT; MODE=out the
+  base, NEW_PRESET (by default NEW_PRESET_PARTS' options: the measured gains and nanochat's three
+  parts), then NEW_PRESET without each part (and the parts that need it), leaving out a part the
+  set does not hold; MODE=sets the base, then each set picked with the full set for {preset}, and
+  its table says which sets meet the bars; MODE=race runs train_gpt and the reference under
+  torch.compile at B 16 and 64 with each set's options (by default the candidate's, then the
+  candidate's at full attention), and the reference takes every set's.
   gpu/fp8.sh (a dataset and a baseline tree its operands): an empty PARTS, a part of another name,
   the learning part without a dataset, the nowait part without a baseline or with one that is no
   tree, a MODELS of another model or empty, a FILL_BATCHES or STEPS that is no positive number, a
@@ -528,8 +538,15 @@ def case_architecture_options():
                    f"the ablation: {ab.arch}, {[sl.hf_name for sl, _ in ab.slices()][:3]}")
     case.end()
 
+    windowed = os.path.join(d, "windowed.bin")
+    case = Case("train_gpt --save-init --arch modern --window-pattern 4,full: a checkpoint of windows")
+    result = save_init(windowed, shard, "--arch", "modern", "--window-pattern", "4,full")
+    case.check(result.returncode == 0, f"train_gpt --save-init: {result.stdout + result.stderr}")
+    case.end()
     name = "train_torch_reference.py"
-    for args in (["--init-from", modern], ["--init-from", ablation] + ablation_args,
+    for args in (["--init-from", modern], ["--init-from", ablation] + ablation_args, ["--init-from", windowed],
+                 ["--init-from", windowed, "--arch", "modern", "--window-pattern", "4,full"],
+                 ["--arch", "modern", "--window-pattern", "4,full"],
                  ["--init-from", modern, "--optimizer", "muon", "--head-lr", "0.01"],
                  ["--arch", "modern", "--optimizer", "muon", "--embedding-lr", "0.1", "--head-lr", "0.01"]):
         case = Case(f"{name} {' '.join(os.path.basename(a) for a in args)}: the architecture settled, then "
@@ -542,6 +559,8 @@ def case_architecture_options():
             (["--init-from", modern, "--arch", "gpt2"], f"{modern}: the architecture asked for (gpt2) is not the "
                                                         "checkpoint's (modern)"),
             (["--init-from", modern, "--softcap", "15"], "softcap 15) is not the checkpoint's (modern)"),
+            (["--init-from", windowed, "--window-pattern", "4"], "(modern, windows 4) is not the checkpoint's "
+                                                                 "(modern, windows 4,full)"),
             (["--init-from", ablation, "--arch", "modern"], "is not the checkpoint's (learned positions"),
             (["--init-from", edited(modern, "rotary2.bin", 4 * 8, slot(2))], "corrupt header: rotary 2 is neither"),
             (["--init-from", edited(modern, "base.bin", 4 * 9, slot(0.5))],
@@ -551,7 +570,7 @@ def case_architecture_options():
             (["--init-from", edited(modern, "slot84.bin", 4 * 84, slot(5))],
              "corrupt header: slot 84 holds 5, past the architecture"),
             (["--init-from", edited(modern, "documents.bin", 4 * 17, slot(1))],
-             "the model's attention sees a key window per row"),
+             "the model's attention sees a row's own document alone"),
             (["--init-from", edited(modern, "v7.bin", 4, slot(7))], "trailing bytes")):
         case = Case(f"{name} {' '.join(os.path.basename(a) for a in args)}: refused in one line naming the "
                     "checkpoint, before torch")
@@ -570,7 +589,15 @@ def case_architecture_options():
                                     "no qk-norm, gelu, bias, tied head, no zero init, no softcap): a rotary base "
                                     "without rotary, where it has no effect"),
                                    (["--arch", "modern", "--rotary", "0", "--rotary-base", "5000"],
-                                    "a rotary base without rotary")):
+                                    "a rotary base without rotary"),
+                                   (["--arch", "modern", "--window-pattern", "4,x"],
+                                    "--window-pattern '4,x': 'x' is neither a number of keys"),
+                                   (["--arch", "modern", "--window-pattern", "4,,8"], "'' is neither"),
+                                   (["--arch", "modern", "--window-pattern", "full,full"], "every window is full"),
+                                   (["--arch", "modern", "--window-pattern", ",".join(["4"] * 65)],
+                                    "more than 64 windows"),
+                                   (["--arch", "modern", "--window-pattern", "100000"],
+                                    "windows 100000): a window is no narrower than the context")):
             case = Case(f"{script_name} {' '.join(args)}: refused before torch")
             result = run_script(script(script_name), *good, *args, env=env)
             case.check(result.returncode == 2 and must_mention in result.stderr and "needs torch" not in result.stderr,
@@ -602,7 +629,10 @@ def case_architecture_options():
                                (["--optimizer", "muon", "--cautious-weight-decay"],
                                 "--cautious-weight-decay without --weight-decay has no effect"),
                                (["--optimizer", "muon", "--muon-ns", "cubic"], "invalid choice: 'cubic'"),
-                               (["--seed", "-1"], "--seed -1 must be 0 to 2^64 - 1")):
+                               (["--seed", "-1"], "--seed -1 must be 0 to 2^64 - 1"),
+                               (["--arch", "modern", "--window-pattern", "4,4,4"],
+                                "the window pattern is longer than the layers"),
+                               (["--model", "d5"], "--model d5: not a preset (d2, d6, d12")):
         case = Case(f"{name} {' '.join(args)}: refused before torch")
         result = run_script(script(name), *train, *args, env=env)
         case.check(result.returncode == 2 and must_mention in result.stderr, f"exit {result.returncode}, "
@@ -659,8 +689,8 @@ GPU_SCRIPTS = {"gpu/check.sh": (1, []), "gpu/scaling.sh": (0, []), "gpu/speed_ra
                "gpu/modern.sh": (1, ["data"]), "gpu/muon.sh": (1, ["data"]), "gpu/masks.sh": (1, ["data"]),
                "gpu/recipe.sh": (1, ["data"]), "gpu/fp8.sh": (2, ["data", "baseline"])}
 PARITY_VARIABLES = ("MODELS", "SIDES", "SEEDS", "FLASHGPT", "FLASHGPT_BASE", "RACE", "ARCH", "OPTIMIZER",
-                    "WEIGHT_DECAY", "MUON_LR", "MODERN_LR", "PARTS", "MODE", "PARTS_FILTER", "NEW_PRESET",
-                    "FILL_BATCHES", "SANITIZER_LIMIT_S")
+                    "WEIGHT_DECAY", "MUON_LR", "MODERN_LR", "PARTS", "MODE", "PARTS_FILTER", "NEW_PRESET", "RACE_SET",
+                    "RACE_BATCHES", "RACE_STEPS", "RACE_WARMUP", "FILL_BATCHES", "SANITIZER_LIMIT_S")
 
 
 def gpu_folder(name):
@@ -668,21 +698,26 @@ def gpu_folder(name):
     return os.path.join(TMP, "args_" + name.replace("/", "_"))
 
 
-def gpu_run(name, args, stub_status, env_vars=None, where=".", stub_bodies=None):
+def gpu_run(name, args, stub_status, env_vars=None, where=".", stub_bodies=None, outputs=None):
     """Runs scripts/NAME ARGS (with env_vars) in the folder where, under a fresh folder that
     stands for the repository (its scripts/gpu/ the script and common.sh, a dataset in data/, a
     flashgpt tree in baseline/: its Makefile and a train_gpt) and where every command the script
     calls is a stub that writes its command line to ran.log and exits with stub_status(command),
-    or runs stub_bodies[its path] (shell) when given. Returns (CompletedProcess, the commands that
-    ran)."""
+    or runs stub_bodies[its path] (shell) when given; outputs: {first argument: text} a stub prints
+    when its first argument is that. Returns (CompletedProcess, the commands that ran)."""
     d = folder(name.replace("/", "_"))
     bin_dir, ran = os.path.join(d, "bin"), os.path.join(d, "ran.log")
+    printed = ""
+    for i, (first, text) in enumerate((outputs or {}).items()):
+        with open(os.path.join(d, f"output{i}.txt"), "w") as f:
+            f.write(text)
+        printed += f'[ "$1" = "{first}" ] && cat "{os.path.join(d, f"output{i}.txt")}"\n'
     for stub in [os.path.join("bin", s) for s in PATH_STUBS] + LOCAL_STUBS:
         path = os.path.join(d, stub)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         body = (stub_bodies or {}).get(stub, f"exit {stub_status(os.path.basename(stub))}")
         with open(path, "w") as f:
-            f.write(f'#!/bin/sh\necho {os.path.basename(stub)} "$@" >> "{ran}"\n{body}\n')
+            f.write(f'#!/bin/sh\necho {os.path.basename(stub)} "$@" >> "{ran}"\n{printed}{body}\n')
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
     open(os.path.join(d, "baseline", "Makefile"), "w").close()
     os.makedirs(os.path.join(d, "scripts", "gpu"))
@@ -893,10 +928,35 @@ def case_gpu_modern_parts():
     case.end()
 
 
+RECIPE_TABLE = """target: validation loss 2.6000 (the best base run's final, base)
+
+| run | final val loss | step reaching the target | training s to it | share of base's steps, time | tokens/s |
+|---|---|---|---|---|---|
+| base | 2.6000 | 461 of 461 | 13.0 of 13.0 | 100%, 100% | 585.0K |
+| candidate | 1.9000 | 200 of 461 | 6.5 of 15.0 | 43%, 50% | 500.0K |
+| candidate-head-size-128 | 1.9500 | 240 of 461 | 7.0 of 13.4 | 52%, 54% | 560.0K |
+| candidate-muon-lr-0.04 | 2.1000 | 230 of 461 | 6.0 of 12.1 | 50%, 46% | 600.0K |
+
+| step | base | candidate | candidate-head-size-128 | candidate-muon-lr-0.04 |
+|---|---|---|---|---|
+| 461 | 2.6000 | 1.9000 | 1.9500 | 2.1000 |
+"""
+
+
 def case_gpu_recipe_runs():
     for env_vars, args, must_mention in (({"MODE": "both"}, ["data"], "MODE both"),
                                          ({"PARTS_FILTER": "qk-scale no-such-part"}, ["data"],
-                                          "no part called no-such-part"),
+                                          "no row called no-such-part"),
+                                         ({"MODE": "sets", "PARTS_FILTER": "qk-scale"}, ["data"],
+                                          "no row called qk-scale (the rows of SETS"),
+                                         ({"MODE": "race", "PARTS_FILTER": "candidate"}, ["data"], "runs RACE_SET"),
+                                         ({"MODE": "race", "RACE_SET": "candidate fastest"}, ["data"],
+                                          "no set called fastest"),
+                                         ({"MODE": "race", "RACE_SET": ""}, ["data"], "RACE_SET is empty"),
+                                         ({"MODE": "race", "RACE_BATCHES": "16 x"}, ["data"], "x is not a batch size"),
+                                         ({"MODE": "race", "RACE_BATCHES": " "}, ["data"], "RACE_BATCHES is empty"),
+                                         ({"MODE": "race", "RACE_STEPS": "10"}, ["data"], "RACE_STEPS 10"),
+                                         ({"MODE": "race", "RACE_WARMUP": "-1"}, ["data"], "RACE_WARMUP -1"),
                                          ({}, [], "give the dataset folder")):
         what = " ".join(f"{k}='{v}'" for k, v in env_vars.items()) or "no dataset"
         case = Case(f"gpu/recipe.sh with {what}: refused in one line, nothing run")
@@ -904,43 +964,134 @@ def case_gpu_recipe_runs():
         one_error_line(case, result, must_mention)
         case.check(not ran, f"ran {ran}")
         case.end()
-    base = "--arch modern --optimizer muon --context 1024 -T 1024 -B 16 "
+    base = "--arch modern --optimizer muon --context 1024 -T 1024 "
     case = Case("gpu/recipe.sh MODE=alone: the base, then the base with each part PARTS_FILTER picks (and the "
-                "part it needs), the same seed, then the table against the base")
+                "part it needs), the same seed, then the table against the base; the logs in one file under OUT")
     result, _ = gpu_run("gpu/recipe.sh", ["data"], lambda stub: 0,
-                        {"PARTS_FILTER": "qk-scale cautious*", "OUT": "logs"})
-    case.check(result.returncode == 0 and "estimate: 3 runs" in result.stdout,
+                        {"PARTS_FILTER": "qk-scale cautious* smear", "OUT": "logs"})
+    case.check(result.returncode == 0 and "estimate: 4 runs" in result.stdout,
                f"exit {result.returncode}: {result.stdout[:200]!r} {result.stderr.strip()!r}")
     lines = ran_lines("gpu/recipe.sh")
     runs = [line for line in lines if line.startswith("train_gpt ")]
-    case.check(len(runs) == 3 and all(base in line and "--seed 1 " in line for line in runs), f"the runs: {runs}")
-    if len(runs) == 3:
-        case.check(runs[0].endswith("--log logs/recipe/base.csv"), f"the base: {runs[0]}")
-        case.check("--weight-decay 0.05 --weight-decay-schedule linear --cautious-weight-decay --log "
-                   "logs/recipe/with-cautious-weight-decay.csv" in runs[1], f"cautious decay: {runs[1]}")
-        case.check("--qk-scale 1.2 --log logs/recipe/with-qk-scale.csv" in runs[2], f"qk scale: {runs[2]}")
+    case.check(len(runs) == 4 and all(base in line and "-B 16 " in line and "--seed 1 " in line for line in runs),
+               f"the runs: {runs}")
+    if len(runs) == 4:
+        case.check(runs[0].endswith("--val-batches 20 --log build/recipe/alone/base.csv"), f"the base: {runs[0]}")
+        case.check("--weight-decay 0.1 --cautious-weight-decay --log "
+                   "build/recipe/alone/with-cautious-weight-decay.csv" in runs[1], f"cautious decay: {runs[1]}")
+        case.check("--qk-scale 1.2 --log build/recipe/alone/with-qk-scale.csv" in runs[2], f"qk scale: {runs[2]}")
+        case.check("--val-batches 20 --smear 1 --log build/recipe/alone/with-smear.csv" in runs[3], f"smear: {runs[3]}")
     case.check(any(line.startswith("python3 scripts/compare_curves.py --runs --baseline base") for line in lines),
                f"no table: {lines}")
+    out = os.path.join(gpu_folder("gpu/recipe.sh"), "logs")
+    case.check(os.listdir(out) == ["recipe-alone.tar.gz"], f"OUT holds {os.listdir(out)}")
     case.end()
     case = Case("gpu/recipe.sh MODE=out: the base, the full set, then the set without each part (and without the "
                 "parts that need it); a part the set does not hold is left out")
     result, _ = gpu_run("gpu/recipe.sh", ["data"], lambda stub: 0,
                         {"MODE": "out", "PARTS_FILTER": "weight-decay muon-qkv-head-pairs qk-scale",
-                         "NEW_PRESET": "--qk-scale 1.2  --weight-decay 0.05 --weight-decay-schedule linear "
-                                       "--cautious-weight-decay --muon-qkv split", "OUT": "logs"})
+                         "NEW_PRESET": "--qk-scale 1.2  --weight-decay 0.1 --cautious-weight-decay --muon-qkv split",
+                         "OUT": "logs"})
     case.check(result.returncode == 0 and "muon-qkv-head-pairs is not in the full set" in result.stdout,
                f"exit {result.returncode}: {result.stdout[:300]!r}")
     runs = [line for line in ran_lines("gpu/recipe.sh") if line.startswith("train_gpt ")]
     want = [("base", ""),
-            ("full", "--qk-scale 1.2 --weight-decay 0.05 --weight-decay-schedule linear --cautious-weight-decay "
-                     "--muon-qkv split "),
+            ("full", "--qk-scale 1.2 --weight-decay 0.1 --cautious-weight-decay --muon-qkv split "),
             ("without-weight-decay", "--qk-scale 1.2 --muon-qkv split "),
-            ("without-qk-scale", "--weight-decay 0.05 --weight-decay-schedule linear --cautious-weight-decay "
-                                 "--muon-qkv split ")]
+            ("without-qk-scale", "--weight-decay 0.1 --cautious-weight-decay --muon-qkv split ")]
     case.check(len(runs) == len(want), f"the runs: {runs}")
     for line, (name, options) in zip(runs, want):
-        case.check(line.endswith(f"tokenizer.bin {options}--log logs/recipe/{name}.csv"), f"{name}: {line}")
+        case.check(line.endswith(f"--val-batches 20 {options}--log build/recipe/out/{name}.csv"), f"{name}: {line}")
     case.end()
+    # The preset the measurements support: the gains at their measured values, and nanochat's parts.
+    preset = ("--muon-qkv head-pairs --normuon --weight-decay 0.1 --lr-schedule wsd --warmdown-frac 0.65 "
+              "--min-lr-frac 0.05 --momentum-warmup-steps 300 --momentum-start 0.85 --embedding-norm 1 "
+              "--qk-scale 1.2 --residual-lambdas 1 --window-pattern 256,256,256,full --value-embeddings 1 --smear 1 "
+              "--backout 1")
+    case = Case("gpu/recipe.sh MODE=out without NEW_PRESET: the full set of NEW_PRESET_PARTS, then without "
+                "nanochat's three parts together")
+    result, _ = gpu_run("gpu/recipe.sh", ["data"], lambda stub: 0,
+                        {"MODE": "out", "PARTS_FILTER": "nanochat-parts", "OUT": "logs"})
+    runs = [line for line in ran_lines("gpu/recipe.sh") if line.startswith("train_gpt ")]
+    case.check(result.returncode == 0 and len(runs) == 3, f"exit {result.returncode}, the runs: {runs}")
+    if len(runs) == 3:
+        case.check(runs[1].endswith(f"--val-batches 20 {preset} --log build/recipe/out/full.csv"), f"full: {runs[1]}")
+        case.check(runs[2].endswith("--val-batches 20 " + preset.replace(" --value-embeddings 1 --smear 1 --backout 1",
+                                                                         "") +
+                                    " --log build/recipe/out/without-nanochat-parts.csv"), f"without: {runs[2]}")
+    case.end()
+    case = Case("gpu/recipe.sh MODE=sets: the base, then each set PARTS_FILTER picks, in SETS' order, {preset} the "
+                "full set; the table against the base says which sets meet the bars")
+    result, _ = gpu_run("gpu/recipe.sh", ["data"], lambda stub: 0,
+                        {"MODE": "sets", "PARTS_FILTER": "candidate-muon-lr-0.04 candidate-head* candidate",
+                         "OUT": "logs"}, outputs={"scripts/compare_curves.py": RECIPE_TABLE})
+    case.check(result.returncode == 0 and "estimate: 4 runs" in result.stdout,
+               f"exit {result.returncode}: {result.stdout[:300]!r} {result.stderr.strip()!r}")
+    runs = [line for line in ran_lines("gpu/recipe.sh") if line.startswith("train_gpt ")]
+    want = [("base", ""), ("candidate", preset + " "), ("candidate-head-size-128", preset + " --head-size 128 "),
+            ("candidate-muon-lr-0.04", preset + " --lr 0.04 ")]
+    case.check(len(runs) == len(want), f"the runs: {runs}")
+    for line, (name, options) in zip(runs, want):
+        case.check(base in line and line.endswith(f"--val-batches 20 {options}--log build/recipe/sets/{name}.csv"),
+                   f"{name}: {line}")
+    rows = {line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:-1]]
+            for line in result.stdout.splitlines() if line.startswith("| ") and line.count("|") == 9}
+    for name, delta, ms, bars in (("base", "+0.0000", "28.0", ""), ("candidate", "-0.7000", "32.8", "met"),
+                                  ("candidate-head-size-128", "-0.6500", "29.3", "missed"),
+                                  ("candidate-muon-lr-0.04", "-0.5000", "27.3", "missed")):
+        got = rows.get(name)
+        case.check(got is not None and (got[1], got[2], got[6]) == (delta, ms, bars), f"{name}: {got}")
+    case.end()
+    case = Case("gpu/recipe.sh MODE=race: train_gpt and the PyTorch reference under torch.compile of the candidate "
+                "and of it at full attention, each at B 16 and 64, the same options, no validation; the reference "
+                "takes every option")
+    result, _ = gpu_run("gpu/recipe.sh", ["data"], lambda stub: 0, {"MODE": "race", "OUT": "logs"})
+    case.check(result.returncode == 0 and "estimate: 8 runs" in result.stdout,
+               f"exit {result.returncode}: {result.stdout[:300]!r} {result.stderr.strip()!r}")
+    lines = ran_lines("gpu/recipe.sh")
+    runs = [line for line in lines if line.startswith("train_gpt ") and "--log" in line]
+    torch = [line for line in lines if "train_torch_reference.py" in line]
+    case.check(len(runs) == 4 and len(torch) == 4, f"train_gpt {runs}, the reference {torch}")
+    dense = preset.replace(" --window-pattern 256,256,256,full", "")
+    for i, (race_set, options, batch) in enumerate((("candidate", preset, "16"), ("candidate", preset, "64"),
+                                                    ("candidate-dense", dense, "16"),
+                                                    ("candidate-dense", dense, "64"))):
+        for lines_of_side, side, tail in ((runs, "train_gpt", " "), (torch, "torch", " --compile ")):
+            line = lines_of_side[i] if i < len(lines_of_side) else ""
+            case.check(base in line and f"-B {batch} --steps 40 --val-every 0 {options}{tail}--log "
+                       f"build/recipe/race/race-{race_set}-{side}-B{batch}.csv" in line, f"{side} B {batch}: {line}")
+    case.check("| candidate-dense | 1024 | 64 | ? | ? | ? | ? |" in result.stdout, f"the table: {result.stdout[-600:]}")
+    sys.path.insert(0, SCRIPTS)
+    import train_torch_reference as reference
+    if torch:
+        words = torch[0].split()
+        try:
+            ap, a = reference.parse_args(words[2:words.index("--log")])
+            reference.settle_architecture(ap, a, None)
+        except SystemExit:  # argparse's error, on stderr
+            case.check(False, "the reference refuses the candidate's options")
+        else:
+            case.check(a.arch.windows[:4] == (256, 256, 256, 0) and a.arch.window_count == 4 and
+                       a.arch.value_embeddings and a.arch.smear and a.arch.backout and a.normuon and
+                       a.muon_qkv == "head-pairs" and a.weight_decay == 0.1 and a.schedule.momentum_warmup_steps == 300,
+                       f"the reference's settings {a}")
+    case.end()
+    for race_set, want in (("candidate-nanochat-init-adam", {"init": "nanochat", "embedding_lr": 0.3, "head_lr": 0.008,
+                                                             "embedding_beta2": 0.995, "head_beta2": 0.96}),
+                           ("candidate-head-size-128", {"head_size": 128}), ("candidate-muon-lr-0.04", {"lr": 0.04})):
+        case = Case(f"gpu/recipe.sh MODE=race RACE_SET={race_set}: the reference takes the set's options")
+        result, _ = gpu_run("gpu/recipe.sh", ["data"], lambda stub: 0,
+                            {"MODE": "race", "RACE_SET": race_set, "RACE_BATCHES": "16", "OUT": "logs"})
+        words = next((line.split() for line in ran_lines("gpu/recipe.sh") if "train_torch_reference.py" in line), [])
+        try:
+            ap, a = reference.parse_args(words[2:words.index("--log")])
+            reference.settle_architecture(ap, a, None)
+        except (SystemExit, ValueError):  # argparse's error, on stderr; no reference run
+            case.check(False, f"the reference refuses the options, or did not run: {words}")
+        else:
+            got = {key: getattr(a, key) for key in want}
+            case.check(result.returncode == 0 and got == want, f"exit {result.returncode}, {got}, expected {want}")
+        case.end()
 
 
 def case_gpu_decode_modern():

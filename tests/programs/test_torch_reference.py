@@ -22,7 +22,10 @@ and gpt_gpt2_parts_reference.bin: the parts of the 2026 recipe on each):
   N(0, 0.001), qkvw and fcw uniform of std 1/sqrt(C) and 0.4/sqrt(C), the projections zero, the
   lambdas from 1.15 and 0.2 to 1.05 and 0.05;
 - Muon's Adam groups at their betas: the embeddings' and the head's own where given, the vectors'
-  (--adam-beta1 and 2) otherwise.
+  (--adam-beta1 and 2) otherwise;
+- a window pattern (train_gpt's --window-pattern): in a one-layer modern model whose layer sees W
+  keys, a token changes the final norm's output at its own position and the W - 1 after it, and
+  at none later; without the window, at every later one.
 The project never depends on torch: without it every case is SKIPPED (the GPU machine's python
 has it). Prints PASS / FAIL / SKIPPED lines like tests/lib/test.h.
 """
@@ -36,7 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 from case import Case  # noqa: E402
 from gpt2_checkpoint import Shape, architecture_from_slots, layout  # noqa: E402
-from gpt_architecture import PRESETS, SLOTS  # noqa: E402
+from gpt_architecture import MAX_WINDOWS, PRESETS, SLOTS  # noqa: E402
 from gpt_schedule import Rates, optimizer_rates  # noqa: E402
 from torch_optimizers import VARIANTS  # noqa: E402
 
@@ -279,6 +282,28 @@ def case_group_betas():
     case.end()
 
 
+def case_windows():
+    case = Case("torch reference: a layer of window W sees the keys [t - W + 1, t]")
+    W, T = 3, 8
+    tokens = torch.randint(1, 50, (1, T))
+    changed = tokens.clone()
+    changed[0, 0] = 0
+    for window_count, reach in ((1, W), (0, T)):
+        windows = ((W,) if window_count else (0,)) + (0,) * (MAX_WINDOWS - 1)
+        arch = PRESETS["modern"]._replace(zero_init=0, window_count=window_count, windows=windows)
+        torch.manual_seed(1)
+        model = GPT(1, 128, 2, 50, T, arch=arch).double()
+        outputs = []
+        model.lnf.register_forward_hook(lambda module, inputs, output: outputs.append(output))
+        with torch.no_grad():
+            model(tokens, tokens)
+            model(changed, tokens)
+        differs = [not torch.equal(outputs[0][0, t], outputs[1][0, t]) for t in range(T)]
+        case.check(differs == [t < reach for t in range(T)],
+                   f"{'window ' + str(W) if window_count else 'no window'}: the positions that change {differs}")
+    case.end()
+
+
 def main():
     if torch is None:
         print("SKIPPED test_torch_reference (no torch for this python: the project never depends on it)")
@@ -291,6 +316,7 @@ def main():
     case_muon_variants(read_muon_reference(os.path.join(TESTDATA, "muon_reference.bin")))
     case_nanochat_init()
     case_group_betas()
+    case_windows()
     return 1 if Case.failures else 0
 
 
