@@ -22,13 +22,7 @@ set -u
 gpu_arguments 1 "$@"
 LOGS=${OUT:-build/gpu-logs}
 BASELINE=$(gpu_baseline "${1:-}") || exit 1
-PARTS=${PARTS-"test losses trainer attention generation export"}
-[ -n "$(printf %s $PARTS)" ] || gpu_refuse "PARTS is empty: nothing would be run"
-for part in $PARTS; do
-    case $part in test|losses|trainer|attention|generation|export) ;;
-        *) gpu_refuse "PARTS: no part called $part (test, losses, trainer, attention, generation, export)" ;; esac
-done
-part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+gpu_parts "test losses trainer attention generation export" test losses trainer attention generation export
 JOBS=$(nproc)
 mkdir -p "$LOGS"
 # tree_test TREE FILE: the path of the test FILE in TREE, found by name under its tests/ so that a

@@ -28,6 +28,19 @@ gpu_refuse() {
     exit 1
 }
 
+# gpu_parts "DEFAULT" PART...: PARTS (unset: DEFAULT) checked against the script's parts, in their
+# order; empty, or naming another part, is refused. part NAME says whether PARTS holds NAME.
+gpu_parts() {
+    local default=$1 p
+    shift
+    PARTS=${PARTS-$default}
+    [ -n "$(printf %s $PARTS)" ] || gpu_refuse "PARTS is empty: nothing would be run"
+    for p in $PARTS; do
+        case " $* " in *" $p "*) ;; *) gpu_refuse "PARTS: no part called $p ($(echo "$*" | sed 's/ /, /g'))" ;; esac
+    done
+}
+part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+
 # The script's opening comment, without its '#'s.
 gpu_usage() {
     sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"

@@ -55,13 +55,7 @@ set -u
 . "$(dirname "$0")/common.sh"
 gpu_arguments 2 "$@"
 DATA=${1:-}
-PARTS=${PARTS-"test matmuls speed learning nowait"}
-[ -n "$(printf %s $PARTS)" ] || gpu_refuse "PARTS is empty: nothing would be run"
-for part in $PARTS; do
-    case $part in test|matmuls|speed|learning|nowait) ;;
-        *) gpu_refuse "PARTS: no part called $part (test, matmuls, speed, learning, nowait)" ;; esac
-done
-part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+gpu_parts "test matmuls speed learning nowait" test matmuls speed learning nowait
 [ -z "$DATA" ] || gpu_dataset "$DATA"
 BASELINE=$(gpu_baseline "${2:-}") || exit 1
 part learning && [ -z "$DATA" ] && gpu_refuse "the learning part needs the dataset folder"

@@ -39,12 +39,8 @@ set -u
 . "$(dirname "$0")/common.sh"
 gpu_arguments 1 "$@"
 DATA=${1:-}
-PARTS=${PARTS-"learning speed"}
-[ -n "$(printf %s $PARTS)" ] || gpu_refuse "PARTS is empty: nothing would be run"
-for part in $PARTS; do
-    case $part in learning|speed|profile) ;; *) gpu_refuse "PARTS: no part called $part (learning, speed, profile)" ;; esac
-done
-case " $PARTS " in *" learning "*) [ -n "$DATA" ] || gpu_refuse "the learning part needs the dataset folder" ;; esac
+gpu_parts "learning speed" learning speed profile
+! part learning || [ -n "$DATA" ] || gpu_refuse "the learning part needs the dataset folder"
 [ -z "$DATA" ] || gpu_dataset "$DATA"
 PYTHON=${PYTHON:-python3}
 STEPS=${STEPS:-20}
