@@ -7,9 +7,11 @@
 // QK-norm, ReLU^2, no biases, an untied head, zero-initialised projections, soft-capped logits),
 // each component switchable on its own for ablations; either may narrow what attention sees to a
 // key window per row (attention/mask.h): the row's document, a sliding window per layer, or both;
-// and either may take the parts of the 2026 recipe (nanochat, modded-nanogpt), each off in both
-// presets: an RMSNorm of the embedding, a QK scale, the residual and x0 lambdas, value embeddings,
-// the smear, the backout.
+// and either may take the parts of the 2026 recipe (nanochat, modded-nanogpt), each off in both:
+// an RMSNorm of the embedding, a QK scale, the residual and x0 lambdas, value embeddings, the
+// smear, the backout. The third preset, 2026, is the modern recipe with every part and
+// nanochat's key windows, which follow the context; each preset also holds the training defaults
+// that go with it (PresetDefaults).
 #ifndef FLASHGPT_GPT_CONFIG_H
 #define FLASHGPT_GPT_CONFIG_H
 
@@ -75,11 +77,11 @@ static_assert(sizeof(Architecture) == ARCHITECTURE_SLOTS * sizeof(int32_t), "a 4
 static_assert(offsetof(Architecture, embedding_norm) == ARCHITECTURE_PARTS_SLOT * sizeof(int32_t),
               "the parts follow the windows");
 
-// Rotary's base in both presets, and the value a model without rotary holds
+// Rotary's base in every preset, and the value a model without rotary holds
 // (gpt_config_drop_without_effect).
 #define ARCHITECTURE_ROTARY_BASE 10000.0f
 
-// The presets' values, as initialisers.
+// The architectures of gpt2 and modern, as initialisers.
 #define ARCHITECTURE_GPT2                                                                                          \
     {.rotary = 0, .rotary_base = ARCHITECTURE_ROTARY_BASE, .rms_norm = 0, .qk_norm = 0, .relu2 = 0, .bias = 1,      \
      .untied_head = 0, .zero_init = 0, .softcap = 0.0f}
@@ -87,14 +89,54 @@ static_assert(offsetof(Architecture, embedding_norm) == ARCHITECTURE_PARTS_SLOT 
     {.rotary = 1, .rotary_base = ARCHITECTURE_ROTARY_BASE, .rms_norm = 1, .qk_norm = 1, .relu2 = 1, .bias = 0,      \
      .untied_head = 1, .zero_init = 1, .softcap = 30.0f}
 
+// What a preset sets besides the architecture: the defaults of a run trained as it (train_gpt's
+// --arch, else the preset nearest its architecture), each taken where the run does not give its
+// option (train/plan.cu; gpt/optimizer.h's preset_optimizer_defaults). A field of 0 leaves the
+// optimizer's or the schedule's own default (gpt/optimizer.h's optimizer_defaults, gpt/schedule.h),
+// so GPT-2's are all 0; the optimizer's own settings apply under that optimizer alone.
+typedef struct {
+    int muon;                    // 1: --optimizer muon; 0: adamw
+    float adamw_lr;              // AdamW's --lr
+    float embedding_lr;          // Muon's --embedding-lr
+    float weight_decay;          // --weight-decay, either optimizer's
+    int muon_qkv;                // Muon's --muon-qkv (gpt/param_table.h's MuonQkv: 2 is head-pairs)
+    int normuon;                 // 1: Muon's --normuon
+    int wsd;                     // 1: --lr-schedule wsd; 0: cosine
+    float warmdown_frac;         // wsd's --warmdown-frac
+    float min_lr_frac;           // --min-lr-frac
+    int momentum_warmup_steps;   // Muon's --momentum-warmup-steps
+    float momentum_start;        // and its --momentum-start
+} PresetDefaults;
+
 typedef struct {
     const char* name;
-    Architecture arch;
+    Architecture arch;       // its components and parts; no key windows (those of window_divisor)
+    int window_divisor;      // > 0: key windows that follow the context maxT (architecture_of_preset):
+    int full_window_every;   // each layer sees maxT / window_divisor keys (rounded down), but every
+                             // full_window_every-th layer and the last, which see the whole context
+    PresetDefaults defaults;
 } ArchitecturePreset;
 
-// gpt2 (llm.c- and Hugging Face-compatible, the default) and modern, in the order of train_gpt's
-// --arch choices.
-static const ArchitecturePreset architecture_presets[] = {{"gpt2", ARCHITECTURE_GPT2}, {"modern", ARCHITECTURE_MODERN}};
+// gpt2 (llm.c- and Hugging Face-compatible, the default), modern and 2026, in the order of
+// train_gpt's --arch choices. 2026 is the set of the 2026 recipe's parts that measured best on
+// an H100 (bench/HISTORY.md, the 2026 recipe): modern with an embedding norm, a QK scale of 1.2,
+// the residual lambdas, value embeddings, the smear and the backout, nanochat's windows (three
+// layers of a quarter of the context, then one full, the last layer full), and Muon with qkvw in
+// head pairs, NorMuon, weight decay 0.1, a warm-down over the last 65% to 0.05 of each rate and
+// Muon's momentum from 0.85 over the first 300 steps; modern's Adam rates.
+static const ArchitecturePreset architecture_presets[] = {
+    {.name = "gpt2", .arch = ARCHITECTURE_GPT2},
+    {.name = "modern", .arch = ARCHITECTURE_MODERN, .defaults = {.adamw_lr = 2e-3f, .embedding_lr = 0.05f}},
+    {.name = "2026",
+     .arch = {.rotary = 1, .rotary_base = ARCHITECTURE_ROTARY_BASE, .rms_norm = 1, .qk_norm = 1, .relu2 = 1,
+              .bias = 0, .untied_head = 1, .zero_init = 1, .softcap = 30.0f, .embedding_norm = 1, .qk_scale = 1.2f,
+              .residual_lambdas = 1, .value_embeddings = 1, .smear = 1, .backout = 1},
+     .window_divisor = 4,
+     .full_window_every = 4,
+     .defaults = {.muon = 1, .adamw_lr = 2e-3f, .embedding_lr = 0.05f, .weight_decay = 0.1f, .muon_qkv = 2,
+                  .normuon = 1, .wsd = 1, .warmdown_frac = 0.65f, .min_lr_frac = 0.05f, .momentum_warmup_steps = 300,
+                  .momentum_start = 0.85f}},
+};
 #define NUM_ARCHITECTURE_PRESETS ((int)(sizeof(architecture_presets) / sizeof(architecture_presets[0])))
 
 // Field by field, by value.
@@ -186,17 +228,59 @@ static inline float architecture_attention_scale(const Architecture* a, int HS) 
     return (a->qk_scale > 0.0f ? a->qk_scale * a->qk_scale : 1.0f) / sqrtf((float)HS);
 }
 
-// The preset whose architecture a is, or NULL (an ablation).
-static inline const ArchitecturePreset* architecture_preset_of(const Architecture* a) {
-    for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++)
-        if (architecture_equal(a, &architecture_presets[i].arch)) return &architecture_presets[i];
+// Layer l's window of L under preset p's windows of window keys: none (0: the whole context) on
+// every full_window_every-th layer and on the last.
+static inline int preset_layer_window(const ArchitecturePreset* p, int window, int l, int L) {
+    return l % p->full_window_every == p->full_window_every - 1 || l == L - 1 ? 0 : window;
+}
+
+// The architecture of preset p in a model of context maxT and L layers, into *a: its components
+// and parts, and where it has them its key windows at that context, as the shortest pattern that
+// gives each layer its window (2026's at context 1024 and 12 layers: 256,256,256,full; at 6
+// layers: 256,256,256,full,256,full). 0, or -1 with err (len bytes) saying why the model cannot
+// hold them: a context below window_divisor leaves a window no key, and a pattern holds 64 layers.
+static inline int architecture_of_preset(const ArchitecturePreset* p, int maxT, int L, Architecture* a, char* err,
+                                         size_t len) {
+    *a = p->arch;
+    if (!p->window_divisor) return 0;
+    int window = maxT / p->window_divisor, bounded = 0;
+    for (int l = 0; l < L; l++) bounded |= preset_layer_window(p, 1, l, L) > 0;
+    if (!bounded) return 0;   // one layer, or every layer full: no windows
+    if (window < 1) {
+        snprintf(err, len, "its key windows are the context / %d, rounded down: a context of %d leaves them no key "
+                 "(give %d or more)", p->window_divisor, maxT, p->window_divisor);
+        return -1;
+    }
+    for (int period = 1; period <= L && period <= ARCHITECTURE_MAX_WINDOWS; period++) {
+        int repeats = 1;
+        for (int l = period; l < L && repeats; l++)
+            repeats = preset_layer_window(p, window, l, L) == preset_layer_window(p, window, l % period, L);
+        if (!repeats) continue;
+        a->window_count = period;
+        for (int l = 0; l < period; l++) a->windows[l] = preset_layer_window(p, window, l, L);
+        return 0;
+    }
+    snprintf(err, len, "its key windows on %d layers repeat over more layers than a pattern holds (%d)", L,
+             ARCHITECTURE_MAX_WINDOWS);
+    return -1;
+}
+
+// The preset whose architecture a is in a model of context maxT and L layers, or NULL (an ablation).
+static inline const ArchitecturePreset* architecture_preset_of(const Architecture* a, int maxT, int L) {
+    for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++) {
+        Architecture preset;
+        char err[160];
+        if (!architecture_of_preset(&architecture_presets[i], maxT, L, &preset, err, sizeof(err)) &&
+            architecture_equal(a, &preset))
+            return &architecture_presets[i];
+    }
     return NULL;
 }
 
-// The preset nearest a: the one whose components differ from a's in the fewest (the seven
-// switches and the soft cap, counted as on or off; the rotary base, the cap's value and the key
-// windows are no component of their own, and the parts, which neither preset has, count alike
-// for both), the first (gpt2) on a tie.
+// The preset nearest a: the one whose components and parts differ from a's in the fewest (the
+// seven switches, the soft cap and the six parts, each counted as on or off; the rotary base, the
+// cap's and the QK scale's values and the key windows are no component of their own), the first
+// (gpt2, then modern) on a tie.
 static inline const ArchitecturePreset* architecture_nearest_preset(const Architecture* a) {
     const ArchitecturePreset* nearest = NULL;
     int fewest = INT_MAX;
@@ -204,7 +288,10 @@ static inline const ArchitecturePreset* architecture_nearest_preset(const Archit
         const Architecture* p = &architecture_presets[i].arch;
         int differ = (a->rotary != p->rotary) + (a->rms_norm != p->rms_norm) + (a->qk_norm != p->qk_norm) +
                      (a->relu2 != p->relu2) + (a->bias != p->bias) + (a->untied_head != p->untied_head) +
-                     (a->zero_init != p->zero_init) + ((a->softcap > 0.0f) != (p->softcap > 0.0f));
+                     (a->zero_init != p->zero_init) + ((a->softcap > 0.0f) != (p->softcap > 0.0f)) +
+                     (a->embedding_norm != p->embedding_norm) + ((a->qk_scale > 0.0f) != (p->qk_scale > 0.0f)) +
+                     (a->residual_lambdas != p->residual_lambdas) + (a->value_embeddings != p->value_embeddings) +
+                     (a->smear != p->smear) + (a->backout != p->backout);
         if (differ < fewest) {
             fewest = differ;
             nearest = &architecture_presets[i];
@@ -270,16 +357,29 @@ static inline const char* architecture_invalid(const Architecture* a) {
 // The bytes an architecture's description may take (architecture_describe).
 #define ARCHITECTURE_TEXT 1024
 
-// "gpt2", "modern", or the components: "rotary (base 10000), rms norm, qk-norm, relu2, no
-// bias, untied head, zero init, softcap 30" (off ones as GPT-2's: "learned positions", "layernorm";
-// "learned positions (rotary base 5000)" for a base without effect, so that an option asking
-// for one is told from the model without it); then the parts it has: "embedding norm, qk scale
-// 1.2, residual lambdas, value embeddings, smear, backout"; then the
-// key windows, if any: "documents (token 50256), windows 2048,512" (a window pattern as
-// train_gpt's --window-pattern takes it, "full" for no bound).
-static inline void architecture_describe(const Architecture* a, char* out, size_t len) {
-    Architecture base = architecture_base(a);
-    const ArchitecturePreset* preset = architecture_preset_of(&base);
+// The architecture a of a model of context maxT and L layers in words: the preset it is
+// (architecture_preset_of: "gpt2", "modern", "2026"), then its documents, if any: "2026,
+// documents (token 50256)". Else the preset or the components its base is (architecture_base):
+// "gpt2", "modern", or "rotary (base 10000), rms norm, qk-norm, relu2, no bias, untied head,
+// zero init, softcap 30" (off ones as GPT-2's: "learned positions", "layernorm"; "learned
+// positions (rotary base 5000)" for a base without effect, so that an option asking for one is
+// told from the model without it); then the parts it has: "embedding norm, qk scale 1.2, residual
+// lambdas, value embeddings, smear, backout"; then the key windows, if any: "documents (token
+// 50256), windows 2048,512" (a window pattern as train_gpt's --window-pattern takes it, "full"
+// for no bound).
+static inline void architecture_describe(const Architecture* a, int maxT, int L, char* out, size_t len) {
+    Architecture undocumented = *a, base = architecture_base(a);
+    undocumented.documents = undocumented.document_token = 0;
+    const ArchitecturePreset* whole = architecture_preset_of(&undocumented, maxT, L);
+    const ArchitecturePreset* preset = whole ? whole : architecture_preset_of(&base, maxT, L);
+    // What the name leaves to say: the documents of a whole preset; the parts and the key windows
+    // of a base.
+    Architecture rest = *a;
+    if (whole) {
+        rest = base;
+        rest.documents = a->documents;
+        rest.document_token = a->document_token;
+    }
     size_t n;
     if (preset) {
         n = (size_t)snprintf(out, len, "%s", preset->name);
@@ -296,16 +396,17 @@ static inline void architecture_describe(const Architecture* a, char* out, size_
                              a->relu2 ? "relu2" : "gelu", a->bias ? "bias" : "no bias",
                              a->untied_head ? "untied" : "tied", a->zero_init ? "zero init" : "no zero init", softcap);
     }
-    if (a->embedding_norm && n < len) n += (size_t)snprintf(out + n, len - n, ", embedding norm");
-    if (a->qk_scale > 0.0f && n < len) n += (size_t)snprintf(out + n, len - n, ", qk scale %g", a->qk_scale);
-    if (a->residual_lambdas && n < len) n += (size_t)snprintf(out + n, len - n, ", residual lambdas");
-    if (a->value_embeddings && n < len) n += (size_t)snprintf(out + n, len - n, ", value embeddings");
-    if (a->smear && n < len) n += (size_t)snprintf(out + n, len - n, ", smear");
-    if (a->backout && n < len) n += (size_t)snprintf(out + n, len - n, ", backout");
-    if (a->documents && n < len) n += (size_t)snprintf(out + n, len - n, ", documents (token %d)", a->document_token);
-    for (int i = 0; i < a->window_count && i < ARCHITECTURE_MAX_WINDOWS && n < len; i++) {
+    if (rest.embedding_norm && n < len) n += (size_t)snprintf(out + n, len - n, ", embedding norm");
+    if (rest.qk_scale > 0.0f && n < len) n += (size_t)snprintf(out + n, len - n, ", qk scale %g", rest.qk_scale);
+    if (rest.residual_lambdas && n < len) n += (size_t)snprintf(out + n, len - n, ", residual lambdas");
+    if (rest.value_embeddings && n < len) n += (size_t)snprintf(out + n, len - n, ", value embeddings");
+    if (rest.smear && n < len) n += (size_t)snprintf(out + n, len - n, ", smear");
+    if (rest.backout && n < len) n += (size_t)snprintf(out + n, len - n, ", backout");
+    if (rest.documents && n < len)
+        n += (size_t)snprintf(out + n, len - n, ", documents (token %d)", rest.document_token);
+    for (int i = 0; i < rest.window_count && i < ARCHITECTURE_MAX_WINDOWS && n < len; i++) {
         const char* before = i ? "," : ", windows ";
-        if (a->windows[i]) n += (size_t)snprintf(out + n, len - n, "%s%d", before, a->windows[i]);
+        if (rest.windows[i]) n += (size_t)snprintf(out + n, len - n, "%s%d", before, rest.windows[i]);
         else n += (size_t)snprintf(out + n, len - n, "%sfull", before);
     }
 }
@@ -425,7 +526,7 @@ static inline int gpt_config_same_model(const GPTConfig* a, const GPTConfig* b) 
 // "L 12 C 768 NH 12 V 50257 context 1024, gpt2"
 static inline void gpt_config_describe(const GPTConfig* c, char* out, size_t len) {
     char arch[ARCHITECTURE_TEXT];
-    architecture_describe(&c->arch, arch, sizeof(arch));
+    architecture_describe(&c->arch, c->maxT, c->L, arch, sizeof(arch));
     snprintf(out, len, "L %d C %d NH %d V %d context %d, %s", c->L, c->C, c->NH, c->V, c->maxT, arch);
 }
 

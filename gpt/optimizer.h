@@ -9,9 +9,10 @@
 //     the head group (an untied lm_head) at head_lr, the vectors (layernorm weights and biases,
 //     the biases) at vector_lr, each times its row's lr_scale; the vectors at Adam's betas (b1,
 //     b2), the embeddings and the head at their own (adam_betas), which are those unless given.
-//   Muon's variants, each off by default (so a run without them is the Muon of every earlier
-//   version, bit for bit): the fused qkv weight cut into q, k and v, or into their head pairs
-//   (--muon-qkv, gpt/param_table.h's MuonQkv); Polar Express's coefficients in place of the
+//   Muon's variants, each off by default but where the preset's defaults turn it on (2026's: head
+//   pairs and NorMuon; a run without them is the Muon of every earlier version, bit for bit): the
+//   fused qkv weight cut into q, k and v, or into their head pairs (--muon-qkv,
+//   gpt/param_table.h's MuonQkv); Polar Express's coefficients in place of the
 //   quintic's (--muon-ns, layers/newton_schulz.h); cautious weight decay of the matrices
 //   (--cautious-weight-decay: decayed only where the update and the weight agree in sign, as
 //   nanochat decays its Muon matrices; Adam's groups keep the plain decay, as nanochat's do,
@@ -100,23 +101,32 @@ static inline void adam_betas(const OptimizerConfig* o, ParamGroup group, float*
     }
 }
 
-// The modern architecture's (gpt/config.h), as issue 47 measured them at d12 on two texts: AdamW
-// at lr 2e-3; Muon with wte at 0.05 (the head at 0.002, its own group); the rest as above.
-static inline OptimizerConfig modern_optimizer_defaults(OptimizerKind kind) {
-    OptimizerConfig o = optimizer_defaults(kind);
-    if (kind == OPTIMIZER_ADAMW) o.lr = 2e-3f;
-    else o.embedding_lr = 0.05f;
-    return o;
-}
-
 // The defaults of a run's settings: those of the architecture preset it is trained as, the one
 // train_gpt's --arch names, else the preset nearest its architecture (architecture_nearest_preset):
 // an ablation keeps its recipe's rates (--arch modern --qk-norm 0, and --init-from such a model,
-// train at modern's), a GPT-2 with one modern component at GPT-2's. A resumed run takes none of
+// train at modern's), a GPT-2 with one modern component at GPT-2's. The preset's own
+// (gpt/config.h's PresetDefaults) replace optimizer_defaults' where it sets them: modern's AdamW
+// at lr 2e-3 and Muon's wte at 0.05 (the head at 0.002, its own group), as measured at d12 on two
+// texts; 2026's weight decay, and Muon's cut of qkvw and NorMuon. A resumed run takes none of
 // these: its training state records every setting it ran with, and train_gpt takes them there.
 static inline OptimizerConfig preset_optimizer_defaults(OptimizerKind kind, const ArchitecturePreset* preset) {
-    const Architecture modern = ARCHITECTURE_MODERN;
-    return architecture_equal(&preset->arch, &modern) ? modern_optimizer_defaults(kind) : optimizer_defaults(kind);
+    const PresetDefaults* d = &preset->defaults;
+    OptimizerConfig o = optimizer_defaults(kind);
+    if (d->weight_decay != 0.0f) o.weight_decay = d->weight_decay;
+    if (kind == OPTIMIZER_ADAMW) {
+        if (d->adamw_lr != 0.0f) o.lr = d->adamw_lr;
+        return o;
+    }
+    if (d->embedding_lr != 0.0f) o.embedding_lr = d->embedding_lr;
+    o.muon_qkv = d->muon_qkv;
+    o.normuon = d->normuon;
+    o.normuon_beta2 = d->normuon ? NORMUON_BETA2_DEFAULT : 0.0f;
+    return o;
+}
+
+// The optimizer of a run trained as preset where --optimizer is not given (and no resumed run's).
+static inline OptimizerKind preset_optimizer(const ArchitecturePreset* preset) {
+    return preset->defaults.muon ? OPTIMIZER_MUON : OPTIMIZER_ADAMW;
 }
 
 // Which runs a setting belongs to: every run, Muon's (AdamW's betas are fixed), or Muon's with an

@@ -15,6 +15,17 @@ float rate_at(const RateShape* r, int step, int steps) {
     return (float)(r->peak + ((double)r->end - r->peak) * progress);
 }
 
+StepSchedule preset_schedule(const ArchitecturePreset* p, int muon) {
+    const PresetDefaults* d = &p->defaults;
+    StepSchedule s = {.lr_shape = d->wsd ? LR_SHAPE_WSD : LR_SHAPE_COSINE, .min_lr_frac = d->min_lr_frac};
+    if (d->wsd) s.warmdown_frac = d->warmdown_frac != 0.0f ? d->warmdown_frac : WARMDOWN_FRAC_DEFAULT;
+    if (muon && d->momentum_warmup_steps) {
+        s.momentum_warmup_steps = d->momentum_warmup_steps;
+        s.momentum_start = d->momentum_start != 0.0f ? d->momentum_start : MOMENTUM_START_DEFAULT;
+    }
+    return s;
+}
+
 void schedule_shapes(const StepSchedule* s, const OptimizerConfig* o, int steps, RateShape* lr, RateShape* momentum,
                      RateShape* weight_decay) {
     int wsd = s->lr_shape == LR_SHAPE_WSD;

@@ -78,6 +78,12 @@ typedef struct {
     float weight_decay;           // each tensor's decay is this times its decay_scale and its lr
 } StepRates;
 
+// The schedule of a run trained as preset p (gpt/config.h's PresetDefaults) under Muon (muon 1)
+// or AdamW, where its options give none of it: the preset's learning-rate shape, warm-down and
+// end, and under Muon its momentum warm-up; a setting that the shape takes and the preset leaves
+// at 0 at the anchors' default (above). GPT-2's and modern's: the schedule of the defaults.
+StepSchedule preset_schedule(const ArchitecturePreset* p, int muon);
+
 // The shapes of s's rates for the optimizer o over a run of steps: the learning rate of o's own
 // group (AdamW's, or Muon's matrices'), the momentum, the weight decay.
 void schedule_shapes(const StepSchedule* s, const OptimizerConfig* o, int steps, RateShape* lr, RateShape* momentum,

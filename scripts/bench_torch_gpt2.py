@@ -4,7 +4,8 @@
 # architecture of --arch, the component options and --window-pattern (train_gpt's,
 # scripts/gpt_architecture.py; GPT-2's by default), the model under torch.compile, bf16 autocast with fp32 weights, gradient
 # clipping and train_gpt's optimizer (--optimizer: fused AdamW, or Muon with Adam for the rest,
-# scripts/torch_optimizers.py, at train_gpt's defaults for the architecture), on random tokens of
+# scripts/torch_optimizers.py; it and its settings at train_gpt's defaults for the architecture,
+# 2026's Muon with head pairs and NorMuon among them), on random tokens of
 # GPT-2's vocabulary (50257, padded to 50304). The context is T (learned positions sized to it),
 # as in train_gpt's comparison.
 # Prints tokens/s, the mean over the steps after the warm-up ones (which compile), and the peak
@@ -23,7 +24,7 @@ import gpt_architecture
 from gpt_parameters import Shape
 from gpt_schedule import optimizer_rates
 from needed import exit_without
-from torch_optimizers import VARIANTS, Muon, adamw, defaults
+from torch_optimizers import NORMUON_BETA2_DEFAULT, Muon, adamw, defaults, variant_defaults
 
 try:
     import torch
@@ -45,7 +46,7 @@ def main():
     ap.add_argument("--heads", type=int, default=12)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=3, help="untimed first steps (they compile)")
-    ap.add_argument("--optimizer", choices=["adamw", "muon"], default="adamw", help="train_gpt's [adamw]")
+    ap.add_argument("--optimizer", choices=["adamw", "muon"], help="train_gpt's [adamw; 2026 muon]")
     gpt_architecture.add_options(ap)
     a = ap.parse_args()
     if a.steps <= a.warmup:
@@ -54,6 +55,7 @@ def main():
         arch, preset = gpt_architecture.from_options(a, shape=Shape(a.T, 50257, a.layers, a.heads, a.channels))
     except ValueError as e:
         ap.error(str(e))
+    a.optimizer = a.optimizer or gpt_architecture.PRESET_DEFAULTS[preset].optimizer
     exit_without(torch=torch)
     world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -64,9 +66,10 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = True
     dev = f"cuda:{local_rank}"
     model = GPT(a.layers, a.channels, a.heads, 50257, a.T, arch=arch).to(dev)
-    # train_gpt's defaults: Muon's variants off.
-    settings = SimpleNamespace(optimizer=a.optimizer, **defaults(a.optimizer, preset), normuon_beta2=0.0,
-                               **{key: off for _, key, off in VARIANTS})
+    # train_gpt's defaults: Muon's variants the preset's.
+    variants = variant_defaults(a.optimizer, preset)
+    settings = SimpleNamespace(optimizer=a.optimizer, **defaults(a.optimizer, preset),
+                               normuon_beta2=NORMUON_BETA2_DEFAULT if variants["normuon"] else 0.0, **variants)
     muon = a.optimizer == "muon"
     opt = Muon(model, settings) if muon else adamw(model, settings)
     rates = optimizer_rates(settings, settings.lr)  # every step at the peak

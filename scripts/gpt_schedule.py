@@ -17,11 +17,15 @@ linearly or as a half cosine (steps count from 1):
   0 at the last step).
 The optimizer settings o a function takes are attributes, as train_torch_reference.py's options
 hold them: optimizer ("adamw" or "muon"), lr, weight_decay and, under Muon, muon_momentum,
-embedding_lr, head_lr, vector_lr.
+embedding_lr, head_lr, vector_lr. A setting not given takes the preset's (preset_schedule: the
+preset's learning-rate shape, warm-down and end, and under Muon its momentum warm-up;
+scripts/gpt_architecture.py's PRESET_DEFAULTS), else the anchors' default.
 """
 import math
 import struct
 from typing import NamedTuple
+
+from gpt_architecture import PRESET_DEFAULTS
 
 LR_SHAPES = ("cosine", "wsd")
 DECAY_SHAPES = ("constant", "linear")
@@ -76,6 +80,17 @@ def rate_at(r, step, steps):
     if r.cosine:
         return f32(r.end + 0.5 * f32(r.peak - r.end) * (1.0 + math.cos(math.pi * progress)))
     return f32(r.peak + (r.end - r.peak) * progress)
+
+
+def preset_schedule(preset, muon):
+    """The schedule of a run trained as preset under Muon (muon True) or AdamW where its options give
+    none of it (gpt/schedule.h's preset_schedule): the preset's learning-rate shape, warm-down and
+    end, and under Muon its momentum warm-up; a setting that the shape takes and the preset leaves
+    at 0 at the anchors' default."""
+    d = PRESET_DEFAULTS[preset]
+    wsd, warmup = d.lr_schedule == "wsd", d.momentum_warmup_steps if muon else 0
+    return Schedule(d.lr_schedule, 0, f32(d.min_lr_frac), f32(d.warmdown_frac or WARMDOWN_FRAC_DEFAULT) if wsd else 0.0,
+                    warmup, f32(d.momentum_start or MOMENTUM_START_DEFAULT) if warmup else 0.0)
 
 
 def is_muon(o):
@@ -163,14 +178,14 @@ SHAPED_OPTIONS = (("--warmdown-frac", "warmdown_frac", "--lr-schedule wsd"),
 def add_options(ap):
     """train_gpt's schedule options on the argparse parser ap (those only some schedules take
     None unless given)."""
-    ap.add_argument("--lr-schedule", choices=LR_SHAPES, default="cosine",
-                    help="cosine: a cosine to lr * --min-lr-frac; wsd: level, then linear down to it [cosine]")
+    ap.add_argument("--lr-schedule", choices=LR_SHAPES,
+                    help="cosine: a cosine to lr * --min-lr-frac; wsd: level, then linear down to it "
+                         "[cosine; 2026 wsd]")
     ap.add_argument("--warmup-steps", type=int, default=0, help="linear warmup of every learning rate [0]")
-    ap.add_argument("--min-lr-frac", type=float, default=0.0,
-                    help="the learning rate's end, a fraction of each peak [0]")
+    ap.add_argument("--min-lr-frac", type=float, help="the learning rate's end, a fraction of each peak [0; 2026 0.05]")
     ap.add_argument("--warmdown-frac", type=float, help=f"wsd: the last fraction of the steps in the warm-down "
                                                         f"[{WARMDOWN_FRAC_DEFAULT}]")
-    ap.add_argument("--momentum-warmup-steps", type=int, help="muon: the momentum's warm-up [0]")
+    ap.add_argument("--momentum-warmup-steps", type=int, help="muon: the momentum's warm-up [0; 2026 300]")
     ap.add_argument("--momentum-start", type=float, help=f"muon: where it starts [{MOMENTUM_START_DEFAULT}]")
     ap.add_argument("--momentum-cooldown-steps", type=int, help="muon: the momentum's cool-down at the end [0]")
     ap.add_argument("--momentum-end", type=float, help=f"muon: where it ends [{MOMENTUM_END_DEFAULT}]")
@@ -178,24 +193,30 @@ def add_options(ap):
                     help="constant, or linear down to 0 at the last step [constant]")
 
 
-def from_options(a, muon):
-    """The schedule the parsed options a ask for under the optimizer (muon: Muon), as train_gpt
-    resolves it; ValueError with train_gpt's message when it is refused."""
-    wsd = a.lr_schedule == "wsd"
+def from_options(a, muon, preset="gpt2"):
+    """The schedule the parsed options a ask for under the optimizer (muon: Muon), each setting not
+    given preset's (preset_schedule), as train_gpt resolves it; ValueError with train_gpt's
+    message when it is refused."""
+    p = preset_schedule(preset, muon)
+    lr_schedule = a.lr_schedule or p.lr_shape
+    min_lr_frac = p.min_lr_frac if a.min_lr_frac is None else a.min_lr_frac
+    warmup = p.momentum_warmup_steps if a.momentum_warmup_steps is None else a.momentum_warmup_steps
+    cooldown = a.momentum_cooldown_steps or 0
+    wsd = lr_schedule == "wsd"
     for flag, attribute, taker in SHAPED_OPTIONS:
         if getattr(a, attribute) is not None and not (wsd if taker == "--lr-schedule wsd" else muon):
             raise ValueError(f"{flag} is a setting of {taker}")
-    for flag, attribute, steps_flag in (("--momentum-start", "momentum_start", "--momentum-warmup-steps"),
-                                        ("--momentum-end", "momentum_end", "--momentum-cooldown-steps")):
-        if getattr(a, attribute) is not None and not getattr(a, steps_flag[2:].replace("-", "_")):
+    for flag, value, steps_flag, steps in (("--momentum-start", a.momentum_start, "--momentum-warmup-steps", warmup),
+                                           ("--momentum-end", a.momentum_end, "--momentum-cooldown-steps", cooldown)):
+        if value is not None and not steps:
             raise ValueError(f"{flag} without {steps_flag} has no effect")
 
     def given(value, default, taken):
         return f32(default if value is None else value) if taken else 0.0
 
-    warmup, cooldown = a.momentum_warmup_steps or 0, a.momentum_cooldown_steps or 0
-    s = Schedule(a.lr_schedule, a.warmup_steps, f32(a.min_lr_frac), given(a.warmdown_frac, WARMDOWN_FRAC_DEFAULT, wsd),
-                 warmup, given(a.momentum_start, MOMENTUM_START_DEFAULT, warmup), cooldown,
+    s = Schedule(lr_schedule, a.warmup_steps, f32(min_lr_frac),
+                 given(a.warmdown_frac, p.warmdown_frac or WARMDOWN_FRAC_DEFAULT, wsd), warmup,
+                 given(a.momentum_start, p.momentum_start or MOMENTUM_START_DEFAULT, warmup), cooldown,
                  given(a.momentum_end, MOMENTUM_END_DEFAULT, cooldown), a.weight_decay_schedule)
     why = invalid(s, muon)
     if why:

@@ -4,8 +4,9 @@ Muon is written here from train_gpt's description (gpt/optimizer.h, layers/muon.
 code.
 
 - defaults(kind, preset): train_gpt's settings of the optimizer kind (adamw, muon) for the
-  architecture preset (gpt2, modern: --arch's, else gpt_architecture.nearest_preset's;
-  gpt/optimizer.h's preset_optimizer_defaults). SETTINGS: each setting's flag, bounds and the
+  architecture preset (gpt2, modern, 2026: --arch's, else gpt_architecture.nearest_preset's;
+  gpt/optimizer.h's preset_optimizer_defaults), and variant_defaults(kind, preset) Muon's
+  variants there (2026's head pairs and NorMuon; every other preset's off). SETTINGS: each setting's flag, bounds and the
   runs it belongs to, and invalid(kind, s, untied_head) the check of a run's settings against
   them and of Muon's variants (gpt/optimizer.h's optimizer_settings, optimizer_invalid and
   muon_variants_invalid, held to them by tests/mirrors/test_rules.py). VARIANTS: Muon's variants'
@@ -35,6 +36,7 @@ its default elsewhere (tests/programs/test_torch_reference.py runs them on the C
 """
 from typing import NamedTuple
 
+from gpt_architecture import PRESET_DEFAULTS
 from gpt_parameters import muon_matrix
 
 try:
@@ -69,16 +71,27 @@ FLT_MAX = 3.4028234663852886e38  # the largest float32: the bound above of a set
 
 
 def defaults(kind, preset):
-    """train_gpt's settings for --optimizer kind and the architecture preset: AdamW lr 3e-4 (the
-    modern preset's 2e-3), weight decay 0.1; Muon lr 0.02, momentum 0.95, Adam (0.8, 0.95) at
-    0.001 for the embeddings (modern's 0.05), 0.002 for an untied head and for the vectors, no
-    weight decay; both clip the gradient norm at 1."""
+    """train_gpt's settings for --optimizer kind and the architecture preset: AdamW lr 3e-4,
+    weight decay 0.1; Muon lr 0.02, momentum 0.95, Adam (0.8, 0.95) at 0.001 for the embeddings,
+    0.002 for an untied head and for the vectors, no weight decay; both clip the gradient norm at
+    1; where the preset sets them (gpt_architecture.PRESET_DEFAULTS), its AdamW lr (modern's and
+    2026's 2e-3), its Muon embedding lr (0.05) and its weight decay (2026's 0.1)."""
+    d = PRESET_DEFAULTS[preset]
     if kind == "adamw":
-        return {"lr": 2e-3 if preset == "modern" else 3e-4, "weight_decay": 0.1, "grad_clip": 1.0}
-    return {"lr": 0.02, "weight_decay": 0.0, "grad_clip": 1.0, "muon_momentum": 0.95,
-            "embedding_lr": 0.05 if preset == "modern" else 0.001, "head_lr": 0.002, "vector_lr": 0.002,
+        return {"lr": d.adamw_lr or 3e-4, "weight_decay": d.weight_decay or 0.1, "grad_clip": 1.0}
+    return {"lr": 0.02, "weight_decay": d.weight_decay or 0.0, "grad_clip": 1.0, "muon_momentum": 0.95,
+            "embedding_lr": d.embedding_lr or 0.001, "head_lr": 0.002, "vector_lr": 0.002,
             "adam_beta1": 0.8, "adam_beta2": 0.95, "embedding_beta1": 0.8, "embedding_beta2": 0.95,
             "head_beta1": 0.8, "head_beta2": 0.95}
+
+
+def variant_defaults(kind, preset):
+    """Muon's variants (VARIANTS' keys) of a run of --optimizer kind trained as preset, where not
+    given: the preset's --muon-qkv and --normuon under Muon, every other off (and all off under AdamW)."""
+    variants = {key: off for _, key, off in VARIANTS}
+    if kind == "muon":
+        variants.update(muon_qkv=PRESET_DEFAULTS[preset].muon_qkv, normuon=PRESET_DEFAULTS[preset].normuon)
+    return variants
 
 
 # The Adam betas of a group's own (Muon's embeddings and untied head), each with the beta it

@@ -6,8 +6,9 @@ validation curves can be laid side by side (scripts/gpu/parity.sh, scripts/compa
 
 What it shares with train_gpt, by construction:
 - the model and its init (scripts/torch_gpt2.py), of train_gpt's architecture options (--arch
-  gpt2|modern, then each component and --window-pattern: scripts/gpt_architecture.py; documents
-  it does not compute) and --head-size: drawn from
+  gpt2|modern|2026, 2026's key windows following --context, then each component and
+  --window-pattern: scripts/gpt_architecture.py; documents it does not compute) and --head-size:
+  drawn from
   --seed by PyTorch's generator by the table's init or nanochat's (--init), or, with --init-from, train_gpt's own initial weights (`train_gpt
   --save-init FILE`, the same seed and model), so that both sides start from the same draws;
   the architecture is then the checkpoint's, and options that ask for another are refused;
@@ -21,13 +22,14 @@ What it shares with train_gpt, by construction:
   the blocks' matrices with AdamW for wte and wpe (--embedding-lr), an untied head (--head-lr)
   and the vectors (--vector-lr), the embeddings and the head at betas of their own where given
   (--embedding-beta1 and the others, else --adam-beta1 and 2), and Muon's variants (--muon-qkv, --muon-ns,
-  --cautious-weight-decay, --normuon, --normuon-beta2: off unless given, as train_gpt's); each setting
-  not given takes train_gpt's default for the optimizer and the preset of --arch, else the one
-  nearest the architecture (the modern preset's AdamW lr 2e-3 and Muon wte at 0.05), and each is
-  bounded as train_gpt bounds it; the global gradient norm clipped to --grad-clip; the rates of
-  each step by train_gpt's schedule and its options (scripts/gpt_schedule.py: a warmup, then a
-  cosine or a warm-down to lr * --min-lr-frac, every group's lr alike; Muon's momentum warm-up and
-  cool-down; a constant or linear weight decay);
+  --cautious-weight-decay, --normuon, --normuon-beta2: off unless given or the preset's, as
+  train_gpt's); --optimizer and each setting not given take train_gpt's default for the optimizer
+  and the preset of --arch, else the one nearest the architecture (the modern preset's AdamW lr
+  2e-3 and Muon wte at 0.05; 2026's Muon, head pairs, NorMuon, weight decay 0.1 and schedule), and
+  each is bounded as train_gpt bounds it; the global gradient norm clipped to --grad-clip; the
+  rates of each step by train_gpt's schedule and its options, each not given the preset's
+  (scripts/gpt_schedule.py: a warmup, then a cosine or a warm-down to lr * --min-lr-frac, every
+  group's lr alike; Muon's momentum warm-up and cool-down; a constant or linear weight decay);
 - the loss: mean cross-entropy over the real vocabulary.
 The numerics are PyTorch's usual mixed precision: fp32 weights, residual stream, norms and
 gradients, bf16 autocast for the matmuls and attention. --emulate (residual, residual-grad) rounds
@@ -59,7 +61,7 @@ from output_file import Failure, atomic_output, check_output
 from shard_batches import Batches, open_stream, read_tokenizer
 from gpt_parameters import MODEL_PRESETS, MUON_QKV, muon_qkv_unfit
 from torch_optimizers import (GROUP_BETAS, NORMUON_BETA2_DEFAULT, NS_COEFFICIENTS, SETTINGS, VARIANTS, Muon, adamw,
-                              defaults, group_betas, invalid, set_adamw_rates)
+                              defaults, group_betas, invalid, set_adamw_rates, variant_defaults)
 
 try:
     import torch
@@ -93,14 +95,14 @@ def parse_args(argv):
     ap.add_argument("-T", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=0, help="optimizer steps [0: one epoch]")
     gpt_architecture.add_options(ap)
-    ap.add_argument("--optimizer", default="adamw", choices=["adamw", "muon"])
+    ap.add_argument("--optimizer", choices=["adamw", "muon"], help="[adamw; 2026 muon]")
     ap.add_argument("--lr", type=float,
-                    help="peak: AdamW's, or Muon's for the matrices [adamw 3e-4 (modern 2e-3), muon 0.02]")
+                    help="peak: AdamW's, or Muon's for the matrices [adamw 3e-4 (modern and 2026 2e-3), muon 0.02]")
     gpt_schedule.add_options(ap)
-    ap.add_argument("--weight-decay", type=float, help="[adamw 0.1, muon 0]")
+    ap.add_argument("--weight-decay", type=float, help="[adamw 0.1, muon 0 (2026 0.1)]")
     ap.add_argument("--muon-momentum", type=float, help="muon: the matrices' Nesterov momentum [0.95]")
     ap.add_argument("--embedding-lr", type=float,
-                    help="muon: AdamW's peak for wte (the head when tied) and wpe [0.001; modern 0.05]")
+                    help="muon: AdamW's peak for wte (the head when tied) and wpe [0.001; modern and 2026 0.05]")
     ap.add_argument("--head-lr", type=float, help="muon: AdamW's peak for an untied head [0.002]")
     ap.add_argument("--vector-lr", type=float, help="muon: AdamW's peak for the vectors [0.002]")
     ap.add_argument("--adam-beta1", type=float, help="muon: the betas of that AdamW [0.8]")
@@ -110,13 +112,15 @@ def parse_args(argv):
     ap.add_argument("--head-beta1", type=float, help="muon: its betas for an untied head [--adam-beta1]")
     ap.add_argument("--head-beta2", type=float, help="[--adam-beta2]")
     ap.add_argument("--muon-qkv", choices=MUON_QKV,
-                    help="muon: qkvw as one (3C, C) matrix a layer, as q, k and v, or as their head pairs [fused]")
+                    help="muon: qkvw as one (3C, C) matrix a layer, as q, k and v, or as their head pairs "
+                         "[fused; 2026 head-pairs]")
     ap.add_argument("--muon-ns", choices=tuple(NS_COEFFICIENTS),
                     help="muon: the Newton-Schulz coefficients, the quintic's or Polar Express's [quintic]")
     ap.add_argument("--cautious-weight-decay", action="store_true", default=None,
                     help="muon: decay each matrix weight only where its update has its sign")
-    ap.add_argument("--normuon", action="store_true", default=None,
-                    help="muon: NorMuon, each update's rows evened out by a second moment of each")
+    ap.add_argument("--normuon", nargs="?", const=1, type=int, choices=(0, 1),
+                    help="muon: NorMuon, each update's rows evened out by a second moment of each; --normuon "
+                         "alone is 1 [0; 2026 1]")
     ap.add_argument("--normuon-beta2", type=float, help="its beta, in [0, 1) [0.95]")
     ap.add_argument("--grad-clip", type=float, help="the global gradient norm's bound; 0: none [1]")
     ap.add_argument("--seed", type=int, default=1)
@@ -133,16 +137,14 @@ def parse_args(argv):
     if a.T > a.context:
         ap.error(f"-T {a.T} is longer than the model's context {a.context} (--context)")
     for flag, value, least in (("-B", a.B, 1), ("-T", a.T, 1), ("--val-batches", a.val_batches, 1),
-                               ("--steps", a.steps, 0), ("--val-every", a.val_every, 0)):
+                               ("--steps", a.steps, 0), ("--val-every", a.val_every, 0),
+                               ("--warmup-steps", a.warmup_steps, 0)):
         if value < least:
             ap.error(f"{flag} {value} must be >= {least}")
-    # train_gpt's bound: a seed is 64 bits, unsigned (the schedule's bounds: gpt_schedule's).
+    # train_gpt's bound: a seed is 64 bits, unsigned (the schedule's bounds: gpt_schedule's, once the
+    # preset whose defaults it takes is known: settle_architecture).
     if not 0 <= a.seed < 2 ** 64:
         ap.error(f"--seed {a.seed} must be 0 to 2^64 - 1")
-    try:
-        a.schedule = gpt_schedule.from_options(a, a.optimizer == "muon")
-    except ValueError as e:
-        ap.error(str(e))
     if a.val_data is None:
         head, tail = os.path.split(a.train_data)
         a.val_data = os.path.join(head, tail.replace("train_", "val_", 1)) if "train_" in tail else ""
@@ -151,21 +153,25 @@ def parse_args(argv):
 
 def settle_architecture(ap, a, init):
     """a.arch: the architecture of the options, from init's (a Checkpoint, or None) without --arch,
-    its windows checked against --model's layers and --context; then every optimizer setting not
-    given, by train_gpt's defaults for it (gpt/optimizer.h's preset_optimizer_defaults, taken by
-    resolve_optimizer in train/plan.cu), and the settings checked as train_gpt checks them: a bad
-    option is argparse's error, an architecture other than init's a Failure naming its file."""
+    its windows checked against --model's layers and --context; then the optimizer and every
+    setting not given, by train_gpt's defaults for them (gpt/optimizer.h's preset_optimizer and
+    preset_optimizer_defaults, taken by resolve_optimizer in train/plan.cu), the settings checked as
+    train_gpt checks them, and the schedule (a.schedule, each setting not given the preset's:
+    resolve_schedule's): a bad option is argparse's error, an architecture other than init's a
+    Failure naming its file."""
     L, C, NH = model_shape(ap, a)
+    shape = init.shape if init else Shape(maxT=a.context, V=0, L=L, NH=NH, C=C)
     try:
-        a.arch, preset = gpt_architecture.from_options(a, init, Shape(maxT=a.context, V=0, L=L, NH=NH, C=C))
+        a.arch, preset = gpt_architecture.from_options(a, init, shape)
     except ValueError as e:
         ap.error(str(e))
     if init and a.arch != init.arch:
-        raise Failure(f"{init.path}: the architecture asked for ({gpt_architecture.describe(a.arch)}) is not the "
-                      f"checkpoint's ({gpt_architecture.describe(init.arch)})")
+        raise Failure(f"{init.path}: the architecture asked for ({gpt_architecture.describe(a.arch, shape)}) is not "
+                      f"the checkpoint's ({gpt_architecture.describe(init.arch, shape)})")
     if a.arch.documents:
         raise Failure(f"{init.path}: the model's attention sees a row's own document alone, the reference's every "
                       "earlier key (or its window's)")
+    a.optimizer = a.optimizer or gpt_architecture.PRESET_DEFAULTS[preset].optimizer
     given = {setting.key for setting in SETTINGS if getattr(a, setting.key) is not None}
     for setting in SETTINGS:
         if setting.key in given and setting.use != "every run" and a.optimizer != "muon":
@@ -180,13 +186,16 @@ def settle_architecture(ap, a, init):
     for key, followed in GROUP_BETAS.items():
         if key in preset_defaults and key not in given and preset_defaults[key] == preset_defaults[followed]:
             setattr(a, key, getattr(a, followed))
-    # Muon's variants: each given under Muon alone, off otherwise; NorMuon's beta given with
-    # NorMuon alone, its default where NorMuon is on (train/plan.cu's resolve_muon_variants).
-    for flag, key, off in VARIANTS:
+    # Muon's variants: each given under Muon alone, else the preset's (off under AdamW); NorMuon's
+    # beta given with NorMuon alone, its default where NorMuon is on (train/plan.cu's
+    # resolve_muon_variants).
+    variants = variant_defaults(a.optimizer, preset)
+    for flag, key, _ in VARIANTS:
         if getattr(a, key) is None:
-            setattr(a, key, off)
+            setattr(a, key, variants[key])
         elif a.optimizer != "muon":
             ap.error(f"{flag} is a setting of --optimizer muon")
+    a.normuon = bool(a.normuon)
     if a.normuon_beta2 is None:
         a.normuon_beta2 = NORMUON_BETA2_DEFAULT if a.normuon else 0.0
     elif a.optimizer != "muon":
@@ -196,6 +205,10 @@ def settle_architecture(ap, a, init):
     why = invalid(a.optimizer, a, a.arch.untied_head)
     if why:
         ap.error(why)
+    try:
+        a.schedule = gpt_schedule.from_options(a, a.optimizer == "muon", preset)
+    except ValueError as e:
+        ap.error(str(e))
 
 
 def main(argv):
@@ -290,7 +303,7 @@ def run(a, init, log, shape):
                       if a.arch.untied_head else "") + f"{a.vector_lr:g} for the vectors")
     aligned = f" aligned to documents (<|endoftext|> = {a.document_token})" if a.align_documents else ""
     print(f"torch {torch.__version__} reference: {a.model} (L {L} C {C} NH {NH} V {V}), architecture "
-          f"{gpt_architecture.describe(a.arch)}, B {a.B} T {a.T}{aligned}, {steps} steps, {settings}, seed {a.seed}, "
+          f"{gpt_architecture.describe(a.arch, Shape(maxT=a.context, V=V, L=L, NH=NH, C=C))}, B {a.B} T {a.T}{aligned}, {steps} steps, {settings}, seed {a.seed}, "
           f"emulate '{a.emulate}', init {a.init_from or 'drawn by PyTorch, ' + (a.init or 'default')}", flush=True)
     if log:
         log.write("step,loss,val_loss,lr,grad_norm,ms,tokens_per_s,mfu,mem_gib\n")

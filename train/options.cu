@@ -20,7 +20,8 @@ static void parse_fp8(const char* name, const char* value, void* flags) {
 }
 
 // --window-pattern: a comma-separated list of windows, each a number of keys or "full" (no
-// bound), into the pattern fields of an Architecture.
+// bound), into the pattern fields of an Architecture; windows all full are none (window_count 0),
+// which turns a preset's off.
 static void parse_window_pattern(const char* name, const char* value, void* arch) {
     Architecture* a = (Architecture*)arch;
     int count = 0, bounded = 0;
@@ -41,8 +42,7 @@ static void parse_window_pattern(const char* name, const char* value, void* arch
         p += len;
         if (!*p) break;
     }
-    if (!bounded) die("%s '%s': every window is full, which is no window (leave the option out)", name, value);
-    a->window_count = count;
+    a->window_count = bounded ? count : 0;
 }
 
 // A float that rule (NULL or why not) takes: --rotary-base and --softcap by gpt/config.h's rules,
@@ -135,8 +135,17 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
          "write the initial model (drawn from --seed) to FILE, an fp32\ncheckpoint, and stop before the GPU"},
         {OPTION_TEXT, "--resume", "DIR", &o->resume_dir, "continue the run whose checkpoints are in DIR, exactly"},
         {OPTION_GROUP, "architecture (--arch, then each component on its own; a checkpoint's must match)"},
-        {OPTION_CHOICE, "--arch", "gpt2|modern", &o->arch,
-         "gpt2: GPT-2 of 2019 (llm.c and Hugging Face compatible);\nmodern: --rotary 1, --norm rms, --qk-norm 1, --mlp relu2, --bias 0,\n--head untied, --zero-init 1, --softcap 30, and its own\ndefaults: adamw --lr 2e-3, muon --embedding-lr 0.05 (without\n--arch: the defaults of the preset nearest the architecture)\n[gpt2; with --resume or --init-from: the checkpoint's]",
+        {OPTION_CHOICE, "--arch", "gpt2|modern|2026", &o->arch,
+         "gpt2: GPT-2 of 2019 (llm.c and Hugging Face compatible);\n"
+         "modern: --rotary 1, --norm rms, --qk-norm 1, --mlp relu2,\n--bias 0, --head untied, --zero-init 1, --softcap 30, and its\n"
+         "own defaults: adamw --lr 2e-3, muon --embedding-lr 0.05;\n"
+         "2026: modern's, with --embedding-norm 1, --qk-scale 1.2,\n--residual-lambdas 1, --value-embeddings 1, --smear 1,\n"
+         "--backout 1, and key windows of a quarter of the context\n(rounded down) in three layers of four, the last layer full\n"
+         "(at --context 1024: --window-pattern 256,256,256,full);\nits own defaults: --optimizer muon, --muon-qkv head-pairs,\n"
+         "--normuon, --weight-decay 0.1, --lr-schedule wsd\n--warmdown-frac 0.65 --min-lr-frac 0.05, --momentum-warmup-steps\n"
+         "300 --momentum-start 0.85, and modern's rates\n"
+         "(without --arch: the defaults of the preset nearest the\narchitecture) [gpt2; with --resume or --init-from: the\n"
+         "checkpoint's]",
          0, 0, NULL, &o->arch_given},
         {OPTION_INT, "--rotary", "0|1", &a->rotary, "rotary position embeddings on q and k, no learned ones", 0, 1,
          NULL, &given[0]},
@@ -183,8 +192,9 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
          INT_MAX},
         {OPTION_CALL, "--window-pattern", "LIST", &o->window_pattern,
          "a window per layer: comma-separated windows, each a number\nof keys or full (no bound), layer l taking "
-         "item l mod\ntheir count (one per layer at most); e.g. full,1024: long\nand short layers alternating",
-         0, 0, parse_window_pattern},
+         "item l mod\ntheir count (one per layer at most); e.g. full,1024: long\nand short layers alternating; full "
+         "alone: none (2026's off)\n[--arch 2026's, else none]",
+         0, 0, parse_window_pattern, &o->window_pattern_given},
         {OPTION_GROUP, "data"},
         {OPTION_TEXT, "--train-data", "GLOB", &o->train_data, "training shards [datasets/tinyshakespeare/train_*.bin]"},
         {OPTION_TEXT, "--val-data", "GLOB", &o->val_data,
@@ -203,33 +213,33 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
          INT_MAX},
         {OPTION_CHOICE, "--lr-schedule", "cosine|wsd", &o->schedule.lr_shape,
          "then cosine: a cosine down to the end (--min-lr-frac); wsd:\nconstant, then linearly down to it over the last\n"
-         "--warmdown-frac of the steps (nanochat's) [cosine]"},
+         "--warmdown-frac of the steps (nanochat's) [cosine; 2026 wsd]", 0, 0, NULL, &o->lr_schedule_given},
         {OPTION_FLOAT, "--min-lr-frac", "X", &o->schedule.min_lr_frac,
-         "every learning rate ends at X * its peak, at the last step [0]", 0, 1},
+         "every learning rate ends at X * its peak, at the last step\n[0; 2026 0.05]", 0, 1, NULL, &o->min_lr_frac_given},
         {OPTION_FLOAT, "--warmdown-frac", "X", &o->schedule.warmdown_frac,
          "wsd: the fraction of the steps in the warm-down, in (0, 1]\n[0.65]", 0, 0, NULL, &o->warmdown_given},
         {OPTION_CALL, "--grad-clip", "X", &o->optimizer.grad_clip, "global gradient norm clip, 0 for none [1.0]", 0, 0,
          parse_optimizer_setting},
         {OPTION_SEED, "--seed", "N", &o->seed, "init, data order and sampling, 0 to 2^64-1 [1337]"},
         {OPTION_GROUP, "optimizer (settings not given: a resumed run's own, else the defaults of --arch or of the "
-                       "preset nearest the architecture)"},
+                       "preset nearest the architecture, the schedule's above too)"},
         {OPTION_CHOICE, "--optimizer", "adamw|muon", &o->optimizer.kind,
          "adamw: AdamW on every tensor; muon: Muon on the blocks' 2-D\nmatrices (momentum orthogonalised by "
-         "Newton-Schulz), Adam on\nthe embeddings and vectors; reaches AdamW's loss in fewer steps\n[adamw]",
+         "Newton-Schulz), Adam on\nthe embeddings and vectors; reaches AdamW's loss in fewer steps\n[adamw; 2026 muon]",
          0, 0, NULL, &o->optimizer_given},
         {OPTION_CALL, "--lr", "X", &o->optimizer.lr,
-         "peak learning rate (> 0): AdamW's, or Muon's for the matrices\n[adamw 3e-4 (modern 2e-3), muon 0.02]", 0, 0,
-         parse_optimizer_setting},
+         "peak learning rate (> 0): AdamW's, or Muon's for the matrices\n[adamw 3e-4 (modern and 2026 2e-3), muon 0.02]",
+         0, 0, parse_optimizer_setting},
         {OPTION_CALL, "--weight-decay", "X", &o->optimizer.weight_decay,
-         "decoupled weight decay of the 2-D weights, times each group's\nlr (below 1 with it) [adamw 0.1, muon 0]", 0, 0,
-         parse_optimizer_setting},
+         "decoupled weight decay of the 2-D weights, times each group's\nlr (below 1 with it) [adamw 0.1, muon 0 "
+         "(2026 0.1)]", 0, 0, parse_optimizer_setting},
         {OPTION_CHOICE, "--weight-decay-schedule", "constant|linear", &o->schedule.decay_shape,
          "constant (the decay a step takes, lr * weight decay,\nfollows the lr), or linear down to 0 at the last step\n"
          "[constant]"},
         {OPTION_CALL, "--muon-momentum", "X", &o->optimizer.momentum,
          "muon: Nesterov momentum of the matrices, in [0, 1) [0.95]", 0, 0, parse_optimizer_setting},
         {OPTION_INT, "--momentum-warmup-steps", "N", &o->schedule.momentum_warmup_steps,
-         "muon: the momentum rises linearly from --momentum-start to\n--muon-momentum over the first N steps [0]", 0,
+         "muon: the momentum rises linearly from --momentum-start to\n--muon-momentum over the first N steps [0; 2026 300]", 0,
          INT_MAX, NULL, &o->momentum_warmup_given},
         {OPTION_FLOAT, "--momentum-start", "X", &o->schedule.momentum_start, "[0.85]", 0, 0, NULL,
          &o->momentum_start_given},
@@ -238,7 +248,7 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
          &o->momentum_cooldown_given},
         {OPTION_FLOAT, "--momentum-end", "X", &o->schedule.momentum_end, "[0.85]", 0, 0, NULL, &o->momentum_end_given},
         {OPTION_CALL, "--embedding-lr", "X", &o->optimizer.embedding_lr,
-         "muon: Adam's peak learning rate (> 0) for wte (the head when\ntied) and wpe [0.001; modern 0.05]", 0, 0,
+         "muon: Adam's peak learning rate (> 0) for wte (the head when\ntied) and wpe [0.001; modern and 2026 0.05]", 0, 0,
          parse_optimizer_setting},
         {OPTION_CALL, "--head-lr", "X", &o->optimizer.head_lr, "muon: Adam's for an untied head [0.002]", 0, 0,
          parse_optimizer_setting},
@@ -258,16 +268,17 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
         {OPTION_CALL, "--head-beta2", "X", &o->optimizer.head_b2, "[--adam-beta2]", 0, 0, parse_optimizer_setting},
         {OPTION_CHOICE, "--muon-qkv", "fused|split|head-pairs", &o->optimizer.muon_qkv,
          "muon: the attention's q, k, v weight as matrices, each\northogonalised on its own: fused, one (3C, C) a layer;\n"
-         "split, q, k and v (C, C); head-pairs, each pair of heads\nof each (2HS, C), as modded-nanogpt [fused]"},
+         "split, q, k and v (C, C); head-pairs, each pair of heads\nof each (2HS, C), as modded-nanogpt [fused; 2026 "
+         "head-pairs]"},
         {OPTION_CHOICE, "--muon-ns", "quintic|polar", &o->optimizer.muon_ns,
          "muon: the Newton-Schulz iterations' coefficients: the\nquintic's, or Polar Express's (one polynomial per\n"
          "iteration, as nanochat and modded-nanogpt) [quintic]"},
         {OPTION_FLAG, "--cautious-weight-decay", NULL, &o->optimizer.cautious_weight_decay,
          "muon: decay each matrix weight only where its update has its\nsign (nanochat's; Adam's groups decay as "
          "before)"},
-        {OPTION_FLAG, "--normuon", NULL, &o->optimizer.normuon,
+        {OPTION_INT, "--normuon", "[0|1]", &o->optimizer.normuon,
          "muon: NorMuon: each orthogonalised update's rows (a wide\nmatrix's columns) evened out by a second moment "
-         "of each"},
+         "of each;\n--normuon alone is 1 [0; 2026 1]", 0, 1, NULL, &o->normuon_given},
         {OPTION_CALL, "--normuon-beta2", "X", &o->optimizer.normuon_beta2, "its beta, in [0, 1) [0.95]", 0, 0,
          parse_normuon_beta2},
         {OPTION_GROUP, "evaluation and output"},
@@ -324,8 +335,8 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
          "its GPU [1]", 1, 1 << 16},
     };
     char usage[256 + PARAM_TABLE_TEXT];
-    int head = snprintf(usage, sizeof(usage), "usage: train_gpt [options]\nTrains a GPT (GPT-2's architecture or the "
-                        "modern one) on token shards, on one GPU\nor several.\n\n");
+    int head = snprintf(usage, sizeof(usage), "usage: train_gpt [options]\nTrains a GPT (GPT-2's architecture, the modern "
+                        "one or the 2026 recipe's) on token\nshards, on one GPU or several.\n\n");
     param_table_describe(usage + head, sizeof(usage) - head);
     const CommandLine line = {"train_gpt", usage, 26, NULL, options, sizeof(options) / sizeof(options[0])};
     int first = options_parse(&line, argc, argv);
@@ -333,7 +344,8 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
     if (o->resume_dir && o->init_from) die("--resume and --init-from exclude each other");
     if (o->init_given && o->init_from)
         die("--init draws the initial model, which --init-from reads from its checkpoint: it has no effect");
-    if (o->window && o->window_pattern.window_count) die("--window and --window-pattern exclude each other");
+    if (o->normuon_given && o->optimizer.normuon < 0) o->optimizer.normuon = 1;   // --normuon without a value
+    if (o->window && o->window_pattern_given) die("--window and --window-pattern exclude each other");
     if (o->align_documents && !o->tokenizer)
         die("--align-documents: a row starts at <|endoftext|>, whose id comes from --tokenizer: give it");
     if (o->save_init && (o->resume_dir || o->init_from))

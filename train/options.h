@@ -22,7 +22,8 @@ typedef struct {
     int components_given[ARCHITECTURE_SLOTS];    // in Architecture's slot order)
     int document_mask;           // --document-mask: each row sees its own document alone
     int window;                  // --window W, or 0
-    Architecture window_pattern; // --window-pattern's windows (window_count 0: not given)
+    Architecture window_pattern; // --window-pattern's windows (window_count 0: none)
+    int window_pattern_given;
     const char* init_from;       // model checkpoint, or NULL
     int init_scheme;             // --init (InitScheme): how the initial model is drawn
     int init_given;
@@ -37,11 +38,13 @@ typedef struct {
     int steps;                   // 0: one epoch
     StepSchedule schedule;       // the rates of each step (gpt/schedule.h): the settings only some
                                  // shapes take filled in by the plan
-    int warmdown_given, momentum_warmup_given, momentum_start_given, momentum_cooldown_given,
-        momentum_end_given;      // those settings given on the command line
+    int lr_schedule_given, min_lr_frac_given, warmdown_given, momentum_warmup_given, momentum_start_given,
+        momentum_cooldown_given, momentum_end_given;   // those settings given on the command line (the rest
+                                                       // take the preset's: train/plan.h)
     OptimizerConfig optimizer;   // --optimizer and its settings: NAN until given, then the
                                  // run's defaults fill in the rest (train/plan.h)
-    int optimizer_given;         // --optimizer given (a resumed run's own otherwise)
+    int optimizer_given;         // --optimizer given (a resumed run's own otherwise, else the preset's)
+    int normuon_given;           // --normuon given, with or without its value
     int val_every, val_batches;
     int sample_every, sample_tokens, top_k;
     float temperature;

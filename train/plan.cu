@@ -14,15 +14,21 @@
 #include "gpt/generation.h"
 #include "train/checkpoint_folder.h"
 
-// The architecture: a checkpoint's (from_file), or --arch's preset; each component given on its
-// own replaces its field, the key windows (--document-mask, --window, --window-pattern) theirs,
-// and with a checkpoint the result must be the checkpoint's. A value without effect is refused
-// (gpt/config.h's gpt_config_drop_without_effect says why).
+// The architecture: a checkpoint's (from_file), or --arch's preset at the model's context and
+// layers (its key windows follow the context); each component given on its own replaces its
+// field, the key windows (--document-mask, --window, --window-pattern) theirs, and with a
+// checkpoint the result must be the checkpoint's. A value without effect is refused (gpt/config.h's
+// gpt_config_drop_without_effect says why).
 static void resolve_architecture(RunPlan* p, int from_file) {
     TrainOptions* o = &p->o;
     Architecture* arch = &p->config.arch;
     const Architecture file = *arch;
-    if (!from_file || o->arch_given) *arch = architecture_presets[o->arch].arch;
+    char err[ERR_LEN];
+    if (!from_file || o->arch_given) {
+        const ArchitecturePreset* preset = &architecture_presets[o->arch];
+        if (architecture_of_preset(preset, p->config.maxT, p->config.L, arch, err, sizeof(err)) != 0)
+            die("--arch %s at context %d, %d layers: %s", preset->name, p->config.maxT, p->config.L, err);
+    }
     int32_t slots[ARCHITECTURE_SLOTS], given[ARCHITECTURE_SLOTS];
     memcpy(slots, arch, sizeof(slots));
     memcpy(given, &o->components, sizeof(given));
@@ -36,15 +42,15 @@ static void resolve_architecture(RunPlan* p, int from_file) {
         arch->documents = 1;
         arch->document_token = tokenizer_eot(p->tok);
     }
-    if (o->window || o->window_pattern.window_count) {
+    if (o->window || o->window_pattern_given) {
         arch->window_count = o->window ? 1 : o->window_pattern.window_count;
         memcpy(arch->windows, o->window_pattern.windows, sizeof(arch->windows));
         if (o->window) arch->windows[0] = o->window;
     }
     char asked[ARCHITECTURE_TEXT], have[ARCHITECTURE_TEXT];
-    architecture_describe(arch, asked, sizeof(asked));
+    architecture_describe(arch, p->config.maxT, p->config.L, asked, sizeof(asked));
     if (from_file && !architecture_equal(arch, &file)) {
-        architecture_describe(&file, have, sizeof(have));
+        architecture_describe(&file, p->config.maxT, p->config.L, have, sizeof(have));
         die("the architecture asked for (%s) is not that of %s (%s)", asked, o->resume_dir ? o->resume_dir : o->init_from,
             have);
     }
@@ -56,7 +62,6 @@ static void resolve_architecture(RunPlan* p, int from_file) {
         gpt_config_describe(&p->config, model, sizeof(model));
         die("the model (%s): %s", model, why);
     }
-    char err[ERR_LEN];
     if (p->tok && architecture_document_token_differs(arch, tokenizer_eot(p->tok),
                                                       o->resume_dir ? o->resume_dir : o->init_from, err, sizeof(err)))
         die("--tokenizer %s: %s", o->tokenizer, err);
@@ -93,10 +98,11 @@ static int group_beta_of(const OptimizerSetting* s) {
     return 0;
 }
 
-// The optimizer: --optimizer, a resumed run's own when not given, and each setting given or its
-// default: a resumed run's own (its training state records every setting it ran with), else the
-// defaults of the preset the run is trained as (gpt/optimizer.h's preset_optimizer_defaults:
-// --arch's, or the preset nearest the architecture). Muon's own settings are refused under
+// The optimizer: --optimizer, else a resumed run's own, else the preset's (gpt/optimizer.h's
+// preset_optimizer), and each setting given or its default: a resumed run's own (its training
+// state records every setting it ran with), else the defaults of the preset the run is trained
+// as (gpt/optimizer.h's preset_optimizer_defaults: --arch's, or the preset nearest the
+// architecture), which the schedule takes too (p->preset). Muon's own settings are refused under
 // AdamW, whose betas are fixed, and --head-lr with a tied head; Muon's variants likewise
 // (resolve_muon_variants); the whole is bounded by gpt/optimizer.h's optimizer_invalid, and head
 // pairs need an even head count.
@@ -104,8 +110,9 @@ static void resolve_optimizer(RunPlan* p) {
     TrainOptions* o = &p->o;
     OptimizerConfig* opt = &o->optimizer;
     const Architecture* arch = &p->config.arch;
-    if (p->resuming && !o->optimizer_given) opt->kind = (OptimizerKind)p->resume.optimizer;
     const ArchitecturePreset* preset = o->arch_given ? &architecture_presets[o->arch] : architecture_nearest_preset(arch);
+    p->preset = preset;
+    if (!o->optimizer_given) opt->kind = p->resuming ? (OptimizerKind)p->resume.optimizer : preset_optimizer(preset);
     OptimizerConfig defaults = preset_optimizer_defaults(opt->kind, preset);
     if (p->resuming && (int)opt->kind == p->resume.optimizer) {
         // The state records an untied head's rate alone (and the files of earlier versions not
@@ -140,14 +147,20 @@ static void resolve_optimizer(RunPlan* p) {
     if (why) die("%s", why);
 }
 
-// The step schedule, as given: a resumed run's too (its own is checked against it). A setting that
-// only some shapes take is refused elsewhere, and takes the anchors' default (gpt/schedule.h)
-// where it is taken and not given; the whole is bounded by gpt/schedule.h's
-// step_schedule_invalid.
+// The step schedule, as given, each setting not given the preset's (gpt/schedule.h's
+// preset_schedule: the run's preset, resolve_optimizer's): a resumed run's too (its own is checked
+// against it). A setting that only some shapes take is refused elsewhere, and takes the preset's,
+// else the anchors' default (gpt/schedule.h) where it is taken and not given; the whole is
+// bounded by gpt/schedule.h's step_schedule_invalid.
 static void resolve_schedule(RunPlan* p) {
     TrainOptions* o = &p->o;
     StepSchedule* s = &o->schedule;
-    int muon = o->optimizer.kind == OPTIMIZER_MUON, wsd = s->lr_shape == LR_SHAPE_WSD;
+    int muon = o->optimizer.kind == OPTIMIZER_MUON;
+    const StepSchedule preset = preset_schedule(p->preset, muon);
+    if (!o->lr_schedule_given) s->lr_shape = preset.lr_shape;
+    if (!o->min_lr_frac_given) s->min_lr_frac = preset.min_lr_frac;
+    if (!o->momentum_warmup_given) s->momentum_warmup_steps = preset.momentum_warmup_steps;
+    int wsd = s->lr_shape == LR_SHAPE_WSD;
     const struct {
         const char* flag;
         int given, taken;
@@ -163,8 +176,10 @@ static void resolve_schedule(RunPlan* p) {
         die("--momentum-start without --momentum-warmup-steps has no effect");
     if (o->momentum_end_given && !s->momentum_cooldown_steps)
         die("--momentum-end without --momentum-cooldown-steps has no effect");
-    if (wsd && !o->warmdown_given) s->warmdown_frac = WARMDOWN_FRAC_DEFAULT;
-    if (s->momentum_warmup_steps && !o->momentum_start_given) s->momentum_start = MOMENTUM_START_DEFAULT;
+    if (wsd && !o->warmdown_given)
+        s->warmdown_frac = preset.lr_shape == LR_SHAPE_WSD ? preset.warmdown_frac : WARMDOWN_FRAC_DEFAULT;
+    if (s->momentum_warmup_steps && !o->momentum_start_given)
+        s->momentum_start = preset.momentum_warmup_steps ? preset.momentum_start : MOMENTUM_START_DEFAULT;
     if (s->momentum_cooldown_steps && !o->momentum_end_given) s->momentum_end = MOMENTUM_END_DEFAULT;
     char err[ERR_LEN];
     if (step_schedule_invalid(s, muon, err, sizeof(err)) != 0) die("%s", err);

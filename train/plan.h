@@ -33,6 +33,8 @@ typedef struct {
     int resuming;
     TrainingState resume;        // the interrupted run, when resuming
     char resume_model[4096], resume_state[4096];
+    const ArchitecturePreset* preset;   // whose defaults the settings not given take (a resumed run's
+                                        // optimizer settings excepted: its own)
     char optimizer_defaults[4200];   // where the settings not given came from
     float* checkpoint_values;    // the parameters of --init-from or the interrupted run, read and
                                  // checked on the host; NULL: random init

@@ -18,7 +18,7 @@ void print_run(const RunPlan* p, const GPT* model, const char* device_name, doub
     recompute_name(mo->recompute, recompute, sizeof(recompute));
     printf("device: %s\n", device_name);
     char arch[ARCHITECTURE_TEXT];
-    architecture_describe(&c->arch, arch, sizeof(arch));
+    architecture_describe(&c->arch, c->maxT, c->L, arch, sizeof(arch));
     printf("model: L %d, C %d, NH %d, HS %d, vocab %d (padded %d), context %d, %zu parameters; architecture %s\n",
            c->L, c->C, c->NH, c->C / c->NH, c->V, c->Vp, c->maxT, model->num_params, arch);
     printf("batch: B %d x T %d x %d micro-steps x %d data-parallel rank%s = %lld tokens per step, %d steps "

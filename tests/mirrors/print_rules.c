@@ -2,9 +2,13 @@
 // settings (gpt/optimizer.h) on fixed cases as JSON, for tests/mirrors/test_rules.py to compare with the
 // scripts' (scripts/gpt_architecture.py, scripts/torch_optimizers.py):
 //   {"settings": [a row of optimizer_settings: flag, lo, hi, lo_open, hi_open, use],
-//    "defaults": [for each optimizer and preset: preset_optimizer_defaults by flag, and eps],
-//    "nearest": [for every combination of the seven switches and a cap: the arch and
-//                architecture_nearest_preset's name],
+//    "defaults": [for each optimizer and preset: preset_optimizer_defaults by flag, Muon's
+//                 variants, and eps],
+//    "presets": [for each preset: its name, preset_optimizer's optimizer, and at each of a few
+//                contexts and layers architecture_of_preset's arch or its error],
+//    "describe": [an arch, a context and layers: architecture_describe's words],
+//    "nearest": [for every combination of the seven switches and a cap, and of the six parts on
+//                gpt2 and modern: the arch and architecture_nearest_preset's name],
 //    "rotary_base", "softcap", "qk_scale": [[a value, whether rotary_base_invalid / softcap_invalid /
 //                                           qk_scale_invalid takes it]],
 //    "architectures": [an arch, a context and layers: whether architecture_invalid refuses it,
@@ -100,6 +104,82 @@ static void print_defaults(void) {
     printf("],\n");
 }
 
+// The contexts and layers each preset's architecture is printed at: windows of a quarter of the
+// context at 12 layers and 6, rounded down, of one key; one layer, no windows; contexts too short;
+// patterns of more layers than a pattern holds, and of as many.
+static const int preset_shapes[][2] = {{1024, 12}, {512, 12}, {1024, 6}, {1000, 12}, {64, 2}, {64, 1},
+                                       {7, 12},    {4, 2},    {3, 2},    {1, 1},     {2048, 48}, {1024, 66},
+                                       {1024, 68}, {1024, 64}, {1024, 63}};
+#define NUM_PRESET_SHAPES ((int)(sizeof(preset_shapes) / sizeof(preset_shapes[0])))
+
+static void print_presets(void) {
+    printf("\"presets\": [");
+    for (int p = 0; p < NUM_ARCHITECTURE_PRESETS; p++) {
+        printf("%s\n {\"name\": \"%s\", \"optimizer\": \"%s\", \"architectures\": [", p ? "," : "",
+               architecture_presets[p].name, optimizer_name(preset_optimizer(&architecture_presets[p])));
+        for (int i = 0; i < NUM_PRESET_SHAPES; i++) {
+            Architecture a;
+            char err[256];
+            int refused = architecture_of_preset(&architecture_presets[p], preset_shapes[i][0], preset_shapes[i][1],
+                                                 &a, err, sizeof(err));
+            printf("%s\n  {\"maxT\": %d, \"L\": %d, \"arch\": ", i ? "," : "", preset_shapes[i][0], preset_shapes[i][1]);
+            if (refused) printf("null");
+            else print_arch(&a);
+            printf(", \"error\": ");
+            print_string(refused ? err : NULL);
+            printf("}");
+        }
+        printf("]}");
+    }
+    printf("],\n");
+}
+
+// A described architecture: arch at context maxT and L layers, and its words.
+static void print_described(const Architecture* a, int maxT, int L, int first) {
+    char text[ARCHITECTURE_TEXT];
+    architecture_describe(a, maxT, L, text, sizeof(text));
+    printf("%s\n {\"maxT\": %d, \"L\": %d, \"arch\": ", first ? "" : ",", maxT, L);
+    print_arch(a);
+    printf(", \"text\": ");
+    print_string(text);
+    printf("}");
+}
+
+// Each preset at each shape it holds, described there and at another context and layers; with
+// documents; without each of its parts and its windows; with windows of its own.
+static void print_describe(void) {
+    printf("\"describe\": [");
+    int first = 1;
+    for (int p = 0; p < NUM_ARCHITECTURE_PRESETS; p++)
+        for (int i = 0; i < NUM_PRESET_SHAPES; i++) {
+            Architecture a;
+            char err[256];
+            int maxT = preset_shapes[i][0], L = preset_shapes[i][1];
+            if (architecture_of_preset(&architecture_presets[p], maxT, L, &a, err, sizeof(err))) continue;
+            print_described(&a, maxT, L, first);
+            first = 0;
+            print_described(&a, 2 * maxT, L, 0);
+            print_described(&a, maxT, L + 1, 0);
+            Architecture changed = a;
+            changed.documents = 1;
+            changed.document_token = 7;
+            print_described(&changed, maxT, L, 0);
+            int32_t slots[ARCHITECTURE_SLOTS];
+            for (int part = ARCHITECTURE_PARTS_SLOT; part < ARCHITECTURE_SLOTS; part++) {
+                memcpy(slots, &a, sizeof(slots));
+                slots[part] = 0;
+                memcpy(&changed, slots, sizeof(slots));
+                print_described(&changed, maxT, L, 0);
+            }
+            changed = architecture_unmasked(&a);
+            print_described(&changed, maxT, L, 0);
+            changed.window_count = 2;
+            changed.windows[0] = 5;
+            print_described(&changed, maxT, L, 0);
+        }
+    printf("],\n");
+}
+
 static void print_nearest(void) {
     printf("\"nearest\": [");
     for (int k = 0; k < 256; k++) {
@@ -108,6 +188,15 @@ static void print_nearest(void) {
         for (int i = 0; i < 7; i++) *switches[i] = (k >> i) & 1;
         a.softcap = (k >> 7) & 1 ? 15.0f : 0.0f;
         printf("%s\n {\"arch\": ", k ? "," : "");
+        print_arch(&a);
+        printf(", \"preset\": \"%s\"}", architecture_nearest_preset(&a)->name);
+    }
+    for (int k = 0; k < 128; k++) {
+        Architecture a = k & 1 ? (Architecture)ARCHITECTURE_MODERN : (Architecture)ARCHITECTURE_GPT2;
+        int* parts[] = {&a.embedding_norm, &a.residual_lambdas, &a.value_embeddings, &a.smear, &a.backout};
+        for (int i = 0; i < 5; i++) *parts[i] = (k >> (i + 1)) & 1;
+        a.qk_scale = (k >> 6) & 1 ? 1.5f : 0.0f;
+        printf(",\n {\"arch\": ");
         print_arch(&a);
         printf(", \"preset\": \"%s\"}", architecture_nearest_preset(&a)->name);
     }
@@ -334,6 +423,8 @@ int main(void) {
     printf("{");
     print_settings();
     print_defaults();
+    print_presets();
+    print_describe();
     print_nearest();
     print_value_rules();
     print_architectures();

@@ -3,30 +3,38 @@
 // scripts/gpt_schedule.py's:
 //   {"runs": [a run each: {"schedule": StepSchedule's fields, "optimizer": its kind and settings,
 //             "steps": N, "rates": [a step each: [the groups' lr by ParamGroup, momentum,
-//             weight decay]]}]}
+//             weight decay]]}],
+//    "presets": [for each preset and optimizer: {"preset": its name, "optimizer": adamw or muon,
+//                "schedule": preset_schedule's fields}]}
 // Every float is C99's hexadecimal form ("%a"), which Python's float.fromhex reads exactly. The
 // runs: the default cosine, with a warmup and a final fraction and with a warmup longer than the
 // run; warmup-stable-decay with warm-downs whose step count rounds either way, one that would
 // start inside the warmup and one of every step; Muon's momentum warm-up and cool-down, apart
-// and overlapping; a linear weight decay; under AdamW and Muon.
+// and overlapping; a linear weight decay; under AdamW and Muon; each preset's schedule at its
+// optimizer's defaults (preset_optimizer_defaults), over a run longer than 2026's momentum warm-up.
 #include <stdio.h>
 
 #include "gpt/schedule.h"
 
 static void print_float(const char* name, float v, const char* after) { printf("\"%s\": \"%a\"%s", name, v, after); }
 
-static void print_run(const StepSchedule* s, const OptimizerConfig* o, int steps) {
-    static int runs = 0;
-    printf("%s\n {\"schedule\": {\"lr_shape\": \"%s\", \"warmup_steps\": %d, ", runs++ ? "," : "",
-           s->lr_shape == LR_SHAPE_WSD ? "wsd" : "cosine", s->warmup_steps);
+static void print_schedule(const StepSchedule* s) {
+    printf("\"schedule\": {\"lr_shape\": \"%s\", \"warmup_steps\": %d, ", s->lr_shape == LR_SHAPE_WSD ? "wsd" : "cosine",
+           s->warmup_steps);
     print_float("min_lr_frac", s->min_lr_frac, ", ");
     print_float("warmdown_frac", s->warmdown_frac, ", ");
     printf("\"momentum_warmup_steps\": %d, ", s->momentum_warmup_steps);
     print_float("momentum_start", s->momentum_start, ", ");
     printf("\"momentum_cooldown_steps\": %d, ", s->momentum_cooldown_steps);
     print_float("momentum_end", s->momentum_end, ", ");
-    printf("\"decay_shape\": \"%s\"},\n  \"optimizer\": {\"optimizer\": \"%s\", ",
-           s->decay_shape == DECAY_SHAPE_LINEAR ? "linear" : "constant", optimizer_name(o->kind));
+    printf("\"decay_shape\": \"%s\"}", s->decay_shape == DECAY_SHAPE_LINEAR ? "linear" : "constant");
+}
+
+static void print_run(const StepSchedule* s, const OptimizerConfig* o, int steps) {
+    static int runs = 0;
+    printf("%s\n {", runs++ ? "," : "");
+    print_schedule(s);
+    printf(",\n  \"optimizer\": {\"optimizer\": \"%s\", ", optimizer_name(o->kind));
     print_float("lr", o->lr, ", ");
     print_float("weight_decay", o->weight_decay, ", ");
     print_float("muon_momentum", o->momentum, ", ");
@@ -77,6 +85,22 @@ int main(void) {
     }
     print_run(&momentum, &muon, 100);
     print_run(&overlapping, &muon, 100);
+    for (int p = 0; p < NUM_ARCHITECTURE_PRESETS; p++)
+        for (int k = 0; k < 2; k++) {
+            const StepSchedule s = preset_schedule(&architecture_presets[p], k);
+            const OptimizerConfig o = preset_optimizer_defaults(k ? OPTIMIZER_MUON : OPTIMIZER_ADAMW,
+                                                                &architecture_presets[p]);
+            print_run(&s, &o, 400);
+        }
+    printf("],\n\"presets\": [");
+    for (int p = 0; p < NUM_ARCHITECTURE_PRESETS; p++)
+        for (int k = 0; k < 2; k++) {
+            const StepSchedule s = preset_schedule(&architecture_presets[p], k);
+            printf("%s\n {\"preset\": \"%s\", \"optimizer\": \"%s\", ", p || k ? "," : "",
+                   architecture_presets[p].name, k ? "muon" : "adamw");
+            print_schedule(&s);
+            printf("}");
+        }
     printf("]}\n");
     return 0;
 }

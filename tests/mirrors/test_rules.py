@@ -4,8 +4,12 @@ run of one command line take the same settings. What build/tests/mirrors/print_r
 gpt/config.h and gpt/optimizer.h, case by case, against scripts/gpt_architecture.py and
 scripts/torch_optimizers.py:
 - each optimizer setting's flag, bounds and the runs it belongs to (SETTINGS);
-- the defaults of each optimizer for each preset (defaults), and the preset nearest every
-  combination of the seven switches and a cap (nearest_preset);
+- the defaults of each optimizer for each preset (defaults, variant_defaults), each preset's
+  optimizer (PRESET_DEFAULTS) and its architecture at a few contexts and layers, its key windows
+  following the context, or the line refusing it (preset_architecture); the words each preset,
+  and each with a part or its windows changed, is described in at its shape and at others
+  (describe); the preset nearest every combination of the seven switches and a cap, and of the
+  six parts on gpt2 and modern (nearest_preset);
 - which rotary bases, soft caps and QK scales are taken (rotary_base_invalid, softcap_invalid,
   qk_scale_invalid), over zero, negative, tiny, near 1, near the bounds, huge and non-finite values;
 - which architectures are refused field by field (invalid), and the fields without effect each
@@ -54,9 +58,15 @@ def settings_differences(printed, settings):
             for field in ("lo", "hi", "lo_open", "hi_open", "use") if c[field] != getattr(s, field)]
 
 
-def defaults_differences(printed, defaults, settings):
+def defaults_differences(printed, defaults, settings, variant_defaults=torch_optimizers.variant_defaults):
     out = []
     for d in printed:
+        variants = variant_defaults(d["optimizer"], d["preset"])
+        variants = dict(variants, normuon_beta2=torch_optimizers.NORMUON_BETA2_DEFAULT if variants["normuon"] else 0.0)
+        c_variants = dict(d["variants"], cautious_weight_decay=bool(d["variants"]["cautious_weight_decay"]),
+                          normuon=bool(d["variants"]["normuon"]))
+        if {key: f32(v) if isinstance(v, float) else v for key, v in variants.items()} != c_variants:
+            out.append(f"{d['optimizer']} {d['preset']}: Muon's variants {c_variants} in C, {variants} here")
         mine = defaults(d["optimizer"], d["preset"])
         for s in settings:
             applies = s.use == "every run" or d["optimizer"] == "muon"
@@ -69,6 +79,31 @@ def defaults_differences(printed, defaults, settings):
         if f32(torch_optimizers.ADAM_EPS) != d["eps"]:
             out.append(f"eps {d['eps']:g} in C, {torch_optimizers.ADAM_EPS:g} here")
     return out
+
+
+def preset_differences(printed, preset_architecture):
+    out = []
+    for p in printed:
+        if gpt_architecture.PRESET_DEFAULTS[p["name"]].optimizer != p["optimizer"]:
+            out.append(f"{p['name']}: --optimizer {p['optimizer']} in C, "
+                       f"{gpt_architecture.PRESET_DEFAULTS[p['name']].optimizer} here")
+        for a in p["architectures"]:
+            what = f"{p['name']} at context {a['maxT']}, {a['L']} layers"
+            try:
+                mine, why = preset_architecture(p["name"], Shape(a["maxT"], 300, a["L"], 2, 128)), None
+            except ValueError as e:
+                mine, why = None, str(e)
+            want = f"--arch {what}: {a['error']}" if a["error"] else None
+            if (mine, why) != (arch_of(a["arch"]) if a["arch"] else None, want):
+                out.append(f"{what}: {gpt_architecture.describe(arch_of(a['arch'])) if a['arch'] else want} in C, "
+                           f"{gpt_architecture.describe(mine) if mine else why} here")
+    return out
+
+
+def describe_differences(printed, describe):
+    return [f"{d['text']!r} in C, {describe(arch_of(d['arch']), Shape(d['maxT'], 300, d['L'], 2, 128))!r} here "
+            f"(context {d['maxT']}, {d['L']} layers)" for d in printed
+            if describe(arch_of(d["arch"]), Shape(d["maxT"], 300, d["L"], 2, 128)) != d["text"]]
 
 
 def nearest_differences(printed, nearest):
@@ -139,9 +174,14 @@ def main():
     checks = (
         ("each optimizer setting's flag, bounds and runs are gpt/optimizer.h's",
          lambda: settings_differences(printed["settings"], settings)),
-        ("the optimizers' defaults of each preset are gpt/optimizer.h's",
+        ("the optimizers' defaults of each preset, Muon's variants among them, are gpt/optimizer.h's",
          lambda: defaults_differences(printed["defaults"], defaults, settings)),
-        ("the preset nearest each of 256 architectures is gpt/config.h's",
+        ("each preset's optimizer, and its architecture at each context and layers (or the line refusing "
+         "it), are gpt/config.h's",
+         lambda: preset_differences(printed["presets"], gpt_architecture.preset_architecture)),
+        ("each preset, and each with a part or its windows changed, is described in gpt/config.h's words",
+         lambda: describe_differences(printed["describe"], gpt_architecture.describe)),
+        (f"the preset nearest each of {len(printed['nearest'])} architectures is gpt/config.h's",
          lambda: nearest_differences(printed["nearest"], gpt_architecture.nearest_preset)),
         ("the rotary bases, soft caps and QK scales taken are gpt/config.h's",
          lambda: value_differences(printed["rotary_base"], gpt_architecture.rotary_base_invalid, "rotary base") +
@@ -173,8 +213,22 @@ def main():
                "--lr of 0 taken goes unseen in the optimizers")
     case.check(defaults_differences(printed["defaults"], lambda kind, preset: defaults(kind, "gpt2"), settings),
                "the modern preset's defaults as GPT-2's go unseen")
+    case.check(defaults_differences(printed["defaults"], defaults, settings,
+                                    lambda kind, preset: torch_optimizers.variant_defaults(kind, "gpt2")),
+               "2026's variants off go unseen")
+
+    def half_windows(name, shape):
+        return gpt_architecture.preset_architecture(name, shape._replace(maxT=shape.maxT // 2))
+    case.check(preset_differences(printed["presets"], half_windows), "2026's windows at an eighth go unseen")
+    case.check(describe_differences(printed["describe"], lambda arch, shape: gpt_architecture.describe(arch)),
+               "a description that never names 2026 goes unseen")
     case.check(nearest_differences(printed["nearest"], gpt_architecture.preset_of),
                "the preset an architecture is, in place of the nearest, goes unseen")
+    parts_uncounted = dict(gpt_architecture.PRESETS, **{"2026": gpt_architecture.PRESETS["modern"]})
+    case.check(nearest_differences(printed["nearest"], lambda arch: min(
+        parts_uncounted, key=lambda name: sum(getattr(arch, f) != getattr(parts_uncounted[name], f)
+                                              for f in gpt_architecture.COMPONENT_SWITCHES))),
+               "the parts counted for nothing go unseen")
     case.check(value_differences(printed["softcap"], lambda cap: None if cap >= 0 else "negative", "softcap"),
                "a soft cap of 1e-40 taken goes unseen")
     case.check(architecture_differences(printed["architectures"], gpt_architecture.invalid,

@@ -2,9 +2,11 @@
 """tests/mirrors/test_schedule.py: scripts/gpt_schedule.py's rates are gpt/schedule.h's, bit for bit: every
 group's learning rate, the momentum and the weight decay at every step of the runs
 build/tests/mirrors/print_schedule prints (cosine and warmup-stable-decay, Muon's momentum warm-up and
-cool-down, a linear weight decay, AdamW and Muon). The comparison is seen to fail on a rule changed
-on one side. Then the options as train_torch_reference.py reads them: the defaults of the
-settings only some schedules take, and the refusals, in train_gpt's words. Prints PASS / FAIL
+cool-down, a linear weight decay, AdamW and Muon, each preset's schedule), and the schedule each
+preset gives a run of either optimizer (preset_schedule). The comparison is seen to fail on a rule
+changed on one side. Then the options as train_torch_reference.py reads them: the defaults of the
+settings only some schedules take, the preset's where not given and each given over it, and the
+refusals, in train_gpt's words. Prints PASS / FAIL
 lines like tests/lib/test.h.
 """
 import argparse
@@ -64,6 +66,15 @@ def main():
     if printed is None:
         return 1
 
+    case = Case("schedule: each preset's schedule under either optimizer is gpt/schedule.c's")
+    for p in printed["presets"]:
+        mine = schedule.preset_schedule(p["preset"], p["optimizer"] == "muon")
+        c = read_run(dict(p, rates=[], steps=0, optimizer={}))[0]
+        case.check(mine == c, f"{p['preset']} {p['optimizer']}: {c} in C, {mine} here")
+    case.check(len(printed["presets"]) == 6 and any(p["schedule"]["lr_shape"] == "wsd" for p in printed["presets"]),
+               f"{len(printed['presets'])} presets' schedules printed")
+    case.end()
+
     case = Case("schedule: scripts/gpt_schedule.py's rates are gpt/schedule.c's at every step, bit for bit")
     runs = printed["runs"]
     case.check(len(runs) >= 18 and sum(len(r["rates"]) for r in runs) > 1000, f"{len(runs)} runs printed")
@@ -97,6 +108,9 @@ def main():
         lr, momentum, decay = schedule.schedule_shapes(s, o, steps)
         return lr, momentum._replace(warmup=momentum.warmup + 1 if momentum.warmup else 0), decay
 
+    c_2026 = next(read_run(dict(p, rates=[], steps=0, optimizer={}))[0] for p in printed["presets"]
+                  if p["preset"] == "2026" and p["optimizer"] == "muon")
+    case.check(schedule.preset_schedule("2026", False) != c_2026, "2026's momentum warm-up under AdamW goes unseen")
     for what, variant in (("a truncated warm-down", rates_with(shapes=shapes_truncated)),
                           ("peak * lr / --lr", rates_with(optimizer_rates=unfactored)),
                           ("the momentum's warm-up from step 1", rates_with(shapes=momentum_from_step_one))):
@@ -110,6 +124,30 @@ def main():
                                       "--momentum-cooldown-steps", "50", "--momentum-end", "0.9"), True)
     case.check(s == schedule.Schedule("wsd", 0, 0.0, schedule.f32(0.65), 300, schedule.f32(0.85), 50,
                                       schedule.f32(0.9)), f"wsd with Muon's momentum: {s}")
+    f32 = schedule.f32
+    for args, muon, want in (
+            ((), True, schedule.Schedule("wsd", 0, f32(0.05), f32(0.65), 300, f32(0.85))),
+            ((), False, schedule.Schedule("wsd", 0, f32(0.05), f32(0.65))),
+            (("--lr-schedule", "cosine", "--min-lr-frac", "0", "--momentum-warmup-steps", "0"), True,
+             schedule.Schedule()),
+            (("--warmdown-frac", "0.5", "--min-lr-frac", "0.1", "--momentum-start", "0.9"), True,
+             schedule.Schedule("wsd", 0, f32(0.1), f32(0.5), 300, f32(0.9))),
+            (("--momentum-warmup-steps", "20"), True, schedule.Schedule("wsd", 0, f32(0.05), f32(0.65), 20, f32(0.85)))):
+        s = schedule.from_options(options(*args), muon, "2026")
+        case.check(s == want, f"2026 {' '.join(args)}, {'muon' if muon else 'adamw'}: {s}, expected {want}")
+    for args, muon, error in (
+            (("--lr-schedule", "cosine", "--warmdown-frac", "0.5"), True,
+             "--warmdown-frac is a setting of --lr-schedule wsd"),
+            (("--momentum-start", "0.9"), False, "--momentum-start is a setting of --optimizer muon"),
+            (("--momentum-warmup-steps", "0", "--momentum-start", "0.9"), True,
+             "--momentum-start without --momentum-warmup-steps has no effect")):
+        try:
+            schedule.from_options(options(*args), muon, "2026")
+            case.check(False, f"2026 {' '.join(args)}: taken")
+        except ValueError as e:
+            case.check(str(e) == error, f"2026 {' '.join(args)}: '{e}', expected '{error}'")
+    s = schedule.from_options(options("--lr-schedule", "wsd", "--momentum-warmup-steps", "9"), True, "modern")
+    case.check(s == schedule.Schedule("wsd", 0, 0.0, f32(0.65), 9, f32(0.85)), f"modern wsd: {s}")
     for args, muon, error in (
             (("--warmdown-frac", "0.5"), True, "--warmdown-frac is a setting of --lr-schedule wsd"),
             (("--lr-schedule", "wsd", "--warmdown-frac", "0"), True, "--warmdown-frac 0 must be in (0, 1]"),

@@ -543,8 +543,21 @@ def case_architecture_options():
     result = save_init(windowed, shard, "--arch", "modern", "--window-pattern", "4,full")
     case.check(result.returncode == 0, f"train_gpt --save-init: {result.stdout + result.stderr}")
     case.end()
+    recipe = os.path.join(d, "2026.bin")
+    case = Case("train_gpt --save-init --arch 2026: the architecture scripts/gpt_architecture.py's preset_architecture "
+                "gives at the checkpoint's shape, its windows a quarter of the context, described as 2026")
+    result = save_init(recipe, shard, "--arch", "2026")
+    if case.check(result.returncode == 0, f"train_gpt --save-init: {result.stdout + result.stderr}"):
+        from gpt_architecture import describe, preset_architecture
+        ck = Checkpoint(recipe)
+        case.check(ck.version == 8 and ck.arch == preset_architecture("2026", ck.shape) and
+                   ck.arch.windows[:ck.arch.window_count] == (4, 0) and describe(ck.arch, ck.shape) == "2026",
+                   f"version {ck.version}, {describe(ck.arch, ck.shape)}")
+    case.end()
     name = "train_torch_reference.py"
     for args in (["--init-from", modern], ["--init-from", ablation] + ablation_args, ["--init-from", windowed],
+                 ["--init-from", recipe], ["--init-from", recipe, "--arch", "2026"],
+                 ["--arch", "2026", "--window-pattern", "full"], ["--arch", "2026", "--normuon", "0"],
                  ["--init-from", windowed, "--arch", "modern", "--window-pattern", "4,full"],
                  ["--arch", "modern", "--window-pattern", "4,full"],
                  ["--init-from", modern, "--optimizer", "muon", "--head-lr", "0.01"],
@@ -559,6 +572,9 @@ def case_architecture_options():
             (["--init-from", modern, "--arch", "gpt2"], f"{modern}: the architecture asked for (gpt2) is not the "
                                                         "checkpoint's (modern)"),
             (["--init-from", modern, "--softcap", "15"], "softcap 15) is not the checkpoint's (modern)"),
+            (["--init-from", recipe, "--window-pattern", "full"], "residual lambdas, value embeddings, smear, backout) "
+                                                                  "is not the checkpoint's (2026)"),
+            (["--init-from", recipe, "--arch", "modern"], "(modern) is not the checkpoint's (2026)"),
             (["--init-from", windowed, "--window-pattern", "4"], "(modern, windows 4) is not the checkpoint's "
                                                                  "(modern, windows 4,full)"),
             (["--init-from", ablation, "--arch", "modern"], "is not the checkpoint's (learned positions"),
@@ -593,7 +609,6 @@ def case_architecture_options():
                                    (["--arch", "modern", "--window-pattern", "4,x"],
                                     "--window-pattern '4,x': 'x' is neither a number of keys"),
                                    (["--arch", "modern", "--window-pattern", "4,,8"], "'' is neither"),
-                                   (["--arch", "modern", "--window-pattern", "full,full"], "every window is full"),
                                    (["--arch", "modern", "--window-pattern", ",".join(["4"] * 65)],
                                     "more than 64 windows"),
                                    (["--arch", "modern", "--window-pattern", "100000"],
@@ -603,6 +618,15 @@ def case_architecture_options():
             case.check(result.returncode == 2 and must_mention in result.stderr and "needs torch" not in result.stderr,
                        f"exit {result.returncode}, stderr {result.stderr.strip()[-200:]!r}")
             case.end()
+    # 2026's key windows, a quarter of the context (the reference's --context, the benchmark's -T).
+    for script_name, args in ((name, [*train, "--arch", "2026", "--context", "3", "-T", "3"]),
+                              ("bench_torch_gpt2.py", ["--arch", "2026", "-T", "3", "--layers", "2"])):
+        case = Case(f"{script_name} --arch 2026 at a context of 3: refused before torch")
+        result = run_script(script(script_name), *args, env=env)
+        case.check(result.returncode == 2 and "--arch 2026 at context 3, 2 layers: its key windows are the context / 4, "
+                   "rounded down: a context of 3 leaves them no key (give 4 or more)" in result.stderr,
+                   f"exit {result.returncode}, stderr {result.stderr.strip()[-200:]!r}")
+        case.end()
     for args, must_mention in ((["--head-lr", "0.01"], "--head-lr is a setting of --optimizer muon"),
                                (["--arch", "modern", "--adam-beta1", "0.9"], "--adam-beta1 is a setting"),
                                (["--optimizer", "muon", "--head-lr", "0.01"], "the model's head is wte"),
@@ -644,6 +668,14 @@ def case_architecture_options():
     import train_torch_reference as reference
     from gpt2_checkpoint import Checkpoint
     uncapped = edited(modern, "uncapped.bin", 4 * 16, slot(0.0))
+    from gpt_architecture import preset_architecture
+    from gpt_parameters import Shape
+    from gpt_schedule import Schedule, f32
+    # 2026's defaults: Muon with head pairs and NorMuon, weight decay 0.1, modern's rates, a warm-down
+    # over the last 65% to 0.05, the momentum from 0.85 over 300 steps (train_gpt's, test_train_gpt_inputs.sh).
+    recipe_muon = {"optimizer": "muon", "lr": 0.02, "embedding_lr": 0.05, "head_lr": 0.002, "weight_decay": 0.1,
+                   "muon_qkv": "head-pairs", "muon_ns": "quintic", "normuon": True, "normuon_beta2": 0.95,
+                   "schedule": Schedule("wsd", 0, f32(0.05), f32(0.65), 300, f32(0.85))}
     modern_parts = ["--rotary", "1", "--norm", "rms", "--qk-norm", "1", "--mlp", "relu2", "--bias", "0", "--head",
                     "untied", "--zero-init", "1"]
     for args, init, want in ((["--arch", "modern", "--softcap", "0"], None, {"lr": 2e-3}),
@@ -660,8 +692,27 @@ def case_architecture_options():
                              (["--optimizer", "muon", "--muon-qkv", "head-pairs", "--muon-ns", "polar", "--normuon",
                                "--cautious-weight-decay", "--weight-decay", "0.1"], None,
                               {"muon_qkv": "head-pairs", "muon_ns": "polar", "cautious_weight_decay": True,
-                               "normuon": True, "normuon_beta2": 0.95})):
-        given = " ".join(args + (["--init-from", "an uncapped modern model"] if init else []))
+                               "normuon": True, "normuon_beta2": 0.95}),
+                             (["--arch", "2026"], None, recipe_muon),
+                             ([], recipe, recipe_muon),
+                             (["--arch", "2026"], recipe, recipe_muon),
+                             (["--arch", "2026", "--optimizer", "adamw"], None,
+                              {"optimizer": "adamw", "lr": 2e-3, "weight_decay": 0.1, "muon_qkv": "fused",
+                               "normuon": False, "normuon_beta2": 0.0,
+                               "schedule": Schedule("wsd", 0, f32(0.05), f32(0.65))}),
+                             (["--arch", "2026", "--optimizer", "muon", "--lr", "0.03", "--embedding-lr", "0.1",
+                               "--muon-qkv", "fused", "--normuon", "0", "--weight-decay", "0", "--lr-schedule",
+                               "cosine", "--min-lr-frac", "0", "--momentum-warmup-steps", "0"], None,
+                              {"optimizer": "muon", "lr": 0.03, "embedding_lr": 0.1, "weight_decay": 0.0,
+                               "muon_qkv": "fused", "normuon": False, "normuon_beta2": 0.0, "schedule": Schedule()}),
+                             (["--arch", "2026", "--warmdown-frac", "0.5", "--momentum-start", "0.9"], None,
+                              {"schedule": Schedule("wsd", 0, f32(0.05), f32(0.5), 300, f32(0.9))}),
+                             (["--arch", "2026", "--context", "512", "-T", "64"], None,
+                              {"arch": preset_architecture("2026", Shape(512, 0, 12, 12, 768))}),
+                             (["--arch", "modern", "--optimizer", "muon"], None,
+                              {"muon_qkv": "fused", "normuon": False, "schedule": Schedule()})):
+        given = " ".join(args + (["--init-from", "a 2026 model" if init == recipe else "an uncapped modern model"]
+                                 if init else []))
         case = Case(f"{name} {given}: the defaults of "
                     f"{'--arch' if '--arch' in args else 'the preset nearest the architecture'}")
         ap, a = reference.parse_args(["--train-data", shard, *args])

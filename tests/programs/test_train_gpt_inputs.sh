@@ -224,7 +224,7 @@ resume "$tmp/r"
 check "a rotary base of 1 in the header: $(last "$tmp/out")" says "$tmp/out" \
     "$tmp/r/model_00000005.bin: corrupt header: the rotary base must be a finite number above 1"
 ./train_gpt --train-data "$train" --model d2 --context 64 -T 64 --arch other > "$tmp/out" 2>&1
-check "--arch other: $(last "$tmp/out")" says "$tmp/out" "--arch other: expected gpt2 or modern"
+check "--arch other: $(last "$tmp/out")" says "$tmp/out" "--arch other: expected gpt2, modern or 2026"
 if [ -x ./generate ]; then
     ./generate --checkpoint "$tmp/modern.bin" --tokenizer "$tmp/ds/tokenizer.bin" hello > "$tmp/out" 2>&1
     check "generate a modern model: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
@@ -241,9 +241,15 @@ begin "train_gpt_parts_of_the_checkpoint"
 parts_slots="slot=1:9,84:1,85:bits 1.25,86:1,87:1,88:1,89:1"
 all_parts="lambdas=1 values=1 smear=1 backout=1"
 pair "$tmp/parts" modern=1 "$parts_slots" $all_parts -- modern=1 $all_parts
+# Every part on: the preset nearest is 2026, whose schedule (wsd) the run's cosine must be asked
+# for against, or its own preset named with --arch.
 resume "$tmp/parts"
+check "a version 9 model with every part resumed without its schedule: $(last "$tmp/out")" says "$tmp/out" \
+    "--resume $tmp/parts: the run used --lr-schedule cosine, this one asks for --lr-schedule wsd"
+resume "$tmp/parts" --lr-schedule cosine
 check "a version 9 model with parts resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
-resume "$tmp/parts" --embedding-norm 1 --qk-scale 1.25 --residual-lambdas 1 --value-embeddings 1 --smear 1 --backout 1
+resume "$tmp/parts" --arch modern --embedding-norm 1 --qk-scale 1.25 --residual-lambdas 1 --value-embeddings 1 \
+    --smear 1 --backout 1
 check "resumed asking for its parts: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 resume "$tmp/parts" --context-parallel 2
 check "a model with the smear under the ring: $(last "$tmp/out")" says "$tmp/out" \
@@ -371,11 +377,13 @@ while IFS='|' read -r pattern why; do
 done <<EOF
 1,,2|'1,,2': expected windows (keys, or full) separated by commas
 8,|'8,': expected windows (keys, or full) separated by commas
-full,full|'full,full': every window is full, which is no window
 0,8|0: expected an integer from 1 to
 8,long|'8,long': 'long' is neither a number of keys nor full
 $many|'$many': more than 64 windows
 EOF
+fresh --window-pattern full,full
+check "--window-pattern full,full: none, every layer seeing the whole context: $(last "$tmp/out")" says "$tmp/out" \
+    "no CUDA device"
 ./train_gpt --help > "$tmp/out" 2>&1
 grep -q -- "--window-pattern LIST   a window per layer: comma-separated windows, each a number" "$tmp/out" &&
     grep -q -- "of keys or full (no bound), layer l taking item l mod" "$tmp/out" && grep -q -- "--document-mask" "$tmp/out"
@@ -891,7 +899,7 @@ done <<'CASES'
 --window 100000|the model (.*): a window is no narrower than the context
 --window 63|no CUDA device
 --window-pattern 8,64|the model (.*): a window is no narrower than the context
---window-pattern full|--window-pattern 'full': every window is full, which is no window
+--window-pattern full|no CUDA device
 --window-pattern 8,16,32|the model (.*): the window pattern is longer than the layers
 --window-pattern 8,full|no CUDA device
 CASES
@@ -1299,6 +1307,101 @@ EOF
 pair "$tmp/r" -- "slot=1:7,56:1"
 resume "$tmp/r" --init nanochat
 check "an AdamW run of nanochat's init resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+end
+
+begin "train_gpt_arch_2026"
+# --arch 2026: the 2026 recipe's architecture, its key windows a quarter of the context, and its
+# optimizer and schedule, each default replaced by its option given; refused in one line at a
+# context that leaves a window no key; a checkpoint of it named 2026 and taken with or without
+# --arch; a run of it resumed with no option of the preset repeated, and refused with one changed.
+data="--model d2 --context 64 -T 64"
+line() {  # line <label> <the start of the optimizer line after "optimizer: "> [options]
+    local label=$1 want=$2; shift 2
+    ./train_gpt --train-data "$train" $data "$@" > "$tmp/out" 2>&1
+    check "$label: $(grep '^optimizer' "$tmp/out" || last "$tmp/out")" grep -qF -- "optimizer: $want" "$tmp/out"
+    check "$label, then the GPU: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+}
+muon_2026="Muon lr 0.02, momentum 0.95 (Nesterov) for the blocks' matrices (qkvw as head pairs, NorMuon beta2 0.95); \
+Adam (0.8, 0.95) lr 0.05 for the embeddings, 0.002 for the head, 0.002 for the vectors; warmup 0, constant, then \
+linear to 0.05 x lr over the last 65% of the steps, weight decay 0.1, momentum from 0.85 over the first 300 steps, \
+grad clip 1; settings not given: 2026's defaults"
+line "--arch 2026" "$muon_2026 (--arch 2026)" --arch 2026
+line "--arch 2026 --optimizer adamw" "AdamW lr 0.002, betas (0.9, 0.95); warmup 0, constant, then linear to 0.05 x lr \
+over the last 65% of the steps, weight decay 0.1, grad clip 1;" --arch 2026 --optimizer adamw
+line "--arch 2026, each default given otherwise" "Muon lr 0.03, momentum 0.95 (Nesterov) for the blocks' matrices; \
+Adam (0.8, 0.95) lr 0.1 for the embeddings, 0.002 for the head, 0.002 for the vectors; warmup 0, cosine to 0 x lr, \
+weight decay 0, grad clip 1;" --arch 2026 --muon-qkv fused --normuon 0 --lr 0.03 --embedding-lr 0.1 --weight-decay 0 \
+    --lr-schedule cosine --min-lr-frac 0 --momentum-warmup-steps 0
+line "--arch 2026 with its schedule's settings given" "Muon lr 0.02, momentum 0.95 (Nesterov) for the blocks' \
+matrices (qkvw as q, k and v, NorMuon beta2 0.9); Adam (0.8, 0.95) lr 0.05 for the embeddings, 0.002 for the head, \
+0.002 for the vectors; warmup 0, constant, then linear to 0.1 x lr over the last 50% of the steps, weight decay 0.2, \
+momentum from 0.9 over the first 20 steps, grad clip 1;" --arch 2026 --muon-qkv split --normuon-beta2 0.9 \
+    --weight-decay 0.2 --warmdown-frac 0.5 --min-lr-frac 0.1 --momentum-warmup-steps 20 --momentum-start 0.9
+line "modern with --normuon alone" "Muon lr 0.02, momentum 0.95 (Nesterov) for the blocks' matrices (NorMuon beta2 \
+0.95)" --arch modern --optimizer muon --normuon
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $args > "$tmp/out" 2>&1
+    check "$args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<'CASES'
+--model d2 --context 3 -T 3 --arch 2026|--arch 2026 at context 3, 2 layers: its key windows are the context / 4, rounded down: a context of 3 leaves them no key (give 4 or more)
+--model d2 --context 64 -T 64 --arch 2026 --optimizer adamw --momentum-start 0.9|--momentum-start is a setting of --optimizer muon
+--model d2 --context 64 -T 64 --arch 2026 --momentum-warmup-steps 0 --momentum-start 0.9|--momentum-start without --momentum-warmup-steps has no effect
+--model d2 --context 64 -T 64 --arch 2026 --lr-schedule cosine --warmdown-frac 0.5|--warmdown-frac is a setting of --lr-schedule wsd
+--model d2 --context 64 -T 64 --arch 2026 --normuon 2|--normuon 2: expected an integer from 0 to 1
+--model d2 --context 64 -T 64 --arch 2026 --window 8 --window-pattern full|--window and --window-pattern exclude each other
+CASES
+# The windows follow the context: at 512, 128 keys; --window-pattern replaces them, full alone with none.
+./train_gpt --train-data "$train" --model d2 --context 512 -T 64 --arch 2026 --save-init "$tmp/2026.bin" > "$tmp/out" 2>&1
+check "--arch 2026 --save-init: $(tail -1 "$tmp/out")" has "$tmp/out" "^initial model"
+parts="--arch modern --embedding-norm 1 --qk-scale 1.2 --residual-lambdas 1 --value-embeddings 1 --smear 1 --backout 1"
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" -T 64 --init-from "$tmp/2026.bin" $args > "$tmp/out" 2>&1
+    check "--init-from a 2026 model $args: $(last "$tmp/out")" says "$tmp/out" "$error"
+done <<CASES
+|no CUDA device
+--arch 2026|no CUDA device
+$parts --window-pattern 128,full|no CUDA device
+$parts --window-pattern 256,full|the architecture asked for (modern, embedding norm, qk scale 1.2, residual lambdas, value embeddings, smear, backout, windows 256,full) is not that of $tmp/2026.bin (2026)
+--arch 2026 --window-pattern full|the architecture asked for (modern, embedding norm, qk scale 1.2, residual lambdas, value embeddings, smear, backout) is not that of $tmp/2026.bin (2026)
+--arch 2026 --smear 0|the architecture asked for (modern, embedding norm, qk scale 1.2, residual lambdas, value embeddings, backout, windows 128,full) is not that of $tmp/2026.bin (2026)
+--arch modern|the architecture asked for (modern) is not that of $tmp/2026.bin (2026)
+CASES
+./train_gpt --train-data "$train" -T 64 --init-from "$tmp/2026.bin" > "$tmp/out" 2>&1
+check "--init-from a 2026 model without --arch: 2026's defaults, the preset nearest" \
+    grep -qF -- "optimizer: $muon_2026 (the preset nearest the architecture)" "$tmp/out"
+./train_gpt --train-data "$train" --model d2 --context 512 -T 64 $parts --window-pattern 128,full \
+    --save-init "$tmp/2026-by-parts.bin" > /dev/null 2>&1
+check "--arch 2026 and modern with its parts and windows write one file" cmp "$tmp/2026.bin" "$tmp/2026-by-parts.bin"
+# A run of 2026 resumed: its model, and a state of the preset's settings (Muon lr 0.02 and its
+# rates, NorMuon, head pairs, weight decay 0.1, grad clip 1, wsd to 0.05 over the last 65%,
+# momentum from 0.85 over 300 steps: version 5).
+./train_gpt --train-data "$train" $data --arch 2026 --save-init "$tmp/2026-64.bin" > /dev/null 2>&1
+vocab=$("$PYTHON" -c "import struct, sys; print(struct.unpack('<8i', open(sys.argv[1], 'rb').read(32))[3])" "$tmp/2026-64.bin")
+rm -rf "$tmp/run2026"
+mkdir -p "$tmp/run2026"
+cp "$tmp/2026-64.bin" "$tmp/run2026/model_00000005.bin"
+ckpt state "$tmp/run2026/state_00000005.bin" V="$vocab" modern=1 lambdas=1 values=1 smear=1 backout=1 muon=1 lr=0.02 \
+    "slot=1:5,12:0,16:bits 0.05,17:bits 0.1,18:bits 1,33:bits 0.95,34:bits 0.05,38:bits 0.002,39:1,40:bits 0.65,41:300,42:bits 0.85,48:2,51:1,52:bits 0.95"
+run2026="-B 1 -T 64 --steps 10 --seed 7"
+./train_gpt --train-data "$train" $run2026 --resume "$tmp/run2026" > "$tmp/out" 2>&1
+check "a 2026 run resumed with no option of the preset: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+./train_gpt --train-data "$train" $run2026 --arch 2026 --resume "$tmp/run2026" > "$tmp/out" 2>&1
+check "a 2026 run resumed with --arch 2026: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+while IFS='|' read -r args error; do
+    ./train_gpt --train-data "$train" $run2026 --resume "$tmp/run2026" $args > "$tmp/out" 2>&1
+    check "a 2026 run resumed with $args: $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/run2026: $error"
+done <<'CASES'
+--lr-schedule cosine|the run used --lr-schedule wsd, this one asks for --lr-schedule cosine
+--min-lr-frac 0|the run used --min-lr-frac 0.05, this one asks for --min-lr-frac 0
+--momentum-warmup-steps 100|the run used --momentum-warmup-steps 300, this one asks for --momentum-warmup-steps 100
+--normuon 0|the run used --normuon, this one asks for no --normuon
+CASES
+./train_gpt --train-data "$train" $run2026 --arch modern --resume "$tmp/run2026" > "$tmp/out" 2>&1
+check "a 2026 run resumed with --arch modern: $(last "$tmp/out")" says "$tmp/out" \
+    "the architecture asked for (modern) is not that of $tmp/run2026 (2026)"
+./train_gpt --help > "$tmp/out" 2>&1
+check "--help names 2026 and its defaults" grep -qF -- "--arch gpt2|modern|2026" "$tmp/out"
+check "--help: 2026's windows" grep -qF -- "--window-pattern 256,256,256,full" "$tmp/out"
 end
 
 exit $((failures > 0))

@@ -2,7 +2,7 @@
 // checkpoint header can hold: every int32, near 2^31 included; the architecture's fields, each
 // refused out of its range or where it has no effect, the presets valid; the fields without
 // effect dropped as a file is read; the preset nearest an architecture; the parts of the 2026
-// recipe (CPU).
+// recipe; the 2026 preset, its key windows following the context (CPU).
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
@@ -64,15 +64,19 @@ static void test_real_shapes_valid(void) {
     test_end();
 }
 
-// Each field out of its range is refused, the presets are valid and named back, and a preset
-// with a field changed is described by its components.
+// Each field out of its range is refused, the presets are valid at d12's shape and named back,
+// and a preset with a field changed is described by its components.
 static void test_architecture_fields(void) {
     test_begin("config_architecture_fields");
     for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++) {
-        const Architecture* a = &architecture_presets[i].arch;
-        const char* why = architecture_invalid(a);
+        GPTConfig c = shape(1024, 50257, padded_vocab(50257), 12, 12, 768);
+        char err[256];
+        CHECK(!architecture_of_preset(&architecture_presets[i], c.maxT, c.L, &c.arch, err, sizeof(err)), "preset %s: %s",
+              architecture_presets[i].name, err);
+        const char* why = architecture_invalid(&c.arch);
+        if (!why) why = gpt_config_invalid(&c);
         CHECK(!why, "preset %s: %s", architecture_presets[i].name, why);
-        CHECK(architecture_preset_of(a) == &architecture_presets[i], "preset %s is not found back",
+        CHECK(architecture_preset_of(&c.arch, c.maxT, c.L) == &architecture_presets[i], "preset %s is not found back",
               architecture_presets[i].name);
     }
     const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
@@ -111,8 +115,8 @@ static void test_architecture_fields(void) {
     Architecture ablation = modern;
     ablation.qk_norm = 0;
     char text[ARCHITECTURE_TEXT];
-    architecture_describe(&ablation, text, sizeof(text));
-    CHECK(!architecture_preset_of(&ablation) && strstr(text, "no qk-norm") && strstr(text, "rotary (base 10000)"),
+    architecture_describe(&ablation, 1024, 12, text, sizeof(text));
+    CHECK(!architecture_preset_of(&ablation, 1024, 12) && strstr(text, "no qk-norm") && strstr(text, "rotary (base 10000)"),
           "modern without QK-norm is described as '%s'", text);
     test_end();
 }
@@ -132,7 +136,7 @@ static void test_architecture_key_windows(void) {
     a.windows[2] = 512;
     CHECK(!architecture_invalid(&a) && !modern.documents && modern.window_count == 0,
           "documents and the windows 2048,full,512: %s", architecture_invalid(&a));
-    CHECK(!architecture_preset_of(&a) && !architecture_equal(&a, &modern), "a masked modern model is the preset");
+    CHECK(!architecture_preset_of(&a, 4096, 12) && !architecture_equal(&a, &modern), "a masked modern model is the preset");
     Architecture unmasked = architecture_unmasked(&a);
     CHECK(architecture_equal(&unmasked, &modern), "without its key windows it is not the modern preset");
     const int expected[7] = {2048, 0, 512, 2048, 0, 512, 2048};
@@ -141,12 +145,12 @@ static void test_architecture_key_windows(void) {
               architecture_window(&a, l), expected[l]);
     CHECK(architecture_window(&modern, 5) == 0, "a layer without a pattern has a window");
     char text[ARCHITECTURE_TEXT];
-    architecture_describe(&a, text, sizeof(text));
+    architecture_describe(&a, 4096, 12, text, sizeof(text));
     CHECK(!strcmp(text, "modern, documents (token 50256), windows 2048,full,512"), "described as '%s'", text);
     Architecture g = gpt2;
     g.window_count = 1;
     g.windows[0] = 64;
-    architecture_describe(&g, text, sizeof(text));
+    architecture_describe(&g, 1024, 12, text, sizeof(text));
     CHECK(!architecture_is_gpt2(&g) && !strcmp(text, "gpt2, windows 64"), "GPT-2 with a window: '%s', %s", text,
           architecture_is_gpt2(&g) ? "an llm.c model" : "no llm.c model");
     // Each bad value alone.
@@ -212,7 +216,7 @@ static void test_drop_without_effect(void) {
         CHECK(!architecture_invalid(&c.arch) && gpt_config_invalid(&c) != NULL, "case %zu is not refused as it is", i);
         CHECK(gpt_config_drop_without_effect(&c) != NULL, "case %zu: nothing said dropped", i);
         char text[ARCHITECTURE_TEXT];
-        architecture_describe(&c.arch, text, sizeof(text));
+        architecture_describe(&c.arch, c.maxT, c.L, text, sizeof(text));
         CHECK(!strcmp(text, cases[i].read), "case %zu reads as '%s', expected '%s'", i, text, cases[i].read);
         CHECK(!architecture_invalid(&c.arch) && !gpt_config_invalid(&c), "case %zu read back is refused: %s", i,
               architecture_invalid(&c.arch) ? architecture_invalid(&c.arch) : gpt_config_invalid(&c));
@@ -236,20 +240,25 @@ static void test_drop_without_effect(void) {
     test_end();
 }
 
-// The parts of the 2026 recipe: off in both presets; each a value of its own, refused out of its
-// range; a model with one is no preset, described after its preset's name, nearest the preset
-// without it, and holds a slot of the parts (architecture_has_parts: its checkpoint's version).
+// The parts of the 2026 recipe: off in gpt2 and modern, every one on in 2026; each a value of its
+// own, refused out of its range; a model with one is no preset, described after its preset's name,
+// nearest the preset without it, and holds a slot of the parts (architecture_has_parts: its
+// checkpoint's version).
 static void test_parts(void) {
     test_begin("config_parts");
     const Architecture gpt2 = ARCHITECTURE_GPT2, modern = ARCHITECTURE_MODERN;
-    for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++)
+    for (int i = 0; i < 2; i++)
         CHECK(!architecture_has_parts(&architecture_presets[i].arch), "preset %s has a part",
               architecture_presets[i].name);
+    const Architecture* recipe = &architecture_presets[2].arch;
+    CHECK(recipe->embedding_norm && recipe->qk_scale == 1.2f && recipe->residual_lambdas && recipe->value_embeddings &&
+              recipe->smear && recipe->backout && !strcmp(architecture_presets[2].name, "2026"),
+          "2026 lacks a part");
     Architecture a = modern;
     a.embedding_norm = 1;
     char text[ARCHITECTURE_TEXT];
-    architecture_describe(&a, text, sizeof(text));
-    CHECK(!architecture_invalid(&a) && architecture_has_parts(&a) && !architecture_preset_of(&a) &&
+    architecture_describe(&a, 1024, 12, text, sizeof(text));
+    CHECK(!architecture_invalid(&a) && architecture_has_parts(&a) && !architecture_preset_of(&a, 1024, 12) &&
           architecture_nearest_preset(&a) == &architecture_presets[1] && !strcmp(text, "modern, embedding norm"),
           "modern with an embedding norm: '%s', %s", text, architecture_invalid(&a) ? architecture_invalid(&a) : "");
     Architecture base = architecture_base(&a);
@@ -259,7 +268,7 @@ static void test_parts(void) {
     a.qk_norm = 1;
     a.window_count = 1;
     a.windows[0] = 64;
-    architecture_describe(&a, text, sizeof(text));
+    architecture_describe(&a, 1024, 12, text, sizeof(text));
     CHECK(!strcmp(text, "learned positions, layernorm, qk-norm, gelu, bias, tied head, no zero init, no softcap, "
                         "embedding norm, windows 64"),
           "GPT-2 with QK-norm, an embedding norm and a window: '%s'", text);
@@ -286,10 +295,10 @@ static void test_parts(void) {
     a.qk_scale = 1.2f;
     a.documents = 1;
     a.document_token = 7;
-    architecture_describe(&a, text, sizeof(text));
+    architecture_describe(&a, 1024, 12, text, sizeof(text));
     CHECK(!architecture_invalid(&a) && !strcmp(text, "modern, embedding norm, qk scale 1.2, residual lambdas, value "
                                                      "embeddings, smear, backout, documents (token 7)"),
-          "modern with every part and documents: '%s'", text);
+          "modern with every part and documents, without 2026's windows: '%s'", text);
     a = gpt2;
     a.residual_lambdas = 1;
     CHECK(architecture_has_parts(&a) && !architecture_is_gpt2(&a), "GPT-2 with residual lambdas is llm.c's GPT-2");
@@ -323,7 +332,7 @@ static void test_parts(void) {
     }
     a = modern;
     a.qk_scale = 1.2f;
-    architecture_describe(&a, text, sizeof(text));
+    architecture_describe(&a, 1024, 12, text, sizeof(text));
     CHECK(!strcmp(text, "modern, qk scale 1.2") && architecture_has_parts(&a), "modern with a QK scale: '%s'", text);
     float plain = 1.0f / sqrtf(128.0f);
     CHECK(architecture_attention_scale(&modern, 128) == plain &&
@@ -366,11 +375,110 @@ static void test_nearest_preset(void) {
     CHECK(architecture_nearest_preset(&a) == gpt2_preset, "a tie is not gpt2's");
     a.bias = 0;
     CHECK(architecture_nearest_preset(&a) == modern_preset, "five of modern's eight are nearest gpt2");
+    // The parts count as components: 2026 is modern with all six.
+    const ArchitecturePreset* recipe_preset = &architecture_presets[2];
+    a = recipe_preset->arch;
+    CHECK(architecture_nearest_preset(&a) == recipe_preset, "2026 is not its own nearest");
+    a.smear = a.backout = 0;
+    a.window_count = 1;
+    a.windows[0] = 64;
+    CHECK(architecture_nearest_preset(&a) == recipe_preset, "2026 without two parts, another window, is nearest modern");
+    a = modern;
+    a.embedding_norm = a.residual_lambdas = 1;
+    a.qk_scale = 1.5f;   // three of six: a tie
+    CHECK(architecture_nearest_preset(&a) == modern_preset, "a tie between modern and 2026 is not modern's");
+    a.smear = 1;
+    CHECK(architecture_nearest_preset(&a) == recipe_preset, "modern with four parts is nearest modern");
+    test_end();
+}
+
+// A window pattern as --window-pattern writes it ("256,256,256,full"), "" for none.
+static void pattern_text(const Architecture* a, char* out, size_t len) {
+    size_t n = 0;
+    out[0] = '\0';
+    for (int i = 0; i < a->window_count && n < len; i++) {
+        if (a->windows[i]) n += (size_t)snprintf(out + n, len - n, "%s%d", i ? "," : "", a->windows[i]);
+        else n += (size_t)snprintf(out + n, len - n, "%sfull", i ? "," : "");
+    }
+}
+
+// The 2026 preset at a context and layers: modern's components and every part; key windows of a
+// quarter of the context, rounded down, in three layers of four, the last layer full, as the
+// shortest pattern; none with one layer; refused in one line at a context below 4 and past 64
+// layers of pattern; a valid model wherever it is taken, described as 2026 there alone (its
+// documents after the name), and by its parts and windows at another shape or with one changed.
+static void test_preset_2026(void) {
+    test_begin("config_preset_2026");
+    const ArchitecturePreset* p = &architecture_presets[2];
+    const Architecture modern = ARCHITECTURE_MODERN, base = architecture_base(&p->arch);
+    CHECK(architecture_equal(&modern, &base) && p->window_divisor == 4 &&
+              p->full_window_every == 4 && !p->arch.window_count,
+          "2026 is not modern with its parts, or holds windows of its own");
+    const struct {
+        int maxT, L;
+        const char* pattern;
+    } cases[] = {{1024, 12, "256,256,256,full"}, {512, 12, "128,128,128,full"}, {1000, 12, "250,250,250,full"},
+                 {1027, 24, "256,256,256,full"}, {1024, 6, "256,256,256,full,256,full"}, {64, 2, "16,full"},
+                 {7, 12, "1,1,1,full"},          {2048, 48, "512,512,512,full"},        {64, 1, ""},
+                 {3, 1, ""},                     {64, 3, "16,16,full"}};
+    char err[256], text[ARCHITECTURE_TEXT];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        GPTConfig c = shape(cases[i].maxT, 300, padded_vocab(300), cases[i].L, 2, 128);
+        int refused = architecture_of_preset(p, c.maxT, c.L, &c.arch, err, sizeof(err));
+        pattern_text(&c.arch, text, sizeof(text));
+        CHECK(!refused && !strcmp(text, cases[i].pattern), "context %d, %d layers: windows '%s', expected '%s' (%s)",
+              c.maxT, c.L, text, cases[i].pattern, refused ? err : "taken");
+        const char* why = architecture_invalid(&c.arch);
+        if (!why) why = gpt_config_invalid(&c);
+        CHECK(!refused && !why, "context %d, %d layers: %s", c.maxT, c.L, why);
+        CHECK(architecture_preset_of(&c.arch, c.maxT, c.L) == p, "context %d, %d layers: not found back", c.maxT, c.L);
+    }
+    GPTConfig c = shape(1024, 300, padded_vocab(300), 63, 2, 128);
+    CHECK(!architecture_of_preset(p, c.maxT, c.L, &c.arch, err, sizeof(err)) && c.arch.window_count == 63 &&
+              c.arch.windows[59] == 0 && c.arch.windows[61] == 256 && c.arch.windows[62] == 0,
+          "63 layers: a pattern of %d", c.arch.window_count);
+    CHECK(architecture_of_preset(p, 1024, 66, &c.arch, err, sizeof(err)) &&
+              strstr(err, "on 66 layers repeat over more layers than a pattern holds (64)"),
+          "66 layers: '%s'", err);
+    CHECK(!architecture_of_preset(p, 1024, 68, &c.arch, err, sizeof(err)) && c.arch.window_count == 4,
+          "68 layers: %s", err);
+    CHECK(architecture_of_preset(p, 3, 12, &c.arch, err, sizeof(err)) &&
+              !strcmp(err, "its key windows are the context / 4, rounded down: a context of 3 leaves them no key "
+                           "(give 4 or more)"),
+          "context 3: '%s'", err);
+    // The words: at its shape and no other.
+    c = shape(1024, 50257, padded_vocab(50257), 12, 12, 768);
+    architecture_of_preset(p, c.maxT, c.L, &c.arch, err, sizeof(err));
+    char model[ARCHITECTURE_TEXT + 128];
+    gpt_config_describe(&c, model, sizeof(model));
+    CHECK(!strcmp(model, "L 12 C 768 NH 12 V 50257 context 1024, 2026"), "d12's description: '%s'", model);
+    const char* parts = "modern, embedding norm, qk scale 1.2, residual lambdas, value embeddings, smear, backout";
+    char want[ARCHITECTURE_TEXT];
+    snprintf(want, sizeof(want), "%s, windows 256,256,256,full", parts);
+    architecture_describe(&c.arch, 2048, 12, text, sizeof(text));
+    CHECK(!strcmp(text, want), "at context 2048: '%s'", text);
+    architecture_describe(&c.arch, 1024, 6, text, sizeof(text));
+    CHECK(!strcmp(text, want), "at 6 layers: '%s'", text);
+    Architecture a = c.arch;
+    a.documents = 1;
+    a.document_token = 50256;
+    architecture_describe(&a, 1024, 12, text, sizeof(text));
+    CHECK(!strcmp(text, "2026, documents (token 50256)"), "with documents: '%s'", text);
+    a = c.arch;
+    a.smear = 0;
+    architecture_describe(&a, 1024, 12, text, sizeof(text));
+    CHECK(!strcmp(text, "modern, embedding norm, qk scale 1.2, residual lambdas, value embeddings, backout, windows "
+                        "256,256,256,full"),
+          "without the smear: '%s'", text);
+    a = architecture_unmasked(&c.arch);
+    architecture_describe(&a, 1024, 12, text, sizeof(text));
+    CHECK(!strcmp(text, parts), "without its windows: '%s'", text);
     test_end();
 }
 
 int main(void) {
     test_nearest_preset();
+    test_preset_2026();
     test_architecture_fields();
     test_architecture_key_windows();
     test_drop_without_effect();

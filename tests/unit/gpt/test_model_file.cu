@@ -5,7 +5,7 @@
 // nothing past its shape, another model as version 6 without the fields dropped. A model with a
 // part of the 2026 recipe is saved as version 8 and read back; a version 8 file without one (or
 // with a QK scale of 1, which is none) is saved again as version 6, which the readers without the
-// parts read.
+// parts read. A model of the 2026 preset reads back as one.
 #include <stdlib.h>
 #include <string.h>
 #include "gpt/checkpoint.h"
@@ -51,8 +51,8 @@ static void check_read_and_saved(const char* name, int written, const GPTConfig*
     char err[ERR_LEN];
     CHECK(read_model_shape(path, &config, err) == 0, "%s: %s", name, err);
     char have[ARCHITECTURE_TEXT], want[ARCHITECTURE_TEXT];
-    architecture_describe(&config.arch, have, sizeof(have));
-    architecture_describe(read, want, sizeof(want));
+    architecture_describe(&config.arch, c->maxT, c->L, have, sizeof(have));
+    architecture_describe(read, c->maxT, c->L, want, sizeof(want));
     CHECK(gpt_config_same_shape(&config, c) && architecture_equal(&config.arch, read), "%s reads as %s, expected %s",
           name, have, want);
     float* back = read_model_values(path, &config);
@@ -128,9 +128,32 @@ static void test_parts_versions(void) {
     test_end();
 }
 
+// A model of the 2026 preset: its components, parts and key windows (at 6 layers of context 64:
+// 16,16,16,full,16,full) in a version 8 file, read back and saved again as they are, and named
+// 2026 again; the same file at another context is no 2026 model.
+static void test_preset_2026(void) {
+    test_begin("model file: a 2026 model is version 8, read back and described as 2026");
+    GPTConfig c = {.maxT = 64, .V = 300, .Vp = padded_vocab(300), .L = 6, .NH = 2, .C = 128};
+    char err[256], text[ARCHITECTURE_TEXT + 128];
+    CHECK(!architecture_of_preset(&architecture_presets[2], c.maxT, c.L, &c.arch, err, sizeof(err)), "%s", err);
+    check_read_and_saved("2026", MODEL_VERSION_PARTS_FP32, &c, &c.arch, MODEL_VERSION_PARTS_FP32);
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/model_file_2026_saved.bin", tmp_dir);
+    GPTConfig read;
+    CHECK(read_model_shape(path, &read, err) == 0, "%s", err);
+    gpt_config_describe(&read, text, sizeof(text));
+    CHECK(!strcmp(text, "L 6 C 128 NH 2 V 300 context 64, 2026"), "read back as '%s'", text);
+    read.maxT = 128;
+    gpt_config_describe(&read, text, sizeof(text));
+    CHECK(strstr(text, "context 128, modern, embedding norm") && strstr(text, "windows 16,16,16,full,16,full"),
+          "at context 128: '%s'", text);
+    test_end();
+}
+
 int main(void) {
     tmp_dir = test_env("FLASHGPT_TMP", "/tmp");
     test_fields_without_effect_dropped();
     test_parts_versions();
+    test_preset_2026();
     return test_exit_code();
 }

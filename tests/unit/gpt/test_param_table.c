@@ -309,14 +309,15 @@ static void test_presence(void) {
     test_end();
 }
 
-// The residual lambdas (a part of the 2026 recipe): a (L, 1) tensor each after lm_head, so that
-// every other tensor keeps its place, its size and its draws (the presets' layouts and draws are
-// the fixed hashes above); one scalar a layer, resid_lambda ones and x0_lambda zeros, Adam's
-// vectors at multiples of their own, not decayed.
+// The residual lambdas (a part of the 2026 recipe), on each preset's components without its
+// parts: a (L, 1) tensor each after lm_head, so that every other tensor keeps its place, its size
+// and its draws (the presets' layouts and draws are the fixed hashes above); one scalar a layer,
+// resid_lambda ones and x0_lambda zeros, Adam's vectors at multiples of their own, not decayed.
 static void test_residual_lambdas(void) {
     test_begin("param_table_residual_lambdas");
     for (int p = 0; p < NUM_ARCHITECTURE_PRESETS; p++) {
-        GPTConfig c = {.maxT = 40, .V = 97, .Vp = 128, .L = 3, .NH = 2, .C = 128, .arch = architecture_presets[p].arch};
+        GPTConfig c = {.maxT = 40, .V = 97, .Vp = 128, .L = 3, .NH = 2, .C = 128,
+                       .arch = architecture_base(&architecture_presets[p].arch)};
         GPTConfig with = c;
         with.arch.residual_lambdas = 1;
         const char* name = architecture_presets[p].name;
@@ -439,16 +440,17 @@ static void test_nanochat_init(void) {
     test_end();
 }
 
-// The value embeddings (a part of the 2026 recipe): a (Vp, C) table and a (NH, 12) gate on every
-// other layer, the last among them, after every other tensor, which keeps its place, its size and
-// its draws; the tables drawn N(0, 0.02) with zero padding rows, the gates zero; the tables
-// Adam's embeddings at half their rate, decayed, the gates Adam's vectors, not decayed.
+// The value embeddings (a part of the 2026 recipe), on each preset's components without its
+// parts: a (Vp, C) table and a (NH, 12) gate on every other layer, the last among them, after
+// every other tensor, which keeps its place, its size and its draws; the tables drawn N(0, 0.02)
+// with zero padding rows, the gates zero; the tables Adam's embeddings at half their rate,
+// decayed, the gates Adam's vectors, not decayed.
 static void test_value_embeddings(void) {
     test_begin("param_table_value_embeddings");
     for (int p = 0; p < NUM_ARCHITECTURE_PRESETS; p++)
         for (int L = 2; L <= 3; L++) {
             GPTConfig c = {.maxT = 40, .V = 97, .Vp = 128, .L = L, .NH = 2, .C = 128,
-                           .arch = architecture_presets[p].arch};
+                           .arch = architecture_base(&architecture_presets[p].arch)};
             GPTConfig with = c;
             with.arch.value_embeddings = 1;
             const char* name = architecture_presets[p].name;
@@ -502,13 +504,14 @@ static void test_value_embeddings(void) {
     test_end();
 }
 
-// The smear (a part of the 2026 recipe): its gate (1, 24) and lambda (1), tensors of the model
-// after every other one, zero, Adam's vectors at 100 times their rate, not decayed; the backout's
-// lambda (1) alike, after them.
+// The smear (a part of the 2026 recipe), on each preset's components without its parts: its gate
+// (1, 24) and lambda (1), tensors of the model after every other one, zero, Adam's vectors at 100
+// times their rate, not decayed; the backout's lambda (1) alike, after them.
 static void test_smear(void) {
     test_begin("param_table_smear");
     for (int p = 0; p < NUM_ARCHITECTURE_PRESETS; p++) {
-        GPTConfig c = {.maxT = 40, .V = 97, .Vp = 128, .L = 3, .NH = 2, .C = 128, .arch = architecture_presets[p].arch};
+        GPTConfig c = {.maxT = 40, .V = 97, .Vp = 128, .L = 3, .NH = 2, .C = 128,
+                       .arch = architecture_base(&architecture_presets[p].arch)};
         c.arch.value_embeddings = 1;
         GPTConfig with = c;
         with.arch.smear = 1;

@@ -3,7 +3,7 @@
 // a cosine to min_lr_frac in double, and Muon's Adam groups at peak * (lr / --lr) in float) over
 // runs of many settings; the shapes' values at the steps that define them (warmup, cosine,
 // warmup-stable-decay, Muon's momentum warm-up and cool-down, a linear weight decay); the bounds
-// of each setting, refused naming its flag; the optimizer's line.
+// of each setting, refused naming its flag; the optimizer's line; each preset's defaults.
 #include <math.h>
 #include <string.h>
 
@@ -188,7 +188,54 @@ static void test_describe(void) {
     test_end();
 }
 
+// Each preset's defaults: gpt2's and modern's those of every earlier version (modern's AdamW at
+// 2e-3, Muon's wte at 0.05), the default schedule; 2026's Muon with head pairs and NorMuon, weight
+// decay 0.1, modern's rates, and a warm-down over the last 65% to 0.05 with Muon's momentum from
+// 0.85 over the first 300 steps (under AdamW without the momentum's warm-up); each schedule valid.
+static void test_preset_defaults(void) {
+    test_begin("schedule: the defaults of each preset: the optimizer, its settings and the schedule");
+    const ArchitecturePreset *gpt2 = &architecture_presets[0], *modern = &architecture_presets[1],
+                             *recipe = &architecture_presets[2];
+    char err[256];
+    for (int p = 0; p < NUM_ARCHITECTURE_PRESETS; p++)
+        for (int muon = 0; muon < 2; muon++) {
+            const StepSchedule s = preset_schedule(&architecture_presets[p], muon);
+            const OptimizerConfig o = preset_optimizer_defaults(muon ? OPTIMIZER_MUON : OPTIMIZER_ADAMW,
+                                                                &architecture_presets[p]);
+            CHECK(!step_schedule_invalid(&s, muon, err, sizeof(err)) && !optimizer_invalid(&o, 1, err, sizeof(err)),
+                  "%s, %s: %s", architecture_presets[p].name, muon ? "muon" : "adamw", err);
+        }
+    const StepSchedule plain = {0};
+    for (int muon = 0; muon < 2; muon++) {
+        StepSchedule g = preset_schedule(gpt2, muon), m = preset_schedule(modern, muon);
+        CHECK(!memcmp(&g, &plain, sizeof(g)) && !memcmp(&m, &plain, sizeof(m)), "gpt2's or modern's schedule is not "
+              "the default");
+    }
+    OptimizerConfig g = preset_optimizer_defaults(OPTIMIZER_MUON, gpt2), d = optimizer_defaults(OPTIMIZER_MUON);
+    CHECK(!memcmp(&g, &d, sizeof(g)) && preset_optimizer(gpt2) == OPTIMIZER_ADAMW &&
+              preset_optimizer(modern) == OPTIMIZER_ADAMW, "gpt2's defaults are not the optimizer's own");
+    OptimizerConfig m = preset_optimizer_defaults(OPTIMIZER_MUON, modern), a = preset_optimizer_defaults(OPTIMIZER_ADAMW, modern);
+    CHECK(m.embedding_lr == 0.05f && m.weight_decay == 0.0f && !m.muon_qkv && !m.normuon && a.lr == 2e-3f &&
+              a.weight_decay == 0.1f, "modern's defaults");
+    CHECK(preset_optimizer(recipe) == OPTIMIZER_MUON, "2026's optimizer is not Muon");
+    OptimizerConfig r = preset_optimizer_defaults(OPTIMIZER_MUON, recipe);
+    CHECK(r.lr == 0.02f && r.embedding_lr == 0.05f && r.head_lr == 0.002f && r.vector_lr == 0.002f &&
+              r.weight_decay == 0.1f && r.muon_qkv == MUON_QKV_HEAD_PAIRS && r.normuon && r.normuon_beta2 == 0.95f &&
+              r.muon_ns == NEWTON_SCHULZ_QUINTIC && !r.cautious_weight_decay && r.momentum == 0.95f,
+          "2026's Muon: lr %g wd %g qkv %d normuon %d", r.lr, r.weight_decay, r.muon_qkv, r.normuon);
+    r = preset_optimizer_defaults(OPTIMIZER_ADAMW, recipe);
+    CHECK(r.lr == 2e-3f && r.weight_decay == 0.1f && !r.muon_qkv && !r.normuon && r.normuon_beta2 == 0.0f,
+          "2026's AdamW: lr %g wd %g", r.lr, r.weight_decay);
+    const StepSchedule with_muon = {.lr_shape = LR_SHAPE_WSD, .min_lr_frac = 0.05f, .warmdown_frac = 0.65f,
+                                    .momentum_warmup_steps = 300, .momentum_start = 0.85f},
+                       with_adamw = {.lr_shape = LR_SHAPE_WSD, .min_lr_frac = 0.05f, .warmdown_frac = 0.65f};
+    StepSchedule sm = preset_schedule(recipe, 1), sa = preset_schedule(recipe, 0);
+    CHECK(!memcmp(&sm, &with_muon, sizeof(sm)) && !memcmp(&sa, &with_adamw, sizeof(sa)), "2026's schedule");
+    test_end();
+}
+
 int main(void) {
+    test_preset_defaults();
     test_default_is_the_formula();
     test_cosine();
     test_wsd();
