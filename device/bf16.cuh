@@ -10,6 +10,18 @@
 // in flight per thread. The address must be 16-byte aligned (aligned16).
 struct alignas(16) bf16x8 { bf16 v[8]; };
 static inline int aligned16(const void* p) { return (uintptr_t)p % 16 == 0; }
+static inline int aligned4(const void* p) { return (uintptr_t)p % 4 == 0; }
+
+// Eight bf16 at an address only 4-byte aligned (aligned4), in four 4-byte accesses: a tensor of
+// the flat parameter array that follows tensors of an odd count of bf16 pairs starts there.
+__device__ __forceinline__ bf16x8 load_bf16x8_aligned4(const bf16* p) {
+    bf16x8 r;
+    for (int k = 0; k < 4; k++) reinterpret_cast<uint32_t*>(r.v)[k] = reinterpret_cast<const uint32_t*>(p)[k];
+    return r;
+}
+__device__ __forceinline__ void store_bf16x8_aligned4(bf16* p, const bf16x8& v) {
+    for (int k = 0; k < 4; k++) reinterpret_cast<uint32_t*>(p)[k] = reinterpret_cast<const uint32_t*>(v.v)[k];
+}
 
 // Two floats to a bf16 pair, the first in the low half (the lower column index).
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {

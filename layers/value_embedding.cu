@@ -1,7 +1,8 @@
 // layers/value_embedding.cu: value embeddings and their gates, forward and backward
-// (layers/value_embedding.h), fp32 math. The values move 8 channels (a 16-byte pack) at a time;
-// the gate's weight gradient is a block per weight, its threads striding over the rows in an
-// order that N alone fixes.
+// (layers/value_embedding.h), fp32 math. The values move 8 channels (a 16-byte pack) at a time,
+// the table's rows in 4-byte pieces: in the flat parameter array the table follows the residual
+// lambdas' 2L bf16, so it is 4-byte aligned, not always 16. The gate's weight gradient is a block
+// per weight, its threads striding over the rows in an order that N alone fixes.
 #include "layers/value_embedding.h"
 #include "device/bf16.cuh"
 #include "device/reduce.cuh"
@@ -35,7 +36,7 @@ __global__ void value_embedding_forward_kernel(bf16* v, long long v_stride, cons
     int c = (int)(i % packs) * 8;
     float g = gate[n * NH + c / HS];
     bf16x8* out = (bf16x8*)(v + n * v_stride + c);
-    bf16x8 a = *out, e = *(const bf16x8*)(table + (long long)tokens[n] * C + c);
+    bf16x8 a = *out, e = load_bf16x8_aligned4(table + (long long)tokens[n] * C + c);
     for (int k = 0; k < 8; k++) a.v[k] = (bf16)((float)a.v[k] + g * (float)e.v[k]);
     *out = a;
     if (cache) *(bf16x8*)(cache + n * cache_batch + (long long)positions[n] * cache_row + c) = a;
@@ -49,10 +50,10 @@ __global__ void value_embedding_dgate_kernel(float* dgate, const bf16* dv, long 
     long long n = i / NH;
     int h = (int)(i % NH), C = NH * HS;
     const bf16x8* d = (const bf16x8*)(dv + n * dv_stride + h * HS);
-    const bf16x8* e = (const bf16x8*)(table + (long long)tokens[n] * C + h * HS);
+    const bf16* e = table + (long long)tokens[n] * C + h * HS;
     float sum = 0.0f;
     for (int p = 0; p < HS / 8; p++) {
-        bf16x8 a = d[p], b = e[p];
+        bf16x8 a = d[p], b = load_bf16x8_aligned4(e + 8 * p);
         for (int k = 0; k < 8; k++) sum += (float)a.v[k] * (float)b.v[k];
     }
     dgate[i] = sum;
@@ -73,10 +74,10 @@ __global__ void value_embedding_dtable_kernel(bf16* dtable, const bf16* dv, long
         bf16x8 d = *(const bf16x8*)(dv + n * dv_stride + c);
         for (int k = 0; k < 8; k++) acc[k] += w * (float)d.v[k];
     }
-    bf16x8* out = (bf16x8*)(dtable + (long long)group_token[g] * C + c);
-    bf16x8 o = *out;
+    bf16* out = dtable + (long long)group_token[g] * C + c;
+    bf16x8 o = load_bf16x8_aligned4(out);
     for (int k = 0; k < 8; k++) o.v[k] = (bf16)((float)o.v[k] + acc[k]);
-    *out = o;
+    store_bf16x8_aligned4(out, o);
 }
 
 // d loss / d z of row n, head h: through the gate's sigmoid, 3 s (1 - s) = gate (1 - gate / 3).
@@ -113,8 +114,9 @@ static void check_gate(const char* who, int C, int G) {
 }
 
 static void check_values(const char* who, int HS, const void* v, long long stride, const void* table) {
-    if (HS % 8 != 0 || stride % 8 != 0 || !aligned16(v) || !aligned16(table))
-        die("%s: needs HS (%d) and the row stride multiples of 8 and 16-byte aligned buffers", who, HS);
+    if (HS % 8 != 0 || stride % 8 != 0 || !aligned16(v) || !aligned4(table))
+        die("%s: needs HS (%d) and the row stride multiples of 8, 16-byte aligned values and a 4-byte aligned "
+            "table", who, HS);
 }
 
 void value_gate_forward(float* gate, const bf16* ln1, const bf16* weight, int N, int C, int NH, int G,
@@ -144,7 +146,7 @@ void value_embedding_backward(float* dgate, bf16* dtable, const bf16* dv, long l
                               const int* groups, int group_count, const bf16* table, const float* gate, int N,
                               int NH, int HS, cudaStream_t stream) {
     check_values("value_embedding_backward", HS, dv, dv_stride, table);
-    if (!aligned16(dtable)) die("value_embedding_backward: needs a 16-byte aligned dtable");
+    if (!aligned4(dtable)) die("value_embedding_backward: needs a 4-byte aligned dtable");
     long long threads = (long long)N * NH;
     if (threads == 0) return;
     value_embedding_dgate_kernel<<<(unsigned)ceil_div(threads, GATE_THREADS), GATE_THREADS, 0, stream>>>(

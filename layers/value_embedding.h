@@ -25,7 +25,7 @@ void value_gate_forward(float* gate, const bf16* ln1, const bf16* weight, int N,
 // The values of row n at v + n * v_stride (bf16, 16-byte aligned; qkv's third part: stride 3C)
 // += gate * table[tokens[n]]; tokens (N) on the device. With cache (else NULL), row n's sum also
 // goes to cache + n * cache_batch + positions[n] * cache_row (a decoding step's V cache row).
-// HS % 8 == 0.
+// HS % 8 == 0; table (and dtable) 4-byte aligned.
 void value_embedding_forward(bf16* v, long long v_stride, const int* tokens, const bf16* table, const float* gate,
                              bf16* cache, long long cache_batch, long long cache_row, const int* positions, int N,
                              int NH, int HS, cudaStream_t stream);

@@ -504,6 +504,30 @@ static void test_value_embeddings(void) {
     test_end();
 }
 
+// Where the value embeddings' tables start in the flat array, with and without the residual
+// lambdas (2L values before them), at 1 to 9 layers: each layer's table at an even offset (the
+// kernels read its rows 4 bytes at a time, layers/value_embedding.cu), and at an offset a multiple
+// of 8 (16 bytes) only where 2L is.
+static void test_value_embedding_alignment(void) {
+    test_begin("param_table_value_embedding_alignment");
+    for (int lambdas = 0; lambdas <= 1; lambdas++)
+        for (int L = 1; L <= 9; L++) {
+            GPTConfig c = {.maxT = 40, .V = 97, .Vp = 128, .L = L, .NH = 2, .C = 128,
+                           .arch = architecture_presets[1].arch};
+            c.arch.value_embeddings = 1;
+            c.arch.residual_lambdas = lambdas;
+            size_t at = tensor_offset(&c, PARAM_VALUE_EMBEDDING), table = (size_t)c.Vp * c.C;
+            for (int l = 0; l < L; l++) {
+                int slice = param_layer_slice(&param_table[PARAM_VALUE_EMBEDDING], l, &c);
+                if (slice < 0) continue;
+                size_t o = at + slice * table;
+                CHECK(o % 2 == 0 && (o % 8 == 0) == (!lambdas || (2 * L) % 8 == 0),
+                      "residual lambdas %d, L %d: layer %d's table at %zu", lambdas, L, l, o);
+            }
+        }
+    test_end();
+}
+
 // The smear (a part of the 2026 recipe), on each preset's components without its parts: its gate
 // (1, 24) and lambda (1), tensors of the model after every other one, zero, Adam's vectors at 100
 // times their rate, not decayed; the backout's lambda (1) alike, after them.
@@ -583,6 +607,7 @@ int main(void) {
     test_residual_lambdas();
     test_nanochat_init();
     test_value_embeddings();
+    test_value_embedding_alignment();
     test_smear();
     test_describe();
     return test_exit_code();
