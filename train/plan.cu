@@ -147,16 +147,18 @@ static void resolve_optimizer(RunPlan* p) {
     if (why) die("%s", why);
 }
 
-// The step schedule, as given, each setting not given the preset's (gpt/schedule.h's
-// preset_schedule: the run's preset, resolve_optimizer's): a resumed run's too (its own is checked
-// against it). A setting that only some shapes take is refused elsewhere, and takes the preset's,
-// else the anchors' default (gpt/schedule.h) where it is taken and not given; the whole is
-// bounded by gpt/schedule.h's step_schedule_invalid.
+// The step schedule, as given, each setting a preset gives (gpt/schedule.h's preset_schedule) not
+// given: a resumed run's own (its training state records the schedule it ran with, under the same
+// optimizer), else the run's preset's (resolve_optimizer's). A resumed run's other settings, and
+// those given, are checked against its own. A setting that only some shapes take is refused elsewhere, and takes
+// the preset's, else the anchors' default (gpt/schedule.h) where it is taken and not given; the
+// whole is bounded by gpt/schedule.h's step_schedule_invalid.
 static void resolve_schedule(RunPlan* p) {
     TrainOptions* o = &p->o;
     StepSchedule* s = &o->schedule;
     int muon = o->optimizer.kind == OPTIMIZER_MUON;
-    const StepSchedule preset = preset_schedule(p->preset, muon);
+    int own = p->resuming && (int)o->optimizer.kind == p->resume.optimizer;
+    const StepSchedule preset = own ? p->resume.schedule : preset_schedule(p->preset, muon);
     if (!o->lr_schedule_given) s->lr_shape = preset.lr_shape;
     if (!o->min_lr_frac_given) s->min_lr_frac = preset.min_lr_frac;
     if (!o->momentum_warmup_given) s->momentum_warmup_steps = preset.momentum_warmup_steps;

@@ -241,13 +241,15 @@ begin "train_gpt_parts_of_the_checkpoint"
 parts_slots="slot=1:9,84:1,85:bits 1.25,86:1,87:1,88:1,89:1"
 all_parts="lambdas=1 values=1 smear=1 backout=1"
 pair "$tmp/parts" modern=1 "$parts_slots" $all_parts -- modern=1 $all_parts
-# Every part on: the preset nearest is 2026, whose schedule (wsd) the run's cosine must be asked
-# for against, or its own preset named with --arch.
+# Every part on: the preset nearest is 2026 (wsd), but a resumed run's schedule is its own
+# (cosine) where not given, and one given must be its own.
 resume "$tmp/parts"
-check "a version 9 model with every part resumed without its schedule: $(last "$tmp/out")" says "$tmp/out" \
+check "a version 9 model with parts resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+resume "$tmp/parts" --lr-schedule wsd
+check "a version 9 model with every part resumed asking for another schedule: $(last "$tmp/out")" says "$tmp/out" \
     "--resume $tmp/parts: the run used --lr-schedule cosine, this one asks for --lr-schedule wsd"
 resume "$tmp/parts" --lr-schedule cosine
-check "a version 9 model with parts resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+check "a version 9 model with parts resumed asking for its schedule: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 resume "$tmp/parts" --arch modern --embedding-norm 1 --qk-scale 1.25 --residual-lambdas 1 --value-embeddings 1 \
     --smear 1 --backout 1
 check "resumed asking for its parts: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
@@ -1034,12 +1036,16 @@ constant, then linear to 0.05 x lr over the last 65% of the steps, weight decay 
 pair "$tmp/wsd" -- "slot=1:3,39:1,40:bits 0.65"
 resume "$tmp/wsd" --lr-schedule wsd
 check "a wsd run resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+# The settings a preset gives, not given, are the resumed run's own; given, they must be.
+resume "$tmp/wsd"
+check "a wsd run resumed without its schedule: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 while IFS='|' read -r asked error; do
     resume "$tmp/wsd" $asked
     check "a wsd run resumed with '$asked': $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/wsd: $error"
 done <<'EOF'
-|the run used --lr-schedule wsd, this one asks for --lr-schedule cosine
+--lr-schedule cosine|the run used --lr-schedule wsd, this one asks for --lr-schedule cosine
 --lr-schedule wsd --warmdown-frac 0.5|the run used --warmdown-frac 0.65, this one asks for --warmdown-frac 0.5
+--warmdown-frac 0.5|the run used --warmdown-frac 0.65, this one asks for --warmdown-frac 0.5
 EOF
 pair "$tmp/r" -- "slot=39:1,40:bits 0.65"
 resume "$tmp/r" --lr-schedule wsd
@@ -1048,11 +1054,13 @@ check "a schedule in a version 1 file: $(last "$tmp/out")" says "$tmp/out" \
 pair "$tmp/momentum" -- muon=1 "slot=1:3,41:300,42:bits 0.85,45:1"
 resume "$tmp/momentum" $muon --momentum-warmup-steps 300 --weight-decay-schedule linear
 check "a run of Muon's momentum warm-up resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+resume "$tmp/momentum" $muon --weight-decay-schedule linear
+check "that run resumed without its momentum warm-up: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 while IFS='|' read -r asked error; do
     resume "$tmp/momentum" $muon $asked
     check "that run resumed with '$asked': $(last "$tmp/out")" says "$tmp/out" "--resume $tmp/momentum: $error"
 done <<'EOF'
---weight-decay-schedule linear|the run used --momentum-warmup-steps 300, this one asks for --momentum-warmup-steps 0
+--momentum-warmup-steps 100 --weight-decay-schedule linear|the run used --momentum-warmup-steps 300, this one asks for --momentum-warmup-steps 100
 --momentum-warmup-steps 300 --momentum-start 0.8 --weight-decay-schedule linear|the run used --momentum-start 0.85, this one asks for --momentum-start 0.8
 --momentum-warmup-steps 300|the run used --weight-decay-schedule linear, this one asks for --weight-decay-schedule constant
 EOF
