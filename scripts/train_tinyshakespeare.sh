@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Trains a small GPT (d6: 6 layers, 384 channels, 6 heads; T = 256) on tinyshakespeare, the
 # target of `make train`, with the recipe that learns it fastest (bench/RESULTS.md, make
-# train): the modern architecture with Muon at the preset's rates, 150 steps (about four epochs
-# of the text; past them the validation loss rises as the model learns the training text by
-# heart). Prepares the data first (scripts/prepare_tinyshakespeare.sh: a 4096-id
+# train): the 2026 preset (--arch 2026: Muon and its schedule at the preset's settings), 150
+# steps (about four epochs of the text; past them the validation loss rises as the model learns
+# the training text by heart). Prepares the data first (scripts/prepare_tinyshakespeare.sh: a 4096-id
 # BPE, train and val shards), prints samples on the way, and ends by comparing the validation
 # loss with the unigram baseline (a model that ignores context). Checkpoints, the CSV log and
 # its chart (loss.svg, scripts/plot_log.py) go to runs/NAME/, NAME the data's as
@@ -61,8 +61,8 @@ gpus=$(nvidia-smi -L | grep -c '^GPU')
 ranks=()
 B=32
 if [ "$gpus" -gt 1 ] && [ $((32 % gpus)) -eq 0 ]; then ranks=(--gpus "$gpus"); B=$((32 / gpus)); fi
-"$root/train_gpt" ${ranks[@]+"${ranks[@]}"} --model d6 --arch modern --optimizer muon --context 256 -B "$B" -T 256 \
-    --total-batch-size 8192 --steps 150 --warmup-steps 25 --min-lr-frac 0.1 \
+"$root/train_gpt" ${ranks[@]+"${ranks[@]}"} --model d6 --arch 2026 --context 256 -B "$B" -T 256 \
+    --total-batch-size 8192 --steps 150 --warmup-steps 25 \
     --train-data "$data/train_*.bin" --val-data "$data/val_*.bin" --tokenizer "$data/tokenizer.bin" \
     --val-every 25 --val-batches 20 --sample-every 125 --sample-tokens 96 --top-k 50 \
     --out-dir "$out" --log "$out/log.csv" "$@"
