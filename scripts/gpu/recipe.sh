@@ -83,8 +83,10 @@ adam-rates                | --embedding-lr 0.3 --head-lr 0.008 |
 head-size-128             | --head-size 128 |
 "
 # The parts of the full set (MODE=out; {preset} of MODE=sets) when NEW_PRESET is not given: each
-# part that gained alone on the H100, and the three parts of nanochat's model not yet measured.
-# value-embeddings, smear and backout stand together, so that MODE=out takes nanochat-parts out too.
+# part that gained alone on the H100, and the three parts of nanochat's model: at T 1024 the
+# options of `--arch 2026` (gpt/config.h's row; bench/HISTORY.md, the 2026 recipe v2), spelled
+# out so that MODE=out can take each away. value-embeddings, smear and backout stand together, so
+# that MODE=out takes nanochat-parts out too.
 NEW_PRESET_PARTS="muon-qkv-head-pairs normuon weight-decay wsd momentum-warmup embedding-norm qk-scale
 residual-lambdas window-pattern value-embeddings smear backout"
 
