@@ -22,7 +22,10 @@
 #   against bf16) and its run reporting a step late printed.
 # matmuls: build/bench/bench_matmul: the MLP's projections and the head of d12, d24 and d48,
 #   bf16 against FP8 (current and delayed scaling), forward and backward, and per model what a
-#   step's MLPs and head take in each path; its table printed whole.
+#   step's MLPs and head take in each path; its table printed whole. Then
+#   build/bench/bench_fp8_algorithms: every candidate cuBLASLt's heuristic offers for the MLP's
+#   forward product at those sizes, FP8 and bf16, timed (whether the first, the one taken, is
+#   the fastest); its table printed whole.
 # speed: GPT-2's recipe (train_gpt's defaults, AdamW) on random tokens of GPT-2's vocabulary
 #   (scripts/random_tokens.py) at T 1024, STEPS (20) steps a run, each of: bf16, --fp8 mlp,head,
 #   the same with --fp8-scaling delayed, --fp8 mlp, --fp8 head, --fp8 mlp,head --fp8-grad bf16.
@@ -295,13 +298,19 @@ part_test() {
 }
 
 part_matmuls() {
-    echo "== matmuls: bench_matmul (about a minute) ($(elapsed))"
-    if ! make -j"$(nproc)" build/bench/bench_matmul > "$LOGS/build-bench.log" 2>&1; then
+    echo "== matmuls: bench_matmul and bench_fp8_algorithms (about two minutes) ($(elapsed))"
+    if ! make -j"$(nproc)" build/bench/bench_matmul build/bench/bench_fp8_algorithms > "$LOGS/build-bench.log" 2>&1
+    then
         tail -20 "$LOGS/build-bench.log"; step_failed "matmuls: build"; return
     fi
-    build/bench/bench_matmul > "$LOGS/bench_matmul.log" 2>&1 || step_failed "matmuls: bench_matmul"
-    grep -q "skipped" "$LOGS/bench_matmul.log" && step_failed "matmuls: bench_matmul skipped"
+    local bench
+    for bench in bench_matmul bench_fp8_algorithms; do
+        build/bench/$bench > "$LOGS/$bench.log" 2>&1 || step_failed "matmuls: $bench"
+        grep -qi "skipped" "$LOGS/$bench.log" && step_failed "matmuls: $bench skipped"
+    done
     table "bench_matmul: a linear layer's ms, bf16 against FP8 ($(elapsed))" < "$LOGS/bench_matmul.log"
+    table "bench_fp8_algorithms: the heuristic's candidates for the MLP's forward product ($(elapsed))" \
+        < "$LOGS/bench_fp8_algorithms.log"
 }
 
 # speed_run MODEL B RECOMPUTE NAME: one run of the speed part (run NAME's options, with
