@@ -32,6 +32,16 @@
 # run's name with -modern after it (then -muon). WEIGHT_DECAY=X replaces the optimizer's weight
 # decay (its folder gets -wdX). ARGS="..." adds options to both sides of every run after the run's
 # own, an ablation of a component for instance (ARGS="--softcap 0"; its folder gets them too).
+# ARCH=2026 trains the 2026 preset on both sides (--arch 2026: modern with every part of the 2026
+# recipe and nanochat's key windows; README, The 2026 preset) at the preset's own optimizer and
+# schedule: Muon with qkvw in head pairs and NorMuon, weight decay 0.1, wsd down to 0.05 of each
+# rate over the last 65% of the steps, Muon's momentum from 0.85 over the first 300 steps,
+# modern's rates. So neither side gets the optimizer, rates, weight decay or end of the others;
+# the runs' shapes, warmup, clip and validation are theirs. OPTIMIZER=adamw, MUON_LR and MODERN_LR
+# are refused in one line; WEIGHT_DECAY=X replaces the preset's decay, and ARGS another setting
+# (ARGS="--optimizer adamw" trains AdamW, at the preset's AdamW rate, on its architecture). Its
+# logs go to a folder of the run's name with -2026 after it, for instance:
+#   ARCH=2026 MODELS="d6 d12" bash scripts/gpu/parity.sh datasets/python
 # For instance, the d6-t256 run of the modern recipe on tinyshakespeare (datasets/tinyshakespeare:
 # scripts/prepare_tinyshakespeare.sh), whose end tells over-fitting (the validation loss falls, then
 # rises while the training loss falls) from divergence (the training loss rises too), both
@@ -56,19 +66,27 @@ DATA=${1:-}
 [ -n "$DATA" ] || gpu_refuse "give the dataset folder"
 gpu_dataset "$DATA"
 PYTHON=${PYTHON:-python3}
-OPTIMIZER=${OPTIMIZER:-adamw}
+ARCH=${ARCH:-gpt2}
+case $ARCH in
+    gpt2) ARCH_ARGS=() ARCH_OPTIMIZER=adamw ;;   # nothing asked: a FLASHGPT_BASE of before --arch takes the runs too
+    modern) ARCH_ARGS=(--arch modern) ARCH_OPTIMIZER=adamw ;;
+    2026) ARCH_ARGS=(--arch 2026) ARCH_OPTIMIZER=muon ;;
+    *) gpu_refuse "ARCH $ARCH: expected gpt2, modern or 2026" ;;
+esac
+OPTIMIZER=${OPTIMIZER:-$ARCH_OPTIMIZER}
 case $OPTIMIZER in
     adamw) WD=0.1 ;;
     muon) WD=0 ;;
     *) gpu_refuse "OPTIMIZER $OPTIMIZER: expected adamw or muon" ;;
 esac
-ARCH=${ARCH:-gpt2}
-case $ARCH in
-    gpt2) ARCH_ARGS=() ;;   # nothing asked: a FLASHGPT_BASE of before --arch takes the runs too
-    modern) ARCH_ARGS=(--arch modern) ;;
-    *) gpu_refuse "ARCH $ARCH: expected gpt2 or modern" ;;
-esac
 WD=${WEIGHT_DECAY:-$WD}
+if [ "$ARCH" = 2026 ]; then
+    [ "$OPTIMIZER" = muon ] ||
+        gpu_refuse "OPTIMIZER $OPTIMIZER: ARCH 2026 trains with Muon, its own (ARGS=\"--optimizer adamw\" trains AdamW)"
+    for var in MUON_LR MODERN_LR; do
+        [ -z "${!var:-}" ] || gpu_refuse "$var: ARCH 2026 trains at its preset's rates (ARGS=\"--lr X\" sets one)"
+    done
+fi
 MODELS=${MODELS-"d6 d12"}
 RACE_STEPS=${RACE_STEPS:-100}
 SEEDS=${SEEDS:-"1 2 3"}
@@ -106,17 +124,24 @@ if [ "$FLASHGPT" = ./train_gpt ]; then
     gpu_build_train_gpt "$LOGS"
 fi
 
-# shape <run>: run_shape, the learning rates of the optimizer and architecture (Muon's Adam ones
-# in OPTIMIZER_ARGS), and for a run of one epoch its steps, the warmup their first 10%.
+# shape <run>: run_shape, the optimizer's options of the optimizer and architecture in
+# OPTIMIZER_ARGS (its rates, weight decay and end; 2026: the preset's own, but a WEIGHT_DECAY
+# given), and for a run of one epoch its steps, the warmup their first 10%.
 shape() {
     run_shape "$1"
-    OPTIMIZER_ARGS=()
-    if [ "$OPTIMIZER" = muon ]; then
-        LR=${MUON_LR:-0.02}
-        OPTIMIZER_ARGS=(--vector-lr 0.002 --embedding-lr 0.001)
-        [ "$ARCH" = gpt2 ] || OPTIMIZER_ARGS=(--embedding-lr 0.05 --head-lr 0.002)
-    elif [ "$ARCH" = modern ]; then
-        LR=${MODERN_LR:-2e-3}
+    if [ "$ARCH" = 2026 ]; then
+        OPTIMIZER_ARGS=(${WEIGHT_DECAY:+--weight-decay "$WEIGHT_DECAY"})
+    else
+        local rates=()
+        if [ "$OPTIMIZER" = muon ]; then
+            LR=${MUON_LR:-0.02}
+            rates=(--vector-lr 0.002 --embedding-lr 0.001)
+            [ "$ARCH" = gpt2 ] || rates=(--embedding-lr 0.05 --head-lr 0.002)
+        elif [ "$ARCH" = modern ]; then
+            LR=${MODERN_LR:-2e-3}
+        fi
+        OPTIMIZER_ARGS=(--optimizer "$OPTIMIZER" --lr "$LR" ${rates[@]+"${rates[@]}"} --min-lr-frac 0.1
+                        --weight-decay "$WD")
     fi
     if [ -z "$STEPS" ]; then
         STEPS=$(( ($(gpu_training_tokens "$DATA") - 1) / T / B ))
@@ -133,10 +158,9 @@ run() {
     init=$(dirname "$log")/init-s$seed.bin
     shift 4
     local common=(--model "$MODEL" ${ARCH_ARGS[@]+"${ARCH_ARGS[@]}"} --context "$T" -T "$T" -B "$B"
-                  --optimizer "$OPTIMIZER" --lr "$LR" ${OPTIMIZER_ARGS[@]+"${OPTIMIZER_ARGS[@]}"} --steps "$STEPS"
-                  --warmup-steps "$WARMUP" --min-lr-frac 0.1 --weight-decay "$WD" --grad-clip 1 --seed "$seed" --val-every 25
-                  --val-batches 20 --train-data "$DATA/train_*.bin" --val-data "$DATA/val_*.bin"
-                  --log "$log.csv" ${ARGS:-} "$@")
+                  ${OPTIMIZER_ARGS[@]+"${OPTIMIZER_ARGS[@]}"} --steps "$STEPS" --warmup-steps "$WARMUP" --grad-clip 1
+                  --seed "$seed" --val-every 25 --val-batches 20 --train-data "$DATA/train_*.bin"
+                  --val-data "$DATA/val_*.bin" --log "$log.csv" ${ARGS:-} "$@")
     case $side in
         init) "$FLASHGPT" "${common[@]}" --tokenizer "$DATA/tokenizer.bin" --save-init "$init" ;;
         flashgpt) "$FLASHGPT" "${common[@]}" --tokenizer "$DATA/tokenizer.bin" ;;
@@ -149,11 +173,11 @@ run() {
 }
 
 # The logs' folder of a run: its name, then the architecture but for GPT-2's, the optimizer but for
-# AdamW, and a weight decay given.
+# the architecture's own (2026's Muon, the others' AdamW), and a weight decay given.
 run_dir() {
     local dir=$LOGS/$1
     [ "$ARCH" = gpt2 ] || dir=$dir-$ARCH
-    [ "$OPTIMIZER" = adamw ] || dir=$dir-$OPTIMIZER
+    [ "$OPTIMIZER" = "$ARCH_OPTIMIZER" ] || dir=$dir-$OPTIMIZER
     dir=$dir${WEIGHT_DECAY:+-wd$WEIGHT_DECAY}
     [ -z "${ARGS:-}" ] || dir=$dir$(printf %s "${ARGS// /}" | tr -c 'A-Za-z0-9.,=-' _)
     echo "$dir"

@@ -61,11 +61,13 @@
   succeeds the script exits 0, when every stub but make fails it exits 1 and its last line names
   the failed steps. gpu/parity.sh: an empty MODELS or SEEDS, a run or side of another name,
   flashgpt-base without FLASHGPT_BASE or an ARCH of another name is one error line and runs
-  nothing; each side runs, and the reference of each seed starts from the initial weights
-  train_gpt wrote for that seed; with ARCH and OPTIMIZER both sides train the modern or GPT-2
-  architecture at that recipe's rates (nothing of --arch for GPT-2's, so an older FLASHGPT_BASE
-  runs too), WEIGHT_DECAY replaces the weight decay, each in a folder of its own, and the curves
-  come with the training loss. gpu/modern.sh: an empty PARTS, a part of another name, or the
+  nothing, as is ARCH=2026 with OPTIMIZER=adamw, MUON_LR or MODERN_LR; each side runs, and the
+  reference of each seed starts from the initial weights train_gpt wrote for that seed; with ARCH
+  and OPTIMIZER both sides train the modern or GPT-2 architecture at that recipe's rates (nothing
+  of --arch for GPT-2's, so an older FLASHGPT_BASE runs too), ARCH=2026 the 2026 preset at its
+  own optimizer, rates, weight decay and schedule (no option of them), at the runs' warmup, clip
+  and validation; WEIGHT_DECAY replaces the weight decay, each in a folder of its own, and the
+  curves come with the training loss. gpu/modern.sh: an empty PARTS, a part of another name, or the
   learning part without a dataset is one error line and runs nothing; the speed part runs the
   three recipes in train_gpt and modern-muon in bench_torch_gpt2.py at both shapes; the
   learning part the three recipes, then the reference under torch.compile from the initial
@@ -865,14 +867,26 @@ def ran_lines(name):
 
 
 def case_gpu_parity_architecture():
-    case = Case("gpu/parity.sh with ARCH=gpt3: refused in one line, nothing run")
-    result, ran = gpu_run("gpu/parity.sh", ["data"], lambda stub: 0, {"ARCH": "gpt3", "OUT": "logs"})
-    one_error_line(case, result, "ARCH gpt3")
-    case.check(not ran, f"ran {ran}")
-    case.end()
+    for env_vars, must_mention in (({"ARCH": "gpt3"}, "ARCH gpt3: expected gpt2, modern or 2026"),
+                                   ({"ARCH": "2026", "OPTIMIZER": "adamw"}, "OPTIMIZER adamw: ARCH 2026"),
+                                   ({"ARCH": "2026", "MUON_LR": "0.03"}, "MUON_LR: ARCH 2026"),
+                                   ({"ARCH": "2026", "MODERN_LR": "3e-3"}, "MODERN_LR: ARCH 2026")):
+        what = " ".join(f"{k}={v}" for k, v in env_vars.items())
+        case = Case(f"gpu/parity.sh with {what}: refused in one line, nothing run")
+        result, ran = gpu_run("gpu/parity.sh", ["data"], lambda stub: 0, dict(env_vars, OUT="logs"))
+        one_error_line(case, result, must_mention)
+        case.check(not ran, f"ran {ran}")
+        case.end()
+    # The options of the preset's optimizer and schedule, which ARCH=2026 leaves to the preset.
+    recipe_options = ["--optimizer", "--lr", "--embedding-lr", "--head-lr", "--vector-lr", "--min-lr-frac"]
+    shared = ["--warmup-steps 25 --grad-clip 1 ", "--val-every 25 --val-batches 20 "]
     # (variables, what every train_gpt and reference line holds, what none does, the logs' folder)
     for env_vars, every, none, folder_name in (
-            ({}, ["--optimizer adamw --lr 1e-3 ", "--weight-decay 0.1 "], ["--arch"], "d6-t256"),
+            ({}, ["--optimizer adamw --lr 1e-3 ", "--min-lr-frac 0.1 --weight-decay 0.1 "] + shared, ["--arch"],
+             "d6-t256"),
+            ({"ARCH": "2026"}, ["--arch 2026 "] + shared, recipe_options + ["--weight-decay"], "d6-t256-2026"),
+            ({"ARCH": "2026", "OPTIMIZER": "muon", "WEIGHT_DECAY": "0"}, ["--arch 2026 ", "--weight-decay 0 "] + shared,
+             recipe_options, "d6-t256-2026-wd0"),
             ({"ARCH": "modern"}, ["--arch modern ", "--optimizer adamw --lr 2e-3 "], ["--embedding-lr"],
              "d6-t256-modern"),
             ({"ARCH": "modern", "OPTIMIZER": "muon"},
