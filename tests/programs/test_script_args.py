@@ -731,6 +731,7 @@ def case_architecture_options():
 # The GPU scripts' commands: on PATH, and at the paths they run from the repository root.
 PATH_STUBS = ["make", "nvidia-smi", "python3", "torchrun", "compute-sanitizer"]
 LOCAL_STUBS = ["train_gpt", "prepare_data", "generate", "build/bench/bench_attention", "build/bench/bench_matmul",
+               "build/bench/bench_fp8_algorithms",
                "build/tests/unit/attention/test_attention", "build/tests/unit/attention/test_decode",
                "build/tests/unit/layers/test_matmul_rows", "build/tests/unit/layers/test_fp8",
                "build/tests/unit/train/test_batches", "build/tests/unit/gpt/test_gpt",
@@ -1352,17 +1353,19 @@ exit 124
 
 def case_gpu_fp8_tests():
     case = Case("gpu/fp8.sh PARTS='test matmuls': the tests, memcheck's errors failed and its time-out reported; "
-                "test_gpt's FP8 and late-report lines; bench_matmul's table")
+                "test_gpt's FP8 and late-report lines; bench_matmul's and bench_fp8_algorithms' tables")
     result, _ = gpu_run("gpu/fp8.sh", [], lambda stub: 0, {"PARTS": "test matmuls", "OUT": "logs"},
                         stub_bodies={"build/tests/unit/gpt/test_gpt": TEST_GPT, "bin/compute-sanitizer": SANITIZER,
-                                     "build/bench/bench_matmul": "echo '| 768 | 16384 | mlp up 768→3072 | bf16 |'"})
+                                     "build/bench/bench_matmul": "echo '| 768 | 16384 | mlp up 768→3072 | bf16 |'",
+                                     "build/bench/bench_fp8_algorithms": "echo '| fp8 768 -> 3072, N 16384 | 0 |'"})
     out = result.stdout
     last = (out.splitlines() or [""])[-1]
     case.check(result.returncode == 1 and last == "failed steps: test: test_gpt, test: test_batches under memcheck",
                f"exit {result.returncode}, last line {last!r}")
     for want in ("test_fp8 under memcheck: timed out", "PASS gpt resume bit-exact fp8 mlp,head delayed",
                  "FAIL gpt reports a step late: step 3", "    loss bf16 5.0 -> 2.0", "test_gpt: 2 passed, 1 failed",
-                 "test_batches under memcheck: ========= ERROR SUMMARY: 2 errors", "| 768 | 16384 | mlp up 768→3072 |"):
+                 "test_batches under memcheck: ========= ERROR SUMMARY: 2 errors", "| 768 | 16384 | mlp up 768→3072 |",
+                 "| fp8 768 -> 3072, N 16384 | 0 |"):
         case.check(want in out, f"no {want!r} in {out[-1500:]!r}")
     case.check("gpt sampler" not in out, "test_gpt's other lines printed")
     case.end()
