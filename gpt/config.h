@@ -89,6 +89,12 @@ static_assert(offsetof(Architecture, embedding_norm) == ARCHITECTURE_PARTS_SLOT 
     {.rotary = 1, .rotary_base = ARCHITECTURE_ROTARY_BASE, .rms_norm = 1, .qk_norm = 1, .relu2 = 1, .bias = 0,      \
      .untied_head = 1, .zero_init = 1, .softcap = 30.0f}
 
+// How Muon cuts the attention's fused q, k, v weight (train_gpt --muon-qkv): as one (3C, C)
+// matrix (the default), as q, k and v, three (C, C), or as each of their pairs of heads, (2HS, C),
+// as modded-nanogpt cuts its q and k. Each matrix is orthogonalised on its own, so the gradient
+// of one (v's, larger) no longer sets the size of the others' updates (gpt/param_table.h's cuts).
+typedef enum { MUON_QKV_FUSED, MUON_QKV_SPLIT, MUON_QKV_HEAD_PAIRS, NUM_MUON_QKV } MuonQkv;
+
 // What a preset sets besides the architecture: the defaults of a run trained as it (train_gpt's
 // --arch, else the preset nearest its architecture), each taken where the run does not give its
 // option (train/plan.cu; gpt/optimizer.h's preset_optimizer_defaults). A field of 0 leaves the
@@ -99,7 +105,7 @@ typedef struct {
     float adamw_lr;              // AdamW's --lr
     float embedding_lr;          // Muon's --embedding-lr
     float weight_decay;          // --weight-decay, either optimizer's
-    int muon_qkv;                // Muon's --muon-qkv (gpt/param_table.h's MuonQkv: 2 is head-pairs)
+    MuonQkv muon_qkv;            // Muon's --muon-qkv
     int normuon;                 // 1: Muon's --normuon
     int wsd;                     // 1: --lr-schedule wsd; 0: cosine
     float warmdown_frac;         // wsd's --warmdown-frac
@@ -133,9 +139,9 @@ static const ArchitecturePreset architecture_presets[] = {
               .residual_lambdas = 1, .value_embeddings = 1, .smear = 1, .backout = 1},
      .window_divisor = 4,
      .full_window_every = 4,
-     .defaults = {.muon = 1, .adamw_lr = 2e-3f, .embedding_lr = 0.05f, .weight_decay = 0.1f, .muon_qkv = 2,
-                  .normuon = 1, .wsd = 1, .warmdown_frac = 0.65f, .min_lr_frac = 0.05f, .momentum_warmup_steps = 300,
-                  .momentum_start = 0.85f}},
+     .defaults = {.muon = 1, .adamw_lr = 2e-3f, .embedding_lr = 0.05f, .weight_decay = 0.1f,
+                  .muon_qkv = MUON_QKV_HEAD_PAIRS, .normuon = 1, .wsd = 1, .warmdown_frac = 0.65f,
+                  .min_lr_frac = 0.05f, .momentum_warmup_steps = 300, .momentum_start = 0.85f}},
 };
 #define NUM_ARCHITECTURE_PRESETS ((int)(sizeof(architecture_presets) / sizeof(architecture_presets[0])))
 

@@ -100,12 +100,6 @@ typedef enum { GROUP_MATRIX, GROUP_EMBEDDING, GROUP_HEAD, GROUP_VECTOR } ParamGr
 // take the slices 0, 1, ... in layer order, packed one after another in the tensor.
 typedef int (*LayerSlice)(int l, int L);
 
-// How Muon cuts the attention's fused q, k, v weight (train_gpt --muon-qkv): as one (3C, C)
-// matrix (the default), as q, k and v, three (C, C), or as each of their pairs of heads, (2HS, C),
-// as modded-nanogpt cuts its q and k. Each matrix is orthogonalised on its own, so the gradient
-// of one (v's, larger) no longer sets the size of the others' updates.
-typedef enum { MUON_QKV_FUSED, MUON_QKV_SPLIT, MUON_QKV_HEAD_PAIRS, NUM_MUON_QKV } MuonQkv;
-
 typedef struct {
     Dim rows, cols;              // one slice (the tensor of a model kind): a vector has cols {1, DIM_ONE}
     LayerSlice layers;           // which layers hold a slice (a LAYER of PARAM_TENSORS); NULL: a
