@@ -75,6 +75,12 @@ def f32(x):
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
+def as_stored(arch):
+    """arch as a model's header holds it: its float fields rounded to float32 (an option's value
+    is a double here, a float in train_gpt and the file)."""
+    return arch._replace(**{field: f32(getattr(arch, field)) for field in FLOAT_FIELDS})
+
+
 ROTARY_BASE = 10000.0  # every preset's, and the one a model without rotary holds
 # Each preset's components and parts, without key windows (PRESET_WINDOWS').
 PRESETS = {

@@ -165,9 +165,11 @@ def settle_architecture(ap, a, init):
         a.arch, preset = gpt_architecture.from_options(a, init, shape)
     except ValueError as e:
         ap.error(str(e))
-    if init and a.arch != init.arch:
+    if init and gpt_architecture.as_stored(a.arch) != init.arch:
         raise Failure(f"{init.path}: the architecture asked for ({gpt_architecture.describe(a.arch, shape)}) is not "
                       f"the checkpoint's ({gpt_architecture.describe(init.arch, shape)})")
+    if init:
+        a.arch = init.arch  # the file's floats, not the options' doubles
     if a.arch.documents:
         raise Failure(f"{init.path}: the model's attention sees a row's own document alone, the reference's every "
                       "earlier key (or its window's)")

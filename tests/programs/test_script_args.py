@@ -559,6 +559,9 @@ def case_architecture_options():
     name = "train_torch_reference.py"
     for args in (["--init-from", modern], ["--init-from", ablation] + ablation_args, ["--init-from", windowed],
                  ["--init-from", recipe], ["--init-from", recipe, "--arch", "2026"],
+                 ["--init-from", recipe, "--arch", "modern", "--embedding-norm", "1", "--qk-scale", "1.2",
+                  "--residual-lambdas", "1", "--value-embeddings", "1", "--smear", "1", "--backout", "1",
+                  "--window-pattern", "4,full"],
                  ["--arch", "2026", "--window-pattern", "full"], ["--arch", "2026", "--normuon", "0"],
                  ["--init-from", windowed, "--arch", "modern", "--window-pattern", "4,full"],
                  ["--arch", "modern", "--window-pattern", "4,full"],
