@@ -230,13 +230,8 @@ int main(int argc, char** argv) {
                         "naive, MASK docs=N, window=N or docs=N,window=M)\n");
         return 2;
     }
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-        printf("bench_attention: skipped (no CUDA device)\n");
-        return 0;
-    }
     cudaDeviceProp prop;
-    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    if (!bench_device("bench_attention", 0, &prop)) return 0;
     int wgmma = flash_attention_wgmma_available();
     printf("attention, %s, bf16, causal, %d tokens per call (B = 1 when T > %d); flash: %s kernels\n\n",
            prop.name, TOKENS_PER_CALL, TOKENS_PER_CALL, wgmma ? "wgmma" : "mma.sync");

@@ -1,15 +1,32 @@
-// bench/bench_common.cuh: what the GPU benchmarks share: random bf16 data made on the GPU, an
-// allocation that reports running out of memory instead of ending the program, and the median
-// time of passes that take turns.
+// bench/bench_common.cuh: what the GPU benchmarks share: the device, or a line saying why the
+// benchmark is skipped; random bf16 data made on the GPU, an allocation that reports running out
+// of memory instead of ending the program, and the median time of passes that take turns.
 #ifndef FLASHGPT_BENCH_COMMON_CUH
 #define FLASHGPT_BENCH_COMMON_CUH
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "common/cuda_check.h"
 
 #define BENCH_WARMUP 3   // calls of each pass before the timed ones
 #define BENCH_REPS 10    // timed calls of each pass; the median is kept
+
+// 1 and device 0's properties in prop, or 0 after printing "NAME: skipped (why)": no CUDA device
+// here, or (fp8) none with FP8 tensor cores (compute capability 8.9 and up).
+static inline int bench_device(const char* name, int fp8, cudaDeviceProp* prop) {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+        printf("%s: skipped (no CUDA device)\n", name);
+        return 0;
+    }
+    cudaCheck(cudaGetDeviceProperties(prop, 0));
+    if (fp8 && prop->major * 10 + prop->minor < 89) {
+        printf("%s: skipped (%s has no FP8 tensor cores)\n", name, prop->name);
+        return 0;
+    }
+    return 1;
+}
 
 // Uniform in [-scale, scale) from a hash of the index: random data without a host copy.
 __global__ void bench_fill_uniform_kernel(bf16* x, size_t n, uint64_t seed, float scale) {

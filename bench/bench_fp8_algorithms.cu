@@ -146,27 +146,18 @@ static void time_projection(cublasLtHandle_t lt, cudaStream_t stream, void* work
 }
 
 int main(int argc, char** argv) {
-    int shapes[3] = {768, 1024, 1600}, count = 3, N = 16384;
-    if (argc == 3) {
-        shapes[0] = atoi(argv[1]);
-        N = atoi(argv[2]);
-        count = 1;
-        if (shapes[0] <= 0 || shapes[0] % 16 || N <= 0 || N % 16)
-            die("bench_fp8_algorithms: C (%s) and N (%s) must be positive multiples of 16", argv[1], argv[2]);
-    } else if (argc != 1) {
-        die("usage: bench_fp8_algorithms [C N]");
+    int only_c = argc > 2 ? atoi(argv[1]) : 0, N = argc > 2 ? atoi(argv[2]) : 16384;
+    if (argc == 2 || argc > 3 || (argc == 3 && (only_c <= 0 || only_c % 16 || N <= 0 || N % 16))) {
+        fprintf(stderr, "usage: bench_fp8_algorithms [C N] (C and N positive multiples of 16)\n");
+        return 2;
     }
-    int device_count = 0;
-    if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) {
-        printf("SKIPPED bench_fp8_algorithms (no CUDA device)\n");
-        return 0;
+    int shapes[3] = {768, 1024, 1600}, count = 3;
+    if (only_c) {
+        shapes[0] = only_c;
+        count = 1;
     }
     cudaDeviceProp prop;
-    cudaCheck(cudaGetDeviceProperties(&prop, 0));
-    if (prop.major * 10 + prop.minor < 89) {
-        printf("SKIPPED bench_fp8_algorithms (%s has no FP8 tensor cores)\n", prop.name);
-        return 0;
-    }
+    if (!bench_device("bench_fp8_algorithms", 1, &prop)) return 0;
     cublasLtHandle_t lt;
     cublasCheck(cublasLtCreate(&lt));
     cudaStream_t stream;

@@ -188,17 +188,8 @@ int main(int argc, char** argv) {
         fprintf(stderr, "usage: bench_matmul [C N] (C and N positive multiples of 16)\n");
         return 2;
     }
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-        printf("bench_matmul: skipped (no CUDA device)\n");
-        return 0;
-    }
     cudaDeviceProp prop;
-    cudaCheck(cudaGetDeviceProperties(&prop, 0));
-    if (prop.major * 10 + prop.minor < 89) {
-        printf("bench_matmul: skipped (%s has no FP8 tensor cores)\n", prop.name);
-        return 0;
-    }
+    if (!bench_device("bench_matmul", 1, &prop)) return 0;
     cudaStream_t stream;
     cudaCheck(cudaStreamCreate(&stream));
     matmul_stream_init(&mm, stream);
