@@ -993,6 +993,19 @@ static void test_memory_sizes(void) {
 #define CURVE_B 16
 #define CURVE_T 256
 
+// The test text of the loss-curve test called name, the test begun, its length in n and in ok
+// whether it holds two sequences of CURVE_T (checked); NULL, the test said SKIPPED, without it.
+static unsigned char* begin_curve_test(const char* name, long* n, int* ok) {
+    size_t len;
+    unsigned char* text = test_text(name, &len);
+    if (!text) return NULL;
+    test_begin(name);
+    *n = (long)len;
+    *ok = *n > 2 * CURVE_T;
+    CHECK(*ok, "the test text has %ld bytes, fewer than two sequences", *n);
+    return text;
+}
+
 // The curve of a model of arch with the options mo on text (n bytes), into curve; *logit_rms (when
 // not NULL): the root mean square of the logits of the last batch after the last step.
 static void loss_curve(const Architecture* arch, const ModelOptions* mo, const unsigned char* text, long n,
@@ -1056,13 +1069,10 @@ static double last_steps_mean(const float curve[CURVE_STEPS]) {
 #define TOL_CURVE_MEAN 0.002
 static void test_loss_curves(void) {
     const char* name = "gpt naive vs flash loss curves";
-    size_t len;
-    unsigned char* text = test_text(name, &len);
+    long n;
+    int ok;
+    unsigned char* text = begin_curve_test(name, &n, &ok);
     if (!text) return;
-    test_begin(name);
-    long n = (long)len;
-    int ok = n > 2 * CURVE_T;
-    CHECK(ok, "the test text has %ld bytes, fewer than two sequences", n);
     static float curves[2][CURVE_STEPS];
     const AttentionKind kinds[2] = {ATTENTION_NAIVE, ATTENTION_FLASH};
     const Architecture gpt2 = ARCHITECTURE_GPT2;
@@ -1109,13 +1119,10 @@ static void test_loss_curves(void) {
 static void test_fp8_loss_curves(const char* arch_name) {
     char name[128];
     snprintf(name, sizeof(name), "gpt %s fp8 mlp,head vs bf16 loss curves", arch_name);
-    size_t len;
-    unsigned char* text = test_text(name, &len);
+    long n;
+    int ok;
+    unsigned char* text = begin_curve_test(name, &n, &ok);
     if (!text) return;
-    test_begin(name);
-    long n = (long)len;
-    int ok = n > 2 * CURVE_T;
-    CHECK(ok, "the test text has %ld bytes, fewer than two sequences", n);
     static float curves[2][CURVE_STEPS];
     const Architecture arch = strcmp(arch_name, "modern") ? (Architecture)ARCHITECTURE_GPT2
                                                           : (Architecture)ARCHITECTURE_MODERN;
