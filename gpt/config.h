@@ -81,13 +81,15 @@ static_assert(offsetof(Architecture, embedding_norm) == ARCHITECTURE_PARTS_SLOT 
 // (gpt_config_drop_without_effect).
 #define ARCHITECTURE_ROTARY_BASE 10000.0f
 
-// The architectures of gpt2 and modern, as initialisers.
+// The architectures of gpt2 and modern, as initialisers (modern's components apart too, which
+// 2026's row starts from).
 #define ARCHITECTURE_GPT2                                                                                          \
     {.rotary = 0, .rotary_base = ARCHITECTURE_ROTARY_BASE, .rms_norm = 0, .qk_norm = 0, .relu2 = 0, .bias = 1,      \
      .untied_head = 0, .zero_init = 0, .softcap = 0.0f}
-#define ARCHITECTURE_MODERN                                                                                        \
-    {.rotary = 1, .rotary_base = ARCHITECTURE_ROTARY_BASE, .rms_norm = 1, .qk_norm = 1, .relu2 = 1, .bias = 0,      \
-     .untied_head = 1, .zero_init = 1, .softcap = 30.0f}
+#define ARCHITECTURE_MODERN_COMPONENTS                                                                             \
+    .rotary = 1, .rotary_base = ARCHITECTURE_ROTARY_BASE, .rms_norm = 1, .qk_norm = 1, .relu2 = 1, .bias = 0,       \
+    .untied_head = 1, .zero_init = 1, .softcap = 30.0f
+#define ARCHITECTURE_MODERN {ARCHITECTURE_MODERN_COMPONENTS}
 
 // How Muon cuts the attention's fused q, k, v weight (train_gpt --muon-qkv): as one (3C, C)
 // matrix (the default), as q, k and v, three (C, C), or as each of their pairs of heads, (2HS, C),
@@ -134,9 +136,8 @@ static const ArchitecturePreset architecture_presets[] = {
     {.name = "gpt2", .arch = ARCHITECTURE_GPT2},
     {.name = "modern", .arch = ARCHITECTURE_MODERN, .defaults = {.adamw_lr = 2e-3f, .embedding_lr = 0.05f}},
     {.name = "2026",
-     .arch = {.rotary = 1, .rotary_base = ARCHITECTURE_ROTARY_BASE, .rms_norm = 1, .qk_norm = 1, .relu2 = 1,
-              .bias = 0, .untied_head = 1, .zero_init = 1, .softcap = 30.0f, .embedding_norm = 1, .qk_scale = 1.2f,
-              .residual_lambdas = 1, .value_embeddings = 1, .smear = 1, .backout = 1},
+     .arch = {ARCHITECTURE_MODERN_COMPONENTS, .embedding_norm = 1, .qk_scale = 1.2f, .residual_lambdas = 1,
+              .value_embeddings = 1, .smear = 1, .backout = 1},
      .window_divisor = 4,
      .full_window_every = 4,
      .defaults = {.muon = 1, .adamw_lr = 2e-3f, .embedding_lr = 0.05f, .weight_decay = 0.1f,
