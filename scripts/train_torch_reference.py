@@ -211,6 +211,8 @@ def settle_architecture(ap, a, init):
         a.schedule = gpt_schedule.from_options(a, a.optimizer == "muon", preset)
     except ValueError as e:
         ap.error(str(e))
+    if a.schedule.decay_shape == "linear" and a.weight_decay == 0.0:
+        ap.error("--weight-decay-schedule linear without --weight-decay has no effect")
 
 
 def main(argv):

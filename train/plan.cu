@@ -178,6 +178,9 @@ static void resolve_schedule(RunPlan* p) {
         die("--momentum-start without --momentum-warmup-steps has no effect");
     if (o->momentum_end_given && !s->momentum_cooldown_steps)
         die("--momentum-end without --momentum-cooldown-steps has no effect");
+    // A linear decay of no weight decay decays nothing; a resumed run goes on as its state records it.
+    if (!p->resuming && s->decay_shape == DECAY_SHAPE_LINEAR && o->optimizer.weight_decay == 0.0f)
+        die("--weight-decay-schedule linear without --weight-decay has no effect");
     if (wsd && !o->warmdown_given)
         s->warmdown_frac = preset.lr_shape == LR_SHAPE_WSD ? preset.warmdown_frac : WARMDOWN_FRAC_DEFAULT;
     if (s->momentum_warmup_steps && !o->momentum_start_given)
@@ -372,6 +375,20 @@ static void open_data(RunPlan* p) {
     if (o->steps <= 0) die("--train-data %s: less than one step of data", o->train_data);
 }
 
+// Muon's momentum cool-down against the run's steps (known once the data is open): one longer
+// than the run, or one that the warm-up leaves no step (gpt/schedule.h: a cool-down starts after
+// the warm-up at the earliest), is not the cool-down its option asks for. A resumed run goes on as
+// its state records it.
+static void check_cooldown_fits(const RunPlan* p) {
+    const StepSchedule* s = &p->o.schedule;
+    int steps = p->o.steps, cooldown = s->momentum_cooldown_steps;
+    if (p->resuming || !cooldown) return;
+    if (cooldown > steps) die("--momentum-cooldown-steps %d is longer than the run (%d steps)", cooldown, steps);
+    if (s->momentum_warmup_steps >= steps)
+        die("--momentum-cooldown-steps %d has no effect: the momentum's warm-up (--momentum-warmup-steps %d) lasts "
+            "the whole run (%d steps)", cooldown, s->momentum_warmup_steps, steps);
+}
+
 TrainingState run_training_state(const RunPlan* p, int step, int adam_t) {
     const TrainOptions* o = &p->o;
     const ModelOptions* mo = &o->model_options;
@@ -526,6 +543,7 @@ void plan_run(RunPlan* p, const TrainOptions* options) {
     resolve_schedule(p);
     resolve_batch(p);
     open_data(p);
+    check_cooldown_fits(p);
     p->sample_rng.state = o->seed ^ 0x5851f42d4c957f2dULL;
     if (p->resuming) {
         if (o->steps <= p->resume.step) {

@@ -657,6 +657,8 @@ def case_architecture_options():
                                 "--normuon-beta2 1 must be in [0, 1)"),
                                (["--optimizer", "muon", "--cautious-weight-decay"],
                                 "--cautious-weight-decay without --weight-decay has no effect"),
+                               (["--optimizer", "muon", "--weight-decay-schedule", "linear"],
+                                "--weight-decay-schedule linear without --weight-decay has no effect"),
                                (["--optimizer", "muon", "--muon-ns", "cubic"], "invalid choice: 'cubic'"),
                                (["--seed", "-1"], "--seed -1 must be 0 to 2^64 - 1"),
                                (["--arch", "modern", "--window-pattern", "4,4,4"],

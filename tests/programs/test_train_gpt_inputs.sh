@@ -1003,7 +1003,9 @@ end
 
 begin "train_gpt_step_schedule"
 # The schedule's options: each refused in one line where its shape or the optimizer does not take
-# it, or out of its bounds; the optimizer's line says the schedule. A run of a schedule of its own
+# it, out of its bounds, or without effect in the run (a linear decay of no weight decay, Muon's
+# momentum cool-down longer than the run or inside its warm-up); the optimizer's line says the
+# schedule. A run of a schedule of its own
 # (its state a version 3 file, the schedule in slots 39-45) resumes with it, and is refused
 # without it naming the option; a version 1 file with a schedule is corrupt. --help sets each
 # option apart from its text, the long ones too.
@@ -1027,12 +1029,20 @@ done <<'EOF'
 --optimizer muon --momentum-warmup-steps -1|--momentum-warmup-steps -1: expected an integer from 0 to
 --weight-decay-schedule cosine|--weight-decay-schedule cosine: expected constant or linear
 --weight-decay-schedule linear|no CUDA device
+--optimizer muon --weight-decay-schedule linear|--weight-decay-schedule linear without --weight-decay has no effect
+--arch 2026 --weight-decay 0 --weight-decay-schedule linear|--weight-decay-schedule linear without --weight-decay has no effect
+--optimizer muon --momentum-cooldown-steps 11 --steps 10|--momentum-cooldown-steps 11 is longer than the run (10 steps)
+--optimizer muon --momentum-cooldown-steps 10 --steps 10|no CUDA device
+--arch 2026 --momentum-cooldown-steps 5 --steps 300|--momentum-cooldown-steps 5 has no effect: the momentum's warm-up (--momentum-warmup-steps 300) lasts the whole run (300 steps)
+--arch 2026 --momentum-cooldown-steps 5 --steps 301|no CUDA device
 EOF
-./train_gpt --train-data "$train" $data --optimizer muon --lr-schedule wsd --min-lr-frac 0.05 \
-    --momentum-warmup-steps 300 --momentum-cooldown-steps 50 --weight-decay-schedule linear > "$tmp/out" 2>&1
+./train_gpt --train-data "$train" $data --optimizer muon --lr-schedule wsd --min-lr-frac 0.05 --steps 400 \
+    --momentum-warmup-steps 300 --momentum-cooldown-steps 50 --weight-decay 0.1 --weight-decay-schedule linear \
+    > "$tmp/out" 2>&1
 check "the optimizer's line of a schedule: $(grep '^optimizer' "$tmp/out" || last "$tmp/out")" grep -qF -- "; warmup 0, \
-constant, then linear to 0.05 x lr over the last 65% of the steps, weight decay 0 down to 0 at the end, momentum from \
-0.85 over the first 300 steps, momentum down to 0.85 over the last 50 steps, grad clip 1; settings not given" "$tmp/out"
+constant, then linear to 0.05 x lr over the last 65% of the steps, weight decay 0.1 down to 0 at the end, momentum \
+from 0.85 over the first 300 steps, momentum down to 0.85 over the last 50 steps, grad clip 1; settings not given" \
+    "$tmp/out"
 pair "$tmp/wsd" -- "slot=1:3,39:1,40:bits 0.65"
 resume "$tmp/wsd" --lr-schedule wsd
 check "a wsd run resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
@@ -1064,6 +1074,10 @@ done <<'EOF'
 --momentum-warmup-steps 300 --momentum-start 0.8 --weight-decay-schedule linear|the run used --momentum-start 0.85, this one asks for --momentum-start 0.8
 --momentum-warmup-steps 300|the run used --weight-decay-schedule linear, this one asks for --weight-decay-schedule constant
 EOF
+# A run whose state records a linear decay of no weight decay goes on as it ran.
+pair "$tmp/r" -- muon=1 "slot=1:3,17:bits 0,45:1"
+resume "$tmp/r" $muon --weight-decay 0 --weight-decay-schedule linear
+check "a linear decay of no weight decay resumed: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 end
 
 begin "train_gpt_muon_variants"
