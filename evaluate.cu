@@ -34,11 +34,11 @@ static void parse_args(int argc, char** argv, EvaluateOptions* o) {
     const Option options[] = {
         OPTION_CHECKPOINT(o->checkpoint),
         OPTION_MODEL_TOKENIZER(o->tokenizer),
-        {OPTION_TEXT, "--hellaswag", "FILE", &o->hellaswag, "the items, e.g. hellaswag_val.jsonl", 0, 0, NULL, NULL, NULL,
+        {OPTION_PATH, "--hellaswag", "FILE", &o->hellaswag, "the items, e.g. hellaswag_val.jsonl", 0, 0, NULL, NULL, NULL,
          1},
         {OPTION_INT, "--batch-items", "N", &o->batch_items, "items scored per forward (4 rows each) [16]", 1, 1 << 16},
         {OPTION_INT, "--max-items", "N", &o->max_items, "only the first N items, 0 for all [0]", 0, 1 << 30},
-        {OPTION_TEXT, "--scores", "FILE", &o->scores,
+        {OPTION_PATH, "--scores", "FILE", &o->scores,
          "write every ending's token count, losses and row of tokens as CSV"},
     };
     const CommandLine line = {

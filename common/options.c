@@ -63,6 +63,10 @@ static void set_value(const Option* o, const char* name, const char* value) {
     case OPTION_GROUP: break;
     case OPTION_FLAG: *(int*)o->target = 1; break;
     case OPTION_TEXT: *(const char**)o->target = value; break;
+    case OPTION_PATH:
+        if (!*value) die("%s '': the %s name is empty", name, strcmp(o->value, "DIR") == 0 ? "folder" : "file");
+        *(const char**)o->target = value;
+        break;
     case OPTION_INT:
         *(int*)o->target = o->lo < o->hi ? parse_int_in(name, value, (int)o->lo, (int)o->hi) : parse_int(name, value);
         break;

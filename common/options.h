@@ -18,6 +18,7 @@ typedef enum {
     OPTION_GROUP,   // not an option: the heading of a group of options in --help (flags: its text)
     OPTION_FLAG,    // no value; sets the int target to 1
     OPTION_TEXT,    // the value as it is (const char* target)
+    OPTION_PATH,    // a file's or a folder's name (value "DIR": a folder's), not empty (const char* target)
     OPTION_INT,     // an int; from lo to hi when lo < hi
     OPTION_INT64,   // a long long
     OPTION_SEED,    // a uint64_t, 0 to 2^64 - 1
@@ -58,10 +59,10 @@ int options_parse(const CommandLine* line, int argc, char** argv);
 
 // The options the programs share.
 #define OPTION_CHECKPOINT(target) \
-    {OPTION_TEXT, "--checkpoint", "FILE", &(target), "model checkpoint (train_gpt's model_*.bin)", \
+    {OPTION_PATH, "--checkpoint", "FILE", &(target), "model checkpoint (train_gpt's model_*.bin)", \
      0, 0, NULL, NULL, NULL, 1}
 #define OPTION_MODEL_TOKENIZER(target) \
-    {OPTION_TEXT, "--tokenizer", "FILE", &(target), "the tokenizer the model was trained with", 0, 0, NULL, NULL, \
+    {OPTION_PATH, "--tokenizer", "FILE", &(target), "the tokenizer the model was trained with", 0, 0, NULL, NULL, \
      NULL, 1}
 #define OPTION_TEMPERATURE(target) \
     {OPTION_FLOAT, "--temperature", "X", &(target), "sampling temperature, 0 for the most likely token [1.0]", 0, \

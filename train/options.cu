@@ -123,7 +123,7 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
         {OPTION_CALL, "--head-size", "64|128", &o->head_size,
          "the heads' size HS, the channels unchanged: NH = C / HS heads\n(nanochat's 128) [the preset's: 64]", 0, 0,
          parse_head_size},
-        {OPTION_TEXT, "--init-from", "FILE", &o->init_from,
+        {OPTION_PATH, "--init-from", "FILE", &o->init_from,
          "start from a model checkpoint (version 3 or 5: GPT-2, fp32 or\nbf16; 6 or 7: another architecture; 8 or 9: "
          "with a part\nof the 2026 recipe)"},
         {OPTION_CHOICE, "--init", "default|nanochat", &o->init_scheme,
@@ -131,9 +131,9 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
          "0.001),\nqkvw and fcw uniform of std 1/sqrt(C) and 0.4/sqrt(C), the\nprojections zero, the residual and x0 "
          "lambdas from 1.15 and\n0.2 at the first layer to 1.05 and 0.05 at the last [default;\nwith --resume: the run's]",
          0, 0, NULL, &o->init_given},
-        {OPTION_TEXT, "--save-init", "FILE", &o->save_init,
+        {OPTION_PATH, "--save-init", "FILE", &o->save_init,
          "write the initial model (drawn from --seed) to FILE, an fp32\ncheckpoint, and stop before the GPU"},
-        {OPTION_TEXT, "--resume", "DIR", &o->resume_dir, "continue the run whose checkpoints are in DIR, exactly"},
+        {OPTION_PATH, "--resume", "DIR", &o->resume_dir, "continue the run whose checkpoints are in DIR, exactly"},
         {OPTION_GROUP, "architecture (--arch, then each component on its own; a checkpoint's must match)"},
         {OPTION_CHOICE, "--arch", "gpt2|modern|2026", &o->arch,
          "gpt2: GPT-2 of 2019 (llm.c and Hugging Face compatible);\n"
@@ -199,7 +199,7 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
         {OPTION_TEXT, "--train-data", "GLOB", &o->train_data, "training shards [datasets/tinyshakespeare/train_*.bin]"},
         {OPTION_TEXT, "--val-data", "GLOB", &o->val_data,
          "validation shards, \"\" for none [the train glob with val_ for train_,\nwhen such shards exist]"},
-        {OPTION_TEXT, "--tokenizer", "FILE", &o->tokenizer,
+        {OPTION_PATH, "--tokenizer", "FILE", &o->tokenizer,
          "tokenizer: sets the vocabulary and decodes samples\n(without it the vocabulary comes from the shards' header)"},
         {OPTION_FLAG, "--align-documents", NULL, &o->align_documents,
          "each training row starts at a document's <|endoftext|> (whose\nid --tokenizer gives) and runs on into the "
@@ -291,9 +291,9 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
         OPTION_TOP_K(o->top_k),
         {OPTION_INT, "--checkpoint-every", "N", &o->checkpoint_every,
          "checkpoint every N steps (and always at the end) [0: end only]", 0, INT_MAX},
-        {OPTION_TEXT, "--out-dir", "DIR", &o->out_dir,
+        {OPTION_PATH, "--out-dir", "DIR", &o->out_dir,
          "where checkpoints go, made if missing; none without it (--resume: DIR)"},
-        {OPTION_TEXT, "--log", "FILE", &o->log_path, "a CSV line per step (its folder made if missing)"},
+        {OPTION_PATH, "--log", "FILE", &o->log_path, "a CSV line per step (its folder made if missing)"},
         {OPTION_GROUP, "attention, memory and speed"},
         {OPTION_CHOICE, "--attention", "flash|naive", &mo->attention.kind, "[flash]"},
         {OPTION_FLAG, "--deterministic", NULL, &mo->attention.deterministic,

@@ -573,6 +573,16 @@ check "--out-dir a file: $(last "$tmp/out")" says "$tmp/out" "--out-dir $tmp/out
 check "--out-dir under a file: $(last "$tmp/out")" says "$tmp/out" "--out-dir $tmp/outs/a_file/sub: $tmp/outs/a_file is not a directory"
 ./train_gpt --train-data "$train" $data --out-dir '' > "$tmp/out" 2>&1
 check "--out-dir '': $(last "$tmp/out")" says "$tmp/out" "--out-dir '': the folder name is empty"
+# Every option naming a file or folder refuses an empty name in its own words, before any work.
+for flag in --tokenizer --init-from --save-init --log --resume; do
+    what=file; [ "$flag" = --resume ] && what=folder
+    ./train_gpt --train-data "$train" $data $flag '' > "$tmp/out" 2>&1
+    check "$flag '': $(last "$tmp/out")" says "$tmp/out" "$flag '': the $what name is empty"
+done
+for program in generate evaluate; do
+    ./$program --checkpoint '' > "$tmp/out" 2>&1
+    check "$program --checkpoint '': $(last "$tmp/out")" says "$tmp/out" "--checkpoint '': the file name is empty"
+done
 ./train_gpt --train-data "$train" $data --out-dir "$tmp/outs/new/run" > "$tmp/out" 2>&1
 check "--out-dir to make: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
 check "--out-dir made before the GPU" test ! -e "$tmp/outs/new"
