@@ -89,10 +89,14 @@ static void run_candidate(int i, void* context) {
     else cublasCheck(s);
 }
 
+// An attribute of the candidate's configuration: 2 or 4 bytes by attribute (cublasLt.h), asked
+// first, read into the low bytes of a zeroed value (little-endian).
 static int config_of(const cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
     uint32_t value = 0;
-    size_t written = 0;
-    cublasCheck(cublasLtMatmulAlgoConfigGetAttribute(algo, attr, &value, sizeof(value), &written));
+    size_t size = 0;
+    cublasCheck(cublasLtMatmulAlgoConfigGetAttribute(algo, attr, NULL, 0, &size));
+    if (size > sizeof(value)) die("bench_fp8_algorithms: attribute %d has %zu bytes", (int)attr, size);
+    cublasCheck(cublasLtMatmulAlgoConfigGetAttribute(algo, attr, &value, size, &size));
     return (int)value;
 }
 
