@@ -1227,6 +1227,11 @@ int main(void) {
                                     "without --zero 1 (by head pairs)";
     const char* dp2_name = "gpt data parallel, 2 ranks against 1 with 2 micro-steps, --zero 0 and 1, resume 2->1 and 1->2";
     const char* dp2_muon_name = "gpt data parallel, muon, 2 ranks against 1, --zero 0 and 1 (by matrices), resume 2->1 and 1->2";
+    // The 2026 preset (its Muon by head pairs, NorMuon, weight decay, wsd; every part, the value
+    // embeddings' tables and the scalars in the shards' flat ranges) at a rate that moves a d2.
+    const char* preset_2026_args = "--arch 2026 --lr 0.02";
+    const char* dp1_2026_name = "gpt data parallel through NCCL, one rank, --arch 2026, with and without --zero 1";
+    const char* dp2_2026_name = "gpt data parallel, --arch 2026, 2 ranks against 1, --zero 0 and 1, resume 2->1 and 1->2";
     const char* cp_names[4][2] = {
         {"gpt context parallel simulated on one GPU, 2 and 4 ranks: the losses of the run without it",
          "gpt context parallel through NCCL on 2 GPUs: the losses of the simulated ring"},
@@ -1317,8 +1322,10 @@ int main(void) {
     test_data_parallel_one_rank(dp1_name, "gpt_dp1", "");
     test_data_parallel_one_rank(dp1_muon_name, "gpt_dp1_muon", muon_args);
     test_data_parallel_one_rank(dp1_variants_name, "gpt_dp1_variants", variants_args);
+    test_data_parallel_one_rank(dp1_2026_name, "gpt_dp1_2026", preset_2026_args);
     test_data_parallel_two_ranks(dp2_name, "gpt_dp2", "");
     test_data_parallel_two_ranks(dp2_muon_name, "gpt_dp2_muon", muon_args);
+    test_data_parallel_two_ranks(dp2_2026_name, "gpt_dp2_2026", preset_2026_args);
     test_context_parallel(cp_names[0][0], cp_names[0][1], "gpt_cp", "");
     test_context_parallel(cp_names[1][0], cp_names[1][1], "gpt_cp_modern", "--arch modern");
     test_context_parallel(cp_names[2][0], cp_names[2][1], "gpt_cp_masked", resume_masked_arch);
