@@ -55,8 +55,10 @@ static Args parse_args(const char* cmd, int argc, char** argv, const char* allow
         int n_values = slot == &a.gpt2_json ? 2 : 1;
         const char* needs = n_values == 2 ? "two files" : "a value";
         if (i + n_values >= argc) die("bpe %s: %s needs %s", cmd, flag, needs);
-        for (int k = 1; k <= n_values; k++)
+        for (int k = 1; k <= n_values; k++) {
             if (!strncmp(argv[i + k], "--", 2)) die("bpe %s: %s needs %s, not the flag '%s'", cmd, flag, needs, argv[i + k]);
+            if (!*argv[i + k] && slot != &a.vocab_size) die("bpe %s: %s '': empty path", cmd, flag);
+        }
         *slot = argv[++i];
         if (n_values == 2) a.gpt2_bpe = argv[++i];
     }

@@ -349,6 +349,12 @@ static Tokenizer* train_tokenizer(const InputFile* files, int n_inputs, int64_t 
     return tok;
 }
 
+// The value of flag, a file's or folder's name: refused when empty.
+static char* path_value(const char* flag, char* value) {
+    if (!*value) die("%s: empty path", flag);
+    return value;
+}
+
 int main(int argc, char** argv) {
     char* out_dir = NULL;
     const char* tokenizer_path = NULL;
@@ -372,11 +378,14 @@ int main(int argc, char** argv) {
             }
         }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "--out-dir")) out_dir = argv[++i];
+        else if (!strcmp(a, "--out-dir")) out_dir = path_value(a, argv[++i]);
         else if (!strcmp(a, "--vocab-size")) {
             vocab_size = (int)parse_int(a, argv[++i], 257, TOKENIZER_MAX_VOCAB);
-        } else if (!strcmp(a, "--tokenizer")) tokenizer_path = argv[++i];
-        else if (!strcmp(a, "--gpt2")) { gpt2_json = argv[++i]; gpt2_bpe = argv[++i]; }
+        } else if (!strcmp(a, "--tokenizer")) tokenizer_path = path_value(a, argv[++i]);
+        else if (!strcmp(a, "--gpt2")) {
+            gpt2_json = path_value(a, argv[++i]);
+            gpt2_bpe = path_value(a, argv[++i]);
+        }
         else if (!strcmp(a, "--split-blank-lines")) split = 1;
         else if (!strcmp(a, "--val-fraction")) {
             char* end;
@@ -388,10 +397,10 @@ int main(int argc, char** argv) {
         } else if (!strcmp(a, "--shard-tokens")) {
             shard_tokens = parse_int(a, argv[++i], 1, INT32_MAX);
         } else if (a[0] == '-' && a[1]) die("unknown flag %s; see --help", a);
+        else if (!*a) die("an input file's name is empty");
         else inputs[n_inputs++] = a;
     }
     if (!out_dir) die("--out-dir is required; see --help");
-    if (!*out_dir) die("--out-dir: empty path");
     if ((vocab_size > 0) + (tokenizer_path != NULL) + (gpt2_json != NULL) != 1) {
         die("give exactly one of --vocab-size, --tokenizer, --gpt2; see --help");
     }

@@ -233,6 +233,24 @@ check "no line says why: $(tail -1 "$tmp/err")" has "$tmp/err" "^error: .*in_fif
 check "a folder: $(tail -1 "$tmp/err")" has "$tmp/err" "^error: .*: is a directory"
 end
 
+begin "empty_file_names_refused_in_one_line"
+# An empty file or folder name is refused naming its flag, before any work.
+while IFS='|' read -r expected args; do
+    # shellcheck disable=SC2086  # the arguments are words; '' stands for the empty one
+    eval "$args" > /dev/null 2> "$tmp/err"
+    check "$args: $(tail -1 "$tmp/err")" has "$tmp/err" "^error: $expected\$"
+done <<EOF2
+--out-dir: empty path|./prepare_data --out-dir '' --vocab-size 300 "$tmp/a.txt"
+--tokenizer: empty path|./prepare_data --out-dir "$tmp/e" --tokenizer '' "$tmp/a.txt"
+--gpt2: empty path|./prepare_data --out-dir "$tmp/e" --gpt2 "$tmp/a.txt" '' "$tmp/a.txt"
+an input file's name is empty|./prepare_data --out-dir "$tmp/e" --vocab-size 300 ''
+bpe train: --input '': empty path|./bpe train --input '' --vocab-size 300 --out "$tmp/e.tok"
+bpe encode: --tokenizer '': empty path|./bpe encode --tokenizer '' --input "$tmp/a.txt" --out "$tmp/e.bin"
+bpe decode: --input '': empty path|./bpe decode --tokenizer "$tmp/a.txt" --input ''
+EOF2
+check "a folder was made" test ! -e "$tmp/e"
+end
+
 ./bpe train --input "$tmp/a.txt" --vocab-size 300 --out "$tmp/a.tok" 2>/dev/null
 ./bpe train --input "$tmp/b.txt" --vocab-size 320 --out "$tmp/b.tok" 2>/dev/null
 
