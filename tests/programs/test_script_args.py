@@ -799,6 +799,16 @@ def gpu_run(name, args, stub_status, env_vars=None, where=".", stub_bodies=None,
     return result, commands
 
 
+def check_refused(title, name, args, env_vars, must_mention):
+    """A case called title: scripts/NAME with args and env_vars refuses in one line naming must_mention, and runs
+    nothing."""
+    case = Case(title)
+    result, ran = gpu_run(name, args, lambda stub: 0, env_vars)
+    one_error_line(case, result, must_mention)
+    case.check(not ran, f"ran {ran}")
+    case.end()
+
+
 def case_gpu_scripts():
     for name, (operands, run_args) in GPU_SCRIPTS.items():
         case = Case(f"{name} --help: the usage, nothing run")
@@ -813,11 +823,7 @@ def case_gpu_scripts():
         if operands:
             refusals.append((["no-such-tree"], "no-such-tree"))
         for args, must_mention in refusals:
-            case = Case(f"{name} {' '.join(args)}: refused in one line, nothing run")
-            result, ran = gpu_run(name, args, lambda stub: 0)
-            one_error_line(case, result, must_mention)
-            case.check(not ran, f"ran {ran}")
-            case.end()
+            check_refused(f"{name} {' '.join(args)}: refused in one line, nothing run", name, args, None, must_mention)
         case = Case(f"{name} run from another folder: refused in one line, nothing run or made")
         result, ran = gpu_run(name, [os.path.join("..", a) for a in run_args], lambda stub: 0, where="elsewhere")
         one_error_line(case, result, "run it from the repository root")
@@ -844,11 +850,8 @@ def case_gpu_parity_variables():
                                    ({"SIDES": "flashgpt refrence"}, "no side called refrence"),
                                    ({"SIDES": "flashgpt-base"}, "FLASHGPT_BASE")):
         what = " ".join(f"{k}='{v}'" for k, v in env_vars.items())
-        case = Case(f"gpu/parity.sh with {what}: refused in one line, nothing run")
-        result, ran = gpu_run("gpu/parity.sh", ["data"], lambda stub: 0, dict(env_vars, OUT="logs"))
-        one_error_line(case, result, must_mention)
-        case.check(not ran, f"ran {ran}")
-        case.end()
+        check_refused(f"gpu/parity.sh with {what}: refused in one line, nothing run", "gpu/parity.sh", ["data"],
+                      dict(env_vars, OUT="logs"), must_mention)
     case = Case("gpu/parity.sh with MODELS=d6-t256 and SIDES of each kind: runs each, the reference from "
                 "train_gpt's initial weights of the seed")
     result, ran = gpu_run("gpu/parity.sh", ["data"], lambda stub: 0,
@@ -878,11 +881,8 @@ def case_gpu_parity_architecture():
                                    ({"ARCH": "2026", "MUON_LR": "0.03"}, "MUON_LR: ARCH 2026"),
                                    ({"ARCH": "2026", "MODERN_LR": "3e-3"}, "MODERN_LR: ARCH 2026")):
         what = " ".join(f"{k}={v}" for k, v in env_vars.items())
-        case = Case(f"gpu/parity.sh with {what}: refused in one line, nothing run")
-        result, ran = gpu_run("gpu/parity.sh", ["data"], lambda stub: 0, dict(env_vars, OUT="logs"))
-        one_error_line(case, result, must_mention)
-        case.check(not ran, f"ran {ran}")
-        case.end()
+        check_refused(f"gpu/parity.sh with {what}: refused in one line, nothing run", "gpu/parity.sh", ["data"],
+                      dict(env_vars, OUT="logs"), must_mention)
     # The options of the preset's optimizer and schedule, which ARCH=2026 leaves to the preset.
     recipe_options = ["--optimizer", "--lr", "--embedding-lr", "--head-lr", "--vector-lr", "--min-lr-frac"]
     shared = ["--warmup-steps 25 --grad-clip 1 ", "--val-every 25 --val-batches 20 "]
@@ -923,11 +923,8 @@ def case_gpu_parity_architecture():
 
 
 def case_gpu_masks_runs():
-    case = Case("gpu/masks.sh without a dataset: refused in one line, nothing run")
-    result, ran = gpu_run("gpu/masks.sh", [], lambda stub: 0, {"OUT": "logs"})
-    one_error_line(case, result, "the dataset folder is needed")
-    case.check(not ran, f"ran {ran}")
-    case.end()
+    check_refused("gpu/masks.sh without a dataset: refused in one line, nothing run", "gpu/masks.sh", [],
+                  {"OUT": "logs"}, "the dataset folder is needed")
     case = Case("gpu/masks.sh: the modern recipe at T 8192 B 2 with documents and the windows of WINDOWS, then "
                 "dense at T 1024 B 16, then the table against the dense run")
     result, _ = gpu_run("gpu/masks.sh", ["data"], lambda stub: 0, {"WINDOWS": "full,256", "OUT": "logs"})
@@ -953,11 +950,8 @@ def case_gpu_modern_parts():
                                          ({"PARTS": "learning"}, [], "needs the dataset folder"),
                                          ({}, [], "needs the dataset folder")):
         what = " ".join(f"{k}='{v}'" for k, v in env_vars.items()) or "both parts"
-        case = Case(f"gpu/modern.sh with {what}{'' if args else ' and no dataset'}: refused in one line, nothing run")
-        result, ran = gpu_run("gpu/modern.sh", args, lambda stub: 0, dict(env_vars, OUT="logs"))
-        one_error_line(case, result, must_mention)
-        case.check(not ran, f"ran {ran}")
-        case.end()
+        check_refused(f"gpu/modern.sh with {what}{'' if args else ' and no dataset'}: refused in one line, nothing run",
+                      "gpu/modern.sh", args, dict(env_vars, OUT="logs"), must_mention)
     case = Case("gpu/modern.sh with PARTS=speed and no dataset: each recipe in train_gpt, modern-muon in "
                 "torch.compile, at both shapes")
     result, _ = gpu_run("gpu/modern.sh", [], lambda stub: 0, {"PARTS": "speed", "OUT": "logs"})
@@ -1030,11 +1024,8 @@ def case_gpu_recipe_runs():
                                          ({"MODE": "race", "RACE_WARMUP": "-1"}, ["data"], "RACE_WARMUP -1"),
                                          ({}, [], "give the dataset folder")):
         what = " ".join(f"{k}='{v}'" for k, v in env_vars.items()) or "no dataset"
-        case = Case(f"gpu/recipe.sh with {what}: refused in one line, nothing run")
-        result, ran = gpu_run("gpu/recipe.sh", args, lambda stub: 0, dict(env_vars, OUT="logs"))
-        one_error_line(case, result, must_mention)
-        case.check(not ran, f"ran {ran}")
-        case.end()
+        check_refused(f"gpu/recipe.sh with {what}: refused in one line, nothing run", "gpu/recipe.sh", args,
+                      dict(env_vars, OUT="logs"), must_mention)
     base = "--arch modern --optimizer muon --context 1024 -T 1024 "
     case = Case("gpu/recipe.sh MODE=alone: the base, then the base with each part PARTS_FILTER picks (and the "
                 "part it needs), the same seed, then the table against the base; the logs in one file under OUT")
@@ -1246,12 +1237,9 @@ def case_gpu_fp8_refusals():
                                          ({"PARTS": "speed", "STEPS": "0"}, [], "STEPS 0"),
                                          ({"PARTS": "speed", "OUT": out}, [], "holds files already")):
         what = " ".join(f"{k}='{v}'" for k, v in env_vars.items() if k != "OUT") or "every part"
-        case = Case(f"gpu/fp8.sh with {what}{', OUT/fp8 not empty' if 'OUT' in env_vars else ''} and "
-                    f"{args or 'no folders'}: refused in one line, nothing run")
-        result, ran = gpu_run("gpu/fp8.sh", args, lambda stub: 0, dict({"OUT": "logs"}, **env_vars))
-        one_error_line(case, result, must_mention)
-        case.check(not ran, f"ran {ran}")
-        case.end()
+        check_refused(f"gpu/fp8.sh with {what}{', OUT/fp8 not empty' if 'OUT' in env_vars else ''} and "
+                      f"{args or 'no folders'}: refused in one line, nothing run", "gpu/fp8.sh", args,
+                      dict({"OUT": "logs"}, **env_vars), must_mention)
     case = Case("gpu/fp8.sh with OUT/fp8 not empty: its files left as they were")
     case.check(os.listdir(os.path.join(out, "fp8")) == ["old.log"], f"{os.listdir(os.path.join(out, 'fp8'))}")
     case.end()
