@@ -150,9 +150,10 @@ static void resolve_optimizer(RunPlan* p) {
 // The step schedule, as given, each setting a preset gives (gpt/schedule.h's preset_schedule) not
 // given: a resumed run's own (its training state records the schedule it ran with, under the same
 // optimizer), else the run's preset's (resolve_optimizer's). A resumed run's other settings, and
-// those given, are checked against its own. A setting that only some shapes take is refused elsewhere, and takes
-// the preset's, else the anchors' default (gpt/schedule.h) where it is taken and not given; the
-// whole is bounded by gpt/schedule.h's step_schedule_invalid.
+// those given, are checked against its own. A setting that only some shapes take is refused
+// elsewhere, and takes the preset's, else the anchors' default (gpt/schedule.h) where it is taken
+// and not given; a setting without effect is refused; the whole is bounded by gpt/schedule.h's
+// step_schedule_invalid.
 static void resolve_schedule(RunPlan* p) {
     TrainOptions* o = &p->o;
     StepSchedule* s = &o->schedule;
