@@ -161,8 +161,8 @@ const char* init_scheme_name(int scheme);
 
 // The bytes param_table_describe may take.
 #define PARAM_TABLE_TEXT 4096
-// The table as train_gpt --help lists it: a line per kind with its shape, init, optimizer group
-// and which presets (gpt/config.h) have it.
+// The table as train_gpt --help lists it: a line per kind with its shape, init, which presets
+// (gpt/config.h) have it and its optimizer group (last, the one column of any length).
 void param_table_describe(char* out, size_t len);
 
 #ifdef __cplusplus
