@@ -154,7 +154,8 @@ size_t count_params(const GPTConfig* c);
 void init_param_tensor(const ParamKind* k, const GPTConfig* c, float* values, Rng* rng);
 // The initial values of the whole model (count_params fp32, checkpoint order), each already a bf16
 // value (the master weights start as the bf16 model), the tensors drawn one after another from
-// seed by the scheme (InitScheme), so GPT-2's default values are those of every earlier version.
+// seed by the scheme (InitScheme), so no tensor's values depend on the tensors after it: the
+// parts' tensors, last, leave every other tensor's draws as a model without them has them.
 void init_param_values(float* values, const GPTConfig* c, uint64_t seed, int scheme);
 // "default" or "nanochat", as --init names them.
 const char* init_scheme_name(int scheme);
