@@ -93,8 +93,9 @@ static_assert(offsetof(Architecture, embedding_norm) == ARCHITECTURE_PARTS_SLOT 
 
 // How Muon cuts the attention's fused q, k, v weight (train_gpt --muon-qkv): as one (3C, C)
 // matrix (the default), as q, k and v, three (C, C), or as each of their pairs of heads, (2HS, C),
-// as modded-nanogpt cuts its q and k. Each matrix is orthogonalised on its own, so the gradient
-// of one (v's, larger) no longer sets the size of the others' updates (gpt/param_table.h's cuts).
+// as modded-nanogpt cuts its q and k. Each matrix is orthogonalised on its own, so that split the
+// gradient of one (v's, larger) does not set the size of the others' updates (gpt/param_table.h's
+// cuts).
 typedef enum { MUON_QKV_FUSED, MUON_QKV_SPLIT, MUON_QKV_HEAD_PAIRS, NUM_MUON_QKV } MuonQkv;
 
 // What a preset sets besides the architecture: the defaults of a run trained as it (train_gpt's

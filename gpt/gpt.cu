@@ -655,11 +655,6 @@ void gpt_zero_grads(GPT* g) {
 #define GRAD_NORM_MARKS 2
 #define UPDATE_MARKS 2
 
-// The norm before clipping and the clip's factor into the scalars, on the GPU. The squared norm
-// of each run of adjacent parts this rank adds up goes to a part of its own, the parts then added
-// in order: all the gradients in one run; with ZeRO-1 through a communicator, the runs of this
-// rank's share (the other elements are not averaged here), then the parts summed over the ranks.
-// One rank's share is the whole array, so its norm is the one of a run without ZeRO-1.
 // The squared norm of the gradients [lo, hi), when not empty, into the next of the scalars' parts.
 static void norm_part(GPT* g, int* parts, size_t lo, size_t hi) {
     if (hi > lo)
@@ -667,6 +662,11 @@ static void norm_part(GPT* g, int* parts, size_t lo, size_t hi) {
                             g->stream);
 }
 
+// The norm before clipping and the clip's factor into the scalars, on the GPU. The squared norm
+// of each run of adjacent parts this rank adds up goes to a part of its own, the parts then added
+// in order: all the gradients in one run; with ZeRO-1 through a communicator, the runs of this
+// rank's share (the other elements are not averaged here), then the parts summed over the ranks.
+// One rank's share is the whole array, so its norm is the one of a run without ZeRO-1.
 static void grad_norm(GPT* g) {
     StepScalars* sc = g->scalars;
     // Data parallel: without ZeRO-1 every rank holds the averaged gradients, so its norm is the

@@ -4,7 +4,10 @@
 // Either architecture of gpt/config.h: GPT-2's (pre-LayerNorm blocks, learned positions, the
 // token embedding tied to the output projection, GELU (tanh form)) or the modern one (RMSNorm,
 // rotary positions with QK-norm, ReLU^2, no biases, an untied head, soft-capped logits), or any
-// mix; bf16 parameters and activations, fp32 master weights and optimizer state.
+// mix, with any of the 2026 recipe's parts (the embedding norm, the QK scale, the residual
+// lambdas, value embeddings, the smear, the backout); the stem, the blocks and the head each walk
+// their list of operations (gpt/model_ops.h). bf16 parameters and activations, fp32 master
+// weights and optimizer state.
 // The layers live in layers/ and attention/, the transformer block in gpt/block.h; this library
 // decides which buffer is which and the order of the calls. The contract (parameter order,
 // init, AdamW) is the one the numpy reference in tests/reference/gen_gpt_reference.py follows; Muon's,

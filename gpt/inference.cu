@@ -2,11 +2,12 @@
 // (gpt/block.h), layer by layer on one layer's buffers, each layer's keys and values then copied
 // into every sequence's cache; each step then walks the same operations (gpt/model_ops.h) on B
 // rows, one per sequence, as five kernels a layer (layers/matmul_rows.h for the linear layers,
-// attention/decode.h for one query per sequence against that sequence's cache), replayed from
-// one of two captured graphs. With QK-norm or rotary the QKV layer writes the new key into the
-// cache as it comes (a head spans several of matmul_rows' blocks of 16 columns, so its norm does
-// not fit that epilogue), and the decode attention norms and rotates the query and that key,
-// writing the key back (attention/decode.h's DecodeQK).
+// attention/decode.h for one query per sequence against that sequence's cache) and those of the
+// 2026 recipe's parts it has (enqueue_block), replayed from one of two captured graphs. With
+// QK-norm or rotary the QKV layer writes the new key into the cache as it comes (a head spans
+// several of matmul_rows' blocks of 16 columns, so its norm does not fit that epilogue), and the
+// decode attention norms and rotates the query and that key, writing the key back
+// (attention/decode.h's DecodeQK).
 #include "gpt/inference.h"
 
 #include <math.h>
@@ -306,8 +307,10 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
 // Layer l's block on the step's B rows, a case per operation: every linear layer is one
 // matmul_rows kernel with the norm before it and the bias, activation, residual or cache write
 // after it fused in, and with the attention that is five kernels a layer, each starting while
-// the one before ends. QK-norm and rotary of the new query and key are the attention's (their
-// raw key goes into the cache, which the attention rewrites).
+// the one before ends. The 2026 recipe's parts add kernels of their own: the residual lambdas
+// one, a layer with value embeddings three (ln1, which its gate reads, the gate, the embedding's
+// add). QK-norm and rotary of the new query and key are the attention's (their raw key goes into
+// the cache, which the attention rewrites).
 static void enqueue_block(InferenceModel* m, int l) {
     const GPTConfig* c = &m->config;
     const BlockOps ops = block_ops(&c->arch, l, c->L);

@@ -5,12 +5,13 @@
 //   Muon: the matrix group (the blocks' qkvw, attprojw, fcw, fcprojw; each layer's slice cut into
 //     matrices as the row's muon_rows says, each on its own) by Nesterov momentum orthogonalised
 //     with Newton-Schulz iterations (layers/muon.h), applied with lr * sqrt(max(1, rows / cols));
-//     Adam for the rest: the embedding group (wte, the tied head too, and wpe) at embedding_lr,
-//     the head group (an untied lm_head) at head_lr, the vectors (layernorm weights and biases,
-//     the biases) at vector_lr, each times its row's lr_scale; the vectors at Adam's betas (b1,
-//     b2), the embeddings and the head at their own (adam_betas), which are those unless given.
+//     Adam for the rest: the embedding group (wte, the tied head too, wpe and the value
+//     embeddings' tables) at embedding_lr, the head group (an untied lm_head) at head_lr, the
+//     vectors (layernorm weights and biases, the biases, and the 2026 recipe's lambdas and gates)
+//     at vector_lr, each times its row's lr_scale; the vectors at Adam's betas (b1, b2), the
+//     embeddings and the head at their own (adam_betas), which are those unless given.
 //   Muon's variants, each off by default but where the preset's defaults turn it on (2026's: head
-//   pairs and NorMuon; a run without them is the Muon of every earlier version, bit for bit): the
+//   pairs and NorMuon; a run without them is the Muon above, bit for bit): the
 //   fused qkv weight cut into q, k and v, or into their head pairs (--muon-qkv,
 //   gpt/param_table.h's MuonQkv); Polar Express's coefficients in place of the
 //   quintic's (--muon-ns, layers/newton_schulz.h); cautious weight decay of the matrices
@@ -22,7 +23,7 @@
 // The step schedule (gpt/schedule.h) gives each step's rates: its learning-rate shape scales
 // every group's rate alike, and it shapes Muon's momentum and the weight decay. Weight decay
 // is decoupled: master -= lr * weight_decay * decay_scale * master, with the tensor's lr; the
-// table decays the 2-D weights.
+// table's decay_scale decays the matrices, the embeddings and the head, no vector.
 #ifndef FLASHGPT_GPT_OPTIMIZER_H
 #define FLASHGPT_GPT_OPTIMIZER_H
 
@@ -39,13 +40,13 @@ typedef struct {
     OptimizerKind kind;
     float lr;             // the peak: AdamW, of every tensor; Muon, of the blocks' matrices
     float momentum;       // Muon's (Nesterov)
-    float embedding_lr;   // Muon: Adam's peak for wte and wpe
+    float embedding_lr;   // Muon: Adam's peak for the embedding group (wte, wpe, the value embeddings)
     float head_lr;        // Muon: Adam's peak for lm_head (an untied head)
     float vector_lr;      // Muon: Adam's peak for the vectors
     float b1, b2, eps;    // Adam's: AdamW's, or under Muon the vectors' (and the groups' below by default)
     float embedding_b1, embedding_b2;   // Muon: Adam's betas for the embedding group
     float head_b1, head_b2;             // Muon: Adam's betas for an untied head
-    float weight_decay;   // on the 2-D weights
+    float weight_decay;   // on the tensors the table decays (decay_scale)
     float grad_clip;      // the global gradient norm is clipped to it; 0: never
     // Muon's variants, 0 where not chosen (and under AdamW)
     int muon_qkv;               // MuonQkv: how qkvw is cut into matrices
@@ -223,8 +224,8 @@ static inline int optimizer_invalid(const OptimizerConfig* o, int untied_head, c
         if (optimizer_setting_refused(s, optimizer_setting_value(o, s), err, len)) return -1;
     }
     if (muon_variants_invalid(o, err, len)) return -1;
-    // The groups with decayed weights (param_decays): AdamW's one; Muon's matrices, embeddings
-    // and an untied head.
+    // The groups with decayed tensors (the table's decay_scale): AdamW's one; Muon's matrices,
+    // embeddings and an untied head.
     const struct {
         const char* flag;
         float lr;

@@ -25,24 +25,29 @@ static int smear(const Architecture* a) { return a->smear; }
 static int backout(const Architecture* a) { return a->backout; }
 
 // The layers with value embeddings (architecture_value_embedding_layer: every other one, the last
-// among them) take the slices 0, 1, ... in order.
-static int value_embedding_layers(int l, int L) { return l % 2 == (L - 1) % 2 ? l / 2 : -1; }
+// among them) take the slices 0, 1, ... in order: layer l's is l / 2.
+static int value_embedding_layers(int l, int L) {
+    static const Architecture with = {.value_embeddings = 1};
+    return architecture_value_embedding_layer(&with, l, L) ? l / 2 : -1;
+}
 
-// GPT-2's sixteen tensors in llm.c's order, then the untied head, then the residual lambdas.
-// Weights N(0, 0.02), the projections into the residual stream N(0, 0.02 / sqrt(2L)); the 2-D
-// tensors decayed; Muon takes each layer's matrix whole, qkvw also as q, k and v or as their head
-// pairs. The lambdas are Adam's, with the vectors,
+// GPT-2's sixteen tensors in llm.c's order, then the untied head, then the tensors of the 2026
+// recipe's parts, each after every tensor before it so that a model without the part keeps its
+// layout and its draws: the residual lambdas, the value embeddings and their gates, the smear's
+// gate and scale, the backout's share. Weights N(0, 0.02), the projections into the residual stream
+// N(0, 0.02 / sqrt(2L)); the matrices, embeddings and head decayed; Muon takes each layer's matrix
+// whole, qkvw also as q, k and v or as their head pairs. The lambdas are Adam's, with the vectors,
 // at nanochat's rates where the vectors' is the modern recipe's 0.002 (Muon's --vector-lr, AdamW's
-// --lr 2e-3): 0.005 for resid_lambda, which scales the whole stream and compounds over the
-// layers, 100 times that, 0.5, for x0_lambda, which only adds a share of x0. The value
-// embeddings start as the value weights do (nanochat's: the values' own scale, here N(0, 0.02))
-// and are Adam's embeddings at half their rate (nanochat's), decayed as wte is; their gates, a
-// (NH, 12) matrix of each such layer, start at zero (a gate of 3 sigmoid(0) = 1.5, where
-// nanochat's uniform(0, 0.02) starts within 1% of it) and are Adam's vectors, not decayed, as
-// flashgpt's other small learned tensors are (nanochat leaves them to Muon with the blocks). The
-// smear's gate and scale start at zero (a smear of nothing; nanochat's gate starts uniform(0,
-// 0.02)) and are Adam's vectors at nanochat's rate, 0.2, 100 times the vectors'; so is the
-// backout's share, which starts at zero (no backout; nanochat's at 0.2).
+// --lr 2e-3): 0.005 for resid_lambda, which scales the whole stream and compounds over the layers,
+// 100 times that, 0.5, for x0_lambda, which only adds a share of x0. The value embeddings start as
+// the value weights do (nanochat's: the values' own scale, here N(0, 0.02)) and are Adam's
+// embeddings at half their rate (nanochat's), decayed as wte is; their gates, a (NH, 12) matrix of
+// each such layer, start at zero (a gate of 3 sigmoid(0) = 1.5, where nanochat's uniform(0, 0.02)
+// starts within 1% of it) and are Adam's vectors, not decayed, as flashgpt's other small learned
+// tensors are (nanochat leaves them to Muon with the blocks). The smear's gate and scale start at
+// zero (a smear of nothing; nanochat's gate starts uniform(0, 0.02)) and are Adam's vectors at
+// nanochat's rate, 0.2, 100 times the vectors'; so is the backout's share, which starts at zero (no
+// backout; nanochat's at 0.2).
 const ParamKind param_table[NUM_PARAM_TENSORS] = {
     [PARAM_WTE] = {.rows = {1, DIM_VP}, .cols = {1, DIM_C},
                    .init = INIT_NORMAL, .std = 0.02,
@@ -186,6 +191,12 @@ size_t count_params(const GPTConfig* c) {
     return n;
 }
 
+// The elements of a slice of kind k that an init draws, the first of the slice: all of them but a
+// vocabulary table's rows past V, which are padding (zero, and no draw).
+static size_t drawn_per_slice(const ParamKind* k, const GPTConfig* c) {
+    return k->rows.of == DIM_VP ? (size_t)k->rows.times * c->V * param_dim(k->cols, c) : param_slice_size(k, c);
+}
+
 void init_param_tensor(const ParamKind* k, const GPTConfig* c, float* values, Rng* rng) {
     size_t slice = param_slice_size(k, c), n = (size_t)param_slices(k, c) * slice;
     if (k->init == INIT_ONES) {
@@ -194,8 +205,7 @@ void init_param_tensor(const ParamKind* k, const GPTConfig* c, float* values, Rn
         memset(values, 0, n * sizeof(float));
     } else {
         double std = k->residual ? k->std / sqrt(2.0 * c->L) : k->std;
-        // A vocabulary table's rows past V are padding: zero, and no draw.
-        size_t real = k->rows.of == DIM_VP ? (size_t)k->rows.times * c->V * param_dim(k->cols, c) : slice;
+        size_t real = drawn_per_slice(k, c);
         for (float* s = values; s < values + n; s += slice) {
             for (size_t j = 0; j < real; j++) s[j] = (float)(std * rng_normal(rng));
             for (size_t j = real; j < slice; j++) s[j] = 0.0f;
@@ -251,7 +261,7 @@ static void init_nanochat_tensor(int i, const GPTConfig* c, float* values, Rng* 
         return;
     }
     double bound = sqrt(3.0) * x->std / sqrt((double)param_dim(k->cols, c));
-    size_t real = k->rows.of == DIM_VP ? (size_t)k->rows.times * c->V * param_dim(k->cols, c) : slice;
+    size_t real = drawn_per_slice(k, c);
     for (float* s = values; s < values + n; s += slice) {
         for (size_t j = 0; j < real; j++)
             s[j] = (float)(x->kind == NANOCHAT_NORMAL ? x->std * rng_normal(rng) : bound * (2.0 * rng_uniform(rng) - 1.0));
@@ -288,8 +298,8 @@ static void dim_text(Dim d, char* out, size_t len) {
 void param_table_describe(char* out, size_t len) {
     static const char* const groups[] = {"matrix", "embedding", "head", "vector"};
     size_t n = (size_t)snprintf(out, len, "the model's tensors (gpt/param_table.c), in checkpoint order:\n"
-                                          "  %-15s %-11s %-35s %-17s %s\n", "tensor", "shape", "init",
-                                "group", "presets");
+                                          "  %-15s %-11s %-35s %-16s %s\n", "tensor", "shape", "init",
+                                "presets", "group");
     for (int i = 0; i < NUM_PARAM_TENSORS && n < len; i++) {
         const ParamKind* k = &param_table[i];
         char rows[16], cols[16], shape[48], init[64], group[96], in[64] = "";
@@ -323,7 +333,7 @@ void param_table_describe(char* out, size_t len) {
             if (present(k, &architecture_presets[p].arch))
                 snprintf(in + used, sizeof(in) - used, "%s%s", used ? " " : "", architecture_presets[p].name);
         }
-        n += (size_t)snprintf(out + n, len - n, "  %-15s %-11s %-35s %-17s %s\n", param_names[i], shape, init, group,
-                              in);
+        n += (size_t)snprintf(out + n, len - n, "  %-15s %-11s %-35s %-16s %s\n", param_names[i], shape, init, in,
+                              group);
     }
 }

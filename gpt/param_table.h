@@ -154,15 +154,16 @@ size_t count_params(const GPTConfig* c);
 void init_param_tensor(const ParamKind* k, const GPTConfig* c, float* values, Rng* rng);
 // The initial values of the whole model (count_params fp32, checkpoint order), each already a bf16
 // value (the master weights start as the bf16 model), the tensors drawn one after another from
-// seed by the scheme (InitScheme), so GPT-2's default values are those of every earlier version.
+// seed by the scheme (InitScheme), so no tensor's values depend on the tensors after it: the
+// parts' tensors, last, leave every other tensor's draws as a model without them has them.
 void init_param_values(float* values, const GPTConfig* c, uint64_t seed, int scheme);
 // "default" or "nanochat", as --init names them.
 const char* init_scheme_name(int scheme);
 
 // The bytes param_table_describe may take.
 #define PARAM_TABLE_TEXT 4096
-// The table as train_gpt --help lists it: a line per kind with its shape, init, optimizer group
-// and which presets (gpt/config.h) have it.
+// The table as train_gpt --help lists it: a line per kind with its shape, init, which presets
+// (gpt/config.h) have it and its optimizer group (last, the one column of any length).
 void param_table_describe(char* out, size_t len);
 
 #ifdef __cplusplus

@@ -5,7 +5,8 @@
 // against its floor: its FLOPs at the dense bf16 rate or its bytes (every input read once,
 // every output written once) at the memory bandwidth, whichever takes longer. The parts and their
 // work follow the model's architecture and optimizer: LayerNorm or RMSNorm, GELU or ReLU^2,
-// biases or none, tied or untied head, attention's windows, AdamW or Muon.
+// biases or none, tied or untied head, attention's windows, the 2026 recipe's parts, AdamW or
+// Muon.
 // With no Profile (NULL) the model records nothing; events between kernels change no result.
 #ifndef FLASHGPT_GPT_PROFILE_H
 #define FLASHGPT_GPT_PROFILE_H

@@ -1,4 +1,5 @@
-// layers/rmsnorm.h: RMSNorm over the last dimension, without weights (the modern recipe's norm).
+// layers/rmsnorm.h: RMSNorm over the last dimension, without weights (the modern recipe's norm,
+// and the 2026 recipe's norm of the embedding, gpt/model_ops.h's STEM_EMBEDDING_NORM).
 // out (N, C) = inp * rstd, rstd (N) fp32 = 1 / sqrt(mean_C(inp^2) + RMSNORM_EPS), kept for the
 // backward. layers/rotary.h norms each head's queries and keys with the same eps.
 #ifndef FLASHGPT_RMSNORM_H

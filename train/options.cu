@@ -96,8 +96,9 @@ static void parse_peak(const char* name, const char* value, void* peak) {
     if (*(float*)peak <= 0.0f) die("%s %s: a peak must be positive", name, value);
 }
 
-// The slot of the Architecture member at offset, which components_given follows.
-static int slot_of(size_t offset) { return (int)(offset / sizeof(int32_t)); }
+// Where the option of the Architecture member field marks it given: its slot of components_given,
+// which follows Architecture's slots.
+#define GIVEN(field) &o->components_given[offsetof(Architecture, field) / sizeof(int32_t)]
 
 void train_options_parse(int argc, char** argv, TrainOptions* o) {
     *o = (TrainOptions){.model = "d12", .context = 1024, .arch = 0, .components = ARCHITECTURE_GPT2,
@@ -113,7 +114,6 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
     if (!(o->gpus_args = (unsigned char*)calloc((size_t)argc, 1))) die("out of host memory");
     ModelOptions* mo = &o->model_options;
     Architecture* a = &o->components;
-    int* given = o->components_given;
     const Option options[] = {
         {OPTION_GROUP, "model"},
         {OPTION_TEXT, "--model", "NAME", &o->model, "d2, d6, d12 (124M), d24 (350M), d36 (774M), d48 (1.5B) [d12]", 0, 0,
@@ -127,7 +127,7 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
          "start from a model checkpoint (version 3 or 5: GPT-2, fp32 or\nbf16; 6 or 7: another architecture; 8 or 9: "
          "with a part\nof the 2026 recipe)"},
         {OPTION_CHOICE, "--init", "default|nanochat", &o->init_scheme,
-         "how the initial model is drawn: each tensor as the table\nbelow says, or nanochat's: wte N(0, 0.8), the head N(0, "
+         "how the initial model is drawn: each tensor as the table\nabove says, or nanochat's: wte N(0, 0.8), the head N(0, "
          "0.001),\nqkvw and fcw uniform of std 1/sqrt(C) and 0.4/sqrt(C), the\nprojections zero, the residual and x0 "
          "lambdas from 1.15 and\n0.2 at the first layer to 1.05 and 0.05 at the last [default;\nwith --resume: the run's]",
          0, 0, NULL, &o->init_given},
@@ -148,42 +148,39 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
          "checkpoint's]",
          0, 0, NULL, &o->arch_given},
         {OPTION_INT, "--rotary", "0|1", &a->rotary, "rotary position embeddings on q and k, no learned ones", 0, 1,
-         NULL, &given[0]},
+         NULL, GIVEN(rotary)},
         {OPTION_CALL, "--rotary-base", "X", &a->rotary_base, "with --rotary 1: its frequencies base^(-2i/HS), base > 1\n[10000]",
-         0, 0, parse_rotary_base, &given[1]},
+         0, 0, parse_rotary_base, GIVEN(rotary_base)},
         {OPTION_CHOICE, "--norm", "layer|rms", &a->rms_norm, "LayerNorm or RMSNorm (without weights)", 0, 0, NULL,
-         &given[2]},
+         GIVEN(rms_norm)},
         {OPTION_INT, "--qk-norm", "0|1", &a->qk_norm, "RMSNorm of each head's queries and keys", 0, 1, NULL,
-         &given[3]},
+         GIVEN(qk_norm)},
         {OPTION_CHOICE, "--mlp", "gelu|relu2", &a->relu2, "the MLP's activation: GELU (tanh form) or ReLU^2", 0, 0,
-         NULL, &given[4]},
-        {OPTION_INT, "--bias", "0|1", &a->bias, "biases in the linear layers", 0, 1, NULL, &given[5]},
+         NULL, GIVEN(relu2)},
+        {OPTION_INT, "--bias", "0|1", &a->bias, "biases in the linear layers", 0, 1, NULL, GIVEN(bias)},
         {OPTION_CHOICE, "--head", "tied|untied", &a->untied_head, "the output head: wte, or one of its own", 0, 0,
-         NULL, &given[6]},
+         NULL, GIVEN(untied_head)},
         {OPTION_INT, "--zero-init", "0|1", &a->zero_init, "the output projections and head start at zero", 0, 1,
-         NULL, &given[7]},
+         NULL, GIVEN(zero_init)},
         {OPTION_CALL, "--softcap", "X", &a->softcap, "logits z -> X tanh(z / X), X >= 1; 0 for none", 0, 0,
-         parse_softcap, &given[8]},
+         parse_softcap, GIVEN(softcap)},
         {OPTION_INT, "--embedding-norm", "0|1", &a->embedding_norm,
-         "an RMSNorm of the embedding: x = norm(wte[token] (+ wpe)) [0]", 0, 1, NULL,
-         &given[slot_of(offsetof(Architecture, embedding_norm))]},
+         "an RMSNorm of the embedding: x = norm(wte[token] (+ wpe)) [0]", 0, 1, NULL, GIVEN(embedding_norm)},
         {OPTION_CALL, "--qk-scale", "X", &a->qk_scale,
          "with --qk-norm 1: q and k times X after their norm, the\nattention's logits X^2 times 1/sqrt(HS)'s, X from "
-         "0.125 to 8\n(nanochat 1.2); 0 for none [0]", 0, 0, parse_qk_scale,
-         &given[slot_of(offsetof(Architecture, qk_scale))]},
+         "0.125 to 8\n(nanochat 1.2); 0 for none [0]", 0, 0, parse_qk_scale, GIVEN(qk_scale)},
         {OPTION_INT, "--residual-lambdas", "0|1", &a->residual_lambdas,
          "before each block x = resid_lambda x + x0_lambda x0 (x0 the\nembedding's stream), learned scalars "
-         "of each layer from 1\nand 0 [0]", 0, 1, NULL, &given[slot_of(offsetof(Architecture, residual_lambdas))]},
+         "of each layer from 1\nand 0 [0]", 0, 1, NULL, GIVEN(residual_lambdas)},
         {OPTION_INT, "--value-embeddings", "0|1", &a->value_embeddings,
          "the layers L-1, L-3, ... add a token embedding of their own\nto the attention's values, gated per head by "
-         "3 sigmoid of\n12 channels of its input [0]", 0, 1, NULL,
-         &given[slot_of(offsetof(Architecture, value_embeddings))]},
+         "3 sigmoid of\n12 channels of its input [0]", 0, 1, NULL, GIVEN(value_embeddings)},
         {OPTION_INT, "--smear", "0|1", &a->smear,
          "each token's embedding takes in the one before it in its\nrow, x_t += lambda sigmoid(x_t[:24] . w) x_{t-1}, "
-         "lambda\nand w learned from 0 [0]", 0, 1, NULL, &given[slot_of(offsetof(Architecture, smear))]},
+         "lambda\nand w learned from 0 [0]", 0, 1, NULL, GIVEN(smear)},
         {OPTION_INT, "--backout", "0|1", &a->backout,
          "before the final norm x -= lambda x_mid, x_mid the stream\nleaving block L/2, lambda learned from 0 [0]", 0, 1,
-         NULL, &given[slot_of(offsetof(Architecture, backout))]},
+         NULL, GIVEN(backout)},
         {OPTION_FLAG, "--document-mask", NULL, &o->document_mask,
          "attention sees the row's own document alone (documents\nstart at <|endoftext|>, whose id --tokenizer "
          "gives)"},
@@ -248,12 +245,12 @@ void train_options_parse(int argc, char** argv, TrainOptions* o) {
          &o->momentum_cooldown_given},
         {OPTION_FLOAT, "--momentum-end", "X", &o->schedule.momentum_end, "[0.85]", 0, 0, NULL, &o->momentum_end_given},
         {OPTION_CALL, "--embedding-lr", "X", &o->optimizer.embedding_lr,
-         "muon: Adam's peak learning rate (> 0) for wte (the head when\ntied) and wpe [0.001; modern and 2026 0.05]", 0, 0,
+         "muon: Adam's peak learning rate (> 0) for wte (the head when\ntied), wpe and the value embeddings (x0.5) [0.001; modern\nand 2026 0.05]", 0, 0,
          parse_optimizer_setting},
         {OPTION_CALL, "--head-lr", "X", &o->optimizer.head_lr, "muon: Adam's for an untied head [0.002]", 0, 0,
          parse_optimizer_setting},
         {OPTION_CALL, "--vector-lr", "X", &o->optimizer.vector_lr,
-         "muon: Adam's for the layernorms and biases [0.002]", 0, 0, parse_optimizer_setting},
+         "muon: Adam's for the vectors: norms' weights, biases, and\nthe 2026 recipe's scalars and gates [0.002]", 0, 0, parse_optimizer_setting},
         {OPTION_CALL, "--adam-beta1", "X", &o->optimizer.b1, "muon: Adam's betas for those, in [0, 1) [0.8]", 0, 0,
          parse_optimizer_setting},
         {OPTION_CALL, "--adam-beta2", "X", &o->optimizer.b2, "[0.95]", 0, 0, parse_optimizer_setting},

@@ -593,7 +593,7 @@ static void test_describe(void) {
     }
     CHECK(strstr(text, "(L, 3C, C)") && strstr(text, "(Vp, C)") && strstr(text, "normal 0.02/sqrt(2L)"),
           "the shapes or inits are not as the table says:\n%s", text);
-    CHECK(strstr(text, "matrix, decay, --muon-qkv split (C, C), head-pairs (2HS, C) "), "qkvw's cuts are not listed:\n%s",
+    CHECK(strstr(text, "matrix, decay, --muon-qkv split (C, C), head-pairs (2HS, C)\n"), "qkvw's cuts are not listed:\n%s",
           text);
     test_end();
 }
