@@ -27,7 +27,9 @@
 #define ARCHITECTURE_MAX_WINDOWS 64
 
 // What the model computes besides its sizes. Every member is 4-byte slots, in this order: the
-// model checkpoint stores them one slot each (gpt/checkpoint.h), the floats by their bits.
+// model checkpoint stores them one slot each (gpt/checkpoint.h), the floats by their bits. Each
+// scalar member is a row of architecture_fields too, which the functions that compare, check,
+// rank and describe architectures read.
 typedef struct {
     int rotary;          // 1: rotary position embeddings on q and k ("rotate half", layers/rotary.h)
                          // and no wpe; 0: the learned positions wpe
@@ -80,6 +82,88 @@ static_assert(offsetof(Architecture, embedding_norm) == ARCHITECTURE_PARTS_SLOT 
 // Rotary's base in every preset, and the value a model without rotary holds
 // (gpt_config_drop_without_effect).
 #define ARCHITECTURE_ROTARY_BASE 10000.0f
+
+// NULL when base may be rotary's base, else the rule it breaks: the frequencies base^(-2i / HS)
+// must fall with i. train_gpt's --rotary-base and the checkpoint header are checked by it alike.
+static inline const char* rotary_base_invalid(float base) {
+    return base > 1.0f && isfinite(base) ? NULL : "the rotary base must be a finite number above 1";
+}
+
+// NULL when cap may be the logits' soft cap, else the rule it breaks. A cap c keeps every logit
+// within (-c, c), so no token can be more than e^(2c) times as likely as another: below 1 (e^2,
+// about 7) it no longer bounds the outliers but flattens every distribution the model could
+// draw, so that it cannot learn (the modern recipe caps at 30, the speedruns at 15 to 30).
+static inline const char* softcap_invalid(float cap) {
+    return cap == 0.0f || (cap >= 1.0f && isfinite(cap)) ? NULL
+                                                          : "the softcap must be 0 (none) or a finite number of at least 1";
+}
+
+// NULL when s may be the QK scale, else the rule it breaks. It makes the logits of normed q and k
+// s^2 times the plain scale's: from 1/8 to 8 (1/64 to 64 times) holds every scale the anchors
+// use (nanochat's 1.2, modded-nanogpt's 1.165) many times over; past it a normed head's attention
+// starts uniform or as a hard argmax, from which it learns nothing.
+static inline const char* qk_scale_invalid(float s) {
+    return s == 0.0f || (s >= 0.125f && s <= 8.0f) ? NULL : "the QK scale must be 0 (none) or a number from 0.125 to 8";
+}
+
+// How a field holds its value: a switch (0 or 1), another integer (the document token, the window
+// count) or a float.
+typedef enum { ARCHITECTURE_SWITCH, ARCHITECTURE_INTEGER, ARCHITECTURE_FLOAT } ArchitectureValue;
+
+// A scalar field of Architecture, as the functions below compare, check, rank and describe it.
+typedef struct {
+    size_t offset;                    // offsetof(Architecture, field)
+    ArchitectureValue value;
+    const char* (*invalid)(float);    // a float's rule: NULL when it may hold the value, else why not
+    int component;                    // 1: a component or a part, counted by architecture_nearest_preset:
+                                      // a switch by its value, a float as on (above 0) or off
+    const char* on;                   // its words in a description where on (a float's followed by its
+                                      // value: "softcap 30"); NULL: none
+    const char* off;                  // its words where off; NULL: it is said where on alone (a part)
+} ArchitectureField;
+
+// Every scalar field of Architecture, in its order (the windows, an array, are compared and
+// described on their own): a new part is its field, its row here and ARCHITECTURE_SLOTS one
+// larger. gpt2's and modern's components are said on or off, the parts where on. Rotary is said
+// with its base, two fields in one phrase, and the documents with their token after the parts, so
+// architecture_describe words those itself and their rows hold no words.
+static const ArchitectureField architecture_fields[] = {
+    {offsetof(Architecture, rotary),           ARCHITECTURE_SWITCH,  NULL, 1, NULL, NULL},
+    {offsetof(Architecture, rotary_base),      ARCHITECTURE_FLOAT,   rotary_base_invalid, 0, NULL, NULL},
+    {offsetof(Architecture, rms_norm),         ARCHITECTURE_SWITCH,  NULL, 1, "rms norm", "layernorm"},
+    {offsetof(Architecture, qk_norm),          ARCHITECTURE_SWITCH,  NULL, 1, "qk-norm", "no qk-norm"},
+    {offsetof(Architecture, relu2),            ARCHITECTURE_SWITCH,  NULL, 1, "relu2", "gelu"},
+    {offsetof(Architecture, bias),             ARCHITECTURE_SWITCH,  NULL, 1, "bias", "no bias"},
+    {offsetof(Architecture, untied_head),      ARCHITECTURE_SWITCH,  NULL, 1, "untied head", "tied head"},
+    {offsetof(Architecture, zero_init),        ARCHITECTURE_SWITCH,  NULL, 1, "zero init", "no zero init"},
+    {offsetof(Architecture, softcap),          ARCHITECTURE_FLOAT,   softcap_invalid, 1, "softcap", "no softcap"},
+    {offsetof(Architecture, documents),        ARCHITECTURE_SWITCH,  NULL, 0, NULL, NULL},
+    {offsetof(Architecture, document_token),   ARCHITECTURE_INTEGER, NULL, 0, NULL, NULL},
+    {offsetof(Architecture, window_count),     ARCHITECTURE_INTEGER, NULL, 0, NULL, NULL},
+    {offsetof(Architecture, embedding_norm),   ARCHITECTURE_SWITCH,  NULL, 1, "embedding norm", NULL},
+    {offsetof(Architecture, qk_scale),         ARCHITECTURE_FLOAT,   qk_scale_invalid, 1, "qk scale", NULL},
+    {offsetof(Architecture, residual_lambdas), ARCHITECTURE_SWITCH,  NULL, 1, "residual lambdas", NULL},
+    {offsetof(Architecture, value_embeddings), ARCHITECTURE_SWITCH,  NULL, 1, "value embeddings", NULL},
+    {offsetof(Architecture, smear),            ARCHITECTURE_SWITCH,  NULL, 1, "smear", NULL},
+    {offsetof(Architecture, backout),          ARCHITECTURE_SWITCH,  NULL, 1, "backout", NULL},
+};
+#define NUM_ARCHITECTURE_FIELDS ((int)(sizeof(architecture_fields) / sizeof(architecture_fields[0])))
+static_assert(sizeof(architecture_fields) / sizeof(architecture_fields[0]) ==
+                  ARCHITECTURE_SLOTS - ARCHITECTURE_MAX_WINDOWS,
+              "a row for each slot but the windows'");
+
+// Field f of a, as its row says it holds it.
+static inline int architecture_field_int(const Architecture* a, const ArchitectureField* f) {
+    return *(const int*)((const char*)a + f->offset);
+}
+static inline float architecture_field_float(const Architecture* a, const ArchitectureField* f) {
+    return *(const float*)((const char*)a + f->offset);
+}
+
+// 1 when field f of a is on: a switch or an integer not 0, a float above 0.
+static inline int architecture_field_on(const Architecture* a, const ArchitectureField* f) {
+    return f->value == ARCHITECTURE_FLOAT ? architecture_field_float(a, f) > 0.0f : architecture_field_int(a, f) != 0;
+}
 
 // The architectures of gpt2 and modern, as initialisers (modern's components apart too, which
 // 2026's row starts from).
@@ -147,17 +231,17 @@ static const ArchitecturePreset architecture_presets[] = {
 };
 #define NUM_ARCHITECTURE_PRESETS ((int)(sizeof(architecture_presets) / sizeof(architecture_presets[0])))
 
-// Field by field, by value.
+// Field by field, by value (a float's -0 is its 0).
 static inline int architecture_equal(const Architecture* a, const Architecture* b) {
-    int same = a->rotary == b->rotary && a->rotary_base == b->rotary_base && a->rms_norm == b->rms_norm &&
-               a->qk_norm == b->qk_norm && a->relu2 == b->relu2 && a->bias == b->bias &&
-               a->untied_head == b->untied_head && a->zero_init == b->zero_init && a->softcap == b->softcap &&
-               a->documents == b->documents && a->document_token == b->document_token &&
-               a->window_count == b->window_count && a->embedding_norm == b->embedding_norm &&
-               a->qk_scale == b->qk_scale && a->residual_lambdas == b->residual_lambdas &&
-               a->value_embeddings == b->value_embeddings && a->smear == b->smear && a->backout == b->backout;
-    for (int i = 0; same && i < ARCHITECTURE_MAX_WINDOWS; i++) same = a->windows[i] == b->windows[i];
-    return same;
+    for (int i = 0; i < NUM_ARCHITECTURE_FIELDS; i++) {
+        const ArchitectureField* f = &architecture_fields[i];
+        if (f->value == ARCHITECTURE_FLOAT ? architecture_field_float(a, f) != architecture_field_float(b, f)
+                                           : architecture_field_int(a, f) != architecture_field_int(b, f))
+            return 0;
+    }
+    for (int i = 0; i < ARCHITECTURE_MAX_WINDOWS; i++)
+        if (a->windows[i] != b->windows[i]) return 0;
+    return 1;
 }
 
 // a without documents or windows.
@@ -286,20 +370,21 @@ static inline const ArchitecturePreset* architecture_preset_of(const Architectur
 }
 
 // The preset nearest a: the one whose components and parts differ from a's in the fewest (the
-// seven switches, the soft cap and the six parts, each counted as on or off; the rotary base, the
-// cap's and the QK scale's values and the key windows are no component of their own), the first
-// (gpt2, then modern) on a tie.
+// rows of architecture_fields marked component: the seven switches, the soft cap and the six
+// parts, each counted as on or off; the rotary base, the cap's and the QK scale's values and the
+// key windows are no component of their own), the first (gpt2, then modern) on a tie.
 static inline const ArchitecturePreset* architecture_nearest_preset(const Architecture* a) {
     const ArchitecturePreset* nearest = NULL;
     int fewest = INT_MAX;
     for (int i = 0; i < NUM_ARCHITECTURE_PRESETS; i++) {
         const Architecture* p = &architecture_presets[i].arch;
-        int differ = (a->rotary != p->rotary) + (a->rms_norm != p->rms_norm) + (a->qk_norm != p->qk_norm) +
-                     (a->relu2 != p->relu2) + (a->bias != p->bias) + (a->untied_head != p->untied_head) +
-                     (a->zero_init != p->zero_init) + ((a->softcap > 0.0f) != (p->softcap > 0.0f)) +
-                     (a->embedding_norm != p->embedding_norm) + ((a->qk_scale > 0.0f) != (p->qk_scale > 0.0f)) +
-                     (a->residual_lambdas != p->residual_lambdas) + (a->value_embeddings != p->value_embeddings) +
-                     (a->smear != p->smear) + (a->backout != p->backout);
+        int differ = 0;
+        for (int k = 0; k < NUM_ARCHITECTURE_FIELDS; k++) {
+            const ArchitectureField* f = &architecture_fields[k];
+            if (!f->component) continue;
+            differ += f->value == ARCHITECTURE_FLOAT ? architecture_field_on(a, f) != architecture_field_on(p, f)
+                                                     : architecture_field_int(a, f) != architecture_field_int(p, f);
+        }
         if (differ < fewest) {
             fewest = differ;
             nearest = &architecture_presets[i];
@@ -313,42 +398,21 @@ static inline int architecture_is_gpt2(const Architecture* a) {
     return architecture_equal(a, &architecture_presets[0].arch);
 }
 
-// NULL when base may be rotary's base, else the rule it breaks: the frequencies base^(-2i / HS)
-// must fall with i. train_gpt's --rotary-base and the checkpoint header are checked by it alike.
-static inline const char* rotary_base_invalid(float base) {
-    return base > 1.0f && isfinite(base) ? NULL : "the rotary base must be a finite number above 1";
-}
-
-// NULL when cap may be the logits' soft cap, else the rule it breaks. A cap c keeps every logit
-// within (-c, c), so no token can be more than e^(2c) times as likely as another: below 1 (e^2,
-// about 7) it no longer bounds the outliers but flattens every distribution the model could
-// draw, so that it cannot learn (the modern recipe caps at 30, the speedruns at 15 to 30).
-static inline const char* softcap_invalid(float cap) {
-    return cap == 0.0f || (cap >= 1.0f && isfinite(cap)) ? NULL
-                                                          : "the softcap must be 0 (none) or a finite number of at least 1";
-}
-
-// NULL when s may be the QK scale, else the rule it breaks. It makes the logits of normed q and k
-// s^2 times the plain scale's: from 1/8 to 8 (1/64 to 64 times) holds every scale the anchors
-// use (nanochat's 1.2, modded-nanogpt's 1.165) many times over; past it a normed head's attention
-// starts uniform or as a hard argmax, from which it learns nothing.
-static inline const char* qk_scale_invalid(float s) {
-    return s == 0.0f || (s >= 0.125f && s <= 8.0f) ? NULL : "the QK scale must be 0 (none) or a number from 0.125 to 8";
-}
-
 // NULL when every field holds a value it may, else which does not. (The head sizes the blocks
 // take are the block's to say, gpt/block.h; the fields without effect, which depend on the
 // context and the layers too, gpt_config_drop_without_effect's.)
 static inline const char* architecture_invalid(const Architecture* a) {
-    const int flags[] = {a->rotary, a->rms_norm, a->qk_norm, a->relu2, a->bias, a->untied_head, a->zero_init,
-                         a->documents, a->embedding_norm, a->residual_lambdas, a->value_embeddings, a->smear,
-                         a->backout};
-    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
-        if (flags[i] != 0 && flags[i] != 1) return "a switch of the architecture is neither 0 nor 1";
-    const char* why = rotary_base_invalid(a->rotary_base);
-    if (why) return why;
-    if ((why = softcap_invalid(a->softcap))) return why;
-    if ((why = qk_scale_invalid(a->qk_scale))) return why;
+    for (int i = 0; i < NUM_ARCHITECTURE_FIELDS; i++) {
+        const ArchitectureField* f = &architecture_fields[i];
+        if (f->value != ARCHITECTURE_SWITCH) continue;
+        int v = architecture_field_int(a, f);
+        if (v != 0 && v != 1) return "a switch of the architecture is neither 0 nor 1";
+    }
+    for (int i = 0; i < NUM_ARCHITECTURE_FIELDS; i++) {   // the floats' rules, once every switch is one
+        const ArchitectureField* f = &architecture_fields[i];
+        const char* why = f->invalid ? f->invalid(architecture_field_float(a, f)) : NULL;
+        if (why) return why;
+    }
     if (a->qk_scale != 0.0f && !a->qk_norm)   // unnormed q and k take their scale from their weights
         return "a QK scale without QK-norm (the scale of q and k not normed is their weights': --qk-norm 1)";
     if (a->document_token < 0 || (!a->documents && a->document_token != 0))
@@ -364,6 +428,17 @@ static inline const char* architecture_invalid(const Architecture* a) {
 
 // The bytes an architecture's description may take (architecture_describe).
 #define ARCHITECTURE_TEXT 1024
+
+// Appends ", " and field f of a in words to the description out (len bytes, n of them written so
+// far, as snprintf counts them): its words on, a float's followed by its value, else its words off.
+static inline size_t architecture_describe_field(const ArchitectureField* f, const Architecture* a, char* out,
+                                                 size_t len, size_t n) {
+    int on = architecture_field_on(a, f);
+    if (n < len) n += (size_t)snprintf(out + n, len - n, ", %s", on ? f->on : f->off);
+    if (on && f->value == ARCHITECTURE_FLOAT && n < len)
+        n += (size_t)snprintf(out + n, len - n, " %g", architecture_field_float(a, f));
+    return n;
+}
 
 // The architecture a of a model of context maxT and L layers in words: the preset it is
 // (architecture_preset_of: "gpt2", "modern", "2026"), then its documents, if any: "2026,
@@ -392,24 +467,17 @@ static inline void architecture_describe(const Architecture* a, int maxT, int L,
     if (preset) {
         n = (size_t)snprintf(out, len, "%s", preset->name);
     } else {
-        char positions[64], softcap[32];
-        if (a->rotary) snprintf(positions, sizeof(positions), "rotary (base %g)", a->rotary_base);
+        if (a->rotary) n = (size_t)snprintf(out, len, "rotary (base %g)", a->rotary_base);
         else if (a->rotary_base != ARCHITECTURE_ROTARY_BASE)
-            snprintf(positions, sizeof(positions), "learned positions (rotary base %g)", a->rotary_base);
-        else snprintf(positions, sizeof(positions), "learned positions");
-        if (a->softcap > 0.0f) snprintf(softcap, sizeof(softcap), "softcap %g", a->softcap);
-        else snprintf(softcap, sizeof(softcap), "no softcap");
-        n = (size_t)snprintf(out, len, "%s, %s, %s, %s, %s, %s head, %s, %s", positions,
-                             a->rms_norm ? "rms norm" : "layernorm", a->qk_norm ? "qk-norm" : "no qk-norm",
-                             a->relu2 ? "relu2" : "gelu", a->bias ? "bias" : "no bias",
-                             a->untied_head ? "untied" : "tied", a->zero_init ? "zero init" : "no zero init", softcap);
+            n = (size_t)snprintf(out, len, "learned positions (rotary base %g)", a->rotary_base);
+        else n = (size_t)snprintf(out, len, "learned positions");
+        for (int i = 0; i < NUM_ARCHITECTURE_FIELDS; i++)   // the components, each on or off
+            if (architecture_fields[i].off) n = architecture_describe_field(&architecture_fields[i], a, out, len, n);
     }
-    if (rest.embedding_norm && n < len) n += (size_t)snprintf(out + n, len - n, ", embedding norm");
-    if (rest.qk_scale > 0.0f && n < len) n += (size_t)snprintf(out + n, len - n, ", qk scale %g", rest.qk_scale);
-    if (rest.residual_lambdas && n < len) n += (size_t)snprintf(out + n, len - n, ", residual lambdas");
-    if (rest.value_embeddings && n < len) n += (size_t)snprintf(out + n, len - n, ", value embeddings");
-    if (rest.smear && n < len) n += (size_t)snprintf(out + n, len - n, ", smear");
-    if (rest.backout && n < len) n += (size_t)snprintf(out + n, len - n, ", backout");
+    for (int i = 0; i < NUM_ARCHITECTURE_FIELDS; i++) {   // the parts that are on
+        const ArchitectureField* f = &architecture_fields[i];
+        if (f->on && !f->off && architecture_field_on(&rest, f)) n = architecture_describe_field(f, &rest, out, len, n);
+    }
     if (rest.documents && n < len)
         n += (size_t)snprintf(out + n, len - n, ", documents (token %d)", rest.document_token);
     for (int i = 0; i < rest.window_count && i < ARCHITECTURE_MAX_WINDOWS && n < len; i++) {

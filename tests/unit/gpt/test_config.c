@@ -2,7 +2,8 @@
 // checkpoint header can hold: every int32, near 2^31 included; the architecture's fields, each
 // refused out of its range or where it has no effect, the presets valid; the fields without
 // effect dropped as a file is read; the preset nearest an architecture; the parts of the 2026
-// recipe; the 2026 preset, its key windows following the context (CPU).
+// recipe; the 2026 preset, its key windows following the context; the table of the architecture's
+// fields that the comparisons, checks, nearest preset and descriptions read (CPU).
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
@@ -392,6 +393,112 @@ static void test_nearest_preset(void) {
     test_end();
 }
 
+// Field f of a set to the value it holds in from.
+static void take_field(Architecture* a, const Architecture* from, const ArchitectureField* f) {
+    memcpy((char*)a + f->offset, (const char*)from + f->offset, sizeof(int32_t));
+}
+
+// 1 when a and b differ in field f.
+static int field_differs(const Architecture* a, const Architecture* b, const ArchitectureField* f) {
+    Architecture x = *a;
+    take_field(&x, b, f);
+    return !architecture_equal(&x, a);
+}
+
+// The table of Architecture's scalar fields (architecture_fields): a row for each slot but the
+// windows', in the struct's order, so that a part without a row fails here; a rule for each float
+// and for nothing else; the parts components said where on. Each row is compared by value (a
+// float's -0 its 0), counted by architecture_nearest_preset where it is a component, and each part
+// described by its words.
+static void test_architecture_field_table(void) {
+    test_begin("config_architecture_field_table");
+    const int windows_slot = (int)(offsetof(Architecture, windows) / sizeof(int32_t));
+    int rows[ARCHITECTURE_SLOTS] = {0}, before = -1;
+    for (int i = 0; i < NUM_ARCHITECTURE_FIELDS; i++) {
+        const ArchitectureField* f = &architecture_fields[i];
+        int slot = (int)(f->offset / sizeof(int32_t));
+        CHECK(f->offset % sizeof(int32_t) == 0 && slot > before && slot < ARCHITECTURE_SLOTS,
+              "row %d is not a slot past the row before's", i);
+        if (slot < ARCHITECTURE_SLOTS) rows[slot]++;
+        before = slot;
+        CHECK((f->invalid != NULL) == (f->value == ARCHITECTURE_FLOAT), "row %d: a rule is not a float's alone", i);
+        CHECK(!f->off || f->on, "row %d has words off but none on", i);
+        if (slot >= ARCHITECTURE_PARTS_SLOT)
+            CHECK(f->component && f->on && !f->off && f->value != ARCHITECTURE_INTEGER,
+                  "row %d: a part is not a component said where on", i);
+    }
+    for (int slot = 0; slot < ARCHITECTURE_SLOTS; slot++) {
+        int window = slot >= windows_slot && slot < windows_slot + ARCHITECTURE_MAX_WINDOWS;
+        CHECK(rows[slot] == !window, "slot %d has %d rows", slot, rows[slot]);
+    }
+    const ArchitecturePreset *gpt2 = &architecture_presets[0], *modern = &architecture_presets[1],
+                             *recipe = &architecture_presets[2];
+    char text[ARCHITECTURE_TEXT], want[ARCHITECTURE_TEXT];
+    for (int i = 0; i < NUM_ARCHITECTURE_FIELDS; i++) {
+        const ArchitectureField* f = &architecture_fields[i];
+        Architecture a = modern->arch, b = modern->arch;
+        if (f->value == ARCHITECTURE_FLOAT) {
+            float changed = architecture_field_float(&a, f) + 1.0f, zero = 0.0f, negative_zero = -0.0f;
+            memcpy((char*)&a + f->offset, &changed, sizeof(float));
+            CHECK(!architecture_equal(&a, &modern->arch), "row %d: a float changed is equal", i);
+            memcpy((char*)&a + f->offset, &zero, sizeof(float));
+            memcpy((char*)&b + f->offset, &negative_zero, sizeof(float));
+            CHECK(architecture_equal(&a, &b), "row %d: -0 is not 0", i);
+        } else {
+            int changed = architecture_field_int(&a, f) + 1;
+            memcpy((char*)&a + f->offset, &changed, sizeof(int));
+            CHECK(!architecture_equal(&a, &modern->arch), "row %d: an integer changed is equal", i);
+        }
+        if (!f->component) continue;
+        // Between the presets that differ in it (gpt2 and modern for a component, modern and 2026
+        // for a part): half the others of theirs taken from the second leaves the first nearest
+        // (the first on a tie), and this one taken too the second.
+        int part = (int)(f->offset / sizeof(int32_t)) >= ARCHITECTURE_PARTS_SLOT;
+        const ArchitecturePreset *first = part ? modern : gpt2, *second = part ? recipe : modern;
+        int differing = 0;
+        for (int k = 0; k < NUM_ARCHITECTURE_FIELDS; k++) {
+            const ArchitectureField* g = &architecture_fields[k];
+            differing += g->component && field_differs(&first->arch, &second->arch, g);
+        }
+        Architecture t = first->arch;
+        for (int k = 0, taken = 0; k < NUM_ARCHITECTURE_FIELDS && taken < differing / 2; k++) {
+            const ArchitectureField* g = &architecture_fields[k];
+            if (k == i || !g->component || !field_differs(&first->arch, &second->arch, g)) continue;
+            take_field(&t, &second->arch, g);
+            taken++;
+        }
+        const ArchitecturePreset* nearest_before = architecture_nearest_preset(&t);
+        take_field(&t, &second->arch, f);
+        const ArchitecturePreset* nearest_after = architecture_nearest_preset(&t);
+        CHECK(nearest_before == first && nearest_after == second, "row %d: nearest %s, then %s with it taken from %s",
+              i, nearest_before->name, nearest_after->name, second->name);
+        if (!part) continue;
+        // A part on modern: no longer modern, said after its name, nearest modern still.
+        a = modern->arch;
+        take_field(&a, &recipe->arch, f);
+        architecture_describe(&a, 1024, 12, text, sizeof(text));
+        if (f->value == ARCHITECTURE_FLOAT)
+            snprintf(want, sizeof(want), "modern, %s %g", f->on, architecture_field_float(&recipe->arch, f));
+        else snprintf(want, sizeof(want), "modern, %s", f->on);
+        CHECK(!strcmp(text, want) && !architecture_equal(&a, &modern->arch) && architecture_has_parts(&a) &&
+                  architecture_nearest_preset(&a) == modern,
+              "modern with the part of row %d: '%s', expected '%s'", i, text, want);
+    }
+    // The components' words, each on and off.
+    Architecture a = modern->arch;
+    a.bias = 1;
+    architecture_describe(&a, 1024, 12, text, sizeof(text));
+    CHECK(!strcmp(text, "rotary (base 10000), rms norm, qk-norm, relu2, bias, untied head, zero init, softcap 30"),
+          "modern with biases: '%s'", text);
+    a = gpt2->arch;
+    a.bias = 0;
+    a.softcap = 15.0f;
+    architecture_describe(&a, 1024, 12, text, sizeof(text));
+    CHECK(!strcmp(text, "learned positions, layernorm, no qk-norm, gelu, no bias, tied head, no zero init, softcap 15"),
+          "GPT-2 without biases, capped at 15: '%s'", text);
+    test_end();
+}
+
 // A window pattern as --window-pattern writes it ("256,256,256,full"), "" for none.
 static void pattern_text(const Architecture* a, char* out, size_t len) {
     size_t n = 0;
@@ -477,6 +584,7 @@ static void test_preset_2026(void) {
 }
 
 int main(void) {
+    test_architecture_field_table();
     test_nearest_preset();
     test_preset_2026();
     test_architecture_fields();
