@@ -239,6 +239,12 @@ static void launch_step(InferenceModel* m) {
     m->launched++;
 }
 
+// The prompt's row (C) into each of the B rows of dst (B, C): every sequence starts from it.
+static void copy_row_to_each(bf16* dst, const bf16* row, int B, int C, cudaStream_t st) {
+    for (int b = 0; b < B; b++)
+        cudaCheck(cudaMemcpyAsync(dst + (size_t)b * C, row, (size_t)C * sizeof(bf16), cudaMemcpyDeviceToDevice, st));
+}
+
 void inference_prompt(InferenceModel* m, const int* prompt, int n) {
     const GPTConfig* c = &m->config;
     int C = c->C;
@@ -265,9 +271,7 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
         case STEM_SMEAR:
             smear_forward(m->prompt.res, unsmeared, m->params.smear_gate, m->params.smear_lambda, 1, n, C,
                           SMEAR_GATE_CHANNELS, st);
-            for (int b = 0; b < m->B; b++)
-                cudaCheck(cudaMemcpyAsync(m->step.smear_prev + (size_t)b * C, unsmeared + (size_t)(n - 1) * C,
-                                          C * sizeof(bf16), cudaMemcpyDeviceToDevice, st));
+            copy_row_to_each(m->step.smear_prev, unsmeared + (size_t)(n - 1) * C, m->B, C, st);
             break;
         }
     }
@@ -282,15 +286,10 @@ void inference_prompt(InferenceModel* m, const int* prompt, int n) {
         block_forward(&pass, l, &m->prompt, &w);
         fill_caches(m, l, n);   // from the block's qkv, before the next block writes it
         if (m->step.backout_mid && l == architecture_backout_layer(c->L))   // the head's, of the last position
-            for (int b = 0; b < m->B; b++)
-                cudaCheck(cudaMemcpyAsync(m->step.backout_mid + (size_t)b * C,
-                                          m->prompt.res_next + (size_t)(n - 1) * C, C * sizeof(bf16),
-                                          cudaMemcpyDeviceToDevice, st));
+            copy_row_to_each(m->step.backout_mid, m->prompt.res_next + (size_t)(n - 1) * C, m->B, C, st);
     }
     // The last position's logits, in every sequence's row (each draws its own token).
-    for (int b = 0; b < m->B; b++)
-        cudaCheck(cudaMemcpyAsync(m->step.x + (size_t)b * C, m->prompt.res_next + (size_t)(n - 1) * C, C * sizeof(bf16),
-                                  cudaMemcpyDeviceToDevice, st));
+    copy_row_to_each(m->step.x, m->prompt.res_next + (size_t)(n - 1) * C, m->B, C, st);
     lm_head(m, 0);
     // The draw of the token at position n keys its noise by position n - 1, the logits' own.
     for (int b = 0; b < m->B; b++) m->prompt_positions[b] = n - 1;
