@@ -1,9 +1,10 @@
 // train_gpt.cu: the training program: its main. The trainer is the library in train/: the
 // command line (train/options.h), the run resolved and checked before the GPU is taken
-// (train/plan.h), the training state of a checkpoint and the resume from it (train/state.h),
-// the run on the GPU and its loop (train/loop.h), what it reports (train/report.h). Everything
-// that needs no GPU is checked before the GPU is touched, so a command line can be checked
-// anywhere.
+// (train/plan.h), the model's rows of each batch (train/batches.h), the training state of a
+// checkpoint and the resume from it (train/state.h), the folder of checkpoints
+// (train/checkpoint_folder.h), the run on the GPU and its loop (train/loop.h), what it reports
+// (train/report.h). Everything that needs no GPU is checked before the GPU is touched, so a
+// command line can be checked anywhere.
 // Data parallel: one process per GPU, started by torchrun, srun or mpirun (distributed/launcher.h)
 // or by --gpus N here; each rank reads its own part of every epoch, the model library averages
 // the gradients (gpt/gpt.h). Rank 0 alone prints, samples and writes files.

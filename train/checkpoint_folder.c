@@ -15,6 +15,14 @@ void checkpoint_paths(const char* dir, int step, char* model, char* state, size_
         die("%s: path too long", dir);
 }
 
+int checkpoint_file_step(const char* name) {
+    int step, end = 0;
+    if ((sscanf(name, "model_%8d.bin%n", &step, &end) != 1 && sscanf(name, "state_%8d.bin%n", &step, &end) != 1) ||
+        name[end] != '\0')
+        return -1;
+    return step;
+}
+
 int latest_checkpoint_step(const char* dir, char* err) {
     DIR* d = opendir(dir);
     if (!d) {
@@ -24,8 +32,8 @@ int latest_checkpoint_step(const char* dir, char* err) {
     int best = -1;
     struct dirent* e;
     while ((e = readdir(d)) != NULL) {
-        int step, end = 0;
-        if (sscanf(e->d_name, "state_%8d.bin%n", &step, &end) != 1 || e->d_name[end] != '\0') continue;
+        int step = checkpoint_file_step(e->d_name);
+        if (step < 0 || strncmp(e->d_name, "state_", 6) != 0) continue;
         char model[4096], state[4096];
         checkpoint_paths(dir, step, model, state, sizeof(model));
         if (step > best && access(model, R_OK) == 0) best = step;
@@ -34,15 +42,9 @@ int latest_checkpoint_step(const char* dir, char* err) {
     return best;
 }
 
-int checkpoint_file_step(const char* name) {
-    int step, end = 0;
-    if ((sscanf(name, "model_%8d.bin%n", &step, &end) != 1 && sscanf(name, "state_%8d.bin%n", &step, &end) != 1) ||
-        name[end] != '\0')
-        return -1;
-    return step;
-}
-
-int count_checkpoint_files(const char* dir, int* latest, char* err) {
+// How many checkpoint files (model_*.bin and state_*.bin of a step) dir holds, the latest step
+// among them in *latest; 0 when dir does not exist, -1 with err when it cannot be read.
+static int count_checkpoint_files(const char* dir, int* latest, char* err) {
     DIR* d = opendir(dir);
     if (!d) {
         if (errno == ENOENT) return 0;

@@ -19,9 +19,6 @@ void checkpoint_paths(const char* dir, int step, char* model, char* state, size_
 int checkpoint_file_step(const char* name);
 // The latest step in dir with both files; -1 if none, -2 with err when dir cannot be read.
 int latest_checkpoint_step(const char* dir, char* err);
-// How many checkpoint files (model_*.bin and state_*.bin of a step) dir holds, the latest step
-// among them in *latest; 0 when dir does not exist, -1 with err when it cannot be read.
-int count_checkpoint_files(const char* dir, int* latest, char* err);
 // Whether a run may write its checkpoints into dir: 0 when it holds none of another run (whose
 // steps this run would write over, and whose --resume would take whichever run got further) or is
 // resumed_dir (NULL: none), the folder of the run resumed, however spelled; else the number of

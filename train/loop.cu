@@ -38,8 +38,8 @@ void trainer_start(Trainer* t, RunPlan* p) {
     }
     if (p->resuming) load_optimizer_state(&t->model, &p->resume, p->resume_state);
     // Samples come from generate's inference model, the training model's parameters copied in,
-    // its cache the training window: built now, so that a sampler that does not fit stops the run
-    // before the first step.
+    // its cache the training window: built before the first step, so that a sampler that does not
+    // fit stops the run there.
     t->sampling = p->tok && o->sample_every > 0 && p->ranks.launch.rank == 0;
     if (t->sampling)
         sampler_build(&t->sampler, p->config, o->T, o->sample_tokens, (DrawSettings){o->temperature, o->top_k, 1.0f, 0});

@@ -6,10 +6,11 @@
 // samples and checkpoints when they are due. The model is the library in gpt/ (gpt/gpt.h); this
 // loop only decides when each part runs.
 // The host queues a step without waiting for the GPU (the loss and the gradient norm stay there,
-// the next batch is read while the GPU runs): a step's report is made once the next step is
-// queued, from its values copied back beside the GPU's work. A step with validation, a sample, a
-// checkpoint or the profile, and the last, is reported before anything else runs, so that the
-// lines and files are those of a loop that waits for each step.
+// the next batch is read while the GPU runs, the host at most a batch ahead: train/batches.h):
+// a step's report is made once the next step is queued, from its values copied back beside the
+// GPU's work. A step with validation, a sample, a checkpoint or the profile, and the last, is
+// reported before anything else runs, so that the lines and files are those of a loop that waits
+// for each step.
 #ifndef FLASHGPT_TRAIN_LOOP_H
 #define FLASHGPT_TRAIN_LOOP_H
 

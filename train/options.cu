@@ -102,8 +102,7 @@ static void parse_peak(const char* name, const char* value, void* peak) {
 
 void train_options_parse(int argc, char** argv, TrainOptions* o) {
     *o = (TrainOptions){.model = "d12", .context = 1024, .arch = 0, .components = ARCHITECTURE_GPT2,
-                        .train_data = "datasets/tinyshakespeare/train_*.bin", .B = 4,
-                        .T = 1024,
+                        .train_data = "datasets/tinyshakespeare/train_*.bin", .B = 4, .T = 1024,
                         .optimizer = {.kind = OPTIMIZER_ADAMW, .lr = NAN, .momentum = NAN, .embedding_lr = NAN,
                                       .head_lr = NAN, .vector_lr = NAN, .b1 = NAN, .b2 = NAN, .embedding_b1 = NAN,
                                       .embedding_b2 = NAN, .head_b1 = NAN, .head_b2 = NAN, .weight_decay = NAN,

@@ -1,5 +1,6 @@
 // train/plan.cu: a run resolved before the GPU (train/plan.h): the model's shape and
-// architecture, the optimizer, the batch, the data, the resume, the outputs.
+// architecture, the optimizer and its schedule, the batch and FP8, the data, the resume, the
+// outputs.
 #include "train/plan.h"
 
 #include <glob.h>

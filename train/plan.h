@@ -1,11 +1,12 @@
 // train/plan.h: a run of train_gpt resolved before the GPU is taken. Every option not given is
 // filled in: the model's shape and architecture (the interrupted run's, a checkpoint's, or a
-// preset's), the optimizer's settings (the interrupted run's, or the defaults of its preset),
-// the step schedule, the batch and its micro-steps, the steps (one epoch by default). Every file
-// is opened and checked: the shards and the tokenizer, the checkpoint's headers and then its
-// values, the outputs (the checkpoint folder, the log); a resume is checked against the
-// interrupted run and continues where it stood. Anything wrong ends the program with one line
-// naming the flag or file before the GPU, so a command line can be checked on any machine.
+// preset's), the init, the optimizer's settings (the interrupted run's, or the defaults of its
+// preset), the step schedule, the batch and its micro-steps, the FP8 matmuls, the steps (one
+// epoch by default). Every file is opened and checked: the shards and the tokenizer, the
+// checkpoint's headers and then its values, the outputs (the checkpoint folder, the log); a
+// resume is checked against the interrupted run and continues where it stood. Anything wrong
+// ends the program with one line naming the flag or file before the GPU, so a command line can
+// be checked on any machine.
 #ifndef FLASHGPT_TRAIN_PLAN_H
 #define FLASHGPT_TRAIN_PLAN_H
 

@@ -6,7 +6,6 @@
 #include "common/bytes.h"
 #include "common/error.h"
 #include "common/output_path.h"
-#include "gpt/mfu.h"
 
 void print_run(const RunPlan* p, const GPT* model, const char* device_name, double flops_per_token,
                float peak_tflops) {

@@ -29,8 +29,8 @@ void print_run(const RunPlan* p, const GPT* model, const char* device_name, doub
 FILE* open_log(const RunPlan* p);
 // The step's line on stdout (of a run of steps) and its row in log (NULL: none).
 void report_step(const StepReport* s, int steps, FILE* log);
-// The profile of step s just done (--profile), its parts' times in profile, against their floors
-// at peak_tflops.
+// The profile of step s just done (--profile), its parts' times in profile against their floors
+// (at --peak-tflops, else an H200's rates), its MFU of peak_tflops.
 void print_profile(const RunPlan* p, const GPT* g, Profile* profile, const StepReport* s, float peak_tflops);
 
 #endif

@@ -15,7 +15,8 @@ static_assert(sizeof(StateFileHeader) == HEADER_INTS * sizeof(int32_t), "state h
 // The training state header, a row per field of a TrainingState: its member of StateSlots (the
 // slots it takes; a float is stored by its bits), the values a valid file holds, and what a
 // resume does with it. The header is written, read back, bounded and compared on a resume by
-// this table alone, so a new setting is one member of StateSlots and one row here.
+// this table alone, so a new setting is its member of TrainingState and of StateSlots, its row
+// here, and, where files without it must keep their version, a version of its own (state_versions).
 // ATTENTION, SWITCH, RECOMPUTE, OPTIMIZER, LR_SHAPE, DECAY_SHAPE, MUON_QKV, MUON_NS, FP8,
 // FP8_SCALING, FP8_GRAD and INIT are ints, shown as their flags take them.
 typedef enum {
@@ -194,10 +195,11 @@ static int field_differs(const StateField* f, const TrainingState* was, const Tr
     return 1;
 }
 
-// Whether s is a schedule that versions 1 and 2 hold: the default past its warmup and its end.
-static int schedule_of_earlier_versions(const StepSchedule* s) {
-    StepSchedule earlier = {.warmup_steps = s->warmup_steps, .min_lr_frac = s->min_lr_frac};
-    return memcmp(&earlier, s, sizeof(earlier)) == 0;
+// Whether s's schedule is not the default past its warmup and its end (the one versions 1 and 2
+// hold), which version 3 holds.
+static int has_schedule(const TrainingState* s) {
+    StepSchedule earlier = {.warmup_steps = s->schedule.warmup_steps, .min_lr_frac = s->schedule.min_lr_frac};
+    return memcmp(&earlier, &s->schedule, sizeof(earlier)) != 0;
 }
 
 // Whether s has any of Muon's variants, which version 5 holds.
@@ -211,13 +213,30 @@ static int has_init_or_group_betas(const TrainingState* s) {
            s->head_b1 != 0.0f || s->head_b2 != 0.0f;
 }
 
+// Whether s has rows aligned to documents (version 4) or FP8 matmuls (version 6).
+static int has_aligned_rows(const TrainingState* s) { return s->align_documents != 0; }
+static int has_fp8(const TrainingState* s) { return s->fp8 != 0; }
+
+// The versions past the optimizer's, latest first: what of a run each holds that no earlier one
+// does, and what a header whose version does not match its fields is told. A run's file takes the
+// first version whose part the run has (state_version); a header is checked against the same.
+static const struct {
+    int version;
+    int (*holds)(const TrainingState*);
+    const char* mismatch;
+} state_versions[] = {
+    {STATE_VERSION_INIT_BETAS, has_init_or_group_betas, "the version is not that of the init and the groups' betas"},
+    {STATE_VERSION_FP8, has_fp8, "the version is not FP8's"},
+    {STATE_VERSION_MUON_VARIANTS, has_muon_variants, "the version is not that of Muon's variants"},
+    {STATE_VERSION_DOCUMENTS, has_aligned_rows, "the version is not the rows' alignment's"},
+    {STATE_VERSION_SCHEDULE, has_schedule, "the version is not the schedule's"},
+};
+#define NUM_STATE_VERSIONS (sizeof(state_versions) / sizeof(state_versions[0]))
+
 // The version of s's file: the earliest that holds it.
 static int state_version(const TrainingState* s) {
-    if (has_init_or_group_betas(s)) return STATE_VERSION_INIT_BETAS;
-    if (s->fp8) return STATE_VERSION_FP8;
-    if (has_muon_variants(s)) return STATE_VERSION_MUON_VARIANTS;
-    if (s->align_documents) return STATE_VERSION_DOCUMENTS;
-    if (!schedule_of_earlier_versions(&s->schedule)) return STATE_VERSION_SCHEDULE;
+    for (size_t i = 0; i < NUM_STATE_VERSIONS; i++)
+        if (state_versions[i].holds(s)) return state_versions[i].version;
     return s->optimizer == OPTIMIZER_MUON ? STATE_VERSION_MUON : STATE_VERSION_ADAMW;
 }
 
@@ -371,16 +390,13 @@ int state_header_unpack(const StateFileHeader* h, TrainingState* s, char* err) {
     char why_err[ERR_LEN];
     const char* why = state_invalid(s, why_err);
     if (h->f.version != state_version(s)) {
-        if (h->f.version == STATE_VERSION_INIT_BETAS || has_init_or_group_betas(s))
-            why = "the version is not that of the init and the groups' betas";
-        else if (h->f.version == STATE_VERSION_FP8 || s->fp8) why = "the version is not FP8's";
-        else if (h->f.version == STATE_VERSION_MUON_VARIANTS || has_muon_variants(s))
-            why = "the version is not that of Muon's variants";
-        else if (h->f.version == STATE_VERSION_DOCUMENTS || s->align_documents)
-            why = "the version is not the rows' alignment's";
-        else if (h->f.version == STATE_VERSION_SCHEDULE || !schedule_of_earlier_versions(&s->schedule))
-            why = "the version is not the schedule's";
-        else why = "the version is not the optimizer's";
+        // The latest version the header claims or its fields need names the mismatch.
+        why = "the version is not the optimizer's";
+        for (size_t i = 0; i < NUM_STATE_VERSIONS; i++)
+            if (h->f.version == state_versions[i].version || state_versions[i].holds(s)) {
+                why = state_versions[i].mismatch;
+                break;
+            }
     }
     if (why) {
         set_err(err, "corrupt training state header: %s", why);
