@@ -1,9 +1,12 @@
 // train/checkpoint_folder.c: a run's folder of checkpoints (train/checkpoint_folder.h).
 #include "train/checkpoint_folder.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "common/error.h"
@@ -15,12 +18,21 @@ void checkpoint_paths(const char* dir, int step, char* model, char* state, size_
         die("%s: path too long", dir);
 }
 
+// A name is a checkpoint file's when it is the very name checkpoint_paths gives its step: "state_9.bin"
+// and "state_+0000009.bin" are another program's files, not step 9's, which a resume would take up.
 int checkpoint_file_step(const char* name) {
-    int step, end = 0;
-    if ((sscanf(name, "model_%8d.bin%n", &step, &end) != 1 && sscanf(name, "state_%8d.bin%n", &step, &end) != 1) ||
-        name[end] != '\0')
-        return -1;
-    return step;
+    static const char* const kinds[] = {"model_", "state_"};
+    for (int k = 0; k < 2; k++) {
+        size_t n = strlen(kinds[k]);
+        if (strncmp(name, kinds[k], n) != 0 || !isdigit((unsigned char)name[n])) continue;
+        errno = 0;
+        long step = strtol(name + n, NULL, 10);
+        char canonical[64];
+        if (errno || step > INT_MAX) return -1;
+        snprintf(canonical, sizeof(canonical), "%s%08ld.bin", kinds[k], step);
+        return strcmp(name, canonical) == 0 ? (int)step : -1;
+    }
+    return -1;
 }
 
 int latest_checkpoint_step(const char* dir, char* err) {

@@ -166,6 +166,16 @@ check "a state with a NaN: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_000
 pair "$tmp/r" -- negative_v=3
 resume "$tmp/r"
 check "a negative second moment: $(last "$tmp/out")" says "$tmp/out" "$tmp/r/state_00000005.bin: the AdamW v of parameter 3 is -1"
+# Files of a later step under names train_gpt does not write are not its checkpoints: the resume
+# takes step 5's pair (and reaches the GPU), not a step 9 it would find no state of.
+pair "$tmp/r" --
+cp "$tmp/good/model_00000005.bin" "$tmp/r/model_00000009.bin"
+for name in state_9.bin state_+0000009.bin "state_ 0000009.bin" state_000000009.bin state_00000009.bin.tmp; do
+    cp "$tmp/good/state_00000005.bin" "$tmp/r/$name"
+    resume "$tmp/r"
+    check "a state named $name beside model_00000009.bin: $(last "$tmp/out")" says "$tmp/out" "no CUDA device"
+    rm "$tmp/r/$name"
+done
 end
 
 begin "train_gpt_architecture_of_the_checkpoint"
