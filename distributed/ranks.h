@@ -21,9 +21,9 @@ typedef struct {
     NcclComm* comm;              // of every rank, once connected; NULL without a launcher
 } Ranks;
 
-// The ranks from this process's environment, in groups of context_parallel (which must divide
-// them when there is a launcher), before any GPU is taken: 0, or -1 with err (the launcher's
-// variables, or several ranks in a build without NCCL).
+// The ranks from this process's environment, in groups of context_parallel (under a launcher a
+// divisor of the ranks, which the caller checks: plan_run), before any GPU is taken: 0, or
+// -1 with err (the launcher's variables, or several ranks in a build without NCCL).
 int ranks_plan(Ranks* r, int context_parallel, char* err);
 
 // Takes this rank's GPU (its properties into *prop) and, under a launcher, makes the
