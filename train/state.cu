@@ -84,7 +84,7 @@ static const StateField state_fields[] = {
     FIELD("micro-steps", grad_accum, grad_accum, FIELD_INT, 1, INT_MAX, RESUME_FREE),
     FIELD("--warmup-steps", warmup_steps, schedule.warmup_steps, FIELD_INT, 0, INT_MAX, RESUME_SAME),
     FIELD("--steps", steps, steps, FIELD_INT, 1, INT_MAX, RESUME_NOTE),
-    FIELD("AdamW step", adam_t, adam_t, FIELD_INT, 0, INT_MAX, RESUME_FREE),
+    FIELD("optimizer step", adam_t, adam_t, FIELD_INT, 0, INT_MAX, RESUME_FREE),
     // The optimizer's settings are finite here; their bounds are gpt/optimizer.h's (state_invalid).
     FIELD("--lr", lr, lr, FIELD_FLOAT, -FLT_MAX, FLT_MAX, RESUME_SAME),
     FIELD("--min-lr-frac", min_lr_frac, schedule.min_lr_frac, FIELD_FLOAT, 0, 1, RESUME_SAME),

@@ -572,7 +572,7 @@ static void test_int_bounds(void) {
         int below;
     } ints[] = {{"step", &top.step, -1}, {"-B", &top.B, 0}, {"-T", &top.T, 0}, {"micro-steps", &top.grad_accum, 0},
                 {"--warmup-steps", &top.schedule.warmup_steps, -1}, {"--steps", &top.steps, 0},
-                {"AdamW step", &top.adam_t, -1}, {"--attention", &top.attention, -1},
+                {"optimizer step", &top.adam_t, -1}, {"--attention", &top.attention, -1},
                 {"--deterministic", &top.deterministic, 2}, {"--recompute", &top.recompute, 4},
                 {"--classifier-chunk", &top.classifier_rows, 0}, {"ranks", &top.world_size, -1},
                 {"--optimizer", &top.optimizer, 2}, {"--lr-schedule", &top.schedule.lr_shape, 2},
