@@ -307,10 +307,14 @@ static inline int architecture_transforms_qk(const Architecture* a) { return a->
 // The block of L whose output the backout gives back a share of (nanochat's: the middle one, L / 2).
 static inline int architecture_backout_layer(int L) { return L / 2; }
 
-// 1 when layer l of L takes value embeddings: every other layer, the last among them (nanochat's
-// has_ve: l and L - 1 of one parity), where the architecture has them.
+// 1 when layer l of L is one that value embeddings go to: every other layer, the last among them
+// (nanochat's has_ve: l and L - 1 of one parity).
+static inline int value_embedding_layer(int l, int L) { return l % 2 == (L - 1) % 2; }
+
+// 1 when layer l of L takes value embeddings: one of value_embedding_layer's, where the
+// architecture has them.
 static inline int architecture_value_embedding_layer(const Architecture* a, int l, int L) {
-    return a->value_embeddings && l % 2 == (L - 1) % 2;
+    return a->value_embeddings && value_embedding_layer(l, L);
 }
 
 // The attention's softmax scale at head size HS: 1/sqrt(HS), times qk_scale^2 with a QK scale (q

@@ -24,12 +24,9 @@ static int value_embeddings(const Architecture* a) { return a->value_embeddings;
 static int smear(const Architecture* a) { return a->smear; }
 static int backout(const Architecture* a) { return a->backout; }
 
-// The layers with value embeddings (architecture_value_embedding_layer: every other one, the last
-// among them) take the slices 0, 1, ... in order: layer l's is l / 2.
-static int value_embedding_layers(int l, int L) {
-    static const Architecture with = {.value_embeddings = 1};
-    return architecture_value_embedding_layer(&with, l, L) ? l / 2 : -1;
-}
+// The layers with value embeddings (gpt/config.h's value_embedding_layer: every other one, the
+// last among them) take the slices 0, 1, ... in order: layer l's is l / 2.
+static int value_embedding_layers(int l, int L) { return value_embedding_layer(l, L) ? l / 2 : -1; }
 
 // GPT-2's sixteen tensors in llm.c's order, then the untied head, then the tensors of the 2026
 // recipe's parts, each after every tensor before it so that a model without the part keeps its
